@@ -1,0 +1,70 @@
+# Sourced by every tests/integration/test-*.sh.
+#
+#   requires CMD...     skip (exit 77) unless every CMD is on PATH
+#   check DESC CMD...   run CMD; count a pass or a failure, say which
+#   expect_fail DESC CMD...  the same, but CMD must fail
+#   cleanup_add CMD     run CMD (eval'd) at exit, last added first
+#   wait_for DESC SECS CMD...  poll CMD until it succeeds (no fixed sleeps)
+#
+# At exit it prints "cw-counts: passed=N failed=M" for scripts/check and
+# exits 1 if anything failed.
+set -u
+: "${top_builddir:=$(pwd)}"
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+cw_passed=0
+cw_failed=0
+cw_cleanups=()
+cw_tmp=$(mktemp -d "${TMPDIR:-/tmp}/cwtest.XXXXXX")
+
+requires() {
+	local c
+	for c in "$@"; do
+		if ! command -v "$c" >/dev/null 2>&1; then
+			echo "SKIP: $c is not installed"
+			rm -rf "$cw_tmp"
+			trap - EXIT
+			exit 77
+		fi
+	done
+}
+
+cleanup_add() { cw_cleanups=("$1" "${cw_cleanups[@]}"); }
+
+check() {
+	local desc=$1; shift
+	if "$@"; then
+		echo "PASS: $desc"; cw_passed=$((cw_passed + 1))
+	else
+		echo "FAIL: $desc (exit $?: $*)"; cw_failed=$((cw_failed + 1))
+	fi
+}
+
+expect_fail() {
+	local desc=$1; shift
+	if "$@"; then
+		echo "FAIL: $desc (unexpectedly succeeded: $*)"; cw_failed=$((cw_failed + 1))
+	else
+		echo "PASS: $desc"; cw_passed=$((cw_passed + 1))
+	fi
+}
+
+wait_for() {
+	local desc=$1 secs=$2; shift 2
+	local deadline=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		if [ $SECONDS -ge $deadline ]; then
+			echo "timed out after ${secs}s waiting for $desc"
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+cw_finish() {
+	local c
+	for c in "${cw_cleanups[@]}"; do eval "$c" || true; done
+	rm -rf "$cw_tmp"
+	echo "cw-counts: passed=$cw_passed failed=$cw_failed"
+	[ "$cw_failed" -eq 0 ] || exit 1
+}
+trap cw_finish EXIT
