@@ -50,8 +50,8 @@ struct cw_task {
 /* Why a task set is refused. */
 enum cw_admit_why {
 	CW_ADMIT_OK = 0,
-	CW_ADMIT_INVALID,	/* a task with T <= 0, C <= 0 or C > T, or no tasks to speak of */
-	CW_ADMIT_UTILIZATION,	/* condition (1): U > 1 */
+	CW_ADMIT_INVALID,	/* a task with T <= 0 or C <= 0 (fail_task) */
+	CW_ADMIT_UTILIZATION,	/* condition (1): U > 1 (or one task with C > T: fail_task) */
 	CW_ADMIT_BLOCKING,	/* condition (2) fails for task fail_task at L = fail_l_ns */
 };
 
@@ -138,7 +138,9 @@ struct cw_admit_part {
 	struct cw_task task;		/* T, C and the active window on this disk */
 	uint64_t requests;		/* user requests touching the disk */
 	uint64_t stride;		/* smallest stride, in user requests */
-	struct cw_admit_result result;	/* the disk's set with this part (worst over the window) */
+	/* The disk's tasks active with this part, worst over the window; its
+	 * fail_task indexes that set, whose last task is this part. */
+	struct cw_admit_result result;
 };
 
 struct cw_admit_plan {
