@@ -195,37 +195,6 @@ static void test_paper_counterexample(void)
 	CU_ASSERT_EQUAL(missed, 0);
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t r = a % b;
-		a = b;
-		b = r;
-	}
-	return a;
-}
-
-/* A random small set with a common multiple of periods <= 20000. */
-static size_t random_set(unsigned *rng, struct cw_task *t, int64_t *ret_h)
-{
-	for (;;) {
-		size_t n = (size_t)sim_rand(rng, 1, 5);
-		int64_t h = 1;
-
-		for (size_t k = 0; k < n; k++) {
-			int64_t p = sim_rand(rng, 2, 30);
-
-			t[k] = (struct cw_task){ .period_ns = p,
-						 .service_ns = sim_rand(rng, 1, CW_MAX(1, p * 2 / (int64_t)(n + 1))) };
-			h = h / gcd64(h, p) * p;
-		}
-		if (h <= 20000) {
-			*ret_h = h;
-			return n;
-		}
-	}
-}
-
 static void test_property_against_every_L(void)
 {
 	unsigned rng = 12345;
@@ -235,7 +204,7 @@ static void test_property_against_every_L(void)
 		struct cw_task t[5];
 		struct brute b;
 		int64_t h;
-		size_t n = random_set(&rng, t, &h);
+		size_t n = sim_random_set(&rng, t, &h);
 		struct cw_admit_result r = test(t, n);
 
 		brute_eval(t, n, h, t[n - 1].period_ns + h, &b);
@@ -276,7 +245,7 @@ static void test_sporadic_releases_keep_delta_l(void)
 	for (int it = 0; it < 300; it++) {
 		struct cw_task t[5];
 		int64_t h;
-		size_t n = random_set(&rng, t, &h), nj = 0;
+		size_t n = sim_random_set(&rng, t, &h), nj = 0;
 		struct cw_admit_result r = test(t, n);
 		struct sim_job jobs[5 * 200];
 		struct cw_sched_opts o;

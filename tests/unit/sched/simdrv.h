@@ -9,8 +9,10 @@
 #ifndef CW_TEST_SIMDRV_H
 #define CW_TEST_SIMDRV_H
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <clockwise/admit.h>
 #include <clockwise/sched.h>
 
 struct sim_job {
@@ -27,6 +29,7 @@ struct sim_be {
 
 struct sim_out {
 	uint64_t be_done;
+	uint64_t be_refused;
 	int64_t be_work;
 	int64_t end;
 	int err;
@@ -42,6 +45,38 @@ static inline int64_t sim_rand(unsigned *rng, int64_t lo, int64_t hi)
 	x ^= x << 5;
 	*rng = x;
 	return lo + (int64_t)(x % (unsigned)(hi - lo + 1));
+}
+
+static inline int64_t sim_gcd(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t r = a % b;
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+/* A random set of 1 to 5 tasks with periods 2..30 whose common multiple
+ * is at most 20000 (so brute force over it stays cheap). */
+static inline size_t sim_random_set(unsigned *rng, struct cw_task *t, int64_t *ret_h)
+{
+	for (;;) {
+		size_t n = (size_t)sim_rand(rng, 1, 5);
+		int64_t h = 1;
+
+		for (size_t k = 0; k < n; k++) {
+			int64_t p = sim_rand(rng, 2, 30);
+
+			t[k] = (struct cw_task){ .period_ns = p,
+						 .service_ns = sim_rand(rng, 1, (p * 2 / (int64_t)(n + 1) > 1 ? p * 2 / (int64_t)(n + 1) : 1)) };
+			h = h / sim_gcd(h, p) * p;
+		}
+		if (h <= 20000) {
+			*ret_h = h;
+			return n;
+		}
+	}
 }
 
 static int sim_cmp_job(const void *a, const void *b)
@@ -70,6 +105,7 @@ static inline void sim_run(struct cw_sched *s, struct sim_job *jobs, size_t n,
 	for (;;) {
 		struct cw_sched_decision d = { .verdict = CW_SCHED_IDLE };
 		int64_t next = INT64_MAX;
+		int e;
 
 		if (cur && cur_end <= now) {
 			out->err = out->err ? out->err : cw_sched_complete(s, cur, cur_end, cur_actual);
@@ -102,8 +138,13 @@ static inline void sim_run(struct cw_sched *s, struct sim_job *jobs, size_t n,
 					      sim_rand(be->rng, be->min_ns, be->max_ns),
 			};
 			first = false;
-			bq_used[k] = true;
-			out->err = out->err ? out->err : cw_sched_enqueue(s, &bq[k], now);
+			e = cw_sched_enqueue(s, &bq[k], now);
+			if (e == -E2BIG)
+				out->be_refused++;	/* too big ever to run safely */
+			else if (e < 0)
+				out->err = out->err ? out->err : e;
+			else
+				bq_used[k] = true;
 		}
 		if (!cur) {
 			out->err = out->err ? out->err : cw_sched_next(s, now, &d);
