@@ -88,6 +88,49 @@ static void test_service_time(void)
 	CU_ASSERT_EQUAL(cw_model_service_ns(&m, 0, m.capacity_bytes + 1, 1, &c), -EINVAL);
 }
 
+/* Any access within a range takes no longer than the range's C. */
+static void test_access_within_worst_case(void)
+{
+	const char *const *names = cw_model_preset_names();
+	unsigned rng = 7;
+
+	for (unsigned i = 0; names[i]; i++) {
+		struct cw_model m;
+
+		CU_ASSERT_FATAL(cw_model_preset(names[i], &m) == 0);
+		for (int k = 0; k < 2000; k++) {
+			uint64_t lo, hi, off, head, bytes;
+			int64_t a, c;
+
+			rng = rng * 1103515245 + 12345;
+			lo = m.capacity_bytes / 1000 * (rng % 900);
+			hi = lo + m.capacity_bytes / 1000 * (1 + (rng >> 8) % 100);
+			bytes = 512 + (rng >> 4) % (4 * MiB);
+			if (bytes > hi - lo)
+				bytes = hi - lo;
+			off = lo + ((uint64_t)rng * 2654435761u) % (hi - lo - bytes + 1);
+			head = ((uint64_t)rng * 40503u) % m.capacity_bytes;
+			CU_ASSERT_FATAL(cw_model_access_ns(&m, head, off, bytes, rng % 1000001, &a) == 0);
+			CU_ASSERT_FATAL(cw_model_service_ns(&m, lo, hi, bytes, &c) == 0);
+			CU_ASSERT(a > 0 && a <= c);
+		}
+	}
+	{
+		struct cw_model m;
+		int64_t a, b;
+
+		CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+		/* farther seeks and longer rotational waits cost more */
+		CU_ASSERT(cw_model_access_ns(&m, 0, 10 * MiB, MiB, 0, &a) == 0);
+		CU_ASSERT(cw_model_access_ns(&m, 0, m.capacity_bytes / 2, MiB, 0, &b) == 0);
+		CU_ASSERT(b > a);
+		CU_ASSERT(cw_model_access_ns(&m, 0, 10 * MiB, MiB, 1000000, &b) == 0);
+		CU_ASSERT_EQUAL(b - a, m.rotation_ns);
+		CU_ASSERT_EQUAL(cw_model_access_ns(&m, 0, m.capacity_bytes - 1, 2, 0, &a), -EINVAL);
+		CU_ASSERT_EQUAL(cw_model_access_ns(&m, 0, 0, MiB, 1000001, &a), -EINVAL);
+	}
+}
+
 static void test_text_roundtrip(void)
 {
 	const char *const *names = cw_model_preset_names();
@@ -326,6 +369,7 @@ int main(void)
 
 	cwtest_add(s, "presets", test_presets);
 	cwtest_add(s, "service time", test_service_time);
+	cwtest_add(s, "access within the worst case", test_access_within_worst_case);
 	cwtest_add(s, "text round trip", test_text_roundtrip);
 	cwtest_add(s, "text refusals", test_text_refusals);
 	cwtest_add(c, "calibrate a file (io_uring)", test_calibrate_uring);
