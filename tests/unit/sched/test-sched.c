@@ -403,6 +403,46 @@ static void test_lst_misses_delta_l_does_not(void)
 	}
 }
 
+/* The idle allowance is exact: a BE request of idle_be_ns started just
+ * before every stream releases leaves the last job 0 slack, one of
+ * idle_be_ns + 1 makes it miss (run under edf, which does not refuse it;
+ * delta-l refuses it at the door). */
+static void test_idle_allowance_is_exact(void)
+{
+	struct cw_task t[] = { { .period_ns = 1000, .service_ns = 400 },
+			       { .period_ns = 600, .service_ns = 200 } };
+	struct cw_admit_result r;
+
+	CU_ASSERT_FATAL(cw_admit_test(t, 2, &r) == 0);
+	CU_ASSERT_EQUAL_FATAL(r.idle_be_ns, 401);
+	for (int64_t extra = 0; extra < 2; extra++) {
+		struct cw_sched *s = new_sched(CW_SCHED_EDF, r.delta_l_ns, r.idle_be_ns);
+		struct sim_job jobs[] = {
+			{ .arrival = 1, .expected = 1, .period = 1000, .service = 400, .actual = 400, .stream = 0 },
+			{ .arrival = 1, .expected = 1, .period = 600, .service = 200, .actual = 200, .stream = 1 },
+		};
+		struct sim_be bq = { .keep = 1, .min_ns = 1, .max_ns = 1,
+				     .first_ns = r.idle_be_ns + extra, .rng = &(unsigned){ 1 } };
+		struct cw_sched_stats st;
+		struct sim_out out;
+
+		sim_run(s, jobs, 2, &bq, 0, &out);
+		cw_sched_get_stats(s, &st);
+		CU_ASSERT_EQUAL(out.err, 0);
+		CU_ASSERT_EQUAL(st.rt_missed, extra ? 2 : 0);	/* B, and A after it */
+		CU_ASSERT_EQUAL(st.min_slack_ns, -extra);
+		cw_sched_free(s);
+	}
+	{
+		struct cw_sched *s = new_sched(CW_SCHED_DELTA_L, r.delta_l_ns, r.idle_be_ns);
+		struct cw_sched_req ok = be(0, r.idle_be_ns), big = be(0, r.idle_be_ns + 1);
+
+		CU_ASSERT_EQUAL(cw_sched_enqueue(s, &ok, 0), 0);
+		CU_ASSERT_EQUAL(cw_sched_enqueue(s, &big, 0), -E2BIG);
+		cw_sched_free(s);
+	}
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("sched", NULL, NULL);
@@ -414,6 +454,7 @@ int main(void)
 	cwtest_add(s, "edf: BE only when nothing released", test_edf_be_only_when_nothing_released);
 	cwtest_add(s, "adversarial releases, full BE queue", test_adversarial_delta_l);
 	cwtest_add(s, "server when dL = 0", test_server_when_no_slack);
+	cwtest_add(s, "idle allowance is exact", test_idle_allowance_is_exact);
 	cwtest_add(s, "lst misses, delta-l does not", test_lst_misses_delta_l_does_not);
 	return cwtest_run();
 }
