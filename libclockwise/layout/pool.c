@@ -605,6 +605,7 @@ static int load_disk_rows(struct cw_pool *pool, struct cw_error *err)
 static int assemble(struct cw_pool *pool, struct cw_error *err)
 {
 	struct probe pr[CW_DISKS_MAX + 1];
+	char *moved[CW_DISKS_MAX + 1] = { NULL };
 	uint8_t buf[LABEL_BYTES];
 
 	for (int i = 1; i <= CW_DISKS_MAX; i++) {
@@ -647,12 +648,10 @@ static int assemble(struct cw_pool *pool, struct cw_error *err)
 				continue;
 			}
 			if (found != i) {
-				char *np = strdup(pool->disks[found]->path);
-
-				if (!np)
+				/* Copied from the original paths: others may move too. */
+				moved[i] = strdup(pool->disks[found]->path);
+				if (!moved[i])
 					return meta_err(err, -ENOMEM, "out of memory");
-				free(d->path);
-				d->path = np;
 			}
 			d->fd = CW_TAKE_FD(p->fd);
 			d->dev = p->st.st_dev;
@@ -667,8 +666,13 @@ static int assemble(struct cw_pool *pool, struct cw_error *err)
 			d->state = CW_DISK_MISSING;
 		}
 	}
-	for (int i = 1; i <= CW_DISKS_MAX; i++)
+	for (int i = 1; i <= CW_DISKS_MAX; i++) {
 		cw_closep(&pr[i].fd);
+		if (moved[i]) {
+			free(pool->disks[i]->path);
+			pool->disks[i]->path = moved[i];
+		}
+	}
 	return 0;
 }
 
