@@ -325,7 +325,7 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
 	struct stat st;
 	uint64_t bytes;
 	uint32_t id = 0;
-	char defname[16];
+	char defname[32];
 	sqlite3_stmt *s;
 	int r;
 

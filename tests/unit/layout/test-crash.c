@@ -108,7 +108,7 @@ static void model_apply(struct model *m, const struct op *op)
 
 static int pool_apply(struct cw_pool *pool, const struct op *op)
 {
-	char name[8], other[8];
+	char name[32], other[32];
 	struct cw_part *p = NULL;
 	struct cw_move *mv;
 	int r;

@@ -277,7 +277,7 @@ static void test_disk_add_list(void)
 	CU_ASSERT_FATAL(cw_disk_list(t.pool, &v, &n) == 0);
 	CU_ASSERT_FATAL(n == 3);
 	for (size_t i = 0; i < n; i++) {
-		char name[16], path[160], file[16];
+		char name[32], path[160], file[32];
 		uint64_t zsum = 0;
 
 		snprintf(name, sizeof(name), "disk%zu", i + 1);
