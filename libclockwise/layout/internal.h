@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * layout — private structures of the volume layer.  Sections follow the
+ * files: label.c, alloc.c, runs.c, pool.c, part.c, move.c.
+ *
+ * The in-memory state mirrors the database exactly after every committed
+ * transaction: a disk's bitmap has a bit set for its label block, for every
+ * block some partition maps, and for every target block reserved by a
+ * pending move plan (reservations are memory only, so they vanish if the
+ * process dies).
+ */
+#ifndef CW_LAYOUT_INTERNAL_H
+#define CW_LAYOUT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include <clockwise/layout.h>
+
+#include "meta/meta.h"
+
+/* ---- label.c ---- */
+
+#define LABEL_MAGIC "CLKWISE\x01"
+#define LABEL_VERSION 1
+#define LABEL_BYTES 4096	/* read and written; the rest of block 0 is unused */
+
+struct label {
+	uint32_t version;
+	uint8_t pool_uuid[16];
+	uint8_t disk_uuid[16];
+	uint32_t block_size;
+	uint32_t tier;
+	uint64_t nblocks;
+};
+
+uint32_t lay_crc32c(uint32_t crc, const void *buf, size_t len);
+void lay_label_encode(const struct label *l, uint8_t buf[LABEL_BYTES]);
+/* -ENOMSG: no label at all; -EUCLEAN: a label that is damaged. */
+int lay_label_decode(const uint8_t buf[LABEL_BYTES], struct label *ret);
+int lay_uuid_random(uint8_t ret[16]);
+
+/* ---- alloc.c: free space per disk and zone, placement ---- */
+
+struct disk {
+	uint32_t id;
+	enum cw_tier tier;
+	enum cw_disk_state state;
+	uint8_t uuid[16];
+	char name[CW_NAME_MAX + 1];
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	int fd;
+	uint64_t capacity_bytes;
+	uint64_t nblocks;		/* including the label block 0 */
+	uint64_t *bitmap;		/* bit set: block in use */
+	uint64_t free;
+	uint64_t zone_start[CW_ZONES + 1];	/* in blocks; [0] = 1 */
+	uint64_t zone_free[CW_ZONES];
+	uint64_t low;			/* no free block below this */
+	uint64_t high;			/* no free block at or above this */
+	uint64_t cursor;		/* CW_ZONE_ANY: next-fit start */
+};
+
+/* One mapping word: disk id in the top 16 bits, physical block below; 0
+ * means "no block". */
+#define ENTRY(disk, pblock) (((uint64_t)(disk) << 48) | (uint64_t)(pblock))
+#define ENTRY_DISK(e) ((uint32_t)((e) >> 48))
+#define ENTRY_PBLOCK(e) ((e) & ((UINT64_C(1) << 48) - 1))
+
+int lay_disk_init_space(struct disk *d);
+bool lay_disk_test(const struct disk *d, uint64_t pblock);
+void lay_disk_mark(struct disk *d, uint64_t pblock);	/* must be free */
+void lay_disk_put(struct disk *d, uint64_t pblock);	/* must be used */
+
+struct placement {
+	enum cw_placement policy;
+	enum cw_zone_pref zone;
+	struct disk **disks;		/* candidates, by id */
+	size_t ndisks;
+	uint32_t after_disk;		/* rotation starts after this id */
+};
+
+/* Takes n blocks by the placement into ret_entries, or nothing:
+ * -ENOSPC when the candidates hold fewer than n free blocks (for single:
+ * when no one disk does), with ret_avail the blocks that were available. */
+int lay_alloc(struct cw_pool *pool, const struct placement *pl, uint64_t n,
+	      uint64_t *ret_entries, uint64_t *ret_avail);
+void lay_free_entries(struct cw_pool *pool, const uint64_t *entries, uint64_t n);
+/* part.c: the present disks that may take n new blocks under o, limited
+ * to only[] when given; a tier preference falls back to every disk unless
+ * strict.  buf holds CW_DISKS_MAX pointers. */
+int lay_candidates(struct cw_pool *pool, const struct cw_part_opts *o, const uint32_t *only,
+		   size_t nonly, bool strict, uint64_t n, struct placement *pl, struct disk **buf);
+int lay_parts_load(struct cw_pool *pool, struct cw_error *err);
+
+/* ---- runs.c: block runs in the database ---- */
+
+/* Replaces the runs of logical blocks [a, b) of a partition by the mapping
+ * entries[0 .. b-a) (NULL: the range becomes unmapped). */
+int lay_runs_replace(struct meta *m, uint64_t part_id, uint64_t a, uint64_t b,
+		     const uint64_t *entries);
+/* Calls fn for each run of the pool; stops at the first error. */
+struct run {
+	uint64_t part;
+	uint64_t lstart, count, stride;
+	uint32_t disk;
+	uint64_t pstart;
+};
+int lay_runs_load(struct meta *m, int (*fn)(void *ctx, const struct run *r), void *ctx);
+
+/* ---- pool.c / part.c: the lock-free block map ---- */
+
+#define CHUNK_SHIFT 12
+#define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
+
+/* A directory of fixed chunks.  Chunks never move; a growing partition
+ * publishes a larger directory and keeps the old one until it is freed,
+ * so a reader holding an old directory still reads valid chunks. */
+struct blockdir {
+	size_t nchunks;
+	struct blockdir *older;		/* retired directories, freed with the part */
+	_Atomic uint64_t *chunk[];
+};
+
+struct cw_part {
+	struct cw_pool *pool;
+	uint64_t id;
+	char name[CW_NAME_MAX + 1];
+	struct cw_part_opts opts;
+	uint32_t bshift;
+	_Atomic uint64_t nblocks;
+	_Atomic(struct blockdir *) dir;
+	atomic_bool available;
+	uint64_t gen;			/* bumped by shrink and move commit */
+	struct cw_part *next;
+};
+
+struct cw_move {
+	struct cw_pool *pool;
+	struct cw_part *part;
+	uint64_t gen;
+	uint64_t first, n;
+	uint64_t *old;			/* entries of the range at plan time */
+	uint64_t *new;			/* entries after the move */
+	struct cw_move_step *steps;
+	size_t nsteps;
+	struct cw_move *next;
+};
+
+struct cw_pool {
+	pthread_mutex_t lock;
+	struct meta *meta;
+	char *db_path;
+	uint8_t uuid[16];
+	uint32_t block_size;
+	uint32_t bshift;
+	struct disk *disks[CW_DISKS_MAX + 1];
+	_Atomic int fds[CW_DISKS_MAX + 1];
+	struct cw_part *parts;
+	struct cw_move *moves;
+	uint64_t rng;
+	struct cw_error err;
+};
+
+uint64_t lay_random(struct cw_pool *pool);
+int lay_set_error(struct cw_pool *pool, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Entry of logical block b (b below the published size). */
+static inline uint64_t lay_entry(const struct cw_part *p, uint64_t b)
+{
+	struct blockdir *d = atomic_load_explicit(&((struct cw_part *)p)->dir,
+						  memory_order_acquire);
+
+	return atomic_load_explicit(&d->chunk[b >> CHUNK_SHIFT][b & (CHUNK_ENTRIES - 1)],
+				    memory_order_acquire);
+}
+
+int lay_part_reserve(struct cw_part *p, uint64_t nblocks);
+void lay_part_store(struct cw_part *p, uint64_t b, uint64_t entry);
+void lay_part_free(struct cw_part *p);
+void lay_part_update_available(struct cw_part *p);
+void lay_move_free(struct cw_move *m);
+void lay_move_drop(struct cw_pool *pool, struct cw_move *m);
+
+/* Consistency check used by open and by tests: the bitmaps, free counts
+ * and partition maps agree, and no block is owned twice.  Reservations of
+ * pending moves count as owned. */
+int lay_pool_check(struct cw_pool *pool, struct cw_error *err);
+
+#endif

@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Dynamic partitions (Bosch & Mullender, section 2): an ordered list of
+ * fixed-size blocks on any disks of the pool, that grows and shrinks at its
+ * end.
+ *
+ * The block list lives twice: as runs in the database (the truth) and as
+ * an array of atomic mapping words here, which the I/O path reads without a
+ * lock.  Invariant kept by every change: the database transaction commits
+ * first, then the words are published with release stores and the size
+ * last when growing, the size first when shrinking; so a reader that sees
+ * block b below the size it loaded finds b's word, or 0 (shrunk meanwhile:
+ * reported as beyond the end).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "layout/internal.h"
+
+static const char sql_part_insert[] =
+	"INSERT INTO part (name, nblocks, placement, tier_pref, zone_pref, disk)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+static const char sql_part_resize[] = "UPDATE part SET nblocks = ?2 WHERE id = ?1";
+static const char sql_part_rename[] = "UPDATE part SET name = ?2 WHERE id = ?1";
+static const char sql_part_delete[] = "DELETE FROM part WHERE id = ?1";
+static const char sql_part_all[] =
+	"SELECT id, name, nblocks, placement, tier_pref, zone_pref, disk FROM part ORDER BY id";
+
+/* Largest partition: 2^40 blocks, far beyond any pool, and small enough
+ * that block numbers times the block size stay within 64 bits. */
+#define PART_BLOCKS_MAX (UINT64_C(1) << 40)
+
+/* ---- names ---- */
+
+static const char *const placement_names[] = { "rotation", "random", "single" };
+static const char *const tier_pref_names[] = { "none", "hdd", "ssd" };
+static const char *const zone_names[] = { "any", "outer", "inner" };
+static const char *const tier_names[] = { "hdd", "ssd" };
+
+static int parse(const char *const *names, size_t n, const char *s)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (strcmp(names[i], s) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
+#define PARSER(fn, type, names)                                         \
+	int fn(const char *s, type *ret)                                \
+	{                                                               \
+		int v = parse(names, CW_ARRAY_SIZE(names), s);          \
+		if (v < 0)                                              \
+			return v;                                       \
+		*ret = (type)v;                                         \
+		return 0;                                               \
+	}
+#define NAMER(fn, type, names)                                          \
+	const char *fn(type v)                                          \
+	{                                                               \
+		return (unsigned)v < CW_ARRAY_SIZE(names) ? names[v] : NULL; \
+	}
+
+PARSER(cw_placement_parse, enum cw_placement, placement_names)
+PARSER(cw_tier_pref_parse, enum cw_tier_pref, tier_pref_names)
+PARSER(cw_zone_pref_parse, enum cw_zone_pref, zone_names)
+PARSER(cw_tier_parse, enum cw_tier, tier_names)
+NAMER(cw_placement_name, enum cw_placement, placement_names)
+NAMER(cw_tier_pref_name, enum cw_tier_pref, tier_pref_names)
+NAMER(cw_zone_pref_name, enum cw_zone_pref, zone_names)
+NAMER(cw_tier_name, enum cw_tier, tier_names)
+
+/* ---- the block map ---- */
+
+static struct blockdir *dir_new(size_t nchunks)
+{
+	struct blockdir *d = calloc(1, sizeof(*d) + nchunks * sizeof(d->chunk[0]));
+
+	if (d)
+		d->nchunks = nchunks;
+	return d;
+}
+
+int lay_part_reserve(struct cw_part *p, uint64_t nblocks)
+{
+	struct blockdir *old = atomic_load_explicit(&p->dir, memory_order_relaxed), *d;
+	size_t need = CW_DIV_ROUND_UP(nblocks, CHUNK_ENTRIES);
+
+	if (need <= old->nchunks)
+		return 0;
+	d = dir_new(CW_MAX(need, 2 * old->nchunks));
+	if (!d)
+		return -ENOMEM;
+	memcpy(d->chunk, old->chunk, old->nchunks * sizeof(d->chunk[0]));
+	for (size_t i = old->nchunks; i < d->nchunks; i++) {
+		d->chunk[i] = calloc(CHUNK_ENTRIES, sizeof(uint64_t));
+		if (!d->chunk[i]) {
+			for (size_t k = old->nchunks; k < i; k++)
+				free(d->chunk[k]);
+			free(d);
+			return -ENOMEM;
+		}
+	}
+	/* Readers may still hold the old directory: it stays until the
+	 * partition is freed, and its chunks are shared with the new one. */
+	d->older = old;
+	atomic_store_explicit(&p->dir, d, memory_order_release);
+	return 0;
+}
+
+void lay_part_store(struct cw_part *p, uint64_t b, uint64_t entry)
+{
+	struct blockdir *d = atomic_load_explicit(&p->dir, memory_order_relaxed);
+
+	atomic_store_explicit(&d->chunk[b >> CHUNK_SHIFT][b & (CHUNK_ENTRIES - 1)], entry,
+			      memory_order_release);
+}
+
+void lay_part_free(struct cw_part *p)
+{
+	struct blockdir *d;
+
+	if (!p)
+		return;
+	d = atomic_load_explicit(&p->dir, memory_order_relaxed);
+	for (size_t i = 0; d && i < d->nchunks; i++)
+		free((void *)d->chunk[i]);
+	while (d) {
+		struct blockdir *older = d->older;
+
+		free(d);
+		d = older;
+	}
+	free(p);
+}
+
+void lay_part_update_available(struct cw_part *p)
+{
+	uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
+	bool ok = true;
+
+	for (uint64_t b = 0; b < n && ok; b++) {
+		struct disk *d = p->pool->disks[ENTRY_DISK(lay_entry(p, b))];
+
+		ok = d && d->state == CW_DISK_PRESENT;
+	}
+	atomic_store_explicit(&p->available, ok, memory_order_release);
+}
+
+static struct cw_part *part_new(struct cw_pool *pool, uint64_t id, const char *name,
+				const struct cw_part_opts *opts)
+{
+	struct cw_part *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->dir = dir_new(0);
+	if (!p->dir) {
+		free(p);
+		return NULL;
+	}
+	p->pool = pool;
+	p->id = id;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->opts = *opts;
+	p->bshift = pool->bshift;
+	atomic_init(&p->nblocks, 0);
+	atomic_init(&p->available, true);
+	return p;
+}
+
+static void part_link(struct cw_pool *pool, struct cw_part *p)
+{
+	struct cw_part **pp = &pool->parts;
+
+	while (*pp && (*pp)->id < p->id)
+		pp = &(*pp)->next;
+	p->next = *pp;
+	*pp = p;
+}
+
+static struct cw_part *part_by_name(struct cw_pool *pool, const char *name)
+{
+	for (struct cw_part *p = pool->parts; p; p = p->next)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	return NULL;
+}
+
+/* ---- the hot path ---- */
+
+int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
+		struct cw_extent *ret)
+{
+	struct cw_part *p = (struct cw_part *)part;
+	uint64_t n, b, e, first, within, avail, bs;
+
+	if (!atomic_load_explicit(&p->available, memory_order_acquire))
+		return -ENODEV;
+	n = atomic_load_explicit(&p->nblocks, memory_order_acquire);
+	b = offset >> p->bshift;
+	if (b >= n)
+		return -ERANGE;
+	first = e = lay_entry(p, b);
+	if (!e)
+		return -ERANGE;
+	bs = UINT64_C(1) << p->bshift;
+	within = offset & (bs - 1);
+	avail = bs - within;
+	if (!length)
+		length = avail;
+	/* Physically adjacent blocks on the same disk are one extent. */
+	while (avail < length && ++b < n) {
+		uint64_t next = lay_entry(p, b);
+
+		if (next != e + 1)
+			break;
+		e = next;
+		avail += bs;
+	}
+	ret->disk_id = ENTRY_DISK(first);
+	ret->phys_offset = (ENTRY_PBLOCK(first) << p->bshift) + within;
+	ret->length = CW_MIN(avail, length);
+	return 0;
+}
+
+int cw_part_block_disks(const struct cw_part *part, uint64_t first_block, uint64_t nblocks,
+			uint32_t *ret_disk_ids)
+{
+	uint64_t n = atomic_load_explicit(&((struct cw_part *)part)->nblocks, memory_order_acquire);
+
+	if (first_block > n || nblocks > n - first_block)
+		return -ERANGE;
+	for (uint64_t i = 0; i < nblocks; i++) {
+		uint64_t e = lay_entry(part, first_block + i);
+
+		if (!e)
+			return -ERANGE;
+		ret_disk_ids[i] = ENTRY_DISK(e);
+	}
+	return 0;
+}
+
+uint64_t cw_part_nblocks(const struct cw_part *part)
+{
+	return atomic_load_explicit(&((struct cw_part *)part)->nblocks, memory_order_acquire);
+}
+
+uint64_t cw_part_size_bytes(const struct cw_part *part)
+{
+	return cw_part_nblocks(part) << part->bshift;
+}
+
+uint32_t cw_part_block_size(const struct cw_part *part)
+{
+	return UINT32_C(1) << part->bshift;
+}
+
+/* ---- management ---- */
+
+static int check_opts(struct cw_pool *pool, const struct cw_part_opts *o)
+{
+	if (!cw_placement_name(o->placement))
+		return lay_set_error(pool, -EINVAL, "unknown placement policy %d "
+				     "(rotation, random or single)", (int)o->placement);
+	if (!cw_tier_pref_name(o->tier))
+		return lay_set_error(pool, -EINVAL, "unknown tier preference %d (none, hdd or ssd)",
+				     (int)o->tier);
+	if (!cw_zone_pref_name(o->zone))
+		return lay_set_error(pool, -EINVAL, "unknown zone preference %d (any, outer or inner)",
+				     (int)o->zone);
+	if (o->disk_id && o->placement != CW_PLACE_SINGLE)
+		return lay_set_error(pool, -EINVAL, "a disk can only be named for single placement");
+	return 0;
+}
+
+static int check_name(struct cw_pool *pool, const char *name)
+{
+	if (!cw_name_valid(name))
+		return lay_set_error(pool, -EINVAL,
+				     "invalid partition name '%s': use 1..%d of A-Z a-z 0-9 . _ -, "
+				     "not starting with . or -", name ? name : "", CW_NAME_MAX);
+	if (part_by_name(pool, name))
+		return lay_set_error(pool, -EEXIST, "a partition named '%s' already exists", name);
+	return 0;
+}
+
+static int size_to_blocks(struct cw_pool *pool, uint64_t size_bytes, uint64_t *ret)
+{
+	uint64_t n = (size_bytes >> pool->bshift) + ((size_bytes & (pool->block_size - 1)) != 0);
+
+	if (n > PART_BLOCKS_MAX)
+		return lay_set_error(pool, -EINVAL, "size %llu bytes is beyond the largest partition",
+				     (unsigned long long)size_bytes);
+	*ret = n;
+	return 0;
+}
+
+int lay_candidates(struct cw_pool *pool, const struct cw_part_opts *o, const uint32_t *only,
+		   size_t nonly, bool strict, uint64_t n, struct placement *pl, struct disk **buf)
+{
+	enum cw_tier want = o->tier == CW_TIER_PREF_SSD ? CW_TIER_SSD : CW_TIER_HDD;
+
+	pl->policy = o->placement;
+	pl->zone = o->zone;
+	pl->disks = buf;
+	pl->ndisks = 0;
+	pl->after_disk = 0;
+	for (size_t k = 0; k < nonly; k++) {
+		uint32_t id = only[k];
+
+		if (id < 1 || id > CW_DISKS_MAX || !pool->disks[id])
+			return lay_set_error(pool, -ENOENT, "no disk %u in the pool", id);
+		if (pool->disks[id]->state != CW_DISK_PRESENT)
+			return lay_set_error(pool, -ENODEV, "disk %u (%s) is missing", id,
+					     pool->disks[id]->name);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t tier_free = 0, most = 0;
+
+		pl->ndisks = 0;
+		for (uint32_t i = 1; i <= CW_DISKS_MAX; i++) {
+			struct disk *d = pool->disks[i];
+			bool listed = !only;
+
+			for (size_t k = 0; only && k < nonly; k++)
+				listed |= only[k] == i;
+			if (!d || d->state != CW_DISK_PRESENT || !listed)
+				continue;
+			if (pass == 0 && o->tier != CW_TIER_PREF_NONE && d->tier != want)
+				continue;
+			buf[pl->ndisks++] = d;
+			tier_free += d->free;
+			most = CW_MAX(most, d->free);
+		}
+		if (o->tier == CW_TIER_PREF_NONE || strict)
+			break;
+		/* The preferred tier has room: keep to it; else any disk. */
+		if ((o->placement == CW_PLACE_SINGLE ? most : tier_free) >= n)
+			break;
+	}
+	return 0;
+}
+
+static int enospc(struct cw_pool *pool, const char *what, uint64_t need, uint64_t avail,
+		  const struct placement *pl)
+{
+	uint64_t nb = need << pool->bshift, ab = avail << pool->bshift;
+
+	lay_set_error(pool, -ENOSPC, "%s needs %llu bytes (%llu blocks) but only %llu bytes "
+		      "(%llu blocks) are free%s%s", what, (unsigned long long)nb,
+		      (unsigned long long)need, (unsigned long long)ab, (unsigned long long)avail,
+		      pl->policy == CW_PLACE_SINGLE ? " on one disk" : "",
+		      pl->ndisks == 0 ? " (no disk present)" : "");
+	pool->err.needed_bytes = nb;
+	pool->err.available_bytes = ab;
+	return -ENOSPC;
+}
+
+/* Placement for n new blocks at the end of p. */
+static int grow_placement(struct cw_pool *pool, struct cw_part *p, uint64_t n,
+			  struct placement *pl, struct disk **buf)
+{
+	uint64_t have = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
+	uint64_t last = have ? lay_entry(p, have - 1) : 0;
+	uint32_t single = p->opts.disk_id;
+	int r;
+
+	if (p->opts.placement == CW_PLACE_SINGLE && !single && have)
+		single = ENTRY_DISK(lay_entry(p, 0));
+	r = lay_candidates(pool, &p->opts, single ? &single : NULL, single ? 1 : 0, false, n, pl,
+			   buf);
+	pl->after_disk = ENTRY_DISK(last);
+	return r;
+}
+
+int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
+		   const struct cw_part_opts *opts, struct cw_part **ret_part)
+{
+	static const struct cw_part_opts defaults = { .placement = CW_PLACE_ROTATION };
+	_cleanup_free_ uint64_t *entries = NULL;
+	struct disk *buf[CW_DISKS_MAX];
+	struct placement pl;
+	struct cw_part *p = NULL;
+	uint64_t n = 0, avail;
+	sqlite3_stmt *s;
+	int r;
+
+	if (!opts)
+		opts = &defaults;
+	pthread_mutex_lock(&pool->lock);
+	r = check_name(pool, name);
+	if (r == 0)
+		r = check_opts(pool, opts);
+	if (r == 0)
+		r = size_to_blocks(pool, size_bytes, &n);
+	if (r < 0)
+		goto out;
+	p = part_new(pool, 0, name, opts);
+	entries = malloc(CW_MAX(n, 1) * sizeof(*entries));
+	if (!p || !entries || lay_part_reserve(p, n) < 0) {
+		r = lay_set_error(pool, -ENOMEM, "out of memory");
+		goto out;
+	}
+	r = grow_placement(pool, p, n, &pl, buf);
+	if (r < 0)
+		goto out;
+	r = lay_alloc(pool, &pl, n, entries, &avail);
+	if (r == -ENOSPC) {
+		char what[CW_NAME_MAX + 32];
+
+		snprintf(what, sizeof(what), "partition '%s'", name);
+		r = enospc(pool, what, n, avail, &pl);
+	}
+	if (r < 0)
+		goto out;
+
+	r = meta_begin(pool->meta);
+	if (r == 0)
+		r = meta_stmt(pool->meta, sql_part_insert, &s);
+	if (r == 0) {
+		sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, (int64_t)n);
+		sqlite3_bind_int64(s, 3, opts->placement);
+		sqlite3_bind_int64(s, 4, opts->tier);
+		sqlite3_bind_int64(s, 5, opts->zone);
+		sqlite3_bind_int64(s, 6, opts->disk_id);
+		r = meta_step(s);
+	}
+	if (r == 0) {
+		p->id = (uint64_t)sqlite3_last_insert_rowid(pool->meta->db);
+		r = lay_runs_replace(pool->meta, p->id, 0, n, entries);
+	}
+	r = meta_end(pool->meta, r);
+	if (r < 0) {
+		lay_free_entries(pool, entries, n);
+		lay_set_error(pool, r, "creating partition '%s': %s", name, strerror(-r));
+		goto out;
+	}
+	for (uint64_t b = 0; b < n; b++)
+		lay_part_store(p, b, entries[b]);
+	atomic_store_explicit(&p->nblocks, n, memory_order_release);
+	part_link(pool, p);
+	if (ret_part)
+		*ret_part = p;
+	p = NULL;
+out:
+	lay_part_free(p);
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+int cw_part_lookup(struct cw_pool *pool, const char *name, struct cw_part **ret_part)
+{
+	struct cw_part *p;
+	int r = 0;
+
+	pthread_mutex_lock(&pool->lock);
+	p = name ? part_by_name(pool, name) : NULL;
+	if (p)
+		*ret_part = p;
+	else
+		r = lay_set_error(pool, -ENOENT, "no partition named '%s'", name ? name : "");
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t want)
+{
+	_cleanup_free_ uint64_t *entries = malloc((want - have) * sizeof(*entries));
+	struct disk *buf[CW_DISKS_MAX];
+	struct placement pl;
+	uint64_t avail;
+	int r;
+
+	if (!entries || lay_part_reserve(p, want) < 0)
+		return lay_set_error(pool, -ENOMEM, "out of memory");
+	r = grow_placement(pool, p, want - have, &pl, buf);
+	if (r < 0)
+		return r;
+	r = lay_alloc(pool, &pl, want - have, entries, &avail);
+	if (r == -ENOSPC) {
+		char what[CW_NAME_MAX + 48];
+
+		snprintf(what, sizeof(what), "growing partition '%s'", p->name);
+		return enospc(pool, what, want - have, avail, &pl);
+	}
+	if (r < 0)
+		return lay_set_error(pool, r, "growing partition '%s': %s", p->name, strerror(-r));
+	r = meta_begin(pool->meta);
+	if (r == 0)
+		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
+	if (r == 0)
+		r = lay_runs_replace(pool->meta, p->id, have, want, entries);
+	r = meta_end(pool->meta, r);
+	if (r < 0) {
+		lay_free_entries(pool, entries, want - have);
+		return lay_set_error(pool, r, "growing partition '%s': %s", p->name, strerror(-r));
+	}
+	for (uint64_t b = have; b < want; b++)
+		lay_part_store(p, b, entries[b - have]);
+	atomic_store_explicit(&p->nblocks, want, memory_order_release);
+	return 0;
+}
+
+static int shrink(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t want)
+{
+	int r;
+
+	r = meta_begin(pool->meta);
+	if (r == 0)
+		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
+	if (r == 0)
+		r = lay_runs_replace(pool->meta, p->id, want, have, NULL);
+	r = meta_end(pool->meta, r);
+	if (r < 0) {
+		return lay_set_error(pool, r, "shrinking partition '%s': %s", p->name, strerror(-r));
+	}
+	atomic_store_explicit(&p->nblocks, want, memory_order_release);
+	for (uint64_t b = want; b < have; b++) {
+		uint64_t e = lay_entry(p, b);
+
+		lay_part_store(p, b, 0);
+		lay_disk_put(pool->disks[ENTRY_DISK(e)], ENTRY_PBLOCK(e));
+	}
+	p->gen++;
+	return 0;
+}
+
+int cw_part_resize(struct cw_part *p, uint64_t size_bytes)
+{
+	struct cw_pool *pool = p->pool;
+	uint64_t have, want = 0;
+	int r;
+
+	pthread_mutex_lock(&pool->lock);
+	have = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
+	r = size_to_blocks(pool, size_bytes, &want);
+	if (r == 0 && !atomic_load_explicit(&p->available, memory_order_relaxed))
+		r = lay_set_error(pool, -ENODEV, "partition '%s' is unavailable: a disk is missing",
+				  p->name);
+	if (r == 0 && want > have)
+		r = grow(pool, p, have, want);
+	else if (r == 0 && want < have)
+		r = shrink(pool, p, have, want);
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+int cw_part_rename(struct cw_part *p, const char *new_name)
+{
+	struct cw_pool *pool = p->pool;
+	sqlite3_stmt *s;
+	int r;
+
+	pthread_mutex_lock(&pool->lock);
+	if (new_name && strcmp(new_name, p->name) == 0) {
+		r = 0;
+		goto out;
+	}
+	r = check_name(pool, new_name);
+	if (r < 0)
+		goto out;
+	r = meta_begin(pool->meta);
+	if (r == 0)
+		r = meta_stmt(pool->meta, sql_part_rename, &s);
+	if (r == 0) {
+		sqlite3_bind_int64(s, 1, (int64_t)p->id);
+		sqlite3_bind_text(s, 2, new_name, -1, SQLITE_STATIC);
+		r = meta_step(s);
+	}
+	r = meta_end(pool->meta, r);
+	if (r < 0) {
+		lay_set_error(pool, r, "renaming partition '%s': %s", p->name, strerror(-r));
+		goto out;
+	}
+	snprintf(p->name, sizeof(p->name), "%s", new_name);
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+int cw_part_delete(struct cw_part *p)
+{
+	struct cw_pool *pool = p->pool;
+	struct cw_part **pp;
+	struct cw_move **mp;
+	uint64_t n;
+	int r;
+
+	pthread_mutex_lock(&pool->lock);
+	r = meta_begin(pool->meta);
+	if (r == 0)
+		r = meta_exec(pool->meta, sql_part_delete, 1, (int64_t)p->id);
+	r = meta_end(pool->meta, r);
+	if (r < 0) {
+		lay_set_error(pool, r, "deleting partition '%s': %s", p->name, strerror(-r));
+		goto out;
+	}
+	/* Pending plans of the partition go with it. */
+	for (mp = &pool->moves; *mp;) {
+		struct cw_move *m = *mp;
+
+		if (m->part == p) {
+			*mp = m->next;
+			lay_move_drop(pool, m);
+		} else {
+			mp = &m->next;
+		}
+	}
+	n = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
+	for (uint64_t b = 0; b < n; b++) {
+		uint64_t e = lay_entry(p, b);
+
+		lay_disk_put(pool->disks[ENTRY_DISK(e)], ENTRY_PBLOCK(e));
+	}
+	for (pp = &pool->parts; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	lay_part_free(p);
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+static void fill_info(const struct cw_part *p, struct cw_part_info *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->id = p->id;
+	snprintf(ret->name, sizeof(ret->name), "%s", p->name);
+	ret->nblocks = atomic_load_explicit(&((struct cw_part *)p)->nblocks, memory_order_relaxed);
+	ret->size_bytes = ret->nblocks << p->bshift;
+	ret->opts = p->opts;
+	ret->available = atomic_load_explicit(&((struct cw_part *)p)->available,
+					      memory_order_relaxed);
+}
+
+int cw_part_info(struct cw_part *p, struct cw_part_info *ret)
+{
+	pthread_mutex_lock(&p->pool->lock);
+	fill_info(p, ret);
+	pthread_mutex_unlock(&p->pool->lock);
+	return 0;
+}
+
+int cw_part_list(struct cw_pool *pool, struct cw_part_info **ret_parts, size_t *ret_n)
+{
+	struct cw_part_info *v;
+	size_t n = 0;
+
+	pthread_mutex_lock(&pool->lock);
+	for (struct cw_part *p = pool->parts; p; p = p->next)
+		n++;
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&pool->lock);
+		return lay_set_error(pool, -ENOMEM, "out of memory");
+	}
+	n = 0;
+	for (struct cw_part *p = pool->parts; p; p = p->next)
+		fill_info(p, &v[n++]);
+	pthread_mutex_unlock(&pool->lock);
+	*ret_parts = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* ---- open ---- */
+
+struct load_ctx {
+	struct cw_pool *pool;
+	struct cw_part *cur;
+	struct cw_error *err;
+};
+
+static int load_run(void *ctx, const struct run *run)
+{
+	struct load_ctx *c = ctx;
+	struct disk *d = c->pool->disks[run->disk];
+	uint64_t n;
+
+	if (!c->cur || c->cur->id != run->part)
+		for (c->cur = c->pool->parts; c->cur && c->cur->id != run->part;)
+			c->cur = c->cur->next;
+	if (!c->cur || !d)
+		return meta_err(c->err, -EUCLEAN, "the database is damaged: a run of partition %llu "
+				"refers to a missing partition or disk", (unsigned long long)run->part);
+	n = atomic_load_explicit(&c->cur->nblocks, memory_order_relaxed);
+	if (run->lstart >= n || (run->count - 1) > (n - 1 - run->lstart) / run->stride ||
+	    run->pstart + run->count > d->nblocks)
+		return meta_err(c->err, -EUCLEAN, "the database is damaged: a run of partition '%s' "
+				"at block %llu lies outside the partition or disk %u", c->cur->name,
+				(unsigned long long)run->lstart, run->disk);
+	for (uint64_t i = 0; i < run->count; i++) {
+		uint64_t l = run->lstart + i * run->stride, p = run->pstart + i;
+
+		if (lay_entry(c->cur, l))
+			return meta_err(c->err, -EUCLEAN, "the database is damaged: block %llu of "
+					"partition '%s' is mapped twice", (unsigned long long)l,
+					c->cur->name);
+		if (lay_disk_test(d, p))
+			return meta_err(c->err, -EUCLEAN, "the database is damaged: disk %u block "
+					"%llu is owned twice", run->disk, (unsigned long long)p);
+		lay_disk_mark(d, p);
+		lay_part_store(c->cur, l, ENTRY(run->disk, p));
+	}
+	return 0;
+}
+
+int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
+{
+	struct load_ctx ctx = { .pool = pool, .err = err };
+	sqlite3_stmt *s;
+	int r, rc;
+
+	r = meta_stmt(pool->meta, sql_part_all, &s);
+	if (r < 0)
+		return meta_err(err, -EUCLEAN, "the database has no partition table: %s",
+				sqlite3_errmsg(pool->meta->db));
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct cw_part_opts o = {
+			.placement = (enum cw_placement)sqlite3_column_int64(s, 3),
+			.tier = (enum cw_tier_pref)sqlite3_column_int64(s, 4),
+			.zone = (enum cw_zone_pref)sqlite3_column_int64(s, 5),
+			.disk_id = (uint32_t)sqlite3_column_int64(s, 6),
+		};
+		const char *name = (const char *)sqlite3_column_text(s, 1);
+		int64_t n = sqlite3_column_int64(s, 2);
+		struct cw_part *p;
+
+		if (!cw_name_valid(name) || n < 0 || (uint64_t)n > PART_BLOCKS_MAX ||
+		    !cw_placement_name(o.placement) || !cw_tier_pref_name(o.tier) ||
+		    !cw_zone_pref_name(o.zone)) {
+			sqlite3_reset(s);
+			return meta_err(err, -EUCLEAN, "the database is damaged: bad partition row %lld",
+					(long long)sqlite3_column_int64(s, 0));
+		}
+		p = part_new(pool, (uint64_t)sqlite3_column_int64(s, 0), name, &o);
+		if (!p || lay_part_reserve(p, (uint64_t)n) < 0) {
+			lay_part_free(p);
+			sqlite3_reset(s);
+			return meta_err(err, -ENOMEM, "out of memory");
+		}
+		atomic_store_explicit(&p->nblocks, (uint64_t)n, memory_order_relaxed);
+		part_link(pool, p);
+	}
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE)
+		return meta_err(err, meta_errno(rc), "reading partitions: %s",
+				sqlite3_errmsg(pool->meta->db));
+	r = lay_runs_load(pool->meta, load_run, &ctx);
+	if (r == -EUCLEAN && err && !err->msg[0])
+		meta_err(err, r, "the database is damaged: a block run is invalid");
+	if (r < 0 && (!err || !err->msg[0]))
+		return meta_err(err, r, "reading block runs: %s", strerror(-r));
+	if (r < 0)
+		return r;
+	/* A block not covered by any run is damage too; lay_pool_check reports
+	 * it.  Availability follows the disks found. */
+	for (struct cw_part *p = pool->parts; p; p = p->next) {
+		uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
+		bool ok = true;
+
+		for (uint64_t b = 0; b < n && ok; b++) {
+			uint64_t e = lay_entry(p, b);
+
+			ok = e != 0;
+		}
+		if (ok)
+			lay_part_update_available(p);
+	}
+	return 0;
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The sqlite3 store: opening, integrity, schema migrations, transactions. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "meta/meta.h"
+
+/*
+ * migrations[v] takes a database from user_version v to v + 1.  Never edit
+ * a released entry: add a new one and bump META_SCHEMA_VERSION.
+ *
+ * Block runs: logical blocks lstart + i*stride (0 <= i < count) of a
+ * partition sit on physical blocks pstart + i of one disk.  A striped
+ * (rotation) partition over k disks is k rows, a single-disk one is one row;
+ * lend is the last logical block, kept so a range lookup can use an index.
+ */
+static const char *const migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE pool ("
+	"  id INTEGER PRIMARY KEY CHECK (id = 1),"
+	"  uuid BLOB NOT NULL CHECK (length(uuid) = 16),"
+	"  block_size INTEGER NOT NULL);"
+	"CREATE TABLE disk ("
+	"  id INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 255),"
+	"  uuid BLOB NOT NULL UNIQUE CHECK (length(uuid) = 16),"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  path TEXT NOT NULL,"
+	"  tier INTEGER NOT NULL CHECK (tier IN (0, 1)),"
+	"  capacity INTEGER NOT NULL,"
+	"  nblocks INTEGER NOT NULL CHECK (nblocks >= 2));"
+	"CREATE TABLE part ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  nblocks INTEGER NOT NULL CHECK (nblocks >= 0),"
+	"  placement INTEGER NOT NULL,"
+	"  tier_pref INTEGER NOT NULL,"
+	"  zone_pref INTEGER NOT NULL,"
+	"  disk INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE run ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  lstart INTEGER NOT NULL,"
+	"  lend INTEGER NOT NULL,"
+	"  count INTEGER NOT NULL CHECK (count >= 1),"
+	"  stride INTEGER NOT NULL CHECK (stride >= 1),"
+	"  disk INTEGER NOT NULL REFERENCES disk(id),"
+	"  pstart INTEGER NOT NULL CHECK (pstart >= 1),"
+	"  PRIMARY KEY (part, lstart)) WITHOUT ROWID;"
+	"CREATE INDEX run_lend ON run(part, lend);"
+	"CREATE INDEX run_disk ON run(disk);",
+};
+
+_Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,
+	       "one migration per schema version");
+
+int meta_verr(struct cw_error *err, int code, const char *fmt, va_list ap)
+{
+	if (err) {
+		memset(err, 0, sizeof(*err));
+		err->code = code;
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	}
+	return code;
+}
+
+int meta_err(struct cw_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	meta_verr(err, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int meta_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+	case SQLITE_FORMAT:
+		return -EUCLEAN;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_TOOBIG:
+	case SQLITE_RANGE:
+	case SQLITE_MISMATCH:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+static int db_err(struct meta *m, struct cw_error *err, int rc, const char *what)
+{
+	return meta_err(err, meta_errno(rc), "%s: %s", what,
+			m && m->db ? sqlite3_errmsg(m->db) : sqlite3_errstr(rc));
+}
+
+int meta_stmt(struct meta *m, const char *sql, sqlite3_stmt **ret)
+{
+	sqlite3_stmt *s;
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < m->ncache; i++)
+		if (m->cache[i].sql == sql) {
+			s = m->cache[i].stmt;
+			sqlite3_reset(s);
+			sqlite3_clear_bindings(s);
+			*ret = s;
+			return 0;
+		}
+	rc = sqlite3_prepare_v3(m->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL);
+	if (rc != SQLITE_OK)
+		return meta_errno(rc);
+	if (m->ncache < CW_ARRAY_SIZE(m->cache)) {
+		m->cache[m->ncache].sql = sql;
+		m->cache[m->ncache].stmt = s;
+		m->ncache++;
+	} else {
+		/* Cannot happen with the library's fixed set of statements. */
+		sqlite3_finalize(s);
+		return -ENOMEM;
+	}
+	*ret = s;
+	return 0;
+}
+
+int meta_exec(struct meta *m, const char *sql, int nargs, ...)
+{
+	sqlite3_stmt *s;
+	va_list ap;
+	int r;
+
+	r = meta_stmt(m, sql, &s);
+	if (r < 0)
+		return r;
+	va_start(ap, nargs);
+	for (int i = 0; i < nargs; i++)
+		sqlite3_bind_int64(s, i + 1, va_arg(ap, int64_t));
+	va_end(ap);
+	return meta_step(s);
+}
+
+int meta_step(sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : meta_errno(rc);
+}
+
+int meta_end(struct meta *m, int r)
+{
+	if (r == 0)
+		return meta_commit(m);
+	meta_rollback(m);
+	return r;
+}
+
+int meta_begin(struct meta *m)
+{
+	return meta_errno(sqlite3_exec(m->db, "BEGIN IMMEDIATE", NULL, NULL, NULL));
+}
+
+int meta_commit(struct meta *m)
+{
+	int rc = sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK) {
+		meta_rollback(m);
+		return meta_errno(rc);
+	}
+	return 0;
+}
+
+void meta_rollback(struct meta *m)
+{
+	if (!sqlite3_get_autocommit(m->db))
+		sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+void meta_close(struct meta *m)
+{
+	if (!m)
+		return;
+	for (unsigned i = 0; i < m->ncache; i++)
+		sqlite3_finalize(m->cache[i].stmt);
+	sqlite3_close(m->db);
+	cw_closep(&m->lock_fd);
+	free(m);
+}
+
+static int pragma_int(struct meta *m, const char *sql, int64_t *ret)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	rc = sqlite3_prepare_v2(m->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*ret = sqlite3_column_int64(s, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Runs the migrations from version `from` up, one transaction each. */
+static int migrate(struct meta *m, int64_t from, struct cw_error *err)
+{
+	char sql[64];
+	int rc;
+
+	for (int64_t v = from; v < META_SCHEMA_VERSION; v++) {
+		rc = sqlite3_exec(m->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(m->db, migrations[v], NULL, NULL, NULL);
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long)v + 1);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(m->db, sql, NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL);
+		if (rc != SQLITE_OK) {
+			int r = db_err(m, err, rc, "schema migration");
+
+			meta_rollback(m);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* The settings every change relies on.  journal_mode=WAL is persistent in
+ * the file, so it is set only after the database passed its checks. */
+static int set_pragmas(struct meta *m, struct cw_error *err)
+{
+	static const char *const pragmas[] = {
+		"PRAGMA journal_mode = WAL",
+		"PRAGMA synchronous = FULL",
+		"PRAGMA foreign_keys = ON",
+	};
+	int rc;
+
+	for (size_t i = 0; i < CW_ARRAY_SIZE(pragmas); i++) {
+		rc = sqlite3_exec(m->db, pragmas[i], NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			return db_err(m, err, rc, pragmas[i]);
+	}
+	return 0;
+}
+
+static int meta_new(const char *path, bool create, struct cw_error *err, struct meta **ret)
+{
+	_cleanup_free_ struct meta *m = NULL;
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+	int rc;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return meta_err(err, -ENOMEM, "out of memory");
+	m->lock_fd = -1;
+	/* The lock file is the database itself: flock() does not interfere
+	 * with sqlite's fcntl() locks.  Creating it here with O_EXCL is also
+	 * what makes cw_pool_create refuse an existing path. */
+	m->lock_fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0640);
+	if (m->lock_fd < 0) {
+		int e = errno;
+
+		return meta_err(err, -e, "%s: %s", path,
+				e == EEXIST ? "a file already exists there" : strerror(e));
+	}
+	if (flock(m->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(m->lock_fd);
+		if (e == EWOULDBLOCK)
+			return meta_err(err, -EBUSY, "%s: the pool is open in another process", path);
+		return meta_err(err, -e, "%s: lock: %s", path, strerror(e));
+	}
+	rc = sqlite3_open_v2(path, &m->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		int r = db_err(m, err, rc, path);
+
+		sqlite3_close(m->db);
+		close(m->lock_fd);
+		return r;
+	}
+	sqlite3_extended_result_codes(m->db, 1);
+	sqlite3_busy_timeout(m->db, 1000);
+	*ret = CW_TAKE_PTR(m);
+	return 0;
+}
+
+int meta_create(const char *path, struct cw_error *err, struct meta **ret)
+{
+	struct meta *m;
+	int r;
+
+	r = meta_new(path, true, err, &m);
+	if (r < 0)
+		return r;
+	r = set_pragmas(m, err);
+	if (r == 0)
+		r = migrate(m, 0, err);
+	if (r < 0) {
+		meta_close(m);
+		unlink(path);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+int meta_open(const char *path, struct cw_error *err, struct meta **ret)
+{
+	struct meta *m;
+	int64_t version = 0;
+	sqlite3_stmt *s = NULL;
+	int r, rc;
+
+	r = meta_new(path, false, err, &m);
+	if (r < 0)
+		return r;
+	/* Read-only checks first, so a damaged or foreign file is refused
+	 * before anything could be written to it. */
+	rc = pragma_int(m, "PRAGMA user_version", &version);
+	if (rc != SQLITE_OK) {
+		r = meta_err(err, -EUCLEAN, "%s: not a readable pool database: %s", path,
+			     sqlite3_errmsg(m->db));
+		goto fail;
+	}
+	if (version <= 0) {
+		r = meta_err(err, -EUCLEAN, "%s: not a Clockwise pool database (no schema version)",
+			     path);
+		goto fail;
+	}
+	if (version > META_SCHEMA_VERSION) {
+		r = meta_err(err, -EPROTONOSUPPORT,
+			     "%s: schema version %lld is newer than this library's %d", path,
+			     (long long)version, META_SCHEMA_VERSION);
+		goto fail;
+	}
+	rc = sqlite3_prepare_v2(m->db, "PRAGMA quick_check", -1, &s, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(s, 0), "ok") != 0) {
+		r = meta_err(err, -EUCLEAN, "%s: the database is damaged: %s", path,
+			     rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0)
+					      : sqlite3_errmsg(m->db));
+		sqlite3_finalize(s);
+		goto fail;
+	}
+	sqlite3_finalize(s);
+	r = set_pragmas(m, err);
+	if (r == 0)
+		r = migrate(m, version, err);
+	if (r < 0)
+		goto fail;
+	*ret = m;
+	return 0;
+fail:
+	meta_close(m);
+	return r;
+}
+
+static uint64_t file_bytes(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+uint64_t meta_size_bytes(const char *path)
+{
+	char wal[4096];
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	return file_bytes(path) + file_bytes(wal);
+}
