@@ -56,6 +56,12 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (part, lstart)) WITHOUT ROWID;"
 	"CREATE INDEX run_lend ON run(part, lend);"
 	"CREATE INDEX run_disk ON run(disk);",
+	/* 1 -> 2: each disk's service-time model (model.h's text form), from
+	 * calibration or declared; it goes with its disk. */
+	"CREATE TABLE disk_model ("
+	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE,"
+	"  model TEXT NOT NULL,"
+	"  calibrated INTEGER NOT NULL CHECK (calibrated IN (0, 1)));",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -19,7 +19,7 @@
 #include <clockwise/layout.h>
 
 /* Schema version this library writes. */
-#define META_SCHEMA_VERSION 1
+#define META_SCHEMA_VERSION 2
 
 struct meta {
 	sqlite3 *db;

@@ -181,6 +181,16 @@ int cw_disk_info(struct cw_pool *pool, uint32_t disk_id, struct cw_disk_info *re
  * -ENODEV / -ENOENT.  Lock-free. */
 int cw_disk_fd(const struct cw_pool *pool, uint32_t disk_id);
 
+/* A disk's service-time model (clockwise/model.h), kept in the pool
+ * database with the disk and removed with it.  calibrated says whether it
+ * was measured on this disk (true) or declared (a preset, the
+ * configuration).  Getting a disk that has none: -ENOENT. */
+struct cw_model;
+int cw_disk_model_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_model *model,
+		      bool calibrated);
+int cw_disk_model_get(struct cw_pool *pool, uint32_t disk_id, struct cw_model *ret_model,
+		      bool *ret_calibrated);
+
 /* ---- partitions ---- */
 
 struct cw_part;

@@ -11,6 +11,8 @@
 
 #include "layout/label.c"	/* the checksum and label codec, private */
 #include "pooltest.h"
+#include "meta/meta.h"
+#include <clockwise/model.h>
 
 #define MiB (UINT64_C(1) << 20)
 
@@ -118,7 +120,7 @@ static void test_pool_create_open(void)
 	CU_ASSERT(memcmp(uuid, cw_pool_uuid(t.pool), 16) == 0);
 	CU_ASSERT(cw_pool_block_size(t.pool) == CW_BLOCK_SIZE_DEFAULT);
 	CU_ASSERT(cw_pool_missing_disks(t.pool) == 0);
-	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == 1);
+	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == META_SCHEMA_VERSION);
 	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM pool") == 1);
 	tp_fini(&t);
 }
@@ -1147,6 +1149,70 @@ static void test_path_holds_other_disk(void)
 	tp_fini(&t);
 }
 
+/* ---- disk models ---- */
+
+static void test_disk_model_store(void)
+{
+	struct tp t;
+	struct cw_model m, got;
+	bool calibrated = false;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT(cw_disk_model_get(t.pool, 1, &got, &calibrated) == -ENOENT);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "no model") != NULL);
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+	CU_ASSERT(cw_disk_model_set(t.pool, 9, &m, false) == -ENOENT);
+	CU_ASSERT_FATAL(cw_disk_model_set(t.pool, 1, &m, false) == 0);
+	CU_ASSERT_FATAL(cw_model_preset("ssd", &m) == 0);
+	CU_ASSERT_FATAL(cw_disk_model_set(t.pool, 1, &m, true) == 0);	/* replaces */
+	tp_reopen(&t);
+	memset(&got, 0, sizeof(got));
+	CU_ASSERT_FATAL(cw_disk_model_get(t.pool, 1, &got, &calibrated) == 0);
+	CU_ASSERT(calibrated);
+	CU_ASSERT(memcmp(&got, &m, sizeof(m)) == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM disk_model") == 1);
+	tp_fini(&t);
+}
+
+static void test_disk_model_goes_with_disk(void)
+{
+	struct tp t;
+	struct cw_model m;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+	CU_ASSERT_FATAL(cw_disk_model_set(t.pool, 2, &m, false) == 0);
+	CU_ASSERT_FATAL(cw_disk_remove(t.pool, 2) == 0);
+	tp_reopen(&t);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM disk_model") == 0);
+	tp_fini(&t);
+}
+
+static void test_disk_model_damaged_and_migrated(void)
+{
+	struct tp t;
+	struct cw_model m;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+	CU_ASSERT_FATAL(cw_disk_model_set(t.pool, 1, &m, false) == 0);
+	cw_pool_close(t.pool);
+	t.pool = NULL;
+	sql_run(t.db, "UPDATE disk_model SET model = 'cwmodel1 nonsense=1'");
+	tp_reopen(&t);
+	CU_ASSERT(cw_disk_model_get(t.pool, 1, &m, NULL) == -EUCLEAN);
+	cw_pool_close(t.pool);
+	t.pool = NULL;
+	/* A database of schema 1 (before disk models) is migrated on open. */
+	sql_run(t.db, "DROP TABLE disk_model; PRAGMA user_version = 1");
+	tp_reopen(&t);
+	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == META_SCHEMA_VERSION);
+	CU_ASSERT(cw_disk_model_get(t.pool, 1, &m, NULL) == -ENOENT);
+	CU_ASSERT_FATAL(cw_model_preset("atlas2", &m) == 0);
+	CU_ASSERT(cw_disk_model_set(t.pool, 1, &m, false) == 0);
+	tp_fini(&t);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1167,6 +1233,9 @@ int main(void)
 	cwtest_add(s, "add and list", test_disk_add_list);
 	cwtest_add(s, "add refusals", test_disk_add_refusals);
 	cwtest_add(s, "remove", test_disk_remove);
+	cwtest_add(s, "models stored and replaced", test_disk_model_store);
+	cwtest_add(s, "models go with their disk", test_disk_model_goes_with_disk);
+	cwtest_add(s, "damaged model, schema 1 migrated", test_disk_model_damaged_and_migrated);
 
 	s = cwtest_suite("partitions", NULL, NULL);
 	cwtest_add(s, "rotation and the mapping", test_part_rotation_map);

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Each disk's service-time model in the pool database (table disk_model),
+ * stored in model.h's one-line text form so that a newer form is refused
+ * whole rather than half read. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <clockwise/model.h>
+
+#include "common/cleanup.h"
+#include "layout/internal.h"
+
+static const char sql_model_put[] =
+	"INSERT INTO disk_model(disk, model, calibrated) VALUES (?1, ?2, ?3) "
+	"ON CONFLICT(disk) DO UPDATE SET model = ?2, calibrated = ?3";
+static const char sql_model_get[] =
+	"SELECT model, calibrated FROM disk_model WHERE disk = ?1";
+
+static bool disk_known(struct cw_pool *pool, uint32_t disk_id)
+{
+	return disk_id >= 1 && disk_id <= CW_DISKS_MAX && pool->disks[disk_id];
+}
+
+int cw_disk_model_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_model *model,
+		      bool calibrated)
+{
+	_cleanup_free_ char *text = NULL;
+	sqlite3_stmt *st;
+	int len, r;
+
+	len = cw_model_format(model, NULL, 0);
+	if (len < 0)
+		return lay_set_error(pool, -EINVAL, "the model for disk %u is not valid", disk_id);
+	text = malloc((size_t)len + 1);
+	if (!text)
+		return lay_set_error(pool, -ENOMEM, "out of memory");
+	cw_model_format(model, text, (size_t)len + 1);
+
+	pthread_mutex_lock(&pool->lock);
+	if (!disk_known(pool, disk_id)) {
+		r = lay_set_error(pool, -ENOENT, "no disk %u in the pool", disk_id);
+		goto out;
+	}
+	r = meta_begin(pool->meta);
+	if (r == 0)
+		r = meta_stmt(pool->meta, sql_model_put, &st);
+	if (r == 0) {
+		sqlite3_bind_int64(st, 1, disk_id);
+		sqlite3_bind_text(st, 2, text, len, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, calibrated);
+		r = meta_step(st);
+	}
+	r = meta_end(pool->meta, r);
+	if (r < 0)
+		lay_set_error(pool, r, "storing the model of disk %u: %s", disk_id, strerror(-r));
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+int cw_disk_model_get(struct cw_pool *pool, uint32_t disk_id, struct cw_model *ret_model,
+		      bool *ret_calibrated)
+{
+	sqlite3_stmt *st;
+	int r, rc;
+
+	pthread_mutex_lock(&pool->lock);
+	if (!disk_known(pool, disk_id)) {
+		r = lay_set_error(pool, -ENOENT, "no disk %u in the pool", disk_id);
+		goto out;
+	}
+	r = meta_stmt(pool->meta, sql_model_get, &st);
+	if (r < 0)
+		goto out;
+	sqlite3_bind_int64(st, 1, disk_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		r = lay_set_error(pool, -ENOENT, "disk %u has no model yet", disk_id);
+	} else if (rc != SQLITE_ROW) {
+		r = lay_set_error(pool, meta_errno(rc), "reading the model of disk %u", disk_id);
+	} else if (cw_model_parse((const char *)sqlite3_column_text(st, 0), ret_model) < 0) {
+		r = lay_set_error(pool, -EUCLEAN, "the stored model of disk %u is damaged", disk_id);
+	} else {
+		if (ret_calibrated)
+			*ret_calibrated = sqlite3_column_int(st, 1) != 0;
+		r = 0;
+	}
+	sqlite3_reset(st);
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
