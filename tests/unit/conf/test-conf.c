@@ -12,16 +12,9 @@
 #include <unistd.h>
 
 #include "cwtest.h"
+#include "tests/fuzz/lsan-libconfig.h"
 
 static char tmpdir[256];
-
-/* LeakSanitizer's built-in suppressions (see tests/fuzz/lsan.supp): libconfig
- * 1.5 leaks a string token's text on some syntax errors. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:strbuf_append\nleak:libconfig_yylex\n";
-}
 static unsigned file_seq;
 
 /* Writes text to a new file; its path in ret_path. */
