@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -480,6 +481,60 @@ static void test_errors(void)
 	cw_io_engine_free(e);
 }
 
+/* Real short transfers and transient errors through the engine: a pipe
+ * holding half of what is asked for. */
+static void test_partial_pipe(void)
+{
+	enum { LEN = 8192, HALF = LEN / 2 };
+	struct cw_io_engine *e = engine(2);
+	_cleanup_free_ char *buf = calloc(1, LEN), *src = malloc(LEN);
+	struct cw_io_req q = { .op = CW_IO_READ, .len = LEN }, *p = &q, *done;
+	int pfd[2], avail = -1;
+	int64_t t0;
+
+	CU_ASSERT_FATAL(buf && src);
+	fill(src, LEN, 5, 0);
+	q.buf = buf;
+
+	if (kind == CW_IO_AIO) {
+		/* Native AIO reads a pipe synchronously in io_submit; made
+		 * non-blocking, half arrives, then every retry finds the pipe
+		 * empty, and after the bounded retries the request fails with
+		 * EAGAIN.  (io_uring waits for data instead, below.) */
+		CU_ASSERT_FATAL(pipe2(pfd, O_CLOEXEC | O_NONBLOCK) == 0);
+		CU_ASSERT_EQUAL(write(pfd[1], src, HALF), HALF);
+		q.fd = pfd[0];
+		CU_ASSERT_EQUAL(run_all(e, &q, 1), 1);
+		CU_ASSERT_EQUAL(q.res, -EAGAIN);
+		CU_ASSERT_EQUAL(memcmp(buf, src, HALF), 0);	/* the first half did land */
+		close(pfd[0]);
+		close(pfd[1]);
+	} else {
+		/* The remainder waits in the kernel for the rest. */
+		memset(buf, 0, LEN);
+		CU_ASSERT_FATAL(pipe2(pfd, O_CLOEXEC) == 0);
+		CU_ASSERT_EQUAL(write(pfd[1], src, HALF), HALF);
+		q.fd = pfd[0];
+		CU_ASSERT_EQUAL(cw_io_submit(e, &p, 1), 1);
+		t0 = cw_now_ns();
+		do {
+			CU_ASSERT_FATAL(ioctl(pfd[0], FIONREAD, &avail) == 0);
+		} while (avail > 0 && cw_now_ns() - t0 < 10 * CW_NS_PER_S);
+		CU_ASSERT_EQUAL(avail, 0);
+		/* The short result is taken in and the rest resubmitted, not
+		 * reported. */
+		CU_ASSERT_EQUAL(cw_io_reap(e, 1, 0, &done, 1), 0);
+		CU_ASSERT_EQUAL(cw_io_inflight(e), 1);
+		CU_ASSERT_EQUAL(write(pfd[1], src + HALF, HALF), HALF);
+		CU_ASSERT_EQUAL(cw_io_reap(e, 1, -1, &done, 1), 1);
+		CU_ASSERT_EQUAL(q.res, LEN);
+		CU_ASSERT_EQUAL(memcmp(buf, src, LEN), 0);
+		close(pfd[0]);
+		close(pfd[1]);
+	}
+	cw_io_engine_free(e);
+}
+
 /* A file system that refuses O_DIRECT (ramfs; tmpfs too before Linux
  * 6.6): cw_io_open says so and still gives a usable fd. */
 static void test_buffered_fallback(void)
@@ -614,6 +669,7 @@ static void add_engine_tests(CU_pSuite s)
 	cwtest_add(s, "many requests in flight", test_many_inflight);
 	cwtest_add(s, "queue full", test_queue_full);
 	cwtest_add(s, "poll and timeout", test_poll_timeout);
+	cwtest_add(s, "short transfers and EAGAIN", test_partial_pipe);
 	cwtest_add(s, "fdatasync", test_fsync);
 	cwtest_add(s, "errors", test_errors);
 	cwtest_add(s, "buffered fallback", test_buffered_fallback);
