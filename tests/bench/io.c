@@ -143,6 +143,7 @@ static int bench_dir(const char *dir, uint64_t size, struct result ret[NCONT])
 	size_t chunk = 1 << 20;
 	uint64_t off;
 	char *bufs;
+	enum cw_io_kind best;
 	bool direct = false;
 	int fd, wfd;
 
@@ -170,9 +171,11 @@ static int bench_dir(const char *dir, uint64_t size, struct result ret[NCONT])
 		fprintf(stderr, "%s: %s\n", path, strerror(-fd));
 		return -1;
 	}
-	printf("4k random read, QD%u, %llu MiB file in %s, %s, %d rounds of %.1f s\n", QD,
-	       (unsigned long long)(size >> 20), dir, direct ? "O_DIRECT" : "buffered", ROUNDS,
-	       (double)round_ns / 1e9);
+	if (cw_io_kind_for_fd(fd, CW_IO_URING, &best) < 0)
+		best = CW_IO_URING;
+	printf("4k random read, QD%u, %llu MiB file in %s, %s, %d rounds of %.1f s "
+	       "(cw_io_kind_for_fd: %s)\n", QD, (unsigned long long)(size >> 20), dir,
+	       direct ? "O_DIRECT" : "buffered", ROUNDS, (double)round_ns / 1e9, cw_io_kind_name(best));
 	for (int i = 0; i < ROUNDS; i++)
 		for (int c = 0; c < NCONT; c++) {
 			int64_t c0 = cpu_ns(), n;

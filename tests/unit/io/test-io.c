@@ -14,6 +14,8 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include <clockwise/io.h>
@@ -191,6 +193,19 @@ static void test_patterns(void)
 
 	CU_ASSERT_EQUAL(cw_io_alignment(fd, &align), 0);
 	CU_ASSERT(align >= 512 && align <= BLK && cw_is_pow2_u64(align));
+	if (kind == CW_IO_URING) {
+		enum cw_io_kind k = CW_IO_AIO;
+		struct statfs sf;
+
+		/* a disk file system reads inline: io_uring stays */
+		CU_ASSERT_EQUAL_FATAL(fstatfs(fd, &sf), 0);
+		if (sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC) {
+			CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_URING, &k), 0);
+			CU_ASSERT_EQUAL(k, CW_IO_URING);
+		}
+		CU_ASSERT_EQUAL(cw_io_kind_for_fd(-1, CW_IO_URING, &k), -EBADF);
+		CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, (enum cw_io_kind)5, &k), -EINVAL);
+	}
 	for (i = 0; i < N; i++) {
 		size_t len = BLK * (1 + i % 5);
 
@@ -543,6 +558,7 @@ static void test_buffered_fallback(void)
 	struct cw_io_engine *e;
 	_cleanup_free_ char *buf = cw_io_alloc(BLK);
 	bool direct = true, mounted;
+	enum cw_io_kind k;
 	size_t align = 0;
 	int fd;
 
@@ -568,6 +584,11 @@ static void test_buffered_fallback(void)
 		CU_ASSERT_EQUAL(cw_io_alignment(fd, &align), 0);
 		CU_ASSERT_EQUAL(align, 512);
 	}
+	/* io_uring would hand every request to worker threads here. */
+	CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_URING, &k), 0);
+	CU_ASSERT_EQUAL(k, CW_IO_AIO);
+	CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_AIO, &k), 0);
+	CU_ASSERT_EQUAL(k, CW_IO_AIO);
 	e = engine(2);
 	fill(buf, BLK, 9, 0);
 	CU_ASSERT_EQUAL(cw_io_sync(e, fd, CW_IO_WRITE, buf, BLK, 0), BLK);
@@ -594,6 +615,7 @@ static void test_loop_device(void)
 	_cleanup_free_ char *buf = cw_io_alloc((size_t)N * 2 * BLK);
 	_cleanup_free_ char *chk = malloc(2 * BLK);
 	bool direct = false;
+	enum cw_io_kind k = CW_IO_AIO;
 	size_t align = 0;
 	unsigned i;
 	FILE *f;
@@ -613,6 +635,8 @@ static void test_loop_device(void)
 	CU_ASSERT(fd >= 0);
 	if (fd >= 0) {
 		CU_ASSERT_TRUE(direct);
+		CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_URING, &k), 0);
+		CU_ASSERT_EQUAL(k, CW_IO_URING);
 		CU_ASSERT_EQUAL(cw_io_alignment(fd, &align), 0);
 		CU_ASSERT(align >= 512 && cw_is_pow2_u64(align));
 		e = engine(16);
