@@ -215,7 +215,7 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 			break;
 		}
 		st.period_ns = plan.stream_period_ns;
-		st.phase_ns = (int64_t)(phase_draw % (uint64_t)st.period_ns);
+		st.phase_ns = sc->aligned ? 0 : (int64_t)(phase_draw % (uint64_t)st.period_ns);
 		for (size_t k = 0; k < plan.n_parts; k++) {
 			const struct cw_admit_part *p = &plan.parts[k];
 
@@ -413,6 +413,8 @@ static int kick(struct run *r, unsigned disk, int64_t now)
 
 		d->cur = q;
 		d->cur_actual = sim_disk_service(&d->mech, now, q->off, q->bytes);
+		if (r->sc->worst_case)
+			d->cur_actual = q->r.service_ns;	/* the bound itself, every time */
 		d->busy_ns += d->cur_actual;
 		return ev_push(&r->q, now + d->cur_actual, EV_DONE, disk);
 	}

@@ -203,6 +203,24 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		sc->streams = (unsigned)u;
 		return 0;
 	}
+	if (!strcmp(key, "service")) {
+		if (!strcmp(v, "mechanics"))
+			sc->worst_case = false;
+		else if (!strcmp(v, "worst"))
+			sc->worst_case = true;
+		else
+			return bad(where, key, "expected mechanics or worst");
+		return 0;
+	}
+	if (!strcmp(key, "phases")) {
+		if (!strcmp(v, "random"))
+			sc->aligned = false;
+		else if (!strcmp(v, "aligned"))
+			sc->aligned = true;
+		else
+			return bad(where, key, "expected random or aligned");
+		return 0;
+	}
 	if (!strcmp(key, "video")) {
 		if (!strcmp(v, "mix"))
 			sc->video = SIM_VIDEO_MIX;

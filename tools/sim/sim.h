@@ -64,6 +64,8 @@ struct sim_scenario {
 	unsigned rt_area_pct;		/* outer share of each disk for RT data */
 	unsigned be_area_pct;		/* inner share of each disk for BE data */
 	unsigned clip_blocks;		/* blocks per stream file, looped */
+	bool aligned;			/* all streams start at 0 (else a random phase) */
+	bool worst_case;		/* every request takes its admitted or expected time */
 	enum sim_be_source be;
 	char be_path[PATH_MAX];
 	double be_rate;			/* cello: mean requests per second */
