@@ -438,12 +438,14 @@ int sim_cmd_sweep(int argc, char **argv)
 
 	if (e)
 		return e > 255 ? e - 256 : e;
-	if (mkdir(c.out_dir, 0777) < 0 && errno != EEXIST) {
-		fprintf(stderr, "cwsim: %s: %m\n", c.out_dir);
-		return EXIT_FAILURE;
-	}
+	/* bad input is found before anything is written */
 	if (load_trace(&c.sc, &trace) < 0)
 		return SIM_EXIT_USAGE;
+	if (mkdir(c.out_dir, 0777) < 0 && errno != EEXIST) {
+		fprintf(stderr, "cwsim: %s: %m\n", c.out_dir);
+		sim_trace_done(&trace);
+		return EXIT_FAILURE;
+	}
 	/* in JSON mode stdout carries only the objects */
 	e = sweep_fig2(&c, c.json ? stderr : stdout);
 	if (e == 0)

@@ -248,8 +248,8 @@ static int csv_line(char *s, struct sim_be_rec *rec)
 
 /* blkparse's default output:
  *   8,0    3        1     0.000000000   697  Q   R 223490 + 8 [kjournald]
- * Only queue events (Q) with a read or write are requests; other actions
- * and rwbs without R or W (flushes) are skipped, and so are lines that do
+ * Only queue events (Q) of a read or write with sectors are requests;
+ * other actions, flushes and discards are skipped, and so are lines that do
  * not start with "major,minor" (the summary at the end).  Devices are
  * numbered in order of first appearance. */
 struct devs {
@@ -282,6 +282,8 @@ static int blk_line(char *s, struct devs *devs, struct sim_be_rec *rec, bool *re
 	if (strcmp(action, "Q") != 0 || (!strchr(rwbs, 'R') && !strchr(rwbs, 'W')))
 		return 0;
 	s = skip_ws(s + n);
+	if (*s < '0' || *s > '9')
+		return 0;	/* a flush or barrier: no sectors */
 	if (!parse_num(&s, &sector) || (s = skip_ws(s), *s != '+'))
 		return -EINVAL;
 	s = skip_ws(s + 1);
