@@ -177,6 +177,7 @@ static const struct command {
 	{ "admit", cmd_admit, "admit [FILE]   Jeffay's test and the slack ΔL of a task set" },
 	{ "run", sim_cmd_run, "run SCENARIO   simulate one load per placement and policy" },
 	{ "sweep", sim_cmd_sweep, "sweep SCENARIO the paper's Figures 2 and 3: CSV and plots" },
+	{ "model", sim_cmd_model, "model PRESET   a disk model preset as a cwmodel1 line" },
 	{ "help", cmd_help, "help           this list" },
 };
 

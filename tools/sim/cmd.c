@@ -460,3 +460,29 @@ int sim_cmd_sweep(int argc, char **argv)
 		printf("wrote %s/fig2.csv, fig3.csv and their plots\n", c.out_dir);
 	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+int sim_cmd_model(int argc, char **argv)
+{
+	char buf[4096];
+	struct cw_model m;
+	int n;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: cwsim model PRESET\npresets:");
+		for (const char *const *p = cw_model_preset_names(); *p; p++)
+			fprintf(stderr, " %s", *p);
+		fprintf(stderr, "\n");
+		return SIM_EXIT_USAGE;
+	}
+	if (cw_model_preset(argv[1], &m) < 0) {
+		fprintf(stderr, "cwsim: unknown preset '%s'\n", argv[1]);
+		return SIM_EXIT_USAGE;
+	}
+	n = cw_model_format(&m, buf, sizeof(buf));
+	if (n < 0 || (size_t)n >= sizeof(buf)) {
+		fprintf(stderr, "cwsim: cannot format the model\n");
+		return EXIT_FAILURE;
+	}
+	printf("%s\n", buf);
+	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -4,7 +4,7 @@
  * section 4.  Sections follow the files: scenario.c (what to simulate),
  * disk.c (mechanics), trace.c (best-effort load), engine.c (layout,
  * admission and the event loop over virtual time), report.c (text, JSON,
- * CSV and plots), cmd.c (the run and sweep subcommands).
+ * CSV and plots), cmd.c (the run, sweep and model subcommands).
  *
  * The simulator owns no scheduling logic (DESIGN rule 1): admission is
  * cw_admit_plan/cw_admit_test, dispatch is cw_sched, service-time bounds
@@ -219,5 +219,6 @@ int sim_plot(const char *dir, const char *name, const char *script);
 
 int sim_cmd_run(int argc, char **argv);
 int sim_cmd_sweep(int argc, char **argv);
+int sim_cmd_model(int argc, char **argv);	/* prints a preset as a cwmodel1 line */
 
 #endif
