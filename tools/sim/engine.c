@@ -122,6 +122,7 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 	 * the stride the same across the clip's wrap */
 	if (pl != SIM_SINGLE)
 		clip = CW_DIV_ROUND_UP(clip, n) * n;
+	s.clip = clip;
 	sim_rng_seed(&kinds, sc->seed, 1);
 	sim_rng_seed(&offs, sc->seed, 16 + pl);
 
@@ -432,15 +433,11 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 {
 	const struct sim_stream *st = &r->setup->streams[idx];
 	uint64_t n = r->next_n[idx]++;
-	uint64_t k = n % r->setup->sc->clip_blocks;
+	uint64_t k = n % r->setup->clip;	/* the clip plays in a loop */
+	unsigned disk = st->disk[k];
 	struct sreq *q;
-	unsigned disk;
 	int e;
 
-	/* the clip length as placed (whole rounds of disks) */
-	if (r->setup->placement != SIM_SINGLE)
-		k = n % (CW_DIV_ROUND_UP(r->sc->clip_blocks, r->sc->disks) * r->sc->disks);
-	disk = st->disk[k];
 	q = sreq_get(r);
 	if (!q)
 		return -ENOMEM;

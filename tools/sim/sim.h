@@ -161,6 +161,7 @@ struct sim_setup {
 	const struct sim_scenario *sc;
 	enum sim_placement placement;
 	size_t n_streams;		/* admitted */
+	uint64_t clip;			/* blocks per stream file as placed */
 	size_t cap;
 	struct sim_stream *streams;
 	char refusal[CW_ADMIT_REASON_MAX + 192];	/* why the next one was refused */
