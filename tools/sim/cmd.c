@@ -39,8 +39,8 @@ static void usage(const char *cmd)
 }
 
 /* Parses the command line into cli->sc: defaults, then the preset or the
- * file, then --quick, then each --set in order.  Returns 0 or an exit
- * status. */
+ * file, then --quick, then each --set in order.  Returns -1 to go on, or
+ * the exit status to end with. */
 static int parse_cli(const char *cmd, int argc, char **argv, struct cli *c)
 {
 	static const struct option opts[] = {
@@ -79,7 +79,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, struct cli *c)
 			break;
 		case 'h':
 			usage(cmd);
-			return EXIT_SUCCESS + 256;
+			return EXIT_SUCCESS;
 		default:
 			usage(cmd);
 			return SIM_EXIT_USAGE;
@@ -119,7 +119,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, struct cli *c)
 	}
 	if (sim_scenario_finish(&c->sc) < 0)
 		return SIM_EXIT_USAGE;
-	return 0;
+	return -1;
 }
 
 static double wall_now(void)
@@ -151,6 +151,20 @@ static int load_trace(const struct sim_scenario *sc, struct sim_trace *ret)
 	return e;
 }
 
+/* The command line and the BE trace: -1 to go on, or an exit status.
+ * Bad input is found here, before anything is written. */
+static int prepare(const char *cmd, int argc, char **argv, struct cli *c,
+		   struct sim_trace *ret_trace)
+{
+	int e = parse_cli(cmd, argc, argv, c);
+
+	if (e >= 0)
+		return e;
+	if (load_trace(&c->sc, ret_trace) < 0)
+		return SIM_EXIT_USAGE;
+	return -1;
+}
+
 int sim_cmd_run(int argc, char **argv)
 {
 	struct cli c = { 0 };
@@ -158,12 +172,11 @@ int sim_cmd_run(int argc, char **argv)
 	uint64_t events = 0;
 	unsigned runs = 0;
 	double t0 = wall_now();
-	int e = parse_cli("run", argc, argv, &c);
+	int e = prepare("run", argc, argv, &c, &trace);
 
-	if (e)
-		return e > 255 ? e - 256 : e;
-	if (load_trace(&c.sc, &trace) < 0)
-		return SIM_EXIT_USAGE;
+	if (e >= 0)
+		return e;
+	e = 0;
 	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS && e == 0; pl++) {
 		struct sim_setup setup;
 
@@ -233,22 +246,33 @@ static FILE *open_out(const char *dir, const char *name)
 	return f;
 }
 
-static void plot_or_warn(const char *dir, const char *name, const char *script)
+/* Writes DIR/NAME.plt (the plot) and draws it as PNG and SVG of the size
+ * given. */
+static int plot(const char *dir, const char *name, const char *plt, const char *size)
 {
-	int e = sim_plot(dir, name, script);
+	char file[64], script[512];
+	FILE *f;
+	int e;
 
+	snprintf(file, sizeof(file), "%s.plt", name);
+	f = open_out(dir, file);
+	if (!f)
+		return -EIO;
+	fputs(plt, f);
+	if (fclose(f) != 0)
+		return -EIO;
+	snprintf(script, sizeof(script),
+		 "set terminal pngcairo size %s noenhanced\nset output '%s.png'\nload '%s'\n"
+		 "set terminal svg size %s noenhanced\nset output '%s.svg'\nload '%s'\n",
+		 size, name, file, size, name, file);
+	e = sim_plot(dir, name, script);
 	if (e == -ENOENT)
 		fprintf(stderr, "cwsim: gnuplot not found: %s/%s.gp written, plots skipped\n", dir,
 			name);
 	else if (e < 0)
 		fprintf(stderr, "cwsim: gnuplot failed on %s/%s.gp\n", dir, name);
+	return 0;
 }
-
-#define TERMINALS(name)                                                            \
-	"set terminal pngcairo size 1000,650 noenhanced\nset output '" name ".png'\n" \
-	"load '" name ".plt'\n"                                                        \
-	"set terminal svg size 1000,650 noenhanced\nset output '" name ".svg'\n"      \
-	"load '" name ".plt'\n"
 
 /* Figure 2: admission alone, streams added until refused, per placement
  * and video block size. */
@@ -312,15 +336,8 @@ static int sweep_fig2(const struct cli *c, FILE *out)
 	fclose(p);
 	if (fclose(csv) != 0 || fclose(dat) != 0)
 		e = e ? e : -EIO;
-	if (e == 0) {
-		FILE *f = open_out(c->out_dir, "fig2.plt");
-
-		if (!f)
-			return -EIO;
-		fputs(plt, f);
-		fclose(f);
-		plot_or_warn(c->out_dir, "fig2", TERMINALS("fig2"));
-	}
+	if (e == 0)
+		e = plot(c->out_dir, "fig2", plt, "1000,650");
 	return e;
 }
 
@@ -411,19 +428,8 @@ static int sweep_fig3(const struct cli *c, const struct sim_trace *trace, uint64
 	fclose(f);
 	if (fclose(csv) != 0)
 		e = e ? e : -EIO;
-	if (e == 0) {
-		FILE *pf = open_out(c->out_dir, "fig3.plt");
-
-		if (!pf)
-			return -EIO;
-		fputs(plt, pf);
-		fclose(pf);
-		plot_or_warn(c->out_dir, "fig3",
-			     "set terminal pngcairo size 1000,1200 noenhanced\nset output 'fig3.png'\n"
-			     "load 'fig3.plt'\n"
-			     "set terminal svg size 1000,1200 noenhanced\nset output 'fig3.svg'\n"
-			     "load 'fig3.plt'\n");
-	}
+	if (e == 0)
+		e = plot(c->out_dir, "fig3", plt, "1000,1200");
 	return e;
 }
 
@@ -434,13 +440,10 @@ int sim_cmd_sweep(int argc, char **argv)
 	uint64_t events = 0;
 	unsigned runs = 0;
 	double t0 = wall_now();
-	int e = parse_cli("sweep", argc, argv, &c);
+	int e = prepare("sweep", argc, argv, &c, &trace);
 
-	if (e)
-		return e > 255 ? e - 256 : e;
-	/* bad input is found before anything is written */
-	if (load_trace(&c.sc, &trace) < 0)
-		return SIM_EXIT_USAGE;
+	if (e >= 0)
+		return e;
 	if (mkdir(c.out_dir, 0777) < 0 && errno != EEXIST) {
 		fprintf(stderr, "cwsim: %s: %m\n", c.out_dir);
 		sim_trace_done(&trace);
