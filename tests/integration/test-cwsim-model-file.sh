@@ -42,3 +42,11 @@ a=$(load "$t/preset")
 b=$(load "$t/slow")
 echo "admitted: atlas2 $a MB/s, half-speed $b MB/s"
 check "the slower disk admits less" awk -v a="$a" -v b="$b" 'BEGIN { exit !(b > 0 && b < a * 0.75) }'
+
+# a bus slower than the media: the model no longer bounds the service
+# times, and the simulator says so instead of hiding it
+"$cwsim" run --json --preset quick --set placement=rotation --set duration_s=20 \
+	--set bus_mb_s=8 --set policy=edf >"$t/bus" 2>"$t/bus.err"
+check "slow bus: warned" grep -q "slower than the disk's fastest zone" "$t/bus.err"
+check "slow bus: overruns counted" grep -Eq '"rt_overruns": [1-9]' "$t/bus"
+check "fast bus: no overrun" grep -q '"rt_overruns": 0,' "$t/preset"

@@ -45,6 +45,8 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		r->be_p50_ms, r->be_p99_ms, r->be_max_ms);
 	fprintf(f, "  BE dispatched in slack %" PRIu64 ", on idle disks %" PRIu64
 		", by the server %" PRIu64 "\n", r->be_slack, r->be_idle, r->be_server);
+	if (r->rt_overruns || r->be_overruns)
+		fprintf(f, "  model error: requests took longer than the model says (a slow bus?)\n");
 	fprintf(f, "  utilisation:");
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, " %.3f", r->util[d]);

@@ -49,7 +49,6 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.be_write_pct = 45,
 		.be_partitions = 8,
 		.be_pblock_bytes = SIM_MIB,
-		.bus_bps = 20000000,
 		.loads = 40,
 	};
 }
@@ -57,6 +56,7 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 int sim_scenario_preset(const char *name, struct sim_scenario *sc)
 {
 	sim_scenario_defaults(sc);
+	sc->bus_bps = 20000000;	/* Fast-Wide SCSI-2, one bus per disk */
 	if (!strcmp(name, "paper"))
 		return 0;
 	if (!strcmp(name, "quick")) {
@@ -399,6 +399,17 @@ int sim_scenario_finish(struct sim_scenario *sc)
 	    (sc->server_period_ns && !sc->server_slice_ns)) {
 		fprintf(stderr, "cwsim: the BE server needs 0 < server_slice_ms <= server_period_ms\n");
 		return -EINVAL;
+	}
+	if (sc->bus_bps) {
+		uint64_t fastest = 0;
+
+		for (unsigned i = 0; i < sc->model.n_zones; i++)
+			fastest = CW_MAX(fastest, sc->model.zone[i].rate_bps);
+		if (sc->bus_bps < fastest)
+			fprintf(stderr, "cwsim: warning: the bus (%.1f MB/s) is slower than the disk's"
+				" fastest zone (%.1f MB/s): requests will take longer than the model"
+				" admits (counted as overruns)\n", (double)sc->bus_bps / 1e6,
+				(double)fastest / 1e6);
 	}
 	if (sc->be_peak < sc->be_rate) {
 		fprintf(stderr, "cwsim: be_peak must be at least be_rate\n");
