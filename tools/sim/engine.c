@@ -361,6 +361,8 @@ struct run {
 	struct sreq **chunks;
 	size_t n_chunks;
 	uint64_t be_rejected, be_overruns;
+	double part0_sum;
+	uint64_t part0_n;
 };
 
 static struct sreq *sreq_get(struct run *r)
@@ -524,8 +526,13 @@ static int on_done(struct run *r, unsigned disk, int64_t now)
 		struct bestate *b = &r->be[q->parent];
 
 		r->be_overruns += d->cur_actual > q->r.service_ns;
-		if (--b->pending == 0 && !b->rejected)
+		if (--b->pending == 0 && !b->rejected) {
 			r->lat[r->n_lat++] = now - b->arrival;
+			if (r->trace->v[q->parent].part == 0) {
+				r->part0_sum += (double)(now - b->arrival);
+				r->part0_n++;
+			}
+		}
 	}
 	sreq_put(r, q);
 	return kick(r, disk, now);
@@ -696,6 +703,7 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 		res.be_p50_ms = pct_ms(r.lat, r.n_lat, 50);
 		res.be_p99_ms = pct_ms(r.lat, r.n_lat, 99);
 		res.be_max_ms = (double)r.lat[r.n_lat - 1] / 1e6;
+		res.be_part0_mean_ms = r.part0_n ? r.part0_sum / (double)r.part0_n / 1e6 : 0;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	res.wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;

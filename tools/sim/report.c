@@ -40,9 +40,10 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		" over C, least slack ", r->rt_done, r->rt_misses, r->rt_overruns);
 	ms_or_null(f, r->rt_min_slack_ns);
 	fprintf(f, " ms\n  BE: %" PRIu64 " requests, %" PRIu64 " done, %" PRIu64
-		" refused, %" PRIu64 " over expected; latency mean %.2f ms, p50 %.2f, p99 %.2f, max %.2f\n",
+		" refused, %" PRIu64 " over expected; latency mean %.2f ms, p50 %.2f, p99 %.2f, max %.2f;"
+		" partition 0 mean %.2f ms\n",
 		r->be_requests, r->be_done, r->be_rejected, r->be_overruns, r->be_mean_ms,
-		r->be_p50_ms, r->be_p99_ms, r->be_max_ms);
+		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
 	fprintf(f, "  BE dispatched in slack %" PRIu64 ", on idle disks %" PRIu64
 		", by the server %" PRIu64 "\n", r->be_slack, r->be_idle, r->be_server);
 	if (r->rt_overruns || r->be_overruns)
@@ -71,9 +72,9 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 	fprintf(f, ", \"be_requests\": %" PRIu64 ", \"be_done\": %" PRIu64
 		", \"be_refused\": %" PRIu64 ", \"be_overruns\": %" PRIu64
 		", \"be_mean_ms\": %.4f, \"be_p50_ms\": %.4f, \"be_p99_ms\": %.4f"
-		", \"be_max_ms\": %.4f, \"utilisation\": [",
+		", \"be_max_ms\": %.4f, \"be_part0_mean_ms\": %.4f, \"utilisation\": [",
 		r->be_requests, r->be_done, r->be_rejected, r->be_overruns, r->be_mean_ms,
-		r->be_p50_ms, r->be_p99_ms, r->be_max_ms);
+		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);
 	fprintf(f, "], \"events\": %" PRIu64 "}\n", r->events);
@@ -83,7 +84,7 @@ void sim_report_csv_header(FILE *f)
 {
 	fprintf(f, "placement,policy,streams,rt_load_mb_s,delta_l_ms,rt_requests,rt_misses,"
 		"rt_overruns,be_done,be_refused,be_mean_ms,be_p50_ms,be_p99_ms,be_max_ms,"
-		"util_mean\n");
+		"util_mean,be_part0_mean_ms\n");
 }
 
 void sim_report_csv(FILE *f, const struct sim_result *r, unsigned disks)
@@ -97,9 +98,9 @@ void sim_report_csv(FILE *f, const struct sim_result *r, unsigned disks)
 	if (r->delta_l_min_ns != CW_ADMIT_NO_LIMIT)
 		fprintf(f, "%.3f", (double)r->delta_l_min_ns / 1e6);
 	fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%.4f,%.4f,%.4f,%.4f,%.4f\n", r->rt_done, r->rt_misses, r->rt_overruns,
+		",%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", r->rt_done, r->rt_misses, r->rt_overruns,
 		r->be_done, r->be_rejected, r->be_mean_ms, r->be_p50_ms, r->be_p99_ms,
-		r->be_max_ms, u / disks);
+		r->be_max_ms, u / disks, r->be_part0_mean_ms);
 }
 
 int sim_plot(const char *dir, const char *name, const char *script)

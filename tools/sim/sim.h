@@ -195,6 +195,7 @@ struct sim_result {
 	uint64_t be_requests, be_done, be_rejected, be_overruns;
 	uint64_t be_slack, be_idle, be_server;	/* BE dispatches by route (cw_sched_stats) */
 	double be_mean_ms, be_p50_ms, be_p99_ms, be_max_ms;
+	double be_part0_mean_ms;	/* BE partition 0 alone (the paper plots CELLO disk 0) */
 	double util[SIM_MAX_DISKS];
 	int64_t end_ns;
 	uint64_t events;
