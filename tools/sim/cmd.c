@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -124,10 +123,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, struct cli *c)
 
 static double wall_now(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)cw_now_ns() / 1e9;
 }
 
 static void print_speed(unsigned runs, uint64_t events, double wall)

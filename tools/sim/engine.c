@@ -27,7 +27,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -625,11 +624,10 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 	const struct sim_scenario *sc = setup->sc;
 	struct run r = { .setup = setup, .sc = sc, .trace = trace };
 	struct sim_result res = { .placement = setup->placement, .policy = policy };
-	struct timespec t0, t1;
+	int64_t t0 = cw_now_ns();
 	int64_t now = 0;
 	int e;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r.n_streams = CW_MIN(n_streams, setup->n_streams);
 	res.streams = r.n_streams;
 	res.rt_load_mb_s = sim_setup_load_mb_s(setup, r.n_streams);
@@ -705,8 +703,7 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 		res.be_max_ms = (double)r.lat[r.n_lat - 1] / 1e6;
 		res.be_part0_mean_ms = r.part0_n ? r.part0_sum / (double)r.part0_n / 1e6 : 0;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	res.wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	res.wall_s = (double)(cw_now_ns() - t0) / 1e9;
 	*ret = res;
 out:
 	run_free(&r);
