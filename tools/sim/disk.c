@@ -5,12 +5,15 @@
  * head positions.  The SCSI part simulates data transfers over the SCSI
  * bus."), driven by the same struct cw_model that admission uses.
  *
+ * The arithmetic of one access (overhead, seek by distance, a part of a
+ * revolution, transfer) is the model's cw_model_access_ns; this file adds
+ * only what a simulation needs on top: where the head and the platter
+ * are, and the bus.
+ *
  * Invariant: for a request inside [lo, hi) the time computed here is at
  * most cw_model_service_ns(m, lo, hi, bytes) whenever the bus is at least
- * as fast as the zones: the seek curve is the model's and the distance is
- * at most the one the model assumes, the rotational latency is less than
- * one revolution, and each byte moves at its own zone's rate, never below
- * the slowest.  A bus slower than the media can break this; the engine
+ * as fast as the zones: cw_model_access_ns promises that for any head
+ * position and any part of a revolution up to a whole one.  A bus slower than the media can break this; the engine
  * counts such requests as model overruns instead of hiding them.
  *
  * Geometry: byte offsets stand for cylinders (seek distance is the
@@ -54,12 +57,13 @@ int64_t sim_disk_service(struct sim_disk *d, int64_t now, uint64_t off, uint64_t
 {
 	const struct cw_model *m = d->m;
 	uint64_t dist = off > d->head_bytes ? off - d->head_bytes : d->head_bytes - off;
-	int64_t t = m->overhead_ns + cw_model_seek_ns(m, dist);
-	int64_t media = 0;
-	unsigned z = zone_of(m, off);
+	uint32_t rot_ppm = 0;
+	int64_t t;
 
 	if (m->rotation_ns > 0) {
-		const struct cw_model_zone *zz = &m->zone[z];
+		/* where the platter is when the head arrives, and how far the
+		 * first sector still has to turn */
+		const struct cw_model_zone *zz = &m->zone[zone_of(m, off)];
 		uint64_t track = (uint64_t)(((unsigned __int128)zz->rate_bps * (uint64_t)m->rotation_ns) /
 					    (uint64_t)CW_NS_PER_S);
 		int64_t angle, under, lat;
@@ -68,29 +72,31 @@ int64_t sim_disk_service(struct sim_disk *d, int64_t now, uint64_t off, uint64_t
 			track = 1;
 		angle = (int64_t)(((unsigned __int128)((off - zz->start_bytes) % track) *
 				   (uint64_t)m->rotation_ns) / track);
-		under = (now + t + d->phase_ns) % m->rotation_ns;
+		under = (now + m->overhead_ns + cw_model_seek_ns(m, dist) + d->phase_ns) %
+			m->rotation_ns;
 		lat = angle - under;
 		if (lat < 0)
 			lat += m->rotation_ns;
-		t += lat;
+		rot_ppm = (uint32_t)(((unsigned __int128)lat * 1000000 + (uint64_t)m->rotation_ns - 1) /
+				     (uint64_t)m->rotation_ns);
+		if (rot_ppm > 1000000)
+			rot_ppm = 1000000;
 	}
-	/* the transfer, zone by zone */
-	for (uint64_t pos = off, left = bytes; left;) {
-		const struct cw_model_zone *zz;
-		uint64_t n;
+	/* overhead, seek, that part of a revolution and the transfer: the
+	 * model's own arithmetic (cw_model_access_ns) */
+	if (cw_model_access_ns(m, d->head_bytes, off, bytes, rot_ppm, &t) < 0)
+		t = INT64_MAX / 4;	/* the engine never asks past the disk */
+	if (d->bus_bps) {
+		int64_t bus = div_up((unsigned __int128)bytes * (uint64_t)CW_NS_PER_S, d->bus_bps);
+		int64_t media;
 
-		if (z >= m->n_zones)
-			z = m->n_zones - 1;	/* past the end: the engine never asks this */
-		zz = &m->zone[z];
-		n = CW_MIN(left, zz->end_bytes > pos ? zz->end_bytes - pos : left);
-		media += div_up((unsigned __int128)n * (uint64_t)CW_NS_PER_S, zz->rate_bps);
-		pos += n;
-		left -= n;
-		z++;
+		/* the media transfer inside t, at the rate the model used */
+		if (cw_model_access_ns(m, off, off, bytes, 0, &media) == 0) {
+			media -= m->overhead_ns + cw_model_seek_ns(m, 0);
+			if (bus > media)
+				t += bus - media;
+		}
 	}
-	if (d->bus_bps)
-		media = CW_MAX(media, div_up((unsigned __int128)bytes * (uint64_t)CW_NS_PER_S,
-					     d->bus_bps));
 	d->head_bytes = off + bytes;
-	return t + media;
+	return t;
 }
