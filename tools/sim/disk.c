@@ -13,8 +13,9 @@
  * Invariant: for a request inside [lo, hi) the time computed here is at
  * most cw_model_service_ns(m, lo, hi, bytes) whenever the bus is at least
  * as fast as the zones: cw_model_access_ns promises that for any head
- * position and any part of a revolution up to a whole one.  A bus slower than the media can break this; the engine
- * counts such requests as model overruns instead of hiding them.
+ * position and any part of a revolution up to a whole one.  A bus slower
+ * than the media can break this; the engine counts such requests as model
+ * overruns instead of hiding them.
  *
  * Geometry: byte offsets stand for cylinders (seek distance is the
  * difference of offsets), and a track of zone z holds rate_z x rotation
