@@ -53,3 +53,17 @@ expect2 "scenario and preset" "usage" "$cwsim" run --preset quick "$t/typo.scn"
 expect2 "bad --set" "--set: seed" "$cwsim" run --preset quick --set seed=-1
 expect2 "--set without =" "KEY=VALUE" "$cwsim" run --preset quick --set seed
 expect2 "missing scenario file" "nothere.scn" "$cwsim" run "$t/nothere.scn"
+
+# garbage (random bytes) as a scenario or a trace: refused, never a crash
+head -c 4096 /dev/urandom >"$t/garbage"
+expect2 "random bytes as a scenario" "garbage:" "$cwsim" run "$t/garbage"
+printf 'be = csv:garbage\nduration_s = 5\n' >"$t/gcsv.scn"
+expect2 "random bytes as a CSV trace" "garbage:" "$cwsim" run "$t/gcsv.scn"
+printf '1,0,18446744073709551616,4096,R\n' >"$t/big.csv"
+printf 'be = csv:big.csv\nduration_s = 5\n' >"$t/bigcsv.scn"
+expect2 "offset past 2^64" "big.csv:1:" "$cwsim" run "$t/bigcsv.scn"
+printf 'be = blkparse:garbage\nduration_s = 5\nstreams = 1\n' >"$t/gblk.scn"
+rc=0
+"$cwsim" run "$t/gblk.scn" >/dev/null 2>"$t/err" || rc=$?
+check "random bytes as blkparse: refused (2) or skipped (0), no crash" \
+	test "$rc" -eq 0 -o "$rc" -eq 2
