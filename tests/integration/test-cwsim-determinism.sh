@@ -25,3 +25,9 @@ check "sweep again" run_to "$t/j2" sweep --preset quick --set loads=4 --json -o 
 check "sweep JSON identical" cmp -s "$t/j1" "$t/j2"
 check "sweep CSV identical" cmp -s "$t/s1/fig3.csv" "$t/s2/fig3.csv"
 check "figure 2 CSV identical" cmp -s "$t/s1/fig2.csv" "$t/s2/fig2.csv"
+
+# one load point per placement: the highest admission allows
+check "a one-load sweep" run_to "$t/one" sweep --preset quick --set loads=1 --set policy=edf \
+	--json -o "$t/s3"
+check "one-load sweep: one object per placement, at the highest load" \
+	awk '!/"streams": [1-9]/ { bad = 1 } END { exit bad || NR != 2 }' "$t/one"

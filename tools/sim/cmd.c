@@ -338,11 +338,13 @@ static int sweep_fig2(const struct cli *c, FILE *out)
 }
 
 /* The load points: every stream count if they fit, else loads of them
- * spread evenly from 0 to the most admitted. */
+ * spread evenly from 0 to the most admitted (one point: the most). */
 static size_t load_point(size_t max, unsigned loads, unsigned i)
 {
 	if (max + 1 <= loads)
 		return i;
+	if (loads < 2)
+		return max;
 	return (size_t)(((uint64_t)i * max + (loads - 1) / 2) / (loads - 1));
 }
 
