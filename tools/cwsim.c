@@ -2,7 +2,8 @@
 /*
  * cwsim — the Clockwise simulator's command line.  Each subcommand is one
  * entry of the table below; `cwsim admit` runs the admission test on a
- * task set (see cwsim(1)).
+ * task set, `cwsim run` and `cwsim sweep` the trace-driven simulator
+ * (tools/sim/, see cwsim(1)).
  */
 #include "config.h"
 
@@ -15,6 +16,7 @@
 #include <clockwise/admit.h>
 #include "common/cleanup.h"
 #include "common/util.h"
+#include "sim/sim.h"
 
 #define EXIT_USAGE 2
 
@@ -173,6 +175,9 @@ static const struct command {
 	const char *help;
 } commands[] = {
 	{ "admit", cmd_admit, "admit [FILE]   Jeffay's test and the slack ΔL of a task set" },
+	{ "run", sim_cmd_run, "run SCENARIO   simulate one load per placement and policy" },
+	{ "sweep", sim_cmd_sweep, "sweep SCENARIO the paper's Figures 2 and 3: CSV and plots" },
+	{ "model", sim_cmd_model, "model PRESET   a disk model preset as a cwmodel1 line" },
 	{ "help", cmd_help, "help           this list" },
 };
 

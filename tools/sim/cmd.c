@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `cwsim run` and `cwsim sweep`: Bosch & Mullender's section 4
+ * experiments.  run simulates one load (as many streams as the scenario
+ * asks or admission allows) per placement and policy; sweep redoes the
+ * paper's Figure 2 (ΔL against the admitted RT load, per placement and
+ * block size) and Figure 3 (BE latency against RT load, per policy, for
+ * rotation and random) and writes CSV and plots.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "sim.h"
+
+struct cli {
+	bool json;
+	bool quick;
+	const char *preset;
+	const char *scenario;
+	const char *out_dir;
+	struct sim_scenario sc;
+};
+
+static void usage(const char *cmd)
+{
+	fprintf(stderr,
+		"usage: cwsim %s [--json] [--quick] [--preset NAME] [--set KEY=VALUE]...%s [SCENARIO]\n"
+		"  a SCENARIO file or --preset (paper, quick) is needed; see cwsim(1)\n",
+		cmd, strcmp(cmd, "sweep") ? "" : " [-o DIR]");
+}
+
+/* Parses the command line into cli->sc: defaults, then the preset or the
+ * file, then --quick, then each --set in order.  Returns -1 to go on, or
+ * the exit status to end with. */
+static int parse_cli(const char *cmd, int argc, char **argv, struct cli *c)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "quick", no_argument, NULL, 'q' },
+		{ "preset", required_argument, NULL, 'p' },
+		{ "set", required_argument, NULL, 's' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_free_ char **sets = calloc((size_t)argc + 1, sizeof(*sets));
+	size_t n_sets = 0;
+	int o;
+
+	if (!sets)
+		return EXIT_FAILURE;
+	c->out_dir = "cwsim-sweep";
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "jqp:s:o:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j':
+			c->json = true;
+			break;
+		case 'q':
+			c->quick = true;
+			break;
+		case 'p':
+			c->preset = optarg;
+			break;
+		case 's':
+			sets[n_sets++] = optarg;
+			break;
+		case 'o':
+			c->out_dir = optarg;
+			break;
+		case 'h':
+			usage(cmd);
+			return EXIT_SUCCESS;
+		default:
+			usage(cmd);
+			return SIM_EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		c->scenario = argv[optind++];
+	if (optind < argc || (!c->scenario && !c->preset) || (c->scenario && c->preset)) {
+		usage(cmd);
+		return SIM_EXIT_USAGE;
+	}
+	if (c->preset) {
+		if (sim_scenario_preset(c->preset, &c->sc) < 0) {
+			fprintf(stderr, "cwsim: unknown preset '%s' (paper, quick)\n", c->preset);
+			return SIM_EXIT_USAGE;
+		}
+	} else {
+		sim_scenario_defaults(&c->sc);
+		if (sim_scenario_load(c->scenario, &c->sc) < 0)
+			return SIM_EXIT_USAGE;
+	}
+	if (c->quick) {
+		c->sc.duration_ns = 60 * CW_NS_PER_S;
+		c->sc.loads = CW_MIN(c->sc.loads, 8u);
+	}
+	c->sc.base_dir[0] = '\0';	/* --set paths are relative to the cwd */
+	for (size_t i = 0; i < n_sets; i++) {
+		char *eq = strchr(sets[i], '=');
+
+		if (!eq) {
+			fprintf(stderr, "cwsim: --set %s: expected KEY=VALUE\n", sets[i]);
+			return SIM_EXIT_USAGE;
+		}
+		*eq = '\0';
+		if (sim_scenario_set(&c->sc, sets[i], eq + 1, "--set") < 0)
+			return SIM_EXIT_USAGE;
+	}
+	if (sim_scenario_finish(&c->sc) < 0)
+		return SIM_EXIT_USAGE;
+	return -1;
+}
+
+static double wall_now(void)
+{
+	return (double)cw_now_ns() / 1e9;
+}
+
+static void print_speed(unsigned runs, uint64_t events, double wall)
+{
+	fprintf(stderr, "cwsim: %u runs, %" PRIu64 " events in %.2f s: %.0f events/s\n", runs,
+		events, wall, wall > 0 ? (double)events / wall : 0.0);
+}
+
+/* The BE trace and the partition size it is folded into. */
+static int load_trace(const struct sim_scenario *sc, struct sim_trace *ret)
+{
+	struct sim_setup probe;
+	int e;
+
+	/* a set-up with no stream tells the BE partition size */
+	e = sim_setup_build(sc, SIM_ROTATION, sc->video, 1, NULL, NULL, &probe);
+	if (e < 0)
+		return e;
+	e = sim_trace_load(sc, probe.be_part_bytes, ret);
+	sim_setup_done(&probe);
+	return e;
+}
+
+/* The command line and the BE trace: -1 to go on, or an exit status.
+ * Bad input is found here, before anything is written. */
+static int prepare(const char *cmd, int argc, char **argv, struct cli *c,
+		   struct sim_trace *ret_trace)
+{
+	int e = parse_cli(cmd, argc, argv, c);
+
+	if (e >= 0)
+		return e;
+	if (load_trace(&c->sc, ret_trace) < 0)
+		return SIM_EXIT_USAGE;
+	return -1;
+}
+
+int sim_cmd_run(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct sim_trace trace = { 0 };
+	uint64_t events = 0;
+	unsigned runs = 0;
+	double t0 = wall_now();
+	int e = prepare("run", argc, argv, &c, &trace);
+
+	if (e >= 0)
+		return e;
+	e = 0;
+	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS && e == 0; pl++) {
+		struct sim_setup setup;
+
+		if (!(c.sc.placements & 1u << pl))
+			continue;
+		e = sim_setup_build(&c.sc, pl, c.sc.video, c.sc.streams, NULL, NULL, &setup);
+		if (e < 0)
+			break;
+		if (!c.json)
+			printf("%s: %zu streams admitted (%.2f MB/s); next: %s\n",
+			       sim_placement_name(pl), setup.n_streams,
+			       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
+		for (unsigned p = 0; p < 3 && e == 0; p++) {
+			struct sim_result r;
+
+			if (!(c.sc.policies & 1u << p))
+				continue;
+			e = sim_run(&setup, setup.n_streams, &trace, p, &r);
+			if (e < 0) {
+				fprintf(stderr, "cwsim: simulation failed: %s\n", strerror(-e));
+				break;
+			}
+			events += r.events;
+			runs++;
+			if (c.json)
+				sim_report_json(stdout, &c.sc, &r);
+			else
+				sim_report_text(stdout, &c.sc, &r);
+		}
+		sim_setup_done(&setup);
+	}
+	sim_trace_done(&trace);
+	if (e < 0)
+		return EXIT_FAILURE;
+	print_speed(runs, events, wall_now() - t0);
+	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* ---- sweep ------------------------------------------------------------- */
+
+struct curve_out {
+	FILE *csv, *dat;
+	const char *name;
+	double max_load;
+	size_t points;
+};
+
+static void curve_point(void *ud, size_t streams, double load, int64_t dl)
+{
+	struct curve_out *o = ud;
+
+	fprintf(o->csv, "%s,%zu,%.4f,%.3f\n", o->name, streams, load, (double)dl / 1e6);
+	fprintf(o->dat, "%.4f %.6f\n", load, (double)dl / 1e9);
+	o->max_load = load;
+	o->points++;
+}
+
+static FILE *open_out(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	if (!f)
+		fprintf(stderr, "cwsim: %s: %m\n", path);
+	return f;
+}
+
+/* Writes DIR/NAME.plt (the plot) and draws it as PNG and SVG of the size
+ * given. */
+static int plot(const char *dir, const char *name, const char *plt, const char *size)
+{
+	char file[64], script[512];
+	FILE *f;
+	int e;
+
+	snprintf(file, sizeof(file), "%s.plt", name);
+	f = open_out(dir, file);
+	if (!f)
+		return -EIO;
+	fputs(plt, f);
+	if (fclose(f) != 0)
+		return -EIO;
+	snprintf(script, sizeof(script),
+		 "set terminal pngcairo size %s noenhanced\nset output '%s.png'\nload '%s'\n"
+		 "set terminal svg size %s noenhanced\nset output '%s.svg'\nload '%s'\n",
+		 size, name, file, size, name, file);
+	e = sim_plot(dir, name, script);
+	if (e == -ENOENT)
+		fprintf(stderr, "cwsim: gnuplot not found: %s/%s.gp written, plots skipped\n", dir,
+			name);
+	else if (e < 0)
+		fprintf(stderr, "cwsim: gnuplot failed on %s/%s.gp\n", dir, name);
+	return 0;
+}
+
+/* Figure 2: admission alone, streams added until refused, per placement
+ * and video block size. */
+static int sweep_fig2(const struct cli *c, FILE *out)
+{
+	static const struct {
+		enum sim_placement pl;
+		enum sim_video video;
+		unsigned scale;
+		const char *name;
+	} curves[] = {
+		{ SIM_ROTATION, SIM_VIDEO_817, 1, "rotation, 1 MB video blocks" },
+		{ SIM_ROTATION, SIM_VIDEO_245, 1, "rotation, 256 KB video blocks" },
+		{ SIM_RANDOM, SIM_VIDEO_817, 1, "random, 1 MB video blocks" },
+		{ SIM_RANDOM, SIM_VIDEO_245, 1, "random, 256 KB video blocks" },
+		{ SIM_SINGLE, SIM_VIDEO_817, 1, "single, 1 MB video blocks" },
+		{ SIM_SINGLE, SIM_VIDEO_817, 2, "single (large buffers), 2 MB video blocks" },
+	};
+	_cleanup_free_ char *plt = NULL;
+	size_t plt_len = 0;
+	FILE *csv, *dat, *p;
+	int e = 0;
+
+	csv = open_out(c->out_dir, "fig2.csv");
+	dat = csv ? open_out(c->out_dir, "fig2.dat") : NULL;
+	if (!dat) {
+		if (csv)
+			fclose(csv);
+		return -EIO;
+	}
+	fprintf(csv, "curve,streams,rt_load_mb_s,delta_l_ms\n");
+	p = open_memstream(&plt, &plt_len);
+	if (!p) {
+		fclose(csv);
+		fclose(dat);
+		return -ENOMEM;
+	}
+	fprintf(p, "set title 'Figure 2: aggregate real-time load and delta-L (%u x %s)'\n"
+		"set xlabel 'aggregate RT load (MB/s)'\nset ylabel 'least delta-L over the disks (s)'\n"
+		"set key top right\nset grid\nplot ", c->sc.disks, c->sc.model.name);
+	for (size_t i = 0; i < CW_ARRAY_SIZE(curves) && e == 0; i++) {
+		struct sim_scenario sc = c->sc;
+		struct curve_out o = { .csv = csv, .dat = dat, .name = curves[i].name };
+		struct sim_setup s;
+
+		sc.buffer_scale *= curves[i].scale;
+		fprintf(dat, "# %s\n", curves[i].name);
+		e = sim_setup_build(&sc, curves[i].pl, curves[i].video, 0, curve_point, &o, &s);
+		if (e < 0)
+			break;
+		if (!o.points)
+			fprintf(dat, "0 0\n");
+		fprintf(dat, "\n\n");
+		fprintf(p, "%s'fig2.dat' index %zu using 1:2 with linespoints title '%s'",
+			i ? ", \\\n  " : "", i, curves[i].name);
+		fprintf(out, "admitted: %-44s %3zu streams, %6.2f MB/s\n", curves[i].name,
+			s.n_streams, o.max_load);
+		sim_setup_done(&s);
+	}
+	fprintf(p, "\n");
+	fclose(p);
+	if (fclose(csv) != 0 || fclose(dat) != 0)
+		e = e ? e : -EIO;
+	if (e == 0)
+		e = plot(c->out_dir, "fig2", plt, "1000,650");
+	return e;
+}
+
+/* The load points: every stream count if they fit, else loads of them
+ * spread evenly from 0 to the most admitted (one point: the most). */
+static size_t load_point(size_t max, unsigned loads, unsigned i)
+{
+	if (max + 1 <= loads)
+		return i;
+	if (loads < 2)
+		return max;
+	return (size_t)(((uint64_t)i * max + (loads - 1) / 2) / (loads - 1));
+}
+
+static int sweep_fig3(const struct cli *c, const struct sim_trace *trace, uint64_t *events,
+		      unsigned *runs)
+{
+	FILE *csv = open_out(c->out_dir, "fig3.csv"), *f;
+	_cleanup_free_ char *plt = NULL;
+	size_t plt_len = 0;
+	unsigned panel = 0, n_panels = 0;
+	int e = 0;
+
+	if (!csv)
+		return -EIO;
+	sim_report_csv_header(csv);
+	f = open_memstream(&plt, &plt_len);
+	if (!f) {
+		fclose(csv);
+		return -ENOMEM;
+	}
+	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS; pl++)
+		n_panels += !!(c->sc.placements & 1u << pl);
+	fprintf(f, "set datafile separator ','\nset logscale y\nset grid\nset key top left\n"
+		"set xlabel 'aggregate RT load (MB/s)'\nset ylabel 'mean BE latency (ms)'\n"
+		"set multiplot layout %u,1 title 'Figure 3: best-effort latency vs real-time load'\n",
+		n_panels);
+	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS && e == 0; pl++) {
+		struct sim_setup setup;
+		unsigned npts;
+		bool first = true;
+
+		if (!(c->sc.placements & 1u << pl))
+			continue;
+		e = sim_setup_build(&c->sc, pl, c->sc.video, 0, NULL, NULL, &setup);
+		if (e < 0)
+			break;
+		npts = setup.n_streams + 1 <= c->sc.loads ? (unsigned)setup.n_streams + 1 :
+							     c->sc.loads;
+		fprintf(f, "set title '%s'\nplot ", sim_placement_name(pl));
+		for (unsigned p = 0; p < 3 && e == 0; p++) {
+			if (!(c->sc.policies & 1u << p))
+				continue;
+			fprintf(f, "%s'fig3.csv' using (strcol(1) eq '%s' && strcol(2) eq '%s' ? $4 : NaN):"
+				"($11 > 0 ? $11 : NaN) with linespoints title '%s'",
+				first ? "" : ", \\\n  ", sim_placement_name(pl),
+				cw_sched_policy_name(p), cw_sched_policy_name(p));
+			first = false;
+			for (unsigned i = 0; i < npts && e == 0; i++) {
+				size_t k = load_point(setup.n_streams, npts, i);
+				struct sim_result r;
+
+				if (i && k == load_point(setup.n_streams, npts, i - 1))
+					continue;
+				e = sim_run(&setup, k, trace, p, &r);
+				if (e < 0) {
+					fprintf(stderr, "cwsim: simulation failed: %s\n", strerror(-e));
+					break;
+				}
+				*events += r.events;
+				(*runs)++;
+				sim_report_csv(csv, &r, c->sc.disks);
+				if (c->json)
+					sim_report_json(stdout, &c->sc, &r);
+				else
+					printf("%-8s %-7s %3zu streams %6.2f MB/s  delta-L %9.1f ms  "
+					       "misses %3" PRIu64 "  BE mean %9.2f p99 %9.2f ms\n",
+					       sim_placement_name(pl), cw_sched_policy_name(p), r.streams,
+					       r.rt_load_mb_s,
+					       r.delta_l_min_ns == CW_ADMIT_NO_LIMIT ? -1.0 :
+					       (double)r.delta_l_min_ns / 1e6,
+					       r.rt_misses, r.be_mean_ms, r.be_p99_ms);
+			}
+		}
+		fprintf(f, "\n");
+		panel++;
+		sim_setup_done(&setup);
+	}
+	fprintf(f, "unset multiplot\n");
+	fclose(f);
+	if (fclose(csv) != 0)
+		e = e ? e : -EIO;
+	if (e == 0)
+		e = plot(c->out_dir, "fig3", plt, "1000,1200");
+	return e;
+}
+
+int sim_cmd_sweep(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct sim_trace trace = { 0 };
+	uint64_t events = 0;
+	unsigned runs = 0;
+	double t0 = wall_now();
+	int e = prepare("sweep", argc, argv, &c, &trace);
+
+	if (e >= 0)
+		return e;
+	if (mkdir(c.out_dir, 0777) < 0 && errno != EEXIST) {
+		fprintf(stderr, "cwsim: %s: %m\n", c.out_dir);
+		sim_trace_done(&trace);
+		return EXIT_FAILURE;
+	}
+	/* in JSON mode stdout carries only the objects */
+	e = sweep_fig2(&c, c.json ? stderr : stdout);
+	if (e == 0)
+		e = sweep_fig3(&c, &trace, &events, &runs);
+	sim_trace_done(&trace);
+	if (e < 0) {
+		fprintf(stderr, "cwsim: sweep failed: %s\n", strerror(-e));
+		return EXIT_FAILURE;
+	}
+	print_speed(runs, events, wall_now() - t0);
+	if (!c.json)
+		printf("wrote %s/fig2.csv, fig3.csv and their plots\n", c.out_dir);
+	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int sim_cmd_model(int argc, char **argv)
+{
+	char buf[4096];
+	struct cw_model m;
+	int n;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: cwsim model PRESET\npresets:");
+		for (const char *const *p = cw_model_preset_names(); *p; p++)
+			fprintf(stderr, " %s", *p);
+		fprintf(stderr, "\n");
+		return SIM_EXIT_USAGE;
+	}
+	if (cw_model_preset(argv[1], &m) < 0) {
+		fprintf(stderr, "cwsim: unknown preset '%s'\n", argv[1]);
+		return SIM_EXIT_USAGE;
+	}
+	n = cw_model_format(&m, buf, sizeof(buf));
+	if (n < 0 || (size_t)n >= sizeof(buf)) {
+		fprintf(stderr, "cwsim: cannot format the model\n");
+		return EXIT_FAILURE;
+	}
+	printf("%s\n", buf);
+	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

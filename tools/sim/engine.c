@@ -1,0 +1,721 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The simulator proper: Bosch & Mullender, section 4 ("This simulator
+ * implements dynamic partitions and uses the Clockwise schedulability test
+ * and scheduler to schedule simulated I/O requests").
+ *
+ * Set-up: each stream's file is a clip of blocks placed by the scenario's
+ * placement (rotation, random, single); RT data goes to the outer
+ * rt_area_pct of every disk, BE partitions are striped over the inner
+ * be_area_pct.  Streams are offered to cw_admit_plan one after the other
+ * (a video stream, its CD-audio stream, the next video, ...) until it
+ * refuses one, exactly as a daemon would be asked.
+ *
+ * Run: a discrete-event loop over virtual int64 nanoseconds.  Each disk
+ * has its own struct cw_sched (the library's dispatcher, unchanged) and a
+ * struct sim_disk (mechanics).  Events are stream releases, BE arrivals,
+ * completions and the scheduler's "ask again at" wake-ups; ties are broken
+ * by insertion order, so a seed determines the whole run.
+ *
+ * Invariant: the simulator never decides what a disk does next; it only
+ * asks cw_sched_next whenever the disk is free and something changed, and
+ * reports back the service time the mechanics produced.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "sim.h"
+
+/* ---- set-up ------------------------------------------------------------ */
+
+static uint64_t rt_end(const struct sim_scenario *sc)
+{
+	return sc->model.capacity_bytes / 100 * sc->rt_area_pct;
+}
+
+static uint64_t be_start(const struct sim_scenario *sc)
+{
+	return sc->model.capacity_bytes - sc->model.capacity_bytes / 100 * sc->be_area_pct;
+}
+
+void sim_setup_done(struct sim_setup *s)
+{
+	for (size_t i = 0; i < s->n_streams; i++) {
+		free(s->streams[i].disk);
+		free(s->streams[i].off);
+	}
+	free(s->streams);
+	for (unsigned d = 0; d < SIM_MAX_DISKS; d++)
+		free(s->tasks[d]);
+	*s = (struct sim_setup){ 0 };
+}
+
+double sim_setup_load_mb_s(const struct sim_setup *s, size_t n)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n && i < s->n_streams; i++)
+		sum += (double)s->streams[i].bandwidth_bps;
+	return sum / (double)SIM_MIB;
+}
+
+static int add_task(struct sim_setup *s, unsigned d, const struct cw_task *t)
+{
+	struct cw_task *v = realloc(s->tasks[d], (s->n_tasks[d] + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	v[s->n_tasks[d]++] = *t;
+	s->tasks[d] = v;
+	return 0;
+}
+
+/* Places a stream's clip: fills st->disk and st->off. */
+static void place(const struct sim_scenario *sc, enum sim_placement pl, size_t idx,
+		  uint64_t clip, struct sim_rng *rng, uint64_t *cursor, struct sim_stream *st)
+{
+	unsigned n = sc->disks;
+	uint64_t b = st->block_bytes, area = rt_end(sc) / b * b;
+
+	for (uint64_t k = 0; k < clip; k++) {
+		unsigned d = pl == SIM_SINGLE ? (unsigned)(idx % n) : (unsigned)((idx + k) % n);
+
+		st->disk[k] = d;
+		if (pl == SIM_RANDOM) {
+			/* anywhere on the disk: the inner zones too */
+			st->off[k] = sim_rng_below(rng, sc->model.capacity_bytes / b) * b;
+		} else {
+			/* consecutive in the fast zones; a full RT area wraps
+			 * (blocks then share space, which costs nothing here) */
+			if (cursor[d] + b > area)
+				cursor[d] = 0;
+			st->off[k] = cursor[d];
+			cursor[d] += b;
+		}
+	}
+}
+
+int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum sim_video video,
+		    size_t max_streams, sim_curve_fn curve, void *userdata, struct sim_setup *ret)
+{
+	struct sim_setup s = { .sc = sc, .placement = pl };
+	struct cw_admit_disk disks[SIM_MAX_DISKS];
+	int64_t dl[SIM_MAX_DISKS];
+	uint64_t cursor[SIM_MAX_DISKS] = { 0 };
+	struct sim_rng kinds, offs;
+	uint64_t clip = sc->clip_blocks, n = sc->disks, be_slots;
+	int e = 0;
+
+	*ret = s;
+	if (rt_end(sc) < SIM_MIB * sc->buffer_scale) {
+		fprintf(stderr, "cwsim: the RT area is smaller than one block\n");
+		return -EINVAL;
+	}
+	/* rotation and random use every disk in turn: whole rounds keep
+	 * the stride the same across the clip's wrap */
+	if (pl != SIM_SINGLE)
+		clip = CW_DIV_ROUND_UP(clip, n) * n;
+	s.clip = clip;
+	sim_rng_seed(&kinds, sc->seed, 1);
+	sim_rng_seed(&offs, sc->seed, 16 + pl);
+
+	be_slots = (sc->model.capacity_bytes - be_start(sc)) / sc->be_pblock_bytes;
+	s.be_part_bytes = be_slots * n / sc->be_partitions * sc->be_pblock_bytes;
+	if (s.be_part_bytes == 0) {
+		fprintf(stderr, "cwsim: the BE area cannot hold %u partitions\n", sc->be_partitions);
+		return -EINVAL;
+	}
+	if (sc->server_period_ns) {
+		struct cw_task srv = { .period_ns = sc->server_period_ns,
+				       .service_ns = sc->server_slice_ns };
+
+		for (unsigned d = 0; d < n; d++)
+			if ((e = add_task(&s, d, &srv)) < 0)
+				goto fail;
+		s.server_tasks = 1;
+	}
+	for (unsigned d = 0; d < n; d++) {
+		struct cw_admit_result r;
+
+		e = cw_admit_test(s.tasks[d], s.n_tasks[d], &r);
+		if (e < 0)
+			goto fail;
+		if (!r.schedulable) {
+			fprintf(stderr, "cwsim: disk %u: the BE server alone is refused: %s\n", d,
+				r.reason);
+			e = -EINVAL;
+			goto fail;
+		}
+		dl[d] = r.delta_l_ns;
+	}
+	snprintf(s.refusal, sizeof(s.refusal), "no more streams asked for");
+	for (size_t i = 0; !max_streams || i < max_streams; i++) {
+		bool is_video = i % 2 == 0;
+		/* the draw happens for every pair, whatever the scenario, so
+		 * that phases are the same for video=mix, 817 and 245 */
+		bool big = sim_rng_below(&kinds, 2) == 0;
+		struct sim_stream st = { .video = is_video };
+		struct cw_admit_plan plan;
+		struct cw_admit_qos q;
+		struct cw_admit_layout lay;
+		uint64_t phase_draw = sim_rng_next(&kinds);
+
+		if (video == SIM_VIDEO_817)
+			big = true;
+		else if (video == SIM_VIDEO_245)
+			big = false;
+		if (!is_video) {
+			st.bandwidth_bps = 172 * SIM_KIB;
+			st.block_bytes = 256 * SIM_KIB;
+		} else if (big) {
+			st.bandwidth_bps = 817 * SIM_KIB;
+			st.block_bytes = SIM_MIB;
+		} else {
+			st.bandwidth_bps = 245 * SIM_KIB;
+			st.block_bytes = 256 * SIM_KIB;
+		}
+		st.block_bytes *= sc->buffer_scale;
+		st.disk = calloc(clip, sizeof(*st.disk));
+		st.off = calloc(clip, sizeof(*st.off));
+		if (!st.disk || !st.off) {
+			free(st.disk);
+			free(st.off);
+			e = -ENOMEM;
+			goto fail;
+		}
+		place(sc, pl, i, clip, &offs, cursor, &st);
+		for (unsigned d = 0; d < n; d++)
+			disks[d] = (struct cw_admit_disk){ .model = &sc->model, .tasks = s.tasks[d],
+							   .n_tasks = s.n_tasks[d] };
+		q = (struct cw_admit_qos){ .bandwidth_bps = st.bandwidth_bps,
+					   .block_bytes = st.block_bytes };
+		lay = (struct cw_admit_layout){ .pblock_bytes = st.block_bytes, .n_pblocks = clip,
+						.disk = st.disk, .disk_off = st.off,
+						.range_bytes = clip * st.block_bytes };
+		e = cw_admit_plan(&q, &lay, disks, n, &plan);
+		if (e < 0) {
+			fprintf(stderr, "cwsim: stream %zu: %s\n", i, plan.reason);
+			free(st.disk);
+			free(st.off);
+			goto fail;
+		}
+		if (!plan.admitted) {
+			snprintf(s.refusal, sizeof(s.refusal), "stream %zu (%s %" PRIu64 " KB/s): %s",
+				 i, is_video ? "video" : "audio", st.bandwidth_bps / SIM_KIB,
+				 plan.reason);
+			cw_admit_plan_done(&plan);
+			free(st.disk);
+			free(st.off);
+			break;
+		}
+		st.period_ns = plan.stream_period_ns;
+		st.phase_ns = sc->aligned ? 0 : (int64_t)(phase_draw % (uint64_t)st.period_ns);
+		for (size_t k = 0; k < plan.n_parts; k++) {
+			const struct cw_admit_part *p = &plan.parts[k];
+
+			st.disk_period_ns[p->disk] = p->task.period_ns;
+			st.disk_service_ns[p->disk] = p->task.service_ns;
+			dl[p->disk] = p->result.delta_l_ns;
+			e = add_task(&s, p->disk, &p->task);
+			if (e < 0)
+				break;
+		}
+		cw_admit_plan_done(&plan);
+		if (e == 0 && s.n_streams == s.cap) {
+			size_t cap = s.cap ? s.cap * 2 : 32;
+			struct sim_stream *v = realloc(s.streams, cap * sizeof(*v));
+
+			if (!v)
+				e = -ENOMEM;
+			else {
+				s.streams = v;
+				s.cap = cap;
+			}
+		}
+		if (e < 0) {
+			free(st.disk);
+			free(st.off);
+			goto fail;
+		}
+		s.streams[s.n_streams++] = st;
+		if (curve) {
+			int64_t min = CW_ADMIT_NO_LIMIT;
+
+			for (unsigned d = 0; d < n; d++)
+				min = CW_MIN(min, dl[d]);
+			curve(userdata, s.n_streams, sim_setup_load_mb_s(&s, s.n_streams), min);
+		}
+	}
+	*ret = s;
+	return 0;
+fail:
+	sim_setup_done(&s);
+	return e;
+}
+
+/* ---- the event loop ---------------------------------------------------- */
+
+enum { EV_RT, EV_BE, EV_DONE, EV_WAKE };
+
+struct ev {
+	int64_t t;
+	uint64_t seq;
+	uint32_t kind, idx;
+};
+
+struct evq {
+	struct ev *v;
+	size_t n, cap;
+	uint64_t seq;
+};
+
+static bool ev_before(const struct ev *a, const struct ev *b)
+{
+	return a->t != b->t ? a->t < b->t : a->seq < b->seq;
+}
+
+static int ev_push(struct evq *q, int64_t t, uint32_t kind, uint32_t idx)
+{
+	struct ev e = { .t = t, .seq = q->seq++, .kind = kind, .idx = idx };
+	size_t i;
+
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 256;
+		struct ev *v = realloc(q->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		q->v = v;
+		q->cap = cap;
+	}
+	for (i = q->n++; i > 0 && ev_before(&e, &q->v[(i - 1) / 2]); i = (i - 1) / 2)
+		q->v[i] = q->v[(i - 1) / 2];
+	q->v[i] = e;
+	return 0;
+}
+
+static struct ev ev_pop(struct evq *q)
+{
+	struct ev top = q->v[0], last = q->v[--q->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t l = 2 * i + 1, m = l;
+
+		if (l >= q->n)
+			break;
+		if (l + 1 < q->n && ev_before(&q->v[l + 1], &q->v[l]))
+			m = l + 1;
+		if (!ev_before(&q->v[m], &last))
+			break;
+		q->v[i] = q->v[m];
+		i = m;
+	}
+	if (q->n)
+		q->v[i] = last;
+	return top;
+}
+
+/* A request as one disk sees it. */
+struct sreq {
+	struct cw_sched_req r;
+	uint64_t off, bytes;
+	uint32_t parent;	/* BE: index of the trace record */
+	struct sreq *next_free;
+};
+
+struct dstate {
+	struct sim_disk mech;
+	struct cw_sched *s;
+	struct sreq *cur;
+	int64_t cur_actual;
+	int64_t wake_at;	/* pending wake-up, INT64_MIN: none */
+	int64_t busy_ns;
+};
+
+struct bestate {
+	int64_t arrival;
+	uint32_t pending;
+	bool rejected;
+};
+
+struct run {
+	const struct sim_setup *setup;
+	const struct sim_scenario *sc;
+	const struct sim_trace *trace;
+	size_t n_streams;
+	struct evq q;
+	struct dstate d[SIM_MAX_DISKS];
+	uint64_t *next_n;		/* per stream: next request index */
+	int64_t *next_exp;		/* per stream and disk: next expected release */
+	struct bestate *be;
+	int64_t *lat;
+	size_t n_lat;
+	struct sreq *free_list;
+	struct sreq **chunks;
+	size_t n_chunks;
+	uint64_t be_rejected, be_overruns;
+	double part0_sum;
+	uint64_t part0_n;
+};
+
+static struct sreq *sreq_get(struct run *r)
+{
+	struct sreq *q = r->free_list;
+
+	if (!q) {
+		enum { CHUNK = 1024 };
+		struct sreq **v = realloc(r->chunks, (r->n_chunks + 1) * sizeof(*v));
+		struct sreq *c;
+
+		if (!v)
+			return NULL;
+		r->chunks = v;
+		c = calloc(CHUNK, sizeof(*c));
+		if (!c)
+			return NULL;
+		r->chunks[r->n_chunks++] = c;
+		for (size_t i = 0; i < CHUNK; i++) {
+			c[i].next_free = r->free_list;
+			r->free_list = &c[i];
+		}
+		q = r->free_list;
+	}
+	r->free_list = q->next_free;
+	memset(q, 0, sizeof(*q));
+	return q;
+}
+
+static void sreq_put(struct run *r, struct sreq *q)
+{
+	q->next_free = r->free_list;
+	r->free_list = q;
+}
+
+/* Asks the disk's scheduler what to do now, and does it. */
+static int kick(struct run *r, unsigned disk, int64_t now)
+{
+	struct dstate *d = &r->d[disk];
+	struct cw_sched_decision dec;
+	int e;
+
+	if (d->cur)
+		return 0;
+	e = cw_sched_next(d->s, now, &dec);
+	if (e < 0)
+		return e;
+	switch (dec.verdict) {
+	case CW_SCHED_DISPATCH: {
+		struct sreq *q = (struct sreq *)dec.req;
+
+		d->cur = q;
+		d->cur_actual = sim_disk_service(&d->mech, now, q->off, q->bytes);
+		if (r->sc->worst_case)
+			d->cur_actual = q->r.service_ns;	/* the bound itself, every time */
+		d->busy_ns += d->cur_actual;
+		return ev_push(&r->q, now + d->cur_actual, EV_DONE, disk);
+	}
+	case CW_SCHED_WAIT:
+		if (d->wake_at > now && d->wake_at <= dec.until_ns)
+			return 0;	/* an earlier wake-up is pending */
+		d->wake_at = dec.until_ns;
+		return ev_push(&r->q, dec.until_ns, EV_WAKE, disk);
+	default:
+		return 0;
+	}
+}
+
+static int on_rt(struct run *r, uint32_t idx, int64_t now)
+{
+	const struct sim_stream *st = &r->setup->streams[idx];
+	uint64_t n = r->next_n[idx]++;
+	uint64_t k = n % r->setup->clip;	/* the clip plays in a loop */
+	unsigned disk = st->disk[k];
+	struct sreq *q;
+	int64_t *exp;
+	int e;
+
+	q = sreq_get(r);
+	if (!q)
+		return -ENOMEM;
+	q->off = st->off[k];
+	q->bytes = st->block_bytes;
+	/* sched.h's driver protocol: the expected release is the previous
+	 * release on this disk plus its period (the first: the arrival) */
+	exp = &r->next_exp[(size_t)idx * r->sc->disks + disk];
+	q->r = (struct cw_sched_req){
+		.cls = CW_SCHED_RT,
+		.stream = idx,
+		.arrival_ns = now,
+		.expected_ns = *exp == INT64_MIN ? now : *exp,
+		.period_ns = st->disk_period_ns[disk],
+		.service_ns = st->disk_service_ns[disk],
+	};
+	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
+	if (e < 0)
+		return e;
+	*exp = q->r.release_ns + q->r.period_ns;
+	if (st->phase_ns + (int64_t)(n + 1) * st->period_ns < r->sc->duration_ns) {
+		e = ev_push(&r->q, st->phase_ns + (int64_t)(n + 1) * st->period_ns, EV_RT, idx);
+		if (e < 0)
+			return e;
+	}
+	return kick(r, disk, now);
+}
+
+static int on_be(struct run *r, uint32_t idx, int64_t now)
+{
+	const struct sim_be_rec *rec = &r->trace->v[idx];
+	const struct sim_scenario *sc = r->sc;
+	uint64_t pb = sc->be_pblock_bytes, ppp = r->setup->be_part_bytes / pb;
+	struct bestate *b = &r->be[idx];
+	int e;
+
+	b->arrival = now;
+	b->pending = 0;
+	for (uint64_t pos = rec->off, end = rec->off + rec->bytes; pos < end;) {
+		uint64_t g = rec->part * ppp + pos / pb;
+		uint64_t n = CW_MIN(end, (pos / pb + 1) * pb) - pos;
+		unsigned disk = (unsigned)(g % sc->disks);
+		struct sreq *q = sreq_get(r);
+		int64_t c;
+
+		if (!q)
+			return -ENOMEM;
+		q->off = be_start(sc) + g / sc->disks * pb + pos % pb;
+		q->bytes = n;
+		q->parent = idx;
+		e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
+		if (e < 0)
+			return e;
+		q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c };
+		pos += n;
+		e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
+		if (e == -E2BIG) {
+			/* larger than any slack delta-l could ever give it */
+			b->rejected = true;
+			sreq_put(r, q);
+			continue;
+		}
+		if (e < 0)
+			return e;
+		b->pending++;
+		e = kick(r, disk, now);
+		if (e < 0)
+			return e;
+	}
+	if (b->rejected)
+		r->be_rejected++;
+	if (idx + 1 < r->trace->n)
+		return ev_push(&r->q, r->trace->v[idx + 1].t_ns, EV_BE, idx + 1);
+	return 0;
+}
+
+static int on_done(struct run *r, unsigned disk, int64_t now)
+{
+	struct dstate *d = &r->d[disk];
+	struct sreq *q = d->cur;
+	int e;
+
+	d->cur = NULL;
+	e = cw_sched_complete(d->s, &q->r, now, d->cur_actual);
+	if (e < 0)
+		return e;
+	if (q->r.cls == CW_SCHED_BE) {
+		struct bestate *b = &r->be[q->parent];
+
+		r->be_overruns += d->cur_actual > q->r.service_ns;
+		if (--b->pending == 0 && !b->rejected) {
+			r->lat[r->n_lat++] = now - b->arrival;
+			if (r->trace->v[q->parent].part == 0) {
+				r->part0_sum += (double)(now - b->arrival);
+				r->part0_n++;
+			}
+		}
+	}
+	sreq_put(r, q);
+	return kick(r, disk, now);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double pct_ms(const int64_t *v, size_t n, unsigned pct)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	/* nearest rank */
+	i = (n * pct + 99) / 100;
+	i = i ? i - 1 : 0;
+	return (double)v[CW_MIN(i, n - 1)] / 1e6;
+}
+
+static void run_free(struct run *r)
+{
+	for (unsigned d = 0; d < SIM_MAX_DISKS; d++)
+		cw_sched_free(r->d[d].s);
+	for (size_t i = 0; i < r->n_chunks; i++)
+		free(r->chunks[i]);
+	free(r->chunks);
+	free(r->q.v);
+	free(r->next_n);
+	free(r->next_exp);
+	free(r->be);
+	free(r->lat);
+}
+
+static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy policy)
+{
+	const struct sim_scenario *sc = r->sc;
+	struct sim_rng phases;
+
+	sim_rng_seed(&phases, sc->seed, 3);
+	res->delta_l_min_ns = CW_ADMIT_NO_LIMIT;
+	for (unsigned d = 0; d < sc->disks; d++) {
+		const struct sim_setup *s = r->setup;
+		_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
+		struct cw_sched_opts o;
+		struct cw_admit_result ar;
+		size_t n = 0, t = 0;
+		int e;
+
+		if (!set)
+			return -ENOMEM;
+		/* the server's task and then the first n_streams' tasks on d,
+		 * which were appended in stream order */
+		for (; n < s->server_tasks; n++)
+			set[n] = s->tasks[d][n];
+		t = n;
+		for (size_t i = 0; i < r->n_streams; i++)
+			if (s->streams[i].disk_period_ns[d])
+				set[n++] = s->tasks[d][t++];
+		e = cw_admit_test(set, n, &ar);
+		if (e < 0)
+			return e;
+		if (!ar.schedulable)
+			return -EDOM;	/* a prefix of an admitted set: cannot happen */
+		res->delta_l_ns[d] = ar.delta_l_ns;
+		res->delta_l_min_ns = CW_MIN(res->delta_l_min_ns, ar.delta_l_ns);
+		cw_sched_opts_init(&o);
+		o.policy = policy;
+		o.delta_l_ns = ar.delta_l_ns;
+		o.idle_be_ns = ar.idle_be_ns;
+		o.server_period_ns = sc->server_period_ns;
+		o.server_slice_ns = sc->server_slice_ns;
+		e = cw_sched_new(&o, &r->d[d].s);
+		if (e < 0)
+			return e;
+		sim_disk_init(&r->d[d].mech, &sc->model, sc->bus_bps,
+			      sc->model.rotation_ns ?
+			      (int64_t)sim_rng_below(&phases, (uint64_t)sc->model.rotation_ns) : 0);
+		r->d[d].wake_at = INT64_MIN;
+	}
+	return 0;
+}
+
+int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
+	    enum cw_sched_policy policy, struct sim_result *ret)
+{
+	const struct sim_scenario *sc = setup->sc;
+	struct run r = { .setup = setup, .sc = sc, .trace = trace };
+	struct sim_result res = { .placement = setup->placement, .policy = policy };
+	int64_t t0 = cw_now_ns();
+	int64_t now = 0;
+	int e;
+
+	r.n_streams = CW_MIN(n_streams, setup->n_streams);
+	res.streams = r.n_streams;
+	res.rt_load_mb_s = sim_setup_load_mb_s(setup, r.n_streams);
+	r.next_n = calloc(r.n_streams + 1, sizeof(*r.next_n));
+	r.next_exp = malloc((r.n_streams + 1) * sc->disks * sizeof(*r.next_exp));
+	r.be = calloc(trace->n + 1, sizeof(*r.be));
+	r.lat = calloc(trace->n + 1, sizeof(*r.lat));
+	if (!r.next_n || !r.next_exp || !r.be || !r.lat) {
+		e = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < (r.n_streams + 1) * sc->disks; i++)
+		r.next_exp[i] = INT64_MIN;
+	e = run_setup(&r, &res, policy);
+	if (e < 0)
+		goto out;
+	for (size_t i = 0; i < r.n_streams && e == 0; i++)
+		if (setup->streams[i].phase_ns < sc->duration_ns)
+			e = ev_push(&r.q, setup->streams[i].phase_ns, EV_RT, (uint32_t)i);
+	if (e == 0 && trace->n)
+		e = ev_push(&r.q, trace->v[0].t_ns, EV_BE, 0);
+	while (e == 0 && r.q.n) {
+		struct ev ev = ev_pop(&r.q);
+
+		now = ev.t;
+		res.events++;
+		switch (ev.kind) {
+		case EV_RT:
+			e = on_rt(&r, ev.idx, now);
+			break;
+		case EV_BE:
+			e = on_be(&r, ev.idx, now);
+			break;
+		case EV_DONE:
+			e = on_done(&r, ev.idx, now);
+			break;
+		case EV_WAKE:
+			if (r.d[ev.idx].wake_at == now) {
+				r.d[ev.idx].wake_at = INT64_MIN;
+				e = kick(&r, ev.idx, now);
+			}
+			break;
+		}
+	}
+	if (e < 0)
+		goto out;
+
+	res.end_ns = now;
+	res.rt_min_slack_ns = INT64_MAX;
+	for (unsigned d = 0; d < sc->disks; d++) {
+		struct cw_sched_stats st;
+
+		cw_sched_get_stats(r.d[d].s, &st);
+		res.rt_done += st.rt_done;
+		res.rt_misses += st.rt_missed;
+		res.rt_overruns += st.rt_overrun;
+		res.be_slack += st.be_slack;
+		res.be_idle += st.be_idle;
+		res.be_server += st.be_server;
+		res.rt_min_slack_ns = CW_MIN(res.rt_min_slack_ns, st.min_slack_ns);
+		res.util[d] = now > 0 ? (double)r.d[d].busy_ns / (double)now : 0;
+	}
+	res.be_requests = trace->n;
+	res.be_done = r.n_lat;
+	res.be_rejected = r.be_rejected;
+	res.be_overruns = r.be_overruns;
+	if (r.n_lat) {
+		double sum = 0;
+
+		qsort(r.lat, r.n_lat, sizeof(*r.lat), cmp_i64);
+		for (size_t i = 0; i < r.n_lat; i++)
+			sum += (double)r.lat[i];
+		res.be_mean_ms = sum / (double)r.n_lat / 1e6;
+		res.be_p50_ms = pct_ms(r.lat, r.n_lat, 50);
+		res.be_p99_ms = pct_ms(r.lat, r.n_lat, 99);
+		res.be_max_ms = (double)r.lat[r.n_lat - 1] / 1e6;
+		res.be_part0_mean_ms = r.part0_n ? r.part0_sum / (double)r.part0_n / 1e6 : 0;
+	}
+	res.wall_s = (double)(cw_now_ns() - t0) / 1e9;
+	*ret = res;
+out:
+	run_free(&r);
+	return e;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What a simulation run reports: text for people, JSON lines and CSV for
+ * machines, and gnuplot for the paper's figures.  Everything here goes to
+ * the given stream; wall-clock figures (events per second) are printed by
+ * the commands on stderr, so that stdout depends on the seed alone.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "sim.h"
+
+static void ms_or_null(FILE *f, int64_t ns)
+{
+	if (ns == CW_ADMIT_NO_LIMIT || ns == INT64_MAX)
+		fprintf(f, "null");
+	else
+		fprintf(f, "%.3f", (double)ns / 1e6);
+}
+
+void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
+{
+	fprintf(f, "%s %s: %zu streams, RT load %.2f MB/s\n", sim_placement_name(r->placement),
+		cw_sched_policy_name(r->policy), r->streams, r->rt_load_mb_s);
+	fprintf(f, "  delta-L per disk (ms):");
+	for (unsigned d = 0; d < sc->disks; d++) {
+		fputc(' ', f);
+		ms_or_null(f, r->delta_l_ns[d]);
+	}
+	fprintf(f, "  min ");
+	ms_or_null(f, r->delta_l_min_ns);
+	fprintf(f, "\n  RT: %" PRIu64 " requests, %" PRIu64 " deadline misses, %" PRIu64
+		" over C, least slack ", r->rt_done, r->rt_misses, r->rt_overruns);
+	ms_or_null(f, r->rt_min_slack_ns);
+	fprintf(f, " ms\n  BE: %" PRIu64 " requests, %" PRIu64 " done, %" PRIu64
+		" refused, %" PRIu64 " over expected; latency mean %.2f ms, p50 %.2f, p99 %.2f, max %.2f;"
+		" partition 0 mean %.2f ms\n",
+		r->be_requests, r->be_done, r->be_rejected, r->be_overruns, r->be_mean_ms,
+		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
+	fprintf(f, "  BE dispatched in slack %" PRIu64 ", on idle disks %" PRIu64
+		", by the server %" PRIu64 "\n", r->be_slack, r->be_idle, r->be_server);
+	if (r->rt_overruns || r->be_overruns)
+		fprintf(f, "  model error: requests took longer than the model says (a slow bus?)\n");
+	fprintf(f, "  utilisation:");
+	for (unsigned d = 0; d < sc->disks; d++)
+		fprintf(f, " %.3f", r->util[d]);
+	fprintf(f, "\n");
+}
+
+void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
+{
+	fprintf(f, "{\"policy\": \"%s\", \"placement\": \"%s\", \"rt_load_mb_s\": %.4f, "
+		"\"streams\": %zu, \"delta_l_ms\": ", cw_sched_policy_name(r->policy),
+		sim_placement_name(r->placement), r->rt_load_mb_s, r->streams);
+	ms_or_null(f, r->delta_l_min_ns);
+	fprintf(f, ", \"delta_l_ms_per_disk\": [");
+	for (unsigned d = 0; d < sc->disks; d++) {
+		fprintf(f, d ? ", " : "");
+		ms_or_null(f, r->delta_l_ns[d]);
+	}
+	fprintf(f, "], \"rt_requests\": %" PRIu64 ", \"rt_misses\": %" PRIu64
+		", \"rt_overruns\": %" PRIu64 ", \"rt_min_slack_ms\": ", r->rt_done, r->rt_misses,
+		r->rt_overruns);
+	ms_or_null(f, r->rt_min_slack_ns);
+	fprintf(f, ", \"be_requests\": %" PRIu64 ", \"be_done\": %" PRIu64
+		", \"be_refused\": %" PRIu64 ", \"be_overruns\": %" PRIu64
+		", \"be_mean_ms\": %.4f, \"be_p50_ms\": %.4f, \"be_p99_ms\": %.4f"
+		", \"be_max_ms\": %.4f, \"be_part0_mean_ms\": %.4f, \"utilisation\": [",
+		r->be_requests, r->be_done, r->be_rejected, r->be_overruns, r->be_mean_ms,
+		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
+	for (unsigned d = 0; d < sc->disks; d++)
+		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);
+	fprintf(f, "], \"events\": %" PRIu64 "}\n", r->events);
+}
+
+void sim_report_csv_header(FILE *f)
+{
+	fprintf(f, "placement,policy,streams,rt_load_mb_s,delta_l_ms,rt_requests,rt_misses,"
+		"rt_overruns,be_done,be_refused,be_mean_ms,be_p50_ms,be_p99_ms,be_max_ms,"
+		"util_mean,be_part0_mean_ms\n");
+}
+
+void sim_report_csv(FILE *f, const struct sim_result *r, unsigned disks)
+{
+	double u = 0;
+
+	for (unsigned d = 0; d < disks; d++)
+		u += r->util[d];
+	fprintf(f, "%s,%s,%zu,%.4f,", sim_placement_name(r->placement),
+		cw_sched_policy_name(r->policy), r->streams, r->rt_load_mb_s);
+	if (r->delta_l_min_ns != CW_ADMIT_NO_LIMIT)
+		fprintf(f, "%.3f", (double)r->delta_l_min_ns / 1e6);
+	fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", r->rt_done, r->rt_misses, r->rt_overruns,
+		r->be_done, r->be_rejected, r->be_mean_ms, r->be_p50_ms, r->be_p99_ms,
+		r->be_max_ms, u / disks, r->be_part0_mean_ms);
+}
+
+int sim_plot(const char *dir, const char *name, const char *script)
+{
+	char path[PATH_MAX], gp[64];
+	FILE *f;
+	pid_t pid;
+	int status;
+
+	snprintf(gp, sizeof(gp), "%s.gp", name);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, gp) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	fputs(script, f);
+	if (fclose(f) != 0)
+		return -EIO;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* the script names its files relative to the output directory */
+		if (chdir(dir) < 0)
+			_exit(126);
+		execlp("gnuplot", "gnuplot", gp, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		return -ENOENT;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Scenario files: what cwsim simulates.  A scenario is "key = value" lines
+ * ('#' starts a comment); cwsim(1) lists the keys.  The defaults are the
+ * paper's set-up (section 4): three Quantum Atlas-II disks, Motion-JPEG and
+ * CD-audio streams, the CELLO-like best-effort load, twenty minutes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "sim.h"
+
+static const char *const placement_names[SIM_N_PLACEMENTS] = {
+	[SIM_ROTATION] = "rotation",
+	[SIM_RANDOM] = "random",
+	[SIM_SINGLE] = "single",
+};
+
+const char *sim_placement_name(enum sim_placement p)
+{
+	return (unsigned)p < SIM_N_PLACEMENTS ? placement_names[p] : "?";
+}
+
+void sim_scenario_defaults(struct sim_scenario *sc)
+{
+	*sc = (struct sim_scenario){
+		.model_spec = "atlas2",
+		.disks = 3,
+		.placements = 1u << SIM_ROTATION | 1u << SIM_RANDOM,
+		.policies = 1u << CW_SCHED_DELTA_L | 1u << CW_SCHED_EDF | 1u << CW_SCHED_LST,
+		.duration_ns = 1200 * CW_NS_PER_S,
+		.seed = 1,
+		.video = SIM_VIDEO_MIX,
+		.buffer_scale = 1,
+		.rt_area_pct = 30,
+		.be_area_pct = 50,
+		.clip_blocks = 60,
+		.be = SIM_BE_CELLO,
+		.be_rate = 45,
+		.be_peak = 200,
+		.be_burst_s = 1,
+		.be_bytes = 4 * SIM_KIB,
+		.be_write_pct = 45,
+		.be_partitions = 8,
+		.be_pblock_bytes = SIM_MIB,
+		.loads = 40,
+	};
+}
+
+int sim_scenario_preset(const char *name, struct sim_scenario *sc)
+{
+	sim_scenario_defaults(sc);
+	sc->bus_bps = 20000000;	/* Fast-Wide SCSI-2, one bus per disk */
+	if (!strcmp(name, "paper"))
+		return 0;
+	if (!strcmp(name, "quick")) {
+		/* the paper's shape, small: a test-sized sweep */
+		sc->duration_ns = 60 * CW_NS_PER_S;
+		sc->loads = 8;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int bad(const char *where, const char *key, const char *why)
+{
+	fprintf(stderr, "cwsim: %s: %s: %s\n", where, key, why);
+	return -EINVAL;
+}
+
+static int parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *ret)
+{
+	char *end;
+	unsigned long long x;
+
+	if (*v < '0' || *v > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || *end || x < lo || x > hi)
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+static int parse_double(const char *v, double lo, double hi, double *ret)
+{
+	char *end;
+	double x;
+
+	if (!*v)
+		return -EINVAL;
+	errno = 0;
+	x = strtod(v, &end);
+	if (errno || *end || !isfinite(x) || x < lo || x > hi)
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+/* A comma-separated list of names into a bit mask. */
+static int parse_mask(const char *v, const char *const *names, unsigned n, unsigned *ret)
+{
+	_cleanup_free_ char *copy = strdup(v);
+	unsigned mask = 0;
+	char *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		unsigned i;
+
+		t += strspn(t, " \t");
+		t[strcspn(t, " \t")] = '\0';
+		for (i = 0; i < n; i++)
+			if (names[i] && !strcmp(t, names[i]))
+				break;
+		if (i == n)
+			return -EINVAL;
+		mask |= 1u << i;
+	}
+	if (!mask)
+		return -EINVAL;
+	*ret = mask;
+	return 0;
+}
+
+static int set_path(char *dst, size_t len, const char *base, const char *path)
+{
+	int n;
+
+	if (!*path)
+		return -EINVAL;
+	if (path[0] == '/' || !base[0])
+		n = snprintf(dst, len, "%s", path);
+	else
+		n = snprintf(dst, len, "%s/%s", base, path);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Milliseconds or seconds (a decimal) into nanoseconds. */
+static int parse_time(const char *v, double unit_ns, double hi_ns, int64_t *ret)
+{
+	double x;
+
+	if (parse_double(v, 0, hi_ns / unit_ns, &x) < 0)
+		return -EINVAL;
+	*ret = (int64_t)llround(x * unit_ns);
+	return 0;
+}
+
+int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, const char *where)
+{
+	static const char *const policy_names[] = { "delta-l", "edf", "lst" };
+	uint64_t u;
+	double x;
+
+	if (!strcmp(key, "model")) {
+		if (!strncmp(v, "file:", 5)) {
+			char path[PATH_MAX];
+
+			if (set_path(path, sizeof(path), sc->base_dir, v + 5) < 0)
+				return bad(where, key, "bad path");
+			snprintf(sc->model_spec, sizeof(sc->model_spec), "file:%s", path);
+			return 0;
+		}
+		if (!*v || strlen(v) >= CW_MODEL_NAME_MAX)
+			return bad(where, key, "expected a preset name or file:PATH");
+		snprintf(sc->model_spec, sizeof(sc->model_spec), "%s", v);
+		return 0;
+	}
+	if (!strcmp(key, "disks")) {
+		if (parse_u64(v, 1, SIM_MAX_DISKS, &u) < 0)
+			return bad(where, key, "expected 1..64");
+		sc->disks = (unsigned)u;
+		return 0;
+	}
+	if (!strcmp(key, "placement")) {
+		if (parse_mask(v, placement_names, SIM_N_PLACEMENTS, &sc->placements) < 0)
+			return bad(where, key, "expected rotation, random, single (comma-separated)");
+		return 0;
+	}
+	if (!strcmp(key, "policy")) {
+		if (parse_mask(v, policy_names, 3, &sc->policies) < 0)
+			return bad(where, key, "expected delta-l, edf, lst (comma-separated)");
+		return 0;
+	}
+	if (!strcmp(key, "duration_s"))
+		return parse_time(v, 1e9, 1e9 * 86400 * 7, &sc->duration_ns) < 0 || !sc->duration_ns ?
+		       bad(where, key, "expected seconds, more than 0 and at most a week") : 0;
+	if (!strcmp(key, "seed"))
+		return parse_u64(v, 0, UINT64_MAX, &sc->seed) < 0 ?
+		       bad(where, key, "expected an unsigned integer") : 0;
+	if (!strcmp(key, "streams")) {
+		if (parse_u64(v, 0, 100000, &u) < 0)
+			return bad(where, key, "expected 0 (until refused) .. 100000");
+		sc->streams = (unsigned)u;
+		return 0;
+	}
+	if (!strcmp(key, "service")) {
+		if (!strcmp(v, "mechanics"))
+			sc->worst_case = false;
+		else if (!strcmp(v, "worst"))
+			sc->worst_case = true;
+		else
+			return bad(where, key, "expected mechanics or worst");
+		return 0;
+	}
+	if (!strcmp(key, "phases")) {
+		if (!strcmp(v, "random"))
+			sc->aligned = false;
+		else if (!strcmp(v, "aligned"))
+			sc->aligned = true;
+		else
+			return bad(where, key, "expected random or aligned");
+		return 0;
+	}
+	if (!strcmp(key, "video")) {
+		if (!strcmp(v, "mix"))
+			sc->video = SIM_VIDEO_MIX;
+		else if (!strcmp(v, "817"))
+			sc->video = SIM_VIDEO_817;
+		else if (!strcmp(v, "245"))
+			sc->video = SIM_VIDEO_245;
+		else
+			return bad(where, key, "expected mix, 817 or 245");
+		return 0;
+	}
+#define UINT_KEY(name, field, lo, hi, msg)                                  \
+	if (!strcmp(key, name)) {                                           \
+		if (parse_u64(v, lo, hi, &u) < 0)                           \
+			return bad(where, key, msg);                        \
+		sc->field = (unsigned)u;                                    \
+		return 0;                                                   \
+	}
+	UINT_KEY("buffer_scale", buffer_scale, 1, 64, "expected 1..64")
+	UINT_KEY("rt_area_pct", rt_area_pct, 1, 100, "expected 1..100")
+	UINT_KEY("be_area_pct", be_area_pct, 1, 100, "expected 1..100")
+	UINT_KEY("clip_blocks", clip_blocks, 1, 1000000, "expected 1..1000000")
+	UINT_KEY("be_write_pct", be_write_pct, 0, 100, "expected 0..100")
+	UINT_KEY("be_partitions", be_partitions, 1, 1024, "expected 1..1024")
+	UINT_KEY("loads", loads, 1, 1000, "expected 1..1000")
+#undef UINT_KEY
+	if (!strcmp(key, "be")) {
+		if (!strcmp(v, "none"))
+			sc->be = SIM_BE_NONE;
+		else if (!strcmp(v, "cello"))
+			sc->be = SIM_BE_CELLO;
+		else if (!strncmp(v, "csv:", 4) || !strncmp(v, "blkparse:", 9)) {
+			bool csv = v[0] == 'c';
+
+			if (set_path(sc->be_path, sizeof(sc->be_path), sc->base_dir,
+				     v + (csv ? 4 : 9)) < 0)
+				return bad(where, key, "bad path");
+			sc->be = csv ? SIM_BE_CSV : SIM_BE_BLKPARSE;
+		} else
+			return bad(where, key, "expected none, cello, csv:PATH or blkparse:PATH");
+		return 0;
+	}
+	if (!strcmp(key, "be_rate"))
+		return parse_double(v, 0.001, 1e6, &sc->be_rate) < 0 ?
+		       bad(where, key, "expected requests per second (0.001..1e6)") : 0;
+	if (!strcmp(key, "be_peak"))
+		return parse_double(v, 0.001, 1e6, &sc->be_peak) < 0 ?
+		       bad(where, key, "expected requests per second (0.001..1e6)") : 0;
+	if (!strcmp(key, "be_burst_s"))
+		return parse_double(v, 0.001, 86400, &sc->be_burst_s) < 0 ?
+		       bad(where, key, "expected seconds (0.001..86400)") : 0;
+	if (!strcmp(key, "be_size_kb")) {
+		if (parse_u64(v, 1, 1024 * 1024, &u) < 0)
+			return bad(where, key, "expected KiB, 1..1048576");
+		sc->be_bytes = u * SIM_KIB;
+		return 0;
+	}
+	if (!strcmp(key, "be_pblock_kb")) {
+		if (parse_u64(v, 4, 1024 * 1024, &u) < 0 || u % 4)
+			return bad(where, key, "expected KiB, a multiple of 4 (4..1048576)");
+		sc->be_pblock_bytes = u * SIM_KIB;
+		return 0;
+	}
+	if (!strcmp(key, "bus_mb_s")) {
+		if (parse_double(v, 0, 1e6, &x) < 0)
+			return bad(where, key, "expected MB/s (10^6 bytes), 0 for no limit");
+		sc->bus_bps = (uint64_t)llround(x * 1e6);
+		return 0;
+	}
+	if (!strcmp(key, "server_period_ms"))
+		return parse_time(v, 1e6, 1e9 * 3600, &sc->server_period_ns) < 0 ?
+		       bad(where, key, "expected milliseconds (0: no server)") : 0;
+	if (!strcmp(key, "server_slice_ms"))
+		return parse_time(v, 1e6, 1e9 * 3600, &sc->server_slice_ns) < 0 ?
+		       bad(where, key, "expected milliseconds") : 0;
+	return bad(where, key, "unknown key");
+}
+
+int sim_scenario_load(const char *path, struct sim_scenario *sc)
+{
+	_cleanup_free_ char *line = NULL;
+	FILE *f;
+	size_t len = 0;
+	unsigned long lineno = 0;
+	const char *slash;
+	int e = 0;
+
+	f = fopen(path, "re");
+	if (!f) {
+		fprintf(stderr, "cwsim: %s: %m\n", path);
+		return -errno;
+	}
+	slash = strrchr(path, '/');
+	if (slash)
+		snprintf(sc->base_dir, sizeof(sc->base_dir), "%.*s", (int)(slash - path), path);
+	else
+		sc->base_dir[0] = '\0';
+	while (getline(&line, &len, f) >= 0) {
+		char where[PATH_MAX + 32], *s, *eq, *k, *v;
+
+		lineno++;
+		snprintf(where, sizeof(where), "%s:%lu", path, lineno);
+		s = line;
+		s[strcspn(s, "#\r\n")] = '\0';
+		s += strspn(s, " \t");
+		if (!*s)
+			continue;
+		eq = strchr(s, '=');
+		if (!eq) {
+			e = bad(where, s, "expected key = value");
+			break;
+		}
+		k = s;
+		*eq = '\0';
+		for (char *t = eq; t > k && strchr(" \t", t[-1]); t--)
+			t[-1] = '\0';
+		v = eq + 1;
+		v += strspn(v, " \t");
+		for (char *t = v + strlen(v); t > v && strchr(" \t", t[-1]); t--)
+			t[-1] = '\0';
+		e = sim_scenario_set(sc, k, v, where);
+		if (e < 0)
+			break;
+	}
+	if (!e && ferror(f)) {
+		fprintf(stderr, "cwsim: %s: read error\n", path);
+		e = -EIO;
+	}
+	fclose(f);
+	return e;
+}
+
+static int load_model_file(const char *path, struct cw_model *ret)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t len = 0;
+	FILE *f = fopen(path, "re");
+	int e = -EINVAL;
+
+	if (!f) {
+		fprintf(stderr, "cwsim: model %s: %m\n", path);
+		return -errno;
+	}
+	/* the first line that is not blank or a comment is the model */
+	while (getline(&line, &len, f) >= 0) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (!line[strspn(line, " \t")] || line[strspn(line, " \t")] == '#')
+			continue;
+		e = cw_model_parse(line + strspn(line, " \t"), ret);
+		break;
+	}
+	fclose(f);
+	if (e < 0)
+		fprintf(stderr, "cwsim: model %s: not a valid \"cwmodel1 ...\" line\n", path);
+	return e;
+}
+
+int sim_scenario_finish(struct sim_scenario *sc)
+{
+	int e;
+
+	if (!strncmp(sc->model_spec, "file:", 5))
+		e = load_model_file(sc->model_spec + 5, &sc->model);
+	else {
+		e = cw_model_preset(sc->model_spec, &sc->model);
+		if (e < 0)
+			fprintf(stderr, "cwsim: model: unknown preset '%s'\n", sc->model_spec);
+	}
+	if (e < 0)
+		return -EINVAL;
+	if (sc->rt_area_pct + sc->be_area_pct > 100) {
+		fprintf(stderr, "cwsim: rt_area_pct + be_area_pct must be at most 100\n");
+		return -EINVAL;
+	}
+	if (sc->server_slice_ns > sc->server_period_ns ||
+	    (sc->server_period_ns && !sc->server_slice_ns)) {
+		fprintf(stderr, "cwsim: the BE server needs 0 < server_slice_ms <= server_period_ms\n");
+		return -EINVAL;
+	}
+	if (sc->bus_bps) {
+		uint64_t fastest = 0;
+
+		for (unsigned i = 0; i < sc->model.n_zones; i++)
+			fastest = CW_MAX(fastest, sc->model.zone[i].rate_bps);
+		if (sc->bus_bps < fastest)
+			fprintf(stderr, "cwsim: warning: the bus (%.1f MB/s) is slower than the disk's"
+				" fastest zone (%.1f MB/s): requests will take longer than the model"
+				" admits (counted as overruns)\n", (double)sc->bus_bps / 1e6,
+				(double)fastest / 1e6);
+	}
+	if (sc->be_peak < sc->be_rate) {
+		fprintf(stderr, "cwsim: be_peak must be at least be_rate\n");
+		return -EINVAL;
+	}
+	return 0;
+}

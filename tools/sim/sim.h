@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cwsim's private header: the trace-driven simulator of Bosch & Mullender,
+ * section 4.  Sections follow the files: scenario.c (what to simulate),
+ * disk.c (mechanics), trace.c (best-effort load), engine.c (layout,
+ * admission and the event loop over virtual time), report.c (text, JSON,
+ * CSV and plots), cmd.c (the run, sweep and model subcommands).
+ *
+ * The simulator owns no scheduling logic (DESIGN rule 1): admission is
+ * cw_admit_plan/cw_admit_test, dispatch is cw_sched, service-time bounds
+ * are cw_model_service_ns.  It only supplies the clock, the requests and
+ * the disk that serves them.
+ */
+#ifndef CWSIM_SIM_H
+#define CWSIM_SIM_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <clockwise/admit.h>
+#include <clockwise/model.h>
+#include <clockwise/sched.h>
+
+#define SIM_KIB UINT64_C(1024)
+#define SIM_MIB (UINT64_C(1024) * 1024)
+#define SIM_MAX_DISKS 64
+#define SIM_EXIT_USAGE 2
+
+/* ---- scenario.c -------------------------------------------------------- */
+
+enum sim_placement {
+	SIM_ROTATION = 0,	/* block n on disk (d0 + n) mod N, outer zones */
+	SIM_RANDOM,		/* disks in turn, each block anywhere on its disk */
+	SIM_SINGLE,		/* the paper's "memory optimized": one disk per stream */
+	SIM_N_PLACEMENTS,
+};
+
+enum sim_video {
+	SIM_VIDEO_MIX = 0,	/* each pair's video type drawn from the seed */
+	SIM_VIDEO_817,		/* Motion-JPEG 817 KB/s in 1 MB blocks */
+	SIM_VIDEO_245,		/* Motion-JPEG 245 KB/s in 256 KB blocks */
+};
+
+enum sim_be_source {
+	SIM_BE_NONE = 0,
+	SIM_BE_CELLO,		/* built-in generator after HP CELLO's busiest day */
+	SIM_BE_CSV,		/* time,disk,offset,size,rw */
+	SIM_BE_BLKPARSE,	/* blkparse's default text output */
+};
+
+struct sim_scenario {
+	char model_spec[PATH_MAX + 8];	/* preset name or file:PATH */
+	struct cw_model model;
+	unsigned disks;
+	unsigned placements;		/* bit mask of enum sim_placement */
+	unsigned policies;		/* bit mask of enum cw_sched_policy */
+	int64_t duration_ns;
+	uint64_t seed;
+	unsigned streams;		/* run: at most this many (0: until refused) */
+	enum sim_video video;
+	unsigned buffer_scale;		/* multiplies the streams' block sizes */
+	unsigned rt_area_pct;		/* outer share of each disk for RT data */
+	unsigned be_area_pct;		/* inner share of each disk for BE data */
+	unsigned clip_blocks;		/* blocks per stream file, looped */
+	bool aligned;			/* all streams start at 0 (else a random phase) */
+	bool worst_case;		/* every request takes its admitted or expected time */
+	enum sim_be_source be;
+	char be_path[PATH_MAX];
+	double be_rate;			/* cello: mean requests per second */
+	double be_peak;			/* cello: burst rate */
+	double be_burst_s;		/* cello: mean length of a burst */
+	uint64_t be_bytes;		/* cello: request size */
+	unsigned be_write_pct;
+	unsigned be_partitions;
+	uint64_t be_pblock_bytes;
+	uint64_t bus_bps;		/* 0: no bus limit */
+	int64_t server_period_ns;	/* periodic BE server on every disk, 0: none */
+	int64_t server_slice_ns;
+	unsigned loads;			/* sweep: load points per placement */
+	char base_dir[PATH_MAX];	/* relative paths in a file start here */
+};
+
+void sim_scenario_defaults(struct sim_scenario *sc);
+/* Presets "paper" and "quick"; -ENOENT otherwise. */
+int sim_scenario_preset(const char *name, struct sim_scenario *sc);
+/* Reads KEY = VALUE lines into sc; prints "NAME:LINE: why" and returns
+ * -EINVAL on the first bad line. */
+int sim_scenario_load(const char *path, struct sim_scenario *sc);
+/* One "key=value" (from --set); where names the source for messages. */
+int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *value,
+		     const char *where);
+/* Resolves the model and checks the whole: prints and returns -EINVAL. */
+int sim_scenario_finish(struct sim_scenario *sc);
+const char *sim_placement_name(enum sim_placement p);
+
+/* ---- disk.c ------------------------------------------------------------ */
+
+struct sim_disk {
+	const struct cw_model *m;
+	uint64_t head_bytes;	/* where the last transfer ended */
+	int64_t phase_ns;	/* angle of the platter at t = 0 */
+	uint64_t bus_bps;
+};
+
+void sim_disk_init(struct sim_disk *d, const struct cw_model *m, uint64_t bus_bps,
+		   int64_t phase_ns);
+/* What serving bytes at off, starting at now_ns, really takes: overhead,
+ * seek by distance, rotational latency to the first sector, transfer at
+ * each zone's rate (or the bus's, if slower).  Moves the head. */
+int64_t sim_disk_service(struct sim_disk *d, int64_t now_ns, uint64_t off, uint64_t bytes);
+
+/* ---- trace.c ----------------------------------------------------------- */
+
+struct sim_rng {
+	uint64_t s[4];
+};
+
+void sim_rng_seed(struct sim_rng *r, uint64_t seed, uint64_t stream);
+uint64_t sim_rng_next(struct sim_rng *r);
+double sim_rng_unit(struct sim_rng *r);		/* [0, 1) */
+uint64_t sim_rng_below(struct sim_rng *r, uint64_t n);	/* [0, n) */
+
+struct sim_be_rec {
+	int64_t t_ns;
+	uint32_t part;		/* BE partition (trace disk folded) */
+	bool write;
+	uint64_t off;		/* byte offset in the partition */
+	uint64_t bytes;
+};
+
+struct sim_trace {
+	struct sim_be_rec *v;
+	size_t n, cap;
+};
+
+/* Builds the BE load the scenario names, up to its duration.  Offsets are
+ * folded into part_bytes.  Bad input prints "NAME:LINE: why" and returns
+ * -EINVAL. */
+int sim_trace_load(const struct sim_scenario *sc, uint64_t part_bytes, struct sim_trace *ret);
+void sim_trace_done(struct sim_trace *t);
+
+/* ---- engine.c ---------------------------------------------------------- */
+
+/* One RT stream as admitted: its QoS and, per disk it uses, the task. */
+struct sim_stream {
+	bool video;
+	uint64_t bandwidth_bps;
+	uint64_t block_bytes;
+	int64_t period_ns;		/* b/B as cw_admit_plan rounded it */
+	int64_t phase_ns;		/* first release */
+	uint32_t *disk;			/* clip_blocks entries */
+	uint64_t *off;
+	int64_t disk_period_ns[SIM_MAX_DISKS];
+	int64_t disk_service_ns[SIM_MAX_DISKS];
+};
+
+/* A placement's streams, added in order until admission refused one. */
+struct sim_setup {
+	const struct sim_scenario *sc;
+	enum sim_placement placement;
+	size_t n_streams;		/* admitted */
+	uint64_t clip;			/* blocks per stream file as placed */
+	size_t cap;
+	struct sim_stream *streams;
+	char refusal[CW_ADMIT_REASON_MAX + 192];	/* why the next one was refused */
+	/* per disk: tasks in admission order (the server first, if any) */
+	struct cw_task *tasks[SIM_MAX_DISKS];
+	size_t n_tasks[SIM_MAX_DISKS];
+	size_t server_tasks;		/* 0 or 1 per disk */
+	uint64_t be_part_bytes;
+};
+
+/* Admits streams (video, its audio, next video, ...) until admission
+ * refuses or max_streams (0: no limit) are in.  If curve is not NULL, it
+ * is called after each admitted stream with the load and the least ΔL. */
+typedef void (*sim_curve_fn)(void *userdata, size_t streams, double load_mb_s,
+			     int64_t delta_l_ns);
+int sim_setup_build(const struct sim_scenario *sc, enum sim_placement placement,
+		    enum sim_video video, size_t max_streams, sim_curve_fn curve, void *userdata,
+		    struct sim_setup *ret);
+void sim_setup_done(struct sim_setup *s);
+double sim_setup_load_mb_s(const struct sim_setup *s, size_t n_streams);
+
+struct sim_result {
+	enum sim_placement placement;
+	enum cw_sched_policy policy;
+	size_t streams;
+	double rt_load_mb_s;
+	int64_t delta_l_ns[SIM_MAX_DISKS];
+	int64_t delta_l_min_ns;		/* CW_ADMIT_NO_LIMIT without streams */
+	uint64_t rt_done, rt_misses, rt_overruns;
+	int64_t rt_min_slack_ns;	/* INT64_MAX: no RT request */
+	uint64_t be_requests, be_done, be_rejected, be_overruns;
+	uint64_t be_slack, be_idle, be_server;	/* BE dispatches by route (cw_sched_stats) */
+	double be_mean_ms, be_p50_ms, be_p99_ms, be_max_ms;
+	double be_part0_mean_ms;	/* BE partition 0 alone (the paper plots CELLO disk 0) */
+	double util[SIM_MAX_DISKS];
+	int64_t end_ns;
+	uint64_t events;
+	double wall_s;
+};
+
+/* Simulates the first n_streams streams of setup with the BE trace under
+ * policy, in virtual time. */
+int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
+	    enum cw_sched_policy policy, struct sim_result *ret);
+
+/* ---- report.c ---------------------------------------------------------- */
+
+void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_result *r);
+void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_result *r);
+void sim_report_csv_header(FILE *f);
+void sim_report_csv(FILE *f, const struct sim_result *r, unsigned disks);
+/* Writes DIR/NAME.gp and runs gnuplot on it (PNG and SVG): 0, or -ENOENT
+ * when gnuplot is missing, or -EIO. */
+int sim_plot(const char *dir, const char *name, const char *script);
+
+/* ---- cmd.c ------------------------------------------------------------- */
+
+int sim_cmd_run(int argc, char **argv);
+int sim_cmd_sweep(int argc, char **argv);
+int sim_cmd_model(int argc, char **argv);	/* prints a preset as a cwmodel1 line */
+
+#endif
