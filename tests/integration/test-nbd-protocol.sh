@@ -8,8 +8,15 @@
 
 truncate -s 1M "$cw_tmp/disk.img"
 truncate -s 64K "$cw_tmp/ro.img"
-nbd_start_server -b 512 -M 65536 -e disk="$cw_tmp/disk.img" -E ro="$cw_tmp/ro.img"
+# Once with requests completed on the reader thread, once completed by
+# other threads in random order (replies out of order).
+nbd_start_server -b 512 -M 65536 -A 3 -e disk="$cw_tmp/disk.img" -E ro="$cw_tmp/ro.img"
+for s in $("$nbd_client_bin" "$nbd_sock" list); do
+	check "protocol, async back end: $s" "$nbd_client_bin" "$nbd_sock" "$s"
+done
+check "async server stops cleanly" nbd_stop_server
 
+nbd_start_server -b 512 -M 65536 -e disk="$cw_tmp/disk.img" -E ro="$cw_tmp/ro.img"
 for s in $("$nbd_client_bin" "$nbd_sock" list); do
 	check "protocol: $s" "$nbd_client_bin" "$nbd_sock" "$s"
 done
