@@ -23,8 +23,6 @@
 #define cw_pr_store_seq(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define cw_pr_faa_seq(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define cw_pr_faa_relaxed(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
-#define cw_pr_fence_acquire() __atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define cw_pr_fence_release() __atomic_thread_fence(__ATOMIC_RELEASE)
 
 /* Compare-and-swap, sequentially consistent on success and acquire on
  * failure; on failure *expected holds the value found. */

@@ -150,22 +150,23 @@ static bool view_read(struct cw_slots_domain *dom, uint32_t id, struct rview *rv
 	if (s1 & 1)
 		return false;
 	rv->id = id;
-	rv->start = cw_pr_load_relaxed(&d->start);
-	rv->deadline = cw_pr_load_relaxed(&d->deadline);
-	rv->ticket = cw_pr_load_relaxed(&d->ticket);
-	rv->block = cw_pr_load_relaxed(&d->block);
-	rv->base_prio = cw_pr_load_relaxed(&d->base_prio);
-	rv->n = cw_pr_load_relaxed(&d->n);
-	rv->dir = cw_pr_load_relaxed(&d->dir);
-	rv->shape = cw_pr_load_relaxed(&d->shape);
-	rv->ndisks = cw_pr_load_relaxed(&d->ndisks);
-	rv->deps = cw_pr_load_relaxed(&d->deps);
+	rv->start = cw_pr_load_acquire(&d->start);
+	rv->deadline = cw_pr_load_acquire(&d->deadline);
+	rv->ticket = cw_pr_load_acquire(&d->ticket);
+	rv->block = cw_pr_load_acquire(&d->block);
+	rv->base_prio = cw_pr_load_acquire(&d->base_prio);
+	rv->n = cw_pr_load_acquire(&d->n);
+	rv->dir = cw_pr_load_acquire(&d->dir);
+	rv->shape = cw_pr_load_acquire(&d->shape);
+	rv->ndisks = cw_pr_load_acquire(&d->ndisks);
+	rv->deps = cw_pr_load_acquire(&d->deps);
 	for (i = 0; i < CW_SLOTS_MAX_DISKS; i++) {
-		rv->dummy[i] = cw_pr_load_relaxed(&d->dummy[i]);
-		rv->disks[i] = cw_pr_load_relaxed(&d->disks[i]);
+		rv->dummy[i] = cw_pr_load_acquire(&d->dummy[i]);
+		rv->disks[i] = cw_pr_load_acquire(&d->disks[i]);
 	}
 	rv->st = cw_pr_load_acquire(&d->state);
-	cw_pr_fence_acquire();
+	/* The acquire loads above keep this one after them (no fence: the
+	 * same order, and ThreadSanitizer understands it). */
 	return cw_pr_load_relaxed(&d->seq) == s1;
 }
 
@@ -810,23 +811,23 @@ static void announce(struct cw_slots_ctx *ctx, const struct cw_slots_req *req, i
 	unsigned i;
 
 	cw_pr_store_relaxed(&d->seq, seq + 1);
-	cw_pr_fence_release();
-	cw_pr_store_relaxed(&d->start, s0);
-	cw_pr_store_relaxed(&d->deadline, req->deadline_slot);
-	cw_pr_store_relaxed(&d->ticket, ticket);
-	cw_pr_store_relaxed(&d->block, req->block);
-	cw_pr_store_relaxed(&d->base_prio, (int64_t)req->priority);
-	cw_pr_store_relaxed(&d->n, n);
-	cw_pr_store_relaxed(&d->dir, (uint32_t)req->dir);
-	cw_pr_store_relaxed(&d->shape, (uint32_t)req->shape);
-	cw_pr_store_relaxed(&d->ndisks, req->ndisks);
-	cw_pr_store_relaxed(&d->deps, req->dependants);
+	/* Release stores keep the odd seq before each field. */
+	cw_pr_store_release(&d->start, s0);
+	cw_pr_store_release(&d->deadline, req->deadline_slot);
+	cw_pr_store_release(&d->ticket, ticket);
+	cw_pr_store_release(&d->block, req->block);
+	cw_pr_store_release(&d->base_prio, (int64_t)req->priority);
+	cw_pr_store_release(&d->n, n);
+	cw_pr_store_release(&d->dir, (uint32_t)req->dir);
+	cw_pr_store_release(&d->shape, (uint32_t)req->shape);
+	cw_pr_store_release(&d->ndisks, req->ndisks);
+	cw_pr_store_release(&d->deps, req->dependants);
 	for (i = 0; i < CW_SLOTS_MAX_DISKS; i++) {
-		cw_pr_store_relaxed(&d->dummy[i], dummy[i]);
-		cw_pr_store_relaxed(&d->disks[i], i < req->ndisks ? req->disks[i] : NULL);
+		cw_pr_store_release(&d->dummy[i], dummy[i]);
+		cw_pr_store_release(&d->disks[i], i < req->ndisks ? req->disks[i] : NULL);
 	}
-	cw_pr_store_relaxed(&d->prio, 0);
-	cw_pr_store_relaxed(&d->rollbacks, 0);
+	cw_pr_store_release(&d->prio, 0);
+	cw_pr_store_release(&d->rollbacks, 0);
 	cw_pr_store_release(&d->seq, seq + 2);
 	cw_pr_store_release(&d->state, st_pack(P_INIT, k, 0));
 }
