@@ -96,7 +96,7 @@ enum ures { U_DONE, U_BLOCKED, U_RETRY, U_GIVEUP };
 /* A consistent copy of a request and its state (seqlock read). */
 struct rview {
 	uint32_t id;
-	uint64_t st;
+	uint64_t st, seq;
 	int64_t start, deadline;
 	uint64_t ticket, block;
 	int64_t base_prio;
@@ -150,6 +150,7 @@ static bool view_read(struct cw_slots_domain *dom, uint32_t id, struct rview *rv
 	if (s1 & 1)
 		return false;
 	rv->id = id;
+	rv->seq = s1;
 	rv->start = cw_pr_load_acquire(&d->start);
 	rv->deadline = cw_pr_load_acquire(&d->deadline);
 	rv->ticket = cw_pr_load_acquire(&d->ticket);
@@ -314,25 +315,24 @@ static enum ures contend(struct cw_slots_ctx *ctx, struct cw_slots *rec, const s
  * round ended, or the slot lies outside its run.  A RESERVED word of (id,
  * k) found here came from our own stray TRANSIENT (the real one was
  * released before we could take the slot), so it goes too. */
-static void keep_or_undo(struct cw_slots_domain *dom, const struct rview *rv, uint64_t k,
+static bool keep_or_undo(struct cw_slots_domain *dom, const struct rview *rv, uint64_t k,
 			 struct cw_slots *rec, int64_t p, uint64_t mine)
 {
-	uint64_t st = cw_pr_load_acquire(&dom->desc[rv->id].state);
+	uint64_t st = cw_pr_load_acquire(&dom->desc[rv->id].state), v;
 	unsigned ph = st_phase(st);
-	struct rview cur = *rv;
-	uint64_t v;
+	int64_t first = rv->start + (int64_t)st_off(st);
 
-	cur.st = st;
 	/* In PERM the slot can be part of the run: the PERM CAS may have
 	 * come after our CAS and counted it. */
 	if (st_round(st) == k &&
-	    (ph == P_INIT || ((ph == P_TEMP || ph == P_PERM) && in_run(&cur, p))))
-		return;
+	    (ph == P_INIT || ((ph == P_TEMP || ph == P_PERM) && p >= first && p < first + rv->n)))
+		return true;
 	v = mine;
 	if (!cw_pr_cas_seq_u64(cell_at(rec, p), &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)) &&
 	    cell_id(v) == cell_id(mine) && cell_state(v) == C_RESERVED &&
 	    cw_pr_cas_seq_u64(cell_at(rec, p), &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)))
 		cw_pr_faa_relaxed(&rec->load, -1);
+	return false;
 }
 
 /* Snake: after taking mirror d at p, keep only the lowest mirror holding
@@ -418,10 +418,11 @@ static enum ures unit_step(struct cw_slots_ctx *ctx, const struct rview *rv, uin
 			return U_RETRY;
 		if (cell_state(vals[i]) == C_RESERVED && cell_lap(vals[i]) == lap_of(rec, p))
 			cw_pr_faa_relaxed(&rec->load, -1);	/* a released booking's */
-		keep_or_undo(ctx->dom, rv, k, rec, p, mine);
+		if (!keep_or_undo(ctx->dom, rv, k, rec, p, mine))
+			return U_RETRY;
 		if (nd > 1)
 			snake_dedupe(rv, k, order[i], p, mine);
-		return U_RETRY;	/* re-read: the caller sees K_MINE */
+		return U_DONE;
 	}
 	if (live < CW_SLOTS_MAX_DISKS)
 		return contend(ctx, rv->disks[order[live]], rv, &ov[live], p, depth);
@@ -536,7 +537,20 @@ static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 
 	for (;;) {
 		while (p <= rv->deadline) {
-			enum ures u = unit_step(ctx, rv, k, p, 0, depth);
+			enum ures u;
+
+			/* Slots booked on the first disk end every start there; a
+			 * released one passed over here is found by verify_fail(). */
+			if (rv->shape != CW_SLOTS_SNAKE) {
+				struct cw_slots *r0 = rv->disks[0];
+				uint64_t v = cw_pr_load_acquire(cell_at(r0, p));
+
+				if (cell_state(v) == C_RESERVED && cell_lap(v) == lap_of(r0, p)) {
+					p++;
+					continue;
+				}
+			}
+			u = unit_step(ctx, rv, k, p, 0, depth);
 
 			if (u == U_DONE) {
 				uint64_t e = st;
@@ -606,6 +620,7 @@ static void perm_step(struct rview *rv)
 	struct cw_slots_domain *dom = rv->disks[0]->dom;
 	uint64_t st = rv->st, k = st_round(st), e;
 	int64_t first = rv->start + (int64_t)st_off(st), p;
+	int64_t conv[CW_SLOTS_MAX_DISKS] = { 0 };
 	unsigned j, w = units_per_slot(rv);
 
 	for (p = first; p < first + rv->n; p++) {
@@ -630,9 +645,13 @@ static void perm_step(struct rview *rv)
 				kept = true;
 			if (cell_state(v) == C_TRANSIENT &&
 			    cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lap_of(rec, p), rv->id, k)))
-				cw_pr_faa_relaxed(&rec->load, 1);
+				conv[rv->shape == CW_SLOTS_SINGLE ? 0 : j]++;
 		}
 	}
+	/* One update per disk: the load line is shared by every submitter. */
+	for (j = 0; j < rv->ndisks; j++)
+		if (conv[j])
+			cw_pr_faa_relaxed(&rv->disks[j]->load, conv[j]);
 	if (rv->dir == CW_SLOTS_WRITE)
 		for (j = 0; j < rv->ndisks; j++)
 			cw_pr_store_relaxed(&rv->disks[j]->last_block, rv->block);
@@ -648,16 +667,27 @@ static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int dept
 	struct rview rv;
 	bool giveup = false;
 
+	uint64_t seq = 1;
+
 	while (!giveup) {
 		uint64_t st, e;
 
-		if (!view_read(ctx->dom, id, &rv)) {
-			if (cw_pr_load_relaxed(&d->seq) & 1)
-				return;		/* the owner is announcing a newer one */
-			continue;
+		/* The request's fields stay while seq does: after the first
+		 * copy only the state word needs reading. */
+		if (seq & 1) {
+			if (!view_read(ctx->dom, id, &rv)) {
+				if (cw_pr_load_relaxed(&d->seq) & 1)
+					return;	/* the owner is announcing a newer one */
+				continue;
+			}
+			if (rv.ticket != ticket || rv.ndisks == 0 || rv.ndisks > CW_SLOTS_MAX_DISKS)
+				return;
+			seq = rv.seq;
+		} else {
+			rv.st = cw_pr_load_acquire(&d->state);
+			if (cw_pr_load_relaxed(&d->seq) != seq)
+				return;		/* a newer request: ours is over */
 		}
-		if (rv.ticket != ticket || rv.ndisks == 0 || rv.ndisks > CW_SLOTS_MAX_DISKS)
-			return;
 		st = rv.st;
 		switch (st_phase(st)) {
 		case P_INIT:
@@ -1047,7 +1077,8 @@ int cw_slots_release(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b)
 }
 
 /* Passes slot p: CLOSED for its lap, after cancelling a live owner or
- * finishing a linearized one (I3).  Returns the word it replaced. */
+ * finishing a linearized one (I3).  Returns the word it replaced (or the
+ * CLOSED word it found). */
 static uint64_t close_slot(struct cw_slots *rec, int64_t p)
 {
 	unsigned lp = lap_of(rec, p);
@@ -1074,11 +1105,8 @@ static uint64_t close_slot(struct cw_slots *rec, int64_t p)
 				continue;
 			}
 		}
-		if (cw_pr_cas_seq_u64(c, &v, closed)) {
-			if (lv == lp && cell_state(v) == C_RESERVED)
-				cw_pr_faa_relaxed(&rec->load, -1);
-			return v;
-		}
+		if (cw_pr_cas_seq_u64(c, &v, closed))
+			return v;	/* the caller counts the load it drops */
 	}
 }
 
@@ -1123,7 +1151,11 @@ int cw_slots_next(struct cw_slots *rec, int64_t until_slot, struct cw_slots_entr
 	for (now = cw_pr_load_acquire(&rec->now); now < until_slot && !found; now++) {
 		/* Decide on the word the close replaced: a commit racing with
 		 * the close is then either seen or refused (-ETIMEDOUT). */
-		found = read_head(rec, now, close_slot(rec, now), ret_entry);
+		uint64_t old = close_slot(rec, now);
+
+		if (cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, now))
+			cw_pr_faa_relaxed(&rec->load, -1);
+		found = read_head(rec, now, old, ret_entry);
 		publish_now(rec, now + 1);
 	}
 	mode_unlock(rec->dom);
@@ -1152,18 +1184,22 @@ int cw_slots_peek(struct cw_slots *rec, int64_t from_slot, int64_t until_slot,
 
 int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot)
 {
-	int64_t p;
+	int64_t p, dropped = 0;
 
 	mode_lock(rec->dom);
 	for (p = cw_pr_load_acquire(&rec->now); p < now_slot; p++) {
 		int64_t cur = cw_pr_load_acquire(&rec->now);
+		uint64_t old;
 
 		if (p < cur)
 			p = cur;	/* another advancer went ahead */
 		if (p >= now_slot)
 			break;
-		close_slot(rec, p);
+		old = close_slot(rec, p);
+		dropped += cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, p);
 	}
+	if (dropped)
+		cw_pr_faa_relaxed(&rec->load, -dropped);
 	publish_now(rec, now_slot);
 	p = cw_pr_load_acquire(&rec->now);
 	mode_unlock(rec->dom);

@@ -68,8 +68,10 @@ static inline uint64_t st_round(uint64_t s) { return (s >> S_ROUND_SHIFT) & ROUN
 /* One submitting thread's request descriptor (the paper's REQUEST[tid]). */
 struct desc {
 	uint64_t state CW_PADDED;	/* phase | offset | round */
-	uint64_t seq;			/* odd while the owner rewrites the fields */
-	uint64_t relword;		/* (round << 1) | 1 while releasing round */
+	uint64_t relword CW_PADDED;	/* (round << 1) | 1 while releasing round:
+					 * read for every booked slot a search
+					 * meets, so kept off the busy lines */
+	uint64_t seq CW_PADDED;		/* odd while the owner rewrites the fields */
 	int64_t prio;			/* accumulated priority */
 	uint64_t rollbacks;		/* times cancelled by others */
 	/* The request, immutable while seq is even and unchanged. */
