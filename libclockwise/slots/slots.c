@@ -67,6 +67,18 @@
  *  - A helper that took a slot for a round that has meanwhile ended leaves
  *    a stray TRANSIENT word; readers treat a TRANSIENT word whose round is
  *    not live (or lies outside its run) as vacant, and the taker undoes it.
+ *  - The paper's record is an unbounded array and bookings are never
+ *    handed on.  Here the array is a ring: a slot word carries its lap, the
+ *    dispatcher closes every slot it passes (I3), and a CLOSED word of the
+ *    previous lap is vacant.  Bookings reach the dispatcher through a
+ *    commit (the reserve/commit split of ck_ring): the owner writes the
+ *    booking's metadata, then sets COMMIT on its first slot with one CAS
+ *    that races with the dispatcher's close of that slot, so a booking is
+ *    either handed out once or its commit fails with -ETIMEDOUT.
+ *
+ * Speed: the INIT search steps over slots already RESERVED on the first
+ * disk with one load each (the paper's getReserveSlot jump); the load
+ * factor is updated once per booking and disk, not per slot.
  *
  * Progress: lock-free — a CAS on a slot or a state word fails only because
  * another one succeeded, and every success moves some request forward
@@ -97,12 +109,7 @@ enum ures { U_DONE, U_BLOCKED, U_RETRY, U_GIVEUP };
 struct rview {
 	uint32_t id;
 	uint64_t st, seq;
-	int64_t start, deadline;
-	uint64_t ticket, block;
-	int64_t base_prio;
-	uint32_t n, dir, shape, ndisks, deps;
-	uint32_t dummy[CW_SLOTS_MAX_DISKS];
-	struct cw_slots *disks[CW_SLOTS_MAX_DISKS];
+	CW_SLOTS_REQ_FIELDS
 };
 
 static inline unsigned lap_of(const struct cw_slots *rec, int64_t p)
@@ -534,14 +541,16 @@ static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 	struct desc *d = &dom->desc[rv->id];
 	uint64_t st = rv->st, k = st_round(st);
 	int64_t p = CW_MAX(rv->start + (int64_t)st_off(st), min_now(rv));
+	bool fast = true;
 
 	for (;;) {
 		while (p <= rv->deadline) {
 			enum ures u;
 
-			/* Slots booked on the first disk end every start there; a
-			 * released one passed over here is found by verify_fail(). */
-			if (rv->shape != CW_SLOTS_SNAKE) {
+			/* Slots booked on the first disk end every start there.  A
+			 * released one passed over here is found by verify_fail(),
+			 * and after that the full step looks at each slot. */
+			if (fast && rv->shape != CW_SLOTS_SNAKE) {
 				struct cw_slots *r0 = rv->disks[0];
 				uint64_t v = cw_pr_load_acquire(cell_at(r0, p));
 
@@ -575,6 +584,7 @@ static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 			cw_pr_cas_seq_u64(&d->state, &e, st_pack(P_FAIL, k, 0));
 			return;
 		}
+		fast = false;
 		if (cw_pr_load_acquire(&d->state) != st)
 			return;
 	}
