@@ -154,6 +154,16 @@ static void test_bad_input(void)
 	CU_ASSERT(cw_slots_peek(f.disk[0], 0, 200, &(struct cw_slots_entry){ 0 }) == 0);
 	CU_ASSERT(book(&f, f.a, rq(f.disk[0], 0, 10, 3, CW_SLOTS_READ), &b) == 0);
 	CU_ASSERT(cw_slots_release(f.b, &b) == -EPERM);
+	{
+		struct cw_slots_booking forged = b;
+
+		forged.req_.disks[0] = g.disk[0];	/* another domain's disk */
+		CU_ASSERT(cw_slots_release(f.a, &forged) == -EINVAL);
+		CU_ASSERT(cw_slots_commit(f.a, &forged, 1) == -EINVAL);
+		forged = b;
+		forged.n_slots = 0;
+		CU_ASSERT(cw_slots_release(f.a, &forged) == -EINVAL);
+	}
 	CU_ASSERT(held_by(f.disk[0], 0, f.a) == 1);
 	CU_ASSERT(cw_slots_owner(f.disk[0], -1, NULL, NULL) == -ERANGE);
 	fx_close(&g);
