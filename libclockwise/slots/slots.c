@@ -100,6 +100,8 @@
 #include "slots/slots.h"
 
 #define HELP_DEPTH 3
+#define C_OWNER_MASK_BITS 12
+_Static_assert(C_OWNER_MASK == (1u << C_OWNER_MASK_BITS) - 1, "owner bits");
 #define WF_PATIENCE 16
 
 enum cls { K_FREE, K_MINE, K_HELD, K_PAST, K_LIVE };
@@ -956,7 +958,14 @@ int cw_slots_reserve(struct cw_slots_ctx *ctx, const struct cw_slots_req *req,
 	d = &dom->desc[ctx->id];
 	st = cw_pr_load_relaxed(&d->state);
 	k = (st_round(st) + 1) & ROUND_MASK;
-	ticket = cw_pr_faa_seq(&dom->ticket, 1);
+	/* Wait-free helping needs the global age of a request; elsewhere the
+	 * ticket only breaks priority ties and names the request to its
+	 * helpers, and a per-thread count keeps one more shared line off
+	 * every reservation. */
+	if (dom->mode == CW_SLOTS_WAITFREE)
+		ticket = cw_pr_faa_seq(&dom->ticket, 1);
+	else
+		ticket = (++ctx->ops << C_OWNER_MASK_BITS) | ctx->id;
 
 	if (dom->mode == CW_SLOTS_MUTEX) {
 		pthread_mutex_lock(&dom->lock);
