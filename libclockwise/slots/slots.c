@@ -31,9 +31,10 @@
  *  - a booking linearizes at its TEMP -> PERM CAS (I2 makes its slots
  *    vacant-for-everyone-else and held by it at that instant);
  *  - a FAIL linearizes at the end of a validated double collect (below);
- *  - a release linearizes at the CAS that sets its descriptor's relword:
- *    from then on every reader treats the booking's RESERVED words as free,
- *    so all its slots become vacant at one instant.
+ *  - a release linearizes at the store that sets its descriptor's
+ *    relword: from then on every reader treats the booking's RESERVED
+ *    words as free, so all its slots become vacant at one instant (those
+ *    a dispatcher closed before are not given back, and not counted).
  *
  * Where the paper is wrong or silent, and what we do instead:
  *  - FAIL (Algorithm 2 line 10) is declared after a scan, and the proof
@@ -76,18 +77,23 @@
  *    that races with the dispatcher's close of that slot, so a booking is
  *    either handed out once or its commit fails with -ETIMEDOUT.
  *
- * Speed: the INIT search steps over slots already RESERVED on the first
- * disk with one load each (the paper's getReserveSlot jump); the load
- * factor is updated once per booking and disk, not per slot.
+ * Speed: before taking a first slot the INIT search reads the next n
+ * slots of the first disk and jumps past the last RESERVED one (the
+ * paper's getReserveSlot jump), so few runs are begun only to be
+ * cancelled; a cancelled run's TRANSIENT words are cleared by whoever
+ * cancelled it; the load factor is updated once per booking and disk.
  *
  * Progress: lock-free — a CAS on a slot or a state word fails only because
  * another one succeeded, and every success moves some request forward
- * (FAIL validation retries only after a release completed).  Wait-free
- * mode (the paper's WF_RADIR): each reserve first helps one announced
- * request, chosen round-robin, if it is older than WF_PATIENCE tickets; a
- * request cancelled rollback_limit times can no longer be preempted by a
- * younger one and is helped by all who meet it.  A pending request is
- * therefore helped by every thread within max_threads of its operations.
+ * (FAIL validation retries only after a release changed the window).
+ * Wait-free mode (the paper's WF_RADIR): each reserve first helps one
+ * announced request, chosen round-robin, if it is older than WF_PATIENCE
+ * tickets; a request cancelled rollback_limit times can no longer be
+ * preempted by a younger one and is helped by all who meet it.  A pending
+ * request is therefore helped by every thread within max_threads of its
+ * operations.  This is the paper's argument, not a proof: a FAIL check
+ * can be sent back by releases for as long as they keep coming, and the
+ * packed words carry the ABA limits described in slots.h.
  */
 #include "config.h"
 
