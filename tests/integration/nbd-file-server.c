@@ -41,6 +41,10 @@ struct file {
 	int fd;
 };
 
+/* Every export's file, closed after the server has stopped. */
+static struct file *files[64];
+static unsigned n_files;
+
 static int full_pread(int fd, uint8_t *p, size_t n, off_t off)
 {
 	while (n > 0) {
@@ -182,14 +186,21 @@ static int add_file(struct nbd_server *srv, const char *arg, bool ro, const char
 		fprintf(stderr, "nbd-file-server: %s: expected NAME=FILE\n", arg);
 		return -EINVAL;
 	}
+	if (n_files >= sizeof(files) / sizeof(files[0]))
+		return -EMFILE;
 	name = strndup(arg, (size_t)(eq - arg));
 	f = calloc(1, sizeof(*f));
-	if (!name || !f)
+	if (!name || !f) {
+		free(name);
+		free(f);
 		return -ENOMEM;
+	}
+	files[n_files++] = f;
 	f->fd = open(eq + 1, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
 		r = -errno;
 		fprintf(stderr, "nbd-file-server: %s: %s\n", eq + 1, strerror(-r));
+		free(name);
 		return r;
 	}
 	e.name = name;
@@ -206,7 +217,7 @@ static int add_file(struct nbd_server *srv, const char *arg, bool ro, const char
 	if (r < 0)
 		fprintf(stderr, "nbd-file-server: export %s: %s\n", name, strerror(-r));
 	free(name);
-	return r;	/* f stays open for the life of the process */
+	return r;
 }
 
 int main(int argc, char **argv)
@@ -290,5 +301,10 @@ int main(int argc, char **argv)
 	}
 	sigwait(&set, &sig);
 	nbd_server_free(srv);
+	for (i = 0; i < n_files; i++) {
+		if (files[i]->fd >= 0)
+			close(files[i]->fd);
+		free(files[i]);
+	}
 	return 0;
 }

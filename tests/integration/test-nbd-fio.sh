@@ -10,8 +10,11 @@ fio --enghelp=nbd >/dev/null 2>&1 || { echo "SKIP: fio has no nbd engine"; exit 
 truncate -s 64M "$cw_tmp/disk.img"
 nbd_start_server -b 512 -e disk="$cw_tmp/disk.img"
 
+# fio drops verify state files in its working directory: keep them in the
+# temp dir.
+cd "$cw_tmp" || exit 99
 runfio() {
-	fio --output="$cw_tmp/fio.out" --name=verify --ioengine=nbd \
+	fio --verify_state_save=0 --output="$cw_tmp/fio.out" --name=verify --ioengine=nbd \
 		--uri="nbd+unix:///disk?socket=$nbd_sock" --size=64M --iodepth=32 \
 		--verify=crc32c --verify_fatal=1 --do_verify=1 "$@"
 }

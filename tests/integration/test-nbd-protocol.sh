@@ -16,4 +16,11 @@ done
 # After every abuse above the server is alive and serves a new client.
 check "server still serves after bad clients" "$nbd_client_bin" "$nbd_sock" bad-requests-structured
 check "server still running" kill -0 "$nbd_pid"
+
+# Stopping the server closes connections still in transmission cleanly.
+"$nbd_client_bin" "$nbd_sock" held-until-stop >"$cw_tmp/held.out" &
+held=$!
+cleanup_add "kill $held 2>/dev/null"
+check "a client is in transmission" wait_for "the held client" 20 grep -q ready "$cw_tmp/held.out"
 check "server stops cleanly on SIGTERM" nbd_stop_server
+check "the held client saw a clean close" wait "$held"
