@@ -54,6 +54,7 @@ struct client {
 	size_t out_len, out_off, out_cap;
 	double tokens;
 	int64_t refill_ns;
+	bool eof;		/* nothing more to read: close when the replies are out */
 	bool dead;
 	struct cwc_server *srv;
 	struct client *next;
@@ -1276,7 +1277,8 @@ static void client_close(struct cwc_server *srv, struct client *cl)
 
 static void client_watch(struct cwc_server *srv, struct client *cl)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (cl->out_len > cl->out_off ? EPOLLOUT : 0),
+	struct epoll_event ev = { .events = (cl->eof ? 0 : EPOLLIN) |
+					    (cl->out_len > cl->out_off ? EPOLLOUT : 0),
 				  .data.ptr = cl };
 
 	epoll_ctl(srv->epoll_fd, EPOLL_CTL_MOD, cl->fd, &ev);
@@ -1367,7 +1369,17 @@ static void client_read(struct cwc_server *srv, struct client *cl)
 				 MSG_DONTWAIT);
 		size_t start = 0;
 
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		if (n == 0) {
+			/* The client is done sending: a last line without its
+			 * newline still gets its reply, then the connection
+			 * closes once the replies are out. */
+			if (cl->in_len && !cl->skipping)
+				client_line(srv, cl, cl->in, cl->in_len);
+			cl->in_len = 0;
+			cl->eof = true;
+			return;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
 			cl->dead = true;
 			return;
 		}
@@ -1485,8 +1497,12 @@ int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 		cl = p;
 		if (ev[i].events & EPOLLOUT)
 			client_flush(cl);
-		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		if (!cl->eof && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 			client_read(srv, cl);
+		else if (ev[i].events & EPOLLERR)
+			cl->dead = true;
+		if (cl->eof && cl->out_len == 0)
+			cl->dead = true;
 		if (cl->dead) {
 			client_close(srv, cl);
 			/* A later event of this batch may name the freed client. */
