@@ -381,7 +381,12 @@ struct command {
 	const char *name;
 	const char *synopsis;
 	const char *help;
-	int (*fn)(int argc, char **argv);
+	int (*fn)(int argc, char **argv);	/* NULL: c_simple() */
+	/* For c_simple: the request, its one positional argument ("name",
+	 * "id" or NULL for none) and how to print the result. */
+	enum cwc_cmd cmd;
+	const char *arg;
+	print_fn print;
 };
 
 static const struct command *current;
@@ -424,6 +429,29 @@ static int positional(int argc, char **argv, int n, char ***ret)
 
 /* ---- the commands ------------------------------------------------------ */
 
+/* A command with no options and at most one argument: a name, or a
+ * reservation id. */
+static int c_simple(int argc, char **argv)
+{
+	json_object *a = NULL;
+	uint64_t id;
+	char **pos = NULL;
+
+	if (positional(argc, argv, current->arg ? 1 : 0, &pos))
+		return EXIT_USAGE;
+	if (current->arg && strcmp(current->arg, "id") == 0) {
+		if (!id_arg(pos[0], &id))
+			return EXIT_USAGE;
+		a = args_new();
+		put_u64(a, "id", id);
+	} else if (current->arg) {
+		a = args_new();
+		put_str(a, current->arg, pos[0]);
+	}
+	return call(current->cmd, a, current->print);
+}
+
+
 static void print_status(json_object *s)
 {
 	json_object *p = get(s, "pool");
@@ -443,14 +471,6 @@ static void print_status(json_object *s)
 	print_exports(get(s, "exports"));
 }
 
-static int c_status(int argc, char **argv)
-{
-	char **pos;
-
-	if (positional(argc, argv, 0, &pos))
-		return EXIT_USAGE;
-	return call(CWC_CMD_STATUS, NULL, print_status);
-}
 
 static void print_disk_added(json_object *d)
 {
@@ -490,31 +510,12 @@ static int c_disk_add(int argc, char **argv)
 	return call(CWC_CMD_DISK_ADD, a, print_disk_added);
 }
 
-static int c_disk_list(int argc, char **argv)
-{
-	char **pos;
-
-	if (positional(argc, argv, 0, &pos))
-		return EXIT_USAGE;
-	return call(CWC_CMD_DISK_LIST, NULL, print_disks);
-}
 
 static void print_removed(json_object *r)
 {
 	printf("removed %s\n", gs(r, "name"));
 }
 
-static int c_disk_remove(int argc, char **argv)
-{
-	json_object *a;
-	char **pos;
-
-	if (positional(argc, argv, 1, &pos))
-		return EXIT_USAGE;
-	a = args_new();
-	put_str(a, "name", pos[0]);
-	return call(CWC_CMD_DISK_REMOVE, a, print_removed);
-}
 
 static void print_calibrated(json_object *r)
 {
@@ -586,14 +587,6 @@ static int c_part_create(int argc, char **argv)
 	return call(CWC_CMD_PART_CREATE, a, print_part_done);
 }
 
-static int c_part_list(int argc, char **argv)
-{
-	char **pos;
-
-	if (positional(argc, argv, 0, &pos))
-		return EXIT_USAGE;
-	return call(CWC_CMD_PART_LIST, NULL, print_parts);
-}
 
 static void print_part_show(json_object *p)
 {
@@ -628,17 +621,6 @@ static void print_part_show(json_object *p)
 		printf("(%" PRId64 " runs in all)\n", gi(p, "runs_total"));
 }
 
-static int c_part_show(int argc, char **argv)
-{
-	json_object *a;
-	char **pos;
-
-	if (positional(argc, argv, 1, &pos))
-		return EXIT_USAGE;
-	a = args_new();
-	put_str(a, "name", pos[0]);
-	return call(CWC_CMD_PART_SHOW, a, print_part_show);
-}
 
 static int c_part_resize(int argc, char **argv)
 {
@@ -663,17 +645,6 @@ static int c_part_resize(int argc, char **argv)
 	return call(CWC_CMD_PART_RESIZE, a, print_part_done);
 }
 
-static int c_part_delete(int argc, char **argv)
-{
-	json_object *a;
-	char **pos;
-
-	if (positional(argc, argv, 1, &pos))
-		return EXIT_USAGE;
-	a = args_new();
-	put_str(a, "name", pos[0]);
-	return call(CWC_CMD_PART_DELETE, a, print_removed);
-}
 
 static void print_resv_created(json_object *r)
 {
@@ -752,53 +723,15 @@ static int c_resv_create(int argc, char **argv)
 	return call(CWC_CMD_RESV_CREATE, a, print_resv_created);
 }
 
-static int c_resv_list(int argc, char **argv)
-{
-	char **pos;
-
-	if (positional(argc, argv, 0, &pos))
-		return EXIT_USAGE;
-	return call(CWC_CMD_RESV_LIST, NULL, print_resvs);
-}
 
 static void print_released(json_object *r)
 {
 	printf("released reservation %s\n", gs(r, "id"));
 }
 
-static int resv_by_id(int argc, char **argv, enum cwc_cmd cmd, print_fn print)
-{
-	json_object *a;
-	uint64_t id;
-	char **pos;
 
-	if (positional(argc, argv, 1, &pos))
-		return EXIT_USAGE;
-	if (!id_arg(pos[0], &id))
-		return EXIT_USAGE;
-	a = args_new();
-	put_u64(a, "id", id);
-	return call(cmd, a, print);
-}
 
-static int c_resv_show(int argc, char **argv)
-{
-	return resv_by_id(argc, argv, CWC_CMD_RESV_SHOW, print_resv);
-}
 
-static int c_resv_release(int argc, char **argv)
-{
-	return resv_by_id(argc, argv, CWC_CMD_RESV_RELEASE, print_released);
-}
-
-static int c_export_list(int argc, char **argv)
-{
-	char **pos;
-
-	if (positional(argc, argv, 0, &pos))
-		return EXIT_USAGE;
-	return call(CWC_CMD_EXPORT_LIST, NULL, print_exports);
-}
 
 static void print_export_added(json_object *e)
 {
@@ -833,17 +766,6 @@ static int c_export_add(int argc, char **argv)
 	return call(CWC_CMD_EXPORT_ADD, a, print_export_added);
 }
 
-static int c_export_remove(int argc, char **argv)
-{
-	json_object *a;
-	char **pos;
-
-	if (positional(argc, argv, 1, &pos))
-		return EXIT_USAGE;
-	a = args_new();
-	put_str(a, "name", pos[0]);
-	return call(CWC_CMD_EXPORT_REMOVE, a, print_removed);
-}
 
 static volatile sig_atomic_t interrupted;
 
@@ -907,14 +829,16 @@ static const char size_help[] =
 static const struct command commands[] = {
 	{ NULL, "status", "",
 	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
-	  "has booked on each), partitions, reservations and exports.\n", c_status },
+	  "has booked on each), partitions, reservations and exports.\n", NULL, CWC_CMD_STATUS, NULL,
+	  print_status },
 	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
 	  "to hdd; the name to disk<id>.\n", c_disk_add },
-	{ "disk", "list", "", "Lists the disks of the pool.\n", c_disk_list },
+	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CWC_CMD_DISK_LIST, NULL,
+	  print_disks },
 	{ "disk", "remove", "NAME",
 	  "Removes an empty disk from the pool; refused while partitions have blocks\n"
-	  "on it or reservations use it.\n", c_disk_remove },
+	  "on it or reservations use it.\n", NULL, CWC_CMD_DISK_REMOVE, "name", print_removed },
 	{ "disk", "calibrate", "NAME [--quick]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
@@ -925,13 +849,15 @@ static const struct command commands[] = {
 	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"
 	  "random scatters them, single keeps them on one disk (--disk, or the one\n"
 	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n", c_part_create },
-	{ "part", "list", "", "Lists the partitions.\n", c_part_list },
-	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", c_part_show },
+	{ "part", "list", "", "Lists the partitions.\n", NULL, CWC_CMD_PART_LIST, NULL, print_parts },
+	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", NULL,
+	  CWC_CMD_PART_SHOW, "name", print_part_show },
 	{ "part", "resize", "NAME --size SIZE",
 	  "Grows or shrinks a partition at its end; refused when shrinking below a\n"
 	  "reserved range.\n", c_part_resize },
 	{ "part", "delete", "NAME",
-	  "Deletes a partition; refused while it is exported or reserved.\n", c_part_delete },
+	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
+	  CWC_CMD_PART_DELETE, "name", print_removed },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
 	  "       [--duration TIME]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
@@ -941,15 +867,19 @@ static const struct command commands[] = {
 	  "condition that failed.\n"
 	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
 	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },
-	{ "resv", "list", "", "Lists the reservations.\n", c_resv_list },
-	{ "resv", "show", "ID", "Shows a reservation and its task on each disk.\n", c_resv_show },
+	{ "resv", "list", "", "Lists the reservations.\n", NULL, CWC_CMD_RESV_LIST, NULL, print_resvs },
+	{ "resv", "show", "ID", "Shows a reservation and its task on each disk.\n", NULL,
+	  CWC_CMD_RESV_SHOW, "id", print_resv },
 	{ "resv", "release", "ID",
-	  "Releases a reservation; refused while an export is bound to it.\n", c_resv_release },
-	{ "export", "list", "", "Lists the NBD exports.\n", c_export_list },
+	  "Releases a reservation; refused while an export is bound to it.\n", NULL,
+	  CWC_CMD_RESV_RELEASE, "id", print_released },
+	{ "export", "list", "", "Lists the NBD exports.\n", NULL, CWC_CMD_EXPORT_LIST, NULL,
+	  print_exports },
 	{ "export", "add", "PART [--name NAME] [--readonly] [--resv ID]",
 	  "Exports a partition over NBD as NAME (default: the partition's name).\n"
 	  "With --resv, requests inside the reservation's range are real-time.\n", c_export_add },
-	{ "export", "remove", "NAME", "Stops exporting NAME.\n", c_export_remove },
+	{ "export", "remove", "NAME", "Stops exporting NAME.\n", NULL, CWC_CMD_EXPORT_REMOVE, "name",
+	  print_removed },
 	{ NULL, "stats", "[--watch SECONDS [--count N]]",
 	  "The data path's counters per disk and per reservation: real-time requests\n"
 	  "and deadline misses, best-effort latency percentiles, slack used.  --watch\n"
@@ -1031,7 +961,8 @@ int main(int argc, char **argv)
 		cmd_name = name;
 		current = c;
 		optind = 0;	/* glibc: start over, reading the + again */
-		return c->fn(argc - first - words + 1, argv + first + words - 1);
+		return (c->fn ? c->fn : c_simple)(argc - first - words + 1,
+						  argv + first + words - 1);
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (commands[i].group && strcmp(argv[first], commands[i].group) == 0) {
