@@ -164,7 +164,11 @@ static int parse_json(const char *buf, size_t len, json_object **ret, struct cwc
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	o = json_tokener_parse_ex(tok, buf, (int)len);
 	jerr = json_tokener_get_error(tok);
+#if JSON_C_VERSION_NUM >= ((0 << 16) | (15 << 8) | 0)
 	used = json_tokener_get_parse_end(tok);
+#else
+	used = (size_t)tok->char_offset;	/* json-c 0.13 and 0.14 (Debian buster) */
+#endif
 	json_tokener_free(tok);
 	if (jerr == json_tokener_continue) {
 		json_object_put(o);
