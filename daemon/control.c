@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,16 @@ struct model_slot {
 	struct cw_model m;
 };
 
+/* What an epoll event points at. */
+enum ev_kind {
+	EV_CLIENT = 1,
+	EV_JOB,
+};
+
+struct calib_job;
+
 struct client {
+	enum ev_kind kind;	/* first: EV_CLIENT */
 	int fd;
 	bool can_read, can_change;
 	uid_t uid;
@@ -55,6 +65,7 @@ struct client {
 	double tokens;
 	int64_t refill_ns;
 	bool eof;		/* nothing more to read: close when the replies are out */
+	struct calib_job *job;	/* a calibration it waits for; its later lines wait too */
 	bool dead;
 	struct cwc_server *srv;
 	struct client *next;
@@ -68,6 +79,9 @@ struct cwc_server {
 	bool stopping;
 	struct client *clients;
 	unsigned n_clients;
+	struct calib_job *jobs;
+	struct epoll_event batch[16];	/* the events being dispatched */
+	int batch_n;
 
 	struct model_slot *models;	/* [CW_DISKS_MAX + 1], by disk id */
 
@@ -711,6 +725,81 @@ static int h_disk_remove(struct ctx *c, json_object **ret)
 	return 0;
 }
 
+/* A calibration: what to measure, and what came of it.  On the socket it
+ * runs in a thread of its own (struct calib_job below) so that other
+ * clients are served meanwhile; in process it runs in the caller. */
+struct calib {
+	struct cw_disk_info disk;
+	struct cw_calib_opts opts;
+	uint64_t quick_sizes[2];
+	struct cw_model model;
+	int result;
+};
+
+static int calib_prepare(struct ctx *c, struct calib *k)
+{
+	bool quick = false;
+
+	memset(k, 0, sizeof(*k));
+	if (find_disk(c, cwc_arg_str(c->req, "name"), &k->disk) < 0)
+		return -1;
+	if (k->disk.state != CW_DISK_PRESENT)
+		return fail(c, CWC_E_UNAVAILABLE, "disk %s is %s", k->disk.name,
+			    state_name(k->disk.state));
+	cwc_arg_bool(c->req, "quick", &quick);
+	cw_calib_opts_init(&k->opts);
+	k->opts.tier = k->disk.tier;
+	k->opts.name = k->disk.name;
+	k->opts.span_bytes = k->disk.capacity_bytes;
+	k->opts.margin_ppm = c->srv->o.margin_ppm;
+	if (quick) {
+		/* A few samples of few points, for tests and first looks. */
+		k->quick_sizes[0] = 64 << 10;
+		k->quick_sizes[1] = 1 << 20;
+		k->opts.seek_distances = 4;
+		k->opts.zones = 2;
+		k->opts.zone_read_bytes = 1 << 20;
+		k->opts.block_sizes = k->quick_sizes;
+		k->opts.n_block_sizes = 2;
+		k->opts.repeats = 3;
+		k->opts.percentile = 100;
+	}
+	return 0;
+}
+
+/* Stores the measured model and builds the reply. */
+static int calib_finish(struct ctx *c, struct calib *k, json_object **ret)
+{
+	struct cw_disk_info now;
+	char text[4096];
+	int64_t worst;
+	int r;
+
+	if (k->result < 0)
+		return fail(c, cwc_code_from_errno(k->result), "calibrating %s (%s): %s",
+			    k->disk.name, k->disk.path, strerror(-k->result));
+	/* The disk may have left the pool (and its id been reused) meanwhile. */
+	if (cw_disk_info(c->srv->pool, k->disk.id, &now) < 0 ||
+	    memcmp(now.uuid, k->disk.uuid, sizeof(now.uuid)) != 0)
+		return fail(c, CWC_E_NOT_FOUND, "disk %s left the pool during its calibration",
+			    k->disk.name);
+	r = cwc_server_set_model(c->srv, k->disk.id, &k->model, true);
+	if (r < 0)
+		return fail(c, cwc_code_from_errno(r), "the measured model of %s is not usable: %s",
+			    k->disk.name, strerror(-r));
+	r = cw_model_format(&k->model, text, sizeof(text));
+	if (r < 0 || (size_t)r >= sizeof(text))
+		text[0] = '\0';
+	if (c->srv->o.hooks.model_changed)
+		c->srv->o.hooks.model_changed(c->srv->o.hooks.userdata, k->disk.id, &k->model, text);
+	*ret = json_object_new_object();
+	add(*ret, "disk", jstr(k->disk.name));
+	add(*ret, "model", jstr(text));
+	if (cw_model_service_ns(&k->model, 0, 0, cw_pool_block_size(c->srv->pool), &worst) == 0)
+		add(*ret, "block_service_ns", json_object_new_int64(worst));
+	return 0;
+}
+
 static int calib_progress(const char *phase, unsigned done, unsigned total, void *userdata)
 {
 	struct ctx *c = userdata;
@@ -723,58 +812,12 @@ static int calib_progress(const char *phase, unsigned done, unsigned total, void
 
 static int h_disk_calibrate(struct ctx *c, json_object **ret)
 {
-	/* Quick: a few samples of few points, for tests and first looks. */
-	static const uint64_t quick_sizes[] = { 64 << 10, 1 << 20 };
-	struct cw_calib_opts o;
-	struct cw_disk_info d;
-	struct cw_model m;
-	bool quick = false;
-	char text[4096];
-	int r;
+	struct calib k;
 
-	if (find_disk(c, cwc_arg_str(c->req, "name"), &d) < 0)
+	if (calib_prepare(c, &k) < 0)
 		return -1;
-	if (d.state != CW_DISK_PRESENT)
-		return fail(c, CWC_E_UNAVAILABLE, "disk %s is %s", d.name, state_name(d.state));
-	cwc_arg_bool(c->req, "quick", &quick);
-	cw_calib_opts_init(&o);
-	o.tier = d.tier;
-	o.name = d.name;
-	o.span_bytes = d.capacity_bytes;
-	o.margin_ppm = c->srv->o.margin_ppm;
-	if (quick) {
-		o.seek_distances = 4;
-		o.zones = 2;
-		o.zone_read_bytes = 1 << 20;
-		o.block_sizes = quick_sizes;
-		o.n_block_sizes = 2;
-		o.repeats = 3;
-		o.percentile = 100;
-	}
-	r = cw_model_calibrate(d.path, &o, calib_progress, c, &m);
-	if (r < 0)
-		return fail(c, cwc_code_from_errno(r), "calibrating %s (%s): %s", d.name, d.path,
-			    strerror(-r));
-	r = cwc_server_set_model(c->srv, d.id, &m, true);
-	if (r < 0)
-		return fail(c, cwc_code_from_errno(r), "the measured model of %s is not usable: %s",
-			    d.name, strerror(-r));
-	r = cw_model_format(&m, text, sizeof(text));
-	if (r < 0 || (size_t)r >= sizeof(text))
-		text[0] = '\0';
-	if (c->srv->o.hooks.model_changed)
-		c->srv->o.hooks.model_changed(c->srv->o.hooks.userdata, d.id, &m, text);
-	*ret = json_object_new_object();
-	add(*ret, "disk", jstr(d.name));
-	add(*ret, "model", jstr(text));
-	{
-		int64_t worst;
-		uint32_t bs = cw_pool_block_size(c->srv->pool);
-
-		if (cw_model_service_ns(&m, 0, 0, bs, &worst) == 0)
-			add(*ret, "block_service_ns", json_object_new_int64(worst));
-	}
-	return 0;
+	k.result = c->srv->o.calibrate(k.disk.path, &k.opts, calib_progress, c, &k.model);
+	return calib_finish(c, &k, ret);
 }
 
 /* ---- partitions -------------------------------------------------------- */
@@ -1202,42 +1245,61 @@ static void emit_error(cwc_emit_fn emit, void *data, enum cwc_code code, const c
 		emit(line, data);
 }
 
-void cwc_server_handle_line(struct cwc_server *srv, const char *line, size_t len, bool can_read,
-			    bool can_change, cwc_emit_fn emit, void *userdata)
+/* Parses and checks the rights for one line: false after emitting the
+ * error reply; true with *req to run (release with cwc_request_done). */
+static bool request_admit(struct cwc_server *srv, const char *line, size_t len, bool can_read,
+			  bool can_change, cwc_emit_fn emit, void *userdata, struct cwc_request *req)
 {
-	struct cwc_request req;
-	struct cwc_fail f;
-	struct ctx c = { .srv = srv, .req = &req, .emit = emit, .emit_data = userdata };
 	const struct cwc_cmd_spec *spec;
-	json_object *result = NULL;
-	_cleanup_free_ char *out = NULL;
+	struct cwc_fail f;
 
-	if (cwc_request_parse(line, len, &req, &f) < 0) {
+	(void)srv;
+	if (cwc_request_parse(line, len, req, &f) < 0) {
 		emit_error(emit, userdata, f.code, f.message, NULL);
-		return;
+		return false;
 	}
-	spec = cwc_cmd_spec(req.cmd);
+	spec = cwc_cmd_spec(req->cmd);
 	if (!(spec->access == CWC_ACCESS_READ ? can_read : can_change)) {
 		emit_error(emit, userdata, CWC_E_PERMISSION_DENIED,
 			   spec->access == CWC_ACCESS_READ
 				   ? "permission denied: reading needs root or the clockwise group"
 				   : "permission denied: changes need root or the admin group",
 			   NULL);
-		cwc_request_done(&req);
-		return;
+		cwc_request_done(req);
+		return false;
 	}
+	return true;
+}
+
+static void request_run(struct cwc_server *srv, const struct cwc_request *req, cwc_emit_fn emit,
+			void *userdata)
+{
+	struct ctx c = { .srv = srv, .req = req, .emit = emit, .emit_data = userdata };
+	json_object *result = NULL;
+	_cleanup_free_ char *out = NULL;
+
 	expire_resvs(srv);
-	if (handlers[req.cmd](&c, &result) < 0) {
+	if (handlers[req->cmd](&c, &result) < 0) {
 		emit_error(emit, userdata, c.code, c.msg, c.details);
 		json_object_put(c.details);
-	} else {
-		out = cwc_format_ok(result);
-		json_object_put(result);
-		if (out)
-			emit(out, userdata);
-		else
-			emit_error(emit, userdata, CWC_E_INTERNAL, "out of memory", NULL);
+		return;
 	}
+	out = cwc_format_ok(result);
+	json_object_put(result);
+	if (out)
+		emit(out, userdata);
+	else
+		emit_error(emit, userdata, CWC_E_INTERNAL, "out of memory", NULL);
+}
+
+void cwc_server_handle_line(struct cwc_server *srv, const char *line, size_t len, bool can_read,
+			    bool can_change, cwc_emit_fn emit, void *userdata)
+{
+	struct cwc_request req;
+
+	if (!request_admit(srv, line, len, can_read, can_change, emit, userdata, &req))
+		return;
+	request_run(srv, &req, emit, userdata);
 	cwc_request_done(&req);
 }
 
@@ -1256,11 +1318,19 @@ void cwc_server_opts_init(struct cwc_server_opts *o)
 	o->rate_per_s = 100;
 	o->out_max = 8 << 20;
 	o->clock_ns = cw_now_ns;
+	o->calibrate = cw_model_calibrate;
 }
+
+static void job_detach(struct calib_job *job);
 
 static void client_close(struct cwc_server *srv, struct client *cl)
 {
 	struct client **p;
+
+	/* Events of the batch being dispatched may still name it. */
+	for (int i = 0; i < srv->batch_n; i++)
+		if (srv->batch[i].data.ptr == cl)
+			srv->batch[i].data.ptr = NULL;
 
 	for (p = &srv->clients; *p; p = &(*p)->next) {
 		if (*p == cl) {
@@ -1268,6 +1338,8 @@ static void client_close(struct cwc_server *srv, struct client *cl)
 			break;
 		}
 	}
+	if (cl->job)
+		job_detach(cl->job);	/* it finishes; nobody hears the reply */
 	epoll_ctl(srv->epoll_fd, EPOLL_CTL_DEL, cl->fd, NULL);
 	close(cl->fd);
 	free(cl->out);
@@ -1277,7 +1349,7 @@ static void client_close(struct cwc_server *srv, struct client *cl)
 
 static void client_watch(struct cwc_server *srv, struct client *cl)
 {
-	struct epoll_event ev = { .events = (cl->eof ? 0 : EPOLLIN) |
+	struct epoll_event ev = { .events = (cl->eof || cl->job ? 0 : EPOLLIN) |
 					    (cl->out_len > cl->out_off ? EPOLLOUT : 0),
 				  .data.ptr = cl };
 
@@ -1348,8 +1420,12 @@ static bool client_take_token(struct cwc_server *srv, struct client *cl)
 	return true;
 }
 
+static void job_start(struct cwc_server *srv, struct client *cl, const struct cwc_request *req);
+
 static void client_line(struct cwc_server *srv, struct client *cl, const char *line, size_t len)
 {
+	struct cwc_request req;
+
 	if (len && line[len - 1] == '\r')
 		len--;
 	if (len == 0)
@@ -1359,57 +1435,240 @@ static void client_line(struct cwc_server *srv, struct client *cl, const char *l
 			   "too many requests: slow down and retry", NULL);
 		return;
 	}
-	cwc_server_handle_line(srv, line, len, cl->can_read, cl->can_change, client_emit, cl);
+	if (!request_admit(srv, line, len, cl->can_read, cl->can_change, client_emit, cl, &req))
+		return;
+	if (req.cmd == CWC_CMD_DISK_CALIBRATE)
+		job_start(srv, cl, &req);
+	else
+		request_run(srv, &req, client_emit, cl);
+	cwc_request_done(&req);
+}
+
+/* Handles the complete lines buffered from the client, in order, until
+ * one of them starts a calibration: the rest wait for its reply. */
+static void client_process(struct cwc_server *srv, struct client *cl)
+{
+	size_t start = 0;
+	char *nl;
+
+	while (!cl->job && !cl->dead &&
+	       (nl = memchr(cl->in + start, '\n', cl->in_len - start)) != NULL) {
+		size_t end = (size_t)(nl - cl->in);
+
+		if (!cl->skipping)
+			client_line(srv, cl, cl->in + start, end - start);
+		cl->skipping = false;
+		start = end + 1;
+	}
+	memmove(cl->in, cl->in + start, cl->in_len - start);
+	cl->in_len -= start;
+	if (cl->job || cl->dead)
+		return;
+	if (cl->in_len == sizeof(cl->in)) {
+		/* A full buffer and no newline: the line is too long.  Say
+		 * so once, then skip to its end. */
+		if (!cl->skipping)
+			emit_error(client_emit, cl, CWC_E_TOO_LARGE,
+				   "message longer than 65535 bytes; skipped", NULL);
+		cl->skipping = true;
+		cl->in_len = 0;
+	}
+	if (cl->eof && cl->in_len) {
+		/* The client is done sending: a last line without its
+		 * newline still gets its reply. */
+		if (!cl->skipping)
+			client_line(srv, cl, cl->in, cl->in_len);
+		cl->in_len = 0;
+	}
 }
 
 static void client_read(struct cwc_server *srv, struct client *cl)
 {
-	for (;;) {
+	while (!cl->job && !cl->eof && !cl->dead) {
 		ssize_t n = recv(cl->fd, cl->in + cl->in_len, sizeof(cl->in) - cl->in_len,
 				 MSG_DONTWAIT);
-		size_t start = 0;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				cl->dead = true;
+			return;
+		}
+		if (n == 0)
+			cl->eof = true;	/* close once the replies are out */
+		cl->in_len += (size_t)n;
+		client_process(srv, cl);
+	}
+}
+
+/* After a client's state changed: close it, or watch what it waits for. */
+static void client_settle(struct cwc_server *srv, struct client *cl)
+{
+	if (cl->eof && !cl->job && cl->out_len == 0)
+		cl->dead = true;
+	if (cl->dead)
+		client_close(srv, cl);
+	else
+		client_watch(srv, cl);
+}
+
+/* ---- calibration in a thread ------------------------------------------- */
+
+struct calib_job {
+	enum ev_kind kind;		/* first: EV_JOB */
+	struct cwc_server *srv;
+	struct client *cl;		/* NULL once the client has gone */
+	int fd;				/* our end of the progress channel */
+	int worker_fd;			/* the thread's end; it closes it when done */
+	pthread_t thread;
+	atomic_bool cancel;
+	struct calib k;
+	char buf[4096];			/* progress bytes not yet a whole line */
+	size_t len;
+	struct calib_job *next;
+};
+
+static void job_detach(struct calib_job *job)
+{
+	job->cl = NULL;
+}
+
+static int job_progress(const char *phase, unsigned done, unsigned total, void *userdata)
+{
+	struct calib_job *job = userdata;
+	_cleanup_free_ char *line = cwc_format_progress(phase, done, total);
+
+	/* A failed send means the server is going away: stop measuring. */
+	if (line && send(job->worker_fd, line, strlen(line), MSG_NOSIGNAL) < 0)
+		atomic_store(&job->cancel, true);
+	return atomic_load(&job->cancel) ? 1 : 0;
+}
+
+static void *job_main(void *arg)
+{
+	struct calib_job *job = arg;
+
+	job->k.result = job->srv->o.calibrate(job->k.disk.path, &job->k.opts, job_progress, job,
+					      &job->k.model);
+	close(job->worker_fd);	/* the end of the progress: the server finishes */
+	return NULL;
+}
+
+static void job_start(struct cwc_server *srv, struct client *cl, const struct cwc_request *req)
+{
+	struct ctx c = { .srv = srv, .req = req, .emit = client_emit, .emit_data = cl };
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct calib_job *job = calloc(1, sizeof(*job));
+	int sv[2];
+
+	if (!job) {
+		emit_error(client_emit, cl, CWC_E_INTERNAL, "out of memory", NULL);
+		return;
+	}
+	expire_resvs(srv);
+	if (calib_prepare(&c, &job->k) < 0) {
+		emit_error(client_emit, cl, c.code, c.msg, NULL);
+		free(job);
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		emit_error(client_emit, cl, CWC_E_INTERNAL, "no channel for the calibration", NULL);
+		free(job);
+		return;
+	}
+	job->kind = EV_JOB;
+	job->srv = srv;
+	job->cl = cl;
+	job->fd = sv[0];
+	job->worker_fd = sv[1];
+	job->k.opts.name = job->k.disk.name;	/* the copy's, not the caller's */
+	if (job->k.opts.block_sizes)
+		job->k.opts.block_sizes = job->k.quick_sizes;
+	ev.data.ptr = job;
+	if (epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, job->fd, &ev) < 0 ||
+	    pthread_create(&job->thread, NULL, job_main, job) != 0) {
+		epoll_ctl(srv->epoll_fd, EPOLL_CTL_DEL, job->fd, NULL);
+		close(sv[0]);
+		close(sv[1]);
+		free(job);
+		emit_error(client_emit, cl, CWC_E_INTERNAL, "cannot start the calibration", NULL);
+		return;
+	}
+	job->next = srv->jobs;
+	srv->jobs = job;
+	cl->job = job;
+}
+
+static void ignore_line(const char *line, void *userdata)
+{
+	(void)line;
+	(void)userdata;
+}
+
+/* The thread is done: store the model, answer the client, let it go on. */
+static void job_finish(struct cwc_server *srv, struct calib_job *job)
+{
+	struct client *cl = job->cl;
+	struct ctx c = { .srv = srv, .emit = cl ? client_emit : ignore_line, .emit_data = cl };
+	struct calib_job **p;
+	json_object *result = NULL;
+
+	pthread_join(job->thread, NULL);
+	for (p = &srv->jobs; *p; p = &(*p)->next) {
+		if (*p == job) {
+			*p = job->next;
+			break;
+		}
+	}
+	epoll_ctl(srv->epoll_fd, EPOLL_CTL_DEL, job->fd, NULL);
+	close(job->fd);
+	if (calib_finish(&c, &job->k, &result) < 0) {
+		emit_error(c.emit, c.emit_data, c.code, c.msg, c.details);
+		json_object_put(c.details);
+	} else {
+		_cleanup_free_ char *line = cwc_format_ok(result);
+
+		json_object_put(result);
+		if (line)
+			c.emit(line, c.emit_data);
+	}
+	free(job);
+	if (cl) {
+		cl->job = NULL;
+		client_process(srv, cl);	/* the lines that waited */
+		client_settle(srv, cl);
+	}
+}
+
+/* Forwards the thread's progress lines to the client. */
+static void job_read(struct cwc_server *srv, struct calib_job *job)
+{
+	for (;;) {
+		ssize_t n = recv(job->fd, job->buf + job->len, sizeof(job->buf) - job->len,
+				 MSG_DONTWAIT);
+		char *nl;
 
 		if (n == 0) {
-			/* The client is done sending: a last line without its
-			 * newline still gets its reply, then the connection
-			 * closes once the replies are out. */
-			if (cl->in_len && !cl->skipping)
-				client_line(srv, cl, cl->in, cl->in_len);
-			cl->in_len = 0;
-			cl->eof = true;
+			job_finish(srv, job);
 			return;
 		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			cl->dead = true;
-			return;
+		if (n < 0)
+			return;		/* EAGAIN: more later */
+		job->len += (size_t)n;
+		while ((nl = memchr(job->buf, '\n', job->len)) != NULL) {
+			size_t l = (size_t)(nl - job->buf) + 1;
+			char line[sizeof(job->buf) + 1];
+
+			memcpy(line, job->buf, l);
+			line[l] = '\0';
+			if (job->cl)
+				client_emit(line, job->cl);
+			memmove(job->buf, job->buf + l, job->len - l);
+			job->len -= l;
 		}
-		if (n < 0) {
-			if (errno == EAGAIN)
-				return;
-			continue;
-		}
-		cl->in_len += (size_t)n;
-		for (size_t i = cl->in_len - (size_t)n; i < cl->in_len; i++) {
-			if (cl->in[i] != '\n')
-				continue;
-			if (!cl->skipping)
-				client_line(srv, cl, cl->in + start, i - start);
-			cl->skipping = false;
-			start = i + 1;
-			if (cl->dead)
-				return;
-		}
-		memmove(cl->in, cl->in + start, cl->in_len - start);
-		cl->in_len -= start;
-		if (cl->in_len == sizeof(cl->in)) {
-			/* A full buffer and no newline: the line is too long.
-			 * Say so once, then skip to its end. */
-			if (!cl->skipping)
-				emit_error(client_emit, cl, CWC_E_TOO_LARGE,
-					   "message longer than 65535 bytes; skipped", NULL);
-			cl->skipping = true;
-			cl->in_len = 0;
-		}
+		if (job->len == sizeof(job->buf))
+			job->len = 0;	/* not a progress line: never sent */
 	}
 }
 
@@ -1450,6 +1709,7 @@ static void server_accept(struct cwc_server *srv)
 				in_admin |= groups[i] == srv->o.admin_gid;
 			}
 		}
+		cl->kind = EV_CLIENT;
 		cl->fd = fd;
 		cl->srv = srv;
 		cl->uid = cred.uid;
@@ -1472,11 +1732,12 @@ static void server_accept(struct cwc_server *srv)
 
 int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 {
-	struct epoll_event ev[16];
-	int n = epoll_wait(srv->epoll_fd, ev, 16, timeout_ms);
+	struct epoll_event *ev = srv->batch;
+	int n = epoll_wait(srv->epoll_fd, ev, (int)CW_ARRAY_SIZE(srv->batch), timeout_ms);
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
+	srv->batch_n = n;
 	for (int i = 0; i < n; i++) {
 		void *p = ev[i].data.ptr;
 		struct client *cl;
@@ -1494,25 +1755,25 @@ int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 				srv->stopping = true;
 			continue;
 		}
+		if (*(enum ev_kind *)p == EV_JOB) {
+			job_read(srv, p);
+			continue;
+		}
 		cl = p;
 		if (ev[i].events & EPOLLOUT)
 			client_flush(cl);
-		if (!cl->eof && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
-			client_read(srv, cl);
-		else if (ev[i].events & EPOLLERR)
-			cl->dead = true;
-		if (cl->eof && cl->out_len == 0)
-			cl->dead = true;
-		if (cl->dead) {
-			client_close(srv, cl);
-			/* A later event of this batch may name the freed client. */
-			for (int j = i + 1; j < n; j++)
-				if (ev[j].data.ptr == cl)
-					ev[j].data.ptr = NULL;
-		} else {
-			client_watch(srv, cl);
+		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+			if (cl->job || cl->eof) {
+				/* Not reading now; a hang-up ends it. */
+				if (ev[i].events & (EPOLLHUP | EPOLLERR))
+					cl->dead = true;
+			} else {
+				client_read(srv, cl);
+			}
 		}
+		client_settle(srv, cl);
 	}
+	srv->batch_n = 0;
 	return 0;
 }
 
@@ -1567,7 +1828,8 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 	int r;
 
 	if (!opts || !pool || !ret_server || !opts->socket_path ||
-	    strlen(opts->socket_path) >= sizeof(sa.sun_path) || !opts->clock_ns)
+	    strlen(opts->socket_path) >= sizeof(sa.sun_path) || !opts->clock_ns ||
+	    !opts->calibrate)
 		return -EINVAL;
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
@@ -1650,6 +1912,20 @@ void cwc_server_free(struct cwc_server *srv)
 {
 	if (!srv)
 		return;
+	/* Calibrations stop at their next progress report: the channel's
+	 * shutdown fails their sends. */
+	while (srv->jobs) {
+		struct calib_job *job = srv->jobs;
+
+		srv->jobs = job->next;
+		atomic_store(&job->cancel, true);
+		shutdown(job->fd, SHUT_RDWR);
+		pthread_join(job->thread, NULL);
+		close(job->fd);
+		if (job->cl)
+			job->cl->job = NULL;
+		free(job);
+	}
 	while (srv->clients)
 		client_close(srv, srv->clients);
 	close(srv->listen_fd);

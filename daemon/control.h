@@ -19,9 +19,10 @@
  *     cwc_server_dispatch(srv) when it is readable; or run
  *     cwc_server_run(srv) in a thread and cwc_server_stop(srv) from another.
  *
- * Threads: the server is single-threaded; every call but cwc_server_stop()
- * and the cwc_server_resv_* readers must come from the thread that runs
- * it.  It uses the pool through its management calls, which serialise on
+ * Threads: the server is single-threaded, but for calibrations, which run
+ * in a thread each (the connection that asked waits for its reply; every
+ * other is served); every call but cwc_server_stop() and the
+ * cwc_server_resv_* readers must come from the thread that runs it.  It uses the pool through its management calls, which serialise on
  * the pool's own mutex, so the data path may map partitions meanwhile.
  *
  * Limits, per connection: a line of at most CWC_LINE_MAX bytes (longer:
@@ -129,6 +130,10 @@ struct cwc_server_opts {
 	size_t out_max;			/* reply bytes buffered per client; default 8 MiB */
 	uint32_t margin_ppm;		/* added to the service time of preset models; default 0 */
 	int64_t (*clock_ns)(void);	/* default cw_now_ns (CLOCK_MONOTONIC) */
+	/* Measures a disk; default cw_model_calibrate.  On the socket it runs
+	 * in a thread of its own while the server goes on serving. */
+	int (*calibrate)(const char *path, const struct cw_calib_opts *opts,
+			 cw_calib_progress_fn progress, void *userdata, struct cw_model *ret_model);
 	struct cwc_hooks hooks;
 };
 

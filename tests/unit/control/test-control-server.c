@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -326,6 +327,140 @@ static void test_thread(void)
 	CU_ASSERT_EQUAL(access(sa.sun_path, F_OK), -1);	/* the socket is gone */
 }
 
+/* A calibration that reports once, then waits for the test to let it
+ * finish, and measures nothing: what it returns is a preset. */
+static sem_t calib_entered, calib_go;
+
+static int held_calibrate(const char *path, const struct cw_calib_opts *opts,
+			  cw_calib_progress_fn progress, void *userdata, struct cw_model *ret_model)
+{
+	(void)path;
+	CU_ASSERT_EQUAL(progress("seek", 1, 2, userdata), 0);
+	sem_post(&calib_entered);
+	while (sem_wait(&calib_go) < 0)
+		;
+	CU_ASSERT_EQUAL(progress("seek", 2, 2, userdata), 0);
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", ret_model) == 0);
+	snprintf(ret_model->name, sizeof(ret_model->name), "%s", opts->name);
+	return 0;
+}
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	CU_ASSERT_FATAL(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return fd;
+}
+
+/* Reads from fd until buf holds `lines` lines. */
+static void read_lines(int fd, char *buf, size_t cap, size_t *len, unsigned lines)
+{
+	for (;;) {
+		unsigned have = 0;
+		ssize_t n;
+
+		for (size_t i = 0; i < *len; i++)
+			have += buf[i] == '\n';
+		if (have >= lines)
+			break;
+		n = recv(fd, buf + *len, cap - 1 - *len, 0);
+		CU_ASSERT_FATAL(n > 0);
+		*len += (size_t)n;
+	}
+	buf[*len] = '\0';
+}
+
+static void test_calibration_thread(void)
+{
+	static const uint64_t blocks[] = { 64, 64 };
+	static const char cal[] = "{\"cmd\":\"disk.calibrate\",\"args\":{\"name\":\"disk1\"}}\n"
+				  "{\"cmd\":\"part.list\"}\n";
+	struct cwc_server_opts o;
+	struct cwc_server *srv;
+	struct tp t;
+	char sock[160], a[8192], b[8192];
+	size_t alen = 0, blen = 0;
+	pthread_t th;
+	int fa, fb;
+
+	sem_init(&calib_entered, 0, 0);
+	sem_init(&calib_go, 0, 0);
+	tp_pool(&t, 0, 2, blocks, NULL);
+	tp_path(&t, "ctl", sock, sizeof(sock));
+	cwc_server_opts_init(&o);
+	o.socket_path = sock;
+	o.calibrate = held_calibrate;
+	CU_ASSERT_FATAL(cwc_server_new(&o, t.pool, &srv) == 0);
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, run_server, srv) == 0);
+
+	/* A asks for a calibration and, on the same line, a list after it. */
+	fa = connect_to(sock);
+	CU_ASSERT_FATAL(send(fa, cal, sizeof(cal) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(cal) - 1);
+	while (sem_wait(&calib_entered) < 0)
+		;
+	read_lines(fa, a, sizeof(a), &alen, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(a, "\"progress\""));
+
+	/* Meanwhile B is served. */
+	fb = connect_to(sock);
+	CU_ASSERT_FATAL(send(fb, "{\"cmd\":\"disk.list\"}\n", 20, MSG_NOSIGNAL) == 20);
+	read_lines(fb, b, sizeof(b), &blen, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(b, "\"ok\":true"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(b, "\"calibrated\":false"));
+
+	/* Let it finish: A gets the second progress line, the reply, and
+	 * only then the list it sent after the calibration. */
+	sem_post(&calib_go);
+	read_lines(fa, a, sizeof(a), &alen, 4);
+	{
+		char *cal_reply = strstr(a, "\"model\":\"cwmodel1");
+		char *list_reply = strstr(a, "\"name\":\"media\"");
+		char *second = strstr(a, "\"done\":2");
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(cal_reply);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(second);
+		CU_ASSERT(second < cal_reply);
+		/* no partition yet: the list is empty, after the reply */
+		CU_ASSERT_PTR_NULL(list_reply);
+		CU_ASSERT_PTR_NOT_NULL(strstr(cal_reply, "{\"ok\":true,\"result\":[]}"));
+	}
+	blen = 0;
+	CU_ASSERT_FATAL(send(fb, "{\"cmd\":\"disk.list\"}\n", 20, MSG_NOSIGNAL) == 20);
+	read_lines(fb, b, sizeof(b), &blen, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(b, "\"name\":\"disk1\",\"calibrated\":true"));
+
+	/* A client that leaves mid-calibration: the model is still stored,
+	 * the server goes on. */
+	CU_ASSERT_FATAL(send(fb, "{\"cmd\":\"disk.calibrate\",\"args\":{\"name\":\"disk2\"}}\n", 49,
+			     MSG_NOSIGNAL) == 49);
+	while (sem_wait(&calib_entered) < 0)
+		;
+	close(fb);
+	sem_post(&calib_go);
+	alen = 0;
+	for (int64_t until = cw_now_ns() + 20 * CW_NS_PER_S; cw_now_ns() < until;) {
+		/* Poll the state through A until disk2 shows calibrated. */
+		CU_ASSERT_FATAL(send(fa, "{\"cmd\":\"disk.list\"}\n", 20, MSG_NOSIGNAL) == 20);
+		alen = 0;
+		read_lines(fa, a, sizeof(a), &alen, 1);
+		if (strstr(a, "\"name\":\"disk2\",\"calibrated\":true"))
+			break;
+	}
+	CU_ASSERT_PTR_NOT_NULL(strstr(a, "\"name\":\"disk2\",\"calibrated\":true"));
+
+	cwc_server_stop(srv);
+	CU_ASSERT_FATAL(pthread_join(th, NULL) == 0);
+	close(fa);
+	cwc_server_free(srv);
+	tp_fini(&t);
+	sem_destroy(&calib_entered);
+	sem_destroy(&calib_go);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("control-server", NULL, NULL);
@@ -335,5 +470,6 @@ int main(void)
 	cwtest_add(s, "installed models decide admission", test_model);
 	cwtest_add(s, "access and hooks", test_access_and_hooks);
 	cwtest_add(s, "runs in a thread, stops from another", test_thread);
+	cwtest_add(s, "a calibration does not stop the others", test_calibration_thread);
 	return cwtest_run();
 }
