@@ -18,23 +18,24 @@ start_nbdkit() {	# SOCKET NBDKIT-ARGS...
 	wait_for "nbdkit on $sock" 20 test -S "$sock"
 }
 
-# 1. Feasible: 4 MB/s in 256K blocks (a period of 65.5ms) from memory.
+# 1. Feasible: 1 MB/s in 256K blocks from memory.  A period of 262ms:
+#    only a stall of a quarter second on a busy machine makes a miss.
 start_nbdkit "$d/mem" memory 64M
-"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate 4MB/s --block 256K --duration 1s --json \
+"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate 1MB/s --block 256K --duration 1.5s --json \
 	> "$d/play.json"; rc=$?
 check "a feasible stream exits 0" test "$rc" -eq 0
-check "15 blocks played" test "$(tail -n1 "$d/play.json" | jq .summary.blocks)" -eq 15
+check "5 blocks played" test "$(tail -n1 "$d/play.json" | jq .summary.blocks)" -eq 5
 check "no misses" test "$(tail -n1 "$d/play.json" | jq .summary.misses)" -eq 0
 check "a line per block, all on time" test "$(jq -r 'select(.block != null) | .on_time' "$d/play.json" | sort -u)" = true
 check "worst lateness is negative (early)" test "$(tail -n1 "$d/play.json" | jq '.summary.worst_late_ns < 0')" = true
 check "jitter reported" test "$(tail -n1 "$d/play.json" | jq '.summary.jitter_ns >= 0')" = true
 
 # 2. Recording writes the blocks: read them back and compare the stamps.
-# A period of 65.5ms: room for a loaded machine or a sanitizer build.
-"$CWSTREAM" record "nbd+unix:///?socket=$d/mem" --rate 1MB/s --block 64K --duration 0.5s -q \
+# A period of 256ms: room for a loaded machine or a sanitizer build.
+"$CWSTREAM" record "nbd+unix:///?socket=$d/mem" --rate 256KB/s --block 64K --duration 1.1s -q \
 	> "$d/rec.txt"; rc=$?
 check "recording exits 0" test "$rc" -eq 0
-check "the human summary" grep -q "^record: [0-9]* blocks of 64K every 65.5ms (1MB/s), 0 missed" "$d/rec.txt"
+check "the human summary" grep -q "^record: 4 blocks of 64K every 256ms (256KB/s), 0 missed" "$d/rec.txt"
 nbdcopy "nbd+unix:///?socket=$d/mem" "$d/back.img"
 check "block 3 carries its stamp" test "$(od -An -tu8 -j $((3 * 65536)) -N8 "$d/back.img" | tr -d ' ')" = 3
 check "block 0 carries its stamp" test "$(od -An -tu8 -j 0 -N8 "$d/back.img" | tr -d ' ')" = 0
@@ -55,7 +56,7 @@ ctl_start "$d"
 check "disks" ctl_disks "$d"
 check "partition" cwctl part create media --size 64M
 check "export" cwctl export add media
-"$CWSTREAM" play "nbd+unix:///media?socket=$d/mem" --rate 4MB/s --block 256K --duration 0.3s \
+"$CWSTREAM" play "nbd+unix:///media?socket=$d/mem" --rate 1MB/s --block 256K --duration 0.6s \
 	--reserve --socket "$CTL_SOCK" --json > "$d/resv.json"; rc=$?
 check "a reserved stream exits 0" test "$rc" -eq 0
 check "it ran under reservation 1" test "$(tail -n1 "$d/resv.json" | jq .summary.resv)" -eq 1
