@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * control — clockwised's control socket: the server side of the protocol
+ * in control-proto.h, its command handlers over the pool (clockwise/
+ * layout.h), admission (clockwise/admit.h) and disk models
+ * (clockwise/model.h), and the reservations it admitted.
+ *
+ * The things only the data path has (NBD exports, live counters) come in
+ * through struct cwc_hooks; a hook left NULL makes its commands answer
+ * "not-supported".  So the daemon plugs in with:
+ *
+ *     struct cwc_server_opts o;
+ *     cwc_server_opts_init(&o);
+ *     o.socket_path = config->control_socket;
+ *     o.read_gid = <gid of "clockwise">; o.admin_gid = <gid of "clockwise-admin">;
+ *     o.hooks = (struct cwc_hooks){ .userdata = d, .export_add = ..., .stats = ... };
+ *     r = cwc_server_new(&o, pool, &srv);
+ *     ... add cwc_server_fd(srv) to the main loop's epoll (EPOLLIN) and call
+ *     cwc_server_dispatch(srv) when it is readable; or run
+ *     cwc_server_run(srv) in a thread and cwc_server_stop(srv) from another.
+ *
+ * Threads: the server is single-threaded, but for calibrations, which run
+ * in a thread each (the connection that asked waits for its reply; every
+ * other is served); every call but cwc_server_stop() and the
+ * cwc_server_resv_* readers must come from the thread that runs it.  It uses the pool through its management calls, which serialise on
+ * the pool's own mutex, so the data path may map partitions meanwhile.
+ *
+ * Limits, per connection: a line of at most CWC_LINE_MAX bytes (longer:
+ * "too-large", and the line is skipped), a token bucket of requests
+ * (burst, then rate_per_s; beyond: "rate-limited"), replies buffered up to
+ * out_max bytes (a client that does not read is dropped); and at most
+ * max_clients connections.
+ */
+#ifndef CWD_CONTROL_H
+#define CWD_CONTROL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <clockwise/admit.h>
+#include <clockwise/layout.h>
+#include <clockwise/model.h>
+
+#include "control-proto.h"
+
+#define CWC_DEFAULT_SOCKET "/run/clockwise/control"
+#define CWC_NO_GID ((gid_t)-1)
+
+/* An export as the control plane knows it. */
+struct cwc_export {
+	char name[CW_NAME_MAX + 1];
+	char part[CW_NAME_MAX + 1];
+	bool readonly;
+	uint64_t resv_id;	/* 0: none */
+};
+
+/* A reservation's share of one disk: the task admission booked there. */
+struct cwc_resv_part {
+	uint32_t disk_id;
+	struct cw_task task;
+	uint64_t requests;
+	uint64_t stride;
+};
+
+/* An admitted reservation. */
+struct cwc_resv {
+	uint64_t id;				/* 1, 2, ...; never reused while running */
+	char part[CW_NAME_MAX + 1];
+	uint64_t part_id;
+	uint64_t rate_bps;
+	uint64_t block_bytes;
+	uint64_t range_start_bytes, range_end_bytes;	/* [start, end) of the partition */
+	int64_t span_start_ns, span_end_ns;	/* CLOCK_MONOTONIC; 0, 0: always */
+	int64_t period_ns;			/* b/B */
+	size_t n_parts;
+	struct cwc_resv_part *parts;
+};
+
+/* Live counters from the data path (the stats hook fills them). */
+struct cwc_disk_stats {
+	uint32_t disk_id;
+	uint64_t rt_requests, rt_misses;
+	uint64_t be_requests;
+	int64_t be_p50_ns, be_p99_ns, be_max_ns;	/* BE latency */
+	int64_t slack_used_ns;			/* BE service run inside ΔL */
+	uint64_t read_bytes, written_bytes;
+};
+
+struct cwc_resv_stats {
+	uint64_t resv_id;
+	uint64_t requests, misses;
+	int64_t worst_late_ns;
+};
+
+struct cwc_stats {
+	struct cwc_disk_stats *disks;	/* malloc'ed by the hook, freed by the server */
+	size_t n_disks;
+	struct cwc_resv_stats *resvs;	/* likewise */
+	size_t n_resvs;
+};
+
+struct cwc_hooks {
+	void *userdata;
+	/* Start serving partition part as export e (the name is chosen and
+	 * checked unique by the server).  0 or -errno. */
+	int (*export_add)(void *userdata, const struct cwc_export *e, struct cw_part *part);
+	int (*export_remove)(void *userdata, const struct cwc_export *e);
+	/* Fill *ret with malloc'ed arrays; 0 or -errno. */
+	int (*stats)(void *userdata, struct cwc_stats *ret);
+	/* Told after a reservation was admitted (added) or released
+	 * (!added), so the data path can classify and schedule its requests.
+	 * r is valid during the call only. */
+	void (*resv_changed)(void *userdata, const struct cwc_resv *r, bool added);
+	/* Told after a disk's model changed (calibration); text is the
+	 * cw_model_format() form, for the daemon to persist. */
+	void (*model_changed)(void *userdata, uint32_t disk_id, const struct cw_model *m,
+			      const char *text);
+};
+
+struct cwc_server_opts {
+	const char *socket_path;	/* default CWC_DEFAULT_SOCKET */
+	mode_t socket_mode;		/* default 0660 */
+	gid_t socket_gid;		/* chown the socket to this group; CWC_NO_GID: leave */
+	gid_t read_gid;			/* may read; CWC_NO_GID: root only */
+	gid_t admin_gid;		/* may read and change; CWC_NO_GID: root only */
+	unsigned max_clients;		/* default 64 */
+	unsigned rate_burst;		/* requests; default 200 */
+	unsigned rate_per_s;		/* refill; default 100 */
+	size_t out_max;			/* reply bytes buffered per client; default 8 MiB */
+	uint32_t margin_ppm;		/* added to the service time of preset models; default 0 */
+	int64_t (*clock_ns)(void);	/* default cw_now_ns (CLOCK_MONOTONIC) */
+	/* Measures a disk; default cw_model_calibrate.  On the socket it runs
+	 * in a thread of its own while the server goes on serving. */
+	int (*calibrate)(const char *path, const struct cw_calib_opts *opts,
+			 cw_calib_progress_fn progress, void *userdata, struct cw_model *ret_model);
+	struct cwc_hooks hooks;
+};
+
+struct cwc_server;
+
+void cwc_server_opts_init(struct cwc_server_opts *opts);
+
+/* Binds and listens (an existing socket file at the path is replaced only
+ * if nothing answers on it: -EADDRINUSE otherwise).  The pool stays the
+ * caller's and must outlive the server. */
+int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
+		   struct cwc_server **ret_server);
+/* Closes every connection, unlinks the socket, frees (NULL-safe). */
+void cwc_server_free(struct cwc_server *srv);
+
+/* An epoll descriptor, readable whenever the server has work: add it to
+ * a main loop and call cwc_server_dispatch() when it is. */
+int cwc_server_fd(const struct cwc_server *srv);
+/* Handles what is ready, waiting at most timeout_ms (0: do not wait, -1:
+ * until something happens).  0, or -errno on a failure of the server
+ * itself (a client's failure only drops that client). */
+int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms);
+/* Dispatches until cwc_server_stop(); 0 or -errno. */
+int cwc_server_run(struct cwc_server *srv);
+/* Makes cwc_server_run() return; safe from any thread and a signal handler. */
+void cwc_server_stop(struct cwc_server *srv);
+
+/* Installs a disk's model (from the daemon's configuration or its store);
+ * without one a disk is admitted against the preset of its tier. */
+int cwc_server_set_model(struct cwc_server *srv, uint32_t disk_id, const struct cw_model *m,
+			 bool calibrated);
+
+/* The admitted reservations (a snapshot, thread-safe): malloc'ed array of
+ * copies; free each with cwc_resv_free_parts() and the array with free(). */
+int cwc_server_resv_list(struct cwc_server *srv, struct cwc_resv **ret, size_t *ret_n);
+void cwc_resv_free_parts(struct cwc_resv *r);
+
+/* Handles one request line as if a client with this access had sent it,
+ * writing progress and reply lines through emit.  The socket path uses it;
+ * so can tests and an in-process caller. */
+typedef void (*cwc_emit_fn)(const char *line, void *userdata);
+void cwc_server_handle_line(struct cwc_server *srv, const char *line, size_t len, bool can_read,
+			    bool can_change, cwc_emit_fn emit, void *userdata);
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * Description: feeds arbitrary bytes to the control protocol codec as a
+ * request line and as a reply line, and checks its promises: a refusal
+ * carries a known code and a message and leaves nothing allocated; an
+ * accepted request names a known command, its arguments read back with
+ * their declared types, and it formats to a line that parses to the same.
+ *
+ * With clang -fsanitize=fuzzer,address -DCW_LIBFUZZER it is a libFuzzer
+ * target:
+ *   clang -g -O1 -fsanitize=fuzzer,address -DCW_LIBFUZZER -I build -I daemon \
+ *     tests/fuzz/fuzz-control.c daemon/control-proto.c -ljson-c -o fuzz-control
+ *   ./fuzz-control tests/fuzz/corpus/control
+ * Otherwise main() replays every file of the corpus directory (argv[1], or
+ * $top_srcdir/tests/fuzz/corpus/control under make check).
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control-proto.h"
+
+#define PROMISE(x) do { if (!(x)) { fprintf(stderr, "broken: %s\n", #x); abort(); } } while (0)
+
+static void check_request(const char *d, size_t n)
+{
+	struct cwc_request req, again;
+	struct cwc_fail f = { .code = CWC_OK };
+	const struct cwc_arg_spec *a;
+	char *line;
+
+	if (cwc_request_parse(d, n, &req, &f) < 0) {
+		PROMISE(f.code > CWC_OK && f.code < CWC_CODE_COUNT);
+		PROMISE(f.message[0] != '\0');
+		PROMISE(req.root == NULL);
+		return;
+	}
+	PROMISE(cwc_cmd_spec(req.cmd) != NULL);
+	for (a = cwc_cmd_spec(req.cmd)->args; a->name; a++) {
+		uint64_t u;
+		bool b;
+		const char *s = cwc_arg_str(&req, a->name);
+		bool has_u = cwc_arg_uint(&req, a->name, &u), has_b = cwc_arg_bool(&req, a->name, &b);
+
+		if (a->type == CWC_ARG_STRING)
+			PROMISE(!has_u && !has_b && (!s || (*s && strlen(s) < 4096)));
+		else if (a->type == CWC_ARG_UINT)
+			PROMISE(!s && !has_b && (!has_u || u < INT64_MAX));
+		else
+			PROMISE(!s && !has_u);
+		if (a->required)
+			PROMISE(s || has_u || has_b);
+	}
+	line = cwc_format_request(req.cmd, req.args);
+	PROMISE(line != NULL);
+	PROMISE(cwc_request_parse(line, strlen(line), &again, &f) == 0);
+	PROMISE(again.cmd == req.cmd);
+	PROMISE(json_object_equal(again.args, req.args));
+	cwc_request_done(&again);
+	free(line);
+	cwc_request_done(&req);
+}
+
+static void check_reply(const char *d, size_t n)
+{
+	struct cwc_reply rep;
+	struct cwc_fail f = { .code = CWC_OK };
+
+	if (cwc_reply_parse(d, n, &rep, &f) < 0) {
+		PROMISE(f.code > CWC_OK && f.code < CWC_CODE_COUNT);
+		PROMISE(rep.root == NULL);
+		return;
+	}
+	if (rep.kind == CWC_REPLY_ERROR)
+		PROMISE(rep.message && rep.code_name && rep.code != CWC_OK);
+	if (rep.kind == CWC_REPLY_PROGRESS)
+		PROMISE(rep.phase != NULL);
+	cwc_reply_done(&rep);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	check_request((const char *)data, size);
+	check_reply((const char *)data, size);
+	return 0;
+}
+
+#ifndef CW_LIBFUZZER
+int main(int argc, char **argv)
+{
+	const char *top = getenv("top_srcdir");
+	char dir[4096], path[8192];
+	struct dirent *e;
+	unsigned n = 0;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s", argc > 1 ? argv[1] : "");
+	if (argc < 2)
+		snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/control", top ? top : ".");
+	dp = opendir(dir);
+	if (!dp) {
+		perror(dir);
+		return 99;
+	}
+	while ((e = readdir(dp))) {
+		FILE *fp;
+		static char buf[CWC_LINE_MAX * 2];
+		size_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		fp = fopen(path, "rb");
+		if (!fp) {
+			perror(path);
+			return 99;
+		}
+		len = fread(buf, 1, sizeof(buf), fp);
+		fclose(fp);
+		LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
+		n++;
+	}
+	closedir(dp);
+	printf("replayed %u inputs\ncw-counts: passed=%u failed=0\n", n, n);
+	return n ? 0 : 99;
+}
+#endif

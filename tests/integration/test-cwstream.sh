@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Description: cwstream against a real NBD server (nbdkit): at a rate the
+# server easily sustains every block is on time; behind nbdkit's delay
+# filter, with a delay longer than the period, every block is late and
+# the run says so (exit 4); recording writes what it says it wrote;
+# --reserve books the stream through the control socket for the export's
+# partition and releases it at the end.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ctl-lib.sh"
+requires nbdkit jq nbdcopy cmp
+CWSTREAM=$top_builddir/tools/cwstream
+d=$cw_tmp
+
+start_nbdkit() {	# SOCKET NBDKIT-ARGS...
+	local sock=$1; shift
+	nbdkit -f -U "$sock" -P "$sock.pid" "$@" &
+	cleanup_add "kill $! 2>/dev/null; wait $! 2>/dev/null"
+	wait_for "nbdkit on $sock" 20 test -S "$sock"
+}
+
+# 1. Feasible: 1 MB/s in 256K blocks from memory.  A period of 262ms:
+#    only a stall of a quarter second on a busy machine makes a miss.
+start_nbdkit "$d/mem" memory 64M
+"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate 1MB/s --block 256K --duration 1.5s --json \
+	> "$d/play.json"; rc=$?
+check "a feasible stream exits 0" test "$rc" -eq 0
+check "5 blocks played" test "$(tail -n1 "$d/play.json" | jq .summary.blocks)" -eq 5
+check "no misses" test "$(tail -n1 "$d/play.json" | jq .summary.misses)" -eq 0
+check "a line per block, all on time" test "$(jq -r 'select(.block != null) | .on_time' "$d/play.json" | sort -u)" = true
+check "worst lateness is negative (early)" test "$(tail -n1 "$d/play.json" | jq '.summary.worst_late_ns < 0')" = true
+check "jitter reported" test "$(tail -n1 "$d/play.json" | jq '.summary.jitter_ns >= 0')" = true
+
+# 2. Recording writes the blocks: read them back and compare the stamps.
+# A period of 256ms: room for a loaded machine or a sanitizer build.
+"$CWSTREAM" record "nbd+unix:///?socket=$d/mem" --rate 256KB/s --block 64K --duration 1.1s -q \
+	> "$d/rec.txt"; rc=$?
+check "recording exits 0" test "$rc" -eq 0
+check "the human summary" grep -q "^record: 4 blocks of 64K every 256ms (256KB/s), 0 missed" "$d/rec.txt"
+nbdcopy "nbd+unix:///?socket=$d/mem" "$d/back.img"
+check "block 3 carries its stamp" test "$(od -An -tu8 -j $((3 * 65536)) -N8 "$d/back.img" | tr -d ' ')" = 3
+check "block 0 carries its stamp" test "$(od -An -tu8 -j 0 -N8 "$d/back.img" | tr -d ' ')" = 0
+
+# 3. Infeasible: every read delayed 300ms, a period of 65.5ms.
+start_nbdkit "$d/slow" --filter=delay memory 64M rdelay=300ms
+"$CWSTREAM" play "nbd+unix:///?socket=$d/slow" --rate 4MB/s --block 256K --duration 0.5s --json \
+	> "$d/slow.json"; rc=$?
+check "a missed stream exits 4" test "$rc" -eq 4
+blocks=$(tail -n1 "$d/slow.json" | jq .summary.blocks)
+check "every block missed" test "$(tail -n1 "$d/slow.json" | jq .summary.misses)" -eq "$blocks"
+check "worst lateness over 200ms" test "$(tail -n1 "$d/slow.json" | jq '.summary.worst_late_ns > 200000000')" = true
+check "late blocks say so" test "$(jq -r 'select(.block != null) | .on_time' "$d/slow.json" | sort -u)" = false
+
+# 4. --reserve: the stream books its reservation on the control socket
+#    for the export's partition and releases it when done.
+ctl_start "$d"
+check "disks" ctl_disks "$d"
+check "partition" cwctl part create media --size 64M
+check "export" cwctl export add media
+"$CWSTREAM" play "nbd+unix:///media?socket=$d/mem" --rate 1MB/s --block 256K --duration 0.6s \
+	--reserve --socket "$CTL_SOCK" --json > "$d/resv.json"; rc=$?
+check "a reserved stream exits 0" test "$rc" -eq 0
+check "it ran under reservation 1" test "$(tail -n1 "$d/resv.json" | jq .summary.resv)" -eq 1
+check "the reservation was released" test "$(cwctl --json resv list | jq length)" -eq 0
+"$CWSTREAM" play "nbd+unix:///media?socket=$d/mem" --rate 4GB/s --block 256K --duration 0.3s \
+	--reserve --socket "$CTL_SOCK" 2> "$d/refused.err"; rc=$?
+check "an inadmissible stream does not start" test "$rc" -eq 1
+check "and says why" grep -q "(refused)" "$d/refused.err"
+"$CWSTREAM" play "nbd+unix:///nope?socket=$d/mem" --rate 1MB/s --block 64K --reserve \
+	--socket "$CTL_SOCK" 2>/dev/null; rc=$?
+check "an export unknown to the server: error" test "$rc" -eq 1
+"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate 1MB/s --block 64K --resv 7 \
+	--socket "$CTL_SOCK" 2>/dev/null; rc=$?
+check "an unknown --resv: error" test "$rc" -eq 1
+"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate fast --block 64K 2>/dev/null; rc=$?
+check "bad usage exits 2" test "$rc" -eq 2

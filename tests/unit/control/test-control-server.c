@@ -1,0 +1,475 @@
+/*
+ * Description: the control server's command handlers over a real pool
+ * (sqlite file, sparse-file disks), with the clock injected: reservations
+ * whose time is over are released and the data path is told; a future
+ * reservation keeps its start; a refusal names the disk, the condition
+ * and, for Jeffay's condition (2), the interval L, and books nothing; an
+ * installed disk model decides admission; access follows the caller's
+ * rights; a failing hook changes nothing; missing hooks say
+ * not-supported; and the server runs in a thread over its socket and
+ * stops from another.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "control.h"
+#include "layout/pooltest.h"
+
+static int64_t now_ns = 1000 * CW_NS_PER_S;
+
+static int64_t fake_clock(void)
+{
+	return now_ns;
+}
+
+struct hook_log {
+	int added, removed;
+	uint64_t last_id;
+	int export_result;
+	int exports;
+};
+
+static void resv_changed(void *userdata, const struct cwc_resv *r, bool added)
+{
+	struct hook_log *h = userdata;
+
+	if (added)
+		h->added++;
+	else
+		h->removed++;
+	h->last_id = r->id;
+}
+
+static int export_add(void *userdata, const struct cwc_export *e, struct cw_part *part)
+{
+	struct hook_log *h = userdata;
+
+	(void)e;
+	CU_ASSERT_PTR_NOT_NULL(part);
+	if (h->export_result == 0)
+		h->exports++;
+	return h->export_result;
+}
+
+struct fixture {
+	struct tp t;
+	struct cwc_server *srv;
+	struct hook_log log;
+	char out[1 << 16];
+	size_t out_len;
+	struct cwc_reply rep;
+};
+
+static void fx_start(struct fixture *f, bool hooks)
+{
+	static const uint64_t blocks[] = { 64, 64 };
+	struct cwc_server_opts o;
+	char sock[160];
+	struct cw_part *p;
+
+	memset(f, 0, sizeof(*f));
+	tp_pool(&f->t, 0, 2, blocks, NULL);
+	CU_ASSERT_FATAL(cw_part_create(f->t.pool, "media", 40 << 20, NULL, &p) == 0);
+	tp_path(&f->t, "ctl", sock, sizeof(sock));
+	cwc_server_opts_init(&o);
+	o.socket_path = sock;
+	o.clock_ns = fake_clock;
+	if (hooks)
+		o.hooks = (struct cwc_hooks){ .userdata = &f->log, .resv_changed = resv_changed,
+					      .export_add = export_add };
+	CU_ASSERT_FATAL(cwc_server_new(&o, f->t.pool, &f->srv) == 0);
+}
+
+static void fx_stop(struct fixture *f)
+{
+	cwc_reply_done(&f->rep);
+	cwc_server_free(f->srv);
+	tp_fini(&f->t);
+}
+
+static void collect(const char *line, void *userdata)
+{
+	struct fixture *f = userdata;
+	size_t n = strlen(line);
+
+	CU_ASSERT_FATAL(f->out_len + n < sizeof(f->out));
+	memcpy(f->out + f->out_len, line, n + 1);
+	f->out_len += n;
+}
+
+/* Sends line with the given rights; the reply is in f->rep.  Returns the
+ * error code (CWC_OK on success). */
+static enum cwc_code send_as(struct fixture *f, bool can_read, bool can_change, const char *line)
+{
+	struct cwc_fail fail;
+	char *last;
+
+	cwc_reply_done(&f->rep);
+	f->out_len = 0;
+	f->out[0] = '\0';
+	cwc_server_handle_line(f->srv, line, strlen(line), can_read, can_change, collect, f);
+	CU_ASSERT_FATAL(f->out_len > 0 && f->out[f->out_len - 1] == '\n');
+	f->out[f->out_len - 1] = '\0';
+	last = strrchr(f->out, '\n');
+	last = last ? last + 1 : f->out;
+	CU_ASSERT_FATAL(cwc_reply_parse(last, strlen(last), &f->rep, &fail) == 0);
+	return f->rep.kind == CWC_REPLY_OK ? CWC_OK : f->rep.code;
+}
+
+static enum cwc_code send_line(struct fixture *f, const char *line)
+{
+	return send_as(f, true, true, line);
+}
+
+static int64_t result_int(struct fixture *f, const char *key)
+{
+	return json_object_get_int64(json_object_object_get(f->rep.result, key));
+}
+
+static size_t result_len(struct fixture *f)
+{
+	return json_object_array_length(f->rep.result);
+}
+
+static void test_expiry(void)
+{
+	struct fixture f;
+	struct cwc_resv *list;
+	size_t n;
+
+	fx_start(&f, true);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":1000000,\"block\":1048576,\"duration\":2000000000}}"),
+			      CWC_OK);
+	CU_ASSERT_EQUAL(result_int(&f, "id"), 1);
+	CU_ASSERT_EQUAL(result_int(&f, "ends_in_ns"), 2 * CW_NS_PER_S);
+	CU_ASSERT_EQUAL(f.log.added, 1);
+	CU_ASSERT_EQUAL_FATAL(cwc_server_resv_list(f.srv, &list, &n), 0);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(list[0].span_end_ns, now_ns + 2 * CW_NS_PER_S);
+	CU_ASSERT(list[0].n_parts == 2);	/* striped over both disks */
+	cwc_resv_free_parts(&list[0]);
+	free(list);
+
+	now_ns += CW_NS_PER_S;	/* still running */
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_len(&f), 1);
+	now_ns += CW_NS_PER_S;	/* its end: released, and the data path is told */
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_len(&f), 0);
+	CU_ASSERT_EQUAL(f.log.removed, 1);
+	CU_ASSERT_EQUAL(f.log.last_id, 1);
+	CU_ASSERT_EQUAL_FATAL(cwc_server_resv_list(f.srv, &list, &n), 0);
+	CU_ASSERT_EQUAL(n, 0);
+	free(list);
+
+	/* A future one keeps its start; ids are not reused. */
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":1000000,\"block\":1048576,\"start\":10000000000}}"),
+			      CWC_OK);
+	CU_ASSERT_EQUAL(result_int(&f, "id"), 2);
+	CU_ASSERT_EQUAL(result_int(&f, "starts_in_ns"), 10 * CW_NS_PER_S);
+	fx_stop(&f);
+}
+
+static void test_refusals(void)
+{
+	struct fixture f;
+	json_object *det;
+
+	fx_start(&f, true);
+	/* A long-period stream of 16 MiB requests: each takes many seeks on
+	 * each disk, which a short-period stream cannot wait out. */
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":1000000,\"block\":16777216}}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				  "\"rate\":1000000,\"block\":65536}}"), CWC_E_REFUSED);
+	det = f.rep.details;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(det);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(det, "condition")),
+			       "blocking");
+	CU_ASSERT(json_object_get_int64(json_object_object_get(det, "l_ns")) > 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(f.rep.message, "refused on disk disk"));
+	CU_ASSERT_EQUAL(f.log.added, 1);	/* the refusal booked nothing */
+
+	/* Condition (1): more than the disks can carry. */
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				  "\"rate\":1000000000,\"block\":1048576}}"), CWC_E_REFUSED);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(f.rep.details,
+									     "condition")),
+			       "utilization");
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_len(&f), 1);
+
+	/* Bad values inside well-typed requests. */
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				  "\"rate\":0,\"block\":65536}}"), CWC_E_BAD_REQUEST);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				  "\"rate\":1,\"block\":65536,\"range_start\":5,\"range_end\":5}}"),
+			CWC_E_BAD_REQUEST);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"part.create\",\"args\":{\"name\":\"x\","
+				  "\"size\":1,\"disk\":\"disk1\"}}"), CWC_E_BAD_REQUEST);
+	fx_stop(&f);
+}
+
+static void test_model(void)
+{
+	struct fixture f;
+	struct cw_model m;
+
+	fx_start(&f, true);
+	/* A disk model so slow that even a slow stream is too much. */
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+	m.margin_ns = CW_NS_PER_S;	/* C over 1 s; every other block is on disk 1 */
+	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 1, &m, true), 0);
+	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 0, &m, true), -EINVAL);
+	m.margin_ns = 2 * CW_NS_PER_S;	/* beyond what a model may say: refused */
+	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 2, &m, true), -EINVAL);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				  "\"rate\":4000000,\"block\":1048576}}"), CWC_E_REFUSED);
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(f.rep.details, "disk_id")), 1);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"disk.list\"}"), CWC_OK);
+	CU_ASSERT(json_object_get_boolean(json_object_object_get(
+		json_object_object_get(json_object_array_get_idx(f.rep.result, 0), "model"),
+		"calibrated")));
+	CU_ASSERT_FALSE(json_object_get_boolean(json_object_object_get(
+		json_object_object_get(json_object_array_get_idx(f.rep.result, 1), "model"),
+		"calibrated")));
+	/* With the preset on both disks the same stream fits. */
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 1, &m, false), 0);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				  "\"rate\":4000000,\"block\":1048576}}"), CWC_OK);
+	fx_stop(&f);
+}
+
+static void test_access_and_hooks(void)
+{
+	struct fixture f;
+
+	fx_start(&f, true);
+	CU_ASSERT_EQUAL(send_as(&f, false, false, "{\"cmd\":\"status\"}"), CWC_E_PERMISSION_DENIED);
+	CU_ASSERT_EQUAL(send_as(&f, true, false, "{\"cmd\":\"status\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_as(&f, true, false, "{\"cmd\":\"part.delete\",\"args\":"
+					       "{\"name\":\"media\"}}"), CWC_E_PERMISSION_DENIED);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"part.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_len(&f), 1);	/* still there */
+
+	f.log.export_result = -EIO;
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
+			CWC_E_IO_ERROR);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_len(&f), 0);
+	f.log.export_result = 0;
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
+				  "\"resv\":9}}"), CWC_E_NOT_FOUND);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
+			CWC_OK);
+	CU_ASSERT_EQUAL(f.log.exports, 1);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"stats\"}"), CWC_E_NOT_SUPPORTED);
+	fx_stop(&f);
+
+	fx_start(&f, false);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
+			CWC_E_NOT_SUPPORTED);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"status\"}"), CWC_OK);
+	CU_ASSERT_FALSE(json_object_get_boolean(json_object_object_get(f.rep.result, "data_path")));
+	fx_stop(&f);
+}
+
+static void *run_server(void *arg)
+{
+	return (void *)(intptr_t)cwc_server_run(arg);
+}
+
+static void test_thread(void)
+{
+	struct fixture f;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	pthread_t th;
+	void *res;
+	char buf[65536];
+	size_t got = 0;
+	int fd;
+	static const char req[] = "{\"cmd\":\"part.list\"}\n{\"cmd\":\"disk.list\"}\n";
+
+	fx_start(&f, true);
+	tp_path(&f.t, "ctl", sa.sun_path, sizeof(sa.sun_path));
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, run_server, f.srv) == 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(req) - 1);
+	/* Two replies, one line each. */
+	while (got < sizeof(buf) - 1) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		size_t lines = 0;
+
+		CU_ASSERT_FATAL(n > 0);
+		got += (size_t)n;
+		for (size_t i = 0; i < got; i++)
+			lines += buf[i] == '\n';
+		if (lines == 2)
+			break;
+	}
+	buf[got] = '\0';
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"name\":\"media\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"name\":\"disk2\""));
+	cwc_server_stop(f.srv);
+	CU_ASSERT_FATAL(pthread_join(th, &res) == 0);
+	CU_ASSERT_EQUAL((intptr_t)res, 0);
+	close(fd);
+	fx_stop(&f);
+	CU_ASSERT_EQUAL(access(sa.sun_path, F_OK), -1);	/* the socket is gone */
+}
+
+/* A calibration that reports once, then waits for the test to let it
+ * finish, and measures nothing: what it returns is a preset. */
+static sem_t calib_entered, calib_go;
+
+static int held_calibrate(const char *path, const struct cw_calib_opts *opts,
+			  cw_calib_progress_fn progress, void *userdata, struct cw_model *ret_model)
+{
+	(void)path;
+	CU_ASSERT_EQUAL(progress("seek", 1, 2, userdata), 0);
+	sem_post(&calib_entered);
+	while (sem_wait(&calib_go) < 0)
+		;
+	CU_ASSERT_EQUAL(progress("seek", 2, 2, userdata), 0);
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", ret_model) == 0);
+	snprintf(ret_model->name, sizeof(ret_model->name), "%s", opts->name);
+	return 0;
+}
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	CU_ASSERT_FATAL(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return fd;
+}
+
+/* Reads from fd until buf holds `lines` lines. */
+static void read_lines(int fd, char *buf, size_t cap, size_t *len, unsigned lines)
+{
+	for (;;) {
+		unsigned have = 0;
+		ssize_t n;
+
+		for (size_t i = 0; i < *len; i++)
+			have += buf[i] == '\n';
+		if (have >= lines)
+			break;
+		n = recv(fd, buf + *len, cap - 1 - *len, 0);
+		CU_ASSERT_FATAL(n > 0);
+		*len += (size_t)n;
+	}
+	buf[*len] = '\0';
+}
+
+static void test_calibration_thread(void)
+{
+	static const uint64_t blocks[] = { 64, 64 };
+	static const char cal[] = "{\"cmd\":\"disk.calibrate\",\"args\":{\"name\":\"disk1\"}}\n"
+				  "{\"cmd\":\"part.list\"}\n";
+	struct cwc_server_opts o;
+	struct cwc_server *srv;
+	struct tp t;
+	char sock[160], a[8192], b[8192];
+	size_t alen = 0, blen = 0;
+	pthread_t th;
+	int fa, fb;
+
+	sem_init(&calib_entered, 0, 0);
+	sem_init(&calib_go, 0, 0);
+	tp_pool(&t, 0, 2, blocks, NULL);
+	tp_path(&t, "ctl", sock, sizeof(sock));
+	cwc_server_opts_init(&o);
+	o.socket_path = sock;
+	o.calibrate = held_calibrate;
+	CU_ASSERT_FATAL(cwc_server_new(&o, t.pool, &srv) == 0);
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, run_server, srv) == 0);
+
+	/* A asks for a calibration and, on the same line, a list after it. */
+	fa = connect_to(sock);
+	CU_ASSERT_FATAL(send(fa, cal, sizeof(cal) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(cal) - 1);
+	while (sem_wait(&calib_entered) < 0)
+		;
+	read_lines(fa, a, sizeof(a), &alen, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(a, "\"progress\""));
+
+	/* Meanwhile B is served. */
+	fb = connect_to(sock);
+	CU_ASSERT_FATAL(send(fb, "{\"cmd\":\"disk.list\"}\n", 20, MSG_NOSIGNAL) == 20);
+	read_lines(fb, b, sizeof(b), &blen, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(b, "\"ok\":true"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(b, "\"calibrated\":false"));
+
+	/* Let it finish: A gets the second progress line, the reply, and
+	 * only then the list it sent after the calibration. */
+	sem_post(&calib_go);
+	read_lines(fa, a, sizeof(a), &alen, 4);
+	{
+		char *cal_reply = strstr(a, "\"model\":\"cwmodel1");
+		char *list_reply = strstr(a, "\"name\":\"media\"");
+		char *second = strstr(a, "\"done\":2");
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(cal_reply);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(second);
+		CU_ASSERT(second < cal_reply);
+		/* no partition yet: the list is empty, after the reply */
+		CU_ASSERT_PTR_NULL(list_reply);
+		CU_ASSERT_PTR_NOT_NULL(strstr(cal_reply, "{\"ok\":true,\"result\":[]}"));
+	}
+	blen = 0;
+	CU_ASSERT_FATAL(send(fb, "{\"cmd\":\"disk.list\"}\n", 20, MSG_NOSIGNAL) == 20);
+	read_lines(fb, b, sizeof(b), &blen, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(b, "\"name\":\"disk1\",\"calibrated\":true"));
+
+	/* A client that leaves mid-calibration: the model is still stored,
+	 * the server goes on. */
+	CU_ASSERT_FATAL(send(fb, "{\"cmd\":\"disk.calibrate\",\"args\":{\"name\":\"disk2\"}}\n", 49,
+			     MSG_NOSIGNAL) == 49);
+	while (sem_wait(&calib_entered) < 0)
+		;
+	close(fb);
+	sem_post(&calib_go);
+	alen = 0;
+	for (int64_t until = cw_now_ns() + 20 * CW_NS_PER_S; cw_now_ns() < until;) {
+		/* Poll the state through A until disk2 shows calibrated. */
+		CU_ASSERT_FATAL(send(fa, "{\"cmd\":\"disk.list\"}\n", 20, MSG_NOSIGNAL) == 20);
+		alen = 0;
+		read_lines(fa, a, sizeof(a), &alen, 1);
+		if (strstr(a, "\"name\":\"disk2\",\"calibrated\":true"))
+			break;
+	}
+	CU_ASSERT_PTR_NOT_NULL(strstr(a, "\"name\":\"disk2\",\"calibrated\":true"));
+
+	cwc_server_stop(srv);
+	CU_ASSERT_FATAL(pthread_join(th, NULL) == 0);
+	close(fa);
+	cwc_server_free(srv);
+	tp_fini(&t);
+	sem_destroy(&calib_entered);
+	sem_destroy(&calib_go);
+}
+
+int main(void)
+{
+	CU_pSuite s = cwtest_suite("control-server", NULL, NULL);
+
+	cwtest_add(s, "reservations expire", test_expiry);
+	cwtest_add(s, "refusals name disk, condition and L", test_refusals);
+	cwtest_add(s, "installed models decide admission", test_model);
+	cwtest_add(s, "access and hooks", test_access_and_hooks);
+	cwtest_add(s, "runs in a thread, stops from another", test_thread);
+	cwtest_add(s, "a calibration does not stop the others", test_calibration_thread);
+	return cwtest_run();
+}

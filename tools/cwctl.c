@@ -1,0 +1,975 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cwctl — drives clockwised through its control socket (cwctl(8)).
+ *
+ * Every command is one request of the control protocol
+ * (daemon/control-proto.h); cwctl turns the suffixed quantities people
+ * type into the integers the protocol carries (tools/units.h) and the
+ * replies into tables, or prints them unchanged with --json.
+ *
+ * Exit status: 0 success, 1 the server refused or failed the request,
+ * 2 bad usage, 3 the server could not be reached or spoke nonsense.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <clockwise/types.h>
+
+#include "ctl-client.h"
+#include "units.h"
+
+#define EXIT_REFUSED 1
+#define EXIT_USAGE 2
+#define EXIT_CONNECT 3
+
+static const char *socket_path = "/run/clockwise/control";
+static bool json_out;
+static const char *cmd_name = "cwctl";	/* "cwctl part create" in messages */
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", cmd_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help'.\n", cmd_name);
+	return EXIT_USAGE;
+}
+
+/* ---- printing ---------------------------------------------------------- */
+
+static json_object *get(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static const char *gs(json_object *o, const char *k)
+{
+	json_object *v = get(o, k);
+
+	return v ? json_object_get_string(v) : "-";
+}
+
+static int64_t gi(json_object *o, const char *k)
+{
+	return json_object_get_int64(get(o, k));
+}
+
+static char *fsize(json_object *o, const char *k, char *buf)
+{
+	return get(o, k) ? cw_units_format_size((uint64_t)gi(o, k), buf) : strcpy(buf, "-");
+}
+
+static char *frate(json_object *o, const char *k, char *buf)
+{
+	return get(o, k) ? cw_units_format_rate((uint64_t)gi(o, k), buf) : strcpy(buf, "-");
+}
+
+static char *fdur(json_object *o, const char *k, char *buf)
+{
+	return get(o, k) ? cw_units_format_duration(gi(o, k), buf) : strcpy(buf, "-");
+}
+
+/* A table: cells filled row by row, printed with columns aligned. */
+#define TABLE_COLS 12
+#define CELL 80
+struct table {
+	unsigned ncols;
+	size_t nrows, cap;
+	char (*cells)[TABLE_COLS][CELL];
+};
+
+static void table_row(struct table *t, ...)
+{
+	va_list ap;
+
+	if (t->nrows == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		void *p = realloc(t->cells, cap * sizeof(*t->cells));
+
+		if (!p) {
+			fprintf(stderr, "%s: out of memory\n", cmd_name);
+			exit(EXIT_REFUSED);
+		}
+		t->cells = p;
+		t->cap = cap;
+	}
+	va_start(ap, t);
+	for (unsigned i = 0; i < t->ncols; i++)
+		snprintf(t->cells[t->nrows][i], CELL, "%s", va_arg(ap, const char *));
+	va_end(ap);
+	t->nrows++;
+}
+
+static void table_print(struct table *t)
+{
+	size_t w[TABLE_COLS] = { 0 };
+
+	for (size_t r = 0; r < t->nrows; r++)
+		for (unsigned i = 0; i < t->ncols; i++)
+			if (strlen(t->cells[r][i]) > w[i])
+				w[i] = strlen(t->cells[r][i]);
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (unsigned i = 0; i < t->ncols; i++) {
+			if (i + 1 == t->ncols)
+				printf("%s\n", t->cells[r][i]);
+			else
+				printf("%-*s  ", (int)w[i], t->cells[r][i]);
+		}
+	}
+	free(t->cells);
+	t->cells = NULL;
+	t->nrows = t->cap = 0;
+}
+
+static void print_disks(json_object *a)
+{
+	struct table t = { .ncols = 10 };
+
+	table_row(&t, "NAME", "ID", "TIER", "STATE", "SIZE", "FREE", "MODEL", "TASKS", "UTIL",
+		  "DELTA-L");
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *d = json_object_array_get_idx(a, i), *m = get(d, "model");
+		char size[CW_UNITS_BUF], fr[CW_UNITS_BUF], dl[CW_UNITS_BUF], util[16], model[CELL];
+
+		snprintf(util, sizeof(util), "%.0f%%",
+			 100 * json_object_get_double(get(d, "utilization")));
+		snprintf(model, sizeof(model), "%s%s", gs(m, "name"),
+			 json_object_get_boolean(get(m, "calibrated")) ? " (calibrated)" : "");
+		table_row(&t, gs(d, "name"), gs(d, "id"), gs(d, "tier"), gs(d, "state"),
+			  fsize(d, "size", size), fsize(d, "free", fr), model, gs(d, "tasks"),
+			  util, get(d, "delta_l_ns") ? fdur(d, "delta_l_ns", dl) : "none");
+	}
+	table_print(&t);
+}
+
+static void print_parts(json_object *a)
+{
+	struct table t = { .ncols = 6 };
+
+	table_row(&t, "NAME", "SIZE", "POLICY", "TIER", "ZONE", "AVAILABLE");
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *p = json_object_array_get_idx(a, i);
+		char size[CW_UNITS_BUF];
+
+		table_row(&t, gs(p, "name"), fsize(p, "size", size), gs(p, "policy"),
+			  gs(p, "tier"), gs(p, "zone"),
+			  json_object_get_boolean(get(p, "available")) ? "yes" : "no");
+	}
+	table_print(&t);
+}
+
+static void print_resvs(json_object *a)
+{
+	struct table t = { .ncols = 8 };
+
+	table_row(&t, "ID", "PART", "RATE", "BLOCK", "RANGE", "PERIOD", "DISKS", "ENDS-IN");
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *r = json_object_array_get_idx(a, i);
+		char rate[CW_UNITS_BUF], blk[CW_UNITS_BUF], per[CW_UNITS_BUF], end[CW_UNITS_BUF];
+		char a1[CW_UNITS_BUF], a2[CW_UNITS_BUF], range[CELL];
+
+		snprintf(range, sizeof(range), "%s:%s", fsize(r, "range_start", a1),
+			 fsize(r, "range_end", a2));
+		table_row(&t, gs(r, "id"), gs(r, "part"), frate(r, "rate", rate),
+			  fsize(r, "block", blk), range, fdur(r, "period_ns", per), gs(r, "disks"),
+			  get(r, "ends_in_ns") ? fdur(r, "ends_in_ns", end) : "never");
+	}
+	table_print(&t);
+}
+
+static void print_exports(json_object *a)
+{
+	struct table t = { .ncols = 4 };
+
+	table_row(&t, "NAME", "PART", "READONLY", "RESV");
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+
+		table_row(&t, gs(e, "name"), gs(e, "part"),
+			  json_object_get_boolean(get(e, "readonly")) ? "yes" : "no",
+			  get(e, "resv") ? gs(e, "resv") : "-");
+	}
+	table_print(&t);
+}
+
+static void print_resv(json_object *r)
+{
+	json_object *pd = get(r, "per_disk");
+	struct table t = { .ncols = 5 };
+	char rate[CW_UNITS_BUF], blk[CW_UNITS_BUF], per[CW_UNITS_BUF];
+
+	printf("reservation %s on %s: %s in %s blocks, one every %s\n", gs(r, "id"),
+	       gs(r, "part"), frate(r, "rate", rate), fsize(r, "block", blk),
+	       fdur(r, "period_ns", per));
+	table_row(&t, "DISK", "PERIOD", "SERVICE", "REQUESTS", "STRIDE");
+	for (size_t i = 0; pd && i < json_object_array_length(pd); i++) {
+		json_object *p = json_object_array_get_idx(pd, i);
+		char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
+
+		table_row(&t, gs(p, "disk"), fdur(p, "period_ns", a), fdur(p, "service_ns", b),
+			  gs(p, "requests"), gs(p, "stride"));
+	}
+	table_print(&t);
+}
+
+static void print_stats(json_object *s)
+{
+	struct table t = { .ncols = 8 }, u = { .ncols = 4 };
+	json_object *d = get(s, "disks"), *r = get(s, "reservations");
+
+	table_row(&t, "DISK", "RT-REQS", "RT-MISSES", "BE-REQS", "BE-P50", "BE-P99", "BE-MAX",
+		  "SLACK-USED");
+	for (size_t i = 0; d && i < json_object_array_length(d); i++) {
+		json_object *o = json_object_array_get_idx(d, i);
+		char a[CW_UNITS_BUF], b[CW_UNITS_BUF], c[CW_UNITS_BUF], e[CW_UNITS_BUF];
+
+		table_row(&t, gs(o, "disk"), gs(o, "rt_requests"), gs(o, "rt_misses"),
+			  gs(o, "be_requests"), fdur(o, "be_p50_ns", a), fdur(o, "be_p99_ns", b),
+			  fdur(o, "be_max_ns", c), fdur(o, "slack_used_ns", e));
+	}
+	table_print(&t);
+	if (r && json_object_array_length(r)) {
+		printf("\n");
+		table_row(&u, "RESV", "REQUESTS", "MISSES", "WORST-LATE");
+		for (size_t i = 0; i < json_object_array_length(r); i++) {
+			json_object *o = json_object_array_get_idx(r, i);
+			char a[CW_UNITS_BUF];
+
+			table_row(&u, gs(o, "id"), gs(o, "requests"), gs(o, "misses"),
+				  fdur(o, "worst_late_ns", a));
+		}
+		table_print(&u);
+	}
+}
+
+/* ---- talking to the server --------------------------------------------- */
+
+static bool bar_shown;
+
+static void progress(const struct cwc_reply *p, void *userdata)
+{
+	int width = 30, filled;
+
+	if (json_out || !isatty(STDERR_FILENO) || p->total == 0)
+		return;
+	filled = (int)(p->done * (uint64_t)width / p->total);
+	fprintf(stderr, "\r%-6s [%.*s%*s] %3d%%", p->phase, filled,
+		"##############################", width - filled, "",
+		(int)(p->done * 100 / p->total));
+	fflush(stderr);
+	bar_shown = true;
+}
+
+typedef void (*print_fn)(json_object *result);
+
+/* Sends one request; prints the result with print (or as JSON) and
+ * returns the exit status. */
+static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
+{
+	struct ctl_client c;
+	struct cwc_reply rep;
+	int r = ctl_client_open(&c, socket_path);
+
+	if (r < 0) {
+		fprintf(stderr, "%s: cannot connect to %s: %s\n", cmd_name, socket_path,
+			strerror(-r));
+		json_object_put(args);
+		return EXIT_CONNECT;
+	}
+	r = ctl_client_call(&c, cmd, args, progress, NULL, &rep);
+	json_object_put(args);
+	ctl_client_close(&c);
+	if (bar_shown) {
+		fprintf(stderr, "\n");
+		bar_shown = false;
+	}
+	if (r < 0) {
+		fprintf(stderr, "%s: %s: %s\n", cmd_name, socket_path,
+			r == -EPROTO ? "the server's reply is not the control protocol"
+				     : r == -ECONNRESET ? "the server closed the connection"
+							: strerror(-r));
+		return EXIT_CONNECT;
+	}
+	if (rep.kind == CWC_REPLY_ERROR) {
+		if (json_out)
+			fprintf(stderr, "%s\n", json_object_to_json_string_ext(
+							get(rep.root, "error"), JSON_C_TO_STRING_PLAIN));
+		else
+			fprintf(stderr, "%s: %s (%s)\n", cmd_name, rep.message, rep.code_name);
+		cwc_reply_done(&rep);
+		return EXIT_REFUSED;
+	}
+	if (json_out)
+		printf("%s\n", json_object_to_json_string_ext(rep.result, JSON_C_TO_STRING_PRETTY |
+								       JSON_C_TO_STRING_SPACED |
+								       JSON_C_TO_STRING_NOSLASHESCAPE));
+	else if (print)
+		print(rep.result);
+	fflush(stdout);
+	cwc_reply_done(&rep);
+	return 0;
+}
+
+/* ---- argument helpers -------------------------------------------------- */
+
+static json_object *args_new(void)
+{
+	json_object *a = json_object_new_object();
+
+	if (!a) {
+		fprintf(stderr, "%s: out of memory\n", cmd_name);
+		exit(EXIT_REFUSED);
+	}
+	return a;
+}
+
+static void put_str(json_object *a, const char *k, const char *v)
+{
+	json_object_object_add(a, k, json_object_new_string(v));
+}
+
+static void put_u64(json_object *a, const char *k, uint64_t v)
+{
+	json_object_object_add(a, k, json_object_new_int64((int64_t)v));
+}
+
+static bool size_arg(const char *what, const char *s, uint64_t *ret)
+{
+	int r = cw_units_parse_size(s, ret);
+
+	if (r < 0)
+		usage_error("%s \"%s\": %s; expected bytes with an optional K, M, G or T suffix",
+			    what, s, r == -ERANGE ? "too large" : "not a size");
+	return r == 0;
+}
+
+static bool id_arg(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || v == 0 || v > INT64_MAX) {
+		usage_error("\"%s\" is not a reservation id (a positive number)", s);
+		return false;
+	}
+	*ret = v;
+	return true;
+}
+
+/* Each command: its words, its synopsis and description, its function. */
+struct command {
+	const char *group;	/* NULL: top level */
+	const char *name;
+	const char *synopsis;
+	const char *help;
+	int (*fn)(int argc, char **argv);	/* NULL: c_simple() */
+	/* For c_simple: the request, its one positional argument ("name",
+	 * "id" or NULL for none) and how to print the result. */
+	enum cwc_cmd cmd;
+	const char *arg;
+	print_fn print;
+};
+
+static const struct command *current;
+
+static void command_help(const struct command *c)
+{
+	printf("Usage: cwctl [--socket PATH] [--json] %s%s%s %s\n\n%s", c->group ? c->group : "",
+	       c->group ? " " : "", c->name, c->synopsis, c->help);
+}
+
+/* getopt_long over a command's own options; -h/--help prints its help.
+ * Returns the option, -1 at the end, or '?' after printing an error. */
+static int next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	int o = getopt_long(argc, argv, shortopts, longopts, NULL);
+
+	if (o == 'h') {
+		command_help(current);
+		exit(0);
+	}
+	return o;
+}
+
+#define HELP_OPT { "help", no_argument, NULL, 'h' }
+
+/* Commands without options but with n positional words. */
+static int positional(int argc, char **argv, int n, char ***ret)
+{
+	static const struct option lo[] = { HELP_OPT, { 0 } };
+	int o;
+
+	while ((o = next_opt(argc, argv, "h", lo)) != -1)
+		return usage_error("unknown option");
+	if (argc - optind != n)
+		return usage_error("expected %d argument%s, got %d", n, n == 1 ? "" : "s",
+				   argc - optind);
+	*ret = argv + optind;
+	return 0;
+}
+
+/* ---- the commands ------------------------------------------------------ */
+
+/* A command with no options and at most one argument: a name, or a
+ * reservation id. */
+static int c_simple(int argc, char **argv)
+{
+	json_object *a = NULL;
+	uint64_t id;
+	char **pos = NULL;
+
+	if (positional(argc, argv, current->arg ? 1 : 0, &pos))
+		return EXIT_USAGE;
+	if (current->arg && strcmp(current->arg, "id") == 0) {
+		if (!id_arg(pos[0], &id))
+			return EXIT_USAGE;
+		a = args_new();
+		put_u64(a, "id", id);
+	} else if (current->arg) {
+		a = args_new();
+		put_str(a, current->arg, pos[0]);
+	}
+	return call(current->cmd, a, current->print);
+}
+
+
+static void print_status(json_object *s)
+{
+	json_object *p = get(s, "pool");
+	char size[CW_UNITS_BUF], fr[CW_UNITS_BUF], bs[CW_UNITS_BUF];
+
+	printf("pool %s: block size %s, %s, %s free", gs(p, "uuid"), fsize(p, "block_size", bs),
+	       fsize(p, "size", size), fsize(p, "free", fr));
+	if (gi(p, "missing_disks"))
+		printf(", DEGRADED: %s disk(s) missing", gs(p, "missing_disks"));
+	printf("\n\ndisks:\n");
+	print_disks(get(s, "disks"));
+	printf("\npartitions:\n");
+	print_parts(get(s, "partitions"));
+	printf("\nreservations:\n");
+	print_resvs(get(s, "reservations"));
+	printf("\nexports:\n");
+	print_exports(get(s, "exports"));
+}
+
+
+static void print_disk_added(json_object *d)
+{
+	char size[CW_UNITS_BUF];
+
+	printf("added disk %s (id %s, %s, %s)\n", gs(d, "name"), gs(d, "id"), gs(d, "tier"),
+	       fsize(d, "size", size));
+}
+
+static int c_disk_add(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "tier", required_argument, NULL, 't' },
+		{ "name", required_argument, NULL, 'n' }, { 0 }
+	};
+	json_object *a = args_new();
+	char path[PATH_MAX];
+	int o;
+
+	while ((o = next_opt(argc, argv, "ht:n:", lo)) != -1) {
+		if (o == 't')
+			put_str(a, "tier", optarg);
+		else if (o == 'n')
+			put_str(a, "name", optarg);
+		else
+			return json_object_put(a), EXIT_USAGE;
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one PATH");
+	/* The server resolves nothing relative to the caller's directory. */
+	if (!realpath(argv[optind], path)) {
+		fprintf(stderr, "%s: %s: %s\n", cmd_name, argv[optind], strerror(errno));
+		json_object_put(a);
+		return EXIT_REFUSED;
+	}
+	put_str(a, "path", path);
+	return call(CWC_CMD_DISK_ADD, a, print_disk_added);
+}
+
+
+static void print_removed(json_object *r)
+{
+	printf("removed %s\n", gs(r, "name"));
+}
+
+
+static void print_calibrated(json_object *r)
+{
+	char w[CW_UNITS_BUF];
+
+	printf("calibrated %s: worst case %s per pool block\nmodel: %s\n", gs(r, "disk"),
+	       fdur(r, "block_service_ns", w), gs(r, "model"));
+}
+
+static int c_disk_calibrate(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "quick", no_argument, NULL, 'q' }, { 0 } };
+	json_object *a = args_new();
+	int o;
+
+	while ((o = next_opt(argc, argv, "hq", lo)) != -1) {
+		if (o == 'q')
+			json_object_object_add(a, "quick", json_object_new_boolean(1));
+		else
+			return json_object_put(a), EXIT_USAGE;
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one disk NAME");
+	put_str(a, "name", argv[optind]);
+	return call(CWC_CMD_DISK_CALIBRATE, a, print_calibrated);
+}
+
+static void print_part_done(json_object *p)
+{
+	char size[CW_UNITS_BUF];
+
+	printf("partition %s: %s, policy %s, tier %s, zone %s\n", gs(p, "name"),
+	       fsize(p, "size", size), gs(p, "policy"), gs(p, "tier"), gs(p, "zone"));
+}
+
+static int c_part_create(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "size", required_argument, NULL, 's' },
+		{ "policy", required_argument, NULL, 'p' }, { "tier", required_argument, NULL, 't' },
+		{ "zone", required_argument, NULL, 'z' }, { "disk", required_argument, NULL, 'd' },
+		{ 0 }
+	};
+	json_object *a = args_new();
+	uint64_t size;
+	bool have_size = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hs:p:t:z:d:", lo)) != -1) {
+		switch (o) {
+		case 's':
+			if (!size_arg("--size", optarg, &size))
+				return json_object_put(a), EXIT_USAGE;
+			put_u64(a, "size", size);
+			have_size = true;
+			break;
+		case 'p': put_str(a, "policy", optarg); break;
+		case 't': put_str(a, "tier", optarg); break;
+		case 'z': put_str(a, "zone", optarg); break;
+		case 'd': put_str(a, "disk", optarg); break;
+		default: return json_object_put(a), EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition NAME");
+	if (!have_size)
+		return json_object_put(a), usage_error("--size is required");
+	put_str(a, "name", argv[optind]);
+	return call(CWC_CMD_PART_CREATE, a, print_part_done);
+}
+
+
+static void print_part_show(json_object *p)
+{
+	struct table t = { .ncols = 3 }, u = { .ncols = 4 };
+	json_object *pd = get(p, "per_disk"), *runs = get(p, "runs");
+	char bs[CW_UNITS_BUF];
+
+	print_part_done(p);
+	printf("%s blocks of %s%s\n\n", gs(p, "blocks"), fsize(p, "block_size", bs),
+	       json_object_get_boolean(get(p, "available")) ? ""
+							     : ", UNAVAILABLE (a disk is missing)");
+	table_row(&t, "DISK", "BLOCKS", "BYTES");
+	for (size_t i = 0; pd && i < json_object_array_length(pd); i++) {
+		json_object *d = json_object_array_get_idx(pd, i);
+		char b[CW_UNITS_BUF];
+
+		table_row(&t, gs(d, "disk"), gs(d, "blocks"), fsize(d, "bytes", b));
+	}
+	table_print(&t);
+	printf("\n");
+	table_row(&u, "FIRST-BLOCK", "BLOCKS", "DISK-ID", "DISK-OFFSET");
+	/* A striped partition has a run per block: the first few tell the
+	 * pattern; --json has them all (up to the server's limit). */
+	for (size_t i = 0; runs && i < json_object_array_length(runs) && i < 16; i++) {
+		json_object *r = json_object_array_get_idx(runs, i);
+
+		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk_id"),
+			  gs(r, "offset"));
+	}
+	table_print(&u);
+	if (gi(p, "runs_total") > 16)
+		printf("(%" PRId64 " runs in all)\n", gi(p, "runs_total"));
+}
+
+
+static int c_part_resize(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "size", required_argument, NULL, 's' },
+					    { 0 } };
+	json_object *a = args_new();
+	uint64_t size;
+	bool have_size = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hs:", lo)) != -1) {
+		if (o != 's' || !size_arg("--size", optarg, &size))
+			return json_object_put(a), EXIT_USAGE;
+		put_u64(a, "size", size);
+		have_size = true;
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition NAME");
+	if (!have_size)
+		return json_object_put(a), usage_error("--size is required");
+	put_str(a, "name", argv[optind]);
+	return call(CWC_CMD_PART_RESIZE, a, print_part_done);
+}
+
+
+static void print_resv_created(json_object *r)
+{
+	printf("admitted ");
+	print_resv(r);
+}
+
+static int c_resv_create(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "rate", required_argument, NULL, 'r' },
+		{ "block", required_argument, NULL, 'b' }, { "range", required_argument, NULL, 'R' },
+		{ "start", required_argument, NULL, 's' },
+		{ "duration", required_argument, NULL, 'd' }, { 0 }
+	};
+	json_object *a = args_new();
+	uint64_t v;
+	int64_t ns;
+	bool rate = false, block = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hr:b:R:s:d:", lo)) != -1) {
+		switch (o) {
+		case 'r':
+			if (cw_units_parse_rate(optarg, &v) < 0) {
+				json_object_put(a);
+				return usage_error("--rate \"%s\": expected e.g. 8Mbit, 817KB/s, "
+						   "1.5MB/s or bytes per second", optarg);
+			}
+			put_u64(a, "rate", v);
+			rate = true;
+			break;
+		case 'b':
+			if (!size_arg("--block", optarg, &v))
+				return json_object_put(a), EXIT_USAGE;
+			put_u64(a, "block", v);
+			block = true;
+			break;
+		case 'R': {
+			char *colon = strchr(optarg, ':');
+
+			if (!colon) {
+				json_object_put(a);
+				return usage_error("--range \"%s\": expected START:END", optarg);
+			}
+			*colon = '\0';
+			if (*optarg && !size_arg("--range start", optarg, &v))
+				return json_object_put(a), EXIT_USAGE;
+			if (*optarg)
+				put_u64(a, "range_start", v);
+			if (colon[1] && !size_arg("--range end", colon + 1, &v))
+				return json_object_put(a), EXIT_USAGE;
+			if (colon[1])
+				put_u64(a, "range_end", v);
+			break;
+		}
+		case 's':
+		case 'd':
+			if (cw_units_parse_duration(optarg, &ns) < 0) {
+				json_object_put(a);
+				return usage_error("--%s \"%s\": expected a duration such as 90, 1.5s, "
+						   "250ms, 10m or 2h", o == 's' ? "start" : "duration",
+						   optarg);
+			}
+			put_u64(a, o == 's' ? "start" : "duration", (uint64_t)ns);
+			break;
+		default:
+			return json_object_put(a), EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition PART");
+	if (!rate || !block)
+		return json_object_put(a), usage_error("--rate and --block are required");
+	put_str(a, "part", argv[optind]);
+	return call(CWC_CMD_RESV_CREATE, a, print_resv_created);
+}
+
+
+static void print_released(json_object *r)
+{
+	printf("released reservation %s\n", gs(r, "id"));
+}
+
+
+
+
+
+static void print_export_added(json_object *e)
+{
+	printf("exported %s as %s%s\n", gs(e, "part"), gs(e, "name"),
+	       json_object_get_boolean(get(e, "readonly")) ? " (read-only)" : "");
+}
+
+static int c_export_add(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "name", required_argument, NULL, 'n' },
+		{ "readonly", no_argument, NULL, 'r' }, { "resv", required_argument, NULL, 'R' },
+		{ 0 }
+	};
+	json_object *a = args_new();
+	uint64_t id;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hn:rR:", lo)) != -1) {
+		if (o == 'n')
+			put_str(a, "name", optarg);
+		else if (o == 'r')
+			json_object_object_add(a, "readonly", json_object_new_boolean(1));
+		else if (o == 'R' && id_arg(optarg, &id))
+			put_u64(a, "resv", id);
+		else
+			return json_object_put(a), EXIT_USAGE;
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition PART");
+	put_str(a, "part", argv[optind]);
+	return call(CWC_CMD_EXPORT_ADD, a, print_export_added);
+}
+
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static int c_stats(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "watch", required_argument, NULL, 'w' },
+		{ "count", required_argument, NULL, 'c' }, { 0 }
+	};
+	int64_t every = 0;
+	long count = -1;
+	int o, r;
+
+	while ((o = next_opt(argc, argv, "hw:c:", lo)) != -1) {
+		char *end;
+
+		if (o == 'w') {
+			if (cw_units_parse_duration(optarg, &every) < 0 || every <= 0)
+				return usage_error("--watch \"%s\": expected seconds, e.g. 1 or 0.5",
+						   optarg);
+		} else if (o == 'c') {
+			count = strtol(optarg, &end, 10);
+			if (!*optarg || *end || count <= 0)
+				return usage_error("--count \"%s\": expected a positive number", optarg);
+		} else {
+			return EXIT_USAGE;
+		}
+	}
+	if (argc != optind)
+		return usage_error("stats takes no arguments");
+	if (!every)
+		return call(CWC_CMD_STATS, NULL, print_stats);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (long i = 0; count < 0 || i < count; i++) {
+		struct timespec ts = { every / CW_NS_PER_S, every % CW_NS_PER_S };
+
+		if (i > 0) {
+			nanosleep(&ts, NULL);	/* a pacing interval, not a wait for a state */
+			if (!json_out)
+				printf("\n");
+		}
+		if (interrupted)
+			break;
+		r = call(CWC_CMD_STATS, NULL, print_stats);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static const char size_help[] =
+	"Sizes are bytes with an optional binary suffix: 4096, 64K, 1.5G, 2T (also KiB, MB).\n";
+
+static const struct command commands[] = {
+	{ NULL, "status", "",
+	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
+	  "has booked on each), partitions, reservations and exports.\n", NULL, CWC_CMD_STATUS, NULL,
+	  print_status },
+	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME]",
+	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
+	  "to hdd; the name to disk<id>.\n", c_disk_add },
+	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CWC_CMD_DISK_LIST, NULL,
+	  print_disks },
+	{ "disk", "remove", "NAME",
+	  "Removes an empty disk from the pool; refused while partitions have blocks\n"
+	  "on it or reservations use it.\n", NULL, CWC_CMD_DISK_REMOVE, "name", print_removed },
+	{ "disk", "calibrate", "NAME [--quick]",
+	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
+	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
+	  "shows on a terminal.  --quick measures few points, for a first look.\n",
+	  c_disk_calibrate },
+	{ "part", "create", "NAME --size SIZE [--policy rotation|random|single] [--tier hdd|ssd|none]\n"
+	  "       [--zone outer|inner|any] [--disk DISK]",
+	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"
+	  "random scatters them, single keeps them on one disk (--disk, or the one\n"
+	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n", c_part_create },
+	{ "part", "list", "", "Lists the partitions.\n", NULL, CWC_CMD_PART_LIST, NULL, print_parts },
+	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", NULL,
+	  CWC_CMD_PART_SHOW, "name", print_part_show },
+	{ "part", "resize", "NAME --size SIZE",
+	  "Grows or shrinks a partition at its end; refused when shrinking below a\n"
+	  "reserved range.\n", c_part_resize },
+	{ "part", "delete", "NAME",
+	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
+	  CWC_CMD_PART_DELETE, "name", print_removed },
+	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
+	  "       [--duration TIME]",
+	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
+	  "PART (default: all of it), from TIME from now (default: now) for TIME\n"
+	  "(default: until released).  Every disk holding the range must admit its\n"
+	  "share (Jeffay's test), or the reservation is refused with the disk and the\n"
+	  "condition that failed.\n"
+	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
+	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },
+	{ "resv", "list", "", "Lists the reservations.\n", NULL, CWC_CMD_RESV_LIST, NULL, print_resvs },
+	{ "resv", "show", "ID", "Shows a reservation and its task on each disk.\n", NULL,
+	  CWC_CMD_RESV_SHOW, "id", print_resv },
+	{ "resv", "release", "ID",
+	  "Releases a reservation; refused while an export is bound to it.\n", NULL,
+	  CWC_CMD_RESV_RELEASE, "id", print_released },
+	{ "export", "list", "", "Lists the NBD exports.\n", NULL, CWC_CMD_EXPORT_LIST, NULL,
+	  print_exports },
+	{ "export", "add", "PART [--name NAME] [--readonly] [--resv ID]",
+	  "Exports a partition over NBD as NAME (default: the partition's name).\n"
+	  "With --resv, requests inside the reservation's range are real-time.\n", c_export_add },
+	{ "export", "remove", "NAME", "Stops exporting NAME.\n", NULL, CWC_CMD_EXPORT_REMOVE, "name",
+	  print_removed },
+	{ NULL, "stats", "[--watch SECONDS [--count N]]",
+	  "The data path's counters per disk and per reservation: real-time requests\n"
+	  "and deadline misses, best-effort latency percentiles, slack used.  --watch\n"
+	  "repeats every SECONDS (N times, or until interrupted).\n", c_stats },
+};
+
+static void group_help(const char *group)
+{
+	printf("Usage: cwctl [--socket PATH] [--json] %s COMMAND ...\n\nCommands:\n", group);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].group && strcmp(commands[i].group, group) == 0)
+			printf("  %s %s %s\n", group, commands[i].name, commands[i].synopsis);
+	printf("\n%s 'cwctl %s COMMAND --help' describes one command.\n", size_help, group);
+}
+
+static void main_help(void)
+{
+	printf("Usage: cwctl [--socket PATH] [--json] COMMAND ...\n\n"
+	       "Drives clockwised through its control socket.\n\n"
+	       "Options:\n"
+	       "  -s, --socket PATH  the control socket (default /run/clockwise/control,\n"
+	       "                     or $CLOCKWISE_CONTROL)\n"
+	       "  -j, --json         print results as JSON\n"
+	       "  -h, --help         this help; 'cwctl COMMAND --help' for one command\n"
+	       "  -V, --version\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		printf("  %s%s%s\n", commands[i].group ? commands[i].group : "",
+		       commands[i].group ? " " : "", commands[i].name);
+	printf("\nExit status: 0 success, 1 refused or failed, 2 bad usage, 3 no server.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "socket", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { 0 }
+	};
+	static char name[128];
+	const char *env = getenv("CLOCKWISE_CONTROL");
+	int o, first;
+
+	if (env && *env)
+		socket_path = env;
+	while ((o = getopt_long(argc, argv, "+s:jhV", lo, NULL)) != -1) {
+		switch (o) {
+		case 's': socket_path = optarg; break;
+		case 'j': json_out = true; break;
+		case 'h': main_help(); return 0;
+		case 'V': printf("cwctl %s\n", PACKAGE_VERSION); return 0;
+		default: fprintf(stderr, "Try 'cwctl --help'.\n"); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return usage_error("a command is missing");
+	first = optind;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+		int words = c->group ? 2 : 1;
+
+		if (strcmp(argv[first], c->group ? c->group : c->name) != 0)
+			continue;
+		if (c->group) {
+			if (first + 1 >= argc || strcmp(argv[first + 1], "--help") == 0 ||
+			    strcmp(argv[first + 1], "-h") == 0) {
+				if (first + 1 >= argc) {
+					snprintf(name, sizeof(name), "cwctl %s", c->group);
+					cmd_name = name;
+					group_help(c->group);
+					return EXIT_USAGE;
+				}
+				group_help(c->group);
+				return 0;
+			}
+			if (strcmp(argv[first + 1], c->name) != 0)
+				continue;
+		}
+		snprintf(name, sizeof(name), "cwctl%s%s %s", c->group ? " " : "",
+			 c->group ? c->group : "", c->name);
+		cmd_name = name;
+		current = c;
+		optind = 0;	/* glibc: start over, reading the + again */
+		return (c->fn ? c->fn : c_simple)(argc - first - words + 1,
+						  argv + first + words - 1);
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (commands[i].group && strcmp(argv[first], commands[i].group) == 0) {
+			snprintf(name, sizeof(name), "cwctl %s", commands[i].group);
+			cmd_name = name;
+			return usage_error("unknown command \"%s\"", argv[first + 1]);
+		}
+	}
+	return usage_error("unknown command \"%s\"", argv[first]);
+}
