@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clockwise/admit.h — admission control: QoS -> (T, C) per disk, Jeffay's
+ * non-preemptive EDF test, the slack ΔL, the periodic best-effort server.
+ *
+ * Bosch & Mullender, sections 3.1-3.3, on Jeffay, Stanat & Martel (1991).
+ * Everything here is pure integer arithmetic on nanoseconds: no clock, no
+ * I/O, no threads, no global state.
+ *
+ * The slack.  For a task set sorted by period, with demand
+ *   D(x) = sum_j floor(x / T_j) C_j,
+ * every job of every sporadic release pattern, scheduled by non-preemptive
+ * EDF, finishes at least
+ *   ΔL = min(ΔL_m, ΔL_q)
+ *   ΔL_m = min over x >= T_1 of  x - D(x)                       (no upper limit)
+ *   ΔL_q = min over i, T_1 < L < T_i of  L - C_i - D(L - 1)     (Jeffay's range)
+ * before its deadline, and some release pattern makes a job finish exactly
+ * ΔL early (the value is tight).  The paper bounds L by T_n in ΔL_m; that
+ * can overstate the slack (see admit.c and cwsim(1)).  Jeffay's condition
+ * (2) is exactly ΔL_q >= 0.
+ *
+ * Best-effort work.  Under the ΔL dispatcher (clockwise/sched.h) at most
+ * ΔL of best-effort work runs between two moments at which no real-time
+ * request is released; on an idle disk one best-effort request of up to
+ * idle_be_ns = 1 + min over x >= T_1 of (x - D(x)) may start.  Larger
+ * best-effort requests, or any when ΔL = 0, need the periodic server: a
+ * task (period, slice) admitted like a stream (cw_admit_server_fit).
+ */
+#ifndef CLOCKWISE_ADMIT_H
+#define CLOCKWISE_ADMIT_H
+
+#include <clockwise/types.h>
+#include <clockwise/model.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A periodic (sporadic) task on one disk: at most one job per period_ns,
+ * each taking at most service_ns.  The window [from_ns, to_ns) is when the
+ * task is active; from_ns == to_ns == 0 means always.  cw_admit_test
+ * ignores windows; cw_admit_plan uses them. */
+struct cw_task {
+	int64_t period_ns;	/* T > 0 */
+	int64_t service_ns;	/* C > 0 */
+	int64_t from_ns;
+	int64_t to_ns;
+};
+
+/* Why a task set is refused. */
+enum cw_admit_why {
+	CW_ADMIT_OK = 0,
+	CW_ADMIT_INVALID,	/* a task with T <= 0 or C <= 0 (fail_task) */
+	CW_ADMIT_UTILIZATION,	/* condition (1): U > 1 (or one task with C > T: fail_task) */
+	CW_ADMIT_BLOCKING,	/* condition (2) fails for task fail_task at L = fail_l_ns */
+};
+
+#define CW_ADMIT_REASON_MAX 200
+
+struct cw_admit_result {
+	bool schedulable;
+	enum cw_admit_why why;
+	double utilization;	/* for display; the decision uses exact arithmetic */
+	/* Slack, valid when schedulable (else 0).  An empty set has none of
+	 * these limits: CW_ADMIT_NO_LIMIT. */
+	int64_t delta_l_ns;
+	int64_t delta_l_m_ns;
+	int64_t delta_l_q_ns;	/* CW_ADMIT_NO_LIMIT when no pair (i, L) exists */
+	int64_t idle_be_ns;	/* largest best-effort request an idle disk may start */
+	/* false when U is so close to 1 that the horizon of ΔL_m was cut:
+	 * the values are then sound lower bounds, not exact. */
+	bool exact;
+	/* On CW_ADMIT_BLOCKING / CW_ADMIT_INVALID: index into the input. */
+	size_t fail_task;
+	int64_t fail_l_ns;
+	char reason[CW_ADMIT_REASON_MAX];	/* one line, for people */
+};
+
+#define CW_ADMIT_NO_LIMIT INT64_MAX
+
+/* Jeffay's conditions (1) and (2) and the slack, in O(P log n) where P is
+ * the number of points at which a floor term changes (not every L).
+ * Returns 0 (the verdict is in ret_result, refusal included), -EINVAL for
+ * bad arguments, -ENOMEM. */
+int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result *ret_result);
+
+/* The periodic best-effort server (section 3.3): the largest slice, with
+ * the given period, that keeps tasks plus the server schedulable, with at
+ * least min_delta_l_ns of slack left.  0 with *ret_slice_ns = 0 when even
+ * a 1 ns slice does not fit. */
+int cw_admit_server_fit(const struct cw_task *tasks, size_t n, int64_t period_ns,
+			int64_t min_delta_l_ns, int64_t *ret_slice_ns);
+
+/* ---- Reservations over a partition's layout ---------------------------- */
+
+/* The paper's QoS: bandwidth B and user block size b give the stream's
+ * period b/B; the range of the partition and the time span say which
+ * blocks are read when.  The stream reads the range in order, one user
+ * block every b/B, starting at span_start_ns; span_end_ns == 0: no end
+ * (the windows then follow from the range alone). */
+struct cw_admit_qos {
+	uint64_t bandwidth_bps;		/* B, bytes per second */
+	uint64_t block_bytes;		/* b */
+	int64_t span_start_ns;
+	int64_t span_end_ns;
+};
+
+/* The reserved range as plain data (from the volume layer, not tied to it):
+ * the range starts at byte first_bytes of partition block 0 of this list
+ * and is range_bytes long; partition block k lies on disk disk[k] (an index
+ * into the disks array) at byte disk_off[k] of that disk (disk_off NULL:
+ * anywhere on the disk). */
+struct cw_admit_layout {
+	uint64_t pblock_bytes;		/* partition block size */
+	size_t n_pblocks;
+	const uint32_t *disk;
+	const uint64_t *disk_off;
+	uint64_t first_bytes;		/* < pblock_bytes */
+	uint64_t range_bytes;
+};
+
+/* One disk: its model and the tasks it has admitted (with windows). */
+struct cw_admit_disk {
+	const struct cw_model *model;
+	const struct cw_task *tasks;
+	size_t n_tasks;
+};
+
+/* The part of a reservation one disk serves.  A user request that touches
+ * a disk in several pieces is one job whose C is the sum of the pieces'.
+ * The period is the stream period times the smallest stride (in user
+ * requests) between two requests touching the disk: a disk serving every
+ * k-th block gets k times the period; with uneven strides the smallest
+ * stride is taken, which is sound (releases are never closer) though
+ * pessimistic for the longer gaps. */
+struct cw_admit_part {
+	uint32_t disk;
+	struct cw_task task;		/* T, C and the active window on this disk */
+	uint64_t requests;		/* user requests touching the disk */
+	uint64_t stride;		/* smallest stride, in user requests */
+	/* The disk's tasks active with this part, worst over the window; its
+	 * fail_task indexes that set, whose last task is this part. */
+	struct cw_admit_result result;
+};
+
+struct cw_admit_plan {
+	bool admitted;			/* every part admitted */
+	size_t n_parts;
+	struct cw_admit_part *parts;	/* owned; cw_admit_plan_done frees */
+	size_t failed_part;		/* first refused part when !admitted */
+	int64_t stream_period_ns;	/* b/B */
+	char reason[CW_ADMIT_REASON_MAX + 64];	/* "disk 2: ..." */
+};
+
+/* Plans a reservation without making it (a dry run: nothing is changed).
+ * Making it is appending each part's task to its disk's task set, which the
+ * caller owns and stores.  Returns 0 (verdict in ret_plan), -EINVAL for bad
+ * QoS or layout (ret_plan->reason says what), -ERANGE if b/B or C do not
+ * fit in nanoseconds, -ENOMEM. */
+int cw_admit_plan(const struct cw_admit_qos *qos, const struct cw_admit_layout *layout,
+		  const struct cw_admit_disk *disks, size_t n_disks,
+		  struct cw_admit_plan *ret_plan);
+void cw_admit_plan_done(struct cw_admit_plan *plan);	/* NULL-safe, idempotent */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clockwise/model.h — per-disk service-time model and its calibration.
+ *
+ * Bosch & Mullender, section 3.1: the worst-case service time C of a
+ * real-time request is the worst-case seek, plus the transfer of b bytes at
+ * the slowest rate of the zones it may touch, plus one extra rotation.  A
+ * model holds what that needs: a seek curve (time by distance), the
+ * rotation period, the transfer rate of each zone, optional measured worst
+ * cases per block size, and a safety margin.  A model is plain data (no
+ * pointers): copy it, compare it, store it with cw_model_format().
+ *
+ * A model comes from a preset (cw_model_preset: the paper's Quantum
+ * Atlas-II, a modern 7200 rpm disk, an SSD), from a stored string
+ * (cw_model_parse), or from measuring a disk (cw_model_calibrate).
+ */
+#ifndef CLOCKWISE_MODEL_H
+#define CLOCKWISE_MODEL_H
+
+#include <clockwise/types.h>
+#include <clockwise/io.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CW_MODEL_MAX_SEEK 32	/* points of the seek curve */
+#define CW_MODEL_MAX_ZONES 32	/* transfer zones */
+#define CW_MODEL_MAX_BSIZES 16	/* measured block sizes */
+#define CW_MODEL_NAME_MAX 32
+
+/* Seek time for a head movement of distance_bytes; between points the
+ * curve is interpolated linearly, beyond the last it stays flat. */
+struct cw_model_seek {
+	uint64_t distance_bytes;
+	int64_t time_ns;
+};
+
+/* A zone [start_bytes, end_bytes) read at rate_bps bytes per second. */
+struct cw_model_zone {
+	uint64_t start_bytes;
+	uint64_t end_bytes;
+	uint64_t rate_bps;
+};
+
+/* A measured worst case for a whole request of bytes at a random place
+ * (seek + rotation + transfer as the disk really does it). */
+struct cw_model_bsize {
+	uint64_t bytes;
+	int64_t worst_ns;
+};
+
+struct cw_model {
+	char name[CW_MODEL_NAME_MAX];	/* preset or disk name, [A-Za-z0-9._-] */
+	enum cw_tier tier;
+	uint64_t capacity_bytes;
+	int64_t rotation_ns;		/* one revolution; 0 for an SSD */
+	int64_t overhead_ns;		/* fixed cost per request (command, bus) */
+	uint32_t margin_ppm;		/* C is scaled by 1 + margin_ppm / 10^6 ... */
+	int64_t margin_ns;		/* ... and then margin_ns is added */
+	unsigned n_seek;		/* >= 1; distances strictly ascending, times non-decreasing */
+	struct cw_model_seek seek[CW_MODEL_MAX_SEEK];
+	unsigned n_zones;		/* >= 1; contiguous, cover [0, capacity) */
+	struct cw_model_zone zone[CW_MODEL_MAX_ZONES];
+	unsigned n_bsizes;		/* measured block sizes, may be 0 */
+	struct cw_model_bsize bsize[CW_MODEL_MAX_BSIZES];
+};
+
+/* Checks the invariants above: 0 or -EINVAL. */
+int cw_model_validate(const struct cw_model *m);
+
+/* Presets: "atlas2" (Quantum Atlas-II, the paper's disk: 1 MB in the outer
+ * zone takes about 120 ms worst case), "hdd7200" (a modern 4 TB 7200 rpm
+ * disk), "ssd" (a SATA SSD).  -ENOENT for an unknown name. */
+int cw_model_preset(const char *name, struct cw_model *ret_model);
+/* NULL-terminated list of the preset names. */
+const char *const *cw_model_preset_names(void);
+
+/* Seek time for a distance (curve interpolation, no margin). */
+int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t distance_bytes);
+
+/* Worst-case service time C, margin included, for one request of bytes
+ * that lies anywhere in [lo_bytes, hi_bytes) of the disk while the head may
+ * be anywhere on it: overhead + the seek from the farthest point of the
+ * disk + one rotation + bytes at the slowest rate among the zones the range
+ * touches; never less than a measured worst case for that block size.
+ * hi_bytes == 0 means the whole disk.  -EINVAL for an empty request or a
+ * range outside the disk; -ERANGE on overflow. */
+int cw_model_service_ns(const struct cw_model *m, uint64_t lo_bytes, uint64_t hi_bytes,
+			uint64_t bytes, int64_t *ret_ns);
+
+/* Serialization: a one-line text form, "cwmodel1 name=... cap=... ...",
+ * stable across versions (unknown keys are refused, so a newer string is
+ * never half read).  cw_model_format returns the length it needs (like
+ * snprintf) or -EINVAL; cw_model_parse returns 0 or -EINVAL and leaves
+ * ret_model untouched on error. */
+int cw_model_format(const struct cw_model *m, char *buf, size_t len);
+int cw_model_parse(const char *text, struct cw_model *ret_model);
+
+/* Calibration (section 3.1's pre-measurement) of a block device or file.
+ * It reads with O_DIRECT through the I/O engine, never writes, and takes
+ * seconds to minutes depending on the options. */
+struct cw_calib_opts {
+	size_t size;			/* sizeof(struct cw_calib_opts) */
+	enum cw_io_kind engine;
+	uint64_t span_bytes;		/* measured span from offset 0; 0: whole device */
+	unsigned seek_distances;	/* points of the seek curve to measure (2..CW_MODEL_MAX_SEEK) */
+	unsigned zones;			/* zones to measure (1..CW_MODEL_MAX_ZONES) */
+	uint64_t zone_read_bytes;	/* sequential bytes read per zone */
+	const uint64_t *block_sizes;	/* block sizes of interest (may be NULL) */
+	unsigned n_block_sizes;		/* <= CW_MODEL_MAX_BSIZES */
+	unsigned repeats;		/* samples per measured point */
+	unsigned percentile;		/* worst case = this percentile of samples (50..100) */
+	uint32_t margin_ppm;		/* copied into the model */
+	int64_t margin_ns;
+	enum cw_tier tier;
+	const char *name;		/* model name; NULL: "calibrated" */
+};
+
+/* Fills opts with defaults: io_uring, whole device, 16 seek distances,
+ * 8 zones of 8 MiB, block sizes 64 KiB, 256 KiB and 1 MiB, 20 repeats,
+ * the 99th percentile, no margin. */
+void cw_calib_opts_init(struct cw_calib_opts *opts);
+
+/* Progress: phase is "seek", "zone" or "bsize"; done of total steps. A
+ * non-zero return stops the calibration, which then returns -ECANCELED. */
+typedef int (*cw_calib_progress_fn)(const char *phase, unsigned done, unsigned total,
+				    void *userdata);
+
+int cw_model_calibrate(const char *path, const struct cw_calib_opts *opts,
+		       cw_calib_progress_fn progress, void *userdata,
+		       struct cw_model *ret_model);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clockwise/sched.h — per-disk dispatch: the ΔL policy (default), EDF, LST.
+ *
+ * Bosch & Mullender, sections 3.2-3.3 and 4.2.  One struct cw_sched per
+ * disk (per lane of an SSD) holds the released real-time (RT) requests in
+ * EDF order, the RT requests not yet released, the best-effort (BE) queue,
+ * ΔL and the remaining slack ΔL_r.  It is pure code: the time is always an
+ * argument (now_ns), there are no threads, no locks and no I/O.  One
+ * driver (the daemon's disk dispatcher, or cwsim) owns it and calls:
+ *
+ *   cw_sched_enqueue()  when a request arrives;
+ *   cw_sched_next()     when the disk is free or a request arrived or the
+ *                       time it was told to wait for has come: the answer
+ *                       is a request to start now, or "ask again at
+ *                       until_ns", or idle (nothing queued that can run);
+ *   cw_sched_complete() when the started request finished.
+ *
+ * One request is in service at a time (a disk is not preemptible).
+ *
+ * RT requests: release = max(arrival, expected release), deadline =
+ * release + T.  The guarantee of admission holds when each stream's
+ * expected releases are at least T apart and each request takes at most
+ * its service_ns (C).  A request that arrives before its release waits,
+ * and meanwhile may run as best-effort work.
+ *
+ * Policies:
+ *  delta-l  A BE request (or an early RT request) goes first when its
+ *           expected service time fits in ΔL_r, which it then consumes;
+ *           otherwise the released RT requests run as a burst in EDF order.
+ *           ΔL_r is refilled to ΔL when no released RT request remains
+ *           (queued or in service) and nothing is in service.  On an idle
+ *           disk (no released RT request) a BE request of up to
+ *           idle_be_ns may start (cw_admit_result.idle_be_ns), charging
+ *           ΔL_r as far as it goes.  No admitted deadline is missed.
+ *  edf      BE only when no RT request is released (any size: a long BE
+ *           request can make an RT request miss).
+ *  lst      BE when now + its service time is at or before the latest
+ *           start time of the released RT queue (the paper's comparison;
+ *           it misses deadlines when RT releases follow a long BE request).
+ * In every policy the periodic BE server, when configured, is a sporadic
+ * task (period, slice) scheduled in EDF order like a stream: a server job
+ * is released when BE work waits, runs BE requests while they fit in its
+ * slice, and so BE never starves even when ΔL = 0.
+ */
+#ifndef CLOCKWISE_SCHED_H
+#define CLOCKWISE_SCHED_H
+
+#include <clockwise/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum cw_sched_policy {
+	CW_SCHED_DELTA_L = 0,	/* default */
+	CW_SCHED_EDF = 1,
+	CW_SCHED_LST = 2,
+};
+
+/* "delta-l" (also "deltal", "dl"), "edf", "lst"; -EINVAL otherwise. */
+int cw_sched_policy_parse(const char *name, enum cw_sched_policy *ret_policy);
+const char *cw_sched_policy_name(enum cw_sched_policy policy);
+
+enum cw_sched_class {
+	CW_SCHED_RT = 0,
+	CW_SCHED_BE = 1,
+};
+
+/* How a dispatched request was chosen. */
+enum cw_sched_via {
+	CW_SCHED_VIA_RT = 0,	/* released RT request, EDF order */
+	CW_SCHED_VIA_SLACK,	/* BE (or early RT) in ΔL_r or LST slack */
+	CW_SCHED_VIA_IDLE,	/* BE (or early RT) on a disk with no released RT */
+	CW_SCHED_VIA_SERVER,	/* BE run by the periodic server */
+};
+
+/* A request.  The caller allocates it, fills the input fields and owns it;
+ * the scheduler keeps a pointer from cw_sched_enqueue() until the request
+ * is handed back by cw_sched_next() and completed, or cancelled. */
+struct cw_sched_req {
+	/* input */
+	enum cw_sched_class cls;
+	uint64_t stream;	/* RT: stream (task) id, for the caller and stats */
+	int64_t arrival_ns;	/* when it arrived (normally now) */
+	int64_t expected_ns;	/* RT: expected release time of this job */
+	int64_t period_ns;	/* RT: T of the stream on this disk */
+	int64_t service_ns;	/* expected service time; RT: the admitted C */
+	void *user;		/* caller's pointer, untouched */
+	/* output, set by the scheduler */
+	int64_t release_ns;	/* RT: max(arrival, expected) */
+	int64_t deadline_ns;	/* RT: release + T */
+	int64_t start_ns;	/* when dispatched */
+	enum cw_sched_via via;
+	/* private */
+	size_t priv_;
+	int priv_state_;
+};
+
+/* The BE queue's order, behind a small interface: FIFO now; proportional
+ * shares or space-filling curves can be added without touching policies.
+ * peek shows the request the order would serve next (NULL if empty); take
+ * removes exactly that request; remove drops any queued request. */
+struct cw_sched_beq_ops {
+	const char *name;
+	int (*init)(void **ret_state);
+	void (*fini)(void *state);
+	int (*push)(void *state, struct cw_sched_req *req, int64_t now_ns);
+	struct cw_sched_req *(*peek)(void *state, int64_t now_ns);
+	void (*take)(void *state, struct cw_sched_req *req);
+	int (*remove)(void *state, struct cw_sched_req *req);	/* 0 or -ENOENT */
+	size_t (*count)(const void *state);
+};
+
+const struct cw_sched_beq_ops *cw_sched_beq_fifo(void);
+
+struct cw_sched_opts {
+	size_t size;			/* sizeof(struct cw_sched_opts) */
+	enum cw_sched_policy policy;
+	int64_t delta_l_ns;		/* ΔL of the disk's admitted set (>= 0) */
+	int64_t idle_be_ns;		/* cw_admit_result.idle_be_ns (>= 0) */
+	int64_t server_slice_ns;	/* periodic BE server: 0 = none; it must */
+	int64_t server_period_ns;	/* be part of the admitted task set */
+	const struct cw_sched_beq_ops *beq;	/* NULL: FIFO */
+};
+
+/* Defaults: delta-l, no slack, no server, FIFO. */
+void cw_sched_opts_init(struct cw_sched_opts *opts);
+
+struct cw_sched;
+
+int cw_sched_new(const struct cw_sched_opts *opts, struct cw_sched **ret_sched);
+void cw_sched_free(struct cw_sched *s);	/* NULL-safe; queued requests are dropped, not freed */
+
+/* After the admitted set changed (cw_admit_test on the active tasks).
+ * ΔL_r is clamped to the new ΔL at once and refilled to it at the next
+ * refill point. */
+int cw_sched_set_slack(struct cw_sched *s, int64_t delta_l_ns, int64_t idle_be_ns);
+int cw_sched_set_server(struct cw_sched *s, int64_t slice_ns, int64_t period_ns);
+
+/* Queues a request.  -EINVAL for bad fields; -E2BIG under delta-l for a BE
+ * request larger than anything the current slack, idle allowance and
+ * server could ever run; -EEXIST if it is already queued; -ENOMEM. */
+int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *req, int64_t now_ns);
+
+/* Removes a queued request that was not dispatched: 0 or -ENOENT. */
+int cw_sched_cancel(struct cw_sched *s, struct cw_sched_req *req);
+
+enum cw_sched_verdict {
+	CW_SCHED_DISPATCH = 0,	/* start req now */
+	CW_SCHED_WAIT,		/* nothing now; ask again at until_ns (or on a new arrival) */
+	CW_SCHED_IDLE,		/* nothing queued can run until a new arrival */
+	CW_SCHED_BUSY,		/* a request is in service; complete it first */
+};
+
+struct cw_sched_decision {
+	enum cw_sched_verdict verdict;
+	struct cw_sched_req *req;	/* DISPATCH */
+	int64_t until_ns;		/* WAIT */
+};
+
+/* What the disk does next at now_ns (now_ns must not go backwards). */
+int cw_sched_next(struct cw_sched *s, int64_t now_ns, struct cw_sched_decision *ret_decision);
+
+/* The dispatched request finished at now_ns after actual_ns of service.
+ * An RT request that ran longer than its C, or a BE request longer than
+ * expected, has the excess charged to ΔL_r; a shorter BE request gives the
+ * difference back.  -EINVAL if req is not the one in service. */
+int cw_sched_complete(struct cw_sched *s, struct cw_sched_req *req, int64_t now_ns,
+		      int64_t actual_ns);
+
+struct cw_sched_stats {
+	uint64_t rt_done;
+	uint64_t rt_missed;		/* finished after the deadline */
+	uint64_t rt_early;		/* ran before release, as BE */
+	uint64_t rt_overrun;		/* took longer than C */
+	uint64_t be_done;
+	uint64_t be_slack, be_idle, be_server;	/* BE dispatches by route */
+	int64_t min_slack_ns;		/* least deadline - finish over RT (INT64_MAX: none) */
+	int64_t delta_l_ns;
+	int64_t delta_l_r_ns;		/* remaining slack now */
+	size_t rt_released, rt_waiting, be_queued;	/* queue lengths now */
+	bool busy;
+};
+
+void cw_sched_get_stats(const struct cw_sched *s, struct cw_sched_stats *ret_stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The io module's private header: the operations struct each back end
+ * fills in, the engine head every back end embeds first, and the
+ * completion bookkeeping both back ends share.
+ */
+#ifndef CW_IO_INTERNAL_H
+#define CW_IO_INTERNAL_H
+
+#include <errno.h>
+#include <time.h>
+#include <clockwise/io.h>
+
+struct cw_io_engine;
+
+/* A back end: just the callbacks it needs.  The front end (io.c) checks
+ * arguments, keeps inflight and enforces depth; a back end never sees more
+ * requests than it has room for. */
+struct cw_io_ops {
+	const char *name;
+	/* Allocates the back end's engine (embedding struct cw_io_engine
+	 * first) for depth requests in flight. */
+	int (*engine_new)(unsigned depth, struct cw_io_engine **ret_engine);
+	void (*engine_free)(struct cw_io_engine *e);
+	/* Queues and submits n (<= depth - inflight) requests; returns how many
+	 * the kernel took, or a negative errno when it took none. */
+	int (*submit)(struct cw_io_engine *e, struct cw_io_req **reqs, unsigned n);
+	/* Collects finished requests as cw_io_reap() documents; min_complete
+	 * <= max, and <= inflight when deadline_ns < 0. */
+	int (*reap)(struct cw_io_engine *e, unsigned min_complete, int64_t deadline_ns,
+		    struct cw_io_req **ret_reqs, unsigned max);
+};
+
+struct cw_io_engine {
+	const struct cw_io_ops *ops;
+	unsigned depth;
+	unsigned inflight;	/* accepted by submit, not yet returned by reap */
+};
+
+extern const struct cw_io_ops cw_io_uring_ops;
+extern const struct cw_io_ops cw_io_aio_ops;
+
+/*
+ * Progress of a request lives in req->priv_: the bytes done so far in the
+ * low 48 bits, the transient-error retries in the high 16.  A request whose
+ * kernel result leaves work to do is resubmitted for the remainder:
+ * the position of that remainder is (buf, off, len) advanced by
+ * cw_io_done_bytes().
+ */
+#define CW_IO_DONE_MASK ((UINT64_C(1) << 48) - 1)
+#define CW_IO_RETRY_SHIFT 48
+/* -EAGAIN/-EINTR are retried this many times before they are reported. */
+#define CW_IO_MAX_RETRIES 16
+
+static inline uint64_t cw_io_done_bytes(const struct cw_io_req *r)
+{
+	return r->priv_ & CW_IO_DONE_MASK;
+}
+
+/* One kernel request moves at most this much, so a length always fits the
+ * 32-bit io_uring field; longer requests continue as partial completions. */
+#define CW_IO_MAX_CHUNK (UINT64_C(1) << 30)
+
+/* Where the not yet done part of r starts and how long the next kernel
+ * request for it is. */
+static inline size_t cw_io_req_next(const struct cw_io_req *r, void **ret_buf, uint64_t *ret_off)
+{
+	uint64_t done = cw_io_done_bytes(r), left = r->len - done;
+
+	*ret_buf = (char *)r->buf + done;
+	*ret_off = r->off + done;
+	return left < CW_IO_MAX_CHUNK ? left : CW_IO_MAX_CHUNK;
+}
+
+static inline void cw_io_req_start(struct cw_io_req *r)
+{
+	r->priv_ = 0;
+	r->res = 0;
+}
+
+/* Folds one kernel result into r.  Returns true when r is finished (r->res
+ * set), false when its remainder must be submitted again. */
+bool cw_io_req_account(struct cw_io_req *r, int64_t res);
+
+/* Back ends get the reap timeout as a deadline: CW_IO_FOREVER, CW_IO_POLL
+ * (never wait, never read the clock) or an absolute CLOCK_MONOTONIC time. */
+#define CW_IO_FOREVER INT64_C(-1)
+#define CW_IO_POLL INT64_C(0)
+
+/* The relative wait left until deadline_ns as a timespec; false when the
+ * deadline has passed. */
+bool cw_io_remaining(int64_t deadline_ns, struct timespec *ret_ts);
+
+#endif

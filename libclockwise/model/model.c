@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The disk service-time model: Bosch & Mullender, section 3.1.  "The
+ * service time for a transfer from a dynamic partition is built up from
+ * three components: the worst-case seek time, the worst-case data service
+ * time and an extra rotational delay."
+ *
+ * Invariant: cw_model_service_ns never returns less than the sum of those
+ * three for the range asked about (plus overhead and margin), so a model
+ * whose curve and rates are themselves worst cases yields a sound C.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "common/util.h"
+
+int cw_model_validate(const struct cw_model *m)
+{
+	size_t nl;
+
+	if (!m)
+		return -EINVAL;
+	nl = strnlen(m->name, sizeof(m->name));
+	if (nl == 0 || nl == sizeof(m->name))
+		return -EINVAL;
+	for (size_t i = 0; i < nl; i++) {
+		char c = m->name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return -EINVAL;
+	}
+	if (m->tier != CW_TIER_HDD && m->tier != CW_TIER_SSD)
+		return -EINVAL;
+	if (m->capacity_bytes == 0 || m->capacity_bytes > (UINT64_C(1) << 62) ||
+	    m->rotation_ns < 0 || m->overhead_ns < 0 || m->margin_ns < 0 ||
+	    m->rotation_ns > CW_NS_PER_S || m->overhead_ns > CW_NS_PER_S ||
+	    m->margin_ns > CW_NS_PER_S || m->margin_ppm > 10 * 1000000)
+		return -EINVAL;
+	if (m->n_seek < 1 || m->n_seek > CW_MODEL_MAX_SEEK || m->seek[0].distance_bytes != 0)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->n_seek; i++) {
+		if (m->seek[i].time_ns < 0 || m->seek[i].time_ns > CW_NS_PER_S)
+			return -EINVAL;
+		if (i > 0 && (m->seek[i].distance_bytes <= m->seek[i - 1].distance_bytes ||
+			      m->seek[i].time_ns < m->seek[i - 1].time_ns))
+			return -EINVAL;
+	}
+	if (m->n_zones < 1 || m->n_zones > CW_MODEL_MAX_ZONES || m->zone[0].start_bytes != 0 ||
+	    m->zone[m->n_zones - 1].end_bytes != m->capacity_bytes)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->n_zones; i++) {
+		const struct cw_model_zone *z = &m->zone[i];
+
+		if (z->end_bytes <= z->start_bytes || z->rate_bps == 0 ||
+		    z->rate_bps > (UINT64_C(1) << 40))
+			return -EINVAL;
+		if (i > 0 && z->start_bytes != m->zone[i - 1].end_bytes)
+			return -EINVAL;
+	}
+	if (m->n_bsizes > CW_MODEL_MAX_BSIZES)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->n_bsizes; i++)
+		if (m->bsize[i].bytes == 0 || m->bsize[i].worst_ns <= 0 ||
+		    m->bsize[i].worst_ns > 100 * CW_NS_PER_S ||
+		    (i > 0 && m->bsize[i].bytes <= m->bsize[i - 1].bytes))
+			return -EINVAL;
+	return 0;
+}
+
+int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t dist)
+{
+	unsigned i;
+
+	for (i = 1; i < m->n_seek; i++)
+		if (dist < m->seek[i].distance_bytes)
+			break;
+	if (i == m->n_seek)
+		return m->seek[m->n_seek - 1].time_ns;
+	/* linear between point i-1 and point i, rounded up */
+	const struct cw_model_seek *a = &m->seek[i - 1], *b = &m->seek[i];
+	unsigned __int128 num = (unsigned __int128)(dist - a->distance_bytes) *
+				(uint64_t)(b->time_ns - a->time_ns);
+	uint64_t span = b->distance_bytes - a->distance_bytes;
+
+	return a->time_ns + (int64_t)((num + span - 1) / span);
+}
+
+int cw_model_service_ns(const struct cw_model *m, uint64_t lo, uint64_t hi, uint64_t bytes,
+			int64_t *ret_ns)
+{
+	uint64_t rate = UINT64_MAX, far;
+	unsigned __int128 t;
+
+	if (!m || !ret_ns || bytes == 0)
+		return -EINVAL;
+	if (hi == 0)
+		hi = m->capacity_bytes;
+	if (lo >= hi || hi > m->capacity_bytes)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->n_zones; i++)
+		if (m->zone[i].start_bytes < hi && lo < m->zone[i].end_bytes)
+			rate = CW_MIN(rate, m->zone[i].rate_bps);
+	/* The head may be anywhere (best-effort work goes everywhere): the
+	 * longest seek into [lo, hi) starts at the far end of the disk. */
+	far = CW_MAX(hi, m->capacity_bytes - lo);
+	t = (unsigned __int128)bytes * CW_NS_PER_S;
+	t = (t + rate - 1) / rate;
+	t += (uint64_t)m->overhead_ns + (uint64_t)cw_model_seek_ns(m, far) +
+	     (uint64_t)m->rotation_ns;
+	for (unsigned i = 0; i < m->n_bsizes; i++)
+		if (m->bsize[i].bytes == bytes && (unsigned __int128)m->bsize[i].worst_ns > t)
+			t = (uint64_t)m->bsize[i].worst_ns;
+	t += (t * m->margin_ppm + 999999) / 1000000;
+	t += (uint64_t)m->margin_ns;
+	if (t > (unsigned __int128)INT64_MAX / 4)
+		return -ERANGE;
+	*ret_ns = (int64_t)t;
+	return 0;
+}
+
+/* ---- presets ----------------------------------------------------------- */
+
+static void zones_linear(struct cw_model *m, unsigned n, uint64_t outer_bps, uint64_t inner_bps)
+{
+	m->n_zones = n;
+	for (unsigned i = 0; i < n; i++) {
+		m->zone[i].start_bytes = m->capacity_bytes / n * i;
+		m->zone[i].end_bytes = i + 1 == n ? m->capacity_bytes : m->capacity_bytes / n * (i + 1);
+		m->zone[i].rate_bps = n == 1 ? outer_bps :
+				      outer_bps - (outer_bps - inner_bps) * i / (n - 1);
+	}
+}
+
+static void seek_curve(struct cw_model *m, const struct cw_model_seek *pts, unsigned n)
+{
+	m->n_seek = n;
+	memcpy(m->seek, pts, n * sizeof(*pts));
+}
+
+static const char *const preset_names[] = { "atlas2", "hdd7200", "ssd", NULL };
+
+const char *const *cw_model_preset_names(void)
+{
+	return preset_names;
+}
+
+int cw_model_preset(const char *name, struct cw_model *ret)
+{
+	struct cw_model m = { .tier = CW_TIER_HDD };
+
+	if (!name || !ret)
+		return -EINVAL;
+	if (strcmp(name, "atlas2") == 0) {
+		/* Quantum Atlas-II (1997): 9.1 GB, 7200 rpm, 6.9 ms average
+		 * and ~17 ms full-stroke seek, 11 MB/s outer to 7 MB/s inner;
+		 * 1 MB in the outer zone worst case about 120 ms, as the
+		 * paper's example says. */
+		static const struct cw_model_seek s[] = {
+			{ 0, 0 }, { 100000, 1000000 }, { 10000000, 2500000 },
+			{ 100000000, 4000000 }, { 1000000000, 8000000 },
+			{ 3000000000, 12000000 }, { 9100000000, 17000000 },
+		};
+		m.capacity_bytes = UINT64_C(9100000000);
+		m.rotation_ns = 8333334;
+		m.overhead_ns = 500000;
+		seek_curve(&m, s, CW_ARRAY_SIZE(s));
+		zones_linear(&m, 8, 11000000, 7000000);
+	} else if (strcmp(name, "hdd7200") == 0) {
+		static const struct cw_model_seek s[] = {
+			{ 0, 0 }, { 1000000, 800000 }, { 1000000000, 3000000 },
+			{ 100000000000, 6000000 }, { 1000000000000, 10000000 },
+			{ 4000000000000, 18000000 },
+		};
+		m.capacity_bytes = UINT64_C(4000000000000);
+		m.rotation_ns = 8333334;
+		m.overhead_ns = 100000;
+		seek_curve(&m, s, CW_ARRAY_SIZE(s));
+		zones_linear(&m, 16, 220000000, 110000000);
+	} else if (strcmp(name, "ssd") == 0) {
+		static const struct cw_model_seek s[] = { { 0, 80000 } };
+		m.tier = CW_TIER_SSD;
+		m.capacity_bytes = UINT64_C(1000000000000);
+		m.rotation_ns = 0;
+		m.overhead_ns = 20000;
+		seek_curve(&m, s, CW_ARRAY_SIZE(s));
+		zones_linear(&m, 1, 500000000, 500000000);
+	} else
+		return -ENOENT;
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	*ret = m;
+	return 0;
+}
+
+/* ---- text form --------------------------------------------------------- */
+
+/* Appends to buf like snprintf, keeping the total needed in *pos. */
+static void put(char *buf, size_t len, size_t *pos, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void put(char *buf, size_t len, size_t *pos, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(*pos < len ? buf + *pos : NULL, *pos < len ? len - *pos : 0, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*pos += (size_t)k;
+}
+
+int cw_model_format(const struct cw_model *m, char *buf, size_t len)
+{
+	size_t pos = 0;
+
+	if (cw_model_validate(m) < 0 || (len && !buf))
+		return -EINVAL;
+	if (len)
+		buf[0] = '\0';
+	put(buf, len, &pos, "cwmodel1 name=%s tier=%s cap=%" PRIu64 " rot=%" PRId64 " ovh=%" PRId64
+	    " mppm=%" PRIu32 " mns=%" PRId64 " seek=", m->name,
+	    m->tier == CW_TIER_SSD ? "ssd" : "hdd", m->capacity_bytes, m->rotation_ns,
+	    m->overhead_ns, m->margin_ppm, m->margin_ns);
+	for (unsigned i = 0; i < m->n_seek; i++)
+		put(buf, len, &pos, "%s%" PRIu64 ":%" PRId64, i ? "," : "",
+		    m->seek[i].distance_bytes, m->seek[i].time_ns);
+	put(buf, len, &pos, " zones=");
+	for (unsigned i = 0; i < m->n_zones; i++)
+		put(buf, len, &pos, "%s%" PRIu64 ":%" PRIu64, i ? "," : "", m->zone[i].end_bytes,
+		    m->zone[i].rate_bps);
+	if (m->n_bsizes) {
+		put(buf, len, &pos, " bs=");
+		for (unsigned i = 0; i < m->n_bsizes; i++)
+			put(buf, len, &pos, "%s%" PRIu64 ":%" PRId64, i ? "," : "",
+			    m->bsize[i].bytes, m->bsize[i].worst_ns);
+	}
+	return pos > INT32_MAX ? -EINVAL : (int)pos;
+}
+
+static int parse_u64(const char *s, const char **end, uint64_t *ret)
+{
+	char *e;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &e, 10);
+	if (errno)
+		return -EINVAL;
+	*end = e;
+	*ret = v;
+	return 0;
+}
+
+static int parse_i64(const char *s, const char **end, int64_t *ret)
+{
+	uint64_t v;
+
+	if (parse_u64(s, end, &v) < 0 || v > INT64_MAX)
+		return -EINVAL;
+	*ret = (int64_t)v;
+	return 0;
+}
+
+/* "a:b,a:b,..." into at most max pairs; the pair ends at ' ' or '\0'. */
+static int parse_pairs(const char *s, const char **end, uint64_t (*pairs)[2], unsigned max,
+		       unsigned *ret_n)
+{
+	unsigned n = 0;
+
+	for (;;) {
+		if (n == max || parse_u64(s, &s, &pairs[n][0]) < 0 || *s++ != ':' ||
+		    parse_u64(s, &s, &pairs[n][1]) < 0)
+			return -EINVAL;
+		n++;
+		if (*s != ',')
+			break;
+		s++;
+	}
+	*end = s;
+	*ret_n = n;
+	return 0;
+}
+
+int cw_model_parse(const char *text, struct cw_model *ret)
+{
+	struct cw_model m = { 0 };
+	uint64_t pairs[CW_MODEL_MAX_SEEK + CW_MODEL_MAX_ZONES][2];
+	unsigned seen = 0, n;
+	const char *s = text;
+	uint64_t u;
+
+	enum { K_NAME = 1, K_TIER = 2, K_CAP = 4, K_ROT = 8, K_OVH = 16, K_SEEK = 32,
+	       K_ZONES = 64, K_MPPM = 128, K_MNS = 256, K_BS = 512 };
+	const unsigned required = K_NAME | K_TIER | K_CAP | K_ROT | K_OVH | K_SEEK | K_ZONES;
+
+	if (!text || !ret || strncmp(s, "cwmodel1", 8) != 0)
+		return -EINVAL;
+	s += 8;
+	while (*s == ' ') {
+		const char *key, *eq;
+		size_t kl;
+		unsigned bit;
+
+		while (*s == ' ')
+			s++;
+		if (!*s)
+			break;
+		key = s;
+		eq = strchr(s, '=');
+		if (!eq)
+			return -EINVAL;
+		kl = (size_t)(eq - key);
+		s = eq + 1;
+#define KEY(k) (kl == strlen(k) && strncmp(key, k, kl) == 0)
+		if (KEY("name")) {
+			size_t vl = strcspn(s, " ");
+
+			if (vl == 0 || vl >= sizeof(m.name))
+				return -EINVAL;
+			memcpy(m.name, s, vl);
+			s += vl;
+			bit = K_NAME;
+		} else if (KEY("tier")) {
+			if (strncmp(s, "hdd", 3) == 0)
+				m.tier = CW_TIER_HDD;
+			else if (strncmp(s, "ssd", 3) == 0)
+				m.tier = CW_TIER_SSD;
+			else
+				return -EINVAL;
+			s += 3;
+			bit = K_TIER;
+		} else if (KEY("cap")) {
+			if (parse_u64(s, &s, &m.capacity_bytes) < 0)
+				return -EINVAL;
+			bit = K_CAP;
+		} else if (KEY("rot")) {
+			if (parse_i64(s, &s, &m.rotation_ns) < 0)
+				return -EINVAL;
+			bit = K_ROT;
+		} else if (KEY("ovh")) {
+			if (parse_i64(s, &s, &m.overhead_ns) < 0)
+				return -EINVAL;
+			bit = K_OVH;
+		} else if (KEY("mppm")) {
+			if (parse_u64(s, &s, &u) < 0 || u > UINT32_MAX)
+				return -EINVAL;
+			m.margin_ppm = (uint32_t)u;
+			bit = K_MPPM;
+		} else if (KEY("mns")) {
+			if (parse_i64(s, &s, &m.margin_ns) < 0)
+				return -EINVAL;
+			bit = K_MNS;
+		} else if (KEY("seek")) {
+			if (parse_pairs(s, &s, pairs, CW_MODEL_MAX_SEEK, &n) < 0)
+				return -EINVAL;
+			m.n_seek = n;
+			for (unsigned i = 0; i < n; i++) {
+				if (pairs[i][1] > INT64_MAX)
+					return -EINVAL;
+				m.seek[i] = (struct cw_model_seek){ pairs[i][0], (int64_t)pairs[i][1] };
+			}
+			bit = K_SEEK;
+		} else if (KEY("zones")) {
+			if (parse_pairs(s, &s, pairs, CW_MODEL_MAX_ZONES, &n) < 0)
+				return -EINVAL;
+			m.n_zones = n;
+			for (unsigned i = 0; i < n; i++)
+				m.zone[i] = (struct cw_model_zone){
+					.start_bytes = i ? pairs[i - 1][0] : 0,
+					.end_bytes = pairs[i][0], .rate_bps = pairs[i][1] };
+			bit = K_ZONES;
+		} else if (KEY("bs")) {
+			if (parse_pairs(s, &s, pairs, CW_MODEL_MAX_BSIZES, &n) < 0)
+				return -EINVAL;
+			m.n_bsizes = n;
+			for (unsigned i = 0; i < n; i++) {
+				if (pairs[i][1] > INT64_MAX)
+					return -EINVAL;
+				m.bsize[i] = (struct cw_model_bsize){ pairs[i][0], (int64_t)pairs[i][1] };
+			}
+			bit = K_BS;
+		} else
+			return -EINVAL;	/* unknown key: a newer format, not half read */
+#undef KEY
+		if (seen & bit)
+			return -EINVAL;
+		seen |= bit;
+		if (*s && *s != ' ')
+			return -EINVAL;
+	}
+	if (*s || (seen & required) != required || cw_model_validate(&m) < 0)
+		return -EINVAL;
+	*ret = m;
+	return 0;
+}

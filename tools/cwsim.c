@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cwsim — the Clockwise simulator's command line.  Each subcommand is one
+ * entry of the table below; `cwsim admit` runs the admission test on a
+ * task set (see cwsim(1)).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clockwise/admit.h>
+#include "common/cleanup.h"
+#include "common/util.h"
+
+#define EXIT_USAGE 2
+
+static void cw_fclosep(FILE **f)
+{
+	if (*f && *f != stdin)
+		fclose(*f);
+}
+
+/* A decimal integer > 0 that fits int64_t; advances *s past it. */
+static int parse_pos(const char **s, int64_t *ret)
+{
+	const char *p = *s;
+	int64_t v = 0;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (INT64_MAX - (*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (*p - '0');
+	}
+	if (v == 0)
+		return -EINVAL;
+	*s = p;
+	*ret = v;
+	return 0;
+}
+
+/* Reads "T C" lines ('#' starts a comment, blank lines allowed).  On a bad
+ * line prints which and why, and returns -EINVAL. */
+static int read_tasks(FILE *f, const char *name, struct cw_task **ret_tasks, size_t *ret_n)
+{
+	_cleanup_free_ char *line = NULL;
+	_cleanup_free_ struct cw_task *tasks = NULL;
+	size_t cap = 0, n = 0, len = 0;
+	unsigned long lineno = 0;
+
+	for (;;) {
+		ssize_t k = getline(&line, &len, f);
+		const char *s;
+		int64_t t, c;
+		char *hash;
+
+		if (k < 0)
+			break;
+		lineno++;
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		s = line + strspn(line, " \t\r\n");
+		if (!*s)
+			continue;
+		if (parse_pos(&s, &t) < 0 || !strchr(" \t", *s) ||
+		    (s += strspn(s, " \t"), parse_pos(&s, &c) < 0) ||
+		    s[strspn(s, " \t\r\n")] != '\0') {
+			fprintf(stderr, "cwsim admit: %s:%lu: expected \"T C\", two positive integers"
+				" (nanoseconds)\n", name, lineno);
+			return -EINVAL;
+		}
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct cw_task *v = realloc(tasks, nc * sizeof(*v));
+
+			if (!v) {
+				fprintf(stderr, "cwsim admit: out of memory\n");
+				return -ENOMEM;
+			}
+			tasks = v;
+			cap = nc;
+		}
+		tasks[n++] = (struct cw_task){ .period_ns = t, .service_ns = c };
+	}
+	if (ferror(f)) {
+		fprintf(stderr, "cwsim admit: %s: read error\n", name);
+		return -EIO;
+	}
+	*ret_tasks = CW_TAKE_PTR(tasks);
+	*ret_n = n;
+	return 0;
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void json_ns(const char *key, bool ok, int64_t v)
+{
+	if (!ok || v == CW_ADMIT_NO_LIMIT)
+		printf(", \"%s\": null", key);
+	else
+		printf(", \"%s\": %" PRId64, key, v);
+}
+
+static int cmd_admit(int argc, char **argv)
+{
+	_cleanup_(cw_fclosep) FILE *f = stdin;
+	_cleanup_free_ struct cw_task *tasks = NULL;
+	const char *name = "<stdin>";
+	struct cw_admit_result r;
+	size_t n = 0;
+	int e;
+
+	if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1])) {
+		fprintf(stderr, "usage: cwsim admit [FILE]\n");
+		return EXIT_USAGE;
+	}
+	if (argc == 2 && strcmp(argv[1], "-") != 0) {
+		name = argv[1];
+		f = fopen(name, "re");
+		if (!f) {
+			fprintf(stderr, "cwsim admit: %s: %m\n", name);
+			return EXIT_USAGE;
+		}
+	}
+	if (read_tasks(f, name, &tasks, &n) < 0)
+		return EXIT_USAGE;
+	e = cw_admit_test(tasks, n, &r);
+	if (e < 0) {
+		fprintf(stderr, "cwsim admit: %s\n", strerror(-e));
+		return EXIT_FAILURE;
+	}
+	printf("{\"schedulable\": %s, \"utilization\": %.9g", r.schedulable ? "true" : "false",
+	       r.utilization);
+	json_ns("delta_l_ns", r.schedulable, r.delta_l_ns);
+	json_ns("delta_l_m_ns", r.schedulable, r.delta_l_m_ns);
+	json_ns("delta_l_q_ns", r.schedulable, r.delta_l_q_ns);
+	printf(", \"reason\": ");
+	json_string(r.reason);
+	printf("}\n");
+	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "admit", cmd_admit, "admit [FILE]   Jeffay's test and the slack ΔL of a task set" },
+	{ "help", cmd_help, "help           this list" },
+};
+
+static int cmd_help(int argc, char **argv)
+{
+	printf("usage: cwsim COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < CW_ARRAY_SIZE(commands); i++)
+		printf("  %s\n", commands[i].help);
+	return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		cmd_help(0, NULL);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return cmd_help(0, NULL);
+	if (!strcmp(argv[1], "--version")) {
+		printf("cwsim %s\n", cw_version());
+		return EXIT_SUCCESS;
+	}
+	for (size_t i = 0; i < CW_ARRAY_SIZE(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "cwsim: unknown command '%s' (try cwsim help)\n", argv[1]);
+	return EXIT_USAGE;
+}
