@@ -1,0 +1,878 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clockwised.conf: libconfig syntax, checked against a schema (one table of
+ * keys per group).  The first problem stops loading with
+ * "FILE:LINE: <what is wrong>; expected <what>"; nothing is half applied,
+ * because the result is only handed out when the whole file is good.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <sys/un.h>
+#include <libconfig.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "daemon/conf.h"
+
+#define NAME_MAX_BYTES 63	/* layout's CW_NAME_MAX */
+#define MODEL_MAX_BYTES 31	/* model's CW_MODEL_NAME_MAX - 1 */
+#define QUEUE_DEPTH_MAX 4096
+#define SLOT_US_MAX 1000000	/* one second */
+#define LANES_MAX 64
+#define BLOCK_SIZE_MIN 512
+#define BLOCK_SIZE_MAX 65536
+#define MAX_REQUEST_MAX (32u << 20)
+#define LISTEN_MAX 16
+
+#define DEFAULT_QUEUE_DEPTH 32
+#define DEFAULT_SLOT_US_HDD 1000
+#define DEFAULT_SLOT_US_SSD 100
+#define DEFAULT_LANES_SSD 4
+
+struct parse {
+	const char *file;	/* for messages when libconfig has no file name */
+	char *error;
+	struct cwd_config *c;
+	/* Settings checked once the whole file is read, since libconfig
+	 * keeps no order between them. */
+	const config_setting_t *listen;
+	const config_setting_t *tcp_remote;	/* first non-loopback TCP address */
+	/* Per disk: where its optional settings were, for cross-checks. */
+	const config_setting_t **disk_lanes;
+	const config_setting_t **disk_policy;
+};
+
+/* name -> value tables for enumerated settings; the first spelling of
+ * each value is the canonical one shown in messages. */
+struct choice {
+	const char *name;
+	int value;
+	bool alias;
+};
+
+static const struct choice policies[] = {
+	{ "delta-l", CWD_POLICY_DELTA_L, false },
+	{ "edf", CWD_POLICY_EDF, false },
+	{ "lst", CWD_POLICY_LST, false },
+	{ NULL, 0, false },
+};
+
+static const struct choice tiers[] = {
+	{ "hdd", CW_TIER_HDD, false },
+	{ "ssd", CW_TIER_SSD, false },
+	{ NULL, 0, false },
+};
+
+static const struct choice engines[] = {
+	{ "io_uring", CW_IO_URING, false },
+	{ "libaio", CW_IO_AIO, false },
+	{ NULL, 0, false },
+};
+
+static const struct choice log_levels[] = {
+	{ "err", LOG_ERR, false },
+	{ "error", LOG_ERR, true },
+	{ "warning", LOG_WARNING, false },
+	{ "warn", LOG_WARNING, true },
+	{ "notice", LOG_NOTICE, false },
+	{ "info", LOG_INFO, false },
+	{ "debug", LOG_DEBUG, false },
+	{ NULL, 0, false },
+};
+
+static const char *choice_name(const struct choice *t, int value)
+{
+	for (; t->name; t++)
+		if (t->value == value && !t->alias)
+			return t->name;
+	return NULL;
+}
+
+const char *cwd_policy_name(enum cwd_policy p)
+{
+	return choice_name(policies, (int)p);
+}
+
+const char *cwd_log_level_name(int level)
+{
+	return choice_name(log_levels, level);
+}
+
+/* "disks[2].tier", "listen.tcp[0]": where a setting sits in the file. */
+static void setting_path(const config_setting_t *s, char *buf, size_t n)
+{
+	const config_setting_t *parent = s->parent;
+	size_t len;
+
+	buf[0] = '\0';
+	if (!parent)
+		return;
+	setting_path(parent, buf, n);
+	len = strlen(buf);
+	if (config_setting_is_group(parent))
+		snprintf(buf + len, n - len, "%s%s", len ? "." : "", s->name ? s->name : "");
+	else
+		snprintf(buf + len, n - len, "[%d]", config_setting_index(s));
+}
+
+static const char *type_name(const config_setting_t *s)
+{
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64:
+		return "an integer";
+	case CONFIG_TYPE_FLOAT:
+		return "a number with a fraction";
+	case CONFIG_TYPE_STRING:
+		return "a string";
+	case CONFIG_TYPE_BOOL:
+		return "a boolean";
+	case CONFIG_TYPE_GROUP:
+		return "a group";
+	case CONFIG_TYPE_ARRAY:
+		return "an array";
+	case CONFIG_TYPE_LIST:
+		return "a list";
+	}
+	return "of no type";
+}
+
+/* Records the first problem, at s's line: "FILE:LINE: " + fmt. */
+__attribute__((format(printf, 3, 4)))
+static int fail(struct parse *p, const config_setting_t *s, const char *fmt, ...)
+{
+	_cleanup_free_ char *what = NULL;
+	const char *file = s && config_setting_source_file(s) ? config_setting_source_file(s) : p->file;
+	va_list ap;
+	int r;
+
+	if (p->error)
+		return -EINVAL;
+	va_start(ap, fmt);
+	r = vasprintf(&what, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	if (asprintf(&p->error, "%s:%u: %s", file, s ? config_setting_source_line(s) : 0, what) < 0) {
+		p->error = NULL;
+		return -ENOMEM;
+	}
+	return -EINVAL;
+}
+
+#define PATH_BUF 256
+#define WHERE(s) ({ static __thread char _w[PATH_BUF]; setting_path((s), _w, sizeof(_w)); _w; })
+
+static int wrong_type(struct parse *p, const config_setting_t *s, const char *expected)
+{
+	return fail(p, s, "%s is %s; expected %s", WHERE(s), type_name(s), expected);
+}
+
+static int get_int(struct parse *p, const config_setting_t *s, long long min, long long max,
+		   long long *ret)
+{
+	long long v;
+
+	if (config_setting_type(s) != CONFIG_TYPE_INT && config_setting_type(s) != CONFIG_TYPE_INT64)
+		return fail(p, s, "%s is %s; expected an integer from %lld to %lld", WHERE(s),
+			    type_name(s), min, max);
+	v = config_setting_get_int64(s);
+	if (v < min || v > max)
+		return fail(p, s, "%s = %lld is out of range; expected an integer from %lld to %lld",
+			    WHERE(s), v, min, max);
+	*ret = v;
+	return 0;
+}
+
+static int get_bool(struct parse *p, const config_setting_t *s, bool *ret)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+		return wrong_type(p, s, "true or false");
+	*ret = config_setting_get_bool(s);
+	return 0;
+}
+
+static int get_string(struct parse *p, const config_setting_t *s, const char *expected,
+		      const char **ret)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return wrong_type(p, s, expected);
+	*ret = config_setting_get_string(s);
+	return 0;
+}
+
+static int get_choice(struct parse *p, const config_setting_t *s, const struct choice *t,
+		      const char *what, int *ret)
+{
+	char expected[256] = "";
+	const struct choice *c;
+	const char *v = NULL;
+	size_t len = 0;
+	int r;
+
+	for (c = t; c->name; c++)
+		if (!c->alias) {
+			len += (size_t)snprintf(expected + len, sizeof(expected) - len, "%s\"%s\"",
+						len == 0 ? "" : c[1].name ? ", " : " or ", c->name);
+			if (len >= sizeof(expected))
+				len = sizeof(expected) - 1;
+		}
+	r = get_string(p, s, expected, &v);
+	if (r < 0)
+		return r;
+	for (c = t; c->name; c++)
+		if (!strcmp(v, c->name)) {
+			*ret = c->value;
+			return 0;
+		}
+	return fail(p, s, "%s = \"%s\" is not %s; expected %s", WHERE(s), v, what, expected);
+}
+
+/* An absolute path of at most max bytes, copied into *ret. */
+static int get_path(struct parse *p, const config_setting_t *s, size_t max, char **ret)
+{
+	const char *v = NULL;
+	int r;
+
+	r = get_string(p, s, "an absolute path in quotes", &v);
+	if (r < 0)
+		return r;
+	if (v[0] != '/')
+		return fail(p, s, "%s = \"%s\" is not an absolute path; expected a path starting with /",
+			    WHERE(s), v);
+	if (strlen(v) > max)
+		return fail(p, s, "%s is %zu bytes long; expected an absolute path of at most %zu bytes",
+			    WHERE(s), strlen(v), max);
+	free(*ret);
+	*ret = strdup(v);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* Names of disks and models: [A-Za-z0-9._-], not starting with '.'. */
+static int get_name(struct parse *p, const config_setting_t *s, size_t max, char **ret)
+{
+	const char *v = NULL, *q;
+	int r;
+
+	r = get_string(p, s, "a name in quotes", &v);
+	if (r < 0)
+		return r;
+	for (q = v; *q; q++)
+		if (!(*q >= 'a' && *q <= 'z') && !(*q >= 'A' && *q <= 'Z') &&
+		    !(*q >= '0' && *q <= '9') && *q != '.' && *q != '_' && *q != '-')
+			break;
+	if (*q || v[0] == '\0' || v[0] == '.' || strlen(v) > max)
+		return fail(p, s, "%s = \"%s\" is not a valid name; expected 1 to %zu of "
+			    "A-Z a-z 0-9 . _ -, not starting with .", WHERE(s), v, max);
+	free(*ret);
+	*ret = strdup(v);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* One key of a group and what parses its value into obj. */
+struct key {
+	const char *name;
+	int (*parse)(struct parse *p, const config_setting_t *s, void *obj);
+};
+
+static int parse_group(struct parse *p, const config_setting_t *g, const struct key *keys, void *obj)
+{
+	int i, n, r;
+
+	if (!config_setting_is_group(g))
+		return wrong_type(p, g, "a group { name = value; ... }");
+	n = config_setting_length(g);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+		const struct key *k;
+
+		for (k = keys; k->name; k++)
+			if (!strcmp(k->name, s->name))
+				break;
+		if (!k->name) {
+			char expected[512], where[PATH_BUF];
+			size_t len = 0;
+
+			for (k = keys; k->name && len < sizeof(expected); k++)
+				len += (size_t)snprintf(expected + len, sizeof(expected) - len, "%s%s",
+							k == keys ? "" : k[1].name ? ", " : " or ",
+							k->name);
+			setting_path(g, where, sizeof(where));
+			return fail(p, s, "unknown setting \"%s\"%s%s; expected %s", s->name,
+				    where[0] ? " in " : "", where, expected);
+		}
+		r = k->parse(p, s, obj);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Every value of a setting given as one string or an array/list of them. */
+static int for_each_string(struct parse *p, const config_setting_t *s, const char *expected,
+			   int (*fn)(struct parse *p, const config_setting_t *e, const char *v))
+{
+	int i, n, r;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING)
+		return fn(p, s, config_setting_get_string(s));
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
+		return wrong_type(p, s, expected);
+	n = config_setting_length(s);
+	if (n > LISTEN_MAX)
+		return fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n, LISTEN_MAX);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING)
+			return wrong_type(p, e, expected);
+		r = fn(p, e, config_setting_get_string(e));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- top level ---- */
+
+static int key_pool(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_path(p, s, 4095, &p->c->pool);
+}
+
+static int key_policy(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int v, r = get_choice(p, s, policies, "a dispatch policy", &v);
+
+	if (r == 0)
+		p->c->policy = (enum cwd_policy)v;
+	return r;
+}
+
+static int key_io_engine(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int v, r = get_choice(p, s, engines, "an I/O engine", &v);
+
+	if (r == 0)
+		p->c->io_engine = (enum cw_io_kind)v;
+	return r;
+}
+
+static int key_queue_depth(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, 1, QUEUE_DEPTH_MAX, &v);
+
+	if (r == 0)
+		p->c->queue_depth = (unsigned)v;
+	return r;
+}
+
+static int key_control_socket(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_path(p, s, sizeof(((struct sockaddr_un *)0)->sun_path) - 1, &p->c->control_socket);
+}
+
+static int key_log_level(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_choice(p, s, log_levels, "a log level", &p->c->log_level);
+}
+
+/* ---- listen ---- */
+
+static int add_unix(struct parse *p, const config_setting_t *e, const char *v)
+{
+	struct cwd_config *c = p->c;
+	char *path = NULL;
+	int r;
+
+	r = get_path(p, e, sizeof(((struct sockaddr_un *)0)->sun_path) - 1, &path);
+	if (r < 0)
+		return r;
+	c->listen_unix[c->n_listen_unix++] = path;
+	return 0;
+}
+
+static bool host_is_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (!strcmp(host, "localhost"))
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	return false;
+}
+
+#define TCP_EXPECTED "HOST:PORT, [IPV6]:PORT or HOST (port 10809)"
+
+/* "host:port", "[v6]:port", "host", "[v6]" or a bare IPv6 address. */
+static int add_tcp(struct parse *p, const config_setting_t *e, const char *v)
+{
+	struct cwd_config_tcp *t = &p->c->listen_tcp[p->c->n_listen_tcp];
+	_cleanup_free_ char *host = NULL;
+	const char *port = NULL, *colon = strrchr(v, ':');
+	long n = CWD_DEFAULT_NBD_PORT;
+
+	if (v[0] == '[') {
+		const char *end = strchr(v, ']');
+
+		if (!end || (end[1] && end[1] != ':'))
+			return fail(p, e, "%s = \"%s\" is not a TCP address; expected " TCP_EXPECTED,
+				    WHERE(e), v);
+		host = strndup(v + 1, (size_t)(end - v - 1));
+		if (end[1] == ':')
+			port = end + 2;
+	} else if (colon && strchr(v, ':') == colon) {
+		host = strndup(v, (size_t)(colon - v));
+		port = colon + 1;
+	} else
+		host = strdup(v);	/* no port, or an IPv6 address */
+	if (!host)
+		return -ENOMEM;
+	if (port) {
+		char *endp;
+
+		errno = 0;
+		n = strtol(port, &endp, 10);
+		if (!*port || *endp || errno || n < 1 || n > 65535 || *port == '-' || *port == '+')
+			return fail(p, e, "%s = \"%s\" has no valid port; expected a port from 1 to 65535",
+				    WHERE(e), v);
+	}
+	if (strpbrk(host, "[]/ \t") || (strchr(host, ':') && inet_pton(AF_INET6, host, &(struct in6_addr){ 0 }) != 1))
+		return fail(p, e, "%s = \"%s\" is not a TCP address; expected " TCP_EXPECTED, WHERE(e), v);
+	if (!strcmp(host, "*"))
+		host[0] = '\0';
+	t->loopback = host_is_loopback(host);
+	t->port = (uint16_t)n;
+	t->host = CW_TAKE_PTR(host);
+	p->c->n_listen_tcp++;
+	if (!t->loopback && !p->tcp_remote)
+		p->tcp_remote = e;
+	return 0;
+}
+
+static int key_listen_unix(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return for_each_string(p, s, "an array of absolute paths [ \"/run/...\", ... ]", add_unix);
+}
+
+static int key_listen_tcp(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return for_each_string(p, s, "an array of TCP addresses [ \"127.0.0.1:10809\", ... ]", add_tcp);
+}
+
+static int key_allow_remote(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_bool(p, s, &p->c->allow_remote);
+}
+
+static const struct key listen_keys[] = {
+	{ "unix", key_listen_unix },
+	{ "tcp", key_listen_tcp },
+	{ "allow_remote", key_allow_remote },
+	{ NULL, NULL },
+};
+
+static void clear_listen(struct cwd_config *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_listen_unix; i++)
+		free(c->listen_unix[i]);
+	for (i = 0; i < c->n_listen_tcp; i++)
+		free(c->listen_tcp[i].host);
+	c->n_listen_unix = c->n_listen_tcp = 0;
+}
+
+static int key_listen(struct parse *p, const config_setting_t *s, void *obj)
+{
+	/* A listen group replaces the default address: it lists them all. */
+	clear_listen(p->c);
+	p->listen = s;
+	return parse_group(p, s, listen_keys, NULL);
+}
+
+/* ---- exports ---- */
+
+static int key_read_only(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_bool(p, s, &p->c->exports.read_only);
+}
+
+static int key_multi_conn(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_bool(p, s, &p->c->exports.multi_conn);
+}
+
+static int get_pow2(struct parse *p, const config_setting_t *s, long long min, long long max,
+		    uint32_t *ret)
+{
+	long long v;
+	int r = get_int(p, s, min, max, &v);
+
+	if (r < 0)
+		return r;
+	if (!cw_is_pow2_u64((uint64_t)v))
+		return fail(p, s, "%s = %lld is not a power of two; expected a power of two from %lld to %lld",
+			    WHERE(s), v, min, max);
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+static int key_block_size(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_pow2(p, s, BLOCK_SIZE_MIN, BLOCK_SIZE_MAX, &p->c->exports.block_size);
+}
+
+static int key_max_request(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_pow2(p, s, BLOCK_SIZE_MIN, MAX_REQUEST_MAX, &p->c->exports.max_request_bytes);
+}
+
+static const struct key export_keys[] = {
+	{ "read_only", key_read_only },
+	{ "block_size", key_block_size },
+	{ "max_request_bytes", key_max_request },
+	{ "multi_conn", key_multi_conn },
+	{ NULL, NULL },
+};
+
+static int key_exports(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int r = parse_group(p, s, export_keys, NULL);
+
+	if (r == 0 && p->c->exports.max_request_bytes < p->c->exports.block_size)
+		return fail(p, s, "exports.max_request_bytes (%u) is smaller than exports.block_size (%u); "
+			    "expected max_request_bytes >= block_size",
+			    p->c->exports.max_request_bytes, p->c->exports.block_size);
+	return r;
+}
+
+/* ---- disks ---- */
+
+static int disk_path(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_path(p, s, 4095, &((struct cwd_config_disk *)obj)->path);
+}
+
+static int disk_name(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_name(p, s, NAME_MAX_BYTES, &((struct cwd_config_disk *)obj)->name);
+}
+
+static int disk_model(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_name(p, s, MODEL_MAX_BYTES, &((struct cwd_config_disk *)obj)->model);
+}
+
+static int disk_tier(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int v, r = get_choice(p, s, tiers, "a tier", &v);
+
+	if (r == 0)
+		((struct cwd_config_disk *)obj)->tier = (enum cw_tier)v;
+	return r;
+}
+
+static int disk_policy(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_disk *d = obj;
+	int v, r = get_choice(p, s, policies, "a dispatch policy", &v);
+
+	if (r == 0) {
+		d->policy = (enum cwd_policy)v;
+		p->disk_policy[d - p->c->disks] = s;
+	}
+	return r;
+}
+
+static int disk_slot_us(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, 1, SLOT_US_MAX, &v);
+
+	if (r == 0)
+		((struct cwd_config_disk *)obj)->slot_ns = v * CW_NS_PER_US;
+	return r;
+}
+
+static int disk_lanes(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_disk *d = obj;
+	long long v;
+	int r = get_int(p, s, 1, LANES_MAX, &v);
+
+	if (r == 0) {
+		d->lanes = (unsigned)v;
+		p->disk_lanes[d - p->c->disks] = s;
+	}
+	return r;
+}
+
+static const struct key disk_keys[] = {
+	{ "path", disk_path },
+	{ "name", disk_name },
+	{ "tier", disk_tier },
+	{ "policy", disk_policy },
+	{ "slot_us", disk_slot_us },
+	{ "lanes", disk_lanes },
+	{ "model", disk_model },
+	{ NULL, NULL },
+};
+
+static int parse_disk(struct parse *p, const config_setting_t *s, struct cwd_config_disk *d)
+{
+	const config_setting_t *lanes;
+	size_t idx = (size_t)(d - p->c->disks);
+	int r;
+
+	d->tier = CW_TIER_HDD;
+	d->line = config_setting_source_line(s);
+	r = parse_group(p, s, disk_keys, d);
+	if (r < 0)
+		return r;
+	if (!d->path)
+		return fail(p, s, "%s has no path; expected path = \"/dev/...\" in every disk", WHERE(s));
+	if (!d->name)
+		return fail(p, s, "%s has no name; expected name = \"...\" in every disk", WHERE(s));
+	lanes = p->disk_lanes[idx];
+	if (lanes && d->tier != CW_TIER_SSD)
+		return fail(p, lanes, "%s is set on an hdd; expected lanes only with tier = \"ssd\"",
+			    WHERE(lanes));
+	if (!lanes)
+		d->lanes = d->tier == CW_TIER_SSD ? DEFAULT_LANES_SSD : 1;
+	if (d->slot_ns == 0)
+		d->slot_ns = (d->tier == CW_TIER_SSD ? DEFAULT_SLOT_US_SSD : DEFAULT_SLOT_US_HDD) *
+			     CW_NS_PER_US;
+	return 0;
+}
+
+static int key_disks(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config *c = p->c;
+	int n, i, r;
+
+	if (config_setting_type(s) != CONFIG_TYPE_LIST)
+		return wrong_type(p, s, "a list ( { path = ...; name = ...; }, ... )");
+	n = config_setting_length(s);
+	c->disks = calloc((size_t)n + 1, sizeof(*c->disks));
+	p->disk_lanes = calloc((size_t)n + 1, sizeof(*p->disk_lanes));
+	p->disk_policy = calloc((size_t)n + 1, sizeof(*p->disk_policy));
+	if (!c->disks || !p->disk_lanes || !p->disk_policy)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		struct cwd_config_disk *d = &c->disks[i];
+		size_t j;
+
+		c->n_disks++;
+		r = parse_disk(p, e, d);
+		if (r < 0)
+			return r;
+		for (j = 0; j < (size_t)i; j++) {
+			if (!strcmp(c->disks[j].name, d->name))
+				return fail(p, e, "disk name \"%s\" is used twice (also at line %u); "
+					    "expected a different name for each disk", d->name,
+					    c->disks[j].line);
+			if (!strcmp(c->disks[j].path, d->path))
+				return fail(p, e, "disk path \"%s\" is used twice (also at line %u); "
+					    "expected a different path for each disk", d->path,
+					    c->disks[j].line);
+		}
+	}
+	return 0;
+}
+
+static const struct key top_keys[] = {
+	{ "pool", key_pool },
+	{ "policy", key_policy },
+	{ "io_engine", key_io_engine },
+	{ "queue_depth", key_queue_depth },
+	{ "listen", key_listen },
+	{ "control_socket", key_control_socket },
+	{ "log_level", key_log_level },
+	{ "exports", key_exports },
+	{ "disks", key_disks },
+	{ NULL, NULL },
+};
+
+/* ---- the whole ---- */
+
+void cwd_config_free(struct cwd_config *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	clear_listen(c);
+	free(c->listen_unix);
+	free(c->listen_tcp);
+	for (i = 0; i < c->n_disks; i++) {
+		free(c->disks[i].path);
+		free(c->disks[i].name);
+		free(c->disks[i].model);
+	}
+	free(c->disks);
+	free(c->file);
+	free(c->pool);
+	free(c->control_socket);
+	free(c);
+}
+
+static int config_defaults(const char *file, struct cwd_config **ret_config)
+{
+	struct cwd_config *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->file = strdup(file);
+	c->pool = strdup(CWD_DEFAULT_POOL);
+	c->control_socket = strdup(CWD_DEFAULT_CONTROL);
+	c->listen_unix = calloc(LISTEN_MAX, sizeof(*c->listen_unix));
+	c->listen_tcp = calloc(LISTEN_MAX, sizeof(*c->listen_tcp));
+	if (!c->file || !c->pool || !c->control_socket || !c->listen_unix || !c->listen_tcp)
+		goto oom;
+	c->listen_tcp[0].host = strdup(CWD_DEFAULT_TCP_HOST);
+	if (!c->listen_tcp[0].host)
+		goto oom;
+	c->listen_tcp[0].port = CWD_DEFAULT_NBD_PORT;
+	c->listen_tcp[0].loopback = true;
+	c->n_listen_tcp = 1;
+	c->policy = CWD_POLICY_DELTA_L;
+	c->io_engine = CW_IO_URING;
+	c->queue_depth = DEFAULT_QUEUE_DEPTH;
+	c->log_level = LOG_INFO;
+	c->exports.block_size = 4096;
+	c->exports.max_request_bytes = MAX_REQUEST_MAX;
+	c->exports.multi_conn = true;
+	*ret_config = c;
+	return 0;
+oom:
+	cwd_config_free(c);
+	return -ENOMEM;
+}
+
+int cwd_config_new(struct cwd_config **ret_config)
+{
+	if (!ret_config)
+		return -EINVAL;
+	return config_defaults(CWD_CONFIG_DEFAULT_PATH, ret_config);
+}
+
+/* Checks a parsed libconfig tree against the schema. */
+static int check_tree(struct parse *p, const config_t *cf)
+{
+	struct cwd_config *c = p->c;
+	size_t i;
+	int r;
+
+	r = parse_group(p, config_root_setting(cf), top_keys, NULL);
+	if (r < 0)
+		return r;
+	/* Disks without their own policy follow the top-level one, wherever
+	 * in the file that was set. */
+	for (i = 0; i < c->n_disks; i++)
+		if (!p->disk_policy[i])
+			c->disks[i].policy = c->policy;
+	if (p->listen && c->n_listen_unix + c->n_listen_tcp == 0)
+		return fail(p, p->listen, "listen has no address; expected at least one unix path "
+			    "or tcp address");
+	if (p->tcp_remote && !c->allow_remote)
+		return fail(p, p->tcp_remote, "%s = \"%s\" is not a loopback address; expected "
+			    "127.0.0.1, ::1 or localhost, or allow_remote = true in listen",
+			    WHERE(p->tcp_remote), config_setting_get_string(p->tcp_remote));
+	return 0;
+}
+
+/* libconfig has read (or failed to read) cf: turn it into a config. */
+static int finish(config_t *cf, int ok, const char *name, struct cwd_config **ret_config,
+		  char **ret_error)
+{
+	struct parse p = { .file = name };
+	int r;
+
+	if (!ok) {
+		const char *file = config_error_file(cf) ? config_error_file(cf) : name;
+
+		if (config_error_type(cf) == CONFIG_ERR_FILE_IO) {
+			r = errno ? -errno : -EIO;
+			if (asprintf(&p.error, "%s: %s", file, strerror(-r)) < 0)
+				p.error = NULL;
+		} else {
+			r = -EINVAL;
+			if (asprintf(&p.error, "%s:%d: %s; expected libconfig syntax (name = value; "
+				     "see clockwised.conf(5))", file, config_error_line(cf),
+				     config_error_text(cf)) < 0)
+				p.error = NULL;
+		}
+		goto out;
+	}
+	r = config_defaults(name, &p.c);
+	if (r < 0)
+		goto out;
+	r = check_tree(&p, cf);
+	if (r < 0 && !p.error && r != -ENOMEM)
+		r = fail(&p, NULL, "invalid configuration; expected clockwised.conf(5)");
+out:
+	free(p.disk_lanes);
+	free(p.disk_policy);
+	if (r < 0) {
+		cwd_config_free(p.c);
+		if (ret_error)
+			*ret_error = p.error;
+		else
+			free(p.error);
+		return r;
+	}
+	free(p.error);
+	*ret_config = p.c;
+	return 0;
+}
+
+int cwd_config_parse(const char *text, const char *name, struct cwd_config **ret_config,
+		     char **ret_error)
+{
+	config_t cf;
+	int ok, r;
+
+	if (ret_error)
+		*ret_error = NULL;
+	if (!text || !ret_config)
+		return -EINVAL;
+	config_init(&cf);
+	ok = config_read_string(&cf, text);
+	r = finish(&cf, ok, name ? name : "<string>", ret_config, ret_error);
+	config_destroy(&cf);
+	return r;
+}
+
+int cwd_config_load(const char *path, struct cwd_config **ret_config, char **ret_error)
+{
+	config_t cf;
+	int ok, r;
+
+	if (ret_error)
+		*ret_error = NULL;
+	if (!ret_config)
+		return -EINVAL;
+	if (!path)
+		path = CWD_CONFIG_DEFAULT_PATH;
+	config_init(&cf);
+	errno = 0;
+	ok = config_read_file(&cf, path);
+	r = finish(&cf, ok, path, ret_config, ret_error);
+	config_destroy(&cf);
+	return r;
+}
