@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nbd-server.h — clockwised's NBD front end.
+ *
+ * It listens on unix sockets and TCP (loopback unless told otherwise),
+ * runs the fixed newstyle handshake and the transmission phase for a set
+ * of exports, and hands every valid request to the export's back end
+ * through struct nbd_backend_ops.  The wire format is libclockwise's
+ * (clockwise/nbd.h); this file only moves bytes.
+ *
+ * Threads: each connection has a reader thread (handshake, then requests)
+ * and, in transmission, a writer thread that sends replies.  A back end
+ * completes a request with nbd_io_complete() from any thread — the reader
+ * itself for a synchronous back end, a disk dispatcher for the real one —
+ * so many requests are in flight per connection and replies go out in
+ * completion order.  Completion is one lock-free push; nothing on the
+ * per-request path takes a mutex or calls malloc once a connection's
+ * request slots are warm.
+ */
+#ifndef CW_DAEMON_NBD_SERVER_H
+#define CW_DAEMON_NBD_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum nbd_io_op {
+	NBD_IO_READ,
+	NBD_IO_WRITE,
+	NBD_IO_FLUSH,
+	NBD_IO_TRIM,
+	NBD_IO_ZERO,
+};
+
+/* One request as a back end sees it.  It belongs to the back end from the
+ * ops call until nbd_io_complete(); after that it must not be touched. */
+struct nbd_io {
+	enum nbd_io_op op;
+	uint64_t offset;	/* inside the export, aligned to min_block */
+	uint32_t length;	/* > 0 except for FLUSH */
+	bool fua;		/* WRITE/TRIM/ZERO: stable before completing */
+	bool may_trim;		/* ZERO: may deallocate (no NBD_CMD_FLAG_NO_HOLE) */
+	void *buf;		/* READ: fill length bytes; WRITE: the data.
+				 * 4096-aligned, so O_DIRECT can use it. */
+	void *backend_data;	/* free for the back end's bookkeeping */
+};
+
+/*
+ * A back end.  Each call starts one request and returns 0 once it is
+ * under way — it then ends with exactly one nbd_io_complete(), from any
+ * thread, possibly before the call returns — or a negative errno if it
+ * failed at once (no completion follows; the client gets the error).
+ * flush must make every write completed before it stable; trim and zero
+ * may be NULL, and the export then does not offer them.
+ */
+struct nbd_backend_ops {
+	int (*pread)(void *backend, struct nbd_io *io);
+	int (*pwrite)(void *backend, struct nbd_io *io);
+	int (*flush)(void *backend, struct nbd_io *io);
+	int (*trim)(void *backend, struct nbd_io *io);
+	int (*zero)(void *backend, struct nbd_io *io);
+};
+
+/* Ends a request: err is 0 or a negative errno (sent as its NBD value). */
+void nbd_io_complete(struct nbd_io *io, int err);
+
+struct nbd_export {
+	const char *name;		/* copied; the partition name */
+	const char *description;	/* copied; may be NULL */
+	uint64_t size;
+	bool read_only;
+	/* The back end's flush covers writes completed on every connection
+	 * (one cache, or none): only then is multi-conn advertised. */
+	bool flush_global;
+	bool rotational;
+	/* Block size constraints; 0 picks 1, 4096 and the server's
+	 * max_request.  min is a power of two up to 64 KiB. */
+	uint32_t min_block, pref_block, max_block;
+	const struct nbd_backend_ops *ops;
+	void *backend;
+};
+
+/* priority is a syslog level (LOG_ERR, LOG_WARNING, LOG_INFO, ...). */
+typedef void (*nbd_log_fn)(void *userdata, int priority, const char *msg);
+
+struct nbd_server_config {
+	uint32_t max_request;		/* largest READ/WRITE; 0: 32 MiB */
+	unsigned max_connections;	/* 0: 64; more are refused */
+	unsigned max_inflight;		/* requests per connection; 0: 64 */
+	int default_export;		/* index an empty name picks (so 0, the
+					 * first export, when zeroed); -1: none */
+	nbd_log_fn log;			/* NULL: silent */
+	void *log_userdata;
+};
+
+struct nbd_server;
+
+int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_srv);
+
+/* Adds an export (before nbd_server_start()).  -EINVAL for a bad name,
+ * size or block constraints, -EEXIST for a duplicate name. */
+int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp);
+
+/* Listens on a unix socket (a stale socket file is replaced).  */
+int nbd_server_listen_unix(struct nbd_server *srv, const char *path);
+
+/* Listens on TCP; host NULL or "" means loopback only (127.0.0.1 and ::1
+ * where available); port is a number or service name ("10809"). */
+int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port);
+
+/* Starts accepting connections. */
+int nbd_server_start(struct nbd_server *srv);
+
+/* Stops accepting, lets every connection finish its requests in flight,
+ * closes them, and returns when all are gone.  Idempotent. */
+void nbd_server_stop(struct nbd_server *srv);
+
+/* Stops (if needed) and frees; NULL-safe. Unix socket files are removed. */
+void nbd_server_free(struct nbd_server *srv);
+
+/* Connections open now (for status and tests). */
+unsigned nbd_server_connections(struct nbd_server *srv);
+
+#endif

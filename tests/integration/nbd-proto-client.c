@@ -1,0 +1,645 @@
+/*
+ * nbd-proto-client — talks raw NBD to a server on a unix socket and checks
+ * how it answers bad input: malformed handshakes, unknown options and
+ * commands, out-of-range, misaligned and oversized requests.
+ *
+ *   nbd-proto-client SOCKET list        names every scenario
+ *   nbd-proto-client SOCKET SCENARIO    runs one; exit 0 when the server
+ *                                       answered as the protocol says
+ *
+ * It expects the exports test-nbd-protocol.sh sets up: "disk" (read-write,
+ * 1 MiB, minimum block 512, maximum 64 KiB) and "ro" (read-only).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <clockwise/nbd.h>
+
+#define DISK_SIZE (1u << 20)
+#define DISK_MAX  65536u
+
+static const char *sock_path;
+static char failure[512];
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(failure, sizeof(failure), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+#define EXPECT(cond, ...) do { if (!(cond)) return fail(__VA_ARGS__); } while (0)
+#define TRY(x) do { if ((x) < 0) return -1; } while (0)
+
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
+static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
+static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xff; }
+
+static int dial(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 10 };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return fail("socket: %m");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return fail("connect %s: %m", sock_path);
+	}
+	/* A server that hangs instead of answering fails the test. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static int put(int fd, const void *b, size_t n)
+{
+	const uint8_t *p = b;
+
+	while (n > 0) {
+		ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (r < 0)
+			return fail("send: %m");
+		p += r, n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int get(int fd, void *b, size_t n)
+{
+	uint8_t *p = b;
+
+	while (n > 0) {
+		ssize_t r = recv(fd, p, n, 0);
+
+		if (r == 0)
+			return fail("server closed the connection early");
+		if (r < 0)
+			return fail("recv: %m");
+		p += r, n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* The server must close: EOF (or a reset) and no stray bytes, in time. */
+static int expect_close(int fd)
+{
+	uint8_t b[256];
+	ssize_t r;
+
+	for (;;) {
+		r = recv(fd, b, sizeof(b), 0);
+		if (r == 0 || (r < 0 && errno == ECONNRESET))
+			return 0;
+		if (r < 0)
+			return fail("server did not close the connection: %m");
+		return fail("server sent %zd unexpected bytes instead of closing", r);
+	}
+}
+
+/* Greeting, then our flags. */
+static int greet(int fd, uint32_t cflags)
+{
+	uint8_t g[CW_NBD_GREETING_BYTES], f[4];
+	int gflags;
+
+	TRY(get(fd, g, sizeof(g)));
+	gflags = cw_nbd_decode_greeting(g);
+	EXPECT(gflags >= 0, "bad greeting");
+	EXPECT(gflags & CW_NBD_FLAG_FIXED_NEWSTYLE, "server is not fixed newstyle");
+	put32(f, cflags);
+	return put(fd, f, sizeof(f));
+}
+
+static int send_opt(int fd, uint32_t option, const void *data, uint32_t len)
+{
+	uint8_t h[CW_NBD_OPTION_BYTES];
+
+	cw_nbd_encode_option(h, option, len);
+	TRY(put(fd, h, sizeof(h)));
+	return len ? put(fd, data, len) : 0;
+}
+
+/* Reads one option reply; data (up to cap) goes to buf. */
+static int get_rep(int fd, uint32_t option, struct cw_nbd_option_reply *rep, uint8_t *buf,
+		   size_t cap)
+{
+	uint8_t h[CW_NBD_OPTION_REPLY_BYTES];
+
+	TRY(get(fd, h, sizeof(h)));
+	EXPECT(cw_nbd_decode_option_reply(h, rep) == 0, "bad option reply magic");
+	EXPECT(rep->option == option, "reply to option %u, expected %u", rep->option, option);
+	EXPECT(rep->length <= cap, "option reply of %u bytes", rep->length);
+	return rep->length ? get(fd, buf, rep->length) : 0;
+}
+
+static int expect_rep(int fd, uint32_t option, uint32_t want)
+{
+	struct cw_nbd_option_reply rep;
+	uint8_t buf[8192];
+
+	TRY(get_rep(fd, option, &rep, buf, sizeof(buf)));
+	EXPECT(rep.reply == want, "option %u: reply 0x%x, expected 0x%x", option, rep.reply, want);
+	return 0;
+}
+
+static uint32_t go_payload(uint8_t *b, const char *name, bool block_size)
+{
+	uint32_t n = (uint32_t)strlen(name);
+
+	put32(b, n);
+	memcpy(b + 4, name, n);
+	put16(b + 4 + n, block_size ? 1 : 0);
+	put16(b + 6 + n, CW_NBD_INFO_BLOCK_SIZE);
+	return 6 + n + (block_size ? 2 : 0);
+}
+
+/* A connection in transmission on export name. */
+static int open_export(const char *name, bool structured, uint16_t *ret_eflags)
+{
+	struct cw_nbd_option_reply rep;
+	uint8_t b[8192];
+	uint32_t len;
+	int fd = dial();
+
+	if (fd < 0)
+		return -1;
+	if (greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES) < 0)
+		goto bad;
+	if (structured && (send_opt(fd, CW_NBD_OPT_STRUCTURED_REPLY, NULL, 0) < 0 ||
+			   expect_rep(fd, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_REP_ACK) < 0))
+		goto bad;
+	len = go_payload(b, name, true);
+	if (send_opt(fd, CW_NBD_OPT_GO, b, len) < 0)
+		goto bad;
+	for (;;) {
+		if (get_rep(fd, CW_NBD_OPT_GO, &rep, b, sizeof(b)) < 0)
+			goto bad;
+		if (rep.reply == CW_NBD_REP_ACK)
+			break;
+		if (rep.reply != CW_NBD_REP_INFO) {
+			fail("GO %s: reply 0x%x", name, rep.reply);
+			goto bad;
+		}
+		if (be16(b) == CW_NBD_INFO_EXPORT && ret_eflags)
+			*ret_eflags = be16(b + 10);
+	}
+	return fd;
+bad:
+	close(fd);
+	return -1;
+}
+
+static int send_req(int fd, uint16_t type, uint16_t flags, uint64_t cookie, uint64_t off,
+		    uint32_t len, const void *payload)
+{
+	struct cw_nbd_request r = { .flags = flags, .type = type, .cookie = cookie,
+				    .offset = off, .length = len };
+	uint8_t h[CW_NBD_REQUEST_BYTES];
+
+	cw_nbd_encode_request(h, &r);
+	TRY(put(fd, h, sizeof(h)));
+	return payload ? put(fd, payload, len) : 0;
+}
+
+/*
+ * Reads one whole reply (all chunks) for cookie.  error gets the NBD
+ * error (0 on success); read data, if any, goes to data.
+ */
+static int get_reply(int fd, uint64_t cookie, uint32_t *error, uint8_t *data, uint32_t len,
+		     uint64_t off)
+{
+	for (;;) {
+		uint8_t h[CW_NBD_CHUNK_BYTES];
+		struct cw_nbd_reply r;
+		int n;
+
+		TRY(get(fd, h, CW_NBD_SIMPLE_REPLY_BYTES));
+		n = cw_nbd_decode_reply(h, CW_NBD_SIMPLE_REPLY_BYTES, &r);
+		if (n == -EAGAIN) {
+			TRY(get(fd, h + CW_NBD_SIMPLE_REPLY_BYTES, 4));
+			n = cw_nbd_decode_reply(h, sizeof(h), &r);
+		}
+		EXPECT(n > 0, "bad reply magic");
+		EXPECT(r.cookie == cookie, "reply cookie %llu, expected %llu",
+		       (unsigned long long)r.cookie, (unsigned long long)cookie);
+		if (!r.structured) {
+			*error = r.error;
+			if (!r.error && data)
+				TRY(get(fd, data, len));
+			return 0;
+		}
+		if (r.type == CW_NBD_REPLY_TYPE_OFFSET_DATA) {
+			uint8_t o[8];
+			uint64_t at;
+
+			EXPECT(r.length >= 9 && data, "bad OFFSET_DATA chunk");
+			TRY(get(fd, o, 8));
+			at = (uint64_t)be32(o) << 32 | be32(o + 4);
+			EXPECT(at >= off && at - off + (r.length - 8) <= len,
+			       "data chunk outside the request");
+			TRY(get(fd, data + (at - off), r.length - 8));
+			*error = 0;
+		} else if (r.type == CW_NBD_REPLY_TYPE_ERROR) {
+			uint8_t e[6 + 4096];
+
+			EXPECT(r.length >= 6 && r.length <= sizeof(e), "bad ERROR chunk");
+			TRY(get(fd, e, r.length));
+			*error = be32(e);
+			EXPECT(*error != 0, "ERROR chunk with error 0");
+			EXPECT(be16(e + 4) <= r.length - 6, "ERROR message overflows the chunk");
+		} else {
+			EXPECT(r.type == CW_NBD_REPLY_TYPE_NONE && r.length == 0,
+			       "unexpected chunk type %u", r.type);
+			*error = 0;
+		}
+		if (r.flags & CW_NBD_REPLY_FLAG_DONE)
+			return 0;
+	}
+}
+
+static int expect_err(int fd, uint64_t cookie, uint32_t want)
+{
+	uint32_t err;
+
+	/* Not for successful reads: their data is not expected here. */
+	TRY(get_reply(fd, cookie, &err, NULL, 0, 0));
+	EXPECT(err == want, "request %llu: error %u, expected %u", (unsigned long long)cookie,
+	       err, want);
+	return 0;
+}
+
+/* ---- scenarios: handshake ---- */
+
+static int s_bad_client_flags(void)
+{
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | 0x100));
+	return expect_close(fd);
+}
+
+static int s_not_fixed_newstyle(void)
+{
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, 0));
+	return expect_close(fd);
+}
+
+static int s_bad_option_magic(void)
+{
+	uint8_t h[CW_NBD_OPTION_BYTES];
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE));
+	cw_nbd_encode_option(h, CW_NBD_OPT_LIST, 0);
+	h[7] ^= 0xff;
+	TRY(put(fd, h, sizeof(h)));
+	return expect_close(fd);
+}
+
+static int s_unknown_options(void)
+{
+	uint32_t opts[] = { 12345, CW_NBD_OPT_STARTTLS, CW_NBD_OPT_SET_META_CONTEXT,
+			    CW_NBD_OPT_LIST_META_CONTEXT, CW_NBD_OPT_EXTENDED_HEADERS, 0 };
+	struct cw_nbd_option_reply rep;
+	uint8_t b[8192];
+	unsigned i, servers = 0;
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE));
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		TRY(send_opt(fd, opts[i], "abc", 3));
+		TRY(expect_rep(fd, opts[i], CW_NBD_REP_ERR_UNSUP));
+	}
+	/* The connection is still good: LIST works and shows both exports. */
+	TRY(send_opt(fd, CW_NBD_OPT_LIST, NULL, 0));
+	for (;;) {
+		TRY(get_rep(fd, CW_NBD_OPT_LIST, &rep, b, sizeof(b)));
+		if (rep.reply == CW_NBD_REP_ACK)
+			break;
+		EXPECT(rep.reply == CW_NBD_REP_SERVER, "LIST reply 0x%x", rep.reply);
+		servers++;
+	}
+	EXPECT(servers == 2, "LIST showed %u exports, expected 2", servers);
+	TRY(send_opt(fd, CW_NBD_OPT_LIST, "x", 1));
+	TRY(expect_rep(fd, CW_NBD_OPT_LIST, CW_NBD_REP_ERR_INVALID));
+	TRY(send_opt(fd, CW_NBD_OPT_ABORT, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_ABORT, CW_NBD_REP_ACK));
+	return expect_close(fd);
+}
+
+static int s_malformed_go(void)
+{
+	uint8_t b[64];
+	uint32_t len;
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE));
+	TRY(send_opt(fd, CW_NBD_OPT_GO, "\0\0", 2));
+	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ERR_INVALID));
+	len = go_payload(b, "disk", true);
+	put32(b, 200);		/* name longer than the option */
+	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
+	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ERR_INVALID));
+	len = go_payload(b, "nosuch", true);
+	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
+	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ERR_UNKNOWN));
+	/* disk needs 512-byte alignment: GO must ask for the block size. */
+	len = go_payload(b, "disk", false);
+	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
+	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ERR_BLOCK_SIZE_REQD));
+	TRY(send_opt(fd, CW_NBD_OPT_STRUCTURED_REPLY, "x", 1));
+	TRY(expect_rep(fd, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_REP_ERR_INVALID));
+	/* And after all that, a good GO still enters transmission. */
+	len = go_payload(b, "disk", true);
+	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
+	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_INFO));
+	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_INFO));
+	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ACK));
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 1, 0, 0, NULL));
+	return expect_close(fd);
+}
+
+static int s_too_big_option(void)
+{
+	static uint8_t junk[100000];
+	uint8_t h[CW_NBD_OPTION_BYTES];
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE));
+	TRY(send_opt(fd, CW_NBD_OPT_INFO, junk, sizeof(junk)));
+	TRY(expect_rep(fd, CW_NBD_OPT_INFO, CW_NBD_REP_ERR_TOO_BIG));
+	TRY(send_opt(fd, CW_NBD_OPT_LIST, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_LIST, CW_NBD_REP_SERVER));
+	TRY(expect_rep(fd, CW_NBD_OPT_LIST, CW_NBD_REP_SERVER));
+	TRY(expect_rep(fd, CW_NBD_OPT_LIST, CW_NBD_REP_ACK));
+	/* 2 GiB of option data is not worth reading: the server hangs up. */
+	cw_nbd_encode_option(h, CW_NBD_OPT_INFO, UINT32_C(1) << 31);
+	TRY(put(fd, h, sizeof(h)));
+	return expect_close(fd);
+}
+
+static int s_export_name_unknown(void)
+{
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE));
+	TRY(send_opt(fd, CW_NBD_OPT_EXPORT_NAME, "nosuch", 6));
+	return expect_close(fd);
+}
+
+static int s_export_name(void)
+{
+	uint8_t b[10 + 124], zero[124] = { 0 }, data[512];
+	uint32_t err;
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE));
+	TRY(send_opt(fd, CW_NBD_OPT_EXPORT_NAME, "ro", 2));
+	TRY(get(fd, b, sizeof(b)));
+	EXPECT(be16(b + 8) & CW_NBD_FLAG_READ_ONLY, "ro is not read-only");
+	EXPECT(memcmp(b + 10, zero, 124) == 0, "the 124 reserved bytes are not zero");
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 1, 0, 512, NULL));
+	TRY(get_reply(fd, 1, &err, data, sizeof(data), 0));
+	EXPECT(err == 0, "read failed: %u", err);
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 2, 0, 0, NULL));
+	return expect_close(fd);
+}
+
+static int s_idle_client_others_served(void)
+{
+	uint8_t g[CW_NBD_GREETING_BYTES];
+	int idle = dial(), fd;
+
+	/* One client sits in the handshake saying nothing... */
+	TRY(idle);
+	TRY(get(idle, g, sizeof(g)));
+	/* ...while another does its work. */
+	fd = open_export("disk", true, NULL);
+	TRY(fd);
+	TRY(send_req(fd, CW_NBD_CMD_FLUSH, 0, 1, 0, 0, NULL));
+	TRY(expect_err(fd, 1, 0));
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 2, 0, 0, NULL));
+	TRY(expect_close(fd));
+	close(idle);
+	return 0;
+}
+
+/* ---- scenarios: transmission ---- */
+
+static int bad_requests(bool structured)
+{
+	uint8_t w[DISK_MAX], r[DISK_MAX];
+	uint16_t eflags = 0;
+	uint32_t err;
+	unsigned i;
+	int fd = open_export("disk", structured, &eflags);
+
+	TRY(fd);
+	EXPECT(eflags & CW_NBD_FLAG_SEND_FLUSH, "flush not offered");
+	EXPECT(eflags & CW_NBD_FLAG_SEND_FUA, "FUA not offered");
+	EXPECT(eflags & CW_NBD_FLAG_CAN_MULTI_CONN, "multi-conn not offered for a file");
+	for (i = 0; i < sizeof(w); i++)
+		w[i] = (uint8_t)(i * 7 + structured);
+
+	TRY(send_req(fd, 99, 0, 10, 0, 512, NULL));			/* unknown command */
+	TRY(expect_err(fd, 10, CW_NBD_EINVAL));
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, 0, 11, 0, 512, NULL));	/* not negotiated */
+	TRY(expect_err(fd, 11, CW_NBD_EINVAL));
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 12, DISK_SIZE, 512, NULL));	/* past the end */
+	TRY(expect_err(fd, 12, CW_NBD_EINVAL));
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 13, UINT64_MAX - 511, 1024, NULL)); /* wraps */
+	TRY(expect_err(fd, 13, CW_NBD_EINVAL));
+	/* A refused write's payload is consumed: the stream stays framed. */
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 14, DISK_SIZE - 512, 1024, w));
+	TRY(expect_err(fd, 14, CW_NBD_ENOSPC));
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 15, 100, 512, w));		/* misaligned */
+	TRY(expect_err(fd, 15, CW_NBD_EINVAL));
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0x40, 16, 0, 512, w));		/* bad flag */
+	TRY(expect_err(fd, 16, CW_NBD_EINVAL));
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 17, 0, 0, NULL));			/* zero length */
+	TRY(expect_err(fd, 17, CW_NBD_EINVAL));
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 18, 0, DISK_MAX + 512, NULL));	/* oversized */
+	TRY(expect_err(fd, 18, CW_NBD_EOVERFLOW));
+	TRY(send_req(fd, CW_NBD_CMD_FLUSH, 0, 19, 512, 0, NULL));		/* ranged flush */
+	TRY(expect_err(fd, 19, CW_NBD_EINVAL));
+
+	/* Nothing of the refused writes landed; a good write does. */
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 20, DISK_SIZE - 512, 512, NULL));
+	TRY(get_reply(fd, 20, &err, r, 512, DISK_SIZE - 512));
+	EXPECT(err == 0, "read failed");
+	EXPECT(memcmp(r, w, 512) != 0, "a refused write reached the disk");
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, CW_NBD_CMD_FLAG_FUA, 21, 4096, DISK_MAX, w));
+	TRY(expect_err(fd, 21, 0));
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 22, 4096, DISK_MAX, NULL));
+	TRY(get_reply(fd, 22, &err, r, DISK_MAX, 4096));
+	EXPECT(err == 0 && memcmp(r, w, DISK_MAX) == 0, "read back differs from what was written");
+	TRY(send_req(fd, CW_NBD_CMD_WRITE_ZEROES, CW_NBD_CMD_FLAG_NO_HOLE, 23, 4096, 1024, NULL));
+	TRY(expect_err(fd, 23, 0));
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 24, 4096, 2048, NULL));
+	TRY(get_reply(fd, 24, &err, r, 2048, 4096));
+	for (i = 0; i < 1024; i++)
+		EXPECT(r[i] == 0, "WRITE_ZEROES left byte %u = %u", i, r[i]);
+	EXPECT(memcmp(r + 1024, w + 1024, 1024) == 0, "WRITE_ZEROES went past its range");
+	TRY(send_req(fd, CW_NBD_CMD_TRIM, 0, 25, 8192, 4096, NULL));
+	TRY(expect_err(fd, 25, 0));
+	TRY(send_req(fd, CW_NBD_CMD_FLUSH, 0, 26, 0, 0, NULL));
+	TRY(expect_err(fd, 26, 0));
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 27, 0, 0, NULL));
+	return expect_close(fd);
+}
+
+static int s_bad_requests_simple(void) { return bad_requests(false); }
+static int s_bad_requests_structured(void) { return bad_requests(true); }
+
+static int s_read_only(void)
+{
+	uint8_t w[512] = { 1 };
+	uint16_t eflags = 0;
+	uint32_t err;
+	int fd = open_export("ro", false, &eflags);
+
+	TRY(fd);
+	EXPECT(eflags & CW_NBD_FLAG_READ_ONLY, "ro is not advertised read-only");
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 1, 0, 512, w));
+	TRY(expect_err(fd, 1, CW_NBD_EPERM));
+	TRY(send_req(fd, CW_NBD_CMD_WRITE_ZEROES, 0, 2, 0, 512, NULL));
+	TRY(expect_err(fd, 2, CW_NBD_EINVAL));	/* not offered on a read-only export */
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 3, 0, 512, NULL));
+	TRY(get_reply(fd, 3, &err, w, sizeof(w), 0));
+	EXPECT(err == 0, "read of a read-only export failed: %u", err);
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 4, 0, 0, NULL));
+	return expect_close(fd);
+}
+
+static int s_oversized_write_closes(void)
+{
+	int fd = open_export("disk", false, NULL);
+
+	TRY(fd);
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 1, 0, UINT32_C(1) << 30, NULL));
+	return expect_close(fd);
+}
+
+static int s_bad_request_magic_closes(void)
+{
+	uint8_t h[CW_NBD_REQUEST_BYTES] = { 0x12, 0x34 };
+	int fd = open_export("disk", true, NULL);
+
+	TRY(fd);
+	TRY(put(fd, h, sizeof(h)));
+	return expect_close(fd);
+}
+
+/* DISC after a pipeline: every request in flight is answered first. */
+static int s_disc_drains(void)
+{
+	static uint8_t r[DISK_MAX];
+	uint64_t seen = 0;
+	unsigned i;
+	int fd = open_export("disk", false, NULL);
+
+	TRY(fd);
+	for (i = 0; i < 32; i++)
+		TRY(send_req(fd, CW_NBD_CMD_READ, 0, i, (uint64_t)i * 4096, 4096, NULL));
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 99, 0, 0, NULL));
+	for (i = 0; i < 32; i++) {
+		uint8_t h[CW_NBD_SIMPLE_REPLY_BYTES];
+		struct cw_nbd_reply rep;
+
+		TRY(get(fd, h, sizeof(h)));
+		EXPECT(cw_nbd_decode_reply(h, sizeof(h), &rep) == 16 && rep.error == 0 &&
+		       rep.cookie < 32, "bad reply in the pipeline");
+		EXPECT(!(seen & (UINT64_C(1) << rep.cookie)), "cookie answered twice");
+		seen |= UINT64_C(1) << rep.cookie;
+		TRY(get(fd, r, 4096));
+	}
+	EXPECT(seen == 0xffffffffu, "not every request was answered");
+	return expect_close(fd);
+}
+
+/* The server is up: it accepts and greets. */
+static int s_greeting(void)
+{
+	uint8_t g[CW_NBD_GREETING_BYTES];
+	int fd = dial();
+
+	TRY(fd);
+	TRY(get(fd, g, sizeof(g)));
+	close(fd);
+	return cw_nbd_decode_greeting(g) >= 0 ? 0 : fail("bad greeting");
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} scenarios[] = {
+	{ "greeting", s_greeting },
+	{ "bad-client-flags", s_bad_client_flags },
+	{ "not-fixed-newstyle", s_not_fixed_newstyle },
+	{ "bad-option-magic", s_bad_option_magic },
+	{ "unknown-options", s_unknown_options },
+	{ "malformed-go", s_malformed_go },
+	{ "too-big-option", s_too_big_option },
+	{ "export-name-unknown", s_export_name_unknown },
+	{ "export-name", s_export_name },
+	{ "idle-client-others-served", s_idle_client_others_served },
+	{ "bad-requests-simple", s_bad_requests_simple },
+	{ "bad-requests-structured", s_bad_requests_structured },
+	{ "read-only", s_read_only },
+	{ "oversized-write-closes", s_oversized_write_closes },
+	{ "bad-request-magic-closes", s_bad_request_magic_closes },
+	{ "disc-drains", s_disc_drains },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: nbd-proto-client SOCKET (list|SCENARIO)\n");
+		return 2;
+	}
+	sock_path = argv[1];
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		if (strcmp(argv[2], "list") == 0) {
+			printf("%s\n", scenarios[i].name);
+		} else if (strcmp(argv[2], scenarios[i].name) == 0) {
+			if (scenarios[i].fn() < 0) {
+				fprintf(stderr, "%s: %s\n", scenarios[i].name, failure);
+				return 1;
+			}
+			return 0;
+		}
+	}
+	if (strcmp(argv[2], "list") == 0)
+		return 0;
+	fprintf(stderr, "nbd-proto-client: no scenario %s\n", argv[2]);
+	return 2;
+}
