@@ -145,6 +145,11 @@ static int cmd_admit(int argc, char **argv)
 	if (read_tasks(f, name, &tasks, &n) < 0)
 		return EXIT_USAGE;
 	e = cw_admit_test(tasks, n, &r);
+	if (e == -E2BIG || e == -ERANGE) {
+		fprintf(stderr, "cwsim admit: %s: the periods are too far apart to check "
+			"(too many points below the longest period)\n", name);
+		return EXIT_FAILURE;
+	}
 	if (e < 0) {
 		fprintf(stderr, "cwsim admit: %s\n", strerror(-e));
 		return EXIT_FAILURE;

@@ -243,7 +243,7 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 	util_cmp(tasks, n, &util);
 	r.utilization = util.utilization;
 	if (util.cmp > 0) {
-		fail(&r, CW_ADMIT_UTILIZATION, "condition (1): U = %.6f > 1", util.utilization);
+		fail(&r, CW_ADMIT_UTILIZATION, "condition (1): U = %.12g > 1", util.utilization);
 		*ret = r;
 		return 0;
 	}

@@ -93,10 +93,45 @@ int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t dist)
 	return a->time_ns + (int64_t)((num + span - 1) / span);
 }
 
+/* The slowest rate among the zones [lo, hi) touches. */
+static uint64_t slowest_rate(const struct cw_model *m, uint64_t lo, uint64_t hi)
+{
+	uint64_t rate = UINT64_MAX;
+
+	for (unsigned i = 0; i < m->n_zones; i++)
+		if (m->zone[i].start_bytes < hi && lo < m->zone[i].end_bytes)
+			rate = CW_MIN(rate, m->zone[i].rate_bps);
+	return rate;
+}
+
+static unsigned __int128 transfer_ns(uint64_t bytes, uint64_t rate)
+{
+	unsigned __int128 t = (unsigned __int128)bytes * CW_NS_PER_S;
+
+	return (t + rate - 1) / rate;
+}
+
+int cw_model_access_ns(const struct cw_model *m, uint64_t head, uint64_t off, uint64_t bytes,
+		       uint32_t rot_ppm, int64_t *ret_ns)
+{
+	unsigned __int128 t;
+
+	if (!m || !ret_ns || bytes == 0 || rot_ppm > 1000000 || off >= m->capacity_bytes ||
+	    bytes > m->capacity_bytes - off)
+		return -EINVAL;
+	t = transfer_ns(bytes, slowest_rate(m, off, off + bytes));
+	t += (uint64_t)m->overhead_ns + (uint64_t)cw_model_seek_ns(m, head > off ? head - off : off - head);
+	t += (unsigned __int128)(uint64_t)m->rotation_ns * rot_ppm / 1000000;
+	if (t > (unsigned __int128)INT64_MAX / 4)
+		return -ERANGE;
+	*ret_ns = (int64_t)t;
+	return 0;
+}
+
 int cw_model_service_ns(const struct cw_model *m, uint64_t lo, uint64_t hi, uint64_t bytes,
 			int64_t *ret_ns)
 {
-	uint64_t rate = UINT64_MAX, far;
+	uint64_t far;
 	unsigned __int128 t;
 
 	if (!m || !ret_ns || bytes == 0)
@@ -105,14 +140,10 @@ int cw_model_service_ns(const struct cw_model *m, uint64_t lo, uint64_t hi, uint
 		hi = m->capacity_bytes;
 	if (lo >= hi || hi > m->capacity_bytes)
 		return -EINVAL;
-	for (unsigned i = 0; i < m->n_zones; i++)
-		if (m->zone[i].start_bytes < hi && lo < m->zone[i].end_bytes)
-			rate = CW_MIN(rate, m->zone[i].rate_bps);
 	/* The head may be anywhere (best-effort work goes everywhere): the
 	 * longest seek into [lo, hi) starts at the far end of the disk. */
 	far = CW_MAX(hi, m->capacity_bytes - lo);
-	t = (unsigned __int128)bytes * CW_NS_PER_S;
-	t = (t + rate - 1) / rate;
+	t = transfer_ns(bytes, slowest_rate(m, lo, hi));
 	t += (uint64_t)m->overhead_ns + (uint64_t)cw_model_seek_ns(m, far) +
 	     (uint64_t)m->rotation_ns;
 	for (unsigned i = 0; i < m->n_bsizes; i++)

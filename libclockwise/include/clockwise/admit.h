@@ -81,7 +81,9 @@ struct cw_admit_result {
 /* Jeffay's conditions (1) and (2) and the slack, in O(P log n) where P is
  * the number of points at which a floor term changes (not every L).
  * Returns 0 (the verdict is in ret_result, refusal included), -EINVAL for
- * bad arguments, -ENOMEM. */
+ * bad arguments, -E2BIG when more than 2^25 points lie below the longest
+ * period (periods some ten million times apart), -ERANGE when a multiple of
+ * a period leaves int64_t, -ENOMEM. */
 int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result *ret_result);
 
 /* The periodic best-effort server (section 3.3): the largest slice, with

@@ -89,6 +89,16 @@ int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t distance_bytes);
 int cw_model_service_ns(const struct cw_model *m, uint64_t lo_bytes, uint64_t hi_bytes,
 			uint64_t bytes, int64_t *ret_ns);
 
+/* The time one access takes, for a simulator or a BE estimate: overhead +
+ * the seek from head_bytes to off_bytes + rot_ppm millionths of a
+ * revolution (the rotational wait, 0..1000000) + bytes at the slowest rate
+ * of the zones [off, off + bytes) touches; no margin, no measured table.
+ * Never more than cw_model_service_ns for a range holding the request.
+ * -EINVAL for an empty request, one past the end of the disk, or rot_ppm
+ * above 1000000. */
+int cw_model_access_ns(const struct cw_model *m, uint64_t head_bytes, uint64_t off_bytes,
+		       uint64_t bytes, uint32_t rot_ppm, int64_t *ret_ns);
+
 /* Serialization: a one-line text form, "cwmodel1 name=... cap=... ...",
  * stable across versions (unknown keys are refused, so a newer string is
  * never half read).  cw_model_format returns the length it needs (like

@@ -21,8 +21,12 @@
  * RT requests: release = max(arrival, expected release), deadline =
  * release + T.  The guarantee of admission holds when each stream's
  * expected releases are at least T apart and each request takes at most
- * its service_ns (C).  A request that arrives before its release waits,
- * and meanwhile may run as best-effort work.
+ * its service_ns (C).  A driver keeps, per stream, the next expected
+ * release: the previous request's release_ns + period_ns (for the first
+ * request, its arrival).  Requests are enqueued when they arrive
+ * (arrival_ns = now): one enqueued later than it arrived loses that time
+ * from its slack.  A request that arrives before its release waits, and
+ * meanwhile may run as best-effort work.
  *
  * Policies:
  *  delta-l  A BE request (or an early RT request) goes first when its
