@@ -1048,7 +1048,10 @@ int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_
 		goto out;
 	}
 	if (!plan.admitted) {
-		snprintf(err, errlen, "reservation for %s refused: %s", x->name, plan.reason);
+		/* The plan counts disks by index; people know them by name. */
+		snprintf(err, errlen, "reservation for %s refused on disk %s: %s", x->name,
+			 plan.failed_part < plan.n_parts ?
+			 pb->disks[plan.parts[plan.failed_part].disk].name : "?", plan.reason);
 		r = -EBUSY;
 		goto out;
 	}
