@@ -188,10 +188,8 @@ int cw_move_commit(struct cw_move *m)
 	r = meta_begin(pool->meta);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, m->first, m->first + m->n, m->new);
-	if (r == 0)
-		r = meta_commit(pool->meta);
+	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		meta_rollback(pool->meta);
 		lay_set_error(pool, r, "committing the move of partition '%s': %s", p->name,
 			      strerror(-r));
 		goto out;

@@ -430,17 +430,14 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 		sqlite3_bind_int64(s, 4, opts->tier);
 		sqlite3_bind_int64(s, 5, opts->zone);
 		sqlite3_bind_int64(s, 6, opts->disk_id);
-		r = meta_errno(sqlite3_step(s));
-		sqlite3_reset(s);
+		r = meta_step(s);
 	}
 	if (r == 0) {
 		p->id = (uint64_t)sqlite3_last_insert_rowid(pool->meta->db);
 		r = lay_runs_replace(pool->meta, p->id, 0, n, entries);
 	}
-	if (r == 0)
-		r = meta_commit(pool->meta);
+	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		meta_rollback(pool->meta);
 		lay_free_entries(pool, entries, n);
 		lay_set_error(pool, r, "creating partition '%s': %s", name, strerror(-r));
 		goto out;
@@ -500,10 +497,8 @@ static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t
 		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, have, want, entries);
-	if (r == 0)
-		r = meta_commit(pool->meta);
+	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		meta_rollback(pool->meta);
 		lay_free_entries(pool, entries, want - have);
 		return lay_set_error(pool, r, "growing partition '%s': %s", p->name, strerror(-r));
 	}
@@ -522,10 +517,8 @@ static int shrink(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64
 		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, want, have, NULL);
-	if (r == 0)
-		r = meta_commit(pool->meta);
+	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		meta_rollback(pool->meta);
 		return lay_set_error(pool, r, "shrinking partition '%s': %s", p->name, strerror(-r));
 	}
 	atomic_store_explicit(&p->nblocks, want, memory_order_release);
@@ -579,13 +572,10 @@ int cw_part_rename(struct cw_part *p, const char *new_name)
 	if (r == 0) {
 		sqlite3_bind_int64(s, 1, (int64_t)p->id);
 		sqlite3_bind_text(s, 2, new_name, -1, SQLITE_STATIC);
-		r = meta_errno(sqlite3_step(s));
-		sqlite3_reset(s);
+		r = meta_step(s);
 	}
-	if (r == 0)
-		r = meta_commit(pool->meta);
+	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		meta_rollback(pool->meta);
 		lay_set_error(pool, r, "renaming partition '%s': %s", p->name, strerror(-r));
 		goto out;
 	}
@@ -607,10 +597,8 @@ int cw_part_delete(struct cw_part *p)
 	r = meta_begin(pool->meta);
 	if (r == 0)
 		r = meta_exec(pool->meta, sql_part_delete, 1, (int64_t)p->id);
-	if (r == 0)
-		r = meta_commit(pool->meta);
+	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		meta_rollback(pool->meta);
 		lay_set_error(pool, r, "deleting partition '%s': %s", p->name, strerror(-r));
 		goto out;
 	}

@@ -175,13 +175,10 @@ int cw_pool_create(const char *db_path, uint32_t block_size, struct cw_error *re
 	if (r == 0) {
 		sqlite3_bind_blob(s, 1, pool->uuid, 16, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 2, block_size);
-		r = meta_errno(sqlite3_step(s));
-		sqlite3_reset(s);
+		r = meta_step(s);
 	}
-	if (r == 0)
-		r = meta_commit(m);
+	r = meta_end(m, r);
 	if (r < 0) {
-		meta_rollback(m);
 		cw_pool_close(pool);
 		unlink(db_path);
 		return meta_err(ret_err, r, "%s: cannot record the new pool: %s", db_path,
@@ -328,7 +325,7 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
 	struct stat st;
 	uint64_t bytes;
 	uint32_t id = 0;
-	char defname[16];
+	char defname[32];
 	sqlite3_stmt *s;
 	int r;
 
@@ -416,13 +413,10 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
 		sqlite3_bind_int64(s, 5, tier);
 		sqlite3_bind_int64(s, 6, (int64_t)bytes);
 		sqlite3_bind_int64(s, 7, (int64_t)d->nblocks);
-		r = meta_errno(sqlite3_step(s));
-		sqlite3_reset(s);
+		r = meta_step(s);
 	}
-	if (r == 0)
-		r = meta_commit(pool->meta);
+	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		meta_rollback(pool->meta);
 		write_all_sync(fd, old, LABEL_BYTES, 0);	/* put back what was there */
 		lay_set_error(pool, r, "%s: recording the disk: %s", path, strerror(-r));
 		goto out;
@@ -460,10 +454,8 @@ int cw_disk_remove(struct cw_pool *pool, uint32_t disk_id)
 	r = meta_begin(pool->meta);
 	if (r == 0)
 		r = meta_exec(pool->meta, sql_disk_delete, 1, (int64_t)disk_id);
-	if (r == 0)
-		r = meta_commit(pool->meta);
+	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		meta_rollback(pool->meta);
 		lay_set_error(pool, r, "removing disk %u: %s", disk_id, strerror(-r));
 		goto out;
 	}

@@ -29,6 +29,9 @@ static const char sql_delete[] = "DELETE FROM run WHERE part = ?1 AND lstart = ?
 static const char sql_insert[] =
 	"INSERT INTO run (part, lstart, lend, count, stride, disk, pstart)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+static const char sql_prev[] =
+	"SELECT lstart, count, stride, pstart FROM run"
+	" WHERE part = ?1 AND disk = ?2 AND lend < ?3 ORDER BY lend DESC LIMIT 1";
 static const char sql_all[] =
 	"SELECT part, lstart, count, stride, disk, pstart FROM run ORDER BY part, lstart";
 
@@ -105,6 +108,55 @@ static int cut(struct meta *m, uint64_t part, uint64_t a, uint64_t b)
 	return 0;
 }
 
+/* Whether logical block l on physical block p continues run o; if so, o
+ * takes it in. */
+static bool extend(struct run *o, uint64_t l, uint64_t p)
+{
+	if (o->count == 1 && p == o->pstart + 1 && l > o->lstart) {
+		o->stride = l - o->lstart;
+		o->count = 2;
+		return true;
+	}
+	if (o->count > 1 && p == o->pstart + o->count && l == o->lstart + o->count * o->stride) {
+		o->count++;
+		return true;
+	}
+	return false;
+}
+
+/* The run of disk d that ends last before logical block a, taken out of
+ * the table when block l on p continues it, so that growing a partition
+ * step by step keeps one run per disk instead of one per step. */
+static int adopt(struct meta *m, uint64_t part, uint32_t d, uint64_t a, uint64_t l, uint64_t p,
+		 struct run *ret)
+{
+	struct run prev = { .part = part, .disk = d };
+	sqlite3_stmt *s;
+	int r, rc;
+
+	r = meta_stmt(m, sql_prev, &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)part);
+	sqlite3_bind_int64(s, 2, d);
+	sqlite3_bind_int64(s, 3, (int64_t)a);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		prev.lstart = (uint64_t)sqlite3_column_int64(s, 0);
+		prev.count = (uint64_t)sqlite3_column_int64(s, 1);
+		prev.stride = (uint64_t)sqlite3_column_int64(s, 2);
+		prev.pstart = (uint64_t)sqlite3_column_int64(s, 3);
+	}
+	sqlite3_reset(s);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? 0 : meta_errno(rc);
+	*ret = prev;
+	if (!extend(&prev, l, p))
+		return 0;
+	r = meta_exec(m, sql_delete, 2, (int64_t)part, (int64_t)ret->lstart);
+	return r < 0 ? r : 1;
+}
+
 /* Greedy per disk: a block extends its disk's open run when it is the next
  * physical block at the run's logical stride. */
 static int encode(struct meta *m, uint64_t part, uint64_t a, uint64_t n, const uint64_t *entries)
@@ -119,15 +171,19 @@ static int encode(struct meta *m, uint64_t part, uint64_t a, uint64_t n, const u
 		uint64_t p = ENTRY_PBLOCK(entries[i]), l = a + i;
 		struct run *o = &open[d];
 
-		if (o->count == 1 && p == o->pstart + 1) {
-			o->stride = l - o->lstart;
-			o->count = 2;
-			continue;
+		if (!o->part) {
+			/* The disk's first block in the range. */
+			struct run prev;
+
+			o->part = part;
+			r = a ? adopt(m, part, d, a, l, p, &prev) : 0;
+			if (r < 0)
+				return r;
+			if (r > 0)
+				*o = prev;
 		}
-		if (o->count > 1 && p == o->pstart + o->count && l == o->lstart + o->count * o->stride) {
-			o->count++;
+		if (o->count && extend(o, l, p))
 			continue;
-		}
 		if (o->count) {
 			r = insert(m, o);
 			if (r < 0)

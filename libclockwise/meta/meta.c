@@ -156,7 +156,7 @@ int meta_exec(struct meta *m, const char *sql, int nargs, ...)
 {
 	sqlite3_stmt *s;
 	va_list ap;
-	int r, rc;
+	int r;
 
 	r = meta_stmt(m, sql, &s);
 	if (r < 0)
@@ -165,9 +165,23 @@ int meta_exec(struct meta *m, const char *sql, int nargs, ...)
 	for (int i = 0; i < nargs; i++)
 		sqlite3_bind_int64(s, i + 1, va_arg(ap, int64_t));
 	va_end(ap);
-	rc = sqlite3_step(s);
+	return meta_step(s);
+}
+
+int meta_step(sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
 	sqlite3_reset(s);
-	return rc == SQLITE_DONE ? 0 : meta_errno(rc);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : meta_errno(rc);
+}
+
+int meta_end(struct meta *m, int r)
+{
+	if (r == 0)
+		return meta_commit(m);
+	meta_rollback(m);
+	return r;
 }
 
 int meta_begin(struct meta *m)

@@ -57,9 +57,15 @@ int meta_stmt(struct meta *m, const char *sql, sqlite3_stmt **ret);
 /* Runs a statement that returns no rows, binding int64 args. */
 int meta_exec(struct meta *m, const char *sql, int nargs, ...);
 
+/* Steps a statement that returns no rows and resets it. */
+int meta_step(sqlite3_stmt *s);
+
 int meta_begin(struct meta *m);		/* BEGIN IMMEDIATE */
 int meta_commit(struct meta *m);
 void meta_rollback(struct meta *m);
+/* Ends the transaction: commits when r is 0, else rolls back; returns
+ * the outcome (r, or the commit's error). */
+int meta_end(struct meta *m, int r);
 
 /* The bytes the database occupies on disk: the file plus its WAL. */
 uint64_t meta_size_bytes(const char *path);

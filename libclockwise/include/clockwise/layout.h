@@ -284,7 +284,13 @@ int cw_move_step(const struct cw_move *move, size_t i, struct cw_move_step *ret)
 /* After the caller copied every step's data: switches the range to the
  * targets in one transaction and one atomic store per block, and frees the
  * old blocks.  On success move is freed; on failure it stays valid (retry
- * or abort); -ESTALE if the partition changed under the plan. */
+ * or abort); -ESTALE if the partition changed under the plan (another move
+ * commit or a shrink of the same partition since the plan), then abort it.
+ *
+ * What the caller owns: writes that reach a block while it is being copied
+ * must reach its target too (or the block is copied again), and I/O mapped
+ * to an old location before the commit must finish before the pool
+ * allocates again, since the old blocks are free when this returns. */
 int cw_move_commit(struct cw_move *move);
 /* Drops the plan and frees its target blocks (NULL-safe). */
 void cw_move_abort(struct cw_move *move);

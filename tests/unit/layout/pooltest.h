@@ -61,7 +61,7 @@ static inline void tp_pool(struct tp *t, uint32_t bs, size_t ndisks, const uint6
 	tp_init(t);
 	CU_ASSERT_FATAL(cw_pool_create(t->db, bs, &err, &t->pool) == 0);
 	for (size_t i = 0; i < ndisks; i++) {
-		char path[160], name[16];
+		char path[160], name[32];
 		uint32_t id;
 
 		snprintf(name, sizeof(name), "d%zu.img", i + 1);
