@@ -30,6 +30,7 @@
 #define BLOCK_SIZE_MAX 65536
 #define MAX_REQUEST_MAX (32u << 20)
 #define LISTEN_MAX 16
+#define DISKS_MAX 1024
 
 #define DEFAULT_QUEUE_DEPTH 32
 #define DEFAULT_SLOT_US_HDD 1000
@@ -667,6 +668,8 @@ static int key_disks(struct parse *p, const config_setting_t *s, void *obj)
 	if (config_setting_type(s) != CONFIG_TYPE_LIST)
 		return wrong_type(p, s, "a list ( { path = ...; name = ...; }, ... )");
 	n = config_setting_length(s);
+	if (n > DISKS_MAX)
+		return fail(p, s, "disks has %d entries; expected at most %d", n, DISKS_MAX);
 	c->disks = calloc((size_t)n + 1, sizeof(*c->disks));
 	p->disk_lanes = calloc((size_t)n + 1, sizeof(*p->disk_lanes));
 	p->disk_policy = calloc((size_t)n + 1, sizeof(*p->disk_policy));

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <linux/fs.h>
 #include <linux/stat.h>
@@ -57,6 +58,27 @@ const char *cw_io_kind_name(enum cw_io_kind kind)
 		return "libaio";
 	}
 	return NULL;
+}
+
+int cw_io_kind_for_fd(int fd, enum cw_io_kind preferred, enum cw_io_kind *ret_kind)
+{
+	struct stat st;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+
+	if (!ret_kind || (unsigned)preferred >= CW_ARRAY_SIZE(engine_ops))
+		return -EINVAL;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*ret_kind = preferred;
+	if (preferred != CW_IO_URING || !S_ISREG(st.st_mode))
+		return 0;
+	/* The kernel refuses RWF_NOWAIT before it looks at the buffer, the
+	 * offset or O_DIRECT alignment, so one positional byte (which
+	 * changes nothing) tells whether io_uring could read inline. */
+	if (preadv2(fd, &iov, 1, 0, RWF_NOWAIT) < 0 && errno == EOPNOTSUPP)
+		*ret_kind = CW_IO_AIO;
+	return 0;
 }
 
 int cw_io_engine_new(enum cw_io_kind kind, unsigned depth, struct cw_io_engine **ret_engine)

@@ -19,16 +19,9 @@
 #include <syslog.h>
 
 #include "daemon/conf.h"
+#include "lsan-libconfig.h"
 
 #define NAME "fuzz.conf"
-
-/* LeakSanitizer's built-in suppressions (see tests/fuzz/lsan.supp): libconfig
- * 1.5 leaks a string token's text on some syntax errors. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:strbuf_append\nleak:libconfig_yylex\n";
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,16 +12,9 @@
 #include <unistd.h>
 
 #include "cwtest.h"
+#include "tests/fuzz/lsan-libconfig.h"
 
 static char tmpdir[256];
-
-/* LeakSanitizer's built-in suppressions (see tests/fuzz/lsan.supp): libconfig
- * 1.5 leaks a string token's text on some syntax errors. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:strbuf_append\nleak:libconfig_yylex\n";
-}
 static unsigned file_seq;
 
 /* Writes text to a new file; its path in ret_path. */
@@ -301,6 +294,20 @@ static void test_bad_disks(void)
 	load_bad("disks = { };\n", "1: disks is a group; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = [ 5 ];\n", "1: disks is an array; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = (\n 5 );\n", "2: disks[0] is an integer; expected a group { name = value; ... }");
+	{
+		/* a limit on how many disks one file may describe */
+		size_t cap = 1025 * 48 + 64, len;
+		char *text = malloc(cap);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+		len = (size_t)snprintf(text, cap, "disks = (\n");
+		for (int i = 0; i < 1025; i++)
+			len += (size_t)snprintf(text + len, cap - len, "%s{ path = \"/d%d\"; name = \"d%d\"; }",
+						i ? ", " : "", i, i);
+		snprintf(text + len, cap - len, " );\n");
+		load_bad(text, "1: disks has 1025 entries; expected at most 1024");
+		free(text);
+	}
 }
 
 static void test_bad_listen(void)
@@ -350,6 +357,18 @@ static void test_include(void)
 	CU_ASSERT_EQUAL(cwd_config_load(path, &c, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s:4: io_engine = \"posix\" is not an I/O engine; expected "
 		 "\"io_uring\" or \"libaio\"", inc);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+	CU_ASSERT_STRING_EQUAL(err, want);
+	free(err);
+
+	/* A missing include is a syntax error at the @include line.  (libconfig
+	 * 1.5 would prefix an include directory even to absolute paths, so
+	 * none is set: includes are best given as absolute paths.) */
+	snprintf(text, sizeof(text), "pool = \"/p.db\";\n\n@include \"%s/nowhere.conf\"\n", tmpdir);
+	write_file(text, path, sizeof(path));
+	CU_ASSERT_EQUAL(cwd_config_load(path, &c, &err), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: cannot open include file; expected libconfig syntax "
+		 "(name = value; see clockwised.conf(5))", path);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(err);
 	CU_ASSERT_STRING_EQUAL(err, want);
 	free(err);

@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include <clockwise/io.h>
@@ -190,6 +193,19 @@ static void test_patterns(void)
 
 	CU_ASSERT_EQUAL(cw_io_alignment(fd, &align), 0);
 	CU_ASSERT(align >= 512 && align <= BLK && cw_is_pow2_u64(align));
+	if (kind == CW_IO_URING) {
+		enum cw_io_kind k = CW_IO_AIO;
+		struct statfs sf;
+
+		/* a disk file system reads inline: io_uring stays */
+		CU_ASSERT_EQUAL_FATAL(fstatfs(fd, &sf), 0);
+		if (sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC) {
+			CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_URING, &k), 0);
+			CU_ASSERT_EQUAL(k, CW_IO_URING);
+		}
+		CU_ASSERT_EQUAL(cw_io_kind_for_fd(-1, CW_IO_URING, &k), -EBADF);
+		CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, (enum cw_io_kind)5, &k), -EINVAL);
+	}
 	for (i = 0; i < N; i++) {
 		size_t len = BLK * (1 + i % 5);
 
@@ -480,6 +496,60 @@ static void test_errors(void)
 	cw_io_engine_free(e);
 }
 
+/* Real short transfers and transient errors through the engine: a pipe
+ * holding half of what is asked for. */
+static void test_partial_pipe(void)
+{
+	enum { LEN = 8192, HALF = LEN / 2 };
+	struct cw_io_engine *e = engine(2);
+	_cleanup_free_ char *buf = calloc(1, LEN), *src = malloc(LEN);
+	struct cw_io_req q = { .op = CW_IO_READ, .len = LEN }, *p = &q, *done;
+	int pfd[2], avail = -1;
+	int64_t t0;
+
+	CU_ASSERT_FATAL(buf && src);
+	fill(src, LEN, 5, 0);
+	q.buf = buf;
+
+	if (kind == CW_IO_AIO) {
+		/* Native AIO reads a pipe synchronously in io_submit; made
+		 * non-blocking, half arrives, then every retry finds the pipe
+		 * empty, and after the bounded retries the request fails with
+		 * EAGAIN.  (io_uring waits for data instead, below.) */
+		CU_ASSERT_FATAL(pipe2(pfd, O_CLOEXEC | O_NONBLOCK) == 0);
+		CU_ASSERT_EQUAL(write(pfd[1], src, HALF), HALF);
+		q.fd = pfd[0];
+		CU_ASSERT_EQUAL(run_all(e, &q, 1), 1);
+		CU_ASSERT_EQUAL(q.res, -EAGAIN);
+		CU_ASSERT_EQUAL(memcmp(buf, src, HALF), 0);	/* the first half did land */
+		close(pfd[0]);
+		close(pfd[1]);
+	} else {
+		/* The remainder waits in the kernel for the rest. */
+		memset(buf, 0, LEN);
+		CU_ASSERT_FATAL(pipe2(pfd, O_CLOEXEC) == 0);
+		CU_ASSERT_EQUAL(write(pfd[1], src, HALF), HALF);
+		q.fd = pfd[0];
+		CU_ASSERT_EQUAL(cw_io_submit(e, &p, 1), 1);
+		t0 = cw_now_ns();
+		do {
+			CU_ASSERT_FATAL(ioctl(pfd[0], FIONREAD, &avail) == 0);
+		} while (avail > 0 && cw_now_ns() - t0 < 10 * CW_NS_PER_S);
+		CU_ASSERT_EQUAL(avail, 0);
+		/* The short result is taken in and the rest resubmitted, not
+		 * reported. */
+		CU_ASSERT_EQUAL(cw_io_reap(e, 1, 0, &done, 1), 0);
+		CU_ASSERT_EQUAL(cw_io_inflight(e), 1);
+		CU_ASSERT_EQUAL(write(pfd[1], src + HALF, HALF), HALF);
+		CU_ASSERT_EQUAL(cw_io_reap(e, 1, -1, &done, 1), 1);
+		CU_ASSERT_EQUAL(q.res, LEN);
+		CU_ASSERT_EQUAL(memcmp(buf, src, LEN), 0);
+		close(pfd[0]);
+		close(pfd[1]);
+	}
+	cw_io_engine_free(e);
+}
+
 /* A file system that refuses O_DIRECT (ramfs; tmpfs too before Linux
  * 6.6): cw_io_open says so and still gives a usable fd. */
 static void test_buffered_fallback(void)
@@ -488,6 +558,7 @@ static void test_buffered_fallback(void)
 	struct cw_io_engine *e;
 	_cleanup_free_ char *buf = cw_io_alloc(BLK);
 	bool direct = true, mounted;
+	enum cw_io_kind k;
 	size_t align = 0;
 	int fd;
 
@@ -513,6 +584,11 @@ static void test_buffered_fallback(void)
 		CU_ASSERT_EQUAL(cw_io_alignment(fd, &align), 0);
 		CU_ASSERT_EQUAL(align, 512);
 	}
+	/* io_uring would hand every request to worker threads here. */
+	CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_URING, &k), 0);
+	CU_ASSERT_EQUAL(k, CW_IO_AIO);
+	CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_AIO, &k), 0);
+	CU_ASSERT_EQUAL(k, CW_IO_AIO);
 	e = engine(2);
 	fill(buf, BLK, 9, 0);
 	CU_ASSERT_EQUAL(cw_io_sync(e, fd, CW_IO_WRITE, buf, BLK, 0), BLK);
@@ -539,6 +615,7 @@ static void test_loop_device(void)
 	_cleanup_free_ char *buf = cw_io_alloc((size_t)N * 2 * BLK);
 	_cleanup_free_ char *chk = malloc(2 * BLK);
 	bool direct = false;
+	enum cw_io_kind k = CW_IO_AIO;
 	size_t align = 0;
 	unsigned i;
 	FILE *f;
@@ -558,6 +635,8 @@ static void test_loop_device(void)
 	CU_ASSERT(fd >= 0);
 	if (fd >= 0) {
 		CU_ASSERT_TRUE(direct);
+		CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_URING, &k), 0);
+		CU_ASSERT_EQUAL(k, CW_IO_URING);
 		CU_ASSERT_EQUAL(cw_io_alignment(fd, &align), 0);
 		CU_ASSERT(align >= 512 && cw_is_pow2_u64(align));
 		e = engine(16);
@@ -614,6 +693,7 @@ static void add_engine_tests(CU_pSuite s)
 	cwtest_add(s, "many requests in flight", test_many_inflight);
 	cwtest_add(s, "queue full", test_queue_full);
 	cwtest_add(s, "poll and timeout", test_poll_timeout);
+	cwtest_add(s, "short transfers and EAGAIN", test_partial_pipe);
 	cwtest_add(s, "fdatasync", test_fsync);
 	cwtest_add(s, "errors", test_errors);
 	cwtest_add(s, "buffered fallback", test_buffered_fallback);
