@@ -103,6 +103,7 @@ struct conn {
 	unsigned n_slots;
 	struct slot *free_local;
 	uint32_t want_bytes;		/* what take_slot() waits to fit */
+	bool wake_pending;		/* completions the writer has not heard of */
 	uint8_t *rbuf;
 	size_t rpos, rlen;
 
@@ -220,6 +221,9 @@ static int send_all(int fd, const void *buf, size_t n)
 /* ------------------------------------------------------------------ */
 /* completion and the writer */
 
+/* The connection whose reader runs on this thread, if any. */
+static __thread struct conn *tls_reader;
+
 void nbd_io_complete(struct nbd_io *io, int err)
 {
 	struct slot *s = (struct slot *)io;	/* io is the slot's first member */
@@ -228,8 +232,24 @@ void nbd_io_complete(struct nbd_io *io, int err)
 
 	s->err = err;
 	push(&c->done, s, &old);
+	/* Completed on its own reader (a synchronous back end, or an error
+	 * found before submission): the reader wakes the writer once for
+	 * the whole batch, before it next blocks, instead of once a request. */
+	if (tls_reader == c) {
+		c->wake_pending = true;
+		return;
+	}
 	if (!old)
 		unpark(&c->writer_sleeping);
+}
+
+/* Called by the reader before it blocks. */
+static void flush_wake(struct conn *c)
+{
+	if (c->wake_pending) {
+		c->wake_pending = false;
+		unpark(&c->writer_sleeping);
+	}
 }
 
 static bool writer_ready(struct conn *c)
@@ -395,6 +415,7 @@ static int conn_read(struct conn *c, void *dst, size_t n)
 			continue;
 		}
 		c->rpos = c->rlen = 0;
+		flush_wake(c);
 		if (d && n >= RBUF_BYTES / 2)
 			r = recv(c->fd, d, n, MSG_WAITALL);
 		else
@@ -528,6 +549,7 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 			break;
 		if (atomic_load(&c->send_broken))
 			return NULL;
+		flush_wake(c);
 		park(&c->reader_sleeping, reader_ready, c);
 	}
 	s = c->free_local;
@@ -724,7 +746,9 @@ static void *conn_main(void *arg)
 			strerrordesc_np(-r) ?: "error");
 		goto out;
 	}
+	tls_reader = c;
 	r = transmission(c);
+	tls_reader = NULL;
 	/* Protocol violations were logged where they were seen. */
 	if (r < 0 && r != -EPIPE && r != -EPROTO && r != -EBADMSG)
 		srv_log(c->srv, LOG_INFO, "export %s: connection ended: %s", c->exp->e.name,

@@ -5,12 +5,13 @@
  *
  * It exists to test the front end with real clients (nbdinfo, nbdcopy,
  * qemu-io, qemu-img, fio) until the volume back end lands; it is not the
- * daemon and does nothing clockwised does below the NBD layer.  Every
- * request completes on the connection's reader thread, so it shows the
- * protocol, not the data path's speed.
+ * daemon and does nothing clockwised does below the NBD layer.  By
+ * default every request completes on the connection's reader thread; with
+ * -A N, N other threads complete them in random order.  Either way it
+ * shows the protocol, not the data path's speed.
  *
  *   nbd-file-server [-u SOCKET]... [-t [HOST:]PORT]... [-b MIN] [-B PREF]
- *                   [-M MAX] [-q INFLIGHT] [-x MAXREQ] [-n] [-d DESC]
+ *                   [-M MAX] [-q INFLIGHT] [-x MAXREQ] [-A N] [-n] [-d DESC]
  *                   (-e NAME=FILE | -E NAME=FILE)...
  *
  *   -e / -E   a read-write / read-only export of FILE (its size is the
@@ -18,6 +19,7 @@
  *   -n        no default export (an empty name is then unknown)
  *   -b -B -M  block size minimum, preferred, maximum for the exports after
  *   -x        the server's largest READ/WRITE; -q requests per connection
+ *   -A N      complete requests from N threads, in random order
  *
  * Runs until SIGTERM or SIGINT, then stops the server cleanly.
  */
@@ -40,6 +42,10 @@
 struct file {
 	int fd;
 };
+
+/* Every export's file, closed after the server has stopped. */
+static struct file *files[64];
+static unsigned n_files;
 
 static int full_pread(int fd, uint8_t *p, size_t n, off_t off)
 {
@@ -78,28 +84,20 @@ static int full_pwrite(int fd, const uint8_t *p, size_t n, off_t off, bool fua)
 	return 0;
 }
 
-static int f_pread(void *b, struct nbd_io *io)
+/* The operations themselves, run by whichever thread completes. */
+static int do_pread(struct file *f, struct nbd_io *io)
 {
-	struct file *f = b;
-
-	nbd_io_complete(io, full_pread(f->fd, io->buf, io->length, (off_t)io->offset));
-	return 0;
+	return full_pread(f->fd, io->buf, io->length, (off_t)io->offset);
 }
 
-static int f_pwrite(void *b, struct nbd_io *io)
+static int do_pwrite(struct file *f, struct nbd_io *io)
 {
-	struct file *f = b;
-
-	nbd_io_complete(io, full_pwrite(f->fd, io->buf, io->length, (off_t)io->offset, io->fua));
-	return 0;
+	return full_pwrite(f->fd, io->buf, io->length, (off_t)io->offset, io->fua);
 }
 
-static int f_flush(void *b, struct nbd_io *io)
+static int do_flush(struct file *f, struct nbd_io *io)
 {
-	struct file *f = b;
-
-	nbd_io_complete(io, fdatasync(f->fd) < 0 ? -errno : 0);
-	return 0;
+	return fdatasync(f->fd) < 0 ? -errno : 0;
 }
 
 static int sync_if(struct file *f, bool fua, int r)
@@ -109,23 +107,20 @@ static int sync_if(struct file *f, bool fua, int r)
 	return r;
 }
 
-static int f_trim(void *b, struct nbd_io *io)
+static int do_trim(struct file *f, struct nbd_io *io)
 {
-	struct file *f = b;
 	int r = 0;
 
 	/* Trim is advisory: a file system without hole punching ignores it. */
 	if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)io->offset,
 		      io->length) < 0 && errno != EOPNOTSUPP)
 		r = -errno;
-	nbd_io_complete(io, sync_if(f, io->fua, r));
-	return 0;
+	return sync_if(f, io->fua, r);
 }
 
-static int f_zero(void *b, struct nbd_io *io)
+static int do_zero(struct file *f, struct nbd_io *io)
 {
 	static const uint8_t zeros[65536];
-	struct file *f = b;
 	int mode = io->may_trim ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE :
 				  FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
 	uint64_t off = io->offset, n = io->length;
@@ -143,16 +138,90 @@ static int f_zero(void *b, struct nbd_io *io)
 			}
 		}
 	}
-	nbd_io_complete(io, sync_if(f, io->fua, r));
+	return sync_if(f, io->fua, r);
+}
+
+static int do_io(struct file *f, struct nbd_io *io)
+{
+	switch (io->op) {
+	case NBD_IO_READ: return do_pread(f, io);
+	case NBD_IO_WRITE: return do_pwrite(f, io);
+	case NBD_IO_FLUSH: return do_flush(f, io);
+	case NBD_IO_TRIM: return do_trim(f, io);
+	case NBD_IO_ZERO: return do_zero(f, io);
+	}
+	return -EINVAL;
+}
+
+/*
+ * Asynchronous mode (-A N): requests are queued and N completion threads
+ * take them in random order, so replies leave out of order and from
+ * threads other than the connection's, as they will from the daemon's
+ * disk dispatchers.  A queue with a mutex is fine here: this is a test
+ * harness, not the data path.
+ */
+struct queued {
+	struct file *f;
+	struct nbd_io *io;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	struct queued q[4096];
+	unsigned n;
+	bool stop;
+	pthread_t threads[16];
+	unsigned n_threads;
+} aq = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
+
+static void *completer_main(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+
+	pthread_mutex_lock(&aq.lock);
+	for (;;) {
+		struct queued x;
+		unsigned i;
+
+		while (aq.n == 0 && !aq.stop)
+			pthread_cond_wait(&aq.more, &aq.lock);
+		if (aq.n == 0)
+			break;
+		i = (unsigned)rand_r(&seed) % aq.n;
+		x = aq.q[i];
+		aq.q[i] = aq.q[--aq.n];
+		pthread_mutex_unlock(&aq.lock);
+		nbd_io_complete(x.io, do_io(x.f, x.io));
+		pthread_mutex_lock(&aq.lock);
+	}
+	pthread_mutex_unlock(&aq.lock);
+	return NULL;
+}
+
+static int submit(void *b, struct nbd_io *io)
+{
+	if (aq.n_threads == 0) {
+		nbd_io_complete(io, do_io(b, io));
+		return 0;
+	}
+	pthread_mutex_lock(&aq.lock);
+	if (aq.n == sizeof(aq.q) / sizeof(aq.q[0])) {
+		pthread_mutex_unlock(&aq.lock);
+		return -EAGAIN;
+	}
+	aq.q[aq.n++] = (struct queued){ b, io };
+	pthread_cond_signal(&aq.more);
+	pthread_mutex_unlock(&aq.lock);
 	return 0;
 }
 
 static const struct nbd_backend_ops file_ops = {
-	.pread = f_pread,
-	.pwrite = f_pwrite,
-	.flush = f_flush,
-	.trim = f_trim,
-	.zero = f_zero,
+	.pread = submit,
+	.pwrite = submit,
+	.flush = submit,
+	.trim = submit,
+	.zero = submit,
 };
 
 static void log_stderr(void *userdata, int priority, const char *msg)
@@ -163,7 +232,7 @@ static void log_stderr(void *userdata, int priority, const char *msg)
 static int usage(void)
 {
 	fprintf(stderr, "usage: nbd-file-server [-u SOCKET]... [-t [HOST:]PORT]... [-b MIN] "
-		"[-B PREF] [-M MAX] [-q INFLIGHT] [-x MAXREQ] [-n] [-d DESC] "
+		"[-B PREF] [-M MAX] [-q INFLIGHT] [-x MAXREQ] [-A THREADS] [-n] [-d DESC] "
 		"(-e|-E NAME=FILE)...\n");
 	return 2;
 }
@@ -182,14 +251,21 @@ static int add_file(struct nbd_server *srv, const char *arg, bool ro, const char
 		fprintf(stderr, "nbd-file-server: %s: expected NAME=FILE\n", arg);
 		return -EINVAL;
 	}
+	if (n_files >= sizeof(files) / sizeof(files[0]))
+		return -EMFILE;
 	name = strndup(arg, (size_t)(eq - arg));
 	f = calloc(1, sizeof(*f));
-	if (!name || !f)
+	if (!name || !f) {
+		free(name);
+		free(f);
 		return -ENOMEM;
+	}
+	files[n_files++] = f;
 	f->fd = open(eq + 1, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
 		r = -errno;
 		fprintf(stderr, "nbd-file-server: %s: %s\n", eq + 1, strerror(-r));
+		free(name);
 		return r;
 	}
 	e.name = name;
@@ -206,7 +282,7 @@ static int add_file(struct nbd_server *srv, const char *arg, bool ro, const char
 	if (r < 0)
 		fprintf(stderr, "nbd-file-server: export %s: %s\n", name, strerror(-r));
 	free(name);
-	return r;	/* f stays open for the life of the process */
+	return r;
 }
 
 int main(int argc, char **argv)
@@ -221,13 +297,14 @@ int main(int argc, char **argv)
 	sigset_t set;
 
 	/* Parse the server-wide options first: exports need max_request. */
-	while ((c = getopt(argc, argv, "u:t:b:B:M:q:x:nd:e:E:h")) != -1) {
+	while ((c = getopt(argc, argv, "u:t:b:B:M:q:x:A:nd:e:E:h")) != -1) {
 		switch (c) {
 		case 'u': if (n_socks < 8) socks[n_socks++] = optarg; break;
 		case 't': if (n_ports < 8) ports[n_ports++] = optarg; break;
 		case 'q': cfg.max_inflight = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'x': cfg.max_request = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'n': cfg.default_export = -1; break;
+		case 'A': aq.n_threads = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'b': case 'B': case 'M': case 'd': case 'e': case 'E': break;
 		default: return usage();
 		}
@@ -238,7 +315,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	optind = 1;
-	while ((c = getopt(argc, argv, "u:t:b:B:M:q:x:nd:e:E:h")) != -1) {
+	while ((c = getopt(argc, argv, "u:t:b:B:M:q:x:A:nd:e:E:h")) != -1) {
 		switch (c) {
 		case 'b': min = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'B': pref = (uint32_t)strtoul(optarg, NULL, 0); break;
@@ -283,12 +360,31 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (aq.n_threads > sizeof(aq.threads) / sizeof(aq.threads[0]))
+		return usage();
+	for (i = 0; i < aq.n_threads; i++)
+		if (pthread_create(&aq.threads[i], NULL, completer_main,
+				   (void *)(uintptr_t)(i + 1)) != 0)
+			return 1;
 	r = nbd_server_start(srv);
 	if (r < 0) {
 		fprintf(stderr, "nbd-file-server: cannot start: %s\n", strerror(-r));
 		return 1;
 	}
 	sigwait(&set, &sig);
+	/* The server waits for every request in flight, so the completion
+	 * threads must outlive it. */
 	nbd_server_free(srv);
+	pthread_mutex_lock(&aq.lock);
+	aq.stop = true;
+	pthread_cond_broadcast(&aq.more);
+	pthread_mutex_unlock(&aq.lock);
+	for (i = 0; i < aq.n_threads; i++)
+		pthread_join(aq.threads[i], NULL);
+	for (i = 0; i < n_files; i++) {
+		if (files[i]->fd >= 0)
+			close(files[i]->fd);
+		free(files[i]);
+	}
 	return 0;
 }

@@ -596,11 +596,28 @@ static int s_greeting(void)
 	return cw_nbd_decode_greeting(g) >= 0 ? 0 : fail("bad greeting");
 }
 
+/* Run in the background by the test: enters transmission with requests
+ * answered, says "ready", and expects the server's stop to close it. */
+static int s_held_until_stop(void)
+{
+	uint32_t err;
+	int fd = open_export("disk", true, NULL);
+
+	TRY(fd);
+	TRY(send_req(fd, CW_NBD_CMD_FLUSH, 0, 1, 0, 0, NULL));
+	TRY(get_reply(fd, 1, &err, NULL, 0, 0));
+	EXPECT(err == 0, "flush failed");
+	printf("ready\n");
+	fflush(stdout);
+	/* No timeout here: the server decides when this ends. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
+	return expect_close(fd);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
 } scenarios[] = {
-	{ "greeting", s_greeting },
 	{ "bad-client-flags", s_bad_client_flags },
 	{ "not-fixed-newstyle", s_not_fixed_newstyle },
 	{ "bad-option-magic", s_bad_option_magic },
@@ -616,6 +633,15 @@ static const struct {
 	{ "oversized-write-closes", s_oversized_write_closes },
 	{ "bad-request-magic-closes", s_bad_request_magic_closes },
 	{ "disc-drains", s_disc_drains },
+};
+
+/* Not in the list: the test starts it on its own. */
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} extra[] = {
+	{ "greeting", s_greeting },
+	{ "held-until-stop", s_held_until_stop },
 };
 
 int main(int argc, char **argv)
@@ -640,6 +666,15 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[2], "list") == 0)
 		return 0;
+	for (i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+		if (strcmp(argv[2], extra[i].name) == 0) {
+			if (extra[i].fn() < 0) {
+				fprintf(stderr, "%s: %s\n", extra[i].name, failure);
+				return 1;
+			}
+			return 0;
+		}
+	}
 	fprintf(stderr, "nbd-proto-client: no scenario %s\n", argv[2]);
 	return 2;
 }

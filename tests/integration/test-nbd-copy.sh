@@ -9,7 +9,8 @@ requires nbdcopy sha256sum
 size=$((128 << 20))
 head -c $size /dev/urandom >"$cw_tmp/src.img"
 truncate -s $size "$cw_tmp/disk.img"
-nbd_start_server -e disk="$cw_tmp/disk.img"
+# Requests complete from other threads, in random order.
+nbd_start_server -A 4 -e disk="$cw_tmp/disk.img"
 
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
 want=$(sum "$cw_tmp/src.img")
