@@ -39,6 +39,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -111,6 +112,7 @@ struct conn {
 	_Atomic(struct slot *) free_shared;	/* writer pushes, reader takes all */
 	_Atomic(struct slot *) done;		/* back ends push, writer takes all */
 	atomic_uint inflight;			/* slots out of the free stacks */
+	atomic_uint completers;			/* threads inside nbd_io_complete() */
 	atomic_uint inflight_bytes;
 	atomic_int writer_sleeping;		/* futex words */
 	atomic_int reader_sleeping;
@@ -230,17 +232,21 @@ void nbd_io_complete(struct nbd_io *io, int err)
 	struct conn *c = s->conn;
 	struct slot *old;
 
+	/* Once the slot is pushed the writer may answer it, recycle it and
+	 * end the connection before the wake-up below: this count keeps the
+	 * connection alive until this thread is done with it. */
+	atomic_fetch_add_explicit(&c->completers, 1, memory_order_relaxed);
 	s->err = err;
 	push(&c->done, s, &old);
 	/* Completed on its own reader (a synchronous back end, or an error
 	 * found before submission): the reader wakes the writer once for
 	 * the whole batch, before it next blocks, instead of once a request. */
-	if (tls_reader == c) {
+	if (tls_reader == c)
 		c->wake_pending = true;
-		return;
-	}
-	if (!old)
+	else if (!old)
 		unpark(&c->writer_sleeping);
+	atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
+	/* c may be gone from here on. */
 }
 
 /* Called by the reader before it blocks. */
@@ -280,14 +286,11 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 	bool st = c->lim.structured;
 	uint32_t werr = s->wire_error;
 
+	/* Back-end errors are the back end's to log (it knows the disk and
+	 * the offset, and logs a failing disk once, not once a request). */
 	if (!werr && s->err) {
 		werr = cw_nbd_errno_to_wire(s->err);
 		s->why = "I/O error";
-		if (s->io.op == NBD_IO_READ || s->io.op == NBD_IO_WRITE)
-			srv_log(c->srv, LOG_ERR, "export %s: %s of %u bytes at %llu failed: %s",
-				c->exp->e.name, s->io.op == NBD_IO_READ ? "read" : "write",
-				s->io.length, (unsigned long long)s->io.offset,
-				strerrordesc_np(-s->err) ?: "unknown error");
 	}
 	if (werr) {
 		s->hdr_len = cw_nbd_encode_error_reply(s->hdr, st, s->cookie, werr, s->why);
@@ -356,8 +359,13 @@ static void *writer_main(void *arg)
 
 		list = atomic_exchange_explicit(&c->done, NULL, memory_order_seq_cst);
 		if (!list) {
-			if (atomic_load(&c->reader_done) && atomic_load(&c->inflight) == 0)
+			if (atomic_load(&c->reader_done) && atomic_load(&c->inflight) == 0) {
+				/* Every slot is back; a completer may still be
+				 * between its push and its return. */
+				while (atomic_load_explicit(&c->completers, memory_order_acquire))
+					sched_yield();
 				break;
+			}
 			park(&c->writer_sleeping, writer_ready, c);
 			continue;
 		}

@@ -60,7 +60,10 @@ struct nbd_backend_ops {
 	int (*zero)(void *backend, struct nbd_io *io);
 };
 
-/* Ends a request: err is 0 or a negative errno (sent as its NBD value). */
+/* Ends a request: err is 0 or a negative errno (sent as its NBD value;
+ * the front end does not log it: the back end knows which disk failed).
+ * It may be called from any thread; after it returns, the caller must not
+ * touch io, and the connection may already be gone. */
 void nbd_io_complete(struct nbd_io *io, int err);
 
 struct nbd_export {
