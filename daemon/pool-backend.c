@@ -524,8 +524,7 @@ static void piece_init_flush(struct preq *q, struct piece *p, struct pb *pb, uin
 	p->io = (struct cw_io_req){ .fd = d->fd, .op = CW_IO_FSYNC, .user = p };
 }
 
-/* A flush piece for every disk of the export (after the first `skip`
- * pieces of q), for FLUSH and for the second phase of FUA. */
+/* A flush piece for every disk of the export, from piece `at` on. */
 static void add_flush_pieces(struct preq *q, unsigned at)
 {
 	struct pbx *x = q->x;
@@ -572,10 +571,12 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	uint64_t off = nio->offset, end = nio->offset + nio->length;
 	uint32_t chunk = zero ? ZERO_CHUNK : UINT32_MAX;
 	size_t maxp = nio->length / CW_MIN(pb->block_size, chunk) + 2;
-	unsigned nflush = nio->fua ? x->ndisks : 0, n = 0;
+	unsigned nflush = nio->fua ? (unsigned)pb->ndisks : 0, n = 0, i;
 	struct resv *rv = x->resv;
 	struct preq *q;
 	bool seen[CW_DISKS_MAX + 1] = { false };
+	uint32_t touched[CW_DISKS_MAX];
+	unsigned nt = 0;
 	int r;
 
 	q = malloc(sizeof(*q) + (maxp + nflush) * sizeof(struct piece));
@@ -585,8 +586,6 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	q->x = x;
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
-	q->fua = nflush > 0;
-	q->nflush = nflush;
 	bool rt = rv && off >= rv->lo && end <= rv->hi && in_span(rv, q->arrival_ns);
 
 	while (off < end) {
@@ -612,18 +611,24 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 			.buf = zero ? pb->zeros : (uint8_t *)nio->buf + (off - nio->offset),
 			.user = p,
 		};
+		if (!seen[e.disk_id]) {
+			seen[e.disk_id] = true;
+			p->first_on_disk = true;
+			touched[nt++] = (uint32_t)di;
+		}
 		if (rt && rv->period_ns[di]) {
 			p->rt = true;
 			p->resv = rv;
-			p->first_on_disk = !seen[e.disk_id];
-			seen[e.disk_id] = true;
 		}
 		off += e.length;
 		n++;
 	}
 	q->npieces = n;
-	if (nflush)
-		add_flush_pieces(q, n);
+	/* FUA: once every piece is written, fdatasync the disks it touched. */
+	q->nflush = nflush ? nt : 0;
+	q->fua = q->nflush > 0;
+	for (i = 0; i < q->nflush; i++)
+		piece_init_flush(q, &q->p[n + i], pb, touched[i]);
 	push_pieces(q, 0, n);
 	return 0;
 fail:

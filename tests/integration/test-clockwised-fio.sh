@@ -13,8 +13,9 @@ for engine in io_uring libaio; do
 	for policy in delta-l edf lst; do
 		cwd_conf "io_engine = \"$engine\"; policy = \"$policy\";"
 		cwd_start -r vol:1M:64k:0:16M
+		# (in the temp dir: fio leaves verify state files in its cwd)
 		check "$engine $policy: fio randrw verify" \
-			fio --name=v --ioengine=nbd --uri="$(cwd_uri vol)" --rw=randrw --bs=4k,64k \
+			env -C "$cw_tmp" fio --name=v --ioengine=nbd --uri="$(cwd_uri vol)" --rw=randrw --bs=4k,64k \
 			--iodepth=16 --size=32M --io_size=8M --verify=crc32c --verify_fatal=1 \
 			--output="$cw_tmp/fio.out"
 		check "$engine $policy: stop" cwd_stop
