@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * atomic.h — the one set of atomic operations the slots module uses
+ * (Concurrency Kit's ck_pr.h shape): every access to shared state goes
+ * through a wrapper whose name says its memory order, so the ordering
+ * argument in slots.c can be checked against the code line by line.
+ */
+#ifndef CW_SLOTS_ATOMIC_H
+#define CW_SLOTS_ATOMIC_H
+
+#include <stdint.h>
+#include <stdbool.h>
+
+/* Hot shared words live alone on a cache line. */
+#define CW_CACHELINE 64
+#define CW_PADDED __attribute__((aligned(CW_CACHELINE)))
+
+#define cw_pr_load_relaxed(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define cw_pr_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define cw_pr_load_seq(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define cw_pr_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define cw_pr_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define cw_pr_store_seq(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define cw_pr_faa_seq(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define cw_pr_faa_relaxed(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+
+/* Compare-and-swap, sequentially consistent on success and acquire on
+ * failure; on failure *expected holds the value found. */
+static inline bool cw_pr_cas_seq_u64(uint64_t *p, uint64_t *expected, uint64_t desired)
+{
+	return __atomic_compare_exchange_n(p, expected, desired, false,
+					   __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE);
+}
+
+static inline bool cw_pr_cas_seq_i64(int64_t *p, int64_t *expected, int64_t desired)
+{
+	return __atomic_compare_exchange_n(p, expected, desired, false,
+					   __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE);
+}
+
+/* Spin-wait hint. */
+static inline void cw_pr_stall(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+#endif
