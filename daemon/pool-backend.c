@@ -2,13 +2,12 @@
 /*
  * The data path of clockwised (DESIGN.md rule 3; Bosch & Mullender,
  * section 3): NBD request -> partition block map -> one piece per disk run
- * -> the disk's intake -> its dispatcher -> the policy -> the I/O engine.
+ * -> the lane's slot record -> its dispatcher -> the policy -> the I/O engine.
  *
  * Submission takes no mutex.  The connection thread maps the request with
- * the lock-free cw_part_map(), then pushes every piece on its lane's intake
- * with one compare-and-swap (a Treiber stack: many producers, one
- * consumer) and wakes the lane only if it sleeps.  The dispatcher takes the
- * whole stack with one exchange and reverses it into arrival order.
+ * the lock-free cw_part_map(), then books every piece in its lane's slot
+ * reservation record (see "intake" below) and wakes the lane only if it
+ * sleeps.  The dispatcher takes the committed bookings in slot order.
  *
  * Dispatch.  A disk that carries admitted streams runs the scheduling core
  * (cw_sched: ΔL, EDF or LST) on its first lane with one request in service,
@@ -29,6 +28,7 @@
 #include <inttypes.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +41,7 @@
 #include <clockwise/io.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
+#include <clockwise/slots.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -51,11 +52,14 @@
 #define ZERO_CHUNK (UINT32_C(1) << 20)	/* WRITE_ZEROES is written in pieces of this */
 #define REAP_BATCH 64
 /* While requests are in flight on a lane without streams, the dispatcher
- * waits for completions at most this long before it looks at its intake
- * again (an engine wait cannot also watch the intake). */
+ * waits for completions at most this long before it looks at its record
+ * again (an engine wait cannot also watch the record). */
 #define POLL_NS (50 * CW_NS_PER_US)
 #define SERVER_PERIOD_NS (100 * CW_NS_PER_MS)
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
+#define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
+#define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */
+#define SLOTS_THREADS 1024	/* connection and dispatcher threads booking at once */
 
 struct piece;
 
@@ -65,7 +69,9 @@ struct lane {
 	unsigned idx;
 	pthread_t thread;
 	bool started;
-	_Atomic(struct piece *) intake;
+	struct cw_slots *rec;		/* bookings of this lane */
+	int64_t slot_ns;
+	atomic_int_fast64_t booked_end;	/* highest booked slot + 1, a hint */
 	atomic_int sleeping;
 	atomic_bool stop;
 	struct cwd_counters st;
@@ -121,6 +127,8 @@ struct pbx {
 
 struct pb {
 	struct cw_pool *pool;
+	struct cw_slots_domain *domain;
+	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
 	uint32_t block_size;
 	struct disk *disks;
@@ -159,7 +167,66 @@ struct preq {
 
 static const struct nbd_backend_ops pb_ops;
 
-/* ---- intake: many connection threads push, one dispatcher takes ---- */
+/* ---- intake: the lane's slot reservation record ----
+ *
+ * Every piece is booked in its lane's RADIR record (clockwise/slots.h) by
+ * the thread that maps the request: cw_slots_reserve() finds the first run
+ * of vacant slots from the record's now, long enough for the piece's
+ * expected service time, and cw_slots_commit() publishes it with the piece
+ * as cookie.  Both are lock-free; concurrent connections contend only on
+ * the slots themselves.  The record's now is the dispatcher's cursor: it
+ * takes committed bookings in slot order (cw_slots_next) as soon as they
+ * are there, not when the wall clock reaches their slot, so slots measure
+ * disk time queued on the lane and release times and deadlines stay the
+ * scheduling core's business.  A booking the cursor passed before it was
+ * committed is refused at commit (-ETIMEDOUT) and booked again.
+ */
+
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+
+/* A thread's booking descriptor; freed when the thread ends. */
+struct tctx {
+	struct cw_slots_ctx *ctx;
+	struct pb *pb;
+};
+
+static void ctx_free(void *arg)
+{
+	struct tctx *t = arg;
+	struct pb *pb = t->pb;
+
+	cw_slots_ctx_free(t->ctx);
+	free(t);
+	atomic_fetch_sub(&pb->live_ctx, 1);	/* pb_free waits for this */
+}
+
+static void ctx_key_init(void)
+{
+	if (pthread_key_create(&ctx_key, ctx_free) != 0)
+		abort();	/* only at start, with no key left: nothing can run */
+}
+
+/* This thread's descriptor in the domain, made on first use and freed when
+ * the thread ends (connection threads come and go). */
+static struct cw_slots_ctx *thread_ctx(struct pb *pb)
+{
+	struct tctx *t = pthread_getspecific(ctx_key);
+
+	if (t)
+		return t->ctx;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->pb = pb;
+	if (cw_slots_ctx_new(pb->domain, &t->ctx) < 0) {
+		free(t);
+		return NULL;
+	}
+	atomic_fetch_add(&pb->live_ctx, 1);
+	pthread_setspecific(ctx_key, t);
+	return t->ctx;
+}
 
 static void futex_wait(atomic_int *addr, int val, int64_t timeout_ns)
 {
@@ -175,41 +242,88 @@ static void futex_wait(atomic_int *addr, int val, int64_t timeout_ns)
 
 static void lane_wake(struct lane *l)
 {
-	/* seq_cst on both sides (here after the push, and in lane_park
-	 * before it looks at the intake) so one of them sees the other. */
+	/* seq_cst on both sides (here after the booking, and in lane_park
+	 * before it looks at the record) so one of them sees the other. */
 	if (atomic_load(&l->sleeping) && atomic_exchange(&l->sleeping, 0))
 		syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-static void lane_push(struct lane *l, struct piece *p)
+static bool lane_has_bookings(struct lane *l)
 {
-	struct piece *head = atomic_load_explicit(&l->intake, memory_order_relaxed);
-
-	do {
-		p->next = head;
-	} while (!atomic_compare_exchange_weak(&l->intake, &head, p));
-	lane_wake(l);
+	return atomic_load(&l->booked_end) > cw_slots_now(l->rec);
 }
 
-/* Everything pushed so far, oldest first. */
+/* Books piece p on its lane; 0 or a negative errno. */
+static int lane_push(struct pb *pb, struct piece *p)
+{
+	struct lane *l = p->lane;
+	struct cw_slots_ctx *ctx = thread_ctx(pb);
+	struct cw_slots_req rq = { 0 };
+	struct cw_slots_booking b;
+	int64_t svc = 0, end, cur;
+	int r;
+
+	if (!ctx)
+		return -EUSERS;
+	if (p->io.op != CW_IO_FSYNC)
+		cw_model_service_ns(&l->disk->model, 0, 0, p->io.len, &svc);
+	rq.dir = p->io.op == CW_IO_READ ? CW_SLOTS_READ : CW_SLOTS_WRITE;
+	rq.shape = CW_SLOTS_SINGLE;
+	rq.ndisks = 1;
+	rq.disks[0] = l->rec;
+	rq.size_slots = (uint32_t)CW_MIN(CW_MAX(CW_DIV_ROUND_UP(svc, l->slot_ns), 1),
+					 BOOKING_SLOTS_MAX);
+	rq.block = p->io.off / pb->block_size;
+	rq.priority = p->rt;
+	for (;;) {
+		rq.start_slot = cw_slots_now(l->rec);
+		rq.deadline_slot = rq.start_slot + SLOTS_WINDOW - rq.size_slots;
+		r = cw_slots_reserve(ctx, &rq, &b);
+		if (r == CW_SLOTS_FAIL) {
+			/* The lane has a whole window of work queued: wait
+			 * for its dispatcher to take some. */
+			lane_wake(l);
+			sched_yield();
+			continue;
+		}
+		if (r < 0)
+			return r;
+		r = cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)p);
+		if (r == 0)
+			break;
+		cw_slots_release(ctx, &b);
+		if (r != -ETIMEDOUT)
+			return r;
+	}
+	end = b.first_slot + b.n_slots;
+	cur = atomic_load(&l->booked_end);
+	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
+		;
+	lane_wake(l);
+	return 0;
+}
+
+/* Every committed booking so far, in slot order. */
 static struct piece *lane_take(struct lane *l)
 {
-	struct piece *p = atomic_exchange(&l->intake, NULL), *rev = NULL;
+	struct piece *head = NULL, **tail = &head;
+	struct cw_slots_entry e;
+	int64_t until;
 
-	while (p) {
-		struct piece *n = p->next;
-
-		p->next = rev;
-		rev = p;
-		p = n;
+	while ((until = atomic_load(&l->booked_end)) > cw_slots_now(l->rec)) {
+		if (cw_slots_next(l->rec, until, &e) != 1)
+			continue;
+		*tail = (struct piece *)(uintptr_t)e.cookie;
+		(*tail)->next = NULL;
+		tail = &(*tail)->next;
 	}
-	return rev;
+	return head;
 }
 
 static void lane_park(struct lane *l, int64_t timeout_ns)
 {
 	atomic_store(&l->sleeping, 1);
-	if (atomic_load(&l->intake) || atomic_load(&l->stop)) {
+	if (lane_has_bookings(l) || atomic_load(&l->stop)) {
 		atomic_store(&l->sleeping, 0);
 		return;
 	}
@@ -468,7 +582,7 @@ static void *lane_main(void *arg)
 		if (l->inflight) {
 			/* Under cw_sched nothing else may start before the
 			 * request in service ends; a full lane waits for a
-			 * completion; otherwise look at the intake again soon. */
+			 * completion; otherwise look at the record again soon. */
 			if (l->sched || l->inflight >= l->pb->cfg->queue_depth)
 				timeout = -1;
 			else
@@ -481,7 +595,7 @@ static void *lane_main(void *arg)
 		}
 		if (l->fifo)
 			continue;
-		if (atomic_load(&l->stop) && !atomic_load(&l->intake)) {
+		if (atomic_load(&l->stop) && !lane_has_bookings(l)) {
 			struct cw_sched_stats ss;
 
 			if (!l->sched)
@@ -536,13 +650,21 @@ static void add_flush_pieces(struct preq *q, unsigned at)
 
 static void push_pieces(struct preq *q, unsigned from, unsigned n)
 {
+	struct pb *pb = q->x->pb;
 	unsigned i;
 
 	atomic_store(&q->pending, n);
 	for (i = 0; i < n; i++)
 		cwd_queue_change(&q->p[from + i].lane->st, 1);
-	for (i = 0; i < n; i++)
-		lane_push(q->p[from + i].lane, &q->p[from + i]);
+	for (i = 0; i < n; i++) {
+		struct piece *p = &q->p[from + i];
+		int r = lane_push(pb, p);
+
+		if (r < 0) {
+			p->rt = false;
+			piece_done(p->lane, p, r, cw_now_ns());
+		}
+	}
 }
 
 static void req_finish(struct preq *q)
@@ -735,9 +857,20 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	if (!d->lanes)
 		return -ENOMEM;
 	for (i = 0; i < d->nlanes; i++) {
-		d->lanes[i].pb = pb;
-		d->lanes[i].disk = d;
-		d->lanes[i].idx = (unsigned)i;
+		struct cw_slots_opts so = { .size = sizeof(so), .tier = d->tier };
+		struct lane *l = &d->lanes[i];
+
+		l->pb = pb;
+		l->disk = d;
+		l->idx = (unsigned)i;
+		so.slot_ns = cd ? cd->slot_ns : 0;
+		r = cw_slots_new(pb->domain, &so, &l->rec);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "disk %s: cannot set up its slot record: %s", d->name,
+				strerror(-r));
+			return r;
+		}
+		l->slot_ns = cw_slots_slot_ns(l->rec);
 	}
 	if (info->state != CW_DISK_PRESENT) {
 		cwd_log(LOG_WARNING, "disk %s (%s) %s: its partitions are not exported", d->name,
@@ -775,8 +908,22 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);
 	pb->start_ns = cw_now_ns();
+	pthread_once(&ctx_once, ctx_key_init);
+	{
+		struct cw_slots_domain_opts dopts = { .size = sizeof(dopts),
+						      .mode = CW_SLOTS_LOCKFREE,
+						      .max_threads = SLOTS_THREADS,
+						      .max_window = SLOTS_WINDOW };
+
+		r = cw_slots_domain_new(&dopts, &pb->domain);
+		if (r < 0) {
+			free(pb);
+			return r;
+		}
+	}
 	pb->zeros = cw_io_alloc(ZERO_CHUNK);
 	if (!pb->zeros) {
+		cw_slots_domain_free(pb->domain);
 		free(pb);
 		return -ENOMEM;
 	}
@@ -1236,6 +1383,7 @@ void pb_free(struct pb *pb)
 			cw_io_engine_free(d->lanes[j].eng);
 			cw_sched_free(d->lanes[j].sched);
 			free(d->lanes[j].expected_ns);
+			cw_slots_free(d->lanes[j].rec);
 		}
 		free(d->lanes);
 		free(d->tasks);
@@ -1252,5 +1400,10 @@ void pb_free(struct pb *pb)
 	free(pb->resvs);
 	free(pb->disks);
 	free(pb->zeros);
+	/* Connection threads free their descriptors as they exit, which can
+	 * be just after the NBD server saw them finish. */
+	while (atomic_load(&pb->live_ctx))
+		sched_yield();
+	cw_slots_domain_free(pb->domain);
 	free(pb);
 }

@@ -5,8 +5,9 @@
  *
  * A request is mapped through its partition's block map (cw_part_map),
  * split into one piece per contiguous run on a disk, and each piece is
- * booked, by the connection's own thread, on the intake of that disk's
- * dispatcher (a lock-free push: no mutex per I/O).  One dispatcher thread
+ * booked, by the connection's own thread, in the slot reservation record
+ * (RADIR, clockwise/slots.h) of that disk's lane: lock-free, no mutex per
+ * I/O.  One dispatcher thread
  * per disk, or per lane of an SSD, owns an I/O engine and the disk's
  * cw_sched; it takes the bookings, classifies them (RT when the export is
  * bound to a reservation and the request lies in its range and time span,
