@@ -1,7 +1,8 @@
 #!/bin/bash
 # Description: fio's nbd engine with crc32c verification against both I/O
 # engines and every policy, with a stream admitted on part of the export so
-# RT and BE requests go through the scheduling core together.
+# RT and BE requests go through the scheduling core together; four
+# connections book into the disks' slot records at once.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires fio
@@ -16,7 +17,8 @@ for engine in io_uring libaio; do
 		# (in the temp dir: fio leaves verify state files in its cwd)
 		check "$engine $policy: fio randrw verify" \
 			env -C "$cw_tmp" fio --name=v --ioengine=nbd --uri="$(cwd_uri vol)" --rw=randrw --bs=4k,64k \
-			--iodepth=16 --size=32M --io_size=8M --verify=crc32c --verify_fatal=1 \
+			--iodepth=16 --numjobs=4 --size=8M --offset_increment=8M --io_size=4M \
+			--verify=crc32c --verify_fatal=1 \
 			--output="$cw_tmp/fio.out"
 		check "$engine $policy: stop" cwd_stop
 		check "$engine $policy: RT requests were served" \
