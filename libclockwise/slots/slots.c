@@ -67,6 +67,18 @@
  *  - A helper that took a slot for a round that has meanwhile ended leaves
  *    a stray TRANSIENT word; readers treat a TRANSIENT word whose round is
  *    not live (or lies outside its run) as vacant, and the taker undoes it.
+ *  - The paper's record is an unbounded array and bookings are never
+ *    handed on.  Here the array is a ring: a slot word carries its lap, the
+ *    dispatcher closes every slot it passes (I3), and a CLOSED word of the
+ *    previous lap is vacant.  Bookings reach the dispatcher through a
+ *    commit (the reserve/commit split of ck_ring): the owner writes the
+ *    booking's metadata, then sets COMMIT on its first slot with one CAS
+ *    that races with the dispatcher's close of that slot, so a booking is
+ *    either handed out once or its commit fails with -ETIMEDOUT.
+ *
+ * Speed: the INIT search steps over slots already RESERVED on the first
+ * disk with one load each (the paper's getReserveSlot jump); the load
+ * factor is updated once per booking and disk, not per slot.
  *
  * Progress: lock-free — a CAS on a slot or a state word fails only because
  * another one succeeded, and every success moves some request forward
@@ -97,12 +109,7 @@ enum ures { U_DONE, U_BLOCKED, U_RETRY, U_GIVEUP };
 struct rview {
 	uint32_t id;
 	uint64_t st, seq;
-	int64_t start, deadline;
-	uint64_t ticket, block;
-	int64_t base_prio;
-	uint32_t n, dir, shape, ndisks, deps;
-	uint32_t dummy[CW_SLOTS_MAX_DISKS];
-	struct cw_slots *disks[CW_SLOTS_MAX_DISKS];
+	CW_SLOTS_REQ_FIELDS
 };
 
 static inline unsigned lap_of(const struct cw_slots *rec, int64_t p)
@@ -280,6 +287,24 @@ static bool prefer(struct cw_slots *rec, const struct rview *a, const struct rvi
 static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth);
 static void perm_step(struct rview *rv);
 
+/* Gives back the slots round k held in [first, end) after it was
+ * cancelled; readers would treat them as free anyway, but each would first
+ * have to read the owner's descriptor to find out. */
+static void clean_run(const struct rview *rv, uint64_t k, int64_t first, int64_t end)
+{
+	int64_t p;
+	unsigned i;
+
+	for (p = first; p < end; p++)
+		for (i = 0; i < rv->ndisks; i++) {
+			struct cw_slots *rec = rv->disks[i];
+			uint64_t t = cell_pack(C_TRANSIENT, lap_of(rec, p), rv->id, k);
+
+			if (cw_pr_load_relaxed(cell_at(rec, p)) == t)
+				cw_pr_cas_seq_u64(cell_at(rec, p), &t, cell_pack(C_VACANT, lap_of(rec, p), 0, 0));
+		}
+}
+
 /* Cancels round ko of a live request seen in ov (a preemption: the search
  * position stays where the run started). */
 static bool cancel_live(struct cw_slots_domain *dom, const struct rview *ov)
@@ -293,6 +318,11 @@ static bool cancel_live(struct cw_slots_domain *dom, const struct rview *ov)
 		return false;
 	cw_pr_faa_seq(&d->rollbacks, 1);
 	cw_pr_faa_relaxed(&d->prio, 1);
+	if (st_phase(st) == P_TEMP) {
+		int64_t first = ov->start + (int64_t)st_off(st);
+
+		clean_run(ov, k, first, first + ov->n);
+	}
 	return true;
 }
 
@@ -528,25 +558,42 @@ static void undo_at(struct cw_slots_domain *dom, const struct rview *rv, uint64_
 	}
 }
 
+/* The last slot in [p, p+n) of rec that is RESERVED, or -1: the paper's
+ * getReserveSlot jump, by loads alone, so that a run is not begun where a
+ * booking already cuts it short. */
+static int64_t reserved_ahead(struct cw_slots *rec, int64_t p, uint32_t n)
+{
+	int64_t q;
+
+	for (q = p + n - 1; q >= p; q--) {
+		uint64_t v = cw_pr_load_acquire(cell_at(rec, q));
+
+		if (cell_state(v) == C_RESERVED && cell_lap(v) == lap_of(rec, q))
+			return q;
+	}
+	return -1;
+}
+
 static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, bool *giveup)
 {
 	struct cw_slots_domain *dom = ctx->dom;
 	struct desc *d = &dom->desc[rv->id];
 	uint64_t st = rv->st, k = st_round(st);
 	int64_t p = CW_MAX(rv->start + (int64_t)st_off(st), min_now(rv));
+	bool fast = true;
 
 	for (;;) {
 		while (p <= rv->deadline) {
 			enum ures u;
 
-			/* Slots booked on the first disk end every start there; a
-			 * released one passed over here is found by verify_fail(). */
-			if (rv->shape != CW_SLOTS_SNAKE) {
-				struct cw_slots *r0 = rv->disks[0];
-				uint64_t v = cw_pr_load_acquire(cell_at(r0, p));
+			/* Slots booked on the first disk end every start there.  A
+			 * released one passed over here is found by verify_fail(),
+			 * and after that the full step looks at each slot. */
+			if (fast && rv->shape != CW_SLOTS_SNAKE) {
+				int64_t q = reserved_ahead(rv->disks[0], p, rv->n);
 
-				if (cell_state(v) == C_RESERVED && cell_lap(v) == lap_of(r0, p)) {
-					p++;
+				if (q >= 0) {
+					p = q + 1;
 					continue;
 				}
 			}
@@ -575,6 +622,7 @@ static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 			cw_pr_cas_seq_u64(&d->state, &e, st_pack(P_FAIL, k, 0));
 			return;
 		}
+		fast = false;
 		if (cw_pr_load_acquire(&d->state) != st)
 			return;
 	}
@@ -602,8 +650,9 @@ static void temp_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 		if (r == U_BLOCKED) {
 			/* Every start up to p overlaps the booking at p. */
 			e = st;
-			cw_pr_cas_seq_u64(&d->state, &e,
-					  st_pack(P_CANCEL, k, (uint64_t)(p + 1 - rv->start)));
+			if (cw_pr_cas_seq_u64(&d->state, &e,
+					      st_pack(P_CANCEL, k, (uint64_t)(p + 1 - rv->start))))
+				clean_run(rv, k, first, p);
 			return;
 		}
 		if (cw_pr_load_acquire(&d->state) != st)
@@ -1004,8 +1053,7 @@ int cw_slots_commit(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b, 
 	int r = 0;
 
 	if (!ctx || !b || b->first_slot < 0 || b->owner_ != ctx->id ||
-	    b->n_slots > ctx->dom->max_slots || b->req_.ndisks == 0 ||
-	    b->req_.ndisks > CW_SLOTS_MAX_DISKS)
+	    b->n_slots == 0 || b->n_slots > ctx->dom->max_slots || check_req(ctx->dom, &b->req_) < 0)
 		return -EINVAL;
 	holder = ctx->pick;
 	mode_lock(ctx->dom);
@@ -1059,7 +1107,8 @@ int cw_slots_release(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b)
 	struct desc *d;
 	int n;
 
-	if (!ctx || !b || b->first_slot < 0)
+	if (!ctx || !b || b->first_slot < 0 || b->n_slots == 0 ||
+	    b->n_slots > ctx->dom->max_slots || check_req(ctx->dom, &b->req_) < 0)
 		return -EINVAL;
 	if (b->owner_ != ctx->id)
 		return -EPERM;
@@ -1228,11 +1277,14 @@ int64_t cw_slots_slot_of(const struct cw_slots *rec, int64_t origin_ns, int64_t 
 
 int cw_slots_owner(struct cw_slots *rec, int64_t slot, uint32_t *ret_owner, uint64_t *ret_round)
 {
-	int64_t now = cw_pr_load_acquire(&rec->now);
+	int64_t now;
 	uint64_t v;
 	struct rview ov;
 	enum cls c;
 
+	if (!rec)
+		return -EINVAL;
+	now = cw_pr_load_acquire(&rec->now);
 	if (slot < now || slot >= now + rec->ring)
 		return -ERANGE;
 	v = cw_pr_load_acquire(cell_at(rec, slot));
@@ -1248,9 +1300,12 @@ int cw_slots_owner(struct cw_slots *rec, int64_t slot, uint32_t *ret_owner, uint
 
 int cw_slots_valid(struct cw_slots *rec)
 {
-	int64_t now = cw_pr_load_acquire(&rec->now), p;
+	int64_t now, p;
 	int64_t load = 0;
 
+	if (!rec)
+		return -EINVAL;
+	now = cw_pr_load_acquire(&rec->now);
 	for (p = now; p < now + rec->ring; p++) {
 		uint64_t v = cw_pr_load_acquire(cell_at(rec, p));
 		unsigned lp = lap_of(rec, p), lv = cell_lap(v), st = cell_state(v);

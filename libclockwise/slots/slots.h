@@ -65,6 +65,15 @@ static inline unsigned st_phase(uint64_t s) { return (unsigned)(s & 7); }
 static inline uint64_t st_off(uint64_t s) { return (s >> S_OFF_SHIFT) & S_OFF_MASK; }
 static inline uint64_t st_round(uint64_t s) { return (s >> S_ROUND_SHIFT) & ROUND_MASK; }
 
+/* A request as its descriptor publishes it and as helpers copy it. */
+#define CW_SLOTS_REQ_FIELDS					\
+	int64_t start, deadline;				\
+	uint64_t ticket, block;					\
+	int64_t base_prio;					\
+	uint32_t n, dir, shape, ndisks, deps;			\
+	uint32_t dummy[CW_SLOTS_MAX_DISKS];			\
+	struct cw_slots *disks[CW_SLOTS_MAX_DISKS];
+
 /* One submitting thread's request descriptor (the paper's REQUEST[tid]). */
 struct desc {
 	uint64_t state CW_PADDED;	/* phase | offset | round */
@@ -75,12 +84,7 @@ struct desc {
 	int64_t prio;			/* accumulated priority */
 	uint64_t rollbacks;		/* times cancelled by others */
 	/* The request, immutable while seq is even and unchanged. */
-	int64_t start, deadline;
-	uint64_t ticket, block;
-	int64_t base_prio;
-	uint32_t n, dir, shape, ndisks, deps;
-	uint32_t dummy[CW_SLOTS_MAX_DISKS];
-	struct cw_slots *disks[CW_SLOTS_MAX_DISKS];
+	CW_SLOTS_REQ_FIELDS
 	uint32_t claimed;
 };
 

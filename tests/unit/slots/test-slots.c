@@ -154,6 +154,16 @@ static void test_bad_input(void)
 	CU_ASSERT(cw_slots_peek(f.disk[0], 0, 200, &(struct cw_slots_entry){ 0 }) == 0);
 	CU_ASSERT(book(&f, f.a, rq(f.disk[0], 0, 10, 3, CW_SLOTS_READ), &b) == 0);
 	CU_ASSERT(cw_slots_release(f.b, &b) == -EPERM);
+	{
+		struct cw_slots_booking forged = b;
+
+		forged.req_.disks[0] = g.disk[0];	/* another domain's disk */
+		CU_ASSERT(cw_slots_release(f.a, &forged) == -EINVAL);
+		CU_ASSERT(cw_slots_commit(f.a, &forged, 1) == -EINVAL);
+		forged = b;
+		forged.n_slots = 0;
+		CU_ASSERT(cw_slots_release(f.a, &forged) == -EINVAL);
+	}
 	CU_ASSERT(held_by(f.disk[0], 0, f.a) == 1);
 	CU_ASSERT(cw_slots_owner(f.disk[0], -1, NULL, NULL) == -ERANGE);
 	fx_close(&g);
@@ -426,6 +436,16 @@ static void stall_after_first_slot(struct cw_slots_ctx *ctx, struct cw_slots_req
 	CU_ASSERT(st_phase(d->state) == P_TEMP);
 }
 
+/* A fixture where b's 4-slot request on disk 0 stalled after its first
+ * slot; returns b's descriptor. */
+static struct desc *open_stalled(struct fixture *f, int64_t start, int64_t deadline,
+				 enum cw_slots_dir dir, uint64_t *ticket)
+{
+	fx_open(f, 0, 0, NULL);
+	stall_after_first_slot(f->b, rq(f->disk[0], start, deadline, 4, dir), ticket);
+	return &f->dom->desc[f->b->id];
+}
+
 static void test_contended_preempt(void)
 {
 	struct fixture f;
@@ -436,9 +456,7 @@ static void test_contended_preempt(void)
 
 	if (g_mode == CW_SLOTS_MUTEX)
 		return;
-	fx_open(&f, 0, 0, NULL);
-	db = &f.dom->desc[f.b->id];
-	stall_after_first_slot(f.b, rq(f.disk[0], 10, 20, 4, CW_SLOTS_WRITE), &ticket);
+	db = open_stalled(&f, 10, 20, CW_SLOTS_WRITE, &ticket);
 	CU_ASSERT(cw_slots_owner(f.disk[0], 10, NULL, NULL) == 0);	/* not linearized */
 	/* A read beats a write with the same deadline: b is cancelled. */
 	CU_ASSERT(book(&f, f.a, rq(f.disk[0], 10, 20, 2, CW_SLOTS_READ), &a) == 10);
@@ -447,7 +465,7 @@ static void test_contended_preempt(void)
 	/* b's thread wakes up and finishes its request after a's booking. */
 	run(f.b, f.b->id, ticket, 0);
 	CU_ASSERT(st_phase(db->state) == P_FINISH);
-	CU_ASSERT(f.b ? (int64_t)(db->start + st_off(db->state)) == 12 : 0);
+	CU_ASSERT((int64_t)(db->start + st_off(db->state)) == 12);
 	for (p = 10; p < 18; p++) {
 		CU_ASSERT(held_by(f.disk[0], p, f.a) == (p < 12));
 		CU_ASSERT(held_by(f.disk[0], p, f.b) == (p >= 12 && p < 16));
@@ -465,9 +483,7 @@ static void test_contended_help(void)
 
 	if (g_mode == CW_SLOTS_MUTEX)
 		return;
-	fx_open(&f, 0, 0, NULL);
-	db = &f.dom->desc[f.b->id];
-	stall_after_first_slot(f.b, rq(f.disk[0], 10, 20, 4, CW_SLOTS_READ), &ticket);
+	db = open_stalled(&f, 10, 20, CW_SLOTS_READ, &ticket);
 	/* A write loses to the stalled read: a completes b's request first. */
 	CU_ASSERT(book(&f, f.a, rq(f.disk[0], 10, 20, 2, CW_SLOTS_WRITE), &a) == 14);
 	CU_ASSERT(st_phase(db->state) == P_FINISH);
@@ -490,14 +506,57 @@ static void test_contended_starving(void)
 
 	if (g_mode == CW_SLOTS_MUTEX)
 		return;
-	fx_open(&f, 0, 0, NULL);
-	db = &f.dom->desc[f.b->id];
-	stall_after_first_slot(f.b, rq(f.disk[0], 10, 20, 4, CW_SLOTS_WRITE), &ticket);
+	db = open_stalled(&f, 10, 20, CW_SLOTS_WRITE, &ticket);
 	/* Past the rollback limit the write may no longer be preempted. */
 	cw_pr_store_seq(&db->rollbacks, f.dom->w.rollback_limit);
 	CU_ASSERT(book(&f, f.a, rq(f.disk[0], 10, 20, 2, CW_SLOTS_READ), &a) == 14);
 	CU_ASSERT(st_phase(db->state) == P_FINISH);
 	CU_ASSERT(held_by(f.disk[0], 10, f.b) == 1);
+	fx_close(&f);
+}
+
+/* The paper restarts a cancelled request at index+1 (Algorithm 2, line
+ * 48).  After a preemption that skips its old first slot, which may be
+ * vacant again by then: with a window of one slot the request would FAIL
+ * although the slot is free.  We restart where the run started. */
+static void test_preempted_restarts_at_its_first_slot(void)
+{
+	struct fixture f;
+	struct cw_slots_booking a;
+	uint64_t ticket;
+	struct desc *db;
+
+	if (g_mode == CW_SLOTS_MUTEX)
+		return;
+	db = open_stalled(&f, 10, 10, CW_SLOTS_WRITE, &ticket);
+	CU_ASSERT(book(&f, f.a, rq(f.disk[0], 10, 10, 1, CW_SLOTS_READ), &a) == 10);
+	CU_ASSERT(st_phase(db->state) == P_CANCEL);
+	CU_ASSERT(cw_slots_release(f.a, &a) == 1);
+	run(f.b, f.b->id, ticket, 0);
+	CU_ASSERT(st_phase(db->state) == P_FINISH);
+	CU_ASSERT(held_by(f.disk[0], 10, f.b) == 1 && held_by(f.disk[0], 13, f.b) == 1);
+	fx_close(&f);
+}
+
+/* Wait-free mode: a newer request first helps an older announced one. */
+static void test_waitfree_helps_older(void)
+{
+	struct fixture f;
+	struct cw_slots_booking a;
+	uint64_t ticket;
+	struct desc *db;
+	int i;
+
+	if (g_mode != CW_SLOTS_WAITFREE)
+		return;
+	db = open_stalled(&f, 10, 20, CW_SLOTS_WRITE, &ticket);
+	/* Unrelated bookings elsewhere: after WF_PATIENCE of them the stalled
+	 * request is old enough to be helped. */
+	for (i = 0; i < WF_PATIENCE + 4 && st_phase(db->state) != P_FINISH; i++)
+		CU_ASSERT(book(&f, f.a, rq(f.disk[0], 40 + i, 40 + i, 1, CW_SLOTS_READ), &a) == 40 + i);
+	CU_ASSERT(st_phase(db->state) == P_FINISH);
+	CU_ASSERT(i > WF_PATIENCE - 2);
+	CU_ASSERT(held_by(f.disk[0], 10, f.b) == 1 && held_by(f.disk[0], 13, f.b) == 1);
 	fx_close(&f);
 }
 
@@ -510,9 +569,7 @@ static void test_dispatcher_cancels_stalled(void)
 
 	if (g_mode == CW_SLOTS_MUTEX)
 		return;
-	fx_open(&f, 0, 0, NULL);
-	db = &f.dom->desc[f.b->id];
-	stall_after_first_slot(f.b, rq(f.disk[0], 10, 30, 4, CW_SLOTS_WRITE), &ticket);
+	db = open_stalled(&f, 10, 30, CW_SLOTS_WRITE, &ticket);
 	/* now passes the stalled request's first slot: it must start later. */
 	CU_ASSERT(cw_slots_next(f.disk[0], 12, &e) == 0);
 	CU_ASSERT(st_phase(db->state) == P_CANCEL);
@@ -644,6 +701,9 @@ int main(void)
 		cwtest_add(s, "contended: help the stalled read", test_contended_help);
 		cwtest_add(s, "contended: starving request is helped", test_contended_starving);
 		cwtest_add(s, "dispatcher cancels a stalled request", test_dispatcher_cancels_stalled);
+		cwtest_add(s, "preempted request restarts at its first slot",
+			   test_preempted_restarts_at_its_first_slot);
+		cwtest_add(s, "wait-free: newer requests help older ones", test_waitfree_helps_older);
 	}
 	s = cwtest_suite("slots", NULL, NULL);
 	cwtest_add(s, "mode names", test_mode_names);
