@@ -87,7 +87,7 @@ static void fuzz_handshake(const uint8_t *d, size_t n)
 		/* Let any input reach the decoder's magic check, but most
 		 * inputs past it: the fuzzer need not guess IHAVEOPT. */
 		if (d[0] == 'I' && cw_nbd_decode_option(d, &o) < 0)
-			return;
+			break;
 		o.option = be32(d + 8);
 		o.length = be32(d + 12);
 		d += CW_NBD_OPTION_BYTES, n -= CW_NBD_OPTION_BYTES;

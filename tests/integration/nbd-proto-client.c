@@ -614,10 +614,12 @@ static int s_held_until_stop(void)
 	return expect_close(fd);
 }
 
-static const struct {
+struct scenario {
 	const char *name;
 	int (*fn)(void);
-} scenarios[] = {
+};
+
+static const struct scenario scenarios[] = {
 	{ "bad-client-flags", s_bad_client_flags },
 	{ "not-fixed-newstyle", s_not_fixed_newstyle },
 	{ "bad-option-magic", s_bad_option_magic },
@@ -636,45 +638,50 @@ static const struct {
 };
 
 /* Not in the list: the test starts it on its own. */
-static const struct {
-	const char *name;
-	int (*fn)(void);
-} extra[] = {
+static const struct scenario extra[] = {
 	{ "greeting", s_greeting },
 	{ "held-until-stop", s_held_until_stop },
 };
 
+/* Runs the scenario called name from t: 0 passed, 1 failed, -1 absent. */
+static int run(const struct scenario *t, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(name, t[i].name) != 0)
+			continue;
+		if (t[i].fn() < 0) {
+			fprintf(stderr, "%s: %s\n", name, failure);
+			return 1;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
 int main(int argc, char **argv)
 {
 	size_t i;
+	int r;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: nbd-proto-client SOCKET (list|SCENARIO)\n");
 		return 2;
 	}
 	sock_path = argv[1];
-	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		if (strcmp(argv[2], "list") == 0) {
+	if (strcmp(argv[2], "list") == 0) {
+		for (i = 0; i < N(scenarios); i++)
 			printf("%s\n", scenarios[i].name);
-		} else if (strcmp(argv[2], scenarios[i].name) == 0) {
-			if (scenarios[i].fn() < 0) {
-				fprintf(stderr, "%s: %s\n", scenarios[i].name, failure);
-				return 1;
-			}
-			return 0;
-		}
-	}
-	if (strcmp(argv[2], "list") == 0)
 		return 0;
-	for (i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
-		if (strcmp(argv[2], extra[i].name) == 0) {
-			if (extra[i].fn() < 0) {
-				fprintf(stderr, "%s: %s\n", extra[i].name, failure);
-				return 1;
-			}
-			return 0;
-		}
 	}
+	r = run(scenarios, N(scenarios), argv[2]);
+	if (r < 0)
+		r = run(extra, N(extra), argv[2]);
+	if (r >= 0)
+		return r;
 	fprintf(stderr, "nbd-proto-client: no scenario %s\n", argv[2]);
 	return 2;
 }

@@ -1,0 +1,393 @@
+/* Description: the NBD front end with a memory back end and libnbd as the
+ * client: replies completed from another thread in reverse order reach the
+ * right requests; back-end errors become error replies and the connection
+ * lives on; stop waits for requests in flight; connection limits, export
+ * validation and the multi-conn flag behave as documented. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libnbd.h>
+
+#include "daemon/nbd-server.h"
+#include "cwtest.h"
+
+#define SIZE      (4u << 20)
+#define EIO_OFF   (1u << 20)		/* reads and writes here fail with EIO */
+#define NOSPC_OFF (2u << 20)		/* writes here fail at once: ENOSPC */
+
+/* ---- a memory back end that can hold requests ---- */
+
+struct mem {
+	uint8_t *data;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	unsigned hold;			/* hold this many requests, then release */
+	struct nbd_io *held[64];
+	unsigned n_held;
+	bool wait_for_stop;		/* release only once the server stops */
+	atomic_bool released;
+};
+
+static struct mem mem;
+static struct nbd_server *srv;
+static char dir[64], sock[96];
+
+static int do_io(struct nbd_io *io)
+{
+	if (io->op != NBD_IO_FLUSH && io->offset < EIO_OFF + 4096 &&
+	    io->offset + io->length > EIO_OFF)
+		return -EIO;
+	switch (io->op) {
+	case NBD_IO_READ: memcpy(io->buf, mem.data + io->offset, io->length); break;
+	case NBD_IO_WRITE: memcpy(mem.data + io->offset, io->buf, io->length); break;
+	case NBD_IO_ZERO: memset(mem.data + io->offset, 0, io->length); break;
+	default: break;
+	}
+	return 0;
+}
+
+static int m_submit(void *b, struct nbd_io *io)
+{
+	if (io->op == NBD_IO_WRITE && io->offset == NOSPC_OFF)
+		return -ENOSPC;
+	pthread_mutex_lock(&mem.lock);
+	if (mem.hold) {
+		mem.held[mem.n_held++] = io;
+		pthread_cond_broadcast(&mem.changed);
+		pthread_mutex_unlock(&mem.lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&mem.lock);
+	nbd_io_complete(io, do_io(io));
+	return 0;
+}
+
+static const struct nbd_backend_ops mem_ops = {
+	.pread = m_submit, .pwrite = m_submit, .flush = m_submit, .zero = m_submit,
+};
+
+/* True once the server refuses new connections (it is stopping). */
+static bool refused(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool r;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0;
+	close(fd);
+	return r;
+}
+
+static void pause_briefly(void)
+{
+	nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+}
+
+/* Completes the held requests, newest first, from this thread. */
+static void *releaser(void *arg)
+{
+	unsigned i, n;
+
+	pthread_mutex_lock(&mem.lock);
+	while (mem.n_held < mem.hold)
+		pthread_cond_wait(&mem.changed, &mem.lock);
+	n = mem.n_held;
+	pthread_mutex_unlock(&mem.lock);
+	if (mem.wait_for_stop)
+		while (!refused())
+			pause_briefly();
+	atomic_store(&mem.released, true);
+	for (i = n; i-- > 0;)
+		nbd_io_complete(mem.held[i], do_io(mem.held[i]));
+	return NULL;
+}
+
+static void start_server(const struct nbd_server_config *cfg, bool flush_global)
+{
+	struct nbd_export e = {
+		.name = "mem", .description = "memory", .size = SIZE,
+		.flush_global = flush_global, .min_block = 512, .ops = &mem_ops,
+	};
+	unsigned i;
+
+	memset(mem.data, 0, SIZE);
+	for (i = 0; i < SIZE; i += 4)
+		memcpy(mem.data + i, &i, 4);	/* every word holds its offset */
+	mem.hold = 0;
+	mem.n_held = 0;
+	mem.wait_for_stop = false;
+	atomic_store(&mem.released, false);
+	CU_ASSERT_EQUAL_FATAL(nbd_server_new(cfg, &srv), 0);
+	CU_ASSERT_EQUAL_FATAL(nbd_server_add_export(srv, &e), 0);
+	CU_ASSERT_EQUAL_FATAL(nbd_server_listen_unix(srv, sock), 0);
+	CU_ASSERT_EQUAL_FATAL(nbd_server_start(srv), 0);
+}
+
+static struct nbd_handle *client(void)
+{
+	struct nbd_handle *h = nbd_create();
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	nbd_set_export_name(h, "mem");
+	if (nbd_connect_unix(h, sock) < 0) {
+		nbd_close(h);
+		return NULL;
+	}
+	return h;
+}
+
+static int count_done(void *user_data, int *error)
+{
+	atomic_uint *order = user_data;
+
+	(void)error;
+	atomic_fetch_add(order, 1);
+	return 1;
+}
+
+/* ---- tests ---- */
+
+static void test_reverse_completion(void)
+{
+	enum { N = 16 };
+	static uint8_t bufs[N][4096];
+	atomic_uint done = 0;
+	int64_t cookies[N];
+	struct nbd_handle *h;
+	pthread_t t;
+	unsigned i, j;
+
+	start_server(NULL, true);
+	mem.hold = N;
+	h = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL(pthread_create(&t, NULL, releaser, NULL), 0);
+	for (i = 0; i < N; i++) {
+		cookies[i] = nbd_aio_pread(h, bufs[i], 4096, (uint64_t)i * 65536,
+					   (nbd_completion_callback){ .callback = count_done,
+								      .user_data = &done }, 0);
+		CU_ASSERT(cookies[i] > 0);
+	}
+	while (atomic_load(&done) < N)
+		CU_ASSERT_FATAL(nbd_poll(h, 10000) >= 0);
+	pthread_join(t, NULL);
+	for (i = 0; i < N; i++)
+		for (j = 0; j < 4096; j += 4) {
+			uint32_t w;
+
+			memcpy(&w, bufs[i] + j, 4);
+			if (w != i * 65536 + j) {
+				CU_FAIL("a reply carried another request's data");
+				i = N;
+				break;
+			}
+		}
+	nbd_shutdown(h, 0);
+	nbd_close(h);
+	nbd_server_free(srv);
+}
+
+static void test_errors_keep_connection(void)
+{
+	uint8_t b[4096];
+	struct nbd_handle *h;
+
+	start_server(NULL, true);
+	h = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	/* An I/O error from the back end becomes EIO for that request. */
+	CU_ASSERT_EQUAL(nbd_pread(h, b, 4096, EIO_OFF, 0), -1);
+	CU_ASSERT_EQUAL(nbd_get_errno(), EIO);
+	memset(b, 0x5a, sizeof(b));
+	CU_ASSERT_EQUAL(nbd_pwrite(h, b, 4096, EIO_OFF, 0), -1);
+	CU_ASSERT_EQUAL(nbd_get_errno(), EIO);
+	/* A back end that refuses at once: its errno reaches the client. */
+	CU_ASSERT_EQUAL(nbd_pwrite(h, b, 4096, NOSPC_OFF, 0), -1);
+	CU_ASSERT_EQUAL(nbd_get_errno(), ENOSPC);
+	/* And the connection still serves. */
+	CU_ASSERT_EQUAL(nbd_pwrite(h, b, 4096, 8192, LIBNBD_CMD_FLAG_FUA), 0);
+	memset(b, 0, sizeof(b));
+	CU_ASSERT_EQUAL(nbd_pread(h, b, 4096, 8192, 0), 0);
+	CU_ASSERT_EQUAL(b[0], 0x5a);
+	CU_ASSERT_EQUAL(b[4095], 0x5a);
+	CU_ASSERT_EQUAL(mem.data[8192], 0x5a);
+	CU_ASSERT_EQUAL(nbd_zero(h, 4096, 8192, 0), 0);
+	CU_ASSERT_EQUAL(mem.data[8192], 0);
+	CU_ASSERT_EQUAL(nbd_flush(h, 0), 0);
+	/* No trim callback: not offered, and refused if sent anyway. */
+	CU_ASSERT_EQUAL(nbd_can_trim(h), 0);
+	nbd_shutdown(h, 0);
+	nbd_close(h);
+	nbd_server_free(srv);
+}
+
+static void *stopper(void *arg)
+{
+	nbd_server_stop(srv);
+	/* Stop may only return once the back end gave every request back. */
+	CU_ASSERT_TRUE(atomic_load(&mem.released));
+	return NULL;
+}
+
+static void test_stop_waits_for_inflight(void)
+{
+	static uint8_t bufs[4][4096];
+	atomic_uint done = 0;
+	struct nbd_handle *h;
+	pthread_t r, s;
+	unsigned i;
+
+	start_server(NULL, true);
+	mem.hold = 4;
+	mem.wait_for_stop = true;
+	h = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL(pthread_create(&r, NULL, releaser, NULL), 0);
+	for (i = 0; i < 4; i++)
+		CU_ASSERT(nbd_aio_pread(h, bufs[i], 4096, (uint64_t)i * 4096,
+					(nbd_completion_callback){ .callback = count_done,
+								   .user_data = &done }, 0) > 0);
+	/* The back end holds all four before the server is told to stop. */
+	pthread_mutex_lock(&mem.lock);
+	while (mem.n_held < 4)
+		pthread_cond_wait(&mem.changed, &mem.lock);
+	pthread_mutex_unlock(&mem.lock);
+	CU_ASSERT_EQUAL(pthread_create(&s, NULL, stopper, NULL), 0);
+	while (atomic_load(&done) < 4)
+		if (nbd_poll(h, 10000) < 0)
+			break;
+	CU_ASSERT_EQUAL(atomic_load(&done), 4u);
+	for (i = 0; i < 4; i++) {
+		uint32_t w;
+
+		memcpy(&w, bufs[i], 4);
+		CU_ASSERT_EQUAL(w, i * 4096);
+	}
+	pthread_join(s, NULL);
+	pthread_join(r, NULL);
+	nbd_close(h);
+	nbd_server_free(srv);
+}
+
+static void test_connection_limit(void)
+{
+	struct nbd_server_config cfg = { .max_connections = 2 };
+	struct nbd_handle *a, *b, *c;
+
+	start_server(&cfg, true);
+	a = client();
+	b = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_EQUAL(nbd_server_connections(srv), 2u);
+	c = client();
+	CU_ASSERT_PTR_NULL(c);		/* refused: over the limit */
+	nbd_shutdown(a, 0);
+	nbd_close(a);
+	while (nbd_server_connections(srv) > 1)
+		pause_briefly();
+	c = client();
+	CU_ASSERT_PTR_NOT_NULL(c);	/* room again */
+	if (c)
+		nbd_close(c);
+	nbd_close(b);
+	nbd_server_free(srv);
+}
+
+static void test_multi_conn_only_with_global_flush(void)
+{
+	struct nbd_handle *h;
+
+	start_server(NULL, false);
+	h = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL(nbd_can_multi_conn(h), 0);
+	CU_ASSERT_EQUAL(nbd_can_flush(h), 1);
+	CU_ASSERT_EQUAL(nbd_can_fua(h), 1);
+	nbd_close(h);
+	nbd_server_free(srv);
+
+	start_server(NULL, true);
+	h = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL(nbd_can_multi_conn(h), 1);
+	CU_ASSERT_EQUAL(nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM), 512);
+	CU_ASSERT_EQUAL(nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED), 4096);
+	CU_ASSERT_EQUAL(nbd_get_size(h), (int64_t)SIZE);
+	nbd_close(h);
+	nbd_server_free(srv);
+}
+
+static void test_export_validation(void)
+{
+	struct nbd_export ok = { .name = "x", .size = 1 << 20, .ops = &mem_ops };
+	struct nbd_export e;
+	static const struct nbd_backend_ops no_write = { .pread = m_submit };
+	struct nbd_server *s;
+
+	CU_ASSERT_EQUAL_FATAL(nbd_server_new(NULL, &s), 0);
+	CU_ASSERT_EQUAL(nbd_server_start(s), -EINVAL);		/* nothing to serve */
+	e = ok; e.min_block = 3;
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* not a power of 2 */
+	e = ok; e.min_block = 1 << 17;
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* over 64 KiB */
+	e = ok; e.min_block = 4096; e.pref_block = 512;
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* preferred < minimum */
+	e = ok; e.min_block = 4096; e.max_block = 6144;
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* max not a multiple */
+	e = ok; e.max_block = 1u << 26;
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* over max_request */
+	e = ok; e.min_block = 4096; e.size = 4096 * 3 + 512;
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* size not aligned */
+	e = ok; e.ops = &no_write;
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* writable, no pwrite */
+	e.read_only = true;
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), 0);
+	CU_ASSERT_EQUAL(nbd_server_add_export(s, &ok), -EEXIST);	/* same name */
+	CU_ASSERT_EQUAL(nbd_server_start(s), -EINVAL);		/* nowhere to listen */
+	CU_ASSERT_EQUAL(nbd_server_listen_unix(s, "/nonexistent-dir/x.sock"), -ENOENT);
+	nbd_server_free(s);
+}
+
+static int setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/cw-nbd-server.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(sock, sizeof(sock), "%s/s", dir);
+	mem.data = malloc(SIZE);
+	pthread_mutex_init(&mem.lock, NULL);
+	pthread_cond_init(&mem.changed, NULL);
+	return mem.data ? 0 : -1;
+}
+
+static int teardown(void)
+{
+	free(mem.data);
+	rmdir(dir);
+	return 0;
+}
+
+int main(void)
+{
+	CU_pSuite s = cwtest_suite("nbd server", setup, teardown);
+
+	cwtest_add(s, "replies completed in reverse order", test_reverse_completion);
+	cwtest_add(s, "back-end errors keep the connection", test_errors_keep_connection);
+	cwtest_add(s, "stop waits for requests in flight", test_stop_waits_for_inflight);
+	cwtest_add(s, "connection limit", test_connection_limit);
+	cwtest_add(s, "multi-conn only with a global flush", test_multi_conn_only_with_global_flush);
+	cwtest_add(s, "export validation", test_export_validation);
+	return cwtest_run();
+}
