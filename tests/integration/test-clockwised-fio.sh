@@ -25,8 +25,8 @@ for engine in io_uring libaio; do
 			bash -c "grep 'stats reservation vol' '$(cwd_log)' | grep -qv 'rt_done=0 '"
 		check "$engine $policy: BE requests too" \
 			bash -c "grep 'stats disk a lane 0' '$(cwd_log)' | grep -qv 'be_done=0 '"
-		# ΔL promises every admitted deadline (LST and EDF do not).
-		[ "$policy" = delta-l ] && check "$engine $policy: no deadline missed" \
-			grep -q 'stats reservation vol: .* rt_missed=0 ' "$(cwd_log)"
+		# (Deadlines are checked in test-clockwised-reserve.sh, with a
+		# stream that keeps to its rate; here two connections overdrive
+		# it on a shared machine.)
 	done
 done
