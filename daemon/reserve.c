@@ -12,32 +12,9 @@
 #include "config.h"
 
 #include "daemon/pool-internal.h"
+#include "daemon/size.h"
 
 /* ---- reservations ---- */
-
-static int parse_size(const char *s, uint64_t *ret)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	errno = 0;
-	if (!*s || *s == '-')
-		return -EINVAL;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*ret = (uint64_t)v << shift;
-	return 0;
-}
 
 int pb_reservation_parse(const char *spec, struct pb_reservation *ret, char *err, size_t errlen)
 {
@@ -62,7 +39,7 @@ int pb_reservation_parse(const char *spec, struct pb_reservation *ret, char *err
 		return -EINVAL;
 	}
 	for (i = 1; i < n; i++) {
-		if (parse_size(f[i], &v[i]) < 0 || (i >= 5 && v[i] > INT32_MAX)) {
+		if (cwd_parse_size(f[i], &v[i]) < 0 || (i >= 5 && v[i] > INT32_MAX)) {
 			snprintf(err, errlen, "reservation \"%s\": \"%s\" is not a %s", spec, f[i],
 				 i >= 5 ? "number of seconds" : "size");
 			return -EINVAL;

@@ -22,6 +22,8 @@
 
 #include <clockwise/layout.h>
 
+#include "daemon/size.h"
+
 static int usage(void)
 {
 	fprintf(stderr,
@@ -30,31 +32,6 @@ static int usage(void)
 		"       cwpool create-part DB NAME SIZE [rotation|random|single [DISK_ID]]\n"
 		"       cwpool list DB\n");
 	return 2;
-}
-
-static int parse_size(const char *s, uint64_t *ret)
-{
-	unsigned long long v;
-	unsigned shift = 0;
-	char *end;
-
-	errno = 0;
-	if (*s == '-')
-		return -EINVAL;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*ret = (uint64_t)v << shift;
-	return 0;
 }
 
 static int fail_pool(struct cw_pool *pool, const char *what, int r)
@@ -83,7 +60,7 @@ static int cmd_create(int argc, char **argv)
 	uint64_t bs = 0;
 	int r;
 
-	if (argc > 4 || (argc == 4 && (parse_size(argv[3], &bs) < 0 || bs > UINT32_MAX))) {
+	if (argc > 4 || (argc == 4 && (cwd_parse_size(argv[3], &bs) < 0 || bs > UINT32_MAX))) {
 		fprintf(stderr, "cwpool: %s: not a block size\n", argv[3]);
 		return 2;
 	}
@@ -129,7 +106,7 @@ static int cmd_create_part(int argc, char **argv)
 
 	if (argc < 5 || argc > 7)
 		return usage();
-	if (parse_size(argv[4], &size) < 0) {
+	if (cwd_parse_size(argv[4], &size) < 0) {
 		fprintf(stderr, "cwpool: %s: not a size\n", argv[4]);
 		return 2;
 	}
@@ -137,7 +114,7 @@ static int cmd_create_part(int argc, char **argv)
 		fprintf(stderr, "cwpool: %s: expected rotation, random or single\n", argv[5]);
 		return 2;
 	}
-	if (argc == 7 && (parse_size(argv[6], &id) < 0 || id > CW_DISKS_MAX)) {
+	if (argc == 7 && (cwd_parse_size(argv[6], &id) < 0 || id > CW_DISKS_MAX)) {
 		fprintf(stderr, "cwpool: %s: not a disk id\n", argv[6]);
 		return 2;
 	}
