@@ -90,9 +90,12 @@ static void lane_wake(struct lane *l)
 		syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* Set in dispatcher threads. */
+static __thread bool in_dispatcher;
+
 static bool lane_has_bookings(struct lane *l)
 {
-	return atomic_load(&l->booked_end) > cw_slots_now(l->rec);
+	return atomic_load(&l->booked_end) > cw_slots_now(l->rec) || atomic_load(&l->overflow);
 }
 
 /* Books piece p on its lane; 0 or a negative errno. */
@@ -121,6 +124,18 @@ int lane_push(struct pb *pb, struct piece *p)
 		rq.start_slot = cw_slots_now(l->rec);
 		rq.deadline_slot = rq.start_slot + SLOTS_WINDOW - rq.size_slots;
 		r = cw_slots_reserve(ctx, &rq, &b);
+		if (r == CW_SLOTS_FAIL && in_dispatcher) {
+			/* A dispatcher (the flush phase of a FUA write) must
+			 * not wait for a dispatcher: hand the piece over
+			 * beside the record, which its lane drains too. */
+			struct piece *head = atomic_load(&l->overflow);
+
+			do {
+				p->next = head;
+			} while (!atomic_compare_exchange_weak(&l->overflow, &head, p));
+			lane_wake(l);
+			return 0;
+		}
 		if (r == CW_SLOTS_FAIL) {
 			/* The lane has a whole window of work queued: wait
 			 * for its dispatcher to take some. */
@@ -145,12 +160,20 @@ int lane_push(struct pb *pb, struct piece *p)
 	return 0;
 }
 
-/* Every committed booking so far, in slot order. */
+/* Every committed booking so far, in slot order, then what overflowed. */
 static struct piece *lane_take(struct lane *l)
 {
-	struct piece *head = NULL, **tail = &head;
+	struct piece *head = NULL, **tail = &head, *o, *rev = NULL;
 	struct cw_slots_entry e;
 	int64_t until;
+
+	for (o = atomic_exchange(&l->overflow, NULL); o; ) {
+		struct piece *n = o->next;
+
+		o->next = rev;
+		rev = o;
+		o = n;
+	}
 
 	while ((until = atomic_load(&l->booked_end)) > cw_slots_now(l->rec)) {
 		if (cw_slots_next(l->rec, until, &e) != 1)
@@ -159,19 +182,12 @@ static struct piece *lane_take(struct lane *l)
 		(*tail)->next = NULL;
 		tail = &(*tail)->next;
 	}
+	*tail = rev;
 	return head;
 }
 
 static void lane_park(struct lane *l, int64_t timeout_ns)
 {
-	int64_t until = cw_now_ns() + SPIN_NS;
-
-	/* A client at queue depth 1 sends its next request microseconds
-	 * after the reply: yielding for a moment catches it without the
-	 * futex round trip, and lets the connection threads run meanwhile. */
-	while (!lane_has_bookings(l) && cw_now_ns() < until &&
-	       (timeout_ns < 0 || timeout_ns > SPIN_NS))
-		sched_yield();
 	atomic_store(&l->sleeping, 1);
 	if (lane_has_bookings(l) || atomic_load(&l->stop)) {
 		atomic_store(&l->sleeping, 0);
@@ -422,6 +438,8 @@ void *lane_main(void *arg)
 	struct cw_io_req *done[REAP_BATCH];
 	int64_t wait_until = -1, now, timeout;
 	int n, i;
+
+	in_dispatcher = true;
 
 	for (;;) {
 		now = cw_now_ns();

@@ -38,7 +38,6 @@
  * waits for completions at most this long before it looks at its record
  * again (an engine wait cannot also watch the record). */
 #define POLL_NS (50 * CW_NS_PER_US)
-#define SPIN_NS (50 * CW_NS_PER_US)	/* before a lane sleeps */
 #define SERVER_PERIOD_NS (100 * CW_NS_PER_MS)
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
@@ -56,6 +55,7 @@ struct lane {
 	struct cw_slots *rec;		/* bookings of this lane */
 	int64_t slot_ns;
 	atomic_int_fast64_t booked_end;	/* highest booked slot + 1, a hint */
+	_Atomic(struct piece *) overflow;	/* pushed by dispatchers on a full window */
 	atomic_int sleeping;
 	atomic_bool stop;
 	struct cwd_counters st;
