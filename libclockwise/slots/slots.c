@@ -31,9 +31,10 @@
  *  - a booking linearizes at its TEMP -> PERM CAS (I2 makes its slots
  *    vacant-for-everyone-else and held by it at that instant);
  *  - a FAIL linearizes at the end of a validated double collect (below);
- *  - a release linearizes at the CAS that sets its descriptor's relword:
- *    from then on every reader treats the booking's RESERVED words as free,
- *    so all its slots become vacant at one instant.
+ *  - a release linearizes at the store that sets its descriptor's
+ *    relword: from then on every reader treats the booking's RESERVED
+ *    words as free, so all its slots become vacant at one instant (those
+ *    a dispatcher closed before are not given back, and not counted).
  *
  * Where the paper is wrong or silent, and what we do instead:
  *  - FAIL (Algorithm 2 line 10) is declared after a scan, and the proof
@@ -76,18 +77,23 @@
  *    that races with the dispatcher's close of that slot, so a booking is
  *    either handed out once or its commit fails with -ETIMEDOUT.
  *
- * Speed: the INIT search steps over slots already RESERVED on the first
- * disk with one load each (the paper's getReserveSlot jump); the load
- * factor is updated once per booking and disk, not per slot.
+ * Speed: before taking a first slot the INIT search reads the next n
+ * slots of the first disk and jumps past the last RESERVED one (the
+ * paper's getReserveSlot jump), so few runs are begun only to be
+ * cancelled; a cancelled run's TRANSIENT words are cleared by whoever
+ * cancelled it; the load factor is updated once per booking and disk.
  *
  * Progress: lock-free — a CAS on a slot or a state word fails only because
  * another one succeeded, and every success moves some request forward
- * (FAIL validation retries only after a release completed).  Wait-free
- * mode (the paper's WF_RADIR): each reserve first helps one announced
- * request, chosen round-robin, if it is older than WF_PATIENCE tickets; a
- * request cancelled rollback_limit times can no longer be preempted by a
- * younger one and is helped by all who meet it.  A pending request is
- * therefore helped by every thread within max_threads of its operations.
+ * (FAIL validation retries only after a release changed the window).
+ * Wait-free mode (the paper's WF_RADIR): each reserve first helps one
+ * announced request, chosen round-robin, if it is older than WF_PATIENCE
+ * tickets; a request cancelled rollback_limit times can no longer be
+ * preempted by a younger one and is helped by all who meet it.  A pending
+ * request is therefore helped by every thread within max_threads of its
+ * operations.  This is the paper's argument, not a proof: a FAIL check
+ * can be sent back by releases for as long as they keep coming, and the
+ * packed words carry the ABA limits described in slots.h.
  */
 #include "config.h"
 
@@ -100,6 +106,8 @@
 #include "slots/slots.h"
 
 #define HELP_DEPTH 3
+#define C_OWNER_MASK_BITS 12
+_Static_assert(C_OWNER_MASK == (1u << C_OWNER_MASK_BITS) - 1, "owner bits");
 #define WF_PATIENCE 16
 
 enum cls { K_FREE, K_MINE, K_HELD, K_PAST, K_LIVE };
@@ -117,13 +125,20 @@ static inline unsigned lap_of(const struct cw_slots *rec, int64_t p)
 	return (unsigned)((uint64_t)p >> rec->lap_shift) & C_LAP_MASK;
 }
 
-/* Laps compare modulo 256: a word from 1 to 127 laps ahead of slot p
+/* Laps compare modulo 2^16: a word up to 2^15 - 1 laps ahead of slot p
  * belongs to a later slot (p is behind now). */
 static inline bool lap_ahead(unsigned lv, unsigned lp)
 {
 	unsigned d = (lv - lp) & C_LAP_MASK;
 
-	return d >= 1 && d < 128;
+	return d >= 1 && d <= C_LAP_MASK / 2;
+}
+
+/* Slot p is a whole ring behind now: its word belongs to a later lap
+ * whatever the lap bits say (a stalled thread's view). */
+static inline bool long_gone(const struct cw_slots *rec, int64_t p)
+{
+	return p + (int64_t)rec->ring <= cw_pr_load_acquire(&rec->now);
 }
 
 static inline uint64_t *cell_at(struct cw_slots *rec, int64_t p)
@@ -188,6 +203,8 @@ static enum cls classify(struct cw_slots *rec, int64_t p, uint64_t v, uint32_t m
 	uint64_t ko = cell_round(v);
 
 	if (lv != lp) {
+		if (long_gone(rec, p))
+			return K_PAST;
 		if (((lv + 1) & C_LAP_MASK) == lp && st == C_CLOSED)
 			return K_FREE;
 		if (lap_ahead(lv, lp))
@@ -342,9 +359,7 @@ static enum ures contend(struct cw_slots_ctx *ctx, struct cw_slots *rec, const s
 }
 
 /* Undoes a slot taken for (id, k) if the request no longer needs it: its
- * round ended, or the slot lies outside its run.  A RESERVED word of (id,
- * k) found here came from our own stray TRANSIENT (the real one was
- * released before we could take the slot), so it goes too. */
+ * round ended without a booking, or the slot lies outside its run. */
 static bool keep_or_undo(struct cw_slots_domain *dom, const struct rview *rv, uint64_t k,
 			 struct cw_slots *rec, int64_t p, uint64_t mine)
 {
@@ -352,16 +367,19 @@ static bool keep_or_undo(struct cw_slots_domain *dom, const struct rview *rv, ui
 	unsigned ph = st_phase(st);
 	int64_t first = rv->start + (int64_t)st_off(st);
 
-	/* In PERM the slot can be part of the run: the PERM CAS may have
-	 * come after our CAS and counted it. */
+	/* In PERM or FINISH the slot can be part of the run: the PERM CAS may
+	 * have come after our CAS and counted it, and helpers converted it.
+	 * A slot taken outside the run, or for a round that ended without
+	 * a booking, goes back.  (Had our CAS come after the booking was
+	 * released, a helper stalled since PERM could still convert it: a
+	 * leaked slot until the dispatcher passes it, which needs two
+	 * threads stalled across a whole booking's life.) */
 	if (st_round(st) == k &&
-	    (ph == P_INIT || ((ph == P_TEMP || ph == P_PERM) && p >= first && p < first + rv->n)))
+	    (ph == P_INIT || ((ph == P_TEMP || ph == P_PERM || ph == P_FINISH) &&
+			      p >= first && p < first + rv->n)))
 		return true;
 	v = mine;
-	if (!cw_pr_cas_seq_u64(cell_at(rec, p), &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)) &&
-	    cell_id(v) == cell_id(mine) && cell_state(v) == C_RESERVED &&
-	    cw_pr_cas_seq_u64(cell_at(rec, p), &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)))
-		cw_pr_faa_relaxed(&rec->load, -1);
+	cw_pr_cas_seq_u64(cell_at(rec, p), &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0));
 	return false;
 }
 
@@ -946,7 +964,14 @@ int cw_slots_reserve(struct cw_slots_ctx *ctx, const struct cw_slots_req *req,
 	d = &dom->desc[ctx->id];
 	st = cw_pr_load_relaxed(&d->state);
 	k = (st_round(st) + 1) & ROUND_MASK;
-	ticket = cw_pr_faa_seq(&dom->ticket, 1);
+	/* Wait-free helping needs the global age of a request; elsewhere the
+	 * ticket only breaks priority ties and names the request to its
+	 * helpers, and a per-thread count keeps one more shared line off
+	 * every reservation. */
+	if (dom->mode == CW_SLOTS_WAITFREE)
+		ticket = cw_pr_faa_seq(&dom->ticket, 1);
+	else
+		ticket = (++ctx->ops << C_OWNER_MASK_BITS) | ctx->id;
 
 	if (dom->mode == CW_SLOTS_MUTEX) {
 		pthread_mutex_lock(&dom->lock);
@@ -1126,8 +1151,8 @@ int cw_slots_release(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b)
 }
 
 /* Passes slot p: CLOSED for its lap, after cancelling a live owner or
- * finishing a linearized one (I3).  Returns the word it replaced (or the
- * CLOSED word it found). */
+ * finishing a linearized one (I3).  Returns the word it replaced, or the
+ * CLOSED word when another thread had passed p already. */
 static uint64_t close_slot(struct cw_slots *rec, int64_t p)
 {
 	unsigned lp = lap_of(rec, p);
@@ -1139,9 +1164,11 @@ static uint64_t close_slot(struct cw_slots *rec, int64_t p)
 		struct rview ov;
 
 		/* Already passed, or a slow advancer behind a faster one:
-		 * never move a word back to an older lap. */
-		if ((lv == lp && cell_state(v) == C_CLOSED) || lap_ahead(lv, lp))
-			return v;
+		 * never move a word back to an older lap.  Nothing was replaced,
+		 * so say CLOSED: v may be a word read before a long stall,
+		 * which some other thread closed meanwhile. */
+		if ((lv == lp && cell_state(v) == C_CLOSED) || lap_ahead(lv, lp) || long_gone(rec, p))
+			return closed;
 		if (lv == lp && cell_state(v) == C_TRANSIENT) {
 			enum cls cl = classify(rec, p, v, UINT32_MAX, 0, &ov);
 

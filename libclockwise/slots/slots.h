@@ -15,21 +15,29 @@
  * A slot word (64 bits): state, commit flag, lap, owner, round.
  *   bits 0-1   state: VACANT, TRANSIENT, RESERVED, CLOSED (passed by now)
  *   bit  2     COMMIT: first slot of a committed booking part
- *   bits 3-10  lap of the slot number the word describes (slot >> log2 ring)
- *   bits 11-22 owner: the request descriptor
- *   bits 23-62 round of that descriptor (unique per attempt)
+ *   bits 3-18  lap of the slot number the word describes (slot >> log2 ring)
+ *   bits 19-30 owner: the request descriptor
+ *   bits 31-63 round of that descriptor (unique per attempt)
  * A cell at lap L-1 in state CLOSED is VACANT for lap L: recycling costs
  * nothing but the dispatcher's one CAS when it passes the slot.
+ *
+ * Laps compare modulo 2^16.  A thread that stalls between reading now and
+ * writing a slot word can come back many laps later (the stress test and
+ * the benchmark move now by millions of slots a second; 8-bit laps were
+ * seen to alias there).  2^15 laps of a 65536-slot ring are 2^31 slots:
+ * 2.5 days of 100 us slots.  Rounds wrap after 2^33 attempts of one
+ * descriptor.  Beyond that a stall can make a stale word look current:
+ * the ABA limit of any packed-word design.
  */
 enum { C_VACANT = 0, C_TRANSIENT = 1, C_RESERVED = 2, C_CLOSED = 3 };
 #define C_STATE_MASK UINT64_C(3)
 #define C_COMMIT (UINT64_C(1) << 2)
 #define C_LAP_SHIFT 3
-#define C_LAP_MASK 0xffu
-#define C_OWNER_SHIFT 11
+#define C_LAP_MASK 0xffffu
+#define C_OWNER_SHIFT 19
 #define C_OWNER_MASK 0xfffu
-#define C_ROUND_SHIFT 23
-#define ROUND_MASK ((UINT64_C(1) << 40) - 1)
+#define C_ROUND_SHIFT 31
+#define ROUND_MASK ((UINT64_C(1) << 33) - 1)
 
 static inline uint64_t cell_pack(unsigned state, unsigned lap, uint32_t owner, uint64_t round)
 {
@@ -49,7 +57,7 @@ static inline uint64_t cell_id(uint64_t v) { return v & ~(C_STATE_MASK | C_COMMI
  *   bits 0-2   phase
  *   bits 3-23  offset from the request's start slot: the search position in
  *              INIT and CANCEL, the first slot in TEMP, PERM and FINISH
- *   bits 24-63 round
+ *   bits 24-56 round (33 bits, as in the slot word)
  */
 enum { P_IDLE = 0, P_INIT, P_TEMP, P_PERM, P_CANCEL, P_FINISH, P_FAIL };
 #define S_OFF_SHIFT 3

@@ -8,8 +8,9 @@
  * start a few slots after now.  Time is virtual: the threads themselves
  * move now forward by the slots they booked (every 16 requests, through
  * cw_slots_advance(), which recycles the slots it passes), so the cost of
- * recycling is part of every figure.  A run ends when the fastest thread
- * has done N requests (or after a time cap); with K requests done by all T
+ * recycling is part of every figure.  A run lasts a fixed time; N is what
+ * the fastest thread did by then (the paper stops when the fastest thread
+ * has done N: the same measure), and with K requests done by all T
  * threads:
  *   res/s   K / elapsed
  *   us/req  elapsed * T / K, the time one thread spends per request
@@ -20,11 +21,9 @@
  *   delay   mean slots between a request's start and its first slot
  * A last run books fixed 4-slot requests from one thread (lf_1t_per_s).
  *
- * N is chosen so a run lasts about the given seconds; the 64-thread runs
- * get four times as long, because with 64 threads on two cores each thread
- * must get many scheduler time slices before fairness can mean anything
- * (a thread needs about 3 ms slices; a short run is over before the
- * scheduler has visited every thread).
+ * The 64-thread runs last four times as long: with 64 threads on two cores
+ * each thread must get many scheduler time slices (a few ms each) before
+ * fairness can mean anything.
  *
  * Usage: tests/bench/slots [seconds per run, default 0.6]
  */
@@ -54,9 +53,7 @@ struct run {
 	struct cw_slots *rec;
 	struct cw_slots_domain *dom;
 	int nthreads;
-	uint64_t n_target;		/* N */
 	uint32_t fixed_size;		/* 0: 1..24 */
-	double cap_s;
 	atomic_int ready;
 	atomic_bool go, stop;
 	uint32_t slots_per_request;
@@ -126,8 +123,6 @@ static void *worker(void *arg)
 		st->done++;
 		if (st->done % ADVANCE_EVERY == 0)
 			pace(r);
-		if (st->done >= r->n_target)
-			atomic_store(&r->stop, true);
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	st->cpu_s = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
@@ -140,8 +135,8 @@ struct result {
 	uint64_t min, max;
 };
 
-static int run_once(enum cw_slots_mode mode, int nthreads, uint64_t n_target, uint32_t fixed,
-		    double cap_s, struct result *res)
+static int run_once(enum cw_slots_mode mode, int nthreads, uint32_t fixed, double secs,
+		    struct result *res)
 {
 	struct cw_slots_domain_opts dopts = { .size = sizeof(dopts), .mode = mode,
 					      .max_threads = MAX_THREADS + 1, .max_window = 640,
@@ -158,10 +153,8 @@ static int run_once(enum cw_slots_mode mode, int nthreads, uint64_t n_target, ui
 	if (!r || cw_slots_domain_new(&dopts, &r->dom) < 0 || cw_slots_new(r->dom, &ro, &r->rec) < 0)
 		return -1;
 	r->nthreads = nthreads;
-	r->n_target = n_target;
 	r->fixed_size = fixed;
 	r->slots_per_request = fixed ? fixed : SLOTS_PER_REQUEST;
-	r->cap_s = cap_s;
 	for (i = 0; i < nthreads; i++) {
 		ta[i] = (struct targ){ r, i };
 		if (pthread_create(&th[i], NULL, worker, &ta[i]) != 0)
@@ -171,8 +164,7 @@ static int run_once(enum cw_slots_mode mode, int nthreads, uint64_t n_target, ui
 		sched_yield();
 	t0 = cw_now_ns();
 	atomic_store(&r->go, true);
-	/* The time cap: a run in which nobody reaches N still ends. */
-	while (!atomic_load(&r->stop) && (double)(cw_now_ns() - t0) < cap_s * 1e9) {
+	while ((double)(cw_now_ns() - t0) < secs * 1e9) {
 		struct timespec ts = { 0, 2 * 1000 * 1000 };
 
 		nanosleep(&ts, NULL);
@@ -218,30 +210,19 @@ int main(int argc, char **argv)
 	static const enum cw_slots_mode modes[] = { CW_SLOTS_LOCKFREE, CW_SLOTS_WAITFREE, CW_SLOTS_MUTEX };
 	double secs = argc > 1 ? atof(argv[1]) : 0.6;
 	struct result res[3][7], one;
-	double rate1[3];
 	size_t m, i;
 
 	if (secs <= 0 || secs > 10) {
 		fprintf(stderr, "usage: %s [seconds per run, 0-10]\n", argv[0]);
 		return 2;
 	}
-	/* N per thread count from a short single-thread run of each mode, so
-	 * that a run lasts about secs when all threads share two cores. */
-	for (m = 0; m < 3; m++) {
-		if (run_once(modes[m], 1, UINT64_MAX, 0, 0.2, &one) < 0)
-			return 1;
-		rate1[m] = one.per_s;
-	}
 	printf("%-6s %7s %12s %10s %6s %8s %7s %9s %9s %7s\n", "mode", "threads", "res/s", "us/req",
 	       "frn", "delay", "booked", "min/thr", "max/thr", "cpu_frn");
 	for (m = 0; m < 3; m++)
 		for (i = 0; i < 7; i++) {
 			double len = threads[i] == 64 ? 4 * secs : secs;
-			uint64_t n = (uint64_t)(rate1[m] * len / threads[i]);
 
-			if (n < 200)
-				n = 200;
-			if (run_once(modes[m], threads[i], n, 0, 1.5 * len, &res[m][i]) < 0)
+			if (run_once(modes[m], threads[i], 0, len, &res[m][i]) < 0)
 				return 1;
 			printf("%-6s %7d %12.0f %10.3f %6.3f %8.1f %6.1f%% %9llu %9llu %7.3f\n",
 			       cw_slots_mode_name(modes[m]), threads[i], res[m][i].per_s,
@@ -253,7 +234,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < 7; i++)
 		printf("threads %2d: lf/mutex %.2f  wf/mutex %.2f\n", threads[i],
 		       res[0][i].per_s / res[2][i].per_s, res[1][i].per_s / res[2][i].per_s);
-	if (run_once(CW_SLOTS_LOCKFREE, 1, UINT64_MAX, 4, secs, &one) < 0)
+	if (run_once(CW_SLOTS_LOCKFREE, 1, 4, secs, &one) < 0)
 		return 1;
 	printf("lf 1 thread, 4-slot requests: %.0f res/s\n", one.per_s);
 	printf("lf_over_mutex_64t=%.2f wf_fairness_64t=%.3f lf_1t_per_s=%.0f\n",

@@ -24,8 +24,9 @@
  *   one dispatcher per record: cw_slots_next(until) in a loop, which
  *                       hands out committed bookings in slot order and
  *                       moves now; cw_slots_peek() looks ahead.
- * reserve, commit and release are linearizable; reserve is lock-free (or
- * wait-free in CW_SLOTS_WAITFREE mode) and never sleeps.
+ * reserve, commit and release are linearizable.  In the lock-free and
+ * wait-free modes no call takes a lock or sleeps; CW_SLOTS_MUTEX puts every
+ * call behind one mutex (the baseline the benchmark compares against).
  */
 #ifndef CLOCKWISE_SLOTS_H
 #define CLOCKWISE_SLOTS_H
@@ -97,7 +98,8 @@ struct cw_slots_opts {
 	size_t size;			/* sizeof(struct cw_slots_opts) */
 	enum cw_tier tier;		/* chooses the default slot_ns */
 	int64_t slot_ns;		/* 0: 100 us on SSD, 1 ms on HDD */
-	uint32_t ring_slots;		/* power of two >= 2*max_window; default 65536 */
+	uint32_t ring_slots;		/* power of two >= 2 * (max_window + max_slots);
+					 * default the larger of that and 65536 */
 	int64_t now_slot;		/* the first now; default 0 */
 	cw_slots_dummy_fn dummy;	/* may be NULL */
 	void *dummy_arg;
@@ -178,8 +180,9 @@ int cw_slots_commit(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b,
 
 /* Gives a booking's slots back (linearizable: they all become vacant at
  * once).  Must be called with the context that reserved it (-EPERM
- * otherwise).  Returns the number of slots freed (0 if the dispatcher had
- * passed them all). */
+ * otherwise).  Returns the number of slots it still held and gave back
+ * (slots a dispatcher already passed are not), -EINVAL for a booking that
+ * is not one. */
 int cw_slots_release(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b);
 
 /* The dispatcher of rec (one thread): moves now forward one slot at a time
@@ -195,7 +198,8 @@ int cw_slots_peek(struct cw_slots *rec, int64_t from_slot, int64_t until_slot,
 		  struct cw_slots_entry *ret_entry);
 
 /* Moves now to now_slot (never backwards), dropping what it passes.  Safe
- * from any thread, e.g. a clock tick; returns the new now. */
+ * from any thread, e.g. a clock tick; costs one CAS per slot passed.
+ * Returns the new now. */
 int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot);
 
 int64_t cw_slots_now(const struct cw_slots *rec);

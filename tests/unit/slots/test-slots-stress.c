@@ -494,6 +494,44 @@ static void stress_mode(enum cw_slots_mode mode, int nthreads)
 	cw_slots_domain_free(dom);
 }
 
+/* The stress checker must see a forged double booking and a forged
+ * FAIL while its window was vacant. */
+static void test_stress_checker_rejects(void)
+{
+	struct cw_slots_domain *dom;
+	struct disp_state ds = { 0 };
+	struct check ck = { 0 };
+	struct worker w = { .tid = 0 };
+	struct op ops[3];
+
+	CU_ASSERT_FATAL(cw_slots_domain_new(NULL, &dom) == 0);
+	CU_ASSERT_FATAL(cw_slots_new(dom, NULL, &g_rec) == 0);
+	CU_ASSERT_FATAL(cw_slots_ctx_new(dom, &w.ctx) == 0);
+	ops[0] = (struct op){ .kind = OP_RESERVE, .start = 10, .deadline = 20, .first = 10, .n = 4,
+			      .inv = 1, .resp = 2, .released_by = -1, .b = { .n_slots = 4 } };
+	ops[1] = (struct op){ .kind = OP_RESERVE, .start = 12, .deadline = 20, .first = 12, .n = 2,
+			      .inv = 3, .resp = 4, .released_by = -1, .b = { .n_slots = 2 } };
+	ops[2] = (struct op){ .kind = OP_RESERVE, .start = 30, .deadline = 31, .n = 1,
+			      .res = CW_SLOTS_FAIL, .inv = 5, .resp = 6, .released_by = -1 };
+	w.ops = ops;
+	w.nops = 3;
+	g_w = &w;
+	g_nthreads = 1;
+	check_history(&ds, 0, &ck);
+	CU_ASSERT(ck.overlaps == 1);
+	CU_ASSERT(ck.fails_checked == 1 && ck.fails_wrong == 1);
+	/* A release before the second booking answered makes it fine. */
+	memset(&ck, 0, sizeof(ck));
+	ops[0].released_by = 2;
+	ops[2] = (struct op){ .kind = OP_RELEASE, .inv = 2, .resp = 3, .released_by = -1 };
+	check_history(&ds, 0, &ck);
+	CU_ASSERT(ck.overlaps == 0 && ck.fails_checked == 0);
+	g_w = NULL;
+	cw_slots_ctx_free(w.ctx);
+	cw_slots_free(g_rec);
+	cw_slots_domain_free(dom);
+}
+
 static int stress_threads(void)
 {
 	const char *env = getenv("CW_STRESS_THREADS");
@@ -881,6 +919,7 @@ int main(void)
 		g_seconds = 1.5;
 	s = cwtest_suite("slots-stress", NULL, NULL);
 	cwtest_add(s, "history checker rejects forged histories", test_checker_rejects);
+	cwtest_add(s, "stress checker rejects forged histories", test_stress_checker_rejects);
 	cwtest_add(s, "small histories are linearizable", test_small_histories);
 	cwtest_add(s, "stress: lock-free", test_stress_lf);
 	cwtest_add(s, "stress: wait-free", test_stress_wf);
