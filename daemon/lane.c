@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The lanes of clockwised's data path: booking pieces in a lane's slot
+ * record, and the dispatcher thread that takes them, applies the disk's
+ * policy (Bosch & Mullender, sections 3.1-3.3, through cw_sched) and
+ * drives the I/O engine.  See pool-backend.c for the whole path.
+ */
+#include "config.h"
+
+#include "daemon/pool-internal.h"
+
+/* ---- intake: the lane's slot reservation record ----
+ *
+ * Every piece is booked in its lane's RADIR record (clockwise/slots.h) by
+ * the thread that maps the request: cw_slots_reserve() finds the first run
+ * of vacant slots from the record's now, long enough for the piece's
+ * expected service time, and cw_slots_commit() publishes it with the piece
+ * as cookie.  Both are lock-free; concurrent connections contend only on
+ * the slots themselves.  The record's now is the dispatcher's cursor: it
+ * takes committed bookings in slot order (cw_slots_next) as soon as they
+ * are there, not when the wall clock reaches their slot, so slots measure
+ * disk time queued on the lane and release times and deadlines stay the
+ * scheduling core's business.  A booking the cursor passed before it was
+ * committed is refused at commit (-ETIMEDOUT) and booked again.
+ */
+
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+
+/* A thread's booking descriptor; freed when the thread ends. */
+struct tctx {
+	struct cw_slots_ctx *ctx;
+	struct pb *pb;
+};
+
+static void ctx_free(void *arg)
+{
+	struct tctx *t = arg;
+	struct pb *pb = t->pb;
+
+	cw_slots_ctx_free(t->ctx);
+	free(t);
+	atomic_fetch_sub(&pb->live_ctx, 1);	/* pb_free waits for this */
+}
+
+static void ctx_key_init(void)
+{
+	if (pthread_key_create(&ctx_key, ctx_free) != 0)
+		abort();	/* only at start, with no key left: nothing can run */
+}
+
+/* This thread's descriptor in the domain, made on first use and freed when
+ * the thread ends (connection threads come and go). */
+static struct cw_slots_ctx *thread_ctx(struct pb *pb)
+{
+	struct tctx *t = pthread_getspecific(ctx_key);
+
+	if (t)
+		return t->ctx;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->pb = pb;
+	if (cw_slots_ctx_new(pb->domain, &t->ctx) < 0) {
+		free(t);
+		return NULL;
+	}
+	atomic_fetch_add(&pb->live_ctx, 1);
+	pthread_setspecific(ctx_key, t);
+	return t->ctx;
+}
+
+static void futex_wait(atomic_int *addr, int val, int64_t timeout_ns)
+{
+	struct timespec ts, *tsp = NULL;
+
+	if (timeout_ns >= 0) {
+		ts.tv_sec = timeout_ns / CW_NS_PER_S;
+		ts.tv_nsec = timeout_ns % CW_NS_PER_S;
+		tsp = &ts;
+	}
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, tsp, NULL, 0);
+}
+
+static void lane_wake(struct lane *l)
+{
+	/* seq_cst on both sides (here after the booking, and in lane_park
+	 * before it looks at the record) so one of them sees the other. */
+	if (atomic_load(&l->sleeping) && atomic_exchange(&l->sleeping, 0))
+		syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Set in dispatcher threads. */
+static __thread bool in_dispatcher;
+
+static bool lane_has_bookings(struct lane *l)
+{
+	return atomic_load(&l->booked_end) > cw_slots_now(l->rec) || atomic_load(&l->overflow);
+}
+
+/* Books piece p on its lane; 0 or a negative errno. */
+int lane_push(struct pb *pb, struct piece *p)
+{
+	struct lane *l = p->lane;
+	struct cw_slots_ctx *ctx = thread_ctx(pb);
+	struct cw_slots_req rq = { 0 };
+	struct cw_slots_booking b;
+	int64_t svc = 0, end, cur;
+	int r;
+
+	if (!ctx)
+		return -EUSERS;
+	if (p->io.op != CW_IO_FSYNC)
+		cw_model_service_ns(&l->disk->model, 0, 0, p->io.len, &svc);
+	rq.dir = p->io.op == CW_IO_READ ? CW_SLOTS_READ : CW_SLOTS_WRITE;
+	rq.shape = CW_SLOTS_SINGLE;
+	rq.ndisks = 1;
+	rq.disks[0] = l->rec;
+	rq.size_slots = (uint32_t)CW_MIN(CW_MAX(CW_DIV_ROUND_UP(svc, l->slot_ns), 1),
+					 BOOKING_SLOTS_MAX);
+	rq.block = p->io.off / pb->block_size;
+	rq.priority = p->rt;
+	for (;;) {
+		rq.start_slot = cw_slots_now(l->rec);
+		rq.deadline_slot = rq.start_slot + SLOTS_WINDOW - rq.size_slots;
+		r = cw_slots_reserve(ctx, &rq, &b);
+		if (r == CW_SLOTS_FAIL && in_dispatcher) {
+			/* A dispatcher (the flush phase of a FUA write) must
+			 * not wait for a dispatcher: hand the piece over
+			 * beside the record, which its lane drains too. */
+			struct piece *head = atomic_load(&l->overflow);
+
+			do {
+				p->next = head;
+			} while (!atomic_compare_exchange_weak(&l->overflow, &head, p));
+			lane_wake(l);
+			return 0;
+		}
+		if (r == CW_SLOTS_FAIL) {
+			/* The lane has a whole window of work queued: wait
+			 * for its dispatcher to take some. */
+			lane_wake(l);
+			sched_yield();
+			continue;
+		}
+		if (r < 0)
+			return r;
+		r = cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)p);
+		if (r == 0)
+			break;
+		cw_slots_release(ctx, &b);
+		if (r != -ETIMEDOUT)
+			return r;
+	}
+	end = b.first_slot + b.n_slots;
+	cur = atomic_load(&l->booked_end);
+	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
+		;
+	lane_wake(l);
+	return 0;
+}
+
+/* Every committed booking so far, in slot order, then what overflowed. */
+static struct piece *lane_take(struct lane *l)
+{
+	struct piece *head = NULL, **tail = &head, *o, *rev = NULL;
+	struct cw_slots_entry e;
+	int64_t until;
+
+	for (o = atomic_exchange(&l->overflow, NULL); o; ) {
+		struct piece *n = o->next;
+
+		o->next = rev;
+		rev = o;
+		o = n;
+	}
+
+	while ((until = atomic_load(&l->booked_end)) > cw_slots_now(l->rec)) {
+		if (cw_slots_next(l->rec, until, &e) != 1)
+			continue;
+		*tail = (struct piece *)(uintptr_t)e.cookie;
+		(*tail)->next = NULL;
+		tail = &(*tail)->next;
+	}
+	*tail = rev;
+	return head;
+}
+
+static void lane_park(struct lane *l, int64_t timeout_ns)
+{
+	atomic_store(&l->sleeping, 1);
+	if (lane_has_bookings(l) || atomic_load(&l->stop)) {
+		atomic_store(&l->sleeping, 0);
+		return;
+	}
+	futex_wait(&l->sleeping, 1, timeout_ns);
+	atomic_store(&l->sleeping, 0);
+}
+
+/* ---- completion ---- */
+
+static void log_io_error(struct lane *l, const struct piece *p, int err)
+{
+	struct disk *d = l->disk;
+	uint64_t n = atomic_fetch_add_explicit(&d->nerrors, 1, memory_order_relaxed) + 1;
+	static const char *const ops[] = { "read", "write", "fdatasync" };
+
+	if (n <= ERRORS_LOGGED || n % 1000 == 0)
+		cwd_log(LOG_ERR, "disk %s (%s): %s of %zu bytes at offset %" PRIu64 " failed: %s "
+			"(export %s; %" PRIu64 " errors on this disk so far)", d->name, d->path,
+			ops[p->io.op], p->io.len, p->io.off, strerror(-err), p->req->x->name, n);
+}
+
+/* Called on the dispatcher thread when a piece is done (err 0 or -errno). */
+void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
+{
+	struct preq *q = p->req;
+	int zero = 0;
+
+	cwd_add(&l->st.requests, 1);
+	cwd_queue_change(&l->st, -1);
+	if (err) {
+		cwd_add(&l->st.errors, 1);
+		log_io_error(l, p, err);
+		atomic_compare_exchange_strong(&q->err, &zero, err);
+	} else if (p->io.op == CW_IO_READ) {
+		cwd_add(&l->st.read_bytes, p->io.len);
+	} else if (p->io.op == CW_IO_WRITE) {
+		cwd_add(&l->st.write_bytes, p->io.len);
+	} else {
+		cwd_add(&l->st.flushes, 1);
+	}
+	if (p->rt) {
+		cwd_add(&l->st.rt_done, 1);
+		cwd_add(&p->resv->st.requests, 1);
+		cwd_add(&p->resv->st.rt_done, 1);
+		cwd_add(p->io.op == CW_IO_READ ? &p->resv->st.read_bytes : &p->resv->st.write_bytes,
+			p->io.len);
+		if (now > p->sr.deadline_ns) {
+			cwd_add(&l->st.rt_missed, 1);
+			cwd_add(&p->resv->st.rt_missed, 1);
+		}
+	} else {
+		cwd_add(&l->st.be_done, 1);
+		cwd_hist_add(l->st.be_lat, now - q->arrival_ns);
+		if (l->sched && p->sr.via == CW_SCHED_VIA_SLACK)
+			cwd_add(&l->st.slack_used_ns, (uint64_t)(now - p->start_ns));
+	}
+	if (atomic_fetch_sub(&q->pending, 1) == 1)
+		pb_req_finish(q);
+}
+
+/* ---- dispatcher ---- */
+
+static void lane_fail(struct lane *l, struct piece *p, int err)
+{
+	lane_piece_done(l, p, err, cw_now_ns());
+}
+
+static void fifo_append(struct lane *l, struct piece *p)
+{
+	p->next = NULL;
+	if (l->fifo_tail)
+		l->fifo_tail->next = p;
+	else
+		l->fifo = p;
+	l->fifo_tail = p;
+}
+
+/* Fills the scheduling fields of a piece that arrived on a stream lane. */
+static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
+{
+	struct disk *d = l->disk;
+	struct cw_sched_req *sr = &p->sr;
+	int64_t svc;
+	int r;
+
+	memset(sr, 0, sizeof(*sr));
+	sr->arrival_ns = p->req->arrival_ns;
+	sr->user = p;
+	if (p->rt) {
+		size_t di = (size_t)(d - l->pb->disks);
+		int64_t *exp = &l->expected_ns[p->resv->idx];
+
+		sr->cls = CW_SCHED_RT;
+		sr->stream = p->resv->idx;
+		sr->period_ns = p->resv->period_ns[di];
+		sr->service_ns = p->resv->service_ns[di];
+		/* The paper's release: when the stream was expected, or when
+		 * the request came, whichever is later; the next is expected
+		 * a period after this one's release.  Further pieces of the
+		 * same request on this disk belong to the same job. */
+		if (p->first_on_disk) {
+			sr->expected_ns = *exp ? *exp : sr->arrival_ns;
+			*exp = CW_MAX(sr->arrival_ns, sr->expected_ns) + sr->period_ns;
+		} else {
+			sr->expected_ns = *exp - sr->period_ns;
+		}
+	} else {
+		sr->cls = CW_SCHED_BE;
+		r = cw_model_service_ns(&d->model, 0, 0, p->io.len ? p->io.len : 4096, &svc);
+		sr->service_ns = r < 0 ? CW_NS_PER_MS : svc;
+	}
+	r = cw_sched_enqueue(l->sched, sr, now);
+	if (r == -E2BIG && !p->rt && atomic_fetch_add(&d->nerrors, 0) < ERRORS_LOGGED)
+		cwd_log(LOG_ERR, "disk %s: a best-effort request of %zu bytes does not fit in the "
+			"slack the admitted streams leave", d->name, p->io.len);
+	return r;
+}
+
+static void lane_intake(struct lane *l, int64_t now)
+{
+	struct piece *p = lane_take(l), *next;
+	int r;
+
+	for (; p; p = next) {
+		next = p->next;
+		if (!l->sched) {
+			fifo_append(l, p);
+			continue;
+		}
+		r = sched_enqueue(l, p, now);
+		if (r < 0)
+			lane_fail(l, p, r == -E2BIG ? -EIO : r);
+	}
+}
+
+static int submit_one(struct lane *l, struct piece *p, int64_t now)
+{
+	struct cw_io_req *io = &p->io;
+	int r;
+
+	p->start_ns = now;
+	r = cw_io_submit(l->eng, &io, 1);
+	if (r == 1) {
+		l->inflight++;
+		return 0;
+	}
+	return r < 0 ? r : -EAGAIN;
+}
+
+/* Starts what the policy allows; sets *wait_until when it asked for a
+ * later call (-1: no timer). */
+static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
+{
+	unsigned depth = l->pb->cfg->queue_depth;
+
+	*wait_until = -1;
+	if (l->sched) {
+		struct cw_sched_decision dec;
+		struct piece *p;
+		int r;
+
+		if (l->busy)
+			return;
+		r = cw_sched_next(l->sched, now, &dec);
+		if (r < 0 || dec.verdict == CW_SCHED_IDLE || dec.verdict == CW_SCHED_BUSY)
+			return;
+		if (dec.verdict == CW_SCHED_WAIT) {
+			*wait_until = dec.until_ns;
+			return;
+		}
+		p = dec.req->user;
+		r = submit_one(l, p, now);
+		if (r < 0) {
+			cw_sched_complete(l->sched, &p->sr, now, 0);
+			lane_fail(l, p, r);
+			return;
+		}
+		l->busy = true;
+		return;
+	}
+	while (l->fifo && l->inflight < depth) {
+		struct cw_io_req *batch[REAP_BATCH];
+		struct piece *p = l->fifo;
+		unsigned n = 0, i;
+		int r;
+
+		while (p && n < REAP_BATCH && l->inflight + n < depth) {
+			p->start_ns = now;
+			batch[n++] = &p->io;
+			p = p->next;
+		}
+		r = cw_io_submit(l->eng, batch, n);
+		if (r <= 0) {
+			if (r < 0 && r != -EAGAIN && r != -EBUSY) {
+				struct piece *f = l->fifo;
+
+				l->fifo = f->next;
+				if (!l->fifo)
+					l->fifo_tail = NULL;
+				lane_fail(l, f, r);
+				continue;
+			}
+			return;	/* the engine is full: reap first */
+		}
+		for (i = 0; i < (unsigned)r; i++)
+			l->fifo = l->fifo->next;
+		if (!l->fifo)
+			l->fifo_tail = NULL;
+		l->inflight += (unsigned)r;
+	}
+}
+
+static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
+{
+	struct piece *p = io->user;
+	int err = 0;
+
+	l->inflight--;
+	if (io->res < 0) {
+		err = (int)io->res;
+	} else if (io->op != CW_IO_FSYNC && (size_t)io->res < io->len) {
+		if (io->res == 0) {
+			err = -EIO;	/* past the end of the disk */
+		} else {
+			/* A short transfer: carry on with the rest. */
+			io->buf = (uint8_t *)io->buf + io->res;
+			io->len -= (size_t)io->res;
+			io->off += (uint64_t)io->res;
+			if (cw_io_submit(l->eng, &io, 1) == 1) {
+				l->inflight++;
+				return;
+			}
+			err = -EIO;
+		}
+	}
+	if (l->sched) {
+		cw_sched_complete(l->sched, &p->sr, now, now - p->start_ns);
+		l->busy = false;
+	}
+	lane_piece_done(l, p, err, now);
+}
+
+void *lane_main(void *arg)
+{
+	struct lane *l = arg;
+	struct cw_io_req *done[REAP_BATCH];
+	int64_t wait_until = -1, now, timeout;
+	int n, i;
+
+	in_dispatcher = true;
+
+	for (;;) {
+		now = cw_now_ns();
+		lane_intake(l, now);
+		lane_dispatch(l, now, &wait_until);
+		if (l->inflight) {
+			/* Under cw_sched nothing else may start before the
+			 * request in service ends; a full lane waits for a
+			 * completion; otherwise look at the record again soon. */
+			if (l->sched || l->inflight >= l->pb->cfg->queue_depth)
+				timeout = -1;
+			else
+				timeout = l->fifo ? 0 : POLL_NS;
+			n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
+			now = cw_now_ns();
+			for (i = 0; i < n; i++)
+				lane_reaped(l, done[i], now);
+			continue;
+		}
+		if (l->fifo)
+			continue;
+		if (atomic_load(&l->stop) && !lane_has_bookings(l)) {
+			struct cw_sched_stats ss;
+
+			if (!l->sched)
+				break;
+			cw_sched_get_stats(l->sched, &ss);
+			if (!ss.rt_released && !ss.rt_waiting && !ss.be_queued)
+				break;
+		}
+		lane_park(l, wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0));
+	}
+	return NULL;
+}
+
+
+void lane_init_once(void)
+{
+	pthread_once(&ctx_once, ctx_key_init);
+}
+
+void lane_stop(struct lane *l)
+{
+	atomic_store(&l->stop, true);
+	atomic_store(&l->sleeping, 0);
+	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}

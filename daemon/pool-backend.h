@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pool-backend.h — clockwised's data path: the NBD back end that serves a
+ * pool's partitions.
+ *
+ * A request is mapped through its partition's block map (cw_part_map),
+ * split into one piece per contiguous run on a disk, and each piece is
+ * booked, by the connection's own thread, in the slot reservation record
+ * (RADIR, clockwise/slots.h) of that disk's lane: lock-free, no mutex per
+ * I/O.  One dispatcher thread
+ * per disk, or per lane of an SSD, owns an I/O engine and the disk's
+ * cw_sched; it takes the bookings, classifies them (RT when the export is
+ * bound to a reservation and the request lies in its range and time span,
+ * BE otherwise), lets the policy choose what runs, submits, reaps, and
+ * completes the NBD request when its last piece is done.
+ */
+#ifndef CWD_POOL_BACKEND_H
+#define CWD_POOL_BACKEND_H
+
+#include <stdint.h>
+
+#include <clockwise/layout.h>
+
+#include "daemon/conf.h"
+#include "daemon/nbd-server.h"
+
+struct pb;
+
+/* A static reservation (the paper's QoS) binding an export to a stream:
+ * bandwidth B, user block size b, the range [offset, offset + length) of
+ * the partition (length 0: to its end) and the time span [start, end) in
+ * seconds after the daemon started (end 0: no end). */
+struct pb_reservation {
+	char export_name[CW_NAME_MAX + 1];
+	uint64_t bandwidth_bps;
+	uint64_t block_bytes;
+	uint64_t offset;
+	uint64_t length;
+	int64_t span_start_s;
+	int64_t span_end_s;
+};
+
+/* Parses "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START:END]]" (sizes take
+ * k, M, G suffixes, powers of 1024; bandwidth is bytes per second).
+ * -EINVAL with a message in err. */
+int pb_reservation_parse(const char *spec, struct pb_reservation *ret, char *err, size_t errlen);
+
+/* Opens every present disk of the pool with O_DIRECT and prepares its
+ * lanes as cfg says (a disk absent from cfg gets the global policy).
+ * Messages go to the daemon log. */
+int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_pb);
+
+/* Prepares the export of a partition: fills ret_exp (size, block sizes,
+ * ops, back end); name and description point into pb.  -ENODEV when a
+ * disk of the partition is missing (the reason is logged). */
+int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp);
+
+/* Admits a reservation on every disk its range touches (Jeffay's test per
+ * disk); on refusal returns -EBUSY and the reason in err, and nothing
+ * changes.  Call before pb_start(). */
+int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_t errlen);
+
+/* Starts the dispatchers. */
+int pb_start(struct pb *pb);
+
+/* Stops the dispatchers once no request is in flight (stop the NBD server
+ * first), and frees everything.  NULL-safe. */
+void pb_free(struct pb *pb);
+
+/* Logs the per-disk and per-reservation counters (daemon/stats.c). */
+void pb_log_stats(struct pb *pb);
+
+#endif

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pool-internal.h — what the data path's files share: the lanes and their
+ * dispatchers (lane.c), submission and set-up (pool-backend.c), and
+ * reservations (reserve.c).  Never used outside daemon/.
+ */
+#ifndef CWD_POOL_INTERNAL_H
+#define CWD_POOL_INTERNAL_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <clockwise/admit.h>
+#include <clockwise/io.h>
+#include <clockwise/model.h>
+#include <clockwise/sched.h>
+#include <clockwise/slots.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "daemon/log.h"
+#include "daemon/pool-backend.h"
+#include "daemon/stats.h"
+
+#define ZERO_CHUNK (UINT32_C(1) << 20)	/* WRITE_ZEROES is written in pieces of this */
+#define REAP_BATCH 64
+/* While requests are in flight on a lane without streams, the dispatcher
+ * waits for completions at most this long before it looks at its record
+ * again (an engine wait cannot also watch the record). */
+#define POLL_NS (50 * CW_NS_PER_US)
+#define SERVER_PERIOD_NS (100 * CW_NS_PER_MS)
+#define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
+#define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
+#define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */
+#define SLOTS_THREADS 1024	/* connection and dispatcher threads booking at once */
+
+struct piece;
+
+struct lane {
+	struct pb *pb;
+	struct disk *disk;
+	unsigned idx;
+	pthread_t thread;
+	bool started;
+	struct cw_slots *rec;		/* bookings of this lane */
+	int64_t slot_ns;
+	atomic_int_fast64_t booked_end;	/* highest booked slot + 1, a hint */
+	_Atomic(struct piece *) overflow;	/* pushed by dispatchers on a full window */
+	atomic_int sleeping;
+	atomic_bool stop;
+	struct cwd_counters st;
+	/* Owned by the dispatcher thread alone. */
+	struct cw_io_engine *eng;
+	struct cw_sched *sched;		/* RT disks, lane 0 */
+	struct piece *fifo, *fifo_tail;	/* lanes without streams */
+	unsigned inflight;
+	bool busy;			/* a request in service under cw_sched */
+	int64_t *expected_ns;		/* per reservation: next expected release */
+};
+
+struct disk {
+	uint32_t id;
+	char name[CW_NAME_MAX + 1];
+	char path[4096];
+	enum cw_tier tier;
+	int fd;
+	bool direct;
+	size_t align;
+	struct cw_model model;
+	enum cw_sched_policy policy;
+	unsigned nlanes;
+	struct lane *lanes;
+	struct cw_task *tasks;		/* admitted stream parts */
+	size_t ntasks;
+	atomic_uint_fast64_t nerrors;
+	int64_t be_max_ns;		/* service of the largest BE piece */
+};
+
+struct resv {
+	struct pb_reservation r;
+	size_t idx;			/* in pb->resvs */
+	struct pbx *x;
+	uint64_t lo, hi;
+	int64_t start_ns, end_ns;	/* CLOCK_MONOTONIC; end 0: none */
+	int64_t *period_ns;		/* per disk index: T (0: not on it) */
+	int64_t *service_ns;		/* per disk index: C */
+	struct cwd_counters st;
+};
+
+/* An export: one partition. */
+struct pbx {
+	struct pb *pb;
+	struct cw_part *part;
+	char name[CW_NAME_MAX + 1];
+	char description[128];
+	uint32_t *disks;		/* indexes of the disks it touches */
+	unsigned ndisks;
+	struct resv *resv;
+	struct pbx *next;
+};
+
+struct pb {
+	struct cw_pool *pool;
+	struct cw_slots_domain *domain;
+	atomic_uint live_ctx;		/* threads holding a booking descriptor */
+	const struct cwd_config *cfg;
+	uint32_t block_size;
+	struct disk *disks;
+	size_t ndisks;
+	struct pbx *exports;
+	struct resv **resvs;
+	size_t nresvs;
+	void *zeros;
+	int64_t start_ns;
+};
+
+struct preq;
+
+struct piece {
+	struct piece *next;
+	struct preq *req;
+	struct lane *lane;
+	bool rt;
+	bool first_on_disk;		/* RT: this piece moves the stream's expected release */
+	struct resv *resv;
+	struct cw_sched_req sr;
+	struct cw_io_req io;
+	int64_t start_ns;
+};
+
+struct preq {
+	struct nbd_io *nio;
+	struct pbx *x;
+	int64_t arrival_ns;
+	atomic_uint pending;
+	atomic_int err;
+	bool fua;			/* a flush phase follows the writes */
+	unsigned npieces, nflush;
+	struct piece p[];		/* npieces, then nflush */
+};
+
+/* lane.c */
+void lane_init_once(void);		/* the per-thread booking descriptors */
+int lane_push(struct pb *pb, struct piece *p);
+void *lane_main(void *arg);
+void lane_stop(struct lane *l);
+void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);
+
+/* pool-backend.c */
+void pb_req_finish(struct preq *q);
+int pb_disk_index(struct pb *pb, uint32_t id);
+
+/* reserve.c */
+int pb_disk_sched(struct pb *pb, struct disk *d);
+void pb_resv_free(struct resv *rv);
+
+#endif

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Static reservations of clockwised (Bosch & Mullender, section 3.1): the
+ * QoS (bandwidth, block size, range, span) of an export becomes one task
+ * (T, C) per disk its range touches through cw_admit_plan, which runs
+ * Jeffay's non-preemptive EDF test on every disk; the reservation is made
+ * only if every disk admits its part.  A disk with streams then gets its
+ * scheduling core with the slack ΔL of its task set (section 3.2) and,
+ * when that slack cannot hold one best-effort block, a periodic server
+ * (section 3.3).
+ */
+#include "config.h"
+
+#include "daemon/pool-internal.h"
+#include "daemon/size.h"
+
+/* ---- reservations ---- */
+
+int pb_reservation_parse(const char *spec, struct pb_reservation *ret, char *err, size_t errlen)
+{
+	char buf[512], *f[8], *save = NULL, *tok;
+	uint64_t v[7] = { 0 };
+	unsigned n = 0, i;
+
+	if (strlen(spec) >= sizeof(buf)) {
+		snprintf(err, errlen, "reservation \"%.40s...\" is too long", spec);
+		return -EINVAL;
+	}
+	strcpy(buf, spec);
+	for (tok = strtok_r(buf, ":", &save); tok && n < 8; tok = strtok_r(NULL, ":", &save))
+		f[n++] = tok;
+	if ((n != 3 && n != 5 && n != 7) || tok) {
+		snprintf(err, errlen, "reservation \"%s\": expected "
+			 "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]", spec);
+		return -EINVAL;
+	}
+	if (!cw_name_valid(f[0])) {
+		snprintf(err, errlen, "reservation \"%s\": \"%s\" is not an export name", spec, f[0]);
+		return -EINVAL;
+	}
+	for (i = 1; i < n; i++) {
+		if (cwd_parse_size(f[i], &v[i]) < 0 || (i >= 5 && v[i] > INT32_MAX)) {
+			snprintf(err, errlen, "reservation \"%s\": \"%s\" is not a %s", spec, f[i],
+				 i >= 5 ? "number of seconds" : "size");
+			return -EINVAL;
+		}
+	}
+	if (!v[1] || !v[2]) {
+		snprintf(err, errlen, "reservation \"%s\": bandwidth and block size must be > 0",
+			 spec);
+		return -EINVAL;
+	}
+	if (n == 7 && v[6] && v[6] <= v[5]) {
+		snprintf(err, errlen, "reservation \"%s\": the span ends before it starts", spec);
+		return -EINVAL;
+	}
+	*ret = (struct pb_reservation){
+		.bandwidth_bps = v[1], .block_bytes = v[2], .offset = v[3], .length = v[4],
+		.span_start_s = (int64_t)v[5], .span_end_s = (int64_t)v[6],
+	};
+	snprintf(ret->export_name, sizeof(ret->export_name), "%s", f[0]);
+	return 0;
+}
+
+void pb_resv_free(struct resv *rv)
+{
+	if (!rv)
+		return;
+	free(rv->period_ns);
+	free(rv->service_ns);
+	free(rv);
+}
+
+int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_t errlen)
+{
+	struct cw_admit_plan plan = { 0 };
+	struct cw_admit_disk *ad = NULL;
+	struct cw_admit_layout lay = { 0 };
+	struct cw_admit_qos qos = { 0 };
+	uint32_t *ldisk = NULL;
+	uint64_t *loff = NULL, size, fb, k;
+	struct resv *rv = NULL, **arr;
+	struct pbx *x;
+	size_t i;
+	int r;
+
+	for (x = pb->exports; x; x = x->next)
+		if (strcmp(x->name, res->export_name) == 0)
+			break;
+	if (!x) {
+		snprintf(err, errlen, "reservation for %s: no such export", res->export_name);
+		return -ENOENT;
+	}
+	if (x->resv) {
+		snprintf(err, errlen, "reservation for %s: the export already has one", x->name);
+		return -EEXIST;
+	}
+	size = cw_part_size_bytes(x->part);
+	rv = calloc(1, sizeof(*rv));
+	if (!rv)
+		return -ENOMEM;
+	rv->r = *res;
+	rv->x = x;
+	rv->lo = res->offset;
+	rv->hi = res->length ? res->offset + res->length : size;
+	if (rv->lo >= rv->hi || rv->hi > size || rv->hi < rv->lo) {
+		snprintf(err, errlen, "reservation for %s: range [%" PRIu64 ", %" PRIu64
+			 ") is not inside the partition (%" PRIu64 " bytes)", x->name, rv->lo,
+			 rv->hi, size);
+		r = -ERANGE;
+		goto out;
+	}
+	rv->start_ns = pb->start_ns + res->span_start_s * CW_NS_PER_S;
+	rv->end_ns = res->span_end_s ? pb->start_ns + res->span_end_s * CW_NS_PER_S : 0;
+	rv->period_ns = calloc(pb->ndisks, sizeof(int64_t));
+	rv->service_ns = calloc(pb->ndisks, sizeof(int64_t));
+	fb = rv->lo / pb->block_size;
+	lay.pblock_bytes = pb->block_size;
+	lay.n_pblocks = (size_t)((rv->hi - 1) / pb->block_size - fb + 1);
+	lay.first_bytes = rv->lo - fb * pb->block_size;
+	lay.range_bytes = rv->hi - rv->lo;
+	ldisk = calloc(lay.n_pblocks, sizeof(*ldisk));
+	loff = calloc(lay.n_pblocks, sizeof(*loff));
+	ad = calloc(pb->ndisks, sizeof(*ad));
+	if (!rv->period_ns || !rv->service_ns || !ldisk || !loff || !ad) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < lay.n_pblocks; k++) {
+		struct cw_extent e;
+		int di;
+
+		r = cw_part_map(x->part, (fb + k) * pb->block_size, pb->block_size, &e);
+		if (r < 0)
+			goto out;
+		di = pb_disk_index(pb, e.disk_id);
+		if (di < 0) {
+			r = di;
+			goto out;
+		}
+		ldisk[k] = (uint32_t)di;
+		loff[k] = e.phys_offset;
+	}
+	lay.disk = ldisk;
+	lay.disk_off = loff;
+	for (i = 0; i < pb->ndisks; i++)
+		ad[i] = (struct cw_admit_disk){ &pb->disks[i].model, pb->disks[i].tasks,
+						pb->disks[i].ntasks };
+	qos = (struct cw_admit_qos){ .bandwidth_bps = res->bandwidth_bps,
+				     .block_bytes = res->block_bytes,
+				     .span_start_ns = rv->start_ns, .span_end_ns = rv->end_ns };
+	r = cw_admit_plan(&qos, &lay, ad, pb->ndisks, &plan);
+	if (r < 0) {
+		snprintf(err, errlen, "reservation for %s: %s", x->name,
+			 plan.reason[0] ? plan.reason : strerror(-r));
+		goto out;
+	}
+	if (!plan.admitted) {
+		/* The plan counts disks by index; people know them by name. */
+		snprintf(err, errlen, "reservation for %s refused on disk %s: %s", x->name,
+			 plan.failed_part < plan.n_parts ?
+			 pb->disks[plan.parts[plan.failed_part].disk].name : "?", plan.reason);
+		r = -EBUSY;
+		goto out;
+	}
+	arr = realloc(pb->resvs, (pb->nresvs + 1) * sizeof(*arr));
+	if (!arr) {
+		r = -ENOMEM;
+		goto out;
+	}
+	pb->resvs = arr;
+	/* Commit: every part's task joins its disk's set. */
+	for (i = 0; i < plan.n_parts; i++) {
+		const struct cw_admit_part *pt = &plan.parts[i];
+		struct disk *d = &pb->disks[pt->disk];
+		struct cw_task *t = realloc(d->tasks, (d->ntasks + 1) * sizeof(*t));
+
+		if (!t) {
+			r = -ENOMEM;	/* earlier parts stay: the daemon stops on this */
+			goto out;
+		}
+		d->tasks = t;
+		d->tasks[d->ntasks++] = pt->task;
+		rv->period_ns[pt->disk] = pt->task.period_ns;
+		rv->service_ns[pt->disk] = pt->task.service_ns;
+		cwd_log(LOG_INFO, "reservation %s: disk %s T=%" PRId64 " us C=%" PRId64 " us "
+			"(slack %" PRId64 " us)", x->name, d->name, pt->task.period_ns / 1000,
+			pt->task.service_ns / 1000, pt->result.delta_l_ns / 1000);
+	}
+	rv->idx = pb->nresvs;
+	pb->resvs[pb->nresvs++] = rv;
+	x->resv = CW_TAKE_PTR(rv);
+	r = 0;
+out:
+	cw_admit_plan_done(&plan);
+	free(ldisk);
+	free(loff);
+	free(ad);
+	pb_resv_free(rv);
+	return r;
+}
+
+/* The scheduling core of a disk with streams: ΔL from Jeffay's test over
+ * every admitted part, and a periodic BE server when the slack cannot hold
+ * the largest BE piece (section 3.3). */
+int pb_disk_sched(struct pb *pb, struct disk *d)
+{
+	struct cw_admit_result res;
+	struct cw_sched_opts o;
+	struct lane *l = &d->lanes[0];
+	int64_t slice = 0;
+	struct cw_task *t;
+	int r;
+
+	r = cw_admit_test(d->tasks, d->ntasks, &res);
+	if (r < 0)
+		return r;
+	if (!res.schedulable) {
+		cwd_log(LOG_ERR, "disk %s: the admitted streams are not schedulable: %s", d->name,
+			res.reason);
+		return -EBUSY;
+	}
+	cw_sched_opts_init(&o);
+	o.policy = d->policy;
+	if (CW_MAX(res.delta_l_ns, res.idle_be_ns) < d->be_max_ns) {
+		r = cw_admit_server_fit(d->tasks, d->ntasks, SERVER_PERIOD_NS, 0, &slice);
+		if (r == 0 && slice > 0) {
+			t = realloc(d->tasks, (d->ntasks + 1) * sizeof(*t));
+			if (!t)
+				return -ENOMEM;
+			d->tasks = t;
+			t[d->ntasks] = (struct cw_task){ SERVER_PERIOD_NS, slice, 0, 0 };
+			r = cw_admit_test(d->tasks, d->ntasks + 1, &res);
+			if (r < 0)
+				return r;
+			o.server_slice_ns = slice;
+			o.server_period_ns = SERVER_PERIOD_NS;
+		}
+	}
+	o.delta_l_ns = res.delta_l_ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : res.delta_l_ns;
+	o.idle_be_ns = res.idle_be_ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : res.idle_be_ns;
+	r = cw_sched_new(&o, &l->sched);
+	if (r < 0)
+		return r;
+	cwd_log(LOG_INFO, "disk %s: %zu stream part%s, policy %s, slack %" PRId64 " us, "
+		"BE server %" PRId64 " us every %" PRId64 " ms", d->name, d->ntasks,
+		d->ntasks == 1 ? "" : "s", cw_sched_policy_name(d->policy), o.delta_l_ns / 1000,
+		slice / 1000, slice ? SERVER_PERIOD_NS / CW_NS_PER_MS : 0);
+	return 0;
+}
+
