@@ -25,7 +25,8 @@
  * each thread must get many scheduler time slices (a few ms each) before
  * fairness can mean anything.
  *
- * Usage: tests/bench/slots [seconds per run, default 0.6]
+ * Usage: tests/bench/slots [seconds per run, default 0.6] [lf|wf|mutex threads]
+ * With a mode and a thread count only that run is made (for profiling).
  */
 #include "config.h"
 
@@ -212,9 +213,20 @@ int main(int argc, char **argv)
 	struct result res[3][7], one;
 	size_t m, i;
 
-	if (secs <= 0 || secs > 10) {
-		fprintf(stderr, "usage: %s [seconds per run, 0-10]\n", argv[0]);
+	if (secs <= 0 || secs > 10 || argc == 3 || argc > 4) {
+		fprintf(stderr, "usage: %s [seconds per run, 0-10] [lf|wf|mutex threads]\n", argv[0]);
 		return 2;
+	}
+	if (argc == 4) {
+		int nt = atoi(argv[3]);
+
+		for (m = 0; m < 3 && strcmp(argv[2], cw_slots_mode_name(modes[m])) != 0; m++)
+			;
+		if (m == 3 || nt < 1 || nt > MAX_THREADS || run_once(modes[m], nt, 0, secs, &one) < 0)
+			return 2;
+		printf("%s %d threads: %.0f res/s frn %.3f cpu_frn %.3f\n", argv[2], nt, one.per_s,
+		       one.frn, one.cpu_frn);
+		return 0;
 	}
 	printf("%-6s %7s %12s %10s %6s %8s %7s %9s %9s %7s\n", "mode", "threads", "res/s", "us/req",
 	       "frn", "delay", "booked", "min/thr", "max/thr", "cpu_frn");
