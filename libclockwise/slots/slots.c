@@ -109,6 +109,8 @@
 #define C_OWNER_MASK_BITS 12
 _Static_assert(C_OWNER_MASK == (1u << C_OWNER_MASK_BITS) - 1, "owner bits");
 #define WF_PATIENCE 16
+/* cw_slots_advance() publishes now every this many slots (a power of 2). */
+#define ADVANCE_PUBLISH 32
 
 enum cls { K_FREE, K_MINE, K_HELD, K_PAST, K_LIVE };
 enum ures { U_DONE, U_BLOCKED, U_RETRY, U_GIVEUP };
@@ -430,6 +432,31 @@ static void snake_order(const struct rview *rv, unsigned *order)
 		}
 }
 
+/* The common case of unit_step() on one disk, without a copy of anyone's
+ * descriptor: slot p of rec is ours already, or plainly vacant (a VACANT
+ * or previous-lap CLOSED word, which classify() would call K_FREE).  The
+ * caller's state rv->st names round k, and in TEMP a run covering p, so
+ * finding the state word unchanged after the CAS is keep_or_undo()'s
+ * "keep" without its decoding.  U_GIVEUP: take the general path. */
+static enum ures unit_fast(struct cw_slots_domain *dom, const struct rview *rv, uint64_t k,
+			   struct cw_slots *rec, int64_t p)
+{
+	unsigned lp = lap_of(rec, p);
+	uint64_t *c = cell_at(rec, p), v = cw_pr_load_acquire(c);
+	uint64_t mine = cell_pack(C_TRANSIENT, lp, rv->id, k);
+
+	if (v == mine)
+		return U_DONE;
+	if (v != cell_pack(C_VACANT, lp, 0, 0) &&
+	    (v != cell_pack(C_CLOSED, lp - 1, 0, 0) || long_gone(rec, p)))
+		return U_GIVEUP;
+	if (!cw_pr_cas_seq_u64(c, &v, mine))
+		return U_RETRY;
+	if (cw_pr_load_acquire(&dom->desc[rv->id].state) == rv->st)
+		return U_DONE;
+	return keep_or_undo(dom, rv, k, rec, p, mine) ? U_DONE : U_RETRY;
+}
+
 /* Takes unit j of slot p for request rv, round k (Algorithm 1 for one
  * slot): U_DONE when it holds it, U_BLOCKED when a booking holds it. */
 static enum ures unit_step(struct cw_slots_ctx *ctx, const struct rview *rv, uint64_t k,
@@ -444,7 +471,12 @@ static enum ures unit_step(struct cw_slots_ctx *ctx, const struct rview *rv, uin
 		nd = rv->ndisks;
 		snake_order(rv, order);
 	} else {
+		enum ures u;
+
 		order[0] = rv->shape == CW_SLOTS_THICK ? j : 0;
+		u = unit_fast(ctx->dom, rv, k, rv->disks[order[0]], p);
+		if (u != U_GIVEUP)
+			return u;
 	}
 	for (i = 0; i < nd; i++) {
 		struct cw_slots *rec = rv->disks[order[i]];
@@ -690,7 +722,17 @@ static void perm_step(struct rview *rv)
 	int64_t conv[CW_SLOTS_MAX_DISKS] = { 0 };
 	unsigned j, w = units_per_slot(rv);
 
-	for (p = first; p < first + rv->n; p++) {
+	/* One disk: each word is converted or already was (no mirrors). */
+	for (p = first; rv->shape == CW_SLOTS_SINGLE && p < first + rv->n; p++) {
+		struct cw_slots *rec = rv->disks[0];
+		unsigned lp = lap_of(rec, p);
+		uint64_t *c = cell_at(rec, p), t = cell_pack(C_TRANSIENT, lp, rv->id, k);
+		uint64_t v = cw_pr_load_acquire(c);
+
+		if (v == t && cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lp, rv->id, k)))
+			conv[0]++;
+	}
+	for (p = first; rv->shape != CW_SLOTS_SINGLE && p < first + rv->n; p++) {
 		bool kept = false;
 
 		for (j = 0; j < (rv->shape == CW_SLOTS_SNAKE ? rv->ndisks : w); j++) {
@@ -719,9 +761,11 @@ static void perm_step(struct rview *rv)
 	for (j = 0; j < rv->ndisks; j++)
 		if (conv[j])
 			cw_pr_faa_relaxed(&rv->disks[j]->load, conv[j]);
+	/* Written only when it changes: every submitter reads this line. */
 	if (rv->dir == CW_SLOTS_WRITE)
 		for (j = 0; j < rv->ndisks; j++)
-			cw_pr_store_relaxed(&rv->disks[j]->last_block, rv->block);
+			if (cw_pr_load_relaxed(&rv->disks[j]->last_block) != rv->block)
+				cw_pr_store_relaxed(&rv->disks[j]->last_block, rv->block);
 	e = st;
 	cw_pr_cas_seq_u64(&dom->desc[rv->id].state, &e, st_pack(P_FINISH, k, st_off(st)));
 }
@@ -1273,6 +1317,11 @@ int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot)
 			break;
 		old = close_slot(rec, p);
 		dropped += cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, p);
+		/* Every slot up to p is closed (I3 holds for p + 1): say so now
+		 * and then, so that concurrent advancers skip what this one has
+		 * done instead of racing it slot by slot for the same lines. */
+		if (((p + 1) & (ADVANCE_PUBLISH - 1)) == 0)
+			publish_now(rec, p + 1);
 	}
 	if (dropped)
 		cw_pr_faa_relaxed(&rec->load, -dropped);
