@@ -10,6 +10,10 @@
  * either every disk takes its part or nothing is booked.  Invariant: the
  * task set of every disk is the union of the parts of the reservations in
  * srv->resvs, and each was admitted together with the others.
+ *
+ * Reservations, exports and calibrated models are written through to the
+ * pool database before memory changes (one transaction each), so memory
+ * is always what the database holds; ctl_state_load() reads it back.
  */
 #include "config.h"
 
@@ -23,6 +27,8 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "control-internal.h"
+
+#include <clockwise/pool-objects.h>
 
 #define RESV_MAX 4096
 #define EXPORT_MAX 256
@@ -240,10 +246,16 @@ static struct cwc_resv *find_resv(struct cwc_server *srv, uint64_t id)
 	return NULL;
 }
 
-static void drop_resv(struct cwc_server *srv, size_t i)
+/* Removes reservation i from the database, then from memory; -errno (the
+ * pool says why) and nothing changed if the database refuses. */
+static int drop_resv(struct cwc_server *srv, size_t i)
 {
 	struct cwc_resv r = srv->resvs[i];
+	int rc = cw_resv_remove(srv->pool, r.id);
 
+	/* Not there is as good as removed: memory follows the database. */
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
 	pthread_mutex_lock(&srv->lock);
 	memmove(&srv->resvs[i], &srv->resvs[i + 1], (srv->n_resvs - i - 1) * sizeof(r));
 	srv->n_resvs--;
@@ -251,6 +263,7 @@ static void drop_resv(struct cwc_server *srv, size_t i)
 	if (srv->o.hooks.resv_changed)
 		srv->o.hooks.resv_changed(srv->o.hooks.userdata, &r, false);
 	cwc_resv_free_parts(&r);
+	return 0;
 }
 
 static bool resv_exported(struct cwc_server *srv, uint64_t id, const char **ret_export)
@@ -274,10 +287,11 @@ void ctl_expire_resvs(struct cwc_server *srv)
 	for (size_t i = 0; i < srv->n_resvs;) {
 		struct cwc_resv *r = &srv->resvs[i];
 
-		if (r->span_end_ns && r->span_end_ns <= now && !resv_exported(srv, r->id, &e))
-			drop_resv(srv, i);
-		else
-			i++;
+		/* A database that refuses now is asked again next time. */
+		if (r->span_end_ns && r->span_end_ns <= now && !resv_exported(srv, r->id, &e) &&
+		    drop_resv(srv, i) == 0)
+			continue;
+		i++;
 	}
 }
 
@@ -399,6 +413,95 @@ static int refused(struct ctx *c, const struct cw_admit_plan *plan, const struct
 	return fail(c, CWC_E_REFUSED, "refused on disk %s: %s", d->name, p->result.reason);
 }
 
+/* Grows srv->resvs by one free slot. */
+static int resv_room(struct cwc_server *srv)
+{
+	struct cwc_resv *nr;
+
+	/* Under the lock: a reader in another thread may be copying. */
+	pthread_mutex_lock(&srv->lock);
+	nr = realloc(srv->resvs, (srv->n_resvs + 1) * sizeof(*nr));
+	if (nr)
+		srv->resvs = nr;
+	pthread_mutex_unlock(&srv->lock);
+	return nr ? 0 : -ENOMEM;
+}
+
+/* The database keeps wall-clock times, since the server's monotonic clock
+ * starts again with the machine; 0 means "none" in both. */
+static int64_t shift_ns(int64_t t, int64_t by)
+{
+	return t ? t + by : 0;
+}
+
+static int64_t wall_minus_mono(const struct cwc_server *srv)
+{
+	return srv->o.wall_ns() - srv->o.clock_ns();
+}
+
+/* Stores res in the pool and sets its id. */
+static int resv_store(struct cwc_server *srv, struct cwc_resv *res)
+{
+	_cleanup_free_ struct cw_resv_disk *d = NULL;
+	int64_t by = wall_minus_mono(srv);
+	struct cw_resv_rec rec = {
+		.part_id = res->part_id, .rate_bps = res->rate_bps, .block_bytes = res->block_bytes,
+		.range_start_bytes = res->range_start_bytes,
+		.range_end_bytes = res->range_end_bytes,
+		.start_ns = shift_ns(res->span_start_ns, by),
+		.end_ns = shift_ns(res->span_end_ns, by),
+		.period_ns = res->period_ns, .n_disks = res->n_parts,
+	};
+
+	d = calloc(res->n_parts ? res->n_parts : 1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < res->n_parts; i++) {
+		const struct cwc_resv_part *p = &res->parts[i];
+
+		d[i] = (struct cw_resv_disk){
+			.disk_id = p->disk_id, .period_ns = p->task.period_ns,
+			.service_ns = p->task.service_ns, .from_ns = shift_ns(p->task.from_ns, by),
+			.to_ns = shift_ns(p->task.to_ns, by), .requests = p->requests,
+			.stride = p->stride,
+		};
+	}
+	rec.disks = d;
+	return cw_resv_add(srv->pool, &rec, &res->id);
+}
+
+/* A stored reservation as the server keeps it (part names the partition). */
+static int resv_from_rec(const struct cw_resv_rec *rec, const char *part, int64_t by,
+			 struct cwc_resv *ret)
+{
+	struct cwc_resv res = {
+		.id = rec->id, .part_id = rec->part_id, .rate_bps = rec->rate_bps,
+		.block_bytes = rec->block_bytes, .range_start_bytes = rec->range_start_bytes,
+		.range_end_bytes = rec->range_end_bytes,
+		.span_start_ns = shift_ns(rec->start_ns, -by),
+		.span_end_ns = shift_ns(rec->end_ns, -by), .period_ns = rec->period_ns,
+		.n_parts = rec->n_disks,
+	};
+
+	snprintf(res.part, sizeof(res.part), "%s", part);
+	res.parts = calloc(rec->n_disks ? rec->n_disks : 1, sizeof(*res.parts));
+	if (!res.parts)
+		return -ENOMEM;
+	for (size_t i = 0; i < rec->n_disks; i++) {
+		const struct cw_resv_disk *d = &rec->disks[i];
+
+		res.parts[i] = (struct cwc_resv_part){
+			.disk_id = d->disk_id,
+			.task = { .period_ns = d->period_ns, .service_ns = d->service_ns,
+				  .from_ns = shift_ns(d->from_ns, -by),
+				  .to_ns = shift_ns(d->to_ns, -by) },
+			.requests = d->requests, .stride = d->stride,
+		};
+	}
+	*ret = res;
+	return 0;
+}
+
 static int h_resv_create(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
@@ -477,7 +580,6 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 		goto done;
 	}
 
-	res.id = srv->next_resv_id++;
 	snprintf(res.part, sizeof(res.part), "%s", pi.name);
 	res.part_id = pi.id;
 	res.rate_bps = rate;
@@ -501,23 +603,22 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 		};
 	}
 	res.n_parts = plan.n_parts;
-	{
-		struct cwc_resv *nr;
-
-		/* Under the lock: a reader in another thread may be copying. */
-		pthread_mutex_lock(&srv->lock);
-		nr = realloc(srv->resvs, (srv->n_resvs + 1) * sizeof(*nr));
-		if (nr) {
-			srv->resvs = nr;
-			srv->resvs[srv->n_resvs++] = res;
-		}
-		pthread_mutex_unlock(&srv->lock);
-		if (!nr) {
-			cwc_resv_free_parts(&res);
+	/* Room first, then the database (which gives the id), then memory,
+	 * which can no longer fail. */
+	r = resv_room(srv);
+	if (r == 0)
+		r = resv_store(srv, &res);
+	if (r < 0) {
+		cwc_resv_free_parts(&res);
+		if (r == -ENOMEM)
 			fail(c, CWC_E_INTERNAL, "out of memory");
-			goto done;
-		}
+		else
+			fail_pool(c, r, "storing the reservation");
+		goto done;
 	}
+	pthread_mutex_lock(&srv->lock);
+	srv->resvs[srv->n_resvs++] = res;
+	pthread_mutex_unlock(&srv->lock);
 	if (srv->o.hooks.resv_changed)
 		srv->o.hooks.resv_changed(srv->o.hooks.userdata, &res, true);
 	*ret = resv_json(srv, &srv->resvs[srv->n_resvs - 1], true);
@@ -566,16 +667,20 @@ static int h_resv_show(struct ctx *c, json_object **ret)
 static int h_resv_release(struct ctx *c, json_object **ret)
 {
 	const char *e;
+	uint64_t id;
 	size_t i;
+	int r;
 
 	if (resv_arg(c, &i) < 0)
 		return -1;
-	if (resv_exported(c->srv, c->srv->resvs[i].id, &e))
-		return fail(c, CWC_E_BUSY, "reservation %" PRIu64 " is bound to export %s",
-			    c->srv->resvs[i].id, e);
+	id = c->srv->resvs[i].id;
+	if (resv_exported(c->srv, id, &e))
+		return fail(c, CWC_E_BUSY, "reservation %" PRIu64 " is bound to export %s", id, e);
+	r = drop_resv(c->srv, i);
+	if (r < 0)
+		return fail_pool(c, r, "releasing the reservation");
 	*ret = json_object_new_object();
-	add(*ret, "id", cwc_json_u64(c->srv->resvs[i].id));
-	drop_resv(c->srv, i);
+	add(*ret, "id", cwc_json_u64(id));
 	return 0;
 }
 
@@ -696,6 +801,14 @@ int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	    memcmp(now.uuid, k->disk.uuid, sizeof(now.uuid)) != 0)
 		return fail(c, CWC_E_NOT_FOUND, "disk %s left the pool during its calibration",
 			    k->disk.name);
+	r = cw_model_validate(&k->model);
+	if (r < 0)
+		return fail(c, cwc_code_from_errno(r), "the measured model of %s is not usable: %s",
+			    k->disk.name, strerror(-r));
+	/* Stored first: what the pool holds survives a restart. */
+	r = cw_disk_model_set(c->srv->pool, k->disk.id, &k->model, true);
+	if (r < 0)
+		return fail_pool(c, r, "storing the measured model");
 	r = cwc_server_set_model(c->srv, k->disk.id, &k->model, true);
 	if (r < 0)
 		return fail(c, cwc_code_from_errno(r), "the measured model of %s is not usable: %s",
@@ -955,11 +1068,23 @@ static int h_export_list(struct ctx *c, json_object **ret)
 	return 0;
 }
 
+static const struct cw_export_rec *export_rec(const struct cwc_export *e, uint64_t part_id,
+					      struct cw_export_rec *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->name, sizeof(ret->name), "%s", e->name);
+	ret->part_id = part_id;
+	ret->readonly = e->readonly;
+	ret->resv_id = e->resv_id;
+	return ret;
+}
+
 static int h_export_add(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
 	const char *pname = cwc_arg_str(c->req, "part"), *ename = cwc_arg_str(c->req, "name");
 	struct cwc_export e = { 0 };
+	struct cw_export_rec rec;
 	struct cw_part_info pi;
 	struct cw_part *part;
 	struct cwc_resv *rv;
@@ -1001,9 +1126,17 @@ static int h_export_add(struct ctx *c, json_object **ret)
 			return fail(c, CWC_E_INTERNAL, "out of memory");
 		srv->exports = ne;
 	}
-	r = srv->o.hooks.export_add(srv->o.hooks.userdata, &e, part);
+	r = cw_export_add(srv->pool, export_rec(&e, pi.id, &rec));
 	if (r < 0)
-		return fail(c, cwc_code_from_errno(r), "exporting %s: %s", e.name, strerror(-r));
+		return fail_pool(c, r, "storing the export");
+	r = srv->o.hooks.export_add(srv->o.hooks.userdata, &e, part);
+	if (r < 0) {
+		int r2 = cw_export_remove(srv->pool, e.name);
+
+		return fail(c, cwc_code_from_errno(r), "exporting %s: %s%s", e.name, strerror(-r),
+			    r2 < 0 ? " (and it stays stored: removing it from the pool failed)"
+				   : "");
+	}
 	srv->exports[srv->n_exports++] = e;
 	*ret = export_json(&e);
 	return 0;
@@ -1016,13 +1149,28 @@ static int h_export_remove(struct ctx *c, json_object **ret)
 	int r;
 
 	for (size_t i = 0; i < srv->n_exports; i++) {
+		struct cw_export_rec rec;
+		struct cw_part_info pi = { 0 };
+		struct cw_part *part;
+
 		if (strcmp(srv->exports[i].name, name) != 0)
 			continue;
+		/* The database first; put back if the data path refuses. */
+		if (cw_part_lookup(srv->pool, srv->exports[i].part, &part) == 0)
+			cw_part_info(part, &pi);
+		export_rec(&srv->exports[i], pi.id, &rec);
+		r = cw_export_remove(srv->pool, name);
+		if (r < 0)
+			return fail_pool(c, r, "removing the export");
 		if (srv->o.hooks.export_remove) {
 			r = srv->o.hooks.export_remove(srv->o.hooks.userdata, &srv->exports[i]);
-			if (r < 0)
-				return fail(c, cwc_code_from_errno(r), "removing export %s: %s", name,
-					    strerror(-r));
+			if (r < 0) {
+				int r2 = cw_export_add(srv->pool, &rec);
+
+				return fail(c, cwc_code_from_errno(r), "removing export %s: %s%s",
+					    name, strerror(-r),
+					    r2 < 0 ? " (it is gone from the pool all the same)" : "");
+			}
 		}
 		*ret = export_json(&srv->exports[i]);
 		memmove(&srv->exports[i], &srv->exports[i + 1],
@@ -1214,4 +1362,144 @@ void cwc_server_handle_line(struct cwc_server *srv, const char *line, size_t len
 		return;
 	ctl_request_run(srv, &req, emit, userdata);
 	cwc_request_done(&req);
+}
+
+/* ---- state from the pool ----------------------------------------------- */
+
+/* Takes back what ctl_state_load told the hooks, and frees it. */
+static void state_unload(struct cwc_server *srv, size_t exports_served)
+{
+	for (size_t i = exports_served; i-- > 0;)
+		if (srv->o.hooks.export_remove)
+			srv->o.hooks.export_remove(srv->o.hooks.userdata, &srv->exports[i]);
+	for (size_t i = srv->n_resvs; i-- > 0;) {
+		if (srv->o.hooks.resv_changed)
+			srv->o.hooks.resv_changed(srv->o.hooks.userdata, &srv->resvs[i], false);
+		cwc_resv_free_parts(&srv->resvs[i]);
+	}
+	free(srv->resvs);
+	free(srv->exports);
+	srv->resvs = NULL;
+	srv->exports = NULL;
+	srv->n_resvs = srv->n_exports = 0;
+	for (uint32_t id = 0; id <= CW_DISKS_MAX; id++)
+		srv->models[id].set = false;
+}
+
+static int load_models(struct cwc_server *srv)
+{
+	_cleanup_free_ struct cw_disk_info *disks = NULL;
+	struct cw_model m;
+	bool calibrated;
+	size_t n;
+	int r;
+
+	r = cw_disk_list(srv->pool, &disks, &n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		r = cw_disk_model_get(srv->pool, disks[i].id, &m, &calibrated);
+		if (r == -ENOENT) {
+			r = 0;		/* the tier's preset, as before any calibration */
+			continue;
+		}
+		if (r == 0)
+			r = cwc_server_set_model(srv, disks[i].id, &m, calibrated);
+	}
+	return r;
+}
+
+static const char *part_name(const struct cw_part_info *parts, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (parts[i].id == id)
+			return parts[i].name;
+	return NULL;
+}
+
+static int load_resvs(struct cwc_server *srv, const struct cw_part_info *parts, size_t n_parts)
+{
+	struct cw_resv_rec *recs = NULL;
+	int64_t by = wall_minus_mono(srv);
+	size_t n;
+	int r;
+
+	r = cw_resv_list(srv->pool, &recs, &n);
+	if (r < 0)
+		return r;
+	srv->resvs = calloc(n ? n : 1, sizeof(*srv->resvs));
+	if (!srv->resvs)
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const char *name = part_name(parts, n_parts, recs[i].part_id);
+
+		/* The database's keys make a missing partition impossible. */
+		r = name ? resv_from_rec(&recs[i], name, by, &srv->resvs[i]) : -EUCLEAN;
+		if (r == 0) {
+			srv->n_resvs++;
+			if (srv->o.hooks.resv_changed)
+				srv->o.hooks.resv_changed(srv->o.hooks.userdata, &srv->resvs[i],
+							  true);
+		}
+	}
+	cw_resv_list_free(recs, n);
+	return r;
+}
+
+/* Serves each stored export again; *ret_served counts the hook calls made. */
+static int load_exports(struct cwc_server *srv, const struct cw_part_info *parts,
+			size_t n_parts, size_t *ret_served)
+{
+	_cleanup_free_ struct cw_export_rec *recs = NULL;
+	size_t n;
+	int r;
+
+	r = cw_export_list(srv->pool, &recs, &n);
+	if (r < 0)
+		return r;
+	srv->exports = calloc(n ? n : 1, sizeof(*srv->exports));
+	if (!srv->exports)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct cwc_export *e = &srv->exports[i];
+		const char *name = part_name(parts, n_parts, recs[i].part_id);
+		struct cw_part *part;
+
+		if (!name)
+			return -EUCLEAN;
+		snprintf(e->name, sizeof(e->name), "%s", recs[i].name);
+		snprintf(e->part, sizeof(e->part), "%s", name);
+		e->readonly = recs[i].readonly;
+		e->resv_id = recs[i].resv_id;
+		srv->n_exports++;
+		if (!srv->o.hooks.export_add)
+			continue;	/* listed; served once a data path runs */
+		r = cw_part_lookup(srv->pool, name, &part);
+		if (r == 0)
+			r = srv->o.hooks.export_add(srv->o.hooks.userdata, e, part);
+		if (r < 0)
+			return r;
+		(*ret_served)++;
+	}
+	return 0;
+}
+
+int ctl_state_load(struct cwc_server *srv)
+{
+	_cleanup_free_ struct cw_part_info *parts = NULL;
+	size_t n_parts, served = 0;
+	int r;
+
+	r = load_models(srv);
+	if (r == 0)
+		r = cw_part_list(srv->pool, &parts, &n_parts);
+	if (r == 0)
+		r = load_resvs(srv, parts, n_parts);
+	if (r == 0)
+		r = load_exports(srv, parts, n_parts, &served);
+	if (r < 0) {
+		state_unload(srv, served);
+		return r;
+	}
+	/* Spans that ended while the server was down end now. */
+	ctl_expire_resvs(srv);
+	return 0;
 }

@@ -39,7 +39,6 @@ struct cwc_server {
 	pthread_mutex_t lock;	/* guards resvs for cwc_server_resv_list() */
 	struct cwc_resv *resvs;
 	size_t n_resvs;
-	uint64_t next_resv_id;
 
 	struct cwc_export *exports;
 	size_t n_exports;
@@ -78,6 +77,9 @@ void ctl_request_run(struct cwc_server *srv, const struct cwc_request *req, cwc_
 		     void *userdata);
 void ctl_emit_error(cwc_emit_fn emit, void *data, enum cwc_code code, const char *msg,
 		    json_object *details);
+/* Loads the reservations, exports and disk models stored in the pool and
+ * tells the hooks; on failure undoes what it told them and keeps nothing. */
+int ctl_state_load(struct cwc_server *srv);
 /* Releases the reservations whose time span is over. */
 void ctl_expire_resvs(struct cwc_server *srv);
 /* A calibration's disk and options from the request (-1: c says why),

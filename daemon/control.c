@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -54,6 +55,14 @@ struct client {
 
 /* ---- the socket -------------------------------------------------------- */
 
+static int64_t wall_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void cwc_server_opts_init(struct cwc_server_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -67,6 +76,7 @@ void cwc_server_opts_init(struct cwc_server_opts *o)
 	o->rate_per_s = 100;
 	o->out_max = 8 << 20;
 	o->clock_ns = cw_now_ns;
+	o->wall_ns = wall_now_ns;
 	o->calibrate = cw_model_calibrate;
 }
 
@@ -578,7 +588,7 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 
 	if (!opts || !pool || !ret_server || !opts->socket_path ||
 	    strlen(opts->socket_path) >= sizeof(sa.sun_path) || !opts->clock_ns ||
-	    !opts->calibrate)
+	    !opts->wall_ns || !opts->calibrate)
 		return -EINVAL;
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
@@ -586,7 +596,6 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 	srv->o = *opts;
 	srv->pool = pool;
 	srv->listen_fd = srv->epoll_fd = srv->wake_fd = -1;
-	srv->next_resv_id = 1;
 	pthread_mutex_init(&srv->lock, NULL);
 	srv->path = strdup(opts->socket_path);
 	srv->models = calloc(CW_DISKS_MAX + 1, sizeof(*srv->models));
@@ -638,6 +647,12 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 	ev.data.ptr = &srv->wake_fd;
 	if (epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, srv->wake_fd, &ev) < 0) {
 		r = -errno;
+		unlink(srv->path);
+		goto fail;
+	}
+	/* Last, so that nothing fails after the hooks were told. */
+	r = ctl_state_load(srv);
+	if (r < 0) {
 		unlink(srv->path);
 		goto fail;
 	}

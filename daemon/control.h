@@ -25,6 +25,15 @@
  * cwc_server_resv_* readers must come from the thread that runs it.  It uses the pool through its management calls, which serialise on
  * the pool's own mutex, so the data path may map partitions meanwhile.
  *
+ * State: reservations, exports and calibrated disk models live in the pool
+ * database (clockwise/pool-objects.h), the one source of truth; each
+ * command that changes them writes through in one transaction first and
+ * changes nothing in memory when that fails.  cwc_server_new() loads them
+ * back: each disk's stored model is installed, each stored reservation is
+ * re-booked exactly as it was admitted (told through resv_changed) and
+ * each stored export is served again (through export_add), so the hooks
+ * are called before cwc_server_new() returns.
+ *
  * Limits, per connection: a line of at most CWC_LINE_MAX bytes (longer:
  * "too-large", and the line is skipped), a token bucket of requests
  * (burst, then rate_per_s; beyond: "rate-limited"), replies buffered up to
@@ -130,6 +139,9 @@ struct cwc_server_opts {
 	size_t out_max;			/* reply bytes buffered per client; default 8 MiB */
 	uint32_t margin_ppm;		/* added to the service time of preset models; default 0 */
 	int64_t (*clock_ns)(void);	/* default cw_now_ns (CLOCK_MONOTONIC) */
+	/* Wall-clock time for the reservations' times in the pool database,
+	 * which outlive the monotonic clock; default CLOCK_REALTIME. */
+	int64_t (*wall_ns)(void);
 	/* Measures a disk; default cw_model_calibrate.  On the socket it runs
 	 * in a thread of its own while the server goes on serving. */
 	int (*calibrate)(const char *path, const struct cw_calib_opts *opts,
@@ -141,9 +153,12 @@ struct cwc_server;
 
 void cwc_server_opts_init(struct cwc_server_opts *opts);
 
-/* Binds and listens (an existing socket file at the path is replaced only
- * if nothing answers on it: -EADDRINUSE otherwise).  The pool stays the
- * caller's and must outlive the server. */
+/* Loads the state the pool stores (see above), then binds and listens (an
+ * existing socket file at the path is replaced only if nothing answers on
+ * it: -EADDRINUSE otherwise).  The pool stays the caller's and must
+ * outlive the server.  A stored export whose partition cannot be served
+ * (the hook fails) fails the start with the hook's error, with every hook
+ * call made so far undone. */
 int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 		   struct cwc_server **ret_server);
 /* Closes every connection, unlinks the socket, frees (NULL-safe). */
@@ -161,8 +176,9 @@ int cwc_server_run(struct cwc_server *srv);
 /* Makes cwc_server_run() return; safe from any thread and a signal handler. */
 void cwc_server_stop(struct cwc_server *srv);
 
-/* Installs a disk's model (from the daemon's configuration or its store);
- * without one a disk is admitted against the preset of its tier. */
+/* Installs a disk's model (from the daemon's configuration) in memory
+ * only; without one a disk is admitted against the stored model (installed
+ * at start), or else the preset of its tier. */
 int cwc_server_set_model(struct cwc_server *srv, uint32_t disk_id, const struct cw_model *m,
 			 bool calibrated);
 

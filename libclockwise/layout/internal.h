@@ -186,6 +186,14 @@ void lay_part_update_available(struct cw_part *p);
 void lay_move_free(struct cw_move *m);
 void lay_move_drop(struct cw_pool *pool, struct cw_move *m);
 
+/* ---- objects.c: reservations and exports ---- */
+
+/* -EBUSY with the reason set when a reservation or an export holds the
+ * partition (or a reservation has a part on the disk); 0 when nothing
+ * does; -errno.  Called under the pool lock. */
+int lay_part_users(struct cw_pool *pool, const struct cw_part *p);
+int lay_disk_users(struct cw_pool *pool, const struct disk *d);
+
 /* Consistency check used by open and by tests: the bitmaps, free counts
  * and partition maps agree, and no block is owned twice.  Reservations of
  * pending moves count as owned. */

@@ -596,6 +596,12 @@ int cw_part_delete(struct cw_part *p)
 	pthread_mutex_lock(&pool->lock);
 	r = meta_begin(pool->meta);
 	if (r == 0)
+		r = lay_part_users(pool, p);
+	if (r == -EBUSY) {
+		meta_rollback(pool->meta);
+		goto out;
+	}
+	if (r == 0)
 		r = meta_exec(pool->meta, sql_part_delete, 1, (int64_t)p->id);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {

@@ -453,6 +453,12 @@ int cw_disk_remove(struct cw_pool *pool, uint32_t disk_id)
 	}
 	r = meta_begin(pool->meta);
 	if (r == 0)
+		r = lay_disk_users(pool, d);
+	if (r == -EBUSY) {
+		meta_rollback(pool->meta);
+		goto out;
+	}
+	if (r == 0)
 		r = meta_exec(pool->meta, sql_disk_delete, 1, (int64_t)disk_id);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {

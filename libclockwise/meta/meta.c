@@ -62,6 +62,42 @@ static const char *const migrations[] = {
 	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE,"
 	"  model TEXT NOT NULL,"
 	"  calibrated INTEGER NOT NULL CHECK (calibrated IN (0, 1)));",
+	/* 2 -> 3: the control plane's admitted reservations, each with the
+	 * task it booked on every disk it touches (so a restart rebuilds the
+	 * task sets as admitted, without planning again), and its exports.
+	 * A partition with either is not deleted (RESTRICT: the library
+	 * refuses first with -EBUSY and a reason), nor a reservation an
+	 * export is bound to.  Times are CLOCK_REALTIME nanoseconds; ids
+	 * AUTOINCREMENT so that they are never reused. */
+	"CREATE TABLE resv ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE RESTRICT,"
+	"  rate INTEGER NOT NULL CHECK (rate > 0),"
+	"  block INTEGER NOT NULL CHECK (block > 0),"
+	"  range_start INTEGER NOT NULL CHECK (range_start >= 0),"
+	"  range_end INTEGER NOT NULL CHECK (range_end > range_start),"
+	"  start_ns INTEGER NOT NULL,"
+	"  end_ns INTEGER NOT NULL,"
+	"  period_ns INTEGER NOT NULL CHECK (period_ns > 0));"
+	"CREATE INDEX resv_part ON resv(part);"
+	"CREATE TABLE resv_disk ("
+	"  resv INTEGER NOT NULL REFERENCES resv(id) ON DELETE CASCADE,"
+	"  disk INTEGER NOT NULL REFERENCES disk(id) ON DELETE RESTRICT,"
+	"  period_ns INTEGER NOT NULL CHECK (period_ns > 0),"
+	"  service_ns INTEGER NOT NULL CHECK (service_ns > 0),"
+	"  from_ns INTEGER NOT NULL,"
+	"  to_ns INTEGER NOT NULL,"
+	"  requests INTEGER NOT NULL,"
+	"  stride INTEGER NOT NULL,"
+	"  PRIMARY KEY (resv, disk)) WITHOUT ROWID;"
+	"CREATE INDEX resv_disk_disk ON resv_disk(disk);"
+	"CREATE TABLE export ("
+	"  name TEXT PRIMARY KEY,"
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE RESTRICT,"
+	"  readonly INTEGER NOT NULL CHECK (readonly IN (0, 1)),"
+	"  resv INTEGER REFERENCES resv(id) ON DELETE RESTRICT);"
+	"CREATE INDEX export_part ON export(part);"
+	"CREATE INDEX export_resv ON export(resv);",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -6,10 +6,14 @@
  *
  *   ctl-test-server --pool DB --socket PATH [--mode OCTAL] [--read-gid GID]
  *                   [--admin-gid GID] [--rate-burst N] [--rate N]
+ *                   [--calibrate-preset NAME]
  *
  * Its hooks stand where the daemon's data path will: export add/remove
  * keep a list (no NBD server runs), and stats report every disk with zero
  * counters, so the commands and their checks can be exercised end to end.
+ * With --calibrate-preset, `disk calibrate` measures nothing and yields
+ * that preset under the disk's name: a known model stored the way a
+ * calibration stores it.
  */
 #include "config.h"
 
@@ -25,6 +29,18 @@
 #include "control.h"
 
 static struct cwc_server *srv;
+static const char *calibrate_preset;
+
+static int preset_calibrate(const char *path, const struct cw_calib_opts *opts,
+			    cw_calib_progress_fn progress, void *userdata, struct cw_model *ret_model)
+{
+	int r = cw_model_preset(calibrate_preset, ret_model);
+
+	(void)path, (void)progress, (void)userdata;
+	if (r == 0)
+		snprintf(ret_model->name, sizeof(ret_model->name), "%s", opts->name);
+	return r;
+}
 
 static void on_signal(int sig)
 {
@@ -85,7 +101,8 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' }, { "read-gid", required_argument, NULL, 'r' },
 		{ "admin-gid", required_argument, NULL, 'a' },
 		{ "rate-burst", required_argument, NULL, 'b' },
-		{ "rate", required_argument, NULL, 'R' }, { 0 }
+		{ "rate", required_argument, NULL, 'R' },
+		{ "calibrate-preset", required_argument, NULL, 'c' }, { 0 }
 	};
 	struct cwc_server_opts o;
 	struct daemon_stub d = { 0 };
@@ -105,6 +122,7 @@ int main(int argc, char **argv)
 		case 'a': o.admin_gid = (gid_t)strtoul(optarg, NULL, 10); break;
 		case 'b': o.rate_burst = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'R': o.rate_per_s = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'c': calibrate_preset = optarg; o.calibrate = preset_calibrate; break;
 		default: return 2;
 		}
 	}

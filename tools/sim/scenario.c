@@ -16,6 +16,9 @@
 #include "common/util.h"
 #include "sim.h"
 
+#include <clockwise/layout.h>
+#include <clockwise/pool-objects.h>
+
 static const char *const placement_names[SIM_N_PLACEMENTS] = {
 	[SIM_ROTATION] = "rotation",
 	[SIM_RANDOM] = "random",
@@ -170,8 +173,24 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 			snprintf(sc->model_spec, sizeof(sc->model_spec), "file:%s", path);
 			return 0;
 		}
+		if (!strncmp(v, "pool:", 5)) {
+			/* A disk name has no ':', so the last one ends the path. */
+			const char *disk = strrchr(v + 5, ':');
+			char db[PATH_MAX], path[PATH_MAX];
+
+			if (!disk || disk == v + 5 || !cw_name_valid(disk + 1) ||
+			    (size_t)(disk - (v + 5)) >= sizeof(db))
+				return bad(where, key, "expected pool:DB_PATH:DISK_NAME");
+			memcpy(db, v + 5, (size_t)(disk - (v + 5)));
+			db[disk - (v + 5)] = '\0';
+			if (set_path(path, sizeof(path), sc->base_dir, db) < 0)
+				return bad(where, key, "bad path");
+			snprintf(sc->model_spec, sizeof(sc->model_spec), "pool:%s:%s", path, disk + 1);
+			return 0;
+		}
 		if (!*v || strlen(v) >= CW_MODEL_NAME_MAX)
-			return bad(where, key, "expected a preset name or file:PATH");
+			return bad(where, key, "expected a preset name, file:PATH or "
+				   "pool:DB_PATH:DISK_NAME");
 		snprintf(sc->model_spec, sizeof(sc->model_spec), "%s", v);
 		return 0;
 	}
@@ -378,12 +397,30 @@ static int load_model_file(const char *path, struct cw_model *ret)
 	return e;
 }
 
+/* The model stored for a disk in a pool database, read without the
+ * pool's lock so that a running daemon's pool can be used. */
+static int load_model_pool(const char *spec, struct cw_model *ret)
+{
+	char db[PATH_MAX];
+	const char *disk = strrchr(spec, ':');
+	struct cw_error err = { 0 };
+	int e;
+
+	snprintf(db, sizeof(db), "%.*s", (int)(disk - spec), spec);
+	e = cw_pool_read_disk_model(db, disk + 1, ret, NULL, &err);
+	if (e < 0)
+		fprintf(stderr, "cwsim: model: %s\n", err.msg[0] ? err.msg : strerror(-e));
+	return e;
+}
+
 int sim_scenario_finish(struct sim_scenario *sc)
 {
 	int e;
 
 	if (!strncmp(sc->model_spec, "file:", 5))
 		e = load_model_file(sc->model_spec + 5, &sc->model);
+	else if (!strncmp(sc->model_spec, "pool:", 5))
+		e = load_model_pool(sc->model_spec + 5, &sc->model);
 	else {
 		e = cw_model_preset(sc->model_spec, &sc->model);
 		if (e < 0)

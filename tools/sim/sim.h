@@ -51,7 +51,7 @@ enum sim_be_source {
 };
 
 struct sim_scenario {
-	char model_spec[PATH_MAX + 8];	/* preset name or file:PATH */
+	char model_spec[PATH_MAX + 80];	/* preset name, file:PATH or pool:PATH:DISK */
 	struct cw_model model;
 	unsigned disks;
 	unsigned placements;		/* bit mask of enum sim_placement */

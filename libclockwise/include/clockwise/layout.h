@@ -169,7 +169,8 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
 		uint32_t *ret_id);
 
 /* Removes an empty disk from the pool and erases its label; -EBUSY while
- * any partition has a block on it. */
+ * any partition has a block on it or a stored reservation has a part on it
+ * (clockwise/pool-objects.h). */
 int cw_disk_remove(struct cw_pool *pool, uint32_t disk_id);
 
 /* Every disk of the pool in id order, in one malloc'ed array the caller
@@ -228,7 +229,9 @@ int cw_part_lookup(struct cw_pool *pool, const char *name, struct cw_part **ret_
  * single stays on its disk). */
 int cw_part_resize(struct cw_part *part, uint64_t size_bytes);
 int cw_part_rename(struct cw_part *part, const char *new_name);
-/* Deletes the partition and frees its blocks; part is freed. */
+/* Deletes the partition and frees its blocks; part is freed.  -EBUSY (and
+ * nothing changes) while a stored reservation or export holds it
+ * (clockwise/pool-objects.h). */
 int cw_part_delete(struct cw_part *part);
 
 int cw_part_info(struct cw_part *part, struct cw_part_info *ret);

@@ -6,8 +6,11 @@
  * and, for Jeffay's condition (2), the interval L, and books nothing; an
  * installed disk model decides admission; access follows the caller's
  * rights; a failing hook changes nothing; missing hooks say
- * not-supported; and the server runs in a thread over its socket and
- * stops from another.
+ * not-supported; the server runs in a thread over its socket and
+ * stops from another; and reservations, exports and calibrated models
+ * survive a restart of the server (and of the machine's monotonic clock),
+ * with the same admission decisions after it, while a database that
+ * cannot be written fails the command and changes nothing.
  */
 #include "config.h"
 
@@ -26,11 +29,21 @@ static int64_t fake_clock(void)
 	return now_ns;
 }
 
+/* Wall-clock time: a fixed distance from the monotonic clock, until a
+ * reboot moves it. */
+static int64_t wall_off_ns = 1700000000 * CW_NS_PER_S;
+
+static int64_t fake_wall(void)
+{
+	return now_ns + wall_off_ns;
+}
+
 struct hook_log {
 	int added, removed;
 	uint64_t last_id;
 	int export_result;
 	int exports;
+	int exports_removed;
 };
 
 static void resv_changed(void *userdata, const struct cwc_resv *r, bool added)
@@ -55,6 +68,15 @@ static int export_add(void *userdata, const struct cwc_export *e, struct cw_part
 	return h->export_result;
 }
 
+static int export_remove(void *userdata, const struct cwc_export *e)
+{
+	struct hook_log *h = userdata;
+
+	(void)e;
+	h->exports_removed++;
+	return 0;
+}
+
 struct fixture {
 	struct tp t;
 	struct cwc_server *srv;
@@ -64,24 +86,57 @@ struct fixture {
 	struct cwc_reply rep;
 };
 
+/* A calibration that measures nothing and reports a disk slow enough to
+ * change admission: every request costs a quarter second more. */
+static int slow_calibrate(const char *path, const struct cw_calib_opts *opts,
+			  cw_calib_progress_fn progress, void *userdata, struct cw_model *ret_model)
+{
+	(void)path, (void)opts, (void)progress, (void)userdata;
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", ret_model) == 0);
+	ret_model->margin_ns = CW_NS_PER_S / 4;
+	return 0;
+}
+
+/* A server over the fixture's pool (with the hooks, or none). */
+static int fx_server(struct fixture *f, bool hooks)
+{
+	struct cwc_server_opts o;
+	char sock[160];
+
+	tp_path(&f->t, "ctl", sock, sizeof(sock));
+	cwc_server_opts_init(&o);
+	o.socket_path = sock;
+	o.clock_ns = fake_clock;
+	o.wall_ns = fake_wall;
+	o.calibrate = slow_calibrate;
+	if (hooks)
+		o.hooks = (struct cwc_hooks){ .userdata = &f->log, .resv_changed = resv_changed,
+					      .export_add = export_add,
+					      .export_remove = export_remove };
+	return cwc_server_new(&o, f->t.pool, &f->srv);
+}
+
 static void fx_start(struct fixture *f, bool hooks)
 {
 	static const uint64_t blocks[] = { 64, 64 };
-	struct cwc_server_opts o;
-	char sock[160];
 	struct cw_part *p;
 
 	memset(f, 0, sizeof(*f));
 	tp_pool(&f->t, 0, 2, blocks, NULL);
 	CU_ASSERT_FATAL(cw_part_create(f->t.pool, "media", 40 << 20, NULL, &p) == 0);
-	tp_path(&f->t, "ctl", sock, sizeof(sock));
-	cwc_server_opts_init(&o);
-	o.socket_path = sock;
-	o.clock_ns = fake_clock;
-	if (hooks)
-		o.hooks = (struct cwc_hooks){ .userdata = &f->log, .resv_changed = resv_changed,
-					      .export_add = export_add };
-	CU_ASSERT_FATAL(cwc_server_new(&o, f->t.pool, &f->srv) == 0);
+	CU_ASSERT_FATAL(fx_server(f, hooks) == 0);
+}
+
+/* Stops the server, closes and reopens the pool, starts a server again;
+ * the hook counters start from zero. */
+static void fx_restart(struct fixture *f)
+{
+	cwc_reply_done(&f->rep);
+	cwc_server_free(f->srv);
+	f->srv = NULL;
+	tp_reopen(&f->t);
+	memset(&f->log, 0, sizeof(f->log));
+	CU_ASSERT_FATAL(fx_server(f, true) == 0);
 }
 
 static void fx_stop(struct fixture *f)
@@ -461,6 +516,178 @@ static void test_calibration_thread(void)
 	sem_destroy(&calib_go);
 }
 
+static void test_restart(void)
+{
+	struct fixture f;
+	char refused[512], refused_cond[64];
+	int64_t ends_in;
+	int refused_disk;
+
+	fx_start(&f, true);
+	/* Disk 1 measured slow: its model decides, now and after. */
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"disk.calibrate\",\"args\":"
+				       "{\"name\":\"disk1\"}}"), CWC_OK);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":1000000,\"block\":1048576,\"duration\":"
+				       "600000000000}}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_int(&f, "id"), 1);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":500000,\"block\":1048576,\"start\":5000000000}}"),
+			      CWC_OK);
+	CU_ASSERT_EQUAL(result_int(&f, "id"), 2);
+	/* One that ends in 2 s: over when the server comes back. */
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":100000,\"block\":1048576,\"duration\":"
+				       "2000000000}}"), CWC_OK);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
+				       "\"name\":\"movie\",\"readonly\":true,\"resv\":1}}"), CWC_OK);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
+				       "\"name\":\"spare\"}}"), CWC_OK);
+	/* A stream the slow disk refuses beside the others. */
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":8000000,\"block\":1048576}}"), CWC_E_REFUSED);
+	snprintf(refused, sizeof(refused), "%s", f.rep.message);
+	snprintf(refused_cond, sizeof(refused_cond), "%s", json_object_get_string(
+		json_object_object_get(f.rep.details, "condition")));
+	refused_disk = json_object_get_int(json_object_object_get(f.rep.details, "disk_id"));
+	CU_ASSERT_EQUAL(refused_disk, 1);
+
+	/* A reboot: the monotonic clock starts again, wall-clock time goes on. */
+	now_ns += 3 * CW_NS_PER_S;
+	wall_off_ns += 500 * CW_NS_PER_S - 3 * CW_NS_PER_S;
+	now_ns -= 500 * CW_NS_PER_S - 3 * CW_NS_PER_S;
+	CU_ASSERT_FATAL(now_ns > 0);
+	fx_restart(&f);
+	CU_ASSERT_EQUAL(f.log.added, 3);	/* all three told to the data path ... */
+	CU_ASSERT_EQUAL(f.log.removed, 1);	/* ... and the ended one released */
+	CU_ASSERT_EQUAL(f.log.last_id, 3);
+	CU_ASSERT_EQUAL(f.log.exports, 2);	/* both exports served again */
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL_FATAL(result_len(&f), 2);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.show\",\"args\":{\"id\":1}}"),
+			      CWC_OK);
+	CU_ASSERT_EQUAL(result_int(&f, "rate"), 1000000);
+	ends_in = result_int(&f, "ends_in_ns");
+	CU_ASSERT_EQUAL(ends_in, 597 * CW_NS_PER_S);	/* wall-clock end kept */
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(f.rep.result,
+									   "per_disk")), 2);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.show\",\"args\":{\"id\":2}}"),
+			      CWC_OK);
+	CU_ASSERT_EQUAL(result_int(&f, "starts_in_ns"), 2 * CW_NS_PER_S);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.show\",\"args\":{\"id\":3}}"),
+			CWC_E_NOT_FOUND);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL_FATAL(result_len(&f), 2);
+	{
+		json_object *m = json_object_array_get_idx(f.rep.result, 0);
+
+		CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(m, "name")),
+				       "movie");
+		CU_ASSERT(json_object_get_boolean(json_object_object_get(m, "readonly")));
+		CU_ASSERT_EQUAL(json_object_get_int64(json_object_object_get(m, "resv")), 1);
+	}
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"disk.list\"}"), CWC_OK);
+	CU_ASSERT(json_object_get_boolean(json_object_object_get(
+		json_object_object_get(json_object_array_get_idx(f.rep.result, 0), "model"),
+		"calibrated")));
+
+	/* The same decision as before the restart. */
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				  "\"rate\":8000000,\"block\":1048576}}"), CWC_E_REFUSED);
+	/* The task's number differs (the ended one is gone), its T and C do not. */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(refused, " alone has "));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(f.rep.message, " alone has "));
+	CU_ASSERT_STRING_EQUAL(strstr(f.rep.message, " alone has "), strstr(refused, " alone has "));
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(f.rep.details, "disk_id")),
+			refused_disk);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(f.rep.details,
+									     "condition")),
+			       refused_cond);
+	/* Ids go on after the highest ever given. */
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":100000,\"block\":1048576}}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_int(&f, "id"), 4);
+
+	/* The rules hold across the restart too. */
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"),
+			CWC_E_BUSY);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.remove\",\"args\":{\"name\":\"movie\"}}"),
+			CWC_OK);
+	CU_ASSERT_EQUAL(f.log.exports_removed, 1);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_int(&f, "id"), 1);
+	fx_restart(&f);
+	CU_ASSERT_EQUAL(f.log.added, 2);	/* 2 and 4 */
+	CU_ASSERT_EQUAL(f.log.exports, 1);
+	CU_ASSERT_EQUAL(sql_int(f.t.db, "SELECT count(*) FROM resv"), 2);
+	fx_stop(&f);
+}
+
+/* A database another connection holds locked: every changing command
+ * fails, and neither memory nor the data path sees a change. */
+static void test_database_refuses(void)
+{
+	struct fixture f;
+	sqlite3 *h;
+
+	fx_start(&f, true);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":100000,\"block\":1048576}}"), CWC_OK);
+	CU_ASSERT_FATAL(sqlite3_open(f.t.db, &h) == SQLITE_OK);
+	CU_ASSERT_FATAL(sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+	CU_ASSERT_NOT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				      "\"rate\":100000,\"block\":1048576}}"), CWC_OK);
+	CU_ASSERT_NOT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"),
+			    CWC_OK);
+	CU_ASSERT_NOT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
+			    CWC_OK);
+	CU_ASSERT_EQUAL(f.log.added, 1);
+	CU_ASSERT_EQUAL(f.log.removed, 0);
+	CU_ASSERT_EQUAL(f.log.exports, 0);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_len(&f), 1);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(result_len(&f), 0);
+	CU_ASSERT_FATAL(sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(h);
+	/* Free again: the same commands go through. */
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
+			CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"), CWC_OK);
+	fx_stop(&f);
+}
+
+/* A stored export the data path cannot serve fails the start, and what
+ * the start had told the hooks is taken back. */
+static void test_start_fails_cleanly(void)
+{
+	struct fixture f;
+
+	fx_start(&f, true);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
+				       "\"rate\":100000,\"block\":1048576}}"), CWC_OK);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
+				       "\"name\":\"a\"}}"), CWC_OK);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
+				       "\"name\":\"b\"}}"), CWC_OK);
+	cwc_reply_done(&f.rep);
+	cwc_server_free(f.srv);
+	f.srv = NULL;
+	memset(&f.log, 0, sizeof(f.log));
+	f.log.export_result = -ENODEV;
+	CU_ASSERT_EQUAL(fx_server(&f, true), -ENODEV);
+	CU_ASSERT_PTR_NULL(f.srv);
+	CU_ASSERT_EQUAL(f.log.added, 1);
+	CU_ASSERT_EQUAL(f.log.removed, 1);
+	CU_ASSERT_EQUAL(f.log.exports_removed, 0);	/* the first add failed */
+	/* Nothing was lost from the pool. */
+	CU_ASSERT_EQUAL(sql_int(f.t.db, "SELECT count(*) FROM export"), 2);
+	f.log.export_result = 0;
+	CU_ASSERT_FATAL(fx_server(&f, true) == 0);
+	CU_ASSERT_EQUAL(f.log.exports, 2);
+	fx_stop(&f);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("control-server", NULL, NULL);
@@ -471,5 +698,8 @@ int main(void)
 	cwtest_add(s, "access and hooks", test_access_and_hooks);
 	cwtest_add(s, "runs in a thread, stops from another", test_thread);
 	cwtest_add(s, "a calibration does not stop the others", test_calibration_thread);
+	cwtest_add(s, "state survives a restart", test_restart);
+	cwtest_add(s, "a database that refuses changes nothing", test_database_refuses);
+	cwtest_add(s, "a start that fails takes back its hooks", test_start_fails_cleanly);
 	return cwtest_run();
 }

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include <clockwise/layout.h>
 #include "cwtest.h"
 
@@ -101,6 +103,33 @@ static inline void tp_fini(struct tp *t)
 	}
 	closedir(d);
 	rmdir(t->dir);
+}
+
+/* The first column of the first row of sql on the database at db, by a
+ * connection of its own (-1: no row). */
+static inline int64_t sql_int(const char *db, const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	CU_ASSERT_FATAL(sqlite3_open(db, &h) == SQLITE_OK);
+	CU_ASSERT_FATAL(sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return v;
+}
+
+/* Runs sql on the database at db behind the library's back. */
+static inline void sql_run(const char *db, const char *sql)
+{
+	sqlite3 *h;
+
+	CU_ASSERT_FATAL(sqlite3_open(db, &h) == SQLITE_OK);
+	CU_ASSERT_FATAL(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(h);
 }
 
 /* The pool's free-space identity: every data block is free or in exactly

@@ -36,30 +36,6 @@ static uint64_t disk_free(struct cw_pool *pool, uint32_t id)
 	return di.free_blocks;
 }
 
-static int64_t sql_int(const char *db, const char *sql)
-{
-	sqlite3 *h;
-	sqlite3_stmt *s;
-	int64_t v = -1;
-
-	CU_ASSERT_FATAL(sqlite3_open(db, &h) == SQLITE_OK);
-	CU_ASSERT_FATAL(sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(h);
-	return v;
-}
-
-static void sql_run(const char *db, const char *sql)
-{
-	sqlite3 *h;
-
-	CU_ASSERT_FATAL(sqlite3_open(db, &h) == SQLITE_OK);
-	CU_ASSERT_FATAL(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
-	sqlite3_close(h);
-}
-
 /* ---- labels ---- */
 
 static void test_crc32c(void)
@@ -1204,7 +1180,8 @@ static void test_disk_model_damaged_and_migrated(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	/* A database of schema 1 (before disk models) is migrated on open. */
-	sql_run(t.db, "DROP TABLE disk_model; PRAGMA user_version = 1");
+	sql_run(t.db, "DROP TABLE export; DROP TABLE resv_disk; DROP TABLE resv;"
+		      " DROP TABLE disk_model; PRAGMA user_version = 1");
 	tp_reopen(&t);
 	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == META_SCHEMA_VERSION);
 	CU_ASSERT(cw_disk_model_get(t.pool, 1, &m, NULL) == -ENOENT);
