@@ -1,8 +1,8 @@
 # Sourced by the control-plane tests after lib.sh.
 #
 #   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
-#                            clockwised over a new pool in DIR holding three
-#                            sparse file-backed disks (hdd0 hdd1 ssd0), NBD
+#                            clockwised over a pool in DIR (new, holding three
+#                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
 #                            on DIR/nbd.sock, control socket DIR/control;
 #                            waits for its ready line; sets CTL_SOCK,
 #                            CTL_NBD, CTL_PID and CTL_LOG
@@ -36,12 +36,15 @@ ctl_start() {
 	CTL_SOCK=$dir/control
 	CTL_NBD=$dir/nbd.sock
 	CTL_LOG=$dir/clockwised.log
-	"$top_builddir/tools/cwpool" create "$dir/pool.db" || return 1
-	truncate -s 256M "$dir/hdd0.img" "$dir/hdd1.img" && truncate -s 128M "$dir/ssd0.img" || return 1
-	"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/hdd0.img" hdd hdd0 >/dev/null &&
-		"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/hdd1.img" hdd hdd1 >/dev/null &&
-		"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/ssd0.img" ssd ssd0 >/dev/null ||
-		return 1
+	if ! test -e "$dir/pool.db"; then	# else: a restart on the same pool
+		"$top_builddir/tools/cwpool" create "$dir/pool.db" || return 1
+		truncate -s 256M "$dir/hdd0.img" "$dir/hdd1.img" &&
+			truncate -s 128M "$dir/ssd0.img" || return 1
+		"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/hdd0.img" hdd hdd0 >/dev/null &&
+			"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/hdd1.img" hdd hdd1 >/dev/null &&
+			"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/ssd0.img" ssd ssd0 >/dev/null ||
+			return 1
+	fi
 	cat >"$dir/clockwised.conf" <<EOC
 pool = "$dir/pool.db";
 listen = { unix = [ "$CTL_NBD" ]; };
