@@ -367,10 +367,16 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
-static void ignore_line(const char *line, void *userdata)
+/* Keeps the reply's error message, if it is one. */
+static void keep_error(const char *line, void *userdata)
 {
-	(void)line;
-	(void)userdata;
+	char *msg = userdata;
+	json_object *root = json_tokener_parse(line), *err, *m;
+
+	if (root && json_object_object_get_ex(root, "error", &err) &&
+	    json_object_object_get_ex(err, "message", &m))
+		snprintf(msg, 256, "%s", json_object_get_string(m));
+	json_object_put(root);
 }
 
 int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
@@ -437,6 +443,7 @@ int ctl_export_all(struct ctl *ctl, size_t *ret_n)
 	for (i = 0; i < n; i++) {
 		json_object *req = json_object_new_object(), *args = json_object_new_object();
 		const char *line;
+		char msg[256] = "";
 
 		if (!req || !args) {
 			json_object_put(req);
@@ -448,10 +455,13 @@ int ctl_export_all(struct ctl *ctl, size_t *ret_n)
 		json_object_object_add(req, "cmd", json_object_new_string("export.add"));
 		json_object_object_add(req, "args", args);
 		line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-		cwc_server_handle_line(ctl->srv, line, strlen(line), true, true, ignore_line, NULL);
+		cwc_server_handle_line(ctl->srv, line, strlen(line), true, true, keep_error, msg);
 		json_object_put(req);
 		if (find_export(ctl->pb, parts[i].name))
 			(*ret_n)++;
+		else
+			cwd_log(LOG_WARNING, "partition %s is not exported: %s", parts[i].name,
+				msg[0] ? msg : "unknown error");
 	}
 	free(parts);
 	return r < 0 ? r : 0;
