@@ -381,6 +381,18 @@ static int key_control_socket(struct parse *p, const config_setting_t *s, void *
 	return get_path(p, s, sizeof(((struct sockaddr_un *)0)->sun_path) - 1, &p->c->control_socket);
 }
 
+/* Group names as getgrnam(3) takes them: the same characters as other
+ * names here (a group missing at start is the daemon's business). */
+static int key_control_read_group(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_name(p, s, 32, &p->c->control_read_group);
+}
+
+static int key_control_admin_group(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_name(p, s, 32, &p->c->control_admin_group);
+}
+
 static int key_log_level(struct parse *p, const config_setting_t *s, void *obj)
 {
 	return get_choice(p, s, log_levels, "a log level", &p->c->log_level);
@@ -512,6 +524,11 @@ static int key_read_only(struct parse *p, const config_setting_t *s, void *obj)
 	return get_bool(p, s, &p->c->exports.read_only);
 }
 
+static int key_export_all(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_bool(p, s, &p->c->exports.all);
+}
+
 static int key_multi_conn(struct parse *p, const config_setting_t *s, void *obj)
 {
 	return get_bool(p, s, &p->c->exports.multi_conn);
@@ -547,6 +564,7 @@ static const struct key export_keys[] = {
 	{ "block_size", key_block_size },
 	{ "max_request_bytes", key_max_request },
 	{ "multi_conn", key_multi_conn },
+	{ "all", key_export_all },
 	{ NULL, NULL },
 };
 
@@ -705,6 +723,8 @@ static const struct key top_keys[] = {
 	{ "queue_depth", key_queue_depth },
 	{ "listen", key_listen },
 	{ "control_socket", key_control_socket },
+	{ "control_read_group", key_control_read_group },
+	{ "control_admin_group", key_control_admin_group },
 	{ "log_level", key_log_level },
 	{ "exports", key_exports },
 	{ "disks", key_disks },
@@ -731,6 +751,8 @@ void cwd_config_free(struct cwd_config *c)
 	free(c->file);
 	free(c->pool);
 	free(c->control_socket);
+	free(c->control_read_group);
+	free(c->control_admin_group);
 	free(c);
 }
 
@@ -743,9 +765,12 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->file = strdup(file);
 	c->pool = strdup(CWD_DEFAULT_POOL);
 	c->control_socket = strdup(CWD_DEFAULT_CONTROL);
+	c->control_read_group = strdup(CWD_DEFAULT_READ_GROUP);
+	c->control_admin_group = strdup(CWD_DEFAULT_ADMIN_GROUP);
 	c->listen_unix = calloc(LISTEN_MAX, sizeof(*c->listen_unix));
 	c->listen_tcp = calloc(LISTEN_MAX, sizeof(*c->listen_tcp));
-	if (!c->file || !c->pool || !c->control_socket || !c->listen_unix || !c->listen_tcp)
+	if (!c->file || !c->pool || !c->control_socket || !c->control_read_group ||
+	    !c->control_admin_group || !c->listen_unix || !c->listen_tcp)
 		goto oom;
 	c->listen_tcp[0].host = strdup(CWD_DEFAULT_TCP_HOST);
 	if (!c->listen_tcp[0].host)
@@ -760,6 +785,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->exports.block_size = 4096;
 	c->exports.max_request_bytes = MAX_REQUEST_MAX;
 	c->exports.multi_conn = true;
+	c->exports.all = true;
 	*ret_config = c;
 	return 0;
 oom:

@@ -24,6 +24,8 @@
 
 #define CWD_DEFAULT_POOL "/var/lib/clockwise/pool.db"
 #define CWD_DEFAULT_CONTROL "/run/clockwise/control"
+#define CWD_DEFAULT_READ_GROUP "clockwise"
+#define CWD_DEFAULT_ADMIN_GROUP "clockwise-admin"
 #define CWD_DEFAULT_TCP_HOST "127.0.0.1"
 #define CWD_DEFAULT_NBD_PORT 10809
 
@@ -64,12 +66,15 @@ struct cwd_config {
 	size_t n_listen_tcp;
 	bool allow_remote;
 	char *control_socket;
+	char *control_read_group;	/* may read through the control socket */
+	char *control_admin_group;	/* may also change things */
 	int log_level;		/* a syslog priority, LOG_ERR .. LOG_DEBUG */
 	struct {
 		bool read_only;
 		uint32_t block_size;		/* preferred block size */
 		uint32_t max_request_bytes;	/* largest READ/WRITE payload */
 		bool multi_conn;		/* advertise NBD_FLAG_CAN_MULTI_CONN */
+		bool all;			/* export every partition at start */
 	} exports;
 	struct cwd_config_disk *disks;
 	size_t n_disks;

@@ -189,7 +189,7 @@ static struct piece *lane_take(struct lane *l)
 static void lane_park(struct lane *l, int64_t timeout_ns)
 {
 	atomic_store(&l->sleeping, 1);
-	if (lane_has_bookings(l) || atomic_load(&l->stop)) {
+	if (lane_has_bookings(l) || atomic_load(&l->stop) || atomic_load(&l->plan)) {
 		atomic_store(&l->sleeping, 0);
 		return;
 	}
@@ -370,7 +370,8 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 		l->busy = true;
 		return;
 	}
-	while (l->fifo && l->inflight < depth) {
+	/* A plan waits for what the FIFO started to drain. */
+	while (l->fifo && l->inflight < depth && !atomic_load(&l->plan)) {
 		struct cw_io_req *batch[REAP_BATCH];
 		struct piece *p = l->fifo;
 		unsigned n = 0, i;
@@ -432,6 +433,63 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 	lane_piece_done(l, p, err, now);
 }
 
+void lane_post_plan(struct lane *l, struct lane_plan *pl)
+{
+	free(atomic_exchange(&l->plan, pl));
+	atomic_store(&l->sleeping, 0);
+	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Applies a posted plan: a lane without streams gets its scheduling core
+ * (once the requests the FIFO started are done, since the core must see
+ * every request in service) and takes the FIFO's queue into it; a lane
+ * with one gets its new slack and server. */
+static void lane_apply_plan(struct lane *l, int64_t now)
+{
+	struct lane_plan *pl;
+	struct piece *p, *next;
+	int r;
+
+	if (!atomic_load(&l->plan) || (!l->sched && l->inflight))
+		return;
+	pl = atomic_exchange(&l->plan, NULL);
+	if (!pl)
+		return;
+	if (!l->sched) {
+		struct cw_sched_opts o;
+
+		cw_sched_opts_init(&o);
+		o.policy = l->disk->policy;
+		o.delta_l_ns = pl->delta_l_ns;
+		o.idle_be_ns = pl->idle_be_ns;
+		o.server_slice_ns = pl->server_slice_ns;
+		o.server_period_ns = pl->server_period_ns;
+		r = cw_sched_new(&o, &l->sched);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "disk %s: cannot start its scheduling core: %s",
+				l->disk->name, strerror(-r));
+			free(pl);
+			return;
+		}
+		p = l->fifo;
+		l->fifo = l->fifo_tail = NULL;
+		for (; p; p = next) {
+			next = p->next;
+			r = sched_enqueue(l, p, now);
+			if (r < 0)
+				lane_fail(l, p, r == -E2BIG ? -EIO : r);
+		}
+	} else {
+		r = cw_sched_set_slack(l->sched, pl->delta_l_ns, pl->idle_be_ns);
+		if (r == 0)
+			r = cw_sched_set_server(l->sched, pl->server_slice_ns, pl->server_period_ns);
+		if (r < 0)
+			cwd_log(LOG_ERR, "disk %s: cannot change its slack: %s", l->disk->name,
+				strerror(-r));
+	}
+	free(pl);
+}
+
 void *lane_main(void *arg)
 {
 	struct lane *l = arg;
@@ -443,6 +501,7 @@ void *lane_main(void *arg)
 
 	for (;;) {
 		now = cw_now_ns();
+		lane_apply_plan(l, now);
 		lane_intake(l, now);
 		lane_dispatch(l, now, &wait_until);
 		if (l->inflight) {

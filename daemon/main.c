@@ -4,8 +4,8 @@
  *
  * Start-up order: configuration, pool (sqlite, disk labels), the data path
  * (disks opened with O_DIRECT, static reservations admitted), one export
- * per partition whose disks are all present, listeners, dispatchers, and
- * only then READY=1 to systemd and the "ready" log line tests wait for.
+ * per partition whose disks are all present (unless exports.all is false),
+ * the control socket, listeners, dispatchers, and only then READY=1 to systemd and the "ready" log line tests wait for.
  * SIGTERM/SIGINT stop it cleanly: the NBD server lets requests in flight
  * finish, then the dispatchers stop and the pool closes.  SIGUSR1 logs the
  * counters.
@@ -28,6 +28,7 @@
 #include <clockwise/layout.h>
 
 #include "daemon/conf.h"
+#include "daemon/ctl-glue.h"
 #include "daemon/log.h"
 #include "daemon/nbd-server.h"
 #include "daemon/pool-backend.h"
@@ -185,6 +186,7 @@ int main(int argc, char **argv)
 	struct cw_pool *pool = NULL;
 	struct cw_error perr = { 0 };
 	struct pb *pb = NULL;
+	struct ctl *ctl = NULL;
 	const char *conf_path = NULL;
 	char *err = NULL, msg[512];
 	bool foreground = false;
@@ -268,13 +270,21 @@ int main(int argc, char **argv)
 
 	scfg.max_request = cfg->exports.max_request_bytes;
 	scfg.log = nbd_log;
+	scfg.live_exports = true;
 	r = nbd_server_new(&scfg, &srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the NBD server: %s", strerror(-r));
 		goto out;
 	}
-	if (add_exports(pool, pb, srv, &nexports) < 0)
-		goto out;
+	/* Without its control socket the daemon still serves what the pool
+	 * holds, as before there was one. */
+	if (ctl_new(pool, pb, srv, cfg, &ctl) < 0)
+		cwd_log(LOG_WARNING, "serving without a control socket");
+	if (cfg->exports.all) {
+		r = ctl ? ctl_export_all(ctl, &nexports) : add_exports(pool, pb, srv, &nexports);
+		if (r < 0)
+			goto out;
+	}
 	for (i = 0; i < nresv; i++) {
 		r = pb_reserve(pb, &resv[i], msg, sizeof(msg));
 		if (r < 0) {
@@ -293,6 +303,14 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot start the NBD server: %s", strerror(-r));
 		goto out;
+	}
+	if (ctl) {
+		r = ctl_start(ctl);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "cannot start the control socket: %s", strerror(-r));
+			goto out;
+		}
+		cwd_log(LOG_INFO, "control socket %s", cfg->control_socket);
 	}
 
 	cwd_log(LOG_NOTICE, "ready: %zu export%s, %zu reservation%s", nexports,
@@ -319,7 +337,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (sig == SIGUSR1) {
-			pb_log_stats(pb);
+			ctl_log_stats(ctl, pb);
 			continue;
 		}
 		if (sig == SIGHUP) {
@@ -331,10 +349,13 @@ int main(int argc, char **argv)
 	}
 	cwd_log(LOG_NOTICE, "%s: stopping", strsignal(sig));
 	sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
+	ctl_free(ctl);
+	ctl = NULL;
 	nbd_server_stop(srv);
 	pb_log_stats(pb);
 	rc = 0;
 out:
+	ctl_free(ctl);
 	nbd_server_free(srv);
 	pb_free(pb);
 	cw_pool_close(pool);

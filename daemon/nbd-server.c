@@ -74,9 +74,15 @@
 #define STOP_GRACE_S 10
 #define BATCH_MAX 256
 
+/* Exports live in a fixed array, so a connection's pointer to its export
+ * never moves; a removed one stays (name and all) until its slot is
+ * reused, which only happens once no connection uses it. */
+#define EXPORTS_MAX 256
+
 struct export {
 	struct nbd_export e;	/* name and description owned */
 	struct cw_nbd_limits lim;
+	bool removed;
 };
 
 struct slot {
@@ -125,7 +131,9 @@ struct nbd_server {
 	struct nbd_server_config cfg;
 	struct export *exports;
 	size_t n_exports;
-	struct cw_nbd_export_info *infos;	/* the handshake's view */
+	struct cw_nbd_export_info *infos;	/* the handshake's view, under lock */
+	size_t *live;				/* infos[i] is exports[live[i]] */
+	size_t n_live;
 
 	int listen_fds[MAX_LISTEN];
 	char *unix_paths[MAX_LISTEN];
@@ -134,7 +142,7 @@ struct nbd_server {
 	pthread_t acceptor;
 	bool started, stopped;
 
-	pthread_mutex_t lock;			/* conns, n_conns */
+	pthread_mutex_t lock;			/* conns, n_conns; infos, live once started */
 	pthread_cond_t conns_gone;
 	struct conn *conns;
 	unsigned n_conns;
@@ -474,8 +482,6 @@ static int handshake(struct conn *c)
 {
 	struct nbd_server *srv = c->srv;
 	struct cw_nbd_handshake hs = {
-		.exports = srv->infos,
-		.n_exports = srv->n_exports,
 		.default_export = srv->cfg.default_export,
 	};
 	_cleanup_free_ uint8_t *data = NULL;
@@ -519,7 +525,20 @@ static int handshake(struct conn *c)
 		if (r < 0)
 			break;
 		out.len = 0;
+		/* Exports may come and go while the server runs: the codec
+		 * sees the list of the moment, and the export is chosen
+		 * under the same lock that removal takes. */
+		pthread_mutex_lock(&srv->lock);
+		hs.exports = srv->infos;
+		hs.n_exports = srv->n_live;
 		r = cw_nbd_hs_option(&hs, &opt, payload, &out);
+		if (r == CW_NBD_HS_TRANSMIT) {
+			c->exp = &srv->exports[srv->live[hs.export_index]];
+			c->lim = c->exp->lim;
+			c->lim.structured = hs.structured;
+			c->lim.eflags = srv->infos[hs.export_index].eflags;
+		}
+		pthread_mutex_unlock(&srv->lock);
 		if (r < 0)
 			break;
 		if (out.len && send_all(c->fd, out.data, out.len) < 0) {
@@ -527,10 +546,6 @@ static int handshake(struct conn *c)
 			break;
 		}
 		if (r == CW_NBD_HS_TRANSMIT) {
-			c->exp = &srv->exports[hs.export_index];
-			c->lim = c->exp->lim;
-			c->lim.structured = hs.structured;
-			c->lim.eflags = srv->infos[hs.export_index].eflags;
 			r = 1;
 		} else if (r == CW_NBD_HS_CLOSE) {
 			r = -ECONNABORTED;
@@ -879,30 +894,70 @@ int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_
 		free(srv);
 		return r;
 	}
+	srv->exports = calloc(EXPORTS_MAX, sizeof(*srv->exports));
+	srv->infos = calloc(EXPORTS_MAX, sizeof(*srv->infos));
+	srv->live = calloc(EXPORTS_MAX, sizeof(*srv->live));
+	if (!srv->exports || !srv->infos || !srv->live) {
+		free(srv->exports);
+		free(srv->infos);
+		free(srv->live);
+		close(srv->wake_fd);
+		free(srv);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_cond_init(&srv->conns_gone, NULL);
 	*ret_srv = srv;
 	return 0;
 }
 
+/* The handshake's view of the exports not removed; under srv->lock. */
+static void rebuild_infos(struct nbd_server *srv)
+{
+	size_t i;
+
+	srv->n_live = 0;
+	for (i = 0; i < srv->n_exports; i++) {
+		const struct nbd_export *e = &srv->exports[i].e;
+		uint16_t f;
+
+		if (srv->exports[i].removed)
+			continue;
+		f = cw_nbd_eflags(e->read_only, true, e->ops->trim != NULL, e->ops->zero != NULL,
+				  e->read_only || e->flush_global, true);
+		if (e->rotational)
+			f |= CW_NBD_FLAG_ROTATIONAL;
+		srv->infos[srv->n_live] = (struct cw_nbd_export_info){
+			.name = e->name, .description = e->description, .size = e->size,
+			.eflags = f, .min_block = e->min_block, .pref_block = e->pref_block,
+			.max_block = e->max_block,
+		};
+		srv->live[srv->n_live++] = i;
+	}
+}
+
+static bool export_in_use(struct nbd_server *srv, const struct export *x)
+{
+	for (struct conn *c = srv->conns; c; c = c->next)
+		if (c->exp == x)
+			return true;
+	return false;
+}
+
 int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp)
 {
-	struct export *x, *arr;
-	struct cw_nbd_export_info *infos;
+	struct export *x = NULL;
+	char *name, *desc;
 	const struct nbd_backend_ops *ops = exp->ops;
 	uint32_t min, pref, max;
 	size_t i;
+	int r = 0;
 
-	if (srv->started)
-		return -EBUSY;
 	if (!exp->name || strlen(exp->name) > 256 || !ops || !ops->pread ||
 	    (!exp->read_only && (!ops->pwrite || !ops->flush)))
 		return -EINVAL;
 	if (exp->description && strlen(exp->description) > 1024)
 		return -EINVAL;
-	for (i = 0; i < srv->n_exports; i++)
-		if (strcmp(srv->exports[i].e.name, exp->name) == 0)
-			return -EEXIST;
 	min = exp->min_block ? exp->min_block : 1;
 	pref = exp->pref_block ? exp->pref_block : CW_MAX(4096u, min);
 	max = exp->max_block ? exp->max_block : srv->cfg.max_request;
@@ -912,24 +967,34 @@ int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp)
 	    max > srv->cfg.max_request || exp->size % min)
 		return -EINVAL;
 
-	arr = realloc(srv->exports, (srv->n_exports + 1) * sizeof(*arr));
-	if (!arr)
-		return -ENOMEM;
-	srv->exports = arr;
-	infos = realloc(srv->infos, (srv->n_exports + 1) * sizeof(*infos));
-	if (!infos)
-		return -ENOMEM;
-	srv->infos = infos;
-
-	x = &srv->exports[srv->n_exports];
-	*x = (struct export){ .e = *exp };
-	x->e.name = strdup(exp->name);
-	x->e.description = exp->description ? strdup(exp->description) : NULL;
-	if (!x->e.name || (exp->description && !x->e.description)) {
-		free((char *)x->e.name);
-		free((char *)x->e.description);
+	name = strdup(exp->name);
+	desc = exp->description ? strdup(exp->description) : NULL;
+	if (!name || (exp->description && !desc)) {
+		free(name);
+		free(desc);
 		return -ENOMEM;
 	}
+	pthread_mutex_lock(&srv->lock);
+	for (i = 0; i < srv->n_exports; i++) {
+		if (!srv->exports[i].removed && strcmp(srv->exports[i].e.name, exp->name) == 0) {
+			r = -EEXIST;
+			goto out;
+		}
+		if (!x && srv->exports[i].removed && !export_in_use(srv, &srv->exports[i]))
+			x = &srv->exports[i];
+	}
+	if (!x) {
+		if (srv->n_exports == EXPORTS_MAX) {
+			r = -ENOSPC;
+			goto out;
+		}
+		x = &srv->exports[srv->n_exports++];
+	}
+	free((char *)x->e.name);
+	free((char *)x->e.description);
+	*x = (struct export){ .e = *exp };
+	x->e.name = CW_TAKE_PTR(name);
+	x->e.description = CW_TAKE_PTR(desc);
 	x->e.min_block = min;
 	x->e.pref_block = pref;
 	x->e.max_block = max;
@@ -938,22 +1003,38 @@ int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp)
 		.min_block = min,
 		.max_request = max,
 	};
-	srv->n_exports++;
-	/* Pointers into exports[] moved with realloc: rebuild every info. */
-	for (i = 0; i < srv->n_exports; i++) {
-		const struct nbd_export *e = &srv->exports[i].e;
-		uint16_t f = cw_nbd_eflags(e->read_only, true, e->ops->trim != NULL,
-					   e->ops->zero != NULL, e->read_only || e->flush_global,
-					   true);
+	rebuild_infos(srv);
+out:
+	pthread_mutex_unlock(&srv->lock);
+	free(name);
+	free(desc);
+	return r;
+}
 
-		if (e->rotational)
-			f |= CW_NBD_FLAG_ROTATIONAL;
-		srv->infos[i] = (struct cw_nbd_export_info){
-			.name = e->name, .description = e->description, .size = e->size,
-			.eflags = f, .min_block = e->min_block, .pref_block = e->pref_block,
-			.max_block = e->max_block,
-		};
+int nbd_server_remove_export(struct nbd_server *srv, const char *name)
+{
+	struct export *x = NULL;
+	struct conn *c;
+	size_t i;
+
+	pthread_mutex_lock(&srv->lock);
+	for (i = 0; i < srv->n_exports && !x; i++)
+		if (!srv->exports[i].removed && strcmp(srv->exports[i].e.name, name) == 0)
+			x = &srv->exports[i];
+	if (!x) {
+		pthread_mutex_unlock(&srv->lock);
+		return -ENOENT;
 	}
+	/* No new client can choose it from here on; the ones that did are
+	 * cut off, and each ends once its requests in flight completed. */
+	x->removed = true;
+	rebuild_infos(srv);
+	for (c = srv->conns; c; c = c->next)
+		if (c->exp == x)
+			shutdown(c->fd, SHUT_RDWR);
+	while (export_in_use(srv, x))
+		pthread_cond_wait(&srv->conns_gone, &srv->lock);
+	pthread_mutex_unlock(&srv->lock);
 	return 0;
 }
 
@@ -1051,9 +1132,9 @@ int nbd_server_start(struct nbd_server *srv)
 
 	if (srv->started)
 		return -EBUSY;
-	if (srv->n_listen == 0 || srv->n_exports == 0)
+	if (srv->n_listen == 0 || (srv->n_exports == 0 && !srv->cfg.live_exports))
 		return -EINVAL;
-	if (srv->cfg.default_export >= (int)srv->n_exports)
+	if (srv->cfg.default_export >= (int)srv->n_exports && !srv->cfg.live_exports)
 		return -EINVAL;
 	r = -pthread_create(&srv->acceptor, NULL, acceptor_main, srv);
 	if (r < 0)
@@ -1129,6 +1210,7 @@ void nbd_server_free(struct nbd_server *srv)
 	}
 	free(srv->exports);
 	free(srv->infos);
+	free(srv->live);
 	close(srv->wake_fd);
 	pthread_cond_destroy(&srv->conns_gone);
 	pthread_mutex_destroy(&srv->lock);

@@ -91,6 +91,10 @@ struct nbd_server_config {
 	unsigned max_inflight;		/* requests per connection; 0: 64 */
 	int default_export;		/* index an empty name picks (so 0, the
 					 * first export, when zeroed); -1: none */
+	/* Exports are added and removed while the server runs: it may
+	 * start with none (and default_export then only picks an export
+	 * if there is one). */
+	bool live_exports;
 	nbd_log_fn log;			/* NULL: silent */
 	void *log_userdata;
 };
@@ -99,9 +103,16 @@ struct nbd_server;
 
 int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_srv);
 
-/* Adds an export (before nbd_server_start()).  -EINVAL for a bad name,
- * size or block constraints, -EEXIST for a duplicate name. */
+/* Adds an export, before or after nbd_server_start().  -EINVAL for a bad
+ * name, size or block constraints, -EEXIST for a duplicate name, -ENOSPC
+ * past 256 exports (removed ones count until no client uses them). */
 int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp);
+
+/* Removes an export: no new client can choose it, the clients using it
+ * are disconnected, and it returns once each of them ended (its requests
+ * in flight completed), so the back end may go.  -ENOENT if there is no
+ * such export. */
+int nbd_server_remove_export(struct nbd_server *srv, const char *name);
 
 /* Listens on a unix socket (a stale socket file is replaced).  */
 int nbd_server_listen_unix(struct nbd_server *srv, const char *path);

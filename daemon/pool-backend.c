@@ -35,7 +35,8 @@ static struct lane *piece_lane(struct pb *pb, uint32_t disk_index, uint64_t phys
 {
 	struct disk *d = &pb->disks[disk_index];
 
-	if (d->ntasks || d->nlanes == 1)
+	if (d->ntasks || d->nlanes == 1 ||
+	    atomic_load_explicit(&d->live_streams, memory_order_relaxed))
 		return &d->lanes[0];
 	return &d->lanes[(phys_off / pb->block_size) % d->nlanes];
 }
@@ -483,7 +484,7 @@ int pb_start(struct pb *pb)
 		for (j = 0; j < d->nlanes; j++) {
 			struct lane *l = &d->lanes[j];
 
-			l->expected_ns = calloc(pb->nresvs ? pb->nresvs : 1, sizeof(int64_t));
+			l->expected_ns = calloc(PB_RESV_MAX, sizeof(int64_t));
 			if (!l->expected_ns)
 				return -ENOMEM;
 			r = cw_io_engine_new(pb->cfg->io_engine, pb->cfg->queue_depth, &l->eng);
@@ -514,7 +515,9 @@ void pb_log_stats(struct pb *pb)
 			cwd_counters_log(what, &pb->disks[i].lanes[j].st);
 		}
 	for (i = 0; i < pb->nresvs; i++) {
-		snprintf(what, sizeof(what), "reservation %s", pb->resvs[i]->x->name);
+		if (!pb->resvs[i])
+			continue;	/* released */
+		snprintf(what, sizeof(what), "reservation %s", pb->resvs[i]->r.export_name);
 		cwd_counters_log(what, &pb->resvs[i]->st);
 	}
 }
@@ -542,6 +545,7 @@ void pb_free(struct pb *pb)
 			cw_io_engine_free(d->lanes[j].eng);
 			cw_sched_free(d->lanes[j].sched);
 			free(d->lanes[j].expected_ns);
+			free(atomic_load(&d->lanes[j].plan));
 			cw_slots_free(d->lanes[j].rec);
 		}
 		free(d->lanes);

@@ -43,8 +43,16 @@
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
 #define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */
 #define SLOTS_THREADS 1024	/* connection and dispatcher threads booking at once */
+#define PB_RESV_MAX 1024	/* reservations at once (static and from the control socket) */
 
 struct piece;
+
+/* The slack and BE server of a lane with streams, handed to its dispatcher
+ * when streams are admitted or released while it runs (lane_post_plan). */
+struct lane_plan {
+	int64_t delta_l_ns, idle_be_ns;
+	int64_t server_slice_ns, server_period_ns;
+};
 
 struct lane {
 	struct pb *pb;
@@ -58,6 +66,7 @@ struct lane {
 	_Atomic(struct piece *) overflow;	/* pushed by dispatchers on a full window */
 	atomic_int sleeping;
 	atomic_bool stop;
+	_Atomic(struct lane_plan *) plan;	/* posted, not yet applied */
 	struct cwd_counters st;
 	/* Owned by the dispatcher thread alone. */
 	struct cw_io_engine *eng;
@@ -84,6 +93,7 @@ struct disk {
 	size_t ntasks;
 	atomic_uint_fast64_t nerrors;
 	int64_t be_max_ns;		/* service of the largest BE piece */
+	atomic_bool live_streams;	/* streams admitted at runtime: RT goes to lane 0 */
 };
 
 struct resv {
@@ -95,6 +105,7 @@ struct resv {
 	int64_t *period_ns;		/* per disk index: T (0: not on it) */
 	int64_t *service_ns;		/* per disk index: C */
 	struct cwd_counters st;
+	uint64_t ctl_id;		/* the control plane's id; 0: static (-r) */
 };
 
 /* An export: one partition. */
@@ -155,6 +166,9 @@ int lane_push(struct pb *pb, struct piece *p);
 void *lane_main(void *arg);
 void lane_stop(struct lane *l);
 void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);
+/* Hands a plan (malloc'ed; the lane frees it) to a lane's dispatcher,
+ * which applies it once nothing started outside the policy is in flight. */
+void lane_post_plan(struct lane *l, struct lane_plan *pl);
 
 /* pool-backend.c */
 void pb_req_finish(struct preq *q);

@@ -37,6 +37,7 @@ cwd_conf() {
 	cat >"$cwd_cfg" <<EOC
 pool = "$cwd_db";
 listen = { unix = [ "$cwd_sock" ]; };
+control_socket = "$cw_tmp/control";
 log_level = "debug";
 ${1:-}
 EOC

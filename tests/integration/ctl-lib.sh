@@ -1,21 +1,73 @@
 # Sourced by the control-plane tests after lib.sh.
 #
-#   ctl_start DIR [ARGS...]  start a control server over a new pool in DIR,
-#                            socket DIR/control; sets CTL_SOCK and CTL_PID
+#   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
+#                            clockwised over a pool in DIR (new, holding three
+#                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
+#                            on DIR/nbd.sock, control socket DIR/control;
+#                            waits for its ready line; sets CTL_SOCK,
+#                            CTL_NBD, CTL_PID and CTL_LOG
+#   ctl_start_standin DIR [ARGS...]  the same socket served by
+#                            tests/integration/ctl-test-server (the control
+#                            server without the data path), for what needs
+#                            its knobs (rate limits, injected clock)
 #   cwctl ARGS...            the real cwctl on that socket
 #   ctl_code CMD...          run CMD, print the error code cwctl reported
-#   ctl_disks DIR            three sparse file-backed disks: hdd0 hdd1 ssd0
-#
-# The server is tests/integration/ctl-test-server: daemon/control.c on a
-# real pool, without the data path.  Once clockwised serves the same
-# socket, ctl_start is the one place to change: write a config naming the
-# pool and control_socket, start clockwised on it, and wait for the socket.
+#   ctl_disks DIR            the three disks: already in clockwised's pool
+#                            (checked), added through cwctl for the stand-in
 CTL_SERVER=${CTL_SERVER:-$top_builddir/tests/integration/ctl-test-server}
+CTL_DAEMON=$top_builddir/daemon/clockwised
 CWCTL=$top_builddir/tools/cwctl
 CTL_RAW=$top_builddir/tests/integration/ctl-raw
+CTL_STANDIN=0
 
 ctl_start() {
+	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true
+	shift
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--read-group) rgroup=$2; shift ;;
+		--admin-group) radmin=$2; shift ;;
+		--no-export-all) all=false ;;
+		*) echo "ctl_start: unknown option $1" >&2; return 1 ;;
+		esac
+		shift
+	done
+	CTL_STANDIN=0
+	CTL_SOCK=$dir/control
+	CTL_NBD=$dir/nbd.sock
+	CTL_LOG=$dir/clockwised.log
+	if ! test -e "$dir/pool.db"; then	# else: a restart on the same pool
+		"$top_builddir/tools/cwpool" create "$dir/pool.db" || return 1
+		truncate -s 256M "$dir/hdd0.img" "$dir/hdd1.img" &&
+			truncate -s 128M "$dir/ssd0.img" || return 1
+		"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/hdd0.img" hdd hdd0 >/dev/null &&
+			"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/hdd1.img" hdd hdd1 >/dev/null &&
+			"$top_builddir/tools/cwpool" add-disk "$dir/pool.db" "$dir/ssd0.img" ssd ssd0 >/dev/null ||
+			return 1
+	fi
+	cat >"$dir/clockwised.conf" <<EOC
+pool = "$dir/pool.db";
+listen = { unix = [ "$CTL_NBD" ]; };
+control_socket = "$CTL_SOCK";
+control_read_group = "$rgroup";
+control_admin_group = "$radmin";
+exports = { all = $all; };
+log_level = "info";
+EOC
+	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" 2>"$CTL_LOG" &
+	CTL_PID=$!
+	cleanup_add "kill $CTL_PID 2>/dev/null; wait $CTL_PID 2>/dev/null; [ \$cw_failed -eq 0 ] || cat '$CTL_LOG' >&2"
+	wait_for "clockwised to be ready" 30 ctl_ready || { cat "$CTL_LOG" >&2; return 1; }
+}
+
+ctl_ready() {
+	kill -0 "$CTL_PID" 2>/dev/null || { echo "clockwised exited" >&2; cat "$CTL_LOG" >&2; exit 1; }
+	grep -q 'ready: ' "$CTL_LOG" && test -S "$CTL_SOCK"
+}
+
+ctl_start_standin() {
 	local dir=$1; shift
+	CTL_STANDIN=1
 	CTL_SOCK=$dir/control
 	"$CTL_SERVER" --pool "$dir/pool.db" --socket "$CTL_SOCK" "$@" &
 	CTL_PID=$!
@@ -23,7 +75,7 @@ ctl_start() {
 	wait_for "the control socket" 20 test -S "$CTL_SOCK"
 }
 
-# Stops the server and checks it ended cleanly (it removes its socket).
+# Stops the server and checks it ended cleanly (exit 0, socket removed).
 ctl_stop() {
 	kill "$CTL_PID" && wait "$CTL_PID" && ! test -e "$CTL_SOCK"
 }
@@ -37,6 +89,10 @@ ctl_code() {
 
 ctl_disks() {
 	local dir=$1
+	if [ "$CTL_STANDIN" = 0 ]; then
+		test "$(cwctl disk list | grep -c '^\(hdd0\|hdd1\|ssd0\) ')" -eq 3
+		return
+	fi
 	truncate -s 256M "$dir/hdd0.img" "$dir/hdd1.img" && truncate -s 128M "$dir/ssd0.img" &&
 		cwctl disk add "$dir/hdd0.img" --name hdd0 >/dev/null &&
 		cwctl disk add "$dir/hdd1.img" --name hdd1 >/dev/null &&

@@ -9,7 +9,7 @@
 requires jq truncate head
 
 d=$cw_tmp
-ctl_start "$d" --rate-burst 30 --rate 1
+ctl_start_standin "$d" --rate-burst 30 --rate 1
 check "disks" ctl_disks "$d"
 
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Description: every cwctl command against a control server on a real pool
+# Description: every cwctl command against clockwised on a real pool
 # (sqlite file, file-backed disks): the happy paths, the refusals
 # (over-admission, unknown names, bad arguments, things in use) with their
 # stable codes, and that a refusal changes nothing.
@@ -9,7 +9,7 @@ requires jq truncate
 
 d=$cw_tmp
 ctl_start "$d"
-check "three disks added" ctl_disks "$d"
+check "three disks in the pool" ctl_disks "$d"
 
 # --- help and usage
 check "cwctl --help" bash -c '"$0" --help | grep -q "^Usage: cwctl"' "$CWCTL"
@@ -33,6 +33,9 @@ check "a bad tier: bad-request" test "$(ctl_code cwctl disk add "$d/x.img" --tie
 check "a bad disk name: bad-request" test "$(ctl_code cwctl disk add "$d/x.img" --name -x)" = bad-request
 expect_fail "a missing file is refused" cwctl disk add "$d/missing.img"
 check "refused adds changed nothing" test "$(cwctl --json disk list | jq length)" -eq 3
+check "disk add on the running daemon" cwctl disk add "$d/x.img" --name extra
+check "four disks" test "$(cwctl --json disk list | jq length)" -eq 4
+check "disk remove of an empty disk" cwctl disk remove extra
 check "unknown disk: not-found" test "$(ctl_code cwctl disk remove nope)" = not-found
 
 # --- partitions

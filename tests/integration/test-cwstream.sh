@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Description: cwstream against a real NBD server (nbdkit): at a rate the
+# Description: cwstream against real NBD servers (nbdkit, clockwised): at a rate the
 # server easily sustains every block is on time; behind nbdkit's delay
 # filter, with a delay longer than the period, every block is late and
 # the run says so (exit 4); recording writes what it says it wrote;
@@ -56,12 +56,12 @@ ctl_start "$d"
 check "disks" ctl_disks "$d"
 check "partition" cwctl part create media --size 64M
 check "export" cwctl export add media
-"$CWSTREAM" play "nbd+unix:///media?socket=$d/mem" --rate 1MB/s --block 256K --duration 0.6s \
+"$CWSTREAM" play "nbd+unix:///media?socket=$CTL_NBD" --rate 1MB/s --block 256K --duration 0.6s \
 	--reserve --socket "$CTL_SOCK" --json > "$d/resv.json"; rc=$?
 check "a reserved stream exits 0" test "$rc" -eq 0
 check "it ran under reservation 1" test "$(tail -n1 "$d/resv.json" | jq .summary.resv)" -eq 1
 check "the reservation was released" test "$(cwctl --json resv list | jq length)" -eq 0
-"$CWSTREAM" play "nbd+unix:///media?socket=$d/mem" --rate 4GB/s --block 256K --duration 0.3s \
+"$CWSTREAM" play "nbd+unix:///media?socket=$CTL_NBD" --rate 4GB/s --block 256K --duration 0.3s \
 	--reserve --socket "$CTL_SOCK" 2> "$d/refused.err"; rc=$?
 check "an inadmissible stream does not start" test "$rc" -eq 1
 check "and says why" grep -q "(refused)" "$d/refused.err"

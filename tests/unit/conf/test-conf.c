@@ -80,6 +80,9 @@ static void test_defaults(void)
 		CU_ASSERT_TRUE(x->listen_tcp[0].loopback);
 		CU_ASSERT_FALSE(x->allow_remote);
 		CU_ASSERT_STRING_EQUAL(x->control_socket, "/run/clockwise/control");
+		CU_ASSERT_STRING_EQUAL(x->control_read_group, "clockwise");
+		CU_ASSERT_STRING_EQUAL(x->control_admin_group, "clockwise-admin");
+		CU_ASSERT_TRUE(x->exports.all);
 		CU_ASSERT_EQUAL(x->log_level, LOG_INFO);
 		CU_ASSERT_FALSE(x->exports.read_only);
 		CU_ASSERT_EQUAL(x->exports.block_size, 4096);
@@ -107,20 +110,24 @@ static void test_full(void)
 		");\n"
 		"policy = \"edf\";  # after the disks: still their default\n"
 		"control_socket = \"/run/cw/ctl\";\n"
+		"control_read_group = \"video\"; control_admin_group = \"wheel\";\n"
 		"log_level = \"error\";\n"
 		"exports = { read_only = true; block_size = 512; max_request_bytes = 0x100000; "
-		"multi_conn = false; };\n");
+		"multi_conn = false; all = false; };\n");
 
 	CU_ASSERT_STRING_EQUAL(c->pool, "/srv/pool.db");
 	CU_ASSERT_EQUAL(c->io_engine, CW_IO_AIO);
 	CU_ASSERT_EQUAL(c->queue_depth, 4096);
 	CU_ASSERT_EQUAL(c->policy, CWD_POLICY_EDF);
 	CU_ASSERT_STRING_EQUAL(c->control_socket, "/run/cw/ctl");
+	CU_ASSERT_STRING_EQUAL(c->control_read_group, "video");
+	CU_ASSERT_STRING_EQUAL(c->control_admin_group, "wheel");
 	CU_ASSERT_EQUAL(c->log_level, LOG_ERR);
 	CU_ASSERT_TRUE(c->exports.read_only);
 	CU_ASSERT_EQUAL(c->exports.block_size, 512);
 	CU_ASSERT_EQUAL(c->exports.max_request_bytes, 1 << 20);
 	CU_ASSERT_FALSE(c->exports.multi_conn);
+	CU_ASSERT_FALSE(c->exports.all);
 	CU_ASSERT_EQUAL_FATAL(c->n_disks, 3);
 	CU_ASSERT_STRING_EQUAL(c->disks[0].path, "/dev/loop0");
 	CU_ASSERT_STRING_EQUAL(c->disks[0].name, "hdd0");
@@ -186,7 +193,8 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, io_engine, queue_depth, "
-		 "listen, control_socket, log_level, exports or disks");
+		 "listen, control_socket, control_read_group, control_admin_group, log_level, exports or "
+		 "disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
 	load_bad("queue_depth = 0;\n", "1: queue_depth = 0 is out of range; expected an integer from 1 to 4096");
@@ -248,7 +256,11 @@ static void test_bad_exports(void)
 	load_bad("exports = { read_only = 1; };\n", "1: exports.read_only is an integer; expected true or false");
 	load_bad("exports = {\n  bogus = 1;\n};\n",
 		 "2: unknown setting \"bogus\" in exports; expected read_only, block_size, "
-		 "max_request_bytes or multi_conn");
+		 "max_request_bytes, multi_conn or all");
+	load_bad("control_admin_group = \"a b\";\n",
+		 "1: control_admin_group = \"a b\" is not a valid name; expected 1 to 32 of "
+		 "A-Z a-z 0-9 . _ -, not starting with .");
+	load_bad("exports = { all = 1; };\n", "1: exports.all is an integer; expected true or false");
 	load_bad("\nexports = { block_size = 65536;\n max_request_bytes = 4096; };\n",
 		 "2: exports.max_request_bytes (4096) is smaller than exports.block_size (65536); "
 		 "expected max_request_bytes >= block_size");
@@ -433,6 +445,8 @@ static void test_example(void)
 	CU_ASSERT_EQUAL(c->listen_tcp[0].port, d->listen_tcp[0].port);
 	CU_ASSERT_EQUAL(c->allow_remote, d->allow_remote);
 	CU_ASSERT_STRING_EQUAL(c->control_socket, d->control_socket);
+	CU_ASSERT_STRING_EQUAL(c->control_read_group, d->control_read_group);
+	CU_ASSERT_STRING_EQUAL(c->control_admin_group, d->control_admin_group);
 	CU_ASSERT_EQUAL(c->log_level, d->log_level);
 	CU_ASSERT_EQUAL(memcmp(&c->exports, &d->exports, sizeof(c->exports)), 0);
 	CU_ASSERT_EQUAL(c->n_disks, 0);
