@@ -1475,8 +1475,15 @@ static int load_exports(struct cwc_server *srv, const struct cw_part_info *parts
 		r = cw_part_lookup(srv->pool, name, &part);
 		if (r == 0)
 			r = srv->o.hooks.export_add(srv->o.hooks.userdata, e, part);
+		/* A partition on a missing disk cannot be served: its export
+		 * stays listed (and stored) and the rest are served, as a
+		 * degraded pool should be; the data path has logged why. */
+		if (r == -ENODEV)
+			r = 0;
 		if (r < 0)
 			return r;
+		/* Counted either way: unloading removes every listed export and
+		 * the data path answers -ENOENT for one it never served. */
 		(*ret_served)++;
 	}
 	return 0;

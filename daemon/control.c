@@ -722,6 +722,20 @@ int cwc_server_set_model(struct cwc_server *srv, uint32_t disk_id, const struct 
 	return 0;
 }
 
+int cwc_server_get_model(struct cwc_server *srv, uint32_t disk_id, struct cw_model *ret_model,
+			 bool *ret_calibrated)
+{
+	if (!srv || disk_id == 0 || disk_id > CW_DISKS_MAX)
+		return -EINVAL;
+	if (!srv->models[disk_id].set)
+		return -ENOENT;
+	if (ret_model)
+		*ret_model = srv->models[disk_id].m;
+	if (ret_calibrated)
+		*ret_calibrated = srv->models[disk_id].calibrated;
+	return 0;
+}
+
 int cwc_server_resv_list(struct cwc_server *srv, struct cwc_resv **ret, size_t *ret_n)
 {
 	struct cwc_resv *out;

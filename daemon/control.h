@@ -182,6 +182,11 @@ void cwc_server_stop(struct cwc_server *srv);
 int cwc_server_set_model(struct cwc_server *srv, uint32_t disk_id, const struct cw_model *m,
 			 bool calibrated);
 
+/* The model admission uses for a disk: the one stored in the pool (loaded
+ * at start) or installed; -ENOENT when it has none yet. */
+int cwc_server_get_model(struct cwc_server *srv, uint32_t disk_id, struct cw_model *ret_model,
+			 bool *ret_calibrated);
+
 /* The admitted reservations (a snapshot, thread-safe): malloc'ed array of
  * copies; free each with cwc_resv_free_parts() and the array with free(). */
 int cwc_server_resv_list(struct cwc_server *srv, struct cwc_resv **ret, size_t *ret_n);

@@ -124,6 +124,10 @@ static int hook_export_remove(void *userdata, const struct cwc_export *e)
 	int r;
 
 	r = nbd_server_remove_export(ctl->nbd, e->name);
+	/* An export listed but never served (its partition was on a missing
+	 * disk at start) is simply forgotten. */
+	if (r == -ENOENT && !x)
+		return 0;
 	if (r < 0)
 		return r;
 	if (x)
@@ -420,9 +424,12 @@ int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
 		ctl_free(ctl);
 		return r;
 	}
-	/* Admission on the socket uses the models the dispatchers use. */
+	/* Admission on the socket uses the models the dispatchers use, except
+	 * where the pool stores one (a calibration measured on that disk
+	 * outranks a preset or a declared model). */
 	for (i = 0; i < pb->ndisks; i++)
-		if (pb->disks[i].fd >= 0)
+		if (pb->disks[i].fd >= 0 &&
+		    cwc_server_get_model(ctl->srv, pb->disks[i].id, NULL, NULL) == -ENOENT)
 			(void)cwc_server_set_model(ctl->srv, pb->disks[i].id, &pb->disks[i].model,
 						   false);
 	*ret_ctl = ctl;

@@ -12,7 +12,7 @@
 requires jq truncate
 
 d=$cw_tmp
-ctl_start "$d"
+ctl_start "$d" --no-export-all
 check "three disks added" ctl_disks "$d"
 check "part create media" cwctl part create media --size 200M
 check "part create be" cwctl part create be --size 64M --tier ssd --policy single
@@ -51,7 +51,7 @@ before_status=$(cwctl --json status | jq -cS '[.disks[] | {name, utilization, de
 check "there is something to keep" test "$(echo "$before_resvs" | wc -l)" -eq $((n + 3))
 
 check "the server stops" ctl_stop
-ctl_start "$d"
+ctl_start "$d" --no-export-all
 
 check "the reservations are back, per-disk tasks included" test "$(resvs)" = "$before_resvs"
 check "the exports are back" test "$(exports)" = "$before_exports"
@@ -72,7 +72,7 @@ check "a new id is past every old one" test "$new" -gt "$top"
 
 # And once more: what was removed stays removed.
 check "the server stops again" ctl_stop
-ctl_start "$d"
+ctl_start "$d" --no-export-all
 check "reservation 1 stays released" test "$(ctl_code cwctl resv show 1)" = not-found
 check "export media stays removed" test "$(cwctl --json export list | jq -r '[.[].name] | join(",")')" = be-ro
 check "the new reservation is there" test "$(cwctl --json resv show "$new" | jq .id)" = "$new"
