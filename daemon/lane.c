@@ -93,6 +93,47 @@ static void lane_wake(struct lane *l)
 /* Set in dispatcher threads. */
 static __thread bool in_dispatcher;
 
+/* Lanes a connection's reader booked into and has not woken yet: it wakes
+ * them when it is about to block (lane_unplug), so a burst of requests
+ * read at once costs each lane one wake-up and the dispatcher takes the
+ * whole burst in one intake. */
+#define WAKE_LATER_MAX 8
+static __thread struct {
+	bool plugged;
+	unsigned n;
+	struct lane *lanes[WAKE_LATER_MAX];
+} tls_wake;
+
+void lane_plug(void)
+{
+	tls_wake.plugged = true;
+}
+
+void lane_unplug(void)
+{
+	unsigned i;
+
+	for (i = 0; i < tls_wake.n; i++)
+		lane_wake(tls_wake.lanes[i]);
+	tls_wake.n = 0;
+}
+
+static void lane_wake_later(struct lane *l)
+{
+	unsigned i;
+
+	if (in_dispatcher || !tls_wake.plugged) {
+		lane_wake(l);
+		return;
+	}
+	for (i = 0; i < tls_wake.n; i++)
+		if (tls_wake.lanes[i] == l)
+			return;
+	if (tls_wake.n == WAKE_LATER_MAX)
+		lane_unplug();
+	tls_wake.lanes[tls_wake.n++] = l;
+}
+
 static bool lane_has_bookings(struct lane *l)
 {
 	return atomic_load(&l->booked_end) > cw_slots_now(l->rec) || atomic_load(&l->overflow);
@@ -156,7 +197,7 @@ int lane_push(struct pb *pb, struct piece *p)
 	cur = atomic_load(&l->booked_end);
 	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
 		;
-	lane_wake(l);
+	lane_wake_later(l);
 	return 0;
 }
 
@@ -440,6 +481,9 @@ void *lane_main(void *arg)
 	int n, i;
 
 	in_dispatcher = true;
+	/* Replies to the connections' writers go out once per batch of
+	 * completions, not once per request (nbd_io_unplug below). */
+	nbd_io_plug();
 
 	for (;;) {
 		now = cw_now_ns();
@@ -453,12 +497,16 @@ void *lane_main(void *arg)
 				timeout = -1;
 			else
 				timeout = l->fifo ? 0 : POLL_NS;
+			if (timeout)
+				nbd_io_unplug();
 			n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
 			now = cw_now_ns();
 			for (i = 0; i < n; i++)
 				lane_reaped(l, done[i], now);
+			nbd_io_unplug();
 			continue;
 		}
+		nbd_io_unplug();
 		if (l->fifo)
 			continue;
 		if (atomic_load(&l->stop) && !lane_has_bookings(l)) {

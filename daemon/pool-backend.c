@@ -23,7 +23,6 @@
  * disk of the partition.
  */
 #include "config.h"
-#include "config.h"
 
 #include "daemon/pool-internal.h"
 
@@ -128,6 +127,7 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	q->x = x;
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
+	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	bool rt = rv && off >= rv->lo && end <= rv->hi && in_span(rv, q->arrival_ns);
 
 	while (off < end) {
@@ -210,6 +210,7 @@ static int pb_flush(void *backend, struct nbd_io *nio)
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
 	q->fua = false;
+	lane_plug();
 	q->npieces = x->ndisks;
 	q->nflush = 0;
 	add_flush_pieces(q, 0);
@@ -227,12 +228,19 @@ static int pb_trim(void *backend, struct nbd_io *io)
 	return 0;
 }
 
+static void pb_unplug(void *backend)
+{
+	(void)backend;
+	lane_unplug();
+}
+
 static const struct nbd_backend_ops pb_ops = {
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
 	.flush = pb_flush,
 	.trim = pb_trim,
 	.zero = pb_zero,
+	.unplug = pb_unplug,
 };
 
 /* ---- setup ---- */
@@ -243,6 +251,18 @@ static const char *const state_names[] = {
 	[CW_DISK_WRONG_LABEL] = "holds another disk or no label",
 	[CW_DISK_BAD_LABEL] = "has a corrupt label",
 };
+
+/* Lanes of an SSD the configuration does not mention.  Each lane is a
+ * dispatcher thread, and each connection brings a reader and a writer:
+ * more dispatchers than half the CPUs only add wake-ups and context
+ * switches between threads that cannot run at once (on 2 CPUs, 4 lanes
+ * served 4k reads at half the rate of 1). */
+static unsigned default_ssd_lanes(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n >= 8 ? 4 : n >= 4 ? (unsigned)(n / 2) : 1;
+}
 
 static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
 {
@@ -261,7 +281,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
-	d->nlanes = cd ? cd->lanes : (info->tier == CW_TIER_SSD ? 4 : 1);
+	d->nlanes = cd ? cd->lanes : info->tier == CW_TIER_SSD ? default_ssd_lanes() : 1;
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	model = cd && cd->model ? cd->model : info->tier == CW_TIER_SSD ? "ssd" : "hdd7200";
@@ -305,12 +325,17 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		return 0;
 	}
 	d->fd = r;
+	/* io_uring punts reads it cannot do without blocking (tmpfs, some
+	 * file systems) to kernel workers; libaio then costs less. */
+	if (cw_io_kind_for_fd(d->fd, cfg->io_engine, &d->io_kind) < 0)
+		d->io_kind = cfg->io_engine;
 	r = cw_io_alignment(d->fd, &d->align);
 	if (r < 0 || !d->direct)
 		d->align = 512;
-	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, %u lane%s, %s I/O", d->name, d->path,
+	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, %u lane%s, %s %s I/O", d->name, d->path,
 		cw_tier_name(d->tier), cw_sched_policy_name(d->policy), d->nlanes,
-		d->nlanes == 1 ? "" : "s", d->direct ? "direct" : "buffered");
+		d->nlanes == 1 ? "" : "s", d->direct ? "direct" : "buffered",
+		cw_io_kind_name(d->io_kind));
 	return 0;
 }
 
@@ -486,10 +511,10 @@ int pb_start(struct pb *pb)
 			l->expected_ns = calloc(pb->nresvs ? pb->nresvs : 1, sizeof(int64_t));
 			if (!l->expected_ns)
 				return -ENOMEM;
-			r = cw_io_engine_new(pb->cfg->io_engine, pb->cfg->queue_depth, &l->eng);
+			r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
 			if (r < 0) {
 				cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
-					cw_io_kind_name(pb->cfg->io_engine), strerror(-r));
+					cw_io_kind_name(d->io_kind), strerror(-r));
 				return r;
 			}
 			r = -pthread_create(&l->thread, NULL, lane_main, l);

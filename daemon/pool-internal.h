@@ -75,6 +75,7 @@ struct disk {
 	enum cw_tier tier;
 	int fd;
 	bool direct;
+	enum cw_io_kind io_kind;	/* the engine its lanes use */
 	size_t align;
 	struct cw_model model;
 	enum cw_sched_policy policy;
@@ -152,6 +153,8 @@ struct preq {
 /* lane.c */
 void lane_init_once(void);		/* the per-thread booking descriptors */
 int lane_push(struct pb *pb, struct piece *p);
+void lane_plug(void);			/* this thread's wake-ups wait for lane_unplug() */
+void lane_unplug(void);
 void *lane_main(void *arg);
 void lane_stop(struct lane *l);
 void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);

@@ -15,7 +15,8 @@ check "nbdcopy out" nbdcopy "$(cwd_uri vol)" "$cw_tmp/out"
 check "same data" cmp "$cw_tmp/in" "$cw_tmp/out"
 check "same checksum" test "$(sha256sum <"$cw_tmp/in")" = "$(sha256sum <"$cw_tmp/out")"
 check "both disks carried data" bash -c \
-	"kill -USR1 $cwd_pid; until grep -q 'stats disk b lane 3' '$(cwd_log)'; do sleep 0.05; done;
+	"last=\$(( \$(sed -n 's/.*disk b: .*, \\([0-9]*\\) lanes\\{0,1\\},.*/\\1/p' '$(cwd_log)') - 1 ));
+	 kill -USR1 $cwd_pid; until grep -q \"stats disk b lane \$last:\" '$(cwd_log)'; do sleep 0.05; done;
 	 grep 'stats disk a lane 0' '$(cwd_log)' | grep -qv 'write_bytes=0 ' &&
 	 grep 'stats disk b' '$(cwd_log)' | grep -qv 'write_bytes=0 '"
 check "clean stop" cwd_stop
