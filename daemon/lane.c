@@ -31,6 +31,7 @@ static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 struct tctx {
 	struct cw_slots_ctx *ctx;
 	struct pb *pb;
+	struct preq *spare;	/* small requests to reuse (lane_preq_get) */
 };
 
 static void ctx_free(void *arg)
@@ -38,6 +39,12 @@ static void ctx_free(void *arg)
 	struct tctx *t = arg;
 	struct pb *pb = t->pb;
 
+	while (t->spare) {
+		struct preq *q = t->spare;
+
+		t->spare = q->next_spare;
+		free(q);
+	}
 	cw_slots_ctx_free(t->ctx);
 	free(t);
 	atomic_fetch_sub(&pb->live_ctx, 1);	/* pb_free waits for this */
@@ -51,12 +58,12 @@ static void ctx_key_init(void)
 
 /* This thread's descriptor in the domain, made on first use and freed when
  * the thread ends (connection threads come and go). */
-static struct cw_slots_ctx *thread_ctx(struct pb *pb)
+static struct tctx *thread_tctx(struct pb *pb)
 {
 	struct tctx *t = pthread_getspecific(ctx_key);
 
 	if (t)
-		return t->ctx;
+		return t;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
@@ -67,7 +74,42 @@ static struct cw_slots_ctx *thread_ctx(struct pb *pb)
 	}
 	atomic_fetch_add(&pb->live_ctx, 1);
 	pthread_setspecific(ctx_key, t);
-	return t->ctx;
+	return t;
+}
+
+static struct cw_slots_ctx *thread_ctx(struct pb *pb)
+{
+	struct tctx *t = thread_tctx(pb);
+
+	return t ? t->ctx : NULL;
+}
+
+/* Small requests (PREQ_SMALL_PIECES pieces) are not freed but kept for the
+ * next one: a dispatcher returns them to the pool's stack (one CAS push),
+ * and a submitting thread takes that whole stack at once into its own list
+ * when its list is empty.  So a request costs no malloc once warm, and the
+ * stack, only ever taken whole, cannot suffer ABA. */
+struct preq *lane_preq_get(struct pb *pb)
+{
+	struct tctx *t = thread_tctx(pb);
+	struct preq *q;
+
+	if (t && !t->spare)
+		t->spare = atomic_exchange(&pb->spare, NULL);
+	if (!t || !t->spare)
+		return malloc(sizeof(*q) + PREQ_SMALL_PIECES * sizeof(struct piece));
+	q = t->spare;
+	t->spare = q->next_spare;
+	return q;
+}
+
+void lane_preq_put(struct pb *pb, struct preq *q)
+{
+	struct preq *head = atomic_load(&pb->spare);
+
+	do {
+		q->next_spare = head;
+	} while (!atomic_compare_exchange_weak(&pb->spare, &head, q));
 }
 
 static void futex_wait(atomic_int *addr, int val, int64_t timeout_ns)

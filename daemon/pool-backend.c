@@ -86,6 +86,30 @@ static void push_pieces(struct preq *q, unsigned from, unsigned n)
 	}
 }
 
+static struct preq *preq_new(struct pb *pb, size_t npieces)
+{
+	struct preq *q;
+
+	if (npieces <= PREQ_SMALL_PIECES) {
+		q = lane_preq_get(pb);
+		if (q)
+			q->small = true;
+		return q;
+	}
+	q = malloc(sizeof(*q) + npieces * sizeof(struct piece));
+	if (q)
+		q->small = false;
+	return q;
+}
+
+static void preq_free(struct preq *q)
+{
+	if (q->small)
+		lane_preq_put(q->x->pb, q);
+	else
+		free(q);
+}
+
 void pb_req_finish(struct preq *q)
 {
 	int err = atomic_load(&q->err);
@@ -96,7 +120,7 @@ void pb_req_finish(struct preq *q)
 		return;
 	}
 	nbd_io_complete(q->nio, err);
-	free(q);
+	preq_free(q);
 }
 
 static bool in_span(const struct resv *r, int64_t now)
@@ -120,7 +144,7 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	unsigned nt = 0;
 	int r;
 
-	q = malloc(sizeof(*q) + (maxp + nflush) * sizeof(struct piece));
+	q = preq_new(pb, maxp + nflush);
 	if (!q)
 		return -ENOMEM;
 	q->nio = nio;
@@ -174,7 +198,7 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	push_pieces(q, 0, n);
 	return 0;
 fail:
-	free(q);
+	preq_free(q);
 	return r;
 }
 
@@ -202,7 +226,7 @@ static int pb_flush(void *backend, struct nbd_io *nio)
 		nbd_io_complete(nio, 0);
 		return 0;
 	}
-	q = malloc(sizeof(*q) + x->ndisks * sizeof(struct piece));
+	q = preq_new(x->pb, x->ndisks);
 	if (!q)
 		return -ENOMEM;
 	q->nio = nio;
@@ -588,6 +612,10 @@ void pb_free(struct pb *pb)
 	 * be just after the NBD server saw them finish. */
 	while (atomic_load(&pb->live_ctx))
 		sched_yield();
+	for (struct preq *q = atomic_exchange(&pb->spare, NULL), *qn; q; q = qn) {
+		qn = q->next_spare;
+		free(q);
+	}
 	cw_slots_domain_free(pb->domain);
 	free(pb);
 }
