@@ -160,11 +160,14 @@ void lane_unplug(void)
 	tls_wake.n = 0;
 }
 
-static void lane_wake_later(struct lane *l)
+/* rt: a piece of an admitted stream wakes its lane at once; held until
+ * the reader blocks it would wait for the booking of the rest of the
+ * burst, time the admission test does not count. */
+static void lane_wake_later(struct lane *l, bool rt)
 {
 	unsigned i;
 
-	if (in_dispatcher || !tls_wake.plugged) {
+	if (rt || in_dispatcher || !tls_wake.plugged) {
 		lane_wake(l);
 		return;
 	}
@@ -239,7 +242,7 @@ int lane_push(struct pb *pb, struct piece *p)
 	cur = atomic_load(&l->booked_end);
 	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
 		;
-	lane_wake_later(l);
+	lane_wake_later(l, p->rt);
 	return 0;
 }
 
