@@ -188,6 +188,7 @@ static bool lane_has_bookings(struct lane *l)
 int lane_push(struct pb *pb, struct piece *p)
 {
 	struct lane *l = p->lane;
+	bool rt = p->rt;	/* once committed, p is the dispatcher's */
 	struct cw_slots_ctx *ctx = thread_ctx(pb);
 	struct cw_slots_req rq = { 0 };
 	struct cw_slots_booking b;
@@ -242,7 +243,7 @@ int lane_push(struct pb *pb, struct piece *p)
 	cur = atomic_load(&l->booked_end);
 	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
 		;
-	lane_wake_later(l, p->rt);
+	lane_wake_later(l, rt);
 	return 0;
 }
 
