@@ -31,6 +31,7 @@ static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 struct tctx {
 	struct cw_slots_ctx *ctx;
 	struct pb *pb;
+	struct preq *spare;	/* small requests to reuse (lane_preq_get) */
 };
 
 static void ctx_free(void *arg)
@@ -38,6 +39,12 @@ static void ctx_free(void *arg)
 	struct tctx *t = arg;
 	struct pb *pb = t->pb;
 
+	while (t->spare) {
+		struct preq *q = t->spare;
+
+		t->spare = q->next_spare;
+		free(q);
+	}
 	cw_slots_ctx_free(t->ctx);
 	free(t);
 	atomic_fetch_sub(&pb->live_ctx, 1);	/* pb_free waits for this */
@@ -51,12 +58,12 @@ static void ctx_key_init(void)
 
 /* This thread's descriptor in the domain, made on first use and freed when
  * the thread ends (connection threads come and go). */
-static struct cw_slots_ctx *thread_ctx(struct pb *pb)
+static struct tctx *thread_tctx(struct pb *pb)
 {
 	struct tctx *t = pthread_getspecific(ctx_key);
 
 	if (t)
-		return t->ctx;
+		return t;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
@@ -67,7 +74,42 @@ static struct cw_slots_ctx *thread_ctx(struct pb *pb)
 	}
 	atomic_fetch_add(&pb->live_ctx, 1);
 	pthread_setspecific(ctx_key, t);
-	return t->ctx;
+	return t;
+}
+
+static struct cw_slots_ctx *thread_ctx(struct pb *pb)
+{
+	struct tctx *t = thread_tctx(pb);
+
+	return t ? t->ctx : NULL;
+}
+
+/* Small requests (PREQ_SMALL_PIECES pieces) are not freed but kept for the
+ * next one: a dispatcher returns them to the pool's stack (one CAS push),
+ * and a submitting thread takes that whole stack at once into its own list
+ * when its list is empty.  So a request costs no malloc once warm, and the
+ * stack, only ever taken whole, cannot suffer ABA. */
+struct preq *lane_preq_get(struct pb *pb)
+{
+	struct tctx *t = thread_tctx(pb);
+	struct preq *q;
+
+	if (t && !t->spare)
+		t->spare = atomic_exchange(&pb->spare, NULL);
+	if (!t || !t->spare)
+		return malloc(sizeof(*q) + PREQ_SMALL_PIECES * sizeof(struct piece));
+	q = t->spare;
+	t->spare = q->next_spare;
+	return q;
+}
+
+void lane_preq_put(struct pb *pb, struct preq *q)
+{
+	struct preq *head = atomic_load(&pb->spare);
+
+	do {
+		q->next_spare = head;
+	} while (!atomic_compare_exchange_weak(&pb->spare, &head, q));
 }
 
 static void futex_wait(atomic_int *addr, int val, int64_t timeout_ns)
@@ -93,6 +135,50 @@ static void lane_wake(struct lane *l)
 /* Set in dispatcher threads. */
 static __thread bool in_dispatcher;
 
+/* Lanes a connection's reader booked into and has not woken yet: it wakes
+ * them when it is about to block (lane_unplug), so a burst of requests
+ * read at once costs each lane one wake-up and the dispatcher takes the
+ * whole burst in one intake. */
+#define WAKE_LATER_MAX 8
+static __thread struct {
+	bool plugged;
+	unsigned n;
+	struct lane *lanes[WAKE_LATER_MAX];
+} tls_wake;
+
+void lane_plug(void)
+{
+	tls_wake.plugged = true;
+}
+
+void lane_unplug(void)
+{
+	unsigned i;
+
+	for (i = 0; i < tls_wake.n; i++)
+		lane_wake(tls_wake.lanes[i]);
+	tls_wake.n = 0;
+}
+
+/* rt: a piece of an admitted stream wakes its lane at once; held until
+ * the reader blocks it would wait for the booking of the rest of the
+ * burst, time the admission test does not count. */
+static void lane_wake_later(struct lane *l, bool rt)
+{
+	unsigned i;
+
+	if (rt || in_dispatcher || !tls_wake.plugged) {
+		lane_wake(l);
+		return;
+	}
+	for (i = 0; i < tls_wake.n; i++)
+		if (tls_wake.lanes[i] == l)
+			return;
+	if (tls_wake.n == WAKE_LATER_MAX)
+		lane_unplug();
+	tls_wake.lanes[tls_wake.n++] = l;
+}
+
 static bool lane_has_bookings(struct lane *l)
 {
 	return atomic_load(&l->booked_end) > cw_slots_now(l->rec) || atomic_load(&l->overflow);
@@ -102,6 +188,7 @@ static bool lane_has_bookings(struct lane *l)
 int lane_push(struct pb *pb, struct piece *p)
 {
 	struct lane *l = p->lane;
+	bool rt = p->rt;	/* once committed, p is the dispatcher's */
 	struct cw_slots_ctx *ctx = thread_ctx(pb);
 	struct cw_slots_req rq = { 0 };
 	struct cw_slots_booking b;
@@ -156,7 +243,7 @@ int lane_push(struct pb *pb, struct piece *p)
 	cur = atomic_load(&l->booked_end);
 	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
 		;
-	lane_wake(l);
+	lane_wake_later(l, rt);
 	return 0;
 }
 
@@ -498,6 +585,9 @@ void *lane_main(void *arg)
 	int n, i;
 
 	in_dispatcher = true;
+	/* Replies to the connections' writers go out once per batch of
+	 * completions, not once per request (nbd_io_unplug below). */
+	nbd_io_plug();
 
 	for (;;) {
 		now = cw_now_ns();
@@ -512,12 +602,16 @@ void *lane_main(void *arg)
 				timeout = -1;
 			else
 				timeout = l->fifo ? 0 : POLL_NS;
+			if (timeout)
+				nbd_io_unplug();
 			n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
 			now = cw_now_ns();
 			for (i = 0; i < n; i++)
 				lane_reaped(l, done[i], now);
+			nbd_io_unplug();
 			continue;
 		}
+		nbd_io_unplug();
 		if (l->fifo)
 			continue;
 		if (atomic_load(&l->stop) && !lane_has_bookings(l)) {

@@ -234,6 +234,14 @@ static int send_all(int fd, const void *buf, size_t n)
 /* The connection whose reader runs on this thread, if any. */
 static __thread struct conn *tls_reader;
 
+/* Writers whose wake-up this thread holds (nbd_io_plug). */
+#define PLUG_MAX 16
+static __thread struct {
+	bool on;
+	unsigned n;
+	struct conn *conns[PLUG_MAX];
+} tls_plug;
+
 void nbd_io_complete(struct nbd_io *io, int err)
 {
 	struct slot *s = (struct slot *)io;	/* io is the slot's first member */
@@ -249,17 +257,52 @@ void nbd_io_complete(struct nbd_io *io, int err)
 	/* Completed on its own reader (a synchronous back end, or an error
 	 * found before submission): the reader wakes the writer once for
 	 * the whole batch, before it next blocks, instead of once a request. */
-	if (tls_reader == c)
+	if (tls_reader == c) {
 		c->wake_pending = true;
-	else if (!old)
+	} else if (tls_plug.on) {
+		unsigned i;
+
+		/* Keep c alive (the count taken above) until the unplug. */
+		for (i = 0; i < tls_plug.n; i++)
+			if (tls_plug.conns[i] == c)
+				break;
+		if (i < tls_plug.n)
+			;	/* already held once */
+		else if (tls_plug.n < PLUG_MAX) {
+			tls_plug.conns[tls_plug.n++] = c;
+			return;
+		} else
+			unpark(&c->writer_sleeping);
+	} else if (!old) {
 		unpark(&c->writer_sleeping);
+	}
 	atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
 	/* c may be gone from here on. */
+}
+
+void nbd_io_plug(void)
+{
+	tls_plug.on = true;
+}
+
+void nbd_io_unplug(void)
+{
+	unsigned i;
+
+	for (i = 0; i < tls_plug.n; i++) {
+		struct conn *c = tls_plug.conns[i];
+
+		unpark(&c->writer_sleeping);
+		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
+	}
+	tls_plug.n = 0;
 }
 
 /* Called by the reader before it blocks. */
 static void flush_wake(struct conn *c)
 {
+	if (c->exp && c->exp->e.ops->unplug)	/* no export yet in the handshake */
+		c->exp->e.ops->unplug(c->exp->e.backend);
 	if (c->wake_pending) {
 		c->wake_pending = false;
 		unpark(&c->writer_sleeping);
@@ -771,6 +814,7 @@ static void *conn_main(void *arg)
 	}
 	tls_reader = c;
 	r = transmission(c);
+	flush_wake(c);
 	tls_reader = NULL;
 	/* Protocol violations were logged where they were seen. */
 	if (r < 0 && r != -EPIPE && r != -EPROTO && r != -EBADMSG)

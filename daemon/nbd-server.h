@@ -58,6 +58,11 @@ struct nbd_backend_ops {
 	int (*flush)(void *backend, struct nbd_io *io);
 	int (*trim)(void *backend, struct nbd_io *io);
 	int (*zero)(void *backend, struct nbd_io *io);
+	/* Optional.  The reader calls it before it blocks (on the socket or
+	 * for a free request slot) and when its connection ends: a back end
+	 * may hold the wake-ups of the calls above until then, so a burst
+	 * of requests read at once costs one wake-up, not one each. */
+	void (*unplug)(void *backend);
 };
 
 /* Ends a request: err is 0 or a negative errno (sent as its NBD value;
@@ -65,6 +70,13 @@ struct nbd_backend_ops {
  * It may be called from any thread; after it returns, the caller must not
  * touch io, and the connection may already be gone. */
 void nbd_io_complete(struct nbd_io *io, int err);
+
+/* For a thread that completes many requests in a row (a disk dispatcher):
+ * after nbd_io_plug(), nbd_io_complete() on this thread does not wake the
+ * connections' writers but remembers them, and nbd_io_unplug() wakes each
+ * once.  A thread must unplug before it blocks and soon after a batch. */
+void nbd_io_plug(void);
+void nbd_io_unplug(void);
 
 struct nbd_export {
 	const char *name;		/* copied; the partition name */

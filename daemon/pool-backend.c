@@ -23,7 +23,6 @@
  * disk of the partition.
  */
 #include "config.h"
-#include "config.h"
 
 #include "daemon/pool-internal.h"
 
@@ -88,6 +87,30 @@ static void push_pieces(struct preq *q, unsigned from, unsigned n)
 	}
 }
 
+static struct preq *preq_new(struct pb *pb, size_t npieces)
+{
+	struct preq *q;
+
+	if (npieces <= PREQ_SMALL_PIECES) {
+		q = lane_preq_get(pb);
+		if (q)
+			q->small = true;
+		return q;
+	}
+	q = malloc(sizeof(*q) + npieces * sizeof(struct piece));
+	if (q)
+		q->small = false;
+	return q;
+}
+
+static void preq_free(struct preq *q)
+{
+	if (q->small)
+		lane_preq_put(q->x->pb, q);
+	else
+		free(q);
+}
+
 void pb_req_finish(struct preq *q)
 {
 	int err = atomic_load(&q->err);
@@ -98,7 +121,7 @@ void pb_req_finish(struct preq *q)
 		return;
 	}
 	nbd_io_complete(q->nio, err);
-	free(q);
+	preq_free(q);
 }
 
 static bool in_span(const struct resv *r, int64_t now)
@@ -122,13 +145,14 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	unsigned nt = 0;
 	int r;
 
-	q = malloc(sizeof(*q) + (maxp + nflush) * sizeof(struct piece));
+	q = preq_new(pb, maxp + nflush);
 	if (!q)
 		return -ENOMEM;
 	q->nio = nio;
 	q->x = x;
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
+	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	bool rt = rv && off >= rv->lo && end <= rv->hi && in_span(rv, q->arrival_ns);
 
 	while (off < end) {
@@ -175,7 +199,7 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	push_pieces(q, 0, n);
 	return 0;
 fail:
-	free(q);
+	preq_free(q);
 	return r;
 }
 
@@ -203,7 +227,7 @@ static int pb_flush(void *backend, struct nbd_io *nio)
 		nbd_io_complete(nio, 0);
 		return 0;
 	}
-	q = malloc(sizeof(*q) + x->ndisks * sizeof(struct piece));
+	q = preq_new(x->pb, x->ndisks);
 	if (!q)
 		return -ENOMEM;
 	q->nio = nio;
@@ -211,6 +235,7 @@ static int pb_flush(void *backend, struct nbd_io *nio)
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
 	q->fua = false;
+	lane_plug();
 	q->npieces = x->ndisks;
 	q->nflush = 0;
 	add_flush_pieces(q, 0);
@@ -228,12 +253,19 @@ static int pb_trim(void *backend, struct nbd_io *io)
 	return 0;
 }
 
+static void pb_unplug(void *backend)
+{
+	(void)backend;
+	lane_unplug();
+}
+
 static const struct nbd_backend_ops pb_ops = {
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
 	.flush = pb_flush,
 	.trim = pb_trim,
 	.zero = pb_zero,
+	.unplug = pb_unplug,
 };
 
 /* ---- setup ---- */
@@ -244,6 +276,18 @@ static const char *const state_names[] = {
 	[CW_DISK_WRONG_LABEL] = "holds another disk or no label",
 	[CW_DISK_BAD_LABEL] = "has a corrupt label",
 };
+
+/* Lanes of an SSD the configuration does not mention.  Each lane is a
+ * dispatcher thread, and each connection brings a reader and a writer:
+ * more dispatchers than half the CPUs only add wake-ups and context
+ * switches between threads that cannot run at once (on 2 CPUs, 4 lanes
+ * served 4k reads at half the rate of 1). */
+static unsigned default_ssd_lanes(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n >= 8 ? 4 : n >= 4 ? (unsigned)(n / 2) : 1;
+}
 
 static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
 {
@@ -262,7 +306,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
-	d->nlanes = cd ? cd->lanes : (info->tier == CW_TIER_SSD ? 4 : 1);
+	d->nlanes = cd ? cd->lanes : info->tier == CW_TIER_SSD ? default_ssd_lanes() : 1;
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	model = cd && cd->model ? cd->model : info->tier == CW_TIER_SSD ? "ssd" : "hdd7200";
@@ -306,12 +350,17 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		return 0;
 	}
 	d->fd = r;
+	/* io_uring punts reads it cannot do without blocking (tmpfs, some
+	 * file systems) to kernel workers; libaio then costs less. */
+	if (cw_io_kind_for_fd(d->fd, cfg->io_engine, &d->io_kind) < 0)
+		d->io_kind = cfg->io_engine;
 	r = cw_io_alignment(d->fd, &d->align);
 	if (r < 0 || !d->direct)
 		d->align = 512;
-	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, %u lane%s, %s I/O", d->name, d->path,
+	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, %u lane%s, %s %s I/O", d->name, d->path,
 		cw_tier_name(d->tier), cw_sched_policy_name(d->policy), d->nlanes,
-		d->nlanes == 1 ? "" : "s", d->direct ? "direct" : "buffered");
+		d->nlanes == 1 ? "" : "s", d->direct ? "direct" : "buffered",
+		cw_io_kind_name(d->io_kind));
 	return 0;
 }
 
@@ -487,10 +536,10 @@ int pb_start(struct pb *pb)
 			l->expected_ns = calloc(PB_RESV_MAX, sizeof(int64_t));
 			if (!l->expected_ns)
 				return -ENOMEM;
-			r = cw_io_engine_new(pb->cfg->io_engine, pb->cfg->queue_depth, &l->eng);
+			r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
 			if (r < 0) {
 				cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
-					cw_io_kind_name(pb->cfg->io_engine), strerror(-r));
+					cw_io_kind_name(d->io_kind), strerror(-r));
 				return r;
 			}
 			r = -pthread_create(&l->thread, NULL, lane_main, l);
@@ -567,6 +616,10 @@ void pb_free(struct pb *pb)
 	 * be just after the NBD server saw them finish. */
 	while (atomic_load(&pb->live_ctx))
 		sched_yield();
+	for (struct preq *q = atomic_exchange(&pb->spare, NULL), *qn; q; q = qn) {
+		qn = q->next_spare;
+		free(q);
+	}
 	cw_slots_domain_free(pb->domain);
 	free(pb);
 }

@@ -39,6 +39,7 @@
  * again (an engine wait cannot also watch the record). */
 #define POLL_NS (50 * CW_NS_PER_US)
 #define SERVER_PERIOD_NS (100 * CW_NS_PER_MS)
+#define PREQ_SMALL_PIECES 4	/* requests this small are reused (lane_preq_get) */
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
 #define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */
@@ -84,6 +85,7 @@ struct disk {
 	enum cw_tier tier;
 	int fd;
 	bool direct;
+	enum cw_io_kind io_kind;	/* the engine its lanes use */
 	size_t align;
 	struct cw_model model;
 	enum cw_sched_policy policy;
@@ -133,6 +135,7 @@ struct pb {
 	size_t nresvs;
 	void *zeros;
 	int64_t start_ns;
+	_Atomic(struct preq *) spare;	/* small requests to reuse */
 };
 
 struct preq;
@@ -156,6 +159,8 @@ struct preq {
 	atomic_uint pending;
 	atomic_int err;
 	bool fua;			/* a flush phase follows the writes */
+	bool small;			/* room for PREQ_SMALL_PIECES: reused, not freed */
+	struct preq *next_spare;
 	unsigned npieces, nflush;
 	struct piece p[];		/* npieces, then nflush */
 };
@@ -163,6 +168,10 @@ struct preq {
 /* lane.c */
 void lane_init_once(void);		/* the per-thread booking descriptors */
 int lane_push(struct pb *pb, struct piece *p);
+struct preq *lane_preq_get(struct pb *pb);	/* room for PREQ_SMALL_PIECES; NULL: ENOMEM */
+void lane_preq_put(struct pb *pb, struct preq *q);
+void lane_plug(void);			/* this thread's wake-ups wait for lane_unplug() */
+void lane_unplug(void);
 void *lane_main(void *arg);
 void lane_stop(struct lane *l);
 void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);
