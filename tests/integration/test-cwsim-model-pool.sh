@@ -4,13 +4,15 @@
 # server that holds the pool: the runs equal those of the same model as a
 # preset; an unknown disk, a disk without a stored model and a file that
 # is no pool are refused with a clear error; the pool is left usable.
+# (The stand-in control server, for its --calibrate-preset: calibrating a
+# sparse file measures the page cache, not a disk.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
 requires truncate
 
 cwsim=$top_builddir/tools/cwsim
 d=$cw_tmp
-ctl_start "$d" --calibrate-preset atlas2
+ctl_start_standin "$d" --calibrate-preset atlas2
 truncate -s 256M "$d/a.img" "$d/b.img"
 check "disk a added" cwctl disk add "$d/a.img" --name a
 check "disk b added" cwctl disk add "$d/b.img" --name b
