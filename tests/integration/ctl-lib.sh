@@ -1,6 +1,7 @@
 # Sourced by the control-plane tests after lib.sh.
 #
 #   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
+#             [--policy delta-l|edf|lst]
 #                            clockwised over a pool in DIR (new, holding three
 #                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
 #                            on DIR/nbd.sock, control socket DIR/control;
@@ -21,13 +22,14 @@ CTL_RAW=$top_builddir/tests/integration/ctl-raw
 CTL_STANDIN=0
 
 ctl_start() {
-	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true
+	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true policy=delta-l
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--read-group) rgroup=$2; shift ;;
 		--admin-group) radmin=$2; shift ;;
 		--no-export-all) all=false ;;
+		--policy) policy=$2; shift ;;
 		*) echo "ctl_start: unknown option $1" >&2; return 1 ;;
 		esac
 		shift
@@ -52,6 +54,7 @@ control_socket = "$CTL_SOCK";
 control_read_group = "$rgroup";
 control_admin_group = "$radmin";
 exports = { all = $all; };
+policy = "$policy";
 log_level = "info";
 EOC
 	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" 2>"$CTL_LOG" &
