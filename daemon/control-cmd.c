@@ -877,11 +877,22 @@ static int h_part_list(struct ctx *c, json_object **ret)
 	return 0;
 }
 
+/* The reply of a command that changed a partition: its state now. */
+static int reply_part(struct ctx *c, struct cw_part *part, const char *name, json_object **ret)
+{
+	struct cw_part_info pi;
+	int r = cw_part_info(part, &pi);
+
+	if (r < 0)
+		return fail_pool(c, r, name);
+	*ret = part_json(&pi);
+	return 0;
+}
+
 static int h_part_create(struct ctx *c, json_object **ret)
 {
 	const char *name = cwc_arg_str(c->req, "name"), *s;
 	struct cw_part_opts o = { .placement = CW_PLACE_ROTATION };
-	struct cw_part_info pi;
 	struct cw_part *part;
 	uint64_t size = 0;
 	int r;
@@ -909,11 +920,7 @@ static int h_part_create(struct ctx *c, json_object **ret)
 	r = cw_part_create(c->srv->pool, name, size, &o, &part);
 	if (r < 0)
 		return fail_pool(c, r, name);
-	r = cw_part_info(part, &pi);
-	if (r < 0)
-		return fail_pool(c, r, name);
-	*ret = part_json(&pi);
-	return 0;
+	return reply_part(c, part, name, ret);
 }
 
 static int h_part_show(struct ctx *c, json_object **ret)
@@ -1013,7 +1020,6 @@ static int part_users(struct ctx *c, const char *name, uint64_t below_bytes)
 static int h_part_resize(struct ctx *c, json_object **ret)
 {
 	const char *name = cwc_arg_str(c->req, "name");
-	struct cw_part_info pi;
 	struct cw_part *part;
 	uint64_t size = 0;
 	int r;
@@ -1024,11 +1030,7 @@ static int h_part_resize(struct ctx *c, json_object **ret)
 	r = cw_part_resize(part, size);
 	if (r < 0)
 		return fail_pool(c, r, name);
-	r = cw_part_info(part, &pi);
-	if (r < 0)
-		return fail_pool(c, r, name);
-	*ret = part_json(&pi);
-	return 0;
+	return reply_part(c, part, name, ret);
 }
 
 static int h_part_delete(struct ctx *c, json_object **ret)
