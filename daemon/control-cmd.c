@@ -176,8 +176,12 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 	add(o, "blocks", cwc_json_u64(d->data_blocks));
 	add(o, "free_blocks", cwc_json_u64(d->free_blocks));
 	if (disk_model(srv, d, &model, &calibrated) == 0) {
+		char text[4096];
+
 		add(m, "name", jstr(model.name));
 		add(m, "calibrated", json_object_new_boolean(calibrated));
+		if (cw_model_format(&model, text, sizeof(text)) > 0)
+			add(m, "text", jstr(text));	/* the cwmodel1 line */
 	}
 	add(o, "model", m);
 	/* Windows ignored: the worst moment, all tasks active at once. */

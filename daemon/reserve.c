@@ -199,6 +199,21 @@ out:
 	return r;
 }
 
+/* ΔL is what best effort may take before a stream's request with no time
+ * to spare: a request then ends at its deadline in the model's terms, and
+ * what the model does not see (the dispatcher's wake-up on a busy CPU, the
+ * reply's way to the client, a disk slower than its calibration) makes it
+ * late.  Best effort gets three quarters of ΔL, and at least a
+ * millisecond less, so that streams keep that much in hand. */
+#define GUARD_MIN_NS CW_NS_PER_MS
+
+static void guard(struct cw_admit_result *res)
+{
+	if (res->delta_l_ns == CW_ADMIT_NO_LIMIT)
+		return;
+	res->delta_l_ns = CW_MAX(0, res->delta_l_ns - CW_MAX(GUARD_MIN_NS, res->delta_l_ns / 4));
+}
+
 /* The slack and BE server of disk d serving tasks: ΔL from Jeffay's test
  * (section 3.2) and, when neither ΔL nor the idle allowance holds the
  * largest BE piece, a periodic server (section 3.3) with the BE reserve's
@@ -221,6 +236,7 @@ int pb_disk_plan(const struct disk *d, const struct cw_task *tasks, size_t n,
 			r == -EBUSY ? res.reason : strerror(-r));
 		return r;
 	}
+	guard(&res);
 	if (n && CW_MAX(res.delta_l_ns, res.idle_be_ns) < d->be_max_ns) {
 		all = malloc((n + 1) * sizeof(*all));
 		if (!all)
@@ -238,6 +254,7 @@ int pb_disk_plan(const struct disk *d, const struct cw_task *tasks, size_t n,
 			r = cw_admit_test(all, n + 1, &res);
 			if (r < 0)
 				return r;
+			guard(&res);
 			ret->server_slice_ns = slice;
 			ret->server_period_ns = period;
 		}
