@@ -176,8 +176,12 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 	add(o, "blocks", cwc_json_u64(d->data_blocks));
 	add(o, "free_blocks", cwc_json_u64(d->free_blocks));
 	if (disk_model(srv, d, &model, &calibrated) == 0) {
+		char text[4096];
+
 		add(m, "name", jstr(model.name));
 		add(m, "calibrated", json_object_new_boolean(calibrated));
+		if (cw_model_format(&model, text, sizeof(text)) > 0)
+			add(m, "text", jstr(text));	/* the cwmodel1 line */
 	}
 	add(o, "model", m);
 	/* Windows ignored: the worst moment, all tasks active at once. */
@@ -564,6 +568,15 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 		}
 		ad[i].model = &models[i];
 		ad[i].tasks = tasks[i];
+		/* Streams never take the room of best-effort I/O (admit.h). */
+		r = cw_admit_be_reserve(&models[i],
+					cw_admit_be_piece(rl.disks[i].tier, cw_pool_block_size(srv->pool)),
+					&ad[i].be_reserve);
+		if (r < 0) {
+			fail(c, cwc_code_from_errno(r), "disk %s: its model gives no best-effort "
+			     "reserve: %s", rl.disks[i].name, strerror(-r));
+			goto done;
+		}
 	}
 	q = (struct cw_admit_qos){ .bandwidth_bps = rate, .block_bytes = block };
 	if (start || duration) {
@@ -754,6 +767,29 @@ static int h_disk_remove(struct ctx *c, json_object **ret)
 	return 0;
 }
 
+/* Reservations with a part on the disk: admitted with its current model,
+ * whose service times a new model would leave unchecked. */
+static size_t disk_streams(const struct cwc_server *srv, uint32_t disk_id)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < srv->n_resvs; i++)
+		for (size_t j = 0; j < srv->resvs[i].n_parts; j++)
+			n += srv->resvs[i].parts[j].disk_id == disk_id;
+	return n;
+}
+
+static int refuse_if_streams(struct ctx *c, const struct cw_disk_info *d)
+{
+	size_t n = disk_streams(c->srv, d->id);
+
+	if (!n)
+		return 0;
+	return fail(c, CWC_E_BUSY, "disk %s carries %zu stream reservation part%s, admitted with "
+		    "its current model: release them before calibrating it", d->name, n,
+		    n == 1 ? "" : "s");
+}
+
 int ctl_calib_prepare(struct ctx *c, struct calib *k)
 {
 	bool quick = false;
@@ -764,6 +800,8 @@ int ctl_calib_prepare(struct ctx *c, struct calib *k)
 	if (k->disk.state != CW_DISK_PRESENT)
 		return fail(c, CWC_E_UNAVAILABLE, "disk %s is %s", k->disk.name,
 			    state_name(k->disk.state));
+	if (refuse_if_streams(c, &k->disk) < 0)
+		return -1;
 	cwc_arg_bool(c->req, "quick", &quick);
 	cw_calib_opts_init(&k->opts);
 	k->opts.tier = k->disk.tier;
@@ -801,6 +839,9 @@ int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	    memcmp(now.uuid, k->disk.uuid, sizeof(now.uuid)) != 0)
 		return fail(c, CWC_E_NOT_FOUND, "disk %s left the pool during its calibration",
 			    k->disk.name);
+	/* ... or a stream been admitted on it with the old model. */
+	if (refuse_if_streams(c, &k->disk) < 0)
+		return -1;
 	r = cw_model_validate(&k->model);
 	if (r < 0)
 		return fail(c, cwc_code_from_errno(r), "the measured model of %s is not usable: %s",

@@ -341,9 +341,6 @@ static void job_start(struct cwc_server *srv, struct client *cl, const struct cw
 	job->cl = cl;
 	job->fd = sv[0];
 	job->worker_fd = sv[1];
-	job->k.opts.name = job->k.disk.name;	/* the copy's, not the caller's */
-	if (job->k.opts.block_sizes)
-		job->k.opts.block_sizes = job->k.quick_sizes;
 	ev.data.ptr = job;
 	if (epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, job->fd, &ev) < 0 ||
 	    pthread_create(&job->thread, NULL, job_main, job) != 0) {

@@ -145,10 +145,7 @@ static void replan(struct ctl *ctl, size_t di)
 	struct disk *d = &ctl->pb->disks[di];
 	size_t n = d->ntasks + ctl->ntasks[di];
 	_cleanup_free_ struct cw_task *all = calloc(n + 1, sizeof(*all));
-	struct cw_admit_result res;
 	struct lane_plan *pl;
-	int64_t slice = 0;
-	int r;
 
 	if (!all || !(pl = calloc(1, sizeof(*pl)))) {
 		cwd_log(LOG_ERR, "disk %s: out of memory for its new plan", d->name);
@@ -158,28 +155,10 @@ static void replan(struct ctl *ctl, size_t di)
 		memcpy(all, d->tasks, d->ntasks * sizeof(*all));
 	if (ctl->ntasks[di])
 		memcpy(all + d->ntasks, ctl->tasks[di], ctl->ntasks[di] * sizeof(*all));
-	r = cw_admit_test(all, n, &res);
-	if (r == 0 && !res.schedulable)
-		r = -EBUSY;
-	if (r < 0) {
-		cwd_log(LOG_ERR, "disk %s: the admitted streams are not schedulable: %s", d->name,
-			r == -EBUSY ? res.reason : strerror(-r));
+	if (pb_disk_plan(d, all, n, pl) < 0) {
 		free(pl);
 		return;
 	}
-	if (n && CW_MAX(res.delta_l_ns, res.idle_be_ns) < d->be_max_ns &&
-	    cw_admit_server_fit(all, n, SERVER_PERIOD_NS, 0, &slice) == 0 && slice > 0) {
-		all[n] = (struct cw_task){ SERVER_PERIOD_NS, slice, 0, 0 };
-		if (cw_admit_test(all, n + 1, &res) == 0) {
-			pl->server_slice_ns = slice;
-			pl->server_period_ns = SERVER_PERIOD_NS;
-		}
-	}
-	pl->delta_l_ns = res.delta_l_ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : res.delta_l_ns;
-	pl->idle_be_ns = res.idle_be_ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : res.idle_be_ns;
-	cwd_log(LOG_INFO, "disk %s: %zu stream part%s, slack %" PRId64 " us, BE server %" PRId64
-		" us", d->name, n, n == 1 ? "" : "s", pl->delta_l_ns / 1000,
-		pl->server_slice_ns / 1000);
 	atomic_store(&d->live_streams, true);
 	lane_post_plan(&d->lanes[0], pl);
 }
@@ -288,14 +267,31 @@ static void hook_resv_changed(void *userdata, const struct cwc_resv *r, bool add
 			added ? "admitted" : "released");
 }
 
-/* The control server admits against the model it was given, which it
- * now holds; the dispatchers keep theirs for BE estimates. */
+/* A new model (a calibration): the control server admits with it from
+ * now on, and the dispatchers estimate best-effort pieces and size the BE
+ * server with it.  The control server refuses a calibration of a disk
+ * with streams; streams given at start (-r) keep the service times they
+ * were admitted with, which the new plan says if they no longer fit. */
 static void hook_model_changed(void *userdata, uint32_t disk_id, const struct cw_model *m,
 			       const char *text)
 {
-	(void)userdata;
-	(void)m;
-	cwd_log(LOG_NOTICE, "disk %" PRIu32 ": new model for admission: %s", disk_id, text);
+	struct ctl *ctl = userdata;
+	int di = pb_disk_index(ctl->pb, disk_id), r;
+	struct disk *d;
+
+	if (di < 0)
+		return;
+	d = &ctl->pb->disks[di];
+	pthread_mutex_lock(&ctl->lock);
+	r = pb_disk_set_model(ctl->pb, d, m);
+	if (r == 0 && d->ntasks + ctl->ntasks[di])
+		replan(ctl, (size_t)di);
+	pthread_mutex_unlock(&ctl->lock);
+	if (r < 0)
+		cwd_log(LOG_ERR, "disk %s: the new model is not usable here (%s); the old one stays",
+			d->name, strerror(-r));
+	else
+		cwd_log(LOG_NOTICE, "disk %s: new model: %s", d->name, text);
 }
 
 /* ---- stats ---- */
@@ -430,7 +426,7 @@ int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
 	for (i = 0; i < pb->ndisks; i++)
 		if (pb->disks[i].fd >= 0 &&
 		    cwc_server_get_model(ctl->srv, pb->disks[i].id, NULL, NULL) == -ENOENT)
-			(void)cwc_server_set_model(ctl->srv, pb->disks[i].id, &pb->disks[i].model,
+			(void)cwc_server_set_model(ctl->srv, pb->disks[i].id, disk_model(&pb->disks[i]),
 						   false);
 	*ret_ctl = ctl;
 	return 0;

@@ -198,7 +198,7 @@ int lane_push(struct pb *pb, struct piece *p)
 	if (!ctx)
 		return -EUSERS;
 	if (p->io.op != CW_IO_FSYNC)
-		cw_model_service_ns(&l->disk->model, 0, 0, p->io.len, &svc);
+		cw_model_service_ns(disk_model(l->disk), 0, 0, p->io.len, &svc);
 	rq.dir = p->io.op == CW_IO_READ ? CW_SLOTS_READ : CW_SLOTS_WRITE;
 	rq.shape = CW_SLOTS_SINGLE;
 	rq.ndisks = 1;
@@ -385,7 +385,7 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 		}
 	} else {
 		sr->cls = CW_SCHED_BE;
-		r = cw_model_service_ns(&d->model, 0, 0, p->io.len ? p->io.len : 4096, &svc);
+		r = cw_model_service_ns(disk_model(d), 0, 0, p->io.len ? p->io.len : 4096, &svc);
 		sr->service_ns = r < 0 ? CW_NS_PER_MS : svc;
 	}
 	r = cw_sched_enqueue(l->sched, sr, now);

@@ -136,7 +136,9 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	struct pb *pb = x->pb;
 	uint64_t off = nio->offset, end = nio->offset + nio->length;
 	uint32_t chunk = zero ? ZERO_CHUNK : UINT32_MAX;
-	size_t maxp = nio->length / CW_MIN(pb->block_size, chunk) + 2;
+	/* Pieces end at pool blocks, chunks and BE piece limits. */
+	uint64_t least = CW_MIN(CW_MIN(pb->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
+	size_t maxp = nio->length / least + nio->length / pb->block_size + 3;
 	unsigned nflush = nio->fua ? (unsigned)pb->ndisks : 0, n = 0, i;
 	struct resv *rv = x->resv;
 	struct preq *q;
@@ -158,6 +160,7 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	while (off < end) {
 		struct cw_extent e;
 		struct piece *p = &q->p[n];
+		bool prt;
 		int di;
 
 		r = cw_part_map(x->part, off, CW_MIN(end - off, chunk), &e);
@@ -168,6 +171,9 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 			r = di;
 			goto fail;
 		}
+		prt = rt && rv->period_ns[di];
+		if (!prt && e.length > pb->disks[di].be_piece)
+			e.length = pb->disks[di].be_piece;	/* fits in less slack */
 		if (n >= maxp) {	/* cannot happen: pieces end at blocks */
 			r = -EIO;
 			goto fail;
@@ -183,7 +189,7 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 			p->first_on_disk = true;
 			touched[nt++] = (uint32_t)di;
 		}
-		if (rt && rv->period_ns[di]) {
+		if (prt) {
 			p->rt = true;
 			p->resv = rv;
 		}
@@ -289,11 +295,72 @@ static unsigned default_ssd_lanes(void)
 	return n >= 8 ? 4 : n >= 4 ? (unsigned)(n / 2) : 1;
 }
 
+/* Makes m the disk's model (a copy): what its BE pieces are estimated with
+ * from now on, and the BE reserve that admission keeps on it. */
+int pb_disk_set_model(struct pb *pb, struct disk *d, const struct cw_model *m)
+{
+	struct disk_model *dm = calloc(1, sizeof(*dm));
+	struct cw_task reserve;
+	int64_t be_max;
+	int r;
+
+	if (!dm)
+		return -ENOMEM;
+	(void)pb;
+	r = cw_model_service_ns(m, 0, 0, d->be_piece, &be_max);
+	if (r == 0)
+		r = cw_admit_be_reserve(m, d->be_piece, &reserve);
+	if (r < 0) {
+		free(dm);
+		return r;
+	}
+	dm->m = *m;
+	dm->older = atomic_load_explicit(&d->model, memory_order_relaxed);
+	d->be_max_ns = be_max;
+	d->be_reserve = reserve;
+	atomic_store_explicit(&d->model, dm, memory_order_release);
+	return 0;
+}
+
+/* A model stored in the pool (a calibration of this disk, or one set with
+ * cwctl) outranks the configuration's, which outranks the tier's preset. */
+static int disk_first_model(struct pb *pb, struct disk *d, const struct cwd_config_disk *cd,
+			    const struct cw_disk_info *info)
+{
+	const char *name = cd && cd->model ? cd->model : info->tier == CW_TIER_SSD ? "ssd" : "hdd7200";
+	const char *from = cd && cd->model ? "the configuration" : "the tier's preset";
+	struct cw_model m;
+	bool calibrated = false;
+	int r;
+
+	r = cw_disk_model_get(pb->pool, d->id, &m, &calibrated);
+	if (r == 0) {
+		from = calibrated ? "its calibration" : "the pool";
+	} else if (r != -ENOENT) {
+		cwd_log(LOG_ERR, "disk %s: cannot read its model from the pool: %s", d->name,
+			strerror(-r));
+		return r;
+	} else if (cw_model_preset(name, &m) < 0) {
+		cwd_log(LOG_ERR, "disk %s: unknown model \"%s\"", d->name, name);
+		return -EINVAL;
+	}
+	r = pb_disk_set_model(pb, d, &m);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "disk %s: its model (from %s) is not usable: %s", d->name, from,
+			strerror(-r));
+		return r;
+	}
+	cwd_log(LOG_INFO, "disk %s: model from %s; a best-effort piece (%" PRIu32 " KiB at "
+		"most) takes %" PRId64 " us at worst; reserved for best effort: one every %"
+		PRId64 " ms", d->name, from, d->be_piece >> 10, d->be_max_ns / 1000,
+		d->be_reserve.period_ns / CW_NS_PER_MS);
+	return 0;
+}
+
 static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
 {
 	const struct cwd_config *cfg = pb->cfg;
 	const struct cwd_config_disk *cd = NULL;
-	const char *model;
 	size_t i;
 	int r;
 
@@ -309,15 +376,10 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	d->nlanes = cd ? cd->lanes : info->tier == CW_TIER_SSD ? default_ssd_lanes() : 1;
 	if (d->nlanes == 0)
 		d->nlanes = 1;
-	model = cd && cd->model ? cd->model : info->tier == CW_TIER_SSD ? "ssd" : "hdd7200";
-	r = cw_model_preset(model, &d->model);
-	if (r < 0) {
-		cwd_log(LOG_ERR, "disk %s: unknown model \"%s\"", d->name, model);
-		return r;
-	}
-	r = cw_model_service_ns(&d->model, 0, 0, pb->block_size, &d->be_max_ns);
+	d->be_piece = (uint32_t)cw_admit_be_piece(d->tier, pb->block_size);
+	r = disk_first_model(pb, d, cd, info);
 	if (r < 0)
-		d->be_max_ns = 0;
+		return r;
 	d->lanes = calloc(d->nlanes, sizeof(*d->lanes));
 	if (!d->lanes)
 		return -ENOMEM;
@@ -599,6 +661,10 @@ void pb_free(struct pb *pb)
 		}
 		free(d->lanes);
 		free(d->tasks);
+		for (struct disk_model *dm = atomic_load(&d->model), *o; dm; dm = o) {
+			o = dm->older;
+			free(dm);
+		}
 		if (d->fd >= 0)
 			close(d->fd);
 	}

@@ -38,7 +38,6 @@
  * waits for completions at most this long before it looks at its record
  * again (an engine wait cannot also watch the record). */
 #define POLL_NS (50 * CW_NS_PER_US)
-#define SERVER_PERIOD_NS (100 * CW_NS_PER_MS)
 #define PREQ_SMALL_PIECES 4	/* requests this small are reused (lane_preq_get) */
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
@@ -78,6 +77,11 @@ struct lane {
 	int64_t *expected_ns;		/* per reservation: next expected release */
 };
 
+struct disk_model {
+	struct cw_model m;
+	struct disk_model *older;
+};
+
 struct disk {
 	uint32_t id;
 	char name[CW_NAME_MAX + 1];
@@ -87,14 +91,19 @@ struct disk {
 	bool direct;
 	enum cw_io_kind io_kind;	/* the engine its lanes use */
 	size_t align;
-	struct cw_model model;
+	/* The model, replaced whole when the disk is calibrated again
+	 * (pb_disk_set_model) while connection threads and dispatchers read
+	 * it: read it with disk_model(); old ones are freed with the disk. */
+	_Atomic(struct disk_model *) model;
 	enum cw_sched_policy policy;
 	unsigned nlanes;
 	struct lane *lanes;
 	struct cw_task *tasks;		/* admitted stream parts */
 	size_t ntasks;
 	atomic_uint_fast64_t nerrors;
+	uint32_t be_piece;		/* BE pieces are at most this long (cw_admit_be_piece) */
 	int64_t be_max_ns;		/* service of the largest BE piece */
+	struct cw_task be_reserve;	/* the BE reserve admission keeps (admit.h) */
 	atomic_bool live_streams;	/* streams admitted at runtime: RT goes to lane 0 */
 };
 
@@ -182,9 +191,17 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl);
 /* pool-backend.c */
 void pb_req_finish(struct preq *q);
 int pb_disk_index(struct pb *pb, uint32_t id);
+int pb_disk_set_model(struct pb *pb, struct disk *d, const struct cw_model *m);
+
+static inline const struct cw_model *disk_model(const struct disk *d)
+{
+	return &atomic_load_explicit(&d->model, memory_order_acquire)->m;
+}
 
 /* reserve.c */
 int pb_disk_sched(struct pb *pb, struct disk *d);
+int pb_disk_plan(const struct disk *d, const struct cw_task *tasks, size_t n,
+		 struct lane_plan *ret);
 void pb_resv_free(struct resv *rv);
 
 #endif

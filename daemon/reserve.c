@@ -144,8 +144,8 @@ int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_
 	lay.disk = ldisk;
 	lay.disk_off = loff;
 	for (i = 0; i < pb->ndisks; i++)
-		ad[i] = (struct cw_admit_disk){ &pb->disks[i].model, pb->disks[i].tasks,
-						pb->disks[i].ntasks };
+		ad[i] = (struct cw_admit_disk){ disk_model(&pb->disks[i]), pb->disks[i].tasks,
+						pb->disks[i].ntasks, pb->disks[i].be_reserve };
 	qos = (struct cw_admit_qos){ .bandwidth_bps = res->bandwidth_bps,
 				     .block_bytes = res->block_bytes,
 				     .span_start_ns = rv->start_ns, .span_end_ns = rv->end_ns };
@@ -183,9 +183,8 @@ int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_
 		d->tasks[d->ntasks++] = pt->task;
 		rv->period_ns[pt->disk] = pt->task.period_ns;
 		rv->service_ns[pt->disk] = pt->task.service_ns;
-		cwd_log(LOG_INFO, "reservation %s: disk %s T=%" PRId64 " us C=%" PRId64 " us "
-			"(slack %" PRId64 " us)", x->name, d->name, pt->task.period_ns / 1000,
-			pt->task.service_ns / 1000, pt->result.delta_l_ns / 1000);
+		cwd_log(LOG_INFO, "reservation %s: disk %s T=%" PRId64 " us C=%" PRId64 " us",
+			x->name, d->name, pt->task.period_ns / 1000, pt->task.service_ns / 1000);
 	}
 	rv->idx = pb->nresvs;
 	pb->resvs[pb->nresvs++] = rv;
@@ -200,52 +199,96 @@ out:
 	return r;
 }
 
-/* The scheduling core of a disk with streams: ΔL from Jeffay's test over
- * every admitted part, and a periodic BE server when the slack cannot hold
- * the largest BE piece (section 3.3). */
-int pb_disk_sched(struct pb *pb, struct disk *d)
+/* ΔL is what best effort may take before a stream's request with no time
+ * to spare: a request then ends at its deadline in the model's terms, and
+ * what the model does not see (the dispatcher's wake-up on a busy CPU, the
+ * reply's way to the client, a disk slower than its calibration) makes it
+ * late.  Best effort gets three quarters of ΔL, and at least a
+ * millisecond less, so that streams keep that much in hand. */
+#define GUARD_MIN_NS CW_NS_PER_MS
+
+static void guard(struct cw_admit_result *res)
 {
+	if (res->delta_l_ns == CW_ADMIT_NO_LIMIT)
+		return;
+	res->delta_l_ns = CW_MAX(0, res->delta_l_ns - CW_MAX(GUARD_MIN_NS, res->delta_l_ns / 4));
+}
+
+/* The slack and BE server of disk d serving tasks: ΔL from Jeffay's test
+ * (section 3.2) and, when neither ΔL nor the idle allowance holds the
+ * largest BE piece, a periodic server (section 3.3) with the BE reserve's
+ * period and the largest slice that fits.  Admission kept the reserve on
+ * the disk, so that slice holds at least one piece. */
+int pb_disk_plan(const struct disk *d, const struct cw_task *tasks, size_t n,
+		 struct lane_plan *ret)
+{
+	_cleanup_free_ struct cw_task *all = NULL;
 	struct cw_admit_result res;
-	struct cw_sched_opts o;
-	struct lane *l = &d->lanes[0];
-	int64_t slice = 0;
-	struct cw_task *t;
+	int64_t slice = 0, period = d->be_reserve.period_ns;
 	int r;
 
-	r = cw_admit_test(d->tasks, d->ntasks, &res);
-	if (r < 0)
-		return r;
-	if (!res.schedulable) {
+	*ret = (struct lane_plan){ 0 };
+	r = cw_admit_test(tasks, n, &res);
+	if (r == 0 && !res.schedulable)
+		r = -EBUSY;
+	if (r < 0) {
 		cwd_log(LOG_ERR, "disk %s: the admitted streams are not schedulable: %s", d->name,
-			res.reason);
-		return -EBUSY;
+			r == -EBUSY ? res.reason : strerror(-r));
+		return r;
 	}
-	cw_sched_opts_init(&o);
-	o.policy = d->policy;
-	if (CW_MAX(res.delta_l_ns, res.idle_be_ns) < d->be_max_ns) {
-		r = cw_admit_server_fit(d->tasks, d->ntasks, SERVER_PERIOD_NS, 0, &slice);
-		if (r == 0 && slice > 0) {
-			t = realloc(d->tasks, (d->ntasks + 1) * sizeof(*t));
-			if (!t)
-				return -ENOMEM;
-			d->tasks = t;
-			t[d->ntasks] = (struct cw_task){ SERVER_PERIOD_NS, slice, 0, 0 };
-			r = cw_admit_test(d->tasks, d->ntasks + 1, &res);
+	guard(&res);
+	if (n && CW_MAX(res.delta_l_ns, res.idle_be_ns) < d->be_max_ns) {
+		all = malloc((n + 1) * sizeof(*all));
+		if (!all)
+			return -ENOMEM;
+		memcpy(all, tasks, n * sizeof(*all));
+		r = cw_admit_server_fit(tasks, n, period, 0, &slice);
+		if (r < 0)
+			return r;
+		if (slice < d->be_max_ns)
+			cwd_log(LOG_WARNING, "disk %s: its streams leave best-effort pieces of %"
+				PRId64 " us no room (server slice %" PRId64 " us): they fail", d->name,
+				d->be_max_ns / 1000, slice / 1000);
+		if (slice > 0) {
+			all[n] = (struct cw_task){ period, slice, 0, 0 };
+			r = cw_admit_test(all, n + 1, &res);
 			if (r < 0)
 				return r;
-			o.server_slice_ns = slice;
-			o.server_period_ns = SERVER_PERIOD_NS;
+			guard(&res);
+			ret->server_slice_ns = slice;
+			ret->server_period_ns = period;
 		}
 	}
-	o.delta_l_ns = res.delta_l_ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : res.delta_l_ns;
-	o.idle_be_ns = res.idle_be_ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : res.idle_be_ns;
-	r = cw_sched_new(&o, &l->sched);
-	if (r < 0)
-		return r;
-	cwd_log(LOG_INFO, "disk %s: %zu stream part%s, policy %s, slack %" PRId64 " us, "
-		"BE server %" PRId64 " us every %" PRId64 " ms", d->name, d->ntasks,
-		d->ntasks == 1 ? "" : "s", cw_sched_policy_name(d->policy), o.delta_l_ns / 1000,
-		slice / 1000, slice ? SERVER_PERIOD_NS / CW_NS_PER_MS : 0);
+	ret->delta_l_ns = res.delta_l_ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : res.delta_l_ns;
+	ret->idle_be_ns = res.idle_be_ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : res.idle_be_ns;
+	if (slice)
+		cwd_log(LOG_INFO, "disk %s: %zu stream part%s, policy %s, slack %" PRId64 " us, "
+			"BE server %" PRId64 " us every %" PRId64 " ms", d->name, n,
+			n == 1 ? "" : "s", cw_sched_policy_name(d->policy),
+			ret->delta_l_ns / 1000, slice / 1000, period / CW_NS_PER_MS);
+	else
+		cwd_log(LOG_INFO, "disk %s: %zu stream part%s, policy %s, slack %" PRId64 " us",
+			d->name, n, n == 1 ? "" : "s", cw_sched_policy_name(d->policy),
+			n ? ret->delta_l_ns / 1000 : 0);
 	return 0;
 }
 
+/* The scheduling core of a disk with streams admitted at start (-r). */
+int pb_disk_sched(struct pb *pb, struct disk *d)
+{
+	struct cw_sched_opts o;
+	struct lane_plan pl;
+	int r;
+
+	(void)pb;
+	r = pb_disk_plan(d, d->tasks, d->ntasks, &pl);
+	if (r < 0)
+		return r;
+	cw_sched_opts_init(&o);
+	o.policy = d->policy;
+	o.delta_l_ns = pl.delta_l_ns;
+	o.idle_be_ns = pl.idle_be_ns;
+	o.server_slice_ns = pl.server_slice_ns;
+	o.server_period_ns = pl.server_period_ns;
+	return cw_sched_new(&o, &d->lanes[0].sched);
+}

@@ -67,6 +67,17 @@ static int plan_fail(struct cw_admit_plan *p, int err, const char *msg)
 	return err;
 }
 
+/* A refusal of a set that holds the best-effort reserve says so: without
+ * it the stream might have fitted, and people ask why it did not. */
+static void be_reserve_reason(struct cw_admit_result *r, const struct cw_task *be)
+{
+	size_t len = strlen(r->reason);
+
+	snprintf(r->reason + len, sizeof(r->reason) - len,
+		 " (with the best-effort reserve: %" PRId64 " us every %" PRId64 " ms)",
+		 be->service_ns / 1000, be->period_ns / 1000000);
+}
+
 /* The worst result for part over its window: every set of tasks active
  * together with it.  Schedulability only gets worse as tasks are added,
  * so only the instants where some task starts (and the window's start)
@@ -74,8 +85,9 @@ static int plan_fail(struct cw_admit_plan *p, int err, const char *msg)
 static int admit_part(const struct cw_admit_disk *dk, struct cw_admit_part *part)
 {
 	const struct cw_task *nt = &part->task;
-	_cleanup_free_ struct cw_task *set = malloc((dk->n_tasks + 1) * sizeof(*set));
+	_cleanup_free_ struct cw_task *set = malloc((dk->n_tasks + 2) * sizeof(*set));
 	_cleanup_free_ int64_t *at = malloc((dk->n_tasks + 1) * sizeof(*at));
+	bool reserve = dk->be_reserve.service_ns > 0;
 	bool always = nt->from_ns == 0 && nt->to_ns == 0;
 	size_t n_at = 0;
 	bool have = false;
@@ -103,10 +115,15 @@ static int admit_part(const struct cw_admit_disk *dk, struct cw_admit_part *part
 			    t_always || (t->from_ns <= at[k] && at[k] < t->to_ns))
 				set[n++] = *t;
 		}
+		if (reserve)
+			set[n++] = (struct cw_task){ dk->be_reserve.period_ns,
+						     dk->be_reserve.service_ns, 0, 0 };
 		set[n++] = *nt;
 		e = cw_admit_test(set, n, &r);
 		if (e < 0)
 			return e;
+		if (!r.schedulable && reserve)
+			be_reserve_reason(&r, &dk->be_reserve);
 		if (!have || (!r.schedulable && part->result.schedulable) ||
 		    (r.schedulable == part->result.schedulable && r.delta_l_ns < part->result.delta_l_ns)) {
 			part->result = r;
@@ -143,9 +160,13 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 	for (size_t k = 0; k < l->n_pblocks; k++)
 		if (l->disk[k] >= n_disks || !disks[l->disk[k]].model)
 			return plan_fail(ret, -EINVAL, "layout names a disk without a model");
-	for (size_t d = 0; d < n_disks; d++)
+	for (size_t d = 0; d < n_disks; d++) {
 		if (disks[d].n_tasks && !disks[d].tasks)
 			return plan_fail(ret, -EINVAL, "disk task set missing");
+		if (disks[d].be_reserve.service_ns < 0 ||
+		    (disks[d].be_reserve.service_ns > 0 && disks[d].be_reserve.period_ns <= 0))
+			return plan_fail(ret, -EINVAL, "bad best-effort reserve");
+	}
 	b = q->block_bytes;
 	if ((unsigned __int128)l->first_bytes + l->range_bytes >
 	    (unsigned __int128)l->n_pblocks * l->pblock_bytes)
@@ -277,6 +298,27 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 	}
 	*ret = p;
 	return 0;
+}
+
+int cw_admit_be_reserve(const struct cw_model *m, uint64_t piece_bytes, struct cw_task *ret)
+{
+	int64_t c;
+	int e;
+
+	if (!m || !ret || piece_bytes == 0)
+		return -EINVAL;
+	e = cw_model_service_ns(m, 0, 0, piece_bytes, &c);
+	if (e < 0)
+		return e;
+	if (c <= 0 || c > INT64_MAX / 4 / CW_ADMIT_BE_SHARE)
+		return -ERANGE;
+	*ret = (struct cw_task){ CW_MAX(CW_ADMIT_BE_PERIOD_NS, CW_ADMIT_BE_SHARE * c), c, 0, 0 };
+	return 0;
+}
+
+uint64_t cw_admit_be_piece(enum cw_tier tier, uint64_t block)
+{
+	return tier == CW_TIER_HDD ? CW_MIN(block, CW_ADMIT_BE_PIECE_HDD) : block;
 }
 
 void cw_admit_plan_done(struct cw_admit_plan *p)

@@ -106,14 +106,17 @@ check "stats has every disk" test "$(cwctl --json stats | jq '.disks | length')"
 check "stats --watch repeats" test "$(cwctl stats --watch 0.05 --count 3 | grep -c '^DISK')" -eq 3
 check "status in JSON" bash -c '"$0" --socket "$1" --json status | jq -e ".pool.uuid and (.disks | length == 3) and (.partitions | length == 3)"' "$CWCTL" "$CTL_SOCK"
 
-# --- calibration (reads only; a quick one on the small ssd file)
-check "calibrate ssd0" cwctl disk calibrate ssd0 --quick
-check "ssd0's model is calibrated" test "$(cwctl --json disk list | jq '.[2].model.calibrated')" = true
+# --- calibration (reads only; a quick one on the small ssd file), which
+# would change the model the streams on ssd0 were admitted with
+check "calibrating a disk with streams: busy" test "$(ctl_code cwctl disk calibrate ssd0 --quick)" = busy
 check "calibrating an unknown disk: not-found" test "$(ctl_code cwctl disk calibrate nope)" = not-found
 
 # --- releasing and removing
 for r in $(cwctl --json resv list | jq '.[].id'); do cwctl resv release "$r" >/dev/null; done
 check "every reservation released" test "$(cwctl --json resv list | jq length)" -eq 0
+check "calibrate ssd0" cwctl disk calibrate ssd0 --quick
+check "ssd0's model is calibrated" test "$(cwctl --json disk list | jq '.[2].model.calibrated')" = true
+check "the data path takes the new model" grep -q "disk ssd0: new model: " "$CTL_LOG"
 check "releasing twice: not-found" test "$(ctl_code cwctl resv release 1)" = not-found
 check "a disk with blocks: busy" test "$(ctl_code cwctl disk remove hdd0)" = busy
 check "part delete media" cwctl part delete media

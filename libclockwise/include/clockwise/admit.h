@@ -121,11 +121,17 @@ struct cw_admit_layout {
 	uint64_t range_bytes;
 };
 
-/* One disk: its model and the tasks it has admitted (with windows). */
+/* One disk: its model, the tasks it has admitted (with windows) and its
+ * best-effort reserve.  A reserve with be_reserve.service_ns > 0 is a
+ * periodic server (period_ns, service_ns; its window is ignored) counted
+ * with the disk's tasks in every test, so that a disk keeps room for one
+ * best-effort request of that service time every period whatever streams
+ * it admits: a stream that would leave less is refused. */
 struct cw_admit_disk {
 	const struct cw_model *model;
 	const struct cw_task *tasks;
 	size_t n_tasks;
+	struct cw_task be_reserve;	/* all zero: none */
 };
 
 /* The part of a reservation one disk serves.  A user request that touches
@@ -153,6 +159,23 @@ struct cw_admit_plan {
 	int64_t stream_period_ns;	/* b/B */
 	char reason[CW_ADMIT_REASON_MAX + 64];	/* "disk 2: ..." */
 };
+
+/* The best-effort reserve clockwised keeps on every disk: one request of
+ * piece_bytes (the model's worst case anywhere on the disk) every
+ * max(CW_ADMIT_BE_PERIOD_NS, CW_ADMIT_BE_SHARE times that service), so
+ * that it holds at most 1/CW_ADMIT_BE_SHARE of the disk.  -EINVAL for a bad
+ * model or size, -ERANGE when the service does not fit. */
+#define CW_ADMIT_BE_PERIOD_NS (100 * CW_NS_PER_MS)
+#define CW_ADMIT_BE_SHARE 10
+int cw_admit_be_reserve(const struct cw_model *model, uint64_t piece_bytes,
+			struct cw_task *ret_task);
+
+/* The largest best-effort piece clockwised sends a disk: on an HDD at most
+ * CW_ADMIT_BE_PIECE_HDD bytes (a smaller piece fits in less slack, and
+ * a smaller reserve lets shorter stream periods in), elsewhere one pool
+ * block. */
+#define CW_ADMIT_BE_PIECE_HDD (UINT64_C(256) << 10)
+uint64_t cw_admit_be_piece(enum cw_tier tier, uint64_t pool_block_bytes);
 
 /* Plans a reservation without making it (a dry run: nothing is changed).
  * Making it is appending each part's task to its disk's task set, which the

@@ -491,6 +491,57 @@ static void test_plan_zones_windows_refusal(void)
 	disks[1].n_tasks = 0;
 }
 
+/* The best-effort reserve: a stream that leaves less than one reserved
+ * best-effort request per period is refused, saying so; one that leaves
+ * room keeps a server that holds that request. */
+static void test_plan_be_reserve(void)
+{
+	uint32_t dk[8] = { 0 };
+	struct cw_admit_layout l = { .pblock_bytes = MiB, .n_pblocks = 8, .disk = dk,
+				     .range_bytes = 8 * MiB };
+	struct cw_admit_qos q = { .block_bytes = MiB };
+	struct cw_admit_plan p;
+	struct cw_admit_result r;
+	struct cw_task set[2];
+	int64_t c, slice;
+
+	disks_init();
+	CU_ASSERT_FATAL(cw_model_service_ns(&atlas[0], 0, 0, MiB, &c) == 0);
+	/* T = 1.5 C: admitted alone, slack C/2 */
+	q.bandwidth_bps = (uint64_t)((unsigned __int128)MiB * CW_NS_PER_S / (c + c / 2));
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT(p.admitted);
+	cw_admit_plan_done(&p);
+	/* ... refused once the disk keeps C every 10 C for best effort */
+	disks[0].be_reserve = (struct cw_task){ .period_ns = 10 * c, .service_ns = c };
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT(!p.admitted);
+	CU_ASSERT(strstr(p.reason, "best-effort reserve") != NULL);
+	cw_admit_plan_done(&p);
+	/* T = 3 C leaves room: admitted, and the server holds a whole C */
+	q.bandwidth_bps = (uint64_t)((unsigned __int128)MiB * CW_NS_PER_S / (3 * c));
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT_FATAL(p.admitted);
+	set[0] = p.parts[0].task;
+	set[1] = disks[0].be_reserve;
+	CU_ASSERT(cw_admit_test(set, 2, &r) == 0 && r.schedulable);
+	CU_ASSERT(cw_admit_server_fit(set, 1, 10 * c, 0, &slice) == 0);
+	CU_ASSERT(slice >= c);
+	cw_admit_plan_done(&p);
+	/* the daemon's reserve: at most a tenth of the disk, 100 ms at least */
+	CU_ASSERT_FATAL(cw_admit_be_reserve(&atlas[0], MiB, &set[1]) == 0);
+	CU_ASSERT_EQUAL(set[1].service_ns, c);
+	CU_ASSERT_EQUAL(set[1].period_ns, CW_ADMIT_BE_SHARE * c);
+	CU_ASSERT_FATAL(cw_admit_be_reserve(&atlas[0], 4096, &set[1]) == 0);
+	CU_ASSERT(set[1].period_ns >= CW_ADMIT_BE_PERIOD_NS);
+	CU_ASSERT(set[1].period_ns >= CW_ADMIT_BE_SHARE * set[1].service_ns);
+	CU_ASSERT_EQUAL(cw_admit_be_reserve(&atlas[0], 0, &set[1]), -EINVAL);
+	/* a reserve without a period is bad input */
+	disks[0].be_reserve.period_ns = 0;
+	CU_ASSERT_EQUAL(cw_admit_plan(&q, &l, disks, 3, &p), -EINVAL);
+	disks[0].be_reserve = (struct cw_task){ 0 };
+}
+
 static void test_plan_bad_input(void)
 {
 	uint32_t dk[] = { 0, 5 };
@@ -555,6 +606,7 @@ int main(void)
 	cwtest_add(s, "plan: strides and pieces", test_plan_strides_and_pieces);
 	cwtest_add(s, "plan: zones, windows, refusal", test_plan_zones_windows_refusal);
 	cwtest_add(s, "plan: bad input", test_plan_bad_input);
+	cwtest_add(s, "plan: best-effort reserve", test_plan_be_reserve);
 	cwtest_add(s, "large values", test_large_values);
 	return cwtest_run();
 }
