@@ -187,7 +187,9 @@ static void print_resvs(json_object *a)
 
 		snprintf(range, sizeof(range), "%s:%s", fsize(r, "range_start", a1),
 			 fsize(r, "range_end", a2));
-		table_row(&t, gs(r, "id"), gs(r, "part"), frate(r, "rate", rate),
+		/* A static one (clockwised -r) has no id to release it by. */
+		table_row(&t, json_object_get_boolean(get(r, "static")) ? "static" : gs(r, "id"),
+			  gs(r, "part"), frate(r, "rate", rate),
 			  fsize(r, "block", blk), range, fdur(r, "period_ns", per), gs(r, "disks"),
 			  get(r, "ends_in_ns") ? fdur(r, "ends_in_ns", end) : "never");
 	}
