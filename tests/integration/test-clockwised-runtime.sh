@@ -2,18 +2,19 @@
 # Description: what the control socket changes while clockwised runs
 # reaches its data path at once.  A disk added with `cwctl disk add` is
 # opened and served: a partition created on it is exported, written
-# (qemu-io, and nbdcopy with FUA flushes) and read back, and the bytes are
+# (qemu-io, and nbdcopy with a flush) and read back, and the bytes are
 # found in the new disk's file; after a restart they are still there.  An
 # exported partition that grows is offered at its new size to new
 # connections (nbdinfo) and written at its new end, while a connection
-# opened before keeps the old size; shrinking it is refused.  An unused
-# runtime disk is removed and closed, a used one refused.  Reservations
-# given with -r at start count in the control socket's admission: a
-# stream that fits only without them is refused with the reason, and
-# they are listed as static.
+# opened before keeps the old size; shrinking it is refused; one that
+# grows onto more disks while a client writes and flushes serves it all.
+# An unused runtime disk is removed and closed (while another export is
+# under load), a used one refused.  Reservations given with -r at start
+# count in the control socket's admission: a stream that fits only
+# without them is refused with the reason, and they are listed as static.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
-requires jq nbdinfo nbdcopy qemu-io truncate cmp dd mkfifo
+requires jq nbdinfo nbdcopy qemu-io fio truncate cmp dd mkfifo
 M=$((1 << 20))
 d=$cw_tmp/rt
 mkdir "$d"
@@ -70,7 +71,32 @@ check "saying why" grep -q 'exported as fresh.*shrinks only once the export is r
 	"$d/shrink.err"
 check "the size did not change" test "$(nbdinfo --size "$(uri fresh)")" -eq $((48 * M))
 
-# --- removal
+# A partition that grows onto more disks while a client writes and
+# flushes (every FLUSH goes to each disk of the export, a list the grow
+# appends to under it).
+check "part create wide, one block" cwctl part create wide --size 1M --policy rotation
+check "export wide" cwctl export add wide
+fio --name=w --ioengine=nbd --uri="$(uri wide)" --rw=randwrite --bs=4k --fsync=1 \
+	--size=1M --time_based --runtime=4 --output="$d/fio-wide.out" >/dev/null 2>&1 &
+fiow=$!
+cleanup_add "kill $fiow 2>/dev/null"
+sleep 1
+check "grow wide under load to 8M" cwctl part resize wide --size 8M
+wait "$fiow"
+check "fio's writes and flushes all succeeded" test $? -eq 0
+check "wide now spans several disks" \
+	test "$(cwctl --json part show wide | jq '.per_disk | length')" -ge 2
+check "a new connection sees 8M" test "$(nbdinfo --size "$(uri wide)")" -eq $((8 * M))
+check "written and flushed at its new end" qemu-io -f raw -c "write -P 0x77 $((7 * M)) 1M" \
+	-c flush -c "read -P 0x77 $((7 * M)) 1M" "$(uri wide)"
+
+# --- removal, while another export is under load
+check "part create load" cwctl part create load --size 16M --policy single --disk hdd1
+check "export load" cwctl export add load
+fio --name=l --ioengine=nbd --uri="$(uri load)" --rw=randrw --bs=64k --iodepth=4 \
+	--time_based --runtime=5 --output="$d/fio-load.out" >/dev/null 2>&1 &
+fiol=$!
+cleanup_add "kill $fiol 2>/dev/null"
 check "a used runtime disk: busy" test "$(ctl_code cwctl disk remove new)" = busy
 truncate -s 64M "$d/spare.img"
 check "disk add spare" cwctl disk add "$d/spare.img" --name spare --tier ssd
@@ -85,6 +111,8 @@ check "qemu-io on p2" qemu-io -f raw -c "write -P 0x11 0 1M" -c "read -P 0x11 0 
 check "export remove p2" cwctl export remove p2
 check "part delete p2" cwctl part delete p2
 check "disk remove spare2" cwctl disk remove spare2
+wait "$fiol"
+check "the load ran through it all" test $? -eq 0
 
 # --- a restart keeps it all
 check "the daemon stops" ctl_stop
