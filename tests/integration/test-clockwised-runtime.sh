@@ -140,6 +140,8 @@ static_listed() {
 static_in_table() { cwctl resv list | grep -q '^static  *media '; }
 check "the static one is listed" static_listed
 check "as static in the table" static_in_table
+static_in_stats() { cwctl stats | grep -q '^static  '; }
+check "its counters show in stats" static_in_stats
 check "and counted on hdd0" test "$(cwctl --json disk list | jq '.[] | select(.name == "hdd0") | .tasks')" -eq 1
 cwctl --json resv create media --rate 24MB/s --block 1M > /dev/null 2> "$s/refused"
 check "24MB/s beside it is refused" jq -e '.code == "refused" and .details.disk == "hdd0"' "$s/refused"
