@@ -292,7 +292,9 @@ void ctl_expire_resvs(struct cwc_server *srv)
 		struct cwc_resv *r = &srv->resvs[i];
 
 		/* A database that refuses now is asked again next time. */
-		if (r->span_end_ns && r->span_end_ns <= now && !resv_exported(srv, r->id, &e) &&
+		/* A static one stays: the data path keeps its task. */
+		if (!r->is_static && r->span_end_ns && r->span_end_ns <= now &&
+		    !resv_exported(srv, r->id, &e) &&
 		    drop_resv(srv, i) == 0)
 			continue;
 		i++;
@@ -306,6 +308,9 @@ static json_object *resv_json(struct cwc_server *srv, const struct cwc_resv *r, 
 
 	add(o, "id", cwc_json_u64(r->id));
 	add(o, "part", jstr(r->part));
+	add(o, "static", json_object_new_boolean(r->is_static));
+	if (r->is_static)
+		add(o, "export", jstr(r->export_name));
 	add(o, "rate", cwc_json_u64(r->rate_bps));
 	add(o, "block", cwc_json_u64(r->block_bytes));
 	add(o, "range_start", cwc_json_u64(r->range_start_bytes));
@@ -429,6 +434,30 @@ static int resv_room(struct cwc_server *srv)
 		srv->resvs = nr;
 	pthread_mutex_unlock(&srv->lock);
 	return nr ? 0 : -ENOMEM;
+}
+
+int cwc_server_add_static_resv(struct cwc_server *srv, const struct cwc_resv *r)
+{
+	struct cwc_resv res = *r;
+	int rc;
+
+	if (srv->n_resvs >= RESV_MAX)
+		return -ENOSPC;
+	res.parts = calloc(r->n_parts ? r->n_parts : 1, sizeof(*res.parts));
+	if (!res.parts)
+		return -ENOMEM;
+	memcpy(res.parts, r->parts, r->n_parts * sizeof(*res.parts));
+	res.id = 0;
+	res.is_static = true;
+	rc = resv_room(srv);
+	if (rc < 0) {
+		cwc_resv_free_parts(&res);
+		return rc;
+	}
+	pthread_mutex_lock(&srv->lock);
+	srv->resvs[srv->n_resvs++] = res;
+	pthread_mutex_unlock(&srv->lock);
+	return 0;
 }
 
 /* The database keeps wall-clock times, since the server's monotonic clock
@@ -649,7 +678,7 @@ static int resv_arg(struct ctx *c, size_t *ret_index)
 
 	cwc_arg_uint(c->req, "id", &id);
 	for (size_t i = 0; i < c->srv->n_resvs; i++) {
-		if (c->srv->resvs[i].id == id) {
+		if (!c->srv->resvs[i].is_static && c->srv->resvs[i].id == id) {
 			*ret_index = i;
 			return 0;
 		}
@@ -737,27 +766,68 @@ static int h_disk_add(struct ctx *c, json_object **ret)
 	if (r < 0)
 		return fail_pool(c, r, path);
 	c->srv->models[id].set = false;
+	if (c->srv->o.hooks.disk_add) {
+		char why[256] = "";
+
+		/* The data path serves it from now on, or it is not added. */
+		r = c->srv->o.hooks.disk_add(c->srv->o.hooks.userdata, &d, why, sizeof(why));
+		if (r < 0) {
+			int r2 = cw_disk_remove(c->srv->pool, id);
+
+			if (r2 < 0)
+				return fail(c, cwc_code_from_errno(r), "%s; it stays in the pool, "
+					    "unserved (taking it out failed: %s)", why, strerror(-r2));
+			return fail(c, cwc_code_from_errno(r), "%s; not added", why);
+		}
+	}
 	*ret = disk_json(c->srv, &d);
 	return 0;
+}
+
+static int disk_in_use(struct ctx *c, const struct cw_disk_info *d)
+{
+	return fail(c, CWC_E_BUSY, "disk %s still holds blocks of partitions (%" PRIu64 " of %"
+		    PRIu64 " blocks in use)", d->name, d->data_blocks - d->free_blocks,
+		    d->data_blocks);
 }
 
 static int h_disk_remove(struct ctx *c, json_object **ret)
 {
 	struct cw_disk_info d;
+	bool closed = false;
 	int r;
 
 	if (find_disk(c, cwc_arg_str(c->req, "name"), &d) < 0)
 		return -1;
 	for (size_t i = 0; i < c->srv->n_resvs; i++)
 		for (size_t j = 0; j < c->srv->resvs[i].n_parts; j++)
-			if (c->srv->resvs[i].parts[j].disk_id == d.id)
+			if (c->srv->resvs[i].parts[j].disk_id == d.id && c->srv->resvs[i].is_static)
+				return fail(c, CWC_E_BUSY, "disk %s serves the static reservation "
+					    "of export %s", d.name, c->srv->resvs[i].export_name);
+			else if (c->srv->resvs[i].parts[j].disk_id == d.id)
 				return fail(c, CWC_E_BUSY, "disk %s serves reservation %" PRIu64,
 					    d.name, c->srv->resvs[i].id);
+	if (d.free_blocks != d.data_blocks)
+		return disk_in_use(c, &d);
+	if (c->srv->o.hooks.disk_remove) {
+		char why[256] = "";
+
+		r = c->srv->o.hooks.disk_remove(c->srv->o.hooks.userdata, &d, why, sizeof(why));
+		if (r < 0 && r != -ENOENT)
+			return fail(c, cwc_code_from_errno(r), "%s", why);
+		closed = r == 0;
+	}
 	r = cw_disk_remove(c->srv->pool, d.id);
+	if (r < 0 && closed && c->srv->o.hooks.disk_add) {
+		char why[256] = "";
+
+		/* Still in the pool: the data path takes it back. */
+		if (c->srv->o.hooks.disk_add(c->srv->o.hooks.userdata, &d, why, sizeof(why)) < 0)
+			return fail(c, cwc_code_from_errno(r), "disk %s: the pool kept it (%s) "
+				    "but it is no longer served: %s", d.name, strerror(-r), why);
+	}
 	if (r == -EBUSY)
-		return fail(c, CWC_E_BUSY, "disk %s still holds blocks of partitions (%" PRIu64
-			    " of %" PRIu64 " blocks in use)", d.name, d.data_blocks - d.free_blocks,
-			    d.data_blocks);
+		return disk_in_use(c, &d);
 	if (r < 0)
 		return fail_pool(c, r, d.name);
 	c->srv->models[d.id].set = false;
@@ -1050,10 +1120,14 @@ static int part_users(struct ctx *c, const char *name, uint64_t below_bytes)
 	for (size_t i = 0; i < c->srv->n_resvs; i++) {
 		const struct cwc_resv *r = &c->srv->resvs[i];
 
-		if (strcmp(r->part, name) == 0 &&
-		    (below_bytes == UINT64_MAX || r->range_end_bytes > below_bytes))
-			return fail(c, CWC_E_BUSY, "reservation %" PRIu64 " covers %s up to byte %"
-				    PRIu64, r->id, name, r->range_end_bytes);
+		if (strcmp(r->part, name) != 0 ||
+		    (below_bytes != UINT64_MAX && r->range_end_bytes <= below_bytes))
+			continue;
+		if (r->is_static)
+			return fail(c, CWC_E_BUSY, "the static reservation of export %s covers %s "
+				    "up to byte %" PRIu64, r->export_name, name, r->range_end_bytes);
+		return fail(c, CWC_E_BUSY, "reservation %" PRIu64 " covers %s up to byte %"
+			    PRIu64, r->id, name, r->range_end_bytes);
 	}
 	return 0;
 }
@@ -1062,15 +1136,40 @@ static int h_part_resize(struct ctx *c, json_object **ret)
 {
 	const char *name = cwc_arg_str(c->req, "name");
 	struct cw_part *part;
-	uint64_t size = 0;
+	uint64_t size = 0, bs, have;
 	int r;
 
 	cwc_arg_uint(c->req, "size", &size);
 	if (find_part(c, name, &part) < 0 || part_users(c, name, size) < 0)
 		return -1;
+	bs = cw_part_block_size(part);
+	have = cw_part_nblocks(part);
+	if (size / bs + (size % bs != 0) < have) {
+		/* A client connected now was told the old size, and NBD cannot
+		 * take it back: its requests could reach blocks the shrink
+		 * gives to another partition. */
+		for (size_t i = 0; i < c->srv->n_exports; i++)
+			if (strcmp(c->srv->exports[i].part, name) == 0)
+				return fail(c, CWC_E_BUSY, "partition %s is exported as %s: it can "
+					    "grow, but shrinks only once the export is removed", name,
+					    c->srv->exports[i].name);
+	}
 	r = cw_part_resize(part, size);
 	if (r < 0)
 		return fail_pool(c, r, name);
+	for (size_t i = 0; cw_part_nblocks(part) > have && i < c->srv->n_exports; i++) {
+		const struct cwc_export *e = &c->srv->exports[i];
+		char why[256] = "";
+
+		if (strcmp(e->part, name) != 0 || !c->srv->o.hooks.export_resize)
+			continue;
+		/* New connections get the new size; open ones keep theirs. */
+		r = c->srv->o.hooks.export_resize(c->srv->o.hooks.userdata, e, part, why,
+						  sizeof(why));
+		if (r < 0)
+			return fail(c, cwc_code_from_errno(r), "partition %s grew, but export %s "
+				    "keeps its old size: %s", name, e->name, why);
+	}
 	return reply_part(c, part, name, ret);
 }
 

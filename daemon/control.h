@@ -84,6 +84,10 @@ struct cwc_resv {
 	int64_t period_ns;			/* b/B */
 	size_t n_parts;
 	struct cwc_resv_part *parts;
+	/* Given to the daemon at start (clockwised -r) for this export:
+	 * not stored, id 0, never released; admission counts it. */
+	bool is_static;
+	char export_name[CW_NAME_MAX + 1];
 };
 
 /* Live counters from the data path (the stats hook fills them). */
@@ -125,6 +129,18 @@ struct cwc_hooks {
 	 * cw_model_format() form, for the daemon to persist. */
 	void (*model_changed)(void *userdata, uint32_t disk_id, const struct cw_model *m,
 			      const char *text);
+	/* A disk was added to the pool: the data path opens it.  On -errno
+	 * (reason in err) the server takes the disk out of the pool again. */
+	int (*disk_add)(void *userdata, const struct cw_disk_info *d, char *err, size_t errlen);
+	/* A disk is about to leave the pool (no partition has a block on it):
+	 * the data path closes it, or refuses with -errno (reason in err).
+	 * Should the pool then refuse, disk_add is told to take it back. */
+	int (*disk_remove)(void *userdata, const struct cw_disk_info *d, char *err,
+			   size_t errlen);
+	/* Export e's partition grew: new connections get its new size.
+	 * -errno with the reason in err. */
+	int (*export_resize)(void *userdata, const struct cwc_export *e, struct cw_part *part,
+			     char *err, size_t errlen);
 };
 
 struct cwc_server_opts {
@@ -186,6 +202,12 @@ int cwc_server_set_model(struct cwc_server *srv, uint32_t disk_id, const struct 
  * at start) or installed; -ENOENT when it has none yet. */
 int cwc_server_get_model(struct cwc_server *srv, uint32_t disk_id, struct cw_model *ret_model,
 			 bool *ret_calibrated);
+
+/* Tells admission about a reservation the daemon made by itself at start
+ * (r->is_static; the parts' tasks as it admitted them): it is listed,
+ * counted by every later admission on its disks, never stored nor
+ * released.  From the server's thread, or before it runs. */
+int cwc_server_add_static_resv(struct cwc_server *srv, const struct cwc_resv *r);
 
 /* The admitted reservations (a snapshot, thread-safe): malloc'ed array of
  * copies; free each with cwc_resv_free_parts() and the array with free(). */

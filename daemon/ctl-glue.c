@@ -80,7 +80,6 @@ static void drop_export(struct pb *pb, struct pbx *x)
 			*pp = x->next;
 			break;
 		}
-	free(x->disks);
 	free(x);
 }
 
@@ -183,8 +182,8 @@ static int resv_add(struct ctl *ctl, const struct cwc_resv *cr)
 		pb->resvs = arr;
 		pb->resvs[pb->nresvs++] = NULL;
 	}
-	rv->period_ns = calloc(pb->ndisks ? pb->ndisks : 1, sizeof(int64_t));
-	rv->service_ns = calloc(pb->ndisks ? pb->ndisks : 1, sizeof(int64_t));
+	rv->period_ns = calloc(PB_DISKS_CAP, sizeof(int64_t));
+	rv->service_ns = calloc(PB_DISKS_CAP, sizeof(int64_t));
 	if (!rv->period_ns || !rv->service_ns) {
 		pb_resv_free(CW_TAKE_PTR(rv));
 		return -ENOMEM;
@@ -294,6 +293,73 @@ static void hook_model_changed(void *userdata, uint32_t disk_id, const struct cw
 		cwd_log(LOG_NOTICE, "disk %s: new model: %s", d->name, text);
 }
 
+/* ---- disks and sizes changed at runtime ---- */
+
+/* Admission of disk d uses its dispatchers' model, unless the pool
+ * stores one (see ctl_new). */
+static void share_model(struct ctl *ctl, const struct disk *d)
+{
+	if (d->fd >= 0 && cwc_server_get_model(ctl->srv, d->id, NULL, NULL) == -ENOENT)
+		(void)cwc_server_set_model(ctl->srv, d->id, disk_model(d), false);
+}
+
+static int hook_disk_add(void *userdata, const struct cw_disk_info *info, char *err,
+			 size_t errlen)
+{
+	struct ctl *ctl = userdata;
+	int r;
+
+	/* The lock keeps ctl_log_stats (another thread) off pb->ndisks. */
+	pthread_mutex_lock(&ctl->lock);
+	r = pb_disk_add(ctl->pb, info->id, err, errlen);
+	pthread_mutex_unlock(&ctl->lock);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "%s", err);
+		return r;
+	}
+	share_model(ctl, &ctl->pb->disks[pb_disk_index(ctl->pb, info->id)]);
+	cwd_log(LOG_NOTICE, "disk %s (%s) added: served from now on", info->name, info->path);
+	return 0;
+}
+
+static int hook_disk_remove(void *userdata, const struct cw_disk_info *info, char *err,
+			    size_t errlen)
+{
+	struct ctl *ctl = userdata;
+	int r;
+
+	pthread_mutex_lock(&ctl->lock);
+	r = pb_disk_remove(ctl->pb, info->id, err, errlen);
+	pthread_mutex_unlock(&ctl->lock);
+	if (r < 0 && r != -ENOENT)
+		cwd_log(LOG_NOTICE, "%s", err);
+	return r;
+}
+
+static int hook_export_resize(void *userdata, const struct cwc_export *e, struct cw_part *part,
+			      char *err, size_t errlen)
+{
+	struct ctl *ctl = userdata;
+	struct pbx *x = find_export(ctl->pb, e->name);
+	uint64_t size;
+	int r;
+
+	(void)part;
+	if (!x)
+		return 0;	/* listed but not served (a missing disk) */
+	r = pb_export_grow(ctl->pb, x, &size, err, errlen);
+	if (r == 0)
+		r = nbd_server_set_export_size(ctl->nbd, e->name, size);
+	if (r < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "export %s: %s", e->name, strerror(-r));
+		cwd_log(LOG_ERR, "%s", err);
+		return r;
+	}
+	cwd_log(LOG_INFO, "export %s: %" PRIu64 " bytes for new connections", e->name, size);
+	return 0;
+}
+
 /* ---- stats ---- */
 
 static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_counters *c,
@@ -394,8 +460,9 @@ int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
 	ctl->nbd = nbd;
 	ctl->cfg = cfg;
 	pthread_mutex_init(&ctl->lock, NULL);
-	ctl->tasks = calloc(pb->ndisks ? pb->ndisks : 1, sizeof(*ctl->tasks));
-	ctl->ntasks = calloc(pb->ndisks ? pb->ndisks : 1, sizeof(*ctl->ntasks));
+	/* By disk slot, room for disks added while the daemon runs. */
+	ctl->tasks = calloc(PB_DISKS_CAP, sizeof(*ctl->tasks));
+	ctl->ntasks = calloc(PB_DISKS_CAP, sizeof(*ctl->ntasks));
 	if (!ctl->tasks || !ctl->ntasks) {
 		ctl_free(ctl);
 		return -ENOMEM;
@@ -412,6 +479,9 @@ int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
 		.stats = hook_stats,
 		.resv_changed = hook_resv_changed,
 		.model_changed = hook_model_changed,
+		.disk_add = hook_disk_add,
+		.disk_remove = hook_disk_remove,
+		.export_resize = hook_export_resize,
 	};
 	r = cwc_server_new(&o, pool, &ctl->srv);
 	if (r < 0) {
@@ -424,10 +494,7 @@ int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
 	 * where the pool stores one (a calibration measured on that disk
 	 * outranks a preset or a declared model). */
 	for (i = 0; i < pb->ndisks; i++)
-		if (pb->disks[i].fd >= 0 &&
-		    cwc_server_get_model(ctl->srv, pb->disks[i].id, NULL, NULL) == -ENOENT)
-			(void)cwc_server_set_model(ctl->srv, pb->disks[i].id, disk_model(&pb->disks[i]),
-						   false);
+		share_model(ctl, &pb->disks[i]);
 	*ret_ctl = ctl;
 	return 0;
 }
@@ -470,6 +537,93 @@ int ctl_export_all(struct ctl *ctl, size_t *ret_n)
 	return r < 0 ? r : 0;
 }
 
+/* Static reservation rv as the control server lists and counts it. */
+static int static_resv(struct pb *pb, const struct resv *rv, struct cwc_resv *ret)
+{
+	struct cw_part_info pi;
+	int r = cw_part_info(rv->x->part, &pi);
+
+	if (r < 0)
+		return r;
+	*ret = (struct cwc_resv){
+		.part_id = pi.id, .rate_bps = rv->r.bandwidth_bps,
+		.block_bytes = rv->r.block_bytes, .range_start_bytes = rv->lo,
+		.range_end_bytes = rv->hi, .period_ns = rv->stream_period_ns,
+		.n_parts = rv->nparts, .is_static = true,
+	};
+	if (rv->r.span_start_s || rv->r.span_end_s) {
+		ret->span_start_ns = rv->start_ns;
+		ret->span_end_ns = rv->end_ns;
+	}
+	snprintf(ret->part, sizeof(ret->part), "%s", pi.name);
+	snprintf(ret->export_name, sizeof(ret->export_name), "%s", rv->r.export_name);
+	ret->parts = calloc(rv->nparts ? rv->nparts : 1, sizeof(*ret->parts));
+	if (!ret->parts)
+		return -ENOMEM;
+	for (size_t i = 0; i < rv->nparts; i++)
+		ret->parts[i] = (struct cwc_resv_part){
+			.disk_id = pb->disks[rv->parts[i].disk].id, .task = rv->parts[i].task,
+			.requests = rv->parts[i].requests, .stride = rv->parts[i].stride,
+		};
+	return 0;
+}
+
+/* The static streams of disk di beside those the pool stores (admitted by
+ * the control server, which did not know of the static ones then). */
+static int static_fits(struct ctl *ctl, size_t di)
+{
+	struct disk *d = &ctl->pb->disks[di];
+	size_t n = d->ntasks + ctl->ntasks[di];
+	_cleanup_free_ struct cw_task *all = calloc(n ? n : 1, sizeof(*all));
+	struct cw_admit_result res;
+	int r;
+
+	if (!all)
+		return -ENOMEM;
+	if (!d->ntasks || !ctl->ntasks[di])
+		return 0;
+	memcpy(all, d->tasks, d->ntasks * sizeof(*all));
+	memcpy(all + d->ntasks, ctl->tasks[di], ctl->ntasks[di] * sizeof(*all));
+	r = cw_admit_test(all, n, &res);
+	if (r == 0 && !res.schedulable) {
+		cwd_log(LOG_ERR, "disk %s: the static reservations (-r) do not fit beside the "
+			"%zu stream part%s of reservations stored in the pool: %s", d->name,
+			ctl->ntasks[di], ctl->ntasks[di] == 1 ? "" : "s", res.reason);
+		return -EBUSY;
+	}
+	return r;
+}
+
+int ctl_add_static_resvs(struct ctl *ctl)
+{
+	struct pb *pb = ctl->pb;
+	size_t i;
+	int r;
+
+	for (i = 0; i < pb->ndisks; i++) {
+		r = static_fits(ctl, i);
+		if (r < 0)
+			return r;
+	}
+	for (i = 0; i < pb->nresvs; i++) {
+		struct resv *rv = pb->resvs[i];
+		struct cwc_resv cr;
+
+		if (!rv || rv->ctl_id || !rv->x)
+			continue;
+		r = static_resv(pb, rv, &cr);
+		if (r == 0)
+			r = cwc_server_add_static_resv(ctl->srv, &cr);
+		cwc_resv_free_parts(&cr);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "reservation for %s: cannot tell the control socket: %s",
+				rv->r.export_name, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
 int ctl_start(struct ctl *ctl)
 {
 	int r = -pthread_create(&ctl->thread, NULL, ctl_main, ctl);
@@ -499,7 +653,7 @@ void ctl_free(struct ctl *ctl)
 		pthread_join(ctl->thread, NULL);
 	}
 	cwc_server_free(ctl->srv);
-	for (i = 0; ctl->tasks && i < ctl->pb->ndisks; i++)
+	for (i = 0; ctl->tasks && i < PB_DISKS_CAP; i++)
 		free(ctl->tasks[i]);
 	free(ctl->tasks);
 	free(ctl->ntasks);

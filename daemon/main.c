@@ -292,6 +292,11 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (ctl) {
+		r = ctl_add_static_resvs(ctl);
+		if (r < 0)
+			goto out;
+	}
 	r = pb_start(pb);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot start the dispatchers: %s", strerror(-r));

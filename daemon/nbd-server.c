@@ -1082,6 +1082,31 @@ int nbd_server_remove_export(struct nbd_server *srv, const char *name)
 	return 0;
 }
 
+int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_t size)
+{
+	int r = -ENOENT;
+	size_t i;
+
+	pthread_mutex_lock(&srv->lock);
+	for (i = 0; i < srv->n_exports; i++) {
+		struct export *x = &srv->exports[i];
+
+		if (x->removed || strcmp(x->e.name, name) != 0)
+			continue;
+		r = size % x->e.min_block ? -EINVAL : 0;
+		if (r == 0) {
+			/* A connection copies lim under this lock at its
+			 * handshake and reads only its copy afterwards. */
+			x->e.size = size;
+			x->lim.size = size;
+			rebuild_infos(srv);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return r;
+}
+
 static int add_listener(struct nbd_server *srv, int fd, const char *unix_path)
 {
 	if (srv->n_listen >= MAX_LISTEN) {

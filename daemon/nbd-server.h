@@ -126,6 +126,12 @@ int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp);
  * such export. */
 int nbd_server_remove_export(struct nbd_server *srv, const char *name);
 
+/* Changes the size new connections to an export get (a partition that
+ * grew).  Connections open now keep the size they were told: NBD has no
+ * way to change it under a client.  -EINVAL if size is not a multiple of
+ * the export's min_block, -ENOENT if there is no such export. */
+int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_t size);
+
 /* Listens on a unix socket (a stale socket file is replaced).  */
 int nbd_server_listen_unix(struct nbd_server *srv, const char *path);
 

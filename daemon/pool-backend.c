@@ -24,6 +24,8 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
 #include "daemon/pool-internal.h"
 
 static const struct nbd_backend_ops pb_ops;
@@ -42,12 +44,12 @@ static struct lane *piece_lane(struct pb *pb, uint32_t disk_index, uint64_t phys
 
 int pb_disk_index(struct pb *pb, uint32_t id)
 {
-	size_t i;
+	int di;
 
-	for (i = 0; i < pb->ndisks; i++)
-		if (pb->disks[i].id == id)
-			return pb->disks[i].fd >= 0 ? (int)i : -ENODEV;
-	return -ENODEV;
+	if (id > CW_DISKS_MAX)
+		return -ENODEV;
+	di = atomic_load_explicit(&pb->slot_of[id], memory_order_acquire);
+	return di >= 0 ? di : -ENODEV;
 }
 
 static void piece_init_flush(struct preq *q, struct piece *p, struct pb *pb, uint32_t di)
@@ -58,13 +60,14 @@ static void piece_init_flush(struct preq *q, struct piece *p, struct pb *pb, uin
 	p->io = (struct cw_io_req){ .fd = d->fd, .op = CW_IO_FSYNC, .user = p };
 }
 
-/* A flush piece for every disk of the export, from piece `at` on. */
-static void add_flush_pieces(struct preq *q, unsigned at)
+/* A flush piece for each of the first n disks of the export, from piece
+ * `at` on. */
+static void add_flush_pieces(struct preq *q, unsigned at, unsigned n)
 {
 	struct pbx *x = q->x;
 	unsigned i;
 
-	for (i = 0; i < x->ndisks; i++)
+	for (i = 0; i < n; i++)
 		piece_init_flush(q, &q->p[at + i], x->pb, x->disks[i]);
 }
 
@@ -139,7 +142,9 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	/* Pieces end at pool blocks, chunks and BE piece limits. */
 	uint64_t least = CW_MIN(CW_MIN(pb->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
 	size_t maxp = nio->length / least + nio->length / pb->block_size + 3;
-	unsigned nflush = nio->fua ? (unsigned)pb->ndisks : 0, n = 0, i;
+	/* FUA flushes each disk touched, and there are no more of those
+	 * than pieces (disks may be added meanwhile: not pb->ndisks). */
+	unsigned nflush = nio->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, n = 0, i;
 	struct resv *rv = x->resv;
 	struct preq *q;
 	bool seen[CW_DISKS_MAX + 1] = { false };
@@ -227,13 +232,14 @@ static int pb_zero(void *backend, struct nbd_io *io)
 static int pb_flush(void *backend, struct nbd_io *nio)
 {
 	struct pbx *x = backend;
+	unsigned nd = atomic_load_explicit(&x->ndisks, memory_order_acquire);
 	struct preq *q;
 
-	if (!x->ndisks) {
+	if (!nd) {
 		nbd_io_complete(nio, 0);
 		return 0;
 	}
-	q = preq_new(x->pb, x->ndisks);
+	q = preq_new(x->pb, nd);
 	if (!q)
 		return -ENOMEM;
 	q->nio = nio;
@@ -242,9 +248,9 @@ static int pb_flush(void *backend, struct nbd_io *nio)
 	atomic_init(&q->err, 0);
 	q->fua = false;
 	lane_plug();
-	q->npieces = x->ndisks;
+	q->npieces = nd;
 	q->nflush = 0;
-	add_flush_pieces(q, 0);
+	add_flush_pieces(q, 0, nd);
 	push_pieces(q, 0, q->npieces);
 	return 0;
 }
@@ -426,6 +432,14 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	return 0;
 }
 
+/* Makes an opened disk's slot visible to the I/O threads. */
+static void disk_publish(struct pb *pb, size_t di)
+{
+	if (pb->disks[di].fd >= 0)
+		atomic_store_explicit(&pb->slot_of[pb->disks[di].id], (int)di,
+				      memory_order_release);
+}
+
 int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_pb)
 {
 	struct cw_disk_info *infos = NULL;
@@ -440,6 +454,8 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);
 	pb->start_ns = cw_now_ns();
+	for (i = 0; i <= CW_DISKS_MAX; i++)
+		atomic_init(&pb->slot_of[i], -1);
 	lane_init_once();
 	{
 		struct cw_slots_domain_opts dopts = { .size = sizeof(dopts),
@@ -463,7 +479,7 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 	r = cw_disk_list(pool, &infos, &n);
 	if (r < 0)
 		goto fail;
-	pb->disks = calloc(n ? n : 1, sizeof(*pb->disks));
+	pb->disks = calloc(PB_DISKS_CAP, sizeof(*pb->disks));
 	if (!pb->disks) {
 		r = -ENOMEM;
 		goto fail;
@@ -474,6 +490,7 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 		r = disk_open(pb, &pb->disks[i], &infos[i]);
 		if (r < 0)
 			goto fail;
+		disk_publish(pb, i);
 	}
 	for (i = 0; i < cfg->n_disks; i++) {
 		for (j = 0; j < n; j++)
@@ -492,67 +509,76 @@ fail:
 	return r;
 }
 
+/* Adds the disks of blocks [from, to) of x's partition to x->disks; each
+ * before the count that covers it, so FLUSH on another thread sees whole
+ * entries.  -ENODEV (logged) when a block is on a disk not open. */
+static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uint64_t from,
+			     uint64_t to, size_t *ret_align, bool *ret_rotational)
+{
+	_cleanup_free_ uint32_t *ids = calloc(to > from ? to - from : 1, sizeof(*ids));
+	unsigned n = atomic_load_explicit(&x->ndisks, memory_order_relaxed), i;
+	uint64_t b;
+	int r;
+
+	if (!ids)
+		return -ENOMEM;
+	r = to > from ? cw_part_block_disks(x->part, from, to - from, ids) : 0;
+	if (r < 0)
+		return r;
+	for (b = 0; b < to - from; b++) {
+		int di = pb_disk_index(pb, ids[b]);
+
+		if (di < 0) {
+			struct cw_disk_info info;
+
+			cwd_log(LOG_WARNING, "partition %s is not exported: its disk %s is missing",
+				part, cw_disk_info(pb->pool, ids[b], &info) == 0 ? info.name :
+				"(unknown)");
+			return -ENODEV;
+		}
+		for (i = 0; i < n; i++)
+			if (x->disks[i] == (uint32_t)di)
+				break;
+		if (i < n)
+			continue;
+		*ret_align = CW_MAX(*ret_align, pb->disks[di].align);
+		*ret_rotational |= pb->disks[di].tier == CW_TIER_HDD;
+		x->disks[n++] = (uint32_t)di;
+		atomic_store_explicit(&x->ndisks, n, memory_order_release);
+	}
+	return 0;
+}
+
 int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp)
 {
 	struct cw_part_info info;
-	uint64_t nblocks, b;
-	uint32_t *ids = NULL;
 	struct pbx *x;
 	size_t align = 512;
-	unsigned i;
 	bool rotational = false;
+	unsigned nd;
 	int r;
 
 	r = cw_part_info(part, &info);
 	if (r < 0)
 		return r;
-	nblocks = cw_part_nblocks(part);
 	x = calloc(1, sizeof(*x));
-	ids = calloc(nblocks ? nblocks : 1, sizeof(*ids));
-	if (!x || !ids) {
-		free(x);
-		free(ids);
+	if (!x)
 		return -ENOMEM;
-	}
-	r = nblocks ? cw_part_block_disks(part, 0, nblocks, ids) : 0;
-	if (r < 0)
-		goto fail;
-	x->disks = calloc(pb->ndisks ? pb->ndisks : 1, sizeof(*x->disks));
-	if (!x->disks) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	for (b = 0; b < nblocks; b++) {
-		int di = -ENODEV;
-
-		for (i = 0; i < pb->ndisks; i++)
-			if (pb->disks[i].id == ids[b])
-				di = (int)i;
-		if (di < 0 || pb->disks[di].fd < 0) {
-			cwd_log(LOG_WARNING, "partition %s is not exported: its disk %s is missing",
-				info.name, di < 0 ? "(unknown)" : pb->disks[di].name);
-			r = -ENODEV;
-			goto fail;
-		}
-		for (i = 0; i < x->ndisks; i++)
-			if (x->disks[i] == (uint32_t)di)
-				break;
-		if (i == x->ndisks) {
-			x->disks[x->ndisks++] = (uint32_t)di;
-			align = CW_MAX(align, pb->disks[di].align);
-			rotational |= pb->disks[di].tier == CW_TIER_HDD;
-		}
-	}
-	free(ids);
-	if (align > 65536) {
-		r = -EINVAL;
-		goto fail_x;
-	}
 	x->pb = pb;
 	x->part = part;
+	atomic_init(&x->ndisks, 0);
+	r = export_take_disks(pb, x, info.name, 0, cw_part_nblocks(part), &align, &rotational);
+	if (r == 0 && align > 65536)
+		r = -EINVAL;
+	if (r < 0) {
+		free(x);
+		return r;
+	}
+	nd = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
+	x->align = align;
 	snprintf(x->name, sizeof(x->name), "%s", info.name);
 	snprintf(x->description, sizeof(x->description), "clockwise partition %s on %u disk%s",
-		 info.name, x->ndisks, x->ndisks == 1 ? "" : "s");
+		 info.name, nd, nd == 1 ? "" : "s");
 	x->next = pb->exports;
 	pb->exports = x;
 	*ret_exp = (struct nbd_export){
@@ -569,47 +595,221 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp)
 		.backend = x,
 	};
 	return 0;
-fail:
-	free(ids);
-fail_x:
-	free(x->disks);
-	free(x);
-	return r;
+}
+
+int pb_export_grow(struct pb *pb, struct pbx *x, uint64_t *ret_size, char *err, size_t errlen)
+{
+	uint64_t nblocks = cw_part_nblocks(x->part), size = cw_part_size_bytes(x->part);
+	size_t align = x->align;
+	bool rotational = false;
+	int r;
+
+	/* Blocks already served keep their disks: only look at them all,
+	 * since the list is short and a grow is rare. */
+	r = export_take_disks(pb, x, x->name, 0, nblocks, &align, &rotational);
+	if (r < 0) {
+		snprintf(err, errlen, "export %s: a disk of its new blocks is not open", x->name);
+		return r;
+	}
+	if (align > x->align) {
+		/* Its clients were told min_block = x->align, and requests
+		 * that small would fail on the new disk. */
+		snprintf(err, errlen, "export %s: its new blocks are on a disk that needs %zu-byte "
+			 "I/O, its clients were told %zu; remove and add the export again",
+			 x->name, align, x->align);
+		return -EINVAL;
+	}
+	*ret_size = size - size % x->align;
+	return 0;
+}
+
+/* Starts the dispatchers of disk d: an I/O engine and a thread per lane,
+ * and the scheduling core of a disk with static streams. */
+static int disk_start(struct pb *pb, struct disk *d)
+{
+	size_t j;
+	int r;
+
+	if (d->fd < 0)
+		return 0;
+	if (d->ntasks) {
+		r = pb_disk_sched(pb, d);
+		if (r < 0)
+			return r;
+	}
+	for (j = 0; j < d->nlanes; j++) {
+		struct lane *l = &d->lanes[j];
+
+		l->expected_ns = calloc(PB_RESV_MAX, sizeof(int64_t));
+		if (!l->expected_ns)
+			return -ENOMEM;
+		r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
+				cw_io_kind_name(d->io_kind), strerror(-r));
+			return r;
+		}
+		r = -pthread_create(&l->thread, NULL, lane_main, l);
+		if (r < 0)
+			return r;
+		l->started = true;
+	}
+	return 0;
+}
+
+/* Stops and joins d's dispatchers (each drains what it was given first). */
+static void disk_stop(struct disk *d)
+{
+	size_t j;
+
+	for (j = 0; j < d->nlanes && d->lanes; j++)
+		if (d->lanes[j].started)
+			lane_stop(&d->lanes[j]);
+	for (j = 0; j < d->nlanes && d->lanes; j++) {
+		if (!d->lanes[j].started)
+			continue;
+		pthread_join(d->lanes[j].thread, NULL);
+		d->lanes[j].started = false;
+	}
+}
+
+/* Frees what a stopped disk holds and closes it. */
+static void disk_close(struct disk *d)
+{
+	size_t j;
+
+	for (j = 0; j < d->nlanes && d->lanes; j++) {
+		cw_io_engine_free(d->lanes[j].eng);
+		cw_sched_free(d->lanes[j].sched);
+		free(d->lanes[j].expected_ns);
+		free(atomic_load(&d->lanes[j].plan));
+		cw_slots_free(d->lanes[j].rec);
+	}
+	free(d->lanes);
+	free(d->tasks);
+	for (struct disk_model *dm = atomic_load(&d->model), *o; dm; dm = o) {
+		o = dm->older;
+		free(dm);
+	}
+	atomic_store(&d->model, NULL);
+	d->lanes = NULL;
+	d->tasks = NULL;
+	d->nlanes = 0;
+	d->ntasks = 0;
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
 }
 
 int pb_start(struct pb *pb)
 {
-	size_t i, j;
+	size_t i;
 	int r;
 
 	for (i = 0; i < pb->ndisks; i++) {
-		struct disk *d = &pb->disks[i];
-
-		if (d->fd < 0)
-			continue;
-		if (d->ntasks) {
-			r = pb_disk_sched(pb, d);
-			if (r < 0)
-				return r;
-		}
-		for (j = 0; j < d->nlanes; j++) {
-			struct lane *l = &d->lanes[j];
-
-			l->expected_ns = calloc(PB_RESV_MAX, sizeof(int64_t));
-			if (!l->expected_ns)
-				return -ENOMEM;
-			r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
-			if (r < 0) {
-				cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
-					cw_io_kind_name(d->io_kind), strerror(-r));
-				return r;
-			}
-			r = -pthread_create(&l->thread, NULL, lane_main, l);
-			if (r < 0)
-				return r;
-			l->started = true;
-		}
+		r = disk_start(pb, &pb->disks[i]);
+		if (r < 0)
+			return r;
 	}
+	pb->started = true;
+	return 0;
+}
+
+/* The file the daemon opened must be the one the pool labelled (and
+ * checked) under that path, not whatever the path names by now. */
+static int disk_same_file(struct pb *pb, const struct disk *d, char *err, size_t errlen)
+{
+	struct stat ours, pools;
+	int pfd = cw_disk_fd(pb->pool, d->id);
+
+	if (pfd < 0 || fstat(pfd, &pools) < 0 || fstat(d->fd, &ours) < 0) {
+		snprintf(err, errlen, "disk %s: cannot check its label", d->name);
+		return -EIO;
+	}
+	if (ours.st_dev != pools.st_dev || ours.st_ino != pools.st_ino ||
+	    ours.st_rdev != pools.st_rdev) {
+		snprintf(err, errlen, "disk %s: %s no longer holds the disk the pool labelled",
+			 d->name, d->path);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+int pb_disk_add(struct pb *pb, uint32_t disk_id, char *err, size_t errlen)
+{
+	struct cw_disk_info info;
+	struct disk *d;
+	size_t di = pb->ndisks;
+	int r;
+
+	if (pb_disk_index(pb, disk_id) >= 0) {
+		snprintf(err, errlen, "disk %" PRIu32 " is open already", disk_id);
+		return -EEXIST;
+	}
+	r = cw_disk_info(pb->pool, disk_id, &info);
+	if (r < 0) {
+		snprintf(err, errlen, "disk %" PRIu32 ": not in the pool", disk_id);
+		return r;
+	}
+	if (di == PB_DISKS_CAP) {
+		snprintf(err, errlen, "disk %s: the data path has used all its %d disk slots "
+			 "since it started; restart clockwised to serve it", info.name,
+			 PB_DISKS_CAP);
+		return -ENOSPC;
+	}
+	d = &pb->disks[di];
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+	r = disk_open(pb, d, &info);
+	if (r == 0 && d->fd < 0)
+		r = -ENODEV;	/* disk_open logged why */
+	if (r < 0) {
+		snprintf(err, errlen, "disk %s: cannot open %s: %s", info.name, info.path,
+			 strerror(-r));
+		goto fail;
+	}
+	r = disk_same_file(pb, d, err, errlen);
+	if (r == 0 && pb->started)
+		r = disk_start(pb, d);
+	if (r < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "disk %s: cannot start its dispatchers: %s",
+				 info.name, strerror(-r));
+		disk_stop(d);
+		goto fail;
+	}
+	pb->ndisks = di + 1;
+	disk_publish(pb, di);
+	return 0;
+fail:
+	disk_close(d);
+	memset(d, 0, sizeof(*d));
+	return r;
+}
+
+int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen)
+{
+	int di = pb_disk_index(pb, disk_id);
+	struct pbx *x;
+	unsigned i, n;
+
+	if (di < 0)
+		return -ENOENT;
+	for (x = pb->exports; x; x = x->next) {
+		n = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
+		for (i = 0; i < n; i++)
+			if (x->disks[i] == (uint32_t)di) {
+				snprintf(err, errlen, "disk %s: export %s flushes it; remove the "
+					 "export first", pb->disks[di].name, x->name);
+				return -EBUSY;
+			}
+	}
+	/* Nothing maps to it (no partition has a block there) and no export
+	 * lists it, so no request can reach its lanes once it is unlisted. */
+	atomic_store_explicit(&pb->slot_of[disk_id], -1, memory_order_release);
+	disk_stop(&pb->disks[di]);
+	cwd_log(LOG_INFO, "disk %s (%s): closed", pb->disks[di].name, pb->disks[di].path);
+	disk_close(&pb->disks[di]);
 	return 0;
 }
 
@@ -636,41 +836,16 @@ void pb_log_stats(struct pb *pb)
 void pb_free(struct pb *pb)
 {
 	struct pbx *x, *next;
-	size_t i, j;
+	size_t i;
 
 	if (!pb)
 		return;
 	for (i = 0; i < pb->ndisks; i++)
-		for (j = 0; j < pb->disks[i].nlanes; j++) {
-			struct lane *l = &pb->disks[i].lanes[j];
-
-			if (!l->started)
-				continue;
-			lane_stop(l);
-			pthread_join(l->thread, NULL);
-		}
-	for (i = 0; i < pb->ndisks; i++) {
-		struct disk *d = &pb->disks[i];
-
-		for (j = 0; j < d->nlanes && d->lanes; j++) {
-			cw_io_engine_free(d->lanes[j].eng);
-			cw_sched_free(d->lanes[j].sched);
-			free(d->lanes[j].expected_ns);
-			free(atomic_load(&d->lanes[j].plan));
-			cw_slots_free(d->lanes[j].rec);
-		}
-		free(d->lanes);
-		free(d->tasks);
-		for (struct disk_model *dm = atomic_load(&d->model), *o; dm; dm = o) {
-			o = dm->older;
-			free(dm);
-		}
-		if (d->fd >= 0)
-			close(d->fd);
-	}
+		disk_stop(&pb->disks[i]);
+	for (i = 0; pb->disks && i < pb->ndisks; i++)
+		disk_close(&pb->disks[i]);
 	for (x = pb->exports; x; x = next) {
 		next = x->next;
-		free(x->disks);
 		free(x);
 	}
 	for (i = 0; i < pb->nresvs; i++)
@@ -689,4 +864,3 @@ void pb_free(struct pb *pb)
 	cw_slots_domain_free(pb->domain);
 	free(pb);
 }
-

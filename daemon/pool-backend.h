@@ -63,6 +63,28 @@ int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_
 /* Starts the dispatchers. */
 int pb_start(struct pb *pb);
 
+/* A disk the pool took while the daemon runs (cw_disk_add): opens it with
+ * O_DIRECT, checks that the file opened is the one the pool labelled,
+ * sets up its lanes and slot records and, once pb_start() ran, starts its
+ * dispatchers; its partitions can then be exported at once.  Call from
+ * one thread at a time (the control thread).  -errno with the reason in
+ * err, and nothing changed. */
+int pb_disk_add(struct pb *pb, uint32_t disk_id, char *err, size_t errlen);
+
+/* Stops the dispatchers of an open disk and closes it, before the pool
+ * lets it go.  The caller made sure no partition has a block on it;
+ * -EBUSY (reason in err) while an export still lists it, -ENOENT if the
+ * data path does not have it open (nothing to do). */
+int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen);
+
+/* The export's partition grew: takes in the disks its new blocks are on
+ * and returns the size new connections get.  -EINVAL (reason in err) when
+ * a new disk needs a larger alignment than the export's clients were
+ * told.  Control thread only. */
+struct pbx;
+int pb_export_grow(struct pb *pb, struct pbx *x, uint64_t *ret_size, char *err,
+		   size_t errlen);
+
 /* Stops the dispatchers once no request is in flight (stop the NBD server
  * first), and frees everything.  NULL-safe. */
 void pb_free(struct pb *pb);

@@ -44,6 +44,12 @@
 #define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */
 #define SLOTS_THREADS 1024	/* connection and dispatcher threads booking at once */
 #define PB_RESV_MAX 1024	/* reservations at once (static and from the control socket) */
+/* Disk slots: room for every disk the pool can hold, made at start, so a
+ * disk added while the daemon runs takes a free slot and the array never
+ * moves under the threads that read it.  A slot is not reused after its
+ * disk was removed; per-disk arrays (struct resv, the glue's tasks) are
+ * indexed by slot and have this many entries. */
+#define PB_DISKS_CAP CW_DISKS_MAX
 
 struct piece;
 
@@ -113,10 +119,15 @@ struct resv {
 	struct pbx *x;
 	uint64_t lo, hi;
 	int64_t start_ns, end_ns;	/* CLOCK_MONOTONIC; end 0: none */
-	int64_t *period_ns;		/* per disk index: T (0: not on it) */
-	int64_t *service_ns;		/* per disk index: C */
+	int64_t *period_ns;		/* per disk slot (PB_DISKS_CAP): T (0: not on it) */
+	int64_t *service_ns;		/* per disk slot: C */
 	struct cwd_counters st;
 	uint64_t ctl_id;		/* the control plane's id; 0: static (-r) */
+	/* Static ones: the plan admitted (for the control server's
+	 * admission, which must count them); NULL otherwise. */
+	struct cw_admit_part *parts;
+	size_t nparts;
+	int64_t stream_period_ns;
 };
 
 /* An export: one partition. */
@@ -125,8 +136,12 @@ struct pbx {
 	struct cw_part *part;
 	char name[CW_NAME_MAX + 1];
 	char description[128];
-	uint32_t *disks;		/* indexes of the disks it touches */
-	unsigned ndisks;
+	size_t align;			/* its min_block: the largest alignment of its disks */
+	/* Slots of the disks it touches.  Only appended to (a partition that
+	 * grows onto another disk, pb_export_grow), each entry before the
+	 * count that covers it (release; FLUSH loads it with acquire). */
+	uint32_t disks[PB_DISKS_CAP];
+	atomic_uint ndisks;
 	struct resv *resv;
 	struct pbx *next;
 };
@@ -137,8 +152,14 @@ struct pb {
 	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
 	uint32_t block_size;
+	/* PB_DISKS_CAP slots; the first ndisks are used.  ndisks and a slot's
+	 * set-up change only at start and on the control thread (under the
+	 * glue's lock); the I/O threads find a disk's slot through slot_of,
+	 * published once the slot is ready, and never read ndisks. */
 	struct disk *disks;
 	size_t ndisks;
+	atomic_int slot_of[CW_DISKS_MAX + 1];	/* by disk id: its open slot, or -1 */
+	bool started;			/* pb_start ran: a disk added now starts at once */
 	struct pbx *exports;
 	struct resv **resvs;
 	size_t nresvs;
@@ -190,6 +211,7 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl);
 
 /* pool-backend.c */
 void pb_req_finish(struct preq *q);
+/* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 int pb_disk_index(struct pb *pb, uint32_t id);
 int pb_disk_set_model(struct pb *pb, struct disk *d, const struct cw_model *m);
 

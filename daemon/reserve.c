@@ -68,6 +68,7 @@ void pb_resv_free(struct resv *rv)
 		return;
 	free(rv->period_ns);
 	free(rv->service_ns);
+	free(rv->parts);
 	free(rv);
 }
 
@@ -112,8 +113,8 @@ int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_
 	}
 	rv->start_ns = pb->start_ns + res->span_start_s * CW_NS_PER_S;
 	rv->end_ns = res->span_end_s ? pb->start_ns + res->span_end_s * CW_NS_PER_S : 0;
-	rv->period_ns = calloc(pb->ndisks, sizeof(int64_t));
-	rv->service_ns = calloc(pb->ndisks, sizeof(int64_t));
+	rv->period_ns = calloc(PB_DISKS_CAP, sizeof(int64_t));
+	rv->service_ns = calloc(PB_DISKS_CAP, sizeof(int64_t));
 	fb = rv->lo / pb->block_size;
 	lay.pblock_bytes = pb->block_size;
 	lay.n_pblocks = (size_t)((rv->hi - 1) / pb->block_size - fb + 1);
@@ -186,6 +187,9 @@ int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_
 		cwd_log(LOG_INFO, "reservation %s: disk %s T=%" PRId64 " us C=%" PRId64 " us",
 			x->name, d->name, pt->task.period_ns / 1000, pt->task.service_ns / 1000);
 	}
+	rv->parts = CW_TAKE_PTR(plan.parts);
+	rv->nparts = plan.n_parts;
+	rv->stream_period_ns = plan.stream_period_ns;
 	rv->idx = pb->nresvs;
 	pb->resvs[pb->nresvs++] = rv;
 	x->resv = CW_TAKE_PTR(rv);

@@ -187,7 +187,9 @@ static void print_resvs(json_object *a)
 
 		snprintf(range, sizeof(range), "%s:%s", fsize(r, "range_start", a1),
 			 fsize(r, "range_end", a2));
-		table_row(&t, gs(r, "id"), gs(r, "part"), frate(r, "rate", rate),
+		/* A static one (clockwised -r) has no id to release it by. */
+		table_row(&t, json_object_get_boolean(get(r, "static")) ? "static" : gs(r, "id"),
+			  gs(r, "part"), frate(r, "rate", rate),
 			  fsize(r, "block", blk), range, fdur(r, "period_ns", per), gs(r, "disks"),
 			  get(r, "ends_in_ns") ? fdur(r, "ends_in_ns", end) : "never");
 	}
@@ -252,7 +254,9 @@ static void print_stats(json_object *s)
 			json_object *o = json_object_array_get_idx(r, i);
 			char a[CW_UNITS_BUF];
 
-			table_row(&u, gs(o, "id"), gs(o, "requests"), gs(o, "misses"),
+			/* Id 0: a static reservation (clockwised -r). */
+			table_row(&u, strcmp(gs(o, "id"), "0") ? gs(o, "id") : "static",
+				  gs(o, "requests"), gs(o, "misses"),
 				  fdur(o, "worst_late_ns", a));
 		}
 		table_print(&u);
@@ -833,7 +837,7 @@ static const struct command commands[] = {
 	  print_status },
 	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
-	  "to hdd; the name to disk<id>.\n", c_disk_add },
+	  "to hdd; the name to disk<id>.  A running daemon serves it at once.\n", c_disk_add },
 	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CWC_CMD_DISK_LIST, NULL,
 	  print_disks },
 	{ "disk", "remove", "NAME",
@@ -854,7 +858,8 @@ static const struct command commands[] = {
 	  CWC_CMD_PART_SHOW, "name", print_part_show },
 	{ "part", "resize", "NAME --size SIZE",
 	  "Grows or shrinks a partition at its end; refused when shrinking below a\n"
-	  "reserved range.\n", c_part_resize },
+	  "reserved range or while it is exported.  An export that grows has its new\n"
+	  "size for new connections; open ones keep theirs.\n", c_part_resize },
 	{ "part", "delete", "NAME",
 	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
 	  CWC_CMD_PART_DELETE, "name", print_removed },
@@ -867,7 +872,8 @@ static const struct command commands[] = {
 	  "condition that failed.\n"
 	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
 	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },
-	{ "resv", "list", "", "Lists the reservations.\n", NULL, CWC_CMD_RESV_LIST, NULL, print_resvs },
+	{ "resv", "list", "", "Lists the reservations; those given to clockwised -r show as static.\n",
+	  NULL, CWC_CMD_RESV_LIST, NULL, print_resvs },
 	{ "resv", "show", "ID", "Shows a reservation and its task on each disk.\n", NULL,
 	  CWC_CMD_RESV_SHOW, "id", print_resv },
 	{ "resv", "release", "ID",

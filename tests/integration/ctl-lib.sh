@@ -1,10 +1,11 @@
 # Sourced by the control-plane tests after lib.sh.
 #
 #   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
-#             [--policy delta-l|edf|lst]
+#             [--policy delta-l|edf|lst] [--reserve SPEC]...
 #                            clockwised over a pool in DIR (new, holding three
 #                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
 #                            on DIR/nbd.sock, control socket DIR/control;
+#                            (--reserve: clockwised -r SPEC),
 #                            waits for its ready line; sets CTL_SOCK,
 #                            CTL_NBD, CTL_PID and CTL_LOG
 #   ctl_start_standin DIR [ARGS...]  the same socket served by
@@ -23,6 +24,7 @@ CTL_STANDIN=0
 
 ctl_start() {
 	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true policy=delta-l
+	local resv=()
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -30,6 +32,7 @@ ctl_start() {
 		--admin-group) radmin=$2; shift ;;
 		--no-export-all) all=false ;;
 		--policy) policy=$2; shift ;;
+		--reserve) resv+=(-r "$2"); shift ;;
 		*) echo "ctl_start: unknown option $1" >&2; return 1 ;;
 		esac
 		shift
@@ -57,7 +60,7 @@ exports = { all = $all; };
 policy = "$policy";
 log_level = "info";
 EOC
-	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" 2>"$CTL_LOG" &
+	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" "${resv[@]}" 2>"$CTL_LOG" &
 	CTL_PID=$!
 	cleanup_add "kill $CTL_PID 2>/dev/null; wait $CTL_PID 2>/dev/null; [ \$cw_failed -eq 0 ] || cat '$CTL_LOG' >&2"
 	wait_for "clockwised to be ready" 30 ctl_ready || { cat "$CTL_LOG" >&2; return 1; }

@@ -170,6 +170,8 @@ static uint32_t go_payload(uint8_t *b, const char *name, bool block_size)
 	return 6 + n + (block_size ? 2 : 0);
 }
 
+static uint64_t export_size;	/* as the last open_export() was told */
+
 /* A connection in transmission on export name. */
 static int open_export(const char *name, bool structured, uint16_t *ret_eflags)
 {
@@ -197,6 +199,8 @@ static int open_export(const char *name, bool structured, uint16_t *ret_eflags)
 			fail("GO %s: reply 0x%x", name, rep.reply);
 			goto bad;
 		}
+		if (be16(b) == CW_NBD_INFO_EXPORT)
+			export_size = (uint64_t)be32(b + 2) << 32 | be32(b + 6);
 		if (be16(b) == CW_NBD_INFO_EXPORT && ret_eflags)
 			*ret_eflags = be16(b + 10);
 	}
@@ -614,6 +618,37 @@ static int s_held_until_stop(void)
 	return expect_close(fd);
 }
 
+/* Run in the background by the test: opens export $NBD_EXPORT, prints
+ * its size, waits for a line on stdin (the export grows meanwhile), then
+ * checks that this connection can still read its last block but nothing
+ * past the size it was told, and prints "bounded". */
+static int s_keeps_old_size(void)
+{
+	const char *name = getenv("NBD_EXPORT");
+	static uint8_t buf[4096];
+	char line[16];
+	uint32_t err;
+	uint64_t size;
+	int fd = open_export(name ? name : "disk", true, NULL);
+
+	TRY(fd);
+	size = export_size;
+	printf("%llu\n", (unsigned long long)size);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return fail("no go-ahead on stdin");
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 1, size - sizeof(buf), sizeof(buf), NULL));
+	TRY(get_reply(fd, 1, &err, buf, sizeof(buf), size - sizeof(buf)));
+	EXPECT(err == 0, "reading the last block of the old size failed: %u", err);
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 2, size, sizeof(buf), NULL));
+	TRY(get_reply(fd, 2, &err, buf, sizeof(buf), size));
+	EXPECT(err != 0, "a read past the size this connection was told succeeded");
+	printf("bounded\n");
+	fflush(stdout);
+	close(fd);
+	return 0;
+}
+
 struct scenario {
 	const char *name;
 	int (*fn)(void);
@@ -641,6 +676,7 @@ static const struct scenario scenarios[] = {
 static const struct scenario extra[] = {
 	{ "greeting", s_greeting },
 	{ "held-until-stop", s_held_until_stop },
+	{ "keeps-old-size", s_keeps_old_size },
 };
 
 /* Runs the scenario called name from t: 0 passed, 1 failed, -1 absent. */
