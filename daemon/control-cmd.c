@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -893,6 +894,15 @@ int ctl_calib_prepare(struct ctx *c, struct calib *k)
 	return 0;
 }
 
+/* A regular file with less than half its size allocated. */
+static bool sparse_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2;
+}
+
 /* Stores the measured model and builds the reply. */
 int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 {
@@ -934,6 +944,10 @@ int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	add(*ret, "model", jstr(text));
 	if (cw_model_service_ns(&k->model, 0, 0, cw_pool_block_size(c->srv->pool), &worst) == 0)
 		add(*ret, "block_service_ns", json_object_new_int64(worst));
+	if (sparse_file(k->disk.path))
+		add(*ret, "warning", jstr("the disk is a sparse file: its holes read without touching "
+					  "the device, so this model is too fast; write the file "
+					  "out (e.g. with dd) and calibrate again"));
 	return 0;
 }
 

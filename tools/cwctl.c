@@ -525,8 +525,12 @@ static void print_calibrated(json_object *r)
 {
 	char w[CW_UNITS_BUF];
 
+	json_object *warn;
+
 	printf("calibrated %s: worst case %s per pool block\nmodel: %s\n", gs(r, "disk"),
 	       fdur(r, "block_service_ns", w), gs(r, "model"));
+	if (json_object_object_get_ex(r, "warning", &warn))
+		fprintf(stderr, "cwctl: warning: %s: %s\n", gs(r, "disk"), json_object_get_string(warn));
 }
 
 static int c_disk_calibrate(int argc, char **argv)

@@ -114,7 +114,9 @@ check "calibrating an unknown disk: not-found" test "$(ctl_code cwctl disk calib
 # --- releasing and removing
 for r in $(cwctl --json resv list | jq '.[].id'); do cwctl resv release "$r" >/dev/null; done
 check "every reservation released" test "$(cwctl --json resv list | jq length)" -eq 0
-check "calibrate ssd0" cwctl disk calibrate ssd0 --quick
+check "calibrate ssd0" cwctl disk calibrate ssd0 --quick 2>"$cw_tmp/calib.err"
+check "a sparse disk file is called too fast" grep -q "warning: ssd0: the disk is a sparse file" "$cw_tmp/calib.err"
+check "and said so in JSON" bash -c '"$0" --socket "$1" --json disk calibrate ssd0 --quick | jq -se ".[-1].warning | test(\"sparse\")"' "$CWCTL" "$CTL_SOCK"
 check "ssd0's model is calibrated" test "$(cwctl --json disk list | jq '.[2].model.calibrated')" = true
 check "the data path takes the new model" grep -q "disk ssd0: new model: " "$CTL_LOG"
 check "releasing twice: not-found" test "$(ctl_code cwctl resv release 1)" = not-found
