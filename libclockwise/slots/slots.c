@@ -148,6 +148,35 @@ static inline uint64_t *cell_at(struct cw_slots *rec, int64_t p)
 	return &rec->cells[(uint64_t)p & rec->mask];
 }
 
+/* Who counts a change of a record's load: a context's own share, or
+ * NO_SHARE for callers without a context (dispatcher, advancers), which
+ * use the shared word. */
+#define NO_SHARE UINT32_MAX
+
+static inline void load_add(struct cw_slots *rec, uint32_t share, int64_t d)
+{
+	int64_t *v;
+
+	if (share == NO_SHARE) {
+		cw_pr_faa_relaxed(&rec->load, d);
+		return;
+	}
+	/* Only the context's thread writes its share: no locked add. */
+	v = &rec->lshard[share].v;
+	cw_pr_store_relaxed(v, cw_pr_load_relaxed(v) + d);
+}
+
+/* The load factor: reserved cells ahead of now (exact when quiescent). */
+static int64_t load_of(struct cw_slots *rec)
+{
+	uint32_t hi = cw_pr_load_acquire(&rec->dom->hiwater), i;
+	int64_t sum = cw_pr_load_relaxed(&rec->load);
+
+	for (i = 0; i < hi; i++)
+		sum += cw_pr_load_relaxed(&rec->lshard[i].v);
+	return sum;
+}
+
 static inline uint64_t relword_of(uint64_t round)
 {
 	return (round << 1) | 1;
@@ -304,7 +333,7 @@ static bool prefer(struct cw_slots *rec, const struct rview *a, const struct rvi
 }
 
 static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth);
-static void perm_step(struct rview *rv);
+static void perm_step(struct rview *rv, uint32_t share);
 
 /* Gives back the slots round k held in [first, end) after it was
  * cancelled; readers would treat them as free anyway, but each would first
@@ -414,15 +443,20 @@ static void snake_dedupe(const struct rview *rv, uint64_t k, unsigned d, int64_t
 /* Mirror order for a snake slot: fewest dummy slots, then lowest load. */
 static void snake_order(const struct rview *rv, unsigned *order)
 {
+	int64_t load[CW_SLOTS_MAX_DISKS];
 	unsigned i, j;
 
-	for (i = 0; i < rv->ndisks; i++)
+	order[0] = 0;
+	if (rv->ndisks < 2)
+		return;		/* one disk: no loads to sum */
+	for (i = 0; i < rv->ndisks; i++) {
 		order[i] = i;
+		load[i] = load_of(rv->disks[i]);
+	}
 	for (i = 1; i < rv->ndisks; i++)
 		for (j = i; j > 0; j--) {
 			unsigned a = order[j - 1], b = order[j];
-			int64_t la = cw_pr_load_relaxed(&rv->disks[a]->load);
-			int64_t lb = cw_pr_load_relaxed(&rv->disks[b]->load);
+			int64_t la = load[a], lb = load[b];
 
 			if (rv->dummy[a] < rv->dummy[b] ||
 			    (rv->dummy[a] == rv->dummy[b] && la <= lb))
@@ -497,7 +531,7 @@ static enum ures unit_step(struct cw_slots_ctx *ctx, const struct rview *rv, uin
 		if (!cw_pr_cas_seq_u64(cell_at(rec, p), &vals[i], mine))
 			return U_RETRY;
 		if (cell_state(vals[i]) == C_RESERVED && cell_lap(vals[i]) == lap_of(rec, p))
-			cw_pr_faa_relaxed(&rec->load, -1);	/* a released booking's */
+			load_add(rec, ctx->id, -1);	/* a released booking's */
 		if (!keep_or_undo(ctx->dom, rv, k, rec, p, mine))
 			return U_RETRY;
 		if (nd > 1)
@@ -713,8 +747,9 @@ static void temp_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 	cw_pr_cas_seq_u64(&d->state, &e, st_pack(P_PERM, k, st_off(st)));
 }
 
-/* PERM: make the run RESERVED (idempotent, any number of helpers). */
-static void perm_step(struct rview *rv)
+/* PERM: make the run RESERVED (idempotent, any number of helpers); share
+ * counts the load the caller adds. */
+static void perm_step(struct rview *rv, uint32_t share)
 {
 	struct cw_slots_domain *dom = rv->disks[0]->dom;
 	uint64_t st = rv->st, k = st_round(st), e;
@@ -747,7 +782,7 @@ static void perm_step(struct rview *rv)
 			if (kept) {	/* a second snake mirror for p */
 				if (cw_pr_cas_seq_u64(c, &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)) &&
 				    cell_state(v) == C_RESERVED)
-					cw_pr_faa_relaxed(&rec->load, -1);
+					load_add(rec, share, -1);
 				continue;
 			}
 			if (rv->shape == CW_SLOTS_SNAKE)
@@ -757,10 +792,9 @@ static void perm_step(struct rview *rv)
 				conv[rv->shape == CW_SLOTS_SINGLE ? 0 : j]++;
 		}
 	}
-	/* One update per disk: the load line is shared by every submitter. */
 	for (j = 0; j < rv->ndisks; j++)
 		if (conv[j])
-			cw_pr_faa_relaxed(&rv->disks[j]->load, conv[j]);
+			load_add(rv->disks[j], share, conv[j]);
 	/* Written only when it changes: every submitter reads this line. */
 	if (rv->dir == CW_SLOTS_WRITE)
 		for (j = 0; j < rv->ndisks; j++)
@@ -808,7 +842,7 @@ static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int dept
 			temp_step(ctx, &rv, depth, &giveup);
 			break;
 		case P_PERM:
-			perm_step(&rv);
+			perm_step(&rv, ctx->id);
 			break;
 		case P_CANCEL:
 			e = st;
@@ -928,7 +962,7 @@ static int reserve_locked(struct cw_slots_ctx *ctx, const struct cw_slots_req *r
 					continue;
 				cw_pr_store_release(cell_at(rec, p),
 						    cell_pack(C_RESERVED, lap_of(rec, p), ctx->id, k));
-				cw_pr_faa_relaxed(&rec->load, 1);
+				load_add(rec, ctx->id, 1);
 			}
 		if (req->dir == CW_SLOTS_WRITE)
 			for (i = 0; i < req->ndisks; i++)
@@ -1167,7 +1201,7 @@ static int release_one(struct cw_slots *rec, int64_t p, uint64_t v, uint64_t *c,
 {
 	if (!cw_pr_cas_seq_u64(c, &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)))
 		return 0;
-	cw_pr_faa_relaxed(&rec->load, -1);
+	load_add(rec, *(const uint32_t *)arg, -1);
 	return 1;
 }
 
@@ -1188,7 +1222,7 @@ int cw_slots_release(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b)
 	 * so the clearing pass below can find fewer. */
 	n = for_each_held(b, count_parts, NULL);
 	cw_pr_store_seq(&d->relword, relword_of(b->round_));
-	for_each_held(b, release_one, NULL);
+	for_each_held(b, release_one, &ctx->id);
 	cw_pr_store_seq(&d->relword, 0);
 	mode_unlock(ctx->dom);
 	return n;
@@ -1221,7 +1255,7 @@ static uint64_t close_slot(struct cw_slots *rec, int64_t p)
 				continue;
 			}
 			if (cl == K_HELD) {
-				perm_step(&ov);
+				perm_step(&ov, NO_SHARE);
 				continue;
 			}
 		}
@@ -1418,7 +1452,7 @@ int cw_slots_valid(struct cw_slots *rec)
 			}
 		}
 	}
-	if (load != cw_pr_load_acquire(&rec->load))
+	if (load != load_of(rec))
 		return -EUCLEAN;
 	return 0;
 }
@@ -1569,10 +1603,13 @@ int cw_slots_new(struct cw_slots_domain *d, const struct cw_slots_opts *opts,
 		return -ENOMEM;
 	rec->cells = mem;
 	rec->meta = calloc(o.ring_slots, sizeof(struct meta));
-	if (!rec->meta) {
+	if (!rec->meta || posix_memalign(&mem, CW_CACHELINE, sizeof(struct lshard) * d->max_threads)) {
+		free(rec->meta);
 		free(rec->cells);
 		return -ENOMEM;
 	}
+	rec->lshard = mem;
+	memset(rec->lshard, 0, sizeof(struct lshard) * d->max_threads);
 	/* Slot now+i starts as "passed in the previous lap": vacant. */
 	for (i = 0; i < o.ring_slots; i++) {
 		int64_t p = o.now_slot + i;
@@ -1588,6 +1625,7 @@ void cw_slots_free(struct cw_slots *rec)
 {
 	if (!rec)
 		return;
+	free(rec->lshard);
 	free(rec->meta);
 	free(rec->cells);
 	free(rec);

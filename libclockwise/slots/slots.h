@@ -112,16 +112,27 @@ struct cw_slots_domain {
 	pthread_mutex_t lock CW_PADDED;		/* CW_SLOTS_MUTEX only */
 };
 
+/* One submitting context's share of a record's load: written only by the
+ * thread using that context (no read-modify-write on a shared line per
+ * booking), summed by readers (cw_slots_load()). */
+struct lshard {
+	int64_t v;
+} CW_PADDED;
+
 struct cw_slots {
 	struct cw_slots_domain *dom;
 	uint64_t *cells;
 	struct meta *meta;
+	struct lshard *lshard;		/* dom->max_threads shares */
 	uint32_t ring, mask, lap_shift;
 	int64_t slot_ns;
 	cw_slots_dummy_fn dummy;
 	void *dummy_arg;
 	int64_t now CW_PADDED;
-	int64_t load CW_PADDED;		/* reserved cells ahead of now: the load factor */
+	int64_t load CW_PADDED;		/* reserved cells ahead of now, the load
+					 * factor: this (changed by whoever passes
+					 * or releases without a context) plus
+					 * every lshard[] */
 	uint64_t last_block CW_PADDED;	/* block of the last booked write */
 };
 
