@@ -177,6 +177,90 @@ static int64_t load_of(struct cw_slots *rec)
 	return sum;
 }
 
+static inline uint64_t *occ_word(const struct cw_slots *rec, uint64_t i)
+{
+	return &rec->occ[i >> rec->occ_shift];
+}
+
+/* Sets or clears the hint bits of [p, p+n); skips words already so. */
+static void occ_mark(struct cw_slots *rec, int64_t p, int64_t n, bool set)
+{
+	while (n > 0) {
+		uint64_t i = (uint64_t)p & rec->mask, b = i & (rec->occ_group - 1), v;
+		int64_t len = CW_MIN(n, (int64_t)(rec->occ_group - b));
+		uint64_t m = (len == 64 ? ~UINT64_C(0) : (UINT64_C(1) << len) - 1) << b;
+		uint64_t *w = occ_word(rec, i);
+
+		v = cw_pr_load_relaxed(w);
+		if (set && (v & m) != m)
+			__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST);
+		else if (!set && (v & m))
+			__atomic_fetch_and(w, ~m, __ATOMIC_SEQ_CST);
+		p += len;
+		n -= len;
+	}
+}
+
+/* Clears the hint bits of [p, p+n), slots being given back or passed.  If
+ * now has passed p meanwhile, a booking of the next lap may already have
+ * set a bit this clear erased (it read now > p before setting it, so this
+ * read of now sees that too): put those back. */
+static void occ_unmark(struct cw_slots *rec, int64_t p, int64_t n)
+{
+	int64_t q;
+
+	occ_mark(rec, p, n, false);
+	if (cw_pr_load_seq(&rec->now) <= p)
+		return;
+	for (q = p; q < p + n; q++) {
+		uint64_t v = cw_pr_load_acquire(cell_at(rec, q));
+
+		if (cell_state(v) == C_RESERVED && cell_lap(v) != lap_of(rec, q))
+			occ_mark(rec, q, 1, true);
+	}
+}
+
+/* The last slot in [p, p+n) whose hint bit is set, or -1. */
+static int64_t occ_last(const struct cw_slots *rec, int64_t p, uint32_t n)
+{
+	int64_t end = p + n;
+
+	while (end > p) {
+		uint64_t i = (uint64_t)(end - 1) & rec->mask, b = i & (rec->occ_group - 1);
+		int64_t len = CW_MIN(end - p, (int64_t)b + 1);
+		uint64_t m = (len == 64 ? ~UINT64_C(0) : (UINT64_C(1) << len) - 1) << (b + 1 - len);
+		uint64_t v = cw_pr_load_relaxed(occ_word(rec, i)) & m;
+
+		if (v)
+			return end - 1 - (int64_t)(b - (63 - (uint64_t)__builtin_clzll(v)));
+		end -= len;
+	}
+	return -1;
+}
+
+/* The first s in [p, last] where the hint shows [s, s+n) vacant, or
+ * last + 1: a word skips up to 64 booked slots, then occ_last() jumps
+ * past a booking that would cut the run short. */
+static int64_t occ_fit(const struct cw_slots *rec, int64_t p, uint32_t n, int64_t last)
+{
+	while (p <= last) {
+		uint64_t i = (uint64_t)p & rec->mask, b = i & (rec->occ_group - 1);
+		uint64_t free_bits = ~cw_pr_load_relaxed(occ_word(rec, i)) >> b;
+		int64_t q;
+
+		if (!free_bits) {
+			p += rec->occ_group - b;
+			continue;
+		}
+		p += __builtin_ctzll(free_bits);	/* may land early, never late */
+		q = occ_last(rec, p, n);
+		if (q < 0)
+			break;
+		p = q + 1;
+	}
+	return CW_MIN(p, last + 1);
+}
+
 static inline uint64_t relword_of(uint64_t round)
 {
 	return (round << 1) | 1;
@@ -642,22 +726,6 @@ static void undo_at(struct cw_slots_domain *dom, const struct rview *rv, uint64_
 	}
 }
 
-/* The last slot in [p, p+n) of rec that is RESERVED, or -1: the paper's
- * getReserveSlot jump, by loads alone, so that a run is not begun where a
- * booking already cuts it short. */
-static int64_t reserved_ahead(struct cw_slots *rec, int64_t p, uint32_t n)
-{
-	int64_t q;
-
-	for (q = p + n - 1; q >= p; q--) {
-		uint64_t v = cw_pr_load_acquire(cell_at(rec, q));
-
-		if (cell_state(v) == C_RESERVED && cell_lap(v) == lap_of(rec, q))
-			return q;
-	}
-	return -1;
-}
-
 static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, bool *giveup)
 {
 	struct cw_slots_domain *dom = ctx->dom;
@@ -670,16 +738,15 @@ static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 		while (p <= rv->deadline) {
 			enum ures u;
 
-			/* Slots booked on the first disk end every start there.  A
-			 * released one passed over here is found by verify_fail(),
-			 * and after that the full step looks at each slot. */
+			/* Slots booked on the first disk end every start there: the
+			 * paper's getReserveSlot jump, by the occupancy hint.  A
+			 * free slot passed over here (a stale bit) is found by
+			 * verify_fail(), and after that the full step looks at
+			 * each slot. */
 			if (fast && rv->shape != CW_SLOTS_SNAKE) {
-				int64_t q = reserved_ahead(rv->disks[0], p, rv->n);
-
-				if (q >= 0) {
-					p = q + 1;
-					continue;
-				}
+				p = occ_fit(rv->disks[0], p, rv->n, rv->deadline);
+				if (p > rv->deadline)
+					break;
 			}
 			u = unit_step(ctx, rv, k, p, 0, depth);
 
@@ -757,16 +824,24 @@ static void perm_step(struct rview *rv, uint32_t share)
 	int64_t conv[CW_SLOTS_MAX_DISKS] = { 0 };
 	unsigned j, w = units_per_slot(rv);
 
-	/* One disk: each word is converted or already was (no mirrors). */
+	int64_t lo = INT64_MAX, hi = -1;
+
+	/* One disk: each word is converted or already was (no mirrors); the
+	 * hint bits of what this caller converted are set after. */
 	for (p = first; rv->shape == CW_SLOTS_SINGLE && p < first + rv->n; p++) {
 		struct cw_slots *rec = rv->disks[0];
 		unsigned lp = lap_of(rec, p);
 		uint64_t *c = cell_at(rec, p), t = cell_pack(C_TRANSIENT, lp, rv->id, k);
 		uint64_t v = cw_pr_load_acquire(c);
 
-		if (v == t && cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lp, rv->id, k)))
+		if (v == t && cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lp, rv->id, k))) {
 			conv[0]++;
+			lo = CW_MIN(lo, p);
+			hi = p;
+		}
 	}
+	if (hi >= 0)
+		occ_mark(rv->disks[0], lo, hi + 1 - lo, true);
 	for (p = first; rv->shape != CW_SLOTS_SINGLE && p < first + rv->n; p++) {
 		bool kept = false;
 
@@ -780,6 +855,8 @@ static void perm_step(struct rview *rv, uint32_t share)
 			    (cell_state(v) != C_TRANSIENT && cell_state(v) != C_RESERVED))
 				continue;
 			if (kept) {	/* a second snake mirror for p */
+				if (cell_state(v) == C_RESERVED)
+					occ_unmark(rec, p, 1);
 				if (cw_pr_cas_seq_u64(c, &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)) &&
 				    cell_state(v) == C_RESERVED)
 					load_add(rec, share, -1);
@@ -788,8 +865,10 @@ static void perm_step(struct rview *rv, uint32_t share)
 			if (rv->shape == CW_SLOTS_SNAKE)
 				kept = true;
 			if (cell_state(v) == C_TRANSIENT &&
-			    cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lap_of(rec, p), rv->id, k)))
+			    cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lap_of(rec, p), rv->id, k))) {
 				conv[rv->shape == CW_SLOTS_SINGLE ? 0 : j]++;
+				occ_mark(rec, p, 1, true);
+			}
 		}
 	}
 	for (j = 0; j < rv->ndisks; j++)
@@ -924,12 +1003,27 @@ static int reserve_locked(struct cw_slots_ctx *ctx, const struct cw_slots_req *r
 	unsigned order[CW_SLOTS_MAX_DISKS];
 	int64_t s = s0, p;
 	unsigned i, j;
+	/* The same search as the lock-free modes: jump by the occupancy hint
+	 * first, and look at every slot only before answering FAIL. */
+	bool fast = req->shape != CW_SLOTS_SNAKE;
 
 	memcpy(rv.disks, req->disks, sizeof(rv.disks));
 	memcpy(rv.dummy, dummy, sizeof(rv.dummy));
-	while (s <= req->deadline_slot) {
+	for (;;) {
 		int64_t bad = -1;
 
+		if (s > req->deadline_slot) {
+			if (!fast)
+				return CW_SLOTS_FAIL;
+			fast = false;
+			s = s0;
+			continue;
+		}
+		if (fast) {
+			s = occ_fit(req->disks[0], s, n, req->deadline_slot);
+			if (s > req->deadline_slot)
+				continue;
+		}
 		for (p = s; bad < 0 && p < s + n; p++) {
 			ctx->pick[p - s] = CW_SLOTS_MAX_DISKS;
 			snake_order(&rv, order);
@@ -954,23 +1048,29 @@ static int reserve_locked(struct cw_slots_ctx *ctx, const struct cw_slots_req *r
 			s = bad + 1;
 			continue;
 		}
-		for (p = s; p < s + n; p++)
-			for (i = 0; i < req->ndisks; i++) {
-				struct cw_slots *rec = req->disks[i];
+		for (i = 0; i < req->ndisks; i++) {
+			struct cw_slots *rec = req->disks[i];
+			int64_t got = 0;
 
+			for (p = s; p < s + n; p++) {
 				if (req->shape == CW_SLOTS_SNAKE && ctx->pick[p - s] != i)
 					continue;
 				cw_pr_store_release(cell_at(rec, p),
 						    cell_pack(C_RESERVED, lap_of(rec, p), ctx->id, k));
-				load_add(rec, ctx->id, 1);
+				if (req->shape == CW_SLOTS_SNAKE)
+					occ_mark(rec, p, 1, true);
+				got++;
 			}
-		if (req->dir == CW_SLOTS_WRITE)
-			for (i = 0; i < req->ndisks; i++)
-				cw_pr_store_relaxed(&req->disks[i]->last_block, req->block);
+			if (req->shape != CW_SLOTS_SNAKE)
+				occ_mark(rec, s, n, true);
+			load_add(rec, ctx->id, got);
+			if (req->dir == CW_SLOTS_WRITE &&
+			    cw_pr_load_relaxed(&rec->last_block) != req->block)
+				cw_pr_store_relaxed(&rec->last_block, req->block);
+		}
 		*ret_first = s;
 		return 0;
 	}
-	return CW_SLOTS_FAIL;
 }
 
 _Static_assert(CW_SLOTS_MAX_DISKS < 255, "pick holds a disk index");
@@ -1114,12 +1214,6 @@ static void mode_unlock(struct cw_slots_domain *dom)
 		pthread_mutex_unlock(&dom->lock);
 }
 
-static int count_parts(struct cw_slots *rec, int64_t p, uint64_t v, uint64_t *c,
-		       const struct cw_slots_booking *b, void *arg)
-{
-	return 1;
-}
-
 /* Is slot p of rec held RESERVED by booking b? */
 static bool holds(struct cw_slots *rec, int64_t p, const struct cw_slots_booking *b, uint64_t *ret_v)
 {
@@ -1196,6 +1290,13 @@ int cw_slots_commit(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b, 
 	return r;
 }
 
+static int unmark_one(struct cw_slots *rec, int64_t p, uint64_t v, uint64_t *c,
+		      const struct cw_slots_booking *b, void *arg)
+{
+	occ_unmark(rec, p, 1);
+	return 1;
+}
+
 static int release_one(struct cw_slots *rec, int64_t p, uint64_t v, uint64_t *c,
 		       const struct cw_slots_booking *b, void *arg)
 {
@@ -1220,7 +1321,8 @@ int cw_slots_release(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b)
 	/* What it holds now is what it gives back: from the relword store
 	 * on, readers see these words as free and may take them directly,
 	 * so the clearing pass below can find fewer. */
-	n = for_each_held(b, count_parts, NULL);
+	/* Hint bits go before anyone may take the slots (and set them). */
+	n = for_each_held(b, unmark_one, NULL);
 	cw_pr_store_seq(&d->relword, relword_of(b->round_));
 	for_each_held(b, release_one, &ctx->id);
 	cw_pr_store_seq(&d->relword, 0);
@@ -1310,6 +1412,7 @@ int cw_slots_next(struct cw_slots *rec, int64_t until_slot, struct cw_slots_entr
 		if (cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, now))
 			cw_pr_faa_relaxed(&rec->load, -1);
 		found = read_head(rec, now, old, ret_entry);
+		occ_unmark(rec, now, 1);
 		publish_now(rec, now + 1);
 	}
 	mode_unlock(rec->dom);
@@ -1338,25 +1441,35 @@ int cw_slots_peek(struct cw_slots *rec, int64_t from_slot, int64_t until_slot,
 
 int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot)
 {
-	int64_t p, dropped = 0;
+	int64_t p, dropped = 0, from;
 
 	mode_lock(rec->dom);
-	for (p = cw_pr_load_acquire(&rec->now); p < now_slot; p++) {
+	from = cw_pr_load_acquire(&rec->now);
+	for (p = from; p < now_slot; p++) {
 		int64_t cur = cw_pr_load_acquire(&rec->now);
 		uint64_t old;
 
-		if (p < cur)
-			p = cur;	/* another advancer went ahead */
+		if (p < cur) {
+			/* Another advancer went ahead (and cleared its bits). */
+			occ_unmark(rec, from, p - from);
+			from = p = cur;
+		}
 		if (p >= now_slot)
 			break;
 		old = close_slot(rec, p);
 		dropped += cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, p);
 		/* Every slot up to p is closed (I3 holds for p + 1): say so now
 		 * and then, so that concurrent advancers skip what this one has
-		 * done instead of racing it slot by slot for the same lines. */
-		if (((p + 1) & (ADVANCE_PUBLISH - 1)) == 0)
+		 * done instead of racing it slot by slot for the same lines.
+		 * The hint bits of the passed slots go first. */
+		if (((p + 1) & (ADVANCE_PUBLISH - 1)) == 0) {
+			occ_unmark(rec, from, p + 1 - from);
+			from = p + 1;
 			publish_now(rec, p + 1);
+		}
 	}
+	if (from < now_slot)
+		occ_unmark(rec, from, CW_MIN(p, now_slot) - from);
 	if (dropped)
 		cw_pr_faa_relaxed(&rec->load, -dropped);
 	publish_now(rec, now_slot);
@@ -1430,6 +1543,10 @@ int cw_slots_valid(struct cw_slots *rec)
 			return -EUCLEAN;	/* closed ahead of now */
 		if (st == C_VACANT && v != cell_pack(C_VACANT, lp, 0, 0))
 			return -EUCLEAN;
+		if (st == C_RESERVED &&
+		    !(cw_pr_load_relaxed(occ_word(rec, (uint64_t)p & rec->mask)) &
+		      (UINT64_C(1) << (((uint64_t)p & rec->mask) & (rec->occ_group - 1)))))
+			return -EUCLEAN;	/* booked, but the hint says vacant */
 		if (st == C_RESERVED || st == C_TRANSIENT) {
 			if (cell_owner(v) >= rec->dom->max_threads)
 				return -EUCLEAN;
@@ -1610,6 +1727,15 @@ int cw_slots_new(struct cw_slots_domain *d, const struct cw_slots_opts *opts,
 	}
 	rec->lshard = mem;
 	memset(rec->lshard, 0, sizeof(struct lshard) * d->max_threads);
+	rec->occ_group = CW_MIN(64u, o.ring_slots);	/* powers of two */
+	rec->occ_shift = (uint32_t)__builtin_ctz(rec->occ_group);
+	rec->occ = calloc(o.ring_slots / rec->occ_group, sizeof(uint64_t));
+	if (!rec->occ) {
+		free(rec->lshard);
+		free(rec->meta);
+		free(rec->cells);
+		return -ENOMEM;
+	}
 	/* Slot now+i starts as "passed in the previous lap": vacant. */
 	for (i = 0; i < o.ring_slots; i++) {
 		int64_t p = o.now_slot + i;
@@ -1625,6 +1751,7 @@ void cw_slots_free(struct cw_slots *rec)
 {
 	if (!rec)
 		return;
+	free(rec->occ);
 	free(rec->lshard);
 	free(rec->meta);
 	free(rec->cells);
