@@ -575,6 +575,37 @@ static enum ures unit_fast(struct cw_slots_domain *dom, const struct rview *rv, 
 	return keep_or_undo(dom, rv, k, rec, p, mine) ? U_DONE : U_RETRY;
 }
 
+/* Is v plainly vacant for slot p of rec at lap lp (unit_fast's test)? */
+static inline bool plain_vacant(struct cw_slots *rec, int64_t p, unsigned lp, uint64_t v)
+{
+	return v == cell_pack(C_VACANT, lp, 0, 0) ||
+	       (v == cell_pack(C_CLOSED, lp - 1, 0, 0) && !long_gone(rec, p));
+}
+
+/* unit_fast() for slots p and p+1 (p even) with one CAS: true when the
+ * request holds both; false leaves them to one slot at a time. */
+static bool pair_fast(struct cw_slots_domain *dom, const struct rview *rv, uint64_t k,
+		      struct cw_slots *rec, int64_t p)
+{
+	unsigned lp = lap_of(rec, p);	/* p + 1 is in the same lap: p is even */
+	uint64_t *c = cell_at(rec, p), v0, v1;
+	uint64_t mine = cell_pack(C_TRANSIENT, lp, rv->id, k);
+	bool k0, k1;
+
+	if (!CW_PR_HAVE_CAS_PAIR)
+		return false;
+	v0 = cw_pr_load_acquire(c);
+	v1 = cw_pr_load_acquire(c + 1);
+	if (!plain_vacant(rec, p, lp, v0) || !plain_vacant(rec, p + 1, lp, v1) ||
+	    !cw_pr_cas_pair_seq(c, v0, v1, mine, mine))
+		return false;
+	if (cw_pr_load_acquire(&dom->desc[rv->id].state) == rv->st)
+		return true;
+	k0 = keep_or_undo(dom, rv, k, rec, p, mine);
+	k1 = keep_or_undo(dom, rv, k, rec, p + 1, mine);
+	return k0 && k1;
+}
+
 /* Takes unit j of slot p for request rv, round k (Algorithm 1 for one
  * slot): U_DONE when it holds it, U_BLOCKED when a booking holds it. */
 static enum ures unit_step(struct cw_slots_ctx *ctx, const struct rview *rv, uint64_t k,
@@ -788,8 +819,14 @@ static void temp_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 
 	while (u < rv->n * w) {
 		int64_t p = first + u / w;
-		enum ures r = unit_step(ctx, rv, k, p, u % w, depth);
+		enum ures r;
 
+		if (rv->shape == CW_SLOTS_SINGLE && !(p & 1) && u + 1 < rv->n &&
+		    pair_fast(ctx->dom, rv, k, rv->disks[0], p)) {
+			u += 2;
+			continue;
+		}
+		r = unit_step(ctx, rv, k, p, u % w, depth);
 		if (r == U_DONE) {
 			u++;
 			continue;
@@ -832,9 +869,20 @@ static void perm_step(struct rview *rv, uint32_t share)
 		struct cw_slots *rec = rv->disks[0];
 		unsigned lp = lap_of(rec, p);
 		uint64_t *c = cell_at(rec, p), t = cell_pack(C_TRANSIENT, lp, rv->id, k);
+		uint64_t r = cell_pack(C_RESERVED, lp, rv->id, k);
 		uint64_t v = cw_pr_load_acquire(c);
 
-		if (v == t && cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lp, rv->id, k))) {
+		if (v != t)
+			continue;
+		/* Two words with one CAS when both still wait (p even). */
+		if (!(p & 1) && p + 1 < first + rv->n && cw_pr_load_acquire(c + 1) == t &&
+		    cw_pr_cas_pair_seq(c, t, t, r, r)) {
+			conv[0] += 2;
+			lo = CW_MIN(lo, p);
+			hi = ++p;
+			continue;
+		}
+		if (cw_pr_cas_seq_u64(c, &v, r)) {
 			conv[0]++;
 			lo = CW_MIN(lo, p);
 			hi = p;
@@ -879,8 +927,14 @@ static void perm_step(struct rview *rv, uint32_t share)
 		for (j = 0; j < rv->ndisks; j++)
 			if (cw_pr_load_relaxed(&rv->disks[j]->last_block) != rv->block)
 				cw_pr_store_relaxed(&rv->disks[j]->last_block, rv->block);
+	/* From PERM(k) the only step is to FINISH(k): the owner (whose next
+	 * request is the only other writer) may store it; helpers, which
+	 * may be late, must not overwrite a newer request. */
 	e = st;
-	cw_pr_cas_seq_u64(&dom->desc[rv->id].state, &e, st_pack(P_FINISH, k, st_off(st)));
+	if (share == rv->id)
+		cw_pr_store_release(&dom->desc[rv->id].state, st_pack(P_FINISH, k, st_off(st)));
+	else
+		cw_pr_cas_seq_u64(&dom->desc[rv->id].state, &e, st_pack(P_FINISH, k, st_off(st)));
 }
 
 /* Algorithm 2: runs request (id, ticket) until it finishes, fails, or (when
@@ -1366,6 +1420,37 @@ static uint64_t close_slot(struct cw_slots *rec, int64_t p)
 	}
 }
 
+/* Does passing slot p (lap lp) just replace v by CLOSED: no live request
+ * to cancel or finish first, and not already passed?  (close_slot()'s
+ * plain case.) */
+static inline bool plain_close(unsigned lp, uint64_t v)
+{
+	unsigned lv = cell_lap(v);
+
+	if (lv == lp)
+		return cell_state(v) == C_VACANT || cell_state(v) == C_RESERVED;
+	return !lap_ahead(lv, lp);
+}
+
+/* close_slot() for p and p+1 (p even) with one CAS when both are plain:
+ * returns the number of RESERVED words of lap lp it dropped, or -1 to
+ * leave them to close_slot(). */
+static int close_pair(struct cw_slots *rec, int64_t p)
+{
+	unsigned lp = lap_of(rec, p);
+	uint64_t *c = cell_at(rec, p), v0, v1, closed = cell_pack(C_CLOSED, lp, 0, 0);
+
+	if (!CW_PR_HAVE_CAS_PAIR)
+		return -1;
+	v0 = cw_pr_load_acquire(c);
+	v1 = cw_pr_load_acquire(c + 1);
+	if (!plain_close(lp, v0) || !plain_close(lp, v1) || long_gone(rec, p) ||
+	    !cw_pr_cas_pair_seq(c, v0, v1, closed, closed))
+		return -1;
+	return (cell_state(v0) == C_RESERVED && cell_lap(v0) == lp) +
+	       (cell_state(v1) == C_RESERVED && cell_lap(v1) == lp);
+}
+
 static bool read_head(struct cw_slots *rec, int64_t p, uint64_t v, struct cw_slots_entry *e)
 {
 	struct cw_slots_domain *dom = rec->dom;
@@ -1448,6 +1533,7 @@ int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot)
 	for (p = from; p < now_slot; p++) {
 		int64_t cur = cw_pr_load_acquire(&rec->now);
 		uint64_t old;
+		int pair;
 
 		if (p < cur) {
 			/* Another advancer went ahead (and cleared its bits). */
@@ -1456,8 +1542,13 @@ int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot)
 		}
 		if (p >= now_slot)
 			break;
-		old = close_slot(rec, p);
-		dropped += cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, p);
+		if (!(p & 1) && p + 1 < now_slot && (pair = close_pair(rec, p)) >= 0) {
+			dropped += pair;
+			p++;
+		} else {
+			old = close_slot(rec, p);
+			dropped += cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, p);
+		}
 		/* Every slot up to p is closed (I3 holds for p + 1): say so now
 		 * and then, so that concurrent advancers skip what this one has
 		 * done instead of racing it slot by slot for the same lines.
