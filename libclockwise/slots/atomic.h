@@ -55,13 +55,17 @@ static inline bool cw_pr_cas_seq_i64(int64_t *p, int64_t *expected, int64_t desi
 #endif
 #if defined(__x86_64__) && !defined(CW_PR_UNDER_TSAN)
 #define CW_PR_HAVE_CAS_PAIR 1
-__attribute__((target("cx16"))) static inline bool
-cw_pr_cas_pair_seq(uint64_t *p, uint64_t e0, uint64_t e1, uint64_t d0, uint64_t d1)
+static inline bool cw_pr_cas_pair_seq(uint64_t *p, uint64_t e0, uint64_t e1, uint64_t d0,
+				      uint64_t d1)
 {
-	unsigned __int128 e = ((unsigned __int128)e1 << 64) | e0;
-	unsigned __int128 d = ((unsigned __int128)d1 << 64) | d0;
+	bool ok;
 
-	return __sync_bool_compare_and_swap((unsigned __int128 *)(void *)p, e, d);
+	/* A locked instruction: a full barrier, as a seq_cst CAS. */
+	__asm__ __volatile__("lock cmpxchg16b %1"
+			     : "=@ccz"(ok), "+m"(*(unsigned __int128 *)(void *)p), "+a"(e0), "+d"(e1)
+			     : "b"(d0), "c"(d1)
+			     : "memory");
+	return ok;
 }
 #else
 #define CW_PR_HAVE_CAS_PAIR 0

@@ -938,14 +938,20 @@ static void perm_step(struct rview *rv, uint32_t share)
 }
 
 /* Algorithm 2: runs request (id, ticket) until it finishes, fails, or (when
- * helping) it cannot progress without helping too deep. */
-static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth)
+ * helping) it cannot progress without helping too deep.  own: the owner's
+ * copy of what it just announced, which spares it reading it back. */
+static void run_from(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth,
+		     const struct rview *own)
 {
 	struct desc *d = &ctx->dom->desc[id];
 	struct rview rv;
 	bool giveup = false;
-
 	uint64_t seq = 1;
+
+	if (own) {
+		rv = *own;
+		seq = own->seq;
+	}
 
 	while (!giveup) {
 		uint64_t st, e;
@@ -985,6 +991,11 @@ static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int dept
 			return;
 		}
 	}
+}
+
+static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth)
+{
+	run_from(ctx, id, ticket, depth, NULL);
 }
 
 /* Wait-free mode: help one announced request, round-robin, if old. */
@@ -1131,9 +1142,11 @@ _Static_assert(CW_SLOTS_MAX_DISKS < 255, "pick holds a disk index");
 
 /* Publishes a request in the owner's descriptor (a seqlock write: helpers
  * copy the fields only while seq is even and unchanged), then its INIT
- * state, which makes it visible to helpers. */
+ * state, which makes it visible to helpers.  own (may be NULL) gets the
+ * owner's copy, as view_read() would read it. */
 static void announce(struct cw_slots_ctx *ctx, const struct cw_slots_req *req, int64_t s0,
-		     uint32_t n, const uint32_t *dummy, uint64_t ticket, uint64_t k)
+		     uint32_t n, const uint32_t *dummy, uint64_t ticket, uint64_t k,
+		     struct rview *own)
 {
 	struct desc *d = &ctx->dom->desc[ctx->id];
 	uint64_t seq = cw_pr_load_relaxed(&d->seq);
@@ -1159,6 +1172,19 @@ static void announce(struct cw_slots_ctx *ctx, const struct cw_slots_req *req, i
 	cw_pr_store_release(&d->rollbacks, 0);
 	cw_pr_store_release(&d->seq, seq + 2);
 	cw_pr_store_release(&d->state, st_pack(P_INIT, k, 0));
+	if (!own)
+		return;
+	*own = (struct rview){
+		.id = ctx->id, .seq = seq + 2, .st = st_pack(P_INIT, k, 0),
+		.start = s0, .deadline = req->deadline_slot, .ticket = ticket,
+		.block = req->block, .base_prio = req->priority, .n = n,
+		.dir = (uint32_t)req->dir, .shape = (uint32_t)req->shape,
+		.ndisks = req->ndisks, .deps = req->dependants,
+	};
+	for (i = 0; i < CW_SLOTS_MAX_DISKS; i++) {
+		own->dummy[i] = dummy[i];
+		own->disks[i] = i < req->ndisks ? req->disks[i] : NULL;
+	}
 }
 
 int cw_slots_reserve(struct cw_slots_ctx *ctx, const struct cw_slots_req *req,
@@ -1213,8 +1239,10 @@ int cw_slots_reserve(struct cw_slots_ctx *ctx, const struct cw_slots_req *req,
 	} else {
 		if (dom->mode == CW_SLOTS_WAITFREE)
 			help_one(ctx, ticket);
-		announce(ctx, req, s0, n, dummy, ticket, k);
-		run(ctx, ctx->id, ticket, 0);
+		struct rview own;
+
+		announce(ctx, req, s0, n, dummy, ticket, k, &own);
+		run_from(ctx, ctx->id, ticket, 0, &own);
 		st = cw_pr_load_acquire(&d->state);
 		k = st_round(st);
 		r = st_phase(st) == P_FINISH ? 0 : CW_SLOTS_FAIL;

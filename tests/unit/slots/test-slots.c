@@ -495,7 +495,7 @@ static void stall_after_first_slot(struct cw_slots_ctx *ctx, struct cw_slots_req
 	bool giveup = false;
 
 	*ticket = cw_pr_faa_seq(&ctx->dom->ticket, 1);
-	announce(ctx, &r, r.start_slot, n, dummy, *ticket, k);
+	announce(ctx, &r, r.start_slot, n, dummy, *ticket, k, NULL);
 	CU_ASSERT_FATAL(view_read(ctx->dom, ctx->id, &rv));
 	init_step(ctx, &rv, 0, &giveup);
 	CU_ASSERT(st_phase(d->state) == P_TEMP);
