@@ -1004,10 +1004,16 @@ static void help_one(struct cw_slots_ctx *ctx, uint64_t my_ticket)
 	struct cw_slots_domain *dom = ctx->dom;
 	uint32_t hi = cw_pr_load_acquire(&dom->hiwater);
 	uint32_t id = (uint32_t)((ctx->id + ++ctx->ops) % CW_MAX(hi, 1u));
+	struct desc *d = &dom->desc[id];
 	struct rview rv;
-	unsigned ph;
+	unsigned ph = st_phase(cw_pr_load_acquire(&d->state));
 
-	if (id == ctx->id || !view_read(dom, id, &rv) || rv.ndisks == 0)
+	/* Two loads tell whether there is anything to help: most of the
+	 * time there is not, and the whole copy is not worth reading. */
+	if (id == ctx->id || ph < P_INIT || ph > P_CANCEL ||
+	    cw_pr_load_relaxed(&d->ticket) + WF_PATIENCE >= my_ticket)
+		return;
+	if (!view_read(dom, id, &rv) || rv.ndisks == 0)
 		return;
 	ph = st_phase(rv.st);
 	if (ph >= P_INIT && ph <= P_CANCEL && rv.ticket + WF_PATIENCE < my_ticket)
