@@ -77,11 +77,14 @@
  *    that races with the dispatcher's close of that slot, so a booking is
  *    either handed out once or its commit fails with -ETIMEDOUT.
  *
- * Speed: before taking a first slot the INIT search reads the next n
- * slots of the first disk and jumps past the last RESERVED one (the
- * paper's getReserveSlot jump), so few runs are begun only to be
- * cancelled; a cancelled run's TRANSIENT words are cleared by whoever
- * cancelled it; the load factor is updated once per booking and disk.
+ * Speed: before taking a first slot the INIT search jumps past booked
+ * slots of the first disk by the occupancy hint (slots.h; the paper's
+ * getReserveSlot jump, a word per 64 slots), so few runs are begun only to
+ * be cancelled; a cancelled run's TRANSIENT words are cleared by whoever
+ * cancelled it; two adjacent plain words are taken, converted and passed
+ * with one 16-byte CAS; the load factor is kept in per-context shares
+ * (no locked add on a shared line per booking); the owner runs its
+ * request from its own copy and stores its FINISH.
  *
  * Progress: lock-free — a CAS on a slot or a state word fails only because
  * another one succeeded, and every success moves some request forward
