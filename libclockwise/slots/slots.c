@@ -77,11 +77,14 @@
  *    that races with the dispatcher's close of that slot, so a booking is
  *    either handed out once or its commit fails with -ETIMEDOUT.
  *
- * Speed: before taking a first slot the INIT search reads the next n
- * slots of the first disk and jumps past the last RESERVED one (the
- * paper's getReserveSlot jump), so few runs are begun only to be
- * cancelled; a cancelled run's TRANSIENT words are cleared by whoever
- * cancelled it; the load factor is updated once per booking and disk.
+ * Speed: before taking a first slot the INIT search jumps past booked
+ * slots of the first disk by the occupancy hint (slots.h; the paper's
+ * getReserveSlot jump, a word per 64 slots), so few runs are begun only to
+ * be cancelled; a cancelled run's TRANSIENT words are cleared by whoever
+ * cancelled it; two adjacent plain words are taken, converted and passed
+ * with one 16-byte CAS; the load factor is kept in per-context shares
+ * (no locked add on a shared line per booking); the owner runs its
+ * request from its own copy and stores its FINISH.
  *
  * Progress: lock-free — a CAS on a slot or a state word fails only because
  * another one succeeded, and every success moves some request forward
@@ -146,6 +149,119 @@ static inline bool long_gone(const struct cw_slots *rec, int64_t p)
 static inline uint64_t *cell_at(struct cw_slots *rec, int64_t p)
 {
 	return &rec->cells[(uint64_t)p & rec->mask];
+}
+
+/* Who counts a change of a record's load: a context's own share, or
+ * NO_SHARE for callers without a context (dispatcher, advancers), which
+ * use the shared word. */
+#define NO_SHARE UINT32_MAX
+
+static inline void load_add(struct cw_slots *rec, uint32_t share, int64_t d)
+{
+	int64_t *v;
+
+	if (share == NO_SHARE) {
+		cw_pr_faa_relaxed(&rec->load, d);
+		return;
+	}
+	/* Only the context's thread writes its share: no locked add. */
+	v = &rec->lshard[share].v;
+	cw_pr_store_relaxed(v, cw_pr_load_relaxed(v) + d);
+}
+
+/* The load factor: reserved cells ahead of now (exact when quiescent). */
+static int64_t load_of(struct cw_slots *rec)
+{
+	uint32_t hi = cw_pr_load_acquire(&rec->dom->hiwater), i;
+	int64_t sum = cw_pr_load_relaxed(&rec->load);
+
+	for (i = 0; i < hi; i++)
+		sum += cw_pr_load_relaxed(&rec->lshard[i].v);
+	return sum;
+}
+
+static inline uint64_t *occ_word(const struct cw_slots *rec, uint64_t i)
+{
+	return &rec->occ[i >> rec->occ_shift];
+}
+
+/* Sets or clears the hint bits of [p, p+n); skips words already so. */
+static void occ_mark(struct cw_slots *rec, int64_t p, int64_t n, bool set)
+{
+	while (n > 0) {
+		uint64_t i = (uint64_t)p & rec->mask, b = i & (rec->occ_group - 1), v;
+		int64_t len = CW_MIN(n, (int64_t)(rec->occ_group - b));
+		uint64_t m = (len == 64 ? ~UINT64_C(0) : (UINT64_C(1) << len) - 1) << b;
+		uint64_t *w = occ_word(rec, i);
+
+		v = cw_pr_load_relaxed(w);
+		if (set && (v & m) != m)
+			__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST);
+		else if (!set && (v & m))
+			__atomic_fetch_and(w, ~m, __ATOMIC_SEQ_CST);
+		p += len;
+		n -= len;
+	}
+}
+
+/* Clears the hint bits of [p, p+n), slots being given back or passed.  If
+ * now has passed p meanwhile, a booking of the next lap may already have
+ * set a bit this clear erased (it read now > p before setting it, so this
+ * read of now sees that too): put those back. */
+static void occ_unmark(struct cw_slots *rec, int64_t p, int64_t n)
+{
+	int64_t q;
+
+	occ_mark(rec, p, n, false);
+	if (cw_pr_load_seq(&rec->now) <= p)
+		return;
+	for (q = p; q < p + n; q++) {
+		uint64_t v = cw_pr_load_acquire(cell_at(rec, q));
+
+		if (cell_state(v) == C_RESERVED && cell_lap(v) != lap_of(rec, q))
+			occ_mark(rec, q, 1, true);
+	}
+}
+
+/* The last slot in [p, p+n) whose hint bit is set, or -1. */
+static int64_t occ_last(const struct cw_slots *rec, int64_t p, uint32_t n)
+{
+	int64_t end = p + n;
+
+	while (end > p) {
+		uint64_t i = (uint64_t)(end - 1) & rec->mask, b = i & (rec->occ_group - 1);
+		int64_t len = CW_MIN(end - p, (int64_t)b + 1);
+		uint64_t m = (len == 64 ? ~UINT64_C(0) : (UINT64_C(1) << len) - 1) << (b + 1 - len);
+		uint64_t v = cw_pr_load_relaxed(occ_word(rec, i)) & m;
+
+		if (v)
+			return end - 1 - (int64_t)(b - (63 - (uint64_t)__builtin_clzll(v)));
+		end -= len;
+	}
+	return -1;
+}
+
+/* The first s in [p, last] where the hint shows [s, s+n) vacant, or
+ * last + 1: a word skips up to 64 booked slots, then occ_last() jumps
+ * past a booking that would cut the run short. */
+static int64_t occ_fit(const struct cw_slots *rec, int64_t p, uint32_t n, int64_t last)
+{
+	while (p <= last) {
+		uint64_t i = (uint64_t)p & rec->mask, b = i & (rec->occ_group - 1);
+		uint64_t free_bits = ~cw_pr_load_relaxed(occ_word(rec, i)) >> b;
+		int64_t q;
+
+		if (!free_bits) {
+			p += rec->occ_group - b;
+			continue;
+		}
+		p += __builtin_ctzll(free_bits);	/* may land early, never late */
+		q = occ_last(rec, p, n);
+		if (q < 0)
+			break;
+		p = q + 1;
+	}
+	return CW_MIN(p, last + 1);
 }
 
 static inline uint64_t relword_of(uint64_t round)
@@ -304,7 +420,7 @@ static bool prefer(struct cw_slots *rec, const struct rview *a, const struct rvi
 }
 
 static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth);
-static void perm_step(struct rview *rv);
+static void perm_step(struct rview *rv, uint32_t share);
 
 /* Gives back the slots round k held in [first, end) after it was
  * cancelled; readers would treat them as free anyway, but each would first
@@ -414,15 +530,20 @@ static void snake_dedupe(const struct rview *rv, uint64_t k, unsigned d, int64_t
 /* Mirror order for a snake slot: fewest dummy slots, then lowest load. */
 static void snake_order(const struct rview *rv, unsigned *order)
 {
+	int64_t load[CW_SLOTS_MAX_DISKS];
 	unsigned i, j;
 
-	for (i = 0; i < rv->ndisks; i++)
+	order[0] = 0;
+	if (rv->ndisks < 2)
+		return;		/* one disk: no loads to sum */
+	for (i = 0; i < rv->ndisks; i++) {
 		order[i] = i;
+		load[i] = load_of(rv->disks[i]);
+	}
 	for (i = 1; i < rv->ndisks; i++)
 		for (j = i; j > 0; j--) {
 			unsigned a = order[j - 1], b = order[j];
-			int64_t la = cw_pr_load_relaxed(&rv->disks[a]->load);
-			int64_t lb = cw_pr_load_relaxed(&rv->disks[b]->load);
+			int64_t la = load[a], lb = load[b];
 
 			if (rv->dummy[a] < rv->dummy[b] ||
 			    (rv->dummy[a] == rv->dummy[b] && la <= lb))
@@ -455,6 +576,37 @@ static enum ures unit_fast(struct cw_slots_domain *dom, const struct rview *rv, 
 	if (cw_pr_load_acquire(&dom->desc[rv->id].state) == rv->st)
 		return U_DONE;
 	return keep_or_undo(dom, rv, k, rec, p, mine) ? U_DONE : U_RETRY;
+}
+
+/* Is v plainly vacant for slot p of rec at lap lp (unit_fast's test)? */
+static inline bool plain_vacant(struct cw_slots *rec, int64_t p, unsigned lp, uint64_t v)
+{
+	return v == cell_pack(C_VACANT, lp, 0, 0) ||
+	       (v == cell_pack(C_CLOSED, lp - 1, 0, 0) && !long_gone(rec, p));
+}
+
+/* unit_fast() for slots p and p+1 (p even) with one CAS: true when the
+ * request holds both; false leaves them to one slot at a time. */
+static bool pair_fast(struct cw_slots_domain *dom, const struct rview *rv, uint64_t k,
+		      struct cw_slots *rec, int64_t p)
+{
+	unsigned lp = lap_of(rec, p);	/* p + 1 is in the same lap: p is even */
+	uint64_t *c = cell_at(rec, p), v0, v1;
+	uint64_t mine = cell_pack(C_TRANSIENT, lp, rv->id, k);
+	bool k0, k1;
+
+	if (!CW_PR_HAVE_CAS_PAIR)
+		return false;
+	v0 = cw_pr_load_acquire(c);
+	v1 = cw_pr_load_acquire(c + 1);
+	if (!plain_vacant(rec, p, lp, v0) || !plain_vacant(rec, p + 1, lp, v1) ||
+	    !cw_pr_cas_pair_seq(c, v0, v1, mine, mine))
+		return false;
+	if (cw_pr_load_acquire(&dom->desc[rv->id].state) == rv->st)
+		return true;
+	k0 = keep_or_undo(dom, rv, k, rec, p, mine);
+	k1 = keep_or_undo(dom, rv, k, rec, p + 1, mine);
+	return k0 && k1;
 }
 
 /* Takes unit j of slot p for request rv, round k (Algorithm 1 for one
@@ -497,7 +649,7 @@ static enum ures unit_step(struct cw_slots_ctx *ctx, const struct rview *rv, uin
 		if (!cw_pr_cas_seq_u64(cell_at(rec, p), &vals[i], mine))
 			return U_RETRY;
 		if (cell_state(vals[i]) == C_RESERVED && cell_lap(vals[i]) == lap_of(rec, p))
-			cw_pr_faa_relaxed(&rec->load, -1);	/* a released booking's */
+			load_add(rec, ctx->id, -1);	/* a released booking's */
 		if (!keep_or_undo(ctx->dom, rv, k, rec, p, mine))
 			return U_RETRY;
 		if (nd > 1)
@@ -608,22 +760,6 @@ static void undo_at(struct cw_slots_domain *dom, const struct rview *rv, uint64_
 	}
 }
 
-/* The last slot in [p, p+n) of rec that is RESERVED, or -1: the paper's
- * getReserveSlot jump, by loads alone, so that a run is not begun where a
- * booking already cuts it short. */
-static int64_t reserved_ahead(struct cw_slots *rec, int64_t p, uint32_t n)
-{
-	int64_t q;
-
-	for (q = p + n - 1; q >= p; q--) {
-		uint64_t v = cw_pr_load_acquire(cell_at(rec, q));
-
-		if (cell_state(v) == C_RESERVED && cell_lap(v) == lap_of(rec, q))
-			return q;
-	}
-	return -1;
-}
-
 static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, bool *giveup)
 {
 	struct cw_slots_domain *dom = ctx->dom;
@@ -636,16 +772,15 @@ static void init_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 		while (p <= rv->deadline) {
 			enum ures u;
 
-			/* Slots booked on the first disk end every start there.  A
-			 * released one passed over here is found by verify_fail(),
-			 * and after that the full step looks at each slot. */
+			/* Slots booked on the first disk end every start there: the
+			 * paper's getReserveSlot jump, by the occupancy hint.  A
+			 * free slot passed over here (a stale bit) is found by
+			 * verify_fail(), and after that the full step looks at
+			 * each slot. */
 			if (fast && rv->shape != CW_SLOTS_SNAKE) {
-				int64_t q = reserved_ahead(rv->disks[0], p, rv->n);
-
-				if (q >= 0) {
-					p = q + 1;
-					continue;
-				}
+				p = occ_fit(rv->disks[0], p, rv->n, rv->deadline);
+				if (p > rv->deadline)
+					break;
 			}
 			u = unit_step(ctx, rv, k, p, 0, depth);
 
@@ -687,8 +822,14 @@ static void temp_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 
 	while (u < rv->n * w) {
 		int64_t p = first + u / w;
-		enum ures r = unit_step(ctx, rv, k, p, u % w, depth);
+		enum ures r;
 
+		if (rv->shape == CW_SLOTS_SINGLE && !(p & 1) && u + 1 < rv->n &&
+		    pair_fast(ctx->dom, rv, k, rv->disks[0], p)) {
+			u += 2;
+			continue;
+		}
+		r = unit_step(ctx, rv, k, p, u % w, depth);
 		if (r == U_DONE) {
 			u++;
 			continue;
@@ -713,8 +854,9 @@ static void temp_step(struct cw_slots_ctx *ctx, struct rview *rv, int depth, boo
 	cw_pr_cas_seq_u64(&d->state, &e, st_pack(P_PERM, k, st_off(st)));
 }
 
-/* PERM: make the run RESERVED (idempotent, any number of helpers). */
-static void perm_step(struct rview *rv)
+/* PERM: make the run RESERVED (idempotent, any number of helpers); share
+ * counts the load the caller adds. */
+static void perm_step(struct rview *rv, uint32_t share)
 {
 	struct cw_slots_domain *dom = rv->disks[0]->dom;
 	uint64_t st = rv->st, k = st_round(st), e;
@@ -722,16 +864,35 @@ static void perm_step(struct rview *rv)
 	int64_t conv[CW_SLOTS_MAX_DISKS] = { 0 };
 	unsigned j, w = units_per_slot(rv);
 
-	/* One disk: each word is converted or already was (no mirrors). */
+	int64_t lo = INT64_MAX, hi = -1;
+
+	/* One disk: each word is converted or already was (no mirrors); the
+	 * hint bits of what this caller converted are set after. */
 	for (p = first; rv->shape == CW_SLOTS_SINGLE && p < first + rv->n; p++) {
 		struct cw_slots *rec = rv->disks[0];
 		unsigned lp = lap_of(rec, p);
 		uint64_t *c = cell_at(rec, p), t = cell_pack(C_TRANSIENT, lp, rv->id, k);
+		uint64_t r = cell_pack(C_RESERVED, lp, rv->id, k);
 		uint64_t v = cw_pr_load_acquire(c);
 
-		if (v == t && cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lp, rv->id, k)))
+		if (v != t)
+			continue;
+		/* Two words with one CAS when both still wait (p even). */
+		if (!(p & 1) && p + 1 < first + rv->n && cw_pr_load_acquire(c + 1) == t &&
+		    cw_pr_cas_pair_seq(c, t, t, r, r)) {
+			conv[0] += 2;
+			lo = CW_MIN(lo, p);
+			hi = ++p;
+			continue;
+		}
+		if (cw_pr_cas_seq_u64(c, &v, r)) {
 			conv[0]++;
+			lo = CW_MIN(lo, p);
+			hi = p;
+		}
 	}
+	if (hi >= 0)
+		occ_mark(rv->disks[0], lo, hi + 1 - lo, true);
 	for (p = first; rv->shape != CW_SLOTS_SINGLE && p < first + rv->n; p++) {
 		bool kept = false;
 
@@ -745,40 +906,55 @@ static void perm_step(struct rview *rv)
 			    (cell_state(v) != C_TRANSIENT && cell_state(v) != C_RESERVED))
 				continue;
 			if (kept) {	/* a second snake mirror for p */
+				if (cell_state(v) == C_RESERVED)
+					occ_unmark(rec, p, 1);
 				if (cw_pr_cas_seq_u64(c, &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)) &&
 				    cell_state(v) == C_RESERVED)
-					cw_pr_faa_relaxed(&rec->load, -1);
+					load_add(rec, share, -1);
 				continue;
 			}
 			if (rv->shape == CW_SLOTS_SNAKE)
 				kept = true;
 			if (cell_state(v) == C_TRANSIENT &&
-			    cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lap_of(rec, p), rv->id, k)))
+			    cw_pr_cas_seq_u64(c, &v, cell_pack(C_RESERVED, lap_of(rec, p), rv->id, k))) {
 				conv[rv->shape == CW_SLOTS_SINGLE ? 0 : j]++;
+				occ_mark(rec, p, 1, true);
+			}
 		}
 	}
-	/* One update per disk: the load line is shared by every submitter. */
 	for (j = 0; j < rv->ndisks; j++)
 		if (conv[j])
-			cw_pr_faa_relaxed(&rv->disks[j]->load, conv[j]);
+			load_add(rv->disks[j], share, conv[j]);
 	/* Written only when it changes: every submitter reads this line. */
 	if (rv->dir == CW_SLOTS_WRITE)
 		for (j = 0; j < rv->ndisks; j++)
 			if (cw_pr_load_relaxed(&rv->disks[j]->last_block) != rv->block)
 				cw_pr_store_relaxed(&rv->disks[j]->last_block, rv->block);
+	/* From PERM(k) the only step is to FINISH(k): the owner (whose next
+	 * request is the only other writer) may store it; helpers, which
+	 * may be late, must not overwrite a newer request. */
 	e = st;
-	cw_pr_cas_seq_u64(&dom->desc[rv->id].state, &e, st_pack(P_FINISH, k, st_off(st)));
+	if (share == rv->id)
+		cw_pr_store_release(&dom->desc[rv->id].state, st_pack(P_FINISH, k, st_off(st)));
+	else
+		cw_pr_cas_seq_u64(&dom->desc[rv->id].state, &e, st_pack(P_FINISH, k, st_off(st)));
 }
 
 /* Algorithm 2: runs request (id, ticket) until it finishes, fails, or (when
- * helping) it cannot progress without helping too deep. */
-static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth)
+ * helping) it cannot progress without helping too deep.  own: the owner's
+ * copy of what it just announced, which spares it reading it back. */
+static void run_from(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth,
+		     const struct rview *own)
 {
 	struct desc *d = &ctx->dom->desc[id];
 	struct rview rv;
 	bool giveup = false;
-
 	uint64_t seq = 1;
+
+	if (own) {
+		rv = *own;
+		seq = own->seq;
+	}
 
 	while (!giveup) {
 		uint64_t st, e;
@@ -808,7 +984,7 @@ static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int dept
 			temp_step(ctx, &rv, depth, &giveup);
 			break;
 		case P_PERM:
-			perm_step(&rv);
+			perm_step(&rv, ctx->id);
 			break;
 		case P_CANCEL:
 			e = st;
@@ -820,16 +996,27 @@ static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int dept
 	}
 }
 
+static void run(struct cw_slots_ctx *ctx, uint32_t id, uint64_t ticket, int depth)
+{
+	run_from(ctx, id, ticket, depth, NULL);
+}
+
 /* Wait-free mode: help one announced request, round-robin, if old. */
 static void help_one(struct cw_slots_ctx *ctx, uint64_t my_ticket)
 {
 	struct cw_slots_domain *dom = ctx->dom;
 	uint32_t hi = cw_pr_load_acquire(&dom->hiwater);
 	uint32_t id = (uint32_t)((ctx->id + ++ctx->ops) % CW_MAX(hi, 1u));
+	struct desc *d = &dom->desc[id];
 	struct rview rv;
-	unsigned ph;
+	unsigned ph = st_phase(cw_pr_load_acquire(&d->state));
 
-	if (id == ctx->id || !view_read(dom, id, &rv) || rv.ndisks == 0)
+	/* Two loads tell whether there is anything to help: most of the
+	 * time there is not, and the whole copy is not worth reading. */
+	if (id == ctx->id || ph < P_INIT || ph > P_CANCEL ||
+	    cw_pr_load_relaxed(&d->ticket) + WF_PATIENCE >= my_ticket)
+		return;
+	if (!view_read(dom, id, &rv) || rv.ndisks == 0)
 		return;
 	ph = st_phase(rv.st);
 	if (ph >= P_INIT && ph <= P_CANCEL && rv.ticket + WF_PATIENCE < my_ticket)
@@ -890,12 +1077,27 @@ static int reserve_locked(struct cw_slots_ctx *ctx, const struct cw_slots_req *r
 	unsigned order[CW_SLOTS_MAX_DISKS];
 	int64_t s = s0, p;
 	unsigned i, j;
+	/* The same search as the lock-free modes: jump by the occupancy hint
+	 * first, and look at every slot only before answering FAIL. */
+	bool fast = req->shape != CW_SLOTS_SNAKE;
 
 	memcpy(rv.disks, req->disks, sizeof(rv.disks));
 	memcpy(rv.dummy, dummy, sizeof(rv.dummy));
-	while (s <= req->deadline_slot) {
+	for (;;) {
 		int64_t bad = -1;
 
+		if (s > req->deadline_slot) {
+			if (!fast)
+				return CW_SLOTS_FAIL;
+			fast = false;
+			s = s0;
+			continue;
+		}
+		if (fast) {
+			s = occ_fit(req->disks[0], s, n, req->deadline_slot);
+			if (s > req->deadline_slot)
+				continue;
+		}
 		for (p = s; bad < 0 && p < s + n; p++) {
 			ctx->pick[p - s] = CW_SLOTS_MAX_DISKS;
 			snake_order(&rv, order);
@@ -920,32 +1122,40 @@ static int reserve_locked(struct cw_slots_ctx *ctx, const struct cw_slots_req *r
 			s = bad + 1;
 			continue;
 		}
-		for (p = s; p < s + n; p++)
-			for (i = 0; i < req->ndisks; i++) {
-				struct cw_slots *rec = req->disks[i];
+		for (i = 0; i < req->ndisks; i++) {
+			struct cw_slots *rec = req->disks[i];
+			int64_t got = 0;
 
+			for (p = s; p < s + n; p++) {
 				if (req->shape == CW_SLOTS_SNAKE && ctx->pick[p - s] != i)
 					continue;
 				cw_pr_store_release(cell_at(rec, p),
 						    cell_pack(C_RESERVED, lap_of(rec, p), ctx->id, k));
-				cw_pr_faa_relaxed(&rec->load, 1);
+				if (req->shape == CW_SLOTS_SNAKE)
+					occ_mark(rec, p, 1, true);
+				got++;
 			}
-		if (req->dir == CW_SLOTS_WRITE)
-			for (i = 0; i < req->ndisks; i++)
-				cw_pr_store_relaxed(&req->disks[i]->last_block, req->block);
+			if (req->shape != CW_SLOTS_SNAKE)
+				occ_mark(rec, s, n, true);
+			load_add(rec, ctx->id, got);
+			if (req->dir == CW_SLOTS_WRITE &&
+			    cw_pr_load_relaxed(&rec->last_block) != req->block)
+				cw_pr_store_relaxed(&rec->last_block, req->block);
+		}
 		*ret_first = s;
 		return 0;
 	}
-	return CW_SLOTS_FAIL;
 }
 
 _Static_assert(CW_SLOTS_MAX_DISKS < 255, "pick holds a disk index");
 
 /* Publishes a request in the owner's descriptor (a seqlock write: helpers
  * copy the fields only while seq is even and unchanged), then its INIT
- * state, which makes it visible to helpers. */
+ * state, which makes it visible to helpers.  own (may be NULL) gets the
+ * owner's copy, as view_read() would read it. */
 static void announce(struct cw_slots_ctx *ctx, const struct cw_slots_req *req, int64_t s0,
-		     uint32_t n, const uint32_t *dummy, uint64_t ticket, uint64_t k)
+		     uint32_t n, const uint32_t *dummy, uint64_t ticket, uint64_t k,
+		     struct rview *own)
 {
 	struct desc *d = &ctx->dom->desc[ctx->id];
 	uint64_t seq = cw_pr_load_relaxed(&d->seq);
@@ -971,6 +1181,19 @@ static void announce(struct cw_slots_ctx *ctx, const struct cw_slots_req *req, i
 	cw_pr_store_release(&d->rollbacks, 0);
 	cw_pr_store_release(&d->seq, seq + 2);
 	cw_pr_store_release(&d->state, st_pack(P_INIT, k, 0));
+	if (!own)
+		return;
+	*own = (struct rview){
+		.id = ctx->id, .seq = seq + 2, .st = st_pack(P_INIT, k, 0),
+		.start = s0, .deadline = req->deadline_slot, .ticket = ticket,
+		.block = req->block, .base_prio = req->priority, .n = n,
+		.dir = (uint32_t)req->dir, .shape = (uint32_t)req->shape,
+		.ndisks = req->ndisks, .deps = req->dependants,
+	};
+	for (i = 0; i < CW_SLOTS_MAX_DISKS; i++) {
+		own->dummy[i] = dummy[i];
+		own->disks[i] = i < req->ndisks ? req->disks[i] : NULL;
+	}
 }
 
 int cw_slots_reserve(struct cw_slots_ctx *ctx, const struct cw_slots_req *req,
@@ -1025,8 +1248,10 @@ int cw_slots_reserve(struct cw_slots_ctx *ctx, const struct cw_slots_req *req,
 	} else {
 		if (dom->mode == CW_SLOTS_WAITFREE)
 			help_one(ctx, ticket);
-		announce(ctx, req, s0, n, dummy, ticket, k);
-		run(ctx, ctx->id, ticket, 0);
+		struct rview own;
+
+		announce(ctx, req, s0, n, dummy, ticket, k, &own);
+		run_from(ctx, ctx->id, ticket, 0, &own);
 		st = cw_pr_load_acquire(&d->state);
 		k = st_round(st);
 		r = st_phase(st) == P_FINISH ? 0 : CW_SLOTS_FAIL;
@@ -1078,12 +1303,6 @@ static void mode_unlock(struct cw_slots_domain *dom)
 {
 	if (dom->mode == CW_SLOTS_MUTEX)
 		pthread_mutex_unlock(&dom->lock);
-}
-
-static int count_parts(struct cw_slots *rec, int64_t p, uint64_t v, uint64_t *c,
-		       const struct cw_slots_booking *b, void *arg)
-{
-	return 1;
 }
 
 /* Is slot p of rec held RESERVED by booking b? */
@@ -1162,12 +1381,19 @@ int cw_slots_commit(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b, 
 	return r;
 }
 
+static int unmark_one(struct cw_slots *rec, int64_t p, uint64_t v, uint64_t *c,
+		      const struct cw_slots_booking *b, void *arg)
+{
+	occ_unmark(rec, p, 1);
+	return 1;
+}
+
 static int release_one(struct cw_slots *rec, int64_t p, uint64_t v, uint64_t *c,
 		       const struct cw_slots_booking *b, void *arg)
 {
 	if (!cw_pr_cas_seq_u64(c, &v, cell_pack(C_VACANT, lap_of(rec, p), 0, 0)))
 		return 0;
-	cw_pr_faa_relaxed(&rec->load, -1);
+	load_add(rec, *(const uint32_t *)arg, -1);
 	return 1;
 }
 
@@ -1186,9 +1412,10 @@ int cw_slots_release(struct cw_slots_ctx *ctx, const struct cw_slots_booking *b)
 	/* What it holds now is what it gives back: from the relword store
 	 * on, readers see these words as free and may take them directly,
 	 * so the clearing pass below can find fewer. */
-	n = for_each_held(b, count_parts, NULL);
+	/* Hint bits go before anyone may take the slots (and set them). */
+	n = for_each_held(b, unmark_one, NULL);
 	cw_pr_store_seq(&d->relword, relword_of(b->round_));
-	for_each_held(b, release_one, NULL);
+	for_each_held(b, release_one, &ctx->id);
 	cw_pr_store_seq(&d->relword, 0);
 	mode_unlock(ctx->dom);
 	return n;
@@ -1221,13 +1448,44 @@ static uint64_t close_slot(struct cw_slots *rec, int64_t p)
 				continue;
 			}
 			if (cl == K_HELD) {
-				perm_step(&ov);
+				perm_step(&ov, NO_SHARE);
 				continue;
 			}
 		}
 		if (cw_pr_cas_seq_u64(c, &v, closed))
 			return v;	/* the caller counts the load it drops */
 	}
+}
+
+/* Does passing slot p (lap lp) just replace v by CLOSED: no live request
+ * to cancel or finish first, and not already passed?  (close_slot()'s
+ * plain case.) */
+static inline bool plain_close(unsigned lp, uint64_t v)
+{
+	unsigned lv = cell_lap(v);
+
+	if (lv == lp)
+		return cell_state(v) == C_VACANT || cell_state(v) == C_RESERVED;
+	return !lap_ahead(lv, lp);
+}
+
+/* close_slot() for p and p+1 (p even) with one CAS when both are plain:
+ * returns the number of RESERVED words of lap lp it dropped, or -1 to
+ * leave them to close_slot(). */
+static int close_pair(struct cw_slots *rec, int64_t p)
+{
+	unsigned lp = lap_of(rec, p);
+	uint64_t *c = cell_at(rec, p), v0, v1, closed = cell_pack(C_CLOSED, lp, 0, 0);
+
+	if (!CW_PR_HAVE_CAS_PAIR)
+		return -1;
+	v0 = cw_pr_load_acquire(c);
+	v1 = cw_pr_load_acquire(c + 1);
+	if (!plain_close(lp, v0) || !plain_close(lp, v1) || long_gone(rec, p) ||
+	    !cw_pr_cas_pair_seq(c, v0, v1, closed, closed))
+		return -1;
+	return (cell_state(v0) == C_RESERVED && cell_lap(v0) == lp) +
+	       (cell_state(v1) == C_RESERVED && cell_lap(v1) == lp);
 }
 
 static bool read_head(struct cw_slots *rec, int64_t p, uint64_t v, struct cw_slots_entry *e)
@@ -1276,6 +1534,7 @@ int cw_slots_next(struct cw_slots *rec, int64_t until_slot, struct cw_slots_entr
 		if (cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, now))
 			cw_pr_faa_relaxed(&rec->load, -1);
 		found = read_head(rec, now, old, ret_entry);
+		occ_unmark(rec, now, 1);
 		publish_now(rec, now + 1);
 	}
 	mode_unlock(rec->dom);
@@ -1304,25 +1563,41 @@ int cw_slots_peek(struct cw_slots *rec, int64_t from_slot, int64_t until_slot,
 
 int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot)
 {
-	int64_t p, dropped = 0;
+	int64_t p, dropped = 0, from;
 
 	mode_lock(rec->dom);
-	for (p = cw_pr_load_acquire(&rec->now); p < now_slot; p++) {
+	from = cw_pr_load_acquire(&rec->now);
+	for (p = from; p < now_slot; p++) {
 		int64_t cur = cw_pr_load_acquire(&rec->now);
 		uint64_t old;
+		int pair;
 
-		if (p < cur)
-			p = cur;	/* another advancer went ahead */
+		if (p < cur) {
+			/* Another advancer went ahead (and cleared its bits). */
+			occ_unmark(rec, from, p - from);
+			from = p = cur;
+		}
 		if (p >= now_slot)
 			break;
-		old = close_slot(rec, p);
-		dropped += cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, p);
+		if (!(p & 1) && p + 1 < now_slot && (pair = close_pair(rec, p)) >= 0) {
+			dropped += pair;
+			p++;
+		} else {
+			old = close_slot(rec, p);
+			dropped += cell_state(old) == C_RESERVED && cell_lap(old) == lap_of(rec, p);
+		}
 		/* Every slot up to p is closed (I3 holds for p + 1): say so now
 		 * and then, so that concurrent advancers skip what this one has
-		 * done instead of racing it slot by slot for the same lines. */
-		if (((p + 1) & (ADVANCE_PUBLISH - 1)) == 0)
+		 * done instead of racing it slot by slot for the same lines.
+		 * The hint bits of the passed slots go first. */
+		if (((p + 1) & (ADVANCE_PUBLISH - 1)) == 0) {
+			occ_unmark(rec, from, p + 1 - from);
+			from = p + 1;
 			publish_now(rec, p + 1);
+		}
 	}
+	if (from < now_slot)
+		occ_unmark(rec, from, CW_MIN(p, now_slot) - from);
 	if (dropped)
 		cw_pr_faa_relaxed(&rec->load, -dropped);
 	publish_now(rec, now_slot);
@@ -1396,6 +1671,10 @@ int cw_slots_valid(struct cw_slots *rec)
 			return -EUCLEAN;	/* closed ahead of now */
 		if (st == C_VACANT && v != cell_pack(C_VACANT, lp, 0, 0))
 			return -EUCLEAN;
+		if (st == C_RESERVED &&
+		    !(cw_pr_load_relaxed(occ_word(rec, (uint64_t)p & rec->mask)) &
+		      (UINT64_C(1) << (((uint64_t)p & rec->mask) & (rec->occ_group - 1)))))
+			return -EUCLEAN;	/* booked, but the hint says vacant */
 		if (st == C_RESERVED || st == C_TRANSIENT) {
 			if (cell_owner(v) >= rec->dom->max_threads)
 				return -EUCLEAN;
@@ -1418,7 +1697,7 @@ int cw_slots_valid(struct cw_slots *rec)
 			}
 		}
 	}
-	if (load != cw_pr_load_acquire(&rec->load))
+	if (load != load_of(rec))
 		return -EUCLEAN;
 	return 0;
 }
@@ -1569,7 +1848,19 @@ int cw_slots_new(struct cw_slots_domain *d, const struct cw_slots_opts *opts,
 		return -ENOMEM;
 	rec->cells = mem;
 	rec->meta = calloc(o.ring_slots, sizeof(struct meta));
-	if (!rec->meta) {
+	if (!rec->meta || posix_memalign(&mem, CW_CACHELINE, sizeof(struct lshard) * d->max_threads)) {
+		free(rec->meta);
+		free(rec->cells);
+		return -ENOMEM;
+	}
+	rec->lshard = mem;
+	memset(rec->lshard, 0, sizeof(struct lshard) * d->max_threads);
+	rec->occ_group = CW_MIN(64u, o.ring_slots);	/* powers of two */
+	rec->occ_shift = (uint32_t)__builtin_ctz(rec->occ_group);
+	rec->occ = calloc(o.ring_slots / rec->occ_group, sizeof(uint64_t));
+	if (!rec->occ) {
+		free(rec->lshard);
+		free(rec->meta);
 		free(rec->cells);
 		return -ENOMEM;
 	}
@@ -1588,6 +1879,8 @@ void cw_slots_free(struct cw_slots *rec)
 {
 	if (!rec)
 		return;
+	free(rec->occ);
+	free(rec->lshard);
 	free(rec->meta);
 	free(rec->cells);
 	free(rec);

@@ -112,16 +112,42 @@ struct cw_slots_domain {
 	pthread_mutex_t lock CW_PADDED;		/* CW_SLOTS_MUTEX only */
 };
 
+/*
+ * The occupancy hint: one bit per ring slot, in words of occ_group slots,
+ * set when a booking's slot becomes RESERVED and cleared when the slot is
+ * given back or passed by now.  A search reads one word instead of up to
+ * 64 slot words to jump over booked slots.  It is only a hint: a set bit
+ * may be stale (a slot given back while a helper was marking it), so only
+ * the fast search trusts it; FAIL is decided on the slot words alone.  When
+ * no operation runs, every RESERVED slot of the current lap has its bit
+ * set (cw_slots_valid() checks it): bits are cleared before a release
+ * frees its words and before now passes them, so no clear can hide a
+ * later booking.
+ */
+
+/* One submitting context's share of a record's load: written only by the
+ * thread using that context (no read-modify-write on a shared line per
+ * booking), summed by readers (cw_slots_load()). */
+struct lshard {
+	int64_t v;
+} CW_PADDED;
+
 struct cw_slots {
 	struct cw_slots_domain *dom;
 	uint64_t *cells;
 	struct meta *meta;
+	struct lshard *lshard;		/* dom->max_threads shares */
+	uint64_t *occ;			/* occupancy hint, a bit per slot (below) */
+	uint32_t occ_group, occ_shift;	/* slots per occ word: min(64, ring) */
 	uint32_t ring, mask, lap_shift;
 	int64_t slot_ns;
 	cw_slots_dummy_fn dummy;
 	void *dummy_arg;
 	int64_t now CW_PADDED;
-	int64_t load CW_PADDED;		/* reserved cells ahead of now: the load factor */
+	int64_t load CW_PADDED;		/* reserved cells ahead of now, the load
+					 * factor: this (changed by whoever passes
+					 * or releases without a context) plus
+					 * every lshard[] */
 	uint64_t last_block CW_PADDED;	/* block of the last booked write */
 };
 

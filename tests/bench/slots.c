@@ -18,6 +18,8 @@
  *   cpu_frn the same ratio over the threads' CPU times: what the kernel's
  *           scheduler allowed, the ceiling for frn on an oversubscribed
  *           machine
+ *   res/cpu K over the CPU time the threads got: the cost of a request
+ *           whatever share of the (shared) machine the run was given
  *   delay   mean slots between a request's start and its first slot
  * A last run books fixed 4-slot requests from one thread (lf_1t_per_s).
  *
@@ -137,7 +139,7 @@ static void *worker(void *arg)
 }
 
 struct result {
-	double per_s, us_per_req, frn, cpu_frn, delay, booked_frac;
+	double per_s, per_cpu_s, us_per_req, frn, cpu_frn, delay, booked_frac;
 	uint64_t min, max;
 };
 
@@ -192,6 +194,7 @@ static int run_once(enum cw_slots_mode mode, int nthreads, uint32_t fixed, doubl
 			cpu_max = r->st[i].cpu_s;
 	}
 	res->per_s = (double)k / ((double)(t1 - t0) / 1e9);
+	res->per_cpu_s = cpu > 0 ? (double)k / cpu : 0;
 	res->us_per_req = (double)(t1 - t0) / 1e3 * nthreads / (double)k;
 	res->frn = (double)k / ((double)max * nthreads);
 	/* The same measure over CPU time: how fair the scheduler was. */
@@ -229,28 +232,30 @@ int main(int argc, char **argv)
 			;
 		if (m == 3 || nt < 1 || nt > MAX_THREADS || run_once(modes[m], nt, 0, secs, &one) < 0)
 			return 2;
-		printf("%s %d threads: %.0f res/s frn %.3f cpu_frn %.3f\n", argv[2], nt, one.per_s,
-		       one.frn, one.cpu_frn);
+		printf("%s %d threads: %.0f res/s frn %.3f cpu_frn %.3f res/cpu %.0f\n", argv[2], nt,
+		       one.per_s, one.frn, one.cpu_frn, one.per_cpu_s);
 		return 0;
 	}
-	printf("%-6s %7s %12s %10s %6s %8s %7s %9s %9s %7s\n", "mode", "threads", "res/s", "us/req",
-	       "frn", "delay", "booked", "min/thr", "max/thr", "cpu_frn");
+	printf("%-6s %7s %12s %10s %6s %8s %7s %9s %9s %7s %10s\n", "mode", "threads", "res/s",
+	       "us/req", "frn", "delay", "booked", "min/thr", "max/thr", "cpu_frn", "res/cpu");
 	for (m = 0; m < 3; m++)
 		for (i = 0; i < 7; i++) {
 			double len = threads[i] == 64 ? LONG_RUN * secs : secs;
 
 			if (run_once(modes[m], threads[i], 0, len, &res[m][i]) < 0)
 				return 1;
-			printf("%-6s %7d %12.0f %10.3f %6.3f %8.1f %6.1f%% %9llu %9llu %7.3f\n",
+			printf("%-6s %7d %12.0f %10.3f %6.3f %8.1f %6.1f%% %9llu %9llu %7.3f %10.0f\n",
 			       cw_slots_mode_name(modes[m]), threads[i], res[m][i].per_s,
 			       res[m][i].us_per_req, res[m][i].frn, res[m][i].delay,
 			       100 * res[m][i].booked_frac, (unsigned long long)res[m][i].min,
-			       (unsigned long long)res[m][i].max, res[m][i].cpu_frn);
+			       (unsigned long long)res[m][i].max, res[m][i].cpu_frn,
+			       res[m][i].per_cpu_s);
 			fflush(stdout);
 		}
 	for (i = 0; i < 7; i++)
-		printf("threads %2d: lf/mutex %.2f  wf/mutex %.2f\n", threads[i],
-		       res[0][i].per_s / res[2][i].per_s, res[1][i].per_s / res[2][i].per_s);
+		printf("threads %2d: lf/mutex %.2f  wf/mutex %.2f  per CPU second: lf/mutex %.2f\n",
+		       threads[i], res[0][i].per_s / res[2][i].per_s, res[1][i].per_s / res[2][i].per_s,
+		       res[0][i].per_cpu_s / res[2][i].per_cpu_s);
 	if (run_once(CW_SLOTS_LOCKFREE, 1, 4, secs, &one) < 0)
 		return 1;
 	printf("lf 1 thread, 4-slot requests: %.0f res/s\n", one.per_s);

@@ -49,11 +49,29 @@ static void fx_open(struct fixture *f, uint32_t ring, int64_t now, uint32_t *dum
 	CU_ASSERT_FATAL(cw_slots_ctx_new(f->dom, &f->b) == 0);
 }
 
+/* With one thread the occupancy hint is exact: a bit is set exactly for
+ * the RESERVED slots of the current lap.  Returns the slots where not. */
+static unsigned hint_errors(struct cw_slots *rec)
+{
+	int64_t now = cw_slots_now(rec), p;
+	unsigned bad = 0;
+
+	for (p = now; p < now + rec->ring; p++) {
+		uint64_t i = (uint64_t)p & rec->mask, v = *cell_at(rec, p);
+		bool bit = (*occ_word(rec, i) >> (i & (rec->occ_group - 1))) & 1;
+		bool booked = cell_state(v) == C_RESERVED && cell_lap(v) == lap_of(rec, p);
+
+		bad += bit != booked;
+	}
+	return bad;
+}
+
 static void fx_close(struct fixture *f)
 {
 	unsigned i;
 
 	for (i = 0; i < 3; i++) {
+		CU_ASSERT(hint_errors(f->disk[i]) == 0);
 		CU_ASSERT(cw_slots_valid(f->disk[i]) == 0);
 		cw_slots_free(f->disk[i]);
 	}
@@ -257,6 +275,48 @@ static void test_ring_wrap(void)
 	fx_close(&f);
 }
 
+/* Runs at odd and even first slots, so that the two-word CAS paths
+ * (taking, converting, passing two slots at once) meet both alignments,
+ * across the end of the array and into the next lap. */
+static void test_runs_at_every_alignment(void)
+{
+	struct fixture f;
+	struct cw_slots_booking b[8];
+	int64_t base = 100, p;
+	unsigned lap, i, n;
+
+	fx_open(&f, 256, base, NULL);
+	for (lap = 0; lap < 6; lap++) {	/* about three laps of the ring */
+		for (n = 1; n <= 5; n++) {
+			int64_t at = base + 2;
+
+			for (i = 0; i < 8; i++) {
+				/* a gap of one slot before every other run: both
+				 * alignments whatever n is */
+				int64_t want = at + (i & 1);
+
+				CU_ASSERT(book(&f, f.a, rq(f.disk[0], want, want, n, CW_SLOTS_READ),
+					       &b[i]) == want);
+				for (p = want; p < want + n; p++)
+					CU_ASSERT(held_by(f.disk[0], p, f.a) == 1);
+				CU_ASSERT(held_by(f.disk[0], want + n, f.a) == 0);
+				CU_ASSERT(hint_errors(f.disk[0]) == 0);
+				at = want + n;
+			}
+			CU_ASSERT(cw_slots_valid(f.disk[0]) == 0);
+			/* Give back every other booking, then pass them all. */
+			for (i = 0; i < 8; i += 2)
+				CU_ASSERT(cw_slots_release(f.a, &b[i]) == (int)n);
+			CU_ASSERT(hint_errors(f.disk[0]) == 0);
+			base = cw_slots_advance(f.disk[0], at + (lap & 1));
+			CU_ASSERT(base == at + (int64_t)(lap & 1));
+			CU_ASSERT(hint_errors(f.disk[0]) == 0);
+			CU_ASSERT(cw_slots_valid(f.disk[0]) == 0);
+		}
+	}
+	fx_close(&f);
+}
+
 static void test_snake(void)
 {
 	struct fixture f;
@@ -415,6 +475,11 @@ static void test_valid_catches_corruption(void)
 	*c = cell_pack(C_RESERVED, lap_of(f.disk[0], 30), 1, 1);	/* load count off */
 	CU_ASSERT(cw_slots_valid(f.disk[0]) == -EUCLEAN);
 	*c = keep;
+	/* A booked slot whose occupancy bit is clear. */
+	CU_ASSERT(cw_slots_valid(f.disk[0]) == 0);
+	*occ_word(f.disk[0], 11) &= ~(UINT64_C(1) << 11);
+	CU_ASSERT(cw_slots_valid(f.disk[0]) == -EUCLEAN);
+	*occ_word(f.disk[0], 11) |= UINT64_C(1) << 11;
 	fx_close(&f);
 }
 
@@ -430,7 +495,7 @@ static void stall_after_first_slot(struct cw_slots_ctx *ctx, struct cw_slots_req
 	bool giveup = false;
 
 	*ticket = cw_pr_faa_seq(&ctx->dom->ticket, 1);
-	announce(ctx, &r, r.start_slot, n, dummy, *ticket, k);
+	announce(ctx, &r, r.start_slot, n, dummy, *ticket, k, NULL);
 	CU_ASSERT_FATAL(view_read(ctx->dom, ctx->id, &rv));
 	init_step(ctx, &rv, 0, &giveup);
 	CU_ASSERT(st_phase(d->state) == P_TEMP);
@@ -692,6 +757,7 @@ int main(void)
 		cwtest_add(s, "commit, next, peek", test_commit_next_peek);
 		cwtest_add(s, "release", test_release);
 		cwtest_add(s, "ring wrap and recycling", test_ring_wrap);
+		cwtest_add(s, "runs at every alignment, across laps", test_runs_at_every_alignment);
 		cwtest_add(s, "snake request spans mirrors", test_snake);
 		cwtest_add(s, "snake prefers fewer dummy slots", test_snake_prefers_fewer_dummy_slots);
 		cwtest_add(s, "thick request", test_thick);
