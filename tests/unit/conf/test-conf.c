@@ -421,6 +421,22 @@ static char *slurp(const char *path)
 
 static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys };
 
+/* Asserts that text holds every key the parser knows, each as
+ * before KEY after; names on stdout those it lacks ("KEY is not ..."). */
+static void assert_every_key(const char *text, const char *before, const char *after,
+			     const char *lacking)
+{
+	for (size_t i = 0; i < CW_ARRAY_SIZE(all_keys); i++)
+		for (const struct key *k = all_keys[i]; k->name; k++) {
+			char pat[64];
+
+			snprintf(pat, sizeof(pat), "%s%s%s", before, k->name, after);
+			if (!strstr(text, pat))
+				printf("\n%s is not %s\n", k->name, lacking);
+			CU_ASSERT_PTR_NOT_NULL(strstr(text, pat));
+		}
+}
+
 /* The shipped example parses, sets every key to its default, and its
  * commented disk example parses too. */
 static void test_example(void)
@@ -428,7 +444,6 @@ static void test_example(void)
 	const char *top = getenv("top_srcdir");
 	char path[512], *text, *q;
 	struct cwd_config *c, *d = NULL;
-	size_t i;
 
 	snprintf(path, sizeof(path), "%s/etc/clockwised.conf", top ? top : "..");
 	text = slurp(path);
@@ -453,15 +468,7 @@ static void test_example(void)
 	cwd_config_free(d);
 
 	/* Every key the parser knows is shown in the example. */
-	for (i = 0; i < CW_ARRAY_SIZE(all_keys); i++)
-		for (const struct key *k = all_keys[i]; k->name; k++) {
-			char pat[64];
-
-			snprintf(pat, sizeof(pat), "%s = ", k->name);
-			if (!strstr(text, pat))
-				printf("\n%s is not in the example\n", k->name);
-			CU_ASSERT_PTR_NOT_NULL(strstr(text, pat));
-		}
+	assert_every_key(text, "", " = ", "in the example");
 
 	/* Uncomment the example disks (and drop the empty list). */
 	q = strstr(text, "# --- example disks\n");
@@ -486,19 +493,10 @@ static void test_man_page(void)
 	char path[512], cmd[700], out[256] = "";
 	FILE *f;
 	char *text;
-	size_t i;
 
 	snprintf(path, sizeof(path), "%s/man/clockwised.conf.5", top ? top : "..");
 	text = slurp(path);
-	for (i = 0; i < CW_ARRAY_SIZE(all_keys); i++)
-		for (const struct key *k = all_keys[i]; k->name; k++) {
-			char pat[64];
-
-			snprintf(pat, sizeof(pat), ".B %s\n", k->name);
-			if (!strstr(text, pat))
-				printf("\n%s is not documented\n", k->name);
-			CU_ASSERT_PTR_NOT_NULL(strstr(text, pat));
-		}
+	assert_every_key(text, ".B ", "\n", "documented");
 	free(text);
 	snprintf(cmd, sizeof(cmd), "groff -man -ww -z '%s' 2>&1", path);
 	f = popen(cmd, "r");
