@@ -192,6 +192,29 @@ static int parse_json(const char *buf, size_t len, json_object **ret, struct cwc
 	return 0;
 }
 
+/* One line holding a JSON object (what names it: "a request"), its
+ * members read into ret by members().  On success *ret_root holds the
+ * object, for the caller to drop; a refusal leaves nothing allocated. */
+static int parse_line(const char *buf, size_t len, const char *what,
+		      int (*members)(json_object *root, void *ret, struct cwc_fail *f), void *ret,
+		      json_object **ret_root, struct cwc_fail *f)
+{
+	json_object *root;
+	int r = parse_json(buf, len, &root, f);
+
+	if (r < 0)
+		return r;
+	if (!json_object_is_type(root, json_type_object))
+		r = fail(f, CWC_E_BAD_REQUEST, "%s is a JSON object", what);
+	else
+		r = members(root, ret, f);
+	if (r < 0)
+		json_object_put(root);
+	else
+		*ret_root = root;
+	return r;
+}
+
 static const char *type_name(enum cwc_arg_type t)
 {
 	switch (t) {
@@ -252,54 +275,42 @@ static int validate_args(const struct cwc_cmd_spec *spec, json_object *args, str
 	return 0;
 }
 
-int cwc_request_parse(const char *buf, size_t len, struct cwc_request *ret,
-		      struct cwc_fail *ret_fail)
+/* The members of a request object; cmd and args are set once all is well. */
+static int request_members(json_object *root, void *ret_request, struct cwc_fail *f)
 {
-	json_object *root = NULL, *cmd, *args = NULL;
+	struct cwc_request *ret = ret_request;
+	json_object *cmd, *args = NULL;
 	enum cwc_cmd c;
 	int r;
 
-	memset(ret, 0, sizeof(*ret));
-	r = parse_json(buf, len, &root, ret_fail);
-	if (r < 0)
-		return r;
-	if (!json_object_is_type(root, json_type_object)) {
-		r = fail(ret_fail, CWC_E_BAD_REQUEST, "a request is a JSON object");
-		goto out;
-	}
 	json_object_object_foreach(root, key, val) {
 		(void)val;
-		if (strcmp(key, "cmd") != 0 && strcmp(key, "args") != 0) {
-			r = fail(ret_fail, CWC_E_BAD_REQUEST,
-				 "unknown member \"%.64s\" (a request has \"cmd\" and \"args\")", key);
-			goto out;
-		}
+		if (strcmp(key, "cmd") != 0 && strcmp(key, "args") != 0)
+			return fail(f, CWC_E_BAD_REQUEST,
+				    "unknown member \"%.64s\" (a request has \"cmd\" and \"args\")", key);
 	}
 	if (!json_object_object_get_ex(root, "cmd", &cmd) ||
-	    !json_object_is_type(cmd, json_type_string)) {
-		r = fail(ret_fail, CWC_E_BAD_REQUEST, "\"cmd\" must be a string");
-		goto out;
-	}
-	if (cwc_cmd_lookup(json_object_get_string(cmd), &c) < 0) {
-		r = fail(ret_fail, CWC_E_UNKNOWN_COMMAND, "unknown command \"%.64s\"",
-			 json_object_get_string(cmd));
-		goto out;
-	}
+	    !json_object_is_type(cmd, json_type_string))
+		return fail(f, CWC_E_BAD_REQUEST, "\"cmd\" must be a string");
+	if (cwc_cmd_lookup(json_object_get_string(cmd), &c) < 0)
+		return fail(f, CWC_E_UNKNOWN_COMMAND, "unknown command \"%.64s\"",
+			    json_object_get_string(cmd));
 	if (json_object_object_get_ex(root, "args", &args) &&
-	    !json_object_is_type(args, json_type_object)) {
-		r = fail(ret_fail, CWC_E_BAD_REQUEST, "\"args\" must be an object");
-		goto out;
-	}
-	r = validate_args(&cmds[c], args, ret_fail);
+	    !json_object_is_type(args, json_type_object))
+		return fail(f, CWC_E_BAD_REQUEST, "\"args\" must be an object");
+	r = validate_args(&cmds[c], args, f);
 	if (r < 0)
-		goto out;
+		return r;
 	ret->cmd = c;
-	ret->root = root;
 	ret->args = args;
 	return 0;
-out:
-	json_object_put(root);
-	return r;
+}
+
+int cwc_request_parse(const char *buf, size_t len, struct cwc_request *ret,
+		      struct cwc_fail *ret_fail)
+{
+	memset(ret, 0, sizeof(*ret));
+	return parse_line(buf, len, "a request", request_members, ret, &ret->root, ret_fail);
 }
 
 void cwc_request_done(struct cwc_request *req)
@@ -448,42 +459,30 @@ static bool member_u64(json_object *o, const char *name, uint64_t *ret)
 	return true;
 }
 
-int cwc_reply_parse(const char *buf, size_t len, struct cwc_reply *ret, struct cwc_fail *ret_fail)
+/* The members of a reply object: a progress line, a result or an error. */
+static int reply_members(json_object *root, void *ret_reply, struct cwc_fail *f)
 {
-	json_object *root = NULL, *v, *err;
-	int r;
+	struct cwc_reply *ret = ret_reply;
+	json_object *v, *err;
 
-	memset(ret, 0, sizeof(*ret));
-	r = parse_json(buf, len, &root, ret_fail);
-	if (r < 0)
-		return r;
-	if (!json_object_is_type(root, json_type_object)) {
-		r = fail(ret_fail, CWC_E_BAD_REQUEST, "a reply is a JSON object");
-		goto out;
-	}
 	if (json_object_object_get_ex(root, "progress", &v)) {
 		if (!json_object_is_type(v, json_type_object) || !member_str(v, "phase") ||
-		    !member_u64(v, "done", &ret->done) || !member_u64(v, "total", &ret->total)) {
-			r = fail(ret_fail, CWC_E_BAD_REQUEST, "malformed progress line");
-			goto out;
-		}
+		    !member_u64(v, "done", &ret->done) || !member_u64(v, "total", &ret->total))
+			return fail(f, CWC_E_BAD_REQUEST, "malformed progress line");
 		ret->kind = CWC_REPLY_PROGRESS;
 		ret->phase = member_str(v, "phase");
 	} else if (!json_object_object_get_ex(root, "ok", &v) ||
 		   !json_object_is_type(v, json_type_boolean)) {
-		r = fail(ret_fail, CWC_E_BAD_REQUEST, "a reply has a boolean \"ok\"");
-		goto out;
+		return fail(f, CWC_E_BAD_REQUEST, "a reply has a boolean \"ok\"");
 	} else if (json_object_get_boolean(v)) {
 		ret->kind = CWC_REPLY_OK;
 		json_object_object_get_ex(root, "result", &ret->result);
 	} else {
 		if (!json_object_object_get_ex(root, "error", &err) ||
 		    !json_object_is_type(err, json_type_object) || !member_str(err, "code") ||
-		    !member_str(err, "message")) {
-			r = fail(ret_fail, CWC_E_BAD_REQUEST,
-				 "an error reply has \"error\": {\"code\", \"message\"}");
-			goto out;
-		}
+		    !member_str(err, "message"))
+			return fail(f, CWC_E_BAD_REQUEST,
+				    "an error reply has \"error\": {\"code\", \"message\"}");
 		ret->kind = CWC_REPLY_ERROR;
 		ret->code_name = member_str(err, "code");
 		ret->message = member_str(err, "message");
@@ -493,11 +492,13 @@ int cwc_reply_parse(const char *buf, size_t len, struct cwc_reply *ret, struct c
 		    json_object_is_type(v, json_type_object))
 			ret->details = v;
 	}
-	ret->root = root;
 	return 0;
-out:
-	json_object_put(root);
-	return r;
+}
+
+int cwc_reply_parse(const char *buf, size_t len, struct cwc_reply *ret, struct cwc_fail *ret_fail)
+{
+	memset(ret, 0, sizeof(*ret));
+	return parse_line(buf, len, "a reply", reply_members, ret, &ret->root, ret_fail);
 }
 
 void cwc_reply_done(struct cwc_reply *reply)

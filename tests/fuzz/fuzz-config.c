@@ -10,7 +10,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,10 +19,9 @@
 
 #include "daemon/conf.h"
 #include "lsan-libconfig.h"
+#include "replay.h"
 
 #define NAME "fuzz.conf"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* "fuzz.conf:<digits>: <what>; expected <what>" */
 static bool message_ok(const char *msg)
@@ -108,58 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef CW_LIBFUZZER
-static int replay_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	size_t n;
-
-	if (!f)
-		return -errno;
-	buf = malloc(1 << 16);
-	n = buf ? fread(buf, 1, 1 << 16, f) : 0;
-	fclose(f);
-	if (!buf)
-		return -ENOMEM;
-	LLVMFuzzerTestOneInput((const uint8_t *)buf, n);
-	free(buf);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	const char *top = getenv("top_srcdir");
-	char defdir[4096];
-	unsigned files = 0, failed = 0;
-	int i;
-
-	snprintf(defdir, sizeof(defdir), "%s/tests/fuzz/corpus/config", top ? top : ".");
-	for (i = argc > 1 ? 1 : 0; i < (argc > 1 ? argc : 1); i++) {
-		const char *dir = argc > 1 ? argv[i] : defdir;
-		struct dirent **ents;
-		int n = scandir(dir, &ents, NULL, alphasort);
-
-		if (n < 0) {
-			fprintf(stderr, "%s: %m\n", dir);
-			return 99;
-		}
-		for (int k = 0; k < n; k++) {
-			char path[8192];
-
-			if (ents[k]->d_name[0] != '.') {
-				snprintf(path, sizeof(path), "%s/%s", dir, ents[k]->d_name);
-				if (replay_file(path) < 0) {
-					fprintf(stderr, "%s: cannot read\n", path);
-					failed++;
-				} else
-					files++;
-			}
-			free(ents[k]);
-		}
-		free(ents);
-	}
-	printf("replayed %u inputs\n", files);
-	printf("cw-counts: passed=%u failed=%u\n", files, failed + (files == 0));
-	return failed || files == 0 ? 1 : 0;
+	return cw_fuzz_replay(argc, argv, "config", 1 << 16);
 }
 #endif

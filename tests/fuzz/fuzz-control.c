@@ -10,18 +10,19 @@
  *   clang -g -O1 -fsanitize=fuzzer,address -DCW_LIBFUZZER -I build -I daemon \
  *     tests/fuzz/fuzz-control.c daemon/control-proto.c -ljson-c -o fuzz-control
  *   ./fuzz-control tests/fuzz/corpus/control
- * Otherwise main() replays every file of the corpus directory (argv[1], or
- * $top_srcdir/tests/fuzz/corpus/control under make check).
+ * Otherwise main() replays every file of the corpus directories given
+ * (default: $top_srcdir/tests/fuzz/corpus/control, as make check runs it;
+ * see replay.h).
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "control-proto.h"
+#include "replay.h"
 
 #define PROMISE(x) do { if (!(x)) { fprintf(stderr, "broken: %s\n", #x); abort(); } } while (0)
 
@@ -81,7 +82,6 @@ static void check_reply(const char *d, size_t n)
 	cwc_reply_done(&rep);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_request((const char *)data, size);
@@ -92,40 +92,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifndef CW_LIBFUZZER
 int main(int argc, char **argv)
 {
-	const char *top = getenv("top_srcdir");
-	char dir[4096], path[8192];
-	struct dirent *e;
-	unsigned n = 0;
-	DIR *dp;
-
-	snprintf(dir, sizeof(dir), "%s", argc > 1 ? argv[1] : "");
-	if (argc < 2)
-		snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/control", top ? top : ".");
-	dp = opendir(dir);
-	if (!dp) {
-		perror(dir);
-		return 99;
-	}
-	while ((e = readdir(dp))) {
-		FILE *fp;
-		static char buf[CWC_LINE_MAX * 2];
-		size_t len;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		fp = fopen(path, "rb");
-		if (!fp) {
-			perror(path);
-			return 99;
-		}
-		len = fread(buf, 1, sizeof(buf), fp);
-		fclose(fp);
-		LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
-		n++;
-	}
-	closedir(dp);
-	printf("replayed %u inputs\ncw-counts: passed=%u failed=0\n", n, n);
-	return n ? 0 : 99;
+	return cw_fuzz_replay(argc, argv, "control", CWC_LINE_MAX * 2);
 }
 #endif

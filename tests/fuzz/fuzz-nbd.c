@@ -12,19 +12,20 @@
  *   clang -g -O1 -fsanitize=fuzzer,address -DCW_LIBFUZZER -I libclockwise/include \
  *     -I libclockwise -I build tests/fuzz/fuzz-nbd.c libclockwise/proto/nbd.c -o fuzz-nbd
  *   ./fuzz-nbd tests/fuzz/corpus/nbd
- * Otherwise main() replays every file of the corpus directory (argv[1],
- * or $top_srcdir/tests/fuzz/corpus/nbd under make check), so gcc builds
- * it and make check runs it.
+ * Otherwise main() replays every file of the corpus directories given
+ * (default: $top_srcdir/tests/fuzz/corpus/nbd, as make check runs it;
+ * see replay.h), so gcc builds it and make check runs it.
  */
 #include "config.h"
 
-#include <dirent.h>
-#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <clockwise/nbd.h>
+
+#include "replay.h"
 
 /* Aborts (a crash the fuzzer reports) when a promise is broken. */
 #define PROMISE(x) do { if (!(x)) { fprintf(stderr, "broken: %s\n", #x); abort(); } } while (0)
@@ -192,8 +193,6 @@ static void fuzz_client(const uint8_t *d, size_t n)
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -207,62 +206,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef CW_LIBFUZZER
-static int replay(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long len;
-
-	if (!f)
-		return -errno;
-	if (fseek(f, 0, SEEK_END) < 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0) {
-		fclose(f);
-		return -EIO;
-	}
-	buf = malloc(len ? (size_t)len : 1);
-	if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
-		free(buf);
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	LLVMFuzzerTestOneInput(buf, (size_t)len);
-	free(buf);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	char dir[4096], path[8192];
-	const char *top = getenv("top_srcdir");
-	struct dirent *de;
-	unsigned files = 0;
-	DIR *dp;
-
-	if (argc > 1)
-		snprintf(dir, sizeof(dir), "%s", argv[1]);
-	else
-		snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/nbd", top ? top : ".");
-	dp = opendir(dir);
-	if (!dp) {
-		fprintf(stderr, "fuzz-nbd: cannot open corpus %s: %m\n", dir);
-		return 99;
-	}
-	while ((de = readdir(dp))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (replay(path) < 0) {
-			fprintf(stderr, "fuzz-nbd: cannot read %s\n", path);
-			closedir(dp);
-			return 99;
-		}
-		files++;
-	}
-	closedir(dp);
-	printf("fuzz-nbd: replayed %u inputs from %s\n", files, dir);
-	/* An empty corpus tests nothing: that is a failure, not a pass. */
-	printf("cw-counts: passed=%u failed=%u\n", files ? files : 0, files ? 0 : 1);
-	return files ? 0 : 1;
+	return cw_fuzz_replay(argc, argv, "nbd", SIZE_MAX);
 }
 #endif

@@ -49,4 +49,28 @@ static inline int cwtest_run(void)
 	return failed ? 1 : 0;
 }
 
+/* Makes a new directory $TMPDIR/<name>.XXXXXX (under /tmp without
+ * TMPDIR), its path in dir; on failure ends the program as a hard error. */
+static inline void cwtest_tmpdir(char *dir, size_t size, const char *name)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(dir, size, "%s/%s.XXXXXX", t && *t ? t : "/tmp", name);
+	if (!mkdtemp(dir))
+		exit(99);
+}
+
+/* cwtest_run(), then removes dir and all it holds; a removal that fails
+ * turns a pass into a hard error. */
+static inline int cwtest_run_in_tmpdir(const char *dir)
+{
+	char cmd[4200];
+	int r = cwtest_run();
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0 && r == 0)
+		r = 99;
+	return r;
+}
+
 #endif

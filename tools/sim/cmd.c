@@ -126,12 +126,6 @@ static double wall_now(void)
 	return (double)cw_now_ns() / 1e9;
 }
 
-static void print_speed(unsigned runs, uint64_t events, double wall)
-{
-	fprintf(stderr, "cwsim: %u runs, %" PRIu64 " events in %.2f s: %.0f events/s\n", runs,
-		events, wall, wall > 0 ? (double)events / wall : 0.0);
-}
-
 /* The BE trace and the partition size it is folded into. */
 static int load_trace(const struct sim_scenario *sc, struct sim_trace *ret)
 {
@@ -147,28 +141,62 @@ static int load_trace(const struct sim_scenario *sc, struct sim_trace *ret)
 	return e;
 }
 
+/* What run and sweep share: the command line, the BE trace, and the
+ * simulations done so far, for the speed line. */
+struct session {
+	struct cli c;
+	struct sim_trace trace;
+	uint64_t events;
+	unsigned runs;
+	double t0;
+};
+
 /* The command line and the BE trace: -1 to go on, or an exit status.
  * Bad input is found here, before anything is written. */
-static int prepare(const char *cmd, int argc, char **argv, struct cli *c,
-		   struct sim_trace *ret_trace)
+static int prepare(const char *cmd, int argc, char **argv, struct session *s)
 {
-	int e = parse_cli(cmd, argc, argv, c);
+	int e;
 
+	*s = (struct session){ .t0 = wall_now() };
+	e = parse_cli(cmd, argc, argv, &s->c);
 	if (e >= 0)
 		return e;
-	if (load_trace(&c->sc, ret_trace) < 0)
+	if (load_trace(&s->c.sc, &s->trace) < 0)
 		return SIM_EXIT_USAGE;
 	return -1;
 }
 
+/* One simulation, counted for the speed line and in JSON mode reported on
+ * stdout; a failure is said here. */
+static int simulate(struct session *s, const struct sim_setup *setup, size_t streams,
+		    unsigned policy, struct sim_result *r)
+{
+	int e = sim_run(setup, streams, &s->trace, policy, r);
+
+	if (e < 0) {
+		fprintf(stderr, "cwsim: simulation failed: %s\n", strerror(-e));
+		return e;
+	}
+	s->events += r->events;
+	s->runs++;
+	if (s->c.json)
+		sim_report_json(stdout, &s->c.sc, r);
+	return 0;
+}
+
+static void print_speed(const struct session *s)
+{
+	double wall = wall_now() - s->t0;
+
+	fprintf(stderr, "cwsim: %u runs, %" PRIu64 " events in %.2f s: %.0f events/s\n", s->runs,
+		s->events, wall, wall > 0 ? (double)s->events / wall : 0.0);
+}
+
 int sim_cmd_run(int argc, char **argv)
 {
-	struct cli c = { 0 };
-	struct sim_trace trace = { 0 };
-	uint64_t events = 0;
-	unsigned runs = 0;
-	double t0 = wall_now();
-	int e = prepare("run", argc, argv, &c, &trace);
+	struct session s;
+	const struct cli *c = &s.c;
+	int e = prepare("run", argc, argv, &s);
 
 	if (e >= 0)
 		return e;
@@ -176,38 +204,30 @@ int sim_cmd_run(int argc, char **argv)
 	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS && e == 0; pl++) {
 		struct sim_setup setup;
 
-		if (!(c.sc.placements & 1u << pl))
+		if (!(c->sc.placements & 1u << pl))
 			continue;
-		e = sim_setup_build(&c.sc, pl, c.sc.video, c.sc.streams, NULL, NULL, &setup);
+		e = sim_setup_build(&c->sc, pl, c->sc.video, c->sc.streams, NULL, NULL, &setup);
 		if (e < 0)
 			break;
-		if (!c.json)
+		if (!c->json)
 			printf("%s: %zu streams admitted (%.2f MB/s); next: %s\n",
 			       sim_placement_name(pl), setup.n_streams,
 			       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
 		for (unsigned p = 0; p < 3 && e == 0; p++) {
 			struct sim_result r;
 
-			if (!(c.sc.policies & 1u << p))
+			if (!(c->sc.policies & 1u << p))
 				continue;
-			e = sim_run(&setup, setup.n_streams, &trace, p, &r);
-			if (e < 0) {
-				fprintf(stderr, "cwsim: simulation failed: %s\n", strerror(-e));
-				break;
-			}
-			events += r.events;
-			runs++;
-			if (c.json)
-				sim_report_json(stdout, &c.sc, &r);
-			else
-				sim_report_text(stdout, &c.sc, &r);
+			e = simulate(&s, &setup, setup.n_streams, p, &r);
+			if (e == 0 && !c->json)
+				sim_report_text(stdout, &c->sc, &r);
 		}
 		sim_setup_done(&setup);
 	}
-	sim_trace_done(&trace);
+	sim_trace_done(&s.trace);
 	if (e < 0)
 		return EXIT_FAILURE;
-	print_speed(runs, events, wall_now() - t0);
+	print_speed(&s);
 	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
@@ -348,9 +368,9 @@ static size_t load_point(size_t max, unsigned loads, unsigned i)
 	return (size_t)(((uint64_t)i * max + (loads - 1) / 2) / (loads - 1));
 }
 
-static int sweep_fig3(const struct cli *c, const struct sim_trace *trace, uint64_t *events,
-		      unsigned *runs)
+static int sweep_fig3(struct session *s)
 {
+	const struct cli *c = &s->c;
 	FILE *csv = open_out(c->out_dir, "fig3.csv"), *f;
 	_cleanup_free_ char *plt = NULL;
 	size_t plt_len = 0;
@@ -398,17 +418,11 @@ static int sweep_fig3(const struct cli *c, const struct sim_trace *trace, uint64
 
 				if (i && k == load_point(setup.n_streams, npts, i - 1))
 					continue;
-				e = sim_run(&setup, k, trace, p, &r);
-				if (e < 0) {
-					fprintf(stderr, "cwsim: simulation failed: %s\n", strerror(-e));
+				e = simulate(s, &setup, k, p, &r);
+				if (e < 0)
 					break;
-				}
-				*events += r.events;
-				(*runs)++;
 				sim_report_csv(csv, &r, c->sc.disks);
-				if (c->json)
-					sim_report_json(stdout, &c->sc, &r);
-				else
+				if (!c->json)
 					printf("%-8s %-7s %3zu streams %6.2f MB/s  delta-L %9.1f ms  "
 					       "misses %3" PRIu64 "  BE mean %9.2f p99 %9.2f ms\n",
 					       sim_placement_name(pl), cw_sched_policy_name(p), r.streams,
@@ -433,32 +447,29 @@ static int sweep_fig3(const struct cli *c, const struct sim_trace *trace, uint64
 
 int sim_cmd_sweep(int argc, char **argv)
 {
-	struct cli c = { 0 };
-	struct sim_trace trace = { 0 };
-	uint64_t events = 0;
-	unsigned runs = 0;
-	double t0 = wall_now();
-	int e = prepare("sweep", argc, argv, &c, &trace);
+	struct session s;
+	const struct cli *c = &s.c;
+	int e = prepare("sweep", argc, argv, &s);
 
 	if (e >= 0)
 		return e;
-	if (mkdir(c.out_dir, 0777) < 0 && errno != EEXIST) {
-		fprintf(stderr, "cwsim: %s: %m\n", c.out_dir);
-		sim_trace_done(&trace);
+	if (mkdir(c->out_dir, 0777) < 0 && errno != EEXIST) {
+		fprintf(stderr, "cwsim: %s: %m\n", c->out_dir);
+		sim_trace_done(&s.trace);
 		return EXIT_FAILURE;
 	}
 	/* in JSON mode stdout carries only the objects */
-	e = sweep_fig2(&c, c.json ? stderr : stdout);
+	e = sweep_fig2(c, c->json ? stderr : stdout);
 	if (e == 0)
-		e = sweep_fig3(&c, &trace, &events, &runs);
-	sim_trace_done(&trace);
+		e = sweep_fig3(&s);
+	sim_trace_done(&s.trace);
 	if (e < 0) {
 		fprintf(stderr, "cwsim: sweep failed: %s\n", strerror(-e));
 		return EXIT_FAILURE;
 	}
-	print_speed(runs, events, wall_now() - t0);
-	if (!c.json)
-		printf("wrote %s/fig2.csv, fig3.csv and their plots\n", c.out_dir);
+	print_speed(&s);
+	if (!c->json)
+		printf("wrote %s/fig2.csv, fig3.csv and their plots\n", c->out_dir);
 	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 

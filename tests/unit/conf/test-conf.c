@@ -45,21 +45,30 @@ static struct cwd_config *load_ok(const char *text)
 	return c;
 }
 
-/* expected is the message after "FILE:", starting with the line number. */
-static void load_bad(const char *text, const char *expected)
+/* Loading path fails with r and exactly the message want, handing out
+ * nothing. */
+static void load_fails(const char *path, int r, const char *want)
 {
 	struct cwd_config *c = (struct cwd_config *)&c;	/* must stay untouched */
-	char path[512], want[1024], *err = NULL;
+	char *err = NULL;
 
-	write_file(text, path, sizeof(path));
-	CU_ASSERT_EQUAL(cwd_config_load(path, &c, &err), -EINVAL);
+	CU_ASSERT_EQUAL(cwd_config_load(path, &c, &err), r);
 	CU_ASSERT_PTR_EQUAL(c, (struct cwd_config *)&c);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(err);
-	snprintf(want, sizeof(want), "%s:%s", path, expected);
 	if (strcmp(err, want) != 0)
 		printf("\n got: %s\nwant: %s\n", err, want);
 	CU_ASSERT_STRING_EQUAL(err, want);
 	free(err);
+}
+
+/* expected is the message after "FILE:", starting with the line number. */
+static void load_bad(const char *text, const char *expected)
+{
+	char path[512], want[1024];
+
+	write_file(text, path, sizeof(path));
+	snprintf(want, sizeof(want), "%s:%s", path, expected);
+	load_fails(path, -EINVAL, want);
 }
 
 static void test_defaults(void)
@@ -360,30 +369,23 @@ static void test_bad_listen(void)
 /* An error inside an @include'd file names that file and its line. */
 static void test_include(void)
 {
-	char inc[512], text[1024], path[512], want[1024], *err = NULL;
-	struct cwd_config *c = NULL;
+	char inc[512], text[1024], path[512], want[1024];
 
 	write_file("\nqueue_depth = 8;\n\nio_engine = \"posix\";\n", inc, sizeof(inc));
 	snprintf(text, sizeof(text), "pool = \"/p.db\";\n@include \"%s\"\n", inc);
 	write_file(text, path, sizeof(path));
-	CU_ASSERT_EQUAL(cwd_config_load(path, &c, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s:4: io_engine = \"posix\" is not an I/O engine; expected "
 		 "\"io_uring\" or \"libaio\"", inc);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(err);
-	CU_ASSERT_STRING_EQUAL(err, want);
-	free(err);
+	load_fails(path, -EINVAL, want);
 
 	/* A missing include is a syntax error at the @include line.  (libconfig
 	 * 1.5 would prefix an include directory even to absolute paths, so
 	 * none is set: includes are best given as absolute paths.) */
 	snprintf(text, sizeof(text), "pool = \"/p.db\";\n\n@include \"%s/nowhere.conf\"\n", tmpdir);
 	write_file(text, path, sizeof(path));
-	CU_ASSERT_EQUAL(cwd_config_load(path, &c, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s:3: cannot open include file; expected libconfig syntax "
 		 "(name = value; see clockwised.conf(5))", path);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(err);
-	CU_ASSERT_STRING_EQUAL(err, want);
-	free(err);
+	load_fails(path, -EINVAL, want);
 }
 
 static void test_missing(void)
@@ -392,13 +394,10 @@ static void test_missing(void)
 	char path[512], want[600], *err = NULL;
 
 	snprintf(path, sizeof(path), "%s/does-not-exist.conf", tmpdir);
-	CU_ASSERT_EQUAL(cwd_config_load(path, &c, &err), -ENOENT);
 	snprintf(want, sizeof(want), "%s: No such file or directory", path);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(err);
-	CU_ASSERT_STRING_EQUAL(err, want);
-	free(err);
-	CU_ASSERT_PTR_NULL(c);
+	load_fails(path, -ENOENT, want);
 	CU_ASSERT_EQUAL(cwd_config_load(path, &c, NULL), -ENOENT);	/* no message wanted */
+	CU_ASSERT_PTR_NULL(c);
 	CU_ASSERT_EQUAL(cwd_config_parse("queue_depth = 0;", "mem", &c, &err), -EINVAL);
 	CU_ASSERT_STRING_EQUAL(err, "mem:1: queue_depth = 0 is out of range; expected an integer from 1 to 4096");
 	free(err);
@@ -422,6 +421,22 @@ static char *slurp(const char *path)
 
 static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys };
 
+/* Asserts that text holds every key the parser knows, each as
+ * before KEY after; names on stdout those it lacks ("KEY is not ..."). */
+static void assert_every_key(const char *text, const char *before, const char *after,
+			     const char *lacking)
+{
+	for (size_t i = 0; i < CW_ARRAY_SIZE(all_keys); i++)
+		for (const struct key *k = all_keys[i]; k->name; k++) {
+			char pat[64];
+
+			snprintf(pat, sizeof(pat), "%s%s%s", before, k->name, after);
+			if (!strstr(text, pat))
+				printf("\n%s is not %s\n", k->name, lacking);
+			CU_ASSERT_PTR_NOT_NULL(strstr(text, pat));
+		}
+}
+
 /* The shipped example parses, sets every key to its default, and its
  * commented disk example parses too. */
 static void test_example(void)
@@ -429,7 +444,6 @@ static void test_example(void)
 	const char *top = getenv("top_srcdir");
 	char path[512], *text, *q;
 	struct cwd_config *c, *d = NULL;
-	size_t i;
 
 	snprintf(path, sizeof(path), "%s/etc/clockwised.conf", top ? top : "..");
 	text = slurp(path);
@@ -454,15 +468,7 @@ static void test_example(void)
 	cwd_config_free(d);
 
 	/* Every key the parser knows is shown in the example. */
-	for (i = 0; i < CW_ARRAY_SIZE(all_keys); i++)
-		for (const struct key *k = all_keys[i]; k->name; k++) {
-			char pat[64];
-
-			snprintf(pat, sizeof(pat), "%s = ", k->name);
-			if (!strstr(text, pat))
-				printf("\n%s is not in the example\n", k->name);
-			CU_ASSERT_PTR_NOT_NULL(strstr(text, pat));
-		}
+	assert_every_key(text, "", " = ", "in the example");
 
 	/* Uncomment the example disks (and drop the empty list). */
 	q = strstr(text, "# --- example disks\n");
@@ -487,19 +493,10 @@ static void test_man_page(void)
 	char path[512], cmd[700], out[256] = "";
 	FILE *f;
 	char *text;
-	size_t i;
 
 	snprintf(path, sizeof(path), "%s/man/clockwised.conf.5", top ? top : "..");
 	text = slurp(path);
-	for (i = 0; i < CW_ARRAY_SIZE(all_keys); i++)
-		for (const struct key *k = all_keys[i]; k->name; k++) {
-			char pat[64];
-
-			snprintf(pat, sizeof(pat), ".B %s\n", k->name);
-			if (!strstr(text, pat))
-				printf("\n%s is not documented\n", k->name);
-			CU_ASSERT_PTR_NOT_NULL(strstr(text, pat));
-		}
+	assert_every_key(text, ".B ", "\n", "documented");
 	free(text);
 	snprintf(cmd, sizeof(cmd), "groff -man -ww -z '%s' 2>&1", path);
 	f = popen(cmd, "r");
@@ -512,14 +509,9 @@ static void test_man_page(void)
 
 int main(void)
 {
-	const char *t = getenv("TMPDIR");
-	char cmd[300];
 	CU_pSuite s;
-	int r;
 
-	snprintf(tmpdir, sizeof(tmpdir), "%s/cw-conf.XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(tmpdir))
-		return 99;
+	cwtest_tmpdir(tmpdir, sizeof(tmpdir), "cw-conf");
 	s = cwtest_suite("conf", NULL, NULL);
 	cwtest_add(s, "defaults", test_defaults);
 	cwtest_add(s, "every setting", test_full);
@@ -533,9 +525,5 @@ int main(void)
 	cwtest_add(s, "missing file", test_missing);
 	cwtest_add(s, "shipped example", test_example);
 	cwtest_add(s, "man page", test_man_page);
-	r = cwtest_run();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0 && r == 0)
-		r = 99;
-	return r;
+	return cwtest_run_in_tmpdir(tmpdir);
 }

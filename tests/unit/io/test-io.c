@@ -702,22 +702,13 @@ static void add_engine_tests(CU_pSuite s)
 
 int main(void)
 {
-	const char *t = getenv("TMPDIR");
-	char cmd[600];
 	CU_pSuite s;
-	int r;
 
-	snprintf(tmpdir, sizeof(tmpdir), "%s/cw-io.XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(tmpdir))
-		return 99;
+	cwtest_tmpdir(tmpdir, sizeof(tmpdir), "cw-io");
 	s = cwtest_suite("io", NULL, NULL);
 	cwtest_add(s, "engine names", test_kind_names);
 	cwtest_add(s, "partial completions", test_account);
 	add_engine_tests(cwtest_suite("io_uring", suite_uring, NULL));
 	add_engine_tests(cwtest_suite("libaio", suite_aio, NULL));
-	r = cwtest_run();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0 && r == 0)
-		r = 99;
-	return r;
+	return cwtest_run_in_tmpdir(tmpdir);
 }
