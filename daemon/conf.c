@@ -33,6 +33,7 @@
 #define DISKS_MAX 1024
 
 #define DEFAULT_QUEUE_DEPTH 32
+#define DEFAULT_RT_PRIORITY 10
 #define DEFAULT_SLOT_US_HDD 1000
 #define DEFAULT_SLOT_US_SSD 100
 #define DEFAULT_LANES_SSD 4
@@ -373,6 +374,17 @@ static int key_queue_depth(struct parse *p, const config_setting_t *s, void *obj
 
 	if (r == 0)
 		p->c->queue_depth = (unsigned)v;
+	return r;
+}
+
+static int key_rt_priority(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, 0, 99, &v);
+
+	(void)obj;
+	if (r == 0)
+		p->c->rt_priority = (unsigned)v;
 	return r;
 }
 
@@ -721,6 +733,7 @@ static const struct key top_keys[] = {
 	{ "policy", key_policy },
 	{ "io_engine", key_io_engine },
 	{ "queue_depth", key_queue_depth },
+	{ "rt_priority", key_rt_priority },
 	{ "listen", key_listen },
 	{ "control_socket", key_control_socket },
 	{ "control_read_group", key_control_read_group },
@@ -781,6 +794,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->policy = CWD_POLICY_DELTA_L;
 	c->io_engine = CW_IO_URING;
 	c->queue_depth = DEFAULT_QUEUE_DEPTH;
+	c->rt_priority = DEFAULT_RT_PRIORITY;
 	c->log_level = LOG_INFO;
 	c->exports.block_size = 4096;
 	c->exports.max_request_bytes = MAX_REQUEST_MAX;

@@ -527,6 +527,27 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl)
 	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* A dispatcher whose disk has streams runs at real-time priority (the
+ * configuration's rt_priority), so that other work on a busy CPU does not
+ * hold back the requests whose deadlines it keeps.  Without the privilege
+ * it says so once and goes on. */
+static void lane_go_realtime(struct lane *l)
+{
+	static atomic_bool told;
+	struct sched_param sp = { .sched_priority = (int)l->pb->cfg->rt_priority };
+	int r;
+
+	if (!sp.sched_priority)
+		return;
+	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (r == 0)
+		cwd_log(LOG_INFO, "disk %s: its dispatcher runs at real-time priority %d",
+			l->disk->name, sp.sched_priority);
+	else if (!atomic_exchange(&told, true))
+		cwd_log(LOG_NOTICE, "dispatchers of disks with streams stay at normal priority: "
+			"%s (rt_priority needs CAP_SYS_NICE)", strerror(r));
+}
+
 /* Applies a posted plan: a lane without streams gets its scheduling core
  * (once the requests the FIFO started are done, since the core must see
  * every request in service) and takes the FIFO's queue into it; a lane
@@ -558,6 +579,7 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 			free(pl);
 			return;
 		}
+		lane_go_realtime(l);
 		p = l->fifo;
 		l->fifo = l->fifo_tail = NULL;
 		for (; p; p = next) {
@@ -585,6 +607,8 @@ void *lane_main(void *arg)
 	int n, i;
 
 	in_dispatcher = true;
+	if (l->sched)
+		lane_go_realtime(l);
 	/* Replies to the connections' writers go out once per batch of
 	 * completions, not once per request (nbd_io_unplug below). */
 	nbd_io_plug();

@@ -74,6 +74,10 @@ rt=$(cwctl --json stats | jq '[.disks[].rt_requests] | add')
 missed=$(cwctl --json stats | jq '[.disks[].rt_misses] | add')
 echo "real-time requests $rt, missed $missed; cwstream: $(tail -n1 "$d/s0.json" | jq -c .summary)"
 check "real-time requests were served" test "$rt" -ge 10
+if [ "$(id -u)" = 0 ]; then
+	check "the dispatchers with streams run at real-time priority" \
+		grep -q "disk hdd0: its dispatcher runs at real-time priority 10" "$CTL_LOG"
+fi
 check "the daemon missed (almost) no deadline" test $((missed * 50)) -le "$rt"
 
 # After a restart the daemon starts from the stored, calibrated model.

@@ -202,7 +202,7 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, io_engine, queue_depth, "
-		 "listen, control_socket, control_read_group, control_admin_group, log_level, exports or "
+		 "rt_priority, listen, control_socket, control_read_group, control_admin_group, log_level, exports or "
 		 "disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
@@ -210,6 +210,7 @@ static void test_bad_top(void)
 	load_bad("queue_depth = 5000000000L;\n",
 		 "1: queue_depth = 5000000000 is out of range; expected an integer from 1 to 4096");
 	load_bad("queue_depth = -3;\n", "1: queue_depth = -3 is out of range; expected an integer from 1 to 4096");
+	load_bad("\nrt_priority = 100;\n", "2: rt_priority = 100 is out of range; expected an integer from 0 to 99");
 	load_bad("queue_depth = 3.0;\n",
 		 "1: queue_depth is a number with a fraction; expected an integer from 1 to 4096");
 	load_bad("io_engine = \"spdk\";\n",
