@@ -199,7 +199,7 @@ static int parse_line(const char *buf, size_t len, const char *what,
 		      int (*members)(json_object *root, void *ret, struct cwc_fail *f), void *ret,
 		      json_object **ret_root, struct cwc_fail *f)
 {
-	json_object *root;
+	json_object *root = NULL;
 	int r = parse_json(buf, len, &root, f);
 
 	if (r < 0)

