@@ -577,6 +577,18 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 	free(pl);
 }
 
+/* Hands the replies of this batch on: a lane without streams sends them
+ * itself when their connection's writer is idle (no wake-up, no context
+ * switch); a lane with streams only wakes the writers, since a send's cost
+ * is not in its admission test. */
+static void lane_unplug_replies(struct lane *l)
+{
+	if (l->sched)
+		nbd_io_unplug();
+	else
+		nbd_io_unplug_send();
+}
+
 void *lane_main(void *arg)
 {
 	struct lane *l = arg;
@@ -603,15 +615,15 @@ void *lane_main(void *arg)
 			else
 				timeout = l->fifo ? 0 : POLL_NS;
 			if (timeout)
-				nbd_io_unplug();
+				lane_unplug_replies(l);
 			n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
 			now = cw_now_ns();
 			for (i = 0; i < n; i++)
 				lane_reaped(l, done[i], now);
-			nbd_io_unplug();
+			lane_unplug_replies(l);
 			continue;
 		}
-		nbd_io_unplug();
+		lane_unplug_replies(l);
 		if (l->fifo)
 			continue;
 		if (atomic_load(&l->stop) && !lane_has_bookings(l)) {

@@ -77,6 +77,11 @@ void nbd_io_complete(struct nbd_io *io, int err);
  * once.  A thread must unplug before it blocks and soon after a batch. */
 void nbd_io_plug(void);
 void nbd_io_unplug(void);
+/* Like nbd_io_unplug(), but sends the replies on this thread when no
+ * writer is sending at the time, saving its wake-up; it never blocks on a
+ * socket (a full one is left to the writer).  Not for a thread whose
+ * timing matters more than a send's cost (a dispatcher of streams). */
+void nbd_io_unplug_send(void);
 
 struct nbd_export {
 	const char *name;		/* copied; the partition name */
