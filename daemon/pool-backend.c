@@ -277,18 +277,6 @@ static const char *const state_names[] = {
 	[CW_DISK_BAD_LABEL] = "has a corrupt label",
 };
 
-/* Lanes of an SSD the configuration does not mention.  Each lane is a
- * dispatcher thread, and each connection brings a reader and a writer:
- * more dispatchers than half the CPUs only add wake-ups and context
- * switches between threads that cannot run at once (on 2 CPUs, 4 lanes
- * served 4k reads at half the rate of 1). */
-static unsigned default_ssd_lanes(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n >= 8 ? 4 : n >= 4 ? (unsigned)(n / 2) : 1;
-}
-
 static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
 {
 	const struct cwd_config *cfg = pb->cfg;
@@ -306,7 +294,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
-	d->nlanes = cd ? cd->lanes : info->tier == CW_TIER_SSD ? default_ssd_lanes() : 1;
+	d->nlanes = cd ? cd->lanes : cwd_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	model = cd && cd->model ? cd->model : info->tier == CW_TIER_SSD ? "ssd" : "hdd7200";
