@@ -267,8 +267,9 @@ void nbd_io_complete(struct nbd_io *io, int err)
 	push(&c->done, s, &old);
 	/* Completed on its own reader (a synchronous back end, or an error
 	 * found before submission): the reader wakes the writer once for
-	 * the whole batch, before it next blocks, instead of once a request. */
-	if (tls_reader == c) {
+	 * the whole batch, before it next blocks, instead of once a request;
+	 * unless the reader plugged (it dispatches for a lane) and sends. */
+	if (tls_reader == c && !tls_plug.on) {
 		c->wake_pending = true;
 	} else if (tls_plug.on) {
 		unsigned i;
@@ -507,6 +508,12 @@ void nbd_io_unplug_send(void)
 		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
 	}
 	tls_plug.n = 0;
+}
+
+void nbd_io_plug_end(void)
+{
+	nbd_io_unplug_send();
+	tls_plug.on = false;
 }
 
 static void *writer_main(void *arg)

@@ -82,6 +82,10 @@ void nbd_io_unplug(void);
  * socket (a full one is left to the writer).  Not for a thread whose
  * timing matters more than a send's cost (a dispatcher of streams). */
 void nbd_io_unplug_send(void);
+/* Ends a plug begun on a thread that is not a dispatcher (a connection's
+ * reader dispatching for a lane): sends like nbd_io_unplug_send(), and
+ * completions on this thread wake at once again. */
+void nbd_io_plug_end(void);
 
 struct nbd_export {
 	const char *name;		/* copied; the partition name */
