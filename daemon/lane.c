@@ -148,10 +148,15 @@ static __thread bool in_dispatcher;
  * read at once costs each lane one wake-up and the dispatcher takes the
  * whole burst in one intake. */
 #define WAKE_LATER_MAX 8
+/* A reader leaves a burst with a piece this large to the dispatcher: the
+ * copy costs more than the wake-up, and the dispatcher reads while the
+ * reader takes the next requests (1M sequential reads lost a tenth). */
+#define BORROW_PIECE_MAX (128u << 10)
 static __thread struct {
 	bool plugged;
 	unsigned n;
 	struct lane *lanes[WAKE_LATER_MAX];
+	bool big[WAKE_LATER_MAX];	/* a piece over BORROW_PIECE_MAX */
 } tls_wake;
 
 void lane_plug(void)
@@ -168,7 +173,7 @@ void lane_unplug(void)
 	unsigned i;
 
 	for (i = 0; i < tls_wake.n; i++)
-		if (!lane_borrow(tls_wake.lanes[i]))
+		if (tls_wake.big[i] || !lane_borrow(tls_wake.lanes[i]))
 			lane_wake(tls_wake.lanes[i]);
 	tls_wake.n = 0;
 }
@@ -176,7 +181,7 @@ void lane_unplug(void)
 /* rt: a piece of an admitted stream wakes its lane at once; held until
  * the reader blocks it would wait for the booking of the rest of the
  * burst, time the admission test does not count. */
-static void lane_wake_later(struct lane *l, bool rt)
+static void lane_wake_later(struct lane *l, bool rt, size_t len)
 {
 	unsigned i;
 
@@ -186,13 +191,18 @@ static void lane_wake_later(struct lane *l, bool rt)
 	}
 	for (i = 0; i < tls_wake.n; i++)
 		if (tls_wake.lanes[i] == l)
-			return;
-	if (tls_wake.n == WAKE_LATER_MAX) {
-		for (i = 0; i < tls_wake.n; i++)
-			lane_wake(tls_wake.lanes[i]);
-		tls_wake.n = 0;
+			break;
+	if (i == tls_wake.n) {
+		if (tls_wake.n == WAKE_LATER_MAX) {
+			for (i = 0; i < tls_wake.n; i++)
+				lane_wake(tls_wake.lanes[i]);
+			tls_wake.n = i = 0;
+		}
+		tls_wake.lanes[i] = l;
+		tls_wake.big[i] = false;
+		tls_wake.n++;
 	}
-	tls_wake.lanes[tls_wake.n++] = l;
+	tls_wake.big[i] |= len > BORROW_PIECE_MAX;
 }
 
 static bool lane_has_bookings(struct lane *l)
@@ -205,6 +215,7 @@ int lane_push(struct pb *pb, struct piece *p)
 {
 	struct lane *l = p->lane;
 	bool rt = p->rt;	/* once committed, p is the dispatcher's */
+	size_t len = p->io.len;
 	struct cw_slots_ctx *ctx = thread_ctx(pb);
 	struct cw_slots_req rq = { 0 };
 	struct cw_slots_booking b;
@@ -259,7 +270,7 @@ int lane_push(struct pb *pb, struct piece *p)
 	cur = atomic_load(&l->booked_end);
 	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
 		;
-	lane_wake_later(l, rt);
+	lane_wake_later(l, rt, len);
 	return 0;
 }
 

@@ -247,10 +247,15 @@ static __thread struct conn *tls_reader;
 
 /* Writers whose wake-up this thread holds (nbd_io_plug). */
 #define PLUG_MAX 16
+/* Replies with more read data than this are left to the writer even by
+ * nbd_io_unplug_send(): the copy into the socket costs more than the
+ * wake-up, and the writer sends while the completing thread goes on. */
+#define INLINE_SEND_MAX (128u << 10)
 static __thread struct {
 	bool on;
 	unsigned n;
 	struct conn *conns[PLUG_MAX];
+	bool big[PLUG_MAX];		/* a reply over INLINE_SEND_MAX */
 } tls_plug;
 
 void nbd_io_complete(struct nbd_io *io, int err)
@@ -274,17 +279,21 @@ void nbd_io_complete(struct nbd_io *io, int err)
 	} else if (tls_plug.on) {
 		unsigned i;
 
+		bool big = s->io.op == NBD_IO_READ && s->io.length > INLINE_SEND_MAX;
+
 		/* Keep c alive (the count taken above) until the unplug. */
 		for (i = 0; i < tls_plug.n; i++)
 			if (tls_plug.conns[i] == c)
 				break;
-		if (i < tls_plug.n)
-			;	/* already held once */
-		else if (tls_plug.n < PLUG_MAX) {
+		if (i < tls_plug.n) {
+			tls_plug.big[i] |= big;	/* already held once */
+		} else if (tls_plug.n < PLUG_MAX) {
+			tls_plug.big[i] = big;
 			tls_plug.conns[tls_plug.n++] = c;
 			return;
-		} else
+		} else {
 			unpark(&c->writer_sleeping);
+		}
 	} else if (!old) {
 		unpark(&c->writer_sleeping);
 	}
@@ -499,7 +508,9 @@ void nbd_io_unplug_send(void)
 
 		/* If the lock is taken, its holder looks at the done stack
 		 * once more after letting it go, and sends these too. */
-		if (send_trylock(c)) {
+		if (tls_plug.big[i]) {
+			unpark(&c->writer_sleeping);
+		} else if (send_trylock(c)) {
 			send_locked(c, false);
 			/* The writer waits for its last slot to come back. */
 			if (atomic_load_explicit(&c->reader_done, memory_order_seq_cst))
