@@ -13,10 +13,17 @@
  *                  result and pushes the slot on the connection's done
  *                  stack (one CAS); it wakes the writer only when the
  *                  stack was empty and the writer sleeps.
- *   writer thread  takes the whole done stack at once (one exchange),
- *                  encodes the reply headers, sends all of them and their
- *                  read data with one sendmsg, and returns the slots to
- *                  the reader through a second lock-free stack.
+ *   sender         whoever holds the connection's send lock takes the
+ *                  whole done stack at once (one exchange), encodes the
+ *                  reply headers, sends all of them and their read data
+ *                  with one sendmsg, and returns the slots to the reader
+ *                  through a second lock-free stack.  That is the
+ *                  writer thread, or a thread that completed a batch
+ *                  while the writer slept (nbd_io_unplug_send: a lane's
+ *                  dispatcher or a reader dispatching for a lane), which
+ *                  so saves the writer's wake-up; such a thread never
+ *                  blocks on the socket but hands what is left, with
+ *                  the lock, to the writer.
  *
  * So a request costs no malloc (slots and their buffers are reused), no
  * mutex, one copy-free hand-off each way, and replies are batched under

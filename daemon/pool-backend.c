@@ -7,7 +7,8 @@
  * Submission takes no mutex.  The connection thread maps the request with
  * the lock-free cw_part_map(), then books every piece in its lane's slot
  * reservation record (see "intake" below) and wakes the lane only if it
- * sleeps.  The dispatcher takes the committed bookings in slot order.
+ * sleeps.  The dispatcher takes the committed bookings in slot order (or,
+ * on an idle lane without streams, the reader itself: see lane.c).
  *
  * Dispatch.  A disk that carries admitted streams runs the scheduling core
  * (cw_sched: ΔL, EDF or LST) on its first lane with one request in service,
