@@ -269,6 +269,8 @@ void nbd_io_complete(struct nbd_io *io, int err)
 {
 	struct slot *s = (struct slot *)io;	/* io is the slot's first member */
 	struct conn *c = s->conn;
+	/* Read before the push: from then on the slot may be answered and reused. */
+	bool big = s->io.op == NBD_IO_READ && s->io.length > INLINE_SEND_MAX;
 	struct slot *old;
 
 	/* Once the slot is pushed the writer may answer it, recycle it and
@@ -285,8 +287,6 @@ void nbd_io_complete(struct nbd_io *io, int err)
 		c->wake_pending = true;
 	} else if (tls_plug.on) {
 		unsigned i;
-
-		bool big = s->io.op == NBD_IO_READ && s->io.length > INLINE_SEND_MAX;
 
 		/* Keep c alive (the count taken above) until the unplug. */
 		for (i = 0; i < tls_plug.n; i++)
