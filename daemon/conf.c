@@ -15,6 +15,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <sys/un.h>
+#include <unistd.h>
 #include <libconfig.h>
 
 #include "common/cleanup.h"
@@ -36,7 +37,6 @@
 #define DEFAULT_RT_PRIORITY 10
 #define DEFAULT_SLOT_US_HDD 1000
 #define DEFAULT_SLOT_US_SSD 100
-#define DEFAULT_LANES_SSD 4
 
 struct parse {
 	const char *file;	/* for messages when libconfig has no file name */
@@ -639,6 +639,15 @@ static int disk_slot_us(struct parse *p, const config_setting_t *s, void *obj)
 	return r;
 }
 
+unsigned cwd_default_lanes(enum cw_tier tier)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (tier != CW_TIER_SSD)
+		return 1;
+	return n >= 8 ? 4 : n >= 4 ? (unsigned)(n / 2) : 1;
+}
+
 static int disk_lanes(struct parse *p, const config_setting_t *s, void *obj)
 {
 	struct cwd_config_disk *d = obj;
@@ -683,7 +692,7 @@ static int parse_disk(struct parse *p, const config_setting_t *s, struct cwd_con
 		return fail(p, lanes, "%s is set on an hdd; expected lanes only with tier = \"ssd\"",
 			    WHERE(lanes));
 	if (!lanes)
-		d->lanes = d->tier == CW_TIER_SSD ? DEFAULT_LANES_SSD : 1;
+		d->lanes = cwd_default_lanes(d->tier);
 	if (d->slot_ns == 0)
 		d->slot_ns = (d->tier == CW_TIER_SSD ? DEFAULT_SLOT_US_SSD : DEFAULT_SLOT_US_HDD) *
 			     CW_NS_PER_US;

@@ -96,6 +96,13 @@ int cwd_config_parse(const char *text, const char *name, struct cwd_config **ret
 
 void cwd_config_free(struct cwd_config *c);	/* NULL-safe */
 
+/* The dispatchers of a disk whose lanes are not configured: one on an
+ * HDD; on an SSD one per two CPUs, at most 4 (each lane is a thread, and
+ * each connection brings a reader and a writer: more dispatchers than
+ * half the CPUs only add wake-ups and context switches between threads
+ * that cannot run at once; on 2 CPUs, 4 lanes served 4k reads at half the
+ * rate of 1). */
+unsigned cwd_default_lanes(enum cw_tier tier);
 const char *cwd_policy_name(enum cwd_policy p);
 const char *cwd_log_level_name(int level);
 

@@ -4,6 +4,14 @@
  * record, and the dispatcher thread that takes them, applies the disk's
  * policy (Bosch & Mullender, sections 3.1-3.3, through cw_sched) and
  * drives the I/O engine.  See pool-backend.c for the whole path.
+ *
+ * Who dispatches: whoever holds the lane's dispatch lock.  That is its
+ * dispatcher thread, except on a lane without streams whose dispatcher is
+ * idle when a connection's reader has booked a burst and is about to
+ * block: the reader then runs the dispatch itself (lane_borrow), and on a
+ * fast disk its requests are done and answered before it blocks, with no
+ * thread woken.  A lane with streams is only ever dispatched by its own
+ * thread, so the policy alone decides when its requests start.
  */
 #include "config.h"
 
@@ -140,10 +148,15 @@ static __thread bool in_dispatcher;
  * read at once costs each lane one wake-up and the dispatcher takes the
  * whole burst in one intake. */
 #define WAKE_LATER_MAX 8
+/* A reader leaves a burst with a piece this large to the dispatcher: the
+ * copy costs more than the wake-up, and the dispatcher reads while the
+ * reader takes the next requests (1M sequential reads lost a tenth). */
+#define BORROW_PIECE_MAX (128u << 10)
 static __thread struct {
 	bool plugged;
 	unsigned n;
 	struct lane *lanes[WAKE_LATER_MAX];
+	bool big[WAKE_LATER_MAX];	/* a piece over BORROW_PIECE_MAX */
 } tls_wake;
 
 void lane_plug(void)
@@ -151,19 +164,24 @@ void lane_plug(void)
 	tls_wake.plugged = true;
 }
 
+static bool lane_borrow(struct lane *l);
+
+/* The reader is about to block: each lane it booked into is dispatched
+ * here if its dispatcher is idle, or else woken. */
 void lane_unplug(void)
 {
 	unsigned i;
 
 	for (i = 0; i < tls_wake.n; i++)
-		lane_wake(tls_wake.lanes[i]);
+		if (tls_wake.big[i] || !lane_borrow(tls_wake.lanes[i]))
+			lane_wake(tls_wake.lanes[i]);
 	tls_wake.n = 0;
 }
 
 /* rt: a piece of an admitted stream wakes its lane at once; held until
  * the reader blocks it would wait for the booking of the rest of the
  * burst, time the admission test does not count. */
-static void lane_wake_later(struct lane *l, bool rt)
+static void lane_wake_later(struct lane *l, bool rt, size_t len)
 {
 	unsigned i;
 
@@ -173,10 +191,18 @@ static void lane_wake_later(struct lane *l, bool rt)
 	}
 	for (i = 0; i < tls_wake.n; i++)
 		if (tls_wake.lanes[i] == l)
-			return;
-	if (tls_wake.n == WAKE_LATER_MAX)
-		lane_unplug();
-	tls_wake.lanes[tls_wake.n++] = l;
+			break;
+	if (i == tls_wake.n) {
+		if (tls_wake.n == WAKE_LATER_MAX) {
+			for (i = 0; i < tls_wake.n; i++)
+				lane_wake(tls_wake.lanes[i]);
+			tls_wake.n = i = 0;
+		}
+		tls_wake.lanes[i] = l;
+		tls_wake.big[i] = false;
+		tls_wake.n++;
+	}
+	tls_wake.big[i] |= len > BORROW_PIECE_MAX;
 }
 
 static bool lane_has_bookings(struct lane *l)
@@ -189,6 +215,7 @@ int lane_push(struct pb *pb, struct piece *p)
 {
 	struct lane *l = p->lane;
 	bool rt = p->rt;	/* once committed, p is the dispatcher's */
+	size_t len = p->io.len;
 	struct cw_slots_ctx *ctx = thread_ctx(pb);
 	struct cw_slots_req rq = { 0 };
 	struct cw_slots_booking b;
@@ -243,7 +270,7 @@ int lane_push(struct pb *pb, struct piece *p)
 	cur = atomic_load(&l->booked_end);
 	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
 		;
-	lane_wake_later(l, rt);
+	lane_wake_later(l, rt, len);
 	return 0;
 }
 
@@ -276,12 +303,36 @@ static struct piece *lane_take(struct lane *l)
 static void lane_park(struct lane *l, int64_t timeout_ns)
 {
 	atomic_store(&l->sleeping, 1);
-	if (lane_has_bookings(l) || atomic_load(&l->stop) || atomic_load(&l->plan)) {
+	if (lane_has_bookings(l) || atomic_load(&l->stop) || atomic_load(&l->plan) ||
+	    atomic_load(&l->handback)) {
 		atomic_store(&l->sleeping, 0);
 		return;
 	}
 	futex_wait(&l->sleeping, 1, timeout_ns);
 	atomic_store(&l->sleeping, 0);
+}
+
+/* The dispatch lock (Drepper's futex mutex): a reader only ever tries it;
+ * the dispatcher waits for it. */
+static bool dlock_try(struct lane *l)
+{
+	int free_ = 0;
+
+	return atomic_compare_exchange_strong(&l->dlock, &free_, 1);
+}
+
+static void dlock_take(struct lane *l)
+{
+	if (dlock_try(l))
+		return;
+	while (atomic_exchange(&l->dlock, 2) != 0)
+		futex_wait(&l->dlock, 2, -1);
+}
+
+static void dlock_drop(struct lane *l)
+{
+	if (atomic_exchange(&l->dlock, 0) == 2)
+		syscall(SYS_futex, &l->dlock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* ---- completion ---- */
@@ -599,59 +650,140 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 	free(pl);
 }
 
+/* Hands the replies of this batch on: a lane without streams sends them
+ * itself when their connection's writer is idle (no wake-up, no context
+ * switch); a lane with streams only wakes the writers, since a send's cost
+ * is not in its admission test. */
+static void lane_unplug_replies(struct lane *l)
+{
+	if (l->sched)
+		nbd_io_unplug();
+	else
+		nbd_io_unplug_send();
+}
+
+enum step { STEP_AGAIN, STEP_PARK, STEP_EXIT };
+
+/* One round of the dispatcher, under the dispatch lock. */
+static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
+{
+	struct cw_io_req *done[REAP_BATCH];
+	int64_t timeout;
+	int n, i;
+
+	*now = cw_now_ns();
+	lane_apply_plan(l, *now);
+	lane_intake(l, *now);
+	lane_dispatch(l, *now, wait_until);
+	if (l->inflight) {
+		/* Under cw_sched nothing else may start before the request in
+		 * service ends; a full lane waits for a completion; otherwise
+		 * look at the record again soon.  Readers that book meanwhile
+		 * find the lock taken and leave their requests to this loop. */
+		if (l->sched || l->inflight >= l->pb->cfg->queue_depth)
+			timeout = -1;
+		else
+			timeout = l->fifo ? 0 : POLL_NS;
+		if (timeout)
+			lane_unplug_replies(l);
+		n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
+		*now = cw_now_ns();
+		for (i = 0; i < n; i++)
+			lane_reaped(l, done[i], *now);
+		lane_unplug_replies(l);
+		return STEP_AGAIN;
+	}
+	lane_unplug_replies(l);
+	if (l->fifo)
+		return STEP_AGAIN;
+	if (atomic_load(&l->stop) && !lane_has_bookings(l)) {
+		struct cw_sched_stats ss;
+
+		if (!l->sched)
+			return STEP_EXIT;
+		cw_sched_get_stats(l->sched, &ss);
+		if (!ss.rt_released && !ss.rt_waiting && !ss.be_queued)
+			return STEP_EXIT;
+	}
+	return STEP_PARK;
+}
+
 void *lane_main(void *arg)
 {
 	struct lane *l = arg;
-	struct cw_io_req *done[REAP_BATCH];
-	int64_t wait_until = -1, now, timeout;
-	int n, i;
+	int64_t wait_until = -1, now;
+	enum step st;
 
 	in_dispatcher = true;
 	if (l->sched)
 		lane_go_realtime(l);
 	/* Replies to the connections' writers go out once per batch of
-	 * completions, not once per request (nbd_io_unplug below). */
+	 * completions, not once per request (lane_unplug_replies). */
 	nbd_io_plug();
 
 	for (;;) {
-		now = cw_now_ns();
-		lane_apply_plan(l, now);
-		lane_intake(l, now);
-		lane_dispatch(l, now, &wait_until);
-		if (l->inflight) {
-			/* Under cw_sched nothing else may start before the
-			 * request in service ends; a full lane waits for a
-			 * completion; otherwise look at the record again soon. */
-			if (l->sched || l->inflight >= l->pb->cfg->queue_depth)
-				timeout = -1;
-			else
-				timeout = l->fifo ? 0 : POLL_NS;
-			if (timeout)
-				nbd_io_unplug();
-			n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
-			now = cw_now_ns();
-			for (i = 0; i < n; i++)
-				lane_reaped(l, done[i], now);
-			nbd_io_unplug();
-			continue;
-		}
-		nbd_io_unplug();
-		if (l->fifo)
-			continue;
-		if (atomic_load(&l->stop) && !lane_has_bookings(l)) {
-			struct cw_sched_stats ss;
-
-			if (!l->sched)
-				break;
-			cw_sched_get_stats(l->sched, &ss);
-			if (!ss.rt_released && !ss.rt_waiting && !ss.be_queued)
-				break;
-		}
-		lane_park(l, wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0));
+		dlock_take(l);
+		atomic_store(&l->handback, false);
+		st = lane_step(l, &wait_until, &now);
+		dlock_drop(l);
+		if (st == STEP_EXIT)
+			break;
+		if (st == STEP_PARK)
+			lane_park(l, wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0));
 	}
 	return NULL;
 }
 
+/* Rounds a reader runs at most for a lane before it goes back to its
+ * socket (other connections may keep the lane busy). */
+#define BORROW_ROUNDS 4
+
+/*
+ * A connection's reader, about to block, dispatches what it booked on a
+ * lane without streams itself if the lane's dispatcher is idle: on an
+ * engine that completes at once (the page cache, tmpfs) the requests are
+ * done and their replies sent with no thread woken, where the dispatcher
+ * and the writer would cost two context switches.  Requests still in
+ * flight when it leaves are handed back to the dispatcher.  Returns false
+ * when the dispatcher must be woken: the lock was taken, the disk has
+ * streams (their dispatcher alone applies the policy), a plan or a stop
+ * waits, or work is left.
+ */
+static bool lane_borrow(struct lane *l)
+{
+	struct cw_io_req *done[REAP_BATCH];
+	int64_t now, wait_until;
+	unsigned rounds = 0;
+	bool idle;
+	int n, i;
+
+	/* A disk with streams (static ones are set before any reader runs)
+	 * is not even tried, so its dispatcher never waits for a reader. */
+	if (l->disk->ntasks || atomic_load(&l->disk->live_streams) || !dlock_try(l))
+		return false;
+	if (l->sched || atomic_load(&l->plan) || atomic_load(&l->stop)) {
+		dlock_drop(l);
+		return false;
+	}
+	in_dispatcher = true;
+	nbd_io_plug();
+	do {
+		now = cw_now_ns();
+		lane_intake(l, now);
+		lane_dispatch(l, now, &wait_until);
+		n = l->inflight ? cw_io_reap(l->eng, 0, 0, done, REAP_BATCH) : 0;
+		now = cw_now_ns();
+		for (i = 0; i < n; i++)
+			lane_reaped(l, done[i], now);
+	} while (n > 0 && (l->fifo || lane_has_bookings(l)) && ++rounds < BORROW_ROUNDS);
+	nbd_io_plug_end();
+	in_dispatcher = false;
+	idle = !l->inflight && !l->fifo;
+	if (!idle)
+		atomic_store(&l->handback, true);
+	dlock_drop(l);
+	return idle;
+}
 
 void lane_init_once(void)
 {

@@ -13,10 +13,17 @@
  *                  result and pushes the slot on the connection's done
  *                  stack (one CAS); it wakes the writer only when the
  *                  stack was empty and the writer sleeps.
- *   writer thread  takes the whole done stack at once (one exchange),
- *                  encodes the reply headers, sends all of them and their
- *                  read data with one sendmsg, and returns the slots to
- *                  the reader through a second lock-free stack.
+ *   sender         whoever holds the connection's send lock takes the
+ *                  whole done stack at once (one exchange), encodes the
+ *                  reply headers, sends all of them and their read data
+ *                  with one sendmsg, and returns the slots to the reader
+ *                  through a second lock-free stack.  That is the
+ *                  writer thread, or a thread that completed a batch
+ *                  while the writer slept (nbd_io_unplug_send: a lane's
+ *                  dispatcher or a reader dispatching for a lane), which
+ *                  so saves the writer's wake-up; such a thread never
+ *                  blocks on the socket but hands what is left, with
+ *                  the lock, to the writer.
  *
  * So a request costs no malloc (slots and their buffers are reused), no
  * mutex, one copy-free hand-off each way, and replies are batched under
@@ -125,6 +132,17 @@ struct conn {
 	atomic_bool reader_done;		/* no more submissions */
 	atomic_bool send_broken;		/* client stopped taking replies */
 	pthread_t writer;
+
+	/* Sending: whoever holds send_lock (the writer, or a dispatcher
+	 * that completed requests while the writer slept) sends; it takes
+	 * the done stack itself.  A dispatcher never blocks on the socket:
+	 * when it is full it leaves the rest here and hands the lock over
+	 * to the writer (handoff). */
+	atomic_int send_lock;
+	atomic_int handoff;
+	struct slot *out_head, *out_end;	/* the batch in out_iov, then more */
+	int out_pos, out_n;			/* iovecs of the batch still to send */
+	struct iovec out_iov[2 * BATCH_MAX];
 };
 
 struct nbd_server {
@@ -236,16 +254,23 @@ static __thread struct conn *tls_reader;
 
 /* Writers whose wake-up this thread holds (nbd_io_plug). */
 #define PLUG_MAX 16
+/* Replies with more read data than this are left to the writer even by
+ * nbd_io_unplug_send(): the copy into the socket costs more than the
+ * wake-up, and the writer sends while the completing thread goes on. */
+#define INLINE_SEND_MAX (128u << 10)
 static __thread struct {
 	bool on;
 	unsigned n;
 	struct conn *conns[PLUG_MAX];
+	bool big[PLUG_MAX];		/* a reply over INLINE_SEND_MAX */
 } tls_plug;
 
 void nbd_io_complete(struct nbd_io *io, int err)
 {
 	struct slot *s = (struct slot *)io;	/* io is the slot's first member */
 	struct conn *c = s->conn;
+	/* Read before the push: from then on the slot may be answered and reused. */
+	bool big = s->io.op == NBD_IO_READ && s->io.length > INLINE_SEND_MAX;
 	struct slot *old;
 
 	/* Once the slot is pushed the writer may answer it, recycle it and
@@ -256,8 +281,9 @@ void nbd_io_complete(struct nbd_io *io, int err)
 	push(&c->done, s, &old);
 	/* Completed on its own reader (a synchronous back end, or an error
 	 * found before submission): the reader wakes the writer once for
-	 * the whole batch, before it next blocks, instead of once a request. */
-	if (tls_reader == c) {
+	 * the whole batch, before it next blocks, instead of once a request;
+	 * unless the reader plugged (it dispatches for a lane) and sends. */
+	if (tls_reader == c && !tls_plug.on) {
 		c->wake_pending = true;
 	} else if (tls_plug.on) {
 		unsigned i;
@@ -266,13 +292,15 @@ void nbd_io_complete(struct nbd_io *io, int err)
 		for (i = 0; i < tls_plug.n; i++)
 			if (tls_plug.conns[i] == c)
 				break;
-		if (i < tls_plug.n)
-			;	/* already held once */
-		else if (tls_plug.n < PLUG_MAX) {
+		if (i < tls_plug.n) {
+			tls_plug.big[i] |= big;	/* already held once */
+		} else if (tls_plug.n < PLUG_MAX) {
+			tls_plug.big[i] = big;
 			tls_plug.conns[tls_plug.n++] = c;
 			return;
-		} else
+		} else {
 			unpark(&c->writer_sleeping);
+		}
 	} else if (!old) {
 		unpark(&c->writer_sleeping);
 	}
@@ -309,9 +337,12 @@ static void flush_wake(struct conn *c)
 	}
 }
 
+/* Work for the writer: a hand-over, replies nobody is sending, or the end. */
 static bool writer_ready(struct conn *c)
 {
-	return atomic_load_explicit(&c->done, memory_order_seq_cst) ||
+	return atomic_load_explicit(&c->handoff, memory_order_seq_cst) ||
+	       (atomic_load_explicit(&c->done, memory_order_seq_cst) &&
+		!atomic_load_explicit(&c->send_lock, memory_order_seq_cst)) ||
 	       (atomic_load_explicit(&c->reader_done, memory_order_seq_cst) &&
 		atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0);
 }
@@ -358,29 +389,6 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 	return 1;
 }
 
-static int send_iov(int fd, struct iovec *iov, int n)
-{
-	while (n > 0) {
-		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)CW_MIN(n, IOV_MAX) };
-		ssize_t r = sendmsg(fd, &m, MSG_NOSIGNAL);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (n > 0 && (size_t)r >= iov->iov_len) {
-			r -= (ssize_t)iov->iov_len;
-			iov++, n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + r;
-			iov->iov_len -= (size_t)r;
-		}
-	}
-	return 0;
-}
-
 /* Returns a slot to the reader. */
 static void recycle(struct conn *c, struct slot *s)
 {
@@ -399,53 +407,154 @@ static void recycle(struct conn *c, struct slot *s)
 	unpark(&c->reader_sleeping);
 }
 
-static void *writer_main(void *arg)
+/* Sends what is left of the batch in out_iov: 0 once all of it is out,
+ * -EAGAIN when the socket is full (flags MSG_DONTWAIT), or -errno. */
+static int send_batch(struct conn *c, int flags)
 {
-	struct conn *c = arg;
-	struct iovec iov[2 * BATCH_MAX];
+	while (c->out_n > 0) {
+		struct iovec *iov = c->out_iov + c->out_pos;
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)CW_MIN(c->out_n, IOV_MAX) };
+		ssize_t r = sendmsg(c->fd, &m, MSG_NOSIGNAL | flags);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		}
+		while (c->out_n > 0 && (size_t)r >= iov->iov_len) {
+			r -= (ssize_t)iov->iov_len;
+			iov++, c->out_pos++, c->out_n--;
+		}
+		if (c->out_n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + r;
+			iov->iov_len -= (size_t)r;
+		}
+	}
+	return 0;
+}
+
+/* Sends replies until the done stack is empty; only under send_lock.
+ * Returns 0, or -EAGAIN when flags has MSG_DONTWAIT and the socket is
+ * full (what is left stays in c->out_*, for the next holder). */
+static int pump(struct conn *c, int flags)
+{
+	struct slot *s, *next, *list;
+	int n, k, r;
 
 	for (;;) {
-		struct slot *list, *fifo = NULL, *s, *next;
-		int n = 0, k = 0;
-
-		list = atomic_exchange_explicit(&c->done, NULL, memory_order_seq_cst);
-		if (!list) {
-			if (atomic_load(&c->reader_done) && atomic_load(&c->inflight) == 0) {
-				/* Every slot is back; a completer may still be
-				 * between its push and its return. */
-				while (atomic_load_explicit(&c->completers, memory_order_acquire))
-					sched_yield();
-				break;
-			}
-			park(&c->writer_sleeping, writer_ready, c);
-			continue;
-		}
-		/* The stack holds the newest first: reverse it so replies
-		 * leave in completion order. */
-		for (s = list; s; s = next) {
-			next = s->next;
-			s->next = fifo;
-			fifo = s;
-		}
-		while (fifo) {
-			struct slot *batch = fifo;
-
-			for (s = fifo, n = 0, k = 0; s && k < BATCH_MAX; s = s->next, k++)
-				n += reply_iov(c, s, iov + n);
-			fifo = s;
-			if (!atomic_load_explicit(&c->send_broken, memory_order_relaxed) &&
-			    send_iov(c->fd, iov, n) < 0) {
+		if (c->out_n > 0) {
+			r = atomic_load_explicit(&c->send_broken, memory_order_relaxed) ? 0 :
+			    send_batch(c, flags);
+			if (r == -EAGAIN)
+				return r;
+			if (r < 0) {
 				/* The client is gone: keep draining so the
 				 * back end's completions still land, and make
 				 * the reader stop. */
 				atomic_store(&c->send_broken, true);
 				shutdown(c->fd, SHUT_RD);
 			}
-			for (s = batch; s != fifo; s = next) {
+			c->out_n = 0;
+			for (s = c->out_head; s != c->out_end; s = next) {
 				next = s->next;
 				recycle(c, s);
 			}
+			c->out_head = c->out_end;
 		}
+		if (!c->out_head) {
+			list = atomic_exchange_explicit(&c->done, NULL, memory_order_seq_cst);
+			if (!list)
+				return 0;
+			/* The stack holds the newest first: reverse it so
+			 * replies leave in completion order. */
+			for (s = list; s; s = next) {
+				next = s->next;
+				s->next = c->out_head;
+				c->out_head = s;
+			}
+		}
+		for (s = c->out_head, n = 0, k = 0; s && k < BATCH_MAX; s = s->next, k++)
+			n += reply_iov(c, s, c->out_iov + n);
+		c->out_end = s;
+		c->out_pos = 0;
+		c->out_n = n;
+	}
+}
+
+static bool send_trylock(struct conn *c)
+{
+	return !atomic_load_explicit(&c->send_lock, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&c->send_lock, 1, memory_order_seq_cst);
+}
+
+/* Sends, holding send_lock, until nothing is done, then lets the lock go.
+ * may_block false (a dispatcher): when the socket is full, the rest and
+ * the lock go to the writer instead. */
+static void send_locked(struct conn *c, bool may_block)
+{
+	do {
+		if (pump(c, may_block ? 0 : MSG_DONTWAIT) == -EAGAIN) {
+			atomic_store_explicit(&c->handoff, 1, memory_order_seq_cst);
+			unpark(&c->writer_sleeping);
+			return;
+		}
+		atomic_store_explicit(&c->send_lock, 0, memory_order_seq_cst);
+		/* A completion that came while the lock was held woke a
+		 * writer that found the lock taken: its reply is ours. */
+	} while (atomic_load_explicit(&c->done, memory_order_seq_cst) && send_trylock(c));
+}
+
+/* The dispatcher's unplug on a lane without streams: send the replies
+ * here, with no wake-up, unless a writer is sending already. */
+void nbd_io_unplug_send(void)
+{
+	unsigned i;
+
+	for (i = 0; i < tls_plug.n; i++) {
+		struct conn *c = tls_plug.conns[i];
+
+		/* If the lock is taken, its holder looks at the done stack
+		 * once more after letting it go, and sends these too. */
+		if (tls_plug.big[i]) {
+			unpark(&c->writer_sleeping);
+		} else if (send_trylock(c)) {
+			send_locked(c, false);
+			/* The writer waits for its last slot to come back. */
+			if (atomic_load_explicit(&c->reader_done, memory_order_seq_cst))
+				unpark(&c->writer_sleeping);
+		}
+		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
+	}
+	tls_plug.n = 0;
+}
+
+void nbd_io_plug_end(void)
+{
+	nbd_io_unplug_send();
+	tls_plug.on = false;
+}
+
+static void *writer_main(void *arg)
+{
+	struct conn *c = arg;
+
+	for (;;) {
+		if (atomic_exchange_explicit(&c->handoff, 0, memory_order_seq_cst)) {
+			send_locked(c, true);
+			continue;
+		}
+		if (atomic_load_explicit(&c->done, memory_order_seq_cst) && send_trylock(c)) {
+			send_locked(c, true);
+			continue;
+		}
+		if (atomic_load(&c->reader_done) && atomic_load(&c->inflight) == 0) {
+			/* Every slot is back; a completer may still be
+			 * between its push and its return. */
+			while (atomic_load_explicit(&c->completers, memory_order_acquire))
+				sched_yield();
+			break;
+		}
+		park(&c->writer_sleeping, writer_ready, c);
 	}
 	return NULL;
 }

@@ -77,6 +77,15 @@ void nbd_io_complete(struct nbd_io *io, int err);
  * once.  A thread must unplug before it blocks and soon after a batch. */
 void nbd_io_plug(void);
 void nbd_io_unplug(void);
+/* Like nbd_io_unplug(), but sends the replies on this thread when no
+ * writer is sending at the time, saving its wake-up; it never blocks on a
+ * socket (a full one is left to the writer).  Not for a thread whose
+ * timing matters more than a send's cost (a dispatcher of streams). */
+void nbd_io_unplug_send(void);
+/* Ends a plug begun on a thread that is not a dispatcher (a connection's
+ * reader dispatching for a lane): sends like nbd_io_unplug_send(), and
+ * completions on this thread wake at once again. */
+void nbd_io_plug_end(void);
 
 struct nbd_export {
 	const char *name;		/* copied; the partition name */

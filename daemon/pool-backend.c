@@ -7,7 +7,8 @@
  * Submission takes no mutex.  The connection thread maps the request with
  * the lock-free cw_part_map(), then books every piece in its lane's slot
  * reservation record (see "intake" below) and wakes the lane only if it
- * sleeps.  The dispatcher takes the committed bookings in slot order.
+ * sleeps.  The dispatcher takes the committed bookings in slot order (or,
+ * on an idle lane without streams, the reader itself: see lane.c).
  *
  * Dispatch.  A disk that carries admitted streams runs the scheduling core
  * (cw_sched: ΔL, EDF or LST) on its first lane with one request in service,
@@ -289,18 +290,6 @@ static const char *const state_names[] = {
 	[CW_DISK_BAD_LABEL] = "has a corrupt label",
 };
 
-/* Lanes of an SSD the configuration does not mention.  Each lane is a
- * dispatcher thread, and each connection brings a reader and a writer:
- * more dispatchers than half the CPUs only add wake-ups and context
- * switches between threads that cannot run at once (on 2 CPUs, 4 lanes
- * served 4k reads at half the rate of 1). */
-static unsigned default_ssd_lanes(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n >= 8 ? 4 : n >= 4 ? (unsigned)(n / 2) : 1;
-}
-
 /* Makes m the disk's model (a copy): what its BE pieces are estimated with
  * from now on, and the BE reserve that admission keeps on it. */
 int pb_disk_set_model(struct pb *pb, struct disk *d, const struct cw_model *m)
@@ -379,7 +368,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
-	d->nlanes = cd ? cd->lanes : info->tier == CW_TIER_SSD ? default_ssd_lanes() : 1;
+	d->nlanes = cd ? cd->lanes : cwd_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	d->be_piece = (uint32_t)cw_admit_be_piece(d->tier, pb->block_size);

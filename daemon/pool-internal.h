@@ -71,6 +71,11 @@ struct lane {
 	atomic_int_fast64_t booked_end;	/* highest booked slot + 1, a hint */
 	_Atomic(struct piece *) overflow;	/* pushed by dispatchers on a full window */
 	atomic_int sleeping;
+	/* Whoever holds it runs the lane's dispatch (the fields below): its
+	 * dispatcher, or a connection's reader while the dispatcher is idle
+	 * (lane_unplug).  0 free, 1 held, 2 held with the dispatcher waiting. */
+	atomic_int dlock;
+	atomic_bool handback;		/* a reader left requests in flight */
 	atomic_bool stop;
 	_Atomic(struct lane_plan *) plan;	/* posted, not yet applied */
 	struct cwd_counters st;

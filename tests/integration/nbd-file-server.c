@@ -157,8 +157,12 @@ static int do_io(struct file *f, struct nbd_io *io)
  * Asynchronous mode (-A N): requests are queued and N completion threads
  * take them in random order, so replies leave out of order and from
  * threads other than the connection's, as they will from the daemon's
- * disk dispatchers.  A queue with a mutex is fine here: this is a test
- * harness, not the data path.
+ * disk dispatchers.  Like those, the threads hold their writer wake-ups
+ * until the queue runs dry: half of them then send the replies themselves
+ * (nbd_io_unplug_send, as a dispatcher of a lane without streams), half
+ * wake the writers (nbd_io_unplug), so both race for a connection's
+ * socket.  A queue with a mutex is fine here: this is a test harness, not
+ * the data path.
  */
 struct queued {
 	struct file *f;
@@ -178,12 +182,22 @@ static struct {
 static void *completer_main(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
+	bool sends = seed & 1;
 
+	nbd_io_plug();
 	pthread_mutex_lock(&aq.lock);
 	for (;;) {
 		struct queued x;
 		unsigned i;
 
+		if (aq.n == 0) {
+			pthread_mutex_unlock(&aq.lock);
+			if (sends)
+				nbd_io_unplug_send();
+			else
+				nbd_io_unplug();
+			pthread_mutex_lock(&aq.lock);
+		}
 		while (aq.n == 0 && !aq.stop)
 			pthread_cond_wait(&aq.more, &aq.lock);
 		if (aq.n == 0)

@@ -588,6 +588,44 @@ static int s_disc_drains(void)
 	return expect_close(fd);
 }
 
+/* A client that sends a long pipeline before it reads a reply: the
+ * socket fills, and whoever was sending replies must not lose, repeat or
+ * tear one when it hands the rest on.  Every reply carries its data. */
+static int s_full_socket(void)
+{
+	enum { N = 256, PER = DISK_MAX };
+	static uint8_t ref[16][PER], r[PER];
+	unsigned seen[N] = { 0 }, i;
+	uint32_t err;
+	int fd = open_export("disk", false, NULL);
+
+	TRY(fd);
+	for (i = 0; i < 16; i++) {
+		TRY(send_req(fd, CW_NBD_CMD_READ, 0, i, (uint64_t)i * PER, PER, NULL));
+		TRY(get_reply(fd, i, &err, ref[i], PER, (uint64_t)i * PER));
+		EXPECT(err == 0, "reference read %u failed: %u", i, err);
+	}
+	for (i = 0; i < N; i++)
+		TRY(send_req(fd, CW_NBD_CMD_READ, 0, 1000 + i, (uint64_t)(i % 16) * PER, PER,
+			     NULL));
+	for (i = 0; i < N; i++) {
+		uint8_t h[CW_NBD_SIMPLE_REPLY_BYTES];
+		struct cw_nbd_reply rep;
+		unsigned k;
+
+		TRY(get(fd, h, sizeof(h)));
+		EXPECT(cw_nbd_decode_reply(h, sizeof(h), &rep) == 16 && rep.error == 0 &&
+		       rep.cookie >= 1000 && rep.cookie < 1000 + N, "bad reply %u in the pipeline",
+		       i);
+		k = (unsigned)(rep.cookie - 1000);
+		EXPECT(!seen[k]++, "cookie %u answered twice", k);
+		TRY(get(fd, r, PER));
+		EXPECT(memcmp(r, ref[k % 16], PER) == 0, "reply to %u carries other data", k);
+	}
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 99, 0, 0, NULL));
+	return expect_close(fd);
+}
+
 /* The server is up: it accepts and greets. */
 static int s_greeting(void)
 {
@@ -670,6 +708,7 @@ static const struct scenario scenarios[] = {
 	{ "oversized-write-closes", s_oversized_write_closes },
 	{ "bad-request-magic-closes", s_bad_request_magic_closes },
 	{ "disc-drains", s_disc_drains },
+	{ "full-socket", s_full_socket },
 };
 
 /* Not in the list: the test starts it on its own. */

@@ -149,7 +149,7 @@ static void test_full(void)
 	CU_ASSERT_STRING_EQUAL(c->disks[1].name, "ssd.0_a-b");
 	CU_ASSERT_EQUAL(c->disks[1].tier, CW_TIER_SSD);
 	CU_ASSERT_EQUAL(c->disks[1].policy, CWD_POLICY_LST);
-	CU_ASSERT_EQUAL(c->disks[1].lanes, 4);
+	CU_ASSERT_EQUAL(c->disks[1].lanes, cwd_default_lanes(CW_TIER_SSD));
 	CU_ASSERT_EQUAL(c->disks[1].slot_ns, 100 * CW_NS_PER_US);
 	CU_ASSERT_PTR_NULL(c->disks[1].model);
 	CU_ASSERT_EQUAL(c->disks[2].lanes, 64);
