@@ -900,6 +900,28 @@ static int conn_setup_slots(struct conn *c)
 	return 0;
 }
 
+/* A connection to an export whose requests have deadlines reads and
+ * replies at real-time priority (its writer inherits it): a busy CPU would
+ * otherwise delay the requests before the disk's dispatcher sees them and
+ * the data after.  Without the privilege it says so once. */
+static void conn_go_realtime(struct conn *c)
+{
+	static atomic_bool told;
+	const struct nbd_export *e = &c->exp->e;
+	struct sched_param sp = { 0 };
+	int r;
+
+	if (!e->ops->rt_priority)
+		return;
+	sp.sched_priority = e->ops->rt_priority(e->backend);
+	if (sp.sched_priority <= 0)
+		return;
+	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (r && !atomic_exchange(&told, true))
+		srv_log(c->srv, LOG_NOTICE, "export %s: connections stay at normal priority: %s",
+			e->name, strerrordesc_np(r) ?: "error");
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -912,6 +934,7 @@ static void *conn_main(void *arg)
 				strerrordesc_np(-r) ?: "error");
 		goto out;
 	}
+	conn_go_realtime(c);
 	r = conn_setup_slots(c);
 	if (r < 0)
 		goto out;

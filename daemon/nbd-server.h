@@ -63,6 +63,10 @@ struct nbd_backend_ops {
 	 * may hold the wake-ups of the calls above until then, so a burst
 	 * of requests read at once costs one wake-up, not one each. */
 	void (*unplug)(void *backend);
+	/* Optional.  A real-time priority (SCHED_FIFO, 1 to 99) for the
+	 * threads of a connection to this export, whose requests have
+	 * deadlines; 0: none.  Asked once the client has chosen the export. */
+	int (*rt_priority)(void *backend);
 };
 
 /* Ends a request: err is 0 or a negative errno (sent as its NBD value;

@@ -272,7 +272,15 @@ static void pb_unplug(void *backend)
 	lane_unplug();
 }
 
+static int pb_rt_priority(void *backend)
+{
+	struct pbx *x = backend;
+
+	return x->resv ? (int)x->pb->cfg->rt_priority : 0;
+}
+
 static const struct nbd_backend_ops pb_ops = {
+	.rt_priority = pb_rt_priority,
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
 	.flush = pb_flush,

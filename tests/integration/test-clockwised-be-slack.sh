@@ -61,7 +61,17 @@ fio --name=be --ioengine=nbd --uri="nbd+unix:///scratch?socket=$CTL_NBD" \
 	--continue_on_error=io --output-format=json --output="$d/fio.json" >"$d/fio.out" 2>&1 &
 fio_pid=$!
 "$CWSTREAM" play "nbd+unix:///s0?socket=$CTL_NBD" --rate "$rate" --block 256K --duration "${secs}s" \
-	--json --quiet >"$d/s0.json" 2>"$d/s0.err"; rc=$?
+	--json --quiet >"$d/s0.json" 2>"$d/s0.err" &
+play_pid=$!
+# As root: the two dispatchers and the stream connection's reader and
+# writer run SCHED_FIFO (ps class FF) while it plays; fio's do not.
+fifo_threads() { ps -L -o cls= -p "$CTL_PID" | grep -c FF; }
+if [ "$(id -u)" = 0 ]; then
+	check "the stream's path runs at real-time priority" \
+		wait_for "four SCHED_FIFO threads" 10 bash -c "[ \$(ps -L -o cls= -p $CTL_PID | grep -c FF) -ge 4 ]"
+	echo "SCHED_FIFO threads while playing: $(fifo_threads)"
+fi
+wait "$play_pid"; rc=$?
 wait "$fio_pid"; frc=$?
 check "cwstream played (exit 0 or 4)" test "$rc" -eq 0 -o "$rc" -eq 4
 check "fio finished cleanly" test "$frc" -eq 0
