@@ -878,7 +878,7 @@ int ctl_calib_prepare(struct ctx *c, struct calib *k)
 	k->opts.tier = k->disk.tier;
 	k->opts.name = k->disk.name;
 	k->opts.span_bytes = k->disk.capacity_bytes;
-	k->opts.margin_ppm = c->srv->o.margin_ppm;
+	k->opts.margin_ppm = c->srv->o.calib_margin_ppm;
 	if (quick) {
 		/* A few samples of few points, for tests and first looks. */
 		k->quick_sizes[0] = 64 << 10;

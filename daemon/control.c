@@ -78,6 +78,7 @@ void cwc_server_opts_init(struct cwc_server_opts *o)
 	o->clock_ns = cw_now_ns;
 	o->wall_ns = wall_now_ns;
 	o->calibrate = cw_model_calibrate;
+	o->calib_margin_ppm = CWC_CALIB_MARGIN_PPM;
 }
 
 static void job_detach(struct calib_job *job);

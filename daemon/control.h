@@ -143,6 +143,8 @@ struct cwc_hooks {
 			     char *err, size_t errlen);
 };
 
+#define CWC_CALIB_MARGIN_PPM 250000	/* +25% */
+
 struct cwc_server_opts {
 	const char *socket_path;	/* default CWC_DEFAULT_SOCKET */
 	mode_t socket_mode;		/* default 0660 */
@@ -154,6 +156,10 @@ struct cwc_server_opts {
 	unsigned rate_per_s;		/* refill; default 100 */
 	size_t out_max;			/* reply bytes buffered per client; default 8 MiB */
 	uint32_t margin_ppm;		/* added to the service time of preset models; default 0 */
+	/* Added to the service times a calibration measures: a disk measured
+	 * once, on a busy machine or behind a cache, is slower at times than
+	 * its worst measured case.  Default CWC_CALIB_MARGIN_PPM. */
+	uint32_t calib_margin_ppm;
 	int64_t (*clock_ns)(void);	/* default cw_now_ns (CLOCK_MONOTONIC) */
 	/* Wall-clock time for the reservations' times in the pool database,
 	 * which outlive the monotonic clock; default CLOCK_REALTIME. */

@@ -207,9 +207,10 @@ out:
  * to spare: a request then ends at its deadline in the model's terms, and
  * what the model does not see (the dispatcher's wake-up on a busy CPU, the
  * reply's way to the client, a disk slower than its calibration) makes it
- * late.  Best effort gets three quarters of ΔL, and at least a
- * millisecond less, so that streams keep that much in hand. */
-#define GUARD_MIN_NS CW_NS_PER_MS
+ * late.  Best effort gets three quarters of ΔL, and at least 2 ms less
+ * (1 ms let a stream's reply reach its client 0.2 ms late under load), so
+ * that streams keep that much in hand. */
+#define GUARD_MIN_NS (2 * CW_NS_PER_MS)
 
 static void guard(struct cw_admit_result *res)
 {
