@@ -3,7 +3,7 @@
 CW_DEB_PACKAGES="build-essential autoconf automake libtool pkg-config
  liburing-dev libaio-dev libsqlite3-dev sqlite3 libconfig-dev libcunit1-dev
  libsystemd-dev libjson-c-dev libnbd-dev libnbd-bin nbdkit qemu-utils fio
- e2fsprogs util-linux groff-base gnuplot-nox jq systemd
+ e2fsprogs util-linux procps groff-base gnuplot-nox jq systemd
  qemu-system-common fuse3 python3"
 
 cw_install_deps() {
