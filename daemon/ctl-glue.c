@@ -282,7 +282,7 @@ static void hook_model_changed(void *userdata, uint32_t disk_id, const struct cw
 		return;
 	d = &ctl->pb->disks[di];
 	pthread_mutex_lock(&ctl->lock);
-	r = pb_disk_set_model(ctl->pb, d, m);
+	r = pb_disk_set_model(d, m);
 	if (r == 0 && d->ntasks + ctl->ntasks[di])
 		replan(ctl, (size_t)di);
 	pthread_mutex_unlock(&ctl->lock);

@@ -300,7 +300,7 @@ static const char *const state_names[] = {
 
 /* Makes m the disk's model (a copy): what its BE pieces are estimated with
  * from now on, and the BE reserve that admission keeps on it. */
-int pb_disk_set_model(struct pb *pb, struct disk *d, const struct cw_model *m)
+int pb_disk_set_model(struct disk *d, const struct cw_model *m)
 {
 	struct disk_model *dm = calloc(1, sizeof(*dm));
 	struct cw_task reserve;
@@ -309,7 +309,6 @@ int pb_disk_set_model(struct pb *pb, struct disk *d, const struct cw_model *m)
 
 	if (!dm)
 		return -ENOMEM;
-	(void)pb;
 	r = cw_model_service_ns(m, 0, 0, d->be_piece, &be_max);
 	if (r == 0)
 		r = cw_admit_be_reserve(m, d->be_piece, &reserve);
@@ -347,7 +346,7 @@ static int disk_first_model(struct pb *pb, struct disk *d, const struct cwd_conf
 		cwd_log(LOG_ERR, "disk %s: unknown model \"%s\"", d->name, name);
 		return -EINVAL;
 	}
-	r = pb_disk_set_model(pb, d, &m);
+	r = pb_disk_set_model(d, &m);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "disk %s: its model (from %s) is not usable: %s", d->name, from,
 			strerror(-r));
@@ -630,7 +629,7 @@ static int disk_start(struct pb *pb, struct disk *d)
 	if (d->fd < 0)
 		return 0;
 	if (d->ntasks) {
-		r = pb_disk_sched(pb, d);
+		r = pb_disk_sched(d);
 		if (r < 0)
 			return r;
 	}

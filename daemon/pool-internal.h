@@ -218,7 +218,7 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl);
 void pb_req_finish(struct preq *q);
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 int pb_disk_index(struct pb *pb, uint32_t id);
-int pb_disk_set_model(struct pb *pb, struct disk *d, const struct cw_model *m);
+int pb_disk_set_model(struct disk *d, const struct cw_model *m);
 
 static inline const struct cw_model *disk_model(const struct disk *d)
 {
@@ -226,7 +226,7 @@ static inline const struct cw_model *disk_model(const struct disk *d)
 }
 
 /* reserve.c */
-int pb_disk_sched(struct pb *pb, struct disk *d);
+int pb_disk_sched(struct disk *d);
 int pb_disk_plan(const struct disk *d, const struct cw_task *tasks, size_t n,
 		 struct lane_plan *ret);
 void pb_resv_free(struct resv *rv);

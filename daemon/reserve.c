@@ -279,13 +279,12 @@ int pb_disk_plan(const struct disk *d, const struct cw_task *tasks, size_t n,
 }
 
 /* The scheduling core of a disk with streams admitted at start (-r). */
-int pb_disk_sched(struct pb *pb, struct disk *d)
+int pb_disk_sched(struct disk *d)
 {
 	struct cw_sched_opts o;
 	struct lane_plan pl;
 	int r;
 
-	(void)pb;
 	r = pb_disk_plan(d, d->tasks, d->ntasks, &pl);
 	if (r < 0)
 		return r;

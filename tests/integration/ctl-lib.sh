@@ -14,6 +14,8 @@
 #                            its knobs (rate limits, injected clock)
 #   cwctl ARGS...            the real cwctl on that socket
 #   ctl_code CMD...          run CMD, print the error code cwctl reported
+#   ctl_admits PART RATE BLOCK  whether such a reservation is admitted now
+#                            (released again at once)
 #   ctl_disks DIR            the three disks: already in clockwised's pool
 #                            (checked), added through cwctl for the stand-in
 CTL_SERVER=${CTL_SERVER:-$top_builddir/tests/integration/ctl-test-server}
@@ -87,6 +89,14 @@ ctl_stop() {
 }
 
 cwctl() { "$CWCTL" --socket "$CTL_SOCK" "$@"; }
+
+# ctl_admits PART RATE BLOCK: whether a reservation of RATE bytes/s in
+# BLOCK blocks on PART is admitted now (it is released again at once).
+ctl_admits() {
+	local id
+	id=$(cwctl --json resv create "$1" --rate "$2" --block "$3" 2>/dev/null | jq -e .id) || return 1
+	cwctl resv release "$id" >/dev/null
+}
 
 # The code in parentheses at the end of cwctl's error line.
 ctl_code() {

@@ -36,11 +36,7 @@ check "a stream that leaves no room: refused" test "$(echo "$out" | jq -r .code)
 # so that rate, depends on how busy the machine is), 8 MB/s at most, bound to an export and
 # played while fio loads scratch with requests of a whole pool block:
 # their pieces must fit in the slack the stream leaves (or in the server).
-admits() {
-	local id
-	id=$(cwctl --json resv create media --rate "$1" --block 256K 2>/dev/null | jq -e .id) || return 1
-	cwctl resv release "$id" >/dev/null
-}
+admits() { ctl_admits media "$1" 256K; }
 lo=100000
 check "a 100 KB/s stream is admitted" admits $lo
 hi=$((lo * 2))
