@@ -39,6 +39,7 @@ struct cw_io_engine {
 
 extern const struct cw_io_ops cw_io_uring_ops;
 extern const struct cw_io_ops cw_io_aio_ops;
+extern const struct cw_io_ops cw_io_mem_ops;
 
 /*
  * Progress of a request lives in req->priv_: the bytes done so far in the

@@ -18,9 +18,11 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <linux/stat.h>
 
 #include <clockwise/io.h>
@@ -34,6 +36,7 @@
 static const struct cw_io_ops *const engine_ops[] = {
 	[CW_IO_URING] = &cw_io_uring_ops,
 	[CW_IO_AIO] = &cw_io_aio_ops,
+	[CW_IO_MEM] = &cw_io_mem_ops,
 };
 
 int cw_io_kind_parse(const char *name, enum cw_io_kind *ret_kind)
@@ -56,6 +59,8 @@ const char *cw_io_kind_name(enum cw_io_kind kind)
 		return "io_uring";
 	case CW_IO_AIO:
 		return "libaio";
+	case CW_IO_MEM:
+		return "memory";
 	}
 	return NULL;
 }
@@ -63,6 +68,7 @@ const char *cw_io_kind_name(enum cw_io_kind kind)
 int cw_io_kind_for_fd(int fd, enum cw_io_kind preferred, enum cw_io_kind *ret_kind)
 {
 	struct stat st;
+	struct statfs sf;
 	char byte;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 
@@ -73,6 +79,12 @@ int cw_io_kind_for_fd(int fd, enum cw_io_kind preferred, enum cw_io_kind *ret_ki
 	*ret_kind = preferred;
 	if (preferred != CW_IO_URING || !S_ISREG(st.st_mode))
 		return 0;
+	if (fstatfs(fd, &sf) < 0)
+		return -errno;
+	if (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC) {
+		*ret_kind = CW_IO_MEM;
+		return 0;
+	}
 	/* The kernel refuses RWF_NOWAIT before it looks at the buffer, the
 	 * offset or O_DIRECT alignment, so one positional byte (which
 	 * changes nothing) tells whether io_uring could read inline. */

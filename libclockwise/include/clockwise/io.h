@@ -20,6 +20,9 @@ extern "C" {
 enum cw_io_kind {
 	CW_IO_URING = 0,	/* default */
 	CW_IO_AIO = 1,
+	/* Chosen by cw_io_kind_for_fd for files on a memory file system,
+	 * not by configuration: the copy done inline in submit. */
+	CW_IO_MEM = 2,
 };
 
 enum cw_io_op {
@@ -48,11 +51,14 @@ struct cw_io_req {
 int cw_io_kind_parse(const char *name, enum cw_io_kind *ret_kind);
 const char *cw_io_kind_name(enum cw_io_kind kind);
 
-/* The engine that serves fd best when preferred is configured: io_uring
- * hands every request on a file system without non-blocking reads (tmpfs,
- * ramfs) to kernel worker threads, at about four times the CPU per I/O of
- * libaio, which copies such data inline; for those files this answers
- * CW_IO_AIO, otherwise preferred. */
+/* The engine that serves fd best when preferred is configured.  io_uring
+ * hands every request on a file system without non-blocking reads to
+ * kernel worker threads, at about four times the CPU per I/O of libaio,
+ * which does such reads inline.  So for io_uring this answers CW_IO_MEM
+ * for a regular file on a memory file system (tmpfs, ramfs: every request
+ * is a copy that never waits for a device), CW_IO_AIO for a file elsewhere
+ * without non-blocking reads, and io_uring otherwise; any other preference
+ * is kept. */
 int cw_io_kind_for_fd(int fd, enum cw_io_kind preferred, enum cw_io_kind *ret_kind);
 
 /* A new engine able to hold depth requests in flight. */

@@ -1,6 +1,7 @@
 /*
- * Description: both I/O engines (io_uring and libaio) on real files in a
- * temporary directory and on a real loop device: write/read patterns, a
+ * Description: the I/O engines (io_uring, libaio, and the memory engine
+ * for files on tmpfs) on real files in a temporary directory and on a real
+ * loop device: write/read patterns, a
  * full queue kept busy, the depth limit, polling and timed reaps, fdatasync,
  * and errors coming back as negative errno in res.
  */
@@ -117,6 +118,9 @@ static void test_kind_names(void)
 	CU_ASSERT_EQUAL(cw_io_kind_parse(NULL, &k), -EINVAL);
 	CU_ASSERT_STRING_EQUAL(cw_io_kind_name(CW_IO_URING), "io_uring");
 	CU_ASSERT_STRING_EQUAL(cw_io_kind_name(CW_IO_AIO), "libaio");
+	CU_ASSERT_STRING_EQUAL(cw_io_kind_name(CW_IO_MEM), "memory");
+	/* the memory engine is the daemon's choice, not a setting */
+	CU_ASSERT_EQUAL(cw_io_kind_parse("memory", &k), -EINVAL);
 	CU_ASSERT_EQUAL(cw_io_engine_new(CW_IO_URING, 0, &(struct cw_io_engine *){ NULL }), -EINVAL);
 	CU_ASSERT_EQUAL(cw_io_engine_new((enum cw_io_kind)7, 8, &(struct cw_io_engine *){ NULL }), -EINVAL);
 	cw_io_engine_free(NULL);
@@ -511,7 +515,15 @@ static void test_partial_pipe(void)
 	fill(src, LEN, 5, 0);
 	q.buf = buf;
 
-	if (kind == CW_IO_AIO) {
+	if (kind == CW_IO_MEM) {
+		/* The memory engine reads at an offset: a pipe has none. */
+		CU_ASSERT_FATAL(pipe2(pfd, O_CLOEXEC | O_NONBLOCK) == 0);
+		q.fd = pfd[0];
+		CU_ASSERT_EQUAL(run_all(e, &q, 1), 1);
+		CU_ASSERT_EQUAL(q.res, -ESPIPE);
+		close(pfd[0]);
+		close(pfd[1]);
+	} else if (kind == CW_IO_AIO) {
 		/* Native AIO reads a pipe synchronously in io_submit; made
 		 * non-blocking, half arrives, then every retry finds the pipe
 		 * empty, and after the bounded retries the request fails with
@@ -584,9 +596,10 @@ static void test_buffered_fallback(void)
 		CU_ASSERT_EQUAL(cw_io_alignment(fd, &align), 0);
 		CU_ASSERT_EQUAL(align, 512);
 	}
-	/* io_uring would hand every request to worker threads here. */
+	/* io_uring would hand every request to worker threads here: a
+	 * memory file system gets the memory engine; libaio stays libaio. */
 	CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_URING, &k), 0);
-	CU_ASSERT_EQUAL(k, CW_IO_AIO);
+	CU_ASSERT_EQUAL(k, CW_IO_MEM);
 	CU_ASSERT_EQUAL(cw_io_kind_for_fd(fd, CW_IO_AIO, &k), 0);
 	CU_ASSERT_EQUAL(k, CW_IO_AIO);
 	e = engine(2);
@@ -687,6 +700,12 @@ static int suite_aio(void)
 	return 0;
 }
 
+static int suite_mem(void)
+{
+	kind = CW_IO_MEM;
+	return 0;
+}
+
 static void add_engine_tests(CU_pSuite s)
 {
 	cwtest_add(s, "write/read patterns", test_patterns);
@@ -710,5 +729,6 @@ int main(void)
 	cwtest_add(s, "partial completions", test_account);
 	add_engine_tests(cwtest_suite("io_uring", suite_uring, NULL));
 	add_engine_tests(cwtest_suite("libaio", suite_aio, NULL));
+	add_engine_tests(cwtest_suite("memory", suite_mem, NULL));
 	return cwtest_run_in_tmpdir(tmpdir);
 }
