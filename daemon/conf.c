@@ -35,6 +35,8 @@
 
 #define DEFAULT_QUEUE_DEPTH 32
 #define DEFAULT_RT_PRIORITY 10
+#define DEFAULT_BUSY_POLL_US 50
+#define BUSY_POLL_US_MAX 10000
 #define DEFAULT_SLOT_US_HDD 1000
 #define DEFAULT_SLOT_US_SSD 100
 
@@ -385,6 +387,17 @@ static int key_rt_priority(struct parse *p, const config_setting_t *s, void *obj
 	(void)obj;
 	if (r == 0)
 		p->c->rt_priority = (unsigned)v;
+	return r;
+}
+
+static int key_busy_poll_us(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, 0, BUSY_POLL_US_MAX, &v);
+
+	(void)obj;
+	if (r == 0)
+		p->c->busy_poll_us = (unsigned)v;
 	return r;
 }
 
@@ -743,6 +756,7 @@ static const struct key top_keys[] = {
 	{ "io_engine", key_io_engine },
 	{ "queue_depth", key_queue_depth },
 	{ "rt_priority", key_rt_priority },
+	{ "busy_poll_us", key_busy_poll_us },
 	{ "listen", key_listen },
 	{ "control_socket", key_control_socket },
 	{ "control_read_group", key_control_read_group },
@@ -804,6 +818,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->io_engine = CW_IO_URING;
 	c->queue_depth = DEFAULT_QUEUE_DEPTH;
 	c->rt_priority = DEFAULT_RT_PRIORITY;
+	c->busy_poll_us = DEFAULT_BUSY_POLL_US;
 	c->log_level = LOG_INFO;
 	c->exports.block_size = 4096;
 	c->exports.max_request_bytes = MAX_REQUEST_MAX;

@@ -61,6 +61,7 @@ struct cwd_config {
 	enum cw_io_kind io_engine;
 	unsigned queue_depth;	/* requests in flight per dispatcher */
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
+	unsigned busy_poll_us;	/* a reader polls its socket before sleeping; 0: never */
 	char **listen_unix;	/* NBD on unix sockets */
 	size_t n_listen_unix;
 	struct cwd_config_tcp *listen_tcp;	/* NBD on TCP */

@@ -269,6 +269,7 @@ int main(int argc, char **argv)
 	}
 
 	scfg.max_request = cfg->exports.max_request_bytes;
+	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
 	scfg.log = nbd_log;
 	scfg.live_exports = true;
 	r = nbd_server_new(&scfg, &srv);

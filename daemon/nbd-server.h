@@ -114,6 +114,9 @@ struct nbd_server_config {
 	uint32_t max_request;		/* largest READ/WRITE; 0: 32 MiB */
 	unsigned max_connections;	/* 0: 64; more are refused */
 	unsigned max_inflight;		/* requests per connection; 0: 64 */
+	/* A reader whose recent waits for the next request were shorter
+	 * than this polls its socket this long before it sleeps; 0: never. */
+	uint32_t busy_poll_ns;
 	int default_export;		/* index an empty name picks (so 0, the
 					 * first export, when zeroed); -1: none */
 	/* Exports are added and removed while the server runs: it may

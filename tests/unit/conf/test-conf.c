@@ -82,6 +82,7 @@ static void test_defaults(void)
 		CU_ASSERT_EQUAL(x->policy, CWD_POLICY_DELTA_L);
 		CU_ASSERT_EQUAL(x->io_engine, CW_IO_URING);
 		CU_ASSERT_EQUAL(x->queue_depth, 32);
+		CU_ASSERT_EQUAL(x->busy_poll_us, 50);
 		CU_ASSERT_EQUAL(x->n_listen_unix, 0);
 		CU_ASSERT_EQUAL_FATAL(x->n_listen_tcp, 1);
 		CU_ASSERT_STRING_EQUAL(x->listen_tcp[0].host, "127.0.0.1");
@@ -112,6 +113,7 @@ static void test_full(void)
 		"pool = \"/srv/pool.db\";\n"
 		"io_engine = \"libaio\";\n"
 		"queue_depth = 4096L;\n"
+		"busy_poll_us = 0;\n"
 		"disks = (\n"
 		"  { path = \"/dev/loop0\"; name = \"hdd0\"; slot_us = 2500; model = \"atlas2\"; },\n"
 		"  { path = \"/dev/loop1\"; name = \"ssd.0_a-b\"; tier = \"ssd\"; policy = \"lst\"; },\n"
@@ -127,6 +129,7 @@ static void test_full(void)
 	CU_ASSERT_STRING_EQUAL(c->pool, "/srv/pool.db");
 	CU_ASSERT_EQUAL(c->io_engine, CW_IO_AIO);
 	CU_ASSERT_EQUAL(c->queue_depth, 4096);
+	CU_ASSERT_EQUAL(c->busy_poll_us, 0);
 	CU_ASSERT_EQUAL(c->policy, CWD_POLICY_EDF);
 	CU_ASSERT_STRING_EQUAL(c->control_socket, "/run/cw/ctl");
 	CU_ASSERT_STRING_EQUAL(c->control_read_group, "video");
@@ -145,7 +148,7 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->disks[0].slot_ns, 2500 * CW_NS_PER_US);
 	CU_ASSERT_EQUAL(c->disks[0].lanes, 1);
 	CU_ASSERT_STRING_EQUAL(c->disks[0].model, "atlas2");
-	CU_ASSERT_EQUAL(c->disks[0].line, 5);
+	CU_ASSERT_EQUAL(c->disks[0].line, 6);
 	CU_ASSERT_STRING_EQUAL(c->disks[1].name, "ssd.0_a-b");
 	CU_ASSERT_EQUAL(c->disks[1].tier, CW_TIER_SSD);
 	CU_ASSERT_EQUAL(c->disks[1].policy, CWD_POLICY_LST);
@@ -154,7 +157,7 @@ static void test_full(void)
 	CU_ASSERT_PTR_NULL(c->disks[1].model);
 	CU_ASSERT_EQUAL(c->disks[2].lanes, 64);
 	CU_ASSERT_EQUAL(c->disks[2].slot_ns, CW_NS_PER_S);
-	CU_ASSERT_EQUAL(c->disks[2].line, 7);
+	CU_ASSERT_EQUAL(c->disks[2].line, 8);
 	cwd_config_free(c);
 }
 
@@ -202,7 +205,7 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, io_engine, queue_depth, "
-		 "rt_priority, listen, control_socket, control_read_group, control_admin_group, log_level, exports or "
+		 "rt_priority, busy_poll_us, listen, control_socket, control_read_group, control_admin_group, log_level, exports or "
 		 "disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
@@ -211,6 +214,8 @@ static void test_bad_top(void)
 		 "1: queue_depth = 5000000000 is out of range; expected an integer from 1 to 4096");
 	load_bad("queue_depth = -3;\n", "1: queue_depth = -3 is out of range; expected an integer from 1 to 4096");
 	load_bad("\nrt_priority = 100;\n", "2: rt_priority = 100 is out of range; expected an integer from 0 to 99");
+	load_bad("busy_poll_us = -1;\n",
+		 "1: busy_poll_us = -1 is out of range; expected an integer from 0 to 10000");
 	load_bad("queue_depth = 3.0;\n",
 		 "1: queue_depth is a number with a fraction; expected an integer from 1 to 4096");
 	load_bad("io_engine = \"spdk\";\n",
