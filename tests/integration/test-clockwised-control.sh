@@ -52,15 +52,27 @@ fio=$!
 cleanup_add "kill $fio 2>/dev/null"
 "$CWSTREAM" play "$(uri media)" --rate 8Mbit --block 256K --duration 2s --json > "$d/play.json"
 rc=$?
-check "the stream played without a miss" test "$rc" -eq 0
+# Under a sanitizer the daemon and the client spend many times the CPU the
+# disk model allows for, so misses are possible there and only reported.
+if [ -n "${CW_SANITIZED:-}" ]; then
+	check "the stream played (misses allowed under a sanitizer)" test "$rc" -eq 0 -o "$rc" -eq 4
+else
+	check "the stream played without a miss" test "$rc" -eq 0
+fi
 wait "$fio"
 check "fio ran its best-effort load" test $? -eq 0
 cwctl --json stats > "$d/stats.json"
 blocks=$(tail -n1 "$d/play.json" | jq .summary.blocks)
 check "the reservation counted RT requests" test "$(jq ".reservations[] | select(.id == $id) | .requests" "$d/stats.json")" -ge "$blocks"
-check "no RT deadline miss" test "$(jq ".reservations[] | select(.id == $id) | .misses" "$d/stats.json")" -eq 0
+misses=$(jq ".reservations[] | select(.id == $id) | .misses" "$d/stats.json")
+if [ -n "${CW_SANITIZED:-}" ]; then
+	check "the reservation counted its misses ($misses under a sanitizer)" test "$misses" -ge 0
+else
+	check "no RT deadline miss" test "$misses" -eq 0
+fi
 check "the disks counted RT requests" test "$(jq '[.disks[].rt_requests] | add' "$d/stats.json")" -ge "$blocks"
-check "and no RT miss" test "$(jq '[.disks[].rt_misses] | add' "$d/stats.json")" -eq 0
+[ -n "${CW_SANITIZED:-}" ] ||
+	check "and no RT miss" test "$(jq '[.disks[].rt_misses] | add' "$d/stats.json")" -eq 0
 check "and the best-effort requests" test "$(jq '[.disks[].be_requests] | add' "$d/stats.json")" -gt 100
 check "with BE latency percentiles" test "$(jq '[.disks[].be_p99_ns] | max' "$d/stats.json")" -gt 0
 check "the human stats" bash -c '"$0" --socket "$1" stats | grep -q "^RESV"' "$CWCTL" "$CTL_SOCK"
