@@ -120,7 +120,7 @@ struct conn {
 	bool wake_pending;		/* completions the writer has not heard of */
 	uint8_t *rbuf;
 	size_t rpos, rlen;
-	uint32_t poll_ns;		/* how long to poll before sleeping */
+	uint32_t wait_avg;		/* recent waits for input, smoothed (ns) */
 	bool realtime;			/* runs SCHED_FIFO: never polls */
 
 	/* shared, lock-free */
@@ -568,37 +568,49 @@ static void *writer_main(void *arg)
  *
  * Waking a sleeping thread costs tens of microseconds where an idle CPU
  * halts (a virtual machine exits to its host), more than serving a 4 KiB
- * read.  So a reader whose last wait was short (at most busy_poll_ns) polls
- * the socket for that long before it sleeps: a client that sends its next
- * request as soon as it has the reply (queue depth 1) then never finds the
- * reader asleep.  A poll that finds nothing halves the next one, so an
- * idle connection stops polling after a few waits.  The poll yields the CPU
+ * read.  A client that sends its next request only once it has the reply
+ * (queue depth 1) would pay that on every request; so while the reader's
+ * recent waits for input were of that order (between POLL_MIN_NS and
+ * twice busy_poll_ns, smoothed), it polls the socket for up to
+ * busy_poll_ns before it sleeps.  Shorter waits mean a client with
+ * requests in flight, whose next request is on its way anyway: polling
+ * for it only burns the CPU the client could use.  An idle connection's
+ * long waits end the polling by themselves.  The poll yields the CPU
  * between looks, and a real-time reader does not poll at all. */
+#define POLL_MIN_NS 10000
+
+static void note_wait(struct conn *c, int64_t ns)
+{
+	int64_t avg = c->wait_avg;
+
+	ns = CW_MIN(ns, INT64_C(1) << 31);
+	c->wait_avg = (uint32_t)(avg + (ns - avg) / 8);
+}
+
 static ssize_t conn_recv(struct conn *c)
 {
 	uint32_t max = c->realtime ? 0 : c->srv->cfg.busy_poll_ns;
 	int64_t t0;
 	ssize_t r;
 
-	if (c->poll_ns && max) {
-		int64_t until = cw_now_ns() + c->poll_ns;
-
-		do {
-			r = recv(c->fd, c->rbuf, RBUF_BYTES, MSG_DONTWAIT);
-			if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-				return r;
-			sched_yield();
-		} while (cw_now_ns() < until);
-		c->poll_ns /= 2;
-		if (c->poll_ns < 1000)
-			c->poll_ns = 0;
-	}
 	if (!max)
 		return recv(c->fd, c->rbuf, RBUF_BYTES, 0);
 	t0 = cw_now_ns();
+	if (c->wait_avg >= POLL_MIN_NS && c->wait_avg <= 2 * (uint64_t)max) {
+		int64_t until = t0 + max, now;
+
+		do {
+			r = recv(c->fd, c->rbuf, RBUF_BYTES, MSG_DONTWAIT);
+			now = cw_now_ns();
+			if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+				note_wait(c, now - t0);
+				return r;
+			}
+			sched_yield();
+		} while (now < until);
+	}
 	r = recv(c->fd, c->rbuf, RBUF_BYTES, 0);
-	if (r > 0 && cw_now_ns() - t0 <= (int64_t)max)
-		c->poll_ns = max;
+	note_wait(c, cw_now_ns() - t0);
 	return r;
 }
 
