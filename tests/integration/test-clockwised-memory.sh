@@ -1,0 +1,48 @@
+#!/bin/bash
+# Description: disks that are files on a memory file system (tmpfs) are
+# served through the memory engine (the copy done on the dispatching
+# thread, not handed to io_uring's kernel workers): the daemon says so,
+# fio's nbd engine verifies random reads and writes with crc32c across two
+# connections and a stream, and data flushed before kill -9 is there after
+# a restart.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+. "$top_srcdir/tests/integration/clockwised-lib.sh"
+requires fio nbdcopy cmp
+fio --enghelp 2>/dev/null | grep -qw nbd || { echo "SKIP: fio lacks the nbd engine"; exit 77; }
+
+# A tmpfs of our own where we may mount one, else /dev/shm if it is tmpfs.
+mem=$cw_tmp/mem
+mkdir "$mem"
+if mount -t tmpfs -o size=160M clockwise-test "$mem" 2>/dev/null; then
+	cleanup_add "umount '$mem'"
+elif [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+	mem=$(mktemp -d /dev/shm/cwtest.XXXXXX)
+	cleanup_add "rm -rf '$mem'"
+else
+	echo "SKIP: no tmpfs to put disks on"
+	exit 77
+fi
+
+check "pool" "$cwpool" create "$cwd_db"
+for d in m0:ssd m1:hdd; do
+	truncate -s 64M "$mem/${d%%:*}.disk"
+	check "disk ${d%%:*} on tmpfs" "$cwpool" add-disk "$cwd_db" "$mem/${d%%:*}.disk" "${d#*:}" "${d%%:*}"
+done
+check "partition" cwd_part vol 96M
+cwd_conf
+cwd_start -r vol:512K:64k:0:8M
+check "the daemon chose the memory engine for both disks" \
+	test "$(grep -c 'memory I/O' "$(cwd_log)")" -eq 2
+
+check "fio randrw verify over two connections" \
+	env -C "$cw_tmp" fio --name=v --ioengine=nbd --uri="$(cwd_uri vol)" --rw=randrw --bs=4k,64k \
+	--iodepth=16 --numjobs=2 --size=16M --offset_increment=48M --io_size=8M \
+	--verify=crc32c --verify_fatal=1 --output="$cw_tmp/fio.out"
+
+head -c 32M /dev/urandom >"$cw_tmp/data"
+check "nbdcopy in (flushes at the end)" nbdcopy "$cw_tmp/data" "$(cwd_uri vol)"
+check "kill -9" cwd_kill9
+cwd_start
+check "nbdcopy out after the restart" nbdcopy "$(cwd_uri vol)" "$cw_tmp/back"
+check "the first 32 MiB are what was written" cmp -n $((32 << 20)) "$cw_tmp/data" "$cw_tmp/back"
+check "stop" cwd_stop
