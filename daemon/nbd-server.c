@@ -541,11 +541,9 @@ static void *writer_main(void *arg)
 	struct conn *c = arg;
 
 	for (;;) {
-		if (atomic_exchange_explicit(&c->handoff, 0, memory_order_seq_cst)) {
-			send_locked(c, true);
-			continue;
-		}
-		if (atomic_load_explicit(&c->done, memory_order_seq_cst) && send_trylock(c)) {
+		/* A hand-over comes with the lock already held. */
+		if (atomic_exchange_explicit(&c->handoff, 0, memory_order_seq_cst) ||
+		    (atomic_load_explicit(&c->done, memory_order_seq_cst) && send_trylock(c))) {
 			send_locked(c, true);
 			continue;
 		}

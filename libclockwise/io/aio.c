@@ -43,8 +43,7 @@ struct aio_engine {
 	struct iocb **batch;		/* io_submit's argument */
 	struct io_event *events;
 	/* Requests io_submit refused, waiting to be reaped (a FIFO ring). */
-	struct cw_io_req **failed;
-	unsigned failed_head, nfailed;
+	struct cw_io_fifo failed;
 };
 
 static struct aio_engine *to_aio(struct cw_io_engine *e)
@@ -64,7 +63,7 @@ static void aio_free(struct cw_io_engine *e)
 	free(a->free);
 	free(a->batch);
 	free(a->events);
-	free(a->failed);
+	free(a->failed.q);
 	free(a);
 }
 
@@ -82,8 +81,8 @@ static int aio_new(unsigned depth, struct cw_io_engine **ret_engine)
 	a->free = calloc(depth, sizeof(*a->free));
 	a->batch = calloc(depth, sizeof(*a->batch));
 	a->events = calloc(depth, sizeof(*a->events));
-	a->failed = calloc(depth, sizeof(*a->failed));
-	if (!a->iocbs || !a->free || !a->batch || !a->events || !a->failed) {
+	a->failed.q = calloc(depth, sizeof(*a->failed.q));
+	if (!a->iocbs || !a->free || !a->batch || !a->events || !a->failed.q) {
 		aio_free(&a->head);
 		return -ENOMEM;
 	}
@@ -125,8 +124,7 @@ static void aio_prep(struct iocb *cb, struct cw_io_req *q)
 
 static void aio_fail(struct aio_engine *a, struct cw_io_req *q)
 {
-	a->failed[(a->failed_head + a->nfailed) % a->head.depth] = q;
-	a->nfailed++;
+	cw_io_fifo_push(&a->failed, a->head.depth, q);
 }
 
 /* Submits what is left of q on its own (a resubmitted remainder).  Returns
@@ -223,13 +221,8 @@ static int aio_reap(struct cw_io_engine *e, unsigned min_complete, int64_t deadl
 		    struct cw_io_req **ret_reqs, unsigned max)
 {
 	struct aio_engine *a = to_aio(e);
-	unsigned got = 0;
+	unsigned got = cw_io_fifo_pop(&a->failed, e->depth, ret_reqs, max);
 
-	while (a->nfailed > 0 && got < max) {
-		ret_reqs[got++] = a->failed[a->failed_head];
-		a->failed_head = (a->failed_head + 1) % e->depth;
-		a->nfailed--;
-	}
 	for (;;) {
 		struct timespec ts, *tsp = NULL;
 		int r;

@@ -83,6 +83,35 @@ static inline void cw_io_req_start(struct cw_io_req *r)
  * set), false when its remainder must be submitted again. */
 bool cw_io_req_account(struct cw_io_req *r, int64_t res);
 
+/* Requests a back end finished inside submit (the memory engine's, or
+ * ones libaio refused), waiting for reap in submission order.  q has the
+ * engine's depth entries: with at most depth requests in flight it never
+ * overflows. */
+struct cw_io_fifo {
+	struct cw_io_req **q;
+	unsigned head, n;
+};
+
+static inline void cw_io_fifo_push(struct cw_io_fifo *f, unsigned depth, struct cw_io_req *r)
+{
+	f->q[(f->head + f->n) % depth] = r;
+	f->n++;
+}
+
+/* Moves up to max requests to out; returns how many. */
+static inline unsigned cw_io_fifo_pop(struct cw_io_fifo *f, unsigned depth,
+				      struct cw_io_req **out, unsigned max)
+{
+	unsigned got = 0;
+
+	while (f->n > 0 && got < max) {
+		out[got++] = f->q[f->head];
+		f->head = (f->head + 1) % depth;
+		f->n--;
+	}
+	return got;
+}
+
 /* Back ends get the reap timeout as a deadline: CW_IO_FOREVER, CW_IO_POLL
  * (never wait, never read the clock) or an absolute CLOCK_MONOTONIC time. */
 #define CW_IO_FOREVER INT64_C(-1)

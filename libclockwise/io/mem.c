@@ -25,8 +25,7 @@
 
 struct mem_engine {
 	struct cw_io_engine head;	/* first: the front end's view */
-	struct cw_io_req **done;	/* FIFO ring of depth finished requests */
-	unsigned done_head, ndone;
+	struct cw_io_fifo done;		/* every request in flight: all finished */
 };
 
 static struct mem_engine *to_mem(struct cw_io_engine *e)
@@ -40,8 +39,8 @@ static int mem_new(unsigned depth, struct cw_io_engine **ret_engine)
 
 	if (!m)
 		return -ENOMEM;
-	m->done = calloc(depth, sizeof(*m->done));
-	if (!m->done) {
+	m->done.q = calloc(depth, sizeof(*m->done.q));
+	if (!m->done.q) {
 		free(m);
 		return -ENOMEM;
 	}
@@ -53,7 +52,7 @@ static void mem_free(struct cw_io_engine *e)
 {
 	struct mem_engine *m = to_mem(e);
 
-	free(m->done);
+	free(m->done.q);
 	free(m);
 }
 
@@ -88,12 +87,9 @@ static int mem_submit(struct cw_io_engine *e, struct cw_io_req **reqs, unsigned 
 	struct mem_engine *m = to_mem(e);
 	unsigned i;
 
-	/* The front end never passes more than depth - inflight, and every
-	 * request in flight sits in the ring: there is room for all. */
 	for (i = 0; i < n; i++) {
 		mem_run(reqs[i]);
-		m->done[(m->done_head + m->ndone) % e->depth] = reqs[i];
-		m->ndone++;
+		cw_io_fifo_push(&m->done, e->depth, reqs[i]);
 	}
 	return (int)n;
 }
@@ -102,15 +98,9 @@ static int mem_reap(struct cw_io_engine *e, unsigned min_complete, int64_t deadl
 		    struct cw_io_req **ret_reqs, unsigned max)
 {
 	struct mem_engine *m = to_mem(e);
-	unsigned got = 0;
-
+	unsigned got = cw_io_fifo_pop(&m->done, e->depth, ret_reqs, max);
 	struct timespec ts;
 
-	while (m->ndone > 0 && got < max) {
-		ret_reqs[got++] = m->done[m->done_head];
-		m->done_head = (m->done_head + 1) % e->depth;
-		m->ndone--;
-	}
 	/* Everything submitted is finished, so without a deadline
 	 * min_complete (at most what is in flight) is always there; a timed
 	 * wait for more than there is waits its time, as the others do. */
