@@ -15,6 +15,8 @@
 static const char sql_model_put[] =
 	"INSERT INTO disk_model(disk, model, calibrated) VALUES (?1, ?2, ?3) "
 	"ON CONFLICT(disk) DO UPDATE SET model = ?2, calibrated = ?3";
+static const char sql_part_service[] =
+	"UPDATE resv_disk SET service_ns = ?3 WHERE resv = ?1 AND disk = ?2";
 static const char sql_model_get[] =
 	"SELECT model, calibrated FROM disk_model WHERE disk = ?1";
 
@@ -26,10 +28,22 @@ static bool disk_known(struct cw_pool *pool, uint32_t disk_id)
 int cw_disk_model_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_model *model,
 		      bool calibrated)
 {
+	return cw_disk_model_readmit(pool, disk_id, model, calibrated, NULL, NULL, 0);
+}
+
+int cw_disk_model_readmit(struct cw_pool *pool, uint32_t disk_id, const struct cw_model *model,
+			  bool calibrated, const uint64_t *resv_ids, const int64_t *service_ns,
+			  size_t n)
+{
 	_cleanup_free_ char *text = NULL;
 	sqlite3_stmt *st;
 	int len, r;
 
+	if (n && (!resv_ids || !service_ns))
+		return lay_set_error(pool, -EINVAL, "reservation parts missing");
+	for (size_t i = 0; i < n; i++)
+		if (service_ns[i] <= 0)
+			return lay_set_error(pool, -EINVAL, "a part needs a positive service time");
 	len = cw_model_format(model, NULL, 0);
 	if (len < 0)
 		return lay_set_error(pool, -EINVAL, "the model for disk %u is not valid", disk_id);
@@ -51,6 +65,12 @@ int cw_disk_model_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_mo
 		sqlite3_bind_text(st, 2, text, len, SQLITE_STATIC);
 		sqlite3_bind_int(st, 3, calibrated);
 		r = meta_step(st);
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		r = meta_exec(pool->meta, sql_part_service, 3, (int64_t)resv_ids[i],
+			      (int64_t)disk_id, service_ns[i]);
+		if (r == 0 && sqlite3_changes(pool->meta->db) != 1)
+			r = -ENOENT;	/* no such part: nothing is half changed */
 	}
 	r = meta_end(pool->meta, r);
 	if (r < 0)

@@ -191,6 +191,13 @@ int cw_disk_model_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_mo
 		      bool calibrated);
 int cw_disk_model_get(struct cw_pool *pool, uint32_t disk_id, struct cw_model *ret_model,
 		      bool *ret_calibrated);
+/* Stores a disk's model and, in the same transaction, the service times
+ * its stored reservations' parts on it were admitted again with under that
+ * model (resv_ids[i] gets service_ns[i]); -ENOENT, and nothing changed,
+ * if one of those reservations has no part on the disk. */
+int cw_disk_model_readmit(struct cw_pool *pool, uint32_t disk_id, const struct cw_model *model,
+			  bool calibrated, const uint64_t *resv_ids, const int64_t *service_ns,
+			  size_t n);
 
 /* ---- partitions ---- */
 

@@ -1,0 +1,1009 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The admission state of a pool (clockwise/admit-state.h): Bosch &
+ * Mullender, section 3.1 — "If any of the participating disks fails to
+ * admit its part of the new task, Clockwise [...] rejects the entire
+ * real-time task."
+ *
+ * Invariants:
+ *   - a disk's task set is exactly the parts on it of the reservations in
+ *     st->resvs, and each part was admitted (cw_admit_plan's windowed test,
+ *     with the disk's best-effort reserve) beside the parts before it, or
+ *     re-admitted with the disk's current model (set_model);
+ *   - a stored reservation is in memory only once the pool holds it, and
+ *     leaves memory only once the pool let it go;
+ *   - each disk's plan is cw_admit_disk_plan() of its task set and model,
+ *     recomputed (and announced) whenever either changes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <clockwise/admit-state.h>
+#include <clockwise/pool-objects.h>
+
+#include "admit/admit.h"
+#include "common/cleanup.h"
+#include "common/util.h"
+
+#define RESV_MAX 4096
+
+struct dstate {
+	uint32_t id;
+	char name[CW_NAME_MAX + 1];
+	enum cw_tier tier;
+	struct cw_model model;
+	enum cw_admit_model_source source;
+	struct cw_disk_plan plan;
+};
+
+struct cw_admit_state {
+	struct cw_admit_state_opts o;
+	struct cw_pool *pool;
+	uint64_t block;
+	/* Guards resvs, n_resvs and the plans against readers in other
+	 * threads; the changing thread reads without it. */
+	pthread_mutex_t lock;
+	struct dstate *disks[CW_DISKS_MAX + 1];	/* by id */
+	struct cw_admit_resv **resvs;
+	size_t n_resvs;
+	uint64_t next_stream;
+};
+
+static int64_t wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * CW_NS_PER_S + ts.tv_nsec;
+}
+
+void cw_admit_state_opts_init(struct cw_admit_state_opts *o)
+{
+	*o = (struct cw_admit_state_opts){ .size = sizeof(*o) };
+	cw_admit_plan_opts_init(&o->plan);
+	o->clock_ns = cw_now_ns;
+	o->wall_ns = wall_now;
+}
+
+const char *cw_admit_model_source_name(enum cw_admit_model_source s)
+{
+	switch (s) {
+	case CW_ADMIT_MODEL_PRESET: return "preset";
+	case CW_ADMIT_MODEL_CONFIG: return "config";
+	case CW_ADMIT_MODEL_STORED: return "stored";
+	case CW_ADMIT_MODEL_CALIBRATED: return "calibrated";
+	}
+	return "?";
+}
+
+static void changes_add(struct cw_admit_changes *c, uint32_t id)
+{
+	if (c)
+		c->bits[id / 64] |= UINT64_C(1) << (id % 64);
+}
+
+static void resv_free(struct cw_admit_resv *r)
+{
+	if (!r)
+		return;
+	free(r->parts);
+	free(r);
+}
+
+static void refuse(struct cw_admit_refusal *ref, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void refuse(struct cw_admit_refusal *ref, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ref)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ref->reason, sizeof(ref->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- models and plans ---- */
+
+/* A preset for the tier, stretched so that its last (slowest) zone covers
+ * the whole disk: admission then never under-estimates a bigger disk. */
+static int preset_model(const struct cw_admit_state *st, const struct cw_disk_info *d,
+			struct cw_model *m)
+{
+	int r = cw_model_preset(d->tier == CW_TIER_SSD ? "ssd" : "hdd7200", m);
+
+	if (r < 0)
+		return r;
+	if (d->capacity_bytes > m->capacity_bytes) {
+		m->capacity_bytes = d->capacity_bytes;
+		m->zone[m->n_zones - 1].end_bytes = d->capacity_bytes;
+	}
+	m->margin_ppm = st->o.preset_margin_ppm;
+	return cw_model_validate(m);
+}
+
+/* Every part on disk id, in admission order; with owners when wanted. */
+static int disk_tasks(const struct cw_admit_state *st, uint32_t id, struct cw_task **ret,
+		      const struct cw_admit_resv ***ret_owner, size_t *ret_n)
+{
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < st->n_resvs; i++)
+		for (size_t j = 0; j < st->resvs[i]->n_parts; j++)
+			n += st->resvs[i]->parts[j].disk_id == id;
+	*ret = calloc(n ? n : 1, sizeof(**ret));
+	if (ret_owner)
+		*ret_owner = calloc(n ? n : 1, sizeof(**ret_owner));
+	if (!*ret || (ret_owner && !*ret_owner)) {
+		free(*ret);
+		if (ret_owner)
+			free(*ret_owner);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < st->n_resvs; i++)
+		for (size_t j = 0; j < st->resvs[i]->n_parts; j++)
+			if (st->resvs[i]->parts[j].disk_id == id) {
+				if (ret_owner)
+					(*ret_owner)[k] = st->resvs[i];
+				(*ret)[k++] = st->resvs[i]->parts[j].task;
+			}
+	*ret_n = n;
+	return 0;
+}
+
+/* The plan of d over tasks.  Tasks admitted with windows that never meet
+ * can fail the all-at-once test the plan uses (it ignores windows, so it
+ * is never too generous): best effort then gets no slack at all. */
+static int compute_plan(const struct cw_admit_state *st, const struct dstate *d,
+			const struct cw_task *tasks, size_t n, struct cw_disk_plan *ret)
+{
+	int r = cw_admit_disk_plan(&st->o.plan, &d->model, d->tier, st->block, tasks, n, ret);
+
+	if (r == -EBUSY) {
+		struct cw_admit_plan_opts none;
+
+		cw_admit_plan_opts_paper(&none);
+		r = cw_admit_disk_plan(&none, &d->model, d->tier, st->block, NULL, 0, ret);
+		if (r == 0) {
+			ret->n_tasks = n;
+			ret->delta_l_ns = ret->be_budget_ns = ret->idle_be_ns = 0;
+			ret->be_starved = true;
+			if (st->o.plan.be_reserve)
+				cw_admit_be_reserve(&d->model, ret->be_piece_bytes,
+						    &ret->be_reserve);
+		}
+	}
+	if (r == 0)
+		ret->disk_id = d->id;
+	return r;
+}
+
+static void emit(struct cw_admit_state *st, const struct cw_admit_event *ev)
+{
+	if (st->o.listener)
+		st->o.listener(st->o.listener_data, ev);
+}
+
+/* Recomputes the plan of disk id and announces it. */
+static int replan(struct cw_admit_state *st, uint32_t id, struct cw_admit_changes *changes)
+{
+	struct dstate *d = st->disks[id];
+	_cleanup_free_ struct cw_task *tasks = NULL;
+	struct cw_disk_plan p;
+	size_t n;
+	int r;
+
+	if (!d)
+		return 0;
+	r = disk_tasks(st, id, &tasks, NULL, &n);
+	if (r == 0)
+		r = compute_plan(st, d, tasks, n, &p);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&st->lock);
+	d->plan = p;
+	pthread_mutex_unlock(&st->lock);
+	changes_add(changes, id);
+	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_PLAN, .disk_id = id,
+					   .plan = &d->plan, .model = &d->model });
+	return 0;
+}
+
+static int replan_resv(struct cw_admit_state *st, const struct cw_admit_resv *rv,
+		       struct cw_admit_changes *changes)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < rv->n_parts && r == 0; i++)
+		r = replan(st, rv->parts[i].disk_id, changes);
+	return r;
+}
+
+static int disk_load(struct cw_admit_state *st, const struct cw_disk_info *info)
+{
+	struct dstate *d = calloc(1, sizeof(*d));
+	bool calibrated = false;
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	d->id = info->id;
+	d->tier = info->tier;
+	snprintf(d->name, sizeof(d->name), "%s", info->name);
+	r = cw_disk_model_get(st->pool, info->id, &d->model, &calibrated);
+	if (r == 0)
+		d->source = calibrated ? CW_ADMIT_MODEL_CALIBRATED : CW_ADMIT_MODEL_STORED;
+	else if (r == -ENOENT)
+		r = preset_model(st, info, &d->model);
+	if (r == 0)
+		r = compute_plan(st, d, NULL, 0, &d->plan);
+	if (r < 0) {
+		free(d);
+		return r;
+	}
+	st->disks[info->id] = d;
+	return 0;
+}
+
+/* ---- the reserved range ---- */
+
+/* The range [start, end) of part as cw_admit_plan sees it: the disk (an
+ * index into disks) and disk offset of each partition block it touches. */
+struct range_layout {
+	struct cw_disk_info *disks;
+	size_t n_disks;
+	uint32_t *disk_idx;
+	uint64_t *disk_off;
+	struct cw_admit_layout l;
+};
+
+static void range_layout_done(struct range_layout *rl)
+{
+	free(rl->disks);
+	free(rl->disk_idx);
+	free(rl->disk_off);
+}
+
+static int range_layout(struct cw_admit_state *st, struct cw_part *part, uint64_t start,
+			uint64_t end, struct range_layout *rl, struct cw_admit_refusal *ref)
+{
+	uint64_t pb = cw_part_block_size(part);
+	uint64_t first = start / pb, n = (end - 1) / pb - first + 1;
+	_cleanup_free_ uint32_t *ids = NULL;
+	uint32_t idx_of[CW_DISKS_MAX + 1] = { 0 };
+	int r;
+
+	memset(rl, 0, sizeof(*rl));
+	r = cw_disk_list(st->pool, &rl->disks, &rl->n_disks);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < rl->n_disks; i++)
+		idx_of[rl->disks[i].id] = (uint32_t)i;
+	ids = calloc(n, sizeof(*ids));
+	rl->disk_idx = calloc(n, sizeof(*rl->disk_idx));
+	rl->disk_off = calloc(n, sizeof(*rl->disk_off));
+	if (!ids || !rl->disk_idx || !rl->disk_off)
+		return -ENOMEM;
+	r = cw_part_block_disks(part, first, n, ids);
+	if (r < 0)
+		return r;
+	for (uint64_t k = 0; k < n; k++) {
+		struct cw_extent e;
+
+		r = cw_part_map(part, (first + k) * pb, pb, &e);
+		if (r < 0) {
+			refuse(ref, "partition block %" PRIu64 ": %s", first + k,
+			       r == -ENODEV ? "on a missing disk" : strerror(-r));
+			return r;
+		}
+		if (!st->disks[ids[k]]) {
+			refuse(ref, "partition block %" PRIu64 " is on disk %" PRIu32
+			       ", which has no model", first + k, ids[k]);
+			return -ENODEV;
+		}
+		rl->disk_idx[k] = idx_of[ids[k]];
+		rl->disk_off[k] = e.phys_offset;
+	}
+	rl->l = (struct cw_admit_layout){
+		.pblock_bytes = pb,
+		.n_pblocks = n,
+		.disk = rl->disk_idx,
+		.disk_off = rl->disk_off,
+		.first_bytes = start - first * pb,
+		.range_bytes = end - start,
+	};
+	return 0;
+}
+
+/* ---- reservations ---- */
+
+static int64_t shift_ns(int64_t t, int64_t by)
+{
+	return t ? t + by : 0;
+}
+
+static int resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
+{
+	_cleanup_free_ struct cw_resv_disk *d = calloc(rv->n_parts ? rv->n_parts : 1, sizeof(*d));
+	int64_t by = st->o.wall_ns() - st->o.clock_ns();
+	struct cw_resv_rec rec = {
+		.part_id = rv->part_id, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
+		.range_start_bytes = rv->range_start_bytes, .range_end_bytes = rv->range_end_bytes,
+		.start_ns = shift_ns(rv->span_start_ns, by), .end_ns = shift_ns(rv->span_end_ns, by),
+		.period_ns = rv->period_ns, .n_disks = rv->n_parts, .disks = d,
+	};
+
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < rv->n_parts; i++) {
+		const struct cw_admit_resv_part *p = &rv->parts[i];
+
+		d[i] = (struct cw_resv_disk){
+			.disk_id = p->disk_id, .period_ns = p->task.period_ns,
+			.service_ns = p->task.service_ns, .from_ns = shift_ns(p->task.from_ns, by),
+			.to_ns = shift_ns(p->task.to_ns, by), .requests = p->requests,
+			.stride = p->stride,
+		};
+	}
+	return cw_resv_add(st->pool, &rec, &rv->id);
+}
+
+/* Appends rv (owned from now on) to the list. */
+static int resv_append(struct cw_admit_state *st, struct cw_admit_resv *rv)
+{
+	struct cw_admit_resv **v;
+
+	pthread_mutex_lock(&st->lock);
+	v = realloc(st->resvs, (st->n_resvs + 1) * sizeof(*v));
+	if (v) {
+		st->resvs = v;
+		st->resvs[st->n_resvs++] = rv;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return v ? 0 : -ENOMEM;
+}
+
+static int resvs_load(struct cw_admit_state *st)
+{
+	struct cw_resv_rec *recs = NULL;
+	struct cw_part_info *parts = NULL;
+	size_t n = 0, np = 0;
+	int64_t by = st->o.wall_ns() - st->o.clock_ns();
+	int r;
+
+	r = cw_resv_list(st->pool, &recs, &n);
+	if (r == 0)
+		r = cw_part_list(st->pool, &parts, &np);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const struct cw_resv_rec *rec = &recs[i];
+		struct cw_admit_resv *rv = calloc(1, sizeof(*rv));
+
+		if (!rv || !(rv->parts = calloc(rec->n_disks ? rec->n_disks : 1,
+						sizeof(*rv->parts)))) {
+			resv_free(rv);
+			r = -ENOMEM;
+			break;
+		}
+		*rv = (struct cw_admit_resv){
+			.id = rec->id, .stream = ++st->next_stream, .persistent = true,
+			.part_id = rec->part_id, .rate_bps = rec->rate_bps,
+			.block_bytes = rec->block_bytes, .range_start_bytes = rec->range_start_bytes,
+			.range_end_bytes = rec->range_end_bytes,
+			.span_start_ns = shift_ns(rec->start_ns, -by),
+			.span_end_ns = shift_ns(rec->end_ns, -by), .period_ns = rec->period_ns,
+			.n_parts = rec->n_disks, .parts = rv->parts,
+		};
+		for (size_t j = 0; j < np; j++)
+			if (parts[j].id == rec->part_id)
+				snprintf(rv->part, sizeof(rv->part), "%s", parts[j].name);
+		for (size_t j = 0; j < rec->n_disks; j++) {
+			const struct cw_resv_disk *d = &rec->disks[j];
+
+			rv->parts[j] = (struct cw_admit_resv_part){
+				.disk_id = d->disk_id,
+				.task = { d->period_ns, d->service_ns, shift_ns(d->from_ns, -by),
+					  shift_ns(d->to_ns, -by) },
+				.requests = d->requests, .stride = d->stride,
+			};
+		}
+		r = resv_append(st, rv);
+		if (r < 0)
+			resv_free(rv);
+	}
+	cw_resv_list_free(recs, n);
+	free(parts);
+	return r;
+}
+
+static void refusal_of_part(struct cw_admit_refusal *ref, const struct cw_admit_part *p,
+			    const struct cw_disk_info *d)
+{
+	if (!ref)
+		return;
+	ref->disk_id = d->id;
+	snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
+	ref->part = *p;
+	ref->part.result.reason[sizeof(ref->part.result.reason) - 1] = '\0';
+	refuse(ref, "refused on disk %s: %s", d->name, p->result.reason);
+}
+
+int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
+			   const struct cw_admit_resv **ret_resv, struct cw_admit_refusal *ref,
+			   struct cw_admit_changes *changes)
+{
+	_cleanup_(range_layout_done) struct range_layout rl = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	_cleanup_free_ struct cw_admit_disk *ad = NULL;
+	struct cw_task **tasks = NULL;
+	struct cw_admit_resv *rv = NULL;
+	struct cw_part_info pi;
+	struct cw_part *part;
+	struct cw_admit_qos q;
+	uint64_t end;
+	int64_t now = st->o.clock_ns();
+	int r;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (ret_resv)
+		*ret_resv = NULL;
+	if (!req || !req->part) {
+		refuse(ref, "no partition named");
+		return -EINVAL;
+	}
+	r = cw_part_lookup(st->pool, req->part, &part);
+	if (r == -ENOENT)
+		refuse(ref, "no partition \"%s\"", req->part);
+	if (r == 0)
+		r = cw_part_info(part, &pi);
+	if (r < 0)
+		return r;
+	end = req->range_end_bytes ? req->range_end_bytes : pi.size_bytes;
+	if (req->rate_bps == 0 || req->block_bytes == 0) {
+		refuse(ref, "rate and block must be positive");
+		return -EINVAL;
+	}
+	if (req->range_start_bytes >= end || end > pi.size_bytes) {
+		refuse(ref, "range %" PRIu64 ":%" PRIu64 " is not inside partition %s (%" PRIu64
+		       " bytes)", req->range_start_bytes, end, pi.name, pi.size_bytes);
+		return -EINVAL;
+	}
+	if (req->start_in_ns < 0 || req->duration_ns < 0 ||
+	    req->start_in_ns > (INT64_MAX - now) / 2 || req->duration_ns > (INT64_MAX - now) / 2) {
+		refuse(ref, "start or duration out of range");
+		return -EINVAL;
+	}
+	if (!req->dry_run && st->n_resvs >= RESV_MAX) {
+		refuse(ref, "too many reservations (%d)", RESV_MAX);
+		return -ENOSPC;
+	}
+	r = range_layout(st, part, req->range_start_bytes, end, &rl, ref);
+	if (r < 0) {
+		if (ref && !ref->reason[0])
+			refuse(ref, "mapping the range: %s", strerror(-r));
+		return r;
+	}
+	ad = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*ad));
+	tasks = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*tasks));
+	if (!ad || !tasks) {
+		r = -ENOMEM;
+		goto done;
+	}
+	for (size_t i = 0; i < rl.n_disks; i++) {
+		const struct dstate *d = st->disks[rl.disks[i].id];
+
+		if (!d)
+			continue;	/* no block of the range is on it */
+		r = disk_tasks(st, d->id, &tasks[i], NULL, &ad[i].n_tasks);
+		if (r < 0)
+			goto done;
+		ad[i].model = &d->model;
+		ad[i].tasks = tasks[i];
+		/* Streams never take the room of best-effort I/O (admit.h). */
+		ad[i].be_reserve = d->plan.be_reserve;
+	}
+	q = (struct cw_admit_qos){ .bandwidth_bps = req->rate_bps, .block_bytes = req->block_bytes };
+	if (req->start_in_ns || req->duration_ns) {
+		q.span_start_ns = now + req->start_in_ns;
+		q.span_end_ns = req->duration_ns ? q.span_start_ns + req->duration_ns : 0;
+	}
+	r = cw_admit_plan(&q, &rl.l, ad, rl.n_disks, &plan);
+	if (r < 0) {
+		refuse(ref, "%s", plan.reason[0] ? plan.reason : strerror(-r));
+		goto done;
+	}
+	if (!plan.admitted) {
+		refusal_of_part(ref, &plan.parts[plan.failed_part],
+				&rl.disks[plan.parts[plan.failed_part].disk]);
+		r = -EBUSY;
+		goto done;
+	}
+	if (req->dry_run) {
+		r = 0;
+		goto done;
+	}
+
+	rv = calloc(1, sizeof(*rv));
+	if (!rv || !(rv->parts = calloc(plan.n_parts ? plan.n_parts : 1, sizeof(*rv->parts)))) {
+		r = -ENOMEM;
+		goto done;
+	}
+	snprintf(rv->part, sizeof(rv->part), "%s", pi.name);
+	rv->part_id = pi.id;
+	rv->persistent = req->persistent;
+	if (!req->persistent && req->export_name)
+		snprintf(rv->export_name, sizeof(rv->export_name), "%s", req->export_name);
+	rv->rate_bps = req->rate_bps;
+	rv->block_bytes = req->block_bytes;
+	rv->range_start_bytes = req->range_start_bytes;
+	rv->range_end_bytes = end;
+	rv->span_start_ns = q.span_start_ns;
+	rv->span_end_ns = q.span_end_ns;
+	rv->period_ns = plan.stream_period_ns;
+	rv->n_parts = plan.n_parts;
+	for (size_t i = 0; i < plan.n_parts; i++)
+		rv->parts[i] = (struct cw_admit_resv_part){
+			.disk_id = rl.disks[plan.parts[i].disk].id,
+			.task = plan.parts[i].task,
+			.requests = plan.parts[i].requests,
+			.stride = plan.parts[i].stride,
+		};
+	/* The database first (it gives the id), then memory. */
+	if (rv->persistent) {
+		r = resv_store(st, rv);
+		if (r < 0) {
+			const struct cw_error *e = cw_pool_last_error(st->pool);
+
+			refuse(ref, "storing the reservation: %s",
+			       e && e->code == r && e->msg[0] ? e->msg : strerror(-r));
+			goto done;
+		}
+	}
+	rv->stream = ++st->next_stream;
+	r = resv_append(st, rv);
+	if (r < 0) {
+		if (rv->persistent)
+			(void)cw_resv_remove(st->pool, rv->id);
+		goto done;
+	}
+	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_RESV_ADDED, .resv = rv });
+	r = replan_resv(st, rv, changes);
+	if (ret_resv)
+		*ret_resv = rv;
+	rv = NULL;
+done:
+	resv_free(rv);
+	for (size_t i = 0; tasks && i < rl.n_disks; i++)
+		free(tasks[i]);
+	free(tasks);
+	return r;
+}
+
+int cw_admit_state_release(struct cw_admit_state *st, uint64_t id,
+			   struct cw_admit_changes *changes)
+{
+	struct cw_admit_resv *rv = NULL;
+	size_t i;
+	int r;
+
+	for (i = 0; i < st->n_resvs; i++)
+		if (st->resvs[i]->persistent && st->resvs[i]->id == id) {
+			rv = st->resvs[i];
+			break;
+		}
+	if (!rv)
+		return -ENOENT;
+	r = cw_resv_remove(st->pool, id);
+	/* Not there is as good as removed: memory follows the database. */
+	if (r < 0 && r != -ENOENT)
+		return r;
+	pthread_mutex_lock(&st->lock);
+	memmove(&st->resvs[i], &st->resvs[i + 1], (st->n_resvs - i - 1) * sizeof(*st->resvs));
+	st->n_resvs--;
+	pthread_mutex_unlock(&st->lock);
+	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_RESV_RELEASED, .resv = rv });
+	r = replan_resv(st, rv, changes);
+	resv_free(rv);
+	return r;
+}
+
+/* ---- models ---- */
+
+/* Whether every set of tasks active together passes Jeffay's test with the
+ * reserve: the instants where some windowed task starts, and "always". */
+static int set_admissible(const struct cw_task *t, size_t n, const struct cw_task *reserve,
+			  struct cw_admit_result *ret, size_t *ret_fail)
+{
+	_cleanup_free_ struct cw_task *set = malloc((n + 1) * sizeof(*set));
+	_cleanup_free_ size_t *idx = malloc((n + 1) * sizeof(*idx));
+
+	if (!set || !idx)
+		return -ENOMEM;
+	for (size_t k = 0; k <= n; k++) {
+		/* k == n: the always-active tasks alone (no windowed one
+		 * starts); else the instant task k starts. */
+		bool windowed = k < n && (t[k].from_ns || t[k].to_ns);
+		size_t m = 0;
+		int r;
+
+		if (k < n && !windowed)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			bool always = t[i].from_ns == 0 && t[i].to_ns == 0;
+
+			if (always || (windowed && t[i].from_ns <= t[k].from_ns &&
+				       t[k].from_ns < t[i].to_ns)) {
+				idx[m] = i;
+				set[m++] = t[i];
+			}
+		}
+		if (reserve->service_ns > 0) {
+			idx[m] = n;
+			set[m++] = (struct cw_task){ reserve->period_ns, reserve->service_ns, 0, 0 };
+		}
+		r = cw_admit_test(set, m, ret);
+		if (r < 0)
+			return r;
+		if (!ret->schedulable) {
+			*ret_fail = ret->fail_task < m ? idx[ret->fail_task] : n;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* C of rv's part on disk d under model m: cw_admit_plan of rv's range
+ * alone, with m on d. */
+static int part_service(struct cw_admit_state *st, const struct cw_admit_resv *rv,
+			const struct dstate *d, const struct cw_model *m, int64_t *ret)
+{
+	_cleanup_(range_layout_done) struct range_layout rl = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	_cleanup_free_ struct cw_admit_disk *ad = NULL;
+	struct cw_admit_qos q = { .bandwidth_bps = rv->rate_bps, .block_bytes = rv->block_bytes };
+	struct cw_part *part;
+	int r;
+
+	r = cw_part_lookup(st->pool, rv->part, &part);
+	if (r == 0)
+		r = range_layout(st, part, rv->range_start_bytes, rv->range_end_bytes, &rl, NULL);
+	if (r < 0)
+		return r;
+	ad = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*ad));
+	if (!ad)
+		return -ENOMEM;
+	for (size_t i = 0; i < rl.n_disks; i++) {
+		const struct dstate *o = st->disks[rl.disks[i].id];
+
+		ad[i].model = o == d ? m : o ? &o->model : NULL;
+	}
+	r = cw_admit_plan(&q, &rl.l, ad, rl.n_disks, &plan);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < plan.n_parts; i++)
+		if (rl.disks[plan.parts[i].disk].id == d->id) {
+			*ret = plan.parts[i].task.service_ns;
+			return 0;
+		}
+	return -ENOENT;	/* the range no longer touches d: cannot be */
+}
+
+int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t id, const struct cw_model *m,
+			     enum cw_admit_model_source source, bool *ret_taken,
+			     struct cw_admit_refusal *ref, struct cw_admit_changes *changes)
+{
+	struct dstate *d = id <= CW_DISKS_MAX ? st->disks[id] : NULL;
+	_cleanup_free_ struct cw_task *tasks = NULL;
+	_cleanup_free_ const struct cw_admit_resv **owner = NULL;
+	_cleanup_free_ uint64_t *ids = NULL;
+	_cleanup_free_ int64_t *svc = NULL;
+	struct cw_admit_result res;
+	struct cw_task reserve = { 0 };
+	size_t n, n_stored = 0, fail = SIZE_MAX;
+	int r;
+
+	if (ret_taken)
+		*ret_taken = false;
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (!d)
+		return -ENOENT;
+	r = cw_model_validate(m);
+	if (r < 0)
+		return r;
+	if (source < d->source)
+		return 0;
+	r = disk_tasks(st, id, &tasks, &owner, &n);
+	if (r < 0)
+		return r;
+	ids = calloc(n ? n : 1, sizeof(*ids));
+	svc = calloc(n ? n : 1, sizeof(*svc));
+	if (!ids || !svc)
+		return -ENOMEM;
+	/* Every stream on the disk again, with the new service times. */
+	for (size_t i = 0; i < n; i++) {
+		r = part_service(st, owner[i], d, m, &tasks[i].service_ns);
+		if (r < 0)
+			return r;
+		if (owner[i]->persistent) {
+			ids[n_stored] = owner[i]->id;
+			svc[n_stored++] = tasks[i].service_ns;
+		}
+	}
+	if (st->o.plan.be_reserve) {
+		struct cw_disk_plan p;
+
+		r = cw_admit_disk_plan(&st->o.plan, m, d->tier, st->block, NULL, 0, &p);
+		if (r < 0)
+			return r;
+		reserve = p.be_reserve;
+	}
+	if (n) {
+		r = set_admissible(tasks, n, &reserve, &res, &fail);
+		if (r < 0)
+			return r;
+	}
+	if (fail != SIZE_MAX) {
+		if (ref) {
+			ref->disk_id = id;
+			snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
+			ref->resv_id = fail < n ? owner[fail]->id : 0;
+			ref->part.disk = id;
+			ref->part.result = res;
+			if (fail < n)
+				ref->part.task = tasks[fail];
+			if (fail < n)
+				refuse(ref, "disk %s: with the new model, %s%" PRIu64 " (on %s) "
+				       "would no longer be guaranteed: %s", d->name,
+				       owner[fail]->persistent ? "reservation " :
+				       "the start-up reservation, stream ", owner[fail]->persistent ?
+				       owner[fail]->id : owner[fail]->stream, owner[fail]->part,
+				       res.reason);
+			else
+				refuse(ref, "disk %s: with the new model, its streams would leave "
+				       "no room for best effort: %s", d->name, res.reason);
+		}
+		return -EBUSY;
+	}
+	if (source >= CW_ADMIT_MODEL_STORED) {
+		r = cw_disk_model_readmit(st->pool, id, m, source == CW_ADMIT_MODEL_CALIBRATED, ids,
+					  svc, n_stored);
+		if (r < 0)
+			return r;
+	}
+	pthread_mutex_lock(&st->lock);
+	d->model = *m;
+	d->source = source;
+	for (size_t i = 0; i < n; i++) {
+		struct cw_admit_resv *rv = (struct cw_admit_resv *)owner[i];
+
+		for (size_t j = 0; j < rv->n_parts; j++)
+			if (rv->parts[j].disk_id == id)
+				rv->parts[j].task.service_ns = tasks[i].service_ns;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (ret_taken)
+		*ret_taken = true;
+	return replan(st, id, changes);
+}
+
+int cw_admit_state_get_model(struct cw_admit_state *st, uint32_t id, struct cw_model *ret,
+			     enum cw_admit_model_source *ret_source)
+{
+	const struct dstate *d = id <= CW_DISKS_MAX ? st->disks[id] : NULL;
+
+	if (!d)
+		return -ENOENT;
+	if (ret)
+		*ret = d->model;
+	if (ret_source)
+		*ret_source = d->source;
+	return 0;
+}
+
+/* ---- disks ---- */
+
+int cw_admit_state_disk_add(struct cw_admit_state *st, uint32_t id,
+			    struct cw_admit_changes *changes)
+{
+	struct cw_disk_info info;
+	int r;
+
+	if (id < 1 || id > CW_DISKS_MAX)
+		return -ENOENT;
+	r = cw_disk_info(st->pool, id, &info);
+	if (r < 0)
+		return r;
+	free(st->disks[id]);
+	st->disks[id] = NULL;
+	r = disk_load(st, &info);
+	if (r < 0)
+		return r;
+	return replan(st, id, changes);
+}
+
+int cw_admit_state_disk_remove(struct cw_admit_state *st, uint32_t id,
+			       struct cw_admit_refusal *ref)
+{
+	struct dstate *d = id <= CW_DISKS_MAX ? st->disks[id] : NULL;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (!d)
+		return 0;
+	for (size_t i = 0; i < st->n_resvs; i++) {
+		const struct cw_admit_resv *rv = st->resvs[i];
+
+		for (size_t j = 0; j < rv->n_parts; j++) {
+			if (rv->parts[j].disk_id != id)
+				continue;
+			if (ref) {
+				ref->disk_id = id;
+				ref->resv_id = rv->id;
+				snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
+				if (rv->persistent)
+					refuse(ref, "disk %s serves reservation %" PRIu64, d->name,
+					       rv->id);
+				else
+					refuse(ref, "disk %s serves the start-up reservation of "
+					       "export %s", d->name, rv->export_name);
+			}
+			return -EBUSY;
+		}
+	}
+	pthread_mutex_lock(&st->lock);
+	st->disks[id] = NULL;
+	pthread_mutex_unlock(&st->lock);
+	free(d);
+	return 0;
+}
+
+/* ---- queries ---- */
+
+int cw_admit_state_plan(struct cw_admit_state *st, uint32_t id, struct cw_disk_plan *ret)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&st->lock);
+	if (id <= CW_DISKS_MAX && st->disks[id]) {
+		*ret = st->disks[id]->plan;
+		r = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
+const struct cw_admit_resv *cw_admit_state_resv_at(const struct cw_admit_state *st, size_t i)
+{
+	return i < st->n_resvs ? st->resvs[i] : NULL;
+}
+
+const struct cw_admit_resv *cw_admit_state_resv_find(const struct cw_admit_state *st,
+						     uint64_t id)
+{
+	for (size_t i = 0; i < st->n_resvs; i++)
+		if (st->resvs[i]->persistent && st->resvs[i]->id == id)
+			return st->resvs[i];
+	return NULL;
+}
+
+size_t cw_admit_state_disk_streams(const struct cw_admit_state *st, uint32_t id)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < st->n_resvs; i++)
+		for (size_t j = 0; j < st->resvs[i]->n_parts; j++)
+			n += st->resvs[i]->parts[j].disk_id == id;
+	return n;
+}
+
+int cw_admit_state_resv_list(struct cw_admit_state *st, struct cw_admit_resv **ret,
+			     size_t *ret_n)
+{
+	struct cw_admit_resv *v;
+	size_t n;
+	int r = 0;
+
+	pthread_mutex_lock(&st->lock);
+	n = st->n_resvs;
+	v = calloc(n ? n : 1, sizeof(*v));
+	for (size_t i = 0; v && i < n; i++) {
+		v[i] = *st->resvs[i];
+		v[i].parts = malloc((v[i].n_parts ? v[i].n_parts : 1) * sizeof(*v[i].parts));
+		if (!v[i].parts) {
+			cw_admit_resv_list_free(v, i);
+			v = NULL;
+			break;
+		}
+		memcpy(v[i].parts, st->resvs[i]->parts, v[i].n_parts * sizeof(*v[i].parts));
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (!v)
+		r = -ENOMEM;
+	*ret = v;
+	*ret_n = v ? n : 0;
+	return r;
+}
+
+void cw_admit_resv_list_free(struct cw_admit_resv *list, size_t n)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(list[i].parts);
+	free(list);
+}
+
+/* ---- life ---- */
+
+int cw_admit_state_new(struct cw_pool *pool, const struct cw_admit_state_opts *opts,
+		       struct cw_admit_state **ret)
+{
+	struct cw_admit_state *st;
+	_cleanup_free_ struct cw_disk_info *disks = NULL;
+	cw_admit_listener_fn listener;
+	size_t n = 0;
+	int r;
+
+	if (!pool || !ret)
+		return -EINVAL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	if (opts)
+		st->o = *opts;
+	else
+		cw_admit_state_opts_init(&st->o);
+	if (!st->o.clock_ns)
+		st->o.clock_ns = cw_now_ns;
+	if (!st->o.wall_ns)
+		st->o.wall_ns = wall_now;
+	st->pool = pool;
+	st->block = cw_pool_block_size(pool);
+	listener = st->o.listener;
+	st->o.listener = NULL;	/* nothing is announced of what is loaded */
+	pthread_mutex_init(&st->lock, NULL);
+	r = cw_disk_list(pool, &disks, &n);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = disk_load(st, &disks[i]);
+	if (r == 0)
+		r = resvs_load(st);
+	for (uint32_t id = 1; r == 0 && id <= CW_DISKS_MAX; id++)
+		if (st->disks[id])
+			r = replan(st, id, NULL);
+	if (r < 0) {
+		cw_admit_state_free(st);
+		return r;
+	}
+	st->o.listener = listener;
+	*ret = st;
+	return 0;
+}
+
+void cw_admit_state_set_listener(struct cw_admit_state *st, cw_admit_listener_fn fn,
+				 void *userdata)
+{
+	st->o.listener = fn;
+	st->o.listener_data = userdata;
+}
+
+void cw_admit_state_free(struct cw_admit_state *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->n_resvs; i++)
+		resv_free(st->resvs[i]);
+	free(st->resvs);
+	for (size_t i = 0; i <= CW_DISKS_MAX; i++)
+		free(st->disks[i]);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
