@@ -18,16 +18,11 @@ struct ctl;
 
 /* Binds the control socket of cfg (groups resolved with getgrnam; a
  * missing one leaves its rights to root, logged).  0 or -errno (logged). */
-int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
-	    const struct cwd_config *cfg, struct ctl **ret_ctl);
+int ctl_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
+	    struct nbd_server *nbd, const struct cwd_config *cfg, struct ctl **ret_ctl);
 /* Exports every partition whose disks are present, through the control
  * server so that it lists them; *ret_n: how many. */
 int ctl_export_all(struct ctl *ctl, size_t *ret_n);
-/* Tells the control server's admission about the reservations given with
- * -r (pb_reserve, after ctl_export_all): they are counted in every later
- * admission on their disks and listed as static.  -EBUSY (logged) when
- * they do not fit beside the reservations the pool stores. */
-int ctl_add_static_resvs(struct ctl *ctl);
 /* Serves the socket in a thread of its own. */
 int ctl_start(struct ctl *ctl);
 /* pb_log_stats() under the lock the socket's changes take (ctl may be NULL). */

@@ -385,7 +385,7 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 			cwd_add(&l->st.slack_used_ns, (uint64_t)(now - p->start_ns));
 	}
 	if (atomic_fetch_sub(&q->pending, 1) == 1)
-		pb_req_finish(q);
+		l->pb->req_finish(q);
 }
 
 /* ---- dispatcher ---- */
@@ -417,13 +417,13 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 	sr->arrival_ns = p->req->arrival_ns;
 	sr->user = p;
 	if (p->rt) {
-		size_t di = (size_t)(d - l->pb->disks);
+		const struct cw_admit_resv_part *pt = resv_part(p->resv, d->id);
 		int64_t *exp = &l->expected_ns[p->resv->idx];
 
 		sr->cls = CW_SCHED_RT;
-		sr->stream = p->resv->idx;
-		sr->period_ns = p->resv->period_ns[di];
-		sr->service_ns = p->resv->service_ns[di];
+		sr->stream = p->resv->a->stream;
+		sr->period_ns = pt->task.period_ns;
+		sr->service_ns = pt->task.service_ns;
 		/* The paper's release: when the stream was expected, or when
 		 * the request came, whichever is later; the next is expected
 		 * a period after this one's release.  Further pieces of the
@@ -599,6 +599,11 @@ static void lane_go_realtime(struct lane *l)
 			"%s (rt_priority needs CAP_SYS_NICE)", strerror(r));
 }
 
+static int64_t no_limit(int64_t ns)
+{
+	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
+}
+
 /* Applies a posted plan: a lane without streams gets its scheduling core
  * (once the requests the FIFO started are done, since the core must see
  * every request in service) and takes the FIFO's queue into it; a lane
@@ -619,10 +624,10 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 
 		cw_sched_opts_init(&o);
 		o.policy = l->disk->policy;
-		o.delta_l_ns = pl->delta_l_ns;
-		o.idle_be_ns = pl->idle_be_ns;
-		o.server_slice_ns = pl->server_slice_ns;
-		o.server_period_ns = pl->server_period_ns;
+		o.delta_l_ns = no_limit(pl->plan.be_budget_ns);
+		o.idle_be_ns = no_limit(pl->plan.idle_be_ns);
+		o.server_slice_ns = pl->plan.server_slice_ns;
+		o.server_period_ns = pl->plan.server_period_ns;
 		r = cw_sched_new(&o, &l->sched);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot start its scheduling core: %s",
@@ -640,9 +645,11 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 				lane_fail(l, p, r == -E2BIG ? -EIO : r);
 		}
 	} else {
-		r = cw_sched_set_slack(l->sched, pl->delta_l_ns, pl->idle_be_ns);
+		r = cw_sched_set_slack(l->sched, no_limit(pl->plan.be_budget_ns),
+				       no_limit(pl->plan.idle_be_ns));
 		if (r == 0)
-			r = cw_sched_set_server(l->sched, pl->server_slice_ns, pl->server_period_ns);
+			r = cw_sched_set_server(l->sched, pl->plan.server_slice_ns,
+						pl->plan.server_period_ns);
 		if (r < 0)
 			cwd_log(LOG_ERR, "disk %s: cannot change its slack: %s", l->disk->name,
 				strerror(-r));

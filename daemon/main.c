@@ -25,13 +25,18 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
+#include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
+#include <clockwise/pool-objects.h>
 
+#include "common/cleanup.h"
+#include "common/util.h"
 #include "daemon/conf.h"
 #include "daemon/ctl-glue.h"
 #include "daemon/log.h"
 #include "daemon/nbd-server.h"
 #include "daemon/pool-backend.h"
+#include "daemon/size.h"
 
 #define MAX_RESERVATIONS 64
 
@@ -48,6 +53,167 @@ static void usage(FILE *f)
 		"                           EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n", CWD_CONFIG_DEFAULT_PATH);
+}
+
+/* A stream given at start (-r): the paper's QoS for an export — bandwidth,
+ * user block size, the range [offset, offset + length) of its partition
+ * (length 0: to its end) and the time span [start, end) in seconds after
+ * the daemon started (end 0: no end). */
+struct start_resv {
+	char export_name[CW_NAME_MAX + 1];
+	uint64_t rate_bps, block_bytes, offset, length;
+	int64_t span_start_s, span_end_s;
+};
+
+/* "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]". */
+static int start_resv_parse(const char *spec, struct start_resv *ret, char *err, size_t errlen)
+{
+	char buf[512], *f[8], *save = NULL, *tok;
+	uint64_t v[7] = { 0 };
+	unsigned n = 0, i;
+
+	if (strlen(spec) >= sizeof(buf)) {
+		snprintf(err, errlen, "reservation \"%.40s...\" is too long", spec);
+		return -EINVAL;
+	}
+	strcpy(buf, spec);
+	for (tok = strtok_r(buf, ":", &save); tok && n < 8; tok = strtok_r(NULL, ":", &save))
+		f[n++] = tok;
+	if ((n != 3 && n != 5 && n != 7) || tok) {
+		snprintf(err, errlen, "reservation \"%s\": expected "
+			 "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]", spec);
+		return -EINVAL;
+	}
+	if (!cw_name_valid(f[0])) {
+		snprintf(err, errlen, "reservation \"%s\": \"%s\" is not an export name", spec, f[0]);
+		return -EINVAL;
+	}
+	for (i = 1; i < n; i++) {
+		if (cwd_parse_size(f[i], &v[i]) < 0 || (i >= 5 && v[i] > INT32_MAX)) {
+			snprintf(err, errlen, "reservation \"%s\": \"%s\" is not a %s", spec, f[i],
+				 i >= 5 ? "number of seconds" : "size");
+			return -EINVAL;
+		}
+	}
+	if (!v[1] || !v[2]) {
+		snprintf(err, errlen, "reservation \"%s\": bandwidth and block size must be > 0",
+			 spec);
+		return -EINVAL;
+	}
+	if (n == 7 && v[6] && v[6] <= v[5]) {
+		snprintf(err, errlen, "reservation \"%s\": the span ends before it starts", spec);
+		return -EINVAL;
+	}
+	*ret = (struct start_resv){
+		.rate_bps = v[1], .block_bytes = v[2], .offset = v[3], .length = v[4],
+		.span_start_s = (int64_t)v[5], .span_end_s = (int64_t)v[6],
+	};
+	snprintf(ret->export_name, sizeof(ret->export_name), "%s", f[0]);
+	return 0;
+}
+
+/* The partition export name serves: a stored export's, else the partition
+ * of that name (exports.all). */
+static int export_part(struct cw_pool *pool, const char *name, char *ret, size_t len)
+{
+	_cleanup_free_ struct cw_export_rec *ex = NULL;
+	_cleanup_free_ struct cw_part_info *parts = NULL;
+	size_t n = 0, np = 0;
+	uint64_t part_id = 0;
+	int r;
+
+	r = cw_export_list(pool, &ex, &n);
+	if (r == 0)
+		r = cw_part_list(pool, &parts, &np);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(ex[i].name, name) == 0)
+			part_id = ex[i].part_id;
+	for (size_t i = 0; i < np; i++)
+		if (part_id ? parts[i].id == part_id : strcmp(parts[i].name, name) == 0) {
+			snprintf(ret, len, "%s", parts[i].name);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* Streams given with -r: admitted like any other (every disk or none,
+ * beside the stored ones), for the daemon's lifetime, never stored. */
+static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
+			    const struct start_resv *sr, int64_t start_ns)
+{
+	struct cw_admit_refusal ref;
+	struct cw_admit_request rq = {
+		.rate_bps = sr->rate_bps, .block_bytes = sr->block_bytes,
+		.range_start_bytes = sr->offset,
+		.range_end_bytes = sr->length ? sr->offset + sr->length : 0,
+		.export_name = sr->export_name,
+	};
+	const struct cw_admit_resv *rv;
+	char part[CW_NAME_MAX + 1];
+	int64_t now = cw_now_ns();
+	int r;
+
+	r = export_part(pool, sr->export_name, part, sizeof(part));
+	if (r < 0) {
+		cwd_log(LOG_ERR, "reservation for %s: no such export", sr->export_name);
+		return r;
+	}
+	rq.part = part;
+	if (sr->span_start_s || sr->span_end_s) {
+		int64_t from = start_ns + sr->span_start_s * CW_NS_PER_S;
+
+		rq.start_in_ns = CW_MAX(from - now, 1);
+		rq.duration_ns = sr->span_end_s ? start_ns + sr->span_end_s * CW_NS_PER_S -
+						  (now + rq.start_in_ns) : 0;
+		if (sr->span_end_s && rq.duration_ns <= 0)
+			rq.duration_ns = 1;
+	}
+	r = cw_admit_state_reserve(adm, &rq, &rv, &ref, NULL);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "reservation for %s: %s", sr->export_name,
+			ref.reason[0] ? ref.reason : strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < rv->n_parts; i++)
+		cwd_log(LOG_INFO, "reservation %s: disk %" PRIu32 " T=%" PRId64 " us C=%" PRId64
+			" us", sr->export_name, rv->parts[i].disk_id,
+			rv->parts[i].task.period_ns / 1000, rv->parts[i].task.service_ns / 1000);
+	return 0;
+}
+
+/* Disks the configuration gives a model: admission uses it unless the
+ * pool stores one (a measured model outranks a declared one). */
+static int admit_config_models(struct cw_pool *pool, struct cw_admit_state *adm,
+			       const struct cwd_config *cfg)
+{
+	_cleanup_free_ struct cw_disk_info *disks = NULL;
+	size_t n = 0;
+	int r = cw_disk_list(pool, &disks, &n);
+
+	for (size_t i = 0; r == 0 && i < cfg->n_disks; i++) {
+		const struct cwd_config_disk *cd = &cfg->disks[i];
+		struct cw_model m;
+
+		if (!cd->model)
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			if (strcmp(disks[j].name, cd->name) != 0)
+				continue;
+			r = cw_model_preset(cd->model, &m);
+			if (r < 0) {
+				cwd_log(LOG_ERR, "disk %s: unknown model \"%s\"", cd->name, cd->model);
+				return -EINVAL;
+			}
+			r = cw_admit_state_set_model(adm, disks[j].id, &m, CW_ADMIT_MODEL_CONFIG,
+						     NULL, NULL, NULL);
+			if (r < 0)
+				cwd_log(LOG_ERR, "disk %s: model %s: %s", cd->name, cd->model,
+					strerror(-r));
+		}
+	}
+	return r;
 }
 
 static void nbd_log(void *userdata, int priority, const char *msg)
@@ -123,6 +289,7 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *s
 		}
 		if (pb_export(pb, part, &e) < 0)
 			continue;	/* logged: a disk is missing */
+		(void)pb_export_bind(pb, e.backend, 0);	/* its start-up stream, if any */
 		r = nbd_server_add_export(srv, &e);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "export %s: %s", e.name, strerror(-r));
@@ -179,7 +346,8 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct pb_reservation resv[MAX_RESERVATIONS];
+	struct start_resv resv[MAX_RESERVATIONS];
+	struct cw_admit_state *adm = NULL;
 	struct nbd_server_config scfg = { 0 };
 	struct cwd_config *cfg = NULL;
 	struct nbd_server *srv = NULL;
@@ -193,6 +361,7 @@ int main(int argc, char **argv)
 	size_t nresv = 0, nexports = 0, i;
 	uint64_t wd_usec = 0;
 	int c, r, sig, ready_fd = -1, rc = 1;
+	int64_t start_ns = cw_now_ns();
 	sigset_t set;
 
 	while ((c = getopt_long(argc, argv, "c:fr:hV", opts, NULL)) != -1) {
@@ -209,7 +378,7 @@ int main(int argc, char **argv)
 					MAX_RESERVATIONS);
 				return 2;
 			}
-			if (pb_reservation_parse(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
+			if (start_resv_parse(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
 				fprintf(stderr, "clockwised: %s\n", msg);
 				return 2;
 			}
@@ -262,11 +431,26 @@ int main(int argc, char **argv)
 	if (cw_pool_missing_disks(pool))
 		cwd_log(LOG_WARNING, "pool %s is degraded: %u disk%s missing", cfg->pool,
 			cw_pool_missing_disks(pool), cw_pool_missing_disks(pool) == 1 ? "" : "s");
-	r = pb_new(pool, cfg, &pb);
+	r = cw_admit_state_new(pool, NULL, &adm);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "cannot load the pool's reservations and models: %s",
+			strerror(-r));
+		goto out;
+	}
+	r = admit_config_models(pool, adm, cfg);
+	if (r < 0)
+		goto out;
+	for (i = 0; i < nresv; i++) {
+		r = admit_start_resv(pool, adm, &resv[i], start_ns);
+		if (r < 0)
+			goto out;
+	}
+	r = pb_new(pool, adm, cfg, &pb);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the disks: %s", strerror(-r));
 		goto out;
 	}
+	cw_admit_state_set_listener(adm, pb_admit_event, pb);
 
 	scfg.max_request = cfg->exports.max_request_bytes;
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
@@ -279,22 +463,10 @@ int main(int argc, char **argv)
 	}
 	/* Without its control socket the daemon still serves what the pool
 	 * holds, as before there was one. */
-	if (ctl_new(pool, pb, srv, cfg, &ctl) < 0)
+	if (ctl_new(pool, adm, pb, srv, cfg, &ctl) < 0)
 		cwd_log(LOG_WARNING, "serving without a control socket");
 	if (cfg->exports.all) {
 		r = ctl ? ctl_export_all(ctl, &nexports) : add_exports(pool, pb, srv, &nexports);
-		if (r < 0)
-			goto out;
-	}
-	for (i = 0; i < nresv; i++) {
-		r = pb_reserve(pb, &resv[i], msg, sizeof(msg));
-		if (r < 0) {
-			cwd_log(LOG_ERR, "%s", msg);
-			goto out;
-		}
-	}
-	if (ctl) {
-		r = ctl_add_static_resvs(ctl);
 		if (r < 0)
 			goto out;
 	}
@@ -364,6 +536,7 @@ out:
 	ctl_free(ctl);
 	nbd_server_free(srv);
 	pb_free(pb);
+	cw_admit_state_free(adm);
 	cw_pool_close(pool);
 	cwd_config_free(cfg);
 	return rc;

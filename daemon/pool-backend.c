@@ -115,7 +115,7 @@ static void preq_free(struct preq *q)
 		free(q);
 }
 
-void pb_req_finish(struct preq *q)
+static void req_finish(struct preq *q)
 {
 	int err = atomic_load(&q->err);
 
@@ -128,9 +128,9 @@ void pb_req_finish(struct preq *q)
 	preq_free(q);
 }
 
-static bool in_span(const struct resv *r, int64_t now)
+static bool in_span(const struct cw_admit_resv *a, int64_t now)
 {
-	return now >= r->start_ns && (r->end_ns == 0 || now < r->end_ns);
+	return now >= a->span_start_ns && (a->span_end_ns == 0 || now < a->span_end_ns);
 }
 
 /* Maps and books a READ, WRITE or (zero: from the shared zero buffer, in
@@ -161,7 +161,8 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
-	bool rt = rv && off >= rv->lo && end <= rv->hi && in_span(rv, q->arrival_ns);
+	bool rt = rv && off >= rv->a->range_start_bytes && end <= rv->a->range_end_bytes &&
+		  in_span(rv->a, q->arrival_ns);
 
 	while (off < end) {
 		struct cw_extent e;
@@ -177,7 +178,7 @@ static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool z
 			r = di;
 			goto fail;
 		}
-		prt = rt && rv->period_ns[di];
+		prt = rt && resv_part(rv, e.disk_id);
 		if (!prt && e.length > pb->disks[di].be_piece)
 			e.length = pb->disks[di].be_piece;	/* fits in less slack */
 		if (n >= maxp) {	/* cannot happen: pieces end at blocks */
@@ -298,64 +299,45 @@ static const char *const state_names[] = {
 	[CW_DISK_BAD_LABEL] = "has a corrupt label",
 };
 
-/* Makes m the disk's model (a copy): what its BE pieces are estimated with
- * from now on, and the BE reserve that admission keeps on it. */
-int pb_disk_set_model(struct disk *d, const struct cw_model *m)
+/* Makes m the disk's model (a copy): what the sizes of its bookings and
+ * the service of its BE pieces are estimated with from now on. */
+static int disk_set_model(struct disk *d, const struct cw_model *m)
 {
 	struct disk_model *dm = calloc(1, sizeof(*dm));
-	struct cw_task reserve;
-	int64_t be_max;
-	int r;
 
 	if (!dm)
 		return -ENOMEM;
-	r = cw_model_service_ns(m, 0, 0, d->be_piece, &be_max);
-	if (r == 0)
-		r = cw_admit_be_reserve(m, d->be_piece, &reserve);
-	if (r < 0) {
-		free(dm);
-		return r;
-	}
 	dm->m = *m;
 	dm->older = atomic_load_explicit(&d->model, memory_order_relaxed);
-	d->be_max_ns = be_max;
-	d->be_reserve = reserve;
 	atomic_store_explicit(&d->model, dm, memory_order_release);
 	return 0;
 }
 
-/* A model stored in the pool (a calibration of this disk, or one set with
- * cwctl) outranks the configuration's, which outranks the tier's preset. */
-static int disk_first_model(struct pb *pb, struct disk *d, const struct cwd_config_disk *cd,
-			    const struct cw_disk_info *info)
+/* The model and plan admission holds for the disk (clockwise/admit-state.h:
+ * a stored model outranks the configuration's, which outranks the tier's
+ * preset). */
+static int disk_first_model(struct pb *pb, struct disk *d)
 {
-	const char *name = cd && cd->model ? cd->model : info->tier == CW_TIER_SSD ? "ssd" : "hdd7200";
-	const char *from = cd && cd->model ? "the configuration" : "the tier's preset";
+	enum cw_admit_model_source src;
+	struct cw_disk_plan plan;
 	struct cw_model m;
-	bool calibrated = false;
 	int r;
 
-	r = cw_disk_model_get(pb->pool, d->id, &m, &calibrated);
-	if (r == 0) {
-		from = calibrated ? "its calibration" : "the pool";
-	} else if (r != -ENOENT) {
-		cwd_log(LOG_ERR, "disk %s: cannot read its model from the pool: %s", d->name,
-			strerror(-r));
-		return r;
-	} else if (cw_model_preset(name, &m) < 0) {
-		cwd_log(LOG_ERR, "disk %s: unknown model \"%s\"", d->name, name);
-		return -EINVAL;
-	}
-	r = pb_disk_set_model(d, &m);
+	r = cw_admit_state_get_model(pb->adm, d->id, &m, &src);
+	if (r == 0)
+		r = cw_admit_state_plan(pb->adm, d->id, &plan);
+	if (r == 0)
+		r = disk_set_model(d, &m);
 	if (r < 0) {
-		cwd_log(LOG_ERR, "disk %s: its model (from %s) is not usable: %s", d->name, from,
-			strerror(-r));
+		cwd_log(LOG_ERR, "disk %s: no model: %s", d->name, strerror(-r));
 		return r;
 	}
-	cwd_log(LOG_INFO, "disk %s: model from %s; a best-effort piece (%" PRIu32 " KiB at "
+	d->be_piece = (uint32_t)plan.be_piece_bytes;
+	atomic_store(&d->live_streams, plan.n_tasks > 0);
+	cwd_log(LOG_INFO, "disk %s: model %s (%s); a best-effort piece (%" PRIu32 " KiB at "
 		"most) takes %" PRId64 " us at worst; reserved for best effort: one every %"
-		PRId64 " ms", d->name, from, d->be_piece >> 10, d->be_max_ns / 1000,
-		d->be_reserve.period_ns / CW_NS_PER_MS);
+		PRId64 " ms", d->name, m.name, cw_admit_model_source_name(src), d->be_piece >> 10,
+		plan.be_max_ns / 1000, plan.be_reserve.period_ns / CW_NS_PER_MS);
 	return 0;
 }
 
@@ -378,8 +360,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	d->nlanes = cd ? cd->lanes : cwd_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
-	d->be_piece = (uint32_t)cw_admit_be_piece(d->tier, pb->block_size);
-	r = disk_first_model(pb, d, cd, info);
+	r = disk_first_model(pb, d);
 	if (r < 0)
 		return r;
 	d->lanes = calloc(d->nlanes, sizeof(*d->lanes));
@@ -437,7 +418,8 @@ static void disk_publish(struct pb *pb, size_t di)
 				      memory_order_release);
 }
 
-int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_pb)
+int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_config *cfg,
+	   struct pb **ret_pb)
 {
 	struct cw_disk_info *infos = NULL;
 	struct pb *pb;
@@ -448,6 +430,9 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 	if (!pb)
 		return -ENOMEM;
 	pb->pool = pool;
+	pb->adm = adm;
+	pb->req_finish = req_finish;
+	pthread_mutex_init(&pb->resv_lock, NULL);
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);
 	pb->start_ns = cw_now_ns();
@@ -462,6 +447,15 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 
 		r = cw_slots_domain_new(&dopts, &pb->domain);
 		if (r < 0) {
+			free(pb);
+			return r;
+		}
+	}
+	for (i = 0; cw_admit_state_resv_at(adm, i); i++) {
+		r = resv_add(pb, cw_admit_state_resv_at(adm, i));
+		if (r < 0) {
+			cw_slots_domain_free(pb->domain);
+			free(pb->resvs);
 			free(pb);
 			return r;
 		}
@@ -620,8 +614,32 @@ int pb_export_grow(struct pb *pb, struct pbx *x, uint64_t *ret_size, char *err, 
 	return 0;
 }
 
+static int64_t no_limit(int64_t ns)
+{
+	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
+}
+
+/* The scheduling core of a disk that carries streams when it starts. */
+static int disk_sched(struct pb *pb, struct disk *d)
+{
+	struct cw_sched_opts o;
+	struct cw_disk_plan pl;
+	int r;
+
+	r = cw_admit_state_plan(pb->adm, d->id, &pl);
+	if (r < 0)
+		return r;
+	cw_sched_opts_init(&o);
+	o.policy = d->policy;
+	o.delta_l_ns = no_limit(pl.be_budget_ns);
+	o.idle_be_ns = no_limit(pl.idle_be_ns);
+	o.server_slice_ns = pl.server_slice_ns;
+	o.server_period_ns = pl.server_period_ns;
+	return cw_sched_new(&o, &d->lanes[0].sched);
+}
+
 /* Starts the dispatchers of disk d: an I/O engine and a thread per lane,
- * and the scheduling core of a disk with static streams. */
+ * and the scheduling core of a disk with streams. */
 static int disk_start(struct pb *pb, struct disk *d)
 {
 	size_t j;
@@ -629,8 +647,8 @@ static int disk_start(struct pb *pb, struct disk *d)
 
 	if (d->fd < 0)
 		return 0;
-	if (d->ntasks) {
-		r = pb_disk_sched(d);
+	if (atomic_load(&d->live_streams)) {
+		r = disk_sched(pb, d);
 		if (r < 0)
 			return r;
 	}
@@ -683,16 +701,13 @@ static void disk_close(struct disk *d)
 		cw_slots_free(d->lanes[j].rec);
 	}
 	free(d->lanes);
-	free(d->tasks);
 	for (struct disk_model *dm = atomic_load(&d->model), *o; dm; dm = o) {
 		o = dm->older;
 		free(dm);
 	}
 	atomic_store(&d->model, NULL);
 	d->lanes = NULL;
-	d->tasks = NULL;
 	d->nlanes = 0;
-	d->ntasks = 0;
 	if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
@@ -810,6 +825,132 @@ int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- admission events (the control thread, or main before start) ---- */
+
+static int resv_add(struct pb *pb, const struct cw_admit_resv *a)
+{
+	struct resv *rv = calloc(1, sizeof(*rv));
+	size_t slot;
+
+	if (!rv)
+		return -ENOMEM;
+	rv->a = a;
+	pthread_mutex_lock(&pb->resv_lock);
+	for (slot = 0; slot < pb->nresvs && pb->resvs[slot]; slot++)
+		;
+	if (slot == pb->nresvs) {
+		struct resv **v = slot < PB_RESV_MAX ?
+				  realloc(pb->resvs, (slot + 1) * sizeof(*v)) : NULL;
+
+		if (!v) {
+			pthread_mutex_unlock(&pb->resv_lock);
+			free(rv);
+			return slot < PB_RESV_MAX ? -ENOMEM : -ENOSPC;
+		}
+		pb->resvs = v;
+		pb->nresvs++;
+	}
+	rv->idx = slot;
+	pb->resvs[slot] = rv;
+	pthread_mutex_unlock(&pb->resv_lock);
+	return 0;
+}
+
+/* Released: the control server refuses while an export is bound to it,
+ * and an export's removal waited for its requests, so nothing in flight
+ * points at it. */
+static void resv_drop(struct pb *pb, const struct cw_admit_resv *a)
+{
+	pthread_mutex_lock(&pb->resv_lock);
+	for (size_t i = 0; i < pb->nresvs; i++)
+		if (pb->resvs[i] && pb->resvs[i]->a == a) {
+			for (struct pbx *x = pb->exports; x; x = x->next)
+				if (x->resv == pb->resvs[i])
+					x->resv = NULL;
+			free(pb->resvs[i]);
+			pb->resvs[i] = NULL;
+		}
+	pthread_mutex_unlock(&pb->resv_lock);
+}
+
+/* A disk's new plan reaches its first lane's dispatcher; its model the
+ * threads that book on it. */
+static void plan_changed(struct pb *pb, const struct cw_admit_event *ev)
+{
+	int di = pb_disk_index(pb, ev->disk_id);
+	struct lane_plan *pl;
+	struct disk *d;
+
+	if (di < 0)
+		return;	/* not open: it takes its plan when it is */
+	d = &pb->disks[di];
+	if (disk_set_model(d, ev->model) < 0)
+		cwd_log(LOG_ERR, "disk %s: out of memory for its new model", d->name);
+	if (ev->plan->n_tasks)
+		atomic_store(&d->live_streams, true);
+	if (!atomic_load(&d->live_streams))
+		return;
+	if (ev->plan->be_starved && ev->plan->n_tasks)
+		cwd_log(LOG_WARNING, "disk %s: its streams leave best-effort pieces of %" PRId64
+			" us no room (server slice %" PRId64 " us): they fail", d->name,
+			ev->plan->be_max_ns / 1000, ev->plan->server_slice_ns / 1000);
+	cwd_log(LOG_INFO, "disk %s: %zu stream part%s, policy %s, best-effort slack %" PRId64
+		" us, server %" PRId64 " us every %" PRId64 " ms", d->name, ev->plan->n_tasks,
+		ev->plan->n_tasks == 1 ? "" : "s", cw_sched_policy_name(d->policy),
+		ev->plan->n_tasks ? no_limit(ev->plan->be_budget_ns) / 1000 : 0,
+		ev->plan->server_slice_ns / 1000, ev->plan->server_period_ns / CW_NS_PER_MS);
+	if (!d->lanes[0].started)
+		return;	/* disk_start takes the plan */
+	pl = malloc(sizeof(*pl));
+	if (!pl) {
+		cwd_log(LOG_ERR, "disk %s: out of memory for its new plan", d->name);
+		return;
+	}
+	pl->plan = *ev->plan;
+	lane_post_plan(&d->lanes[0], pl);
+}
+
+void pb_admit_event(void *userdata, const struct cw_admit_event *ev)
+{
+	struct pb *pb = userdata;
+	int r;
+
+	switch (ev->kind) {
+	case CW_ADMIT_EV_PLAN:
+		plan_changed(pb, ev);
+		break;
+	case CW_ADMIT_EV_RESV_ADDED:
+		r = resv_add(pb, ev->resv);
+		if (r < 0)
+			cwd_log(LOG_ERR, "reservation %" PRIu64 " on %s: the data path cannot take "
+				"it: %s (its requests stay best-effort)", ev->resv->id,
+				ev->resv->part, strerror(-r));
+		break;
+	case CW_ADMIT_EV_RESV_RELEASED:
+		resv_drop(pb, ev->resv);
+		break;
+	}
+}
+
+int pb_export_bind(struct pb *pb, struct pbx *x, uint64_t resv_id)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&pb->resv_lock);
+	for (size_t i = 0; i < pb->nresvs; i++) {
+		const struct resv *rv = pb->resvs[i];
+
+		if (rv && (resv_id ? rv->a->persistent && rv->a->id == resv_id :
+			   !rv->a->persistent && strcmp(rv->a->export_name, x->name) == 0)) {
+			x->resv = pb->resvs[i];
+			r = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pb->resv_lock);
+	return r;
+}
+
 void pb_log_stats(struct pb *pb)
 {
 	char what[CW_NAME_MAX + 32];
@@ -822,12 +963,19 @@ void pb_log_stats(struct pb *pb)
 			snprintf(what, sizeof(what), "disk %s lane %zu", pb->disks[i].name, j);
 			cwd_counters_log(what, &pb->disks[i].lanes[j].st);
 		}
+	pthread_mutex_lock(&pb->resv_lock);
 	for (i = 0; i < pb->nresvs; i++) {
-		if (!pb->resvs[i])
+		const struct resv *rv = pb->resvs[i];
+
+		if (!rv)
 			continue;	/* released */
-		snprintf(what, sizeof(what), "reservation %s", pb->resvs[i]->r.export_name);
-		cwd_counters_log(what, &pb->resvs[i]->st);
+		if (rv->a->persistent)
+			snprintf(what, sizeof(what), "reservation %" PRIu64, rv->a->id);
+		else
+			snprintf(what, sizeof(what), "reservation %s", rv->a->export_name);
+		cwd_counters_log(what, &rv->st);
 	}
+	pthread_mutex_unlock(&pb->resv_lock);
 }
 
 void pb_free(struct pb *pb)
@@ -846,8 +994,9 @@ void pb_free(struct pb *pb)
 		free(x);
 	}
 	for (i = 0; i < pb->nresvs; i++)
-		pb_resv_free(pb->resvs[i]);
+		free(pb->resvs[i]);
 	free(pb->resvs);
+	pthread_mutex_destroy(&pb->resv_lock);
 	free(pb->disks);
 	free(pb->zeros);
 	/* Connection threads free their descriptors as they exit, which can

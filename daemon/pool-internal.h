@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <clockwise/admit.h>
+#include <clockwise/admit-state.h>
 #include <clockwise/io.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
@@ -52,12 +52,13 @@
 #define PB_DISKS_CAP CW_DISKS_MAX
 
 struct piece;
+struct preq;
 
-/* The slack and BE server of a lane with streams, handed to its dispatcher
- * when streams are admitted or released while it runs (lane_post_plan). */
+/* A disk's plan from the admission state, handed to its first lane's
+ * dispatcher when streams are admitted or released while it runs
+ * (lane_post_plan). */
 struct lane_plan {
-	int64_t delta_l_ns, idle_be_ns;
-	int64_t server_slice_ns, server_period_ns;
+	struct cw_disk_plan plan;
 };
 
 struct lane {
@@ -109,31 +110,30 @@ struct disk {
 	enum cw_sched_policy policy;
 	unsigned nlanes;
 	struct lane *lanes;
-	struct cw_task *tasks;		/* admitted stream parts */
-	size_t ntasks;
 	atomic_uint_fast64_t nerrors;
 	uint32_t be_piece;		/* BE pieces are at most this long (cw_admit_be_piece) */
-	int64_t be_max_ns;		/* service of the largest BE piece */
-	struct cw_task be_reserve;	/* the BE reserve admission keeps (admit.h) */
-	atomic_bool live_streams;	/* streams admitted at runtime: RT goes to lane 0 */
+	/* The disk has had streams: every request goes to lane 0, whose
+	 * dispatcher runs the scheduling core with the disk's plan. */
+	atomic_bool live_streams;
 };
 
+/* The data path's side of an admitted reservation: the admission state's
+ * object (which owns it and outlives every request that points here; see
+ * pb_admit_event) and the counters of its requests. */
 struct resv {
-	struct pb_reservation r;
+	const struct cw_admit_resv *a;
 	size_t idx;			/* in pb->resvs */
-	struct pbx *x;
-	uint64_t lo, hi;
-	int64_t start_ns, end_ns;	/* CLOCK_MONOTONIC; end 0: none */
-	int64_t *period_ns;		/* per disk slot (PB_DISKS_CAP): T (0: not on it) */
-	int64_t *service_ns;		/* per disk slot: C */
 	struct cwd_counters st;
-	uint64_t ctl_id;		/* the control plane's id; 0: static (-r) */
-	/* Static ones: the plan admitted (for the control server's
-	 * admission, which must count them); NULL otherwise. */
-	struct cw_admit_part *parts;
-	size_t nparts;
-	int64_t stream_period_ns;
 };
+
+/* The part of rv on disk id, or NULL: its period and admitted C. */
+static inline const struct cw_admit_resv_part *resv_part(const struct resv *rv, uint32_t id)
+{
+	for (size_t i = 0; i < rv->a->n_parts; i++)
+		if (rv->a->parts[i].disk_id == id)
+			return &rv->a->parts[i];
+	return NULL;
+}
 
 /* An export: one partition. */
 struct pbx {
@@ -153,6 +153,9 @@ struct pbx {
 
 struct pb {
 	struct cw_pool *pool;
+	struct cw_admit_state *adm;
+	/* Completes a request whose pieces are all done (lane.c calls it). */
+	void (*req_finish)(struct preq *q);
 	struct cw_slots_domain *domain;
 	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
@@ -166,14 +169,13 @@ struct pb {
 	atomic_int slot_of[CW_DISKS_MAX + 1];	/* by disk id: its open slot, or -1 */
 	bool started;			/* pb_start ran: a disk added now starts at once */
 	struct pbx *exports;
-	struct resv **resvs;
+	pthread_mutex_t resv_lock;	/* resvs and exports' bindings, for stats */
+	struct resv **resvs;		/* NULL where one was released */
 	size_t nresvs;
 	void *zeros;
 	int64_t start_ns;
 	_Atomic(struct preq *) spare;	/* small requests to reuse */
 };
-
-struct preq;
 
 struct piece {
 	struct piece *next;
@@ -215,20 +217,12 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);
 void lane_post_plan(struct lane *l, struct lane_plan *pl);
 
 /* pool-backend.c */
-void pb_req_finish(struct preq *q);
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 int pb_disk_index(struct pb *pb, uint32_t id);
-int pb_disk_set_model(struct disk *d, const struct cw_model *m);
 
 static inline const struct cw_model *disk_model(const struct disk *d)
 {
 	return &atomic_load_explicit(&d->model, memory_order_acquire)->m;
 }
-
-/* reserve.c */
-int pb_disk_sched(struct disk *d);
-int pb_disk_plan(const struct disk *d, const struct cw_task *tasks, size_t n,
-		 struct lane_plan *ret);
-void pb_resv_free(struct resv *rv);
 
 #endif
