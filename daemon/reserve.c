@@ -11,14 +11,41 @@
  */
 #include "config.h"
 
+#include <clockwise/units.h>
+
 #include "daemon/pool-internal.h"
-#include "daemon/size.h"
 
 /* ---- reservations ---- */
+
+/* Field i of "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]": a
+ * rate, a size or a span bound (whole seconds). */
+static int reservation_field(unsigned i, const char *s, uint64_t *ret, const char **ret_expected)
+{
+	int64_t ns;
+	int r;
+
+	if (i == 1) {
+		*ret_expected = CW_UNITS_RATE_HELP;
+		return cw_units_parse_rate(s, ret);
+	}
+	if (i < 5) {
+		*ret_expected = CW_UNITS_SIZE_HELP;
+		return cw_units_parse_size(s, ret);
+	}
+	*ret_expected = "a whole number of seconds, e.g. 30 or 10m";
+	r = cw_units_parse_duration(s, CW_UNITS_S, &ns);
+	if (r < 0)
+		return r;
+	if (ns % CW_UNITS_S || ns / CW_UNITS_S > INT32_MAX)
+		return -EINVAL;
+	*ret = (uint64_t)(ns / CW_UNITS_S);
+	return 0;
+}
 
 int pb_reservation_parse(const char *spec, struct pb_reservation *ret, char *err, size_t errlen)
 {
 	char buf[512], *f[8], *save = NULL, *tok;
+	const char *expected;
 	uint64_t v[7] = { 0 };
 	unsigned n = 0, i;
 
@@ -39,15 +66,14 @@ int pb_reservation_parse(const char *spec, struct pb_reservation *ret, char *err
 		return -EINVAL;
 	}
 	for (i = 1; i < n; i++) {
-		if (cwd_parse_size(f[i], &v[i]) < 0 || (i >= 5 && v[i] > INT32_MAX)) {
-			snprintf(err, errlen, "reservation \"%s\": \"%s\" is not a %s", spec, f[i],
-				 i >= 5 ? "number of seconds" : "size");
+		if (reservation_field(i, f[i], &v[i], &expected) < 0) {
+			snprintf(err, errlen, "reservation \"%s\": \"%s\": expected %s", spec, f[i],
+				 expected);
 			return -EINVAL;
 		}
 	}
-	if (!v[1] || !v[2]) {
-		snprintf(err, errlen, "reservation \"%s\": bandwidth and block size must be > 0",
-			 spec);
+	if (!v[2]) {
+		snprintf(err, errlen, "reservation \"%s\": the block size must be > 0", spec);
 		return -EINVAL;
 	}
 	if (n == 7 && v[6] && v[6] <= v[5]) {

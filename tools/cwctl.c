@@ -3,8 +3,8 @@
  * cwctl — drives clockwised through its control socket (cwctl(8)).
  *
  * Every command is one request of the control protocol
- * (daemon/control-proto.h); cwctl turns the suffixed quantities people
- * type into the integers the protocol carries (tools/units.h) and the
+ * (clockwise/ctl-proto.h); cwctl turns the suffixed quantities people
+ * type into the integers the protocol carries (clockwise/units.h) and the
  * replies into tables, or prints them unchanged with --json.
  *
  * Exit status: 0 success, 1 the server refused or failed the request,
@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include <clockwise/types.h>
+#include <clockwise/units.h>
 
 #include "ctl-client.h"
-#include "units.h"
 
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
@@ -359,8 +359,8 @@ static bool size_arg(const char *what, const char *s, uint64_t *ret)
 	int r = cw_units_parse_size(s, ret);
 
 	if (r < 0)
-		usage_error("%s \"%s\": %s; expected bytes with an optional K, M, G or T suffix",
-			    what, s, r == -ERANGE ? "too large" : "not a size");
+		usage_error("%s \"%s\": %s; expected " CW_UNITS_SIZE_HELP, what, s,
+			    r == -ERANGE ? "too large" : "not a size");
 	return r == 0;
 }
 
@@ -679,8 +679,7 @@ static int c_resv_create(int argc, char **argv)
 		case 'r':
 			if (cw_units_parse_rate(optarg, &v) < 0) {
 				json_object_put(a);
-				return usage_error("--rate \"%s\": expected e.g. 8Mbit, 817KB/s, "
-						   "1.5MB/s or bytes per second", optarg);
+				return usage_error("--rate \"%s\": expected " CW_UNITS_RATE_HELP, optarg);
 			}
 			put_u64(a, "rate", v);
 			rate = true;
@@ -711,11 +710,10 @@ static int c_resv_create(int argc, char **argv)
 		}
 		case 's':
 		case 'd':
-			if (cw_units_parse_duration(optarg, &ns) < 0) {
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &ns) < 0) {
 				json_object_put(a);
-				return usage_error("--%s \"%s\": expected a duration such as 90, 1.5s, "
-						   "250ms, 10m or 2h", o == 's' ? "start" : "duration",
-						   optarg);
+				return usage_error("--%s \"%s\": expected " CW_UNITS_DURATION_HELP,
+						   o == 's' ? "start" : "duration", optarg);
 			}
 			put_u64(a, o == 's' ? "start" : "duration", (uint64_t)ns);
 			break;
@@ -797,9 +795,9 @@ static int c_stats(int argc, char **argv)
 		char *end;
 
 		if (o == 'w') {
-			if (cw_units_parse_duration(optarg, &every) < 0 || every <= 0)
-				return usage_error("--watch \"%s\": expected seconds, e.g. 1 or 0.5",
-						   optarg);
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &every) < 0 || every <= 0)
+				return usage_error("--watch \"%s\": expected " CW_UNITS_DURATION_HELP
+						   ", more than 0", optarg);
 		} else if (o == 'c') {
 			count = strtol(optarg, &end, 10);
 			if (!*optarg || *end || count <= 0)

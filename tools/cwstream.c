@@ -29,9 +29,9 @@
 #include <libnbd.h>
 
 #include <clockwise/types.h>
+#include <clockwise/units.h>
 
 #include "ctl-client.h"
-#include "units.h"
 
 #define EXIT_MISSES 4
 #define CHUNK_MAX (32u << 20)	/* largest request sent; bigger blocks are split */
@@ -75,8 +75,10 @@ static void usage(FILE *f)
 		"Reads (play) or writes (record) NBD-URI at RATE in SIZE-byte blocks and\n"
 		"reports each block's lateness against its deadline, then blocks, misses,\n"
 		"worst lateness and jitter.\n\n"
-		"  -r, --rate RATE      8Mbit, 817KB/s, 1.5MB/s, 4MiB/s or bytes per second\n"
-		"  -b, --block SIZE     bytes per block: 4096, 64K, 1M (binary)\n"
+		"  -r, --rate RATE      bytes per second: 8M = 8MiB/s (2^20), 8MB/s (10^6),\n"
+		"                       8Mbit/s (10^6 bits), or a bare number\n"
+		"  -b, --block SIZE     bytes per block: 4096, 64K, 1M (K, M: 1024^n;\n"
+		"                       KB, MB: 1000^n)\n"
 		"  -d, --duration TIME  stream for TIME (90, 1.5s, 250ms, 10m), wrapping at\n"
 		"                       the end of the export; default: once through it\n"
 		"  -o, --offset SIZE    start at this byte of the export (default 0)\n"
@@ -109,29 +111,30 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'r':
 			if (cw_units_parse_rate(optarg, &o->rate) < 0) {
-				fprintf(stderr, "cwstream: --rate \"%s\": expected e.g. 8Mbit, 817KB/s\n",
-					optarg);
+				fprintf(stderr, "cwstream: --rate \"%s\": expected "
+					CW_UNITS_RATE_HELP "\n", optarg);
 				return -1;
 			}
 			break;
 		case 'b':
 			if (cw_units_parse_size(optarg, &o->block) < 0 || o->block == 0) {
-				fprintf(stderr, "cwstream: --block \"%s\": expected a size, e.g. 1M\n",
-					optarg);
+				fprintf(stderr, "cwstream: --block \"%s\": expected "
+					CW_UNITS_SIZE_HELP ", more than 0\n", optarg);
 				return -1;
 			}
 			break;
 		case 'd':
-			if (cw_units_parse_duration(optarg, &o->duration_ns) < 0 ||
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &o->duration_ns) < 0 ||
 			    o->duration_ns <= 0) {
-				fprintf(stderr, "cwstream: --duration \"%s\": expected e.g. 10s\n",
-					optarg);
+				fprintf(stderr, "cwstream: --duration \"%s\": expected "
+					CW_UNITS_DURATION_HELP ", more than 0\n", optarg);
 				return -1;
 			}
 			break;
 		case 'o':
 			if (cw_units_parse_size(optarg, &o->offset) < 0) {
-				fprintf(stderr, "cwstream: --offset \"%s\": expected a size\n", optarg);
+				fprintf(stderr, "cwstream: --offset \"%s\": expected "
+					CW_UNITS_SIZE_HELP "\n", optarg);
 				return -1;
 			}
 			break;
