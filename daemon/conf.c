@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <libconfig.h>
 
+#include <clockwise/units.h>
+
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "daemon/conf.h"
@@ -559,14 +561,30 @@ static int key_multi_conn(struct parse *p, const config_setting_t *s, void *obj)
 	return get_bool(p, s, &p->c->exports.multi_conn);
 }
 
+/* A size in bytes that is a power of two: an integer, or a string with a
+ * unit ("64K"; clockwise/units.h). */
 static int get_pow2(struct parse *p, const config_setting_t *s, long long min, long long max,
 		    uint32_t *ret)
 {
 	long long v;
-	int r = get_int(p, s, min, max, &v);
+	int r;
 
-	if (r < 0)
-		return r;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		const char *str = config_setting_get_string(s);
+		uint64_t bytes;
+
+		if (cw_units_parse_size(str, &bytes) < 0)
+			return fail(p, s, "%s = \"%s\" is not a size; expected an integer or "
+				    CW_UNITS_SIZE_HELP, WHERE(s), str);
+		if (bytes < (uint64_t)min || bytes > (uint64_t)max)
+			return fail(p, s, "%s = \"%s\" is out of range; expected a size from %lld to %lld",
+				    WHERE(s), str, min, max);
+		v = (long long)bytes;
+	} else {
+		r = get_int(p, s, min, max, &v);
+		if (r < 0)
+			return r;
+	}
 	if (!cw_is_pow2_u64((uint64_t)v))
 		return fail(p, s, "%s = %lld is not a power of two; expected a power of two from %lld to %lld",
 			    WHERE(s), v, min, max);
