@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cwtest.h"
-#include "tests/fuzz/lsan-libconfig.h"
+#include "tests/unit/daemon/lsan-libconfig.h"
 
 static char tmpdir[256];
 static unsigned file_seq;
