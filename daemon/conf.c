@@ -18,6 +18,9 @@
 #include <unistd.h>
 #include <libconfig.h>
 
+#include <clockwise/layout.h>
+#include <clockwise/units.h>
+
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "daemon/conf.h"
@@ -559,14 +562,30 @@ static int key_multi_conn(struct parse *p, const config_setting_t *s, void *obj)
 	return get_bool(p, s, &p->c->exports.multi_conn);
 }
 
+/* A size in bytes that is a power of two: an integer, or a string with a
+ * unit ("64K"; clockwise/units.h). */
 static int get_pow2(struct parse *p, const config_setting_t *s, long long min, long long max,
 		    uint32_t *ret)
 {
 	long long v;
-	int r = get_int(p, s, min, max, &v);
+	int r;
 
-	if (r < 0)
-		return r;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		const char *str = config_setting_get_string(s);
+		uint64_t bytes;
+
+		if (cw_units_parse_size(str, &bytes) < 0)
+			return fail(p, s, "%s = \"%s\" is not a size; expected an integer or "
+				    CW_UNITS_SIZE_HELP, WHERE(s), str);
+		if (bytes < (uint64_t)min || bytes > (uint64_t)max)
+			return fail(p, s, "%s = \"%s\" is out of range; expected a size from %lld to %lld",
+				    WHERE(s), str, min, max);
+		v = (long long)bytes;
+	} else {
+		r = get_int(p, s, min, max, &v);
+		if (r < 0)
+			return r;
+	}
 	if (!cw_is_pow2_u64((uint64_t)v))
 		return fail(p, s, "%s = %lld is not a power of two; expected a power of two from %lld to %lld",
 			    WHERE(s), v, min, max);
@@ -768,6 +787,80 @@ static const struct key top_keys[] = {
 };
 
 /* ---- the whole ---- */
+
+/* ---- start-up reservations (-r) ---- */
+
+/* Field i of "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]": a
+ * rate, a size or a span bound (whole seconds). */
+static int start_resv_field(unsigned i, const char *s, uint64_t *ret, const char **ret_expected)
+{
+	int64_t ns;
+	int r;
+
+	if (i == 1) {
+		*ret_expected = CW_UNITS_RATE_HELP;
+		return cw_units_parse_rate(s, ret);
+	}
+	if (i < 5) {
+		*ret_expected = CW_UNITS_SIZE_HELP;
+		return cw_units_parse_size(s, ret);
+	}
+	*ret_expected = "a whole number of seconds, e.g. 30 or 10m";
+	r = cw_units_parse_duration(s, CW_UNITS_S, &ns);
+	if (r < 0)
+		return r;
+	if (ns % CW_UNITS_S || ns / CW_UNITS_S > INT32_MAX)
+		return -EINVAL;
+	*ret = (uint64_t)(ns / CW_UNITS_S);
+	return 0;
+}
+
+int cwd_start_resv_parse(const char *spec, struct cwd_start_resv *ret, char *err, size_t errlen)
+{
+	char buf[512], *f[8], *save = NULL, *tok;
+	const char *expected;
+	uint64_t v[7] = { 0 };
+	unsigned n = 0, i;
+
+	if (strlen(spec) >= sizeof(buf)) {
+		snprintf(err, errlen, "reservation \"%.40s...\" is too long", spec);
+		return -EINVAL;
+	}
+	strcpy(buf, spec);
+	for (tok = strtok_r(buf, ":", &save); tok && n < 8; tok = strtok_r(NULL, ":", &save))
+		f[n++] = tok;
+	if ((n != 3 && n != 5 && n != 7) || tok) {
+		snprintf(err, errlen, "reservation \"%s\": expected "
+			 "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]", spec);
+		return -EINVAL;
+	}
+	if (!cw_name_valid(f[0])) {
+		snprintf(err, errlen, "reservation \"%s\": \"%s\" is not an export name", spec, f[0]);
+		return -EINVAL;
+	}
+	for (i = 1; i < n; i++) {
+		if (start_resv_field(i, f[i], &v[i], &expected) < 0) {
+			snprintf(err, errlen, "reservation \"%s\": \"%s\": expected %s", spec, f[i],
+				 expected);
+			return -EINVAL;
+		}
+	}
+	if (!v[1] || !v[2]) {
+		snprintf(err, errlen, "reservation \"%s\": bandwidth and block size must be > 0",
+			 spec);
+		return -EINVAL;
+	}
+	if (n == 7 && v[6] && v[6] <= v[5]) {
+		snprintf(err, errlen, "reservation \"%s\": the span ends before it starts", spec);
+		return -EINVAL;
+	}
+	*ret = (struct cwd_start_resv){
+		.rate_bps = v[1], .block_bytes = v[2], .offset = v[3], .length = v[4],
+		.span_start_s = (int64_t)v[5], .span_end_s = (int64_t)v[6],
+	};
+	snprintf(ret->export_name, sizeof(ret->export_name), "%s", f[0]);
+	return 0;
+}
 
 void cwd_config_free(struct cwd_config *c)
 {

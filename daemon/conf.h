@@ -82,6 +82,21 @@ struct cwd_config {
 	size_t n_disks;
 };
 
+/* A stream given at start (clockwised -r): the paper's QoS for an export —
+ * bandwidth, user block size, the range [offset, offset + length) of its
+ * partition (length 0: to its end) and the time span [start, end) in
+ * seconds after the daemon started (end 0: no end). */
+struct cwd_start_resv {
+	char export_name[64];		/* CW_NAME_MAX + 1 */
+	uint64_t rate_bps, block_bytes, offset, length;
+	int64_t span_start_s, span_end_s;
+};
+
+/* Parses "EXPORT:RATE:BLOCK[:OFFSET:LENGTH[:START:END]]" (clockwise/units.h:
+ * RATE a rate, the sizes sizes, START and END whole seconds).  -EINVAL
+ * with the reason in err. */
+int cwd_start_resv_parse(const char *spec, struct cwd_start_resv *ret, char *err, size_t errlen);
+
 /* The defaults, as an empty file gives them. */
 int cwd_config_new(struct cwd_config **ret_config);
 

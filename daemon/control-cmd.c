@@ -37,9 +37,9 @@
 
 /* ---- request context and errors ---------------------------------------- */
 
-static int fail(struct ctx *c, enum cwc_code code, const char *fmt, ...)
+static int fail(struct ctx *c, enum cw_ctl_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static int fail(struct ctx *c, enum cwc_code code, const char *fmt, ...)
+static int fail(struct ctx *c, enum cw_ctl_code code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -56,8 +56,8 @@ static int fail_pool(struct ctx *c, int r, const char *what)
 	const struct cw_error *e = cw_pool_last_error(c->srv->pool);
 
 	if (e && e->code == r && e->msg[0])
-		return fail(c, cwc_code_from_errno(r), "%s: %s", what, e->msg);
-	return fail(c, cwc_code_from_errno(r), "%s: %s", what, strerror(-r));
+		return fail(c, cw_ctl_code_from_errno(r), "%s: %s", what, e->msg);
+	return fail(c, cw_ctl_code_from_errno(r), "%s: %s", what, strerror(-r));
 }
 
 static void add(json_object *o, const char *k, json_object *v)
@@ -171,11 +171,11 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 	add(o, "tier", jstr(cw_tier_name(d->tier)));
 	add(o, "state", jstr(state_name(d->state)));
 	add(o, "path", jstr(d->path));
-	add(o, "capacity", cwc_json_u64(d->capacity_bytes));
-	add(o, "size", cwc_json_u64(d->data_blocks * bs));
-	add(o, "free", cwc_json_u64(d->free_blocks * bs));
-	add(o, "blocks", cwc_json_u64(d->data_blocks));
-	add(o, "free_blocks", cwc_json_u64(d->free_blocks));
+	add(o, "capacity", cw_ctl_json_u64(d->capacity_bytes));
+	add(o, "size", cw_ctl_json_u64(d->data_blocks * bs));
+	add(o, "free", cw_ctl_json_u64(d->free_blocks * bs));
+	add(o, "blocks", cw_ctl_json_u64(d->data_blocks));
+	add(o, "free_blocks", cw_ctl_json_u64(d->free_blocks));
 	if (disk_model(srv, d, &model, &calibrated) == 0) {
 		char text[4096];
 
@@ -218,7 +218,7 @@ static int find_disk(struct ctx *c, const char *name, struct cw_disk_info *ret)
 			return 0;
 		}
 	}
-	return fail(c, CWC_E_NOT_FOUND, "no disk \"%s\" in the pool", name);
+	return fail(c, CW_CTL_E_NOT_FOUND, "no disk \"%s\" in the pool", name);
 }
 
 static int find_part(struct ctx *c, const char *name, struct cw_part **ret)
@@ -226,7 +226,7 @@ static int find_part(struct ctx *c, const char *name, struct cw_part **ret)
 	int r = cw_part_lookup(c->srv->pool, name, ret);
 
 	if (r == -ENOENT)
-		return fail(c, CWC_E_NOT_FOUND, "no partition \"%s\"", name);
+		return fail(c, CW_CTL_E_NOT_FOUND, "no partition \"%s\"", name);
 	if (r < 0)
 		return fail_pool(c, r, name);
 	return 0;
@@ -307,15 +307,15 @@ static json_object *resv_json(struct cwc_server *srv, const struct cwc_resv *r, 
 	json_object *o = json_object_new_object(), *parts;
 	int64_t now = srv->o.clock_ns();
 
-	add(o, "id", cwc_json_u64(r->id));
+	add(o, "id", cw_ctl_json_u64(r->id));
 	add(o, "part", jstr(r->part));
 	add(o, "static", json_object_new_boolean(r->is_static));
 	if (r->is_static)
 		add(o, "export", jstr(r->export_name));
-	add(o, "rate", cwc_json_u64(r->rate_bps));
-	add(o, "block", cwc_json_u64(r->block_bytes));
-	add(o, "range_start", cwc_json_u64(r->range_start_bytes));
-	add(o, "range_end", cwc_json_u64(r->range_end_bytes));
+	add(o, "rate", cw_ctl_json_u64(r->rate_bps));
+	add(o, "block", cw_ctl_json_u64(r->block_bytes));
+	add(o, "range_start", cw_ctl_json_u64(r->range_start_bytes));
+	add(o, "range_end", cw_ctl_json_u64(r->range_end_bytes));
 	add(o, "period_ns", json_object_new_int64(r->period_ns));
 	/* Times relative to now: the clock is the server's monotonic one. */
 	add(o, "starts_in_ns", r->span_start_ns ? json_object_new_int64(r->span_start_ns - now)
@@ -335,8 +335,8 @@ static json_object *resv_json(struct cwc_server *srv, const struct cwc_resv *r, 
 			add(po, "disk", jstr(d.name));
 		add(po, "period_ns", json_object_new_int64(p->task.period_ns));
 		add(po, "service_ns", json_object_new_int64(p->task.service_ns));
-		add(po, "requests", cwc_json_u64(p->requests));
-		add(po, "stride", cwc_json_u64(p->stride));
+		add(po, "requests", cw_ctl_json_u64(p->requests));
+		add(po, "stride", cw_ctl_json_u64(p->stride));
 		json_object_array_add(parts, po);
 	}
 	add(o, "per_disk", parts);
@@ -379,16 +379,16 @@ static int range_layout(struct ctx *c, struct cw_part *part, uint64_t start, uin
 	rl->disk_idx = calloc(n, sizeof(*rl->disk_idx));
 	rl->disk_off = calloc(n, sizeof(*rl->disk_off));
 	if (!ids || !rl->disk_idx || !rl->disk_off)
-		return fail(c, CWC_E_INTERNAL, "out of memory");
+		return fail(c, CW_CTL_E_INTERNAL, "out of memory");
 	r = cw_part_block_disks(part, first, n, ids);
 	if (r < 0)
-		return fail(c, cwc_code_from_errno(r), "mapping the range: %s", strerror(-r));
+		return fail(c, cw_ctl_code_from_errno(r), "mapping the range: %s", strerror(-r));
 	for (uint64_t k = 0; k < n; k++) {
 		struct cw_extent e;
 
 		r = cw_part_map(part, (first + k) * pb, pb, &e);
 		if (r < 0)
-			return fail(c, cwc_code_from_errno(r), "partition block %" PRIu64 ": %s",
+			return fail(c, cw_ctl_code_from_errno(r), "partition block %" PRIu64 ": %s",
 				    first + k,
 				    r == -ENODEV ? "on a missing disk" : strerror(-r));
 		rl->disk_idx[k] = idx_of[ids[k]];
@@ -420,7 +420,7 @@ static int refused(struct ctx *c, const struct cw_admit_plan *plan, const struct
 	if (p->result.why == CW_ADMIT_BLOCKING)
 		add(det, "l_ns", json_object_new_int64(p->result.fail_l_ns));
 	c->details = det;
-	return fail(c, CWC_E_REFUSED, "refused on disk %s: %s", d->name, p->result.reason);
+	return fail(c, CW_CTL_E_REFUSED, "refused on disk %s: %s", d->name, p->result.reason);
 }
 
 /* Grows srv->resvs by one free slot. */
@@ -539,7 +539,7 @@ static int resv_from_rec(const struct cw_resv_rec *rec, const char *part, int64_
 static int h_resv_create(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
-	const char *name = cwc_arg_str(c->req, "part");
+	const char *name = cw_ctl_arg_str(c->req, "part");
 	uint64_t rate = 0, block = 0, rs = 0, re = 0, start = 0, duration = 0;
 	_cleanup_(range_layout_done) struct range_layout rl = { 0 };
 	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
@@ -553,28 +553,28 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 	int64_t now = srv->o.clock_ns();
 	int r, out = -1;
 
-	cwc_arg_uint(c->req, "rate", &rate);
-	cwc_arg_uint(c->req, "block", &block);
-	cwc_arg_uint(c->req, "range_start", &rs);
-	cwc_arg_uint(c->req, "start", &start);
-	cwc_arg_uint(c->req, "duration", &duration);
+	cw_ctl_arg_uint(c->req, "rate", &rate);
+	cw_ctl_arg_uint(c->req, "block", &block);
+	cw_ctl_arg_uint(c->req, "range_start", &rs);
+	cw_ctl_arg_uint(c->req, "start", &start);
+	cw_ctl_arg_uint(c->req, "duration", &duration);
 	if (find_part(c, name, &part) < 0)
 		return -1;
 	r = cw_part_info(part, &pi);
 	if (r < 0)
 		return fail_pool(c, r, name);
-	if (!cwc_arg_uint(c->req, "range_end", &re) || re == 0)
+	if (!cw_ctl_arg_uint(c->req, "range_end", &re) || re == 0)
 		re = pi.size_bytes;
 	if (rate == 0 || block == 0)
-		return fail(c, CWC_E_BAD_REQUEST, "rate and block must be positive");
+		return fail(c, CW_CTL_E_BAD_REQUEST, "rate and block must be positive");
 	if (rs >= re || re > pi.size_bytes)
-		return fail(c, CWC_E_BAD_REQUEST,
+		return fail(c, CW_CTL_E_BAD_REQUEST,
 			    "range %" PRIu64 ":%" PRIu64 " is not inside partition %s (%" PRIu64
 			    " bytes)", rs, re, name, pi.size_bytes);
 	if (srv->n_resvs >= RESV_MAX)
-		return fail(c, CWC_E_NO_SPACE, "too many reservations (%d)", RESV_MAX);
+		return fail(c, CW_CTL_E_NO_SPACE, "too many reservations (%d)", RESV_MAX);
 	if (start > (uint64_t)(INT64_MAX - now) / 2 || duration > (uint64_t)(INT64_MAX - now) / 2)
-		return fail(c, CWC_E_BAD_REQUEST, "start or duration too far in the future");
+		return fail(c, CW_CTL_E_BAD_REQUEST, "start or duration too far in the future");
 	if (range_layout(c, part, rs, re, &rl) < 0)
 		return -1;
 
@@ -582,7 +582,7 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 	models = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*models));
 	tasks = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*tasks));
 	if (!ad || !models || !tasks) {
-		fail(c, CWC_E_INTERNAL, "out of memory");
+		fail(c, CW_CTL_E_INTERNAL, "out of memory");
 		goto done;
 	}
 	for (size_t i = 0; i < rl.n_disks; i++) {
@@ -592,7 +592,7 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 		if (r == 0)
 			r = disk_tasks(srv, rl.disks[i].id, &tasks[i], &ad[i].n_tasks);
 		if (r < 0) {
-			fail(c, cwc_code_from_errno(r), "disk %s: no usable model: %s",
+			fail(c, cw_ctl_code_from_errno(r), "disk %s: no usable model: %s",
 			     rl.disks[i].name, strerror(-r));
 			goto done;
 		}
@@ -603,7 +603,7 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 					cw_admit_be_piece(rl.disks[i].tier, cw_pool_block_size(srv->pool)),
 					&ad[i].be_reserve);
 		if (r < 0) {
-			fail(c, cwc_code_from_errno(r), "disk %s: its model gives no best-effort "
+			fail(c, cw_ctl_code_from_errno(r), "disk %s: its model gives no best-effort "
 			     "reserve: %s", rl.disks[i].name, strerror(-r));
 			goto done;
 		}
@@ -615,7 +615,7 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 	}
 	r = cw_admit_plan(&q, &rl.l, ad, rl.n_disks, &plan);
 	if (r < 0) {
-		fail(c, CWC_E_BAD_REQUEST, "%s", plan.reason[0] ? plan.reason : strerror(-r));
+		fail(c, CW_CTL_E_BAD_REQUEST, "%s", plan.reason[0] ? plan.reason : strerror(-r));
 		goto done;
 	}
 	if (!plan.admitted) {
@@ -634,7 +634,7 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 	res.period_ns = plan.stream_period_ns;
 	res.parts = calloc(plan.n_parts ? plan.n_parts : 1, sizeof(*res.parts));
 	if (!res.parts) {
-		fail(c, CWC_E_INTERNAL, "out of memory");
+		fail(c, CW_CTL_E_INTERNAL, "out of memory");
 		goto done;
 	}
 	for (size_t i = 0; i < plan.n_parts; i++) {
@@ -654,7 +654,7 @@ static int h_resv_create(struct ctx *c, json_object **ret)
 	if (r < 0) {
 		cwc_resv_free_parts(&res);
 		if (r == -ENOMEM)
-			fail(c, CWC_E_INTERNAL, "out of memory");
+			fail(c, CW_CTL_E_INTERNAL, "out of memory");
 		else
 			fail_pool(c, r, "storing the reservation");
 		goto done;
@@ -677,14 +677,14 @@ static int resv_arg(struct ctx *c, size_t *ret_index)
 {
 	uint64_t id = 0;
 
-	cwc_arg_uint(c->req, "id", &id);
+	cw_ctl_arg_uint(c->req, "id", &id);
 	for (size_t i = 0; i < c->srv->n_resvs; i++) {
 		if (!c->srv->resvs[i].is_static && c->srv->resvs[i].id == id) {
 			*ret_index = i;
 			return 0;
 		}
 	}
-	return fail(c, CWC_E_NOT_FOUND, "no reservation %" PRIu64, id);
+	return fail(c, CW_CTL_E_NOT_FOUND, "no reservation %" PRIu64, id);
 }
 
 static int h_resv_list(struct ctx *c, json_object **ret)
@@ -718,12 +718,12 @@ static int h_resv_release(struct ctx *c, json_object **ret)
 		return -1;
 	id = c->srv->resvs[i].id;
 	if (resv_exported(c->srv, id, &e))
-		return fail(c, CWC_E_BUSY, "reservation %" PRIu64 " is bound to export %s", id, e);
+		return fail(c, CW_CTL_E_BUSY, "reservation %" PRIu64 " is bound to export %s", id, e);
 	r = drop_resv(c->srv, i);
 	if (r < 0)
 		return fail_pool(c, r, "releasing the reservation");
 	*ret = json_object_new_object();
-	add(*ret, "id", cwc_json_u64(id));
+	add(*ret, "id", cw_ctl_json_u64(id));
 	return 0;
 }
 
@@ -745,19 +745,19 @@ static int h_disk_list(struct ctx *c, json_object **ret)
 
 static int h_disk_add(struct ctx *c, json_object **ret)
 {
-	const char *path = cwc_arg_str(c->req, "path"), *tier_s = cwc_arg_str(c->req, "tier");
-	const char *name = cwc_arg_str(c->req, "name");
+	const char *path = cw_ctl_arg_str(c->req, "path"), *tier_s = cw_ctl_arg_str(c->req, "tier");
+	const char *name = cw_ctl_arg_str(c->req, "name");
 	enum cw_tier tier = CW_TIER_HDD;
 	struct cw_disk_info d;
 	uint32_t id;
 	int r;
 
 	if (path[0] != '/')
-		return fail(c, CWC_E_BAD_REQUEST, "disk path \"%s\" must be absolute", path);
+		return fail(c, CW_CTL_E_BAD_REQUEST, "disk path \"%s\" must be absolute", path);
 	if (tier_s && cw_tier_parse(tier_s, &tier) < 0)
-		return fail(c, CWC_E_BAD_REQUEST, "tier \"%s\": expected hdd or ssd", tier_s);
+		return fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd or ssd", tier_s);
 	if (name && !cw_name_valid(name))
-		return fail(c, CWC_E_BAD_REQUEST,
+		return fail(c, CW_CTL_E_BAD_REQUEST,
 			    "disk name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
 			    "not starting with . or -", name, CW_NAME_MAX);
 	r = cw_disk_add(c->srv->pool, path, tier, name, &id);
@@ -776,9 +776,9 @@ static int h_disk_add(struct ctx *c, json_object **ret)
 			int r2 = cw_disk_remove(c->srv->pool, id);
 
 			if (r2 < 0)
-				return fail(c, cwc_code_from_errno(r), "%s; it stays in the pool, "
+				return fail(c, cw_ctl_code_from_errno(r), "%s; it stays in the pool, "
 					    "unserved (taking it out failed: %s)", why, strerror(-r2));
-			return fail(c, cwc_code_from_errno(r), "%s; not added", why);
+			return fail(c, cw_ctl_code_from_errno(r), "%s; not added", why);
 		}
 	}
 	*ret = disk_json(c->srv, &d);
@@ -787,7 +787,7 @@ static int h_disk_add(struct ctx *c, json_object **ret)
 
 static int disk_in_use(struct ctx *c, const struct cw_disk_info *d)
 {
-	return fail(c, CWC_E_BUSY, "disk %s still holds blocks of partitions (%" PRIu64 " of %"
+	return fail(c, CW_CTL_E_BUSY, "disk %s still holds blocks of partitions (%" PRIu64 " of %"
 		    PRIu64 " blocks in use)", d->name, d->data_blocks - d->free_blocks,
 		    d->data_blocks);
 }
@@ -798,15 +798,15 @@ static int h_disk_remove(struct ctx *c, json_object **ret)
 	bool closed = false;
 	int r;
 
-	if (find_disk(c, cwc_arg_str(c->req, "name"), &d) < 0)
+	if (find_disk(c, cw_ctl_arg_str(c->req, "name"), &d) < 0)
 		return -1;
 	for (size_t i = 0; i < c->srv->n_resvs; i++)
 		for (size_t j = 0; j < c->srv->resvs[i].n_parts; j++)
 			if (c->srv->resvs[i].parts[j].disk_id == d.id && c->srv->resvs[i].is_static)
-				return fail(c, CWC_E_BUSY, "disk %s serves the static reservation "
+				return fail(c, CW_CTL_E_BUSY, "disk %s serves the static reservation "
 					    "of export %s", d.name, c->srv->resvs[i].export_name);
 			else if (c->srv->resvs[i].parts[j].disk_id == d.id)
-				return fail(c, CWC_E_BUSY, "disk %s serves reservation %" PRIu64,
+				return fail(c, CW_CTL_E_BUSY, "disk %s serves reservation %" PRIu64,
 					    d.name, c->srv->resvs[i].id);
 	if (d.free_blocks != d.data_blocks)
 		return disk_in_use(c, &d);
@@ -815,7 +815,7 @@ static int h_disk_remove(struct ctx *c, json_object **ret)
 
 		r = c->srv->o.hooks.disk_remove(c->srv->o.hooks.userdata, &d, why, sizeof(why));
 		if (r < 0 && r != -ENOENT)
-			return fail(c, cwc_code_from_errno(r), "%s", why);
+			return fail(c, cw_ctl_code_from_errno(r), "%s", why);
 		closed = r == 0;
 	}
 	r = cw_disk_remove(c->srv->pool, d.id);
@@ -824,7 +824,7 @@ static int h_disk_remove(struct ctx *c, json_object **ret)
 
 		/* Still in the pool: the data path takes it back. */
 		if (c->srv->o.hooks.disk_add(c->srv->o.hooks.userdata, &d, why, sizeof(why)) < 0)
-			return fail(c, cwc_code_from_errno(r), "disk %s: the pool kept it (%s) "
+			return fail(c, cw_ctl_code_from_errno(r), "disk %s: the pool kept it (%s) "
 				    "but it is no longer served: %s", d.name, strerror(-r), why);
 	}
 	if (r == -EBUSY)
@@ -856,7 +856,7 @@ static int refuse_if_streams(struct ctx *c, const struct cw_disk_info *d)
 
 	if (!n)
 		return 0;
-	return fail(c, CWC_E_BUSY, "disk %s carries %zu stream reservation part%s, admitted with "
+	return fail(c, CW_CTL_E_BUSY, "disk %s carries %zu stream reservation part%s, admitted with "
 		    "its current model: release them before calibrating it", d->name, n,
 		    n == 1 ? "" : "s");
 }
@@ -866,14 +866,14 @@ int ctl_calib_prepare(struct ctx *c, struct calib *k)
 	bool quick = false;
 
 	memset(k, 0, sizeof(*k));
-	if (find_disk(c, cwc_arg_str(c->req, "name"), &k->disk) < 0)
+	if (find_disk(c, cw_ctl_arg_str(c->req, "name"), &k->disk) < 0)
 		return -1;
 	if (k->disk.state != CW_DISK_PRESENT)
-		return fail(c, CWC_E_UNAVAILABLE, "disk %s is %s", k->disk.name,
+		return fail(c, CW_CTL_E_UNAVAILABLE, "disk %s is %s", k->disk.name,
 			    state_name(k->disk.state));
 	if (refuse_if_streams(c, &k->disk) < 0)
 		return -1;
-	cwc_arg_bool(c->req, "quick", &quick);
+	cw_ctl_arg_bool(c->req, "quick", &quick);
 	cw_calib_opts_init(&k->opts);
 	k->opts.tier = k->disk.tier;
 	k->opts.name = k->disk.name;
@@ -912,19 +912,19 @@ int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	int r;
 
 	if (k->result < 0)
-		return fail(c, cwc_code_from_errno(k->result), "calibrating %s (%s): %s",
+		return fail(c, cw_ctl_code_from_errno(k->result), "calibrating %s (%s): %s",
 			    k->disk.name, k->disk.path, strerror(-k->result));
 	/* The disk may have left the pool (and its id been reused) meanwhile. */
 	if (cw_disk_info(c->srv->pool, k->disk.id, &now) < 0 ||
 	    memcmp(now.uuid, k->disk.uuid, sizeof(now.uuid)) != 0)
-		return fail(c, CWC_E_NOT_FOUND, "disk %s left the pool during its calibration",
+		return fail(c, CW_CTL_E_NOT_FOUND, "disk %s left the pool during its calibration",
 			    k->disk.name);
 	/* ... or a stream been admitted on it with the old model. */
 	if (refuse_if_streams(c, &k->disk) < 0)
 		return -1;
 	r = cw_model_validate(&k->model);
 	if (r < 0)
-		return fail(c, cwc_code_from_errno(r), "the measured model of %s is not usable: %s",
+		return fail(c, cw_ctl_code_from_errno(r), "the measured model of %s is not usable: %s",
 			    k->disk.name, strerror(-r));
 	/* Stored first: what the pool holds survives a restart. */
 	r = cw_disk_model_set(c->srv->pool, k->disk.id, &k->model, true);
@@ -932,7 +932,7 @@ int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 		return fail_pool(c, r, "storing the measured model");
 	r = cwc_server_set_model(c->srv, k->disk.id, &k->model, true);
 	if (r < 0)
-		return fail(c, cwc_code_from_errno(r), "the measured model of %s is not usable: %s",
+		return fail(c, cw_ctl_code_from_errno(r), "the measured model of %s is not usable: %s",
 			    k->disk.name, strerror(-r));
 	r = cw_model_format(&k->model, text, sizeof(text));
 	if (r < 0 || (size_t)r >= sizeof(text))
@@ -954,7 +954,7 @@ int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 static int calib_progress(const char *phase, unsigned done, unsigned total, void *userdata)
 {
 	struct ctx *c = userdata;
-	_cleanup_free_ char *line = cwc_format_progress(phase, done, total);
+	_cleanup_free_ char *line = cw_ctl_format_progress(phase, done, total);
 
 	if (line)
 		c->emit(line, c->emit_data);
@@ -977,10 +977,10 @@ static json_object *part_json(const struct cw_part_info *p)
 {
 	json_object *o = json_object_new_object();
 
-	add(o, "id", cwc_json_u64(p->id));
+	add(o, "id", cw_ctl_json_u64(p->id));
 	add(o, "name", jstr(p->name));
-	add(o, "size", cwc_json_u64(p->size_bytes));
-	add(o, "blocks", cwc_json_u64(p->nblocks));
+	add(o, "size", cw_ctl_json_u64(p->size_bytes));
+	add(o, "blocks", cw_ctl_json_u64(p->nblocks));
 	add(o, "policy", jstr(cw_placement_name(p->opts.placement)));
 	add(o, "tier", jstr(cw_tier_pref_name(p->opts.tier)));
 	add(o, "zone", jstr(cw_zone_pref_name(p->opts.zone)));
@@ -1016,28 +1016,28 @@ static int reply_part(struct ctx *c, struct cw_part *part, const char *name, jso
 
 static int h_part_create(struct ctx *c, json_object **ret)
 {
-	const char *name = cwc_arg_str(c->req, "name"), *s;
+	const char *name = cw_ctl_arg_str(c->req, "name"), *s;
 	struct cw_part_opts o = { .placement = CW_PLACE_ROTATION };
 	struct cw_part *part;
 	uint64_t size = 0;
 	int r;
 
-	cwc_arg_uint(c->req, "size", &size);
+	cw_ctl_arg_uint(c->req, "size", &size);
 	if (!cw_name_valid(name))
-		return fail(c, CWC_E_BAD_REQUEST,
+		return fail(c, CW_CTL_E_BAD_REQUEST,
 			    "partition name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
 			    "not starting with . or -", name, CW_NAME_MAX);
-	if ((s = cwc_arg_str(c->req, "policy")) && cw_placement_parse(s, &o.placement) < 0)
-		return fail(c, CWC_E_BAD_REQUEST, "policy \"%s\": expected rotation, random or single", s);
-	if ((s = cwc_arg_str(c->req, "tier")) && cw_tier_pref_parse(s, &o.tier) < 0)
-		return fail(c, CWC_E_BAD_REQUEST, "tier \"%s\": expected hdd, ssd or none", s);
-	if ((s = cwc_arg_str(c->req, "zone")) && cw_zone_pref_parse(s, &o.zone) < 0)
-		return fail(c, CWC_E_BAD_REQUEST, "zone \"%s\": expected outer, inner or any", s);
-	if ((s = cwc_arg_str(c->req, "disk"))) {
+	if ((s = cw_ctl_arg_str(c->req, "policy")) && cw_placement_parse(s, &o.placement) < 0)
+		return fail(c, CW_CTL_E_BAD_REQUEST, "policy \"%s\": expected rotation, random or single", s);
+	if ((s = cw_ctl_arg_str(c->req, "tier")) && cw_tier_pref_parse(s, &o.tier) < 0)
+		return fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd, ssd or none", s);
+	if ((s = cw_ctl_arg_str(c->req, "zone")) && cw_zone_pref_parse(s, &o.zone) < 0)
+		return fail(c, CW_CTL_E_BAD_REQUEST, "zone \"%s\": expected outer, inner or any", s);
+	if ((s = cw_ctl_arg_str(c->req, "disk"))) {
 		struct cw_disk_info d;
 
 		if (o.placement != CW_PLACE_SINGLE)
-			return fail(c, CWC_E_BAD_REQUEST, "a disk is chosen only with policy single");
+			return fail(c, CW_CTL_E_BAD_REQUEST, "a disk is chosen only with policy single");
 		if (find_disk(c, s, &d) < 0)
 			return -1;
 		o.disk_id = d.id;
@@ -1050,7 +1050,7 @@ static int h_part_create(struct ctx *c, json_object **ret)
 
 static int h_part_show(struct ctx *c, json_object **ret)
 {
-	const char *name = cwc_arg_str(c->req, "name");
+	const char *name = cw_ctl_arg_str(c->req, "name");
 	uint64_t blocks_on[CW_DISKS_MAX + 1] = { 0 };
 	_cleanup_free_ uint32_t *ids = NULL;
 	json_object *per_disk, *runs;
@@ -1068,12 +1068,12 @@ static int h_part_show(struct ctx *c, json_object **ret)
 		return fail_pool(c, r, name);
 	pb = cw_part_block_size(part);
 	*ret = part_json(&pi);
-	add(*ret, "block_size", cwc_json_u64(pb));
+	add(*ret, "block_size", cw_ctl_json_u64(pb));
 	per_disk = json_object_new_array();
 	runs = json_object_new_array();
 	ids = calloc(pi.nblocks ? pi.nblocks : 1, sizeof(*ids));
 	if (!ids)
-		return fail(c, CWC_E_INTERNAL, "out of memory");
+		return fail(c, CW_CTL_E_INTERNAL, "out of memory");
 	if (pi.nblocks && pi.available && cw_part_block_disks(part, 0, pi.nblocks, ids) == 0) {
 		/* Runs: logical blocks that are consecutive on one disk. */
 		for (uint64_t k = 0; k <= pi.nblocks; k++) {
@@ -1094,10 +1094,10 @@ static int h_part_show(struct ctx *c, json_object **ret)
 			if (k > 0 && nruns++ < PART_RUNS_MAX) {
 				json_object *ro = json_object_new_object();
 
-				add(ro, "first_block", cwc_json_u64(run_first));
-				add(ro, "blocks", cwc_json_u64(run.length / pb));
+				add(ro, "first_block", cw_ctl_json_u64(run_first));
+				add(ro, "blocks", cw_ctl_json_u64(run.length / pb));
 				add(ro, "disk_id", json_object_new_int64(run.disk_id));
-				add(ro, "offset", cwc_json_u64(run.phys_offset));
+				add(ro, "offset", cw_ctl_json_u64(run.phys_offset));
 				json_object_array_add(runs, ro);
 			}
 			run = (struct cw_extent){ e.disk_id, e.phys_offset, pb };
@@ -1114,13 +1114,13 @@ static int h_part_show(struct ctx *c, json_object **ret)
 		add(d, "disk_id", json_object_new_int64(id));
 		if (cw_disk_info(c->srv->pool, id, &di) == 0)
 			add(d, "disk", jstr(di.name));
-		add(d, "blocks", cwc_json_u64(blocks_on[id]));
-		add(d, "bytes", cwc_json_u64(blocks_on[id] * pb));
+		add(d, "blocks", cw_ctl_json_u64(blocks_on[id]));
+		add(d, "bytes", cw_ctl_json_u64(blocks_on[id] * pb));
 		json_object_array_add(per_disk, d);
 	}
 	add(*ret, "per_disk", per_disk);
 	add(*ret, "runs", runs);
-	add(*ret, "runs_total", cwc_json_u64(nruns));
+	add(*ret, "runs_total", cw_ctl_json_u64(nruns));
 	return 0;
 }
 
@@ -1129,7 +1129,7 @@ static int part_users(struct ctx *c, const char *name, uint64_t below_bytes)
 {
 	for (size_t i = 0; i < c->srv->n_exports; i++)
 		if (below_bytes == UINT64_MAX && strcmp(c->srv->exports[i].part, name) == 0)
-			return fail(c, CWC_E_BUSY, "partition %s is exported as %s", name,
+			return fail(c, CW_CTL_E_BUSY, "partition %s is exported as %s", name,
 				    c->srv->exports[i].name);
 	for (size_t i = 0; i < c->srv->n_resvs; i++) {
 		const struct cwc_resv *r = &c->srv->resvs[i];
@@ -1138,9 +1138,9 @@ static int part_users(struct ctx *c, const char *name, uint64_t below_bytes)
 		    (below_bytes != UINT64_MAX && r->range_end_bytes <= below_bytes))
 			continue;
 		if (r->is_static)
-			return fail(c, CWC_E_BUSY, "the static reservation of export %s covers %s "
+			return fail(c, CW_CTL_E_BUSY, "the static reservation of export %s covers %s "
 				    "up to byte %" PRIu64, r->export_name, name, r->range_end_bytes);
-		return fail(c, CWC_E_BUSY, "reservation %" PRIu64 " covers %s up to byte %"
+		return fail(c, CW_CTL_E_BUSY, "reservation %" PRIu64 " covers %s up to byte %"
 			    PRIu64, r->id, name, r->range_end_bytes);
 	}
 	return 0;
@@ -1148,12 +1148,12 @@ static int part_users(struct ctx *c, const char *name, uint64_t below_bytes)
 
 static int h_part_resize(struct ctx *c, json_object **ret)
 {
-	const char *name = cwc_arg_str(c->req, "name");
+	const char *name = cw_ctl_arg_str(c->req, "name");
 	struct cw_part *part;
 	uint64_t size = 0, bs, have;
 	int r;
 
-	cwc_arg_uint(c->req, "size", &size);
+	cw_ctl_arg_uint(c->req, "size", &size);
 	if (find_part(c, name, &part) < 0 || part_users(c, name, size) < 0)
 		return -1;
 	bs = cw_part_block_size(part);
@@ -1164,7 +1164,7 @@ static int h_part_resize(struct ctx *c, json_object **ret)
 		 * gives to another partition. */
 		for (size_t i = 0; i < c->srv->n_exports; i++)
 			if (strcmp(c->srv->exports[i].part, name) == 0)
-				return fail(c, CWC_E_BUSY, "partition %s is exported as %s: it can "
+				return fail(c, CW_CTL_E_BUSY, "partition %s is exported as %s: it can "
 					    "grow, but shrinks only once the export is removed", name,
 					    c->srv->exports[i].name);
 	}
@@ -1181,7 +1181,7 @@ static int h_part_resize(struct ctx *c, json_object **ret)
 		r = c->srv->o.hooks.export_resize(c->srv->o.hooks.userdata, e, part, why,
 						  sizeof(why));
 		if (r < 0)
-			return fail(c, cwc_code_from_errno(r), "partition %s grew, but export %s "
+			return fail(c, cw_ctl_code_from_errno(r), "partition %s grew, but export %s "
 				    "keeps its old size: %s", name, e->name, why);
 	}
 	return reply_part(c, part, name, ret);
@@ -1189,7 +1189,7 @@ static int h_part_resize(struct ctx *c, json_object **ret)
 
 static int h_part_delete(struct ctx *c, json_object **ret)
 {
-	const char *name = cwc_arg_str(c->req, "name");
+	const char *name = cw_ctl_arg_str(c->req, "name");
 	struct cw_part *part;
 	int r;
 
@@ -1212,7 +1212,7 @@ static json_object *export_json(const struct cwc_export *e)
 	add(o, "name", jstr(e->name));
 	add(o, "part", jstr(e->part));
 	add(o, "readonly", json_object_new_boolean(e->readonly));
-	add(o, "resv", e->resv_id ? cwc_json_u64(e->resv_id) : NULL);
+	add(o, "resv", e->resv_id ? cw_ctl_json_u64(e->resv_id) : NULL);
 	return o;
 }
 
@@ -1238,7 +1238,7 @@ static const struct cw_export_rec *export_rec(const struct cwc_export *e, uint64
 static int h_export_add(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
-	const char *pname = cwc_arg_str(c->req, "part"), *ename = cwc_arg_str(c->req, "name");
+	const char *pname = cw_ctl_arg_str(c->req, "part"), *ename = cw_ctl_arg_str(c->req, "name");
 	struct cwc_export e = { 0 };
 	struct cw_export_rec rec;
 	struct cw_part_info pi;
@@ -1247,39 +1247,39 @@ static int h_export_add(struct ctx *c, json_object **ret)
 	int r;
 
 	if (!srv->o.hooks.export_add)
-		return fail(c, CWC_E_NOT_SUPPORTED, "this server has no data path to export through");
+		return fail(c, CW_CTL_E_NOT_SUPPORTED, "this server has no data path to export through");
 	if (find_part(c, pname, &part) < 0)
 		return -1;
 	r = cw_part_info(part, &pi);
 	if (r < 0)
 		return fail_pool(c, r, pname);
 	if (!pi.available)
-		return fail(c, CWC_E_UNAVAILABLE, "partition %s has blocks on a missing disk", pname);
+		return fail(c, CW_CTL_E_UNAVAILABLE, "partition %s has blocks on a missing disk", pname);
 	if (!ename)
 		ename = pi.name;
 	if (!cw_name_valid(ename))
-		return fail(c, CWC_E_BAD_REQUEST, "export name \"%s\" is not valid", ename);
+		return fail(c, CW_CTL_E_BAD_REQUEST, "export name \"%s\" is not valid", ename);
 	for (size_t i = 0; i < srv->n_exports; i++)
 		if (strcmp(srv->exports[i].name, ename) == 0)
-			return fail(c, CWC_E_EXISTS, "export %s exists", ename);
+			return fail(c, CW_CTL_E_EXISTS, "export %s exists", ename);
 	if (srv->n_exports >= EXPORT_MAX)
-		return fail(c, CWC_E_NO_SPACE, "too many exports (%d)", EXPORT_MAX);
+		return fail(c, CW_CTL_E_NO_SPACE, "too many exports (%d)", EXPORT_MAX);
 	snprintf(e.name, sizeof(e.name), "%s", ename);
 	snprintf(e.part, sizeof(e.part), "%s", pi.name);
-	cwc_arg_bool(c->req, "readonly", &e.readonly);
-	if (cwc_arg_uint(c->req, "resv", &e.resv_id)) {
+	cw_ctl_arg_bool(c->req, "readonly", &e.readonly);
+	if (cw_ctl_arg_uint(c->req, "resv", &e.resv_id)) {
 		rv = find_resv(srv, e.resv_id);
 		if (!rv)
-			return fail(c, CWC_E_NOT_FOUND, "no reservation %" PRIu64, e.resv_id);
+			return fail(c, CW_CTL_E_NOT_FOUND, "no reservation %" PRIu64, e.resv_id);
 		if (strcmp(rv->part, pi.name) != 0)
-			return fail(c, CWC_E_BAD_REQUEST, "reservation %" PRIu64
+			return fail(c, CW_CTL_E_BAD_REQUEST, "reservation %" PRIu64
 				    " is on partition %s, not %s", e.resv_id, rv->part, pi.name);
 	}
 	{
 		struct cwc_export *ne = realloc(srv->exports, (srv->n_exports + 1) * sizeof(*ne));
 
 		if (!ne)
-			return fail(c, CWC_E_INTERNAL, "out of memory");
+			return fail(c, CW_CTL_E_INTERNAL, "out of memory");
 		srv->exports = ne;
 	}
 	r = cw_export_add(srv->pool, export_rec(&e, pi.id, &rec));
@@ -1289,7 +1289,7 @@ static int h_export_add(struct ctx *c, json_object **ret)
 	if (r < 0) {
 		int r2 = cw_export_remove(srv->pool, e.name);
 
-		return fail(c, cwc_code_from_errno(r), "exporting %s: %s%s", e.name, strerror(-r),
+		return fail(c, cw_ctl_code_from_errno(r), "exporting %s: %s%s", e.name, strerror(-r),
 			    r2 < 0 ? " (and it stays stored: removing it from the pool failed)"
 				   : "");
 	}
@@ -1301,7 +1301,7 @@ static int h_export_add(struct ctx *c, json_object **ret)
 static int h_export_remove(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
-	const char *name = cwc_arg_str(c->req, "name");
+	const char *name = cw_ctl_arg_str(c->req, "name");
 	int r;
 
 	for (size_t i = 0; i < srv->n_exports; i++) {
@@ -1323,7 +1323,7 @@ static int h_export_remove(struct ctx *c, json_object **ret)
 			if (r < 0) {
 				int r2 = cw_export_add(srv->pool, &rec);
 
-				return fail(c, cwc_code_from_errno(r), "removing export %s: %s%s",
+				return fail(c, cw_ctl_code_from_errno(r), "removing export %s: %s%s",
 					    name, strerror(-r),
 					    r2 < 0 ? " (it is gone from the pool all the same)" : "");
 			}
@@ -1334,7 +1334,7 @@ static int h_export_remove(struct ctx *c, json_object **ret)
 		srv->n_exports--;
 		return 0;
 	}
-	return fail(c, CWC_E_NOT_FOUND, "no export %s", name);
+	return fail(c, CW_CTL_E_NOT_FOUND, "no export %s", name);
 }
 
 /* ---- status and stats -------------------------------------------------- */
@@ -1351,7 +1351,7 @@ static int h_status(struct ctx *c, json_object **ret)
 	pool = json_object_new_object();
 	cw_uuid_format(cw_pool_uuid(srv->pool), uuid);
 	add(pool, "uuid", jstr(uuid));
-	add(pool, "block_size", cwc_json_u64(bs));
+	add(pool, "block_size", cw_ctl_json_u64(bs));
 	add(pool, "missing_disks", json_object_new_int64(cw_pool_missing_disks(srv->pool)));
 	add(*ret, "version", jstr(cw_version()));
 	if (h_disk_list(c, &v) < 0)
@@ -1364,8 +1364,8 @@ static int h_status(struct ctx *c, json_object **ret)
 		if (json_object_object_get_ex(d, "free", &x))
 			free_b += (uint64_t)json_object_get_int64(x);
 	}
-	add(pool, "size", cwc_json_u64(size));
-	add(pool, "free", cwc_json_u64(free_b));
+	add(pool, "size", cw_ctl_json_u64(size));
+	add(pool, "free", cw_ctl_json_u64(free_b));
 	add(*ret, "pool", pool);
 	add(*ret, "disks", v);
 	if (h_part_list(c, &v) < 0)
@@ -1387,10 +1387,10 @@ static int h_stats(struct ctx *c, json_object **ret)
 	int r;
 
 	if (!srv->o.hooks.stats)
-		return fail(c, CWC_E_NOT_SUPPORTED, "this server has no data path to count");
+		return fail(c, CW_CTL_E_NOT_SUPPORTED, "this server has no data path to count");
 	r = srv->o.hooks.stats(srv->o.hooks.userdata, &st);
 	if (r < 0)
-		return fail(c, cwc_code_from_errno(r), "collecting counters: %s", strerror(-r));
+		return fail(c, cw_ctl_code_from_errno(r), "collecting counters: %s", strerror(-r));
 	disks = json_object_new_array();
 	for (size_t i = 0; i < st.n_disks; i++) {
 		const struct cwc_disk_stats *s = &st.disks[i];
@@ -1400,15 +1400,15 @@ static int h_stats(struct ctx *c, json_object **ret)
 		add(o, "disk_id", json_object_new_int64(s->disk_id));
 		if (cw_disk_info(srv->pool, s->disk_id, &d) == 0)
 			add(o, "disk", jstr(d.name));
-		add(o, "rt_requests", cwc_json_u64(s->rt_requests));
-		add(o, "rt_misses", cwc_json_u64(s->rt_misses));
-		add(o, "be_requests", cwc_json_u64(s->be_requests));
+		add(o, "rt_requests", cw_ctl_json_u64(s->rt_requests));
+		add(o, "rt_misses", cw_ctl_json_u64(s->rt_misses));
+		add(o, "be_requests", cw_ctl_json_u64(s->be_requests));
 		add(o, "be_p50_ns", json_object_new_int64(s->be_p50_ns));
 		add(o, "be_p99_ns", json_object_new_int64(s->be_p99_ns));
 		add(o, "be_max_ns", json_object_new_int64(s->be_max_ns));
 		add(o, "slack_used_ns", json_object_new_int64(s->slack_used_ns));
-		add(o, "read_bytes", cwc_json_u64(s->read_bytes));
-		add(o, "written_bytes", cwc_json_u64(s->written_bytes));
+		add(o, "read_bytes", cw_ctl_json_u64(s->read_bytes));
+		add(o, "written_bytes", cw_ctl_json_u64(s->written_bytes));
 		json_object_array_add(disks, o);
 	}
 	resvs = json_object_new_array();
@@ -1416,9 +1416,9 @@ static int h_stats(struct ctx *c, json_object **ret)
 		const struct cwc_resv_stats *s = &st.resvs[i];
 		json_object *o = json_object_new_object();
 
-		add(o, "id", cwc_json_u64(s->resv_id));
-		add(o, "requests", cwc_json_u64(s->requests));
-		add(o, "misses", cwc_json_u64(s->misses));
+		add(o, "id", cw_ctl_json_u64(s->resv_id));
+		add(o, "requests", cw_ctl_json_u64(s->requests));
+		add(o, "misses", cw_ctl_json_u64(s->misses));
 		add(o, "worst_late_ns", json_object_new_int64(s->worst_late_ns));
 		json_object_array_add(resvs, o);
 	}
@@ -1432,63 +1432,63 @@ static int h_stats(struct ctx *c, json_object **ret)
 
 typedef int (*handler_fn)(struct ctx *c, json_object **ret);
 
-static const handler_fn handlers[CWC_CMD_COUNT] = {
-	[CWC_CMD_STATUS] = h_status,
-	[CWC_CMD_DISK_ADD] = h_disk_add,
-	[CWC_CMD_DISK_LIST] = h_disk_list,
-	[CWC_CMD_DISK_REMOVE] = h_disk_remove,
-	[CWC_CMD_DISK_CALIBRATE] = h_disk_calibrate,
-	[CWC_CMD_PART_CREATE] = h_part_create,
-	[CWC_CMD_PART_LIST] = h_part_list,
-	[CWC_CMD_PART_SHOW] = h_part_show,
-	[CWC_CMD_PART_RESIZE] = h_part_resize,
-	[CWC_CMD_PART_DELETE] = h_part_delete,
-	[CWC_CMD_RESV_CREATE] = h_resv_create,
-	[CWC_CMD_RESV_LIST] = h_resv_list,
-	[CWC_CMD_RESV_SHOW] = h_resv_show,
-	[CWC_CMD_RESV_RELEASE] = h_resv_release,
-	[CWC_CMD_EXPORT_LIST] = h_export_list,
-	[CWC_CMD_EXPORT_ADD] = h_export_add,
-	[CWC_CMD_EXPORT_REMOVE] = h_export_remove,
-	[CWC_CMD_STATS] = h_stats,
+static const handler_fn handlers[CW_CTL_CMD_COUNT] = {
+	[CW_CTL_CMD_STATUS] = h_status,
+	[CW_CTL_CMD_DISK_ADD] = h_disk_add,
+	[CW_CTL_CMD_DISK_LIST] = h_disk_list,
+	[CW_CTL_CMD_DISK_REMOVE] = h_disk_remove,
+	[CW_CTL_CMD_DISK_CALIBRATE] = h_disk_calibrate,
+	[CW_CTL_CMD_PART_CREATE] = h_part_create,
+	[CW_CTL_CMD_PART_LIST] = h_part_list,
+	[CW_CTL_CMD_PART_SHOW] = h_part_show,
+	[CW_CTL_CMD_PART_RESIZE] = h_part_resize,
+	[CW_CTL_CMD_PART_DELETE] = h_part_delete,
+	[CW_CTL_CMD_RESV_CREATE] = h_resv_create,
+	[CW_CTL_CMD_RESV_LIST] = h_resv_list,
+	[CW_CTL_CMD_RESV_SHOW] = h_resv_show,
+	[CW_CTL_CMD_RESV_RELEASE] = h_resv_release,
+	[CW_CTL_CMD_EXPORT_LIST] = h_export_list,
+	[CW_CTL_CMD_EXPORT_ADD] = h_export_add,
+	[CW_CTL_CMD_EXPORT_REMOVE] = h_export_remove,
+	[CW_CTL_CMD_STATS] = h_stats,
 };
 
-void ctl_emit_error(cwc_emit_fn emit, void *data, enum cwc_code code, const char *msg,
+void ctl_emit_error(cwc_emit_fn emit, void *data, enum cw_ctl_code code, const char *msg,
 		       json_object *details)
 {
-	_cleanup_free_ char *line = cwc_format_error(code, msg, details);
+	_cleanup_free_ char *line = cw_ctl_format_error(code, msg, details);
 
 	if (line)
 		emit(line, data);
 }
 
 /* Parses and checks the rights for one line: false after emitting the
- * error reply; true with *req to run (release with cwc_request_done). */
+ * error reply; true with *req to run (release with cw_ctl_request_done). */
 bool ctl_request_admit(struct cwc_server *srv, const char *line, size_t len, bool can_read,
-			  bool can_change, cwc_emit_fn emit, void *userdata, struct cwc_request *req)
+			  bool can_change, cwc_emit_fn emit, void *userdata, struct cw_ctl_request *req)
 {
-	const struct cwc_cmd_spec *spec;
-	struct cwc_fail f;
+	const struct cw_ctl_cmd_spec *spec;
+	struct cw_ctl_fail f;
 
 	(void)srv;
-	if (cwc_request_parse(line, len, req, &f) < 0) {
+	if (cw_ctl_request_parse(line, len, req, &f) < 0) {
 		ctl_emit_error(emit, userdata, f.code, f.message, NULL);
 		return false;
 	}
-	spec = cwc_cmd_spec(req->cmd);
-	if (!(spec->access == CWC_ACCESS_READ ? can_read : can_change)) {
-		ctl_emit_error(emit, userdata, CWC_E_PERMISSION_DENIED,
-			   spec->access == CWC_ACCESS_READ
+	spec = cw_ctl_cmd_spec(req->cmd);
+	if (!(spec->access == CW_CTL_ACCESS_READ ? can_read : can_change)) {
+		ctl_emit_error(emit, userdata, CW_CTL_E_PERMISSION_DENIED,
+			   spec->access == CW_CTL_ACCESS_READ
 				   ? "permission denied: reading needs root or the clockwise group"
 				   : "permission denied: changes need root or the admin group",
 			   NULL);
-		cwc_request_done(req);
+		cw_ctl_request_done(req);
 		return false;
 	}
 	return true;
 }
 
-void ctl_request_run(struct cwc_server *srv, const struct cwc_request *req, cwc_emit_fn emit,
+void ctl_request_run(struct cwc_server *srv, const struct cw_ctl_request *req, cwc_emit_fn emit,
 			void *userdata)
 {
 	struct ctx c = { .srv = srv, .req = req, .emit = emit, .emit_data = userdata };
@@ -1501,23 +1501,23 @@ void ctl_request_run(struct cwc_server *srv, const struct cwc_request *req, cwc_
 		json_object_put(c.details);
 		return;
 	}
-	out = cwc_format_ok(result);
+	out = cw_ctl_format_ok(result);
 	json_object_put(result);
 	if (out)
 		emit(out, userdata);
 	else
-		ctl_emit_error(emit, userdata, CWC_E_INTERNAL, "out of memory", NULL);
+		ctl_emit_error(emit, userdata, CW_CTL_E_INTERNAL, "out of memory", NULL);
 }
 
 void cwc_server_handle_line(struct cwc_server *srv, const char *line, size_t len, bool can_read,
 			    bool can_change, cwc_emit_fn emit, void *userdata)
 {
-	struct cwc_request req;
+	struct cw_ctl_request req;
 
 	if (!ctl_request_admit(srv, line, len, can_read, can_change, emit, userdata, &req))
 		return;
 	ctl_request_run(srv, &req, emit, userdata);
-	cwc_request_done(&req);
+	cw_ctl_request_done(&req);
 }
 
 /* ---- state from the pool ----------------------------------------------- */

@@ -47,10 +47,10 @@ struct cwc_server {
 /* One request being handled: the reply's error, if any, is gathered here. */
 struct ctx {
 	struct cwc_server *srv;
-	const struct cwc_request *req;
+	const struct cw_ctl_request *req;
 	cwc_emit_fn emit;
 	void *emit_data;
-	enum cwc_code code;
+	enum cw_ctl_code code;
 	char msg[512];
 	json_object *details;
 };
@@ -69,13 +69,13 @@ struct calib {
 /* ---- control-cmd.c ---- */
 
 /* Parses one line and checks the caller's rights: false after emitting
- * the error reply; true with *req to run (release with cwc_request_done). */
+ * the error reply; true with *req to run (release with cw_ctl_request_done). */
 bool ctl_request_admit(struct cwc_server *srv, const char *line, size_t len, bool can_read,
-		       bool can_change, cwc_emit_fn emit, void *userdata, struct cwc_request *req);
+		       bool can_change, cwc_emit_fn emit, void *userdata, struct cw_ctl_request *req);
 /* Runs a request and emits its reply. */
-void ctl_request_run(struct cwc_server *srv, const struct cwc_request *req, cwc_emit_fn emit,
+void ctl_request_run(struct cwc_server *srv, const struct cw_ctl_request *req, cwc_emit_fn emit,
 		     void *userdata);
-void ctl_emit_error(cwc_emit_fn emit, void *data, enum cwc_code code, const char *msg,
+void ctl_emit_error(cwc_emit_fn emit, void *data, enum cw_ctl_code code, const char *msg,
 		    json_object *details);
 /* Loads the reservations, exports and disk models stored in the pool and
  * tells the hooks; on failure undoes what it told them and keeps nothing. */

@@ -39,7 +39,7 @@ struct client {
 	bool can_read, can_change;
 	uid_t uid;
 	gid_t gid;
-	char in[CWC_LINE_MAX];
+	char in[CW_CTL_LINE_MAX];
 	size_t in_len;
 	bool skipping;		/* discarding the rest of a too-long line */
 	char *out;
@@ -180,28 +180,28 @@ static bool client_take_token(struct cwc_server *srv, struct client *cl)
 	return true;
 }
 
-static void job_start(struct cwc_server *srv, struct client *cl, const struct cwc_request *req);
+static void job_start(struct cwc_server *srv, struct client *cl, const struct cw_ctl_request *req);
 
 static void client_line(struct cwc_server *srv, struct client *cl, const char *line, size_t len)
 {
-	struct cwc_request req;
+	struct cw_ctl_request req;
 
 	if (len && line[len - 1] == '\r')
 		len--;
 	if (len == 0)
 		return;		/* blank lines are keep-alives */
 	if (!client_take_token(srv, cl)) {
-		ctl_emit_error(client_emit, cl, CWC_E_RATE_LIMITED,
+		ctl_emit_error(client_emit, cl, CW_CTL_E_RATE_LIMITED,
 			   "too many requests: slow down and retry", NULL);
 		return;
 	}
 	if (!ctl_request_admit(srv, line, len, cl->can_read, cl->can_change, client_emit, cl, &req))
 		return;
-	if (req.cmd == CWC_CMD_DISK_CALIBRATE)
+	if (req.cmd == CW_CTL_CMD_DISK_CALIBRATE)
 		job_start(srv, cl, &req);
 	else
 		ctl_request_run(srv, &req, client_emit, cl);
-	cwc_request_done(&req);
+	cw_ctl_request_done(&req);
 }
 
 /* Handles the complete lines buffered from the client, in order, until
@@ -228,7 +228,7 @@ static void client_process(struct cwc_server *srv, struct client *cl)
 		/* A full buffer and no newline: the line is too long.  Say
 		 * so once, then skip to its end. */
 		if (!cl->skipping)
-			ctl_emit_error(client_emit, cl, CWC_E_TOO_LARGE,
+			ctl_emit_error(client_emit, cl, CW_CTL_E_TOO_LARGE,
 				   "message longer than 65535 bytes; skipped", NULL);
 		cl->skipping = true;
 		cl->in_len = 0;
@@ -297,7 +297,7 @@ static void job_detach(struct calib_job *job)
 static int job_progress(const char *phase, unsigned done, unsigned total, void *userdata)
 {
 	struct calib_job *job = userdata;
-	_cleanup_free_ char *line = cwc_format_progress(phase, done, total);
+	_cleanup_free_ char *line = cw_ctl_format_progress(phase, done, total);
 
 	/* A failed send means the server is going away: stop measuring. */
 	if (line && send(job->worker_fd, line, strlen(line), MSG_NOSIGNAL) < 0)
@@ -315,7 +315,7 @@ static void *job_main(void *arg)
 	return NULL;
 }
 
-static void job_start(struct cwc_server *srv, struct client *cl, const struct cwc_request *req)
+static void job_start(struct cwc_server *srv, struct client *cl, const struct cw_ctl_request *req)
 {
 	struct ctx c = { .srv = srv, .req = req, .emit = client_emit, .emit_data = cl };
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -323,7 +323,7 @@ static void job_start(struct cwc_server *srv, struct client *cl, const struct cw
 	int sv[2];
 
 	if (!job) {
-		ctl_emit_error(client_emit, cl, CWC_E_INTERNAL, "out of memory", NULL);
+		ctl_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "out of memory", NULL);
 		return;
 	}
 	ctl_expire_resvs(srv);
@@ -333,7 +333,7 @@ static void job_start(struct cwc_server *srv, struct client *cl, const struct cw
 		return;
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		ctl_emit_error(client_emit, cl, CWC_E_INTERNAL, "no channel for the calibration", NULL);
+		ctl_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "no channel for the calibration", NULL);
 		free(job);
 		return;
 	}
@@ -349,7 +349,7 @@ static void job_start(struct cwc_server *srv, struct client *cl, const struct cw
 		close(sv[0]);
 		close(sv[1]);
 		free(job);
-		ctl_emit_error(client_emit, cl, CWC_E_INTERNAL, "cannot start the calibration", NULL);
+		ctl_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "cannot start the calibration", NULL);
 		return;
 	}
 	job->next = srv->jobs;
@@ -384,7 +384,7 @@ static void job_finish(struct cwc_server *srv, struct calib_job *job)
 		ctl_emit_error(c.emit, c.emit_data, c.code, c.msg, c.details);
 		json_object_put(c.details);
 	} else {
-		_cleanup_free_ char *line = cwc_format_ok(result);
+		_cleanup_free_ char *line = cw_ctl_format_ok(result);
 
 		json_object_put(result);
 		if (line)
@@ -608,8 +608,8 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 		srv->o.rate_per_s = 1;
 	if (!srv->o.rate_burst)
 		srv->o.rate_burst = 1;
-	if (srv->o.out_max < CWC_LINE_MAX)
-		srv->o.out_max = CWC_LINE_MAX;
+	if (srv->o.out_max < CW_CTL_LINE_MAX)
+		srv->o.out_max = CW_CTL_LINE_MAX;
 	memcpy(sa.sun_path, srv->path, strlen(srv->path) + 1);
 
 	r = clear_stale(srv->path, &sa);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * control — clockwised's control socket: the server side of the protocol
- * in control-proto.h, its command handlers over the pool (clockwise/
+ * in clockwise/ctl-proto.h, its command handlers over the pool (clockwise/
  * layout.h), admission (clockwise/admit.h) and disk models
  * (clockwise/model.h), and the reservations it admitted.
  *
@@ -34,7 +34,7 @@
  * each stored export is served again (through export_add), so the hooks
  * are called before cwc_server_new() returns.
  *
- * Limits, per connection: a line of at most CWC_LINE_MAX bytes (longer:
+ * Limits, per connection: a line of at most CW_CTL_LINE_MAX bytes (longer:
  * "too-large", and the line is skipped), a token bucket of requests
  * (burst, then rate_per_s; beyond: "rate-limited"), replies buffered up to
  * out_max bytes (a client that does not read is dropped); and at most
@@ -51,7 +51,7 @@
 #include <clockwise/layout.h>
 #include <clockwise/model.h>
 
-#include "control-proto.h"
+#include <clockwise/ctl-proto.h>
 
 #define CWC_DEFAULT_SOCKET "/run/clockwise/control"
 #define CWC_NO_GID ((gid_t)-1)

@@ -36,7 +36,6 @@
 #include "daemon/log.h"
 #include "daemon/nbd-server.h"
 #include "daemon/pool-backend.h"
-#include "daemon/size.h"
 
 #define MAX_RESERVATIONS 64
 
@@ -53,63 +52,6 @@ static void usage(FILE *f)
 		"                           EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n", CWD_CONFIG_DEFAULT_PATH);
-}
-
-/* A stream given at start (-r): the paper's QoS for an export — bandwidth,
- * user block size, the range [offset, offset + length) of its partition
- * (length 0: to its end) and the time span [start, end) in seconds after
- * the daemon started (end 0: no end). */
-struct start_resv {
-	char export_name[CW_NAME_MAX + 1];
-	uint64_t rate_bps, block_bytes, offset, length;
-	int64_t span_start_s, span_end_s;
-};
-
-/* "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]". */
-static int start_resv_parse(const char *spec, struct start_resv *ret, char *err, size_t errlen)
-{
-	char buf[512], *f[8], *save = NULL, *tok;
-	uint64_t v[7] = { 0 };
-	unsigned n = 0, i;
-
-	if (strlen(spec) >= sizeof(buf)) {
-		snprintf(err, errlen, "reservation \"%.40s...\" is too long", spec);
-		return -EINVAL;
-	}
-	strcpy(buf, spec);
-	for (tok = strtok_r(buf, ":", &save); tok && n < 8; tok = strtok_r(NULL, ":", &save))
-		f[n++] = tok;
-	if ((n != 3 && n != 5 && n != 7) || tok) {
-		snprintf(err, errlen, "reservation \"%s\": expected "
-			 "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]", spec);
-		return -EINVAL;
-	}
-	if (!cw_name_valid(f[0])) {
-		snprintf(err, errlen, "reservation \"%s\": \"%s\" is not an export name", spec, f[0]);
-		return -EINVAL;
-	}
-	for (i = 1; i < n; i++) {
-		if (cwd_parse_size(f[i], &v[i]) < 0 || (i >= 5 && v[i] > INT32_MAX)) {
-			snprintf(err, errlen, "reservation \"%s\": \"%s\" is not a %s", spec, f[i],
-				 i >= 5 ? "number of seconds" : "size");
-			return -EINVAL;
-		}
-	}
-	if (!v[1] || !v[2]) {
-		snprintf(err, errlen, "reservation \"%s\": bandwidth and block size must be > 0",
-			 spec);
-		return -EINVAL;
-	}
-	if (n == 7 && v[6] && v[6] <= v[5]) {
-		snprintf(err, errlen, "reservation \"%s\": the span ends before it starts", spec);
-		return -EINVAL;
-	}
-	*ret = (struct start_resv){
-		.rate_bps = v[1], .block_bytes = v[2], .offset = v[3], .length = v[4],
-		.span_start_s = (int64_t)v[5], .span_end_s = (int64_t)v[6],
-	};
-	snprintf(ret->export_name, sizeof(ret->export_name), "%s", f[0]);
-	return 0;
 }
 
 /* The partition export name serves: a stored export's, else the partition
@@ -141,7 +83,7 @@ static int export_part(struct cw_pool *pool, const char *name, char *ret, size_t
 /* Streams given with -r: admitted like any other (every disk or none,
  * beside the stored ones), for the daemon's lifetime, never stored. */
 static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
-			    const struct start_resv *sr, int64_t start_ns)
+			    const struct cwd_start_resv *sr, int64_t start_ns)
 {
 	struct cw_admit_refusal ref;
 	struct cw_admit_request rq = {
@@ -346,7 +288,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct start_resv resv[MAX_RESERVATIONS];
+	struct cwd_start_resv resv[MAX_RESERVATIONS];
 	struct cw_admit_state *adm = NULL;
 	struct nbd_server_config scfg = { 0 };
 	struct cwd_config *cfg = NULL;
@@ -378,7 +320,7 @@ int main(int argc, char **argv)
 					MAX_RESERVATIONS);
 				return 2;
 			}
-			if (start_resv_parse(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
+			if (cwd_start_resv_parse(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
 				fprintf(stderr, "clockwised: %s\n", msg);
 				return 2;
 			}

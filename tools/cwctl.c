@@ -3,8 +3,8 @@
  * cwctl — drives clockwised through its control socket (cwctl(8)).
  *
  * Every command is one request of the control protocol
- * (daemon/control-proto.h); cwctl turns the suffixed quantities people
- * type into the integers the protocol carries (tools/units.h) and the
+ * (clockwise/ctl-proto.h); cwctl turns the suffixed quantities people
+ * type into the integers the protocol carries (clockwise/units.h) and the
  * replies into tables, or prints them unchanged with --json.
  *
  * Exit status: 0 success, 1 the server refused or failed the request,
@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include <clockwise/types.h>
+#include <clockwise/units.h>
 
 #include "ctl-client.h"
-#include "units.h"
 
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
@@ -267,7 +267,7 @@ static void print_stats(json_object *s)
 
 static bool bar_shown;
 
-static void progress(const struct cwc_reply *p, void *userdata)
+static void progress(const struct cw_ctl_reply *p, void *userdata)
 {
 	int width = 30, filled;
 
@@ -285,10 +285,10 @@ typedef void (*print_fn)(json_object *result);
 
 /* Sends one request; prints the result with print (or as JSON) and
  * returns the exit status. */
-static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
+static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 {
 	struct ctl_client c;
-	struct cwc_reply rep;
+	struct cw_ctl_reply rep;
 	int r = ctl_client_open(&c, socket_path);
 
 	if (r < 0) {
@@ -311,13 +311,13 @@ static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
 							: strerror(-r));
 		return EXIT_CONNECT;
 	}
-	if (rep.kind == CWC_REPLY_ERROR) {
+	if (rep.kind == CW_CTL_REPLY_ERROR) {
 		if (json_out)
 			fprintf(stderr, "%s\n", json_object_to_json_string_ext(
 							get(rep.root, "error"), JSON_C_TO_STRING_PLAIN));
 		else
 			fprintf(stderr, "%s: %s (%s)\n", cmd_name, rep.message, rep.code_name);
-		cwc_reply_done(&rep);
+		cw_ctl_reply_done(&rep);
 		return EXIT_REFUSED;
 	}
 	if (json_out)
@@ -327,7 +327,7 @@ static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
 	else if (print)
 		print(rep.result);
 	fflush(stdout);
-	cwc_reply_done(&rep);
+	cw_ctl_reply_done(&rep);
 	return 0;
 }
 
@@ -359,8 +359,8 @@ static bool size_arg(const char *what, const char *s, uint64_t *ret)
 	int r = cw_units_parse_size(s, ret);
 
 	if (r < 0)
-		usage_error("%s \"%s\": %s; expected bytes with an optional K, M, G or T suffix",
-			    what, s, r == -ERANGE ? "too large" : "not a size");
+		usage_error("%s \"%s\": %s; expected " CW_UNITS_SIZE_HELP, what, s,
+			    r == -ERANGE ? "too large" : "not a size");
 	return r == 0;
 }
 
@@ -388,7 +388,7 @@ struct command {
 	int (*fn)(int argc, char **argv);	/* NULL: c_simple() */
 	/* For c_simple: the request, its one positional argument ("name",
 	 * "id" or NULL for none) and how to print the result. */
-	enum cwc_cmd cmd;
+	enum cw_ctl_cmd cmd;
 	const char *arg;
 	print_fn print;
 };
@@ -511,7 +511,7 @@ static int c_disk_add(int argc, char **argv)
 		return EXIT_REFUSED;
 	}
 	put_str(a, "path", path);
-	return call(CWC_CMD_DISK_ADD, a, print_disk_added);
+	return call(CW_CTL_CMD_DISK_ADD, a, print_disk_added);
 }
 
 
@@ -548,7 +548,7 @@ static int c_disk_calibrate(int argc, char **argv)
 	if (argc - optind != 1)
 		return json_object_put(a), usage_error("expected one disk NAME");
 	put_str(a, "name", argv[optind]);
-	return call(CWC_CMD_DISK_CALIBRATE, a, print_calibrated);
+	return call(CW_CTL_CMD_DISK_CALIBRATE, a, print_calibrated);
 }
 
 static void print_part_done(json_object *p)
@@ -592,7 +592,7 @@ static int c_part_create(int argc, char **argv)
 	if (!have_size)
 		return json_object_put(a), usage_error("--size is required");
 	put_str(a, "name", argv[optind]);
-	return call(CWC_CMD_PART_CREATE, a, print_part_done);
+	return call(CW_CTL_CMD_PART_CREATE, a, print_part_done);
 }
 
 
@@ -650,7 +650,7 @@ static int c_part_resize(int argc, char **argv)
 	if (!have_size)
 		return json_object_put(a), usage_error("--size is required");
 	put_str(a, "name", argv[optind]);
-	return call(CWC_CMD_PART_RESIZE, a, print_part_done);
+	return call(CW_CTL_CMD_PART_RESIZE, a, print_part_done);
 }
 
 
@@ -679,8 +679,7 @@ static int c_resv_create(int argc, char **argv)
 		case 'r':
 			if (cw_units_parse_rate(optarg, &v) < 0) {
 				json_object_put(a);
-				return usage_error("--rate \"%s\": expected e.g. 8Mbit, 817KB/s, "
-						   "1.5MB/s or bytes per second", optarg);
+				return usage_error("--rate \"%s\": expected " CW_UNITS_RATE_HELP, optarg);
 			}
 			put_u64(a, "rate", v);
 			rate = true;
@@ -711,11 +710,10 @@ static int c_resv_create(int argc, char **argv)
 		}
 		case 's':
 		case 'd':
-			if (cw_units_parse_duration(optarg, &ns) < 0) {
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &ns) < 0) {
 				json_object_put(a);
-				return usage_error("--%s \"%s\": expected a duration such as 90, 1.5s, "
-						   "250ms, 10m or 2h", o == 's' ? "start" : "duration",
-						   optarg);
+				return usage_error("--%s \"%s\": expected " CW_UNITS_DURATION_HELP,
+						   o == 's' ? "start" : "duration", optarg);
 			}
 			put_u64(a, o == 's' ? "start" : "duration", (uint64_t)ns);
 			break;
@@ -728,7 +726,7 @@ static int c_resv_create(int argc, char **argv)
 	if (!rate || !block)
 		return json_object_put(a), usage_error("--rate and --block are required");
 	put_str(a, "part", argv[optind]);
-	return call(CWC_CMD_RESV_CREATE, a, print_resv_created);
+	return call(CW_CTL_CMD_RESV_CREATE, a, print_resv_created);
 }
 
 
@@ -771,7 +769,7 @@ static int c_export_add(int argc, char **argv)
 	if (argc - optind != 1)
 		return json_object_put(a), usage_error("expected one partition PART");
 	put_str(a, "part", argv[optind]);
-	return call(CWC_CMD_EXPORT_ADD, a, print_export_added);
+	return call(CW_CTL_CMD_EXPORT_ADD, a, print_export_added);
 }
 
 
@@ -797,9 +795,9 @@ static int c_stats(int argc, char **argv)
 		char *end;
 
 		if (o == 'w') {
-			if (cw_units_parse_duration(optarg, &every) < 0 || every <= 0)
-				return usage_error("--watch \"%s\": expected seconds, e.g. 1 or 0.5",
-						   optarg);
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &every) < 0 || every <= 0)
+				return usage_error("--watch \"%s\": expected " CW_UNITS_DURATION_HELP
+						   ", more than 0", optarg);
 		} else if (o == 'c') {
 			count = strtol(optarg, &end, 10);
 			if (!*optarg || *end || count <= 0)
@@ -811,7 +809,7 @@ static int c_stats(int argc, char **argv)
 	if (argc != optind)
 		return usage_error("stats takes no arguments");
 	if (!every)
-		return call(CWC_CMD_STATS, NULL, print_stats);
+		return call(CW_CTL_CMD_STATS, NULL, print_stats);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	for (long i = 0; count < 0 || i < count; i++) {
@@ -824,7 +822,7 @@ static int c_stats(int argc, char **argv)
 		}
 		if (interrupted)
 			break;
-		r = call(CWC_CMD_STATS, NULL, print_stats);
+		r = call(CW_CTL_CMD_STATS, NULL, print_stats);
 		if (r)
 			return r;
 	}
@@ -837,16 +835,16 @@ static const char size_help[] =
 static const struct command commands[] = {
 	{ NULL, "status", "",
 	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
-	  "has booked on each), partitions, reservations and exports.\n", NULL, CWC_CMD_STATUS, NULL,
+	  "has booked on each), partitions, reservations and exports.\n", NULL, CW_CTL_CMD_STATUS, NULL,
 	  print_status },
 	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
 	  "to hdd; the name to disk<id>.  A running daemon serves it at once.\n", c_disk_add },
-	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CWC_CMD_DISK_LIST, NULL,
+	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,
 	  print_disks },
 	{ "disk", "remove", "NAME",
 	  "Removes an empty disk from the pool; refused while partitions have blocks\n"
-	  "on it or reservations use it.\n", NULL, CWC_CMD_DISK_REMOVE, "name", print_removed },
+	  "on it or reservations use it.\n", NULL, CW_CTL_CMD_DISK_REMOVE, "name", print_removed },
 	{ "disk", "calibrate", "NAME [--quick]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
@@ -857,16 +855,16 @@ static const struct command commands[] = {
 	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"
 	  "random scatters them, single keeps them on one disk (--disk, or the one\n"
 	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n", c_part_create },
-	{ "part", "list", "", "Lists the partitions.\n", NULL, CWC_CMD_PART_LIST, NULL, print_parts },
+	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
 	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", NULL,
-	  CWC_CMD_PART_SHOW, "name", print_part_show },
+	  CW_CTL_CMD_PART_SHOW, "name", print_part_show },
 	{ "part", "resize", "NAME --size SIZE",
 	  "Grows or shrinks a partition at its end; refused when shrinking below a\n"
 	  "reserved range or while it is exported.  An export that grows has its new\n"
 	  "size for new connections; open ones keep theirs.\n", c_part_resize },
 	{ "part", "delete", "NAME",
 	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
-	  CWC_CMD_PART_DELETE, "name", print_removed },
+	  CW_CTL_CMD_PART_DELETE, "name", print_removed },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
 	  "       [--duration TIME]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
@@ -877,18 +875,18 @@ static const struct command commands[] = {
 	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
 	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },
 	{ "resv", "list", "", "Lists the reservations; those given to clockwised -r show as static.\n",
-	  NULL, CWC_CMD_RESV_LIST, NULL, print_resvs },
+	  NULL, CW_CTL_CMD_RESV_LIST, NULL, print_resvs },
 	{ "resv", "show", "ID", "Shows a reservation and its task on each disk.\n", NULL,
-	  CWC_CMD_RESV_SHOW, "id", print_resv },
+	  CW_CTL_CMD_RESV_SHOW, "id", print_resv },
 	{ "resv", "release", "ID",
 	  "Releases a reservation; refused while an export is bound to it.\n", NULL,
-	  CWC_CMD_RESV_RELEASE, "id", print_released },
-	{ "export", "list", "", "Lists the NBD exports.\n", NULL, CWC_CMD_EXPORT_LIST, NULL,
+	  CW_CTL_CMD_RESV_RELEASE, "id", print_released },
+	{ "export", "list", "", "Lists the NBD exports.\n", NULL, CW_CTL_CMD_EXPORT_LIST, NULL,
 	  print_exports },
 	{ "export", "add", "PART [--name NAME] [--readonly] [--resv ID]",
 	  "Exports a partition over NBD as NAME (default: the partition's name).\n"
 	  "With --resv, requests inside the reservation's range are real-time.\n", c_export_add },
-	{ "export", "remove", "NAME", "Stops exporting NAME.\n", NULL, CWC_CMD_EXPORT_REMOVE, "name",
+	{ "export", "remove", "NAME", "Stops exporting NAME.\n", NULL, CW_CTL_CMD_EXPORT_REMOVE, "name",
 	  print_removed },
 	{ NULL, "stats", "[--watch SECONDS [--count N]]",
 	  "The data path's counters per disk and per reservation: real-time requests\n"

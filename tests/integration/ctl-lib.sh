@@ -9,7 +9,7 @@
 #                            waits for its ready line; sets CTL_SOCK,
 #                            CTL_NBD, CTL_PID and CTL_LOG
 #   ctl_start_standin DIR [ARGS...]  the same socket served by
-#                            tests/integration/ctl-test-server (the control
+#                            tests/unit/daemon/ctl-test-server (the control
 #                            server without the data path), for what needs
 #                            its knobs (rate limits, injected clock)
 #   cwctl ARGS...            the real cwctl on that socket
@@ -18,7 +18,7 @@
 #                            (released again at once)
 #   ctl_disks DIR            the three disks: already in clockwised's pool
 #                            (checked), added through cwctl for the stand-in
-CTL_SERVER=${CTL_SERVER:-$top_builddir/tests/integration/ctl-test-server}
+CTL_SERVER=${CTL_SERVER:-$top_builddir/tests/unit/daemon/ctl-test-server}
 CTL_DAEMON=$top_builddir/daemon/clockwised
 CWCTL=$top_builddir/tools/cwctl
 CTL_RAW=$top_builddir/tests/integration/ctl-raw

@@ -65,6 +65,12 @@ check "one task per disk" test "$(cwctl --json resv show 1 | jq '.per_disk | len
 check "range, start and duration" cwctl resv create media --rate 817KB/s --block 64K \
 	--range 0:10M --start 1s --duration 1h
 check "the range is kept" test "$(cwctl --json resv show 2 | jq .range_end)" -eq $((10 << 20))
+# One meaning per suffix: 8M is 8 MiB/s as with clockwised -r, 8MB/s is 10^6.
+for spec in 8M:$((8 << 20)) 8MiB/s:$((8 << 20)) 8MB/s:8000000; do
+	id=$(cwctl --json resv create media --rate "${spec%%:*}" --block 1M | jq .id)
+	check "--rate ${spec%%:*} is ${spec#*:} B/s" test "$(cwctl --json resv show "$id" | jq .rate)" -eq "${spec#*:}"
+	check "release it" cwctl resv release "$id"
+done
 out=$(cwctl --json resv create media --rate 2GB/s --block 1M 2>&1 >/dev/null)
 check "over-admission refused" test "$(echo "$out" | jq -r .code)" = refused
 check "the refusal names a disk" bash -c 'echo "$0" | jq -e ".details.disk | test(\"^(hdd0|hdd1|ssd0)$\")"' "$out"

@@ -210,7 +210,7 @@ int sim_cmd_run(int argc, char **argv)
 		if (e < 0)
 			break;
 		if (!c->json)
-			printf("%s: %zu streams admitted (%.2f MB/s); next: %s\n",
+			printf("%s: %zu streams admitted (%.2f MiB/s); next: %s\n",
 			       sim_placement_name(pl), setup.n_streams,
 			       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
 		for (unsigned p = 0; p < 3 && e == 0; p++) {
@@ -300,12 +300,12 @@ static int sweep_fig2(const struct cli *c, FILE *out)
 		unsigned scale;
 		const char *name;
 	} curves[] = {
-		{ SIM_ROTATION, SIM_VIDEO_817, 1, "rotation, 1 MB video blocks" },
-		{ SIM_ROTATION, SIM_VIDEO_245, 1, "rotation, 256 KB video blocks" },
-		{ SIM_RANDOM, SIM_VIDEO_817, 1, "random, 1 MB video blocks" },
-		{ SIM_RANDOM, SIM_VIDEO_245, 1, "random, 256 KB video blocks" },
-		{ SIM_SINGLE, SIM_VIDEO_817, 1, "single, 1 MB video blocks" },
-		{ SIM_SINGLE, SIM_VIDEO_817, 2, "single (large buffers), 2 MB video blocks" },
+		{ SIM_ROTATION, SIM_VIDEO_817, 1, "rotation, 1 MiB video blocks" },
+		{ SIM_ROTATION, SIM_VIDEO_245, 1, "rotation, 256 KiB video blocks" },
+		{ SIM_RANDOM, SIM_VIDEO_817, 1, "random, 1 MiB video blocks" },
+		{ SIM_RANDOM, SIM_VIDEO_245, 1, "random, 256 KiB video blocks" },
+		{ SIM_SINGLE, SIM_VIDEO_817, 1, "single, 1 MiB video blocks" },
+		{ SIM_SINGLE, SIM_VIDEO_817, 2, "single (large buffers), 2 MiB video blocks" },
 	};
 	_cleanup_free_ char *plt = NULL;
 	size_t plt_len = 0;
@@ -327,7 +327,7 @@ static int sweep_fig2(const struct cli *c, FILE *out)
 		return -ENOMEM;
 	}
 	fprintf(p, "set title 'Figure 2: aggregate real-time load and delta-L (%u x %s)'\n"
-		"set xlabel 'aggregate RT load (MB/s)'\nset ylabel 'least delta-L over the disks (s)'\n"
+		"set xlabel 'aggregate RT load (MiB/s)'\nset ylabel 'least delta-L over the disks (s)'\n"
 		"set key top right\nset grid\nplot ", c->sc.disks, c->sc.model.name);
 	for (size_t i = 0; i < CW_ARRAY_SIZE(curves) && e == 0; i++) {
 		struct sim_scenario sc = c->sc;
@@ -344,7 +344,7 @@ static int sweep_fig2(const struct cli *c, FILE *out)
 		fprintf(dat, "\n\n");
 		fprintf(p, "%s'fig2.dat' index %zu using 1:2 with linespoints title '%s'",
 			i ? ", \\\n  " : "", i, curves[i].name);
-		fprintf(out, "admitted: %-44s %3zu streams, %6.2f MB/s\n", curves[i].name,
+		fprintf(out, "admitted: %-44s %3zu streams, %6.2f MiB/s\n", curves[i].name,
 			s.n_streams, o.max_load);
 		sim_setup_done(&s);
 	}
@@ -388,7 +388,7 @@ static int sweep_fig3(struct session *s)
 	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS; pl++)
 		n_panels += !!(c->sc.placements & 1u << pl);
 	fprintf(f, "set datafile separator ','\nset logscale y\nset grid\nset key top left\n"
-		"set xlabel 'aggregate RT load (MB/s)'\nset ylabel 'mean BE latency (ms)'\n"
+		"set xlabel 'aggregate RT load (MiB/s)'\nset ylabel 'mean BE latency (ms)'\n"
 		"set multiplot layout %u,1 title 'Figure 3: best-effort latency vs real-time load'\n",
 		n_panels);
 	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS && e == 0; pl++) {
@@ -423,7 +423,7 @@ static int sweep_fig3(struct session *s)
 					break;
 				sim_report_csv(csv, &r, c->sc.disks);
 				if (!c->json)
-					printf("%-8s %-7s %3zu streams %6.2f MB/s  delta-L %9.1f ms  "
+					printf("%-8s %-7s %3zu streams %6.2f MiB/s  delta-L %9.1f ms  "
 					       "misses %3" PRIu64 "  BE mean %9.2f p99 %9.2f ms\n",
 					       sim_placement_name(pl), cw_sched_policy_name(p), r.streams,
 					       r.rt_load_mb_s,

@@ -32,6 +32,8 @@
 #include "common/util.h"
 #include "sim.h"
 
+#include <clockwise/units.h>
+
 /* ---- set-up ------------------------------------------------------------ */
 
 static uint64_t rt_end(const struct sim_scenario *sc)
@@ -206,9 +208,11 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 			goto fail;
 		}
 		if (!plan.admitted) {
-			snprintf(s.refusal, sizeof(s.refusal), "stream %zu (%s %" PRIu64 " KB/s): %s",
-				 i, is_video ? "video" : "audio", st.bandwidth_bps / SIM_KIB,
-				 plan.reason);
+			char rate[CW_UNITS_BUF];
+
+			snprintf(s.refusal, sizeof(s.refusal), "stream %zu (%s %s): %s", i,
+				 is_video ? "video" : "audio",
+				 cw_units_format_rate(st.bandwidth_bps, rate), plan.reason);
 			cw_admit_plan_done(&plan);
 			free(st.disk);
 			free(st.off);

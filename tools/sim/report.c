@@ -27,7 +27,7 @@ static void ms_or_null(FILE *f, int64_t ns)
 
 void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
 {
-	fprintf(f, "%s %s: %zu streams, RT load %.2f MB/s\n", sim_placement_name(r->placement),
+	fprintf(f, "%s %s: %zu streams, RT load %.2f MiB/s\n", sim_placement_name(r->placement),
 		cw_sched_policy_name(r->policy), r->streams, r->rt_load_mb_s);
 	fprintf(f, "  delta-L per disk (ms):");
 	for (unsigned d = 0; d < sc->disks; d++) {

@@ -18,6 +18,7 @@
 
 #include <clockwise/layout.h>
 #include <clockwise/pool-objects.h>
+#include <clockwise/units.h>
 
 static const char *const placement_names[SIM_N_PLACEMENTS] = {
 	[SIM_ROTATION] = "rotation",
@@ -148,13 +149,14 @@ static int set_path(char *dst, size_t len, const char *base, const char *path)
 }
 
 /* Milliseconds or seconds (a decimal) into nanoseconds. */
-static int parse_time(const char *v, double unit_ns, double hi_ns, int64_t *ret)
+/* A duration (clockwise/units.h); a bare number counts in the key's unit. */
+static int parse_time(const char *v, int64_t unit_ns, int64_t hi_ns, int64_t *ret)
 {
-	double x;
+	int64_t ns;
 
-	if (parse_double(v, 0, hi_ns / unit_ns, &x) < 0)
+	if (cw_units_parse_duration(v, unit_ns, &ns) < 0 || ns > hi_ns)
 		return -EINVAL;
-	*ret = (int64_t)llround(x * unit_ns);
+	*ret = ns;
 	return 0;
 }
 
@@ -211,8 +213,9 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		return 0;
 	}
 	if (!strcmp(key, "duration_s"))
-		return parse_time(v, 1e9, 1e9 * 86400 * 7, &sc->duration_ns) < 0 || !sc->duration_ns ?
-		       bad(where, key, "expected seconds, more than 0 and at most a week") : 0;
+		return parse_time(v, CW_UNITS_S, CW_UNITS_S * 86400 * 7, &sc->duration_ns) < 0 ||
+		       !sc->duration_ns ?
+		       bad(where, key, "expected seconds (or 10m, 1h), more than 0 and at most a week") : 0;
 	if (!strcmp(key, "seed"))
 		return parse_u64(v, 0, UINT64_MAX, &sc->seed) < 0 ?
 		       bad(where, key, "expected an unsigned integer") : 0;
@@ -310,11 +313,11 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		return 0;
 	}
 	if (!strcmp(key, "server_period_ms"))
-		return parse_time(v, 1e6, 1e9 * 3600, &sc->server_period_ns) < 0 ?
-		       bad(where, key, "expected milliseconds (0: no server)") : 0;
+		return parse_time(v, CW_UNITS_MS, CW_UNITS_S * 3600, &sc->server_period_ns) < 0 ?
+		       bad(where, key, "expected milliseconds (or 10us, 1s; 0: no server)") : 0;
 	if (!strcmp(key, "server_slice_ms"))
-		return parse_time(v, 1e6, 1e9 * 3600, &sc->server_slice_ns) < 0 ?
-		       bad(where, key, "expected milliseconds") : 0;
+		return parse_time(v, CW_UNITS_MS, CW_UNITS_S * 3600, &sc->server_slice_ns) < 0 ?
+		       bad(where, key, "expected milliseconds (or 10us, 1s)") : 0;
 	return bad(where, key, "unknown key");
 }
 

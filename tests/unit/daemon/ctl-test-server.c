@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "control.h"
+#include "daemon/control.h"
 
 static struct cwc_server *srv;
 static const char *calibrate_preset;

@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "control.h"
+#include "daemon/control.h"
 #include "layout/pooltest.h"
 
 static int64_t now_ns = 1000 * CW_NS_PER_S;
@@ -83,7 +83,7 @@ struct fixture {
 	struct hook_log log;
 	char out[1 << 16];
 	size_t out_len;
-	struct cwc_reply rep;
+	struct cw_ctl_reply rep;
 };
 
 /* A calibration that measures nothing and reports a disk slow enough to
@@ -131,7 +131,7 @@ static void fx_start(struct fixture *f, bool hooks)
  * the hook counters start from zero. */
 static void fx_restart(struct fixture *f)
 {
-	cwc_reply_done(&f->rep);
+	cw_ctl_reply_done(&f->rep);
 	cwc_server_free(f->srv);
 	f->srv = NULL;
 	tp_reopen(&f->t);
@@ -141,7 +141,7 @@ static void fx_restart(struct fixture *f)
 
 static void fx_stop(struct fixture *f)
 {
-	cwc_reply_done(&f->rep);
+	cw_ctl_reply_done(&f->rep);
 	cwc_server_free(f->srv);
 	tp_fini(&f->t);
 }
@@ -157,13 +157,13 @@ static void collect(const char *line, void *userdata)
 }
 
 /* Sends line with the given rights; the reply is in f->rep.  Returns the
- * error code (CWC_OK on success). */
-static enum cwc_code send_as(struct fixture *f, bool can_read, bool can_change, const char *line)
+ * error code (CW_CTL_OK on success). */
+static enum cw_ctl_code send_as(struct fixture *f, bool can_read, bool can_change, const char *line)
 {
-	struct cwc_fail fail;
+	struct cw_ctl_fail fail;
 	char *last;
 
-	cwc_reply_done(&f->rep);
+	cw_ctl_reply_done(&f->rep);
 	f->out_len = 0;
 	f->out[0] = '\0';
 	cwc_server_handle_line(f->srv, line, strlen(line), can_read, can_change, collect, f);
@@ -171,11 +171,11 @@ static enum cwc_code send_as(struct fixture *f, bool can_read, bool can_change, 
 	f->out[f->out_len - 1] = '\0';
 	last = strrchr(f->out, '\n');
 	last = last ? last + 1 : f->out;
-	CU_ASSERT_FATAL(cwc_reply_parse(last, strlen(last), &f->rep, &fail) == 0);
-	return f->rep.kind == CWC_REPLY_OK ? CWC_OK : f->rep.code;
+	CU_ASSERT_FATAL(cw_ctl_reply_parse(last, strlen(last), &f->rep, &fail) == 0);
+	return f->rep.kind == CW_CTL_REPLY_OK ? CW_CTL_OK : f->rep.code;
 }
 
-static enum cwc_code send_line(struct fixture *f, const char *line)
+static enum cw_ctl_code send_line(struct fixture *f, const char *line)
 {
 	return send_as(f, true, true, line);
 }
@@ -199,7 +199,7 @@ static void test_expiry(void)
 	fx_start(&f, true);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
 				       "\"rate\":1000000,\"block\":1048576,\"duration\":2000000000}}"),
-			      CWC_OK);
+			      CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "id"), 1);
 	CU_ASSERT_EQUAL(result_int(&f, "ends_in_ns"), 2 * CW_NS_PER_S);
 	CU_ASSERT_EQUAL(f.log.added, 1);
@@ -211,10 +211,10 @@ static void test_expiry(void)
 	free(list);
 
 	now_ns += CW_NS_PER_S;	/* still running */
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_len(&f), 1);
 	now_ns += CW_NS_PER_S;	/* its end: released, and the data path is told */
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_len(&f), 0);
 	CU_ASSERT_EQUAL(f.log.removed, 1);
 	CU_ASSERT_EQUAL(f.log.last_id, 1);
@@ -225,7 +225,7 @@ static void test_expiry(void)
 	/* A future one keeps its start; ids are not reused. */
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
 				       "\"rate\":1000000,\"block\":1048576,\"start\":10000000000}}"),
-			      CWC_OK);
+			      CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "id"), 2);
 	CU_ASSERT_EQUAL(result_int(&f, "starts_in_ns"), 10 * CW_NS_PER_S);
 	fx_stop(&f);
@@ -240,9 +240,9 @@ static void test_refusals(void)
 	/* A long-period stream of 16 MiB requests: each takes many seeks on
 	 * each disk, which a short-period stream cannot wait out. */
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				       "\"rate\":1000000,\"block\":16777216}}"), CWC_OK);
+				       "\"rate\":1000000,\"block\":16777216}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				  "\"rate\":1000000,\"block\":65536}}"), CWC_E_REFUSED);
+				  "\"rate\":1000000,\"block\":65536}}"), CW_CTL_E_REFUSED);
 	det = f.rep.details;
 	CU_ASSERT_PTR_NOT_NULL_FATAL(det);
 	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(det, "condition")),
@@ -253,21 +253,21 @@ static void test_refusals(void)
 
 	/* Condition (1): more than the disks can carry. */
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				  "\"rate\":1000000000,\"block\":1048576}}"), CWC_E_REFUSED);
+				  "\"rate\":1000000000,\"block\":1048576}}"), CW_CTL_E_REFUSED);
 	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(f.rep.details,
 									     "condition")),
 			       "utilization");
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_len(&f), 1);
 
 	/* Bad values inside well-typed requests. */
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				  "\"rate\":0,\"block\":65536}}"), CWC_E_BAD_REQUEST);
+				  "\"rate\":0,\"block\":65536}}"), CW_CTL_E_BAD_REQUEST);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
 				  "\"rate\":1,\"block\":65536,\"range_start\":5,\"range_end\":5}}"),
-			CWC_E_BAD_REQUEST);
+			CW_CTL_E_BAD_REQUEST);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"part.create\",\"args\":{\"name\":\"x\","
-				  "\"size\":1,\"disk\":\"disk1\"}}"), CWC_E_BAD_REQUEST);
+				  "\"size\":1,\"disk\":\"disk1\"}}"), CW_CTL_E_BAD_REQUEST);
 	fx_stop(&f);
 }
 
@@ -285,9 +285,9 @@ static void test_model(void)
 	m.margin_ns = 2 * CW_NS_PER_S;	/* beyond what a model may say: refused */
 	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 2, &m, true), -EINVAL);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				  "\"rate\":4000000,\"block\":1048576}}"), CWC_E_REFUSED);
+				  "\"rate\":4000000,\"block\":1048576}}"), CW_CTL_E_REFUSED);
 	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(f.rep.details, "disk_id")), 1);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"disk.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"disk.list\"}"), CW_CTL_OK);
 	CU_ASSERT(json_object_get_boolean(json_object_object_get(
 		json_object_object_get(json_object_array_get_idx(f.rep.result, 0), "model"),
 		"calibrated")));
@@ -298,7 +298,7 @@ static void test_model(void)
 	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
 	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 1, &m, false), 0);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				  "\"rate\":4000000,\"block\":1048576}}"), CWC_OK);
+				  "\"rate\":4000000,\"block\":1048576}}"), CW_CTL_OK);
 	fx_stop(&f);
 }
 
@@ -307,31 +307,31 @@ static void test_access_and_hooks(void)
 	struct fixture f;
 
 	fx_start(&f, true);
-	CU_ASSERT_EQUAL(send_as(&f, false, false, "{\"cmd\":\"status\"}"), CWC_E_PERMISSION_DENIED);
-	CU_ASSERT_EQUAL(send_as(&f, true, false, "{\"cmd\":\"status\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_as(&f, false, false, "{\"cmd\":\"status\"}"), CW_CTL_E_PERMISSION_DENIED);
+	CU_ASSERT_EQUAL(send_as(&f, true, false, "{\"cmd\":\"status\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(send_as(&f, true, false, "{\"cmd\":\"part.delete\",\"args\":"
-					       "{\"name\":\"media\"}}"), CWC_E_PERMISSION_DENIED);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"part.list\"}"), CWC_OK);
+					       "{\"name\":\"media\"}}"), CW_CTL_E_PERMISSION_DENIED);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"part.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_len(&f), 1);	/* still there */
 
 	f.log.export_result = -EIO;
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
-			CWC_E_IO_ERROR);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CWC_OK);
+			CW_CTL_E_IO_ERROR);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_len(&f), 0);
 	f.log.export_result = 0;
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
-				  "\"resv\":9}}"), CWC_E_NOT_FOUND);
+				  "\"resv\":9}}"), CW_CTL_E_NOT_FOUND);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
-			CWC_OK);
+			CW_CTL_OK);
 	CU_ASSERT_EQUAL(f.log.exports, 1);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"stats\"}"), CWC_E_NOT_SUPPORTED);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"stats\"}"), CW_CTL_E_NOT_SUPPORTED);
 	fx_stop(&f);
 
 	fx_start(&f, false);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
-			CWC_E_NOT_SUPPORTED);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"status\"}"), CWC_OK);
+			CW_CTL_E_NOT_SUPPORTED);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"status\"}"), CW_CTL_OK);
 	CU_ASSERT_FALSE(json_object_get_boolean(json_object_object_get(f.rep.result, "data_path")));
 	fx_stop(&f);
 }
@@ -526,26 +526,26 @@ static void test_restart(void)
 	fx_start(&f, true);
 	/* Disk 1 measured slow: its model decides, now and after. */
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"disk.calibrate\",\"args\":"
-				       "{\"name\":\"disk1\"}}"), CWC_OK);
+				       "{\"name\":\"disk1\"}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
 				       "\"rate\":1000000,\"block\":1048576,\"duration\":"
-				       "600000000000}}"), CWC_OK);
+				       "600000000000}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "id"), 1);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
 				       "\"rate\":500000,\"block\":1048576,\"start\":5000000000}}"),
-			      CWC_OK);
+			      CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "id"), 2);
 	/* One that ends in 2 s: over when the server comes back. */
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
 				       "\"rate\":100000,\"block\":1048576,\"duration\":"
-				       "2000000000}}"), CWC_OK);
+				       "2000000000}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
-				       "\"name\":\"movie\",\"readonly\":true,\"resv\":1}}"), CWC_OK);
+				       "\"name\":\"movie\",\"readonly\":true,\"resv\":1}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
-				       "\"name\":\"spare\"}}"), CWC_OK);
+				       "\"name\":\"spare\"}}"), CW_CTL_OK);
 	/* A stream the slow disk refuses beside the others. */
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				       "\"rate\":8000000,\"block\":1048576}}"), CWC_E_REFUSED);
+				       "\"rate\":8000000,\"block\":1048576}}"), CW_CTL_E_REFUSED);
 	snprintf(refused, sizeof(refused), "%s", f.rep.message);
 	snprintf(refused_cond, sizeof(refused_cond), "%s", json_object_get_string(
 		json_object_object_get(f.rep.details, "condition")));
@@ -562,21 +562,21 @@ static void test_restart(void)
 	CU_ASSERT_EQUAL(f.log.removed, 1);	/* ... and the ended one released */
 	CU_ASSERT_EQUAL(f.log.last_id, 3);
 	CU_ASSERT_EQUAL(f.log.exports, 2);	/* both exports served again */
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL_FATAL(result_len(&f), 2);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.show\",\"args\":{\"id\":1}}"),
-			      CWC_OK);
+			      CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "rate"), 1000000);
 	ends_in = result_int(&f, "ends_in_ns");
 	CU_ASSERT_EQUAL(ends_in, 597 * CW_NS_PER_S);	/* wall-clock end kept */
 	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(f.rep.result,
 									   "per_disk")), 2);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.show\",\"args\":{\"id\":2}}"),
-			      CWC_OK);
+			      CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "starts_in_ns"), 2 * CW_NS_PER_S);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.show\",\"args\":{\"id\":3}}"),
-			CWC_E_NOT_FOUND);
-	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CWC_OK);
+			CW_CTL_E_NOT_FOUND);
+	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL_FATAL(result_len(&f), 2);
 	{
 		json_object *m = json_object_array_get_idx(f.rep.result, 0);
@@ -586,14 +586,14 @@ static void test_restart(void)
 		CU_ASSERT(json_object_get_boolean(json_object_object_get(m, "readonly")));
 		CU_ASSERT_EQUAL(json_object_get_int64(json_object_object_get(m, "resv")), 1);
 	}
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"disk.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"disk.list\"}"), CW_CTL_OK);
 	CU_ASSERT(json_object_get_boolean(json_object_object_get(
 		json_object_object_get(json_object_array_get_idx(f.rep.result, 0), "model"),
 		"calibrated")));
 
 	/* The same decision as before the restart. */
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				  "\"rate\":8000000,\"block\":1048576}}"), CWC_E_REFUSED);
+				  "\"rate\":8000000,\"block\":1048576}}"), CW_CTL_E_REFUSED);
 	/* The task's number differs (the ended one is gone), its T and C do not. */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(refused, " alone has "));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(f.rep.message, " alone has "));
@@ -605,16 +605,16 @@ static void test_restart(void)
 			       refused_cond);
 	/* Ids go on after the highest ever given. */
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				       "\"rate\":100000,\"block\":1048576}}"), CWC_OK);
+				       "\"rate\":100000,\"block\":1048576}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "id"), 4);
 
 	/* The rules hold across the restart too. */
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"),
-			CWC_E_BUSY);
+			CW_CTL_E_BUSY);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.remove\",\"args\":{\"name\":\"movie\"}}"),
-			CWC_OK);
+			CW_CTL_OK);
 	CU_ASSERT_EQUAL(f.log.exports_removed, 1);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "id"), 1);
 	fx_restart(&f);
 	CU_ASSERT_EQUAL(f.log.added, 2);	/* 2 and 4 */
@@ -632,28 +632,28 @@ static void test_database_refuses(void)
 
 	fx_start(&f, true);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				       "\"rate\":100000,\"block\":1048576}}"), CWC_OK);
+				       "\"rate\":100000,\"block\":1048576}}"), CW_CTL_OK);
 	CU_ASSERT_FATAL(sqlite3_open(f.t.db, &h) == SQLITE_OK);
 	CU_ASSERT_FATAL(sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
 	CU_ASSERT_NOT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				      "\"rate\":100000,\"block\":1048576}}"), CWC_OK);
+				      "\"rate\":100000,\"block\":1048576}}"), CW_CTL_OK);
 	CU_ASSERT_NOT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"),
-			    CWC_OK);
+			    CW_CTL_OK);
 	CU_ASSERT_NOT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
-			    CWC_OK);
+			    CW_CTL_OK);
 	CU_ASSERT_EQUAL(f.log.added, 1);
 	CU_ASSERT_EQUAL(f.log.removed, 0);
 	CU_ASSERT_EQUAL(f.log.exports, 0);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_len(&f), 1);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CWC_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.list\"}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_len(&f), 0);
 	CU_ASSERT_FATAL(sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(h);
 	/* Free again: the same commands go through. */
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\"}}"),
-			CWC_OK);
-	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"), CWC_OK);
+			CW_CTL_OK);
+	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"), CW_CTL_OK);
 	fx_stop(&f);
 }
 
@@ -666,12 +666,12 @@ static void test_start_fails_cleanly(void)
 
 	fx_start(&f, true);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
-				       "\"rate\":100000,\"block\":1048576}}"), CWC_OK);
+				       "\"rate\":100000,\"block\":1048576}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
-				       "\"name\":\"a\"}}"), CWC_OK);
+				       "\"name\":\"a\"}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"export.add\",\"args\":{\"part\":\"media\","
-				       "\"name\":\"b\"}}"), CWC_OK);
-	cwc_reply_done(&f.rep);
+				       "\"name\":\"b\"}}"), CW_CTL_OK);
+	cw_ctl_reply_done(&f.rep);
 	cwc_server_free(f.srv);
 	f.srv = NULL;
 	memset(&f.log, 0, sizeof(f.log));

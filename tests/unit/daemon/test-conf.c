@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cwtest.h"
-#include "tests/fuzz/lsan-libconfig.h"
+#include "tests/unit/daemon/lsan-libconfig.h"
 
 static char tmpdir[256];
 static unsigned file_seq;
@@ -260,6 +260,26 @@ static void test_syntax(void)
 		 "4: duplicate setting name; expected libconfig syntax (name = value; see clockwised.conf(5))");
 	load_bad("exports = {\n read_only = false;\n", /* never closed: found at the end */
 		 "3: syntax error; expected libconfig syntax (name = value; see clockwised.conf(5))");
+}
+
+/* Sizes may carry a unit, with the meaning they have everywhere. */
+static void test_size_units(void)
+{
+	struct cwd_config *c = load_ok("exports = { block_size = \"64K\"; "
+				       "max_request_bytes = \"1MiB\"; };\n");
+
+	CU_ASSERT_EQUAL(c->exports.block_size, 65536);
+	CU_ASSERT_EQUAL(c->exports.max_request_bytes, 1 << 20);
+	cwd_config_free(c);
+	load_bad("exports = { block_size = \"4Kb\"; };\n",
+		 "1: exports.block_size = \"4Kb\" is not a size; expected an integer or a size such "
+		 "as 4096, 64K or 1.5G (K, M, G, T: powers of 1024) or 64KB (KB, MB, GB, TB: "
+		 "powers of 1000)");
+	load_bad("exports = { block_size = \"4KB\"; };\n",
+		 "1: exports.block_size = 4000 is not a power of two; expected a power of two "
+		 "from 512 to 65536");
+	load_bad("exports = { block_size = \"128K\"; };\n",
+		 "1: exports.block_size = \"128K\" is out of range; expected a size from 512 to 65536");
 }
 
 static void test_bad_exports(void)
@@ -525,6 +545,7 @@ int main(void)
 	cwtest_add(s, "bad top-level values", test_bad_top);
 	cwtest_add(s, "syntax errors", test_syntax);
 	cwtest_add(s, "bad exports", test_bad_exports);
+	cwtest_add(s, "size units", test_size_units);
 	cwtest_add(s, "bad disks", test_bad_disks);
 	cwtest_add(s, "bad listen", test_bad_listen);
 	cwtest_add(s, "errors in included files", test_include);

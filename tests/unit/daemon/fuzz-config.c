@@ -18,8 +18,8 @@
 #include <syslog.h>
 
 #include "daemon/conf.h"
-#include "lsan-libconfig.h"
-#include "replay.h"
+#include "tests/unit/daemon/lsan-libconfig.h"
+#include "tests/fuzz/replay.h"
 
 #define NAME "fuzz.conf"
 
