@@ -191,16 +191,16 @@ static void client_line(struct cwc_server *srv, struct client *cl, const char *l
 	if (len == 0)
 		return;		/* blank lines are keep-alives */
 	if (!client_take_token(srv, cl)) {
-		ctl_emit_error(client_emit, cl, CW_CTL_E_RATE_LIMITED,
+		cwc_emit_error(client_emit, cl, CW_CTL_E_RATE_LIMITED,
 			   "too many requests: slow down and retry", NULL);
 		return;
 	}
-	if (!ctl_request_admit(srv, line, len, cl->can_read, cl->can_change, client_emit, cl, &req))
+	if (!cwc_request_admit(srv, line, len, cl->can_read, cl->can_change, client_emit, cl, &req))
 		return;
 	if (req.cmd == CW_CTL_CMD_DISK_CALIBRATE)
 		job_start(srv, cl, &req);
 	else
-		ctl_request_run(srv, &req, client_emit, cl);
+		cwc_request_run(srv, &req, client_emit, cl);
 	cw_ctl_request_done(&req);
 }
 
@@ -228,7 +228,7 @@ static void client_process(struct cwc_server *srv, struct client *cl)
 		/* A full buffer and no newline: the line is too long.  Say
 		 * so once, then skip to its end. */
 		if (!cl->skipping)
-			ctl_emit_error(client_emit, cl, CW_CTL_E_TOO_LARGE,
+			cwc_emit_error(client_emit, cl, CW_CTL_E_TOO_LARGE,
 				   "message longer than 65535 bytes; skipped", NULL);
 		cl->skipping = true;
 		cl->in_len = 0;
@@ -323,17 +323,17 @@ static void job_start(struct cwc_server *srv, struct client *cl, const struct cw
 	int sv[2];
 
 	if (!job) {
-		ctl_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "out of memory", NULL);
+		cwc_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "out of memory", NULL);
 		return;
 	}
-	ctl_expire_resvs(srv);
-	if (ctl_calib_prepare(&c, &job->k) < 0) {
-		ctl_emit_error(client_emit, cl, c.code, c.msg, NULL);
+	cwc_resv_expire(srv);
+	if (cwc_calib_prepare(&c, &job->k) < 0) {
+		cwc_emit_error(client_emit, cl, c.code, c.msg, NULL);
 		free(job);
 		return;
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		ctl_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "no channel for the calibration", NULL);
+		cwc_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "no channel for the calibration", NULL);
 		free(job);
 		return;
 	}
@@ -349,7 +349,7 @@ static void job_start(struct cwc_server *srv, struct client *cl, const struct cw
 		close(sv[0]);
 		close(sv[1]);
 		free(job);
-		ctl_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "cannot start the calibration", NULL);
+		cwc_emit_error(client_emit, cl, CW_CTL_E_INTERNAL, "cannot start the calibration", NULL);
 		return;
 	}
 	job->next = srv->jobs;
@@ -380,8 +380,8 @@ static void job_finish(struct cwc_server *srv, struct calib_job *job)
 	}
 	epoll_ctl(srv->epoll_fd, EPOLL_CTL_DEL, job->fd, NULL);
 	close(job->fd);
-	if (ctl_calib_finish(&c, &job->k, &result) < 0) {
-		ctl_emit_error(c.emit, c.emit_data, c.code, c.msg, c.details);
+	if (cwc_calib_finish(&c, &job->k, &result) < 0) {
+		cwc_emit_error(c.emit, c.emit_data, c.code, c.msg, c.details);
 		json_object_put(c.details);
 	} else {
 		_cleanup_free_ char *line = cw_ctl_format_ok(result);
@@ -594,12 +594,23 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 	srv->o = *opts;
 	srv->pool = pool;
 	srv->listen_fd = srv->epoll_fd = srv->wake_fd = -1;
-	pthread_mutex_init(&srv->lock, NULL);
 	srv->path = strdup(opts->socket_path);
-	srv->models = calloc(CW_DISKS_MAX + 1, sizeof(*srv->models));
-	if (!srv->path || !srv->models) {
+	if (!srv->path) {
 		r = -ENOMEM;
 		goto fail;
+	}
+	srv->adm = opts->admit;
+	if (!srv->adm) {
+		struct cw_admit_state_opts ao;
+
+		cw_admit_state_opts_init(&ao);
+		ao.preset_margin_ppm = opts->margin_ppm;
+		ao.clock_ns = opts->clock_ns;
+		ao.wall_ns = opts->wall_ns;
+		r = cw_admit_state_new(pool, &ao, &srv->adm);
+		if (r < 0)
+			goto fail;
+		srv->own_adm = true;
 	}
 	srv->o.socket_path = srv->path;
 	if (!srv->o.max_clients)
@@ -649,11 +660,13 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 		goto fail;
 	}
 	/* Last, so that nothing fails after the hooks were told. */
-	r = ctl_state_load(srv);
+	r = cwc_export_load(srv);
 	if (r < 0) {
 		unlink(srv->path);
 		goto fail;
 	}
+	/* Spans that ended while the server was down end now. */
+	cwc_resv_expire(srv);
 	*ret_server = srv;
 	return 0;
 fail:
@@ -663,9 +676,9 @@ fail:
 		close(srv->epoll_fd);
 	if (srv->wake_fd >= 0)
 		close(srv->wake_fd);
-	free(srv->models);
+	if (srv->own_adm)
+		cw_admit_state_free(srv->adm);
 	free(srv->path);
-	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 	return r;
 }
@@ -694,73 +707,9 @@ void cwc_server_free(struct cwc_server *srv)
 	close(srv->epoll_fd);
 	close(srv->wake_fd);
 	unlink(srv->path);
-	for (size_t i = 0; i < srv->n_resvs; i++)
-		cwc_resv_free_parts(&srv->resvs[i]);
-	free(srv->resvs);
 	free(srv->exports);
-	free(srv->models);
+	if (srv->own_adm)
+		cw_admit_state_free(srv->adm);
 	free(srv->path);
-	pthread_mutex_destroy(&srv->lock);
 	free(srv);
-}
-
-int cwc_server_set_model(struct cwc_server *srv, uint32_t disk_id, const struct cw_model *m,
-			 bool calibrated)
-{
-	int r;
-
-	if (!srv || !m || disk_id == 0 || disk_id > CW_DISKS_MAX)
-		return -EINVAL;
-	r = cw_model_validate(m);
-	if (r < 0)
-		return r;
-	srv->models[disk_id].m = *m;
-	srv->models[disk_id].set = true;
-	srv->models[disk_id].calibrated = calibrated;
-	return 0;
-}
-
-int cwc_server_get_model(struct cwc_server *srv, uint32_t disk_id, struct cw_model *ret_model,
-			 bool *ret_calibrated)
-{
-	if (!srv || disk_id == 0 || disk_id > CW_DISKS_MAX)
-		return -EINVAL;
-	if (!srv->models[disk_id].set)
-		return -ENOENT;
-	if (ret_model)
-		*ret_model = srv->models[disk_id].m;
-	if (ret_calibrated)
-		*ret_calibrated = srv->models[disk_id].calibrated;
-	return 0;
-}
-
-int cwc_server_resv_list(struct cwc_server *srv, struct cwc_resv **ret, size_t *ret_n)
-{
-	struct cwc_resv *out;
-	size_t n;
-	int r = 0;
-
-	pthread_mutex_lock(&srv->lock);
-	n = srv->n_resvs;
-	out = calloc(n ? n : 1, sizeof(*out));
-	for (size_t i = 0; out && i < n; i++) {
-		out[i] = srv->resvs[i];
-		out[i].parts = malloc((out[i].n_parts ? out[i].n_parts : 1) * sizeof(*out[i].parts));
-		if (!out[i].parts) {
-			for (size_t j = 0; j < i; j++)
-				cwc_resv_free_parts(&out[j]);
-			free(out);
-			out = NULL;
-			break;
-		}
-		memcpy(out[i].parts, srv->resvs[i].parts, out[i].n_parts * sizeof(*out[i].parts));
-	}
-	pthread_mutex_unlock(&srv->lock);
-	if (!out)
-		r = -ENOMEM;
-	else {
-		*ret = out;
-		*ret_n = n;
-	}
-	return r;
 }

@@ -253,24 +253,11 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
-/* Keeps the reply's error message, if it is one. */
-static void keep_error(const char *line, void *userdata)
-{
-	char *msg = userdata;
-	json_object *root = json_tokener_parse(line), *err, *m;
-
-	if (root && json_object_object_get_ex(root, "error", &err) &&
-	    json_object_object_get_ex(err, "message", &m))
-		snprintf(msg, 256, "%s", json_object_get_string(m));
-	json_object_put(root);
-}
-
 int ctl_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	    struct nbd_server *nbd, const struct cwd_config *cfg, struct ctl **ret_ctl)
 {
 	struct cwc_server_opts o;
 	struct ctl *ctl;
-	size_t i;
 	int r;
 
 	ctl = calloc(1, sizeof(*ctl));
@@ -308,40 +295,28 @@ int ctl_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 
 int ctl_export_all(struct ctl *ctl, size_t *ret_n)
 {
-	struct cw_part_info *parts = NULL;
-	size_t n, i;
+	_cleanup_free_ struct cw_part_info *parts = NULL;
+	size_t n;
 	int r;
 
 	*ret_n = 0;
 	r = cw_part_list(ctl->pb->pool, &parts, &n);
 	if (r < 0)
 		return r;
-	/* Through the server, so that it lists them as its own. */
-	for (i = 0; i < n; i++) {
-		json_object *req = json_object_new_object(), *args = json_object_new_object();
-		const char *line;
-		char msg[256] = "";
+	/* Through the server, so that it lists (and stores) them. */
+	for (size_t i = 0; i < n; i++) {
+		char msg[512] = "";
 
-		if (!req || !args) {
-			json_object_put(req);
-			json_object_put(args);
-			r = -ENOMEM;
-			break;
-		}
-		json_object_object_add(args, "part", json_object_new_string(parts[i].name));
-		json_object_object_add(req, "cmd", json_object_new_string("export.add"));
-		json_object_object_add(req, "args", args);
-		line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-		cwc_server_handle_line(ctl->srv, line, strlen(line), true, true, keep_error, msg);
-		json_object_put(req);
+		r = cwc_server_export_part(ctl->srv, parts[i].name, msg, sizeof(msg));
+		if (r == -ENOMEM)
+			return r;
 		if (find_export(ctl->pb, parts[i].name))
 			(*ret_n)++;
 		else
 			cwd_log(LOG_WARNING, "partition %s is not exported: %s", parts[i].name,
 				msg[0] ? msg : "unknown error");
 	}
-	free(parts);
-	return r < 0 ? r : 0;
+	return 0;
 }
 
 int ctl_start(struct ctl *ctl)
@@ -364,8 +339,6 @@ void ctl_log_stats(struct ctl *ctl, struct pb *pb)
 
 void ctl_free(struct ctl *ctl)
 {
-	size_t i;
-
 	if (!ctl)
 		return;
 	if (ctl->running) {

@@ -766,7 +766,7 @@ static bool lane_borrow(struct lane *l)
 
 	/* A disk with streams (static ones are set before any reader runs)
 	 * is not even tried, so its dispatcher never waits for a reader. */
-	if (l->disk->ntasks || atomic_load(&l->disk->live_streams) || !dlock_try(l))
+	if (atomic_load(&l->disk->live_streams) || !dlock_try(l))
 		return false;
 	if (l->sched || atomic_load(&l->plan) || atomic_load(&l->stop)) {
 		dlock_drop(l);

@@ -118,10 +118,14 @@ static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
 			ref.reason[0] ? ref.reason : strerror(-r));
 		return r;
 	}
-	for (size_t i = 0; i < rv->n_parts; i++)
-		cwd_log(LOG_INFO, "reservation %s: disk %" PRIu32 " T=%" PRId64 " us C=%" PRId64
-			" us", sr->export_name, rv->parts[i].disk_id,
-			rv->parts[i].task.period_ns / 1000, rv->parts[i].task.service_ns / 1000);
+	for (size_t i = 0; i < rv->n_parts; i++) {
+		struct cw_disk_info d = { 0 };
+
+		(void)cw_disk_info(pool, rv->parts[i].disk_id, &d);
+		cwd_log(LOG_INFO, "reservation %s: disk %s T=%" PRId64 " us C=%" PRId64 " us",
+			sr->export_name, d.name, rv->parts[i].task.period_ns / 1000,
+			rv->parts[i].task.service_ns / 1000);
+	}
 	return 0;
 }
 

@@ -37,8 +37,7 @@ static struct lane *piece_lane(struct pb *pb, uint32_t disk_index, uint64_t phys
 {
 	struct disk *d = &pb->disks[disk_index];
 
-	if (d->ntasks || d->nlanes == 1 ||
-	    atomic_load_explicit(&d->live_streams, memory_order_relaxed))
+	if (d->nlanes == 1 || atomic_load_explicit(&d->live_streams, memory_order_relaxed))
 		return &d->lanes[0];
 	return &d->lanes[(phys_off / pb->block_size) % d->nlanes];
 }
@@ -313,6 +312,13 @@ static int disk_set_model(struct disk *d, const struct cw_model *m)
 	return 0;
 }
 
+static const char *const model_from[] = {
+	[CW_ADMIT_MODEL_PRESET] = "the tier's preset",
+	[CW_ADMIT_MODEL_CONFIG] = "the configuration",
+	[CW_ADMIT_MODEL_STORED] = "the pool",
+	[CW_ADMIT_MODEL_CALIBRATED] = "its calibration",
+};
+
 /* The model and plan admission holds for the disk (clockwise/admit-state.h:
  * a stored model outranks the configuration's, which outranks the tier's
  * preset). */
@@ -334,10 +340,10 @@ static int disk_first_model(struct pb *pb, struct disk *d)
 	}
 	d->be_piece = (uint32_t)plan.be_piece_bytes;
 	atomic_store(&d->live_streams, plan.n_tasks > 0);
-	cwd_log(LOG_INFO, "disk %s: model %s (%s); a best-effort piece (%" PRIu32 " KiB at "
+	cwd_log(LOG_INFO, "disk %s: model from %s; a best-effort piece (%" PRIu32 " KiB at "
 		"most) takes %" PRId64 " us at worst; reserved for best effort: one every %"
-		PRId64 " ms", d->name, m.name, cw_admit_model_source_name(src), d->be_piece >> 10,
-		plan.be_max_ns / 1000, plan.be_reserve.period_ns / CW_NS_PER_MS);
+		PRId64 " ms", d->name, model_from[src], d->be_piece >> 10, plan.be_max_ns / 1000,
+		plan.be_reserve.period_ns / CW_NS_PER_MS);
 	return 0;
 }
 
@@ -416,6 +422,35 @@ static void disk_publish(struct pb *pb, size_t di)
 	if (pb->disks[di].fd >= 0)
 		atomic_store_explicit(&pb->slot_of[pb->disks[di].id], (int)di,
 				      memory_order_release);
+}
+
+static int resv_add(struct pb *pb, const struct cw_admit_resv *a)
+{
+	struct resv *rv = calloc(1, sizeof(*rv));
+	size_t slot;
+
+	if (!rv)
+		return -ENOMEM;
+	rv->a = a;
+	pthread_mutex_lock(&pb->resv_lock);
+	for (slot = 0; slot < pb->nresvs && pb->resvs[slot]; slot++)
+		;
+	if (slot == pb->nresvs) {
+		struct resv **v = slot < PB_RESV_MAX ?
+				  realloc(pb->resvs, (slot + 1) * sizeof(*v)) : NULL;
+
+		if (!v) {
+			pthread_mutex_unlock(&pb->resv_lock);
+			free(rv);
+			return slot < PB_RESV_MAX ? -ENOMEM : -ENOSPC;
+		}
+		pb->resvs = v;
+		pb->nresvs++;
+	}
+	rv->idx = slot;
+	pb->resvs[slot] = rv;
+	pthread_mutex_unlock(&pb->resv_lock);
+	return 0;
 }
 
 int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_config *cfg,
@@ -827,35 +862,6 @@ int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen)
 
 /* ---- admission events (the control thread, or main before start) ---- */
 
-static int resv_add(struct pb *pb, const struct cw_admit_resv *a)
-{
-	struct resv *rv = calloc(1, sizeof(*rv));
-	size_t slot;
-
-	if (!rv)
-		return -ENOMEM;
-	rv->a = a;
-	pthread_mutex_lock(&pb->resv_lock);
-	for (slot = 0; slot < pb->nresvs && pb->resvs[slot]; slot++)
-		;
-	if (slot == pb->nresvs) {
-		struct resv **v = slot < PB_RESV_MAX ?
-				  realloc(pb->resvs, (slot + 1) * sizeof(*v)) : NULL;
-
-		if (!v) {
-			pthread_mutex_unlock(&pb->resv_lock);
-			free(rv);
-			return slot < PB_RESV_MAX ? -ENOMEM : -ENOSPC;
-		}
-		pb->resvs = v;
-		pb->nresvs++;
-	}
-	rv->idx = slot;
-	pb->resvs[slot] = rv;
-	pthread_mutex_unlock(&pb->resv_lock);
-	return 0;
-}
-
 /* Released: the control server refuses while an export is bound to it,
  * and an export's removal waited for its requests, so nothing in flight
  * points at it. */
@@ -884,8 +890,14 @@ static void plan_changed(struct pb *pb, const struct cw_admit_event *ev)
 	if (di < 0)
 		return;	/* not open: it takes its plan when it is */
 	d = &pb->disks[di];
-	if (disk_set_model(d, ev->model) < 0)
-		cwd_log(LOG_ERR, "disk %s: out of memory for its new model", d->name);
+	if (memcmp(disk_model(d), ev->model, sizeof(*ev->model)) != 0) {
+		char text[4096];
+
+		if (disk_set_model(d, ev->model) < 0)
+			cwd_log(LOG_ERR, "disk %s: out of memory for its new model", d->name);
+		else if (cw_model_format(ev->model, text, sizeof(text)) > 0)
+			cwd_log(LOG_NOTICE, "disk %s: new model: %s", d->name, text);
+	}
 	if (ev->plan->n_tasks)
 		atomic_store(&d->live_streams, true);
 	if (!atomic_load(&d->live_streams))

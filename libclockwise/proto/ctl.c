@@ -79,6 +79,7 @@ static const struct cw_ctl_arg_spec no_args[] = { END };
 static const struct cw_ctl_arg_spec name_only[] = { SR("name"), END };
 static const struct cw_ctl_arg_spec id_only[] = { UR("id"), END };
 static const struct cw_ctl_arg_spec disk_add[] = { SR("path"), S("tier"), S("name"), END };
+static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
 static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
 static const struct cw_ctl_arg_spec part_create[] = {
 	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), END
@@ -113,6 +114,7 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_EXPORT_ADD] = { "export.add", CW_CTL_ACCESS_CHANGE, export_add },
 	[CW_CTL_CMD_EXPORT_REMOVE] = { "export.remove", CW_CTL_ACCESS_CHANGE, name_only },
 	[CW_CTL_CMD_STATS] = { "stats", CW_CTL_ACCESS_READ, no_args },
+	[CW_CTL_CMD_DISK_PLAN] = { "disk.plan", CW_CTL_ACCESS_READ, name_opt },
 };
 
 const struct cw_ctl_cmd_spec *cw_ctl_cmd_spec(enum cw_ctl_cmd cmd)

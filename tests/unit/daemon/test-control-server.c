@@ -46,15 +46,18 @@ struct hook_log {
 	int exports_removed;
 };
 
-static void resv_changed(void *userdata, const struct cwc_resv *r, bool added)
+/* The admission state's listener: what the data path would be told. */
+static void admit_event(void *userdata, const struct cw_admit_event *ev)
 {
 	struct hook_log *h = userdata;
 
-	if (added)
+	if (ev->kind == CW_ADMIT_EV_PLAN)
+		return;
+	if (ev->kind == CW_ADMIT_EV_RESV_ADDED)
 		h->added++;
 	else
 		h->removed++;
-	h->last_id = r->id;
+	h->last_id = ev->resv->id;
 }
 
 static int export_add(void *userdata, const struct cwc_export *e, struct cw_part *part)
@@ -79,6 +82,7 @@ static int export_remove(void *userdata, const struct cwc_export *e)
 
 struct fixture {
 	struct tp t;
+	struct cw_admit_state *adm;
 	struct cwc_server *srv;
 	struct hook_log log;
 	char out[1 << 16];
@@ -100,18 +104,32 @@ static int slow_calibrate(const char *path, const struct cw_calib_opts *opts,
 /* A server over the fixture's pool (with the hooks, or none). */
 static int fx_server(struct fixture *f, bool hooks)
 {
+	struct cw_admit_state_opts ao;
 	struct cwc_server_opts o;
 	char sock[160];
+	int r;
 
+	cw_admit_state_opts_init(&ao);
+	ao.clock_ns = fake_clock;
+	ao.wall_ns = fake_wall;
+	if (hooks) {
+		ao.listener = admit_event;
+		ao.listener_data = &f->log;
+	}
+	cw_admit_state_free(f->adm);
+	f->adm = NULL;
+	r = cw_admit_state_new(f->t.pool, &ao, &f->adm);
+	if (r < 0)
+		return r;
 	tp_path(&f->t, "ctl", sock, sizeof(sock));
 	cwc_server_opts_init(&o);
+	o.admit = f->adm;
 	o.socket_path = sock;
 	o.clock_ns = fake_clock;
 	o.wall_ns = fake_wall;
 	o.calibrate = slow_calibrate;
 	if (hooks)
-		o.hooks = (struct cwc_hooks){ .userdata = &f->log, .resv_changed = resv_changed,
-					      .export_add = export_add,
+		o.hooks = (struct cwc_hooks){ .userdata = &f->log, .export_add = export_add,
 					      .export_remove = export_remove };
 	return cwc_server_new(&o, f->t.pool, &f->srv);
 }
@@ -134,6 +152,8 @@ static void fx_restart(struct fixture *f)
 	cw_ctl_reply_done(&f->rep);
 	cwc_server_free(f->srv);
 	f->srv = NULL;
+	cw_admit_state_free(f->adm);
+	f->adm = NULL;
 	tp_reopen(&f->t);
 	memset(&f->log, 0, sizeof(f->log));
 	CU_ASSERT_FATAL(fx_server(f, true) == 0);
@@ -143,6 +163,7 @@ static void fx_stop(struct fixture *f)
 {
 	cw_ctl_reply_done(&f->rep);
 	cwc_server_free(f->srv);
+	cw_admit_state_free(f->adm);
 	tp_fini(&f->t);
 }
 
@@ -193,7 +214,7 @@ static size_t result_len(struct fixture *f)
 static void test_expiry(void)
 {
 	struct fixture f;
-	struct cwc_resv *list;
+	struct cw_admit_resv *list;
 	size_t n;
 
 	fx_start(&f, true);
@@ -203,12 +224,11 @@ static void test_expiry(void)
 	CU_ASSERT_EQUAL(result_int(&f, "id"), 1);
 	CU_ASSERT_EQUAL(result_int(&f, "ends_in_ns"), 2 * CW_NS_PER_S);
 	CU_ASSERT_EQUAL(f.log.added, 1);
-	CU_ASSERT_EQUAL_FATAL(cwc_server_resv_list(f.srv, &list, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(cw_admit_state_resv_list(f.adm, &list, &n), 0);
 	CU_ASSERT_EQUAL(n, 1);
 	CU_ASSERT_EQUAL(list[0].span_end_ns, now_ns + 2 * CW_NS_PER_S);
 	CU_ASSERT(list[0].n_parts == 2);	/* striped over both disks */
-	cwc_resv_free_parts(&list[0]);
-	free(list);
+	cw_admit_resv_list_free(list, n);
 
 	now_ns += CW_NS_PER_S;	/* still running */
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CW_CTL_OK);
@@ -218,9 +238,9 @@ static void test_expiry(void)
 	CU_ASSERT_EQUAL(result_len(&f), 0);
 	CU_ASSERT_EQUAL(f.log.removed, 1);
 	CU_ASSERT_EQUAL(f.log.last_id, 1);
-	CU_ASSERT_EQUAL_FATAL(cwc_server_resv_list(f.srv, &list, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(cw_admit_state_resv_list(f.adm, &list, &n), 0);
 	CU_ASSERT_EQUAL(n, 0);
-	free(list);
+	cw_admit_resv_list_free(list, n);
 
 	/* A future one keeps its start; ids are not reused. */
 	CU_ASSERT_EQUAL_FATAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
@@ -280,10 +300,13 @@ static void test_model(void)
 	/* A disk model so slow that even a slow stream is too much. */
 	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
 	m.margin_ns = CW_NS_PER_S;	/* C over 1 s; every other block is on disk 1 */
-	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 1, &m, true), 0);
-	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 0, &m, true), -EINVAL);
+	CU_ASSERT_EQUAL(cw_admit_state_set_model(f.adm, 1, &m, CW_ADMIT_MODEL_CALIBRATED, NULL,
+						 NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cw_admit_state_set_model(f.adm, 0, &m, CW_ADMIT_MODEL_CALIBRATED, NULL,
+						 NULL, NULL), -ENOENT);
 	m.margin_ns = 2 * CW_NS_PER_S;	/* beyond what a model may say: refused */
-	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 2, &m, true), -EINVAL);
+	CU_ASSERT_EQUAL(cw_admit_state_set_model(f.adm, 2, &m, CW_ADMIT_MODEL_CALIBRATED, NULL,
+						 NULL, NULL), -EINVAL);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
 				  "\"rate\":4000000,\"block\":1048576}}"), CW_CTL_E_REFUSED);
 	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(f.rep.details, "disk_id")), 1);
@@ -296,7 +319,8 @@ static void test_model(void)
 		"calibrated")));
 	/* With the preset on both disks the same stream fits. */
 	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
-	CU_ASSERT_EQUAL(cwc_server_set_model(f.srv, 1, &m, false), 0);
+	CU_ASSERT_EQUAL(cw_admit_state_set_model(f.adm, 1, &m, CW_ADMIT_MODEL_CALIBRATED, NULL,
+						 NULL, NULL), 0);
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.create\",\"args\":{\"part\":\"media\","
 				  "\"rate\":4000000,\"block\":1048576}}"), CW_CTL_OK);
 	fx_stop(&f);
@@ -558,8 +582,11 @@ static void test_restart(void)
 	now_ns -= 500 * CW_NS_PER_S - 3 * CW_NS_PER_S;
 	CU_ASSERT_FATAL(now_ns > 0);
 	fx_restart(&f);
-	CU_ASSERT_EQUAL(f.log.added, 3);	/* all three told to the data path ... */
-	CU_ASSERT_EQUAL(f.log.removed, 1);	/* ... and the ended one released */
+	/* The admission state loads the three without announcing them (a
+	 * data path made after it reads them), then the ended one is
+	 * released, and that is announced. */
+	CU_ASSERT_EQUAL(f.log.added, 0);
+	CU_ASSERT_EQUAL(f.log.removed, 1);
 	CU_ASSERT_EQUAL(f.log.last_id, 3);
 	CU_ASSERT_EQUAL(f.log.exports, 2);	/* both exports served again */
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.list\"}"), CW_CTL_OK);
@@ -617,7 +644,9 @@ static void test_restart(void)
 	CU_ASSERT_EQUAL(send_line(&f, "{\"cmd\":\"resv.release\",\"args\":{\"id\":1}}"), CW_CTL_OK);
 	CU_ASSERT_EQUAL(result_int(&f, "id"), 1);
 	fx_restart(&f);
-	CU_ASSERT_EQUAL(f.log.added, 2);	/* 2 and 4 */
+	CU_ASSERT_PTR_NOT_NULL(cw_admit_state_resv_find(f.adm, 2));
+	CU_ASSERT_PTR_NOT_NULL(cw_admit_state_resv_find(f.adm, 4));
+	CU_ASSERT_PTR_NULL(cw_admit_state_resv_at(f.adm, 2));
 	CU_ASSERT_EQUAL(f.log.exports, 1);
 	CU_ASSERT_EQUAL(sql_int(f.t.db, "SELECT count(*) FROM resv"), 2);
 	fx_stop(&f);
@@ -678,8 +707,11 @@ static void test_start_fails_cleanly(void)
 	f.log.export_result = -EIO;
 	CU_ASSERT_EQUAL(fx_server(&f, true), -EIO);
 	CU_ASSERT_PTR_NULL(f.srv);
-	CU_ASSERT_EQUAL(f.log.added, 1);
-	CU_ASSERT_EQUAL(f.log.removed, 1);
+	/* Reservations are the admission state's, loaded before the server
+	 * and untouched by its failed start. */
+	CU_ASSERT_EQUAL(f.log.added, 0);
+	CU_ASSERT_EQUAL(f.log.removed, 0);
+	CU_ASSERT_PTR_NOT_NULL(cw_admit_state_resv_find(f.adm, 1));
 	CU_ASSERT_EQUAL(f.log.exports_removed, 0);	/* the first add failed */
 	/* Nothing was lost from the pool. */
 	CU_ASSERT_EQUAL(sql_int(f.t.db, "SELECT count(*) FROM export"), 2);
