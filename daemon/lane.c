@@ -418,22 +418,14 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 	sr->user = p;
 	if (p->rt) {
 		size_t di = (size_t)(d - l->pb->disks);
-		int64_t *exp = &l->expected_ns[p->resv->idx];
 
+		/* cw_sched gives the release; further pieces of the same
+		 * request on this disk belong to the same job */
 		sr->cls = CW_SCHED_RT;
 		sr->stream = p->resv->idx;
+		sr->same_job = !p->first_on_disk;
 		sr->period_ns = p->resv->period_ns[di];
 		sr->service_ns = p->resv->service_ns[di];
-		/* The paper's release: when the stream was expected, or when
-		 * the request came, whichever is later; the next is expected
-		 * a period after this one's release.  Further pieces of the
-		 * same request on this disk belong to the same job. */
-		if (p->first_on_disk) {
-			sr->expected_ns = *exp ? *exp : sr->arrival_ns;
-			*exp = CW_MAX(sr->arrival_ns, sr->expected_ns) + sr->period_ns;
-		} else {
-			sr->expected_ns = *exp - sr->period_ns;
-		}
 	} else {
 		sr->cls = CW_SCHED_BE;
 		r = cw_model_service_ns(disk_model(d), 0, 0, p->io.len ? p->io.len : 4096, &svc);

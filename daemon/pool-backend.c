@@ -637,9 +637,6 @@ static int disk_start(struct pb *pb, struct disk *d)
 	for (j = 0; j < d->nlanes; j++) {
 		struct lane *l = &d->lanes[j];
 
-		l->expected_ns = calloc(PB_RESV_MAX, sizeof(int64_t));
-		if (!l->expected_ns)
-			return -ENOMEM;
 		r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
@@ -678,7 +675,6 @@ static void disk_close(struct disk *d)
 	for (j = 0; j < d->nlanes && d->lanes; j++) {
 		cw_io_engine_free(d->lanes[j].eng);
 		cw_sched_free(d->lanes[j].sched);
-		free(d->lanes[j].expected_ns);
 		free(atomic_load(&d->lanes[j].plan));
 		cw_slots_free(d->lanes[j].rec);
 	}

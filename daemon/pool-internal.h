@@ -85,7 +85,6 @@ struct lane {
 	struct piece *fifo, *fifo_tail;	/* lanes without streams */
 	unsigned inflight;
 	bool busy;			/* a request in service under cw_sched */
-	int64_t *expected_ns;		/* per reservation: next expected release */
 };
 
 struct disk_model {
@@ -180,7 +179,7 @@ struct piece {
 	struct preq *req;
 	struct lane *lane;
 	bool rt;
-	bool first_on_disk;		/* RT: this piece moves the stream's expected release */
+	bool first_on_disk;		/* RT: this piece starts the stream's job on its disk */
 	struct resv *resv;
 	struct cw_sched_req sr;
 	struct cw_io_req io;

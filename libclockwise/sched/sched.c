@@ -55,6 +55,14 @@
 
 enum { ST_NONE = 0, ST_REL, ST_WAIT, ST_BE, ST_SERVICE };
 
+/* A stream's latest job on this disk (struct cw_sched_stream). */
+struct stream {
+	uint64_t id;
+	int64_t period, service, release;
+};
+
+#define SLOT_FREE UINT32_MAX
+
 struct heap {
 	struct cw_sched_req **v;
 	size_t n, cap;
@@ -75,6 +83,14 @@ struct cw_sched {
 	/* the periodic BE server's current job */
 	bool srv_active;
 	int64_t srv_deadline, srv_budget, srv_next;
+
+	/* The streams: a dense array (what a rule over all streams walks)
+	 * and an open-addressing index over it (linear probing, at most
+	 * half full), grown only when a new stream comes. */
+	struct stream *sv;
+	uint32_t nsv, cap_sv;
+	uint32_t *slot;			/* index into sv, or SLOT_FREE */
+	uint32_t slot_mask;		/* slot has slot_mask + 1 entries (0: none yet) */
 
 	struct cw_sched_req **scratch;	/* LST */
 	size_t scratch_cap;
@@ -173,6 +189,155 @@ static struct cw_sched_req *heap_top(const struct heap *h)
 	return h->n ? h->v[0] : NULL;
 }
 
+/* ---- streams ----------------------------------------------------------- */
+
+static uint32_t stream_hash(uint64_t id)
+{
+	/* the finalizer of splitmix64: ids are often small and dense */
+	id ^= id >> 30;
+	id *= UINT64_C(0xbf58476d1ce4e5b9);
+	id ^= id >> 27;
+	id *= UINT64_C(0x94d049bb133111eb);
+	id ^= id >> 31;
+	return (uint32_t)id;
+}
+
+/* The slot that holds id, or the free slot where it would go. */
+static uint32_t stream_slot(const struct cw_sched *s, uint64_t id)
+{
+	uint32_t i = stream_hash(id) & s->slot_mask;
+
+	while (s->slot[i] != SLOT_FREE && s->sv[s->slot[i]].id != id)
+		i = (i + 1) & s->slot_mask;
+	return i;
+}
+
+static struct stream *stream_find(const struct cw_sched *s, uint64_t id)
+{
+	uint32_t i;
+
+	if (!s->nsv)
+		return NULL;
+	i = stream_slot(s, id);
+	return s->slot[i] == SLOT_FREE ? NULL : &s->sv[s->slot[i]];
+}
+
+/* Room for one more stream: the dense array and an index at most half
+ * full after it. */
+static int stream_reserve(struct cw_sched *s)
+{
+	uint32_t want = s->nsv + 1;
+
+	if (want > CW_SCHED_STREAMS_MAX)
+		return -ENOSPC;
+	if (want > s->cap_sv) {
+		uint32_t cap = CW_MIN(CW_MAX(2 * s->cap_sv, 8u), (uint32_t)CW_SCHED_STREAMS_MAX);
+		struct stream *v = realloc(s->sv, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->sv = v;
+		s->cap_sv = cap;
+	}
+	if (2 * want > s->slot_mask + 1 || !s->slot) {
+		uint32_t n = s->slot ? 2 * (s->slot_mask + 1) : 16;
+		uint32_t *v = malloc(n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		free(s->slot);
+		s->slot = v;
+		s->slot_mask = n - 1;
+		for (uint32_t i = 0; i < n; i++)
+			v[i] = SLOT_FREE;
+		for (uint32_t k = 0; k < s->nsv; k++)
+			v[stream_slot(s, s->sv[k].id)] = k;
+	}
+	return 0;
+}
+
+/* A new stream, after stream_reserve: cannot fail. */
+static struct stream *stream_add(struct cw_sched *s, uint64_t id)
+{
+	uint32_t i = stream_slot(s, id);
+
+	s->slot[i] = s->nsv;
+	s->sv[s->nsv] = (struct stream){ .id = id };
+	return &s->sv[s->nsv++];
+}
+
+int cw_sched_stream_forget(struct cw_sched *s, uint64_t id)
+{
+	uint32_t hole, i, k, last;
+
+	if (!s)
+		return -EINVAL;
+	if (!stream_find(s, id))
+		return -ENOENT;
+	hole = stream_slot(s, id);
+	k = s->slot[hole];
+	/* Deletion without tombstones: move later entries of the probe run
+	 * back into the hole unless their home lies cyclically in
+	 * (hole, i]. */
+	for (i = hole;;) {
+		uint32_t home;
+
+		s->slot[hole] = SLOT_FREE;
+		for (;;) {
+			i = (i + 1) & s->slot_mask;
+			if (s->slot[i] == SLOT_FREE)
+				goto moved;
+			home = stream_hash(s->sv[s->slot[i]].id) & s->slot_mask;
+			if (hole <= i ? (home <= hole || home > i) : (home <= hole && home > i))
+				break;
+		}
+		s->slot[hole] = s->slot[i];
+		hole = i;
+	}
+moved:
+	/* keep sv dense: the last stream takes the forgotten one's place */
+	last = --s->nsv;
+	if (k != last) {
+		s->sv[k] = s->sv[last];
+		s->slot[stream_slot(s, s->sv[k].id)] = k;
+	}
+	return 0;
+}
+
+static void stream_out(const struct stream *st, struct cw_sched_stream *ret)
+{
+	*ret = (struct cw_sched_stream){ .id = st->id, .period_ns = st->period,
+					 .service_ns = st->service, .release_ns = st->release };
+}
+
+int cw_sched_stream_get(const struct cw_sched *s, uint64_t id, struct cw_sched_stream *ret)
+{
+	const struct stream *st;
+
+	if (!s || !ret)
+		return -EINVAL;
+	st = stream_find(s, id);
+	if (!st)
+		return -ENOENT;
+	stream_out(st, ret);
+	return 0;
+}
+
+size_t cw_sched_stream_count(const struct cw_sched *s)
+{
+	return s ? s->nsv : 0;
+}
+
+int cw_sched_stream_at(const struct cw_sched *s, size_t pos, struct cw_sched_stream *ret)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	if (pos >= s->nsv)
+		return -ENOENT;
+	stream_out(&s->sv[pos], ret);
+	return 0;
+}
+
 /* ---- set-up ------------------------------------------------------------ */
 
 static const char *const policy_names[] = {
@@ -257,6 +422,8 @@ void cw_sched_free(struct cw_sched *s)
 	free(s->rel.v);
 	free(s->wait.v);
 	free(s->scratch);
+	free(s->sv);
+	free(s->slot);
 	free(s);
 }
 
@@ -291,8 +458,34 @@ static int64_t be_limit(const struct cw_sched *s)
 	return CW_MAX(CW_MAX(s->o.delta_l_ns, s->o.idle_be_ns), s->o.server_slice_ns);
 }
 
+/* The paper's release (section 3.2): when the stream expected its next
+ * request (its latest release + T) or when the request came, whichever is
+ * later; the first of a stream when it came.  st is NULL for a new stream
+ * (room for it is reserved). */
+static void release(struct cw_sched *s, struct stream *st, struct cw_sched_req *r)
+{
+	if (st && r->same_job && st->period == r->period_ns && r->arrival_ns <= st->release) {
+		/* a further piece of the latest job: its window, nothing new */
+		r->release_ns = st->release;
+		r->deadline_ns = st->release + st->period;
+		return;
+	}
+	if (!st) {
+		st = stream_add(s, r->stream);
+		r->release_ns = r->arrival_ns;
+	} else {
+		/* a period change keeps the latest job's window (its T) */
+		r->release_ns = CW_MAX(r->arrival_ns, st->release + st->period);
+	}
+	r->deadline_ns = r->release_ns + r->period_ns;
+	st->period = r->period_ns;
+	st->service = r->service_ns;
+	st->release = r->release_ns;
+}
+
 int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 {
+	struct stream *st;
 	int e;
 
 	if (!s || !r || r->service_ns <= 0 || (r->cls != CW_SCHED_RT && r->cls != CW_SCHED_BE))
@@ -308,24 +501,25 @@ int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 		r->priv_state_ = ST_BE;
 		return 0;
 	}
-	if (r->period_ns <= 0 || r->expected_ns > INT64_MAX / 2 || r->arrival_ns > INT64_MAX / 2 ||
-	    r->period_ns > INT64_MAX / 4)
+	if (r->period_ns <= 0 || r->arrival_ns > INT64_MAX / 2 || r->period_ns > INT64_MAX / 4)
 		return -EINVAL;
-	/* Room for every RT request in the released heap, so that releasing
-	 * one later (promote) never needs memory. */
-	e = heap_reserve(&s->rel, s->rel.n + s->wait.n + 1);
+	/* Room first, for the stream and for every RT request in either heap
+	 * (so that releasing one later, promote, never needs memory): once
+	 * the stream's state moves on below, nothing may fail. */
+	st = stream_find(s, r->stream);
+	e = st ? 0 : stream_reserve(s);
+	if (e == 0)
+		e = heap_reserve(&s->rel, s->rel.n + s->wait.n + 1);
+	if (e == 0)
+		e = heap_reserve(&s->wait, s->wait.n + 1);
 	if (e < 0)
 		return e;
-	r->release_ns = CW_MAX(r->arrival_ns, r->expected_ns);
-	r->deadline_ns = r->release_ns + r->period_ns;
-	if (r->release_ns <= now) {
-		e = heap_push(&s->rel, r);
-		r->priv_state_ = ST_REL;
-	} else {
-		e = heap_push(&s->wait, r);
-		r->priv_state_ = ST_WAIT;
-	}
-	return e;
+	if (st && st->release > INT64_MAX / 2 - st->period)
+		return -ERANGE;	/* enqueued ever further ahead of its releases */
+	release(s, st, r);
+	heap_push(r->release_ns <= now ? &s->rel : &s->wait, r);	/* cannot fail: room above */
+	r->priv_state_ = r->release_ns <= now ? ST_REL : ST_WAIT;
+	return 0;
 }
 
 int cw_sched_cancel(struct cw_sched *s, struct cw_sched_req *r)
@@ -465,6 +659,8 @@ static bool server_release(struct cw_sched *s, int64_t now)
 	if (s->o.server_slice_ns == 0 || s->srv_active || now < s->srv_next ||
 	    s->beq->count(s->beq_state) == 0)
 		return false;
+	/* a sporadic task: jobs a period apart (srv_next), each due a period
+	 * after its release, each with at most the slice */
 	s->srv_active = true;
 	s->srv_deadline = now + s->o.server_period_ns;
 	s->srv_budget = s->o.server_slice_ns;
@@ -507,17 +703,8 @@ static void wait_or_idle(struct cw_sched *s, struct cw_sched_decision *ret)
 		*ret = (struct cw_sched_decision){ .verdict = CW_SCHED_WAIT, .until_ns = until };
 }
 
-int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret)
+static void decide(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret)
 {
-	if (!s || !ret)
-		return -EINVAL;
-	if (now < s->last_now)
-		return -EINVAL;
-	s->last_now = now;
-	if (s->cur) {
-		*ret = (struct cw_sched_decision){ .verdict = CW_SCHED_BUSY };
-		return 0;
-	}
 	promote(s, now);
 	for (;;) {
 		if (!released(s)) {
@@ -529,7 +716,7 @@ int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret
 				if (c && (s->o.policy != CW_SCHED_DELTA_L ||
 					  c->service_ns <= s->o.idle_be_ns)) {
 					dispatch(s, c, CW_SCHED_VIA_IDLE, now, ret);
-					return 0;
+					return;
 				}
 			}
 			/* Server jobs are released lazily, only when slack
@@ -538,7 +725,7 @@ int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret
 			if (server_release(s, now))
 				continue;
 			wait_or_idle(s, ret);
-			return 0;
+			return;
 		}
 		if (s->o.policy != CW_SCHED_EDF) {
 			int64_t room = s->dlr;
@@ -553,14 +740,29 @@ int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret
 
 				if (c && c->service_ns <= room) {
 					dispatch(s, c, CW_SCHED_VIA_SLACK, now, ret);
-					return 0;
+					return;
 				}
 			}
 		}
 		server_release(s, now);
 		if (edf_pick(s, now, ret))
-			return 0;
+			return;
 	}
+}
+
+int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	if (now < s->last_now)
+		return -EINVAL;
+	s->last_now = now;
+	if (s->cur) {
+		*ret = (struct cw_sched_decision){ .verdict = CW_SCHED_BUSY };
+		return 0;
+	}
+	decide(s, now, ret);
+	return 0;
 }
 
 int cw_sched_complete(struct cw_sched *s, struct cw_sched_req *r, int64_t now, int64_t actual)
