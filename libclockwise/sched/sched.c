@@ -10,7 +10,18 @@
  * started totals at most ΔL (counted in actual service time), except that
  * one request of up to idle_be_ns may start on a disk with no released RT
  * request.  A refill happens only when no released RT request is queued,
- * none is in service and nothing else is in service either.
+ * none is in service and nothing else is in service either.  In numbers:
+ * 0 <= ΔL_r <= ΔL while nothing overruns; a request that takes longer
+ * than it was charged (an RT or slack request by actual - C, an idle-route
+ * one by its whole actual time) lowers the floor by that much until the
+ * next refill (the field excess).
+ *
+ * Releases (section 3.2) are computed here, not by the driver: a stream's
+ * job is released at max(arrival, the stream's previous release + T), the
+ * first at its arrival, and is due T later; the further pieces of a job
+ * on this disk (same_job) share its window.  So every stream's jobs are
+ * at least T apart and each is due T after its release, whatever the
+ * driver sends: the sporadic task Jeffay's test admitted.
  *
  * Why no admitted deadline is missed (admit.c gives the S(x) notation:
  * S(x) = x - D(x) - B(x), B(x) the largest C_k - 1 with T_k > x + 1, and
@@ -43,6 +54,15 @@
  * when ΔL = 0 is too strict by exactly idle_be_ns.  RT work running over
  * its C is charged to ΔL_r too, so a small overrun eats slack, not
  * deadlines.
+ *
+ * Each step above is checked where it happens, with ALWAYS()/NEVER()
+ * (common/invariant.h: a debug build, and so every test and simulation,
+ * aborts at the first broken one): releases in release() and
+ * cw_sched_enqueue(); one request in service, EDF order against the
+ * released heap and the server job, slack, idle and server budgets in
+ * check_dispatch(); no refill with work released or in service and no
+ * idling with a released job in decide() and wait_or_idle(); the range of
+ * ΔL_r and the server's budget after every call in check_state().
  */
 #include "config.h"
 
@@ -51,6 +71,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "common/invariant.h"
 #include "common/util.h"
 
 enum { ST_NONE = 0, ST_REL, ST_WAIT, ST_BE, ST_SERVICE };
@@ -77,6 +98,7 @@ struct cw_sched {
 
 	struct cw_sched_req *cur;	/* in service */
 	int64_t dlr;			/* ΔL_r */
+	int64_t excess;			/* overrun charged to ΔL_r since its refill */
 	int64_t cur_dlr_before;		/* ΔL_r before cur was charged */
 	int64_t last_now;
 
@@ -427,6 +449,21 @@ void cw_sched_free(struct cw_sched *s)
 	free(s);
 }
 
+/* The state the proof keeps between calls.  ΔL_r never exceeds ΔL, and
+ * (delta-l, edf) is at least -excess: every charge beyond an overrun is
+ * covered by the slack at hand.  The server job keeps its budget within
+ * its slice. */
+static void check_state(struct cw_sched *s)
+{
+	if (NEVER(s->dlr > s->o.delta_l_ns))
+		s->dlr = s->o.delta_l_ns;
+	(void)NEVER(s->o.policy != CW_SCHED_LST && s->dlr < -s->excess);
+	(void)NEVER(s->excess < 0);
+	if (s->srv_active && NEVER(s->srv_budget < 0 || s->srv_budget > s->o.server_slice_ns))
+		s->srv_budget = CW_MAX(0, CW_MIN(s->srv_budget, s->o.server_slice_ns));
+	(void)NEVER(s->cur && s->cur->priv_state_ != ST_SERVICE);
+}
+
 int cw_sched_set_slack(struct cw_sched *s, int64_t delta_l_ns, int64_t idle_be_ns)
 {
 	if (!s || !slack_ok(delta_l_ns, idle_be_ns))
@@ -434,6 +471,7 @@ int cw_sched_set_slack(struct cw_sched *s, int64_t delta_l_ns, int64_t idle_be_n
 	s->o.delta_l_ns = delta_l_ns;
 	s->o.idle_be_ns = idle_be_ns;
 	s->dlr = CW_MIN(s->dlr, delta_l_ns);
+	check_state(s);
 	return 0;
 }
 
@@ -447,6 +485,7 @@ int cw_sched_set_server(struct cw_sched *s, int64_t slice_ns, int64_t period_ns)
 		s->srv_active = false;
 	else
 		s->srv_budget = CW_MIN(s->srv_budget, slice_ns);
+	check_state(s);
 	return 0;
 }
 
@@ -476,6 +515,8 @@ static void release(struct cw_sched *s, struct stream *st, struct cw_sched_req *
 	} else {
 		/* a period change keeps the latest job's window (its T) */
 		r->release_ns = CW_MAX(r->arrival_ns, st->release + st->period);
+		if (NEVER(r->release_ns - st->release < st->period))
+			r->release_ns = st->release + st->period;
 	}
 	r->deadline_ns = r->release_ns + r->period_ns;
 	st->period = r->period_ns;
@@ -517,7 +558,10 @@ int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 	if (st && st->release > INT64_MAX / 2 - st->period)
 		return -ERANGE;	/* enqueued ever further ahead of its releases */
 	release(s, st, r);
-	heap_push(r->release_ns <= now ? &s->rel : &s->wait, r);	/* cannot fail: room above */
+	(void)ALWAYS(r->release_ns >= r->arrival_ns && r->deadline_ns - r->release_ns == r->period_ns);
+	e = heap_push(r->release_ns <= now ? &s->rel : &s->wait, r);
+	if (NEVER(e < 0))
+		return e;
 	r->priv_state_ = r->release_ns <= now ? ST_REL : ST_WAIT;
 	return 0;
 }
@@ -552,7 +596,10 @@ static void promote(struct cw_sched *s, int64_t now)
 
 	while ((r = heap_top(&s->wait)) && r->release_ns <= now) {
 		heap_del(&s->wait, r);
-		heap_push(&s->rel, r);	/* cannot fail: enqueue reserved room */
+		if (NEVER(heap_push(&s->rel, r) < 0)) {	/* enqueue reserved room */
+			heap_push(&s->wait, r);	/* cannot fail: it was there */
+			return;
+		}
 		r->priv_state_ = ST_REL;
 	}
 }
@@ -562,9 +609,46 @@ static bool released(const struct cw_sched *s)
 	return s->rel.n > 0 || s->srv_active;
 }
 
+/* What the proof needs of the request about to start (see the top of
+ * this file): one in service at a time; a released RT request in EDF
+ * order, before the server job only when due earlier; BE work (an early RT
+ * request included) within ΔL_r, within idle_be_ns on a disk with no
+ * released RT request, or within the server job's budget. */
+static void check_dispatch(const struct cw_sched *s, const struct cw_sched_req *r,
+			   enum cw_sched_via via, int64_t now)
+{
+	const struct heap *h = &s->rel;
+	bool dl = s->o.policy == CW_SCHED_DELTA_L;
+
+	(void)NEVER(s->cur);
+	switch (via) {
+	case CW_SCHED_VIA_RT:
+		(void)ALWAYS(r->priv_state_ == ST_REL && r == heap_top(h));
+		(void)ALWAYS(r->release_ns <= now && r->deadline_ns - r->release_ns == r->period_ns);
+		(void)NEVER((h->n > 1 && h->v[1]->deadline_ns < r->deadline_ns) ||
+			    (h->n > 2 && h->v[2]->deadline_ns < r->deadline_ns));
+		(void)NEVER(s->srv_active && s->srv_deadline <= r->deadline_ns);
+		break;
+	case CW_SCHED_VIA_SERVER:
+		(void)ALWAYS(s->srv_active && r->service_ns <= s->srv_budget);
+		(void)NEVER(h->n && h->v[0]->deadline_ns < s->srv_deadline);
+		break;
+	case CW_SCHED_VIA_SLACK:
+		(void)NEVER(dl && r->service_ns > s->dlr);
+		(void)ALWAYS(s->o.policy != CW_SCHED_EDF);
+		break;
+	case CW_SCHED_VIA_IDLE:
+		(void)NEVER(h->n || s->srv_active);
+		(void)NEVER(dl && r->service_ns > s->o.idle_be_ns);
+		break;
+	}
+	(void)NEVER(r->priv_state_ == ST_WAIT && (via == CW_SCHED_VIA_RT || via == CW_SCHED_VIA_SERVER));
+}
+
 static void dispatch(struct cw_sched *s, struct cw_sched_req *r, enum cw_sched_via via,
 		     int64_t now, struct cw_sched_decision *ret)
 {
+	check_dispatch(s, r, via, now);
 	switch (r->priv_state_) {
 	case ST_REL:
 		heap_del(&s->rel, r);
@@ -693,6 +777,9 @@ static void wait_or_idle(struct cw_sched *s, struct cw_sched_decision *ret)
 	int64_t until = INT64_MAX;
 	struct cw_sched_req *w = heap_top(&s->wait);
 
+	/* never idle while a released job waits (the proof's busy interval) */
+	(void)NEVER(released(s));
+
 	if (w)
 		until = w->release_ns;
 	if (s->o.server_slice_ns && !s->srv_active && s->beq->count(s->beq_state))
@@ -709,7 +796,9 @@ static void decide(struct cw_sched *s, int64_t now, struct cw_sched_decision *re
 	for (;;) {
 		if (!released(s)) {
 			/* The refill point: nothing released, nothing in service. */
+			(void)NEVER(s->cur);
 			s->dlr = s->o.delta_l_ns;
+			s->excess = 0;
 			for (int k = 0; k < 2; k++) {
 				struct cw_sched_req *c = candidate(s, now, k);
 
@@ -762,6 +851,7 @@ int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret
 		return 0;
 	}
 	decide(s, now, ret);
+	check_state(s);
 	return 0;
 }
 
@@ -781,11 +871,15 @@ int cw_sched_complete(struct cw_sched *s, struct cw_sched_req *r, int64_t now, i
 		if (r->via == CW_SCHED_VIA_IDLE && s->dlr < 0 && actual <= r->service_ns)
 			s->dlr = 0;
 		s->dlr = CW_MIN(s->dlr, s->o.delta_l_ns);	/* set_slack meanwhile */
+		if (actual > r->service_ns)
+			s->excess += r->via == CW_SCHED_VIA_IDLE ? actual : actual - r->service_ns;
 		break;
 	case CW_SCHED_VIA_SERVER:
 	case CW_SCHED_VIA_RT:
-		if (actual > r->service_ns)
+		if (actual > r->service_ns) {
 			s->dlr -= actual - r->service_ns;	/* overrun eats slack */
+			s->excess += actual - r->service_ns;
+		}
 		break;
 	}
 	if (r->cls == CW_SCHED_RT) {
@@ -797,6 +891,7 @@ int cw_sched_complete(struct cw_sched *s, struct cw_sched_req *r, int64_t now, i
 		s->st.min_slack_ns = CW_MIN(s->st.min_slack_ns, slack);
 	} else
 		s->st.be_done++;
+	check_state(s);
 	return 0;
 }
 
