@@ -13,8 +13,8 @@
  * Dispatch.  A disk that carries admitted streams runs the scheduling core
  * (cw_sched: ΔL, EDF or LST) on its first lane with one request in service,
  * because the admission test models a non-preemptive single server: RT
- * pieces get release = max(arrival, expected release) and deadline =
- * release + T, the policy decides when BE pieces may run.  A disk without
+ * pieces get from it release = max(arrival, the stream's last release +
+ * T) and deadline = release + T, the policy decides when BE pieces may run.  A disk without
  * streams has no deadline to protect; every policy then serves BE in
  * arrival order, so its lanes keep queue_depth requests in flight each.
  *
