@@ -10,11 +10,12 @@
  * started totals at most ΔL (counted in actual service time), except that
  * one request of up to idle_be_ns may start on a disk with no released RT
  * request.  A refill happens only when no released RT request is queued,
- * none is in service and nothing else is in service either.  In numbers:
- * 0 <= ΔL_r <= ΔL while nothing overruns; a request that takes longer
- * than it was charged (an RT or slack request by actual - C, an idle-route
- * one by its whole actual time) lowers the floor by that much until the
- * next refill (the field excess).
+ * none is in service and nothing else is in service either.  In numbers
+ * (delta-l and edf; lst spends ΔL_r without looking at it): 0 <= ΔL_r <=
+ * ΔL while nothing overruns; a request that takes longer than it was
+ * charged (an RT or slack request by actual - C, an idle-route one by its
+ * whole actual time) lowers the floor by that much until the next refill
+ * (the field excess).
  *
  * Releases (section 3.2) are computed here, not by the driver: a stream's
  * job is released at max(arrival, the stream's previous release + T), the
