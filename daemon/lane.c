@@ -418,22 +418,14 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 	sr->user = p;
 	if (p->rt) {
 		const struct cw_admit_resv_part *pt = resv_part(p->resv, d->id);
-		int64_t *exp = &l->expected_ns[p->resv->idx];
 
+		/* cw_sched gives the release; further pieces of the same
+		 * request on this disk belong to the same job */
 		sr->cls = CW_SCHED_RT;
 		sr->stream = p->resv->a->stream;
+		sr->same_job = !p->first_on_disk;
 		sr->period_ns = pt->task.period_ns;
 		sr->service_ns = pt->task.service_ns;
-		/* The paper's release: when the stream was expected, or when
-		 * the request came, whichever is later; the next is expected
-		 * a period after this one's release.  Further pieces of the
-		 * same request on this disk belong to the same job. */
-		if (p->first_on_disk) {
-			sr->expected_ns = *exp ? *exp : sr->arrival_ns;
-			*exp = CW_MAX(sr->arrival_ns, sr->expected_ns) + sr->period_ns;
-		} else {
-			sr->expected_ns = *exp - sr->period_ns;
-		}
 	} else {
 		sr->cls = CW_SCHED_BE;
 		r = cw_model_service_ns(disk_model(d), 0, 0, p->io.len ? p->io.len : 4096, &svc);
@@ -604,6 +596,23 @@ static int64_t no_limit(int64_t ns)
 	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
 }
 
+/* Streams released since the last plan leave the scheduler's table. */
+static void forget_streams(struct lane *l, const struct lane_plan *pl)
+{
+	struct cw_sched_stream ss;
+
+	for (size_t i = cw_sched_stream_count(l->sched); i-- > 0;) {
+		bool kept = false;
+
+		if (cw_sched_stream_at(l->sched, i, &ss) < 0)
+			continue;
+		for (size_t j = 0; j < pl->n_streams && !kept; j++)
+			kept = pl->streams[j] == ss.id;
+		if (!kept)
+			(void)cw_sched_stream_forget(l->sched, ss.id);
+	}
+}
+
 /* Applies a posted plan: a lane without streams gets its scheduling core
  * (once the requests the FIFO started are done, since the core must see
  * every request in service) and takes the FIFO's queue into it; a lane
@@ -645,6 +654,7 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 				lane_fail(l, p, r == -E2BIG ? -EIO : r);
 		}
 	} else {
+		forget_streams(l, pl);
 		r = cw_sched_set_slack(l->sched, no_limit(pl->plan.be_budget_ns),
 				       no_limit(pl->plan.idle_be_ns));
 		if (r == 0)

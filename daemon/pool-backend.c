@@ -13,8 +13,8 @@
  * Dispatch.  A disk that carries admitted streams runs the scheduling core
  * (cw_sched: ΔL, EDF or LST) on its first lane with one request in service,
  * because the admission test models a non-preemptive single server: RT
- * pieces get release = max(arrival, expected release) and deadline =
- * release + T, the policy decides when BE pieces may run.  A disk without
+ * pieces get from it release = max(arrival, the stream's last release +
+ * T) and deadline = release + T, the policy decides when BE pieces may run.  A disk without
  * streams has no deadline to protect; every policy then serves BE in
  * arrival order, so its lanes keep queue_depth requests in flight each.
  *
@@ -690,9 +690,6 @@ static int disk_start(struct pb *pb, struct disk *d)
 	for (j = 0; j < d->nlanes; j++) {
 		struct lane *l = &d->lanes[j];
 
-		l->expected_ns = calloc(PB_RESV_MAX, sizeof(int64_t));
-		if (!l->expected_ns)
-			return -ENOMEM;
 		r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
@@ -731,7 +728,6 @@ static void disk_close(struct disk *d)
 	for (j = 0; j < d->nlanes && d->lanes; j++) {
 		cw_io_engine_free(d->lanes[j].eng);
 		cw_sched_free(d->lanes[j].sched);
-		free(d->lanes[j].expected_ns);
 		free(atomic_load(&d->lanes[j].plan));
 		cw_slots_free(d->lanes[j].rec);
 	}
@@ -913,12 +909,20 @@ static void plan_changed(struct pb *pb, const struct cw_admit_event *ev)
 		ev->plan->server_slice_ns / 1000, ev->plan->server_period_ns / CW_NS_PER_MS);
 	if (!d->lanes[0].started)
 		return;	/* disk_start takes the plan */
-	pl = malloc(sizeof(*pl));
+	pthread_mutex_lock(&pb->resv_lock);
+	pl = malloc(sizeof(*pl) + pb->nresvs * sizeof(pl->streams[0]));
+	if (pl) {
+		pl->plan = *ev->plan;
+		pl->n_streams = 0;
+		for (size_t i = 0; i < pb->nresvs; i++)
+			if (pb->resvs[i] && resv_part(pb->resvs[i], d->id))
+				pl->streams[pl->n_streams++] = pb->resvs[i]->a->stream;
+	}
+	pthread_mutex_unlock(&pb->resv_lock);
 	if (!pl) {
 		cwd_log(LOG_ERR, "disk %s: out of memory for its new plan", d->name);
 		return;
 	}
-	pl->plan = *ev->plan;
 	lane_post_plan(&d->lanes[0], pl);
 }
 

@@ -59,6 +59,9 @@ struct preq;
  * (lane_post_plan). */
 struct lane_plan {
 	struct cw_disk_plan plan;
+	/* The streams admitted on the disk: the scheduler forgets others. */
+	size_t n_streams;
+	uint64_t streams[];
 };
 
 struct lane {
@@ -86,7 +89,6 @@ struct lane {
 	struct piece *fifo, *fifo_tail;	/* lanes without streams */
 	unsigned inflight;
 	bool busy;			/* a request in service under cw_sched */
-	int64_t *expected_ns;		/* per reservation: next expected release */
 };
 
 struct disk_model {
@@ -182,7 +184,7 @@ struct piece {
 	struct preq *req;
 	struct lane *lane;
 	bool rt;
-	bool first_on_disk;		/* RT: this piece moves the stream's expected release */
+	bool first_on_disk;		/* RT: this piece starts the stream's job on its disk */
 	struct resv *resv;
 	struct cw_sched_req sr;
 	struct cw_io_req io;

@@ -10,7 +10,19 @@
  * started totals at most ΔL (counted in actual service time), except that
  * one request of up to idle_be_ns may start on a disk with no released RT
  * request.  A refill happens only when no released RT request is queued,
- * none is in service and nothing else is in service either.
+ * none is in service and nothing else is in service either.  In numbers
+ * (delta-l and edf; lst spends ΔL_r without looking at it): 0 <= ΔL_r <=
+ * ΔL while nothing overruns; a request that takes longer than it was
+ * charged (an RT or slack request by actual - C, an idle-route one by its
+ * whole actual time) lowers the floor by that much until the next refill
+ * (the field excess).
+ *
+ * Releases (section 3.2) are computed here, not by the driver: a stream's
+ * job is released at max(arrival, the stream's previous release + T), the
+ * first at its arrival, and is due T later; the further pieces of a job
+ * on this disk (same_job) share its window.  So every stream's jobs are
+ * at least T apart and each is due T after its release, whatever the
+ * driver sends: the sporadic task Jeffay's test admitted.
  *
  * Why no admitted deadline is missed (admit.c gives the S(x) notation:
  * S(x) = x - D(x) - B(x), B(x) the largest C_k - 1 with T_k > x + 1, and
@@ -43,6 +55,15 @@
  * when ΔL = 0 is too strict by exactly idle_be_ns.  RT work running over
  * its C is charged to ΔL_r too, so a small overrun eats slack, not
  * deadlines.
+ *
+ * Each step above is checked where it happens, with ALWAYS()/NEVER()
+ * (common/invariant.h: a debug build, and so every test and simulation,
+ * aborts at the first broken one): releases in release() and
+ * cw_sched_enqueue(); one request in service, EDF order against the
+ * released heap and the server job, slack, idle and server budgets in
+ * check_dispatch(); no refill with work released or in service and no
+ * idling with a released job in decide() and wait_or_idle(); the range of
+ * ΔL_r and the server's budget after every call in check_state().
  */
 #include "config.h"
 
@@ -51,9 +72,18 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "common/invariant.h"
 #include "common/util.h"
 
 enum { ST_NONE = 0, ST_REL, ST_WAIT, ST_BE, ST_SERVICE };
+
+/* A stream's latest job on this disk (struct cw_sched_stream). */
+struct stream {
+	uint64_t id;
+	int64_t period, service, release;
+};
+
+#define SLOT_FREE UINT32_MAX
 
 struct heap {
 	struct cw_sched_req **v;
@@ -69,12 +99,21 @@ struct cw_sched {
 
 	struct cw_sched_req *cur;	/* in service */
 	int64_t dlr;			/* ΔL_r */
+	int64_t excess;			/* overrun charged to ΔL_r since its refill */
 	int64_t cur_dlr_before;		/* ΔL_r before cur was charged */
 	int64_t last_now;
 
 	/* the periodic BE server's current job */
 	bool srv_active;
 	int64_t srv_deadline, srv_budget, srv_next;
+
+	/* The streams: a dense array (what a rule over all streams walks)
+	 * and an open-addressing index over it (linear probing, at most
+	 * half full), grown only when a new stream comes. */
+	struct stream *sv;
+	uint32_t nsv, cap_sv;
+	uint32_t *slot;			/* index into sv, or SLOT_FREE */
+	uint32_t slot_mask;		/* slot has slot_mask + 1 entries (0: none yet) */
 
 	struct cw_sched_req **scratch;	/* LST */
 	size_t scratch_cap;
@@ -173,6 +212,155 @@ static struct cw_sched_req *heap_top(const struct heap *h)
 	return h->n ? h->v[0] : NULL;
 }
 
+/* ---- streams ----------------------------------------------------------- */
+
+static uint32_t stream_hash(uint64_t id)
+{
+	/* the finalizer of splitmix64: ids are often small and dense */
+	id ^= id >> 30;
+	id *= UINT64_C(0xbf58476d1ce4e5b9);
+	id ^= id >> 27;
+	id *= UINT64_C(0x94d049bb133111eb);
+	id ^= id >> 31;
+	return (uint32_t)id;
+}
+
+/* The slot that holds id, or the free slot where it would go. */
+static uint32_t stream_slot(const struct cw_sched *s, uint64_t id)
+{
+	uint32_t i = stream_hash(id) & s->slot_mask;
+
+	while (s->slot[i] != SLOT_FREE && s->sv[s->slot[i]].id != id)
+		i = (i + 1) & s->slot_mask;
+	return i;
+}
+
+static struct stream *stream_find(const struct cw_sched *s, uint64_t id)
+{
+	uint32_t i;
+
+	if (!s->nsv)
+		return NULL;
+	i = stream_slot(s, id);
+	return s->slot[i] == SLOT_FREE ? NULL : &s->sv[s->slot[i]];
+}
+
+/* Room for one more stream: the dense array and an index at most half
+ * full after it. */
+static int stream_reserve(struct cw_sched *s)
+{
+	uint32_t want = s->nsv + 1;
+
+	if (want > CW_SCHED_STREAMS_MAX)
+		return -ENOSPC;
+	if (want > s->cap_sv) {
+		uint32_t cap = CW_MIN(CW_MAX(2 * s->cap_sv, 8u), (uint32_t)CW_SCHED_STREAMS_MAX);
+		struct stream *v = realloc(s->sv, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->sv = v;
+		s->cap_sv = cap;
+	}
+	if (2 * want > s->slot_mask + 1 || !s->slot) {
+		uint32_t n = s->slot ? 2 * (s->slot_mask + 1) : 16;
+		uint32_t *v = malloc(n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		free(s->slot);
+		s->slot = v;
+		s->slot_mask = n - 1;
+		for (uint32_t i = 0; i < n; i++)
+			v[i] = SLOT_FREE;
+		for (uint32_t k = 0; k < s->nsv; k++)
+			v[stream_slot(s, s->sv[k].id)] = k;
+	}
+	return 0;
+}
+
+/* A new stream, after stream_reserve: cannot fail. */
+static struct stream *stream_add(struct cw_sched *s, uint64_t id)
+{
+	uint32_t i = stream_slot(s, id);
+
+	s->slot[i] = s->nsv;
+	s->sv[s->nsv] = (struct stream){ .id = id };
+	return &s->sv[s->nsv++];
+}
+
+int cw_sched_stream_forget(struct cw_sched *s, uint64_t id)
+{
+	uint32_t hole, i, k, last;
+
+	if (!s)
+		return -EINVAL;
+	if (!stream_find(s, id))
+		return -ENOENT;
+	hole = stream_slot(s, id);
+	k = s->slot[hole];
+	/* Deletion without tombstones: move later entries of the probe run
+	 * back into the hole unless their home lies cyclically in
+	 * (hole, i]. */
+	for (i = hole;;) {
+		uint32_t home;
+
+		s->slot[hole] = SLOT_FREE;
+		for (;;) {
+			i = (i + 1) & s->slot_mask;
+			if (s->slot[i] == SLOT_FREE)
+				goto moved;
+			home = stream_hash(s->sv[s->slot[i]].id) & s->slot_mask;
+			if (hole <= i ? (home <= hole || home > i) : (home <= hole && home > i))
+				break;
+		}
+		s->slot[hole] = s->slot[i];
+		hole = i;
+	}
+moved:
+	/* keep sv dense: the last stream takes the forgotten one's place */
+	last = --s->nsv;
+	if (k != last) {
+		s->sv[k] = s->sv[last];
+		s->slot[stream_slot(s, s->sv[k].id)] = k;
+	}
+	return 0;
+}
+
+static void stream_out(const struct stream *st, struct cw_sched_stream *ret)
+{
+	*ret = (struct cw_sched_stream){ .id = st->id, .period_ns = st->period,
+					 .service_ns = st->service, .release_ns = st->release };
+}
+
+int cw_sched_stream_get(const struct cw_sched *s, uint64_t id, struct cw_sched_stream *ret)
+{
+	const struct stream *st;
+
+	if (!s || !ret)
+		return -EINVAL;
+	st = stream_find(s, id);
+	if (!st)
+		return -ENOENT;
+	stream_out(st, ret);
+	return 0;
+}
+
+size_t cw_sched_stream_count(const struct cw_sched *s)
+{
+	return s ? s->nsv : 0;
+}
+
+int cw_sched_stream_at(const struct cw_sched *s, size_t pos, struct cw_sched_stream *ret)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	if (pos >= s->nsv)
+		return -ENOENT;
+	stream_out(&s->sv[pos], ret);
+	return 0;
+}
+
 /* ---- set-up ------------------------------------------------------------ */
 
 static const char *const policy_names[] = {
@@ -257,7 +445,24 @@ void cw_sched_free(struct cw_sched *s)
 	free(s->rel.v);
 	free(s->wait.v);
 	free(s->scratch);
+	free(s->sv);
+	free(s->slot);
 	free(s);
+}
+
+/* The state the proof keeps between calls.  ΔL_r never exceeds ΔL, and
+ * (delta-l, edf) is at least -excess: every charge beyond an overrun is
+ * covered by the slack at hand.  The server job keeps its budget within
+ * its slice. */
+static void check_state(struct cw_sched *s)
+{
+	if (NEVER(s->dlr > s->o.delta_l_ns))
+		s->dlr = s->o.delta_l_ns;
+	(void)NEVER(s->o.policy != CW_SCHED_LST && s->dlr < -s->excess);
+	(void)NEVER(s->excess < 0);
+	if (s->srv_active && NEVER(s->srv_budget < 0 || s->srv_budget > s->o.server_slice_ns))
+		s->srv_budget = CW_MAX(0, CW_MIN(s->srv_budget, s->o.server_slice_ns));
+	(void)NEVER(s->cur && s->cur->priv_state_ != ST_SERVICE);
 }
 
 int cw_sched_set_slack(struct cw_sched *s, int64_t delta_l_ns, int64_t idle_be_ns)
@@ -267,6 +472,7 @@ int cw_sched_set_slack(struct cw_sched *s, int64_t delta_l_ns, int64_t idle_be_n
 	s->o.delta_l_ns = delta_l_ns;
 	s->o.idle_be_ns = idle_be_ns;
 	s->dlr = CW_MIN(s->dlr, delta_l_ns);
+	check_state(s);
 	return 0;
 }
 
@@ -280,6 +486,7 @@ int cw_sched_set_server(struct cw_sched *s, int64_t slice_ns, int64_t period_ns)
 		s->srv_active = false;
 	else
 		s->srv_budget = CW_MIN(s->srv_budget, slice_ns);
+	check_state(s);
 	return 0;
 }
 
@@ -291,8 +498,36 @@ static int64_t be_limit(const struct cw_sched *s)
 	return CW_MAX(CW_MAX(s->o.delta_l_ns, s->o.idle_be_ns), s->o.server_slice_ns);
 }
 
+/* The paper's release (section 3.2): when the stream expected its next
+ * request (its latest release + T) or when the request came, whichever is
+ * later; the first of a stream when it came.  st is NULL for a new stream
+ * (room for it is reserved). */
+static void release(struct cw_sched *s, struct stream *st, struct cw_sched_req *r)
+{
+	if (st && r->same_job && st->period == r->period_ns && r->arrival_ns <= st->release) {
+		/* a further piece of the latest job: its window, nothing new */
+		r->release_ns = st->release;
+		r->deadline_ns = st->release + st->period;
+		return;
+	}
+	if (!st) {
+		st = stream_add(s, r->stream);
+		r->release_ns = r->arrival_ns;
+	} else {
+		/* a period change keeps the latest job's window (its T) */
+		r->release_ns = CW_MAX(r->arrival_ns, st->release + st->period);
+		if (NEVER(r->release_ns - st->release < st->period))
+			r->release_ns = st->release + st->period;
+	}
+	r->deadline_ns = r->release_ns + r->period_ns;
+	st->period = r->period_ns;
+	st->service = r->service_ns;
+	st->release = r->release_ns;
+}
+
 int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 {
+	struct stream *st;
 	int e;
 
 	if (!s || !r || r->service_ns <= 0 || (r->cls != CW_SCHED_RT && r->cls != CW_SCHED_BE))
@@ -308,24 +543,28 @@ int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 		r->priv_state_ = ST_BE;
 		return 0;
 	}
-	if (r->period_ns <= 0 || r->expected_ns > INT64_MAX / 2 || r->arrival_ns > INT64_MAX / 2 ||
-	    r->period_ns > INT64_MAX / 4)
+	if (r->period_ns <= 0 || r->arrival_ns > INT64_MAX / 2 || r->period_ns > INT64_MAX / 4)
 		return -EINVAL;
-	/* Room for every RT request in the released heap, so that releasing
-	 * one later (promote) never needs memory. */
-	e = heap_reserve(&s->rel, s->rel.n + s->wait.n + 1);
+	/* Room first, for the stream and for every RT request in either heap
+	 * (so that releasing one later, promote, never needs memory): once
+	 * the stream's state moves on below, nothing may fail. */
+	st = stream_find(s, r->stream);
+	e = st ? 0 : stream_reserve(s);
+	if (e == 0)
+		e = heap_reserve(&s->rel, s->rel.n + s->wait.n + 1);
+	if (e == 0)
+		e = heap_reserve(&s->wait, s->wait.n + 1);
 	if (e < 0)
 		return e;
-	r->release_ns = CW_MAX(r->arrival_ns, r->expected_ns);
-	r->deadline_ns = r->release_ns + r->period_ns;
-	if (r->release_ns <= now) {
-		e = heap_push(&s->rel, r);
-		r->priv_state_ = ST_REL;
-	} else {
-		e = heap_push(&s->wait, r);
-		r->priv_state_ = ST_WAIT;
-	}
-	return e;
+	if (st && st->release > INT64_MAX / 2 - st->period)
+		return -ERANGE;	/* enqueued ever further ahead of its releases */
+	release(s, st, r);
+	(void)ALWAYS(r->release_ns >= r->arrival_ns && r->deadline_ns - r->release_ns == r->period_ns);
+	e = heap_push(r->release_ns <= now ? &s->rel : &s->wait, r);
+	if (NEVER(e < 0))
+		return e;
+	r->priv_state_ = r->release_ns <= now ? ST_REL : ST_WAIT;
+	return 0;
 }
 
 int cw_sched_cancel(struct cw_sched *s, struct cw_sched_req *r)
@@ -358,7 +597,10 @@ static void promote(struct cw_sched *s, int64_t now)
 
 	while ((r = heap_top(&s->wait)) && r->release_ns <= now) {
 		heap_del(&s->wait, r);
-		heap_push(&s->rel, r);	/* cannot fail: enqueue reserved room */
+		if (NEVER(heap_push(&s->rel, r) < 0)) {	/* enqueue reserved room */
+			heap_push(&s->wait, r);	/* cannot fail: it was there */
+			return;
+		}
 		r->priv_state_ = ST_REL;
 	}
 }
@@ -368,9 +610,46 @@ static bool released(const struct cw_sched *s)
 	return s->rel.n > 0 || s->srv_active;
 }
 
+/* What the proof needs of the request about to start (see the top of
+ * this file): one in service at a time; a released RT request in EDF
+ * order, before the server job only when due earlier; BE work (an early RT
+ * request included) within ΔL_r, within idle_be_ns on a disk with no
+ * released RT request, or within the server job's budget. */
+static void check_dispatch(const struct cw_sched *s, const struct cw_sched_req *r,
+			   enum cw_sched_via via, int64_t now)
+{
+	const struct heap *h = &s->rel;
+	bool dl = s->o.policy == CW_SCHED_DELTA_L;
+
+	(void)NEVER(s->cur);
+	switch (via) {
+	case CW_SCHED_VIA_RT:
+		(void)ALWAYS(r->priv_state_ == ST_REL && r == heap_top(h));
+		(void)ALWAYS(r->release_ns <= now && r->deadline_ns - r->release_ns == r->period_ns);
+		(void)NEVER((h->n > 1 && h->v[1]->deadline_ns < r->deadline_ns) ||
+			    (h->n > 2 && h->v[2]->deadline_ns < r->deadline_ns));
+		(void)NEVER(s->srv_active && s->srv_deadline <= r->deadline_ns);
+		break;
+	case CW_SCHED_VIA_SERVER:
+		(void)ALWAYS(s->srv_active && r->service_ns <= s->srv_budget);
+		(void)NEVER(h->n && h->v[0]->deadline_ns < s->srv_deadline);
+		break;
+	case CW_SCHED_VIA_SLACK:
+		(void)NEVER(dl && r->service_ns > s->dlr);
+		(void)ALWAYS(s->o.policy != CW_SCHED_EDF);
+		break;
+	case CW_SCHED_VIA_IDLE:
+		(void)NEVER(h->n || s->srv_active);
+		(void)NEVER(dl && r->service_ns > s->o.idle_be_ns);
+		break;
+	}
+	(void)NEVER(r->priv_state_ == ST_WAIT && (via == CW_SCHED_VIA_RT || via == CW_SCHED_VIA_SERVER));
+}
+
 static void dispatch(struct cw_sched *s, struct cw_sched_req *r, enum cw_sched_via via,
 		     int64_t now, struct cw_sched_decision *ret)
 {
+	check_dispatch(s, r, via, now);
 	switch (r->priv_state_) {
 	case ST_REL:
 		heap_del(&s->rel, r);
@@ -465,6 +744,8 @@ static bool server_release(struct cw_sched *s, int64_t now)
 	if (s->o.server_slice_ns == 0 || s->srv_active || now < s->srv_next ||
 	    s->beq->count(s->beq_state) == 0)
 		return false;
+	/* a sporadic task: jobs a period apart (srv_next), each due a period
+	 * after its release, each with at most the slice */
 	s->srv_active = true;
 	s->srv_deadline = now + s->o.server_period_ns;
 	s->srv_budget = s->o.server_slice_ns;
@@ -497,6 +778,9 @@ static void wait_or_idle(struct cw_sched *s, struct cw_sched_decision *ret)
 	int64_t until = INT64_MAX;
 	struct cw_sched_req *w = heap_top(&s->wait);
 
+	/* never idle while a released job waits (the proof's busy interval) */
+	(void)NEVER(released(s));
+
 	if (w)
 		until = w->release_ns;
 	if (s->o.server_slice_ns && !s->srv_active && s->beq->count(s->beq_state))
@@ -507,29 +791,22 @@ static void wait_or_idle(struct cw_sched *s, struct cw_sched_decision *ret)
 		*ret = (struct cw_sched_decision){ .verdict = CW_SCHED_WAIT, .until_ns = until };
 }
 
-int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret)
+static void decide(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret)
 {
-	if (!s || !ret)
-		return -EINVAL;
-	if (now < s->last_now)
-		return -EINVAL;
-	s->last_now = now;
-	if (s->cur) {
-		*ret = (struct cw_sched_decision){ .verdict = CW_SCHED_BUSY };
-		return 0;
-	}
 	promote(s, now);
 	for (;;) {
 		if (!released(s)) {
 			/* The refill point: nothing released, nothing in service. */
+			(void)NEVER(s->cur);
 			s->dlr = s->o.delta_l_ns;
+			s->excess = 0;
 			for (int k = 0; k < 2; k++) {
 				struct cw_sched_req *c = candidate(s, now, k);
 
 				if (c && (s->o.policy != CW_SCHED_DELTA_L ||
 					  c->service_ns <= s->o.idle_be_ns)) {
 					dispatch(s, c, CW_SCHED_VIA_IDLE, now, ret);
-					return 0;
+					return;
 				}
 			}
 			/* Server jobs are released lazily, only when slack
@@ -538,7 +815,7 @@ int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret
 			if (server_release(s, now))
 				continue;
 			wait_or_idle(s, ret);
-			return 0;
+			return;
 		}
 		if (s->o.policy != CW_SCHED_EDF) {
 			int64_t room = s->dlr;
@@ -553,14 +830,30 @@ int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret
 
 				if (c && c->service_ns <= room) {
 					dispatch(s, c, CW_SCHED_VIA_SLACK, now, ret);
-					return 0;
+					return;
 				}
 			}
 		}
 		server_release(s, now);
 		if (edf_pick(s, now, ret))
-			return 0;
+			return;
 	}
+}
+
+int cw_sched_next(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	if (now < s->last_now)
+		return -EINVAL;
+	s->last_now = now;
+	if (s->cur) {
+		*ret = (struct cw_sched_decision){ .verdict = CW_SCHED_BUSY };
+		return 0;
+	}
+	decide(s, now, ret);
+	check_state(s);
+	return 0;
 }
 
 int cw_sched_complete(struct cw_sched *s, struct cw_sched_req *r, int64_t now, int64_t actual)
@@ -579,11 +872,15 @@ int cw_sched_complete(struct cw_sched *s, struct cw_sched_req *r, int64_t now, i
 		if (r->via == CW_SCHED_VIA_IDLE && s->dlr < 0 && actual <= r->service_ns)
 			s->dlr = 0;
 		s->dlr = CW_MIN(s->dlr, s->o.delta_l_ns);	/* set_slack meanwhile */
+		if (actual > r->service_ns)
+			s->excess += r->via == CW_SCHED_VIA_IDLE ? actual : actual - r->service_ns;
 		break;
 	case CW_SCHED_VIA_SERVER:
 	case CW_SCHED_VIA_RT:
-		if (actual > r->service_ns)
+		if (actual > r->service_ns) {
 			s->dlr -= actual - r->service_ns;	/* overrun eats slack */
+			s->excess += actual - r->service_ns;
+		}
 		break;
 	}
 	if (r->cls == CW_SCHED_RT) {
@@ -595,6 +892,7 @@ int cw_sched_complete(struct cw_sched *s, struct cw_sched_req *r, int64_t now, i
 		s->st.min_slack_ns = CW_MIN(s->st.min_slack_ns, slack);
 	} else
 		s->st.be_done++;
+	check_state(s);
 	return 0;
 }
 

@@ -12,8 +12,9 @@
  * refuses one, exactly as a daemon would be asked.
  *
  * Run: a discrete-event loop over virtual int64 nanoseconds.  Each disk
- * has its own struct cw_sched (the library's dispatcher, unchanged) and a
- * struct sim_disk (mechanics).  Events are stream releases, BE arrivals,
+ * has its own struct cw_sched (the library's dispatcher, unchanged, which
+ * also gives each request its release, as in the daemon) and a struct
+ * sim_disk (mechanics).  Events are stream releases, BE arrivals,
  * completions and the scheduler's "ask again at" wake-ups; ties are broken
  * by insertion order, so a seed determines the whole run.
  *
@@ -357,7 +358,6 @@ struct run {
 	struct evq q;
 	struct dstate d[SIM_MAX_DISKS];
 	uint64_t *next_n;		/* per stream: next request index */
-	int64_t *next_exp;		/* per stream and disk: next expected release */
 	struct bestate *be;
 	int64_t *lat;
 	size_t n_lat;
@@ -442,7 +442,6 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 	uint64_t k = n % r->setup->clip;	/* the clip plays in a loop */
 	unsigned disk = st->disk[k];
 	struct sreq *q;
-	int64_t *exp;
 	int e;
 
 	q = sreq_get(r);
@@ -450,21 +449,17 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 		return -ENOMEM;
 	q->off = st->off[k];
 	q->bytes = st->block_bytes;
-	/* sched.h's driver protocol: the expected release is the previous
-	 * release on this disk plus its period (the first: the arrival) */
-	exp = &r->next_exp[(size_t)idx * r->sc->disks + disk];
+	/* the disk's scheduler tracks the stream's releases on that disk */
 	q->r = (struct cw_sched_req){
 		.cls = CW_SCHED_RT,
 		.stream = idx,
 		.arrival_ns = now,
-		.expected_ns = *exp == INT64_MIN ? now : *exp,
 		.period_ns = st->disk_period_ns[disk],
 		.service_ns = st->disk_service_ns[disk],
 	};
 	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
 	if (e < 0)
 		return e;
-	*exp = q->r.release_ns + q->r.period_ns;
 	if (st->phase_ns + (int64_t)(n + 1) * st->period_ns < r->sc->duration_ns) {
 		e = ev_push(&r->q, st->phase_ns + (int64_t)(n + 1) * st->period_ns, EV_RT, idx);
 		if (e < 0)
@@ -575,7 +570,6 @@ static void run_free(struct run *r)
 	free(r->chunks);
 	free(r->q.v);
 	free(r->next_n);
-	free(r->next_exp);
 	free(r->be);
 	free(r->lat);
 }
@@ -643,15 +637,12 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 	res.streams = r.n_streams;
 	res.rt_load_mb_s = sim_setup_load_mb_s(setup, r.n_streams);
 	r.next_n = calloc(r.n_streams + 1, sizeof(*r.next_n));
-	r.next_exp = malloc((r.n_streams + 1) * sc->disks * sizeof(*r.next_exp));
 	r.be = calloc(trace->n + 1, sizeof(*r.be));
 	r.lat = calloc(trace->n + 1, sizeof(*r.lat));
-	if (!r.next_n || !r.next_exp || !r.be || !r.lat) {
+	if (!r.next_n || !r.be || !r.lat) {
 		e = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < (r.n_streams + 1) * sc->disks; i++)
-		r.next_exp[i] = INT64_MIN;
 	e = run_setup(&r, &res, policy);
 	if (e < 0)
 		goto out;

@@ -14,19 +14,33 @@
  *                       time it was told to wait for has come: the answer
  *                       is a request to start now, or "ask again at
  *                       until_ns", or idle (nothing queued that can run);
- *   cw_sched_complete() when the started request finished.
+ *   cw_sched_complete() when the started request finished;
+ *   cw_sched_stream_forget()  when a stream's reservation is released.
  *
  * One request is in service at a time (a disk is not preemptible).
  *
- * RT requests: release = max(arrival, expected release), deadline =
- * release + T.  The guarantee of admission holds when each stream's
- * expected releases are at least T apart and each request takes at most
- * its service_ns (C).  A driver keeps, per stream, the next expected
- * release: the previous request's release_ns + period_ns (for the first
- * request, its arrival).  Requests are enqueued when they arrive
- * (arrival_ns = now): one enqueued later than it arrived loses that time
- * from its slack.  A request that arrives before its release waits, and
- * meanwhile may run as best-effort work.
+ * RT requests and their releases: the scheduler keeps, per stream (the
+ * driver's cw_sched_req.stream), the stream's period on this disk and the
+ * release of its latest job.  A request gets release = max(arrival, that
+ * release + T), the first of a stream its arrival, and deadline = release
+ * + T; so a stream's jobs are released at least T apart whatever the
+ * driver does, which is what Jeffay's test assumed when it admitted the
+ * stream.  A request with same_job set is a further piece of the user
+ * request that started the stream's latest job on this disk: it gets that
+ * job's release and deadline and does not start another (if the stream
+ * has no such job, a job started with another period, or the piece
+ * arrived after the job's release, it starts a job as a first piece
+ * would).  A stream whose period changes keeps its latest job's window:
+ * the next job is released no earlier than that job's deadline, and the
+ * new period counts from there.
+ *
+ * What stays the driver's: one stream id per admitted stream on this disk
+ * (reused only after cw_sched_stream_forget), period_ns and service_ns the
+ * admitted T and C, the pieces of one job taking at most C together, each
+ * request enqueued when it arrives (arrival_ns = now: one enqueued later
+ * than it arrived loses that time from its slack), and forgetting a
+ * stream when its reservation is released.  A request that arrives before
+ * its release waits, and meanwhile may run as best-effort work.
  *
  * Policies:
  *  delta-l  A BE request (or an early RT request) goes first when its
@@ -85,14 +99,14 @@ enum cw_sched_via {
 struct cw_sched_req {
 	/* input */
 	enum cw_sched_class cls;
-	uint64_t stream;	/* RT: stream (task) id, for the caller and stats */
+	uint64_t stream;	/* RT: stream (task) id, chosen by the driver */
+	bool same_job;		/* RT: a further piece of the stream's latest job */
 	int64_t arrival_ns;	/* when it arrived (normally now) */
-	int64_t expected_ns;	/* RT: expected release time of this job */
 	int64_t period_ns;	/* RT: T of the stream on this disk */
 	int64_t service_ns;	/* expected service time; RT: the admitted C */
 	void *user;		/* caller's pointer, untouched */
 	/* output, set by the scheduler */
-	int64_t release_ns;	/* RT: max(arrival, expected) */
+	int64_t release_ns;	/* RT: max(arrival, the stream's last release + T) */
 	int64_t deadline_ns;	/* RT: release + T */
 	int64_t start_ns;	/* when dispatched */
 	enum cw_sched_via via;
@@ -142,13 +156,42 @@ void cw_sched_free(struct cw_sched *s);	/* NULL-safe; queued requests are droppe
 int cw_sched_set_slack(struct cw_sched *s, int64_t delta_l_ns, int64_t idle_be_ns);
 int cw_sched_set_server(struct cw_sched *s, int64_t slice_ns, int64_t period_ns);
 
-/* Queues a request.  -EINVAL for bad fields; -E2BIG under delta-l for a BE
- * request larger than anything the current slack, idle allowance and
- * server could ever run; -EEXIST if it is already queued; -ENOMEM. */
+/* Queues a request; an RT request gets its release and deadline here.
+ * -EINVAL for bad fields; -E2BIG under delta-l for a BE request larger
+ * than anything the current slack, idle allowance and server could ever
+ * run; -EEXIST if it is already queued; -ENOSPC for a new stream beyond
+ * CW_SCHED_STREAMS_MAX; -ERANGE when a stream's next release would pass
+ * INT64_MAX / 2; -ENOMEM.  On an error nothing changed. */
 int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *req, int64_t now_ns);
 
 /* Removes a queued request that was not dispatched: 0 or -ENOENT. */
 int cw_sched_cancel(struct cw_sched *s, struct cw_sched_req *req);
+
+/* What the scheduler keeps about a stream on this disk: its latest job. */
+struct cw_sched_stream {
+	uint64_t id;		/* cw_sched_req.stream */
+	int64_t period_ns;	/* T of the latest job */
+	int64_t service_ns;	/* C of the latest job */
+	int64_t release_ns;	/* its release; the next is no earlier than + T */
+};
+
+/* Streams tracked at once per struct cw_sched. */
+#define CW_SCHED_STREAMS_MAX 65536
+
+/* Drops what the scheduler keeps about a stream (its reservation was
+ * released), so that its id may be reused by a new stream: 0 or -ENOENT.
+ * Its requests still queued keep their release and deadline. */
+int cw_sched_stream_forget(struct cw_sched *s, uint64_t stream);
+
+/* The stream with this id: 0 or -ENOENT. */
+int cw_sched_stream_get(const struct cw_sched *s, uint64_t stream,
+			struct cw_sched_stream *ret_stream);
+
+/* The streams tracked, in no order, as positions 0 .. count - 1; a
+ * position is good until the next cw_sched_enqueue or forget.
+ * cw_sched_stream_at: 0 or -ENOENT past the end. */
+size_t cw_sched_stream_count(const struct cw_sched *s);
+int cw_sched_stream_at(const struct cw_sched *s, size_t pos, struct cw_sched_stream *ret_stream);
 
 enum cw_sched_verdict {
 	CW_SCHED_DISPATCH = 0,	/* start req now */

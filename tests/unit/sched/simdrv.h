@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A discrete-event driver for struct cw_sched in virtual time, shared by
- * the admit and sched tests: RT jobs arrive at given times, an optional
- * best-effort queue is kept full with requests of random sizes, each
- * dispatched request takes its actual time, and the scheduler's own
+ * the admit and sched tests: RT requests arrive at given times (the
+ * scheduler gives them their releases, written back into the jobs), an
+ * optional best-effort queue is kept full with requests of random sizes,
+ * each dispatched request takes its actual time, and the scheduler's own
  * statistics (misses, least slack) are what the tests assert on.
  */
 #ifndef CW_TEST_SIMDRV_H
@@ -16,8 +17,13 @@
 #include <clockwise/sched.h>
 
 struct sim_job {
-	int64_t arrival, expected, period, service, actual;
+	int64_t arrival, period, service, actual;
 	uint64_t stream;
+	bool same_job;		/* a further piece of the stream's latest job */
+	int64_t at;		/* the release the test means (sim_run ignores it) */
+	/* set by sim_run */
+	int64_t release, deadline;
+	size_t seq;		/* position before sorting: equal arrivals keep it */
 };
 
 struct sim_be {
@@ -83,11 +89,14 @@ static int sim_cmp_job(const void *a, const void *b)
 {
 	const struct sim_job *x = a, *y = b;
 
-	return (x->arrival > y->arrival) - (x->arrival < y->arrival);
+	if (x->arrival != y->arrival)
+		return (x->arrival > y->arrival) - (x->arrival < y->arrival);
+	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* Runs jobs (sorted here by arrival) through s from start until every job
- * is done and then stops; with be->keep the BE queue never runs dry. */
+/* Runs jobs (sorted here by arrival, a stream's in the order given) through
+ * s from start until every job is done and then stops; with be->keep the
+ * BE queue never runs dry. */
 static inline void sim_run(struct cw_sched *s, struct sim_job *jobs, size_t n,
 			   const struct sim_be *be, int64_t start, struct sim_out *out)
 {
@@ -101,6 +110,8 @@ static inline void sim_run(struct cw_sched *s, struct sim_job *jobs, size_t n,
 	bool first = true;
 
 	memset(out, 0, sizeof(*out));
+	for (size_t k = 0; k < n; k++)
+		jobs[k].seq = k;
 	qsort(jobs, n, sizeof(*jobs), sim_cmp_job);
 	for (;;) {
 		struct cw_sched_decision d = { .verdict = CW_SCHED_IDLE };
@@ -123,11 +134,13 @@ static inline void sim_run(struct cw_sched *s, struct sim_job *jobs, size_t n,
 		for (; i < n && jobs[i].arrival <= now; i++) {
 			rt[i] = (struct cw_sched_req){
 				.cls = CW_SCHED_RT, .stream = jobs[i].stream,
-				.arrival_ns = jobs[i].arrival, .expected_ns = jobs[i].expected,
+				.same_job = jobs[i].same_job, .arrival_ns = jobs[i].arrival,
 				.period_ns = jobs[i].period, .service_ns = jobs[i].service,
 				.user = &jobs[i],
 			};
 			out->err = out->err ? out->err : cw_sched_enqueue(s, &rt[i], now);
+			jobs[i].release = rt[i].release_ns;
+			jobs[i].deadline = rt[i].deadline_ns;
 		}
 		for (unsigned k = 0; k < nbe; k++) {
 			if (bq_used[k])
