@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * control-internal.h — what the control server's files share: control.c
- * (the socket, its clients and the calibration threads), control-cmd.c
- * (a request's way from its line to its reply: parsing, rights, the
- * command table), control-util.c (errors and look-ups every command
- * uses), and one file per command family: control-disk.c, control-part.c,
- * control-resv.c, control-export.c, control-status.c.  Private to daemon/.
+ * control-internal.h — what the control server's files share:
+ * control-socket.c (the socket, its clients and the calibration threads),
+ * control-cmd.c (a request's way from its line to its reply: parsing,
+ * rights, the command table), control-util.c (errors and look-ups every
+ * command uses), and one file per command family: control-disk.c,
+ * control-part.c, control-resv.c, control-export.c, control-status.c.
+ * Private to daemon/.
  *
- * The calls point one way: control.c -> control-cmd.c -> the families ->
+ * The calls point one way: control-socket.c -> control-cmd.c -> the families ->
  * control-util.c; control-status.c asks the other families for their
  * lists.  Admission state (models, reservations, plans) is the admission
  * module's (clockwise/admit-state.h); the server keeps only its exports.

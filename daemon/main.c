@@ -32,7 +32,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "daemon/conf.h"
-#include "daemon/ctl-glue.h"
+#include "daemon/service.h"
 #include "daemon/log.h"
 #include "daemon/nbd-server.h"
 #include "daemon/pool-backend.h"
@@ -300,7 +300,7 @@ int main(int argc, char **argv)
 	struct cw_pool *pool = NULL;
 	struct cw_error perr = { 0 };
 	struct pb *pb = NULL;
-	struct ctl *ctl = NULL;
+	struct svc *svc = NULL;
 	const char *conf_path = NULL;
 	char *err = NULL, msg[512];
 	bool foreground = false;
@@ -409,10 +409,10 @@ int main(int argc, char **argv)
 	}
 	/* Without its control socket the daemon still serves what the pool
 	 * holds, as before there was one. */
-	if (ctl_new(pool, adm, pb, srv, cfg, &ctl) < 0)
+	if (svc_new(pool, adm, pb, srv, cfg, &svc) < 0)
 		cwd_log(LOG_WARNING, "serving without a control socket");
 	if (cfg->exports.all) {
-		r = ctl ? ctl_export_all(ctl, &nexports) : add_exports(pool, pb, srv, &nexports);
+		r = svc ? svc_export_all(svc, &nexports) : add_exports(pool, pb, srv, &nexports);
 		if (r < 0)
 			goto out;
 	}
@@ -428,8 +428,8 @@ int main(int argc, char **argv)
 		cwd_log(LOG_ERR, "cannot start the NBD server: %s", strerror(-r));
 		goto out;
 	}
-	if (ctl) {
-		r = ctl_start(ctl);
+	if (svc) {
+		r = svc_start(svc);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot start the control socket: %s", strerror(-r));
 			goto out;
@@ -461,7 +461,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (sig == SIGUSR1) {
-			ctl_log_stats(ctl, pb);
+			svc_log_stats(svc, pb);
 			continue;
 		}
 		if (sig == SIGHUP) {
@@ -473,13 +473,13 @@ int main(int argc, char **argv)
 	}
 	cwd_log(LOG_NOTICE, "%s: stopping", strsignal(sig));
 	sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
-	ctl_free(ctl);
-	ctl = NULL;
+	svc_free(svc);
+	svc = NULL;
 	nbd_server_stop(srv);
 	pb_log_stats(pb);
 	rc = 0;
 out:
-	ctl_free(ctl);
+	svc_free(svc);
 	nbd_server_free(srv);
 	pb_free(pb);
 	cw_admit_state_free(adm);

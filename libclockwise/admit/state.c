@@ -29,7 +29,7 @@
 #include <clockwise/admit-state.h>
 #include <clockwise/pool-objects.h>
 
-#include "admit/admit.h"
+#include "admit/admit-internal.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 

@@ -31,7 +31,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "model/model.h"
+#include "model/model-internal.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 

@@ -71,7 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched.h"
+#include "sched/sched-internal.h"
 #include "common/invariant.h"
 #include "common/util.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The control socket inside clockwised: daemon/control.c's server on the
+ * The control socket inside clockwised: daemon/control.h's server on the
  * configured socket, run in a thread of its own, plugged into the data
  * path through struct cwc_hooks.
  *
@@ -8,13 +8,13 @@
  *   the server runs (nbd_server_add_export / nbd_server_remove_export; a
  *   removal returns once the export's clients ended, so its back end goes
  *   with nothing in flight).
- * - reservations and plans are not the glue's: the admission state
+ * - reservations and plans are not the service's: the admission state
  *   (clockwise/admit-state.h) owns them and tells the data path itself
  *   (pb_admit_event).  An export bound to a reservation sends in-range,
  *   in-span requests as RT.
  * - stats: the data path's counters per disk and per reservation.
  *
- * Everything here runs on the control thread, but for ctl_log_stats()
+ * Everything here runs on the control thread, but for svc_log_stats()
  * (the main thread's SIGUSR1), which takes the same mutex.
  */
 #include "config.h"
@@ -22,17 +22,17 @@
 #include <grp.h>
 
 #include "daemon/control.h"
-#include "daemon/ctl-glue.h"
+#include "daemon/service.h"
 #include "daemon/pool-internal.h"
 
-struct ctl {
+struct svc {
 	struct pb *pb;
 	struct nbd_server *nbd;
 	const struct cwd_config *cfg;
 	struct cwc_server *srv;
 	pthread_t thread;
 	bool running;
-	pthread_mutex_t lock;		/* pb->ndisks against ctl_log_stats */
+	pthread_mutex_t lock;		/* pb->ndisks against svc_log_stats */
 };
 
 static gid_t group_gid(const char *name, const char *key)
@@ -72,12 +72,12 @@ static void drop_export(struct pb *pb, struct pbx *x)
 
 static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw_part *part)
 {
-	struct ctl *ctl = userdata;
+	struct svc *svc = userdata;
 	struct nbd_export ne;
 	struct pbx *x;
 	int r;
 
-	r = pb_export(ctl->pb, part, &ne);
+	r = pb_export(svc->pb, part, &ne);
 	if (r < 0)
 		return r;
 	x = ne.backend;
@@ -88,14 +88,14 @@ static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw
 	ne.read_only = ne.read_only || e->readonly;
 	/* Bound to its reservation, or else to a start-up one given for
 	 * its name (-r). */
-	r = pb_export_bind(ctl->pb, x, e->resv_id);
+	r = pb_export_bind(svc->pb, x, e->resv_id);
 	if (r < 0 && e->resv_id) {
-		drop_export(ctl->pb, x);
+		drop_export(svc->pb, x);
 		return r;
 	}
-	r = nbd_server_add_export(ctl->nbd, &ne);
+	r = nbd_server_add_export(svc->nbd, &ne);
 	if (r < 0) {
-		drop_export(ctl->pb, x);
+		drop_export(svc->pb, x);
 		return r;
 	}
 	cwd_log(LOG_INFO, "export %s (partition %s): %" PRIu64 " bytes%s%s", e->name, e->part,
@@ -105,11 +105,11 @@ static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw
 
 static int hook_export_remove(void *userdata, const struct cwc_export *e)
 {
-	struct ctl *ctl = userdata;
-	struct pbx *x = find_export(ctl->pb, e->name);
+	struct svc *svc = userdata;
+	struct pbx *x = find_export(svc->pb, e->name);
 	int r;
 
-	r = nbd_server_remove_export(ctl->nbd, e->name);
+	r = nbd_server_remove_export(svc->nbd, e->name);
 	/* An export listed but never served (its partition was on a missing
 	 * disk at start) is simply forgotten. */
 	if (r == -ENOENT && !x)
@@ -117,7 +117,7 @@ static int hook_export_remove(void *userdata, const struct cwc_export *e)
 	if (r < 0)
 		return r;
 	if (x)
-		drop_export(ctl->pb, x);
+		drop_export(svc->pb, x);
 	cwd_log(LOG_INFO, "export %s removed", e->name);
 	return 0;
 }
@@ -127,13 +127,13 @@ static int hook_export_remove(void *userdata, const struct cwc_export *e)
 static int hook_disk_add(void *userdata, const struct cw_disk_info *info, char *err,
 			 size_t errlen)
 {
-	struct ctl *ctl = userdata;
+	struct svc *svc = userdata;
 	int r;
 
-	/* The lock keeps ctl_log_stats (another thread) off pb->ndisks. */
-	pthread_mutex_lock(&ctl->lock);
-	r = pb_disk_add(ctl->pb, info->id, err, errlen);
-	pthread_mutex_unlock(&ctl->lock);
+	/* The lock keeps svc_log_stats (another thread) off pb->ndisks. */
+	pthread_mutex_lock(&svc->lock);
+	r = pb_disk_add(svc->pb, info->id, err, errlen);
+	pthread_mutex_unlock(&svc->lock);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "%s", err);
 		return r;
@@ -145,12 +145,12 @@ static int hook_disk_add(void *userdata, const struct cw_disk_info *info, char *
 static int hook_disk_remove(void *userdata, const struct cw_disk_info *info, char *err,
 			    size_t errlen)
 {
-	struct ctl *ctl = userdata;
+	struct svc *svc = userdata;
 	int r;
 
-	pthread_mutex_lock(&ctl->lock);
-	r = pb_disk_remove(ctl->pb, info->id, err, errlen);
-	pthread_mutex_unlock(&ctl->lock);
+	pthread_mutex_lock(&svc->lock);
+	r = pb_disk_remove(svc->pb, info->id, err, errlen);
+	pthread_mutex_unlock(&svc->lock);
 	if (r < 0 && r != -ENOENT)
 		cwd_log(LOG_NOTICE, "%s", err);
 	return r;
@@ -159,17 +159,17 @@ static int hook_disk_remove(void *userdata, const struct cw_disk_info *info, cha
 static int hook_export_resize(void *userdata, const struct cwc_export *e, struct cw_part *part,
 			      char *err, size_t errlen)
 {
-	struct ctl *ctl = userdata;
-	struct pbx *x = find_export(ctl->pb, e->name);
+	struct svc *svc = userdata;
+	struct pbx *x = find_export(svc->pb, e->name);
 	uint64_t size;
 	int r;
 
 	(void)part;
 	if (!x)
 		return 0;	/* listed but not served (a missing disk) */
-	r = pb_export_grow(ctl->pb, x, &size, err, errlen);
+	r = pb_export_grow(svc->pb, x, &size, err, errlen);
 	if (r == 0)
-		r = nbd_server_set_export_size(ctl->nbd, e->name, size);
+		r = nbd_server_set_export_size(svc->nbd, e->name, size);
 	if (r < 0) {
 		if (!err[0])
 			snprintf(err, errlen, "export %s: %s", e->name, strerror(-r));
@@ -197,8 +197,8 @@ static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_counters *c,
 
 static int hook_stats(void *userdata, struct cwc_stats *ret)
 {
-	struct ctl *ctl = userdata;
-	struct pb *pb = ctl->pb;
+	struct svc *svc = userdata;
+	struct pb *pb = svc->pb;
 	size_t i, j, n = 0;
 
 	ret->disks = calloc(pb->ndisks ? pb->ndisks : 1, sizeof(*ret->disks));
@@ -243,30 +243,30 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 
 /* ---- the server ---- */
 
-static void *ctl_main(void *arg)
+static void *svc_main(void *arg)
 {
-	struct ctl *ctl = arg;
-	int r = cwc_server_run(ctl->srv);
+	struct svc *svc = arg;
+	int r = cwc_server_run(svc->srv);
 
 	if (r < 0)
 		cwd_log(LOG_ERR, "control socket: %s", strerror(-r));
 	return NULL;
 }
 
-int ctl_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
-	    struct nbd_server *nbd, const struct cwd_config *cfg, struct ctl **ret_ctl)
+int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
+	    struct nbd_server *nbd, const struct cwd_config *cfg, struct svc **ret_ctl)
 {
 	struct cwc_server_opts o;
-	struct ctl *ctl;
+	struct svc *svc;
 	int r;
 
-	ctl = calloc(1, sizeof(*ctl));
-	if (!ctl)
+	svc = calloc(1, sizeof(*svc));
+	if (!svc)
 		return -ENOMEM;
-	ctl->pb = pb;
-	ctl->nbd = nbd;
-	ctl->cfg = cfg;
-	pthread_mutex_init(&ctl->lock, NULL);
+	svc->pb = pb;
+	svc->nbd = nbd;
+	svc->cfg = cfg;
+	pthread_mutex_init(&svc->lock, NULL);
 	cwc_server_opts_init(&o);
 	o.admit = adm;
 	o.socket_path = cfg->control_socket;
@@ -274,7 +274,7 @@ int ctl_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	o.admin_gid = group_gid(cfg->control_admin_group, "control_admin_group");
 	o.socket_gid = o.read_gid;
 	o.hooks = (struct cwc_hooks){
-		.userdata = ctl,
+		.userdata = svc,
 		.export_add = hook_export_add,
 		.export_remove = hook_export_remove,
 		.stats = hook_stats,
@@ -282,35 +282,35 @@ int ctl_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 		.disk_remove = hook_disk_remove,
 		.export_resize = hook_export_resize,
 	};
-	r = cwc_server_new(&o, pool, &ctl->srv);
+	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot create the control socket %s: %s", cfg->control_socket,
 			strerror(-r));
-		ctl_free(ctl);
+		svc_free(svc);
 		return r;
 	}
-	*ret_ctl = ctl;
+	*ret_ctl = svc;
 	return 0;
 }
 
-int ctl_export_all(struct ctl *ctl, size_t *ret_n)
+int svc_export_all(struct svc *svc, size_t *ret_n)
 {
 	_cleanup_free_ struct cw_part_info *parts = NULL;
 	size_t n;
 	int r;
 
 	*ret_n = 0;
-	r = cw_part_list(ctl->pb->pool, &parts, &n);
+	r = cw_part_list(svc->pb->pool, &parts, &n);
 	if (r < 0)
 		return r;
 	/* Through the server, so that it lists (and stores) them. */
 	for (size_t i = 0; i < n; i++) {
 		char msg[512] = "";
 
-		r = cwc_server_export_part(ctl->srv, parts[i].name, msg, sizeof(msg));
+		r = cwc_server_export_part(svc->srv, parts[i].name, msg, sizeof(msg));
 		if (r == -ENOMEM)
 			return r;
-		if (find_export(ctl->pb, parts[i].name))
+		if (find_export(svc->pb, parts[i].name))
 			(*ret_n)++;
 		else
 			cwd_log(LOG_WARNING, "partition %s is not exported: %s", parts[i].name,
@@ -319,33 +319,33 @@ int ctl_export_all(struct ctl *ctl, size_t *ret_n)
 	return 0;
 }
 
-int ctl_start(struct ctl *ctl)
+int svc_start(struct svc *svc)
 {
-	int r = -pthread_create(&ctl->thread, NULL, ctl_main, ctl);
+	int r = -pthread_create(&svc->thread, NULL, svc_main, svc);
 
 	if (r == 0)
-		ctl->running = true;
+		svc->running = true;
 	return r;
 }
 
-void ctl_log_stats(struct ctl *ctl, struct pb *pb)
+void svc_log_stats(struct svc *svc, struct pb *pb)
 {
-	if (ctl)
-		pthread_mutex_lock(&ctl->lock);
+	if (svc)
+		pthread_mutex_lock(&svc->lock);
 	pb_log_stats(pb);
-	if (ctl)
-		pthread_mutex_unlock(&ctl->lock);
+	if (svc)
+		pthread_mutex_unlock(&svc->lock);
 }
 
-void ctl_free(struct ctl *ctl)
+void svc_free(struct svc *svc)
 {
-	if (!ctl)
+	if (!svc)
 		return;
-	if (ctl->running) {
-		cwc_server_stop(ctl->srv);
-		pthread_join(ctl->thread, NULL);
+	if (svc->running) {
+		cwc_server_stop(svc->srv);
+		pthread_join(svc->thread, NULL);
 	}
-	cwc_server_free(ctl->srv);
-	pthread_mutex_destroy(&ctl->lock);
-	free(ctl);
+	cwc_server_free(svc->srv);
+	pthread_mutex_destroy(&svc->lock);
+	free(svc);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * ctl-glue.h — clockwised's control socket (daemon/control.h) wired into
+ * service.h — clockwised's control socket (daemon/control.h) wired into
  * its data path (pool-backend.h) and NBD server (nbd-server.h).
  */
-#ifndef CWD_CTL_GLUE_H
-#define CWD_CTL_GLUE_H
+#ifndef CWD_SERVICE_H
+#define CWD_SERVICE_H
 
 #include <stddef.h>
 
@@ -14,20 +14,20 @@
 #include "daemon/nbd-server.h"
 #include "daemon/pool-backend.h"
 
-struct ctl;
+struct svc;
 
 /* Binds the control socket of cfg (groups resolved with getgrnam; a
  * missing one leaves its rights to root, logged).  0 or -errno (logged). */
-int ctl_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
-	    struct nbd_server *nbd, const struct cwd_config *cfg, struct ctl **ret_ctl);
+int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
+	    struct nbd_server *nbd, const struct cwd_config *cfg, struct svc **ret_ctl);
 /* Exports every partition whose disks are present, through the control
  * server so that it lists them; *ret_n: how many. */
-int ctl_export_all(struct ctl *ctl, size_t *ret_n);
+int svc_export_all(struct svc *svc, size_t *ret_n);
 /* Serves the socket in a thread of its own. */
-int ctl_start(struct ctl *ctl);
-/* pb_log_stats() under the lock the socket's changes take (ctl may be NULL). */
-void ctl_log_stats(struct ctl *ctl, struct pb *pb);
+int svc_start(struct svc *svc);
+/* pb_log_stats() under the lock the socket's changes take (svc may be NULL). */
+void svc_log_stats(struct svc *svc, struct pb *pb);
 /* Stops serving and frees (NULL-safe); before the NBD server and pb go. */
-void ctl_free(struct ctl *ctl);
+void svc_free(struct svc *svc);
 
 #endif
