@@ -108,6 +108,7 @@ struct slot {
 struct conn {
 	struct nbd_server *srv;
 	int fd;
+	struct nbd_peer peer;
 	struct conn *prev, *next;	/* server list, under srv->lock */
 	const struct export *exp;
 	struct cw_nbd_limits lim;
@@ -679,6 +680,86 @@ static void set_rcvtimeo(int fd, int seconds)
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
+/* ------------------------------------------------------------------ */
+/* access */
+
+static bool principal_matches(const struct nbd_principal *p, const struct nbd_peer *peer)
+{
+	unsigned i;
+
+	switch (p->kind) {
+	case NBD_ANYONE:
+		return true;
+	case NBD_USER:
+		return peer->known && peer->uid == p->id;
+	case NBD_GROUP:
+		if (!peer->known)
+			return false;
+		if (peer->gid == p->id)
+			return true;
+		for (i = 0; i < peer->n_groups; i++)
+			if (peer->groups[i] == p->id)
+				return true;
+		return false;
+	}
+	return false;
+}
+
+static bool any_matches(const struct nbd_principal *list, size_t n, const struct nbd_peer *peer)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (principal_matches(&list[i], peer))
+			return true;
+	return false;
+}
+
+int nbd_access_for(const struct nbd_access *list, size_t n, const struct nbd_peer *peer,
+		   const char *name)
+{
+	const struct nbd_access *rule = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (list[i].export && strcmp(list[i].export, name) == 0) {
+			rule = &list[i];
+			break;
+		}
+		if (!list[i].export && !rule)
+			rule = &list[i];
+	}
+	if (!rule)
+		return CW_NBD_ACCESS_RW;
+	/* Whoever owns the disks can read them anyway. */
+	if (peer->known && (peer->uid == 0 || peer->uid == geteuid()))
+		return CW_NBD_ACCESS_RW;
+	if (any_matches(rule->read_write, rule->n_read_write, peer))
+		return CW_NBD_ACCESS_RW;
+	if (any_matches(rule->read_only, rule->n_read_only, peer))
+		return CW_NBD_ACCESS_RO;
+	return CW_NBD_ACCESS_NONE;
+}
+
+/* The kernel's word on who is at the other end of a unix socket. */
+static void peer_from_socket(int fd, struct nbd_peer *ret_peer)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred), glen = sizeof(ret_peer->groups);
+
+	ret_peer->known = false;
+	ret_peer->n_groups = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return;
+	ret_peer->known = true;
+	ret_peer->uid = cred.uid;
+	ret_peer->gid = cred.gid;
+	/* Supplementary groups where the kernel reports them (4.13); more
+	 * than fit are left out, so they grant nothing. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, ret_peer->groups, &glen) == 0)
+		ret_peer->n_groups = glen / sizeof(gid_t);
+}
+
 /* Runs the option haggling; returns 0 with c->exp set, or -errno. */
 static int handshake(struct conn *c)
 {
@@ -686,6 +767,7 @@ static int handshake(struct conn *c)
 	struct cw_nbd_handshake hs = {
 		.default_export = srv->cfg.default_export,
 	};
+	uint8_t access[EXPORTS_MAX];
 	_cleanup_free_ uint8_t *data = NULL;
 	struct cw_nbd_buf out = { 0 };
 	uint8_t b[CW_NBD_GREETING_BYTES];
@@ -733,12 +815,19 @@ static int handshake(struct conn *c)
 		pthread_mutex_lock(&srv->lock);
 		hs.exports = srv->infos;
 		hs.n_exports = srv->n_live;
+		if (srv->cfg.n_access) {
+			for (size_t i = 0; i < srv->n_live; i++)
+				access[i] = (uint8_t)nbd_access_for(srv->cfg.access,
+								    srv->cfg.n_access, &c->peer,
+								    srv->infos[i].name);
+			hs.access = access;
+		}
 		r = cw_nbd_hs_option(&hs, &opt, payload, &out);
 		if (r == CW_NBD_HS_TRANSMIT) {
 			c->exp = &srv->exports[srv->live[hs.export_index]];
 			c->lim = c->exp->lim;
 			c->lim.structured = hs.structured;
-			c->lim.eflags = srv->infos[hs.export_index].eflags;
+			c->lim.eflags = hs.eflags;
 		}
 		pthread_mutex_unlock(&srv->lock);
 		if (r < 0)
@@ -1016,13 +1105,13 @@ out:
 /* ------------------------------------------------------------------ */
 /* accepting */
 
-static void accept_one(struct nbd_server *srv, int lfd)
+static void accept_one(struct nbd_server *srv, unsigned li)
 {
 	struct conn *c;
 	pthread_attr_t attr;
 	int fd, one = 1, r;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	fd = accept4(srv->listen_fds[li], NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 			srv_log(srv, LOG_WARNING, "accept: %m");
@@ -1049,6 +1138,8 @@ static void accept_one(struct nbd_server *srv, int lfd)
 	}
 	c->srv = srv;
 	c->fd = fd;
+	if (srv->unix_paths[li])
+		peer_from_socket(fd, &c->peer);
 	c->next = srv->conns;
 	if (c->next)
 		c->next->prev = c;
@@ -1086,7 +1177,7 @@ static void *acceptor_main(void *arg)
 			break;
 		for (i = 0; i < srv->n_listen; i++)
 			if (pfd[i].revents & POLLIN)
-				accept_one(srv, pfd[i].fd);
+				accept_one(srv, i);
 	}
 	return NULL;
 }
@@ -1308,11 +1399,33 @@ static int add_listener(struct nbd_server *srv, int fd, const char *unix_path)
 	return 0;
 }
 
-int nbd_server_listen_unix(struct nbd_server *srv, const char *path)
+/* Replaces a socket left by a server that is gone, never a live one (a
+ * second daemon must not take the first one's clients) nor any other
+ * file. */
+static int unlink_stale(const struct sockaddr_un *sa)
+{
+	_cleanup_close_ int probe = -1;
+	struct stat st;
+
+	if (lstat(sa->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe < 0)
+		return -errno;
+	if (connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+		return -EADDRINUSE;
+	return unlink(sa->sun_path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int nbd_server_listen_unix(struct nbd_server *srv, const char *path,
+			   const struct nbd_unix_perm *perm)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
-	struct stat st;
+	mode_t mode = perm && perm->mode ? perm->mode : 0660;
+	int r;
 
 	if (srv->started)
 		return -EBUSY;
@@ -1322,15 +1435,25 @@ int nbd_server_listen_unix(struct nbd_server *srv, const char *path)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* Replace a socket left by a dead daemon, never any other file. */
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return -EEXIST;
-		unlink(path);
-	}
+	r = unlink_stale(&sa);
+	if (r < 0)
+		return r;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
-	return add_listener(srv, CW_TAKE_FD(fd), path);
+	/* The file appears with the umask's mode (0777 under umask 000):
+	 * set the configured one before listen(), so no client can connect
+	 * in between. */
+	if (chmod(path, mode) < 0 ||
+	    (perm && (perm->owner != (uid_t)-1 || perm->group != (gid_t)-1) &&
+	     chown(path, perm->owner, perm->group) < 0)) {
+		r = -errno;
+		unlink(path);
+		return r;
+	}
+	r = add_listener(srv, CW_TAKE_FD(fd), path);
+	if (r < 0)
+		unlink(path);
+	return r;
 }
 
 int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port)

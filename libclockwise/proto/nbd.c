@@ -126,6 +126,7 @@ void cw_nbd_hs_reset(struct cw_nbd_handshake *hs)
 	hs->structured = false;
 	hs->block_size_known = false;
 	hs->export_index = -1;
+	hs->eflags = 0;
 	hs->n_options = 0;
 }
 
@@ -173,14 +174,24 @@ static int find_export(const struct cw_nbd_handshake *hs, const uint8_t *name, s
 	return -1;
 }
 
-/* Transmission flags as sent: DF only makes sense with structured
- * replies, and this server never fragments anyway. */
-static uint16_t sent_eflags(const struct cw_nbd_handshake *hs, const struct cw_nbd_export_info *e)
+static enum cw_nbd_access access_of(const struct cw_nbd_handshake *hs, int idx)
 {
-	uint16_t f = e->eflags | CW_NBD_FLAG_HAS_FLAGS;
+	return hs->access ? (enum cw_nbd_access)hs->access[idx] : CW_NBD_ACCESS_RW;
+}
+
+/* Transmission flags as sent: DF only makes sense with structured
+ * replies, and this server never fragments anyway.  A client with
+ * read-only access sees a read-only export, so it never tries to write. */
+static uint16_t sent_eflags(const struct cw_nbd_handshake *hs, int idx)
+{
+	uint16_t f = hs->exports[idx].eflags | CW_NBD_FLAG_HAS_FLAGS;
 
 	if (!hs->structured)
 		f &= (uint16_t)~CW_NBD_FLAG_SEND_DF;
+	if (access_of(hs, idx) != CW_NBD_ACCESS_RW)
+		f = (uint16_t)((f & ~(CW_NBD_FLAG_SEND_FLUSH | CW_NBD_FLAG_SEND_FUA |
+				      CW_NBD_FLAG_SEND_TRIM | CW_NBD_FLAG_SEND_WRITE_ZEROES)) |
+			       CW_NBD_FLAG_READ_ONLY);
 	return f;
 }
 
@@ -255,6 +266,9 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 	idx = find_export(hs, d + 4, namelen);
 	if (idx < 0)
 		return put_error(out, opt->option, CW_NBD_REP_ERR_UNKNOWN, "no such export");
+	if (access_of(hs, idx) == CW_NBD_ACCESS_NONE)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_POLICY,
+				 "access to this export is not granted to this client");
 	e = &hs->exports[idx];
 	/* A client that never learnt the block size would send unaligned
 	 * requests the export cannot serve: make it ask first. */
@@ -262,7 +276,7 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		return put_error(out, opt->option, CW_NBD_REP_ERR_BLOCK_SIZE_REQD,
 				 "this export needs aligned requests: request NBD_INFO_BLOCK_SIZE");
 
-	eflags = sent_eflags(hs, e);
+	eflags = sent_eflags(hs, idx);
 	r = put_info_export(out, opt->option, eflags, e);
 	if (r == 0 && e->min_block)
 		r = put_info_block_size(out, opt->option, e);
@@ -276,6 +290,7 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		return r;
 	if (opt->option == CW_NBD_OPT_GO) {
 		hs->export_index = idx;
+		hs->eflags = eflags;
 		hs->block_size_known = want_bs;
 		return CW_NBD_HS_TRANSMIT;
 	}
@@ -296,8 +311,10 @@ static int hs_list(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
 		size_t nl = strlen(e->name), dl = strlen(desc);
 		uint8_t *p;
 
-		if (nl > CW_NBD_STRING_MAX)
-			continue;	/* unusable name: never advertise it */
+		/* Unusable names and exports this client may not use are
+		 * never advertised. */
+		if (nl > CW_NBD_STRING_MAX || access_of(hs, (int)i) == CW_NBD_ACCESS_NONE)
+			continue;
 		if (dl > CW_NBD_STRING_MAX)
 			dl = CW_NBD_STRING_MAX;
 		p = buf_grow(out, CW_NBD_OPTION_REPLY_BYTES + 4 + nl + dl);
@@ -326,7 +343,7 @@ static int hs_export_name(struct cw_nbd_handshake *hs, const struct cw_nbd_optio
 
 	/* EXPORT_NAME has no error reply: an unknown name ends the session. */
 	idx = find_export(hs, d, opt->length);
-	if (idx < 0)
+	if (idx < 0 || access_of(hs, idx) == CW_NBD_ACCESS_NONE)
 		return -EPROTO;
 	e = &hs->exports[idx];
 	n = sizeof(struct cw_nbd_wire_export_name_reply);
@@ -337,7 +354,8 @@ static int hs_export_name(struct cw_nbd_handshake *hs, const struct cw_nbd_optio
 		return -ENOMEM;
 	memset(p, 0, n);
 	cw_put_be64(p + AT(cw_nbd_wire_export_name_reply, size), e->size);
-	cw_put_be16(p + AT(cw_nbd_wire_export_name_reply, eflags), sent_eflags(hs, e));
+	hs->eflags = sent_eflags(hs, idx);
+	cw_put_be16(p + AT(cw_nbd_wire_export_name_reply, eflags), hs->eflags);
 	hs->export_index = idx;
 	return CW_NBD_HS_TRANSMIT;
 }

@@ -346,7 +346,7 @@ int main(int argc, char **argv)
 	if (optind != argc || (n_socks == 0 && n_ports == 0))
 		return usage();
 	for (i = 0; i < n_socks; i++) {
-		r = nbd_server_listen_unix(srv, socks[i]);
+		r = nbd_server_listen_unix(srv, socks[i], NULL);
 		if (r < 0) {
 			fprintf(stderr, "nbd-file-server: %s: %s\n", socks[i], strerror(-r));
 			return 1;

@@ -18,6 +18,8 @@
 
 #include <libnbd.h>
 
+#include <clockwise/nbd.h>
+
 #include "daemon/nbd-server.h"
 #include "cwtest.h"
 
@@ -130,7 +132,7 @@ static void start_server(const struct nbd_server_config *cfg, bool flush_global)
 	atomic_store(&mem.released, false);
 	CU_ASSERT_EQUAL_FATAL(nbd_server_new(cfg, &srv), 0);
 	CU_ASSERT_EQUAL_FATAL(nbd_server_add_export(srv, &e), 0);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_listen_unix(srv, sock), 0);
+	CU_ASSERT_EQUAL_FATAL(nbd_server_listen_unix(srv, sock, NULL), 0);
 	CU_ASSERT_EQUAL_FATAL(nbd_server_start(srv), 0);
 }
 
@@ -356,7 +358,7 @@ static void test_export_validation(void)
 	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), 0);
 	CU_ASSERT_EQUAL(nbd_server_add_export(s, &ok), -EEXIST);	/* same name */
 	CU_ASSERT_EQUAL(nbd_server_start(s), -EINVAL);		/* nowhere to listen */
-	CU_ASSERT_EQUAL(nbd_server_listen_unix(s, "/nonexistent-dir/x.sock"), -ENOENT);
+	CU_ASSERT_EQUAL(nbd_server_listen_unix(s, "/nonexistent-dir/x.sock", NULL), -ENOENT);
 	nbd_server_free(s);
 }
 
@@ -379,6 +381,39 @@ static int teardown(void)
 	return 0;
 }
 
+/* The rules: an export's own entry before the default one, read_write
+ * before read_only, groups primary or supplementary, "*" for a client
+ * with no credentials, root always. */
+static void test_access_rules(void)
+{
+	static const struct nbd_principal rw[] = { { NBD_USER, 1000 }, { NBD_GROUP, 50 } };
+	static const struct nbd_principal ro[] = { { NBD_GROUP, 60 } };
+	static const struct nbd_principal anyone[] = { { NBD_ANYONE, 0 } };
+	static const struct nbd_access rules[] = {
+		{ .export = NULL, .read_write = rw, .n_read_write = 2, .read_only = ro,
+		  .n_read_only = 1 },
+		{ .export = "open", .read_only = anyone, .n_read_only = 1 },
+		{ .export = "closed" },
+	};
+	struct nbd_peer p = { .known = true, .uid = 1000, .gid = 1000 };
+	struct nbd_peer tcp = { .known = false };
+
+	CU_ASSERT_EQUAL(nbd_access_for(NULL, 0, &tcp, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "open"), CW_NBD_ACCESS_RO);
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_NONE);
+	p.uid = 1001;
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_NONE);
+	p.groups[p.n_groups++] = 60;
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RO);
+	p.gid = 50;
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &tcp, "x"), CW_NBD_ACCESS_NONE);
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &tcp, "open"), CW_NBD_ACCESS_RO);
+	p = (struct nbd_peer){ .known = true, .uid = 0, .gid = 0 };
+	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_RW);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("nbd server", setup, teardown);
@@ -389,5 +424,6 @@ int main(void)
 	cwtest_add(s, "connection limit", test_connection_limit);
 	cwtest_add(s, "multi-conn only with a global flush", test_multi_conn_only_with_global_flush);
 	cwtest_add(s, "export validation", test_export_validation);
+	cwtest_add(s, "access rules", test_access_rules);
 	return cwtest_run();
 }

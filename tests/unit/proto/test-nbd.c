@@ -598,6 +598,44 @@ static void test_df_only_with_structured(void)
 	CU_ASSERT_EQUAL(cw_get_be16(r[0].data + 10), CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_SEND_DF);
 }
 
+/* Per-client access: an export not granted is neither listed nor
+ * opened, one granted read-only is shown read-only. */
+static void test_access(void)
+{
+	static const uint8_t access[] = { CW_NBD_ACCESS_RO, CW_NBD_ACCESS_NONE,
+					  CW_NBD_ACCESS_RW };
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	struct rep r[8];
+	uint8_t b[64];
+	uint32_t len;
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.access = access;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_LIST, NULL, 0), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_LIST, r, 8), 3);
+	CU_ASSERT_EQUAL(memcmp(r[0].data + 4, "disk0", 5), 0);
+	CU_ASSERT_EQUAL(memcmp(r[1].data + 4, "aligned", 7), 0);
+
+	len = info_payload(b, "ro", req, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 8), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(hs.export_index, -1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro", 2), -EPROTO);
+
+	len = info_payload(b, "disk0", req, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 8), 3);
+	CU_ASSERT_EQUAL(cw_get_be16(r[0].data + 10),
+			CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY);
+	CU_ASSERT_EQUAL(hs.eflags, CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.access = access;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "aligned", 7), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL(hs.eflags, exports[2].eflags);
+}
+
 int main(void)
 {
 	CU_pSuite h = cwtest_suite("nbd handshake", NULL, NULL);
@@ -614,6 +652,7 @@ int main(void)
 	cwtest_add(h, "ABORT, STRUCTURED_REPLY, unsupported", test_opt_abort_structured_unsup);
 	cwtest_add(h, "option count limit", test_opt_count_limit);
 	cwtest_add(h, "DF only with structured replies", test_df_only_with_structured);
+	cwtest_add(h, "per-client access", test_access);
 	cwtest_add(t, "request wire form", test_request_wire);
 	cwtest_add(t, "valid requests", test_request_valid);
 	cwtest_add(t, "malformed requests", test_request_malformed);
