@@ -137,16 +137,25 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *s
 	return 0;
 }
 
+static void conf_warn(void *userdata, const char *msg)
+{
+	(void)userdata;
+	cwd_log(LOG_WARNING, "%s", msg);
+}
+
 static int listen_all(const struct cwd_config *cfg, struct nbd_server *srv)
 {
+	struct nbd_unix_perm perm;
 	char port[8];
 	size_t i;
 	int r;
 
+	cwd_config_unix_perm(cfg, conf_warn, NULL, &perm);
 	for (i = 0; i < cfg->n_listen_unix; i++) {
-		r = nbd_server_listen_unix(srv, cfg->listen_unix[i]);
+		r = nbd_server_listen_unix(srv, cfg->listen_unix[i], &perm);
 		if (r < 0) {
-			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i], strerror(-r));
+			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i],
+				r == -EADDRINUSE ? "in use: a server answers on it" : strerror(-r));
 			return r;
 		}
 		cwd_log(LOG_INFO, "listening on %s", cfg->listen_unix[i]);
@@ -181,6 +190,8 @@ int main(int argc, char **argv)
 	};
 	struct pb_reservation resv[MAX_RESERVATIONS];
 	struct nbd_server_config scfg = { 0 };
+	struct nbd_access *access = NULL;
+	size_t n_access = 0;
 	struct cwd_config *cfg = NULL;
 	struct nbd_server *srv = NULL;
 	struct cw_pool *pool = NULL;
@@ -272,6 +283,13 @@ int main(int argc, char **argv)
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
 	scfg.log = nbd_log;
 	scfg.live_exports = true;
+	r = cwd_config_access(cfg, conf_warn, NULL, &access, &n_access);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "cannot set up the access lists: %s", strerror(-r));
+		goto out;
+	}
+	scfg.access = access;
+	scfg.n_access = n_access;
 	r = nbd_server_new(&scfg, &srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the NBD server: %s", strerror(-r));
@@ -363,6 +381,7 @@ int main(int argc, char **argv)
 out:
 	ctl_free(ctl);
 	nbd_server_free(srv);
+	cwd_access_free(access, n_access);
 	pb_free(pb);
 	cw_pool_close(pool);
 	cwd_config_free(cfg);
