@@ -90,6 +90,8 @@ struct export {
 	struct nbd_export e;	/* name and description owned */
 	struct cw_nbd_limits lim;
 	bool removed;
+	/* One read-modify-write at a time (see serve_unaligned). */
+	pthread_mutex_t rmw_lock;
 };
 
 struct slot {
@@ -103,6 +105,10 @@ struct slot {
 	const char *why;
 	size_t hdr_len;
 	uint8_t hdr[CW_NBD_ERROR_REPLY_MAX];
+	/* A request the reader waits for itself (read-modify-write): its
+	 * completion raises sync_done instead of queueing a reply. */
+	bool sync;
+	atomic_int sync_done;
 };
 
 struct conn {
@@ -123,6 +129,12 @@ struct conn {
 	size_t rpos, rlen;
 	uint32_t wait_avg;		/* recent waits for input, smoothed (ns) */
 	bool realtime;			/* runs SCHED_FIFO: never polls */
+	/* The export's minimum block when the client, not having asked,
+	 * was promised 1; else 0.  Buffers of the requests it takes. */
+	uint32_t rmw_align;
+	struct slot rmw;
+	uint8_t *rmw_buf, *blk_buf;
+	size_t rmw_cap;
 
 	/* shared, lock-free */
 	_Atomic(struct slot *) free_shared;	/* writer pushes, reader takes all */
@@ -275,6 +287,17 @@ void nbd_io_complete(struct nbd_io *io, int err)
 	/* Read before the push: from then on the slot may be answered and reused. */
 	bool big = s->io.op == NBD_IO_READ && s->io.length > INLINE_SEND_MAX;
 	struct slot *old;
+
+	if (s->sync) {
+		/* The reader waits for it; the count keeps the connection
+		 * (and so the futex word) alive until the wake-up is done. */
+		atomic_fetch_add_explicit(&c->completers, 1, memory_order_relaxed);
+		s->err = err;
+		atomic_store_explicit(&s->sync_done, 1, memory_order_release);
+		futex_wake(&s->sync_done);
+		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
+		return;
+	}
 
 	/* Once the slot is pushed the writer may answer it, recycle it and
 	 * end the connection before the wake-up below: this count keeps the
@@ -828,6 +851,11 @@ static int handshake(struct conn *c)
 			c->lim = c->exp->lim;
 			c->lim.structured = hs.structured;
 			c->lim.eflags = hs.eflags;
+			/* Told a minimum of 1: keep the promise. */
+			if (!hs.block_size_known && c->lim.min_block > 1) {
+				c->rmw_align = c->lim.min_block;
+				c->lim.min_block = 1;
+			}
 		}
 		pthread_mutex_unlock(&srv->lock);
 		if (r < 0)
@@ -912,6 +940,164 @@ static int submit(struct conn *c, struct slot *s)
 	return -EINVAL;
 }
 
+/* ------------------------------------------------------------------ */
+/* the reader: requests smaller than the export's blocks
+ *
+ * A client that did not ask for the block size (nbd-client, the kernel's)
+ * was promised a minimum of 1.  Its requests that are not aligned to the
+ * export's minimum are served here, on the reader, in whole blocks: a
+ * read reads the blocks around it, a write or zero reads the partial
+ * blocks at its ends, patches them and writes them back, a trim trims
+ * the whole blocks inside it (a trim may do less than asked).
+ *
+ * Two read-modify-writes of one block must not interleave, or one undoes
+ * the other's bytes: they take the export's rmw_lock, and before each the
+ * reader waits until its connection's other requests are answered.  A
+ * whole-block write on another connection to a client that asked for the
+ * block size is not held up: the protocol leaves two connections' writes
+ * to one block unordered, but the bytes outside this request are written
+ * back as they were read, so such a write landing between the read and
+ * the write of the patch is lost.  Kernel clients send whole logical
+ * blocks (512 bytes), so on exports whose disks take 512-byte I/O this
+ * path is never taken. */
+
+static bool others_answered(struct conn *c)
+{
+	return atomic_load_explicit(&c->inflight, memory_order_seq_cst) <= 1;
+}
+
+static void wait_others_answered(struct conn *c)
+{
+	while (!others_answered(c)) {
+		flush_wake(c);
+		park(&c->reader_sleeping, others_answered, c);
+	}
+}
+
+/* One back-end request the reader waits for. */
+static int sync_io(struct conn *c, enum nbd_io_op op, uint64_t off, uint32_t len, void *buf,
+		   bool fua)
+{
+	struct slot *t = &c->rmw;
+	const struct nbd_export *e = &c->exp->e;
+	int r;
+
+	t->conn = c;
+	t->sync = true;
+	t->io = (struct nbd_io){ .op = op, .offset = off, .length = len, .buf = buf, .fua = fua,
+				 .may_trim = true };
+	atomic_store_explicit(&t->sync_done, 0, memory_order_relaxed);
+	r = submit(c, t);
+	if (r < 0)
+		return r;
+	if (e->ops->unplug)
+		e->ops->unplug(e->backend);
+	while (!atomic_load_explicit(&t->sync_done, memory_order_acquire))
+		futex_wait(&t->sync_done, 0);
+	return t->err;
+}
+
+static void *aligned_buf(uint8_t **buf, size_t *cap, size_t n)
+{
+	void *p;
+
+	if (*buf && *cap >= n)
+		return *buf;
+	if (posix_memalign(&p, BUF_ALIGN, n) != 0)
+		return NULL;
+	free(*buf);
+	*buf = p;
+	*cap = n;
+	return p;
+}
+
+/* Rewrites n bytes at from inside the block at blk with src (NULL: zeros). */
+static int patch_block(struct conn *c, uint64_t blk, const uint8_t *src, uint64_t from,
+		       uint32_t n, bool fua)
+{
+	uint32_t a = c->rmw_align;
+	int r;
+
+	if (!c->blk_buf && posix_memalign((void **)&c->blk_buf, BUF_ALIGN, a) != 0) {
+		c->blk_buf = NULL;
+		return -ENOMEM;
+	}
+	r = sync_io(c, NBD_IO_READ, blk, a, c->blk_buf, false);
+	if (r < 0)
+		return r;
+	if (src)
+		memcpy(c->blk_buf + (from - blk), src, n);
+	else
+		memset(c->blk_buf + (from - blk), 0, n);
+	return sync_io(c, NBD_IO_WRITE, blk, a, c->blk_buf, fua);
+}
+
+/* A write (src) or zero (src NULL) of [off, end) not aligned to a. */
+static int rmw(struct conn *c, const struct slot *s, const uint8_t *src)
+{
+	uint64_t a = c->rmw_align, off = s->io.offset, end = off + s->io.length;
+	uint64_t lo = off & ~(a - 1), a0 = (off + a - 1) & ~(a - 1), b0 = end & ~(a - 1);
+	int r = 0;
+
+	if (a0 > b0)	/* inside one block */
+		return patch_block(c, lo, src, off, s->io.length, s->io.fua);
+	if (off < a0)
+		r = patch_block(c, a0 - a, src, off, (uint32_t)(a0 - off), s->io.fua);
+	if (r == 0 && end > b0)
+		r = patch_block(c, b0, src ? src + (b0 - off) : NULL, b0, (uint32_t)(end - b0),
+				s->io.fua);
+	if (r < 0 || a0 == b0)
+		return r;
+	if (!src)
+		return sync_io(c, NBD_IO_ZERO, a0, (uint32_t)(b0 - a0), NULL, s->io.fua);
+	/* The payload's middle is not at an aligned address in its buffer. */
+	if (!aligned_buf(&c->rmw_buf, &c->rmw_cap, b0 - a0))
+		return -ENOMEM;
+	memcpy(c->rmw_buf, src + (a0 - off), b0 - a0);
+	return sync_io(c, NBD_IO_WRITE, a0, (uint32_t)(b0 - a0), c->rmw_buf, s->io.fua);
+}
+
+static int serve_unaligned(struct conn *c, struct slot *s)
+{
+	uint64_t a = c->rmw_align, off = s->io.offset, end = off + s->io.length;
+	uint64_t lo = off & ~(a - 1), hi = (end + a - 1) & ~(a - 1);
+	uint64_t a0 = (off + a - 1) & ~(a - 1), b0 = end & ~(a - 1);
+	struct export *x = (struct export *)c->exp;
+	int r;
+
+	switch (s->io.op) {
+	case NBD_IO_READ:
+		r = ensure_buf(s, (uint32_t)(hi - lo));
+		if (r == 0)
+			r = sync_io(c, NBD_IO_READ, lo, (uint32_t)(hi - lo), s->io.buf, false);
+		if (r == 0)
+			memmove(s->io.buf, (uint8_t *)s->io.buf + (off - lo), s->io.length);
+		break;
+	case NBD_IO_TRIM:
+		r = a0 < b0 ? sync_io(c, NBD_IO_TRIM, a0, (uint32_t)(b0 - a0), NULL, s->io.fua) : 0;
+		break;
+	case NBD_IO_WRITE:
+	case NBD_IO_ZERO:
+		pthread_mutex_lock(&x->rmw_lock);
+		wait_others_answered(c);
+		r = rmw(c, s, s->io.op == NBD_IO_WRITE ? s->io.buf : NULL);
+		pthread_mutex_unlock(&x->rmw_lock);
+		break;
+	default:
+		r = -EINVAL;
+		break;
+	}
+	/* The slot's own request is over: restore what the reply needs. */
+	s->io.offset = off;
+	return r;
+}
+
+static bool unaligned(const struct conn *c, const struct cw_nbd_request *req)
+{
+	return c->rmw_align > 1 && req->type != CW_NBD_CMD_FLUSH &&
+	       ((req->offset | req->length) & (c->rmw_align - 1));
+}
+
 /* Reads and dispatches requests until the client leaves or errs. */
 static int transmission(struct conn *c)
 {
@@ -986,6 +1172,10 @@ static int transmission(struct conn *c)
 				continue;
 			}
 		}
+		if (unaligned(c, &req)) {
+			nbd_io_complete(&s->io, serve_unaligned(c, s));
+			continue;
+		}
 		/* After submit() the slot is the back end's: not a byte of
 		 * it may be touched here. */
 		r = submit(c, s);
@@ -1018,6 +1208,8 @@ static void conn_free(struct conn *c)
 		free(c->slots[i].io.buf);
 	free(c->slots);
 	free(c->rbuf);
+	free(c->rmw_buf);
+	free(c->blk_buf);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
@@ -1321,6 +1513,7 @@ int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp)
 		.min_block = min,
 		.max_request = max,
 	};
+	pthread_mutex_init(&x->rmw_lock, NULL);
 	rebuild_infos(srv);
 out:
 	pthread_mutex_unlock(&srv->lock);

@@ -207,12 +207,12 @@ static int put_info_export(struct cw_nbd_buf *out, uint32_t option, uint16_t efl
 }
 
 static int put_info_block_size(struct cw_nbd_buf *out, uint32_t option,
-			       const struct cw_nbd_export_info *e)
+			       const struct cw_nbd_export_info *e, uint32_t min_block)
 {
 	uint8_t b[sizeof(struct cw_nbd_wire_info_block_size)];
 
 	cw_put_be16(b + AT(cw_nbd_wire_info_block_size, info), CW_NBD_INFO_BLOCK_SIZE);
-	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, minimum), e->min_block);
+	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, minimum), min_block);
 	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, preferred), e->pref_block);
 	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, maximum), e->max_block);
 	return put_reply(out, option, CW_NBD_REP_INFO, b, sizeof(b));
@@ -236,6 +236,12 @@ static int put_info_string(struct cw_nbd_buf *out, uint32_t option, uint16_t typ
  * NBD_INFO_EXPORT is always sent; BLOCK_SIZE whenever the export has
  * constraints (the spec lets a server send it unasked); NAME and
  * DESCRIPTION only when asked.
+ *
+ * A client that does not ask for the block size (nbd-client, the
+ * kernel's) cannot be trusted to know it: rather than refusing it with
+ * NBD_REP_ERR_BLOCK_SIZE_REQD, it is told (and the server honours) a
+ * minimum of 1, which the server keeps by read-modify-write under the
+ * export's real minimum.
  */
 static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
 		      const uint8_t *d, struct cw_nbd_buf *out)
@@ -270,16 +276,11 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		return put_error(out, opt->option, CW_NBD_REP_ERR_POLICY,
 				 "access to this export is not granted to this client");
 	e = &hs->exports[idx];
-	/* A client that never learnt the block size would send unaligned
-	 * requests the export cannot serve: make it ask first. */
-	if (opt->option == CW_NBD_OPT_GO && !want_bs && e->min_block > 1)
-		return put_error(out, opt->option, CW_NBD_REP_ERR_BLOCK_SIZE_REQD,
-				 "this export needs aligned requests: request NBD_INFO_BLOCK_SIZE");
 
 	eflags = sent_eflags(hs, idx);
 	r = put_info_export(out, opt->option, eflags, e);
 	if (r == 0 && e->min_block)
-		r = put_info_block_size(out, opt->option, e);
+		r = put_info_block_size(out, opt->option, e, want_bs ? e->min_block : 1);
 	if (r == 0 && want_name)
 		r = put_info_string(out, opt->option, CW_NBD_INFO_NAME, e->name);
 	if (r == 0 && want_desc && e->description)
@@ -492,11 +493,18 @@ struct cw_nbd_verdict cw_nbd_check_request(const struct cw_nbd_limits *lim,
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EPERM, payload, "export is read-only");
 	if (req->length == 0)
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, payload, "zero length");
+	/* EOVERFLOW tells a client that asked for one unfragmented chunk
+	 * (DF) that it would be too long; anyone else sent a request too
+	 * large: EINVAL. */
 	if (req->type == CW_NBD_CMD_READ && req->length > lim->max_request)
-		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EOVERFLOW, 0, "read larger than the maximum");
-	/* offset + length may overflow 64 bits: compare without adding. */
+		return verdict(CW_NBD_REPLY_ERROR,
+			       req->flags & CW_NBD_CMD_FLAG_DF ? CW_NBD_EOVERFLOW : CW_NBD_EINVAL, 0,
+			       "read larger than the maximum");
+	/* offset + length may overflow 64 bits: compare without adding.
+	 * Writing past the end is out of space; trimming there is invalid. */
 	if (req->offset > lim->size || req->length > lim->size - req->offset)
-		return verdict(CW_NBD_REPLY_ERROR, writes ? CW_NBD_ENOSPC : CW_NBD_EINVAL,
+		return verdict(CW_NBD_REPLY_ERROR,
+			       writes && req->type != CW_NBD_CMD_TRIM ? CW_NBD_ENOSPC : CW_NBD_EINVAL,
 			       payload, "beyond the end of the export");
 	if ((req->offset | req->length) & (align - 1))
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, payload,

@@ -304,7 +304,10 @@ struct cw_nbd_handshake {
 	/* results */
 	uint32_t cflags;	/* the client's flags */
 	bool structured;	/* NBD_OPT_STRUCTURED_REPLY agreed */
-	bool block_size_known;	/* the client asked for NBD_INFO_BLOCK_SIZE */
+	/* The client asked for NBD_INFO_BLOCK_SIZE.  If it did not, it
+	 * was told a minimum block of 1, and the server must accept
+	 * requests of any alignment (by read-modify-write if need be). */
+	bool block_size_known;
 	int export_index;	/* chosen export once TRANSMIT, else -1 */
 	uint16_t eflags;	/* the transmission flags sent for it */
 	unsigned n_options;
