@@ -51,6 +51,7 @@ struct parse {
 	 * keeps no order between them. */
 	const config_setting_t *listen;
 	const config_setting_t *tcp_remote;	/* first non-loopback TCP address */
+	const config_setting_t *limit_per_user;	/* set explicitly */
 	/* Per disk: where its optional settings were, for cross-checks. */
 	const config_setting_t **disk_lanes;
 	const config_setting_t **disk_policy;
@@ -828,6 +829,77 @@ static int key_access(struct parse *p, const config_setting_t *s, void *obj)
 	return parse_group(p, s, access_keys, &p->c->access[0]);
 }
 
+/* ---- limits ---- */
+
+#define CONNECTIONS_MAX 4096
+#define IDLE_TIMEOUT_S_MAX (7 * 24 * 3600)
+#define REPLY_MEMORY_MIN (UINT64_C(1) << 20)
+#define REPLY_MEMORY_MAX (UINT64_C(64) << 30)
+
+static int get_unsigned(struct parse *p, const config_setting_t *s, long long min, long long max,
+			unsigned *ret)
+{
+	long long v;
+	int r = get_int(p, s, min, max, &v);
+
+	if (r == 0)
+		*ret = (unsigned)v;
+	return r;
+}
+
+static int limit_connections(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_unsigned(p, s, 1, CONNECTIONS_MAX, &p->c->limits.connections);
+}
+
+static int limit_per_user(struct parse *p, const config_setting_t *s, void *obj)
+{
+	p->limit_per_user = s;
+	return get_unsigned(p, s, 1, CONNECTIONS_MAX, &p->c->limits.connections_per_user);
+}
+
+static int limit_handshake(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_unsigned(p, s, 1, 3600, &p->c->limits.handshake_timeout_s);
+}
+
+static int limit_idle(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_unsigned(p, s, 0, IDLE_TIMEOUT_S_MAX, &p->c->limits.idle_timeout_s);
+}
+
+static int limit_reply_memory(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, (long long)REPLY_MEMORY_MIN, (long long)REPLY_MEMORY_MAX, &v);
+
+	if (r == 0)
+		p->c->limits.reply_memory_bytes = (uint64_t)v;
+	return r;
+}
+
+static const struct key limit_keys[] = {
+	{ "connections", limit_connections },
+	{ "connections_per_user", limit_per_user },
+	{ "handshake_timeout_s", limit_handshake },
+	{ "idle_timeout_s", limit_idle },
+	{ "reply_memory_bytes", limit_reply_memory },
+	{ NULL, NULL },
+};
+
+static int key_limits(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int r = parse_group(p, s, limit_keys, NULL);
+
+	if (r == 0 && !p->limit_per_user)
+		p->c->limits.connections_per_user = CW_MAX(p->c->limits.connections / 2, 1u);
+	if (r == 0 && p->c->limits.connections_per_user > p->c->limits.connections)
+		return fail(p, p->limit_per_user, "limits.connections_per_user (%u) is more than "
+			    "limits.connections (%u); expected at most as many",
+			    p->c->limits.connections_per_user, p->c->limits.connections);
+	return r;
+}
+
 /* ---- disks ---- */
 
 static int disk_path(struct parse *p, const config_setting_t *s, void *obj)
@@ -986,6 +1058,7 @@ static const struct key top_keys[] = {
 	{ "log_level", key_log_level },
 	{ "exports", key_exports },
 	{ "access", key_access },
+	{ "limits", key_limits },
 	{ "disks", key_disks },
 	{ NULL, NULL },
 };
@@ -1066,6 +1139,11 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->exports.max_request_bytes = MAX_REQUEST_MAX;
 	c->exports.multi_conn = true;
 	c->exports.all = true;
+	c->limits.connections = 64;
+	c->limits.connections_per_user = 32;
+	c->limits.handshake_timeout_s = 10;
+	c->limits.idle_timeout_s = 0;
+	c->limits.reply_memory_bytes = UINT64_C(256) << 20;
 	*ret_config = c;
 	return 0;
 oom:

@@ -99,6 +99,14 @@ struct cwd_config {
 		bool multi_conn;		/* advertise NBD_FLAG_CAN_MULTI_CONN */
 		bool all;			/* export every partition at start */
 	} exports;
+	/* What NBD clients may take of the daemon. */
+	struct {
+		unsigned connections;		/* served at once */
+		unsigned connections_per_user;	/* TCP clients count as one user */
+		unsigned handshake_timeout_s;	/* for the whole handshake */
+		unsigned idle_timeout_s;	/* 0: never */
+		uint64_t reply_memory_bytes;	/* payload of all connections */
+	} limits;
 	struct cwd_config_disk *disks;
 	size_t n_disks;
 };

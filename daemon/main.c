@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	/* Request buffers come and go by the megabyte on many threads: a
+	 * fixed mmap threshold (not glibc's sliding one) gives the large
+	 * ones back when they are freed, and few arenas keep the rest from
+	 * scattering; the NBD server trims them after a load. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	mallopt(M_ARENA_MAX, 4);
+
 	r = cwd_config_load(conf_path, &cfg, &err);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "%s", err ? err : strerror(-r));
@@ -280,6 +288,11 @@ int main(int argc, char **argv)
 	}
 
 	scfg.max_request = cfg->exports.max_request_bytes;
+	scfg.max_connections = cfg->limits.connections;
+	scfg.max_per_user = cfg->limits.connections_per_user;
+	scfg.handshake_timeout_ns = (int64_t)cfg->limits.handshake_timeout_s * CW_NS_PER_S;
+	scfg.idle_timeout_ns = (int64_t)cfg->limits.idle_timeout_s * CW_NS_PER_S;
+	scfg.reply_memory_bytes = cfg->limits.reply_memory_bytes;
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
 	scfg.log = nbd_log;
 	scfg.live_exports = true;

@@ -41,6 +41,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -70,13 +71,19 @@
 #define MAX_LISTEN 8
 #define RBUF_BYTES (64 * 1024)
 #define BUF_ALIGN 4096
-/* Slot buffers up to this size stay allocated between requests; larger
- * ones are released so an idle connection does not pin 32 MiB a slot. */
+/* Slot buffers up to this size stay allocated between requests (while
+ * all kept buffers fit in half the reply memory); larger ones are
+ * released so an idle connection does not pin 32 MiB a slot. */
 #define BUF_KEEP_BYTES (1u << 20)
-/* Payload bytes in flight per connection before the reader waits. */
-#define INFLIGHT_BYTES_MAX (128u << 20)
-/* The handshake must finish this fast, or the client is dropped. */
-#define HANDSHAKE_TIMEOUT_S 30
+#define REPLY_MEMORY_DEFAULT (UINT64_C(256) << 20)
+#define HANDSHAKE_TIMEOUT_DEFAULT_NS (INT64_C(10) * 1000000000)
+/* A client over a connection limit is told so within this, by at most
+ * REFUSING_MAX threads at once; more are closed without a word. */
+#define REFUSE_TIMEOUT_NS (INT64_C(2) * 1000000000)
+#define REFUSING_MAX 16
+/* Messages a storm of bad clients may log each second before the rest
+ * are only counted, and said in one line. */
+#define CLIENT_LOGS_PER_S 5
 /* A stop waits this long for clients to take their last replies. */
 #define STOP_GRACE_S 10
 #define BATCH_MAX 256
@@ -115,6 +122,8 @@ struct conn {
 	struct nbd_server *srv;
 	int fd;
 	struct nbd_peer peer;
+	const char *refuse;		/* over a limit: why; else NULL */
+	int64_t deadline_ns;		/* the handshake's end; 0: none */
 	struct conn *prev, *next;	/* server list, under srv->lock */
 	const struct export *exp;
 	struct cw_nbd_limits lim;
@@ -178,7 +187,17 @@ struct nbd_server {
 	pthread_mutex_t lock;			/* conns, n_conns; infos, live once started */
 	pthread_cond_t conns_gone;
 	struct conn *conns;
-	unsigned n_conns;
+	unsigned n_conns;			/* served (not refused) */
+	unsigned n_refusing;
+	atomic_uint n_active;			/* n_conns, for shares without the lock */
+	atomic_uint_fast64_t payload_bytes;	/* in flight, all connections */
+	atomic_uint_fast64_t buf_bytes;		/* slot buffers allocated */
+	int64_t last_trim_ns;			/* under lock */
+
+	/* Messages about clients, limited (client_log). */
+	pthread_mutex_t log_lock;
+	int64_t log_window_ns;
+	unsigned log_in_window, log_dropped;
 };
 
 /* ------------------------------------------------------------------ */
@@ -193,6 +212,53 @@ static void srv_log(struct nbd_server *srv, int prio, const char *fmt, ...)
 	va_list ap;
 
 	if (!srv->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	srv->cfg.log(srv->cfg.log_userdata, prio, msg);
+}
+
+/* For what a client causes (bad handshakes, limits, timeouts): at most
+ * CLIENT_LOGS_PER_S lines a second; the rest become one line saying how
+ * many, so a storm of bad clients cannot flood the journal. */
+static void client_log(struct nbd_server *srv, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void flush_dropped(struct nbd_server *srv, int64_t now)
+{
+	unsigned dropped = 0;
+
+	pthread_mutex_lock(&srv->log_lock);
+	if (now - srv->log_window_ns >= 1000000000) {
+		dropped = srv->log_dropped;
+		srv->log_window_ns = now;
+		srv->log_in_window = 0;
+		srv->log_dropped = 0;
+	}
+	pthread_mutex_unlock(&srv->log_lock);
+	if (dropped)
+		srv_log(srv, LOG_WARNING, "%u more messages about clients in the last second "
+			"were left out", dropped);
+}
+
+static void client_log(struct nbd_server *srv, int prio, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	bool ok;
+
+	if (!srv->cfg.log)
+		return;
+	flush_dropped(srv, cw_now_ns());
+	pthread_mutex_lock(&srv->log_lock);
+	ok = srv->log_in_window < CLIENT_LOGS_PER_S;
+	if (ok)
+		srv->log_in_window++;
+	else
+		srv->log_dropped++;
+	pthread_mutex_unlock(&srv->log_lock);
+	if (!ok)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -373,13 +439,21 @@ static bool writer_ready(struct conn *c)
 		atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0);
 }
 
-/* Bound the payload memory in flight, but never refuse the only request:
- * an idle connection must make progress. */
+/* Bound the payload memory in flight: all connections together within
+ * the budget, each within its share of it.  The only request of a
+ * connection is never refused: an idle connection must make progress,
+ * and a waiting one is woken by its own replies going out. */
 static bool bytes_fit(struct conn *c, uint32_t bytes)
 {
-	return atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0 ||
-	       atomic_load_explicit(&c->inflight_bytes, memory_order_seq_cst) + (uint64_t)bytes <=
-	       INFLIGHT_BYTES_MAX;
+	struct nbd_server *srv = c->srv;
+	uint64_t budget = srv->cfg.reply_memory_bytes;
+	unsigned n = atomic_load_explicit(&srv->n_active, memory_order_relaxed);
+
+	if (atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0)
+		return true;
+	return atomic_load_explicit(&c->inflight_bytes, memory_order_seq_cst) + (uint64_t)bytes <=
+	       budget / (n ? n : 1) &&
+	       atomic_load_explicit(&srv->payload_bytes, memory_order_relaxed) + bytes <= budget;
 }
 
 static bool reader_ready(struct conn *c)
@@ -415,19 +489,27 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 	return 1;
 }
 
+static void drop_buf(struct nbd_server *srv, struct slot *s)
+{
+	atomic_fetch_sub_explicit(&srv->buf_bytes, s->buf_cap, memory_order_relaxed);
+	free(s->io.buf);
+	s->io.buf = NULL;
+	s->buf_cap = 0;
+}
+
 /* Returns a slot to the reader. */
 static void recycle(struct conn *c, struct slot *s)
 {
+	struct nbd_server *srv = c->srv;
 	struct slot *old;
+	uint32_t bytes = s->io.op == NBD_IO_READ || s->io.op == NBD_IO_WRITE ? s->io.length : 0;
 
-	if (s->buf_cap > BUF_KEEP_BYTES) {
-		free(s->io.buf);
-		s->io.buf = NULL;
-		s->buf_cap = 0;
-	}
-	atomic_fetch_sub_explicit(&c->inflight_bytes, s->io.op == NBD_IO_READ ||
-				  s->io.op == NBD_IO_WRITE ? s->io.length : 0,
-				  memory_order_relaxed);
+	if (s->buf_cap > BUF_KEEP_BYTES ||
+	    atomic_load_explicit(&srv->buf_bytes, memory_order_relaxed) >
+	    srv->cfg.reply_memory_bytes / 2)
+		drop_buf(srv, s);
+	atomic_fetch_sub_explicit(&c->inflight_bytes, bytes, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&srv->payload_bytes, bytes, memory_order_relaxed);
 	push(&c->free_shared, s, &old);
 	atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_seq_cst);
 	unpark(&c->reader_sleeping);
@@ -636,6 +718,35 @@ static ssize_t conn_recv(struct conn *c)
 	return r;
 }
 
+/* Waits for input until the handshake's deadline, or in transmission
+ * for the idle timeout (which only ends a connection with nothing in
+ * flight): 0 once there is some, -ETIMEDOUT when time is up.  One
+ * deadline for the whole handshake, so a client cannot stretch it by
+ * sending a byte now and then. */
+static int wait_input(struct conn *c)
+{
+	int64_t idle = c->exp ? c->srv->cfg.idle_timeout_ns : 0;
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	if (!c->deadline_ns && !idle)
+		return 0;
+	for (;;) {
+		int64_t left = c->deadline_ns ? c->deadline_ns - cw_now_ns() : idle;
+		int r;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, (int)CW_MIN((left + 999999) / 1000000, (int64_t)INT_MAX));
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r == 0 && !c->deadline_ns &&
+		    atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0)
+			return -ETIMEDOUT;
+	}
+}
+
 /* Reads exactly n bytes, first from the buffer, large remainders straight
  * into dst.  0, -ECONNRESET at end of stream, or -errno. */
 static int conn_read(struct conn *c, void *dst, size_t n)
@@ -658,6 +769,9 @@ static int conn_read(struct conn *c, void *dst, size_t n)
 		}
 		c->rpos = c->rlen = 0;
 		flush_wake(c);
+		r = wait_input(c);
+		if (r < 0)
+			return (int)r;
 		if (d && n >= RBUF_BYTES / 2)
 			r = recv(c->fd, d, n, MSG_WAITALL);
 		else
@@ -696,11 +810,13 @@ static int conn_skip(struct conn *c, uint64_t n)
 /* ------------------------------------------------------------------ */
 /* the handshake */
 
-static void set_rcvtimeo(int fd, int seconds)
+/* Sends in the handshake give up after ns (a client that never reads
+ * its replies); 0: never. */
+static void set_sndtimeo(int fd, int64_t ns)
 {
-	struct timeval tv = { .tv_sec = seconds };
+	struct timeval tv = { .tv_sec = ns / 1000000000, .tv_usec = ns % 1000000000 / 1000 };
 
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
 /* ------------------------------------------------------------------ */
@@ -764,6 +880,15 @@ int nbd_access_for(const struct nbd_access *list, size_t n, const struct nbd_pee
 	return CW_NBD_ACCESS_NONE;
 }
 
+/* "uid 1000", or "the network" for a TCP client. */
+static const char *peer_name(const struct nbd_peer *p, char *buf, size_t n)
+{
+	if (!p->known)
+		return "the network";
+	snprintf(buf, n, "uid %u", (unsigned)p->uid);
+	return buf;
+}
+
 /* The kernel's word on who is at the other end of a unix socket. */
 static void peer_from_socket(int fd, struct nbd_peer *ret_peer)
 {
@@ -800,7 +925,8 @@ static int handshake(struct conn *c)
 	if (!data)
 		return -ENOMEM;
 	cw_nbd_hs_reset(&hs);
-	set_rcvtimeo(c->fd, HANDSHAKE_TIMEOUT_S);
+	hs.refuse = c->refuse;
+	set_sndtimeo(c->fd, CW_MAX(c->deadline_ns - cw_now_ns(), INT64_C(1000000)));
 	cw_nbd_encode_greeting(b);
 	r = send_all(c->fd, b, sizeof(b));
 	if (r == 0)
@@ -871,7 +997,8 @@ static int handshake(struct conn *c)
 		}
 	}
 	free(out.data);
-	set_rcvtimeo(c->fd, 0);
+	c->deadline_ns = 0;
+	set_sndtimeo(c->fd, 0);
 	return r == 1 ? 0 : r;
 }
 
@@ -898,11 +1025,13 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 	c->free_local = s->next;
 	atomic_fetch_add_explicit(&c->inflight, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&c->inflight_bytes, bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->srv->payload_bytes, bytes, memory_order_relaxed);
 	return s;
 }
 
 static int ensure_buf(struct slot *s, uint32_t length)
 {
+	struct nbd_server *srv = s->conn->srv;
 	void *p;
 	size_t cap;
 
@@ -911,9 +1040,10 @@ static int ensure_buf(struct slot *s, uint32_t length)
 	cap = ((size_t)length + 65535) & ~(size_t)65535;
 	if (posix_memalign(&p, BUF_ALIGN, cap) != 0)
 		return -ENOMEM;
-	free(s->io.buf);
+	drop_buf(srv, s);
 	s->io.buf = p;
 	s->buf_cap = (uint32_t)cap;
+	atomic_fetch_add_explicit(&srv->buf_bytes, cap, memory_order_relaxed);
 	return 0;
 }
 
@@ -1115,15 +1245,15 @@ static int transmission(struct conn *c)
 			return r == -ECONNRESET ? 0 : r;
 		r = cw_nbd_decode_request(h, &req);
 		if (r < 0) {
-			srv_log(c->srv, LOG_WARNING, "export %s: bad request magic, closing",
-				c->exp->e.name);
+			client_log(c->srv, LOG_WARNING, "export %s: bad request magic, closing",
+				   c->exp->e.name);
 			return r;
 		}
 		v = cw_nbd_check_request(&c->lim, &req);
 		if (v.action == CW_NBD_DISCONNECT) {
 			if (req.type != CW_NBD_CMD_DISC)
-				srv_log(c->srv, LOG_WARNING, "export %s: %s, closing",
-					c->exp->e.name, v.why);
+				client_log(c->srv, LOG_WARNING, "export %s: %s, closing",
+					   c->exp->e.name, v.why);
 			return req.type == CW_NBD_CMD_DISC ? 0 : -EPROTO;
 		}
 		bytes = (req.type == CW_NBD_CMD_READ || req.type == CW_NBD_CMD_WRITE) &&
@@ -1184,9 +1314,15 @@ static int transmission(struct conn *c)
 	}
 }
 
-static void conn_unlink(struct conn *c)
+/* Takes c off the server's list: from here on the server may be freed,
+ * so this is the last look at it.  Returns whether the memory of the
+ * ended connections is to be given back to the system now: when the
+ * last one ended, or a second after the last time. */
+static bool conn_unlink(struct conn *c)
 {
 	struct nbd_server *srv = c->srv;
+	int64_t now = cw_now_ns();
+	bool trim = false;
 
 	pthread_mutex_lock(&srv->lock);
 	if (c->prev)
@@ -1195,17 +1331,32 @@ static void conn_unlink(struct conn *c)
 		srv->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	srv->n_conns--;
+	if (c->refuse) {
+		srv->n_refusing--;
+	} else {
+		srv->n_conns--;
+		atomic_fetch_sub_explicit(&srv->n_active, 1, memory_order_relaxed);
+		if (c->exp && (srv->n_conns == 0 || now - srv->last_trim_ns >= 1000000000)) {
+			trim = true;
+			srv->last_trim_ns = now;
+		}
+	}
 	pthread_cond_broadcast(&srv->conns_gone);
 	pthread_mutex_unlock(&srv->lock);
+	return trim;
 }
 
-static void conn_free(struct conn *c)
+static void conn_drop_bufs(struct conn *c)
 {
 	unsigned i;
 
 	for (i = 0; i < c->n_slots; i++)
-		free(c->slots[i].io.buf);
+		drop_buf(c->srv, &c->slots[i]);
+}
+
+/* After conn_unlink(): c->srv is not to be touched. */
+static void conn_free(struct conn *c)
+{
 	free(c->slots);
 	free(c->rbuf);
 	free(c->rmw_buf);
@@ -1257,13 +1408,20 @@ static void conn_go_realtime(struct conn *c)
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
+	bool trim;
 	int r;
 
 	r = handshake(c);
+	if (c->refuse) {
+		client_log(c->srv, LOG_WARNING, "refused a client of %s: %s",
+			   peer_name(&c->peer, (char[32]){ 0 }, 32), c->refuse);
+		goto out;
+	}
 	if (r < 0) {
 		if (r != -ECONNABORTED && r != -ECONNRESET)
-			srv_log(c->srv, LOG_INFO, "handshake ended: %s",
-				strerrordesc_np(-r) ?: "error");
+			client_log(c->srv, LOG_INFO, "handshake of a client of %s ended: %s",
+				   peer_name(&c->peer, (char[32]){ 0 }, 32),
+				   strerrordesc_np(-r) ?: "error");
 		goto out;
 	}
 	conn_go_realtime(c);
@@ -1281,41 +1439,76 @@ static void *conn_main(void *arg)
 	flush_wake(c);
 	tls_reader = NULL;
 	/* Protocol violations were logged where they were seen. */
-	if (r < 0 && r != -EPIPE && r != -EPROTO && r != -EBADMSG)
-		srv_log(c->srv, LOG_INFO, "export %s: connection ended: %s", c->exp->e.name,
-			strerrordesc_np(-r) ?: "error");
+	if (r == -ETIMEDOUT)
+		client_log(c->srv, LOG_INFO, "export %s: a client of %s was idle too long, closed",
+			   c->exp->e.name, peer_name(&c->peer, (char[32]){ 0 }, 32));
+	else if (r < 0 && r != -EPIPE && r != -EPROTO && r != -EBADMSG)
+		client_log(c->srv, LOG_INFO, "export %s: connection ended: %s", c->exp->e.name,
+			   strerrordesc_np(-r) ?: "error");
 	/* Let every request in flight finish and its reply go out. */
 	atomic_store_explicit(&c->reader_done, true, memory_order_seq_cst);
 	unpark(&c->writer_sleeping);
 	pthread_join(c->writer, NULL);
 out:
-	conn_unlink(c);
+	conn_drop_bufs(c);
+	trim = conn_unlink(c);
 	conn_free(c);
+	/* Buffers of up to a few MiB per request, freed on many threads,
+	 * stay in glibc's arenas otherwise: after a load, the daemon went
+	 * on holding hundreds of MiB. */
+	if (trim)
+		malloc_trim(0);
 	return NULL;
 }
 
 /* ------------------------------------------------------------------ */
 /* accepting */
 
+/* Connections being served to the same user as peer; under srv->lock. */
+static unsigned user_conns(struct nbd_server *srv, const struct nbd_peer *peer)
+{
+	unsigned n = 0;
+
+	for (struct conn *c = srv->conns; c; c = c->next)
+		if (!c->refuse && c->peer.known == peer->known &&
+		    (!peer->known || c->peer.uid == peer->uid))
+			n++;
+	return n;
+}
+
 static void accept_one(struct nbd_server *srv, unsigned li)
 {
+	struct nbd_peer peer = { .known = false };
+	const char *refuse = NULL;
 	struct conn *c;
 	pthread_attr_t attr;
+	int64_t now;
 	int fd, one = 1, r;
 
 	fd = accept4(srv->listen_fds[li], NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-			srv_log(srv, LOG_WARNING, "accept: %m");
+			client_log(srv, LOG_WARNING, "accept: %m");
 		return;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (srv->unix_paths[li])
+		peer_from_socket(fd, &peer);
+	now = cw_now_ns();
 
 	pthread_mutex_lock(&srv->lock);
-	if (srv->stopped || srv->n_conns >= srv->cfg.max_connections) {
+	if (srv->n_conns >= srv->cfg.max_connections)
+		refuse = "too many connections to this server";
+	else if (user_conns(srv, &peer) >= srv->cfg.max_per_user)
+		refuse = peer.known ? "too many connections of this user" :
+				      "too many connections from the network";
+	/* A client over a limit is told so, by a few threads at most: a
+	 * flood of them is closed without a word. */
+	if (srv->stopped || (refuse && srv->n_refusing >= REFUSING_MAX)) {
 		pthread_mutex_unlock(&srv->lock);
-		srv_log(srv, LOG_WARNING, "refusing a connection: %u open, the limit",
-			srv->cfg.max_connections);
+		if (!srv->stopped)
+			client_log(srv, LOG_WARNING, "closed a client of %s at once: %s",
+				   peer_name(&peer, (char[32]){ 0 }, 32), refuse);
 		close(fd);
 		return;
 	}
@@ -1330,13 +1523,20 @@ static void accept_one(struct nbd_server *srv, unsigned li)
 	}
 	c->srv = srv;
 	c->fd = fd;
-	if (srv->unix_paths[li])
-		peer_from_socket(fd, &c->peer);
+	c->peer = peer;
+	c->refuse = refuse;
+	c->deadline_ns = now + (refuse ? CW_MIN(REFUSE_TIMEOUT_NS, srv->cfg.handshake_timeout_ns)
+				       : srv->cfg.handshake_timeout_ns);
 	c->next = srv->conns;
 	if (c->next)
 		c->next->prev = c;
 	srv->conns = c;
-	srv->n_conns++;
+	if (refuse) {
+		srv->n_refusing++;
+	} else {
+		srv->n_conns++;
+		atomic_fetch_add_explicit(&srv->n_active, 1, memory_order_relaxed);
+	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	r = pthread_create(&(pthread_t){ 0 }, &attr, conn_main, c);
@@ -1359,12 +1559,19 @@ static void *acceptor_main(void *arg)
 		pfd[i] = (struct pollfd){ .fd = srv->listen_fds[i], .events = POLLIN };
 	pfd[srv->n_listen] = (struct pollfd){ .fd = srv->wake_fd, .events = POLLIN };
 	for (;;) {
-		if (poll(pfd, srv->n_listen + 1, -1) < 0) {
+		/* Wakes once a second to say how many messages about clients
+		 * it left out, after a storm that then stopped. */
+		int n = poll(pfd, srv->n_listen + 1, 1000);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			srv_log(srv, LOG_ERR, "poll: %m");
 			break;
 		}
+		flush_dropped(srv, cw_now_ns());
+		if (n == 0)
+			continue;
 		if (pfd[srv->n_listen].revents)
 			break;
 		for (i = 0; i < srv->n_listen; i++)
@@ -1391,6 +1598,12 @@ int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_
 		srv->cfg.max_request = CW_NBD_REQUEST_MAX_DEFAULT;
 	if (!srv->cfg.max_connections)
 		srv->cfg.max_connections = 64;
+	if (!srv->cfg.max_per_user)
+		srv->cfg.max_per_user = CW_MAX(srv->cfg.max_connections / 2, 1u);
+	if (!srv->cfg.handshake_timeout_ns)
+		srv->cfg.handshake_timeout_ns = HANDSHAKE_TIMEOUT_DEFAULT_NS;
+	if (!srv->cfg.reply_memory_bytes)
+		srv->cfg.reply_memory_bytes = REPLY_MEMORY_DEFAULT;
 	if (!srv->cfg.max_inflight)
 		srv->cfg.max_inflight = 64;
 	if (srv->cfg.max_inflight > 4096 || srv->cfg.max_request > (1u << 30)) {
@@ -1416,6 +1629,7 @@ int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&srv->lock, NULL);
+	pthread_mutex_init(&srv->log_lock, NULL);
 	pthread_cond_init(&srv->conns_gone, NULL);
 	*ret_srv = srv;
 	return 0;
@@ -1746,7 +1960,7 @@ void nbd_server_stop(struct nbd_server *srv)
 	pthread_mutex_lock(&srv->lock);
 	for (c = srv->conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
-	while (srv->n_conns > 0) {
+	while (srv->n_conns + srv->n_refusing > 0) {
 		if (pthread_cond_timedwait(&srv->conns_gone, &srv->lock, &deadline) == ETIMEDOUT) {
 			/* A client that takes no replies must not hold
 			 * the daemon: cut its sends too. */
@@ -1782,5 +1996,6 @@ void nbd_server_free(struct nbd_server *srv)
 	close(srv->wake_fd);
 	pthread_cond_destroy(&srv->conns_gone);
 	pthread_mutex_destroy(&srv->lock);
+	pthread_mutex_destroy(&srv->log_lock);
 	free(srv);
 }

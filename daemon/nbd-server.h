@@ -153,7 +153,22 @@ typedef void (*nbd_log_fn)(void *userdata, int priority, const char *msg);
 
 struct nbd_server_config {
 	uint32_t max_request;		/* largest READ/WRITE; 0: 32 MiB */
-	unsigned max_connections;	/* 0: 64; more are refused */
+	/* Connections served at once; 0: 64.  A client over a limit is
+	 * told so (NBD_REP_ERR_POLICY to its options) and closed. */
+	unsigned max_connections;
+	/* Of those, per user (every TCP client counts as one user); 0:
+	 * half of max_connections, so one user cannot lock out the rest. */
+	unsigned max_per_user;
+	/* The whole handshake must end within this; 0: 10 s. */
+	int64_t handshake_timeout_ns;
+	/* A connection with nothing in flight that sends no request for
+	 * this long is closed; 0: never. */
+	int64_t idle_timeout_ns;
+	/* Payload bytes (read data waiting to be sent, write data being
+	 * written) of all connections together; a connection over its share
+	 * is not read until it drains.  Buffers kept for reuse are bounded
+	 * by half of it.  0: 256 MiB. */
+	uint64_t reply_memory_bytes;
 	unsigned max_inflight;		/* requests per connection; 0: 64 */
 	/* A reader whose recent waits for the next request were shorter
 	 * than this polls its socket this long before it sleeps; 0: never. */

@@ -377,6 +377,13 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	}
 
+	if (hs->refuse && opt->option != CW_NBD_OPT_ABORT) {
+		if (opt->option == CW_NBD_OPT_EXPORT_NAME)
+			return -EPROTO;
+		r = put_error(out, opt->option, CW_NBD_REP_ERR_POLICY, hs->refuse);
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
+	}
+
 	switch (opt->option) {
 	case CW_NBD_OPT_EXPORT_NAME:
 		return hs_export_name(hs, opt, d, out);

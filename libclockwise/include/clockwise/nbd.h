@@ -300,6 +300,10 @@ struct cw_nbd_handshake {
 	/* NULL: this client may read and write every export; else one
 	 * enum cw_nbd_access per export. */
 	const uint8_t *access;
+	/* Non-NULL: the server will not serve this client (it is over a
+	 * limit); every option but ABORT is refused with
+	 * NBD_REP_ERR_POLICY and this message, EXPORT_NAME closes. */
+	const char *refuse;
 
 	/* results */
 	uint32_t cflags;	/* the client's flags */

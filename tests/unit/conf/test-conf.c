@@ -221,7 +221,7 @@ static void test_bad_top(void)
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, io_engine, queue_depth, "
 		 "rt_priority, busy_poll_us, listen, control_socket, control_read_group, control_admin_group, log_level, exports, "
-		 "access or disks");
+		 "access, limits or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
 	load_bad("queue_depth = 0;\n", "1: queue_depth = 0 is out of range; expected an integer from 1 to 4096");
@@ -476,6 +476,43 @@ static void test_access(void)
 		 "read_only");
 }
 
+static void test_limits(void)
+{
+	struct cwd_config *c = load_ok("# defaults\n");
+
+	CU_ASSERT_EQUAL(c->limits.connections, 64);
+	CU_ASSERT_EQUAL(c->limits.connections_per_user, 32);
+	CU_ASSERT_EQUAL(c->limits.handshake_timeout_s, 10);
+	CU_ASSERT_EQUAL(c->limits.idle_timeout_s, 0);
+	CU_ASSERT_EQUAL(c->limits.reply_memory_bytes, UINT64_C(256) << 20);
+	cwd_config_free(c);
+	c = load_ok("limits = { connections = 10; idle_timeout_s = 600; handshake_timeout_s = 3;"
+		    " reply_memory_bytes = 1048576; };\n");
+	CU_ASSERT_EQUAL(c->limits.connections, 10);
+	CU_ASSERT_EQUAL(c->limits.connections_per_user, 5);	/* half, by default */
+	CU_ASSERT_EQUAL(c->limits.idle_timeout_s, 600);
+	CU_ASSERT_EQUAL(c->limits.handshake_timeout_s, 3);
+	CU_ASSERT_EQUAL(c->limits.reply_memory_bytes, 1u << 20);
+	cwd_config_free(c);
+	c = load_ok("limits = { connections_per_user = 64; };\n");
+	CU_ASSERT_EQUAL(c->limits.connections_per_user, 64);
+	cwd_config_free(c);
+
+	load_bad("limits = { connections = 4;\n connections_per_user = 5; };\n",
+		 "2: limits.connections_per_user (5) is more than limits.connections (4); "
+		 "expected at most as many");
+	load_bad("limits = { connections = 0; };\n",
+		 "1: limits.connections = 0 is out of range; expected an integer from 1 to 4096");
+	load_bad("limits = { handshake_timeout_s = 0; };\n",
+		 "1: limits.handshake_timeout_s = 0 is out of range; expected an integer from 1 to 3600");
+	load_bad("limits = { reply_memory_bytes = 1000; };\n",
+		 "1: limits.reply_memory_bytes = 1000 is out of range; expected an integer from "
+		 "1048576 to 68719476736");
+	load_bad("limits = { idle = 5; };\n",
+		 "1: unknown setting \"idle\" in limits; expected connections, connections_per_user, "
+		 "handshake_timeout_s, idle_timeout_s or reply_memory_bytes");
+}
+
 /* An error inside an @include'd file names that file and its line. */
 static void test_include(void)
 {
@@ -530,7 +567,7 @@ static char *slurp(const char *path)
 }
 
 static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys,
-					      access_keys, access_export_keys };
+					      access_keys, access_export_keys, limit_keys };
 
 /* Asserts that text holds every key the parser knows, each as
  * before KEY after; names on stdout those it lacks ("KEY is not ..."). */
@@ -575,6 +612,7 @@ static void test_example(void)
 	CU_ASSERT_STRING_EQUAL(c->access[0].read_write[0], d->access[0].read_write[0]);
 	CU_ASSERT_EQUAL_FATAL(c->access[0].n_read_only, d->access[0].n_read_only);
 	CU_ASSERT_STRING_EQUAL(c->access[0].read_only[0], d->access[0].read_only[0]);
+	CU_ASSERT_EQUAL(memcmp(&c->limits, &d->limits, sizeof(c->limits)), 0);
 	CU_ASSERT_STRING_EQUAL(c->control_socket, d->control_socket);
 	CU_ASSERT_STRING_EQUAL(c->control_read_group, d->control_read_group);
 	CU_ASSERT_STRING_EQUAL(c->control_admin_group, d->control_admin_group);
@@ -639,6 +677,7 @@ int main(void)
 	cwtest_add(s, "bad disks", test_bad_disks);
 	cwtest_add(s, "bad listen", test_bad_listen);
 	cwtest_add(s, "access lists", test_access);
+	cwtest_add(s, "limits", test_limits);
 	cwtest_add(s, "errors in included files", test_include);
 	cwtest_add(s, "missing file", test_missing);
 	cwtest_add(s, "shipped example", test_example);

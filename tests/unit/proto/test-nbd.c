@@ -650,6 +650,30 @@ static void test_access(void)
 	CU_ASSERT_EQUAL(hs.eflags, exports[2].eflags);
 }
 
+/* A client the server will not serve gets a policy error with the
+ * reason for every option, and may still leave politely. */
+static void test_refused(void)
+{
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	struct rep r[4];
+	uint8_t b[64];
+	uint32_t len = info_payload(b, "disk0", req, 1);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.refuse = "too many connections";
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 4), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(r[0].length, strlen("too many connections"));
+	CU_ASSERT_EQUAL(memcmp(r[0].data, "too many connections", r[0].length), 0);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_LIST, NULL, 0), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_LIST, r, 4), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "disk0", 5), -EPROTO);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_ABORT, NULL, 0), CW_NBD_HS_CLOSE);
+	CU_ASSERT_EQUAL(hs.export_index, -1);
+}
+
 int main(void)
 {
 	CU_pSuite h = cwtest_suite("nbd handshake", NULL, NULL);
@@ -667,6 +691,7 @@ int main(void)
 	cwtest_add(h, "option count limit", test_opt_count_limit);
 	cwtest_add(h, "DF only with structured replies", test_df_only_with_structured);
 	cwtest_add(h, "per-client access", test_access);
+	cwtest_add(h, "refused client", test_refused);
 	cwtest_add(t, "request wire form", test_request_wire);
 	cwtest_add(t, "valid requests", test_request_valid);
 	cwtest_add(t, "malformed requests", test_request_malformed);
