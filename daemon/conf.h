@@ -26,7 +26,7 @@
 #define CWD_DEFAULT_CONTROL "/run/clockwise/control"
 #define CWD_DEFAULT_READ_GROUP "clockwise"
 #define CWD_DEFAULT_ADMIN_GROUP "clockwise-admin"
-#define CWD_DEFAULT_TCP_HOST "127.0.0.1"
+#define CWD_DEFAULT_NBD_SOCKET "/run/clockwise/nbd.sock"
 #define CWD_DEFAULT_NBD_PORT 10809
 
 /* Dispatch policy.  The values are those of enum cw_sched_policy in
@@ -54,6 +54,18 @@ struct cwd_config_tcp {
 	bool loopback;
 };
 
+/* Who may use an export: entries of the access lists are "*" (anyone,
+ * TCP clients too), "USER" or "@GROUP" (names or numbers), resolved when
+ * the daemon starts (cwd_config_access()). */
+struct cwd_config_access {
+	char *export;		/* NULL: every export without its own entry */
+	char **read_write;
+	size_t n_read_write;
+	char **read_only;
+	size_t n_read_only;
+	unsigned line;
+};
+
 struct cwd_config {
 	char *file;		/* the file it came from */
 	char *pool;		/* pool database (sqlite) */
@@ -66,7 +78,16 @@ struct cwd_config {
 	size_t n_listen_unix;
 	struct cwd_config_tcp *listen_tcp;	/* NBD on TCP */
 	size_t n_listen_tcp;
-	bool allow_remote;
+	/* NBD unix sockets' permissions, whatever the umask. */
+	unsigned unix_mode;
+	char *unix_owner;	/* user name or number; NULL: the daemon's */
+	char *unix_group;	/* group name or number; NULL: the daemon's */
+	/* TCP beyond loopback without TLS carries every byte in the clear
+	 * and admits whoever reaches the port: only with this. */
+	bool insecure;
+	/* [0] is the default entry (export NULL), then one per export. */
+	struct cwd_config_access *access;
+	size_t n_access;
 	char *control_socket;
 	char *control_read_group;	/* may read through the control socket */
 	char *control_admin_group;	/* may also change things */
@@ -78,6 +99,14 @@ struct cwd_config {
 		bool multi_conn;		/* advertise NBD_FLAG_CAN_MULTI_CONN */
 		bool all;			/* export every partition at start */
 	} exports;
+	/* What NBD clients may take of the daemon. */
+	struct {
+		unsigned connections;		/* served at once */
+		unsigned connections_per_user;	/* TCP clients count as one user */
+		unsigned handshake_timeout_s;	/* for the whole handshake */
+		unsigned idle_timeout_s;	/* 0: never */
+		uint64_t reply_memory_bytes;	/* payload of all connections */
+	} limits;
 	struct cwd_config_disk *disks;
 	size_t n_disks;
 };
@@ -111,6 +140,23 @@ int cwd_config_parse(const char *text, const char *name, struct cwd_config **ret
 		     char **ret_error);
 
 void cwd_config_free(struct cwd_config *c);	/* NULL-safe */
+
+struct nbd_access;
+struct nbd_unix_perm;
+/* Told about a user or group the configuration names and the system does
+ * not know; it is left out. */
+typedef void (*cwd_warn_fn)(void *userdata, const char *msg);
+
+/* The access lists with names turned into ids, for the NBD server; free
+ * with cwd_access_free(). */
+int cwd_config_access(const struct cwd_config *c, cwd_warn_fn warn, void *userdata,
+		      struct nbd_access **ret_rules, size_t *ret_n);
+void cwd_access_free(struct nbd_access *rules, size_t n);
+
+/* The NBD unix sockets' mode, owner and group; an owner or group the
+ * system does not know is left as the daemon's, with a warning. */
+void cwd_config_unix_perm(const struct cwd_config *c, cwd_warn_fn warn, void *userdata,
+			  struct nbd_unix_perm *ret_perm);
 
 /* The dispatchers of a disk whose lanes are not configured: one on an
  * HDD; on an SSD one per two CPUs, at most 4 (each lane is a thread, and

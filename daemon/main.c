@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,16 +251,25 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *s
 	return 0;
 }
 
+static void conf_warn(void *userdata, const char *msg)
+{
+	(void)userdata;
+	cwd_log(LOG_WARNING, "%s", msg);
+}
+
 static int listen_all(const struct cwd_config *cfg, struct nbd_server *srv)
 {
+	struct nbd_unix_perm perm;
 	char port[8];
 	size_t i;
 	int r;
 
+	cwd_config_unix_perm(cfg, conf_warn, NULL, &perm);
 	for (i = 0; i < cfg->n_listen_unix; i++) {
-		r = nbd_server_listen_unix(srv, cfg->listen_unix[i]);
+		r = nbd_server_listen_unix(srv, cfg->listen_unix[i], &perm);
 		if (r < 0) {
-			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i], strerror(-r));
+			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i],
+				r == -EADDRINUSE ? "in use: a server answers on it" : strerror(-r));
 			return r;
 		}
 		cwd_log(LOG_INFO, "listening on %s", cfg->listen_unix[i]);
@@ -295,6 +305,8 @@ int main(int argc, char **argv)
 	struct cwd_start_resv resv[MAX_RESERVATIONS];
 	struct cw_admit_state *adm = NULL;
 	struct nbd_server_config scfg = { 0 };
+	struct nbd_access *access = NULL;
+	size_t n_access = 0;
 	struct cwd_config *cfg = NULL;
 	struct nbd_server *srv = NULL;
 	struct cw_pool *pool = NULL;
@@ -345,6 +357,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+
+	/* Request buffers come and go by the megabyte on many threads: a
+	 * fixed mmap threshold (not glibc's sliding one) gives the large
+	 * ones back when they are freed, and few arenas keep the rest from
+	 * scattering; the NBD server trims them after a load. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	mallopt(M_ARENA_MAX, 4);
 
 	r = cwd_config_load(conf_path, &cfg, &err);
 	if (r < 0) {
@@ -399,9 +418,21 @@ int main(int argc, char **argv)
 	cw_admit_state_set_listener(adm, pb_admit_event, pb);
 
 	scfg.max_request = cfg->exports.max_request_bytes;
+	scfg.max_connections = cfg->limits.connections;
+	scfg.max_per_user = cfg->limits.connections_per_user;
+	scfg.handshake_timeout_ns = (int64_t)cfg->limits.handshake_timeout_s * CW_NS_PER_S;
+	scfg.idle_timeout_ns = (int64_t)cfg->limits.idle_timeout_s * CW_NS_PER_S;
+	scfg.reply_memory_bytes = cfg->limits.reply_memory_bytes;
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
 	scfg.log = nbd_log;
 	scfg.live_exports = true;
+	r = cwd_config_access(cfg, conf_warn, NULL, &access, &n_access);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "cannot set up the access lists: %s", strerror(-r));
+		goto out;
+	}
+	scfg.access = access;
+	scfg.n_access = n_access;
 	r = nbd_server_new(&scfg, &srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the NBD server: %s", strerror(-r));
@@ -481,6 +512,7 @@ int main(int argc, char **argv)
 out:
 	svc_free(svc);
 	nbd_server_free(srv);
+	cwd_access_free(access, n_access);
 	pb_free(pb);
 	cw_admit_state_free(adm);
 	cw_pool_close(pool);

@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum nbd_io_op {
 	NBD_IO_READ,
@@ -107,12 +108,67 @@ struct nbd_export {
 	void *backend;
 };
 
+/* Who a client is.  On a unix socket the kernel says (SO_PEERCRED and
+ * SO_PEERGROUPS); a TCP client is nobody in particular (known false). */
+#define NBD_PEER_GROUPS_MAX 256
+struct nbd_peer {
+	bool known;
+	uid_t uid;
+	gid_t gid;
+	unsigned n_groups;		/* supplementary groups the kernel gave */
+	gid_t groups[NBD_PEER_GROUPS_MAX];
+};
+
+/* Someone an access list names: anyone (a TCP client too), a user, or
+ * the members of a group (primary or supplementary). */
+enum nbd_principal_kind {
+	NBD_ANYONE,
+	NBD_USER,
+	NBD_GROUP,
+};
+
+struct nbd_principal {
+	enum nbd_principal_kind kind;
+	uint32_t id;			/* uid or gid */
+};
+
+/* Who may use an export, and how. */
+struct nbd_access {
+	const char *export;		/* NULL: every export no entry names */
+	const struct nbd_principal *read_write;
+	size_t n_read_write;
+	const struct nbd_principal *read_only;
+	size_t n_read_only;
+};
+
+/* What peer may do with the export called name under the rules list[n]:
+ * an enum cw_nbd_access.  Without rules for it (n == 0, or no entry for
+ * name and no default entry), anyone who reached the socket may read and
+ * write; root and the server's own user always may. */
+int nbd_access_for(const struct nbd_access *list, size_t n, const struct nbd_peer *peer,
+		   const char *name);
+
 /* priority is a syslog level (LOG_ERR, LOG_WARNING, LOG_INFO, ...). */
 typedef void (*nbd_log_fn)(void *userdata, int priority, const char *msg);
 
 struct nbd_server_config {
 	uint32_t max_request;		/* largest READ/WRITE; 0: 32 MiB */
-	unsigned max_connections;	/* 0: 64; more are refused */
+	/* Connections served at once; 0: 64.  A client over a limit is
+	 * told so (NBD_REP_ERR_POLICY to its options) and closed. */
+	unsigned max_connections;
+	/* Of those, per user (every TCP client counts as one user); 0:
+	 * half of max_connections, so one user cannot lock out the rest. */
+	unsigned max_per_user;
+	/* The whole handshake must end within this; 0: 10 s. */
+	int64_t handshake_timeout_ns;
+	/* A connection with nothing in flight that sends no request for
+	 * this long is closed; 0: never. */
+	int64_t idle_timeout_ns;
+	/* Payload bytes (read data waiting to be sent, write data being
+	 * written) of all connections together; a connection over its share
+	 * is not read until it drains.  Buffers kept for reuse are bounded
+	 * by half of it.  0: 256 MiB. */
+	uint64_t reply_memory_bytes;
 	unsigned max_inflight;		/* requests per connection; 0: 64 */
 	/* A reader whose recent waits for the next request were shorter
 	 * than this polls its socket this long before it sleeps; 0: never. */
@@ -125,6 +181,10 @@ struct nbd_server_config {
 	bool live_exports;
 	nbd_log_fn log;			/* NULL: silent */
 	void *log_userdata;
+	/* Who may use which export (not copied: it must outlive the
+	 * server); none: whoever can connect. */
+	const struct nbd_access *access;
+	size_t n_access;
 };
 
 struct nbd_server;
@@ -148,8 +208,19 @@ int nbd_server_remove_export(struct nbd_server *srv, const char *name);
  * the export's min_block, -ENOENT if there is no such export. */
 int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_t size);
 
-/* Listens on a unix socket (a stale socket file is replaced).  */
-int nbd_server_listen_unix(struct nbd_server *srv, const char *path);
+/* A unix socket file's permissions, set whatever the umask. */
+struct nbd_unix_perm {
+	mode_t mode;			/* 0: 0660 */
+	uid_t owner;			/* (uid_t)-1: the server's user */
+	gid_t group;			/* (gid_t)-1: the server's group */
+};
+
+/* Listens on a unix socket with the permissions perm (NULL: 0660, the
+ * server's user and group).  A socket file left by a server that is gone
+ * is replaced; -EADDRINUSE if a server answers on it, -EEXIST if path is
+ * some other file. */
+int nbd_server_listen_unix(struct nbd_server *srv, const char *path,
+			   const struct nbd_unix_perm *perm);
 
 /* Listens on TCP; host NULL or "" means loopback only (127.0.0.1 and ::1
  * where available); port is a number or service name ("10809"). */

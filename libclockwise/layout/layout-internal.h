@@ -88,6 +88,9 @@ struct placement {
  * when no one disk does), with ret_avail the blocks that were available. */
 int lay_alloc(struct cw_pool *pool, const struct placement *pl, uint64_t n,
 	      uint64_t *ret_entries, uint64_t *ret_avail);
+/* The blocks lay_alloc() could take by the placement: checked before
+ * anything is allocated for a request, so an absurd size costs nothing. */
+uint64_t lay_available(const struct placement *pl);
 void lay_free_entries(struct cw_pool *pool, const uint64_t *entries, uint64_t n);
 /* part.c: the present disks that may take n new blocks under o, limited
  * to only[] when given; a tier preference falls back to every disk unless

@@ -402,16 +402,22 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 	if (r < 0)
 		goto out;
 	p = part_new(pool, 0, name, opts);
-	entries = malloc(CW_MAX(n, 1) * sizeof(*entries));
-	if (!p || !entries || lay_part_reserve(p, n) < 0) {
+	if (!p) {
 		r = lay_set_error(pool, -ENOMEM, "out of memory");
 		goto out;
 	}
 	r = grow_placement(pool, p, n, &pl, buf);
 	if (r < 0)
 		goto out;
-	r = lay_alloc(pool, &pl, n, entries, &avail);
-	if (r == -ENOSPC) {
+	/* A size beyond the free space is refused before its block map
+	 * is allocated: 2048T would cost gigabytes and seconds to fail. */
+	avail = lay_available(&pl);
+	if (avail >= n) {
+		entries = malloc(CW_MAX(n, 1) * sizeof(*entries));
+		r = entries && lay_part_reserve(p, n) == 0 ? lay_alloc(pool, &pl, n, entries, &avail)
+							  : lay_set_error(pool, -ENOMEM, "out of memory");
+	}
+	if (avail < n || r == -ENOSPC) {
 		char what[CW_NAME_MAX + 32];
 
 		snprintf(what, sizeof(what), "partition '%s'", name);
@@ -472,18 +478,23 @@ int cw_part_lookup(struct cw_pool *pool, const char *name, struct cw_part **ret_
 
 static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t want)
 {
-	_cleanup_free_ uint64_t *entries = malloc((want - have) * sizeof(*entries));
+	_cleanup_free_ uint64_t *entries = NULL;
 	struct disk *buf[CW_DISKS_MAX];
 	struct placement pl;
 	uint64_t avail;
 	int r;
 
-	if (!entries || lay_part_reserve(p, want) < 0)
-		return lay_set_error(pool, -ENOMEM, "out of memory");
 	r = grow_placement(pool, p, want - have, &pl, buf);
 	if (r < 0)
 		return r;
-	r = lay_alloc(pool, &pl, want - have, entries, &avail);
+	avail = lay_available(&pl);
+	r = -ENOSPC;
+	if (avail >= want - have) {
+		entries = malloc((want - have) * sizeof(*entries));
+		if (!entries || lay_part_reserve(p, want) < 0)
+			return lay_set_error(pool, -ENOMEM, "out of memory");
+		r = lay_alloc(pool, &pl, want - have, entries, &avail);
+	}
 	if (r == -ENOSPC) {
 		char what[CW_NAME_MAX + 48];
 

@@ -126,6 +126,7 @@ void cw_nbd_hs_reset(struct cw_nbd_handshake *hs)
 	hs->structured = false;
 	hs->block_size_known = false;
 	hs->export_index = -1;
+	hs->eflags = 0;
 	hs->n_options = 0;
 }
 
@@ -173,14 +174,24 @@ static int find_export(const struct cw_nbd_handshake *hs, const uint8_t *name, s
 	return -1;
 }
 
-/* Transmission flags as sent: DF only makes sense with structured
- * replies, and this server never fragments anyway. */
-static uint16_t sent_eflags(const struct cw_nbd_handshake *hs, const struct cw_nbd_export_info *e)
+static enum cw_nbd_access access_of(const struct cw_nbd_handshake *hs, int idx)
 {
-	uint16_t f = e->eflags | CW_NBD_FLAG_HAS_FLAGS;
+	return hs->access ? (enum cw_nbd_access)hs->access[idx] : CW_NBD_ACCESS_RW;
+}
+
+/* Transmission flags as sent: DF only makes sense with structured
+ * replies, and this server never fragments anyway.  A client with
+ * read-only access sees a read-only export, so it never tries to write. */
+static uint16_t sent_eflags(const struct cw_nbd_handshake *hs, int idx)
+{
+	uint16_t f = hs->exports[idx].eflags | CW_NBD_FLAG_HAS_FLAGS;
 
 	if (!hs->structured)
 		f &= (uint16_t)~CW_NBD_FLAG_SEND_DF;
+	if (access_of(hs, idx) != CW_NBD_ACCESS_RW)
+		f = (uint16_t)((f & ~(CW_NBD_FLAG_SEND_FLUSH | CW_NBD_FLAG_SEND_FUA |
+				      CW_NBD_FLAG_SEND_TRIM | CW_NBD_FLAG_SEND_WRITE_ZEROES)) |
+			       CW_NBD_FLAG_READ_ONLY);
 	return f;
 }
 
@@ -196,12 +207,12 @@ static int put_info_export(struct cw_nbd_buf *out, uint32_t option, uint16_t efl
 }
 
 static int put_info_block_size(struct cw_nbd_buf *out, uint32_t option,
-			       const struct cw_nbd_export_info *e)
+			       const struct cw_nbd_export_info *e, uint32_t min_block)
 {
 	uint8_t b[sizeof(struct cw_nbd_wire_info_block_size)];
 
 	cw_put_be16(b + AT(cw_nbd_wire_info_block_size, info), CW_NBD_INFO_BLOCK_SIZE);
-	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, minimum), e->min_block);
+	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, minimum), min_block);
 	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, preferred), e->pref_block);
 	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, maximum), e->max_block);
 	return put_reply(out, option, CW_NBD_REP_INFO, b, sizeof(b));
@@ -225,6 +236,12 @@ static int put_info_string(struct cw_nbd_buf *out, uint32_t option, uint16_t typ
  * NBD_INFO_EXPORT is always sent; BLOCK_SIZE whenever the export has
  * constraints (the spec lets a server send it unasked); NAME and
  * DESCRIPTION only when asked.
+ *
+ * A client that does not ask for the block size (nbd-client, the
+ * kernel's) cannot be trusted to know it: rather than refusing it with
+ * NBD_REP_ERR_BLOCK_SIZE_REQD, it is told (and the server honours) a
+ * minimum of 1, which the server keeps by read-modify-write under the
+ * export's real minimum.
  */
 static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
 		      const uint8_t *d, struct cw_nbd_buf *out)
@@ -255,17 +272,15 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 	idx = find_export(hs, d + 4, namelen);
 	if (idx < 0)
 		return put_error(out, opt->option, CW_NBD_REP_ERR_UNKNOWN, "no such export");
+	if (access_of(hs, idx) == CW_NBD_ACCESS_NONE)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_POLICY,
+				 "access to this export is not granted to this client");
 	e = &hs->exports[idx];
-	/* A client that never learnt the block size would send unaligned
-	 * requests the export cannot serve: make it ask first. */
-	if (opt->option == CW_NBD_OPT_GO && !want_bs && e->min_block > 1)
-		return put_error(out, opt->option, CW_NBD_REP_ERR_BLOCK_SIZE_REQD,
-				 "this export needs aligned requests: request NBD_INFO_BLOCK_SIZE");
 
-	eflags = sent_eflags(hs, e);
+	eflags = sent_eflags(hs, idx);
 	r = put_info_export(out, opt->option, eflags, e);
 	if (r == 0 && e->min_block)
-		r = put_info_block_size(out, opt->option, e);
+		r = put_info_block_size(out, opt->option, e, want_bs ? e->min_block : 1);
 	if (r == 0 && want_name)
 		r = put_info_string(out, opt->option, CW_NBD_INFO_NAME, e->name);
 	if (r == 0 && want_desc && e->description)
@@ -276,6 +291,7 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		return r;
 	if (opt->option == CW_NBD_OPT_GO) {
 		hs->export_index = idx;
+		hs->eflags = eflags;
 		hs->block_size_known = want_bs;
 		return CW_NBD_HS_TRANSMIT;
 	}
@@ -296,8 +312,10 @@ static int hs_list(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
 		size_t nl = strlen(e->name), dl = strlen(desc);
 		uint8_t *p;
 
-		if (nl > CW_NBD_STRING_MAX)
-			continue;	/* unusable name: never advertise it */
+		/* Unusable names and exports this client may not use are
+		 * never advertised. */
+		if (nl > CW_NBD_STRING_MAX || access_of(hs, (int)i) == CW_NBD_ACCESS_NONE)
+			continue;
 		if (dl > CW_NBD_STRING_MAX)
 			dl = CW_NBD_STRING_MAX;
 		p = buf_grow(out, CW_NBD_OPTION_REPLY_BYTES + 4 + nl + dl);
@@ -326,7 +344,7 @@ static int hs_export_name(struct cw_nbd_handshake *hs, const struct cw_nbd_optio
 
 	/* EXPORT_NAME has no error reply: an unknown name ends the session. */
 	idx = find_export(hs, d, opt->length);
-	if (idx < 0)
+	if (idx < 0 || access_of(hs, idx) == CW_NBD_ACCESS_NONE)
 		return -EPROTO;
 	e = &hs->exports[idx];
 	n = sizeof(struct cw_nbd_wire_export_name_reply);
@@ -337,7 +355,8 @@ static int hs_export_name(struct cw_nbd_handshake *hs, const struct cw_nbd_optio
 		return -ENOMEM;
 	memset(p, 0, n);
 	cw_put_be64(p + AT(cw_nbd_wire_export_name_reply, size), e->size);
-	cw_put_be16(p + AT(cw_nbd_wire_export_name_reply, eflags), sent_eflags(hs, e));
+	hs->eflags = sent_eflags(hs, idx);
+	cw_put_be16(p + AT(cw_nbd_wire_export_name_reply, eflags), hs->eflags);
 	hs->export_index = idx;
 	return CW_NBD_HS_TRANSMIT;
 }
@@ -355,6 +374,13 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 		if (opt->option == CW_NBD_OPT_EXPORT_NAME)
 			return -EPROTO;
 		r = put_error(out, opt->option, CW_NBD_REP_ERR_TOO_BIG, "option data too long");
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
+	}
+
+	if (hs->refuse && opt->option != CW_NBD_OPT_ABORT) {
+		if (opt->option == CW_NBD_OPT_EXPORT_NAME)
+			return -EPROTO;
+		r = put_error(out, opt->option, CW_NBD_REP_ERR_POLICY, hs->refuse);
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	}
 
@@ -474,11 +500,18 @@ struct cw_nbd_verdict cw_nbd_check_request(const struct cw_nbd_limits *lim,
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EPERM, payload, "export is read-only");
 	if (req->length == 0)
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, payload, "zero length");
+	/* EOVERFLOW tells a client that asked for one unfragmented chunk
+	 * (DF) that it would be too long; anyone else sent a request too
+	 * large: EINVAL. */
 	if (req->type == CW_NBD_CMD_READ && req->length > lim->max_request)
-		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EOVERFLOW, 0, "read larger than the maximum");
-	/* offset + length may overflow 64 bits: compare without adding. */
+		return verdict(CW_NBD_REPLY_ERROR,
+			       req->flags & CW_NBD_CMD_FLAG_DF ? CW_NBD_EOVERFLOW : CW_NBD_EINVAL, 0,
+			       "read larger than the maximum");
+	/* offset + length may overflow 64 bits: compare without adding.
+	 * Writing past the end is out of space; trimming there is invalid. */
 	if (req->offset > lim->size || req->length > lim->size - req->offset)
-		return verdict(CW_NBD_REPLY_ERROR, writes ? CW_NBD_ENOSPC : CW_NBD_EINVAL,
+		return verdict(CW_NBD_REPLY_ERROR,
+			       writes && req->type != CW_NBD_CMD_TRIM ? CW_NBD_ENOSPC : CW_NBD_EINVAL,
 			       payload, "beyond the end of the export");
 	if ((req->offset | req->length) & (align - 1))
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, payload,

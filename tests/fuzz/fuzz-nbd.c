@@ -71,12 +71,27 @@ static void check_replies(const struct cw_nbd_buf *out, uint32_t option, int ver
 	}
 }
 
+/* What the client may do with each export, picked by the input's length
+ * so the corpus keeps its meaning: everything, read-only, none, or a
+ * client the server refuses outright. */
+static const uint8_t access_sets[][2] = {
+	{ CW_NBD_ACCESS_RW, CW_NBD_ACCESS_RW },
+	{ CW_NBD_ACCESS_RO, CW_NBD_ACCESS_RW },
+	{ CW_NBD_ACCESS_NONE, CW_NBD_ACCESS_RO },
+	{ CW_NBD_ACCESS_NONE, CW_NBD_ACCESS_NONE },
+};
+
 static void fuzz_handshake(const uint8_t *d, size_t n)
 {
 	struct cw_nbd_handshake hs = { .exports = exports, .n_exports = 2, .default_export = 1 };
 	struct cw_nbd_buf out = { 0 };
+	unsigned pick = (unsigned)(n % 5);
 
 	cw_nbd_hs_reset(&hs);
+	if (pick < 4)
+		hs.access = access_sets[pick];
+	else
+		hs.refuse = "over a limit";
 	if (n < 4 || cw_nbd_hs_client_flags(&hs, d) < 0)
 		return;
 	d += 4, n -= 4;
@@ -108,6 +123,11 @@ static void fuzz_handshake(const uint8_t *d, size_t n)
 		}
 		if (v == CW_NBD_HS_TRANSMIT) {
 			PROMISE(hs.export_index >= 0 && hs.export_index < 2);
+			/* Never an export the client may not use; a read-only
+			 * grant is advertised read-only. */
+			PROMISE(!hs.refuse && hs.access[hs.export_index] != CW_NBD_ACCESS_NONE);
+			PROMISE(hs.access[hs.export_index] != CW_NBD_ACCESS_RO ||
+				(hs.eflags & CW_NBD_FLAG_READ_ONLY));
 			break;
 		}
 		if (v == CW_NBD_HS_CLOSE)

@@ -371,10 +371,22 @@ static int s_malformed_go(void)
 	len = go_payload(b, "nosuch", true);
 	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
 	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ERR_UNKNOWN));
-	/* disk needs 512-byte alignment: GO must ask for the block size. */
+	/* disk needs 512-byte alignment: a client that does not ask is
+	 * told the block sizes anyway, with a minimum of 1. */
 	len = go_payload(b, "disk", false);
-	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
-	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ERR_BLOCK_SIZE_REQD));
+	TRY(send_opt(fd, CW_NBD_OPT_INFO, b, len));
+	TRY(expect_rep(fd, CW_NBD_OPT_INFO, CW_NBD_REP_INFO));
+	{
+		struct cw_nbd_option_reply rep;
+		uint8_t info[64];
+
+		TRY(get_rep(fd, CW_NBD_OPT_INFO, &rep, info, sizeof(info)));
+		EXPECT(rep.reply == CW_NBD_REP_INFO && rep.length == 14 &&
+		       be16(info) == CW_NBD_INFO_BLOCK_SIZE, "no NBD_INFO_BLOCK_SIZE unasked");
+		EXPECT(be32(info + 2) == 1, "minimum block %u told to a client that did not ask",
+		       be32(info + 2));
+	}
+	TRY(expect_rep(fd, CW_NBD_OPT_INFO, CW_NBD_REP_ACK));
 	TRY(send_opt(fd, CW_NBD_OPT_STRUCTURED_REPLY, "x", 1));
 	TRY(expect_rep(fd, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_REP_ERR_INVALID));
 	/* And after all that, a good GO still enters transmission. */
@@ -490,7 +502,14 @@ static int bad_requests(bool structured)
 	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 17, 0, 0, NULL));			/* zero length */
 	TRY(expect_err(fd, 17, CW_NBD_EINVAL));
 	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 18, 0, DISK_MAX + 512, NULL));	/* oversized */
-	TRY(expect_err(fd, 18, CW_NBD_EOVERFLOW));
+	TRY(expect_err(fd, 18, CW_NBD_EINVAL));
+	if (structured) {	/* ...and unfragmented: too long for one chunk */
+		TRY(send_req(fd, CW_NBD_CMD_READ, CW_NBD_CMD_FLAG_DF, 118, 0, DISK_MAX + 512,
+			     NULL));
+		TRY(expect_err(fd, 118, CW_NBD_EOVERFLOW));
+	}
+	TRY(send_req(fd, CW_NBD_CMD_TRIM, 0, 119, DISK_SIZE - 512, 1024, NULL));	/* past end */
+	TRY(expect_err(fd, 119, CW_NBD_EINVAL));
 	TRY(send_req(fd, CW_NBD_CMD_FLUSH, 0, 19, 512, 0, NULL));		/* ranged flush */
 	TRY(expect_err(fd, 19, CW_NBD_EINVAL));
 
@@ -626,6 +645,95 @@ static int s_full_socket(void)
 	return expect_close(fd);
 }
 
+/*
+ * nbd-client 3.24 (Debian's, what the kernel route uses), byte for byte:
+ * fixed newstyle with no zeroes, then NBD_OPT_GO with no information
+ * requests, and nothing else.  It must be served (a minimum block of 1),
+ * and then requests of any alignment work with simple replies.
+ */
+static int s_nbd_client_324(void)
+{
+	static const uint8_t hello[] = {
+		0x00, 0x00, 0x00, 0x03,				/* client flags */
+		'I', 'H', 'A', 'V', 'E', 'O', 'P', 'T',
+		0x00, 0x00, 0x00, 0x07,				/* NBD_OPT_GO */
+		0x00, 0x00, 0x00, 0x0a,				/* length 10 */
+		0x00, 0x00, 0x00, 0x04, 'd', 'i', 's', 'k',	/* the name */
+		0x00, 0x00,					/* no info requests */
+	};
+	struct cw_nbd_option_reply rep;
+	static uint8_t pat[4096], got[4096], want[4096];
+	uint8_t g[CW_NBD_GREETING_BYTES], b[64];
+	bool sized = false, blocks = false;
+	uint32_t err;
+	unsigned i;
+	int fd = dial();
+
+	TRY(fd);
+	TRY(get(fd, g, sizeof(g)));
+	EXPECT(cw_nbd_decode_greeting(g) == 3, "greeting flags");
+	TRY(put(fd, hello, sizeof(hello)));
+	for (;;) {
+		TRY(get_rep(fd, CW_NBD_OPT_GO, &rep, b, sizeof(b)));
+		if (rep.reply == CW_NBD_REP_ACK)
+			break;
+		EXPECT(rep.reply == CW_NBD_REP_INFO, "GO without info requests: reply 0x%x",
+		       rep.reply);
+		if (be16(b) == CW_NBD_INFO_EXPORT)
+			sized = (uint64_t)be32(b + 2) << 32 | be32(b + 6);
+		if (be16(b) == CW_NBD_INFO_BLOCK_SIZE) {
+			EXPECT(be32(b + 2) == 1, "promised a minimum block of %u", be32(b + 2));
+			blocks = true;
+		}
+	}
+	EXPECT(sized && blocks, "no export size or block sizes before the ACK");
+
+	/* A known pattern over the first 4 KiB, in whole blocks. */
+	for (i = 0; i < sizeof(pat); i++)
+		pat[i] = (uint8_t)(i * 13 + 1);
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 1, 0, sizeof(pat), pat));
+	TRY(expect_err(fd, 1, 0));
+	memcpy(want, pat, sizeof(want));
+	/* Writes inside one block, across a block boundary, and spanning
+	 * whole blocks with ragged ends; a zero and a trim off the grid. */
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 2, 700, 100, "abcdefghij0123456789abcdefghij0123456789"
+		     "abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789"));
+	memcpy(want + 700, "abcdefghij0123456789abcdefghij0123456789"
+	       "abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789", 100);
+	TRY(expect_err(fd, 2, 0));
+	memset(b, 0xee, sizeof(b));
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, CW_NBD_CMD_FLAG_FUA, 3, 1000, 40, b));
+	memset(want + 1000, 0xee, 40);
+	TRY(expect_err(fd, 3, 0));
+	for (i = 0; i < 1500; i++)
+		got[i] = (uint8_t)(255 - i);
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 4, 1100, 1500, got));
+	memcpy(want + 1100, got, 1500);
+	TRY(expect_err(fd, 4, 0));
+	TRY(send_req(fd, CW_NBD_CMD_WRITE_ZEROES, 0, 5, 2900, 700, NULL));
+	memset(want + 2900, 0, 700);
+	TRY(expect_err(fd, 5, 0));
+	TRY(send_req(fd, CW_NBD_CMD_TRIM, 0, 6, 3700, 100, NULL));
+	TRY(expect_err(fd, 6, 0));
+	/* Reads at any offset see exactly that. */
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 7, 0, 3700, NULL));
+	TRY(get_reply(fd, 7, &err, got, 3700, 0));
+	EXPECT(err == 0, "read failed: %u", err);
+	for (i = 0; i < 3700; i++)
+		EXPECT(got[i] == want[i], "byte %u is %u, expected %u", i, got[i], want[i]);
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 8, 705, 3, NULL));
+	TRY(get_reply(fd, 8, &err, got, 3, 705));
+	EXPECT(err == 0 && memcmp(got, "fgh", 3) == 0, "a 3-byte read off the grid");
+	/* The end of the export is still the end. */
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 9, DISK_SIZE - 1, 2, NULL));
+	TRY(expect_err(fd, 9, CW_NBD_EINVAL));
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 10, DISK_SIZE - 1, 1, NULL));
+	TRY(get_reply(fd, 10, &err, got, 1, DISK_SIZE - 1));
+	EXPECT(err == 0, "reading the last byte failed: %u", err);
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 11, 0, 0, NULL));
+	return expect_close(fd);
+}
+
 /* The server is up: it accepts and greets. */
 static int s_greeting(void)
 {
@@ -709,6 +817,7 @@ static const struct scenario scenarios[] = {
 	{ "bad-request-magic-closes", s_bad_request_magic_closes },
 	{ "disc-drains", s_disc_drains },
 	{ "full-socket", s_full_socket },
+	{ "nbd-client-3.24", s_nbd_client_324 },
 };
 
 /* Not in the list: the test starts it on its own. */

@@ -44,6 +44,12 @@ check "part create be on the ssd, single" cwctl part create be --size 64M --tier
 check "part create with zone" cwctl part create outer --size 10M --zone outer --policy single --disk hdd1
 check "same name: exists" test "$(ctl_code cwctl part create media --size 1M)" = exists
 check "too big: no-space" test "$(ctl_code cwctl part create huge --size 10T)" = no-space
+# An absurd size is refused from the free space, before a block map for
+# it is allocated: at once, and the control socket answers the next.
+check "absurd: no-space" test "$(ctl_code cwctl part create absurd --size 2048T)" = no-space
+check "absurd: the message has the numbers" bash -c \
+	'"$0" --socket "$1" part create absurd --size 2048T 2>&1 | grep -q "needs 2251799813685248 bytes"' \
+	"$CWCTL" "$CTL_SOCK"
 check "bad policy: bad-request" test "$(ctl_code cwctl part create p --size 1M --policy best)" = bad-request
 check "bad name: bad-request" test "$(ctl_code cwctl part create 'a/b' --size 1M)" = bad-request
 cwctl part create p --size 12X 2>/dev/null; rc=$?

@@ -282,20 +282,38 @@ enum cw_nbd_hs_verdict {
 	CW_NBD_HS_CLOSE = 2,	/* send the output, then close cleanly */
 };
 
+/* What one client may do with one export (the server's policy). */
+enum cw_nbd_access {
+	CW_NBD_ACCESS_RW = 0,	/* read and write (as far as the export allows) */
+	CW_NBD_ACCESS_RO = 1,	/* read only: the export is shown read-only */
+	CW_NBD_ACCESS_NONE = 2,	/* not listed, and chosen only to be refused */
+};
+
 /* The state of one connection's option haggling.  Fill exports and
- * n_exports (and default_export) before cw_nbd_hs_client_flags(); the
- * rest is the codec's. */
+ * n_exports (and default_export, access) before cw_nbd_hs_client_flags();
+ * the rest is the codec's. */
 struct cw_nbd_handshake {
 	const struct cw_nbd_export_info *exports;
 	size_t n_exports;
 	/* Index of the export an empty name selects, or -1: unknown. */
 	int default_export;
+	/* NULL: this client may read and write every export; else one
+	 * enum cw_nbd_access per export. */
+	const uint8_t *access;
+	/* Non-NULL: the server will not serve this client (it is over a
+	 * limit); every option but ABORT is refused with
+	 * NBD_REP_ERR_POLICY and this message, EXPORT_NAME closes. */
+	const char *refuse;
 
 	/* results */
 	uint32_t cflags;	/* the client's flags */
 	bool structured;	/* NBD_OPT_STRUCTURED_REPLY agreed */
-	bool block_size_known;	/* the client asked for NBD_INFO_BLOCK_SIZE */
+	/* The client asked for NBD_INFO_BLOCK_SIZE.  If it did not, it
+	 * was told a minimum block of 1, and the server must accept
+	 * requests of any alignment (by read-modify-write if need be). */
+	bool block_size_known;
 	int export_index;	/* chosen export once TRANSMIT, else -1 */
+	uint16_t eflags;	/* the transmission flags sent for it */
 	unsigned n_options;
 };
 

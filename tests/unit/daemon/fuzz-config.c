@@ -51,7 +51,13 @@ static void check_config(const struct cwd_config *c)
 		abort();
 	for (i = 0; i < c->n_listen_tcp; i++)
 		if (!c->listen_tcp[i].host || c->listen_tcp[i].port == 0 ||
-		    (!c->listen_tcp[i].loopback && !c->allow_remote))
+		    (!c->listen_tcp[i].loopback && !c->insecure))
+			abort();
+	/* The default access entry first, then one per export, each named. */
+	if (c->n_access < 1 || c->access[0].export || c->unix_mode == 0 || c->unix_mode > 0777)
+		abort();
+	for (i = 1; i < c->n_access; i++)
+		if (!c->access[i].export)
 			abort();
 	for (i = 0; i < c->n_listen_unix; i++)
 		if (c->listen_unix[i][0] != '/' || strlen(c->listen_unix[i]) > 107)

@@ -41,6 +41,7 @@
 
 struct file {
 	int fd;
+	uint32_t align;		/* the export's minimum block */
 };
 
 /* Every export's file, closed after the server has stopped. */
@@ -143,6 +144,10 @@ static int do_zero(struct file *f, struct nbd_io *io)
 
 static int do_io(struct file *f, struct nbd_io *io)
 {
+	/* Like a disk opened with O_DIRECT: the front end must never pass
+	 * on a request off the export's grid, whatever its client sent. */
+	if (io->op != NBD_IO_FLUSH && ((io->offset | io->length) & (f->align - 1)))
+		return -EINVAL;
 	switch (io->op) {
 	case NBD_IO_READ: return do_pread(f, io);
 	case NBD_IO_WRITE: return do_pwrite(f, io);
@@ -275,6 +280,7 @@ static int add_file(struct nbd_server *srv, const char *arg, bool ro, const char
 		return -ENOMEM;
 	}
 	files[n_files++] = f;
+	f->align = min ? min : 1;
 	f->fd = open(eq + 1, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
 		r = -errno;
@@ -346,7 +352,7 @@ int main(int argc, char **argv)
 	if (optind != argc || (n_socks == 0 && n_ports == 0))
 		return usage();
 	for (i = 0; i < n_socks; i++) {
-		r = nbd_server_listen_unix(srv, socks[i]);
+		r = nbd_server_listen_unix(srv, socks[i], NULL);
 		if (r < 0) {
 			fprintf(stderr, "nbd-file-server: %s: %s\n", socks[i], strerror(-r));
 			return 1;

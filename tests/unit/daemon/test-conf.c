@@ -83,12 +83,20 @@ static void test_defaults(void)
 		CU_ASSERT_EQUAL(x->io_engine, CW_IO_URING);
 		CU_ASSERT_EQUAL(x->queue_depth, 32);
 		CU_ASSERT_EQUAL(x->busy_poll_us, 50);
-		CU_ASSERT_EQUAL(x->n_listen_unix, 0);
-		CU_ASSERT_EQUAL_FATAL(x->n_listen_tcp, 1);
-		CU_ASSERT_STRING_EQUAL(x->listen_tcp[0].host, "127.0.0.1");
-		CU_ASSERT_EQUAL(x->listen_tcp[0].port, 10809);
-		CU_ASSERT_TRUE(x->listen_tcp[0].loopback);
-		CU_ASSERT_FALSE(x->allow_remote);
+		/* A unix socket for the daemon's groups, and no TCP at all. */
+		CU_ASSERT_EQUAL_FATAL(x->n_listen_unix, 1);
+		CU_ASSERT_STRING_EQUAL(x->listen_unix[0], "/run/clockwise/nbd.sock");
+		CU_ASSERT_EQUAL(x->n_listen_tcp, 0);
+		CU_ASSERT_FALSE(x->insecure);
+		CU_ASSERT_EQUAL(x->unix_mode, 0660);
+		CU_ASSERT_PTR_NULL(x->unix_owner);
+		CU_ASSERT_STRING_EQUAL(x->unix_group, "clockwise");
+		CU_ASSERT_EQUAL_FATAL(x->n_access, 1);
+		CU_ASSERT_PTR_NULL(x->access[0].export);
+		CU_ASSERT_EQUAL_FATAL(x->access[0].n_read_write, 1);
+		CU_ASSERT_STRING_EQUAL(x->access[0].read_write[0], "@clockwise-admin");
+		CU_ASSERT_EQUAL_FATAL(x->access[0].n_read_only, 1);
+		CU_ASSERT_STRING_EQUAL(x->access[0].read_only[0], "@clockwise");
 		CU_ASSERT_STRING_EQUAL(x->control_socket, "/run/clockwise/control");
 		CU_ASSERT_STRING_EQUAL(x->control_read_group, "clockwise");
 		CU_ASSERT_STRING_EQUAL(x->control_admin_group, "clockwise-admin");
@@ -190,14 +198,21 @@ static void test_listen(void)
 	cwd_config_free(c);
 
 	c = load_ok("listen = { tcp = [ \"*:9000\", \"0.0.0.0:1\", \"192.0.2.1\", \"[2001:db8::1]:5\" ];"
-		    " allow_remote = true; };\n");
+		    " insecure = true; };\n");
 	CU_ASSERT_EQUAL_FATAL(c->n_listen_tcp, 4);
 	CU_ASSERT_STRING_EQUAL(c->listen_tcp[0].host, "");
 	CU_ASSERT_EQUAL(c->listen_tcp[0].port, 9000);
 	CU_ASSERT_STRING_EQUAL(c->listen_tcp[3].host, "2001:db8::1");
 	for (size_t i = 0; i < c->n_listen_tcp; i++)
 		CU_ASSERT_FALSE(c->listen_tcp[i].loopback);
-	CU_ASSERT_TRUE(c->allow_remote);
+	CU_ASSERT_TRUE(c->insecure);
+	cwd_config_free(c);
+
+	c = load_ok("listen = { unix = \"/run/cw.sock\"; unix_mode = \"0600\"; unix_owner = \"root\";"
+		    " unix_group = \"1234\"; };\n");
+	CU_ASSERT_EQUAL(c->unix_mode, 0600);
+	CU_ASSERT_STRING_EQUAL(c->unix_owner, "root");
+	CU_ASSERT_STRING_EQUAL(c->unix_group, "1234");
 	cwd_config_free(c);
 }
 
@@ -205,8 +220,8 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, io_engine, queue_depth, "
-		 "rt_priority, busy_poll_us, listen, control_socket, control_read_group, control_admin_group, log_level, exports or "
-		 "disks");
+		 "rt_priority, busy_poll_us, listen, control_socket, control_read_group, control_admin_group, log_level, exports, "
+		 "access, limits or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
 	load_bad("queue_depth = 0;\n", "1: queue_depth = 0 is out of range; expected an integer from 1 to 4096");
@@ -360,11 +375,26 @@ static void test_bad_disks(void)
 static void test_bad_listen(void)
 {
 	load_bad("listen = {\n  tcp = [ \"127.0.0.1:10809\",\n          \"192.168.1.2:10809\" ];\n};\n",
-		 "3: listen.tcp[1] = \"192.168.1.2:10809\" is not a loopback address; expected 127.0.0.1, "
-		 "::1 or localhost, or allow_remote = true in listen");
-	load_bad("listen = { tcp = \"example.com:10809\"; allow_remote = false; };\n",
-		 "1: listen.tcp = \"example.com:10809\" is not a loopback address; expected 127.0.0.1, "
-		 "::1 or localhost, or allow_remote = true in listen");
+		 "3: listen.tcp[1] = \"192.168.1.2:10809\" is not a loopback address, and NBD on it "
+		 "would be readable and writable by anyone on the network; expected 127.0.0.1, "
+		 "::1 or localhost, or insecure = true in listen");
+	load_bad("listen = { tcp = \"example.com:10809\"; insecure = false; };\n",
+		 "1: listen.tcp = \"example.com:10809\" is not a loopback address, and NBD on it "
+		 "would be readable and writable by anyone on the network; expected 127.0.0.1, "
+		 "::1 or localhost, or insecure = true in listen");
+	/* The old switch does not quietly mean the new one. */
+	load_bad("listen = { tcp = \"0.0.0.0\";\n allow_remote = true; };\n",
+		 "2: listen.allow_remote is no longer a setting: NBD on TCP beyond loopback is "
+		 "readable and writable by anyone on the network; expected insecure = true in "
+		 "listen if that is meant");
+	load_bad("listen = { unix = \"/a\"; unix_mode = \"0668\"; };\n",
+		 "1: listen.unix_mode = \"0668\" is not a file mode; expected octal digits from "
+		 "\"0001\" to \"0777\" such as \"0660\"");
+	load_bad("listen = { unix = \"/a\"; unix_mode = 660; };\n",
+		 "1: listen.unix_mode is an integer; expected an octal mode in quotes such as \"0660\"");
+	load_bad("listen = { unix = \"/a\"; unix_group = \"a b\"; };\n",
+		 "1: listen.unix_group = \"a b\" is not a valid name; expected a group name or "
+		 "number in quotes");
 	load_bad("listen = { tcp = [ \"127.0.0.1:0\" ]; };\n",
 		 "1: listen.tcp[0] = \"127.0.0.1:0\" has no valid port; expected a port from 1 to 65535");
 	load_bad("listen = { tcp = [ \"127.0.0.1:65536\" ]; };\n",
@@ -384,12 +414,123 @@ static void test_bad_listen(void)
 	load_bad("listen = { unix = 5; };\n",
 		 "1: listen.unix is an integer; expected an array of absolute paths [ \"/run/...\", ... ]");
 	load_bad("listen = { udp = [ ]; };\n",
-		 "1: unknown setting \"udp\" in listen; expected unix, tcp or allow_remote");
-	load_bad("listen = { allow_remote = \"yes\"; };\n",
-		 "1: listen.allow_remote is a string; expected true or false");
+		 "1: unknown setting \"udp\" in listen; expected unix, unix_mode, unix_owner, "
+		 "unix_group, tcp or insecure");
+	load_bad("listen = { insecure = \"yes\"; };\n",
+		 "1: listen.insecure is a string; expected true or false");
 	load_bad("listen = { tcp = [ \"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", \"8\", \"9\", \"10\", \"11\","
 		 " \"12\", \"13\", \"14\", \"15\", \"16\", \"17\" ]; };\n",
 		 "1: listen.tcp has 17 entries; expected at most 16");
+}
+
+static void count_warning(void *userdata, const char *msg)
+{
+	(*(unsigned *)userdata)++;
+	printf("\n(expected) %s", msg);
+}
+
+/* Access lists: parsed as written, checked for names nobody can have,
+ * and resolved to ids with unknown names left out and warned of. */
+static void test_access(void)
+{
+	struct cwd_config *c = load_ok(
+		"access = {\n"
+		"  read_write = [ \"root\", \"@0\" ];\n"
+		"  read_only = [ \"*\", \"1234\", \"@no-such-group-here\", \"no-such-user-here\" ];\n"
+		"  exports = ( { name = \"media\"; read_only = [ \"@root\" ]; },\n"
+		"              { name = \"vm\"; } );\n"
+		"};\n");
+	struct nbd_access *rules = NULL;
+	struct nbd_unix_perm perm;
+	unsigned warnings = 0;
+	size_t n = 0;
+
+	CU_ASSERT_EQUAL_FATAL(c->n_access, 3);
+	CU_ASSERT_EQUAL(c->access[0].n_read_write, 2);
+	CU_ASSERT_EQUAL(c->access[0].n_read_only, 4);
+	CU_ASSERT_STRING_EQUAL(c->access[1].export, "media");
+	CU_ASSERT_EQUAL(c->access[1].n_read_write, 0);
+	CU_ASSERT_EQUAL(c->access[2].n_read_only, 0);
+	CU_ASSERT_EQUAL_FATAL(cwd_config_access(c, count_warning, &warnings, &rules, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 3);
+	CU_ASSERT_EQUAL(warnings, 2);
+	CU_ASSERT_PTR_NULL(rules[0].export);
+	CU_ASSERT_EQUAL_FATAL(rules[0].n_read_write, 2);
+	CU_ASSERT_EQUAL(rules[0].read_write[0].kind, NBD_USER);
+	CU_ASSERT_EQUAL(rules[0].read_write[0].id, 0);
+	CU_ASSERT_EQUAL(rules[0].read_write[1].kind, NBD_GROUP);
+	CU_ASSERT_EQUAL_FATAL(rules[0].n_read_only, 2);
+	CU_ASSERT_EQUAL(rules[0].read_only[0].kind, NBD_ANYONE);
+	CU_ASSERT_EQUAL(rules[0].read_only[1].kind, NBD_USER);
+	CU_ASSERT_EQUAL(rules[0].read_only[1].id, 1234);
+	CU_ASSERT_STRING_EQUAL(rules[1].export, "media");
+	CU_ASSERT_EQUAL(rules[1].n_read_only, 1);
+	CU_ASSERT_EQUAL(rules[2].n_read_only + rules[2].n_read_write, 0);
+	cwd_access_free(rules, n);
+
+	warnings = 0;
+	cwd_config_unix_perm(c, count_warning, &warnings, &perm);
+	CU_ASSERT_EQUAL(perm.mode, 0660);
+	CU_ASSERT_EQUAL(perm.owner, (uid_t)-1);
+	cwd_config_free(c);
+	c = load_ok("listen = { unix = \"/x\"; unix_owner = \"no-such-user-here\"; unix_group = \"0\"; };\n");
+	warnings = 0;
+	cwd_config_unix_perm(c, count_warning, &warnings, &perm);
+	CU_ASSERT_EQUAL(perm.owner, (uid_t)-1);
+	CU_ASSERT_EQUAL(perm.group, 0);
+	CU_ASSERT_EQUAL(warnings, 1);
+	cwd_config_free(c);
+
+	load_bad("access = { read_write = [ \"@\" ]; };\n",
+		 "1: access.read_write[0] = \"@\" names nobody; expected \"*\", a user or \"@group\" "
+		 "(a name or a number)");
+	load_bad("access = { read_only = \"*\"; };\n",
+		 "1: access.read_only is a string; expected an array [ \"*\", a user or \"@group\" "
+		 "(a name or a number), ... ]");
+	load_bad("access = { exports = ( { read_only = [ ]; } ); };\n",
+		 "1: access.exports[0] has no name; expected name = \"PARTITION\" in every entry");
+	load_bad("access = { exports = ( { name = \"a\"; },\n { name = \"a\"; } ); };\n",
+		 "2: export \"a\" has two access entries (also at line 1); expected one");
+	load_bad("access = { exports = ( { name = \"a\"; write = [ ]; } ); };\n",
+		 "1: unknown setting \"write\" in access.exports[0]; expected name, read_write or "
+		 "read_only");
+}
+
+static void test_limits(void)
+{
+	struct cwd_config *c = load_ok("# defaults\n");
+
+	CU_ASSERT_EQUAL(c->limits.connections, 64);
+	CU_ASSERT_EQUAL(c->limits.connections_per_user, 32);
+	CU_ASSERT_EQUAL(c->limits.handshake_timeout_s, 10);
+	CU_ASSERT_EQUAL(c->limits.idle_timeout_s, 0);
+	CU_ASSERT_EQUAL(c->limits.reply_memory_bytes, UINT64_C(256) << 20);
+	cwd_config_free(c);
+	c = load_ok("limits = { connections = 10; idle_timeout_s = 600; handshake_timeout_s = 3;"
+		    " reply_memory_bytes = 1048576; };\n");
+	CU_ASSERT_EQUAL(c->limits.connections, 10);
+	CU_ASSERT_EQUAL(c->limits.connections_per_user, 5);	/* half, by default */
+	CU_ASSERT_EQUAL(c->limits.idle_timeout_s, 600);
+	CU_ASSERT_EQUAL(c->limits.handshake_timeout_s, 3);
+	CU_ASSERT_EQUAL(c->limits.reply_memory_bytes, 1u << 20);
+	cwd_config_free(c);
+	c = load_ok("limits = { connections_per_user = 64; };\n");
+	CU_ASSERT_EQUAL(c->limits.connections_per_user, 64);
+	cwd_config_free(c);
+
+	load_bad("limits = { connections = 4;\n connections_per_user = 5; };\n",
+		 "2: limits.connections_per_user (5) is more than limits.connections (4); "
+		 "expected at most as many");
+	load_bad("limits = { connections = 0; };\n",
+		 "1: limits.connections = 0 is out of range; expected an integer from 1 to 4096");
+	load_bad("limits = { handshake_timeout_s = 0; };\n",
+		 "1: limits.handshake_timeout_s = 0 is out of range; expected an integer from 1 to 3600");
+	load_bad("limits = { reply_memory_bytes = 1000; };\n",
+		 "1: limits.reply_memory_bytes = 1000 is out of range; expected an integer from "
+		 "1048576 to 68719476736");
+	load_bad("limits = { idle = 5; };\n",
+		 "1: unknown setting \"idle\" in limits; expected connections, connections_per_user, "
+		 "handshake_timeout_s, idle_timeout_s or reply_memory_bytes");
 }
 
 /* An error inside an @include'd file names that file and its line. */
@@ -445,7 +586,8 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys };
+static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys,
+					      access_keys, access_export_keys, limit_keys };
 
 /* Asserts that text holds every key the parser knows, each as
  * before KEY after; names on stdout those it lacks ("KEY is not ..."). */
@@ -480,10 +622,17 @@ static void test_example(void)
 	CU_ASSERT_EQUAL(c->io_engine, d->io_engine);
 	CU_ASSERT_EQUAL(c->queue_depth, d->queue_depth);
 	CU_ASSERT_EQUAL(c->n_listen_unix, d->n_listen_unix);
-	CU_ASSERT_EQUAL_FATAL(c->n_listen_tcp, d->n_listen_tcp);
-	CU_ASSERT_STRING_EQUAL(c->listen_tcp[0].host, d->listen_tcp[0].host);
-	CU_ASSERT_EQUAL(c->listen_tcp[0].port, d->listen_tcp[0].port);
-	CU_ASSERT_EQUAL(c->allow_remote, d->allow_remote);
+	CU_ASSERT_STRING_EQUAL(c->listen_unix[0], d->listen_unix[0]);
+	CU_ASSERT_EQUAL(c->n_listen_tcp, d->n_listen_tcp);
+	CU_ASSERT_EQUAL(c->insecure, d->insecure);
+	CU_ASSERT_EQUAL(c->unix_mode, d->unix_mode);
+	CU_ASSERT_STRING_EQUAL(c->unix_group, d->unix_group);
+	CU_ASSERT_EQUAL_FATAL(c->n_access, d->n_access);
+	CU_ASSERT_EQUAL_FATAL(c->access[0].n_read_write, d->access[0].n_read_write);
+	CU_ASSERT_STRING_EQUAL(c->access[0].read_write[0], d->access[0].read_write[0]);
+	CU_ASSERT_EQUAL_FATAL(c->access[0].n_read_only, d->access[0].n_read_only);
+	CU_ASSERT_STRING_EQUAL(c->access[0].read_only[0], d->access[0].read_only[0]);
+	CU_ASSERT_EQUAL(memcmp(&c->limits, &d->limits, sizeof(c->limits)), 0);
 	CU_ASSERT_STRING_EQUAL(c->control_socket, d->control_socket);
 	CU_ASSERT_STRING_EQUAL(c->control_read_group, d->control_read_group);
 	CU_ASSERT_STRING_EQUAL(c->control_admin_group, d->control_admin_group);
@@ -548,6 +697,8 @@ int main(void)
 	cwtest_add(s, "size units", test_size_units);
 	cwtest_add(s, "bad disks", test_bad_disks);
 	cwtest_add(s, "bad listen", test_bad_listen);
+	cwtest_add(s, "access lists", test_access);
+	cwtest_add(s, "limits", test_limits);
 	cwtest_add(s, "errors in included files", test_include);
 	cwtest_add(s, "missing file", test_missing);
 	cwtest_add(s, "shipped example", test_example);

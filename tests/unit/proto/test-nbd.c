@@ -269,12 +269,18 @@ static void test_opt_go_default_and_errors(void)
 	CU_ASSERT_EQUAL(replies(CW_NBD_OPT_GO, r, 8), 1);
 	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_INVALID);
 
-	/* An aligned-only export refuses GO until the client asks for the
-	 * block size, then accepts it. */
+	/* A client that does not ask for the block size of an aligned-only
+	 * export is served, and told a minimum of 1 (the server does
+	 * read-modify-write for it); one that asks learns the real one. */
 	len = info_payload(b, "aligned", NULL, 0);
-	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_CONTINUE);
-	CU_ASSERT_EQUAL(replies(CW_NBD_OPT_GO, r, 8), 1);
-	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_BLOCK_SIZE_REQD);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 8), 3);
+	CU_ASSERT_EQUAL(cw_get_be16(r[1].data), CW_NBD_INFO_BLOCK_SIZE);
+	CU_ASSERT_EQUAL(cw_get_be32(r[1].data + 2), 1u);
+	CU_ASSERT_EQUAL(cw_get_be32(r[1].data + 6), 4096u);
+	CU_ASSERT_EQUAL(r[2].reply, CW_NBD_REP_ACK);
+	CU_ASSERT_FALSE(hs.block_size_known);
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
 	len = info_payload(b, "aligned", &bs, 1);
 	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
 	CU_ASSERT_EQUAL(replies(CW_NBD_OPT_GO, r, 8), 3);
@@ -473,15 +479,23 @@ static void test_request_malformed(void)
 	       CW_NBD_EINVAL, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE, 0, UINT64_MAX - 511, 1024), CW_NBD_REPLY_ERROR,
 	       CW_NBD_ENOSPC, 1024);
-	EXPECT(check(&rw, CW_NBD_CMD_TRIM, 0, 1 << 20, 512), CW_NBD_REPLY_ERROR, CW_NBD_ENOSPC, 0);
+	/* Trimming past the end is invalid, not out of space. */
+	EXPECT(check(&rw, CW_NBD_CMD_TRIM, 0, 1 << 20, 512), CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0);
+	EXPECT(check(&rw, CW_NBD_CMD_TRIM, 0, (1 << 20) - 512, 1024), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE_ZEROES, 0, 0, (1 << 20) + 512), CW_NBD_REPLY_ERROR,
 	       CW_NBD_ENOSPC, 0);
 	/* Misaligned. */
 	EXPECT(check(&rw, CW_NBD_CMD_READ, 0, 1, 512), CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE, 0, 0, 100), CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 100);
-	/* Oversized: a read gets EOVERFLOW, a write closes the stream. */
+	/* Oversized: a read gets EINVAL, or EOVERFLOW when it asked not to
+	 * be fragmented (DF); a write closes the stream. */
 	EXPECT(check(&rw, CW_NBD_CMD_READ, 0, 0, (1 << 16) + 512), CW_NBD_REPLY_ERROR,
-	       CW_NBD_EOVERFLOW, 0);
+	       CW_NBD_EINVAL, 0);
+	EXPECT(check(&st, CW_NBD_CMD_READ, 0, 0, (1 << 16) + 512), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
+	EXPECT(check(&st, CW_NBD_CMD_READ, CW_NBD_CMD_FLAG_DF, 0, (1 << 16) + 512),
+	       CW_NBD_REPLY_ERROR, CW_NBD_EOVERFLOW, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE, 0, 0, (1 << 16) + 512), CW_NBD_DISCONNECT, 0, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE, 0, 0, UINT32_MAX), CW_NBD_DISCONNECT, 0, 0);
 }
@@ -598,6 +612,68 @@ static void test_df_only_with_structured(void)
 	CU_ASSERT_EQUAL(cw_get_be16(r[0].data + 10), CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_SEND_DF);
 }
 
+/* Per-client access: an export not granted is neither listed nor
+ * opened, one granted read-only is shown read-only. */
+static void test_access(void)
+{
+	static const uint8_t access[] = { CW_NBD_ACCESS_RO, CW_NBD_ACCESS_NONE,
+					  CW_NBD_ACCESS_RW };
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	struct rep r[8];
+	uint8_t b[64];
+	uint32_t len;
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.access = access;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_LIST, NULL, 0), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_LIST, r, 8), 3);
+	CU_ASSERT_EQUAL(memcmp(r[0].data + 4, "disk0", 5), 0);
+	CU_ASSERT_EQUAL(memcmp(r[1].data + 4, "aligned", 7), 0);
+
+	len = info_payload(b, "ro", req, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 8), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(hs.export_index, -1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro", 2), -EPROTO);
+
+	len = info_payload(b, "disk0", req, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 8), 3);
+	CU_ASSERT_EQUAL(cw_get_be16(r[0].data + 10),
+			CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY);
+	CU_ASSERT_EQUAL(hs.eflags, CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.access = access;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "aligned", 7), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL(hs.eflags, exports[2].eflags);
+}
+
+/* A client the server will not serve gets a policy error with the
+ * reason for every option, and may still leave politely. */
+static void test_refused(void)
+{
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	struct rep r[4];
+	uint8_t b[64];
+	uint32_t len = info_payload(b, "disk0", req, 1);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.refuse = "too many connections";
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 4), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(r[0].length, strlen("too many connections"));
+	CU_ASSERT_EQUAL(memcmp(r[0].data, "too many connections", r[0].length), 0);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_LIST, NULL, 0), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_LIST, r, 4), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "disk0", 5), -EPROTO);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_ABORT, NULL, 0), CW_NBD_HS_CLOSE);
+	CU_ASSERT_EQUAL(hs.export_index, -1);
+}
+
 int main(void)
 {
 	CU_pSuite h = cwtest_suite("nbd handshake", NULL, NULL);
@@ -614,6 +690,8 @@ int main(void)
 	cwtest_add(h, "ABORT, STRUCTURED_REPLY, unsupported", test_opt_abort_structured_unsup);
 	cwtest_add(h, "option count limit", test_opt_count_limit);
 	cwtest_add(h, "DF only with structured replies", test_df_only_with_structured);
+	cwtest_add(h, "per-client access", test_access);
+	cwtest_add(h, "refused client", test_refused);
 	cwtest_add(t, "request wire form", test_request_wire);
 	cwtest_add(t, "valid requests", test_request_valid);
 	cwtest_add(t, "malformed requests", test_request_malformed);
