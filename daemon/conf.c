@@ -20,7 +20,6 @@
 #include <unistd.h>
 #include <libconfig.h>
 
-#include <clockwise/layout.h>
 #include <clockwise/units.h>
 
 #include "common/cleanup.h"
@@ -267,19 +266,26 @@ static int get_path(struct parse *p, const config_setting_t *s, size_t max, char
 }
 
 /* Names of disks and models: [A-Za-z0-9._-], not starting with '.'. */
+static bool name_ok(const char *v, size_t max)
+{
+	const char *q;
+
+	for (q = v; *q; q++)
+		if (!(*q >= 'a' && *q <= 'z') && !(*q >= 'A' && *q <= 'Z') &&
+		    !(*q >= '0' && *q <= '9') && *q != '.' && *q != '_' && *q != '-')
+			break;
+	return !*q && v[0] != '\0' && v[0] != '.' && strlen(v) <= max;
+}
+
 static int get_name(struct parse *p, const config_setting_t *s, size_t max, char **ret)
 {
-	const char *v = NULL, *q;
+	const char *v = NULL;
 	int r;
 
 	r = get_string(p, s, "a name in quotes", &v);
 	if (r < 0)
 		return r;
-	for (q = v; *q; q++)
-		if (!(*q >= 'a' && *q <= 'z') && !(*q >= 'A' && *q <= 'Z') &&
-		    !(*q >= '0' && *q <= '9') && *q != '.' && *q != '_' && *q != '-')
-			break;
-	if (*q || v[0] == '\0' || v[0] == '.' || strlen(v) > max)
+	if (!name_ok(v, max))
 		return fail(p, s, "%s = \"%s\" is not a valid name; expected 1 to %zu of "
 			    "A-Z a-z 0-9 . _ -, not starting with .", WHERE(s), v, max);
 	free(*ret);
@@ -1130,7 +1136,7 @@ int cwd_start_resv_parse(const char *spec, struct cwd_start_resv *ret, char *err
 			 "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]", spec);
 		return -EINVAL;
 	}
-	if (!cw_name_valid(f[0])) {
+	if (!name_ok(f[0], sizeof(ret->export_name) - 1) || f[0][0] == '-') {
 		snprintf(err, errlen, "reservation \"%s\": \"%s\" is not an export name", spec, f[0]);
 		return -EINVAL;
 	}
