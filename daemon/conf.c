@@ -1424,9 +1424,9 @@ static void warn(cwd_warn_fn fn, void *userdata, const char *fmt, ...)
 }
 
 static int resolve_list(char *const *names, size_t n, const char *what, cwd_warn_fn fn,
-			void *userdata, struct nbd_principal **ret, size_t *ret_n)
+			void *userdata, struct nbdsrv_principal **ret, size_t *ret_n)
 {
-	struct nbd_principal *v = calloc(n + 1, sizeof(*v));
+	struct nbdsrv_principal *v = calloc(n + 1, sizeof(*v));
 	size_t i, k = 0;
 
 	if (!v)
@@ -1437,7 +1437,7 @@ static int resolve_list(char *const *names, size_t n, const char *what, cwd_warn
 		int r;
 
 		if (!strcmp(name, "*")) {
-			v[k++] = (struct nbd_principal){ .kind = NBD_ANYONE };
+			v[k++] = (struct nbdsrv_principal){ .kind = NBDSRV_ANYONE };
 			continue;
 		}
 		r = account_id(group ? name + 1 : name, group, &v[k].id);
@@ -1446,14 +1446,14 @@ static int resolve_list(char *const *names, size_t n, const char *what, cwd_warn
 			     group ? name + 1 : name, r == -ENOENT ? "no such name" : strerror(-r));
 			continue;
 		}
-		v[k++].kind = group ? NBD_GROUP : NBD_USER;
+		v[k++].kind = group ? NBDSRV_GROUP : NBDSRV_USER;
 	}
 	*ret = v;
 	*ret_n = k;
 	return 0;
 }
 
-void cwd_access_free(struct nbd_access *rules, size_t n)
+void cwd_access_free(struct nbdsrv_access *rules, size_t n)
 {
 	size_t i;
 
@@ -1467,9 +1467,9 @@ void cwd_access_free(struct nbd_access *rules, size_t n)
 }
 
 int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata,
-		      struct nbd_access **ret_rules, size_t *ret_n)
+		      struct nbdsrv_access **ret_rules, size_t *ret_n)
 {
-	struct nbd_access *rules = calloc(c->n_access + 1, sizeof(*rules));
+	struct nbdsrv_access *rules = calloc(c->n_access + 1, sizeof(*rules));
 	size_t i;
 	int r = 0;
 
@@ -1477,7 +1477,7 @@ int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata
 		return -ENOMEM;
 	for (i = 0; i < c->n_access && r == 0; i++) {
 		const struct cwd_config_access *a = &c->access[i];
-		struct nbd_principal *rw = NULL, *ro = NULL;
+		struct nbdsrv_principal *rw = NULL, *ro = NULL;
 		char what[96];
 
 		snprintf(what, sizeof(what), "access%s%s", a->export ? " of export " : "",
@@ -1501,12 +1501,12 @@ int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata
 }
 
 void cwd_config_unix_perm(const struct cwd_config *c, cwd_warn_fn fn, void *userdata,
-			  struct nbd_unix_perm *ret_perm)
+			  struct nbdsrv_unix_perm *ret_perm)
 {
 	uint32_t id;
 	int r;
 
-	*ret_perm = (struct nbd_unix_perm){ .mode = (mode_t)c->unix_mode, .owner = (uid_t)-1,
+	*ret_perm = (struct nbdsrv_unix_perm){ .mode = (mode_t)c->unix_mode, .owner = (uid_t)-1,
 					    .group = (gid_t)-1 };
 	if (c->unix_owner) {
 		r = account_id(c->unix_owner, false, &id);

@@ -141,8 +141,8 @@ int cwd_config_parse(const char *text, const char *name, struct cwd_config **ret
 
 void cwd_config_free(struct cwd_config *c);	/* NULL-safe */
 
-struct nbd_access;
-struct nbd_unix_perm;
+struct nbdsrv_access;
+struct nbdsrv_unix_perm;
 /* Told about a user or group the configuration names and the system does
  * not know; it is left out. */
 typedef void (*cwd_warn_fn)(void *userdata, const char *msg);
@@ -150,13 +150,13 @@ typedef void (*cwd_warn_fn)(void *userdata, const char *msg);
 /* The access lists with names turned into ids, for the NBD server; free
  * with cwd_access_free(). */
 int cwd_config_access(const struct cwd_config *c, cwd_warn_fn warn, void *userdata,
-		      struct nbd_access **ret_rules, size_t *ret_n);
-void cwd_access_free(struct nbd_access *rules, size_t n);
+		      struct nbdsrv_access **ret_rules, size_t *ret_n);
+void cwd_access_free(struct nbdsrv_access *rules, size_t n);
 
 /* The NBD unix sockets' mode, owner and group; an owner or group the
  * system does not know is left as the daemon's, with a warning. */
 void cwd_config_unix_perm(const struct cwd_config *c, cwd_warn_fn warn, void *userdata,
-			  struct nbd_unix_perm *ret_perm);
+			  struct nbdsrv_unix_perm *ret_perm);
 
 /* The dispatchers of a disk whose lanes are not configured: one on an
  * HDD; on an SSD one per two CPUs, at most 4 (each lane is a thread, and

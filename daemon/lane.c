@@ -674,9 +674,9 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 static void lane_unplug_replies(struct lane *l)
 {
 	if (l->sched)
-		nbd_io_unplug();
+		nbdsrv_io_unplug();
 	else
-		nbd_io_unplug_send();
+		nbdsrv_io_unplug_send();
 }
 
 enum step { STEP_AGAIN, STEP_PARK, STEP_EXIT };
@@ -736,7 +736,7 @@ void *lane_main(void *arg)
 		lane_go_realtime(l);
 	/* Replies to the connections' writers go out once per batch of
 	 * completions, not once per request (lane_unplug_replies). */
-	nbd_io_plug();
+	nbdsrv_io_plug();
 
 	for (;;) {
 		dlock_take(l);
@@ -783,7 +783,7 @@ static bool lane_borrow(struct lane *l)
 		return false;
 	}
 	in_dispatcher = true;
-	nbd_io_plug();
+	nbdsrv_io_plug();
 	do {
 		now = cw_now_ns();
 		lane_intake(l, now);
@@ -793,7 +793,7 @@ static bool lane_borrow(struct lane *l)
 		for (i = 0; i < n; i++)
 			lane_reaped(l, done[i], now);
 	} while (n > 0 && (l->fifo || lane_has_bookings(l)) && ++rounds < BORROW_ROUNDS);
-	nbd_io_plug_end();
+	nbdsrv_io_plug_end();
 	in_dispatcher = false;
 	idle = !l->inflight && !l->fifo;
 	if (!idle)

@@ -29,7 +29,7 @@
 
 #include "daemon/pool-internal.h"
 
-static const struct nbd_backend_ops pb_ops;
+static const struct nbdsrv_backend_ops pb_ops;
 
 /* ---- submission (connection threads) ---- */
 
@@ -123,7 +123,7 @@ static void req_finish(struct preq *q)
 		push_pieces(q, q->npieces, q->nflush);
 		return;
 	}
-	nbd_io_complete(q->nio, err);
+	nbdsrv_io_complete(q->nio, err);
 	preq_free(q);
 }
 
@@ -134,7 +134,7 @@ static bool in_span(const struct cw_admit_resv *a, int64_t now)
 
 /* Maps and books a READ, WRITE or (zero: from the shared zero buffer, in
  * ZERO_CHUNK pieces) WRITE_ZEROES. */
-static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool zero)
+static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
 {
 	struct pb *pb = x->pb;
 	uint64_t off = nio->offset, end = nio->offset + nio->length;
@@ -215,29 +215,29 @@ fail:
 	return r;
 }
 
-static int pb_pread(void *backend, struct nbd_io *io)
+static int pb_pread(void *backend, struct nbdsrv_io *io)
 {
 	return submit_rw(backend, io, CW_IO_READ, false);
 }
 
-static int pb_pwrite(void *backend, struct nbd_io *io)
+static int pb_pwrite(void *backend, struct nbdsrv_io *io)
 {
 	return submit_rw(backend, io, CW_IO_WRITE, false);
 }
 
-static int pb_zero(void *backend, struct nbd_io *io)
+static int pb_zero(void *backend, struct nbdsrv_io *io)
 {
 	return submit_rw(backend, io, CW_IO_WRITE, true);
 }
 
-static int pb_flush(void *backend, struct nbd_io *nio)
+static int pb_flush(void *backend, struct nbdsrv_io *nio)
 {
 	struct pbx *x = backend;
 	unsigned nd = atomic_load_explicit(&x->ndisks, memory_order_acquire);
 	struct preq *q;
 
 	if (!nd) {
-		nbd_io_complete(nio, 0);
+		nbdsrv_io_complete(nio, 0);
 		return 0;
 	}
 	q = preq_new(x->pb, nd);
@@ -259,10 +259,10 @@ static int pb_flush(void *backend, struct nbd_io *nio)
 /* TRIM is advisory (the protocol lets a server ignore it): blocks belong to
  * the partition until it shrinks, so there is nothing to give back.  With
  * FUA the (unchanged) range is as stable as it was. */
-static int pb_trim(void *backend, struct nbd_io *io)
+static int pb_trim(void *backend, struct nbdsrv_io *io)
 {
 	(void)backend;
-	nbd_io_complete(io, 0);
+	nbdsrv_io_complete(io, 0);
 	return 0;
 }
 
@@ -279,7 +279,7 @@ static int pb_rt_priority(void *backend)
 	return x->resv ? (int)x->pb->cfg->rt_priority : 0;
 }
 
-static const struct nbd_backend_ops pb_ops = {
+static const struct nbdsrv_backend_ops pb_ops = {
 	.rt_priority = pb_rt_priority,
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
@@ -575,7 +575,7 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 	return 0;
 }
 
-int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp)
+int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp)
 {
 	struct cw_part_info info;
 	struct pbx *x;
@@ -607,7 +607,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp)
 		 info.name, nd, nd == 1 ? "" : "s");
 	x->next = pb->exports;
 	pb->exports = x;
-	*ret_exp = (struct nbd_export){
+	*ret_exp = (struct nbdsrv_export){
 		.name = x->name,
 		.description = x->description,
 		.size = info.size_bytes - info.size_bytes % align,

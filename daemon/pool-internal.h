@@ -192,7 +192,7 @@ struct piece {
 };
 
 struct preq {
-	struct nbd_io *nio;
+	struct nbdsrv_io *nio;
 	struct pbx *x;
 	int64_t arrival_ns;
 	atomic_uint pending;

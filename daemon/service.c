@@ -5,7 +5,7 @@
  * path through struct cwc_hooks.
  *
  * - export add/remove: an NBD export of a partition appears or goes while
- *   the server runs (nbd_server_add_export / nbd_server_remove_export; a
+ *   the server runs (nbdsrv_add_export / nbdsrv_remove_export; a
  *   removal returns once the export's clients ended, so its back end goes
  *   with nothing in flight).
  * - reservations and plans are not the service's: the admission state
@@ -27,7 +27,7 @@
 
 struct svc {
 	struct pb *pb;
-	struct nbd_server *nbd;
+	struct nbdsrv *nbd;
 	const struct cwd_config *cfg;
 	struct cwc_server *srv;
 	pthread_t thread;
@@ -73,7 +73,7 @@ static void drop_export(struct pb *pb, struct pbx *x)
 static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw_part *part)
 {
 	struct svc *svc = userdata;
-	struct nbd_export ne;
+	struct nbdsrv_export ne;
 	struct pbx *x;
 	int r;
 
@@ -93,7 +93,7 @@ static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw
 		drop_export(svc->pb, x);
 		return r;
 	}
-	r = nbd_server_add_export(svc->nbd, &ne);
+	r = nbdsrv_add_export(svc->nbd, &ne);
 	if (r < 0) {
 		drop_export(svc->pb, x);
 		return r;
@@ -109,7 +109,7 @@ static int hook_export_remove(void *userdata, const struct cwc_export *e)
 	struct pbx *x = find_export(svc->pb, e->name);
 	int r;
 
-	r = nbd_server_remove_export(svc->nbd, e->name);
+	r = nbdsrv_remove_export(svc->nbd, e->name);
 	/* An export listed but never served (its partition was on a missing
 	 * disk at start) is simply forgotten. */
 	if (r == -ENOENT && !x)
@@ -169,7 +169,7 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 		return 0;	/* listed but not served (a missing disk) */
 	r = pb_export_grow(svc->pb, x, &size, err, errlen);
 	if (r == 0)
-		r = nbd_server_set_export_size(svc->nbd, e->name, size);
+		r = nbdsrv_set_export_size(svc->nbd, e->name, size);
 	if (r < 0) {
 		if (!err[0])
 			snprintf(err, errlen, "export %s: %s", e->name, strerror(-r));
@@ -254,7 +254,7 @@ static void *svc_main(void *arg)
 }
 
 int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
-	    struct nbd_server *nbd, const struct cwd_config *cfg, struct svc **ret_ctl)
+	    struct nbdsrv *nbd, const struct cwd_config *cfg, struct svc **ret_ctl)
 {
 	struct cwc_server_opts o;
 	struct svc *svc;

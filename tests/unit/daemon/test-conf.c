@@ -440,8 +440,8 @@ static void test_access(void)
 		"  exports = ( { name = \"media\"; read_only = [ \"@root\" ]; },\n"
 		"              { name = \"vm\"; } );\n"
 		"};\n");
-	struct nbd_access *rules = NULL;
-	struct nbd_unix_perm perm;
+	struct nbdsrv_access *rules = NULL;
+	struct nbdsrv_unix_perm perm;
 	unsigned warnings = 0;
 	size_t n = 0;
 
@@ -456,12 +456,12 @@ static void test_access(void)
 	CU_ASSERT_EQUAL(warnings, 2);
 	CU_ASSERT_PTR_NULL(rules[0].export);
 	CU_ASSERT_EQUAL_FATAL(rules[0].n_read_write, 2);
-	CU_ASSERT_EQUAL(rules[0].read_write[0].kind, NBD_USER);
+	CU_ASSERT_EQUAL(rules[0].read_write[0].kind, NBDSRV_USER);
 	CU_ASSERT_EQUAL(rules[0].read_write[0].id, 0);
-	CU_ASSERT_EQUAL(rules[0].read_write[1].kind, NBD_GROUP);
+	CU_ASSERT_EQUAL(rules[0].read_write[1].kind, NBDSRV_GROUP);
 	CU_ASSERT_EQUAL_FATAL(rules[0].n_read_only, 2);
-	CU_ASSERT_EQUAL(rules[0].read_only[0].kind, NBD_ANYONE);
-	CU_ASSERT_EQUAL(rules[0].read_only[1].kind, NBD_USER);
+	CU_ASSERT_EQUAL(rules[0].read_only[0].kind, NBDSRV_ANYONE);
+	CU_ASSERT_EQUAL(rules[0].read_only[1].kind, NBDSRV_USER);
 	CU_ASSERT_EQUAL(rules[0].read_only[1].id, 1234);
 	CU_ASSERT_STRING_EQUAL(rules[1].export, "media");
 	CU_ASSERT_EQUAL(rules[1].n_read_only, 1);
