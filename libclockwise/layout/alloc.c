@@ -216,3 +216,23 @@ void lay_free_entries(struct cw_pool *pool, const uint64_t *entries, uint64_t n)
 		if (entries[i])
 			lay_disk_put(pool->disks[ENTRY_DISK(entries[i])], ENTRY_PBLOCK(entries[i]));
 }
+
+/* ---- move plans: their reserved targets go back to the free space ---- */
+
+void lay_move_free(struct cw_move *m)
+{
+	if (!m)
+		return;
+	free(m->old);
+	free(m->new);
+	free(m->steps);
+	free(m);
+}
+
+/* Frees a plan that is no longer linked, with its reserved targets. */
+void lay_move_drop(struct cw_pool *pool, struct cw_move *m)
+{
+	for (size_t k = 0; k < m->nsteps; k++)
+		lay_free_entries(pool, &m->new[m->steps[k].block - m->first], 1);
+	lay_move_free(m);
+}
