@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Private to the sched module: sched.c (the policies), beq.c and rbfq.c
- * (the best-effort queue orders), shares.c (their pure functions),
- * idmap.c (a map from client ids). */
+/* Private to the sched module: sched.c (the policies), beq.c, rbfq.c and
+ * sfc.c (the best-effort queue orders), shares.c and curve.c (their pure
+ * functions), idmap.c (a map from client ids). */
 #ifndef CW_SCHED_PRIVATE_H
 #define CW_SCHED_PRIVATE_H
 

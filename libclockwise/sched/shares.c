@@ -286,5 +286,7 @@ const struct cw_sched_beq_ops *cw_sched_beq_by_name(const char *name)
 		return cw_sched_beq_fifo();
 	if (!strcmp(name, "rbfq"))
 		return cw_sched_beq_rbfq();
+	if (!strcmp(name, "sfc"))
+		return cw_sched_beq_sfc();
 	return NULL;
 }

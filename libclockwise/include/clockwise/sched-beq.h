@@ -30,7 +30,7 @@ extern "C" {
 
 #define CW_SCHED_PPM UINT32_C(1000000)	/* the whole disk's time */
 
-/* "fifo", "rbfq" -> the ops; NULL for anything else. */
+/* "fifo", "rbfq", "sfc" -> the ops; NULL for anything else. */
 const struct cw_sched_beq_ops *cw_sched_beq_by_name(const char *name);
 
 /* ---- RBFQ --------------------------------------------------------------- */
@@ -112,6 +112,70 @@ int cw_sched_tracker_tag(struct cw_sched_tracker *t, unsigned disk, struct cw_sc
 /* After req completed on disk (its phase set by the dispatch). */
 int cw_sched_tracker_done(struct cw_sched_tracker *t, unsigned disk,
 			  const struct cw_sched_req *req);
+
+/* ---- Space-filling curves ------------------------------------------------ */
+
+enum cw_sfc_curve {
+	CW_SFC_SWEEP = 0,	/* rows in one direction (raster): EDF with deadline first */
+	CW_SFC_CSCAN,		/* continuous scan: rows alternate direction */
+	CW_SFC_HILBERT,
+	CW_SFC_GRAY,		/* Faloutsos: bit-interleaved Gray code */
+	CW_SFC_DIAGONAL,	/* by sum of coordinates, zig-zag within */
+	CW_SFC_N_CURVES,
+};
+
+int cw_sfc_curve_parse(const char *name, enum cw_sfc_curve *ret_curve);
+const char *cw_sfc_curve_name(enum cw_sfc_curve curve);
+
+/* A curve over a grid of dims dimensions (1..8) with 2^bits levels each
+ * (bits 1..16, dims * bits <= 62).  Coordinate 0 varies slowest on the
+ * Sweep and C-Scan curves. */
+struct cw_sfc;
+
+int cw_sfc_new(enum cw_sfc_curve curve, unsigned dims, unsigned bits, struct cw_sfc **ret);
+void cw_sfc_free(struct cw_sfc *sfc);	/* NULL-safe */
+/* The point's position along the curve, in [0, 2^(dims*bits)); each
+ * coordinate is clamped to the grid. */
+uint64_t cw_sfc_index(const struct cw_sfc *sfc, const uint32_t *coords);
+uint64_t cw_sfc_length(const struct cw_sfc *sfc);	/* 2^(dims*bits) */
+
+/* Irregularities of a served sequence (section 4.1): for each dimension
+ * k, the number of pairs i < j with points[i][k] > points[j][k].  points
+ * holds n points of dims coordinates one after the other; ret has dims
+ * entries.  O(n log n).  0, -EINVAL or -ENOMEM. */
+int cw_sfc_irregularity(const uint32_t *points, size_t n, unsigned dims, uint64_t *ret);
+
+/* ---- The SFC order ------------------------------------------------------- */
+
+enum cw_sfc_dim {
+	CW_SFC_DIM_PRIO = 1 << 0,	/* the client's priority (cw_sched_client.prio) */
+	CW_SFC_DIM_DEADLINE = 1 << 1,	/* time to be_deadline_ns (none: the last level) */
+	CW_SFC_DIM_POSITION = 1 << 2,	/* distance ahead of the head, one way round */
+};
+
+enum cw_sfc_policy {
+	CW_SFC_SR = 0,	/* serve and resume */
+	CW_SFC_SRP,	/* serve, resume and promote (the default) */
+	CW_SFC_SS,	/* serve and scan */
+};
+
+struct cw_sched_sfc_conf {
+	size_t size;			/* sizeof(struct cw_sched_sfc_conf) */
+	enum cw_sfc_curve curve;	/* default Hilbert */
+	unsigned dims;			/* CW_SFC_DIM_* in that order; default all three */
+	unsigned bits;			/* 2^bits levels per dimension; default 4 (16) */
+	uint32_t window_ppm;		/* w as a share of the curve's length; default 35% */
+	uint32_t expand_ppm;		/* e as a share of w; default 5% */
+	enum cw_sfc_policy policy;	/* default SRP */
+	bool always_expand;		/* AE; default false: ER */
+	uint64_t capacity_bytes;	/* the disk's size (position scale); required */
+	int64_t horizon_ns;		/* deadlines this far or farther share the last level */
+};
+
+const struct cw_sched_beq_ops *cw_sched_beq_sfc(void);
+void cw_sched_sfc_conf_init(struct cw_sched_sfc_conf *conf);
+/* "sr", "srp", "ss". */
+int cw_sfc_policy_parse(const char *name, enum cw_sfc_policy *ret_policy);
 
 #ifdef __cplusplus
 }

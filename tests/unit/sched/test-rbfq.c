@@ -505,6 +505,7 @@ static void test_errors(void)
 	CU_ASSERT(bd_sched(cw_sched_beq_rbfq(), &conf) == NULL);
 	CU_ASSERT(cw_sched_beq_by_name("rbfq") == cw_sched_beq_rbfq());
 	CU_ASSERT(cw_sched_beq_by_name("fifo") == cw_sched_beq_fifo());
+	CU_ASSERT(cw_sched_beq_by_name("sfc") == cw_sched_beq_sfc());
 	CU_ASSERT(cw_sched_beq_by_name("lifo") == NULL);
 	cw_sched_free(s);
 	cw_sched_free(fifo);
