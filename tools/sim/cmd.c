@@ -169,9 +169,9 @@ static int prepare(const char *cmd, int argc, char **argv, struct session *s)
 /* One simulation, counted for the speed line and in JSON mode reported on
  * stdout; a failure is said here. */
 static int simulate(struct session *s, const struct sim_setup *setup, size_t streams,
-		    unsigned policy, struct sim_result *r)
+		    unsigned policy, unsigned order, struct sim_result *r)
 {
-	int e = sim_run(setup, streams, &s->trace, policy, r);
+	int e = sim_run_be(setup, streams, &s->trace, policy, order, r);
 
 	if (e < 0) {
 		fprintf(stderr, "cwsim: simulation failed: %s\n", strerror(-e));
@@ -213,15 +213,16 @@ int sim_cmd_run(int argc, char **argv)
 			printf("%s: %zu streams admitted (%.2f MB/s); next: %s\n",
 			       sim_placement_name(pl), setup.n_streams,
 			       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
-		for (unsigned p = 0; p < 3 && e == 0; p++) {
-			struct sim_result r;
+		for (unsigned p = 0; p < 3 && e == 0; p++)
+			for (unsigned o = 0; o < SIM_N_BEQ && e == 0; o++) {
+				struct sim_result r;
 
-			if (!(c->sc.policies & 1u << p))
-				continue;
-			e = simulate(&s, &setup, setup.n_streams, p, &r);
-			if (e == 0 && !c->json)
-				sim_report_text(stdout, &c->sc, &r);
-		}
+				if (!(c->sc.policies & 1u << p) || !(c->sc.be_orders & 1u << o))
+					continue;
+				e = simulate(&s, &setup, setup.n_streams, p, o, &r);
+				if (e == 0 && !c->json)
+					sim_report_text(stdout, &c->sc, &r);
+			}
 		sim_setup_done(&setup);
 	}
 	sim_trace_done(&s.trace);
@@ -418,7 +419,8 @@ static int sweep_fig3(struct session *s)
 
 				if (i && k == load_point(setup.n_streams, npts, i - 1))
 					continue;
-				e = simulate(s, &setup, k, p, &r);
+				e = simulate(s, &setup, k, p, (unsigned)__builtin_ctz(c->sc.be_orders),
+					     &r);
 				if (e < 0)
 					break;
 				sim_report_csv(csv, &r, c->sc.disks);
