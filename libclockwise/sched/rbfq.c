@@ -5,7 +5,8 @@
  * 3.4 (limit), as a best-effort order of struct cw_sched_beq_ops.
  *
  * A request r of client i costs c_r, its expected service time (the disk
- * model's, so large requests cost more), and gets three tags in real time:
+ * model's mean, cost_ns, or the bound service_ns; so large requests cost
+ * more), and gets three tags in real time:
  *   local   l_r = max(l_{r-1} + (c_r + rho_r) / M_i, t - 4b)  M_i: reservation
  *   global  g_r = max(g_{r-1} + (c_r + delta_r) / w_i, t - sigma_i / w_i)
  *   limit   u_r = max(u_{r-1} + c_r / L_i, t - b)              L_i: limit
@@ -55,7 +56,12 @@
  *    text's spacing while a client stays backlogged, bound the lag of the
  *    whole set by one uniform shift (which keeps the proportion), and cap
  *    any single client's lag at 4b.  The limit tag keeps a per-client
- *    floor at b: it needs no proportion.
+ *    floor at b: it needs no proportion.  A client whose queue ran dry
+ *    less than b ago counts as backlogged, with its floor at b: spread
+ *    over several disks, a client with work outstanding often has none
+ *    queued on one disk for a moment (cwsim's reserved client lost 5% of
+ *    its reservation that way); it may so get up to b of reservation it
+ *    did not use, never more.
  *  - Tags are integer nanoseconds; each division keeps its remainder per
  *    client, so rounding never accumulates over a long backlog.
  */
@@ -91,6 +97,7 @@ struct client {
 	int64_t l_off;		/* local-tag correction (grows) */
 	uint64_t rem_l, rem_g, rem_u;	/* division remainders */
 	int64_t head_since;	/* when the head became the head */
+	int64_t empty_since;	/* when its queue last ran dry */
 	size_t active;		/* index in rbfq.active, or SIZE_MAX */
 	struct cw_sched_client_stats st;
 };
@@ -108,6 +115,7 @@ struct rbfq {
 	struct cw_sched_req *peeked;
 	enum cw_sched_phase peek_phase;
 	int64_t peek_now;
+	int64_t now;		/* the latest time seen */
 };
 
 static const struct cw_sched_client default_qos = { .weight = 1 };
@@ -251,12 +259,13 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 	struct rbfq *f = st;
 	struct client *c;
 	struct ent *e;
-	int64_t cost = r->service_ns, other = CW_MAX(r->other_ns, 0);
+	int64_t cost = cw_sched_req_cost(r), other = CW_MAX(r->other_ns, 0);
 	int64_t other_resv = CW_MAX(r->other_resv_ns, 0);
 	int64_t lag_floor;
-	bool idle;
+	bool idle, recent;
 	int err;
 
+	f->now = CW_MAX(f->now, now);
 	if (cost <= 0 || cost > MAX_COST)
 		return -EINVAL;
 	other = CW_MIN(other, MAX_COST - cost);
@@ -278,7 +287,12 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 		c->cap = cap;
 	}
 	idle = c->n == 0;
-	lag_floor = idle ? now : now - f->conf.lag_ns;
+	/* a queue that ran dry only a moment ago (within the lag) still
+	 * counts as backlogged for the reservation and the limit: a client
+	 * spread over several disks often has nothing queued on one of them
+	 * for a moment, and would otherwise lose its reservation there */
+	recent = !idle || (c->tagged && now - c->empty_since <= f->conf.lag_ns);
+	lag_floor = recent ? now - f->conf.lag_ns : now;
 	adjust(f, now);
 	if (idle && (err = activate(f, c)) < 0)
 		return err;
@@ -289,7 +303,7 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 	 * after an idle spell */
 	if (c->qos.resv_ppm) {
 		int64_t inc = step(cost + other_resv, CW_SCHED_PPM, c->qos.resv_ppm, &c->rem_l);
-		int64_t floor = idle ? now : now - HARD_LAG * f->conf.lag_ns;
+		int64_t floor = !idle ? now - HARD_LAG * f->conf.lag_ns : lag_floor;
 
 		e->l_own = (int64_t)((uint64_t)cost * CW_SCHED_PPM / c->qos.resv_ppm);
 		if (c->tagged && c->l_last != INT64_MAX)
@@ -364,6 +378,7 @@ static struct cw_sched_req *rbfq_peek(void *st, int64_t now)
 
 	f->peeked = choose(f, now, &f->peek_phase);
 	f->peek_now = now;
+	f->now = CW_MAX(f->now, now);
 	return f->peeked;
 }
 
@@ -383,8 +398,10 @@ static void drop(struct rbfq *f, struct client *c, size_t k)
 	c->head = (c->head + 1) % c->cap;
 	c->n--;
 	f->count--;
-	if (c->n == 0)
+	if (c->n == 0) {
 		deactivate(f, c);
+		c->empty_since = f->now;
+	}
 }
 
 /* Folds the local-tag correction into the tags before it grows too big. */
@@ -423,9 +440,9 @@ static void rbfq_take(void *st, struct cw_sched_req *r)
 	if (k == 0 && c->qos.limit_ppm && e.u > c->head_since)
 		c->st.throttled_ns += CW_MIN(e.u, now) - c->head_since;
 	c->st.requests++;
-	c->st.served_ns += r->service_ns;
+	c->st.served_ns += cw_sched_req_cost(r);
 	if (phase == CW_SCHED_PHASE_RESV)
-		c->st.served_resv_ns += r->service_ns;
+		c->st.served_resv_ns += cw_sched_req_cost(r);
 	r->phase = phase;
 	drop(f, c, k);
 	c->head_since = now;

@@ -283,7 +283,7 @@ static void sfc_take(void *st, struct cw_sched_req *r)
 	r->phase = CW_SCHED_PHASE_ORDER;
 	if (c) {
 		c->st.requests++;
-		c->st.served_ns += r->service_ns;
+		c->st.served_ns += cw_sched_req_cost(r);
 	}
 }
 

@@ -269,13 +269,18 @@ int cw_sched_tracker_done(struct cw_sched_tracker *t, unsigned disk, const struc
 
 	if (e < 0)
 		return e;
-	c->total += r->service_ns;
-	c->d[disk].own += r->service_ns;
+	c->total += cw_sched_req_cost(r);
+	c->d[disk].own += cw_sched_req_cost(r);
 	if (r->phase == CW_SCHED_PHASE_RESV) {
-		c->total_resv += r->service_ns;
-		c->d[disk].own_resv += r->service_ns;
+		c->total_resv += cw_sched_req_cost(r);
+		c->d[disk].own_resv += cw_sched_req_cost(r);
 	}
 	return 0;
+}
+
+int64_t cw_sched_req_cost(const struct cw_sched_req *r)
+{
+	return r->cost_ns > 0 ? r->cost_ns : r->service_ns;
 }
 
 const struct cw_sched_beq_ops *cw_sched_beq_by_name(const char *name)

@@ -33,6 +33,9 @@ extern "C" {
 /* "fifo", "rbfq", "sfc" -> the ops; NULL for anything else. */
 const struct cw_sched_beq_ops *cw_sched_beq_by_name(const char *name);
 
+/* What a BE request costs its client: cost_ns if set, else service_ns. */
+int64_t cw_sched_req_cost(const struct cw_sched_req *req);
+
 /* ---- RBFQ --------------------------------------------------------------- */
 
 struct cw_sched_rbfq_conf {

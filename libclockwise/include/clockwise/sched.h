@@ -100,6 +100,8 @@ struct cw_sched_req {
 	void *user;		/* caller's pointer, untouched */
 	/* input for the BE queue's order (a FIFO ignores them) */
 	uint64_t client;	/* BE: whose request (cw_sched_set_client); 0 is a client too */
+	int64_t cost_ns;	/* BE: what it costs its client's share, the disk model's
+				 * mean service time; 0: service_ns (a bound, for ΔL) */
 	uint64_t offset_bytes;	/* where on the disk it starts, and how long: */
 	uint64_t length_bytes;	/* the SFC order's position dimension */
 	int64_t be_deadline_ns;	/* BE: 0 = none; else the SFC order's deadline dimension */
@@ -119,8 +121,8 @@ struct cw_sched_req {
 };
 
 /* A best-effort client's quality of service on one disk.  Shares are of
- * the disk's time: a request costs its expected service time (service_ns,
- * from the disk model), so a 1 MiB read costs more than a 4 KiB one, and a
+ * the disk's time: a request costs its expected service time (cost_ns, else
+ * service_ns, from the disk model), so a 1 MiB read costs more than a 4 KiB one, and a
  * reservation or limit is parts per million of the disk's time (10^6 = the
  * whole disk).  RBFQ uses resv, weight, limit and idle credit; SFC uses
  * prio.  A client never set has weight 1 and nothing else. */
