@@ -15,7 +15,7 @@ scn=${top_srcdir:-.}/tools/scenarios/shares.scn
 args=()
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick) args+=(--set duration_s=30) ;;
+	--quick) args+=(--set duration_s=60) ;;
 	--set) args+=(--set "$2"); shift ;;
 	*) echo "usage: $0 [--quick] [--set KEY=VALUE]..." >&2; exit 2 ;;
 	esac
@@ -38,20 +38,14 @@ for r in runs:
     cl = r["clients"]
     weighted = [c for c in cl if c["resv_share"] == 0 and c["limit_share"] == 0]
     tot_w = sum(c["weight"] for c in weighted)
-    tot_s = sum(c["share"] for c in weighted) or 1
-    err = max(abs(c["share"] / tot_s - c["weight"] / tot_w) for c in weighted)
-    resv = min([c["share"] / c["resv_share"] for c in cl if c["resv_share"] > 0] or [0])
-    over = max([max(0.0, c["share"] / c["limit_share"] - 1) for c in cl
-                if c["limit_share"] > 0] or [0])
-    res[r["be_order"]] = (err, resv, over, r["rt_misses"])
+    tot_s = sum(c["share"] for c in weighted)
+    res[r["be_order"]] = (r["share_error_max"], r["resv_met"], r["limit_over"], r["rt_misses"])
     print("%s (best effort has %.1f%% of each disk; shares of the disks' charged time)"
           % (r["be_order"], 100 * r["be_capacity"]))
     print("  %-8s %6s %9s %9s %8s %9s %9s" % ("client", "weight", "share", "ideal", "MB/s",
                                               "resv", "limit"))
     for c in cl:
-        ideal = ""
-        if c in weighted:
-            ideal = "%.4f" % (c["weight"] / tot_w * tot_s)
+        ideal = "%.4f" % (c["weight"] / tot_w * tot_s) if c in weighted else ""
         print("  %-8s %6d %9.4f %9s %8.2f %9s %9s" % (
             c["name"], c["weight"], c["share"], ideal, c["mb_s"],
             "%.4f" % c["resv_share"] if c["resv_share"] else "-",

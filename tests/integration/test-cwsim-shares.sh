@@ -12,7 +12,7 @@ cwsim=${top_builddir:-.}/tools/cwsim
 scn=${top_srcdir:-.}/tools/scenarios/shares.scn
 t=$cw_tmp
 
-check "the benchmark runs (30 s simulated)" \
+check "the benchmark runs (60 s simulated)" \
 	bash -c "top_builddir='${top_builddir:-.}' top_srcdir='${top_srcdir:-.}' \
 		bash '${top_srcdir:-.}/tests/bench/beqos.sh' --quick >'$t/bench'"
 last=$(tail -n 1 "$t/bench")

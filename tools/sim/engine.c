@@ -496,6 +496,7 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 {
 	const struct sim_scenario *sc = r->sc;
 	uint64_t pb = sc->be_pblock_bytes, ppp = r->setup->be_part_bytes / pb;
+	uint64_t area = sc->model.capacity_bytes - be_start(sc);
 	int e;
 
 	*ret_pending = 0;
@@ -504,7 +505,7 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		uint64_t n = CW_MIN(end, (pos / pb + 1) * pb) - pos;
 		unsigned disk = (unsigned)(g % sc->disks);
 		struct sreq *q = sreq_get(r);
-		int64_t c;
+		int64_t c, cost;
 
 		if (!q)
 			return -ENOMEM;
@@ -515,9 +516,15 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
 		if (e < 0)
 			return e;
+		/* what it costs its client: the mean access (a seek over a third
+		 * of the BE area, half a turn), not the bound that ΔL charges */
+		e = cw_model_access_ns(&sc->model, q->off >= area / 3 ? q->off - area / 3 :
+						   q->off + area / 3, q->off, n, 500000, &cost);
+		if (e < 0)
+			return e;
 		q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
-					      .client = client, .offset_bytes = q->off,
-					      .length_bytes = n };
+					      .cost_ns = CW_MIN(cost, c), .client = client,
+					      .offset_bytes = q->off, .length_bytes = n };
 		pos += n;
 		if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
 			return e;
@@ -589,8 +596,8 @@ static int client_done(struct run *r, unsigned disk, const struct sreq *q, int64
 	if (r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->r)) < 0)
 		return e;
 	if (now <= r->sc->duration_ns) {
-		c->cost += q->r.service_ns;
-		c->cost_resv += q->r.phase == CW_SCHED_PHASE_RESV ? q->r.service_ns : 0;
+		c->cost += cw_sched_req_cost(&q->r);
+		c->cost_resv += q->r.phase == CW_SCHED_PHASE_RESV ? cw_sched_req_cost(&q->r) : 0;
 		c->bytes += q->bytes;
 	}
 	if (--c->pending[slot])
@@ -797,7 +804,10 @@ static void clients_result(struct run *r, struct sim_result *res)
 	const struct sim_scenario *sc = r->sc;
 	double t = (double)sc->duration_ns;
 
+	double w_sum = 0, s_sum = 0;
+
 	res->n_clients = sc->n_clients;
+	res->share_error_max = res->resv_met = res->limit_over = res->limit_ratio = -1;
 	for (unsigned i = 0; i < sc->n_clients; i++) {
 		struct cstate *c = &r->cl[i];
 		struct sim_client_result *o = &res->clients[i];
@@ -824,6 +834,25 @@ static void clients_result(struct run *r, struct sim_result *res)
 			o->mean_ms = sum / (double)c->n_lat / 1e6;
 			o->p99_ms = pct_ms(c->lat, c->n_lat, 99);
 		}
+		if (o->resv_share > 0)
+			res->resv_met = res->resv_met < 0 ? o->share / o->resv_share :
+				       CW_MIN(res->resv_met, o->share / o->resv_share);
+		if (o->limit_share > 0) {
+			res->limit_ratio = CW_MAX(res->limit_ratio, o->share / o->limit_share);
+			res->limit_over = CW_MAX(0, res->limit_ratio - 1);
+		}
+		if (!o->resv_share && !o->limit_share) {
+			w_sum += sc->clients[i].weight;
+			s_sum += o->share;
+		}
+	}
+	for (unsigned i = 0; i < sc->n_clients && w_sum > 0 && s_sum > 0; i++) {
+		const struct sim_client_result *o = &res->clients[i];
+
+		if (!o->resv_share && !o->limit_share)
+			res->share_error_max = CW_MAX(res->share_error_max,
+						      fabs(o->share / s_sum -
+							   sc->clients[i].weight / w_sum));
 	}
 }
 

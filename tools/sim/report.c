@@ -70,6 +70,8 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 				x->share / x->limit_share, x->throttled_s);
 		fprintf(f, "\n");
 	}
+	fprintf(f, "  share_error_max=%.4f resv_met=%.3f limit_over=%.3f (-1: no such client)\n",
+		r->share_error_max, r->resv_met, r->limit_over);
 }
 
 void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
@@ -107,7 +109,9 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 			sc->clients[i].weight, x->requests, x->mb_s, x->share, x->resv_share,
 			x->resv_part, x->limit_share, x->throttled_s, x->mean_ms, x->p99_ms);
 	}
-	fprintf(f, "], \"events\": %" PRIu64 "}\n", r->events);
+	fprintf(f, "], \"share_error_max\": %.6f, \"resv_met\": %.6f, \"limit_over\": %.6f"
+		", \"events\": %" PRIu64 "}\n", r->share_error_max, r->resv_met, r->limit_over,
+		r->events);
 }
 
 void sim_report_csv_header(FILE *f)

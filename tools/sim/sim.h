@@ -233,6 +233,12 @@ struct sim_result {
 	double be_capacity;		/* least over the disks, a share of its time */
 	size_t n_clients;
 	struct sim_client_result clients[SIM_MAX_CLIENTS];
+	/* Over the clients: among those with neither reservation nor limit,
+	 * the largest distance between a client's part of their service and
+	 * its weight's part; the least share / reservation; the most a share
+	 * went over its limit (0 when none did).  -1: no such client. */
+	double share_error_max, resv_met, limit_over;
+	double limit_ratio;		/* the most share / limit (-1: no limit) */
 	size_t streams;
 	double rt_load_mb_s;
 	int64_t delta_l_ns[SIM_MAX_DISKS];
