@@ -279,4 +279,8 @@ int sim_cmd_run(int argc, char **argv);
 int sim_cmd_sweep(int argc, char **argv);
 int sim_cmd_model(int argc, char **argv);	/* prints a preset as a cwmodel1 line */
 
+/* ---- sfcfig.c ---------------------------------------------------------- */
+
+int sim_cmd_irregularity(int argc, char **argv);	/* the SFC paper's Figure 8 */
+
 #endif
