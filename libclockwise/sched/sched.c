@@ -425,7 +425,7 @@ int cw_sched_new(const struct cw_sched_opts *opts, struct cw_sched **ret)
 	s->o = *opts;
 	s->wait.by_release = true;
 	s->beq = opts->beq ? opts->beq : cw_sched_beq_fifo();
-	e = s->beq->init(&s->beq_state);
+	e = s->beq->init(opts->beq_conf, &s->beq_state);
 	if (e < 0) {
 		free(s);
 		return e;
@@ -773,7 +773,7 @@ static bool edf_pick(struct cw_sched *s, int64_t now, struct cw_sched_decision *
 	return true;
 }
 
-static void wait_or_idle(struct cw_sched *s, struct cw_sched_decision *ret)
+static void wait_or_idle(struct cw_sched *s, int64_t now, struct cw_sched_decision *ret)
 {
 	int64_t until = INT64_MAX;
 	struct cw_sched_req *w = heap_top(&s->wait);
@@ -783,6 +783,9 @@ static void wait_or_idle(struct cw_sched *s, struct cw_sched_decision *ret)
 
 	if (w)
 		until = w->release_ns;
+	/* a BE order that holds its requests back (a limit) says until when */
+	if (s->beq->ready_ns && s->beq->count(s->beq_state))
+		until = CW_MIN(until, CW_MAX(now + 1, s->beq->ready_ns(s->beq_state, now)));
 	if (s->o.server_slice_ns && !s->srv_active && s->beq->count(s->beq_state))
 		until = CW_MIN(until, s->srv_next);
 	if (until == INT64_MAX)
@@ -814,7 +817,7 @@ static void decide(struct cw_sched *s, int64_t now, struct cw_sched_decision *re
 			 * allowed for a sporadic task). */
 			if (server_release(s, now))
 				continue;
-			wait_or_idle(s, ret);
+			wait_or_idle(s, now, ret);
 			return;
 		}
 		if (s->o.policy != CW_SCHED_EDF) {
@@ -905,4 +908,23 @@ void cw_sched_get_stats(const struct cw_sched *s, struct cw_sched_stats *ret)
 	ret->rt_waiting = s->wait.n;
 	ret->be_queued = s->beq->count(s->beq_state);
 	ret->busy = s->cur != NULL;
+}
+
+int cw_sched_set_client(struct cw_sched *s, uint64_t client, const struct cw_sched_client *qos)
+{
+	if (!s || !qos)
+		return -EINVAL;
+	if (!s->beq->set_client)
+		return -EOPNOTSUPP;
+	return s->beq->set_client(s->beq_state, client, qos);
+}
+
+int cw_sched_get_client_stats(const struct cw_sched *s, uint64_t client,
+			      struct cw_sched_client_stats *ret)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	if (!s->beq->client_stats)
+		return -EOPNOTSUPP;
+	return s->beq->client_stats(s->beq_state, client, ret);
 }

@@ -169,9 +169,9 @@ static int prepare(const char *cmd, int argc, char **argv, struct session *s)
 /* One simulation, counted for the speed line and in JSON mode reported on
  * stdout; a failure is said here. */
 static int simulate(struct session *s, const struct sim_setup *setup, size_t streams,
-		    unsigned policy, struct sim_result *r)
+		    unsigned policy, unsigned order, struct sim_result *r)
 {
-	int e = sim_run(setup, streams, &s->trace, policy, r);
+	int e = sim_run_be(setup, streams, &s->trace, policy, order, r);
 
 	if (e < 0) {
 		fprintf(stderr, "cwsim: simulation failed: %s\n", strerror(-e));
@@ -213,15 +213,16 @@ int sim_cmd_run(int argc, char **argv)
 			printf("%s: %zu streams admitted (%.2f MiB/s); next: %s\n",
 			       sim_placement_name(pl), setup.n_streams,
 			       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
-		for (unsigned p = 0; p < 3 && e == 0; p++) {
-			struct sim_result r;
+		for (unsigned p = 0; p < 3 && e == 0; p++)
+			for (unsigned o = 0; o < SIM_N_BEQ && e == 0; o++) {
+				struct sim_result r;
 
-			if (!(c->sc.policies & 1u << p))
-				continue;
-			e = simulate(&s, &setup, setup.n_streams, p, &r);
-			if (e == 0 && !c->json)
-				sim_report_text(stdout, &c->sc, &r);
-		}
+				if (!(c->sc.policies & 1u << p) || !(c->sc.be_orders & 1u << o))
+					continue;
+				e = simulate(&s, &setup, setup.n_streams, p, o, &r);
+				if (e == 0 && !c->json)
+					sim_report_text(stdout, &c->sc, &r);
+			}
 		sim_setup_done(&setup);
 	}
 	sim_trace_done(&s.trace);
@@ -418,7 +419,8 @@ static int sweep_fig3(struct session *s)
 
 				if (i && k == load_point(setup.n_streams, npts, i - 1))
 					continue;
-				e = simulate(s, &setup, k, p, &r);
+				e = simulate(s, &setup, k, p, (unsigned)__builtin_ctz(c->sc.be_orders),
+					     &r);
 				if (e < 0)
 					break;
 				sim_report_csv(csv, &r, c->sc.disks);
@@ -445,6 +447,89 @@ static int sweep_fig3(struct session *s)
 	return e;
 }
 
+/* With BE clients: each order at each load, how the clients fare (the
+ * issue's comparison of fifo, rbfq and sfc), on the first placement. */
+static int sweep_beqos(struct session *s)
+{
+	const struct cli *c = &s->c;
+	FILE *csv, *f;
+	_cleanup_free_ char *plt = NULL;
+	size_t plt_len = 0;
+	static const struct { const char *col, *title; bool log; } panels[] = {
+		{ "$6", "weighted clients: largest share error against the weights", false },
+		{ "$7", "reserved client: share / reservation (1 = met)", true },
+		{ "$9", "limited client: share / limit (1 = at the limit)", true },
+	};
+	struct sim_setup setup;
+	unsigned pl = (unsigned)__builtin_ctz(c->sc.placements), npts;
+	int e;
+
+	if (!c->sc.n_clients)
+		return 0;
+	csv = open_out(c->out_dir, "beqos.csv");
+	if (!csv)
+		return -EIO;
+	fprintf(csv, "placement,order,streams,rt_load_mb_s,rt_misses,share_error_max,resv_met,"
+		"limit_over,limit_ratio\n");
+	e = sim_setup_build(&c->sc, pl, c->sc.video, 0, NULL, NULL, &setup);
+	if (e < 0) {
+		fclose(csv);
+		return e;
+	}
+	npts = setup.n_streams + 1 <= c->sc.loads ? (unsigned)setup.n_streams + 1 : c->sc.loads;
+	for (unsigned o = 0; o < SIM_N_BEQ && e == 0; o++)
+		for (unsigned i = 0; i < npts && e == 0 && (c->sc.be_orders & 1u << o); i++) {
+			size_t k = load_point(setup.n_streams, npts, i);
+			unsigned p = (unsigned)__builtin_ctz(c->sc.policies);
+			struct sim_result r;
+
+			if (i && k == load_point(setup.n_streams, npts, i - 1))
+				continue;
+			e = simulate(s, &setup, k, p, o, &r);
+			if (e < 0)
+				break;
+			fprintf(csv, "%s,%s,%zu,%.4f,%" PRIu64 ",%.6f,%.6f,%.6f,%.6f\n",
+				sim_placement_name(pl), sim_be_order_name(o), r.streams, r.rt_load_mb_s,
+				r.rt_misses, r.share_error_max, r.resv_met, r.limit_over, r.limit_ratio);
+			if (!c->json)
+				printf("%-8s %-4s %3zu streams %6.2f MB/s  misses %3" PRIu64
+				       "  share error %.4f  resv met %.3f  limit over %.3f\n",
+				       sim_placement_name(pl), sim_be_order_name(o), r.streams,
+				       r.rt_load_mb_s, r.rt_misses, r.share_error_max, r.resv_met,
+				       r.limit_over);
+		}
+	sim_setup_done(&setup);
+	if (fclose(csv) != 0)
+		e = e ? e : -EIO;
+	if (e < 0)
+		return e;
+	f = open_memstream(&plt, &plt_len);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "set datafile separator ','\nset grid\nset key top left\n"
+		"set xlabel 'aggregate RT load (MB/s)'\n"
+		"set multiplot layout 3,1 title 'Best effort between clients: %s, per BE order'\n",
+		sim_placement_name(pl));
+	for (size_t k = 0; k < CW_ARRAY_SIZE(panels); k++) {
+		bool first = true;
+
+		fprintf(f, "%s\nset title '%s'\nplot ", panels[k].log ? "set logscale y" :
+			"unset logscale y", panels[k].title);
+		for (unsigned o = 0; o < SIM_N_BEQ; o++) {
+			if (!(c->sc.be_orders & 1u << o))
+				continue;
+			fprintf(f, "%s'beqos.csv' using (strcol(2) eq '%s' ? $4 : NaN):(%s > 0 ? %s : NaN)"
+				" with linespoints title '%s'", first ? "" : ", \\\n  ",
+				sim_be_order_name(o), panels[k].col, panels[k].col, sim_be_order_name(o));
+			first = false;
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "unset multiplot\n");
+	fclose(f);
+	return plot(c->out_dir, "beqos", plt, "1000,1200");
+}
+
 int sim_cmd_sweep(int argc, char **argv)
 {
 	struct session s;
@@ -462,6 +547,8 @@ int sim_cmd_sweep(int argc, char **argv)
 	e = sweep_fig2(c, c->json ? stderr : stdout);
 	if (e == 0)
 		e = sweep_fig3(&s);
+	if (e == 0)
+		e = sweep_beqos(&s);
 	sim_trace_done(&s.trace);
 	if (e < 0) {
 		fprintf(stderr, "cwsim: sweep failed: %s\n", strerror(-e));

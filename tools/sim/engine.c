@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -266,7 +267,7 @@ fail:
 
 /* ---- the event loop ---------------------------------------------------- */
 
-enum { EV_RT, EV_BE, EV_DONE, EV_WAKE };
+enum { EV_RT, EV_BE, EV_DONE, EV_WAKE, EV_CLIENT };
 
 struct ev {
 	int64_t t;
@@ -331,8 +332,21 @@ static struct ev ev_pop(struct evq *q)
 struct sreq {
 	struct cw_sched_req r;
 	uint64_t off, bytes;
-	uint32_t parent;	/* BE: index of the trace record */
+	uint32_t parent;	/* BE: index of the trace record, or the client's slot */
+	bool client;		/* from a BE client, not the trace */
 	struct sreq *next_free;
+};
+
+/* A BE client's state: its outstanding reads (slots) and what it got. */
+struct cstate {
+	int64_t arrival[SIM_MAX_DEPTH];
+	uint32_t pending[SIM_MAX_DEPTH];
+	struct sim_rng rng;
+	int64_t *lat;
+	size_t n_lat, cap_lat;
+	uint64_t requests, bytes;
+	int64_t cost, cost_resv;
+	double resv_share, limit_share;	/* asked, summed over the disks */
 };
 
 struct dstate {
@@ -367,6 +381,9 @@ struct run {
 	uint64_t be_rejected, be_overruns;
 	double part0_sum;
 	uint64_t part0_n;
+	enum sim_be_order order;
+	struct cw_sched_tracker *trk;	/* RBFQ's delta between disks */
+	struct cstate *cl;		/* sc->n_clients */
 };
 
 static struct sreq *sreq_get(struct run *r)
@@ -468,52 +485,134 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 	return kick(r, disk, now);
 }
 
-static int on_be(struct run *r, uint32_t idx, int64_t now)
+/* Splits a BE request of partition part into pieces per disk (blocks are
+ * striped over the disks) and queues them: *ret_pending counts the pieces
+ * queued, *ret_rejected says whether one was refused as larger than any
+ * slack could ever run. */
+static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes, uint64_t client,
+		     uint32_t parent, bool from_client, int64_t now, uint32_t *ret_pending,
+		     bool *ret_rejected)
 {
-	const struct sim_be_rec *rec = &r->trace->v[idx];
 	const struct sim_scenario *sc = r->sc;
 	uint64_t pb = sc->be_pblock_bytes, ppp = r->setup->be_part_bytes / pb;
-	struct bestate *b = &r->be[idx];
+	uint64_t area = sc->model.capacity_bytes - be_start(sc);
 	int e;
 
-	b->arrival = now;
-	b->pending = 0;
-	for (uint64_t pos = rec->off, end = rec->off + rec->bytes; pos < end;) {
-		uint64_t g = rec->part * ppp + pos / pb;
+	*ret_pending = 0;
+	for (uint64_t pos = off, end = off + bytes; pos < end;) {
+		uint64_t g = part * ppp + pos / pb;
 		uint64_t n = CW_MIN(end, (pos / pb + 1) * pb) - pos;
 		unsigned disk = (unsigned)(g % sc->disks);
 		struct sreq *q = sreq_get(r);
-		int64_t c;
+		int64_t c, cost;
 
 		if (!q)
 			return -ENOMEM;
 		q->off = be_start(sc) + g / sc->disks * pb + pos % pb;
 		q->bytes = n;
-		q->parent = idx;
+		q->parent = parent;
+		q->client = from_client;
 		e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
 		if (e < 0)
 			return e;
-		q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c };
+		/* what it costs its client: the mean access (a seek over a third
+		 * of the BE area, half a turn), not the bound that ΔL charges */
+		e = cw_model_access_ns(&sc->model, q->off >= area / 3 ? q->off - area / 3 :
+						   q->off + area / 3, q->off, n, 500000, &cost);
+		if (e < 0)
+			return e;
+		q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
+					      .cost_ns = CW_MIN(cost, c), .client = client,
+					      .offset_bytes = q->off, .length_bytes = n };
 		pos += n;
+		if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
+			return e;
+		q->r.other_resv_ns = 0;	/* reservations are per disk (the paper's M_ij) */
 		e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
 		if (e == -E2BIG) {
 			/* larger than any slack delta-l could ever give it */
-			b->rejected = true;
+			*ret_rejected = true;
 			sreq_put(r, q);
 			continue;
 		}
 		if (e < 0)
 			return e;
-		b->pending++;
+		(*ret_pending)++;
 		e = kick(r, disk, now);
 		if (e < 0)
 			return e;
 	}
+	return 0;
+}
+
+static int on_be(struct run *r, uint32_t idx, int64_t now)
+{
+	const struct sim_be_rec *rec = &r->trace->v[idx];
+	struct bestate *b = &r->be[idx];
+	int e;
+
+	b->arrival = now;
+	e = be_submit(r, rec->part, rec->off, rec->bytes, 0, idx, false, now, &b->pending,
+		      &b->rejected);
+	if (e < 0)
+		return e;
 	if (b->rejected)
 		r->be_rejected++;
 	if (idx + 1 < r->trace->n)
 		return ev_push(&r->q, r->trace->v[idx + 1].t_ns, EV_BE, idx + 1);
 	return 0;
+}
+
+/* Client slot idx (client idx / SIM_MAX_DEPTH) sends its next read. */
+static int on_client(struct run *r, uint32_t idx, int64_t now)
+{
+	const struct sim_scenario *sc = r->sc;
+	unsigned ci = idx / SIM_MAX_DEPTH, slot = idx % SIM_MAX_DEPTH;
+	const struct sim_client *spec = &sc->clients[ci];
+	struct cstate *c = &r->cl[ci];
+	uint64_t blocks = r->setup->be_part_bytes / spec->bytes;
+	bool rejected = false;
+	int e;
+
+	if (now >= sc->duration_ns || !blocks)
+		return 0;
+	c->arrival[slot] = now;
+	e = be_submit(r, ci % sc->be_partitions, sim_rng_below(&c->rng, blocks) * spec->bytes,
+		      spec->bytes, ci + 1, idx, true, now, &c->pending[slot], &rejected);
+	if (e < 0)
+		return e;
+	if (rejected)
+		r->be_rejected++;	/* the client stops: its reads never fit */
+	return 0;
+}
+
+static int client_done(struct run *r, unsigned disk, const struct sreq *q, int64_t now)
+{
+	unsigned ci = q->parent / SIM_MAX_DEPTH, slot = q->parent % SIM_MAX_DEPTH;
+	struct cstate *c = &r->cl[ci];
+	int e;
+
+	if (r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->r)) < 0)
+		return e;
+	if (now <= r->sc->duration_ns) {
+		c->cost += cw_sched_req_cost(&q->r);
+		c->cost_resv += q->r.phase == CW_SCHED_PHASE_RESV ? cw_sched_req_cost(&q->r) : 0;
+		c->bytes += q->bytes;
+	}
+	if (--c->pending[slot])
+		return 0;
+	c->requests++;
+	if (c->n_lat == c->cap_lat) {
+		size_t cap = c->cap_lat ? c->cap_lat * 2 : 1024;
+		int64_t *v = realloc(c->lat, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->lat = v;
+		c->cap_lat = cap;
+	}
+	c->lat[c->n_lat++] = now - c->arrival[slot];
+	return on_client(r, q->parent, now);
 }
 
 static int on_done(struct run *r, unsigned disk, int64_t now)
@@ -526,7 +625,12 @@ static int on_done(struct run *r, unsigned disk, int64_t now)
 	e = cw_sched_complete(d->s, &q->r, now, d->cur_actual);
 	if (e < 0)
 		return e;
-	if (q->r.cls == CW_SCHED_BE) {
+	if (q->client) {
+		r->be_overruns += d->cur_actual > q->r.service_ns;
+		e = client_done(r, disk, q, now);
+		if (e < 0)
+			return e;
+	} else if (q->r.cls == CW_SCHED_BE) {
 		struct bestate *b = &r->be[q->parent];
 
 		r->be_overruns += d->cur_actual > q->r.service_ns;
@@ -572,6 +676,56 @@ static void run_free(struct run *r)
 	free(r->next_n);
 	free(r->be);
 	free(r->lat);
+	for (unsigned i = 0; r->cl && i < r->sc->n_clients; i++)
+		free(r->cl[i].lat);
+	free(r->cl);
+	cw_sched_tracker_free(r->trk);
+}
+
+/* The clients' QoS on one disk, admitted against the best-effort capacity
+ * the disk's tasks leave (cw_sched_resv_admit): a scenario whose
+ * reservations do not fit is refused with the numbers. */
+static int clients_setup(struct run *r, unsigned disk, const struct cw_task *set, size_t n,
+			 struct sim_result *res)
+{
+	const struct sim_scenario *sc = r->sc;
+	uint32_t cap, resv[SIM_MAX_CLIENTS];
+	int e = cw_sched_be_capacity(set, n, &cap);
+
+	if (e < 0)
+		return e;
+	res->be_capacity = disk ? CW_MIN(res->be_capacity, (double)cap / CW_SCHED_PPM) :
+				  (double)cap / CW_SCHED_PPM;
+	for (unsigned i = 0; i < sc->n_clients; i++) {
+		const struct sim_client *c = &sc->clients[i];
+		struct cw_sched_client q = { .weight = c->weight, .prio = c->prio,
+					     .idle_credit_ns = c->credit_ns };
+		struct cw_sched_resv_verdict v;
+
+		q.resv_ppm = (uint32_t)llround(c->resv_pct * 1e4 * (c->resv_of_be ? cap / 1e6 : 1));
+		q.limit_ppm = (uint32_t)llround(c->limit_pct * 1e4 * (c->limit_of_be ? cap / 1e6 : 1));
+		if (c->limit_pct && !q.limit_ppm)
+			q.limit_ppm = 1;
+		e = cw_sched_resv_admit(resv, i, q.resv_ppm, cap, &v);
+		if (e < 0)
+			return e;
+		if (!v.fits) {
+			fprintf(stderr, "cwsim: disk %u: client %s: %s\n", disk, c->name, v.reason);
+			return -EINVAL;
+		}
+		resv[i] = q.resv_ppm;
+		if (cw_sched_client_check(&q) < 0) {
+			fprintf(stderr, "cwsim: disk %u: client %s: the limit (%.2f%%) is below the "
+				"reservation (%.2f%%)\n", disk, c->name, q.limit_ppm / 1e4,
+				q.resv_ppm / 1e4);
+			return -EINVAL;
+		}
+		r->cl[i].resv_share += (double)q.resv_ppm / CW_SCHED_PPM;
+		r->cl[i].limit_share += (double)q.limit_ppm / CW_SCHED_PPM;
+		if (r->order != SIM_BEQ_FIFO && (e = cw_sched_set_client(r->d[disk].s, i + 1, &q)) < 0)
+			return e;
+	}
+	return 0;
 }
 
 static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy policy)
@@ -585,6 +739,7 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		const struct sim_setup *s = r->setup;
 		_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
 		struct cw_sched_opts o;
+		struct cw_sched_sfc_conf sfc;
 		struct cw_admit_result ar;
 		size_t n = 0, t = 0;
 		int e;
@@ -612,7 +767,17 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		o.idle_be_ns = ar.idle_be_ns;
 		o.server_period_ns = sc->server_period_ns;
 		o.server_slice_ns = sc->server_slice_ns;
+		cw_sched_sfc_conf_init(&sfc);
+		sfc.curve = sc->sfc_curve;
+		sfc.window_ppm = sc->sfc_window_ppm;
+		sfc.capacity_bytes = sc->model.capacity_bytes;
+		o.beq = r->order == SIM_BEQ_RBFQ ? cw_sched_beq_rbfq() :
+			r->order == SIM_BEQ_SFC ? cw_sched_beq_sfc() : cw_sched_beq_fifo();
+		o.beq_conf = r->order == SIM_BEQ_SFC ? &sfc : NULL;
 		e = cw_sched_new(&o, &r->d[d].s);
+		if (e < 0)
+			return e;
+		e = clients_setup(r, d, set, n, res);
 		if (e < 0)
 			return e;
 		sim_disk_init(&r->d[d].mech, &sc->model, sc->bus_bps,
@@ -626,9 +791,76 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
 	    enum cw_sched_policy policy, struct sim_result *ret)
 {
+	unsigned o = setup->sc->be_orders ? (unsigned)__builtin_ctz(setup->sc->be_orders) : 0;
+
+	return sim_run_be(setup, n_streams, trace, policy, o, ret);
+}
+
+/* What each client got, as sim_client_result. */
+static void clients_result(struct run *r, struct sim_result *res)
+{
+	const struct sim_scenario *sc = r->sc;
+	double t = (double)sc->duration_ns;
+
+	double w_sum = 0, s_sum = 0;
+
+	res->n_clients = sc->n_clients;
+	res->share_error_max = res->resv_met = res->limit_over = res->limit_ratio = -1;
+	for (unsigned i = 0; i < sc->n_clients; i++) {
+		struct cstate *c = &r->cl[i];
+		struct sim_client_result *o = &res->clients[i];
+		double sum = 0;
+
+		*o = (struct sim_client_result){
+			.requests = c->requests,
+			.mb_s = (double)c->bytes / (double)SIM_MIB / (t / 1e9),
+			.share = (double)c->cost / t / sc->disks,
+			.resv_share = c->resv_share / sc->disks,
+			.limit_share = c->limit_share / sc->disks,
+			.resv_part = (double)c->cost_resv / t / sc->disks,
+		};
+		for (unsigned d = 0; d < sc->disks; d++) {
+			struct cw_sched_client_stats st;
+
+			if (cw_sched_get_client_stats(r->d[d].s, i + 1, &st) == 0)
+				o->throttled_s += (double)st.throttled_ns / 1e9;
+		}
+		if (c->n_lat) {
+			qsort(c->lat, c->n_lat, sizeof(*c->lat), cmp_i64);
+			for (size_t k = 0; k < c->n_lat; k++)
+				sum += (double)c->lat[k];
+			o->mean_ms = sum / (double)c->n_lat / 1e6;
+			o->p99_ms = pct_ms(c->lat, c->n_lat, 99);
+		}
+		if (o->resv_share > 0)
+			res->resv_met = res->resv_met < 0 ? o->share / o->resv_share :
+				       CW_MIN(res->resv_met, o->share / o->resv_share);
+		if (o->limit_share > 0) {
+			res->limit_ratio = CW_MAX(res->limit_ratio, o->share / o->limit_share);
+			res->limit_over = CW_MAX(0, res->limit_ratio - 1);
+		}
+		if (!o->resv_share && !o->limit_share) {
+			w_sum += sc->clients[i].weight;
+			s_sum += o->share;
+		}
+	}
+	for (unsigned i = 0; i < sc->n_clients && w_sum > 0 && s_sum > 0; i++) {
+		const struct sim_client_result *o = &res->clients[i];
+
+		if (!o->resv_share && !o->limit_share)
+			res->share_error_max = CW_MAX(res->share_error_max,
+						      fabs(o->share / s_sum -
+							   sc->clients[i].weight / w_sum));
+	}
+}
+
+int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
+	       enum cw_sched_policy policy, enum sim_be_order order, struct sim_result *ret)
+{
 	const struct sim_scenario *sc = setup->sc;
-	struct run r = { .setup = setup, .sc = sc, .trace = trace };
-	struct sim_result res = { .placement = setup->placement, .policy = policy };
+	struct run r = { .setup = setup, .sc = sc, .trace = trace, .order = order };
+	struct sim_result res = { .placement = setup->placement, .policy = policy,
+				  .be_order = order };
 	int64_t t0 = cw_now_ns();
 	int64_t now = 0;
 	int e;
@@ -639,10 +871,19 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 	r.next_n = calloc(r.n_streams + 1, sizeof(*r.next_n));
 	r.be = calloc(trace->n + 1, sizeof(*r.be));
 	r.lat = calloc(trace->n + 1, sizeof(*r.lat));
-	if (!r.next_n || !r.be || !r.lat) {
+	r.cl = calloc(sc->n_clients + 1, sizeof(*r.cl));
+	if (!r.next_n || !r.be || !r.lat || !r.cl) {
 		e = -ENOMEM;
 		goto out;
 	}
+	if (order >= SIM_N_BEQ) {
+		e = -EINVAL;
+		goto out;
+	}
+	if (order == SIM_BEQ_RBFQ && (e = cw_sched_tracker_new(sc->disks, &r.trk)) < 0)
+		goto out;
+	for (unsigned i = 0; i < sc->n_clients; i++)
+		sim_rng_seed(&r.cl[i].rng, sc->seed, 100 + i);
 	e = run_setup(&r, &res, policy);
 	if (e < 0)
 		goto out;
@@ -651,6 +892,9 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 			e = ev_push(&r.q, setup->streams[i].phase_ns, EV_RT, (uint32_t)i);
 	if (e == 0 && trace->n)
 		e = ev_push(&r.q, trace->v[0].t_ns, EV_BE, 0);
+	for (unsigned i = 0; i < sc->n_clients && e == 0; i++)
+		for (unsigned k = 0; k < sc->clients[i].depth && e == 0; k++)
+			e = ev_push(&r.q, 0, EV_CLIENT, i * SIM_MAX_DEPTH + k);
 	while (e == 0 && r.q.n) {
 		struct ev ev = ev_pop(&r.q);
 
@@ -665,6 +909,9 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 			break;
 		case EV_DONE:
 			e = on_done(&r, ev.idx, now);
+			break;
+		case EV_CLIENT:
+			e = on_client(&r, ev.idx, now);
 			break;
 		case EV_WAKE:
 			if (r.d[ev.idx].wake_at == now) {
@@ -708,6 +955,7 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 		res.be_max_ms = (double)r.lat[r.n_lat - 1] / 1e6;
 		res.be_part0_mean_ms = r.part0_n ? r.part0_sum / (double)r.part0_n / 1e6 : 0;
 	}
+	clients_result(&r, &res);
 	res.wall_s = (double)(cw_now_ns() - t0) / 1e9;
 	*ret = res;
 out:

@@ -52,6 +52,26 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, " %.3f", r->util[d]);
 	fprintf(f, "\n");
+	if (!r->n_clients)
+		return;
+	fprintf(f, "  BE order %s; best effort has %.1f%% of the least free disk; shares of the "
+		"disks' time:\n", sim_be_order_name(r->be_order), r->be_capacity * 100);
+	for (size_t i = 0; i < r->n_clients; i++) {
+		const struct sim_client *c = &sc->clients[i];
+		const struct sim_client_result *x = &r->clients[i];
+
+		fprintf(f, "    %-10s w %-3u share %6.2f%% (%.2f MB/s, mean %.1f ms, p99 %.1f ms)",
+			c->name, c->weight, x->share * 100, x->mb_s, x->mean_ms, x->p99_ms);
+		if (x->resv_share > 0)
+			fprintf(f, "  resv %.2f%%: %.3f met", x->resv_share * 100,
+				x->share / x->resv_share);
+		if (x->limit_share > 0)
+			fprintf(f, "  limit %.2f%%: %.3f of it, throttled %.1f s", x->limit_share * 100,
+				x->share / x->limit_share, x->throttled_s);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "  share_error_max=%.4f resv_met=%.3f limit_over=%.3f (-1: no such client)\n",
+		r->share_error_max, r->resv_met, r->limit_over);
 }
 
 void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
@@ -77,7 +97,21 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);
-	fprintf(f, "], \"events\": %" PRIu64 "}\n", r->events);
+	fprintf(f, "], \"be_order\": \"%s\", \"be_capacity\": %.6f, \"clients\": [",
+		sim_be_order_name(r->be_order), r->be_capacity);
+	for (size_t i = 0; i < r->n_clients; i++) {
+		const struct sim_client_result *x = &r->clients[i];
+
+		fprintf(f, "%s{\"name\": \"%s\", \"weight\": %u, \"requests\": %" PRIu64
+			", \"mb_s\": %.4f, \"share\": %.6f, \"resv_share\": %.6f"
+			", \"resv_part\": %.6f, \"limit_share\": %.6f, \"throttled_s\": %.3f"
+			", \"mean_ms\": %.3f, \"p99_ms\": %.3f}", i ? ", " : "", sc->clients[i].name,
+			sc->clients[i].weight, x->requests, x->mb_s, x->share, x->resv_share,
+			x->resv_part, x->limit_share, x->throttled_s, x->mean_ms, x->p99_ms);
+	}
+	fprintf(f, "], \"share_error_max\": %.6f, \"resv_met\": %.6f, \"limit_over\": %.6f"
+		", \"events\": %" PRIu64 "}\n", r->share_error_max, r->resv_met, r->limit_over,
+		r->events);
 }
 
 void sim_report_csv_header(FILE *f)

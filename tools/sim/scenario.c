@@ -31,6 +31,17 @@ const char *sim_placement_name(enum sim_placement p)
 	return (unsigned)p < SIM_N_PLACEMENTS ? placement_names[p] : "?";
 }
 
+static const char *const be_order_names[SIM_N_BEQ] = {
+	[SIM_BEQ_FIFO] = "fifo",
+	[SIM_BEQ_RBFQ] = "rbfq",
+	[SIM_BEQ_SFC] = "sfc",
+};
+
+const char *sim_be_order_name(enum sim_be_order o)
+{
+	return (unsigned)o < SIM_N_BEQ ? be_order_names[o] : "?";
+}
+
 void sim_scenario_defaults(struct sim_scenario *sc)
 {
 	*sc = (struct sim_scenario){
@@ -54,6 +65,9 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.be_partitions = 8,
 		.be_pblock_bytes = SIM_MIB,
 		.loads = 40,
+		.be_orders = 1u << SIM_BEQ_FIFO,
+		.sfc_curve = CW_SFC_HILBERT,
+		.sfc_window_ppm = 350000,
 	};
 }
 
@@ -160,6 +174,73 @@ static int parse_time(const char *v, int64_t unit_ns, int64_t hi_ns, int64_t *re
 	return 0;
 }
 
+/* "P%" (of the disk's time) or "P%be" (of its best-effort capacity). */
+static int parse_pct(const char *v, double *ret, bool *ret_of_be)
+{
+	_cleanup_free_ char *copy = strdup(v);
+	char *pc;
+
+	if (!copy)
+		return -ENOMEM;
+	pc = strchr(copy, '%');
+	if (!pc || (strcmp(pc, "%") && strcmp(pc, "%be")))
+		return -EINVAL;
+	*ret_of_be = pc[1] != '\0';
+	*pc = '\0';
+	return parse_double(copy, 0, 100, ret);
+}
+
+/* "NAME key=value ...": a best-effort client. */
+static int parse_client(struct sim_scenario *sc, const char *v, const char *where)
+{
+	_cleanup_free_ char *copy = strdup(v);
+	struct sim_client c = { .weight = 1, .depth = 8, .bytes = 64 * SIM_KIB };
+	char *save = NULL, *t;
+	uint64_t u;
+	double x;
+
+	if (!copy)
+		return -ENOMEM;
+	if (sc->n_clients == SIM_MAX_CLIENTS)
+		return bad(where, "client", "at most 16 clients");
+	t = strtok_r(copy, " \t", &save);
+	if (!t || strchr(t, '=') || strlen(t) >= sizeof(c.name))
+		return bad(where, "client", "expected NAME [weight=W] [resv=P%|P%be] "
+			   "[limit=P%|P%be] [depth=N] [size_kb=K] [prio=P] [credit_ms=T]");
+	snprintf(c.name, sizeof(c.name), "%s", t);
+	while ((t = strtok_r(NULL, " \t", &save))) {
+		char *eq = strchr(t, '=');
+		const char *k = t, *val = eq ? eq + 1 : "";
+
+		if (!eq)
+			return bad(where, t, "expected key=value");
+		*eq = '\0';
+		if (!strcmp(k, "weight") && parse_u64(val, 1, 1000000, &u) == 0)
+			c.weight = (uint32_t)u;
+		else if (!strcmp(k, "resv") && parse_pct(val, &c.resv_pct, &c.resv_of_be) == 0)
+			;
+		else if (!strcmp(k, "limit") && parse_pct(val, &c.limit_pct, &c.limit_of_be) == 0 &&
+			 c.limit_pct > 0)
+			;
+		else if (!strcmp(k, "depth") && parse_u64(val, 1, SIM_MAX_DEPTH, &u) == 0)
+			c.depth = (unsigned)u;
+		else if (!strcmp(k, "size_kb") && parse_u64(val, 4, 64 * 1024, &u) == 0 && u % 4 == 0)
+			c.bytes = u * SIM_KIB;
+		else if (!strcmp(k, "prio") && parse_u64(val, 0, 255, &u) == 0)
+			c.prio = (uint32_t)u;
+		else if (!strcmp(k, "credit_ms") && parse_double(val, 0, 1e6, &x) == 0)
+			c.credit_ns = (int64_t)llround(x * 1e6);
+		else
+			return bad(where, k, "expected weight=1..1000000, resv=P% or P%be (0..100), "
+				   "limit=P% or P%be (more than 0), depth=1..256, size_kb=4..65536 "
+				   "(a multiple of 4), prio=0..255 or credit_ms=T");
+	}
+	if (c.limit_pct && c.resv_of_be == c.limit_of_be && c.limit_pct < c.resv_pct)
+		return bad(where, c.name, "the limit is below the reservation");
+	sc->clients[sc->n_clients++] = c;
+	return 0;
+}
+
 int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, const char *where)
 {
 	static const char *const policy_names[] = { "delta-l", "edf", "lst" };
@@ -210,6 +291,22 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 	if (!strcmp(key, "policy")) {
 		if (parse_mask(v, policy_names, 3, &sc->policies) < 0)
 			return bad(where, key, "expected delta-l, edf, lst (comma-separated)");
+		return 0;
+	}
+	if (!strcmp(key, "be_order")) {
+		if (parse_mask(v, be_order_names, SIM_N_BEQ, &sc->be_orders) < 0)
+			return bad(where, key, "expected fifo, rbfq, sfc (comma-separated)");
+		return 0;
+	}
+	if (!strcmp(key, "client"))
+		return parse_client(sc, v, where);
+	if (!strcmp(key, "sfc_curve"))
+		return cw_sfc_curve_parse(v, &sc->sfc_curve) < 0 ?
+		       bad(where, key, "expected sweep, c-scan, hilbert, gray or diagonal") : 0;
+	if (!strcmp(key, "sfc_window_pct")) {
+		if (parse_double(v, 0, 100, &x) < 0)
+			return bad(where, key, "expected 0..100");
+		sc->sfc_window_ppm = (uint32_t)llround(x * 1e4);
 		return 0;
 	}
 	if (!strcmp(key, "duration_s"))

@@ -22,10 +22,13 @@
 #include <clockwise/admit.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
+#include <clockwise/sched-beq.h>
 
 #define SIM_KIB UINT64_C(1024)
 #define SIM_MIB (UINT64_C(1024) * 1024)
 #define SIM_MAX_DISKS 64
+#define SIM_MAX_CLIENTS 16
+#define SIM_MAX_DEPTH 256
 #define SIM_EXIT_USAGE 2
 
 /* ---- scenario.c -------------------------------------------------------- */
@@ -41,6 +44,27 @@ enum sim_video {
 	SIM_VIDEO_MIX = 0,	/* each pair's video type drawn from the seed */
 	SIM_VIDEO_817,		/* Motion-JPEG 817 KB/s in 1 MB blocks */
 	SIM_VIDEO_245,		/* Motion-JPEG 245 KB/s in 256 KB blocks */
+};
+
+/* The BE queue's order on every disk (cw_sched_beq_ops). */
+enum sim_be_order {
+	SIM_BEQ_FIFO = 0,
+	SIM_BEQ_RBFQ,
+	SIM_BEQ_SFC,
+	SIM_N_BEQ,
+};
+
+/* A best-effort client that keeps depth reads of bytes outstanding, at
+ * random places of its own BE partition (client k reads partition k). */
+struct sim_client {
+	char name[32];
+	uint32_t weight;		/* >= 1 */
+	double resv_pct, limit_pct;	/* 0: none */
+	bool resv_of_be, limit_of_be;	/* of the disk's BE capacity, not its time */
+	unsigned depth;
+	uint64_t bytes;
+	uint32_t prio;			/* SFC */
+	int64_t credit_ns;		/* RBFQ idle credit */
 };
 
 enum sim_be_source {
@@ -79,6 +103,11 @@ struct sim_scenario {
 	int64_t server_period_ns;	/* periodic BE server on every disk, 0: none */
 	int64_t server_slice_ns;
 	unsigned loads;			/* sweep: load points per placement */
+	unsigned be_orders;		/* bit mask of enum sim_be_order */
+	struct sim_client clients[SIM_MAX_CLIENTS];
+	unsigned n_clients;
+	enum cw_sfc_curve sfc_curve;
+	uint32_t sfc_window_ppm;
 	char base_dir[PATH_MAX];	/* relative paths in a file start here */
 };
 
@@ -94,6 +123,7 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *value
 /* Resolves the model and checks the whole: prints and returns -EINVAL. */
 int sim_scenario_finish(struct sim_scenario *sc);
 const char *sim_placement_name(enum sim_placement p);
+const char *sim_be_order_name(enum sim_be_order o);
 
 /* ---- disk.c ------------------------------------------------------------ */
 
@@ -183,9 +213,32 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement placement,
 void sim_setup_done(struct sim_setup *s);
 double sim_setup_load_mb_s(const struct sim_setup *s, size_t n_streams);
 
+/* What one BE client got.  Shares are of the disks' time, counted in the
+ * expected service time the scheduler charges (the disk model's), summed
+ * over the disks and divided by run time times disks. */
+struct sim_client_result {
+	uint64_t requests;
+	double mb_s;
+	double share;			/* achieved */
+	double resv_share, limit_share;	/* asked (0: none) */
+	double resv_part;		/* of the achieved, the part given for the reservation */
+	double throttled_s;		/* summed over disks */
+	double mean_ms, p99_ms;
+};
+
 struct sim_result {
 	enum sim_placement placement;
 	enum cw_sched_policy policy;
+	enum sim_be_order be_order;
+	double be_capacity;		/* least over the disks, a share of its time */
+	size_t n_clients;
+	struct sim_client_result clients[SIM_MAX_CLIENTS];
+	/* Over the clients: among those with neither reservation nor limit,
+	 * the largest distance between a client's part of their service and
+	 * its weight's part; the least share / reservation; the most a share
+	 * went over its limit (0 when none did).  -1: no such client. */
+	double share_error_max, resv_met, limit_over;
+	double limit_ratio;		/* the most share / limit (-1: no limit) */
 	size_t streams;
 	double rt_load_mb_s;
 	int64_t delta_l_ns[SIM_MAX_DISKS];
@@ -206,6 +259,9 @@ struct sim_result {
  * policy, in virtual time. */
 int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
 	    enum cw_sched_policy policy, struct sim_result *ret);
+/* The same with the BE order given (sim_run: the scenario's first). */
+int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
+	       enum cw_sched_policy policy, enum sim_be_order order, struct sim_result *ret);
 
 /* ---- report.c ---------------------------------------------------------- */
 
@@ -222,5 +278,9 @@ int sim_plot(const char *dir, const char *name, const char *script);
 int sim_cmd_run(int argc, char **argv);
 int sim_cmd_sweep(int argc, char **argv);
 int sim_cmd_model(int argc, char **argv);	/* prints a preset as a cwmodel1 line */
+
+/* ---- sfcfig.c ---------------------------------------------------------- */
+
+int sim_cmd_irregularity(int argc, char **argv);	/* the SFC paper's Figure 8 */
 
 #endif

@@ -93,6 +93,13 @@ enum cw_sched_via {
 	CW_SCHED_VIA_SERVER,	/* BE run by the periodic server */
 };
 
+/* Why the best-effort order chose a request (RBFQ's two phases). */
+enum cw_sched_phase {
+	CW_SCHED_PHASE_ORDER = 0,	/* the order itself (FIFO, SFC), or not BE */
+	CW_SCHED_PHASE_RESV,		/* RBFQ local phase: for the client's reservation */
+	CW_SCHED_PHASE_SHARE,		/* RBFQ global phase: for the client's weight */
+};
+
 /* A request.  The caller allocates it, fills the input fields and owns it;
  * the scheduler keeps a pointer from cw_sched_enqueue() until the request
  * is handed back by cw_sched_next() and completed, or cancelled. */
@@ -105,29 +112,72 @@ struct cw_sched_req {
 	int64_t period_ns;	/* RT: T of the stream on this disk */
 	int64_t service_ns;	/* expected service time; RT: the admitted C */
 	void *user;		/* caller's pointer, untouched */
+	/* input for the BE queue's order (a FIFO ignores them) */
+	uint64_t client;	/* BE: whose request (cw_sched_set_client); 0 is a client too */
+	int64_t cost_ns;	/* BE: what it costs its client's share, the disk model's
+				 * mean service time; 0: service_ns (a bound, for ΔL) */
+	uint64_t offset_bytes;	/* where on the disk it starts, and how long: */
+	uint64_t length_bytes;	/* the SFC order's position dimension */
+	int64_t be_deadline_ns;	/* BE: 0 = none; else the SFC order's deadline dimension */
+	int64_t other_ns;	/* BE over several disks (RBFQ's delta): cost served to */
+	int64_t other_resv_ns;	/* this client elsewhere since its previous request here,
+				 * and the part of it served for its reservation (rho);
+				 * cw_sched_tracker computes both.  0 on a single disk. */
 	/* output, set by the scheduler */
 	int64_t release_ns;	/* RT: max(arrival, the stream's last release + T) */
 	int64_t deadline_ns;	/* RT: release + T */
 	int64_t start_ns;	/* when dispatched */
 	enum cw_sched_via via;
+	enum cw_sched_phase phase;	/* BE: why the BE order chose it */
 	/* private */
 	size_t priv_;
 	int priv_state_;
 };
 
-/* The BE queue's order, behind a small interface: FIFO now; proportional
- * shares or space-filling curves can be added without touching policies.
- * peek shows the request the order would serve next (NULL if empty); take
- * removes exactly that request; remove drops any queued request. */
+/* A best-effort client's quality of service on one disk.  Shares are of
+ * the disk's time: a request costs its expected service time (cost_ns, else
+ * service_ns, from the disk model), so a 1 MiB read costs more than a 4 KiB one, and a
+ * reservation or limit is parts per million of the disk's time (10^6 = the
+ * whole disk).  RBFQ uses resv, weight, limit and idle credit; SFC uses
+ * prio.  A client never set has weight 1 and nothing else. */
+struct cw_sched_client {
+	uint32_t resv_ppm;	/* minimum share M (0: none) */
+	uint32_t weight;	/* proportional share w >= 1 */
+	uint32_t limit_ppm;	/* maximum share (0: none); >= resv_ppm */
+	int64_t idle_credit_ns;	/* sigma: cost a client back from idle may run ahead */
+	uint32_t prio;		/* SFC: 0 is the most urgent level */
+};
+
+/* What one client got, for stats (cost is expected service time). */
+struct cw_sched_client_stats {
+	uint64_t requests;		/* dispatched */
+	int64_t served_ns;		/* their cost */
+	int64_t served_resv_ns;		/* of which for the reservation */
+	int64_t throttled_ns;		/* time its next request waited for the limit */
+	size_t queued;
+};
+
+/* The BE queue's order, behind a small interface: FIFO, RBFQ shares
+ * (cw_sched_beq_rbfq) and space-filling curves (cw_sched_beq_sfc).
+ * init gets cw_sched_opts.beq_conf (NULL: the order's defaults).  peek
+ * shows the request the order would serve next (NULL if none may go now);
+ * take removes exactly that request (and sets its phase); remove drops any
+ * queued request.  Optional: ready_ns, for an order that may hold queued
+ * requests back (a limit), says when one may go (INT64_MAX: never without
+ * a new arrival); set_client and client_stats carry per-client QoS. */
 struct cw_sched_beq_ops {
 	const char *name;
-	int (*init)(void **ret_state);
+	int (*init)(const void *conf, void **ret_state);
 	void (*fini)(void *state);
 	int (*push)(void *state, struct cw_sched_req *req, int64_t now_ns);
 	struct cw_sched_req *(*peek)(void *state, int64_t now_ns);
 	void (*take)(void *state, struct cw_sched_req *req);
 	int (*remove)(void *state, struct cw_sched_req *req);	/* 0 or -ENOENT */
 	size_t (*count)(const void *state);
+	int64_t (*ready_ns)(void *state, int64_t now_ns);
+	int (*set_client)(void *state, uint64_t client, const struct cw_sched_client *qos);
+	int (*client_stats)(const void *state, uint64_t client,
+			    struct cw_sched_client_stats *ret_stats);
 };
 
 const struct cw_sched_beq_ops *cw_sched_beq_fifo(void);
@@ -140,6 +190,7 @@ struct cw_sched_opts {
 	int64_t server_slice_ns;	/* periodic BE server: 0 = none; it must */
 	int64_t server_period_ns;	/* be part of the admitted task set */
 	const struct cw_sched_beq_ops *beq;	/* NULL: FIFO */
+	const void *beq_conf;		/* the order's own options, NULL: defaults */
 };
 
 /* Defaults: delta-l, no slack, no server, FIFO. */
@@ -231,6 +282,15 @@ struct cw_sched_stats {
 };
 
 void cw_sched_get_stats(const struct cw_sched *s, struct cw_sched_stats *ret_stats);
+
+/* A client's QoS for the BE order (takes effect with the client's next
+ * request; queued ones keep their tags).  -EINVAL for bad values (weight
+ * 0, limit below reservation), -EOPNOTSUPP when the order has no clients
+ * (FIFO), -ENOMEM. */
+int cw_sched_set_client(struct cw_sched *s, uint64_t client, const struct cw_sched_client *qos);
+/* -ENOENT for a client the order has never seen, -EOPNOTSUPP as above. */
+int cw_sched_get_client_stats(const struct cw_sched *s, uint64_t client,
+			      struct cw_sched_client_stats *ret_stats);
 
 #ifdef __cplusplus
 }
