@@ -36,6 +36,20 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 	}
 	fprintf(f, "  min ");
 	ms_or_null(f, r->delta_l_min_ns);
+	/* Under the paper's plan the budget is ΔL and there is no automatic
+	 * server: nothing more to say, and the paper's figures read the same. */
+	if (sc->plan != SIM_PLAN_PAPER) {
+		fprintf(f, "\n  BE budget per disk (ms, plan %s):", sim_plan_name(sc->plan));
+		for (unsigned d = 0; d < sc->disks; d++) {
+			fputc(' ', f);
+			ms_or_null(f, r->be_budget_ns[d]);
+		}
+		fprintf(f, "  min ");
+		ms_or_null(f, r->be_budget_min_ns);
+		fprintf(f, "; server slice (ms):");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, " %.3f", (double)r->server_slice_ns[d] / 1e6);
+	}
 	fprintf(f, "\n  RT: %" PRIu64 " requests, %" PRIu64 " deadline misses, %" PRIu64
 		" over C, least slack ", r->rt_done, r->rt_misses, r->rt_overruns);
 	ms_or_null(f, r->rt_min_slack_ns);
@@ -77,7 +91,21 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);
-	fprintf(f, "], \"events\": %" PRIu64 "}\n", r->events);
+	fprintf(f, "]");
+	if (sc->plan != SIM_PLAN_PAPER) {
+		fprintf(f, ", \"plan\": \"%s\", \"be_budget_ms\": ", sim_plan_name(sc->plan));
+		ms_or_null(f, r->be_budget_min_ns);
+		fprintf(f, ", \"be_budget_ms_per_disk\": [");
+		for (unsigned d = 0; d < sc->disks; d++) {
+			fprintf(f, d ? ", " : "");
+			ms_or_null(f, r->be_budget_ns[d]);
+		}
+		fprintf(f, "], \"server_slice_ms_per_disk\": [");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, "%s%.3f", d ? ", " : "", (double)r->server_slice_ns[d] / 1e6);
+		fprintf(f, "]");
+	}
+	fprintf(f, ", \"events\": %" PRIu64 "}\n", r->events);
 }
 
 void sim_report_csv_header(FILE *f)

@@ -3,7 +3,9 @@
  * Scenario files: what cwsim simulates.  A scenario is "key = value" lines
  * ('#' starts a comment); cwsim(1) lists the keys.  The defaults are the
  * paper's set-up (section 4): three Quantum Atlas-II disks, Motion-JPEG and
- * CD-audio streams, the CELLO-like best-effort load, twenty minutes.
+ * CD-audio streams, the CELLO-like best-effort load, twenty minutes — run
+ * under clockwised's plan (plan = daemon); the presets, which reproduce the
+ * paper's figures, run under the paper's (plan = paper).
  */
 #include "config.h"
 
@@ -29,6 +31,26 @@ static const char *const placement_names[SIM_N_PLACEMENTS] = {
 const char *sim_placement_name(enum sim_placement p)
 {
 	return (unsigned)p < SIM_N_PLACEMENTS ? placement_names[p] : "?";
+}
+
+const char *sim_plan_name(enum sim_plan p)
+{
+	return p == SIM_PLAN_PAPER ? "paper" : "daemon";
+}
+
+void sim_scenario_plan_opts(const struct sim_scenario *sc, struct cw_admit_plan_opts *ret)
+{
+	if (sc->plan == SIM_PLAN_PAPER)
+		cw_admit_plan_opts_paper(ret);
+	else
+		cw_admit_plan_opts_init(ret);
+	/* The scenario's own server is admitted like a stream before them
+	 * all: it is the disk's room for best effort, so admission keeps no
+	 * other and the plan adds none. */
+	if (sc->server_period_ns) {
+		ret->be_reserve = false;
+		ret->auto_server = false;
+	}
 }
 
 void sim_scenario_defaults(struct sim_scenario *sc)
@@ -61,6 +83,7 @@ int sim_scenario_preset(const char *name, struct sim_scenario *sc)
 {
 	sim_scenario_defaults(sc);
 	sc->bus_bps = 20000000;	/* Fast-Wide SCSI-2, one bus per disk */
+	sc->plan = SIM_PLAN_PAPER;	/* the figures are the paper's */
 	if (!strcmp(name, "paper"))
 		return 0;
 	if (!strcmp(name, "quick")) {
@@ -241,6 +264,15 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 			sc->aligned = true;
 		else
 			return bad(where, key, "expected random or aligned");
+		return 0;
+	}
+	if (!strcmp(key, "plan")) {
+		if (!strcmp(v, "daemon"))
+			sc->plan = SIM_PLAN_DAEMON;
+		else if (!strcmp(v, "paper"))
+			sc->plan = SIM_PLAN_PAPER;
+		else
+			return bad(where, key, "expected daemon or paper");
 		return 0;
 	}
 	if (!strcmp(key, "video")) {

@@ -7,8 +7,9 @@
  * CSV and plots), cmd.c (the run, sweep and model subcommands).
  *
  * The simulator owns no scheduling logic (DESIGN rule 1): admission is
- * cw_admit_plan/cw_admit_test, dispatch is cw_sched, service-time bounds
- * are cw_model_service_ns.  It only supplies the clock, the requests and
+ * cw_admit_plan, each disk's plan (slack budget, idle allowance, server)
+ * is cw_admit_disk_plan as in clockwised, dispatch is cw_sched,
+ * service-time bounds are cw_model_service_ns.  It only supplies the clock, the requests and
  * the disk that serves them.
  */
 #ifndef CWSIM_SIM_H
@@ -20,6 +21,7 @@
 #include <stdio.h>
 
 #include <clockwise/admit.h>
+#include <clockwise/admit-state.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
 
@@ -50,6 +52,13 @@ enum sim_be_source {
 	SIM_BE_BLKPARSE,	/* blkparse's default text output */
 };
 
+/* Which plan each disk runs with (cw_admit_disk_plan): clockwised's, or
+ * the paper's. */
+enum sim_plan {
+	SIM_PLAN_DAEMON = 0,	/* guard, BE reserve, automatic server, BE pieces */
+	SIM_PLAN_PAPER,		/* ΔL itself, no reserve, no automatic server */
+};
+
 struct sim_scenario {
 	char model_spec[PATH_MAX + 80];	/* preset name, file:PATH or pool:PATH:DISK */
 	struct cw_model model;
@@ -78,6 +87,7 @@ struct sim_scenario {
 	uint64_t bus_bps;		/* 0: no bus limit */
 	int64_t server_period_ns;	/* periodic BE server on every disk, 0: none */
 	int64_t server_slice_ns;
+	enum sim_plan plan;
 	unsigned loads;			/* sweep: load points per placement */
 	char base_dir[PATH_MAX];	/* relative paths in a file start here */
 };
@@ -94,6 +104,11 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *value
 /* Resolves the model and checks the whole: prints and returns -EINVAL. */
 int sim_scenario_finish(struct sim_scenario *sc);
 const char *sim_placement_name(enum sim_placement p);
+const char *sim_plan_name(enum sim_plan p);
+/* The options the scenario's plan takes: cw_admit_plan_opts_init (daemon)
+ * or cw_admit_plan_opts_paper.  An explicit server (server_period_ms)
+ * takes the place of the BE reserve and the automatic server. */
+void sim_scenario_plan_opts(const struct sim_scenario *sc, struct cw_admit_plan_opts *ret);
 
 /* ---- disk.c ------------------------------------------------------------ */
 
@@ -170,6 +185,9 @@ struct sim_setup {
 	size_t n_tasks[SIM_MAX_DISKS];
 	size_t server_tasks;		/* 0 or 1 per disk */
 	uint64_t be_part_bytes;
+	struct cw_admit_plan_opts plan_opts;	/* sim_scenario_plan_opts */
+	struct cw_task be_reserve;	/* admission keeps it on every disk (zero: none) */
+	uint64_t be_piece_bytes;	/* BE pieces are cut at most this long */
 };
 
 /* Admits streams (video, its audio, next video, ...) until admission
@@ -181,6 +199,11 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement placement,
 		    enum sim_video video, size_t max_streams, sim_curve_fn curve, void *userdata,
 		    struct sim_setup *ret);
 void sim_setup_done(struct sim_setup *s);
+/* The plan of disk d carrying the server (if any) and the first n_streams
+ * streams, as clockwised would run it (cw_admit_disk_plan); an explicit
+ * server shows as the plan's server, and is not one of its n_tasks. */
+int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
+		   struct cw_disk_plan *ret);
 double sim_setup_load_mb_s(const struct sim_setup *s, size_t n_streams);
 
 struct sim_result {
@@ -190,6 +213,9 @@ struct sim_result {
 	double rt_load_mb_s;
 	int64_t delta_l_ns[SIM_MAX_DISKS];
 	int64_t delta_l_min_ns;		/* CW_ADMIT_NO_LIMIT without streams */
+	int64_t be_budget_ns[SIM_MAX_DISKS];	/* the plan's: ΔL after the guard */
+	int64_t be_budget_min_ns;
+	int64_t server_slice_ns[SIM_MAX_DISKS];	/* the plan's server, 0: none */
 	uint64_t rt_done, rt_misses, rt_overruns;
 	int64_t rt_min_slack_ns;	/* INT64_MAX: no RT request */
 	uint64_t be_requests, be_done, be_rejected, be_overruns;
