@@ -489,3 +489,37 @@ int sim_scenario_finish(struct sim_scenario *sc)
 	}
 	return 0;
 }
+
+int sim_scenario_from_args(const char *preset, const char *path, bool quick,
+			   char *const *sets, size_t n_sets, struct sim_scenario *sc)
+{
+	if (preset) {
+		if (sim_scenario_preset(preset, sc) < 0) {
+			fprintf(stderr, "cwsim: unknown preset '%s' (paper, quick)\n", preset);
+			return -EINVAL;
+		}
+	} else {
+		sim_scenario_defaults(sc);
+		if (sim_scenario_load(path, sc) < 0)
+			return -EINVAL;
+	}
+	if (quick) {
+		sc->duration_ns = 60 * CW_NS_PER_S;
+		sc->loads = CW_MIN(sc->loads, 8u);
+	}
+	sc->base_dir[0] = '\0';	/* --set paths are relative to the cwd */
+	for (size_t i = 0; i < n_sets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		char key[64];
+
+		if (!eq) {
+			fprintf(stderr, "cwsim: --set %s: expected KEY=VALUE\n", sets[i]);
+			return -EINVAL;
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)CW_MIN((size_t)(eq - sets[i]), sizeof(key) - 1),
+			 sets[i]);
+		if (sim_scenario_set(sc, key, eq + 1, "--set") < 0)
+			return -EINVAL;
+	}
+	return sim_scenario_finish(sc);
+}

@@ -4,7 +4,8 @@
  * section 4.  Sections follow the files: scenario.c (what to simulate),
  * disk.c (mechanics), trace.c (best-effort load), engine.c (layout,
  * admission and the event loop over virtual time), report.c (text, JSON,
- * CSV and plots), cmd.c (the run, sweep and model subcommands).
+ * CSV and plots), cmd.c (the run, sweep and model subcommands), plan.c
+ * (the plan subcommand).
  *
  * The simulator owns no scheduling logic (DESIGN rule 1): admission is
  * cw_admit_plan, each disk's plan (slack budget, idle allowance, server)
@@ -103,6 +104,12 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *value
 		     const char *where);
 /* Resolves the model and checks the whole: prints and returns -EINVAL. */
 int sim_scenario_finish(struct sim_scenario *sc);
+/* What a command line names: the preset (or else the file at path), then
+ * --quick (a minute, at most 8 loads), then each "KEY=VALUE" of sets in
+ * order (paths in them relative to the working directory), then
+ * sim_scenario_finish.  Prints what is wrong and returns -EINVAL. */
+int sim_scenario_from_args(const char *preset, const char *path, bool quick,
+			   char *const *sets, size_t n_sets, struct sim_scenario *sc);
 const char *sim_placement_name(enum sim_placement p);
 const char *sim_plan_name(enum sim_plan p);
 /* The options the scenario's plan takes: cw_admit_plan_opts_init (daemon)
@@ -248,5 +255,23 @@ int sim_plot(const char *dir, const char *name, const char *script);
 int sim_cmd_run(int argc, char **argv);
 int sim_cmd_sweep(int argc, char **argv);
 int sim_cmd_model(int argc, char **argv);	/* prints a preset as a cwmodel1 line */
+
+/* ---- plan.c ------------------------------------------------------------ */
+
+struct sim_plan_args {
+	bool json;
+	bool help;
+	const char *pool;		/* --pool FILE */
+	const char *preset;
+	const char *scenario;
+	char **sets;			/* --set KEY=VALUE, n_sets of them (malloc'ed) */
+	size_t n_sets;
+};
+
+/* `cwsim plan`'s arguments (argv[0] is "plan"): 0 with *ret (free
+ * ret->sets), -EINVAL with why filled in, or -ENOMEM. */
+int sim_plan_parse_args(int argc, char **argv, struct sim_plan_args *ret, char *why,
+			size_t why_len);
+int sim_cmd_plan(int argc, char **argv);
 
 #endif
