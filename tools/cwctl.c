@@ -28,6 +28,8 @@
 #include <clockwise/units.h>
 
 #include "ctl-client.h"
+#include "plan-table.h"
+#include "table.h"
 
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
@@ -86,58 +88,6 @@ static char *fdur(json_object *o, const char *k, char *buf)
 	return get(o, k) ? cw_units_format_duration(gi(o, k), buf) : strcpy(buf, "-");
 }
 
-/* A table: cells filled row by row, printed with columns aligned. */
-#define TABLE_COLS 12
-#define CELL 80
-struct table {
-	unsigned ncols;
-	size_t nrows, cap;
-	char (*cells)[TABLE_COLS][CELL];
-};
-
-static void table_row(struct table *t, ...)
-{
-	va_list ap;
-
-	if (t->nrows == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 16;
-		void *p = realloc(t->cells, cap * sizeof(*t->cells));
-
-		if (!p) {
-			fprintf(stderr, "%s: out of memory\n", cmd_name);
-			exit(EXIT_REFUSED);
-		}
-		t->cells = p;
-		t->cap = cap;
-	}
-	va_start(ap, t);
-	for (unsigned i = 0; i < t->ncols; i++)
-		snprintf(t->cells[t->nrows][i], CELL, "%s", va_arg(ap, const char *));
-	va_end(ap);
-	t->nrows++;
-}
-
-static void table_print(struct table *t)
-{
-	size_t w[TABLE_COLS] = { 0 };
-
-	for (size_t r = 0; r < t->nrows; r++)
-		for (unsigned i = 0; i < t->ncols; i++)
-			if (strlen(t->cells[r][i]) > w[i])
-				w[i] = strlen(t->cells[r][i]);
-	for (size_t r = 0; r < t->nrows; r++) {
-		for (unsigned i = 0; i < t->ncols; i++) {
-			if (i + 1 == t->ncols)
-				printf("%s\n", t->cells[r][i]);
-			else
-				printf("%-*s  ", (int)w[i], t->cells[r][i]);
-		}
-	}
-	free(t->cells);
-	t->cells = NULL;
-	t->nrows = t->cap = 0;
-}
-
 static void print_disks(json_object *a)
 {
 	struct table t = { .ncols = 10 };
@@ -146,7 +96,7 @@ static void print_disks(json_object *a)
 		  "DELTA-L");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *d = json_object_array_get_idx(a, i), *m = get(d, "model");
-		char size[CW_UNITS_BUF], fr[CW_UNITS_BUF], dl[CW_UNITS_BUF], util[16], model[CELL];
+		char size[CW_UNITS_BUF], fr[CW_UNITS_BUF], dl[CW_UNITS_BUF], util[16], model[TABLE_CELL];
 
 		snprintf(util, sizeof(util), "%.0f%%",
 			 100 * json_object_get_double(get(d, "utilization")));
@@ -156,7 +106,7 @@ static void print_disks(json_object *a)
 			  fsize(d, "size", size), fsize(d, "free", fr), model, gs(d, "tasks"),
 			  util, get(d, "delta_l_ns") ? fdur(d, "delta_l_ns", dl) : "none");
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_parts(json_object *a)
@@ -172,7 +122,7 @@ static void print_parts(json_object *a)
 			  gs(p, "tier"), gs(p, "zone"),
 			  json_object_get_boolean(get(p, "available")) ? "yes" : "no");
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_resvs(json_object *a)
@@ -183,7 +133,7 @@ static void print_resvs(json_object *a)
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *r = json_object_array_get_idx(a, i);
 		char rate[CW_UNITS_BUF], blk[CW_UNITS_BUF], per[CW_UNITS_BUF], end[CW_UNITS_BUF];
-		char a1[CW_UNITS_BUF], a2[CW_UNITS_BUF], range[CELL];
+		char a1[CW_UNITS_BUF], a2[CW_UNITS_BUF], range[TABLE_CELL];
 
 		snprintf(range, sizeof(range), "%s:%s", fsize(r, "range_start", a1),
 			 fsize(r, "range_end", a2));
@@ -193,7 +143,7 @@ static void print_resvs(json_object *a)
 			  fsize(r, "block", blk), range, fdur(r, "period_ns", per), gs(r, "disks"),
 			  get(r, "ends_in_ns") ? fdur(r, "ends_in_ns", end) : "never");
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_exports(json_object *a)
@@ -208,7 +158,7 @@ static void print_exports(json_object *a)
 			  json_object_get_boolean(get(e, "readonly")) ? "yes" : "no",
 			  get(e, "resv") ? gs(e, "resv") : "-");
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_resv(json_object *r)
@@ -228,7 +178,7 @@ static void print_resv(json_object *r)
 		table_row(&t, gs(p, "disk"), fdur(p, "period_ns", a), fdur(p, "service_ns", b),
 			  gs(p, "requests"), gs(p, "stride"));
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_stats(json_object *s)
@@ -246,7 +196,7 @@ static void print_stats(json_object *s)
 			  gs(o, "be_requests"), fdur(o, "be_p50_ns", a), fdur(o, "be_p99_ns", b),
 			  fdur(o, "be_max_ns", c), fdur(o, "slack_used_ns", e));
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 	if (r && json_object_array_length(r)) {
 		printf("\n");
 		table_row(&u, "RESV", "REQUESTS", "MISSES", "WORST-LATE");
@@ -259,7 +209,7 @@ static void print_stats(json_object *s)
 				  gs(o, "requests"), gs(o, "misses"),
 				  fdur(o, "worst_late_ns", a));
 		}
-		table_print(&u);
+		table_print(&u, stdout);
 	}
 }
 
@@ -551,6 +501,56 @@ static int c_disk_calibrate(int argc, char **argv)
 	return call(CW_CTL_CMD_DISK_CALIBRATE, a, print_calibrated);
 }
 
+/* The reply of disk.plan, an array of cw_disk_plan_format_json objects,
+ * as the table cwsim plan prints too. */
+static void print_plans(json_object *a)
+{
+	struct plan_row *rows;
+	size_t n;
+
+	if (!json_object_is_type(a, json_type_array)) {
+		fprintf(stderr, "%s: %s: the server's reply is not a list of plans\n", cmd_name,
+			socket_path);
+		exit(EXIT_CONNECT);
+	}
+	n = json_object_array_length(a);
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows) {
+		fprintf(stderr, "%s: out of memory\n", cmd_name);
+		exit(EXIT_REFUSED);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (plan_row_from_json(json_object_array_get_idx(a, i), &rows[i]) < 0) {
+			fprintf(stderr, "%s: %s: the server's plan of a disk lacks a field"
+				" (try --json)\n", cmd_name, socket_path);
+			free(rows);
+			exit(EXIT_CONNECT);
+		}
+	}
+	plan_table_print(stdout, rows, n);
+	free(rows);
+}
+
+static int c_disk_plan(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "json", no_argument, NULL, 'j' }, { 0 } };
+	json_object *a = NULL;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hj", lo)) != -1) {
+		if (o != 'j')
+			return EXIT_USAGE;
+		json_out = true;
+	}
+	if (argc - optind > 1)
+		return usage_error("expected at most one disk NAME");
+	if (argc - optind == 1) {
+		a = args_new();
+		put_str(a, "name", argv[optind]);
+	}
+	return call(CW_CTL_CMD_DISK_PLAN, a, print_plans);
+}
+
 static void print_part_done(json_object *p)
 {
 	char size[CW_UNITS_BUF];
@@ -613,7 +613,7 @@ static void print_part_show(json_object *p)
 
 		table_row(&t, gs(d, "disk"), gs(d, "blocks"), fsize(d, "bytes", b));
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 	printf("\n");
 	table_row(&u, "FIRST-BLOCK", "BLOCKS", "DISK-ID", "DISK-OFFSET");
 	/* A striped partition has a run per block: the first few tell the
@@ -624,7 +624,7 @@ static void print_part_show(json_object *p)
 		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk_id"),
 			  gs(r, "offset"));
 	}
-	table_print(&u);
+	table_print(&u, stdout);
 	if (gi(p, "runs_total") > 16)
 		printf("(%" PRId64 " runs in all)\n", gi(p, "runs_total"));
 }
@@ -850,6 +850,13 @@ static const struct command commands[] = {
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
 	  "shows on a terminal.  --quick measures few points, for a first look.\n",
 	  c_disk_calibrate },
+	{ "disk", "plan", "[NAME] [--json]",
+	  "Each disk's plan (or NAME's), what its dispatcher runs with: the slack\n"
+	  "delta-L of the streams it carries, the best-effort budget after the guard,\n"
+	  "the idle allowance, the periodic best-effort server, the best-effort piece\n"
+	  "and its worst-case time, the reserve admission keeps, and whether best\n"
+	  "effort is starved.  --json prints the array `cwsim plan --json` prints.\n",
+	  c_disk_plan },
 	{ "part", "create", "NAME --size SIZE [--policy rotation|random|single] [--tier hdd|ssd|none]\n"
 	  "       [--zone outer|inner|any] [--disk DISK]",
 	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"

@@ -2,8 +2,8 @@
 /*
  * cwsim — the Clockwise simulator's command line.  Each subcommand is one
  * entry of the table below; `cwsim admit` runs the admission test on a
- * task set, `cwsim run` and `cwsim sweep` the trace-driven simulator
- * (tools/sim/, see cwsim(1)).
+ * task set, `cwsim run` and `cwsim sweep` the trace-driven simulator,
+ * `cwsim plan` prints each disk's plan (tools/sim/, see cwsim(1)).
  */
 #include "config.h"
 
@@ -180,6 +180,7 @@ static const struct command {
 	{ "model", sim_cmd_model, "model PRESET   a disk model preset as a cwmodel1 line" },
 	{ "irregularity", sim_cmd_irregularity,
 	  "irregularity   the SFC paper's Figure 8: irregularity against the window" },
+	{ "plan", sim_cmd_plan, "plan SOURCE    each disk's plan (--pool DB or a scenario) as clockwised runs it" },
 	{ "help", cmd_help, "help           this list" },
 };
 

@@ -90,33 +90,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, struct cli *c)
 		usage(cmd);
 		return SIM_EXIT_USAGE;
 	}
-	if (c->preset) {
-		if (sim_scenario_preset(c->preset, &c->sc) < 0) {
-			fprintf(stderr, "cwsim: unknown preset '%s' (paper, quick)\n", c->preset);
-			return SIM_EXIT_USAGE;
-		}
-	} else {
-		sim_scenario_defaults(&c->sc);
-		if (sim_scenario_load(c->scenario, &c->sc) < 0)
-			return SIM_EXIT_USAGE;
-	}
-	if (c->quick) {
-		c->sc.duration_ns = 60 * CW_NS_PER_S;
-		c->sc.loads = CW_MIN(c->sc.loads, 8u);
-	}
-	c->sc.base_dir[0] = '\0';	/* --set paths are relative to the cwd */
-	for (size_t i = 0; i < n_sets; i++) {
-		char *eq = strchr(sets[i], '=');
-
-		if (!eq) {
-			fprintf(stderr, "cwsim: --set %s: expected KEY=VALUE\n", sets[i]);
-			return SIM_EXIT_USAGE;
-		}
-		*eq = '\0';
-		if (sim_scenario_set(&c->sc, sets[i], eq + 1, "--set") < 0)
-			return SIM_EXIT_USAGE;
-	}
-	if (sim_scenario_finish(&c->sc) < 0)
+	if (sim_scenario_from_args(c->preset, c->scenario, c->quick, sets, n_sets, &c->sc) < 0)
 		return SIM_EXIT_USAGE;
 	return -1;
 }

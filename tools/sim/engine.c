@@ -9,7 +9,15 @@
  * rt_area_pct of every disk, BE partitions are striped over the inner
  * be_area_pct.  Streams are offered to cw_admit_plan one after the other
  * (a video stream, its CD-audio stream, the next video, ...) until it
- * refuses one, exactly as a daemon would be asked.
+ * refuses one, exactly as a daemon would be asked: with the disk's
+ * best-effort reserve when the scenario's plan keeps one.
+ *
+ * Plan: each disk runs with cw_admit_disk_plan() of its admitted tasks —
+ * the function clockwised's admission state uses — so the dispatcher gets
+ * the plan's best-effort budget (ΔL after the guard), idle allowance and
+ * periodic server.  Under plan = daemon best-effort requests are also cut
+ * into the plan's pieces, as clockwised's pool back end cuts them; under
+ * plan = paper the budget is ΔL itself and there is no automatic server.
  *
  * Run: a discrete-event loop over virtual int64 nanoseconds.  Each disk
  * has its own struct cw_sched (the library's dispatcher, unchanged, which
@@ -69,6 +77,39 @@ double sim_setup_load_mb_s(const struct sim_setup *s, size_t n)
 	return sum / (double)SIM_MIB;
 }
 
+int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
+		   struct cw_disk_plan *ret)
+{
+	const struct sim_scenario *sc = s->sc;
+	_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
+	size_t n = 0, t;
+	int e;
+
+	if (!set)
+		return -ENOMEM;
+	/* the server's task and then the first n_streams' tasks on d,
+	 * which were appended in stream order */
+	for (; n < s->server_tasks; n++)
+		set[n] = s->tasks[d][n];
+	t = n;
+	for (size_t i = 0; i < n_streams && i < s->n_streams; i++)
+		if (s->streams[i].disk_period_ns[d])
+			set[n++] = s->tasks[d][t++];
+	e = cw_admit_disk_plan(&s->plan_opts, &sc->model, sc->model.tier, sc->be_pblock_bytes,
+			       set, n, ret);
+	if (e < 0)
+		return e;
+	ret->disk_id = d;
+	if (s->server_tasks) {
+		ret->n_tasks--;
+		ret->server_slice_ns = sc->server_slice_ns;
+		ret->server_period_ns = sc->server_period_ns;
+		ret->be_starved = CW_MAX(CW_MAX(ret->be_budget_ns, ret->idle_be_ns),
+					 ret->server_slice_ns) < ret->be_max_ns;
+	}
+	return 0;
+}
+
 static int add_task(struct sim_setup *s, unsigned d, const struct cw_task *t)
 {
 	struct cw_task *v = realloc(s->tasks[d], (s->n_tasks[d] + 1) * sizeof(*v));
@@ -110,6 +151,7 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 {
 	struct sim_setup s = { .sc = sc, .placement = pl };
 	struct cw_admit_disk disks[SIM_MAX_DISKS];
+	struct cw_disk_plan empty;
 	int64_t dl[SIM_MAX_DISKS];
 	uint64_t cursor[SIM_MAX_DISKS] = { 0 };
 	struct sim_rng kinds, offs;
@@ -135,6 +177,16 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 		fprintf(stderr, "cwsim: the BE area cannot hold %u partitions\n", sc->be_partitions);
 		return -EINVAL;
 	}
+	sim_scenario_plan_opts(sc, &s.plan_opts);
+	e = cw_admit_disk_plan(&s.plan_opts, &sc->model, sc->model.tier, sc->be_pblock_bytes, NULL,
+			       0, &empty);
+	if (e < 0) {
+		fprintf(stderr, "cwsim: the model cannot serve a best-effort piece: %s\n",
+			strerror(-e));
+		return -EINVAL;
+	}
+	s.be_reserve = empty.be_reserve;
+	s.be_piece_bytes = sc->plan == SIM_PLAN_PAPER ? sc->be_pblock_bytes : empty.be_piece_bytes;
 	if (sc->server_period_ns) {
 		struct cw_task srv = { .period_ns = sc->server_period_ns,
 				       .service_ns = sc->server_slice_ns };
@@ -196,7 +248,8 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 		place(sc, pl, i, clip, &offs, cursor, &st);
 		for (unsigned d = 0; d < n; d++)
 			disks[d] = (struct cw_admit_disk){ .model = &sc->model, .tasks = s.tasks[d],
-							   .n_tasks = s.n_tasks[d] };
+							   .n_tasks = s.n_tasks[d],
+							   .be_reserve = s.be_reserve };
 		q = (struct cw_admit_qos){ .bandwidth_bps = st.bandwidth_bps,
 					   .block_bytes = st.block_bytes };
 		lay = (struct cw_admit_layout){ .pblock_bytes = st.block_bytes, .n_pblocks = clip,
@@ -227,7 +280,6 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 
 			st.disk_period_ns[p->disk] = p->task.period_ns;
 			st.disk_service_ns[p->disk] = p->task.service_ns;
-			dl[p->disk] = p->result.delta_l_ns;
 			e = add_task(&s, p->disk, &p->task);
 			if (e < 0)
 				break;
@@ -253,8 +305,17 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 		if (curve) {
 			int64_t min = CW_ADMIT_NO_LIMIT;
 
-			for (unsigned d = 0; d < n; d++)
+			for (unsigned d = 0; d < n; d++) {
+				struct cw_disk_plan dp;
+
+				if (st.disk_period_ns[d]) {
+					e = sim_setup_plan(&s, d, s.n_streams, &dp);
+					if (e < 0)
+						goto fail;
+					dl[d] = dp.delta_l_ns;
+				}
 				min = CW_MIN(min, dl[d]);
+			}
 			curve(userdata, s.n_streams, sim_setup_load_mb_s(&s, s.n_streams), min);
 		}
 	}
@@ -501,7 +562,9 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 	*ret_pending = 0;
 	for (uint64_t pos = off, end = off + bytes; pos < end;) {
 		uint64_t g = part * ppp + pos / pb;
-		uint64_t n = CW_MIN(end, (pos / pb + 1) * pb) - pos;
+		/* to the end of the partition block, and no longer than a
+		 * piece of the plan */
+		uint64_t n = CW_MIN(CW_MIN(end, (pos / pb + 1) * pb) - pos, r->setup->be_piece_bytes);
 		unsigned disk = (unsigned)(g % sc->disks);
 		struct sreq *q = sreq_get(r);
 		int64_t c, cost;
@@ -734,39 +797,42 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 	struct sim_rng phases;
 
 	sim_rng_seed(&phases, sc->seed, 3);
-	res->delta_l_min_ns = CW_ADMIT_NO_LIMIT;
+	res->delta_l_min_ns = res->be_budget_min_ns = CW_ADMIT_NO_LIMIT;
 	for (unsigned d = 0; d < sc->disks; d++) {
+		struct cw_sched_opts o;
 		const struct sim_setup *s = r->setup;
 		_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
-		struct cw_sched_opts o;
 		struct cw_sched_sfc_conf sfc;
-		struct cw_admit_result ar;
+		struct cw_disk_plan p;
 		size_t n = 0, t = 0;
 		int e;
 
 		if (!set)
 			return -ENOMEM;
 		/* the server's task and then the first n_streams' tasks on d,
-		 * which were appended in stream order */
+		 * which were appended in stream order: what the clients share */
 		for (; n < s->server_tasks; n++)
 			set[n] = s->tasks[d][n];
 		t = n;
 		for (size_t i = 0; i < r->n_streams; i++)
 			if (s->streams[i].disk_period_ns[d])
 				set[n++] = s->tasks[d][t++];
-		e = cw_admit_test(set, n, &ar);
+		e = sim_setup_plan(r->setup, d, r->n_streams, &p);
+		if (e == -EBUSY)
+			return -EDOM;	/* a prefix of an admitted set: cannot happen */
 		if (e < 0)
 			return e;
-		if (!ar.schedulable)
-			return -EDOM;	/* a prefix of an admitted set: cannot happen */
-		res->delta_l_ns[d] = ar.delta_l_ns;
-		res->delta_l_min_ns = CW_MIN(res->delta_l_min_ns, ar.delta_l_ns);
+		res->delta_l_ns[d] = p.delta_l_ns;
+		res->delta_l_min_ns = CW_MIN(res->delta_l_min_ns, p.delta_l_ns);
+		res->be_budget_ns[d] = p.be_budget_ns;
+		res->be_budget_min_ns = CW_MIN(res->be_budget_min_ns, p.be_budget_ns);
+		res->server_slice_ns[d] = p.server_slice_ns;
 		cw_sched_opts_init(&o);
 		o.policy = policy;
-		o.delta_l_ns = ar.delta_l_ns;
-		o.idle_be_ns = ar.idle_be_ns;
-		o.server_period_ns = sc->server_period_ns;
-		o.server_slice_ns = sc->server_slice_ns;
+		o.delta_l_ns = p.be_budget_ns;
+		o.idle_be_ns = p.idle_be_ns;
+		o.server_period_ns = p.server_period_ns;
+		o.server_slice_ns = p.server_slice_ns;
 		cw_sched_sfc_conf_init(&sfc);
 		sfc.curve = sc->sfc_curve;
 		sfc.window_ppm = sc->sfc_window_ppm;

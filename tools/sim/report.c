@@ -36,6 +36,20 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 	}
 	fprintf(f, "  min ");
 	ms_or_null(f, r->delta_l_min_ns);
+	/* Under the paper's plan the budget is ΔL and there is no automatic
+	 * server: nothing more to say, and the paper's figures read the same. */
+	if (sc->plan != SIM_PLAN_PAPER) {
+		fprintf(f, "\n  BE budget per disk (ms, plan %s):", sim_plan_name(sc->plan));
+		for (unsigned d = 0; d < sc->disks; d++) {
+			fputc(' ', f);
+			ms_or_null(f, r->be_budget_ns[d]);
+		}
+		fprintf(f, "  min ");
+		ms_or_null(f, r->be_budget_min_ns);
+		fprintf(f, "; server slice (ms):");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, " %.3f", (double)r->server_slice_ns[d] / 1e6);
+	}
 	fprintf(f, "\n  RT: %" PRIu64 " requests, %" PRIu64 " deadline misses, %" PRIu64
 		" over C, least slack ", r->rt_done, r->rt_misses, r->rt_overruns);
 	ms_or_null(f, r->rt_min_slack_ns);
@@ -109,9 +123,22 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 			sc->clients[i].weight, x->requests, x->mb_s, x->share, x->resv_share,
 			x->resv_part, x->limit_share, x->throttled_s, x->mean_ms, x->p99_ms);
 	}
-	fprintf(f, "], \"share_error_max\": %.6f, \"resv_met\": %.6f, \"limit_over\": %.6f"
-		", \"events\": %" PRIu64 "}\n", r->share_error_max, r->resv_met, r->limit_over,
-		r->events);
+	fprintf(f, "], \"share_error_max\": %.6f, \"resv_met\": %.6f, \"limit_over\": %.6f",
+		r->share_error_max, r->resv_met, r->limit_over);
+	if (sc->plan != SIM_PLAN_PAPER) {
+		fprintf(f, ", \"plan\": \"%s\", \"be_budget_ms\": ", sim_plan_name(sc->plan));
+		ms_or_null(f, r->be_budget_min_ns);
+		fprintf(f, ", \"be_budget_ms_per_disk\": [");
+		for (unsigned d = 0; d < sc->disks; d++) {
+			fprintf(f, d ? ", " : "");
+			ms_or_null(f, r->be_budget_ns[d]);
+		}
+		fprintf(f, "], \"server_slice_ms_per_disk\": [");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, "%s%.3f", d ? ", " : "", (double)r->server_slice_ns[d] / 1e6);
+		fprintf(f, "]");
+	}
+	fprintf(f, ", \"events\": %" PRIu64 "}\n", r->events);
 }
 
 void sim_report_csv_header(FILE *f)

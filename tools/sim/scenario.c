@@ -3,7 +3,9 @@
  * Scenario files: what cwsim simulates.  A scenario is "key = value" lines
  * ('#' starts a comment); cwsim(1) lists the keys.  The defaults are the
  * paper's set-up (section 4): three Quantum Atlas-II disks, Motion-JPEG and
- * CD-audio streams, the CELLO-like best-effort load, twenty minutes.
+ * CD-audio streams, the CELLO-like best-effort load, twenty minutes — run
+ * under clockwised's plan (plan = daemon); the presets, which reproduce the
+ * paper's figures, run under the paper's (plan = paper).
  */
 #include "config.h"
 
@@ -42,6 +44,26 @@ const char *sim_be_order_name(enum sim_be_order o)
 	return (unsigned)o < SIM_N_BEQ ? be_order_names[o] : "?";
 }
 
+const char *sim_plan_name(enum sim_plan p)
+{
+	return p == SIM_PLAN_PAPER ? "paper" : "daemon";
+}
+
+void sim_scenario_plan_opts(const struct sim_scenario *sc, struct cw_admit_plan_opts *ret)
+{
+	if (sc->plan == SIM_PLAN_PAPER)
+		cw_admit_plan_opts_paper(ret);
+	else
+		cw_admit_plan_opts_init(ret);
+	/* The scenario's own server is admitted like a stream before them
+	 * all: it is the disk's room for best effort, so admission keeps no
+	 * other and the plan adds none. */
+	if (sc->server_period_ns) {
+		ret->be_reserve = false;
+		ret->auto_server = false;
+	}
+}
+
 void sim_scenario_defaults(struct sim_scenario *sc)
 {
 	*sc = (struct sim_scenario){
@@ -75,6 +97,7 @@ int sim_scenario_preset(const char *name, struct sim_scenario *sc)
 {
 	sim_scenario_defaults(sc);
 	sc->bus_bps = 20000000;	/* Fast-Wide SCSI-2, one bus per disk */
+	sc->plan = SIM_PLAN_PAPER;	/* the figures are the paper's */
 	if (!strcmp(name, "paper"))
 		return 0;
 	if (!strcmp(name, "quick")) {
@@ -340,6 +363,15 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 			return bad(where, key, "expected random or aligned");
 		return 0;
 	}
+	if (!strcmp(key, "plan")) {
+		if (!strcmp(v, "daemon"))
+			sc->plan = SIM_PLAN_DAEMON;
+		else if (!strcmp(v, "paper"))
+			sc->plan = SIM_PLAN_PAPER;
+		else
+			return bad(where, key, "expected daemon or paper");
+		return 0;
+	}
 	if (!strcmp(key, "video")) {
 		if (!strcmp(v, "mix"))
 			sc->video = SIM_VIDEO_MIX;
@@ -553,4 +585,38 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int sim_scenario_from_args(const char *preset, const char *path, bool quick,
+			   char *const *sets, size_t n_sets, struct sim_scenario *sc)
+{
+	if (preset) {
+		if (sim_scenario_preset(preset, sc) < 0) {
+			fprintf(stderr, "cwsim: unknown preset '%s' (paper, quick)\n", preset);
+			return -EINVAL;
+		}
+	} else {
+		sim_scenario_defaults(sc);
+		if (sim_scenario_load(path, sc) < 0)
+			return -EINVAL;
+	}
+	if (quick) {
+		sc->duration_ns = 60 * CW_NS_PER_S;
+		sc->loads = CW_MIN(sc->loads, 8u);
+	}
+	sc->base_dir[0] = '\0';	/* --set paths are relative to the cwd */
+	for (size_t i = 0; i < n_sets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		char key[64];
+
+		if (!eq) {
+			fprintf(stderr, "cwsim: --set %s: expected KEY=VALUE\n", sets[i]);
+			return -EINVAL;
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)CW_MIN((size_t)(eq - sets[i]), sizeof(key) - 1),
+			 sets[i]);
+		if (sim_scenario_set(sc, key, eq + 1, "--set") < 0)
+			return -EINVAL;
+	}
+	return sim_scenario_finish(sc);
 }
