@@ -425,7 +425,8 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 		sr->stream = p->resv->a->stream;
 		sr->same_job = !p->first_on_disk;
 		sr->period_ns = pt->task.period_ns;
-		sr->service_ns = pt->task.service_ns;
+		/* a new model may change C while streams run (one store) */
+		sr->service_ns = __atomic_load_n(&pt->task.service_ns, __ATOMIC_RELAXED);
 	} else {
 		sr->cls = CW_SCHED_BE;
 		r = cw_model_service_ns(disk_model(d), 0, 0, p->io.len ? p->io.len : 4096, &svc);

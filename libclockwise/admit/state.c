@@ -787,7 +787,10 @@ int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t id, const struc
 
 		for (size_t j = 0; j < rv->n_parts; j++)
 			if (rv->parts[j].disk_id == id)
-				rv->parts[j].task.service_ns = tasks[i].service_ns;
+				/* The data path reads it while it runs
+				 * (admit-state.h): one atomic store. */
+				__atomic_store_n(&rv->parts[j].task.service_ns,
+						 tasks[i].service_ns, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&st->lock);
 	if (ret_taken)

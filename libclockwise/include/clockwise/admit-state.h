@@ -25,8 +25,10 @@
  * Threads: one thread changes the state (the control thread, or the
  * daemon's main thread before it starts); cw_admit_state_resv_list() and
  * cw_admit_state_plan() may be called from any thread.  A reservation
- * object handed out stays valid and unchanged until the event that
- * releases it has returned.
+ * object handed out stays valid until the event that releases it has
+ * returned, and unchanged but for its parts' service times, which a new
+ * model of their disk changes with one atomic store each (read them with
+ * __atomic_load_n where another thread may change the model).
  */
 #ifndef CLOCKWISE_ADMIT_STATE_H
 #define CLOCKWISE_ADMIT_STATE_H
