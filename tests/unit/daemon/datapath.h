@@ -5,7 +5,7 @@
  * system where there is one so that the dispatchers use the memory I/O
  * engine (cw_io_kind_for_fd), its admission state, a configuration, and
  * the back end, wired as clockwised wires them (pb_admit_event listens).
- * Include it after the daemon file under test.
+ * Include it after the daemon file under test (it needs pool-internal.h).
  */
 #ifndef CW_TEST_DATAPATH_H
 #define CW_TEST_DATAPATH_H
@@ -118,15 +118,17 @@ static inline const struct cw_admit_resv *dp_reserve(struct dp *d, const char *p
 	return rv;
 }
 
-/* The part of rv on disk id. */
-static inline const struct cw_admit_resv_part *dp_resv_part(const struct cw_admit_resv *rv,
-							    uint32_t id)
+/* The data path's side of an admitted reservation, or NULL. */
+static inline struct resv *dp_held(struct pb *pb, const struct cw_admit_resv *a)
 {
-	for (size_t i = 0; i < rv->n_parts; i++)
-		if (rv->parts[i].disk_id == id)
-			return &rv->parts[i];
-	CU_FAIL_FATAL("the reservation has no part on that disk");
-	return NULL;
+	struct resv *rv = NULL;
+
+	pthread_mutex_lock(&pb->resv_lock);
+	for (size_t i = 0; i < pb->nresvs; i++)
+		if (pb->resvs[i] && pb->resvs[i]->a == a)
+			rv = pb->resvs[i];
+	pthread_mutex_unlock(&pb->resv_lock);
+	return rv;
 }
 
 #endif

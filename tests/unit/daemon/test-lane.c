@@ -247,11 +247,10 @@ static struct lane_plan *plan_now(void)
 /* The data path's side of an admitted reservation. */
 static struct resv *resv_of(const struct cw_admit_resv *a)
 {
-	for (size_t i = 0; i < D.pb->nresvs; i++)
-		if (D.pb->resvs[i] && D.pb->resvs[i]->a == a)
-			return D.pb->resvs[i];
-	CU_FAIL_FATAL("the data path does not hold the reservation");
-	return NULL;
+	struct resv *rv = dp_held(D.pb, a);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rv);
+	return rv;
 }
 
 static const struct cw_admit_resv *reserve(void)
