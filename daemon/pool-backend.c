@@ -486,15 +486,6 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 			return r;
 		}
 	}
-	for (i = 0; cw_admit_state_resv_at(adm, i); i++) {
-		r = resv_add(pb, cw_admit_state_resv_at(adm, i));
-		if (r < 0) {
-			cw_slots_domain_free(pb->domain);
-			free(pb->resvs);
-			free(pb);
-			return r;
-		}
-	}
 	pb->zeros = cw_io_alloc(ZERO_CHUNK);
 	if (!pb->zeros) {
 		cw_slots_domain_free(pb->domain);
@@ -502,6 +493,12 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 		return -ENOMEM;
 	}
 	memset(pb->zeros, 0, ZERO_CHUNK);
+	/* The reservations admitted before the data path existed. */
+	for (i = 0; cw_admit_state_resv_at(adm, i); i++) {
+		r = resv_add(pb, cw_admit_state_resv_at(adm, i));
+		if (r < 0)
+			goto fail;
+	}
 	r = cw_disk_list(pool, &infos, &n);
 	if (r < 0)
 		goto fail;
