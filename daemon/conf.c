@@ -105,12 +105,12 @@ static const char *choice_name(const struct choice *t, int value)
 	return NULL;
 }
 
-const char *cwd_policy_name(enum cwd_policy p)
+const char *cwd_config_policy_name(enum cwd_config_policy p)
 {
 	return choice_name(policies, (int)p);
 }
 
-const char *cwd_log_level_name(int level)
+const char *cwd_config_log_level_name(int level)
 {
 	return choice_name(log_levels, level);
 }
@@ -381,7 +381,7 @@ static int key_policy(struct parse *p, const config_setting_t *s, void *obj)
 	int v, r = get_choice(p, s, policies, "a dispatch policy", &v);
 
 	if (r == 0)
-		p->c->policy = (enum cwd_policy)v;
+		p->c->policy = (enum cwd_config_policy)v;
 	return r;
 }
 
@@ -957,7 +957,7 @@ static int disk_policy(struct parse *p, const config_setting_t *s, void *obj)
 	int v, r = get_choice(p, s, policies, "a dispatch policy", &v);
 
 	if (r == 0) {
-		d->policy = (enum cwd_policy)v;
+		d->policy = (enum cwd_config_policy)v;
 		p->disk_policy[d - p->c->disks] = s;
 	}
 	return r;
@@ -973,7 +973,7 @@ static int disk_slot_us(struct parse *p, const config_setting_t *s, void *obj)
 	return r;
 }
 
-unsigned cwd_default_lanes(enum cw_tier tier)
+unsigned cwd_config_default_lanes(enum cw_tier tier)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -1026,7 +1026,7 @@ static int parse_disk(struct parse *p, const config_setting_t *s, struct cwd_con
 		return fail(p, lanes, "%s is set on an hdd; expected lanes only with tier = \"ssd\"",
 			    WHERE(lanes));
 	if (!lanes)
-		d->lanes = cwd_default_lanes(d->tier);
+		d->lanes = cwd_config_default_lanes(d->tier);
 	if (d->slot_ns == 0)
 		d->slot_ns = (d->tier == CW_TIER_SSD ? DEFAULT_SLOT_US_SSD : DEFAULT_SLOT_US_HDD) *
 			     CW_NS_PER_US;
@@ -1117,7 +1117,7 @@ static int start_resv_field(unsigned i, const char *s, uint64_t *ret, const char
 	return 0;
 }
 
-int cwd_start_resv_parse(const char *spec, struct cwd_start_resv *ret, char *err, size_t errlen)
+int cwd_config_parse_resv(const char *spec, struct cwd_config_resv *ret, char *err, size_t errlen)
 {
 	char buf[512], *f[8], *save = NULL, *tok;
 	const char *expected;
@@ -1156,7 +1156,7 @@ int cwd_start_resv_parse(const char *spec, struct cwd_start_resv *ret, char *err
 		snprintf(err, errlen, "reservation \"%s\": the span ends before it starts", spec);
 		return -EINVAL;
 	}
-	*ret = (struct cwd_start_resv){
+	*ret = (struct cwd_config_resv){
 		.rate_bps = v[1], .block_bytes = v[2], .offset = v[3], .length = v[4],
 		.span_start_s = (int64_t)v[5], .span_end_s = (int64_t)v[6],
 	};
@@ -1410,7 +1410,7 @@ static int account_id(const char *v, bool group, uint32_t *ret_id)
 }
 
 __attribute__((format(printf, 3, 4)))
-static void warn(cwd_warn_fn fn, void *userdata, const char *fmt, ...)
+static void warn(cwd_config_warn_fn fn, void *userdata, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -1423,7 +1423,7 @@ static void warn(cwd_warn_fn fn, void *userdata, const char *fmt, ...)
 	fn(userdata, msg);
 }
 
-static int resolve_list(char *const *names, size_t n, const char *what, cwd_warn_fn fn,
+static int resolve_list(char *const *names, size_t n, const char *what, cwd_config_warn_fn fn,
 			void *userdata, struct nbdsrv_principal **ret, size_t *ret_n)
 {
 	struct nbdsrv_principal *v = calloc(n + 1, sizeof(*v));
@@ -1453,7 +1453,7 @@ static int resolve_list(char *const *names, size_t n, const char *what, cwd_warn
 	return 0;
 }
 
-void cwd_access_free(struct nbdsrv_access *rules, size_t n)
+void cwd_config_access_free(struct nbdsrv_access *rules, size_t n)
 {
 	size_t i;
 
@@ -1466,7 +1466,7 @@ void cwd_access_free(struct nbdsrv_access *rules, size_t n)
 	free(rules);
 }
 
-int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata,
+int cwd_config_access(const struct cwd_config *c, cwd_config_warn_fn fn, void *userdata,
 		      struct nbdsrv_access **ret_rules, size_t *ret_n)
 {
 	struct nbdsrv_access *rules = calloc(c->n_access + 1, sizeof(*rules));
@@ -1492,7 +1492,7 @@ int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata
 		rules[i].read_only = ro;
 	}
 	if (r < 0) {
-		cwd_access_free(rules, c->n_access);
+		cwd_config_access_free(rules, c->n_access);
 		return r;
 	}
 	*ret_rules = rules;
@@ -1500,7 +1500,7 @@ int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata
 	return 0;
 }
 
-void cwd_config_unix_perm(const struct cwd_config *c, cwd_warn_fn fn, void *userdata,
+void cwd_config_unix_perm(const struct cwd_config *c, cwd_config_warn_fn fn, void *userdata,
 			  struct nbdsrv_unix_perm *ret_perm)
 {
 	uint32_t id;

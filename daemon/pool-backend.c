@@ -78,7 +78,7 @@ static void push_pieces(struct preq *q, unsigned from, unsigned n)
 
 	atomic_store(&q->pending, n);
 	for (i = 0; i < n; i++)
-		cwd_queue_change(&q->p[from + i].lane->st, 1);
+		cwd_stats_queue_change(&q->p[from + i].lane->st, 1);
 	for (i = 0; i < n; i++) {
 		struct piece *p = &q->p[from + i];
 		int r = lane_push(pb, p);
@@ -363,7 +363,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
-	d->nlanes = cd ? cd->lanes : cwd_default_lanes(info->tier);
+	d->nlanes = cd ? cd->lanes : cwd_config_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	r = disk_first_model(pb, d);
@@ -974,7 +974,7 @@ void pb_log_stats(struct pb *pb)
 			if (pb->disks[i].fd < 0)
 				continue;
 			snprintf(what, sizeof(what), "disk %s lane %zu", pb->disks[i].name, j);
-			cwd_counters_log(what, &pb->disks[i].lanes[j].st);
+			cwd_stats_log(what, &pb->disks[i].lanes[j].st);
 		}
 	pthread_mutex_lock(&pb->resv_lock);
 	for (i = 0; i < pb->nresvs; i++) {
@@ -986,7 +986,7 @@ void pb_log_stats(struct pb *pb)
 			snprintf(what, sizeof(what), "reservation %" PRIu64, rv->a->id);
 		else
 			snprintf(what, sizeof(what), "reservation %s", rv->a->export_name);
-		cwd_counters_log(what, &rv->st);
+		cwd_stats_log(what, &rv->st);
 	}
 	pthread_mutex_unlock(&pb->resv_lock);
 }

@@ -178,7 +178,7 @@ static void *booker(void *arg)
 			struct piece *p = &b->qs[i]->p[j];
 			int r;
 
-			cwd_queue_change(&p->lane->st, 1);
+			cwd_stats_queue_change(&p->lane->st, 1);
 			r = lane_push(D.pb, p);
 			if (r < 0 && !b->err)
 				b->err = r;
@@ -299,11 +299,11 @@ static void test_fifo_order_and_depth(void)
 	CU_ASSERT_EQUAL_FATAL(pread(disk1->fd, b, PIECE, 4 * BS), PIECE);
 	CU_ASSERT_EQUAL(b[0], 'a' + N - 1);
 	CU_ASSERT_EQUAL(b[PIECE - 1], 'a' + N - 1);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.requests), N);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.be_done), N);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.write_bytes), N * PIECE);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.queued), 0);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.queued_max), N);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.requests), N);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.be_done), N);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.write_bytes), N * PIECE);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.queued), 0);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.queued_max), N);
 	CU_ASSERT_PTR_NULL(L->sched);
 	teardown();
 }
@@ -450,12 +450,12 @@ static void test_rt_release_deadline_and_misses(void)
 	CU_ASSERT_EQUAL(finished(), 3);
 	CU_ASSERT_EQUAL(late, 1);		/* B */
 	CU_ASSERT(at_deadline >= 1);		/* A's second piece, at least */
-	CU_ASSERT_EQUAL(cwd_get(&L->st.rt_missed), late);
-	CU_ASSERT_EQUAL(cwd_get(&rv->st.rt_missed), late);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.rt_done), 3);
-	CU_ASSERT_EQUAL(cwd_get(&rv->st.rt_done), 3);
-	CU_ASSERT_EQUAL(cwd_get(&rv->st.read_bytes), 3 * PIECE);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.be_done), 1);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.rt_missed), late);
+	CU_ASSERT_EQUAL(cwd_stats_get(&rv->st.rt_missed), late);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.rt_done), 3);
+	CU_ASSERT_EQUAL(cwd_stats_get(&rv->st.rt_done), 3);
+	CU_ASSERT_EQUAL(cwd_stats_get(&rv->st.read_bytes), 3 * PIECE);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.be_done), 1);
 	teardown();
 }
 
@@ -528,8 +528,8 @@ static void test_errors_reach_the_request(void)
 	CU_ASSERT_EQUAL(fin.err[0], -EBADF);
 	CU_ASSERT_PTR_EQUAL(fin.order[1], q[1]);
 	CU_ASSERT_EQUAL(fin.err[1], 0);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.errors), 2);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.requests), 3);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.errors), 2);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.requests), 3);
 	CU_ASSERT_EQUAL(atomic_load(&disk1->nerrors), 2);
 
 	lane_post_plan(L, plan_now());
@@ -646,8 +646,8 @@ static void test_dispatcher_thread(void)
 			CU_ASSERT_EQUAL(buf[PIECE - 1], k & 0xff);
 		}
 	}
-	CU_ASSERT_EQUAL(cwd_get(&L->st.requests), WRITERS * PER_WRITER);
-	CU_ASSERT_EQUAL(cwd_get(&L->st.errors), 0);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.requests), WRITERS * PER_WRITER);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.errors), 0);
 	CU_ASSERT_PTR_NOT_NULL(L->sched);
 	CU_ASSERT_PTR_NULL(atomic_load(&L->plan));
 	teardown();

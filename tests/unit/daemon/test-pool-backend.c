@@ -377,7 +377,7 @@ static void test_fua_and_flush(void)
 	setup();
 	serve();
 	h = client("media");
-	flushes1 = cwd_get(&disk_by_id(1)->lanes[0].st.flushes);
+	flushes1 = cwd_stats_get(&disk_by_id(1)->lanes[0].st.flushes);
 	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 8 * MIB, 2 * MIB, LIBNBD_CMD_FLAG_FUA), 0);
 	r = taken();
 	check_split(r, media, false, false);
@@ -393,7 +393,7 @@ static void test_fua_and_flush(void)
 			CU_ASSERT(f->start_ns >= r->p[j].start_ns);
 	}
 	CU_ASSERT_NOT_EQUAL(r->p[r->npieces].io.fd, r->p[r->npieces + 1].io.fd);
-	CU_ASSERT_EQUAL(cwd_get(&disk_by_id(1)->lanes[0].st.flushes), flushes1 + 1);
+	CU_ASSERT_EQUAL(cwd_stats_get(&disk_by_id(1)->lanes[0].st.flushes), flushes1 + 1);
 	free(r);
 
 	/* Within one block: one disk, one flush. */
@@ -527,9 +527,9 @@ static void test_rt_classification(void)
 	free(r);
 
 	for (uint32_t id = 1; id <= 2; id++)
-		lane_rt += cwd_get(&disk_by_id(id)->lanes[0].st.rt_done);
+		lane_rt += cwd_stats_get(&disk_by_id(id)->lanes[0].st.rt_done);
 	CU_ASSERT_EQUAL(lane_rt, rt_pieces);
-	CU_ASSERT_EQUAL(cwd_get(&held(a)->st.rt_done), rt_pieces);
+	CU_ASSERT_EQUAL(cwd_stats_get(&held(a)->st.rt_done), rt_pieces);
 	bye(h);
 	CU_ASSERT_FATAL(cw_admit_state_release(D.adm, a->id, NULL) == 0);
 	CU_ASSERT_PTR_NULL(media->resv);

@@ -55,11 +55,11 @@ static void teardown(void)
 	dp_close(&D);
 }
 
-static void lat(struct cwd_counters *c, unsigned n, int64_t ns)
+static void lat(struct cwd_stats *c, unsigned n, int64_t ns)
 {
 	for (unsigned i = 0; i < n; i++)
-		cwd_hist_add(c->be_lat, ns);
-	cwd_add(&c->be_done, n);
+		cwd_stats_hist_add(c->be_lat, ns);
+	cwd_stats_add(&c->be_done, n);
 }
 
 static const struct cwc_disk_stats *disk_stats(const struct cwc_stats *st, uint32_t id)
@@ -83,7 +83,7 @@ static void test_stats(void)
 	const struct cw_admit_resv *kept, *startup, *gone;
 	const struct cwc_disk_stats *ds;
 	const struct cwc_resv_stats *rs;
-	struct cwd_counters *l1, *s0, *s1;
+	struct cwd_stats *l1, *s0, *s1;
 	struct cwc_stats st = { 0 };
 	char err[256] = "";
 	uint64_t gone_id;
@@ -92,31 +92,31 @@ static void test_stats(void)
 	l1 = &D.pb->disks[0].lanes[0].st;
 	s0 = &D.pb->disks[1].lanes[0].st;
 	s1 = &D.pb->disks[1].lanes[1].st;
-	cwd_add(&l1->rt_done, 3);
-	cwd_add(&l1->rt_missed, 1);
-	cwd_add(&l1->slack_used_ns, 5000);
-	cwd_add(&l1->read_bytes, 4096);
-	cwd_add(&l1->write_bytes, 8192);
+	cwd_stats_add(&l1->rt_done, 3);
+	cwd_stats_add(&l1->rt_missed, 1);
+	cwd_stats_add(&l1->slack_used_ns, 5000);
+	cwd_stats_add(&l1->read_bytes, 4096);
+	cwd_stats_add(&l1->write_bytes, 8192);
 	lat(l1, 10, 5 * US);
 	/* The SSD: 6 fast on one lane, 4 slow on the other.  Its median is
 	 * fast (not the slow lane's median), its p99 and max slow. */
 	lat(s0, 6, 100 * US);
 	lat(s1, 4, 300 * US);
-	cwd_add(&s0->read_bytes, 100);
-	cwd_add(&s1->read_bytes, 1000);
-	cwd_add(&s1->write_bytes, 200);
-	cwd_add(&s1->slack_used_ns, 7);
+	cwd_stats_add(&s0->read_bytes, 100);
+	cwd_stats_add(&s1->read_bytes, 1000);
+	cwd_stats_add(&s1->write_bytes, 200);
+	cwd_stats_add(&s1->slack_used_ns, 7);
 	/* Disk 3 is closed: its counters are not reported. */
-	cwd_add(&D.pb->disks[2].lanes[0].st.be_done, 99);
+	cwd_stats_add(&D.pb->disks[2].lanes[0].st.be_done, 99);
 	CU_ASSERT_FATAL(pb_disk_remove(D.pb, 3, err, sizeof(err)) == 0);
 
 	kept = dp_reserve(&D, "media", 4 * MIB, MIB, 0, 0, NULL);
 	startup = dp_reserve(&D, "media", 4 * MIB, MIB, 0, 0, "media");
 	gone = dp_reserve(&D, "media", 4 * MIB, MIB, 0, 0, NULL);
-	cwd_add(&dp_held(D.pb, kept)->st.rt_done, 7);
-	cwd_add(&dp_held(D.pb, kept)->st.rt_missed, 2);
-	cwd_add(&dp_held(D.pb, startup)->st.rt_done, 1);
-	cwd_add(&dp_held(D.pb, gone)->st.rt_done, 50);
+	cwd_stats_add(&dp_held(D.pb, kept)->st.rt_done, 7);
+	cwd_stats_add(&dp_held(D.pb, kept)->st.rt_missed, 2);
+	cwd_stats_add(&dp_held(D.pb, startup)->st.rt_done, 1);
+	cwd_stats_add(&dp_held(D.pb, gone)->st.rt_done, 50);
 	gone_id = gone->id;
 	CU_ASSERT_FATAL(cw_admit_state_release(D.adm, gone_id, NULL) == 0);
 
