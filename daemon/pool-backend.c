@@ -1048,6 +1048,12 @@ void pb_log_stats(struct pb *pb)
 		cwd_counters_log(what, &rv->st);
 	}
 	pthread_mutex_unlock(&pb->resv_lock);
+	for (const struct pbx *x = pb->exports; x; x = x->next)
+		cwd_log(LOG_INFO, "stats export %s: be_requests=%" PRIu64 " be_bytes=%" PRIu64
+			" be_disk_time_us=%" PRIu64 " be_for_reservation_us=%" PRIu64, x->name,
+			(uint64_t)cwd_get(&x->be_st.requests), (uint64_t)cwd_get(&x->be_st.bytes),
+			(uint64_t)cwd_get(&x->be_st.cost_ns) / 1000,
+			(uint64_t)cwd_get(&x->be_st.resv_ns) / 1000);
 }
 
 void pb_free(struct pb *pb)
