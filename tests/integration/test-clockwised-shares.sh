@@ -17,7 +17,7 @@ for p in light heavy capped; do
 done
 
 # Three clients at once for SECS seconds, 256 KiB random reads (the HDD's
-# best-effort piece, so a rate limit is exact in bytes), 16 in flight
+# best-effort piece, so a rate limit is exact in bytes), 32 in flight
 # each; writes "name bytes" per export to $1.
 SECS=4
 run3() {
@@ -25,7 +25,7 @@ run3() {
 	for p in light heavy capped; do
 		args+=(--name="$p" --uri="$(cwd_uri "$p")")
 	done
-	env -C "$cw_tmp" fio --ioengine=nbd --rw=randread --bs=256k --iodepth=16 --size=96M \
+	env -C "$cw_tmp" fio --ioengine=nbd --rw=randread --bs=256k --iodepth=32 --size=96M \
 		--time_based --runtime="$SECS" --output-format=terse --terse-version=3 \
 		"${args[@]}" >"$1.terse" || return 1
 	# name, bytes read, runtime in ms
@@ -47,7 +47,7 @@ bytes_of() { awk -v n="$1" '$1 == n { print $2 }' "$2"; }
 
 # Few requests in flight on the disk, so that most wait in its order.
 for order in fifo rbfq; do
-	cwd_conf "be_order = \"$order\"; queue_depth = 4;"
+	cwd_conf "be_order = \"$order\"; queue_depth = 2;"
 	check "$order: start" cwd_start
 	if [ $order = fifo ]; then
 		# data on the disk, so that reads are real reads
@@ -69,7 +69,7 @@ for order in fifo rbfq; do
 		ms=$(ms_of capped "$cw_tmp/$order.out")
 		echo "capped: $((capped * 1000 / ms)) bytes/s over $ms ms"
 		check "rbfq: the limit holds" \
-			test $((capped)) -le $((2000000 * ms / 1000 * 102 / 100 + 262144 * 17))
+			test $((capped)) -le $((2000000 * ms / 1000 * 102 / 100 + 262144 * 33))
 		check "rbfq: the others use what the limit leaves" test $((light)) -gt $((capped))
 		fifo_heavy=$(bytes_of heavy "$cw_tmp/fifo.out")
 		fifo_light=$(bytes_of light "$cw_tmp/fifo.out")
