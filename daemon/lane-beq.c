@@ -162,9 +162,9 @@ void lane_be_done(struct lane *l, struct piece *p)
 	if (cost <= 0 && cw_model_mean_ns(disk_model(l->disk), p->io.len ? p->io.len : 4096,
 					  &cost) < 0)
 		cost = 0;
-	cwd_add(&c->requests, 1);
-	cwd_add(&c->bytes, p->io.len);
-	cwd_add(&c->cost_ns, (uint64_t)cost);
+	cwd_stats_add(&c->requests, 1);
+	cwd_stats_add(&c->bytes, p->io.len);
+	cwd_stats_add(&c->cost_ns, (uint64_t)cost);
 	if (p->sr.phase == CW_SCHED_PHASE_RESV)
-		cwd_add(&c->resv_ns, (uint64_t)cost);
+		cwd_stats_add(&c->resv_ns, (uint64_t)cost);
 }

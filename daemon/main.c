@@ -84,7 +84,7 @@ static int export_part(struct cw_pool *pool, const char *name, char *ret, size_t
 /* Streams given with -r: admitted like any other (every disk or none,
  * beside the stored ones), for the daemon's lifetime, never stored. */
 static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
-			    const struct cwd_start_resv *sr, int64_t start_ns)
+			    const struct cwd_config_resv *sr, int64_t start_ns)
 {
 	struct cw_admit_refusal ref;
 	struct cw_admit_request rq = {
@@ -302,7 +302,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cwd_start_resv resv[MAX_RESERVATIONS];
+	struct cwd_config_resv resv[MAX_RESERVATIONS];
 	struct cw_admit_state *adm = NULL;
 	struct nbdsrv_config scfg = { 0 };
 	struct nbdsrv_access *access = NULL;
@@ -336,7 +336,7 @@ int main(int argc, char **argv)
 					MAX_RESERVATIONS);
 				return 2;
 			}
-			if (cwd_start_resv_parse(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
+			if (cwd_config_parse_resv(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
 				fprintf(stderr, "clockwised: %s\n", msg);
 				return 2;
 			}
@@ -512,7 +512,7 @@ int main(int argc, char **argv)
 out:
 	svc_free(svc);
 	nbdsrv_free(srv);
-	cwd_access_free(access, n_access);
+	cwd_config_access_free(access, n_access);
 	pb_free(pb);
 	cw_admit_state_free(adm);
 	cw_pool_close(pool);

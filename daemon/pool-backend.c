@@ -78,7 +78,7 @@ static void push_pieces(struct preq *q, unsigned from, unsigned n)
 
 	atomic_store(&q->pending, n);
 	for (i = 0; i < n; i++)
-		cwd_queue_change(&q->p[from + i].lane->st, 1);
+		cwd_stats_queue_change(&q->p[from + i].lane->st, 1);
 	for (i = 0; i < n; i++) {
 		struct piece *p = &q->p[from + i];
 		int r = lane_push(pb, p);
@@ -364,7 +364,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
 	d->be_order = cw_sched_beq_by_name(cwd_be_order_name(cd ? cd->be_order : cfg->be_order));
-	d->nlanes = cd ? cd->lanes : cwd_default_lanes(info->tier);
+	d->nlanes = cd ? cd->lanes : cwd_config_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	r = disk_first_model(pb, d);
@@ -1033,7 +1033,7 @@ void pb_log_stats(struct pb *pb)
 			if (pb->disks[i].fd < 0)
 				continue;
 			snprintf(what, sizeof(what), "disk %s lane %zu", pb->disks[i].name, j);
-			cwd_counters_log(what, &pb->disks[i].lanes[j].st);
+			cwd_stats_log(what, &pb->disks[i].lanes[j].st);
 		}
 	pthread_mutex_lock(&pb->resv_lock);
 	for (i = 0; i < pb->nresvs; i++) {
@@ -1045,15 +1045,15 @@ void pb_log_stats(struct pb *pb)
 			snprintf(what, sizeof(what), "reservation %" PRIu64, rv->a->id);
 		else
 			snprintf(what, sizeof(what), "reservation %s", rv->a->export_name);
-		cwd_counters_log(what, &rv->st);
+		cwd_stats_log(what, &rv->st);
 	}
 	pthread_mutex_unlock(&pb->resv_lock);
 	for (const struct pbx *x = pb->exports; x; x = x->next)
 		cwd_log(LOG_INFO, "stats export %s: be_requests=%" PRIu64 " be_bytes=%" PRIu64
 			" be_disk_time_us=%" PRIu64 " be_for_reservation_us=%" PRIu64, x->name,
-			(uint64_t)cwd_get(&x->be_st.requests), (uint64_t)cwd_get(&x->be_st.bytes),
-			(uint64_t)cwd_get(&x->be_st.cost_ns) / 1000,
-			(uint64_t)cwd_get(&x->be_st.resv_ns) / 1000);
+			(uint64_t)cwd_stats_get(&x->be_st.requests), (uint64_t)cwd_stats_get(&x->be_st.bytes),
+			(uint64_t)cwd_stats_get(&x->be_st.cost_ns) / 1000,
+			(uint64_t)cwd_stats_get(&x->be_st.resv_ns) / 1000);
 }
 
 void pb_free(struct pb *pb)

@@ -83,7 +83,7 @@ struct lane {
 	atomic_bool handback;		/* a reader left requests in flight */
 	atomic_bool stop;
 	_Atomic(struct lane_plan *) plan;	/* posted, not yet applied */
-	struct cwd_counters st;
+	struct cwd_stats st;
 	/* Owned by the dispatcher thread alone. */
 	struct cw_io_engine *eng;
 	struct cw_sched *sched;		/* RT disks, lane 0 */
@@ -135,7 +135,7 @@ struct disk {
 struct resv {
 	const struct cw_admit_resv *a;
 	size_t idx;			/* in pb->resvs */
-	struct cwd_counters st;
+	struct cwd_stats st;
 };
 
 /* The part of rv on disk id, or NULL: its period and admitted C. */

@@ -182,17 +182,17 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 
 /* ---- stats ---- */
 
-static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_counters *c,
+static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
 		     atomic_uint_fast64_t *hist)
 {
-	ds->rt_requests += cwd_get(&c->rt_done);
-	ds->rt_misses += cwd_get(&c->rt_missed);
-	ds->be_requests += cwd_get(&c->be_done);
-	ds->slack_used_ns += (int64_t)cwd_get(&c->slack_used_ns);
-	ds->read_bytes += cwd_get(&c->read_bytes);
-	ds->written_bytes += cwd_get(&c->write_bytes);
-	for (unsigned b = 0; b < CWD_HIST_BUCKETS; b++)
-		hist[b] += cwd_get(&c->be_lat[b]);
+	ds->rt_requests += cwd_stats_get(&c->rt_done);
+	ds->rt_misses += cwd_stats_get(&c->rt_missed);
+	ds->be_requests += cwd_stats_get(&c->be_done);
+	ds->slack_used_ns += (int64_t)cwd_stats_get(&c->slack_used_ns);
+	ds->read_bytes += cwd_stats_get(&c->read_bytes);
+	ds->written_bytes += cwd_stats_get(&c->write_bytes);
+	for (unsigned b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
+		hist[b] += cwd_stats_get(&c->be_lat[b]);
 }
 
 static int hook_stats(void *userdata, struct cwc_stats *ret)
@@ -206,7 +206,7 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		return -ENOMEM;
 	for (i = 0; i < pb->ndisks; i++) {
 		struct cwc_disk_stats *ds = &ret->disks[ret->n_disks];
-		atomic_uint_fast64_t hist[CWD_HIST_BUCKETS] = { 0 };
+		atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS] = { 0 };
 		struct disk *d = &pb->disks[i];
 
 		if (d->fd < 0)
@@ -214,9 +214,9 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		ds->disk_id = d->id;
 		for (j = 0; j < d->nlanes; j++)
 			lane_sum(ds, &d->lanes[j].st, hist);
-		ds->be_p50_ns = cwd_hist_quantile(hist, 0.5);
-		ds->be_p99_ns = cwd_hist_quantile(hist, 0.99);
-		ds->be_max_ns = cwd_hist_quantile(hist, 1.0);
+		ds->be_p50_ns = cwd_stats_hist_quantile(hist, 0.5);
+		ds->be_p99_ns = cwd_stats_hist_quantile(hist, 0.99);
+		ds->be_max_ns = cwd_stats_hist_quantile(hist, 1.0);
 		ret->n_disks++;
 	}
 	pthread_mutex_lock(&pb->resv_lock);
@@ -232,8 +232,8 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 			continue;
 		ret->resvs[n++] = (struct cwc_resv_stats){
 			.resv_id = rv->a->persistent ? rv->a->id : 0,
-			.requests = cwd_get(&rv->st.rt_done),
-			.misses = cwd_get(&rv->st.rt_missed),
+			.requests = cwd_stats_get(&rv->st.rt_done),
+			.misses = cwd_stats_get(&rv->st.rt_missed),
 		};
 	}
 	ret->n_resvs = n;
