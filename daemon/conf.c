@@ -57,6 +57,7 @@ struct parse {
 	/* Per disk: where its optional settings were, for cross-checks. */
 	const config_setting_t **disk_lanes;
 	const config_setting_t **disk_policy;
+	const config_setting_t **disk_be_order;
 };
 
 /* name -> value tables for enumerated settings; the first spelling of
@@ -71,6 +72,13 @@ static const struct choice policies[] = {
 	{ "delta-l", CWD_POLICY_DELTA_L, false },
 	{ "edf", CWD_POLICY_EDF, false },
 	{ "lst", CWD_POLICY_LST, false },
+	{ NULL, 0, false },
+};
+
+static const struct choice be_orders[] = {
+	{ "fifo", CWD_BE_FIFO, false },
+	{ "rbfq", CWD_BE_RBFQ, false },
+	{ "sfc", CWD_BE_SFC, false },
 	{ NULL, 0, false },
 };
 
@@ -108,6 +116,11 @@ static const char *choice_name(const struct choice *t, int value)
 const char *cwd_config_policy_name(enum cwd_config_policy p)
 {
 	return choice_name(policies, (int)p);
+}
+
+const char *cwd_config_be_order_name(enum cwd_config_be_order o)
+{
+	return choice_name(be_orders, (int)o);
 }
 
 const char *cwd_config_log_level_name(int level)
@@ -382,6 +395,15 @@ static int key_policy(struct parse *p, const config_setting_t *s, void *obj)
 
 	if (r == 0)
 		p->c->policy = (enum cwd_config_policy)v;
+	return r;
+}
+
+static int key_be_order(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int v, r = get_choice(p, s, be_orders, "a best-effort order", &v);
+
+	if (r == 0)
+		p->c->be_order = (enum cwd_config_be_order)v;
 	return r;
 }
 
@@ -963,6 +985,18 @@ static int disk_policy(struct parse *p, const config_setting_t *s, void *obj)
 	return r;
 }
 
+static int disk_be_order(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_disk *d = obj;
+	int v, r = get_choice(p, s, be_orders, "a best-effort order", &v);
+
+	if (r == 0) {
+		d->be_order = (enum cwd_config_be_order)v;
+		p->disk_be_order[d - p->c->disks] = s;
+	}
+	return r;
+}
+
 static int disk_slot_us(struct parse *p, const config_setting_t *s, void *obj)
 {
 	long long v;
@@ -1000,6 +1034,7 @@ static const struct key disk_keys[] = {
 	{ "name", disk_name },
 	{ "tier", disk_tier },
 	{ "policy", disk_policy },
+	{ "be_order", disk_be_order },
 	{ "slot_us", disk_slot_us },
 	{ "lanes", disk_lanes },
 	{ "model", disk_model },
@@ -1044,7 +1079,8 @@ static int key_disks(struct parse *p, const config_setting_t *s, void *obj)
 	c->disks = calloc((size_t)n + 1, sizeof(*c->disks));
 	p->disk_lanes = calloc((size_t)n + 1, sizeof(*p->disk_lanes));
 	p->disk_policy = calloc((size_t)n + 1, sizeof(*p->disk_policy));
-	if (!c->disks || !p->disk_lanes || !p->disk_policy)
+	p->disk_be_order = calloc((size_t)n + 1, sizeof(*p->disk_be_order));
+	if (!c->disks || !p->disk_lanes || !p->disk_policy || !p->disk_be_order)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
@@ -1072,6 +1108,7 @@ static int key_disks(struct parse *p, const config_setting_t *s, void *obj)
 static const struct key top_keys[] = {
 	{ "pool", key_pool },
 	{ "policy", key_policy },
+	{ "be_order", key_be_order },
 	{ "io_engine", key_io_engine },
 	{ "queue_depth", key_queue_depth },
 	{ "rt_priority", key_rt_priority },
@@ -1229,6 +1266,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 		goto oom;
 	c->access[0].n_read_write = c->access[0].n_read_only = 1;
 	c->policy = CWD_POLICY_DELTA_L;
+	c->be_order = CWD_BE_RBFQ;
 	c->io_engine = CW_IO_URING;
 	c->queue_depth = DEFAULT_QUEUE_DEPTH;
 	c->rt_priority = DEFAULT_RT_PRIORITY;
@@ -1272,6 +1310,9 @@ static int check_tree(struct parse *p, const config_t *cf)
 	for (i = 0; i < c->n_disks; i++)
 		if (!p->disk_policy[i])
 			c->disks[i].policy = c->policy;
+	for (i = 0; i < c->n_disks; i++)
+		if (!p->disk_be_order[i])
+			c->disks[i].be_order = c->be_order;
 	if (p->listen && c->n_listen_unix + c->n_listen_tcp == 0)
 		return fail(p, p->listen, "listen has no address; expected at least one unix path "
 			    "or tcp address");
@@ -1315,6 +1356,7 @@ static int finish(config_t *cf, int ok, const char *name, struct cwd_config **re
 out:
 	free(p.disk_lanes);
 	free(p.disk_policy);
+	free(p.disk_be_order);
 	if (r < 0) {
 		cwd_config_free(p.c);
 		if (ret_error)

@@ -37,11 +37,20 @@ enum cwd_config_policy {
 	CWD_POLICY_LST = 2,
 };
 
+/* Order of the best-effort queue (clockwise/sched-beq.h): arrival order,
+ * RBFQ shares between exports, or a space-filling curve. */
+enum cwd_config_be_order {
+	CWD_BE_FIFO = 0,
+	CWD_BE_RBFQ = 1,
+	CWD_BE_SFC = 2,
+};
+
 struct cwd_config_disk {
 	char *path;		/* block device or file */
 	char *name;		/* [A-Za-z0-9._-]{1,63} */
 	enum cw_tier tier;
 	enum cwd_config_policy policy;
+	enum cwd_config_be_order be_order;
 	int64_t slot_ns;	/* slot length of the disk's reservation record */
 	unsigned lanes;		/* dispatchers; 1 on an HDD */
 	char *model;		/* model preset name, or NULL: the pool's calibrated model */
@@ -70,6 +79,7 @@ struct cwd_config {
 	char *file;		/* the file it came from */
 	char *pool;		/* pool database (sqlite) */
 	enum cwd_config_policy policy;	/* for disks that do not name one */
+	enum cwd_config_be_order be_order;	/* likewise */
 	enum cw_io_kind io_engine;
 	unsigned queue_depth;	/* requests in flight per dispatcher */
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
@@ -166,6 +176,8 @@ void cwd_config_unix_perm(const struct cwd_config *c, cwd_config_warn_fn warn, v
  * rate of 1). */
 unsigned cwd_config_default_lanes(enum cw_tier tier);
 const char *cwd_config_policy_name(enum cwd_config_policy p);
+/* "fifo", "rbfq", "sfc": the name cw_sched_beq_by_name() takes. */
+const char *cwd_config_be_order_name(enum cwd_config_be_order o);
 const char *cwd_config_log_level_name(int level);
 
 #endif

@@ -34,6 +34,7 @@ static const cwc_handler_fn handlers[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_EXPORT_LIST] = cwc_cmd_export_list,
 	[CW_CTL_CMD_EXPORT_ADD] = cwc_cmd_export_add,
 	[CW_CTL_CMD_EXPORT_REMOVE] = cwc_cmd_export_remove,
+	[CW_CTL_CMD_EXPORT_QOS] = cwc_cmd_export_qos,
 	[CW_CTL_CMD_STATS] = cwc_cmd_stats,
 	[CW_CTL_CMD_DISK_PLAN] = cwc_cmd_disk_plan,
 };

@@ -33,8 +33,12 @@ static json_object *export_json(const struct cwc_export *e)
 int cwc_cmd_export_list(struct ctx *c, json_object **ret)
 {
 	*ret = json_object_new_array();
-	for (size_t i = 0; i < c->srv->n_exports; i++)
-		json_object_array_add(*ret, export_json(&c->srv->exports[i]));
+	for (size_t i = 0; i < c->srv->n_exports; i++) {
+		json_object *o = export_json(&c->srv->exports[i]);
+
+		cwc_add(o, "qos", cwc_qos_json(c->srv, c->srv->exports[i].name));
+		json_object_array_add(*ret, o);
+	}
 	return 0;
 }
 
@@ -180,6 +184,9 @@ int cwc_cmd_export_remove(struct ctx *c, json_object **ret)
 			}
 		}
 		*ret = export_json(&srv->exports[i]);
+		/* its QoS goes with it (and lets go of the partition) */
+		if (srv->adm)
+			(void)cw_admit_state_be_clear(srv->adm, name);
 		memmove(&srv->exports[i], &srv->exports[i + 1],
 			(srv->n_exports - i - 1) * sizeof(srv->exports[0]));
 		srv->n_exports--;

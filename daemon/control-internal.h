@@ -5,7 +5,7 @@
  * control-cmd.c (a request's way from its line to its reply: parsing,
  * rights, the command table), control-util.c (errors and look-ups every
  * command uses), and one file per command family: control-disk.c,
- * control-part.c, control-resv.c, control-export.c, control-status.c.
+ * control-part.c, control-resv.c, control-export.c, control-qos.c, control-status.c.
  * Private to daemon/.
  *
  * The calls point one way: control-socket.c -> control-cmd.c -> the families ->
@@ -127,6 +127,11 @@ void cwc_resv_expire(struct cwc_server *srv);
 int cwc_cmd_export_list(struct ctx *c, json_object **ret);
 int cwc_cmd_export_add(struct ctx *c, json_object **ret);
 int cwc_cmd_export_remove(struct ctx *c, json_object **ret);
+
+/* control-qos.c: exports' best-effort QoS (clockwise/admit-state.h) */
+int cwc_cmd_export_qos(struct ctx *c, json_object **ret);
+/* The export's QoS as JSON, or NULL (JSON null) when it has none. */
+json_object *cwc_qos_json(const struct cwc_server *srv, const char *export_name);
 /* Serves each stored export again (the hooks are told); on failure takes
  * back what it told them and keeps nothing. */
 int cwc_export_load(struct cwc_server *srv);

@@ -363,12 +363,15 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
+	d->be_order = cw_sched_beq_by_name(cwd_config_be_order_name(cd ? cd->be_order : cfg->be_order));
 	d->nlanes = cd ? cd->lanes : cwd_config_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	r = disk_first_model(pb, d);
 	if (r < 0)
 		return r;
+	cw_sched_sfc_conf_init(&d->sfc);
+	d->sfc.capacity_bytes = disk_model(d)->capacity_bytes;
 	d->lanes = calloc(d->nlanes, sizeof(*d->lanes));
 	if (!d->lanes)
 		return -ENOMEM;
@@ -409,8 +412,9 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	r = cw_io_alignment(d->fd, &d->align);
 	if (r < 0 || !d->direct)
 		d->align = 512;
-	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, %u lane%s, %s %s I/O", d->name, d->path,
-		cw_tier_name(d->tier), cw_sched_policy_name(d->policy), d->nlanes,
+	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, best effort %s, %u lane%s, %s %s I/O",
+		d->name, d->path, cw_tier_name(d->tier), cw_sched_policy_name(d->policy),
+		d->be_order ? d->be_order->name : "fifo", d->nlanes,
 		d->nlanes == 1 ? "" : "s", d->direct ? "direct" : "buffered",
 		cw_io_kind_name(d->io_kind));
 	return 0;
@@ -572,6 +576,41 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 	return 0;
 }
 
+/* Gives export x the QoS be (NULL: none) on each disk, for the lanes to
+ * pick up; the one it replaces stays until the export goes, since a
+ * dispatcher may be reading it.  Control thread. */
+static void export_be_set(struct pb *pb, struct pbx *x, const struct cw_admit_be *be)
+{
+	struct pbx_be *nb;
+
+	if (!be && !atomic_load_explicit(&x->be, memory_order_relaxed))
+		return;	/* weight 1 and nothing else, as every order starts */
+	nb = calloc(1, sizeof(*nb));
+	if (!nb) {
+		cwd_log(LOG_ERR, "export %s: out of memory for its best-effort QoS", x->name);
+		return;
+	}
+	nb->gen = atomic_fetch_add(&pb->be_gen, 1) + 1;
+	for (size_t i = 0; be && i < be->n_parts; i++) {
+		int di = pb_disk_index(pb, be->parts[i].disk_id);
+
+		if (di < 0)
+			continue;
+		nb->has[di] = true;
+		nb->client[di] = be->parts[i].client;
+	}
+	nb->older = atomic_load_explicit(&x->be, memory_order_relaxed);
+	atomic_store_explicit(&x->be, nb, memory_order_release);
+}
+
+static void export_be_free(struct pbx *x)
+{
+	for (struct pbx_be *b = atomic_load(&x->be), *o; b; b = o) {
+		o = b->older;
+		free(b);
+	}
+}
+
 int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp)
 {
 	struct cw_part_info info;
@@ -600,6 +639,8 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	nd = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
 	x->align = align;
 	snprintf(x->name, sizeof(x->name), "%s", info.name);
+	x->client = ++pb->next_client;
+	export_be_set(pb, x, cw_admit_state_be_find(pb->adm, x->name));
 	snprintf(x->description, sizeof(x->description), "clockwise partition %s on %u disk%s",
 		 info.name, nd, nd == 1 ? "" : "s");
 	x->next = pb->exports;
@@ -667,6 +708,8 @@ static int disk_sched(struct pb *pb, struct disk *d)
 	o.idle_be_ns = no_limit(pl.idle_be_ns);
 	o.server_slice_ns = pl.server_slice_ns;
 	o.server_period_ns = pl.server_period_ns;
+	o.beq = d->be_order;
+	o.beq_conf = o.beq == cw_sched_beq_sfc() ? &d->sfc : NULL;
 	return cw_sched_new(&o, &d->lanes[0].sched);
 }
 
@@ -687,6 +730,12 @@ static int disk_start(struct pb *pb, struct disk *d)
 	for (j = 0; j < d->nlanes; j++) {
 		struct lane *l = &d->lanes[j];
 
+		r = l->sched ? 0 : lane_beq_new(l);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "disk %s: cannot set up its best-effort order: %s", d->name,
+				strerror(-r));
+			return r;
+		}
 		r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
@@ -725,6 +774,7 @@ static void disk_close(struct disk *d)
 	for (j = 0; j < d->nlanes && d->lanes; j++) {
 		cw_io_engine_free(d->lanes[j].eng);
 		cw_sched_free(d->lanes[j].sched);
+		lane_beq_free(&d->lanes[j]);
 		free(atomic_load(&d->lanes[j].plan));
 		cw_slots_free(d->lanes[j].rec);
 	}
@@ -942,6 +992,12 @@ void pb_admit_event(void *userdata, const struct cw_admit_event *ev)
 	case CW_ADMIT_EV_RESV_RELEASED:
 		resv_drop(pb, ev->resv);
 		break;
+	case CW_ADMIT_EV_BE_SET:
+	case CW_ADMIT_EV_BE_CLEARED:
+		for (struct pbx *x = pb->exports; x; x = x->next)
+			if (!strcmp(x->name, ev->be->export_name))
+				export_be_set(pb, x, ev->kind == CW_ADMIT_EV_BE_SET ? ev->be : NULL);
+		break;
 	}
 }
 
@@ -989,6 +1045,12 @@ void pb_log_stats(struct pb *pb)
 		cwd_stats_log(what, &rv->st);
 	}
 	pthread_mutex_unlock(&pb->resv_lock);
+	for (const struct pbx *x = pb->exports; x; x = x->next)
+		cwd_log(LOG_INFO, "stats export %s: be_requests=%" PRIu64 " be_bytes=%" PRIu64
+			" be_disk_time_us=%" PRIu64 " be_for_reservation_us=%" PRIu64, x->name,
+			(uint64_t)cwd_stats_get(&x->be_st.requests), (uint64_t)cwd_stats_get(&x->be_st.bytes),
+			(uint64_t)cwd_stats_get(&x->be_st.cost_ns) / 1000,
+			(uint64_t)cwd_stats_get(&x->be_st.resv_ns) / 1000);
 }
 
 void pb_free(struct pb *pb)
@@ -1004,6 +1066,7 @@ void pb_free(struct pb *pb)
 		disk_close(&pb->disks[i]);
 	for (x = pb->exports; x; x = next) {
 		next = x->next;
+		export_be_free(x);
 		free(x);
 	}
 	for (i = 0; i < pb->nresvs; i++)

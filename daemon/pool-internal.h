@@ -24,6 +24,7 @@
 #include <clockwise/io.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
+#include <clockwise/sched-beq.h>
 #include <clockwise/slots.h>
 
 #include "common/cleanup.h"
@@ -86,7 +87,13 @@ struct lane {
 	/* Owned by the dispatcher thread alone. */
 	struct cw_io_engine *eng;
 	struct cw_sched *sched;		/* RT disks, lane 0 */
-	struct piece *fifo, *fifo_tail;	/* lanes without streams */
+	/* Lanes without streams: the disk's best-effort order (NULL: arrival
+	 * order, straight into fifo), from which the dispatcher moves what
+	 * may start into fifo, up to queue_depth in flight. */
+	void *beq;
+	uint64_t *client_gen;		/* by client: the QoS generation it has */
+	size_t n_client_gen;
+	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
 	unsigned inflight;
 	bool busy;			/* a request in service under cw_sched */
 };
@@ -110,6 +117,9 @@ struct disk {
 	 * it: read it with disk_model(); old ones are freed with the disk. */
 	_Atomic(struct disk_model *) model;
 	enum cw_sched_policy policy;
+	/* The best-effort order of every lane (NULL: FIFO) and its options. */
+	const struct cw_sched_beq_ops *be_order;
+	struct cw_sched_sfc_conf sfc;
 	unsigned nlanes;
 	struct lane *lanes;
 	atomic_uint_fast64_t nerrors;
@@ -137,6 +147,25 @@ static inline const struct cw_admit_resv_part *resv_part(const struct resv *rv, 
 	return NULL;
 }
 
+/* An export's best-effort QoS on each disk (the admission state's
+ * cw_admit_be, by disk slot), replaced whole when it changes while the
+ * dispatchers read it; old ones are freed with the export.  gen grows
+ * with each: a lane gives its order a client's QoS when it sees a new
+ * one. */
+struct pbx_be {
+	uint64_t gen;
+	struct pbx_be *older;
+	bool has[PB_DISKS_CAP];
+	struct cw_sched_client client[PB_DISKS_CAP];
+};
+
+/* What an export's best-effort pieces got: cost is the disk model's mean
+ * service time of each (the share RBFQ gives), resv the part of it its
+ * order gave for the reservation. */
+struct pbx_be_counters {
+	atomic_uint_fast64_t requests, bytes, cost_ns, resv_ns;
+};
+
 /* An export: one partition. */
 struct pbx {
 	struct pb *pb;
@@ -150,6 +179,9 @@ struct pbx {
 	uint32_t disks[PB_DISKS_CAP];
 	atomic_uint ndisks;
 	struct resv *resv;
+	uint64_t client;		/* its id in the disks' best-effort orders */
+	_Atomic(struct pbx_be *) be;	/* NULL: weight 1, nothing else */
+	struct pbx_be_counters be_st;
 	struct pbx *next;
 };
 
@@ -177,6 +209,8 @@ struct pb {
 	void *zeros;
 	int64_t start_ns;
 	_Atomic(struct preq *) spare;	/* small requests to reuse */
+	uint64_t next_client;		/* export client ids; control thread */
+	atomic_uint_fast64_t be_gen;	/* QoS generations */
 };
 
 struct piece {
@@ -214,9 +248,28 @@ void lane_unplug(void);
 void *lane_main(void *arg);
 void lane_stop(struct lane *l);
 void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);
+void lane_fifo_append(struct lane *l, struct piece *p);	/* to submit, in order */
 /* Hands a plan (malloc'ed; the lane frees it) to a lane's dispatcher,
  * which applies it once nothing started outside the policy is in flight. */
 void lane_post_plan(struct lane *l, struct lane_plan *pl);
+
+/* lane-beq.c: the best-effort order of a lane */
+int lane_beq_new(struct lane *l);	/* at start; a FIFO lane gets none */
+void lane_beq_free(struct lane *l);
+/* A BE piece's fields for the order (client, cost, position), and its
+ * client's QoS on this lane's disk if new.  Dispatcher only. */
+void lane_be_fill(struct lane *l, struct piece *p);
+/* Queues p in the lane's order: 0 or -errno. */
+int lane_beq_push(struct lane *l, struct piece *p, int64_t now);
+/* Moves what the order lets start now into the lane's fifo, at most n;
+ * sets *ret_wait (-1: no timer) when it holds requests back. */
+void lane_beq_pull(struct lane *l, int64_t now, unsigned n, int64_t *ret_wait);
+size_t lane_beq_count(const struct lane *l);
+/* Everything queued, in its order, to the lane's fifo (the lane gets its
+ * scheduling core), and the order freed. */
+void lane_beq_drain(struct lane *l);
+/* The counters of a finished BE piece, for its export. */
+void lane_be_done(struct lane *l, struct piece *p);
 
 /* pool-backend.c */
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */

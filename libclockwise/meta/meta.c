@@ -98,6 +98,19 @@ static const char *const migrations[] = {
 	"  resv INTEGER REFERENCES resv(id) ON DELETE RESTRICT);"
 	"CREATE INDEX export_part ON export(part);"
 	"CREATE INDEX export_resv ON export(resv);",
+	/* 3 -> 4: each export's best-effort QoS between exports (rates in
+	 * bytes/s, or requests/s where *_iops); it holds its partition like
+	 * a reservation does.  Keyed by the export's name, not the export
+	 * row, since an exported partition need not have one (exports.all). */
+	"CREATE TABLE be_qos ("
+	"  export TEXT PRIMARY KEY,"
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE RESTRICT,"
+	"  reserve INTEGER NOT NULL CHECK (reserve >= 0),"
+	"  reserve_iops INTEGER NOT NULL CHECK (reserve_iops IN (0, 1)),"
+	"  weight INTEGER NOT NULL CHECK (weight BETWEEN 1 AND 10000),"
+	"  lim INTEGER NOT NULL CHECK (lim >= 0),"
+	"  lim_iops INTEGER NOT NULL CHECK (lim_iops IN (0, 1)));"
+	"CREATE INDEX be_qos_part ON be_qos(part);",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -95,6 +95,14 @@ static const struct cw_ctl_arg_spec export_add[] = {
 	SR("part"), S("name"), B("readonly"), U("resv"), END
 };
 
+/* An export's best-effort QoS: the arguments given replace the ones it
+ * has (reserve or limit 0: none); rates in bytes per second, or requests
+ * per second with *_iops; clear drops it all. */
+static const struct cw_ctl_arg_spec export_qos[] = {
+	SR("name"), U("reserve"), B("reserve_iops"), U("weight"), U("limit"), B("limit_iops"),
+	B("clear"), B("dry_run"), END
+};
+
 static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_STATUS] = { "status", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_DISK_ADD] = { "disk.add", CW_CTL_ACCESS_CHANGE, disk_add },
@@ -115,6 +123,7 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_EXPORT_REMOVE] = { "export.remove", CW_CTL_ACCESS_CHANGE, name_only },
 	[CW_CTL_CMD_STATS] = { "stats", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_DISK_PLAN] = { "disk.plan", CW_CTL_ACCESS_READ, name_opt },
+	[CW_CTL_CMD_EXPORT_QOS] = { "export.qos", CW_CTL_ACCESS_CHANGE, export_qos },
 };
 
 const struct cw_ctl_cmd_spec *cw_ctl_cmd_spec(enum cw_ctl_cmd cmd)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "clockwise/units.h"
 #include "common/util.h"
@@ -181,6 +182,34 @@ int cw_units_parse_rate(const char *s, uint64_t *ret_bytes_per_s)
 	return 0;
 }
 
+int cw_units_parse_iorate(const char *s, uint64_t *ret, bool *ret_iops)
+{
+	uint64_t mant, v;
+	unsigned dec;
+	const char *p = s;
+	int r;
+
+	if (!s || !ret || !ret_iops)
+		return -EINVAL;
+	r = read_number(&p, &mant, &dec);
+	if (r < 0)
+		return r;
+	if (strcasecmp(p, "iops") == 0) {
+		r = scale(mant, dec, 1, 1, &v);
+		if (r < 0)
+			return r;
+		if (v == 0)
+			return -EINVAL;
+		*ret = v;
+		*ret_iops = true;
+		return 0;
+	}
+	r = cw_units_parse_rate(s, ret);
+	if (r == 0)
+		*ret_iops = false;
+	return r;
+}
+
 int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns)
 {
 	static const struct {
@@ -293,6 +322,14 @@ char *cw_units_format_rate(uint64_t bytes_per_s, char buf[CW_UNITS_BUF])
 	static const struct family bin = { 1024, { "B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s" } };
 
 	return format(&dec, &bin, bytes_per_s, buf);
+}
+
+char *cw_units_format_iorate(uint64_t per_s, bool iops, char buf[CW_UNITS_BUF])
+{
+	if (!iops)
+		return cw_units_format_rate(per_s, buf);
+	snprintf(buf, CW_UNITS_BUF, "%" PRIu64 "iops", per_s);
+	return buf;
 }
 
 char *cw_units_format_duration(int64_t ns, char buf[CW_UNITS_BUF])

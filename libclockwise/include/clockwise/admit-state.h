@@ -40,6 +40,8 @@
 #include <clockwise/admit.h>
 #include <clockwise/layout.h>
 #include <clockwise/model.h>
+#include <clockwise/pool-objects.h>
+#include <clockwise/sched.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -148,6 +150,8 @@ enum cw_admit_event_kind {
 	CW_ADMIT_EV_PLAN,		/* disk's plan changed: plan, model */
 	CW_ADMIT_EV_RESV_ADDED,		/* resv joined; told before the disks' PLAN events */
 	CW_ADMIT_EV_RESV_RELEASED,	/* resv leaves; freed when the call returns */
+	CW_ADMIT_EV_BE_SET,		/* an export's best-effort QoS is be (new or changed) */
+	CW_ADMIT_EV_BE_CLEARED,		/* be leaves; freed when the call returns */
 };
 
 struct cw_admit_event {
@@ -156,6 +160,7 @@ struct cw_admit_event {
 	const struct cw_disk_plan *plan;
 	const struct cw_model *model;
 	const struct cw_admit_resv *resv;
+	const struct cw_admit_be *be;
 };
 
 typedef void (*cw_admit_listener_fn)(void *userdata, const struct cw_admit_event *ev);
@@ -265,6 +270,66 @@ size_t cw_admit_state_disk_streams(const struct cw_admit_state *st, uint32_t dis
 int cw_admit_state_resv_list(struct cw_admit_state *st, struct cw_admit_resv **ret,
 			     size_t *ret_n);
 void cw_admit_resv_list_free(struct cw_admit_resv *list, size_t n);	/* NULL-safe */
+
+/* ---- best effort between exports ---------------------------------------
+ *
+ * An export's QoS (struct cw_be_qos) becomes one RBFQ client per disk its
+ * partition has blocks on (struct cw_sched_client): a rate is a share of
+ * that disk's time, the rate times the part of the partition's blocks on
+ * the disk, in requests that each cost the model's mean service
+ * (cw_model_mean_ns) — a rate in bytes per second in requests of the
+ * disk's best-effort piece, one in iops in CW_ADMIT_BE_IOPS_BYTES.  The
+ * reservations on a disk must fit in what its streams leave
+ * (cw_sched_be_capacity of its admitted tasks; cw_sched_resv_admit), and
+ * a stream is refused when it would leave less than they reserve. */
+
+#define CW_ADMIT_BE_IOPS_BYTES 4096
+
+struct cw_admit_be_part {
+	uint32_t disk_id;
+	struct cw_sched_client client;	/* its share of this disk */
+	uint32_t share_ppm;		/* of the partition's blocks on the disk */
+};
+
+struct cw_admit_be {
+	char export_name[CW_NAME_MAX + 1];
+	char part[CW_NAME_MAX + 1];
+	uint64_t part_id;
+	bool persistent;		/* stored in the pool */
+	struct cw_be_qos qos;
+	size_t n_parts;
+	struct cw_admit_be_part *parts;
+};
+
+struct cw_admit_be_request {
+	const char *export_name;
+	const char *part;		/* the partition the export serves */
+	struct cw_be_qos qos;		/* weight 0: 1 */
+	bool persistent;		/* store it in the pool */
+	bool dry_run;			/* check, change nothing */
+};
+
+/* Sets (or replaces) an export's QoS: 0 with *ret_be (NULL on a dry run),
+ * -EBUSY when a reservation does not fit on a disk (ret_refusal says the
+ * disk, what it has and what fits), -EINVAL for a bad QoS (weight out of
+ * range, a limit below the reservation, a rate beyond a whole disk:
+ * ret_refusal->reason), -ENOENT (no such partition), -errno from the
+ * pool.  ret_be and ret_refusal may be NULL. */
+int cw_admit_state_be_set(struct cw_admit_state *st, const struct cw_admit_be_request *req,
+			  const struct cw_admit_be **ret_be, struct cw_admit_refusal *ret_refusal);
+/* Drops an export's QoS (and its stored copy): -ENOENT if it has none. */
+int cw_admit_state_be_clear(struct cw_admit_state *st, const char *export_name);
+/* By export name, or the i-th (NULL past the end); the changing thread's
+ * view, valid until the next change. */
+const struct cw_admit_be *cw_admit_state_be_find(const struct cw_admit_state *st,
+						 const char *export_name);
+const struct cw_admit_be *cw_admit_state_be_at(const struct cw_admit_state *st, size_t i);
+
+/* The pure step: an export's QoS on one disk whose model is m, with
+ * share_ppm of the partition's blocks and best-effort pieces of
+ * piece_bytes.  0, -EINVAL (bad QoS) or -ERANGE (more than the disk). */
+int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64_t piece_bytes,
+		       uint32_t share_ppm, struct cw_sched_client *ret_client);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,15 @@ int cw_model_service_ns(const struct cw_model *m, uint64_t lo_bytes, uint64_t hi
 int cw_model_access_ns(const struct cw_model *m, uint64_t head_bytes, uint64_t off_bytes,
 		       uint64_t bytes, uint32_t rot_ppm, int64_t *ret_ns);
 
+/* What a request of bytes costs on average where it may lie anywhere and
+ * the head anywhere: overhead + the seek over a third of the disk (the
+ * mean distance between two random points) + half a revolution + bytes at
+ * the disk's slowest rate; no margin.  A function of bytes alone, so that
+ * a rate in bytes per second is one share of the disk's time: the cost of
+ * a best-effort request for its client's share (clockwise/sched-beq.h).
+ * -EINVAL for 0 bytes or more than the disk, -ERANGE on overflow. */
+int cw_model_mean_ns(const struct cw_model *m, uint64_t bytes, int64_t *ret_ns);
+
 /* Serialization: a one-line text form, "cwmodel1 name=... cap=... ...",
  * stable across versions (unknown keys are refused, so a newer string is
  * never half read).  cw_model_format returns the length it needs (like

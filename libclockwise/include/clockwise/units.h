@@ -32,6 +32,7 @@
 #ifndef CLOCKWISE_UNITS_H
 #define CLOCKWISE_UNITS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -45,6 +46,9 @@ extern "C" {
 
 int cw_units_parse_size(const char *s, uint64_t *ret_bytes);
 int cw_units_parse_rate(const char *s, uint64_t *ret_bytes_per_s);
+/* A rate of I/O: a rate of bytes as above, or of requests, "200iops"
+ * (any case), with *ret_iops telling which. */
+int cw_units_parse_iorate(const char *s, uint64_t *ret_per_s, bool *ret_iops);
 /* bare_ns > 0: what a number without a suffix counts in. */
 int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns);
 
@@ -54,6 +58,8 @@ int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns);
 	"or 64KB (KB, MB, GB, TB: powers of 1000)"
 #define CW_UNITS_RATE_HELP "a rate such as 8M or 8MiB/s (8 MiB per second), 8MB/s " \
 	"(8000000 bytes per second) or 8Mbit/s"
+#define CW_UNITS_IORATE_HELP "a rate such as 20MB/s or 8M (bytes per second) or 200iops " \
+	"(requests per second)"
 #define CW_UNITS_DURATION_HELP "a duration such as 90 (seconds), 1.5s, 250ms, 10m or 2h"
 
 /* Short forms in the same units, e.g. "64M", "1MB", "8MiB/s", "1.5MB/s",
@@ -65,6 +71,8 @@ int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns);
 char *cw_units_format_size(uint64_t bytes, char buf[CW_UNITS_BUF]);
 char *cw_units_format_rate(uint64_t bytes_per_s, char buf[CW_UNITS_BUF]);
 char *cw_units_format_duration(int64_t ns, char buf[CW_UNITS_BUF]);
+/* A rate as cw_units_format_rate, or "200iops". */
+char *cw_units_format_iorate(uint64_t per_s, bool iops, char buf[CW_UNITS_BUF]);
 
 #ifdef __cplusplus
 }

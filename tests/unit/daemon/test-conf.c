@@ -124,10 +124,12 @@ static void test_full(void)
 		"busy_poll_us = 0;\n"
 		"disks = (\n"
 		"  { path = \"/dev/loop0\"; name = \"hdd0\"; slot_us = 2500; model = \"atlas2\"; },\n"
-		"  { path = \"/dev/loop1\"; name = \"ssd.0_a-b\"; tier = \"ssd\"; policy = \"lst\"; },\n"
+		"  { path = \"/dev/loop1\"; name = \"ssd.0_a-b\"; tier = \"ssd\"; policy = \"lst\"; "
+		"be_order = \"sfc\"; },\n"
 		"  { path = \"/dev/loop2\"; name = \"ssd1\"; tier = \"ssd\"; lanes = 64; slot_us = 1000000; }\n"
 		");\n"
 		"policy = \"edf\";  # after the disks: still their default\n"
+		"be_order = \"fifo\";\n"
 		"control_socket = \"/run/cw/ctl\";\n"
 		"control_read_group = \"video\"; control_admin_group = \"wheel\";\n"
 		"log_level = \"error\";\n"
@@ -153,6 +155,9 @@ static void test_full(void)
 	CU_ASSERT_STRING_EQUAL(c->disks[0].name, "hdd0");
 	CU_ASSERT_EQUAL(c->disks[0].tier, CW_TIER_HDD);
 	CU_ASSERT_EQUAL(c->disks[0].policy, CWD_POLICY_EDF);
+	CU_ASSERT_EQUAL(c->be_order, CWD_BE_FIFO);
+	CU_ASSERT_EQUAL(c->disks[0].be_order, CWD_BE_FIFO);
+	CU_ASSERT_EQUAL(c->disks[1].be_order, CWD_BE_SFC);
 	CU_ASSERT_EQUAL(c->disks[0].slot_ns, 2500 * CW_NS_PER_US);
 	CU_ASSERT_EQUAL(c->disks[0].lanes, 1);
 	CU_ASSERT_STRING_EQUAL(c->disks[0].model, "atlas2");
@@ -219,7 +224,7 @@ static void test_listen(void)
 static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
-		 "1: unknown setting \"queue_depht\"; expected pool, policy, io_engine, queue_depth, "
+		 "1: unknown setting \"queue_depht\"; expected pool, policy, be_order, io_engine, queue_depth, "
 		 "rt_priority, busy_poll_us, listen, control_socket, control_read_group, control_admin_group, log_level, exports, "
 		 "access, limits or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
@@ -235,6 +240,8 @@ static void test_bad_top(void)
 		 "1: queue_depth is a number with a fraction; expected an integer from 1 to 4096");
 	load_bad("io_engine = \"spdk\";\n",
 		 "1: io_engine = \"spdk\" is not an I/O engine; expected \"io_uring\" or \"libaio\"");
+	load_bad("be_order = \"wfq\";\n",
+		 "1: be_order = \"wfq\" is not a best-effort order; expected \"fifo\", \"rbfq\" or \"sfc\"");
 	load_bad("pool = \"/a\";\npolicy = \"fifo\";\n",
 		 "2: policy = \"fifo\" is not a dispatch policy; expected \"delta-l\", \"edf\" or \"lst\"");
 	load_bad("log_level = 3;\n",
@@ -351,7 +358,7 @@ static void test_bad_disks(void)
 	load_bad("disks = ( { path = \"dev/a\"; name = \"a\"; } );\n",
 		 "1: disks[0].path = \"dev/a\" is not an absolute path; expected a path starting with /");
 	load_bad("disks = (\n  { path = \"/dev/a\";\n    speed = 7200; name = \"a\"; } );\n",
-		 "3: unknown setting \"speed\" in disks[0]; expected path, name, tier, policy, slot_us, "
+		 "3: unknown setting \"speed\" in disks[0]; expected path, name, tier, policy, be_order, slot_us, "
 		 "lanes or model");
 	load_bad("disks = { };\n", "1: disks is a group; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = [ 5 ];\n", "1: disks is an array; expected a list ( { path = ...; name = ...; }, ... )");
@@ -619,6 +626,7 @@ static void test_example(void)
 	c = load_ok(text);
 	CU_ASSERT_STRING_EQUAL(c->pool, d->pool);
 	CU_ASSERT_EQUAL(c->policy, d->policy);
+	CU_ASSERT_EQUAL(c->be_order, d->be_order);
 	CU_ASSERT_EQUAL(c->io_engine, d->io_engine);
 	CU_ASSERT_EQUAL(c->queue_depth, d->queue_depth);
 	CU_ASSERT_EQUAL(c->n_listen_unix, d->n_listen_unix);

@@ -1191,7 +1191,7 @@ static void test_disk_model_damaged_and_migrated(void)
 	t.pool = NULL;
 	/* A database of schema 1 (before disk models) is migrated on open. */
 	sql_run(t.db, "DROP TABLE export; DROP TABLE resv_disk; DROP TABLE resv;"
-		      " DROP TABLE disk_model; PRAGMA user_version = 1");
+		      " DROP TABLE disk_model; DROP TABLE be_qos; PRAGMA user_version = 1");
 	tp_reopen(&t);
 	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == META_SCHEMA_VERSION);
 	CU_ASSERT(cw_disk_model_get(t.pool, 1, &m, NULL) == -ENOENT);
