@@ -204,8 +204,10 @@ int cwc_calib_prepare(struct ctx *c, struct calib *k)
 		k->opts.zone_read_bytes = 1 << 20;
 		k->opts.block_sizes = k->quick_sizes;
 		k->opts.n_block_sizes = 2;
-		k->opts.repeats = 3;
-		k->opts.percentile = 100;
+		/* The median of five: a first look should not take one
+		 * sample stalled by a busy machine for the disk's worst. */
+		k->opts.repeats = 5;
+		k->opts.percentile = 50;
 	}
 	return 0;
 }
