@@ -474,8 +474,19 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 		werr = cw_nbd_errno_to_wire(s->err);
 		s->why = "I/O error";
 	}
+	if (!werr && s->io.op == NBD_IO_BLOCK_STATUS && !s->io.n_extents) {
+		werr = CW_NBD_EIO;	/* a back end must describe something */
+		s->why = "no extent";
+	}
 	if (werr) {
 		s->hdr_len = cw_nbd_encode_error_reply(s->hdr, st, s->cookie, werr, s->why);
+	} else if (s->io.op == NBD_IO_BLOCK_STATUS) {
+		s->hdr_len = cw_nbd_encode_block_status(s->hdr, s->cookie,
+							CW_NBD_META_ID_ALLOCATION, s->io.buf,
+							s->io.n_extents);
+		iov[0] = (struct iovec){ s->hdr, s->hdr_len };
+		iov[1] = (struct iovec){ s->io.buf, s->io.n_extents * sizeof(struct cw_nbd_extent) };
+		return 2;
 	} else if (s->io.op == NBD_IO_READ) {
 		s->hdr_len = cw_nbd_encode_read_reply(s->hdr, st, s->cookie, s->io.offset,
 						      s->io.length);
@@ -977,6 +988,7 @@ static int handshake(struct conn *c)
 			c->lim = c->exp->lim;
 			c->lim.structured = hs.structured;
 			c->lim.eflags = hs.eflags;
+			c->lim.block_status = hs.meta_allocation;
 			/* Told a minimum of 1: keep the promise. */
 			if (!hs.block_size_known && c->lim.min_block > 1) {
 				c->rmw_align = c->lim.min_block;
@@ -1053,6 +1065,8 @@ static const enum nbd_io_op cmd_op[] = {
 	[CW_NBD_CMD_FLUSH] = NBD_IO_FLUSH,
 	[CW_NBD_CMD_TRIM] = NBD_IO_TRIM,
 	[CW_NBD_CMD_WRITE_ZEROES] = NBD_IO_ZERO,
+	[CW_NBD_CMD_CACHE] = NBD_IO_CACHE,
+	[CW_NBD_CMD_BLOCK_STATUS] = NBD_IO_BLOCK_STATUS,
 };
 
 static int submit(struct conn *c, struct slot *s)
@@ -1066,6 +1080,8 @@ static int submit(struct conn *c, struct slot *s)
 	case NBD_IO_FLUSH: return ops->flush(b, &s->io);
 	case NBD_IO_TRIM: return ops->trim(b, &s->io);
 	case NBD_IO_ZERO: return ops->zero(b, &s->io);
+	case NBD_IO_CACHE: return ops->cache(b, &s->io);
+	case NBD_IO_BLOCK_STATUS: return ops->block_status(b, &s->io);
 	}
 	return -EINVAL;
 }
@@ -1206,8 +1222,14 @@ static int serve_unaligned(struct conn *c, struct slot *s)
 	case NBD_IO_TRIM:
 		r = a0 < b0 ? sync_io(c, NBD_IO_TRIM, a0, (uint32_t)(b0 - a0), NULL, s->io.fua) : 0;
 		break;
-	case NBD_IO_WRITE:
 	case NBD_IO_ZERO:
+		/* Read, patch and write back is never fast. */
+		if (s->io.fast_zero) {
+			r = -ENOTSUP;
+			break;
+		}
+		/* fall through */
+	case NBD_IO_WRITE:
 		pthread_mutex_lock(&x->rmw_lock);
 		wait_others_answered(c);
 		r = rmw(c, s, s->io.op == NBD_IO_WRITE ? s->io.buf : NULL);
@@ -1224,7 +1246,9 @@ static int serve_unaligned(struct conn *c, struct slot *s)
 
 static bool unaligned(const struct conn *c, const struct cw_nbd_request *req)
 {
+	/* CACHE is a hint and BLOCK_STATUS answers at any offset. */
 	return c->rmw_align > 1 && req->type != CW_NBD_CMD_FLUSH &&
+	       req->type != CW_NBD_CMD_CACHE && req->type != CW_NBD_CMD_BLOCK_STATUS &&
 	       ((req->offset | req->length) & (c->rmw_align - 1));
 }
 
@@ -1270,6 +1294,9 @@ static int transmission(struct conn *c)
 		s->io.length = v.action == CW_NBD_EXEC ? req.length : 0;
 		s->io.fua = req.flags & CW_NBD_CMD_FLAG_FUA;
 		s->io.may_trim = !(req.flags & CW_NBD_CMD_FLAG_NO_HOLE);
+		s->io.fast_zero = req.flags & CW_NBD_CMD_FLAG_FAST_ZERO;
+		s->io.req_one = req.flags & CW_NBD_CMD_FLAG_REQ_ONE;
+		s->io.n_extents = 0;
 		s->io.backend_data = NULL;
 
 		if (v.action == CW_NBD_REPLY_ERROR) {
@@ -1297,6 +1324,13 @@ static int transmission(struct conn *c)
 				recycle(c, s);
 				return r;
 			}
+			if (r < 0) {
+				nbd_io_complete(&s->io, r);
+				continue;
+			}
+		}
+		if (s->io.op == NBD_IO_BLOCK_STATUS) {
+			r = ensure_buf(s, NBD_EXTENTS_MAX * sizeof(struct cw_nbd_extent));
 			if (r < 0) {
 				nbd_io_complete(&s->io, r);
 				continue;
@@ -1647,14 +1681,17 @@ static void rebuild_infos(struct nbd_server *srv)
 
 		if (srv->exports[i].removed)
 			continue;
-		f = cw_nbd_eflags(e->read_only, true, e->ops->trim != NULL, e->ops->zero != NULL,
-				  e->read_only || e->flush_global, true);
+		f = cw_nbd_eflags(&(struct cw_nbd_caps){
+			.read_only = e->read_only, .can_flush = true,
+			.can_trim = e->ops->trim != NULL, .can_zero = e->ops->zero != NULL,
+			.can_fast_zero = e->fast_zero, .can_cache = e->ops->cache != NULL,
+			.multi_conn = e->read_only || e->flush_global, .structured = true });
 		if (e->rotational)
 			f |= CW_NBD_FLAG_ROTATIONAL;
 		srv->infos[srv->n_live] = (struct cw_nbd_export_info){
 			.name = e->name, .description = e->description, .size = e->size,
 			.eflags = f, .min_block = e->min_block, .pref_block = e->pref_block,
-			.max_block = e->max_block,
+			.max_block = e->max_block, .block_status = e->ops->block_status != NULL,
 		};
 		srv->live[srv->n_live++] = i;
 	}

@@ -24,13 +24,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <clockwise/nbd.h>
+
 enum nbd_io_op {
 	NBD_IO_READ,
 	NBD_IO_WRITE,
 	NBD_IO_FLUSH,
 	NBD_IO_TRIM,
 	NBD_IO_ZERO,
+	NBD_IO_CACHE,
+	NBD_IO_BLOCK_STATUS,
 };
+
+/* BLOCK_STATUS: the most extents one answer carries (the client asks
+ * again from where it ends). */
+#define NBD_EXTENTS_MAX 2048
 
 /* One request as a back end sees it.  It belongs to the back end from the
  * ops call until nbd_io_complete(); after that it must not be touched. */
@@ -40,8 +48,16 @@ struct nbd_io {
 	uint32_t length;	/* > 0 except for FLUSH */
 	bool fua;		/* WRITE/TRIM/ZERO: stable before completing */
 	bool may_trim;		/* ZERO: may deallocate (no NBD_CMD_FLAG_NO_HOLE) */
+	bool fast_zero;		/* ZERO: fail with -ENOTSUP rather than be slow
+				 * (NBD_CMD_FLAG_FAST_ZERO) */
+	bool req_one;		/* BLOCK_STATUS: one extent is enough */
+	uint32_t n_extents;	/* BLOCK_STATUS: extents the back end filled */
 	void *buf;		/* READ: fill length bytes; WRITE: the data.
-				 * 4096-aligned, so O_DIRECT can use it. */
+				 * 4096-aligned, so O_DIRECT can use it.
+				 * BLOCK_STATUS: room for NBD_EXTENTS_MAX (1
+				 * with req_one) struct cw_nbd_extent, to fill
+				 * from offset on with base:allocation status;
+				 * they may cover less than length, not more. */
 	void *backend_data;	/* free for the back end's bookkeeping */
 };
 
@@ -59,6 +75,11 @@ struct nbd_backend_ops {
 	int (*flush)(void *backend, struct nbd_io *io);
 	int (*trim)(void *backend, struct nbd_io *io);
 	int (*zero)(void *backend, struct nbd_io *io);
+	/* Optional: a hint to fetch a range before it is read (CACHE). */
+	int (*cache)(void *backend, struct nbd_io *io);
+	/* Optional: which parts of a range are holes (BLOCK_STATUS with
+	 * base:allocation); without it no meta context is offered. */
+	int (*block_status)(void *backend, struct nbd_io *io);
 	/* Optional.  The reader calls it before it blocks (on the socket or
 	 * for a free request slot) and when its connection ends: a back end
 	 * may hold the wake-ups of the calls above until then, so a burst
@@ -101,6 +122,10 @@ struct nbd_export {
 	 * (one cache, or none): only then is multi-conn advertised. */
 	bool flush_global;
 	bool rotational;
+	/* The back end's zero fails a request with fast_zero set with
+	 * -ENOTSUP unless it is faster than writing zeros: only then is
+	 * NBD_FLAG_SEND_FAST_ZERO advertised. */
+	bool fast_zero;
 	/* Block size constraints; 0 picks 1, 4096 and the server's
 	 * max_request.  min is a power of two up to 64 KiB. */
 	uint32_t min_block, pref_block, max_block;
