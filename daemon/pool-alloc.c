@@ -319,17 +319,18 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 	}
 	for (j = done; j; j = jobs) {
 		struct nbd_io *nio = j->nio;
+		/* Read before booking: a booked write may complete (and its
+		 * request be reused) before pb_submit_rw returns. */
+		bool w = is_write(nio), data = nio->op == NBD_IO_WRITE;
 		int e = r;
 
 		jobs = j->next;
-		if (e == 0 && nio->op == NBD_IO_WRITE)
-			e = pb_submit_rw(j->x, nio, CW_IO_WRITE, false);
-		else if (e == 0 && is_write(nio))
-			e = pb_submit_rw(j->x, nio, CW_IO_WRITE, true);
+		if (e == 0 && w)
+			e = pb_submit_rw(j->x, nio, CW_IO_WRITE, !data);
 		else if (e == 0)
 			e = finish_dealloc(j);
 		/* A booked write completes from its lanes. */
-		if (e < 0 || !is_write(nio))
+		if (e < 0 || !w)
 			nbd_io_complete(nio, e);
 		free(j);
 	}
