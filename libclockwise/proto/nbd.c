@@ -132,6 +132,15 @@ void cw_nbd_hs_reset(struct cw_nbd_handshake *hs)
 	hs->n_options = 0;
 	hs->meta_allocation = false;
 	hs->meta_export = -1;
+	hs->tls_active = false;
+}
+
+void cw_nbd_hs_tls_started(struct cw_nbd_handshake *hs)
+{
+	hs->structured = false;
+	hs->meta_allocation = false;
+	hs->meta_export = -1;
+	hs->tls_active = true;
 }
 
 int cw_nbd_hs_client_flags(struct cw_nbd_handshake *hs, const void *buf)
@@ -476,9 +485,35 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	}
 
+	/* Under TLS required, nothing is said in the clear but how to
+	 * start it or leave; EXPORT_NAME has no error reply: it closes. */
+	if (hs->tls == CW_NBD_TLS_REQUIRE && !hs->tls_active &&
+	    opt->option != CW_NBD_OPT_STARTTLS && opt->option != CW_NBD_OPT_ABORT) {
+		if (opt->option == CW_NBD_OPT_EXPORT_NAME)
+			return -EPROTO;
+		r = put_error(out, opt->option, CW_NBD_REP_ERR_TLS_REQD,
+			      "TLS is required: send NBD_OPT_STARTTLS first");
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
+	}
+
 	switch (opt->option) {
 	case CW_NBD_OPT_EXPORT_NAME:
 		return hs_export_name(hs, opt, d, out);
+	case CW_NBD_OPT_STARTTLS:
+		if (hs->tls == CW_NBD_TLS_OFF)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_UNSUP,
+				      "TLS is not offered on this listener");
+		else if (opt->length != 0)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				      "STARTTLS takes no data");
+		else if (hs->tls_active)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				      "TLS is already started");
+		else {
+			r = put_reply(out, opt->option, CW_NBD_REP_ACK, NULL, 0);
+			return r < 0 ? r : CW_NBD_HS_STARTTLS;
+		}
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	case CW_NBD_OPT_ABORT:
 		/* Acknowledged whatever its length: the client is leaving. */
 		r = put_reply(out, opt->option, CW_NBD_REP_ACK, NULL, 0);
@@ -504,8 +539,8 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 		}
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	default:
-		/* STARTTLS, extended headers and whatever comes next: not
-		 * offered here. */
+		/* Extended headers and whatever comes next: not offered
+		 * here. */
 		r = put_error(out, opt->option, CW_NBD_REP_ERR_UNSUP, "option not supported");
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	}

@@ -100,6 +100,8 @@ static void fuzz_handshake(const uint8_t *d, size_t n)
 		hs.access = access_sets[pick];
 	else
 		hs.refuse = "over a limit";
+	/* The TLS mode from the length too: off for half the inputs. */
+	hs.tls = (enum cw_nbd_tls)((n / 5) % 4 < 2 ? CW_NBD_TLS_OFF : (n / 5) % 4 - 1);
 	if (n < 4 || cw_nbd_hs_client_flags(&hs, d) < 0)
 		return;
 	d += 4, n -= 4;
@@ -129,7 +131,13 @@ static void fuzz_handshake(const uint8_t *d, size_t n)
 		if (payload) {
 			d += o.length, n -= o.length;
 		}
+		if (v == CW_NBD_HS_STARTTLS) {
+			PROMISE(hs.tls != CW_NBD_TLS_OFF && !hs.tls_active);
+			cw_nbd_hs_tls_started(&hs);
+			continue;
+		}
 		if (v == CW_NBD_HS_TRANSMIT) {
+			PROMISE(hs.tls != CW_NBD_TLS_REQUIRE || hs.tls_active);
 			PROMISE(hs.export_index >= 0 && hs.export_index < 2);
 			/* Never an export the client may not use; a read-only
 			 * grant is advertised read-only. */

@@ -8,8 +8,9 @@
  *
  * Covered: the fixed newstyle handshake (greeting, client flags, option
  * requests and replies: GO, INFO, LIST, EXPORT_NAME, ABORT,
- * STRUCTURED_REPLY, LIST_META_CONTEXT and SET_META_CONTEXT with the one
- * context "base:allocation"; anything else gets NBD_REP_ERR_UNSUP),
+ * STRUCTURED_REPLY, STARTTLS (the server runs the TLS handshake itself),
+ * LIST_META_CONTEXT and SET_META_CONTEXT with the one context
+ * "base:allocation"; anything else gets NBD_REP_ERR_UNSUP),
  * transmission requests with their validation (CACHE, FAST_ZERO and
  * BLOCK_STATUS included), and simple and structured replies (OFFSET_DATA,
  * NONE, ERROR, BLOCK_STATUS).  Client-side decoders exist too, for tests
@@ -312,6 +313,18 @@ enum cw_nbd_hs_verdict {
 	CW_NBD_HS_CONTINUE = 0,	/* send the output, read the next option */
 	CW_NBD_HS_TRANSMIT = 1,	/* send the output, enter transmission */
 	CW_NBD_HS_CLOSE = 2,	/* send the output, then close cleanly */
+	CW_NBD_HS_STARTTLS = 3,	/* send the output (in the clear), run the
+				 * TLS handshake, then cw_nbd_hs_tls_started()
+				 * and read the next option over TLS; close if
+				 * the TLS handshake fails */
+};
+
+/* What a listener offers of TLS. */
+enum cw_nbd_tls {
+	CW_NBD_TLS_OFF = 0,	/* STARTTLS is not supported */
+	CW_NBD_TLS_ON = 1,	/* offered; a client may go on without it */
+	CW_NBD_TLS_REQUIRE = 2,	/* every option but STARTTLS and ABORT gets
+				 * NBD_REP_ERR_TLS_REQD before it */
 };
 
 /* What one client may do with one export (the server's policy). */
@@ -336,6 +349,8 @@ struct cw_nbd_handshake {
 	 * limit); every option but ABORT is refused with
 	 * NBD_REP_ERR_POLICY and this message, EXPORT_NAME closes. */
 	const char *refuse;
+	/* What this connection's listener offers of TLS (kept by reset). */
+	enum cw_nbd_tls tls;
 
 	/* results */
 	uint32_t cflags;	/* the client's flags */
@@ -352,6 +367,7 @@ struct cw_nbd_handshake {
 	 * for the chosen export (BLOCK_STATUS may be sent). */
 	bool meta_allocation;
 	int meta_export;
+	bool tls_active;	/* STARTTLS done: the options go over TLS */
 };
 
 /* A growable output buffer the handshake appends replies to.  Start it
@@ -371,6 +387,11 @@ void cw_nbd_hs_reset(struct cw_nbd_handshake *hs);
 /* Takes the client's 4-byte flags.  Returns 0, or -EPROTO for unknown
  * flags or a client that does not speak fixed newstyle: close then. */
 int cw_nbd_hs_client_flags(struct cw_nbd_handshake *hs, const void *buf);
+
+/* The TLS handshake after CW_NBD_HS_STARTTLS succeeded: what was agreed
+ * in the clear (structured replies, meta contexts) is forgotten, as the
+ * protocol asks, and options are now served under TLS. */
+void cw_nbd_hs_tls_started(struct cw_nbd_handshake *hs);
 
 /* Decodes a 16-byte option header.  -EBADMSG on a wrong magic. */
 int cw_nbd_decode_option(const void *buf, struct cw_nbd_option *ret_opt);

@@ -669,6 +669,57 @@ static void test_meta_context(void)
 	CU_ASSERT_FALSE(hs.meta_allocation);
 }
 
+/* STARTTLS: unsupported where TLS is off; where required, every option
+ * but STARTTLS and ABORT is refused until TLS runs, and what was agreed
+ * in the clear is forgotten once it does. */
+static void test_starttls(void)
+{
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	uint32_t opts[] = { CW_NBD_OPT_LIST, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_OPT_INFO,
+			    CW_NBD_OPT_GO, CW_NBD_OPT_LIST_META_CONTEXT, 12345 };
+	uint8_t b[64];
+	uint32_t len = info_payload(b, "disk0", req, 1);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	one_reply(CW_NBD_OPT_STARTTLS, NULL, 0, CW_NBD_REP_ERR_UNSUP);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.tls = CW_NBD_TLS_REQUIRE;
+	for (unsigned i = 0; i < CW_ARRAY_SIZE(opts); i++)
+		one_reply(opts[i], opts[i] == CW_NBD_OPT_GO || opts[i] == CW_NBD_OPT_INFO ? b : NULL,
+			  opts[i] == CW_NBD_OPT_GO || opts[i] == CW_NBD_OPT_INFO ? len : 0,
+			  CW_NBD_REP_ERR_TLS_REQD);
+	CU_ASSERT_EQUAL(hs.export_index, -1);
+	CU_ASSERT_FALSE(hs.structured);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "disk0", 5), -EPROTO);
+	one_reply(CW_NBD_OPT_STARTTLS, "x", 1, CW_NBD_REP_ERR_INVALID);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STARTTLS, NULL, 0), CW_NBD_HS_STARTTLS);
+	CU_ASSERT_EQUAL(out.len, CW_NBD_OPTION_REPLY_BYTES);
+	cw_nbd_hs_tls_started(&hs);
+	CU_ASSERT_TRUE(hs.tls_active);
+	one_reply(CW_NBD_OPT_STARTTLS, NULL, 0, CW_NBD_REP_ERR_INVALID);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL(hs.export_index, 0);
+
+	/* Leaving is allowed in the clear. */
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.tls = CW_NBD_TLS_REQUIRE;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_ABORT, NULL, 0), CW_NBD_HS_CLOSE);
+
+	/* Offered: a client may go without; one that starts it loses what
+	 * it agreed in the clear. */
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.tls = CW_NBD_TLS_ON;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STRUCTURED_REPLY, NULL, 0), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STARTTLS, NULL, 0), CW_NBD_HS_STARTTLS);
+	cw_nbd_hs_tls_started(&hs);
+	CU_ASSERT_FALSE(hs.structured);
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.tls = CW_NBD_TLS_ON;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_FALSE(hs.tls_active);
+}
+
 /* CACHE, FAST_ZERO and BLOCK_STATUS are valid only where offered. */
 static void test_request_new_commands(void)
 {
@@ -854,6 +905,7 @@ int main(void)
 	cwtest_add(h, "per-client access", test_access);
 	cwtest_add(h, "refused client", test_refused);
 	cwtest_add(h, "meta contexts", test_meta_context);
+	cwtest_add(h, "STARTTLS", test_starttls);
 	cwtest_add(t, "CACHE, FAST_ZERO, BLOCK_STATUS", test_request_new_commands);
 	cwtest_add(t, "BLOCK_STATUS reply", test_block_status_reply);
 	cwtest_add(t, "request wire form", test_request_wire);
