@@ -67,6 +67,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "nbd-server.h"
+#include "nbd-tls.h"
 
 #define MAX_LISTEN 8
 #define RBUF_BYTES (64 * 1024)
@@ -121,6 +122,8 @@ struct slot {
 struct conn {
 	struct nbd_server *srv;
 	int fd;
+	enum cw_nbd_tls tls_mode;	/* what its listener offers */
+	struct nbd_tls *sess;		/* once STARTTLS ran: every byte goes here */
 	struct nbd_peer peer;
 	const char *refuse;		/* over a limit: why; else NULL */
 	int64_t deadline_ns;		/* the handshake's end; 0: none */
@@ -179,6 +182,7 @@ struct nbd_server {
 
 	int listen_fds[MAX_LISTEN];
 	char *unix_paths[MAX_LISTEN];
+	enum cw_nbd_tls listen_tls[MAX_LISTEN];
 	unsigned n_listen;
 	int wake_fd;				/* eventfd: stop the acceptor */
 	pthread_t acceptor;
@@ -530,6 +534,15 @@ static void recycle(struct conn *c, struct slot *s)
  * -EAGAIN when the socket is full (flags MSG_DONTWAIT), or -errno. */
 static int send_batch(struct conn *c, int flags)
 {
+	/* Under TLS only a thread that may block sends (see
+	 * nbd_io_unplug_send): a record is sent whole or not at all. */
+	if (c->sess) {
+		int r = nbd_tls_sendv(c->sess, c->out_iov + c->out_pos, c->out_n);
+
+		if (r == 0)
+			c->out_n = 0;
+		return r;
+	}
 	while (c->out_n > 0) {
 		struct iovec *iov = c->out_iov + c->out_pos;
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)CW_MIN(c->out_n, IOV_MAX) };
@@ -633,8 +646,10 @@ void nbd_io_unplug_send(void)
 		struct conn *c = tls_plug.conns[i];
 
 		/* If the lock is taken, its holder looks at the done stack
-		 * once more after letting it go, and sends these too. */
-		if (tls_plug.big[i]) {
+		 * once more after letting it go, and sends these too.  A
+		 * TLS record cannot be left half sent for the writer: it
+		 * sends those. */
+		if (tls_plug.big[i] || c->sess) {
 			unpark(&c->writer_sleeping);
 		} else if (send_trylock(c)) {
 			send_locked(c, false);
@@ -694,6 +709,18 @@ static void *writer_main(void *arg)
  * between looks, and a real-time reader does not poll at all. */
 #define POLL_MIN_NS 10000
 
+/* A receive under TLS, in recv()'s terms (-1 with errno). */
+static ssize_t conn_recv_tls(struct conn *c, void *buf, size_t n)
+{
+	ssize_t r = nbd_tls_recv(c->sess, buf, n);
+
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
 static void note_wait(struct conn *c, int64_t ns)
 {
 	int64_t avg = c->wait_avg;
@@ -708,6 +735,8 @@ static ssize_t conn_recv(struct conn *c)
 	int64_t t0;
 	ssize_t r;
 
+	if (c->sess)
+		return conn_recv_tls(c, c->rbuf, RBUF_BYTES);
 	if (!max)
 		return recv(c->fd, c->rbuf, RBUF_BYTES, 0);
 	t0 = cw_now_ns();
@@ -739,7 +768,7 @@ static int wait_input(struct conn *c)
 	int64_t idle = c->exp ? c->srv->cfg.idle_timeout_ns : 0;
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
-	if (!c->deadline_ns && !idle)
+	if ((!c->deadline_ns && !idle) || (c->sess && nbd_tls_pending(c->sess)))
 		return 0;
 	for (;;) {
 		int64_t left = c->deadline_ns ? c->deadline_ns - cw_now_ns() : idle;
@@ -784,7 +813,7 @@ static int conn_read(struct conn *c, void *dst, size_t n)
 		if (r < 0)
 			return (int)r;
 		if (d && n >= RBUF_BYTES / 2)
-			r = recv(c->fd, d, n, MSG_WAITALL);
+			r = c->sess ? conn_recv_tls(c, d, n) : recv(c->fd, d, n, MSG_WAITALL);
 		else
 			r = conn_recv(c);
 		if (r == 0)
@@ -919,6 +948,38 @@ static void peer_from_socket(int fd, struct nbd_peer *ret_peer)
 		ret_peer->n_groups = glen / sizeof(gid_t);
 }
 
+/* Sends in the handshake: in the clear or under TLS. */
+static int conn_send(struct conn *c, const void *buf, size_t n)
+{
+	if (c->sess)
+		return nbd_tls_sendv(c->sess, &(struct iovec){ (void *)buf, n }, 1);
+	return send_all(c->fd, buf, n);
+}
+
+/* NBD_OPT_STARTTLS was acknowledged: the TLS handshake, within what is
+ * left of the NBD handshake's time.  A client that sent more before it
+ * (bytes in the input buffer) would have them taken as if under TLS:
+ * it is closed instead. */
+static int start_tls(struct conn *c)
+{
+	char err[256];
+	int r;
+
+	if (c->rpos < c->rlen) {
+		client_log(c->srv, LOG_WARNING, "a client of %s sent data after STARTTLS before "
+			   "TLS, closing", peer_name(&c->peer, (char[32]){ 0 }, 32));
+		return -EPROTO;
+	}
+	r = nbd_tls_accept(c->srv->cfg.tls_creds, c->fd, c->deadline_ns - cw_now_ns(), &c->sess,
+			   err, sizeof(err));
+	if (r < 0) {
+		client_log(c->srv, LOG_WARNING, "a client of %s: %s",
+			   peer_name(&c->peer, (char[32]){ 0 }, 32), err);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 /* Runs the option haggling; returns 0 with c->exp set, or -errno. */
 static int handshake(struct conn *c)
 {
@@ -937,6 +998,7 @@ static int handshake(struct conn *c)
 		return -ENOMEM;
 	cw_nbd_hs_reset(&hs);
 	hs.refuse = c->refuse;
+	hs.tls = c->tls_mode;
 	set_sndtimeo(c->fd, CW_MAX(c->deadline_ns - cw_now_ns(), INT64_C(1000000)));
 	cw_nbd_encode_greeting(b);
 	r = send_all(c->fd, b, sizeof(b));
@@ -998,9 +1060,16 @@ static int handshake(struct conn *c)
 		pthread_mutex_unlock(&srv->lock);
 		if (r < 0)
 			break;
-		if (out.len && send_all(c->fd, out.data, out.len) < 0) {
+		if (out.len && conn_send(c, out.data, out.len) < 0) {
 			r = -EPIPE;
 			break;
+		}
+		if (r == CW_NBD_HS_STARTTLS) {
+			r = start_tls(c);
+			if (r < 0)
+				break;
+			cw_nbd_hs_tls_started(&hs);
+			continue;
 		}
 		if (r == CW_NBD_HS_TRANSMIT) {
 			r = 1;
@@ -1391,6 +1460,7 @@ static void conn_drop_bufs(struct conn *c)
 /* After conn_unlink(): c->srv is not to be touched. */
 static void conn_free(struct conn *c)
 {
+	nbd_tls_free(c->sess);
 	free(c->slots);
 	free(c->rbuf);
 	free(c->rmw_buf);
@@ -1557,6 +1627,7 @@ static void accept_one(struct nbd_server *srv, unsigned li)
 	}
 	c->srv = srv;
 	c->fd = fd;
+	c->tls_mode = srv->listen_tls[li];
 	c->peer = peer;
 	c->refuse = refuse;
 	c->deadline_ns = now + (refuse ? CW_MIN(REFUSE_TIMEOUT_NS, srv->cfg.handshake_timeout_ns)
@@ -1825,7 +1896,8 @@ int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_
 	return r;
 }
 
-static int add_listener(struct nbd_server *srv, int fd, const char *unix_path)
+static int add_listener(struct nbd_server *srv, int fd, const char *unix_path,
+			enum cw_nbd_tls tls)
 {
 	if (srv->n_listen >= MAX_LISTEN) {
 		close(fd);
@@ -1839,6 +1911,7 @@ static int add_listener(struct nbd_server *srv, int fd, const char *unix_path)
 	}
 	srv->listen_fds[srv->n_listen] = fd;
 	srv->unix_paths[srv->n_listen] = unix_path ? strdup(unix_path) : NULL;
+	srv->listen_tls[srv->n_listen] = tls;
 	srv->n_listen++;
 	return 0;
 }
@@ -1863,8 +1936,16 @@ static int unlink_stale(const struct sockaddr_un *sa)
 	return unlink(sa->sun_path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
+/* A listener may offer TLS only with credentials to offer. */
+static int check_tls(const struct nbd_server *srv, enum cw_nbd_tls tls)
+{
+	if (tls > CW_NBD_TLS_REQUIRE || (tls != CW_NBD_TLS_OFF && !srv->cfg.tls_creds))
+		return -EINVAL;
+	return 0;
+}
+
 int nbd_server_listen_unix(struct nbd_server *srv, const char *path,
-			   const struct nbd_unix_perm *perm)
+			   const struct nbd_unix_perm *perm, enum cw_nbd_tls tls)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
@@ -1873,6 +1954,9 @@ int nbd_server_listen_unix(struct nbd_server *srv, const char *path,
 
 	if (srv->started)
 		return -EBUSY;
+	r = check_tls(srv, tls);
+	if (r < 0)
+		return r;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
@@ -1894,13 +1978,14 @@ int nbd_server_listen_unix(struct nbd_server *srv, const char *path,
 		unlink(path);
 		return r;
 	}
-	r = add_listener(srv, CW_TAKE_FD(fd), path);
+	r = add_listener(srv, CW_TAKE_FD(fd), path, tls);
 	if (r < 0)
 		unlink(path);
 	return r;
 }
 
-int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port)
+int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port,
+			  enum cw_nbd_tls tls)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_ADDRCONFIG };
@@ -1909,6 +1994,9 @@ int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *
 
 	if (srv->started)
 		return -EBUSY;
+	r = check_tls(srv, tls);
+	if (r < 0)
+		return r;
 	/* No host means loopback: exports are not for the network unless
 	 * the configuration says so. */
 	if (!host || !*host) {
@@ -1934,7 +2022,7 @@ int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *
 			close(fd);
 			continue;
 		}
-		r = add_listener(srv, fd, NULL);
+		r = add_listener(srv, fd, NULL, tls);
 		if (r < 0) {
 			last = r;
 			continue;

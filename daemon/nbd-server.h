@@ -26,6 +26,8 @@
 
 #include <clockwise/nbd.h>
 
+struct nbd_tls_creds;
+
 enum nbd_io_op {
 	NBD_IO_READ,
 	NBD_IO_WRITE,
@@ -210,6 +212,9 @@ struct nbd_server_config {
 	 * server); none: whoever can connect. */
 	const struct nbd_access *access;
 	size_t n_access;
+	/* The credentials of listeners that offer TLS (nbd-tls.h; not
+	 * copied: it must outlive the server); NULL: none may. */
+	const struct nbd_tls_creds *tls_creds;
 };
 
 struct nbd_server;
@@ -243,13 +248,15 @@ struct nbd_unix_perm {
 /* Listens on a unix socket with the permissions perm (NULL: 0660, the
  * server's user and group).  A socket file left by a server that is gone
  * is replaced; -EADDRINUSE if a server answers on it, -EEXIST if path is
- * some other file. */
+ * some other file.  tls: what the listener offers of TLS (NBD_OPT_STARTTLS);
+ * -EINVAL for anything but CW_NBD_TLS_OFF without tls_creds. */
 int nbd_server_listen_unix(struct nbd_server *srv, const char *path,
-			   const struct nbd_unix_perm *perm);
+			   const struct nbd_unix_perm *perm, enum cw_nbd_tls tls);
 
 /* Listens on TCP; host NULL or "" means loopback only (127.0.0.1 and ::1
  * where available); port is a number or service name ("10809"). */
-int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port);
+int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port,
+			  enum cw_nbd_tls tls);
 
 /* Starts accepting connections. */
 int nbd_server_start(struct nbd_server *srv);

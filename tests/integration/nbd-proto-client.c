@@ -614,6 +614,39 @@ static int s_block_status(void)
 	return expect_close(fd);
 }
 
+/* A listener that requires TLS: before STARTTLS every option but ABORT
+ * gets NBD_REP_ERR_TLS_REQD, STARTTLS with data is invalid, and
+ * EXPORT_NAME (which has no error reply) closes. */
+static int s_tls_required(void)
+{
+	uint32_t opts[] = { CW_NBD_OPT_LIST, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_OPT_INFO,
+			    CW_NBD_OPT_GO, CW_NBD_OPT_LIST_META_CONTEXT, 12345 };
+	uint8_t b[64];
+	uint32_t len = go_payload(b, "vol", true);
+	unsigned i;
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES));
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		bool go = opts[i] == CW_NBD_OPT_GO || opts[i] == CW_NBD_OPT_INFO;
+
+		TRY(send_opt(fd, opts[i], go ? b : NULL, go ? len : 0));
+		TRY(expect_rep(fd, opts[i], CW_NBD_REP_ERR_TLS_REQD));
+	}
+	TRY(send_opt(fd, CW_NBD_OPT_STARTTLS, "x", 1));
+	TRY(expect_rep(fd, CW_NBD_OPT_STARTTLS, CW_NBD_REP_ERR_INVALID));
+	TRY(send_opt(fd, CW_NBD_OPT_ABORT, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_ABORT, CW_NBD_REP_ACK));
+	TRY(expect_close(fd));
+	close(fd);
+	fd = dial();
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES));
+	TRY(send_opt(fd, CW_NBD_OPT_EXPORT_NAME, "vol", 3));
+	return expect_close(fd);
+}
+
 /* ---- scenarios: transmission ---- */
 
 static int bad_requests(bool structured)
@@ -973,6 +1006,7 @@ static const struct scenario extra[] = {
 	{ "greeting", s_greeting },
 	{ "held-until-stop", s_held_until_stop },
 	{ "keeps-old-size", s_keeps_old_size },
+	{ "tls-required", s_tls_required },
 };
 
 /* Runs the scenario called name from t: 0 passed, 1 failed, -1 absent. */

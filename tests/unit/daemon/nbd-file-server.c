@@ -398,7 +398,7 @@ int main(int argc, char **argv)
 	if (optind != argc || (n_socks == 0 && n_ports == 0))
 		return usage();
 	for (i = 0; i < n_socks; i++) {
-		r = nbd_server_listen_unix(srv, socks[i], NULL);
+		r = nbd_server_listen_unix(srv, socks[i], NULL, CW_NBD_TLS_OFF);
 		if (r < 0) {
 			fprintf(stderr, "nbd-file-server: %s: %s\n", socks[i], strerror(-r));
 			return 1;
@@ -413,7 +413,7 @@ int main(int argc, char **argv)
 			host = ports[i];
 			port = colon + 1;
 		}
-		r = nbd_server_listen_tcp(srv, host, port);
+		r = nbd_server_listen_tcp(srv, host, port, CW_NBD_TLS_OFF);
 		if (r < 0) {
 			fprintf(stderr, "nbd-file-server: port %s: %s\n", port, strerror(-r));
 			return 1;
