@@ -44,7 +44,9 @@
 
 #include "daemon/pool-internal.h"
 
-#define CHANGES_MAX 1024	/* block ranges one batch records */
+/* Block ranges one batch records: room for the largest request on the
+ * smallest pool blocks (1 GiB in 64 KiB blocks, every other one a hole). */
+#define CHANGES_MAX (1u << 15)
 
 static bool is_write(const struct nbd_io *nio)
 {
@@ -293,7 +295,9 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 	struct alloc_job *j, *done = NULL, **tail = &done, *rest = NULL;
 	int r;
 
-	memset(bt, 0, sizeof(*bt));
+	bt->n = 0;
+	bt->any_zeroed = false;
+	memset(bt->zeroed, 0, sizeof(bt->zeroed));
 	while ((j = jobs)) {
 		r = plan_job(bt, j);
 		if (r == 1) {
