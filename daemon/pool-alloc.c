@@ -137,9 +137,12 @@ static int zero_range(struct pbx *x, uint64_t off, uint64_t len, bool may_punch,
 	return 0;
 }
 
+/* Syncs the disks marked in touched[] (by slot).  Not up to pb->ndisks:
+ * the control thread changes it; a slot marked was found open through
+ * pb_disk_index(), and an export that writes to it keeps it open. */
 static int sync_touched(struct pb *pb, const bool *touched)
 {
-	for (size_t i = 0; i < pb->ndisks; i++)
+	for (size_t i = 0; i < PB_DISKS_CAP; i++)
 		if (touched[i] && fdatasync(pb->disks[i].fd) < 0)
 			return -errno;
 	return 0;
@@ -352,6 +355,11 @@ static void *alloc_main(void *arg)
 	for (;;) {
 		struct alloc_job *jobs = rest, *taken, *rev = NULL;
 
+		/* Busy before looking at a job: a disk unlisted before this
+		 * store is not found by the batch (pb_alloc_quiesce), one
+		 * unlisted after it waits for the batch to end. */
+		atomic_store_explicit(&pb->alloc_busy, true, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
 		taken = atomic_exchange_explicit(&pb->alloc_q, NULL, memory_order_seq_cst);
 		/* The stack is newest first: reverse it behind what is left. */
 		while (taken) {
@@ -373,8 +381,11 @@ static void *alloc_main(void *arg)
 		if (jobs) {
 			rest = run_batch(pb, bt, jobs);
 			nbd_io_unplug_send();
+			atomic_fetch_add_explicit(&pb->alloc_batches, 1, memory_order_release);
+			atomic_store_explicit(&pb->alloc_busy, false, memory_order_release);
 			continue;
 		}
+		atomic_store_explicit(&pb->alloc_busy, false, memory_order_release);
 		if (atomic_load(&pb->alloc_stop))
 			break;
 		atomic_store_explicit(&pb->alloc_sleeping, 1, memory_order_seq_cst);
@@ -400,6 +411,19 @@ int pb_alloc_start(struct pb *pb)
 		pb->alloc_batch = NULL;
 	}
 	return r;
+}
+
+void pb_alloc_quiesce(struct pb *pb)
+{
+	uint_fast64_t seen;
+
+	if (!pb->alloc_started)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
+	seen = atomic_load_explicit(&pb->alloc_batches, memory_order_acquire);
+	while (atomic_load_explicit(&pb->alloc_busy, memory_order_acquire) &&
+	       atomic_load_explicit(&pb->alloc_batches, memory_order_acquire) == seen)
+		sched_yield();
 }
 
 void pb_alloc_stop(struct pb *pb)

@@ -948,6 +948,8 @@ int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen)
 	/* Nothing maps to it (no partition has a block there) and no export
 	 * lists it, so no request can reach its lanes once it is unlisted. */
 	atomic_store_explicit(&pb->slot_of[disk_id], -1, memory_order_release);
+	/* The keeper of holes may still hold a wake-up for its lanes. */
+	pb_alloc_quiesce(pb);
 	disk_stop(&pb->disks[di]);
 	cwd_log(LOG_INFO, "disk %s (%s): closed", pb->disks[di].name, pb->disks[di].path);
 	disk_close(&pb->disks[di]);

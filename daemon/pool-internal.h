@@ -193,6 +193,8 @@ struct pb {
 	 * connections' threads, taken whole by its thread. */
 	_Atomic(struct alloc_job *) alloc_q;
 	atomic_int alloc_sleeping;
+	atomic_bool alloc_busy;		/* inside a batch (pb_alloc_quiesce) */
+	atomic_uint_fast64_t alloc_batches;	/* batches ended */
 	atomic_bool alloc_stop;
 	pthread_t alloc_thread;
 	bool alloc_started;
@@ -255,6 +257,11 @@ int pb_alloc_queue(struct pbx *x, struct nbd_io *nio);
 bool pb_disk_can_punch(int fd);
 int pb_alloc_start(struct pb *pb);
 void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
+/* Returns once the keeper is past every batch begun before the call:
+ * after a disk is unlisted, it holds nothing of the disk's lanes (a
+ * write it booked can complete, and its export go, before the keeper
+ * wakes the lane).  Control thread. */
+void pb_alloc_quiesce(struct pb *pb);
 
 static inline const struct cw_model *disk_model(const struct disk *d)
 {
