@@ -110,12 +110,12 @@ static const char *choice_name(const struct choice *t, int value)
 	return NULL;
 }
 
-const char *cwd_policy_name(enum cwd_policy p)
+const char *cwd_config_policy_name(enum cwd_config_policy p)
 {
 	return choice_name(policies, (int)p);
 }
 
-const char *cwd_log_level_name(int level)
+const char *cwd_config_log_level_name(int level)
 {
 	return choice_name(log_levels, level);
 }
@@ -362,7 +362,7 @@ static int key_policy(struct parse *p, const config_setting_t *s, void *obj)
 	int v, r = get_choice(p, s, policies, "a dispatch policy", &v);
 
 	if (r == 0)
-		p->c->policy = (enum cwd_policy)v;
+		p->c->policy = (enum cwd_config_policy)v;
 	return r;
 }
 
@@ -1070,7 +1070,7 @@ static int disk_policy(struct parse *p, const config_setting_t *s, void *obj)
 	int v, r = get_choice(p, s, policies, "a dispatch policy", &v);
 
 	if (r == 0) {
-		d->policy = (enum cwd_policy)v;
+		d->policy = (enum cwd_config_policy)v;
 		p->disk_policy[d - p->c->disks] = s;
 	}
 	return r;
@@ -1086,7 +1086,7 @@ static int disk_slot_us(struct parse *p, const config_setting_t *s, void *obj)
 	return r;
 }
 
-unsigned cwd_default_lanes(enum cw_tier tier)
+unsigned cwd_config_default_lanes(enum cw_tier tier)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -1139,7 +1139,7 @@ static int parse_disk(struct parse *p, const config_setting_t *s, struct cwd_con
 		return fail(p, lanes, "%s is set on an hdd; expected lanes only with tier = \"ssd\"",
 			    WHERE(lanes));
 	if (!lanes)
-		d->lanes = cwd_default_lanes(d->tier);
+		d->lanes = cwd_config_default_lanes(d->tier);
 	if (d->slot_ns == 0)
 		d->slot_ns = (d->tier == CW_TIER_SSD ? DEFAULT_SLOT_US_SSD : DEFAULT_SLOT_US_HDD) *
 			     CW_NS_PER_US;
@@ -1231,7 +1231,7 @@ static int start_resv_field(unsigned i, const char *s, uint64_t *ret, const char
 	return 0;
 }
 
-int cwd_start_resv_parse(const char *spec, struct cwd_start_resv *ret, char *err, size_t errlen)
+int cwd_config_parse_resv(const char *spec, struct cwd_config_resv *ret, char *err, size_t errlen)
 {
 	char buf[512], *f[8], *save = NULL, *tok;
 	const char *expected;
@@ -1270,7 +1270,7 @@ int cwd_start_resv_parse(const char *spec, struct cwd_start_resv *ret, char *err
 		snprintf(err, errlen, "reservation \"%s\": the span ends before it starts", spec);
 		return -EINVAL;
 	}
-	*ret = (struct cwd_start_resv){
+	*ret = (struct cwd_config_resv){
 		.rate_bps = v[1], .block_bytes = v[2], .offset = v[3], .length = v[4],
 		.span_start_s = (int64_t)v[5], .span_end_s = (int64_t)v[6],
 	};
@@ -1548,7 +1548,7 @@ static int account_id(const char *v, bool group, uint32_t *ret_id)
 }
 
 __attribute__((format(printf, 3, 4)))
-static void warn(cwd_warn_fn fn, void *userdata, const char *fmt, ...)
+static void warn(cwd_config_warn_fn fn, void *userdata, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -1561,10 +1561,10 @@ static void warn(cwd_warn_fn fn, void *userdata, const char *fmt, ...)
 	fn(userdata, msg);
 }
 
-static int resolve_list(char *const *names, size_t n, const char *what, cwd_warn_fn fn,
-			void *userdata, struct nbd_principal **ret, size_t *ret_n)
+static int resolve_list(char *const *names, size_t n, const char *what, cwd_config_warn_fn fn,
+			void *userdata, struct nbdsrv_principal **ret, size_t *ret_n)
 {
-	struct nbd_principal *v = calloc(n + 1, sizeof(*v));
+	struct nbdsrv_principal *v = calloc(n + 1, sizeof(*v));
 	size_t i, k = 0;
 
 	if (!v)
@@ -1575,7 +1575,7 @@ static int resolve_list(char *const *names, size_t n, const char *what, cwd_warn
 		int r;
 
 		if (!strcmp(name, "*")) {
-			v[k++] = (struct nbd_principal){ .kind = NBD_ANYONE };
+			v[k++] = (struct nbdsrv_principal){ .kind = NBDSRV_ANYONE };
 			continue;
 		}
 		r = account_id(group ? name + 1 : name, group, &v[k].id);
@@ -1584,14 +1584,14 @@ static int resolve_list(char *const *names, size_t n, const char *what, cwd_warn
 			     group ? name + 1 : name, r == -ENOENT ? "no such name" : strerror(-r));
 			continue;
 		}
-		v[k++].kind = group ? NBD_GROUP : NBD_USER;
+		v[k++].kind = group ? NBDSRV_GROUP : NBDSRV_USER;
 	}
 	*ret = v;
 	*ret_n = k;
 	return 0;
 }
 
-void cwd_access_free(struct nbd_access *rules, size_t n)
+void cwd_config_access_free(struct nbdsrv_access *rules, size_t n)
 {
 	size_t i;
 
@@ -1604,10 +1604,10 @@ void cwd_access_free(struct nbd_access *rules, size_t n)
 	free(rules);
 }
 
-int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata,
-		      struct nbd_access **ret_rules, size_t *ret_n)
+int cwd_config_access(const struct cwd_config *c, cwd_config_warn_fn fn, void *userdata,
+		      struct nbdsrv_access **ret_rules, size_t *ret_n)
 {
-	struct nbd_access *rules = calloc(c->n_access + 1, sizeof(*rules));
+	struct nbdsrv_access *rules = calloc(c->n_access + 1, sizeof(*rules));
 	size_t i;
 	int r = 0;
 
@@ -1615,7 +1615,7 @@ int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata
 		return -ENOMEM;
 	for (i = 0; i < c->n_access && r == 0; i++) {
 		const struct cwd_config_access *a = &c->access[i];
-		struct nbd_principal *rw = NULL, *ro = NULL;
+		struct nbdsrv_principal *rw = NULL, *ro = NULL;
 		char what[96];
 
 		snprintf(what, sizeof(what), "access%s%s", a->export ? " of export " : "",
@@ -1630,7 +1630,7 @@ int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata
 		rules[i].read_only = ro;
 	}
 	if (r < 0) {
-		cwd_access_free(rules, c->n_access);
+		cwd_config_access_free(rules, c->n_access);
 		return r;
 	}
 	*ret_rules = rules;
@@ -1638,13 +1638,13 @@ int cwd_config_access(const struct cwd_config *c, cwd_warn_fn fn, void *userdata
 	return 0;
 }
 
-void cwd_config_unix_perm(const struct cwd_config *c, cwd_warn_fn fn, void *userdata,
-			  struct nbd_unix_perm *ret_perm)
+void cwd_config_unix_perm(const struct cwd_config *c, cwd_config_warn_fn fn, void *userdata,
+			  struct nbdsrv_unix_perm *ret_perm)
 {
 	uint32_t id;
 	int r;
 
-	*ret_perm = (struct nbd_unix_perm){ .mode = (mode_t)c->unix_mode, .owner = (uid_t)-1,
+	*ret_perm = (struct nbdsrv_unix_perm){ .mode = (mode_t)c->unix_mode, .owner = (uid_t)-1,
 					    .group = (gid_t)-1 };
 	if (c->unix_owner) {
 		r = account_id(c->unix_owner, false, &id);

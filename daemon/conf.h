@@ -31,7 +31,7 @@
 
 /* Dispatch policy.  The values are those of enum cw_sched_policy in
  * clockwise/sched.h, one for one. */
-enum cwd_policy {
+enum cwd_config_policy {
 	CWD_POLICY_DELTA_L = 0,
 	CWD_POLICY_EDF = 1,
 	CWD_POLICY_LST = 2,
@@ -41,7 +41,7 @@ struct cwd_config_disk {
 	char *path;		/* block device or file */
 	char *name;		/* [A-Za-z0-9._-]{1,63} */
 	enum cw_tier tier;
-	enum cwd_policy policy;
+	enum cwd_config_policy policy;
 	int64_t slot_ns;	/* slot length of the disk's reservation record */
 	unsigned lanes;		/* dispatchers; 1 on an HDD */
 	char *model;		/* model preset name, or NULL: the pool's calibrated model */
@@ -74,7 +74,7 @@ struct cwd_config_access {
 struct cwd_config {
 	char *file;		/* the file it came from */
 	char *pool;		/* pool database (sqlite) */
-	enum cwd_policy policy;	/* for disks that do not name one */
+	enum cwd_config_policy policy;	/* for disks that do not name one */
 	enum cw_io_kind io_engine;
 	unsigned queue_depth;	/* requests in flight per dispatcher */
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
@@ -129,7 +129,7 @@ struct cwd_config {
  * bandwidth, user block size, the range [offset, offset + length) of its
  * partition (length 0: to its end) and the time span [start, end) in
  * seconds after the daemon started (end 0: no end). */
-struct cwd_start_resv {
+struct cwd_config_resv {
 	char export_name[64];		/* CW_NAME_MAX + 1 */
 	uint64_t rate_bps, block_bytes, offset, length;
 	int64_t span_start_s, span_end_s;
@@ -138,7 +138,7 @@ struct cwd_start_resv {
 /* Parses "EXPORT:RATE:BLOCK[:OFFSET:LENGTH[:START:END]]" (clockwise/units.h:
  * RATE a rate, the sizes sizes, START and END whole seconds).  -EINVAL
  * with the reason in err. */
-int cwd_start_resv_parse(const char *spec, struct cwd_start_resv *ret, char *err, size_t errlen);
+int cwd_config_parse_resv(const char *spec, struct cwd_config_resv *ret, char *err, size_t errlen);
 
 /* The defaults, as an empty file gives them. */
 int cwd_config_new(struct cwd_config **ret_config);
@@ -155,22 +155,22 @@ int cwd_config_parse(const char *text, const char *name, struct cwd_config **ret
 
 void cwd_config_free(struct cwd_config *c);	/* NULL-safe */
 
-struct nbd_access;
-struct nbd_unix_perm;
+struct nbdsrv_access;
+struct nbdsrv_unix_perm;
 /* Told about a user or group the configuration names and the system does
  * not know; it is left out. */
-typedef void (*cwd_warn_fn)(void *userdata, const char *msg);
+typedef void (*cwd_config_warn_fn)(void *userdata, const char *msg);
 
 /* The access lists with names turned into ids, for the NBD server; free
- * with cwd_access_free(). */
-int cwd_config_access(const struct cwd_config *c, cwd_warn_fn warn, void *userdata,
-		      struct nbd_access **ret_rules, size_t *ret_n);
-void cwd_access_free(struct nbd_access *rules, size_t n);
+ * with cwd_config_access_free(). */
+int cwd_config_access(const struct cwd_config *c, cwd_config_warn_fn warn, void *userdata,
+		      struct nbdsrv_access **ret_rules, size_t *ret_n);
+void cwd_config_access_free(struct nbdsrv_access *rules, size_t n);
 
 /* The NBD unix sockets' mode, owner and group; an owner or group the
  * system does not know is left as the daemon's, with a warning. */
-void cwd_config_unix_perm(const struct cwd_config *c, cwd_warn_fn warn, void *userdata,
-			  struct nbd_unix_perm *ret_perm);
+void cwd_config_unix_perm(const struct cwd_config *c, cwd_config_warn_fn warn, void *userdata,
+			  struct nbdsrv_unix_perm *ret_perm);
 
 /* The dispatchers of a disk whose lanes are not configured: one on an
  * HDD; on an SSD one per two CPUs, at most 4 (each lane is a thread, and
@@ -178,8 +178,8 @@ void cwd_config_unix_perm(const struct cwd_config *c, cwd_warn_fn warn, void *us
  * half the CPUs only add wake-ups and context switches between threads
  * that cannot run at once; on 2 CPUs, 4 lanes served 4k reads at half the
  * rate of 1). */
-unsigned cwd_default_lanes(enum cw_tier tier);
-const char *cwd_policy_name(enum cwd_policy p);
-const char *cwd_log_level_name(int level);
+unsigned cwd_config_default_lanes(enum cw_tier tier);
+const char *cwd_config_policy_name(enum cwd_config_policy p);
+const char *cwd_config_log_level_name(int level);
 
 #endif

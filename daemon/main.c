@@ -85,7 +85,7 @@ static int export_part(struct cw_pool *pool, const char *name, char *ret, size_t
 /* Streams given with -r: admitted like any other (every disk or none,
  * beside the stored ones), for the daemon's lifetime, never stored. */
 static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
-			    const struct cwd_start_resv *sr, int64_t start_ns)
+			    const struct cwd_config_resv *sr, int64_t start_ns)
 {
 	struct cw_admit_refusal ref;
 	struct cw_admit_request rq = {
@@ -164,7 +164,7 @@ static int admit_config_models(struct cw_pool *pool, struct cw_admit_state *adm,
 	return r;
 }
 
-static void nbd_log(void *userdata, int priority, const char *msg)
+static void log_nbd(void *userdata, int priority, const char *msg)
 {
 	(void)userdata;
 	cwd_log(priority, "nbd: %s", msg);
@@ -213,7 +213,7 @@ static void detached_ready(int fd)
 	close(fd);
 }
 
-static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *srv,
+static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbdsrv *srv,
 		       size_t *ret_n)
 {
 	struct cw_part_info *parts = NULL;
@@ -227,7 +227,7 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *s
 		return r;
 	}
 	for (i = 0; i < n; i++) {
-		struct nbd_export e;
+		struct nbdsrv_export e;
 		struct cw_part *part;
 
 		r = cw_part_lookup(pool, parts[i].name, &part);
@@ -238,7 +238,7 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *s
 		if (pb_export(pb, part, &e) < 0)
 			continue;	/* logged: a disk is missing */
 		(void)pb_export_bind(pb, e.backend, 0);	/* its start-up stream, if any */
-		r = nbd_server_add_export(srv, &e);
+		r = nbdsrv_add_export(srv, &e);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "export %s: %s", e.name, strerror(-r));
 			continue;
@@ -284,16 +284,16 @@ static int tls_setup(const struct cwd_config *cfg, struct nbd_tls_creds **ret_cr
 	return r;
 }
 
-static int listen_all(const struct cwd_config *cfg, struct nbd_server *srv)
+static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 {
-	struct nbd_unix_perm perm;
+	struct nbdsrv_unix_perm perm;
 	char port[8];
 	size_t i;
 	int r;
 
 	cwd_config_unix_perm(cfg, conf_warn, NULL, &perm);
 	for (i = 0; i < cfg->n_listen_unix; i++) {
-		r = nbd_server_listen_unix(srv, cfg->listen_unix[i], &perm,
+		r = nbdsrv_listen_unix(srv, cfg->listen_unix[i], &perm,
 					   (enum cw_nbd_tls)cfg->listen_unix_tls[i]);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i],
@@ -311,7 +311,7 @@ static int listen_all(const struct cwd_config *cfg, struct nbd_server *srv)
 		if (!*host || strcmp(host, "*") == 0)
 			host = "0.0.0.0";
 		snprintf(port, sizeof(port), "%u", cfg->listen_tcp[i].port);
-		r = nbd_server_listen_tcp(srv, host, port, (enum cw_nbd_tls)cfg->listen_tcp[i].tls);
+		r = nbdsrv_listen_tcp(srv, host, port, (enum cw_nbd_tls)cfg->listen_tcp[i].tls);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot listen on %s:%s: %s", host, port, strerror(-r));
 			return r;
@@ -332,14 +332,14 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cwd_start_resv resv[MAX_RESERVATIONS];
+	struct cwd_config_resv resv[MAX_RESERVATIONS];
 	struct cw_admit_state *adm = NULL;
-	struct nbd_server_config scfg = { 0 };
+	struct nbdsrv_config scfg = { 0 };
 	struct nbd_tls_creds *tls_creds = NULL;
-	struct nbd_access *access = NULL;
+	struct nbdsrv_access *access = NULL;
 	size_t n_access = 0;
 	struct cwd_config *cfg = NULL;
-	struct nbd_server *srv = NULL;
+	struct nbdsrv *srv = NULL;
 	struct cw_pool *pool = NULL;
 	struct cw_error perr = { 0 };
 	struct pb *pb = NULL;
@@ -367,7 +367,7 @@ int main(int argc, char **argv)
 					MAX_RESERVATIONS);
 				return 2;
 			}
-			if (cwd_start_resv_parse(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
+			if (cwd_config_parse_resv(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
 				fprintf(stderr, "clockwised: %s\n", msg);
 				return 2;
 			}
@@ -455,7 +455,7 @@ int main(int argc, char **argv)
 	scfg.idle_timeout_ns = (int64_t)cfg->limits.idle_timeout_s * CW_NS_PER_S;
 	scfg.reply_memory_bytes = cfg->limits.reply_memory_bytes;
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
-	scfg.log = nbd_log;
+	scfg.log = log_nbd;
 	scfg.live_exports = true;
 	r = cwd_config_access(cfg, conf_warn, NULL, &access, &n_access);
 	if (r < 0) {
@@ -468,7 +468,7 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out;
 	scfg.tls_creds = tls_creds;
-	r = nbd_server_new(&scfg, &srv);
+	r = nbdsrv_new(&scfg, &srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the NBD server: %s", strerror(-r));
 		goto out;
@@ -489,7 +489,7 @@ int main(int argc, char **argv)
 	}
 	if (listen_all(cfg, srv) < 0)
 		goto out;
-	r = nbd_server_start(srv);
+	r = nbdsrv_start(srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot start the NBD server: %s", strerror(-r));
 		goto out;
@@ -541,14 +541,14 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
 	svc_free(svc);
 	svc = NULL;
-	nbd_server_stop(srv);
+	nbdsrv_stop(srv);
 	pb_log_stats(pb);
 	rc = 0;
 out:
 	svc_free(svc);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 	nbd_tls_creds_free(tls_creds);
-	cwd_access_free(access, n_access);
+	cwd_config_access_free(access, n_access);
 	pb_free(pb);
 	cw_admit_state_free(adm);
 	cw_pool_close(pool);

@@ -9,7 +9,7 @@
  *                  write payload straight into the slot's aligned buffer,
  *                  call the back end.  Never waits for a completion
  *                  unless every slot is in flight.
- *   back end       completes from any thread: nbd_io_complete() stores the
+ *   back end       completes from any thread: nbdsrv_io_complete() stores the
  *                  result and pushes the slot on the connection's done
  *                  stack (one CAS); it wakes the writer only when the
  *                  stack was empty and the writer sleeps.
@@ -19,7 +19,7 @@
  *                  with one sendmsg, and returns the slots to the reader
  *                  through a second lock-free stack.  That is the
  *                  writer thread, or a thread that completed a batch
- *                  while the writer slept (nbd_io_unplug_send: a lane's
+ *                  while the writer slept (nbdsrv_io_unplug_send: a lane's
  *                  dispatcher or a reader dispatching for a lane), which
  *                  so saves the writer's wake-up; such a thread never
  *                  blocks on the socket but hands what is left, with
@@ -95,7 +95,7 @@
 #define EXPORTS_MAX 256
 
 struct export {
-	struct nbd_export e;	/* name and description owned */
+	struct nbdsrv_export e;	/* name and description owned */
 	struct cw_nbd_limits lim;
 	bool removed;
 	/* One read-modify-write at a time (see serve_unaligned). */
@@ -103,7 +103,7 @@ struct export {
 };
 
 struct slot {
-	struct nbd_io io;		/* what the back end sees; first */
+	struct nbdsrv_io io;		/* what the back end sees; first */
 	struct conn *conn;
 	struct slot *next;		/* on the free or the done stack */
 	uint64_t cookie;
@@ -120,11 +120,11 @@ struct slot {
 };
 
 struct conn {
-	struct nbd_server *srv;
+	struct nbdsrv *srv;
 	int fd;
 	enum cw_nbd_tls tls_mode;	/* what its listener offers */
 	struct nbd_tls *sess;		/* once STARTTLS ran: every byte goes here */
-	struct nbd_peer peer;
+	struct nbdsrv_peer peer;
 	const char *refuse;		/* over a limit: why; else NULL */
 	int64_t deadline_ns;		/* the handshake's end; 0: none */
 	struct conn *prev, *next;	/* server list, under srv->lock */
@@ -152,7 +152,7 @@ struct conn {
 	_Atomic(struct slot *) free_shared;	/* writer pushes, reader takes all */
 	_Atomic(struct slot *) done;		/* back ends push, writer takes all */
 	atomic_uint inflight;			/* slots out of the free stacks */
-	atomic_uint completers;			/* threads inside nbd_io_complete() */
+	atomic_uint completers;			/* threads inside nbdsrv_io_complete() */
 	atomic_uint inflight_bytes;
 	atomic_int writer_sleeping;		/* futex words */
 	atomic_int reader_sleeping;
@@ -172,8 +172,8 @@ struct conn {
 	struct iovec out_iov[2 * BATCH_MAX];
 };
 
-struct nbd_server {
-	struct nbd_server_config cfg;
+struct nbdsrv {
+	struct nbdsrv_config cfg;
 	struct export *exports;
 	size_t n_exports;
 	struct cw_nbd_export_info *infos;	/* the handshake's view, under lock */
@@ -207,10 +207,10 @@ struct nbd_server {
 /* ------------------------------------------------------------------ */
 /* small helpers */
 
-static void srv_log(struct nbd_server *srv, int prio, const char *fmt, ...)
+static void srv_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void srv_log(struct nbd_server *srv, int prio, const char *fmt, ...)
+static void srv_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -226,10 +226,10 @@ static void srv_log(struct nbd_server *srv, int prio, const char *fmt, ...)
 /* For what a client causes (bad handshakes, limits, timeouts): at most
  * CLIENT_LOGS_PER_S lines a second; the rest become one line saying how
  * many, so a storm of bad clients cannot flood the journal. */
-static void client_log(struct nbd_server *srv, int prio, const char *fmt, ...)
+static void client_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void flush_dropped(struct nbd_server *srv, int64_t now)
+static void flush_dropped(struct nbdsrv *srv, int64_t now)
 {
 	unsigned dropped = 0;
 
@@ -246,7 +246,7 @@ static void flush_dropped(struct nbd_server *srv, int64_t now)
 			"were left out", dropped);
 }
 
-static void client_log(struct nbd_server *srv, int prio, const char *fmt, ...)
+static void client_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -337,10 +337,10 @@ static int send_all(int fd, const void *buf, size_t n)
 /* The connection whose reader runs on this thread, if any. */
 static __thread struct conn *tls_reader;
 
-/* Writers whose wake-up this thread holds (nbd_io_plug). */
+/* Writers whose wake-up this thread holds (nbdsrv_io_plug). */
 #define PLUG_MAX 16
 /* Replies with more read data than this are left to the writer even by
- * nbd_io_unplug_send(): the copy into the socket costs more than the
+ * nbdsrv_io_unplug_send(): the copy into the socket costs more than the
  * wake-up, and the writer sends while the completing thread goes on. */
 #define INLINE_SEND_MAX (128u << 10)
 static __thread struct {
@@ -350,12 +350,12 @@ static __thread struct {
 	bool big[PLUG_MAX];		/* a reply over INLINE_SEND_MAX */
 } tls_plug;
 
-void nbd_io_complete(struct nbd_io *io, int err)
+void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 {
 	struct slot *s = (struct slot *)io;	/* io is the slot's first member */
 	struct conn *c = s->conn;
 	/* Read before the push: from then on the slot may be answered and reused. */
-	bool big = s->io.op == NBD_IO_READ && s->io.length > INLINE_SEND_MAX;
+	bool big = s->io.op == NBDSRV_IO_READ && s->io.length > INLINE_SEND_MAX;
 	struct slot *old;
 
 	if (s->sync) {
@@ -404,12 +404,12 @@ void nbd_io_complete(struct nbd_io *io, int err)
 	/* c may be gone from here on. */
 }
 
-void nbd_io_plug(void)
+void nbdsrv_io_plug(void)
 {
 	tls_plug.on = true;
 }
 
-void nbd_io_unplug(void)
+void nbdsrv_io_unplug(void)
 {
 	unsigned i;
 
@@ -449,7 +449,7 @@ static bool writer_ready(struct conn *c)
  * and a waiting one is woken by its own replies going out. */
 static bool bytes_fit(struct conn *c, uint32_t bytes)
 {
-	struct nbd_server *srv = c->srv;
+	struct nbdsrv *srv = c->srv;
 	uint64_t budget = srv->cfg.reply_memory_bytes;
 	unsigned n = atomic_load_explicit(&srv->n_active, memory_order_relaxed);
 
@@ -491,7 +491,7 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 		iov[0] = (struct iovec){ s->hdr, s->hdr_len };
 		iov[1] = (struct iovec){ s->io.buf, s->io.n_extents * sizeof(struct cw_nbd_extent) };
 		return 2;
-	} else if (s->io.op == NBD_IO_READ) {
+	} else if (s->io.op == NBDSRV_IO_READ) {
 		s->hdr_len = cw_nbd_encode_read_reply(s->hdr, st, s->cookie, s->io.offset,
 						      s->io.length);
 		iov[0] = (struct iovec){ s->hdr, s->hdr_len };
@@ -504,7 +504,7 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 	return 1;
 }
 
-static void drop_buf(struct nbd_server *srv, struct slot *s)
+static void drop_buf(struct nbdsrv *srv, struct slot *s)
 {
 	atomic_fetch_sub_explicit(&srv->buf_bytes, s->buf_cap, memory_order_relaxed);
 	free(s->io.buf);
@@ -515,9 +515,9 @@ static void drop_buf(struct nbd_server *srv, struct slot *s)
 /* Returns a slot to the reader. */
 static void recycle(struct conn *c, struct slot *s)
 {
-	struct nbd_server *srv = c->srv;
+	struct nbdsrv *srv = c->srv;
 	struct slot *old;
-	uint32_t bytes = s->io.op == NBD_IO_READ || s->io.op == NBD_IO_WRITE ? s->io.length : 0;
+	uint32_t bytes = s->io.op == NBDSRV_IO_READ || s->io.op == NBDSRV_IO_WRITE ? s->io.length : 0;
 
 	if (s->buf_cap > BUF_KEEP_BYTES ||
 	    atomic_load_explicit(&srv->buf_bytes, memory_order_relaxed) >
@@ -535,7 +535,7 @@ static void recycle(struct conn *c, struct slot *s)
 static int send_batch(struct conn *c, int flags)
 {
 	/* Under TLS only a thread that may block sends (see
-	 * nbd_io_unplug_send): a record is sent whole or not at all. */
+	 * nbdsrv_io_unplug_send): a record is sent whole or not at all. */
 	if (c->sess) {
 		int r = nbd_tls_sendv(c->sess, c->out_iov + c->out_pos, c->out_n);
 
@@ -638,7 +638,7 @@ static void send_locked(struct conn *c, bool may_block)
 
 /* The dispatcher's unplug on a lane without streams: send the replies
  * here, with no wake-up, unless a writer is sending already. */
-void nbd_io_unplug_send(void)
+void nbdsrv_io_unplug_send(void)
 {
 	unsigned i;
 
@@ -662,9 +662,9 @@ void nbd_io_unplug_send(void)
 	tls_plug.n = 0;
 }
 
-void nbd_io_plug_end(void)
+void nbdsrv_io_plug_end(void)
 {
-	nbd_io_unplug_send();
+	nbdsrv_io_unplug_send();
 	tls_plug.on = false;
 }
 
@@ -862,16 +862,16 @@ static void set_sndtimeo(int fd, int64_t ns)
 /* ------------------------------------------------------------------ */
 /* access */
 
-static bool principal_matches(const struct nbd_principal *p, const struct nbd_peer *peer)
+static bool principal_matches(const struct nbdsrv_principal *p, const struct nbdsrv_peer *peer)
 {
 	unsigned i;
 
 	switch (p->kind) {
-	case NBD_ANYONE:
+	case NBDSRV_ANYONE:
 		return true;
-	case NBD_USER:
+	case NBDSRV_USER:
 		return peer->known && peer->uid == p->id;
-	case NBD_GROUP:
+	case NBDSRV_GROUP:
 		if (!peer->known)
 			return false;
 		if (peer->gid == p->id)
@@ -884,7 +884,7 @@ static bool principal_matches(const struct nbd_principal *p, const struct nbd_pe
 	return false;
 }
 
-static bool any_matches(const struct nbd_principal *list, size_t n, const struct nbd_peer *peer)
+static bool any_matches(const struct nbdsrv_principal *list, size_t n, const struct nbdsrv_peer *peer)
 {
 	size_t i;
 
@@ -894,10 +894,10 @@ static bool any_matches(const struct nbd_principal *list, size_t n, const struct
 	return false;
 }
 
-int nbd_access_for(const struct nbd_access *list, size_t n, const struct nbd_peer *peer,
+int nbdsrv_access_for(const struct nbdsrv_access *list, size_t n, const struct nbdsrv_peer *peer,
 		   const char *name)
 {
-	const struct nbd_access *rule = NULL;
+	const struct nbdsrv_access *rule = NULL;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -921,7 +921,7 @@ int nbd_access_for(const struct nbd_access *list, size_t n, const struct nbd_pee
 }
 
 /* "uid 1000", or "the network" for a TCP client. */
-static const char *peer_name(const struct nbd_peer *p, char *buf, size_t n)
+static const char *peer_name(const struct nbdsrv_peer *p, char *buf, size_t n)
 {
 	if (!p->known)
 		return "the network";
@@ -930,7 +930,7 @@ static const char *peer_name(const struct nbd_peer *p, char *buf, size_t n)
 }
 
 /* The kernel's word on who is at the other end of a unix socket. */
-static void peer_from_socket(int fd, struct nbd_peer *ret_peer)
+static void peer_from_socket(int fd, struct nbdsrv_peer *ret_peer)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred), glen = sizeof(ret_peer->groups);
@@ -983,7 +983,7 @@ static int start_tls(struct conn *c)
 /* Runs the option haggling; returns 0 with c->exp set, or -errno. */
 static int handshake(struct conn *c)
 {
-	struct nbd_server *srv = c->srv;
+	struct nbdsrv *srv = c->srv;
 	struct cw_nbd_handshake hs = {
 		.default_export = srv->cfg.default_export,
 	};
@@ -1039,7 +1039,7 @@ static int handshake(struct conn *c)
 		hs.n_exports = srv->n_live;
 		if (srv->cfg.n_access) {
 			for (size_t i = 0; i < srv->n_live; i++)
-				access[i] = (uint8_t)nbd_access_for(srv->cfg.access,
+				access[i] = (uint8_t)nbdsrv_access_for(srv->cfg.access,
 								    srv->cfg.n_access, &c->peer,
 								    srv->infos[i].name);
 			hs.access = access;
@@ -1112,7 +1112,7 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 
 static int ensure_buf(struct slot *s, uint32_t length)
 {
-	struct nbd_server *srv = s->conn->srv;
+	struct nbdsrv *srv = s->conn->srv;
 	void *p;
 	size_t cap;
 
@@ -1128,27 +1128,27 @@ static int ensure_buf(struct slot *s, uint32_t length)
 	return 0;
 }
 
-static const enum nbd_io_op cmd_op[] = {
-	[CW_NBD_CMD_READ] = NBD_IO_READ,
-	[CW_NBD_CMD_WRITE] = NBD_IO_WRITE,
-	[CW_NBD_CMD_FLUSH] = NBD_IO_FLUSH,
-	[CW_NBD_CMD_TRIM] = NBD_IO_TRIM,
-	[CW_NBD_CMD_WRITE_ZEROES] = NBD_IO_ZERO,
+static const enum nbdsrv_io_op cmd_op[] = {
+	[CW_NBD_CMD_READ] = NBDSRV_IO_READ,
+	[CW_NBD_CMD_WRITE] = NBDSRV_IO_WRITE,
+	[CW_NBD_CMD_FLUSH] = NBDSRV_IO_FLUSH,
+	[CW_NBD_CMD_TRIM] = NBDSRV_IO_TRIM,
+	[CW_NBD_CMD_WRITE_ZEROES] = NBDSRV_IO_ZERO,
 	[CW_NBD_CMD_CACHE] = NBD_IO_CACHE,
 	[CW_NBD_CMD_BLOCK_STATUS] = NBD_IO_BLOCK_STATUS,
 };
 
 static int submit(struct conn *c, struct slot *s)
 {
-	const struct nbd_backend_ops *ops = c->exp->e.ops;
+	const struct nbdsrv_backend_ops *ops = c->exp->e.ops;
 	void *b = c->exp->e.backend;
 
 	switch (s->io.op) {
-	case NBD_IO_READ: return ops->pread(b, &s->io);
-	case NBD_IO_WRITE: return ops->pwrite(b, &s->io);
-	case NBD_IO_FLUSH: return ops->flush(b, &s->io);
-	case NBD_IO_TRIM: return ops->trim(b, &s->io);
-	case NBD_IO_ZERO: return ops->zero(b, &s->io);
+	case NBDSRV_IO_READ: return ops->pread(b, &s->io);
+	case NBDSRV_IO_WRITE: return ops->pwrite(b, &s->io);
+	case NBDSRV_IO_FLUSH: return ops->flush(b, &s->io);
+	case NBDSRV_IO_TRIM: return ops->trim(b, &s->io);
+	case NBDSRV_IO_ZERO: return ops->zero(b, &s->io);
 	case NBD_IO_CACHE: return ops->cache(b, &s->io);
 	case NBD_IO_BLOCK_STATUS: return ops->block_status(b, &s->io);
 	}
@@ -1190,16 +1190,16 @@ static void wait_others_answered(struct conn *c)
 }
 
 /* One back-end request the reader waits for. */
-static int sync_io(struct conn *c, enum nbd_io_op op, uint64_t off, uint32_t len, void *buf,
+static int sync_io(struct conn *c, enum nbdsrv_io_op op, uint64_t off, uint32_t len, void *buf,
 		   bool fua)
 {
 	struct slot *t = &c->rmw;
-	const struct nbd_export *e = &c->exp->e;
+	const struct nbdsrv_export *e = &c->exp->e;
 	int r;
 
 	t->conn = c;
 	t->sync = true;
-	t->io = (struct nbd_io){ .op = op, .offset = off, .length = len, .buf = buf, .fua = fua,
+	t->io = (struct nbdsrv_io){ .op = op, .offset = off, .length = len, .buf = buf, .fua = fua,
 				 .may_trim = true };
 	atomic_store_explicit(&t->sync_done, 0, memory_order_relaxed);
 	r = submit(c, t);
@@ -1237,14 +1237,14 @@ static int patch_block(struct conn *c, uint64_t blk, const uint8_t *src, uint64_
 		c->blk_buf = NULL;
 		return -ENOMEM;
 	}
-	r = sync_io(c, NBD_IO_READ, blk, a, c->blk_buf, false);
+	r = sync_io(c, NBDSRV_IO_READ, blk, a, c->blk_buf, false);
 	if (r < 0)
 		return r;
 	if (src)
 		memcpy(c->blk_buf + (from - blk), src, n);
 	else
 		memset(c->blk_buf + (from - blk), 0, n);
-	return sync_io(c, NBD_IO_WRITE, blk, a, c->blk_buf, fua);
+	return sync_io(c, NBDSRV_IO_WRITE, blk, a, c->blk_buf, fua);
 }
 
 /* A write (src) or zero (src NULL) of [off, end) not aligned to a. */
@@ -1264,12 +1264,12 @@ static int rmw(struct conn *c, const struct slot *s, const uint8_t *src)
 	if (r < 0 || a0 == b0)
 		return r;
 	if (!src)
-		return sync_io(c, NBD_IO_ZERO, a0, (uint32_t)(b0 - a0), NULL, s->io.fua);
+		return sync_io(c, NBDSRV_IO_ZERO, a0, (uint32_t)(b0 - a0), NULL, s->io.fua);
 	/* The payload's middle is not at an aligned address in its buffer. */
 	if (!aligned_buf(&c->rmw_buf, &c->rmw_cap, b0 - a0))
 		return -ENOMEM;
 	memcpy(c->rmw_buf, src + (a0 - off), b0 - a0);
-	return sync_io(c, NBD_IO_WRITE, a0, (uint32_t)(b0 - a0), c->rmw_buf, s->io.fua);
+	return sync_io(c, NBDSRV_IO_WRITE, a0, (uint32_t)(b0 - a0), c->rmw_buf, s->io.fua);
 }
 
 static int serve_unaligned(struct conn *c, struct slot *s)
@@ -1281,27 +1281,27 @@ static int serve_unaligned(struct conn *c, struct slot *s)
 	int r;
 
 	switch (s->io.op) {
-	case NBD_IO_READ:
+	case NBDSRV_IO_READ:
 		r = ensure_buf(s, (uint32_t)(hi - lo));
 		if (r == 0)
-			r = sync_io(c, NBD_IO_READ, lo, (uint32_t)(hi - lo), s->io.buf, false);
+			r = sync_io(c, NBDSRV_IO_READ, lo, (uint32_t)(hi - lo), s->io.buf, false);
 		if (r == 0)
 			memmove(s->io.buf, (uint8_t *)s->io.buf + (off - lo), s->io.length);
 		break;
-	case NBD_IO_TRIM:
-		r = a0 < b0 ? sync_io(c, NBD_IO_TRIM, a0, (uint32_t)(b0 - a0), NULL, s->io.fua) : 0;
+	case NBDSRV_IO_TRIM:
+		r = a0 < b0 ? sync_io(c, NBDSRV_IO_TRIM, a0, (uint32_t)(b0 - a0), NULL, s->io.fua) : 0;
 		break;
-	case NBD_IO_ZERO:
+	case NBDSRV_IO_ZERO:
 		/* Read, patch and write back is never fast. */
 		if (s->io.fast_zero) {
 			r = -ENOTSUP;
 			break;
 		}
 		/* fall through */
-	case NBD_IO_WRITE:
+	case NBDSRV_IO_WRITE:
 		pthread_mutex_lock(&x->rmw_lock);
 		wait_others_answered(c);
-		r = rmw(c, s, s->io.op == NBD_IO_WRITE ? s->io.buf : NULL);
+		r = rmw(c, s, s->io.op == NBDSRV_IO_WRITE ? s->io.buf : NULL);
 		pthread_mutex_unlock(&x->rmw_lock);
 		break;
 	default:
@@ -1358,7 +1358,7 @@ static int transmission(struct conn *c)
 		s->err = 0;
 		s->wire_error = 0;
 		s->why = NULL;
-		s->io.op = req.type < CW_ARRAY_SIZE(cmd_op) ? cmd_op[req.type] : NBD_IO_FLUSH;
+		s->io.op = req.type < CW_ARRAY_SIZE(cmd_op) ? cmd_op[req.type] : NBDSRV_IO_FLUSH;
 		s->io.offset = req.offset;
 		s->io.length = v.action == CW_NBD_EXEC ? req.length : 0;
 		s->io.fua = req.flags & CW_NBD_CMD_FLAG_FUA;
@@ -1371,16 +1371,16 @@ static int transmission(struct conn *c)
 		if (v.action == CW_NBD_REPLY_ERROR) {
 			r = conn_skip(c, v.payload);
 			if (r < 0) {
-				s->io.op = NBD_IO_FLUSH;	/* no bytes to account */
+				s->io.op = NBDSRV_IO_FLUSH;	/* no bytes to account */
 				s->io.length = 0;
 				recycle(c, s);
 				return r;
 			}
 			s->wire_error = v.error;
 			s->why = v.why;
-			s->io.op = NBD_IO_FLUSH;
+			s->io.op = NBDSRV_IO_FLUSH;
 			s->io.length = 0;
-			nbd_io_complete(&s->io, 0);
+			nbdsrv_io_complete(&s->io, 0);
 			continue;
 		}
 		if (bytes) {
@@ -1394,26 +1394,26 @@ static int transmission(struct conn *c)
 				return r;
 			}
 			if (r < 0) {
-				nbd_io_complete(&s->io, r);
+				nbdsrv_io_complete(&s->io, r);
 				continue;
 			}
 		}
 		if (s->io.op == NBD_IO_BLOCK_STATUS) {
 			r = ensure_buf(s, NBD_EXTENTS_MAX * sizeof(struct cw_nbd_extent));
 			if (r < 0) {
-				nbd_io_complete(&s->io, r);
+				nbdsrv_io_complete(&s->io, r);
 				continue;
 			}
 		}
 		if (unaligned(c, &req)) {
-			nbd_io_complete(&s->io, serve_unaligned(c, s));
+			nbdsrv_io_complete(&s->io, serve_unaligned(c, s));
 			continue;
 		}
 		/* After submit() the slot is the back end's: not a byte of
 		 * it may be touched here. */
 		r = submit(c, s);
 		if (r < 0)
-			nbd_io_complete(&s->io, r);
+			nbdsrv_io_complete(&s->io, r);
 	}
 }
 
@@ -1423,7 +1423,7 @@ static int transmission(struct conn *c)
  * last one ended, or a second after the last time. */
 static bool conn_unlink(struct conn *c)
 {
-	struct nbd_server *srv = c->srv;
+	struct nbdsrv *srv = c->srv;
 	int64_t now = cw_now_ns();
 	bool trim = false;
 
@@ -1493,7 +1493,7 @@ static int conn_setup_slots(struct conn *c)
 static void conn_go_realtime(struct conn *c)
 {
 	static atomic_bool told;
-	const struct nbd_export *e = &c->exp->e;
+	const struct nbdsrv_export *e = &c->exp->e;
 	struct sched_param sp = { 0 };
 	int r;
 
@@ -1569,7 +1569,7 @@ out:
 /* accepting */
 
 /* Connections being served to the same user as peer; under srv->lock. */
-static unsigned user_conns(struct nbd_server *srv, const struct nbd_peer *peer)
+static unsigned user_conns(struct nbdsrv *srv, const struct nbdsrv_peer *peer)
 {
 	unsigned n = 0;
 
@@ -1580,9 +1580,9 @@ static unsigned user_conns(struct nbd_server *srv, const struct nbd_peer *peer)
 	return n;
 }
 
-static void accept_one(struct nbd_server *srv, unsigned li)
+static void accept_one(struct nbdsrv *srv, unsigned li)
 {
-	struct nbd_peer peer = { .known = false };
+	struct nbdsrv_peer peer = { .known = false };
 	const char *refuse = NULL;
 	struct conn *c;
 	pthread_attr_t attr;
@@ -1656,7 +1656,7 @@ static void accept_one(struct nbd_server *srv, unsigned li)
 
 static void *acceptor_main(void *arg)
 {
-	struct nbd_server *srv = arg;
+	struct nbdsrv *srv = arg;
 	struct pollfd pfd[MAX_LISTEN + 1];
 	unsigned i;
 
@@ -1689,9 +1689,9 @@ static void *acceptor_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* setup */
 
-int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_srv)
+int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv)
 {
-	struct nbd_server *srv = calloc(1, sizeof(*srv));
+	struct nbdsrv *srv = calloc(1, sizeof(*srv));
 
 	if (!srv)
 		return -ENOMEM;
@@ -1741,13 +1741,13 @@ int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_
 }
 
 /* The handshake's view of the exports not removed; under srv->lock. */
-static void rebuild_infos(struct nbd_server *srv)
+static void rebuild_infos(struct nbdsrv *srv)
 {
 	size_t i;
 
 	srv->n_live = 0;
 	for (i = 0; i < srv->n_exports; i++) {
-		const struct nbd_export *e = &srv->exports[i].e;
+		const struct nbdsrv_export *e = &srv->exports[i].e;
 		uint16_t f;
 
 		if (srv->exports[i].removed)
@@ -1768,7 +1768,7 @@ static void rebuild_infos(struct nbd_server *srv)
 	}
 }
 
-static bool export_in_use(struct nbd_server *srv, const struct export *x)
+static bool export_in_use(struct nbdsrv *srv, const struct export *x)
 {
 	for (struct conn *c = srv->conns; c; c = c->next)
 		if (c->exp == x)
@@ -1776,11 +1776,11 @@ static bool export_in_use(struct nbd_server *srv, const struct export *x)
 	return false;
 }
 
-int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp)
+int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp)
 {
 	struct export *x = NULL;
 	char *name, *desc;
-	const struct nbd_backend_ops *ops = exp->ops;
+	const struct nbdsrv_backend_ops *ops = exp->ops;
 	uint32_t min, pref, max;
 	size_t i;
 	int r = 0;
@@ -1844,7 +1844,7 @@ out:
 	return r;
 }
 
-int nbd_server_remove_export(struct nbd_server *srv, const char *name)
+int nbdsrv_remove_export(struct nbdsrv *srv, const char *name)
 {
 	struct export *x = NULL;
 	struct conn *c;
@@ -1871,7 +1871,7 @@ int nbd_server_remove_export(struct nbd_server *srv, const char *name)
 	return 0;
 }
 
-int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_t size)
+int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size)
 {
 	int r = -ENOENT;
 	size_t i;
@@ -1896,7 +1896,7 @@ int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_
 	return r;
 }
 
-static int add_listener(struct nbd_server *srv, int fd, const char *unix_path,
+static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path,
 			enum cw_nbd_tls tls)
 {
 	if (srv->n_listen >= MAX_LISTEN) {
@@ -1937,15 +1937,15 @@ static int unlink_stale(const struct sockaddr_un *sa)
 }
 
 /* A listener may offer TLS only with credentials to offer. */
-static int check_tls(const struct nbd_server *srv, enum cw_nbd_tls tls)
+static int check_tls(const struct nbdsrv *srv, enum cw_nbd_tls tls)
 {
 	if (tls > CW_NBD_TLS_REQUIRE || (tls != CW_NBD_TLS_OFF && !srv->cfg.tls_creds))
 		return -EINVAL;
 	return 0;
 }
 
-int nbd_server_listen_unix(struct nbd_server *srv, const char *path,
-			   const struct nbd_unix_perm *perm, enum cw_nbd_tls tls)
+int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path,
+			   const struct nbdsrv_unix_perm *perm, enum cw_nbd_tls tls)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
@@ -1984,7 +1984,7 @@ int nbd_server_listen_unix(struct nbd_server *srv, const char *path,
 	return r;
 }
 
-int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port,
+int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port,
 			  enum cw_nbd_tls tls)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
@@ -2033,7 +2033,7 @@ int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *
 	return n > 0 ? 0 : last;
 }
 
-int nbd_server_start(struct nbd_server *srv)
+int nbdsrv_start(struct nbdsrv *srv)
 {
 	int r;
 
@@ -2050,7 +2050,7 @@ int nbd_server_start(struct nbd_server *srv)
 	return 0;
 }
 
-unsigned nbd_server_connections(struct nbd_server *srv)
+unsigned nbdsrv_connections(struct nbdsrv *srv)
 {
 	unsigned n;
 
@@ -2060,7 +2060,7 @@ unsigned nbd_server_connections(struct nbd_server *srv)
 	return n;
 }
 
-void nbd_server_stop(struct nbd_server *srv)
+void nbdsrv_stop(struct nbdsrv *srv)
 {
 	struct timespec deadline;
 	struct conn *c;
@@ -2097,13 +2097,13 @@ void nbd_server_stop(struct nbd_server *srv)
 	pthread_mutex_unlock(&srv->lock);
 }
 
-void nbd_server_free(struct nbd_server *srv)
+void nbdsrv_free(struct nbdsrv *srv)
 {
 	size_t i;
 
 	if (!srv)
 		return;
-	nbd_server_stop(srv);
+	nbdsrv_stop(srv);
 	for (i = 0; i < srv->n_listen; i++) {
 		if (srv->listen_fds[i] >= 0)
 			close(srv->listen_fds[i]);

@@ -48,9 +48,9 @@
  * smallest pool blocks (1 GiB in 64 KiB blocks, every other one a hole). */
 #define CHANGES_MAX (1u << 15)
 
-static bool is_write(const struct nbd_io *nio)
+static bool is_write(const struct nbdsrv_io *nio)
 {
-	return nio->op == NBD_IO_WRITE || (nio->op == NBD_IO_ZERO && !nio->may_trim);
+	return nio->op == NBDSRV_IO_WRITE || (nio->op == NBDSRV_IO_ZERO && !nio->may_trim);
 }
 
 bool pb_disk_can_punch(int fd)
@@ -68,7 +68,7 @@ bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len)
 	return cw_part_allocated(x->part, off, len, &run) == 1 && run == len;
 }
 
-int pb_alloc_queue(struct pbx *x, struct nbd_io *nio)
+int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio)
 {
 	struct pb *pb = x->pb;
 	struct alloc_job *j = malloc(sizeof(*j)), *old;
@@ -207,7 +207,7 @@ static void whole_blocks(uint64_t bs, uint64_t off, uint64_t end, uint64_t *ret_
  * (the request fails; the batch goes on). */
 static int plan_job(struct batch *bt, struct alloc_job *j)
 {
-	struct nbd_io *nio = j->nio;
+	struct nbdsrv_io *nio = j->nio;
 	struct pbx *x = j->x;
 	uint64_t bs = x->pb->block_size, off = nio->offset, end = off + nio->length;
 	uint64_t first = off / bs, last = (end - 1) / bs, b0, b1, run;
@@ -254,11 +254,11 @@ static int plan_job(struct batch *bt, struct alloc_job *j)
 /* Step 3 for a TRIM or a WRITE_ZEROES that may leave holes. */
 static int finish_dealloc(struct alloc_job *j)
 {
-	struct nbd_io *nio = j->nio;
+	struct nbdsrv_io *nio = j->nio;
 	struct pbx *x = j->x;
 	struct pb *pb = x->pb;
 	uint64_t bs = pb->block_size, off = nio->offset, end = off + nio->length, b0, b1, run;
-	bool zero = nio->op == NBD_IO_ZERO, *touched = NULL;
+	bool zero = nio->op == NBDSRV_IO_ZERO, *touched = NULL;
 	int r = 0;
 
 	whole_blocks(bs, off, end, &b0, &b1);
@@ -309,7 +309,7 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 		}
 		jobs = j->next;
 		if (r < 0) {
-			nbd_io_complete(j->nio, r);
+			nbdsrv_io_complete(j->nio, r);
 			free(j);
 			continue;
 		}
@@ -325,10 +325,10 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 				cw_pool_last_error(pb->pool)->msg);
 	}
 	for (j = done; j; j = jobs) {
-		struct nbd_io *nio = j->nio;
+		struct nbdsrv_io *nio = j->nio;
 		/* Read before booking: a booked write may complete (and its
 		 * request be reused) before pb_submit_rw returns. */
-		bool w = is_write(nio), data = nio->op == NBD_IO_WRITE;
+		bool w = is_write(nio), data = nio->op == NBDSRV_IO_WRITE;
 		int e = r;
 
 		jobs = j->next;
@@ -338,7 +338,7 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 			e = finish_dealloc(j);
 		/* A booked write completes from its lanes. */
 		if (e < 0 || !w)
-			nbd_io_complete(nio, e);
+			nbdsrv_io_complete(nio, e);
 		free(j);
 	}
 	lane_unplug();
@@ -351,7 +351,7 @@ static void *alloc_main(void *arg)
 	struct alloc_job *rest = NULL;
 	struct batch *bt = pb->alloc_batch;
 
-	nbd_io_plug();
+	nbdsrv_io_plug();
 	for (;;) {
 		struct alloc_job *jobs = rest, *taken, *rev = NULL;
 
@@ -380,7 +380,7 @@ static void *alloc_main(void *arg)
 		}
 		if (jobs) {
 			rest = run_batch(pb, bt, jobs);
-			nbd_io_unplug_send();
+			nbdsrv_io_unplug_send();
 			atomic_fetch_add_explicit(&pb->alloc_batches, 1, memory_order_release);
 			atomic_store_explicit(&pb->alloc_busy, false, memory_order_release);
 			continue;

@@ -30,7 +30,7 @@
 
 #include "daemon/pool-internal.h"
 
-static const struct nbd_backend_ops pb_ops;
+static const struct nbdsrv_backend_ops pb_ops;
 
 /* ---- submission (connection threads) ---- */
 
@@ -79,7 +79,7 @@ static void push_pieces(struct preq *q, unsigned from, unsigned n)
 
 	atomic_store(&q->pending, n);
 	for (i = 0; i < n; i++)
-		cwd_queue_change(&q->p[from + i].lane->st, 1);
+		cwd_stats_queue_change(&q->p[from + i].lane->st, 1);
 	for (i = 0; i < n; i++) {
 		struct piece *p = &q->p[from + i];
 		int r = lane_push(pb, p);
@@ -124,7 +124,7 @@ static void req_finish(struct preq *q)
 		push_pieces(q, q->npieces, q->nflush);
 		return;
 	}
-	nbd_io_complete(q->nio, err);
+	nbdsrv_io_complete(q->nio, err);
 	preq_free(q);
 }
 
@@ -135,7 +135,7 @@ static bool in_span(const struct cw_admit_resv *a, int64_t now)
 
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or
  * (zero: from the shared zero buffer, in ZERO_CHUNK pieces) WRITE_ZEROES. */
-int pb_submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool zero)
+int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
 {
 	struct pb *pb = x->pb;
 	uint64_t off = nio->offset, end = nio->offset + nio->length;
@@ -216,7 +216,7 @@ int pb_submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool zero)
 	}
 	if (n == 0) {	/* holes only */
 		preq_free(q);
-		nbd_io_complete(nio, 0);
+		nbdsrv_io_complete(nio, 0);
 		return 0;
 	}
 	q->npieces = n;
@@ -232,14 +232,14 @@ fail:
 	return r;
 }
 
-static int pb_pread(void *backend, struct nbd_io *io)
+static int pb_pread(void *backend, struct nbdsrv_io *io)
 {
 	return pb_submit_rw(backend, io, CW_IO_READ, false);
 }
 
 /* A write to blocks that all hold data goes to the lanes; one that
  * touches a hole first has the hole made a written block (pool-alloc.c). */
-static int pb_pwrite(void *backend, struct nbd_io *io)
+static int pb_pwrite(void *backend, struct nbdsrv_io *io)
 {
 	struct pbx *x = backend;
 
@@ -251,7 +251,7 @@ static int pb_pwrite(void *backend, struct nbd_io *io)
 /* WRITE_ZEROES: with NO_HOLE, zeros are written (into blocks made
  * written first); without, whole blocks become holes and the partial
  * ones are punched or written.  FAST_ZERO refuses what needs writing. */
-static int pb_zero(void *backend, struct nbd_io *io)
+static int pb_zero(void *backend, struct nbdsrv_io *io)
 {
 	struct pbx *x = backend;
 
@@ -263,14 +263,14 @@ static int pb_zero(void *backend, struct nbd_io *io)
 	return pb_alloc_queue(x, io);
 }
 
-static int pb_flush(void *backend, struct nbd_io *nio)
+static int pb_flush(void *backend, struct nbdsrv_io *nio)
 {
 	struct pbx *x = backend;
 	unsigned nd = atomic_load_explicit(&x->ndisks, memory_order_acquire);
 	struct preq *q;
 
 	if (!nd) {
-		nbd_io_complete(nio, 0);
+		nbdsrv_io_complete(nio, 0);
 		return 0;
 	}
 	q = preq_new(x->pb, nd);
@@ -292,7 +292,7 @@ static int pb_flush(void *backend, struct nbd_io *nio)
 /* TRIM: the whole blocks it covers become holes and give their space
  * back to the disk where it can punch (the blocks stay the partition's);
  * the partial ones are punched where the disk can. */
-static int pb_trim(void *backend, struct nbd_io *io)
+static int pb_trim(void *backend, struct nbdsrv_io *io)
 {
 	return pb_alloc_queue(backend, io);
 }
@@ -301,7 +301,7 @@ static int pb_trim(void *backend, struct nbd_io *io)
  * refused) is asked to read ahead the range's written blocks; a direct
  * disk has no cache of ours to fill, and the SSD tier's part (promoting
  * the range) belongs to the mover.  Holes need nothing. */
-static int pb_cache(void *backend, struct nbd_io *io)
+static int pb_cache(void *backend, struct nbdsrv_io *io)
 {
 	struct pbx *x = backend;
 	uint64_t off = io->offset, end = off + io->length, run;
@@ -325,13 +325,13 @@ static int pb_cache(void *backend, struct nbd_io *io)
 		}
 		off += run;
 	}
-	nbd_io_complete(io, 0);
+	nbdsrv_io_complete(io, 0);
 	return 0;
 }
 
 /* BLOCK_STATUS for base:allocation: the runs of written blocks and holes,
  * from the hole bits (no disk access, no lock). */
-static int pb_block_status(void *backend, struct nbd_io *io)
+static int pb_block_status(void *backend, struct nbdsrv_io *io)
 {
 	struct pbx *x = backend;
 	struct cw_nbd_extent *ext = io->buf;
@@ -350,7 +350,7 @@ static int pb_block_status(void *backend, struct nbd_io *io)
 		off += run;
 	}
 	io->n_extents = n;
-	nbd_io_complete(io, 0);
+	nbdsrv_io_complete(io, 0);
 	return 0;
 }
 
@@ -367,7 +367,7 @@ static int pb_rt_priority(void *backend)
 	return x->resv ? (int)x->pb->cfg->rt_priority : 0;
 }
 
-static const struct nbd_backend_ops pb_ops = {
+static const struct nbdsrv_backend_ops pb_ops = {
 	.rt_priority = pb_rt_priority,
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
@@ -453,7 +453,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
-	d->nlanes = cd ? cd->lanes : cwd_default_lanes(info->tier);
+	d->nlanes = cd ? cd->lanes : cwd_config_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	r = disk_first_model(pb, d);
@@ -668,7 +668,7 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 	return 0;
 }
 
-int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp)
+int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp)
 {
 	struct cw_part_info info;
 	struct pbx *x;
@@ -701,7 +701,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp)
 		 info.name, nd, nd == 1 ? "" : "s");
 	x->next = pb->exports;
 	pb->exports = x;
-	*ret_exp = (struct nbd_export){
+	*ret_exp = (struct nbdsrv_export){
 		.name = x->name,
 		.description = x->description,
 		.size = info.size_bytes - info.size_bytes % align,
@@ -1077,7 +1077,7 @@ void pb_log_stats(struct pb *pb)
 			if (pb->disks[i].fd < 0)
 				continue;
 			snprintf(what, sizeof(what), "disk %s lane %zu", pb->disks[i].name, j);
-			cwd_counters_log(what, &pb->disks[i].lanes[j].st);
+			cwd_stats_log(what, &pb->disks[i].lanes[j].st);
 		}
 	pthread_mutex_lock(&pb->resv_lock);
 	for (i = 0; i < pb->nresvs; i++) {
@@ -1089,7 +1089,7 @@ void pb_log_stats(struct pb *pb)
 			snprintf(what, sizeof(what), "reservation %" PRIu64, rv->a->id);
 		else
 			snprintf(what, sizeof(what), "reservation %s", rv->a->export_name);
-		cwd_counters_log(what, &rv->st);
+		cwd_stats_log(what, &rv->st);
 	}
 	pthread_mutex_unlock(&pb->resv_lock);
 }

@@ -41,7 +41,7 @@ void pb_admit_event(void *userdata, const struct cw_admit_event *ev);
 /* Prepares the export of a partition: fills ret_exp (size, block sizes,
  * ops, back end); name and description point into pb.  -ENODEV when a
  * disk of the partition is missing (the reason is logged). */
-int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp);
+int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp);
 
 /* Starts the dispatchers. */
 int pb_start(struct pb *pb);

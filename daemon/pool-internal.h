@@ -82,7 +82,7 @@ struct lane {
 	atomic_bool handback;		/* a reader left requests in flight */
 	atomic_bool stop;
 	_Atomic(struct lane_plan *) plan;	/* posted, not yet applied */
-	struct cwd_counters st;
+	struct cwd_stats st;
 	/* Owned by the dispatcher thread alone. */
 	struct cw_io_engine *eng;
 	struct cw_sched *sched;		/* RT disks, lane 0 */
@@ -129,7 +129,7 @@ struct disk {
 struct resv {
 	const struct cw_admit_resv *a;
 	size_t idx;			/* in pb->resvs */
-	struct cwd_counters st;
+	struct cwd_stats st;
 };
 
 /* The part of rv on disk id, or NULL: its period and admitted C. */
@@ -162,7 +162,7 @@ struct pbx {
 struct alloc_job {
 	struct alloc_job *next;
 	struct pbx *x;
-	struct nbd_io *nio;
+	struct nbdsrv_io *nio;
 };
 
 struct pb {
@@ -214,7 +214,7 @@ struct piece {
 };
 
 struct preq {
-	struct nbd_io *nio;
+	struct nbdsrv_io *nio;
 	struct pbx *x;
 	int64_t arrival_ns;
 	atomic_uint pending;
@@ -245,14 +245,14 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl);
 int pb_disk_index(struct pb *pb, uint32_t id);
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or
  * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
-int pb_submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool zero);
+int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
 
 /* pool-alloc.c: blocks become written or holes */
 /* Whether every block [off, off + len) touches holds data already. */
 bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len);
 /* Hands a WRITE to a hole, a TRIM or a WRITE_ZEROES to the keeper of
  * holes, which completes it.  -ENOMEM. */
-int pb_alloc_queue(struct pbx *x, struct nbd_io *nio);
+int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio);
 /* Whether fallocate(PUNCH_HOLE) works on the disk's open descriptor. */
 bool pb_disk_can_punch(int fd);
 int pb_alloc_start(struct pb *pb);

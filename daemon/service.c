@@ -5,7 +5,7 @@
  * path through struct cwc_hooks.
  *
  * - export add/remove: an NBD export of a partition appears or goes while
- *   the server runs (nbd_server_add_export / nbd_server_remove_export; a
+ *   the server runs (nbdsrv_add_export / nbdsrv_remove_export; a
  *   removal returns once the export's clients ended, so its back end goes
  *   with nothing in flight).
  * - reservations and plans are not the service's: the admission state
@@ -27,7 +27,7 @@
 
 struct svc {
 	struct pb *pb;
-	struct nbd_server *nbd;
+	struct nbdsrv *nbd;
 	const struct cwd_config *cfg;
 	struct cwc_server *srv;
 	pthread_t thread;
@@ -73,7 +73,7 @@ static void drop_export(struct pb *pb, struct pbx *x)
 static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw_part *part)
 {
 	struct svc *svc = userdata;
-	struct nbd_export ne;
+	struct nbdsrv_export ne;
 	struct pbx *x;
 	int r;
 
@@ -93,7 +93,7 @@ static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw
 		drop_export(svc->pb, x);
 		return r;
 	}
-	r = nbd_server_add_export(svc->nbd, &ne);
+	r = nbdsrv_add_export(svc->nbd, &ne);
 	if (r < 0) {
 		drop_export(svc->pb, x);
 		return r;
@@ -109,7 +109,7 @@ static int hook_export_remove(void *userdata, const struct cwc_export *e)
 	struct pbx *x = find_export(svc->pb, e->name);
 	int r;
 
-	r = nbd_server_remove_export(svc->nbd, e->name);
+	r = nbdsrv_remove_export(svc->nbd, e->name);
 	/* An export listed but never served (its partition was on a missing
 	 * disk at start) is simply forgotten. */
 	if (r == -ENOENT && !x)
@@ -169,7 +169,7 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 		return 0;	/* listed but not served (a missing disk) */
 	r = pb_export_grow(svc->pb, x, &size, err, errlen);
 	if (r == 0)
-		r = nbd_server_set_export_size(svc->nbd, e->name, size);
+		r = nbdsrv_set_export_size(svc->nbd, e->name, size);
 	if (r < 0) {
 		if (!err[0])
 			snprintf(err, errlen, "export %s: %s", e->name, strerror(-r));
@@ -182,17 +182,17 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 
 /* ---- stats ---- */
 
-static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_counters *c,
+static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
 		     atomic_uint_fast64_t *hist)
 {
-	ds->rt_requests += cwd_get(&c->rt_done);
-	ds->rt_misses += cwd_get(&c->rt_missed);
-	ds->be_requests += cwd_get(&c->be_done);
-	ds->slack_used_ns += (int64_t)cwd_get(&c->slack_used_ns);
-	ds->read_bytes += cwd_get(&c->read_bytes);
-	ds->written_bytes += cwd_get(&c->write_bytes);
-	for (unsigned b = 0; b < CWD_HIST_BUCKETS; b++)
-		hist[b] += cwd_get(&c->be_lat[b]);
+	ds->rt_requests += cwd_stats_get(&c->rt_done);
+	ds->rt_misses += cwd_stats_get(&c->rt_missed);
+	ds->be_requests += cwd_stats_get(&c->be_done);
+	ds->slack_used_ns += (int64_t)cwd_stats_get(&c->slack_used_ns);
+	ds->read_bytes += cwd_stats_get(&c->read_bytes);
+	ds->written_bytes += cwd_stats_get(&c->write_bytes);
+	for (unsigned b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
+		hist[b] += cwd_stats_get(&c->be_lat[b]);
 }
 
 static int hook_stats(void *userdata, struct cwc_stats *ret)
@@ -206,7 +206,7 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		return -ENOMEM;
 	for (i = 0; i < pb->ndisks; i++) {
 		struct cwc_disk_stats *ds = &ret->disks[ret->n_disks];
-		atomic_uint_fast64_t hist[CWD_HIST_BUCKETS] = { 0 };
+		atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS] = { 0 };
 		struct disk *d = &pb->disks[i];
 
 		if (d->fd < 0)
@@ -214,9 +214,9 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		ds->disk_id = d->id;
 		for (j = 0; j < d->nlanes; j++)
 			lane_sum(ds, &d->lanes[j].st, hist);
-		ds->be_p50_ns = cwd_hist_quantile(hist, 0.5);
-		ds->be_p99_ns = cwd_hist_quantile(hist, 0.99);
-		ds->be_max_ns = cwd_hist_quantile(hist, 1.0);
+		ds->be_p50_ns = cwd_stats_hist_quantile(hist, 0.5);
+		ds->be_p99_ns = cwd_stats_hist_quantile(hist, 0.99);
+		ds->be_max_ns = cwd_stats_hist_quantile(hist, 1.0);
 		ret->n_disks++;
 	}
 	pthread_mutex_lock(&pb->resv_lock);
@@ -232,8 +232,8 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 			continue;
 		ret->resvs[n++] = (struct cwc_resv_stats){
 			.resv_id = rv->a->persistent ? rv->a->id : 0,
-			.requests = cwd_get(&rv->st.rt_done),
-			.misses = cwd_get(&rv->st.rt_missed),
+			.requests = cwd_stats_get(&rv->st.rt_done),
+			.misses = cwd_stats_get(&rv->st.rt_missed),
 		};
 	}
 	ret->n_resvs = n;
@@ -254,7 +254,7 @@ static void *svc_main(void *arg)
 }
 
 int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
-	    struct nbd_server *nbd, const struct cwd_config *cfg, struct svc **ret_ctl)
+	    struct nbdsrv *nbd, const struct cwd_config *cfg, struct svc **ret_ctl)
 {
 	struct cwc_server_opts o;
 	struct svc *svc;

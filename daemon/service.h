@@ -19,7 +19,7 @@ struct svc;
 /* Binds the control socket of cfg (groups resolved with getgrnam; a
  * missing one leaves its rights to root, logged).  0 or -errno (logged). */
 int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
-	    struct nbd_server *nbd, const struct cwd_config *cfg, struct svc **ret_ctl);
+	    struct nbdsrv *nbd, const struct cwd_config *cfg, struct svc **ret_ctl);
 /* Exports every partition whose disks are present, through the control
  * server so that it lists them; *ret_n: how many. */
 int svc_export_all(struct svc *svc, size_t *ret_n);

@@ -89,17 +89,17 @@ static int full_pwrite(int fd, const uint8_t *p, size_t n, off_t off, bool fua)
 }
 
 /* The operations themselves, run by whichever thread completes. */
-static int do_pread(struct file *f, struct nbd_io *io)
+static int do_pread(struct file *f, struct nbdsrv_io *io)
 {
 	return full_pread(f->fd, io->buf, io->length, (off_t)io->offset);
 }
 
-static int do_pwrite(struct file *f, struct nbd_io *io)
+static int do_pwrite(struct file *f, struct nbdsrv_io *io)
 {
 	return full_pwrite(f->fd, io->buf, io->length, (off_t)io->offset, io->fua);
 }
 
-static int do_flush(struct file *f, struct nbd_io *io)
+static int do_flush(struct file *f, struct nbdsrv_io *io)
 {
 	return fdatasync(f->fd) < 0 ? -errno : 0;
 }
@@ -111,7 +111,7 @@ static int sync_if(struct file *f, bool fua, int r)
 	return r;
 }
 
-static int do_trim(struct file *f, struct nbd_io *io)
+static int do_trim(struct file *f, struct nbdsrv_io *io)
 {
 	int r = 0;
 
@@ -122,7 +122,7 @@ static int do_trim(struct file *f, struct nbd_io *io)
 	return sync_if(f, io->fua, r);
 }
 
-static int do_zero(struct file *f, struct nbd_io *io)
+static int do_zero(struct file *f, struct nbdsrv_io *io)
 {
 	static const uint8_t zeros[65536];
 	int mode = io->may_trim ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE :
@@ -147,13 +147,13 @@ static int do_zero(struct file *f, struct nbd_io *io)
 	return sync_if(f, io->fua, r);
 }
 
-static int do_cache(struct file *f, struct nbd_io *io)
+static int do_cache(struct file *f, struct nbdsrv_io *io)
 {
 	return -posix_fadvise(f->fd, (off_t)io->offset, io->length, POSIX_FADV_WILLNEED);
 }
 
 /* The file's holes from offset on, as base:allocation extents. */
-static int do_block_status(struct file *f, struct nbd_io *io)
+static int do_block_status(struct file *f, struct nbdsrv_io *io)
 {
 	struct cw_nbd_extent *ext = io->buf;
 	uint32_t max = io->req_one ? 1 : NBD_EXTENTS_MAX, n = 0;
@@ -182,19 +182,19 @@ static int do_block_status(struct file *f, struct nbd_io *io)
 	return 0;
 }
 
-static int do_io(struct file *f, struct nbd_io *io)
+static int do_io(struct file *f, struct nbdsrv_io *io)
 {
 	/* Like a disk opened with O_DIRECT: the front end must never pass
 	 * on a request off the export's grid, whatever its client sent. */
-	if (io->op != NBD_IO_FLUSH && io->op != NBD_IO_CACHE && io->op != NBD_IO_BLOCK_STATUS &&
+	if (io->op != NBDSRV_IO_FLUSH && io->op != NBD_IO_CACHE && io->op != NBD_IO_BLOCK_STATUS &&
 	    ((io->offset | io->length) & (f->align - 1)))
 		return -EINVAL;
 	switch (io->op) {
-	case NBD_IO_READ: return do_pread(f, io);
-	case NBD_IO_WRITE: return do_pwrite(f, io);
-	case NBD_IO_FLUSH: return do_flush(f, io);
-	case NBD_IO_TRIM: return do_trim(f, io);
-	case NBD_IO_ZERO: return do_zero(f, io);
+	case NBDSRV_IO_READ: return do_pread(f, io);
+	case NBDSRV_IO_WRITE: return do_pwrite(f, io);
+	case NBDSRV_IO_FLUSH: return do_flush(f, io);
+	case NBDSRV_IO_TRIM: return do_trim(f, io);
+	case NBDSRV_IO_ZERO: return do_zero(f, io);
 	case NBD_IO_CACHE: return do_cache(f, io);
 	case NBD_IO_BLOCK_STATUS: return do_block_status(f, io);
 	}
@@ -207,14 +207,14 @@ static int do_io(struct file *f, struct nbd_io *io)
  * threads other than the connection's, as they will from the daemon's
  * disk dispatchers.  Like those, the threads hold their writer wake-ups
  * until the queue runs dry: half of them then send the replies themselves
- * (nbd_io_unplug_send, as a dispatcher of a lane without streams), half
- * wake the writers (nbd_io_unplug), so both race for a connection's
+ * (nbdsrv_io_unplug_send, as a dispatcher of a lane without streams), half
+ * wake the writers (nbdsrv_io_unplug), so both race for a connection's
  * socket.  A queue with a mutex is fine here: this is a test harness, not
  * the data path.
  */
 struct queued {
 	struct file *f;
-	struct nbd_io *io;
+	struct nbdsrv_io *io;
 };
 
 static struct {
@@ -232,7 +232,7 @@ static void *completer_main(void *arg)
 	unsigned seed = (unsigned)(uintptr_t)arg;
 	bool sends = seed & 1;
 
-	nbd_io_plug();
+	nbdsrv_io_plug();
 	pthread_mutex_lock(&aq.lock);
 	for (;;) {
 		struct queued x;
@@ -241,9 +241,9 @@ static void *completer_main(void *arg)
 		if (aq.n == 0) {
 			pthread_mutex_unlock(&aq.lock);
 			if (sends)
-				nbd_io_unplug_send();
+				nbdsrv_io_unplug_send();
 			else
-				nbd_io_unplug();
+				nbdsrv_io_unplug();
 			pthread_mutex_lock(&aq.lock);
 		}
 		while (aq.n == 0 && !aq.stop)
@@ -254,17 +254,17 @@ static void *completer_main(void *arg)
 		x = aq.q[i];
 		aq.q[i] = aq.q[--aq.n];
 		pthread_mutex_unlock(&aq.lock);
-		nbd_io_complete(x.io, do_io(x.f, x.io));
+		nbdsrv_io_complete(x.io, do_io(x.f, x.io));
 		pthread_mutex_lock(&aq.lock);
 	}
 	pthread_mutex_unlock(&aq.lock);
 	return NULL;
 }
 
-static int submit(void *b, struct nbd_io *io)
+static int submit(void *b, struct nbdsrv_io *io)
 {
 	if (aq.n_threads == 0) {
-		nbd_io_complete(io, do_io(b, io));
+		nbdsrv_io_complete(io, do_io(b, io));
 		return 0;
 	}
 	pthread_mutex_lock(&aq.lock);
@@ -278,7 +278,7 @@ static int submit(void *b, struct nbd_io *io)
 	return 0;
 }
 
-static const struct nbd_backend_ops file_ops = {
+static const struct nbdsrv_backend_ops file_ops = {
 	.pread = submit,
 	.pwrite = submit,
 	.flush = submit,
@@ -301,11 +301,11 @@ static int usage(void)
 	return 2;
 }
 
-static int add_file(struct nbd_server *srv, const char *arg, bool ro, const char *desc,
+static int add_file(struct nbdsrv *srv, const char *arg, bool ro, const char *desc,
 		    uint32_t min, uint32_t pref, uint32_t max)
 {
 	const char *eq = strchr(arg, '=');
-	struct nbd_export e = { 0 };
+	struct nbdsrv_export e = { 0 };
 	struct stat st;
 	struct file *f;
 	char *name;
@@ -344,7 +344,7 @@ static int add_file(struct nbd_server *srv, const char *arg, bool ro, const char
 	e.ops = &file_ops;
 	e.fast_zero = true;
 	e.backend = f;
-	r = nbd_server_add_export(srv, &e);
+	r = nbdsrv_add_export(srv, &e);
 	if (r < 0)
 		fprintf(stderr, "nbd-file-server: export %s: %s\n", name, strerror(-r));
 	free(name);
@@ -353,8 +353,8 @@ static int add_file(struct nbd_server *srv, const char *arg, bool ro, const char
 
 int main(int argc, char **argv)
 {
-	struct nbd_server_config cfg = { .default_export = 0, .log = log_stderr };
-	struct nbd_server *srv;
+	struct nbdsrv_config cfg = { .default_export = 0, .log = log_stderr };
+	struct nbdsrv *srv;
 	const char *desc = NULL;
 	uint32_t min = 0, pref = 0, max = 0;
 	char *socks[8], *ports[8];
@@ -375,7 +375,7 @@ int main(int argc, char **argv)
 		default: return usage();
 		}
 	}
-	r = nbd_server_new(&cfg, &srv);
+	r = nbdsrv_new(&cfg, &srv);
 	if (r < 0) {
 		fprintf(stderr, "nbd-file-server: %s\n", strerror(-r));
 		return 1;
@@ -398,7 +398,7 @@ int main(int argc, char **argv)
 	if (optind != argc || (n_socks == 0 && n_ports == 0))
 		return usage();
 	for (i = 0; i < n_socks; i++) {
-		r = nbd_server_listen_unix(srv, socks[i], NULL, CW_NBD_TLS_OFF);
+		r = nbdsrv_listen_unix(srv, socks[i], NULL, CW_NBD_TLS_OFF);
 		if (r < 0) {
 			fprintf(stderr, "nbd-file-server: %s: %s\n", socks[i], strerror(-r));
 			return 1;
@@ -413,7 +413,7 @@ int main(int argc, char **argv)
 			host = ports[i];
 			port = colon + 1;
 		}
-		r = nbd_server_listen_tcp(srv, host, port, CW_NBD_TLS_OFF);
+		r = nbdsrv_listen_tcp(srv, host, port, CW_NBD_TLS_OFF);
 		if (r < 0) {
 			fprintf(stderr, "nbd-file-server: port %s: %s\n", port, strerror(-r));
 			return 1;
@@ -432,7 +432,7 @@ int main(int argc, char **argv)
 		if (pthread_create(&aq.threads[i], NULL, completer_main,
 				   (void *)(uintptr_t)(i + 1)) != 0)
 			return 1;
-	r = nbd_server_start(srv);
+	r = nbdsrv_start(srv);
 	if (r < 0) {
 		fprintf(stderr, "nbd-file-server: cannot start: %s\n", strerror(-r));
 		return 1;
@@ -440,7 +440,7 @@ int main(int argc, char **argv)
 	sigwait(&set, &sig);
 	/* The server waits for every request in flight, so the completion
 	 * threads must outlive it. */
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 	pthread_mutex_lock(&aq.lock);
 	aq.stop = true;
 	pthread_cond_broadcast(&aq.more);

@@ -111,8 +111,8 @@ static void test_defaults(void)
 	cwd_config_free(c);
 	cwd_config_free(d);
 	cwd_config_free(NULL);
-	CU_ASSERT_STRING_EQUAL(cwd_policy_name(CWD_POLICY_LST), "lst");
-	CU_ASSERT_STRING_EQUAL(cwd_log_level_name(LOG_WARNING), "warning");
+	CU_ASSERT_STRING_EQUAL(cwd_config_policy_name(CWD_POLICY_LST), "lst");
+	CU_ASSERT_STRING_EQUAL(cwd_config_log_level_name(LOG_WARNING), "warning");
 }
 
 static void test_full(void)
@@ -160,7 +160,7 @@ static void test_full(void)
 	CU_ASSERT_STRING_EQUAL(c->disks[1].name, "ssd.0_a-b");
 	CU_ASSERT_EQUAL(c->disks[1].tier, CW_TIER_SSD);
 	CU_ASSERT_EQUAL(c->disks[1].policy, CWD_POLICY_LST);
-	CU_ASSERT_EQUAL(c->disks[1].lanes, cwd_default_lanes(CW_TIER_SSD));
+	CU_ASSERT_EQUAL(c->disks[1].lanes, cwd_config_default_lanes(CW_TIER_SSD));
 	CU_ASSERT_EQUAL(c->disks[1].slot_ns, 100 * CW_NS_PER_US);
 	CU_ASSERT_PTR_NULL(c->disks[1].model);
 	CU_ASSERT_EQUAL(c->disks[2].lanes, 64);
@@ -495,8 +495,8 @@ static void test_access(void)
 		"  exports = ( { name = \"media\"; read_only = [ \"@root\" ]; },\n"
 		"              { name = \"vm\"; } );\n"
 		"};\n");
-	struct nbd_access *rules = NULL;
-	struct nbd_unix_perm perm;
+	struct nbdsrv_access *rules = NULL;
+	struct nbdsrv_unix_perm perm;
 	unsigned warnings = 0;
 	size_t n = 0;
 
@@ -511,17 +511,17 @@ static void test_access(void)
 	CU_ASSERT_EQUAL(warnings, 2);
 	CU_ASSERT_PTR_NULL(rules[0].export);
 	CU_ASSERT_EQUAL_FATAL(rules[0].n_read_write, 2);
-	CU_ASSERT_EQUAL(rules[0].read_write[0].kind, NBD_USER);
+	CU_ASSERT_EQUAL(rules[0].read_write[0].kind, NBDSRV_USER);
 	CU_ASSERT_EQUAL(rules[0].read_write[0].id, 0);
-	CU_ASSERT_EQUAL(rules[0].read_write[1].kind, NBD_GROUP);
+	CU_ASSERT_EQUAL(rules[0].read_write[1].kind, NBDSRV_GROUP);
 	CU_ASSERT_EQUAL_FATAL(rules[0].n_read_only, 2);
-	CU_ASSERT_EQUAL(rules[0].read_only[0].kind, NBD_ANYONE);
-	CU_ASSERT_EQUAL(rules[0].read_only[1].kind, NBD_USER);
+	CU_ASSERT_EQUAL(rules[0].read_only[0].kind, NBDSRV_ANYONE);
+	CU_ASSERT_EQUAL(rules[0].read_only[1].kind, NBDSRV_USER);
 	CU_ASSERT_EQUAL(rules[0].read_only[1].id, 1234);
 	CU_ASSERT_STRING_EQUAL(rules[1].export, "media");
 	CU_ASSERT_EQUAL(rules[1].n_read_only, 1);
 	CU_ASSERT_EQUAL(rules[2].n_read_only + rules[2].n_read_write, 0);
-	cwd_access_free(rules, n);
+	cwd_config_access_free(rules, n);
 
 	warnings = 0;
 	cwd_config_unix_perm(c, count_warning, &warnings, &perm);

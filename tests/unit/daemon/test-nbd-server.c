@@ -34,33 +34,33 @@ struct mem {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	unsigned hold;			/* hold this many requests, then release */
-	struct nbd_io *held[64];
+	struct nbdsrv_io *held[64];
 	unsigned n_held;
 	bool wait_for_stop;		/* release only once the server stops */
 	atomic_bool released;
 };
 
 static struct mem mem;
-static struct nbd_server *srv;
+static struct nbdsrv *srv;
 static char dir[64], sock[96];
 
-static int do_io(struct nbd_io *io)
+static int do_io(struct nbdsrv_io *io)
 {
-	if (io->op != NBD_IO_FLUSH && io->offset < EIO_OFF + 4096 &&
+	if (io->op != NBDSRV_IO_FLUSH && io->offset < EIO_OFF + 4096 &&
 	    io->offset + io->length > EIO_OFF)
 		return -EIO;
 	switch (io->op) {
-	case NBD_IO_READ: memcpy(io->buf, mem.data + io->offset, io->length); break;
-	case NBD_IO_WRITE: memcpy(mem.data + io->offset, io->buf, io->length); break;
-	case NBD_IO_ZERO: memset(mem.data + io->offset, 0, io->length); break;
+	case NBDSRV_IO_READ: memcpy(io->buf, mem.data + io->offset, io->length); break;
+	case NBDSRV_IO_WRITE: memcpy(mem.data + io->offset, io->buf, io->length); break;
+	case NBDSRV_IO_ZERO: memset(mem.data + io->offset, 0, io->length); break;
 	default: break;
 	}
 	return 0;
 }
 
-static int m_submit(void *b, struct nbd_io *io)
+static int m_submit(void *b, struct nbdsrv_io *io)
 {
-	if (io->op == NBD_IO_WRITE && io->offset == NOSPC_OFF)
+	if (io->op == NBDSRV_IO_WRITE && io->offset == NOSPC_OFF)
 		return -ENOSPC;
 	pthread_mutex_lock(&mem.lock);
 	if (mem.hold) {
@@ -70,11 +70,11 @@ static int m_submit(void *b, struct nbd_io *io)
 		return 0;
 	}
 	pthread_mutex_unlock(&mem.lock);
-	nbd_io_complete(io, do_io(io));
+	nbdsrv_io_complete(io, do_io(io));
 	return 0;
 }
 
-static const struct nbd_backend_ops mem_ops = {
+static const struct nbdsrv_backend_ops mem_ops = {
 	.pread = m_submit, .pwrite = m_submit, .flush = m_submit, .zero = m_submit,
 };
 
@@ -119,13 +119,13 @@ static void *releaser(void *arg)
 			pause_briefly();
 	atomic_store(&mem.released, true);
 	for (i = n; i-- > 0;)
-		nbd_io_complete(mem.held[i], do_io(mem.held[i]));
+		nbdsrv_io_complete(mem.held[i], do_io(mem.held[i]));
 	return NULL;
 }
 
-static void start_server(const struct nbd_server_config *cfg, bool flush_global)
+static void start_server(const struct nbdsrv_config *cfg, bool flush_global)
 {
-	struct nbd_export e = {
+	struct nbdsrv_export e = {
 		.name = "mem", .description = "memory", .size = SIZE,
 		.flush_global = flush_global, .min_block = 512, .ops = &mem_ops,
 	};
@@ -138,10 +138,10 @@ static void start_server(const struct nbd_server_config *cfg, bool flush_global)
 	mem.n_held = 0;
 	mem.wait_for_stop = false;
 	atomic_store(&mem.released, false);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_new(cfg, &srv), 0);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_add_export(srv, &e), 0);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_listen_unix(srv, sock, NULL, CW_NBD_TLS_OFF), 0);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_start(srv), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_new(cfg, &srv), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_add_export(srv, &e), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_listen_unix(srv, sock, NULL, CW_NBD_TLS_OFF), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_start(srv), 0);
 }
 
 static char last_error[512];
@@ -208,7 +208,7 @@ static void test_reverse_completion(void)
 		}
 	nbd_shutdown(h, 0);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void test_errors_keep_connection(void)
@@ -242,12 +242,12 @@ static void test_errors_keep_connection(void)
 	CU_ASSERT_EQUAL(nbd_can_trim(h), 0);
 	nbd_shutdown(h, 0);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void *stopper(void *arg)
 {
-	nbd_server_stop(srv);
+	nbdsrv_stop(srv);
 	/* Stop may only return once the back end gave every request back. */
 	CU_ASSERT_TRUE(atomic_load(&mem.released));
 	return NULL;
@@ -290,12 +290,12 @@ static void test_stop_waits_for_inflight(void)
 	pthread_join(s, NULL);
 	pthread_join(r, NULL);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void test_connection_limit(void)
 {
-	struct nbd_server_config cfg = { .max_connections = 2, .max_per_user = 2 };
+	struct nbdsrv_config cfg = { .max_connections = 2, .max_per_user = 2 };
 	struct nbd_handle *a, *b, *c;
 
 	start_server(&cfg, true);
@@ -303,22 +303,22 @@ static void test_connection_limit(void)
 	b = client();
 	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-	CU_ASSERT_EQUAL(nbd_server_connections(srv), 2u);
+	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 2u);
 	c = client();
 	CU_ASSERT_PTR_NULL(c);		/* refused: over the limit */
 	/* ...in so many words, not by a silent close. */
 	CU_ASSERT_PTR_NOT_NULL(strstr(last_error, "policy"));
-	CU_ASSERT_EQUAL(nbd_server_connections(srv), 2u);
+	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 2u);
 	nbd_shutdown(a, 0);
 	nbd_close(a);
-	while (nbd_server_connections(srv) > 1)
+	while (nbdsrv_connections(srv) > 1)
 		pause_briefly();
 	c = client();
 	CU_ASSERT_PTR_NOT_NULL(c);	/* room again */
 	if (c)
 		nbd_close(c);
 	nbd_close(b);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void test_multi_conn_only_with_global_flush(void)
@@ -332,7 +332,7 @@ static void test_multi_conn_only_with_global_flush(void)
 	CU_ASSERT_EQUAL(nbd_can_flush(h), 1);
 	CU_ASSERT_EQUAL(nbd_can_fua(h), 1);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 
 	start_server(NULL, true);
 	h = client();
@@ -342,38 +342,38 @@ static void test_multi_conn_only_with_global_flush(void)
 	CU_ASSERT_EQUAL(nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED), 4096);
 	CU_ASSERT_EQUAL(nbd_get_size(h), (int64_t)SIZE);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void test_export_validation(void)
 {
-	struct nbd_export ok = { .name = "x", .size = 1 << 20, .ops = &mem_ops };
-	struct nbd_export e;
-	static const struct nbd_backend_ops no_write = { .pread = m_submit };
-	struct nbd_server *s;
+	struct nbdsrv_export ok = { .name = "x", .size = 1 << 20, .ops = &mem_ops };
+	struct nbdsrv_export e;
+	static const struct nbdsrv_backend_ops no_write = { .pread = m_submit };
+	struct nbdsrv *s;
 
-	CU_ASSERT_EQUAL_FATAL(nbd_server_new(NULL, &s), 0);
-	CU_ASSERT_EQUAL(nbd_server_start(s), -EINVAL);		/* nothing to serve */
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_new(NULL, &s), 0);
+	CU_ASSERT_EQUAL(nbdsrv_start(s), -EINVAL);		/* nothing to serve */
 	e = ok; e.min_block = 3;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* not a power of 2 */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* not a power of 2 */
 	e = ok; e.min_block = 1 << 17;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* over 64 KiB */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* over 64 KiB */
 	e = ok; e.min_block = 4096; e.pref_block = 512;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* preferred < minimum */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* preferred < minimum */
 	e = ok; e.min_block = 4096; e.max_block = 6144;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* max not a multiple */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* max not a multiple */
 	e = ok; e.max_block = 1u << 26;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* over max_request */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* over max_request */
 	e = ok; e.min_block = 4096; e.size = 4096 * 3 + 512;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* size not aligned */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* size not aligned */
 	e = ok; e.ops = &no_write;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* writable, no pwrite */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* writable, no pwrite */
 	e.read_only = true;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), 0);
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &ok), -EEXIST);	/* same name */
-	CU_ASSERT_EQUAL(nbd_server_start(s), -EINVAL);		/* nowhere to listen */
-	CU_ASSERT_EQUAL(nbd_server_listen_unix(s, "/nonexistent-dir/x.sock", NULL, CW_NBD_TLS_OFF), -ENOENT);
-	nbd_server_free(s);
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), 0);
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &ok), -EEXIST);	/* same name */
+	CU_ASSERT_EQUAL(nbdsrv_start(s), -EINVAL);		/* nowhere to listen */
+	CU_ASSERT_EQUAL(nbdsrv_listen_unix(s, "/nonexistent-dir/x.sock", NULL, CW_NBD_TLS_OFF), -ENOENT);
+	nbdsrv_free(s);
 }
 
 static int setup(void)
@@ -399,7 +399,7 @@ static int teardown(void)
  * for everyone else. */
 static void test_per_user_limit(void)
 {
-	struct nbd_server_config cfg = { .max_connections = 4 };
+	struct nbdsrv_config cfg = { .max_connections = 4 };
 	struct nbd_handle *h[3];
 
 	start_server(&cfg, true);
@@ -412,14 +412,14 @@ static void test_per_user_limit(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(last_error, "policy"));
 	nbd_close(h[0]);
 	nbd_close(h[1]);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 /* A client that sends its handshake a byte at a time is still dropped at
  * the one deadline; a client idle past the idle timeout is closed. */
 static void test_handshake_deadline_and_idle(void)
 {
-	struct nbd_server_config cfg = { .handshake_timeout_ns = 300 * 1000000LL,
+	struct nbdsrv_config cfg = { .handshake_timeout_ns = 300 * 1000000LL,
 					 .idle_timeout_ns = 300 * 1000000LL };
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static const uint8_t hello[] = { 0, 0, 0, 1, 'I', 'H', 'A', 'V', 'E', 'O', 'P', 'T',
@@ -449,12 +449,12 @@ static void test_handshake_deadline_and_idle(void)
 
 	h = client();
 	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
-	CU_ASSERT_EQUAL(nbd_server_connections(srv), 1u);
-	while (nbd_server_connections(srv) > 0 && now_ns() - t0 < 10000 * 1000000LL)
+	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 1u);
+	while (nbdsrv_connections(srv) > 0 && now_ns() - t0 < 10000 * 1000000LL)
 		pause_briefly();
-	CU_ASSERT_EQUAL(nbd_server_connections(srv), 0u);	/* idle: closed */
+	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 0u);	/* idle: closed */
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 /* The rules: an export's own entry before the default one, read_write
@@ -462,32 +462,32 @@ static void test_handshake_deadline_and_idle(void)
  * with no credentials, root always. */
 static void test_access_rules(void)
 {
-	static const struct nbd_principal rw[] = { { NBD_USER, 1000 }, { NBD_GROUP, 50 } };
-	static const struct nbd_principal ro[] = { { NBD_GROUP, 60 } };
-	static const struct nbd_principal anyone[] = { { NBD_ANYONE, 0 } };
-	static const struct nbd_access rules[] = {
+	static const struct nbdsrv_principal rw[] = { { NBDSRV_USER, 1000 }, { NBDSRV_GROUP, 50 } };
+	static const struct nbdsrv_principal ro[] = { { NBDSRV_GROUP, 60 } };
+	static const struct nbdsrv_principal anyone[] = { { NBDSRV_ANYONE, 0 } };
+	static const struct nbdsrv_access rules[] = {
 		{ .export = NULL, .read_write = rw, .n_read_write = 2, .read_only = ro,
 		  .n_read_only = 1 },
 		{ .export = "open", .read_only = anyone, .n_read_only = 1 },
 		{ .export = "closed" },
 	};
-	struct nbd_peer p = { .known = true, .uid = 1000, .gid = 1000 };
-	struct nbd_peer tcp = { .known = false };
+	struct nbdsrv_peer p = { .known = true, .uid = 1000, .gid = 1000 };
+	struct nbdsrv_peer tcp = { .known = false };
 
-	CU_ASSERT_EQUAL(nbd_access_for(NULL, 0, &tcp, "x"), CW_NBD_ACCESS_RW);
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RW);
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "open"), CW_NBD_ACCESS_RO);
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_NONE);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(NULL, 0, &tcp, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "open"), CW_NBD_ACCESS_RO);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_NONE);
 	p.uid = 1001;
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_NONE);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_NONE);
 	p.groups[p.n_groups++] = 60;
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RO);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RO);
 	p.gid = 50;
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RW);
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &tcp, "x"), CW_NBD_ACCESS_NONE);
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &tcp, "open"), CW_NBD_ACCESS_RO);
-	p = (struct nbd_peer){ .known = true, .uid = 0, .gid = 0 };
-	CU_ASSERT_EQUAL(nbd_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &tcp, "x"), CW_NBD_ACCESS_NONE);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &tcp, "open"), CW_NBD_ACCESS_RO);
+	p = (struct nbdsrv_peer){ .known = true, .uid = 0, .gid = 0 };
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_RW);
 }
 
 int main(void)
