@@ -35,7 +35,7 @@
 #define BLOCK_SIZE_MIN 512
 #define BLOCK_SIZE_MAX 65536
 #define MAX_REQUEST_MAX (32u << 20)
-#define LISTEN_MAX 16
+#define LISTEN_MAX CWD_LISTEN_MAX
 #define DISKS_MAX 1024
 
 #define DEFAULT_QUEUE_DEPTH 32
@@ -52,7 +52,12 @@ struct parse {
 	/* Settings checked once the whole file is read, since libconfig
 	 * keeps no order between them. */
 	const config_setting_t *listen;
-	const config_setting_t *tcp_remote;	/* first non-loopback TCP address */
+	/* Each TCP address (for messages); the TLS mode each listener names
+	 * (plus one, 0: none), and listen.tls for the others. */
+	const config_setting_t *tcp_setting[LISTEN_MAX];
+	int unix_tls[LISTEN_MAX], tcp_tls[LISTEN_MAX];
+	int listen_tls;
+	const config_setting_t *listen_tls_setting;
 	const config_setting_t *limit_per_user;	/* set explicitly */
 	/* Per disk: where its optional settings were, for cross-checks. */
 	const config_setting_t **disk_lanes;
@@ -357,30 +362,6 @@ static int get_list(struct parse *p, const config_setting_t *s, const char *expe
 	return 0;
 }
 
-/* Every value of a setting given as one string or an array/list of them. */
-static int for_each_string(struct parse *p, const config_setting_t *s, const char *expected,
-			   int (*fn)(struct parse *p, const config_setting_t *e, const char *v))
-{
-	int i, n, r;
-
-	if (config_setting_type(s) == CONFIG_TYPE_STRING)
-		return fn(p, s, config_setting_get_string(s));
-	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
-		return wrong_type(p, s, expected);
-	n = config_setting_length(s);
-	if (n > LISTEN_MAX)
-		return fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n, LISTEN_MAX);
-	for (i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-
-		if (config_setting_type(e) != CONFIG_TYPE_STRING)
-			return wrong_type(p, e, expected);
-		r = fn(p, e, config_setting_get_string(e));
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
 
 /* ---- top level ---- */
 
@@ -542,20 +523,112 @@ static int add_tcp(struct parse *p, const config_setting_t *e, const char *v)
 	t->loopback = host_is_loopback(host);
 	t->port = (uint16_t)n;
 	t->host = CW_TAKE_PTR(host);
+	p->tcp_setting[p->c->n_listen_tcp] = e;
 	p->c->n_listen_tcp++;
-	if (!t->loopback && !p->tcp_remote)
-		p->tcp_remote = e;
+	return 0;
+}
+
+static const struct choice tls_modes[] = {
+	{ "off", CW_NBD_TLS_OFF, false },
+	{ "on", CW_NBD_TLS_ON, false },
+	{ "require", CW_NBD_TLS_REQUIRE, false },
+	{ NULL, 0, false },
+};
+
+/* A listener given as a group: its address (key `what`: path or
+ * address) and its own tls. */
+struct listener_entry {
+	const char *what;
+	int (*add)(struct parse *p, const config_setting_t *e, const char *v);
+	int tls;
+	bool added;
+};
+
+static int key_entry_value(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct listener_entry *le = obj;
+	const char *v = NULL;
+	int r = get_string(p, s, "a string", &v);
+
+	if (r == 0)
+		r = le->add(p, s, v);
+	le->added = r == 0;
+	return r;
+}
+
+static int key_entry_tls(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_choice(p, s, tls_modes, "a TLS mode", &((struct listener_entry *)obj)->tls);
+}
+
+static const struct key unix_entry_keys[] = {
+	{ "path", key_entry_value },
+	{ "tls", key_entry_tls },
+	{ NULL, NULL },
+};
+
+static const struct key tcp_entry_keys[] = {
+	{ "address", key_entry_value },
+	{ "tls", key_entry_tls },
+	{ NULL, NULL },
+};
+
+/* Listeners: a string, or an array or list of strings and groups
+ * { path|address = "..."; tls = "..."; }.  An entry's own TLS mode goes
+ * to tls_of[its index] (plus one: 0 is none). */
+static int for_each_listener(struct parse *p, const config_setting_t *s, const char *expected,
+			     const struct key *entry_keys,
+			     int (*add)(struct parse *p, const config_setting_t *e, const char *v),
+			     int *tls_of, size_t *count)
+{
+	int i, n, r;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING)
+		return add(p, s, config_setting_get_string(s));
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
+		return wrong_type(p, s, expected);
+	n = config_setting_length(s);
+	if (n > LISTEN_MAX)
+		return fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n, LISTEN_MAX);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		struct listener_entry le = { .what = entry_keys[0].name, .add = add, .tls = -1 };
+
+		if (config_setting_type(e) == CONFIG_TYPE_STRING) {
+			r = add(p, e, config_setting_get_string(e));
+		} else if (config_setting_is_group(e)) {
+			r = parse_group(p, e, entry_keys, &le);
+			if (r == 0 && !le.added)
+				r = fail(p, e, "%s has no %s", WHERE(e), le.what);
+			if (r == 0)
+				tls_of[*count - 1] = le.tls + 1;
+		} else {
+			r = wrong_type(p, e, expected);
+		}
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
 static int key_listen_unix(struct parse *p, const config_setting_t *s, void *obj)
 {
-	return for_each_string(p, s, "an array of absolute paths [ \"/run/...\", ... ]", add_unix);
+	return for_each_listener(p, s, "an array of absolute paths [ \"/run/...\", ... ], or a "
+				 "list of them and groups { path = \"/run/...\"; tls = \"on\"; }",
+				 unix_entry_keys, add_unix, p->unix_tls, &p->c->n_listen_unix);
 }
 
 static int key_listen_tcp(struct parse *p, const config_setting_t *s, void *obj)
 {
-	return for_each_string(p, s, "an array of TCP addresses [ \"127.0.0.1:10809\", ... ]", add_tcp);
+	return for_each_listener(p, s, "an array of TCP addresses [ \"127.0.0.1:10809\", ... ], or "
+				 "a list of them and groups { address = \"...\"; tls = \"require\"; }",
+				 tcp_entry_keys, add_tcp, p->tcp_tls, &p->c->n_listen_tcp);
+}
+
+static int key_listen_tls(struct parse *p, const config_setting_t *s, void *obj)
+{
+	p->listen_tls_setting = s;
+	return get_choice(p, s, tls_modes, "a TLS mode", &p->listen_tls);
 }
 
 static int key_insecure(struct parse *p, const config_setting_t *s, void *obj)
@@ -635,9 +708,49 @@ static const struct key listen_keys[] = {
 	{ "unix_owner", key_unix_owner },
 	{ "unix_group", key_unix_group },
 	{ "tcp", key_listen_tcp },
+	{ "tls", key_listen_tls },
 	{ "insecure", key_insecure },
 	{ NULL, NULL },
 };
+
+/* ---- TLS credentials ---- */
+
+static int key_tls_certificates(struct parse *p, const config_setting_t *s, void *obj)
+{
+	free(p->c->tls.certificates);
+	p->c->tls.certificates = NULL;
+	return get_path(p, s, 4000, &p->c->tls.certificates);
+}
+
+static int key_tls_psk(struct parse *p, const config_setting_t *s, void *obj)
+{
+	free(p->c->tls.psk);
+	p->c->tls.psk = NULL;
+	return get_path(p, s, 4000, &p->c->tls.psk);
+}
+
+static int key_tls_verify_peer(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_bool(p, s, &p->c->tls.verify_peer);
+}
+
+static const struct key tls_keys[] = {
+	{ "certificates", key_tls_certificates },
+	{ "psk", key_tls_psk },
+	{ "verify_peer", key_tls_verify_peer },
+	{ NULL, NULL },
+};
+
+static int key_tls(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int r = parse_group(p, s, tls_keys, NULL);
+
+	if (r == 0 && p->c->tls.certificates && p->c->tls.psk)
+		return fail(p, s, "%s names certificates and psk; expected one of the two", WHERE(s));
+	if (r == 0 && p->c->tls.psk && p->c->tls.verify_peer)
+		return fail(p, s, "%s: verify_peer needs certificates, not psk", WHERE(s));
+	return r;
+}
 
 static void clear_listen(struct cwd_config *c)
 {
@@ -1114,6 +1227,7 @@ static const struct key top_keys[] = {
 	{ "rt_priority", key_rt_priority },
 	{ "busy_poll_us", key_busy_poll_us },
 	{ "listen", key_listen },
+	{ "tls", key_tls },
 	{ "control_socket", key_control_socket },
 	{ "control_read_group", key_control_read_group },
 	{ "control_admin_group", key_control_admin_group },
@@ -1210,6 +1324,8 @@ void cwd_config_free(struct cwd_config *c)
 	clear_listen(c);
 	free(c->listen_unix);
 	free(c->listen_tcp);
+	free(c->tls.certificates);
+	free(c->tls.psk);
 	for (i = 0; i < c->n_disks; i++) {
 		free(c->disks[i].path);
 		free(c->disks[i].name);
@@ -1316,11 +1432,33 @@ static int check_tree(struct parse *p, const config_t *cf)
 	if (p->listen && c->n_listen_unix + c->n_listen_tcp == 0)
 		return fail(p, p->listen, "listen has no address; expected at least one unix path "
 			    "or tcp address");
-	if (p->tcp_remote && !c->insecure)
-		return fail(p, p->tcp_remote, "%s = \"%s\" is not a loopback address, and NBD on "
-			    "it would be readable and writable by anyone on the network; expected "
-			    "127.0.0.1, ::1 or localhost, or insecure = true in listen",
-			    WHERE(p->tcp_remote), config_setting_get_string(p->tcp_remote));
+	/* Listeners that say nothing of TLS take listen.tls. */
+	for (i = 0; i < c->n_listen_unix; i++)
+		c->listen_unix_tls[i] = p->unix_tls[i] ? p->unix_tls[i] - 1 : p->listen_tls;
+	for (i = 0; i < c->n_listen_tcp; i++)
+		c->listen_tcp[i].tls = p->tcp_tls[i] ? p->tcp_tls[i] - 1 : p->listen_tls;
+	for (i = 0; i < c->n_listen_tcp; i++) {
+		const config_setting_t *e = p->tcp_setting[i];
+
+		if (c->listen_tcp[i].loopback || c->listen_tcp[i].tls == CW_NBD_TLS_REQUIRE ||
+		    c->insecure)
+			continue;
+		return fail(p, e, "%s = \"%s\" is not a loopback address, and NBD on it would be "
+			    "readable and writable by anyone on the network; expected 127.0.0.1, "
+			    "::1 or localhost, tls = \"require\", or insecure = true in listen",
+			    WHERE(e), config_setting_get_string(e));
+	}
+	if (!c->tls.certificates && !c->tls.psk) {
+		for (i = 0; i < c->n_listen_unix + c->n_listen_tcp; i++) {
+			int t = i < c->n_listen_unix ? c->listen_unix_tls[i] :
+				c->listen_tcp[i - c->n_listen_unix].tls;
+
+			if (t != CW_NBD_TLS_OFF)
+				return fail(p, p->listen, "%s offers TLS but there are no credentials; "
+					    "expected tls = { certificates = \"/etc/...\"; } or "
+					    "tls = { psk = \"/etc/...\"; }", WHERE(p->listen));
+		}
+	}
 	return 0;
 }
 

@@ -57,11 +57,16 @@ struct cwd_config_disk {
 	unsigned line;		/* where it is configured, for later messages */
 };
 
+/* What a listener offers of TLS: enum cw_nbd_tls (off, on, require). */
 struct cwd_config_tcp {
 	char *host;		/* numeric address or name; "" or "*": every address */
 	uint16_t port;
 	bool loopback;
+	int tls;
 };
+
+/* The most unix sockets, and the most TCP addresses, NBD listens on. */
+#define CWD_LISTEN_MAX 16
 
 /* Who may use an export: entries of the access lists are "*" (anyone,
  * TCP clients too), "USER" or "@GROUP" (names or numbers), resolved when
@@ -85,6 +90,7 @@ struct cwd_config {
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
 	unsigned busy_poll_us;	/* a reader polls its socket before sleeping; 0: never */
 	char **listen_unix;	/* NBD on unix sockets */
+	int listen_unix_tls[CWD_LISTEN_MAX];	/* what each offers of TLS */
 	size_t n_listen_unix;
 	struct cwd_config_tcp *listen_tcp;	/* NBD on TCP */
 	size_t n_listen_tcp;
@@ -92,9 +98,17 @@ struct cwd_config {
 	unsigned unix_mode;
 	char *unix_owner;	/* user name or number; NULL: the daemon's */
 	char *unix_group;	/* group name or number; NULL: the daemon's */
-	/* TCP beyond loopback without TLS carries every byte in the clear
-	 * and admits whoever reaches the port: only with this. */
+	/* TCP beyond loopback without TLS required carries every byte in
+	 * the clear and admits whoever reaches the port: only with this. */
 	bool insecure;
+	/* The credentials of listeners that offer TLS: a directory of
+	 * certificates or a PSK file (one of the two), and whether a
+	 * client must present a certificate the CA signed. */
+	struct {
+		char *certificates;
+		char *psk;
+		bool verify_peer;
+	} tls;
 	/* [0] is the default entry (export NULL), then one per export. */
 	struct cwd_config_access *access;
 	size_t n_access;

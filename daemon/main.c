@@ -36,6 +36,7 @@
 #include "daemon/service.h"
 #include "daemon/log.h"
 #include "daemon/nbd-server.h"
+#include "daemon/nbd-tls.h"
 #include "daemon/pool-backend.h"
 
 #define MAX_RESERVATIONS 64
@@ -257,6 +258,32 @@ static void conf_warn(void *userdata, const char *msg)
 	cwd_log(LOG_WARNING, "%s", msg);
 }
 
+static const char *const tls_said[] = {
+	[CW_NBD_TLS_OFF] = "",
+	[CW_NBD_TLS_ON] = ", TLS offered",
+	[CW_NBD_TLS_REQUIRE] = ", TLS required",
+};
+
+/* The credentials of the listeners that offer TLS, if any does. */
+static int tls_setup(const struct cwd_config *cfg, struct nbdtls_creds **ret_creds)
+{
+	char why[512];
+	int r;
+
+	*ret_creds = NULL;
+	if (!cfg->tls.certificates && !cfg->tls.psk)
+		return 0;
+	r = nbdtls_creds_new(cfg->tls.certificates, cfg->tls.psk, cfg->tls.verify_peer,
+			      ret_creds, why, sizeof(why));
+	if (r < 0)
+		cwd_log(LOG_ERR, "TLS: %s", why);
+	else
+		cwd_log(LOG_INFO, "TLS with %s %s%s", cfg->tls.psk ? "the pre-shared keys of" :
+			"the certificates in", cfg->tls.psk ? cfg->tls.psk : cfg->tls.certificates,
+			cfg->tls.verify_peer ? ", clients' certificates verified" : "");
+	return r;
+}
+
 static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 {
 	struct nbdsrv_unix_perm perm;
@@ -266,13 +293,15 @@ static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 
 	cwd_config_unix_perm(cfg, conf_warn, NULL, &perm);
 	for (i = 0; i < cfg->n_listen_unix; i++) {
-		r = nbdsrv_listen_unix(srv, cfg->listen_unix[i], &perm);
+		r = nbdsrv_listen_unix(srv, cfg->listen_unix[i], &perm,
+					   (enum cw_nbd_tls)cfg->listen_unix_tls[i]);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i],
 				r == -EADDRINUSE ? "in use: a server answers on it" : strerror(-r));
 			return r;
 		}
-		cwd_log(LOG_INFO, "listening on %s", cfg->listen_unix[i]);
+		cwd_log(LOG_INFO, "listening on %s%s", cfg->listen_unix[i],
+			tls_said[cfg->listen_unix_tls[i]]);
 	}
 	for (i = 0; i < cfg->n_listen_tcp; i++) {
 		const char *host = cfg->listen_tcp[i].host;
@@ -282,12 +311,13 @@ static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 		if (!*host || strcmp(host, "*") == 0)
 			host = "0.0.0.0";
 		snprintf(port, sizeof(port), "%u", cfg->listen_tcp[i].port);
-		r = nbdsrv_listen_tcp(srv, host, port);
+		r = nbdsrv_listen_tcp(srv, host, port, (enum cw_nbd_tls)cfg->listen_tcp[i].tls);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot listen on %s:%s: %s", host, port, strerror(-r));
 			return r;
 		}
-		cwd_log(LOG_INFO, "listening on %s:%s", host, port);
+		cwd_log(LOG_INFO, "listening on %s:%s%s", host, port,
+			tls_said[cfg->listen_tcp[i].tls]);
 	}
 	return 0;
 }
@@ -305,6 +335,7 @@ int main(int argc, char **argv)
 	struct cwd_config_resv resv[MAX_RESERVATIONS];
 	struct cw_admit_state *adm = NULL;
 	struct nbdsrv_config scfg = { 0 };
+	struct nbdtls_creds *tls_creds = NULL;
 	struct nbdsrv_access *access = NULL;
 	size_t n_access = 0;
 	struct cwd_config *cfg = NULL;
@@ -433,6 +464,10 @@ int main(int argc, char **argv)
 	}
 	scfg.access = access;
 	scfg.n_access = n_access;
+	r = tls_setup(cfg, &tls_creds);
+	if (r < 0)
+		goto out;
+	scfg.tls_creds = tls_creds;
 	r = nbdsrv_new(&scfg, &srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the NBD server: %s", strerror(-r));
@@ -512,6 +547,7 @@ int main(int argc, char **argv)
 out:
 	svc_free(svc);
 	nbdsrv_free(srv);
+	nbdtls_creds_free(tls_creds);
 	cwd_config_access_free(access, n_access);
 	pb_free(pb);
 	cw_admit_state_free(adm);

@@ -67,6 +67,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "nbd-server.h"
+#include "nbd-tls.h"
 
 #define MAX_LISTEN 8
 #define RBUF_BYTES (64 * 1024)
@@ -121,6 +122,8 @@ struct slot {
 struct conn {
 	struct nbdsrv *srv;
 	int fd;
+	enum cw_nbd_tls tls_mode;	/* what its listener offers */
+	struct nbdtls *sess;		/* once STARTTLS ran: every byte goes here */
 	struct nbdsrv_peer peer;
 	const char *refuse;		/* over a limit: why; else NULL */
 	int64_t deadline_ns;		/* the handshake's end; 0: none */
@@ -179,6 +182,7 @@ struct nbdsrv {
 
 	int listen_fds[MAX_LISTEN];
 	char *unix_paths[MAX_LISTEN];
+	enum cw_nbd_tls listen_tls[MAX_LISTEN];
 	unsigned n_listen;
 	int wake_fd;				/* eventfd: stop the acceptor */
 	pthread_t acceptor;
@@ -474,8 +478,19 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 		werr = cw_nbd_errno_to_wire(s->err);
 		s->why = "I/O error";
 	}
+	if (!werr && s->io.op == NBDSRV_IO_BLOCK_STATUS && !s->io.n_extents) {
+		werr = CW_NBD_EIO;	/* a back end must describe something */
+		s->why = "no extent";
+	}
 	if (werr) {
 		s->hdr_len = cw_nbd_encode_error_reply(s->hdr, st, s->cookie, werr, s->why);
+	} else if (s->io.op == NBDSRV_IO_BLOCK_STATUS) {
+		s->hdr_len = cw_nbd_encode_block_status(s->hdr, s->cookie,
+							CW_NBD_META_ID_ALLOCATION, s->io.buf,
+							s->io.n_extents);
+		iov[0] = (struct iovec){ s->hdr, s->hdr_len };
+		iov[1] = (struct iovec){ s->io.buf, s->io.n_extents * sizeof(struct cw_nbd_extent) };
+		return 2;
 	} else if (s->io.op == NBDSRV_IO_READ) {
 		s->hdr_len = cw_nbd_encode_read_reply(s->hdr, st, s->cookie, s->io.offset,
 						      s->io.length);
@@ -519,6 +534,15 @@ static void recycle(struct conn *c, struct slot *s)
  * -EAGAIN when the socket is full (flags MSG_DONTWAIT), or -errno. */
 static int send_batch(struct conn *c, int flags)
 {
+	/* Under TLS only a thread that may block sends (see
+	 * nbdsrv_io_unplug_send): a record is sent whole or not at all. */
+	if (c->sess) {
+		int r = nbdtls_sendv(c->sess, c->out_iov + c->out_pos, c->out_n);
+
+		if (r == 0)
+			c->out_n = 0;
+		return r;
+	}
 	while (c->out_n > 0) {
 		struct iovec *iov = c->out_iov + c->out_pos;
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)CW_MIN(c->out_n, IOV_MAX) };
@@ -622,8 +646,10 @@ void nbdsrv_io_unplug_send(void)
 		struct conn *c = tls_plug.conns[i];
 
 		/* If the lock is taken, its holder looks at the done stack
-		 * once more after letting it go, and sends these too. */
-		if (tls_plug.big[i]) {
+		 * once more after letting it go, and sends these too.  A
+		 * TLS record cannot be left half sent for the writer: it
+		 * sends those. */
+		if (tls_plug.big[i] || c->sess) {
 			unpark(&c->writer_sleeping);
 		} else if (send_trylock(c)) {
 			send_locked(c, false);
@@ -683,6 +709,18 @@ static void *writer_main(void *arg)
  * between looks, and a real-time reader does not poll at all. */
 #define POLL_MIN_NS 10000
 
+/* A receive under TLS, in recv()'s terms (-1 with errno). */
+static ssize_t conn_recv_tls(struct conn *c, void *buf, size_t n)
+{
+	ssize_t r = nbdtls_recv(c->sess, buf, n);
+
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
 static void note_wait(struct conn *c, int64_t ns)
 {
 	int64_t avg = c->wait_avg;
@@ -697,6 +735,8 @@ static ssize_t conn_recv(struct conn *c)
 	int64_t t0;
 	ssize_t r;
 
+	if (c->sess)
+		return conn_recv_tls(c, c->rbuf, RBUF_BYTES);
 	if (!max)
 		return recv(c->fd, c->rbuf, RBUF_BYTES, 0);
 	t0 = cw_now_ns();
@@ -728,7 +768,7 @@ static int wait_input(struct conn *c)
 	int64_t idle = c->exp ? c->srv->cfg.idle_timeout_ns : 0;
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
-	if (!c->deadline_ns && !idle)
+	if ((!c->deadline_ns && !idle) || (c->sess && nbdtls_pending(c->sess)))
 		return 0;
 	for (;;) {
 		int64_t left = c->deadline_ns ? c->deadline_ns - cw_now_ns() : idle;
@@ -773,7 +813,7 @@ static int conn_read(struct conn *c, void *dst, size_t n)
 		if (r < 0)
 			return (int)r;
 		if (d && n >= RBUF_BYTES / 2)
-			r = recv(c->fd, d, n, MSG_WAITALL);
+			r = c->sess ? conn_recv_tls(c, d, n) : recv(c->fd, d, n, MSG_WAITALL);
 		else
 			r = conn_recv(c);
 		if (r == 0)
@@ -908,6 +948,38 @@ static void peer_from_socket(int fd, struct nbdsrv_peer *ret_peer)
 		ret_peer->n_groups = glen / sizeof(gid_t);
 }
 
+/* Sends in the handshake: in the clear or under TLS. */
+static int conn_send(struct conn *c, const void *buf, size_t n)
+{
+	if (c->sess)
+		return nbdtls_sendv(c->sess, &(struct iovec){ (void *)buf, n }, 1);
+	return send_all(c->fd, buf, n);
+}
+
+/* NBD_OPT_STARTTLS was acknowledged: the TLS handshake, within what is
+ * left of the NBD handshake's time.  A client that sent more before it
+ * (bytes in the input buffer) would have them taken as if under TLS:
+ * it is closed instead. */
+static int start_tls(struct conn *c)
+{
+	char err[256];
+	int r;
+
+	if (c->rpos < c->rlen) {
+		client_log(c->srv, LOG_WARNING, "a client of %s sent data after STARTTLS before "
+			   "TLS, closing", peer_name(&c->peer, (char[32]){ 0 }, 32));
+		return -EPROTO;
+	}
+	r = nbdtls_accept(c->srv->cfg.tls_creds, c->fd, c->deadline_ns - cw_now_ns(), &c->sess,
+			   err, sizeof(err));
+	if (r < 0) {
+		client_log(c->srv, LOG_WARNING, "a client of %s: %s",
+			   peer_name(&c->peer, (char[32]){ 0 }, 32), err);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 /* Runs the option haggling; returns 0 with c->exp set, or -errno. */
 static int handshake(struct conn *c)
 {
@@ -926,6 +998,7 @@ static int handshake(struct conn *c)
 		return -ENOMEM;
 	cw_nbd_hs_reset(&hs);
 	hs.refuse = c->refuse;
+	hs.tls = c->tls_mode;
 	set_sndtimeo(c->fd, CW_MAX(c->deadline_ns - cw_now_ns(), INT64_C(1000000)));
 	cw_nbd_encode_greeting(b);
 	r = send_all(c->fd, b, sizeof(b));
@@ -977,6 +1050,7 @@ static int handshake(struct conn *c)
 			c->lim = c->exp->lim;
 			c->lim.structured = hs.structured;
 			c->lim.eflags = hs.eflags;
+			c->lim.block_status = hs.meta_allocation;
 			/* Told a minimum of 1: keep the promise. */
 			if (!hs.block_size_known && c->lim.min_block > 1) {
 				c->rmw_align = c->lim.min_block;
@@ -986,9 +1060,16 @@ static int handshake(struct conn *c)
 		pthread_mutex_unlock(&srv->lock);
 		if (r < 0)
 			break;
-		if (out.len && send_all(c->fd, out.data, out.len) < 0) {
+		if (out.len && conn_send(c, out.data, out.len) < 0) {
 			r = -EPIPE;
 			break;
+		}
+		if (r == CW_NBD_HS_STARTTLS) {
+			r = start_tls(c);
+			if (r < 0)
+				break;
+			cw_nbd_hs_tls_started(&hs);
+			continue;
 		}
 		if (r == CW_NBD_HS_TRANSMIT) {
 			r = 1;
@@ -1053,6 +1134,8 @@ static const enum nbdsrv_io_op cmd_op[] = {
 	[CW_NBD_CMD_FLUSH] = NBDSRV_IO_FLUSH,
 	[CW_NBD_CMD_TRIM] = NBDSRV_IO_TRIM,
 	[CW_NBD_CMD_WRITE_ZEROES] = NBDSRV_IO_ZERO,
+	[CW_NBD_CMD_CACHE] = NBDSRV_IO_CACHE,
+	[CW_NBD_CMD_BLOCK_STATUS] = NBDSRV_IO_BLOCK_STATUS,
 };
 
 static int submit(struct conn *c, struct slot *s)
@@ -1066,6 +1149,8 @@ static int submit(struct conn *c, struct slot *s)
 	case NBDSRV_IO_FLUSH: return ops->flush(b, &s->io);
 	case NBDSRV_IO_TRIM: return ops->trim(b, &s->io);
 	case NBDSRV_IO_ZERO: return ops->zero(b, &s->io);
+	case NBDSRV_IO_CACHE: return ops->cache(b, &s->io);
+	case NBDSRV_IO_BLOCK_STATUS: return ops->block_status(b, &s->io);
 	}
 	return -EINVAL;
 }
@@ -1206,8 +1291,14 @@ static int serve_unaligned(struct conn *c, struct slot *s)
 	case NBDSRV_IO_TRIM:
 		r = a0 < b0 ? sync_io(c, NBDSRV_IO_TRIM, a0, (uint32_t)(b0 - a0), NULL, s->io.fua) : 0;
 		break;
-	case NBDSRV_IO_WRITE:
 	case NBDSRV_IO_ZERO:
+		/* Read, patch and write back is never fast. */
+		if (s->io.fast_zero) {
+			r = -ENOTSUP;
+			break;
+		}
+		/* fall through */
+	case NBDSRV_IO_WRITE:
 		pthread_mutex_lock(&x->rmw_lock);
 		wait_others_answered(c);
 		r = rmw(c, s, s->io.op == NBDSRV_IO_WRITE ? s->io.buf : NULL);
@@ -1224,7 +1315,9 @@ static int serve_unaligned(struct conn *c, struct slot *s)
 
 static bool unaligned(const struct conn *c, const struct cw_nbd_request *req)
 {
+	/* CACHE is a hint and BLOCK_STATUS answers at any offset. */
 	return c->rmw_align > 1 && req->type != CW_NBD_CMD_FLUSH &&
+	       req->type != CW_NBD_CMD_CACHE && req->type != CW_NBD_CMD_BLOCK_STATUS &&
 	       ((req->offset | req->length) & (c->rmw_align - 1));
 }
 
@@ -1270,6 +1363,9 @@ static int transmission(struct conn *c)
 		s->io.length = v.action == CW_NBD_EXEC ? req.length : 0;
 		s->io.fua = req.flags & CW_NBD_CMD_FLAG_FUA;
 		s->io.may_trim = !(req.flags & CW_NBD_CMD_FLAG_NO_HOLE);
+		s->io.fast_zero = req.flags & CW_NBD_CMD_FLAG_FAST_ZERO;
+		s->io.req_one = req.flags & CW_NBD_CMD_FLAG_REQ_ONE;
+		s->io.n_extents = 0;
 		s->io.backend_data = NULL;
 
 		if (v.action == CW_NBD_REPLY_ERROR) {
@@ -1297,6 +1393,13 @@ static int transmission(struct conn *c)
 				recycle(c, s);
 				return r;
 			}
+			if (r < 0) {
+				nbdsrv_io_complete(&s->io, r);
+				continue;
+			}
+		}
+		if (s->io.op == NBDSRV_IO_BLOCK_STATUS) {
+			r = ensure_buf(s, NBD_EXTENTS_MAX * sizeof(struct cw_nbd_extent));
 			if (r < 0) {
 				nbdsrv_io_complete(&s->io, r);
 				continue;
@@ -1357,6 +1460,7 @@ static void conn_drop_bufs(struct conn *c)
 /* After conn_unlink(): c->srv is not to be touched. */
 static void conn_free(struct conn *c)
 {
+	nbdtls_free(c->sess);
 	free(c->slots);
 	free(c->rbuf);
 	free(c->rmw_buf);
@@ -1523,6 +1627,7 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	}
 	c->srv = srv;
 	c->fd = fd;
+	c->tls_mode = srv->listen_tls[li];
 	c->peer = peer;
 	c->refuse = refuse;
 	c->deadline_ns = now + (refuse ? CW_MIN(REFUSE_TIMEOUT_NS, srv->cfg.handshake_timeout_ns)
@@ -1647,14 +1752,17 @@ static void rebuild_infos(struct nbdsrv *srv)
 
 		if (srv->exports[i].removed)
 			continue;
-		f = cw_nbd_eflags(e->read_only, true, e->ops->trim != NULL, e->ops->zero != NULL,
-				  e->read_only || e->flush_global, true);
+		f = cw_nbd_eflags(&(struct cw_nbd_caps){
+			.read_only = e->read_only, .can_flush = true,
+			.can_trim = e->ops->trim != NULL, .can_zero = e->ops->zero != NULL,
+			.can_fast_zero = e->fast_zero, .can_cache = e->ops->cache != NULL,
+			.multi_conn = e->read_only || e->flush_global, .structured = true });
 		if (e->rotational)
 			f |= CW_NBD_FLAG_ROTATIONAL;
 		srv->infos[srv->n_live] = (struct cw_nbd_export_info){
 			.name = e->name, .description = e->description, .size = e->size,
 			.eflags = f, .min_block = e->min_block, .pref_block = e->pref_block,
-			.max_block = e->max_block,
+			.max_block = e->max_block, .block_status = e->ops->block_status != NULL,
 		};
 		srv->live[srv->n_live++] = i;
 	}
@@ -1788,7 +1896,8 @@ int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size)
 	return r;
 }
 
-static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path)
+static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path,
+			enum cw_nbd_tls tls)
 {
 	if (srv->n_listen >= MAX_LISTEN) {
 		close(fd);
@@ -1802,6 +1911,7 @@ static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path)
 	}
 	srv->listen_fds[srv->n_listen] = fd;
 	srv->unix_paths[srv->n_listen] = unix_path ? strdup(unix_path) : NULL;
+	srv->listen_tls[srv->n_listen] = tls;
 	srv->n_listen++;
 	return 0;
 }
@@ -1826,8 +1936,16 @@ static int unlink_stale(const struct sockaddr_un *sa)
 	return unlink(sa->sun_path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
+/* A listener may offer TLS only with credentials to offer. */
+static int check_tls(const struct nbdsrv *srv, enum cw_nbd_tls tls)
+{
+	if (tls > CW_NBD_TLS_REQUIRE || (tls != CW_NBD_TLS_OFF && !srv->cfg.tls_creds))
+		return -EINVAL;
+	return 0;
+}
+
 int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path,
-			   const struct nbdsrv_unix_perm *perm)
+			   const struct nbdsrv_unix_perm *perm, enum cw_nbd_tls tls)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
@@ -1836,6 +1954,9 @@ int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path,
 
 	if (srv->started)
 		return -EBUSY;
+	r = check_tls(srv, tls);
+	if (r < 0)
+		return r;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
@@ -1857,13 +1978,14 @@ int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path,
 		unlink(path);
 		return r;
 	}
-	r = add_listener(srv, CW_TAKE_FD(fd), path);
+	r = add_listener(srv, CW_TAKE_FD(fd), path, tls);
 	if (r < 0)
 		unlink(path);
 	return r;
 }
 
-int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port)
+int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port,
+			  enum cw_nbd_tls tls)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_ADDRCONFIG };
@@ -1872,6 +1994,9 @@ int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port)
 
 	if (srv->started)
 		return -EBUSY;
+	r = check_tls(srv, tls);
+	if (r < 0)
+		return r;
 	/* No host means loopback: exports are not for the network unless
 	 * the configuration says so. */
 	if (!host || !*host) {
@@ -1897,7 +2022,7 @@ int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port)
 			close(fd);
 			continue;
 		}
-		r = add_listener(srv, fd, NULL);
+		r = add_listener(srv, fd, NULL, tls);
 		if (r < 0) {
 			last = r;
 			continue;

@@ -24,13 +24,23 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <clockwise/nbd.h>
+
+struct nbdtls_creds;
+
 enum nbdsrv_io_op {
 	NBDSRV_IO_READ,
 	NBDSRV_IO_WRITE,
 	NBDSRV_IO_FLUSH,
 	NBDSRV_IO_TRIM,
 	NBDSRV_IO_ZERO,
+	NBDSRV_IO_CACHE,
+	NBDSRV_IO_BLOCK_STATUS,
 };
+
+/* BLOCK_STATUS: the most extents one answer carries (the client asks
+ * again from where it ends). */
+#define NBD_EXTENTS_MAX 2048
 
 /* One request as a back end sees it.  It belongs to the back end from the
  * ops call until nbdsrv_io_complete(); after that it must not be touched. */
@@ -40,8 +50,16 @@ struct nbdsrv_io {
 	uint32_t length;	/* > 0 except for FLUSH */
 	bool fua;		/* WRITE/TRIM/ZERO: stable before completing */
 	bool may_trim;		/* ZERO: may deallocate (no NBD_CMD_FLAG_NO_HOLE) */
+	bool fast_zero;		/* ZERO: fail with -ENOTSUP rather than be slow
+				 * (NBD_CMD_FLAG_FAST_ZERO) */
+	bool req_one;		/* BLOCK_STATUS: one extent is enough */
+	uint32_t n_extents;	/* BLOCK_STATUS: extents the back end filled */
 	void *buf;		/* READ: fill length bytes; WRITE: the data.
-				 * 4096-aligned, so O_DIRECT can use it. */
+				 * 4096-aligned, so O_DIRECT can use it.
+				 * BLOCK_STATUS: room for NBD_EXTENTS_MAX (1
+				 * with req_one) struct cw_nbd_extent, to fill
+				 * from offset on with base:allocation status;
+				 * they may cover less than length, not more. */
 	void *backend_data;	/* free for the back end's bookkeeping */
 };
 
@@ -59,6 +77,11 @@ struct nbdsrv_backend_ops {
 	int (*flush)(void *backend, struct nbdsrv_io *io);
 	int (*trim)(void *backend, struct nbdsrv_io *io);
 	int (*zero)(void *backend, struct nbdsrv_io *io);
+	/* Optional: a hint to fetch a range before it is read (CACHE). */
+	int (*cache)(void *backend, struct nbdsrv_io *io);
+	/* Optional: which parts of a range are holes (BLOCK_STATUS with
+	 * base:allocation); without it no meta context is offered. */
+	int (*block_status)(void *backend, struct nbdsrv_io *io);
 	/* Optional.  The reader calls it before it blocks (on the socket or
 	 * for a free request slot) and when its connection ends: a back end
 	 * may hold the wake-ups of the calls above until then, so a burst
@@ -101,6 +124,10 @@ struct nbdsrv_export {
 	 * (one cache, or none): only then is multi-conn advertised. */
 	bool flush_global;
 	bool rotational;
+	/* The back end's zero fails a request with fast_zero set with
+	 * -ENOTSUP unless it is faster than writing zeros: only then is
+	 * NBD_FLAG_SEND_FAST_ZERO advertised. */
+	bool fast_zero;
 	/* Block size constraints; 0 picks 1, 4096 and the server's
 	 * max_request.  min is a power of two up to 64 KiB. */
 	uint32_t min_block, pref_block, max_block;
@@ -185,6 +212,9 @@ struct nbdsrv_config {
 	 * server); none: whoever can connect. */
 	const struct nbdsrv_access *access;
 	size_t n_access;
+	/* The credentials of listeners that offer TLS (nbd-tls.h; not
+	 * copied: it must outlive the server); NULL: none may. */
+	const struct nbdtls_creds *tls_creds;
 };
 
 struct nbdsrv;
@@ -218,13 +248,15 @@ struct nbdsrv_unix_perm {
 /* Listens on a unix socket with the permissions perm (NULL: 0660, the
  * server's user and group).  A socket file left by a server that is gone
  * is replaced; -EADDRINUSE if a server answers on it, -EEXIST if path is
- * some other file. */
+ * some other file.  tls: what the listener offers of TLS (NBD_OPT_STARTTLS);
+ * -EINVAL for anything but CW_NBD_TLS_OFF without tls_creds. */
 int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path,
-			   const struct nbdsrv_unix_perm *perm);
+			   const struct nbdsrv_unix_perm *perm, enum cw_nbd_tls tls);
 
 /* Listens on TCP; host NULL or "" means loopback only (127.0.0.1 and ::1
  * where available); port is a number or service name ("10809"). */
-int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port);
+int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port,
+			  enum cw_nbd_tls tls);
 
 /* Starts accepting connections. */
 int nbdsrv_start(struct nbdsrv *srv);

@@ -25,6 +25,7 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "daemon/pool-internal.h"
@@ -132,9 +133,9 @@ static bool in_span(const struct cw_admit_resv *a, int64_t now)
 	return now >= a->span_start_ns && (a->span_end_ns == 0 || now < a->span_end_ns);
 }
 
-/* Maps and books a READ, WRITE or (zero: from the shared zero buffer, in
- * ZERO_CHUNK pieces) WRITE_ZEROES. */
-static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
+/* Maps and books a READ (holes read as zeros, without I/O), WRITE or
+ * (zero: from the shared zero buffer, in ZERO_CHUNK pieces) WRITE_ZEROES. */
+int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
 {
 	struct pb *pb = x->pb;
 	uint64_t off = nio->offset, end = nio->offset + nio->length;
@@ -164,12 +165,23 @@ static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, boo
 		  in_span(rv->a, q->arrival_ns);
 
 	while (off < end) {
+		uint64_t want = CW_MIN(end - off, chunk);
 		struct cw_extent e;
 		struct piece *p = &q->p[n];
 		bool prt;
 		int di;
 
-		r = cw_part_map(x->part, off, CW_MIN(end - off, chunk), &e);
+		if (op == CW_IO_READ) {
+			r = cw_part_allocated(x->part, off, want, &want);
+			if (r < 0)
+				goto fail;
+			if (r == 0) {
+				memset((uint8_t *)nio->buf + (off - nio->offset), 0, want);
+				off += want;
+				continue;
+			}
+		}
+		r = cw_part_map(x->part, off, want, &e);
 		if (r < 0)
 			goto fail;
 		di = pb_disk_index(pb, e.disk_id);
@@ -202,6 +214,11 @@ static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, boo
 		off += e.length;
 		n++;
 	}
+	if (n == 0) {	/* holes only */
+		preq_free(q);
+		nbdsrv_io_complete(nio, 0);
+		return 0;
+	}
 	q->npieces = n;
 	/* FUA: once every piece is written, fdatasync the disks it touched. */
 	q->nflush = nflush ? nt : 0;
@@ -217,17 +234,33 @@ fail:
 
 static int pb_pread(void *backend, struct nbdsrv_io *io)
 {
-	return submit_rw(backend, io, CW_IO_READ, false);
+	return pb_submit_rw(backend, io, CW_IO_READ, false);
 }
 
+/* A write to blocks that all hold data goes to the lanes; one that
+ * touches a hole first has the hole made a written block (pool-alloc.c). */
 static int pb_pwrite(void *backend, struct nbdsrv_io *io)
 {
-	return submit_rw(backend, io, CW_IO_WRITE, false);
+	struct pbx *x = backend;
+
+	if (!pb_range_written(x, io->offset, io->length))
+		return pb_alloc_queue(x, io);
+	return pb_submit_rw(x, io, CW_IO_WRITE, false);
 }
 
+/* WRITE_ZEROES: with NO_HOLE, zeros are written (into blocks made
+ * written first); without, whole blocks become holes and the partial
+ * ones are punched or written.  FAST_ZERO refuses what needs writing. */
 static int pb_zero(void *backend, struct nbdsrv_io *io)
 {
-	return submit_rw(backend, io, CW_IO_WRITE, true);
+	struct pbx *x = backend;
+
+	if (io->fast_zero &&
+	    (!io->may_trim || !atomic_load_explicit(&x->can_punch, memory_order_relaxed)))
+		return -ENOTSUP;
+	if (!io->may_trim && pb_range_written(x, io->offset, io->length))
+		return pb_submit_rw(x, io, CW_IO_WRITE, true);
+	return pb_alloc_queue(x, io);
 }
 
 static int pb_flush(void *backend, struct nbdsrv_io *nio)
@@ -256,12 +289,67 @@ static int pb_flush(void *backend, struct nbdsrv_io *nio)
 	return 0;
 }
 
-/* TRIM is advisory (the protocol lets a server ignore it): blocks belong to
- * the partition until it shrinks, so there is nothing to give back.  With
- * FUA the (unchanged) range is as stable as it was. */
+/* TRIM: the whole blocks it covers become holes and give their space
+ * back to the disk where it can punch (the blocks stay the partition's);
+ * the partial ones are punched where the disk can. */
 static int pb_trim(void *backend, struct nbdsrv_io *io)
 {
-	(void)backend;
+	return pb_alloc_queue(backend, io);
+}
+
+/* CACHE: a hint.  A disk read through the page cache (one O_DIRECT
+ * refused) is asked to read ahead the range's written blocks; a direct
+ * disk has no cache of ours to fill, and the SSD tier's part (promoting
+ * the range) belongs to the mover.  Holes need nothing. */
+static int pb_cache(void *backend, struct nbdsrv_io *io)
+{
+	struct pbx *x = backend;
+	uint64_t off = io->offset, end = off + io->length, run;
+	int r;
+
+	while (off < end) {
+		r = cw_part_allocated(x->part, off, end - off, &run);
+		if (r < 0)
+			return r;
+		for (uint64_t at = off; r == 1 && at < off + run;) {
+			struct cw_extent e;
+			int di;
+
+			if (cw_part_map(x->part, at, off + run - at, &e) < 0)
+				break;
+			di = pb_disk_index(x->pb, e.disk_id);
+			if (di >= 0 && !x->pb->disks[di].direct)
+				(void)posix_fadvise(x->pb->disks[di].fd, (off_t)e.phys_offset,
+						    (off_t)e.length, POSIX_FADV_WILLNEED);
+			at += e.length;
+		}
+		off += run;
+	}
+	nbdsrv_io_complete(io, 0);
+	return 0;
+}
+
+/* BLOCK_STATUS for base:allocation: the runs of written blocks and holes,
+ * from the hole bits (no disk access, no lock). */
+static int pb_block_status(void *backend, struct nbdsrv_io *io)
+{
+	struct pbx *x = backend;
+	struct cw_nbd_extent *ext = io->buf;
+	uint32_t max = io->req_one ? 1 : NBD_EXTENTS_MAX, n = 0;
+	uint64_t off = io->offset, end = off + io->length, run;
+
+	while (off < end && n < max) {
+		int r = cw_part_allocated(x->part, off, end - off, &run);
+
+		if (r < 0)
+			return r;
+		ext[n++] = (struct cw_nbd_extent){
+			.length = (uint32_t)run,
+			.status = r ? 0 : CW_NBD_STATE_HOLE | CW_NBD_STATE_ZERO,
+		};
+		off += run;
+	}
+	io->n_extents = n;
 	nbdsrv_io_complete(io, 0);
 	return 0;
 }
@@ -286,6 +374,8 @@ static const struct nbdsrv_backend_ops pb_ops = {
 	.flush = pb_flush,
 	.trim = pb_trim,
 	.zero = pb_zero,
+	.cache = pb_cache,
+	.block_status = pb_block_status,
 	.unplug = pb_unplug,
 };
 
@@ -404,6 +494,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		return 0;
 	}
 	d->fd = r;
+	d->can_punch = !cfg->exports.read_only && pb_disk_can_punch(d->fd);
 	/* io_uring punts reads it cannot do without blocking to kernel
 	 * workers: a file on tmpfs gets the memory engine (the copy done
 	 * inline), one on another such file system libaio. */
@@ -570,6 +661,8 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 			continue;
 		*ret_align = CW_MAX(*ret_align, pb->disks[di].align);
 		*ret_rotational |= pb->disks[di].tier == CW_TIER_HDD;
+		if (!pb->disks[di].can_punch)
+			atomic_store_explicit(&x->can_punch, false, memory_order_relaxed);
 		x->disks[n++] = (uint32_t)di;
 		atomic_store_explicit(&x->ndisks, n, memory_order_release);
 	}
@@ -629,6 +722,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	x->pb = pb;
 	x->part = part;
 	atomic_init(&x->ndisks, 0);
+	atomic_init(&x->can_punch, true);
 	r = export_take_disks(pb, x, info.name, 0, cw_part_nblocks(part), &align, &rotational);
 	if (r == 0 && align > 65536)
 		r = -EINVAL;
@@ -652,6 +746,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 		.read_only = pb->cfg->exports.read_only,
 		.flush_global = pb->cfg->exports.multi_conn,
 		.rotational = rotational,
+		.fast_zero = true,	/* pb_zero refuses a zero it cannot make fast */
 		.min_block = (uint32_t)align,
 		.pref_block = CW_MAX(pb->cfg->exports.block_size, (uint32_t)align),
 		.max_block = pb->cfg->exports.max_request_bytes,
@@ -801,6 +896,9 @@ int pb_start(struct pb *pb)
 		if (r < 0)
 			return r;
 	}
+	r = pb_alloc_start(pb);
+	if (r < 0)
+		return r;
 	pb->started = true;
 	return 0;
 }
@@ -897,6 +995,8 @@ int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen)
 	/* Nothing maps to it (no partition has a block there) and no export
 	 * lists it, so no request can reach its lanes once it is unlisted. */
 	atomic_store_explicit(&pb->slot_of[disk_id], -1, memory_order_release);
+	/* The keeper of holes may still hold a wake-up for its lanes. */
+	pb_alloc_quiesce(pb);
 	disk_stop(&pb->disks[di]);
 	cwd_log(LOG_INFO, "disk %s (%s): closed", pb->disks[di].name, pb->disks[di].path);
 	disk_close(&pb->disks[di]);
@@ -1060,6 +1160,7 @@ void pb_free(struct pb *pb)
 
 	if (!pb)
 		return;
+	pb_alloc_stop(pb);
 	for (i = 0; i < pb->ndisks; i++)
 		disk_stop(&pb->disks[i]);
 	for (i = 0; pb->disks && i < pb->ndisks; i++)

@@ -127,6 +127,10 @@ struct disk {
 	/* The disk has had streams: every request goes to lane 0, whose
 	 * dispatcher runs the scheduling core with the disk's plan. */
 	atomic_bool live_streams;
+	/* fallocate(PUNCH_HOLE) works on it and leaves zeros (a file on a
+	 * file system with holes, a block device that can zero): a range is
+	 * zeroed and its space given back without writing. */
+	bool can_punch;
 };
 
 /* The data path's side of an admitted reservation: the admission state's
@@ -178,11 +182,19 @@ struct pbx {
 	 * count that covers it (release; FLUSH loads it with acquire). */
 	uint32_t disks[PB_DISKS_CAP];
 	atomic_uint ndisks;
+	atomic_bool can_punch;		/* every disk of it can punch holes */
 	struct resv *resv;
 	uint64_t client;		/* its id in the disks' best-effort orders */
 	_Atomic(struct pbx_be *) be;	/* NULL: weight 1, nothing else */
 	struct pbx_be_counters be_st;
 	struct pbx *next;
+};
+
+/* A request that changes which blocks are holes (pool-alloc.c). */
+struct alloc_job {
+	struct alloc_job *next;
+	struct pbx *x;
+	struct nbdsrv_io *nio;
 };
 
 struct pb {
@@ -211,6 +223,16 @@ struct pb {
 	_Atomic(struct preq *) spare;	/* small requests to reuse */
 	uint64_t next_client;		/* export client ids; control thread */
 	atomic_uint_fast64_t be_gen;	/* QoS generations */
+	/* The keeper of holes (pool-alloc.c): its queue, pushed by the
+	 * connections' threads, taken whole by its thread. */
+	_Atomic(struct alloc_job *) alloc_q;
+	atomic_int alloc_sleeping;
+	atomic_bool alloc_busy;		/* inside a batch (pb_alloc_quiesce) */
+	atomic_uint_fast64_t alloc_batches;	/* batches ended */
+	atomic_bool alloc_stop;
+	pthread_t alloc_thread;
+	bool alloc_started;
+	void *alloc_batch;		/* its work space */
 };
 
 struct piece {
@@ -274,6 +296,25 @@ void lane_be_done(struct lane *l, struct piece *p);
 /* pool-backend.c */
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 int pb_disk_index(struct pb *pb, uint32_t id);
+/* Maps and books a READ (holes read as zeros, without I/O), WRITE or
+ * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
+int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
+
+/* pool-alloc.c: blocks become written or holes */
+/* Whether every block [off, off + len) touches holds data already. */
+bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len);
+/* Hands a WRITE to a hole, a TRIM or a WRITE_ZEROES to the keeper of
+ * holes, which completes it.  -ENOMEM. */
+int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio);
+/* Whether fallocate(PUNCH_HOLE) works on the disk's open descriptor. */
+bool pb_disk_can_punch(int fd);
+int pb_alloc_start(struct pb *pb);
+void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
+/* Returns once the keeper is past every batch begun before the call:
+ * after a disk is unlisted, it holds nothing of the disk's lanes (a
+ * write it booked can complete, and its export go, before the keeper
+ * wakes the lane).  Control thread. */
+void pb_alloc_quiesce(struct pb *pb);
 
 static inline const struct cw_model *disk_model(const struct disk *d)
 {

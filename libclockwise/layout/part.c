@@ -98,7 +98,7 @@ int lay_part_reserve(struct cw_part *p, uint64_t nblocks)
 		return -ENOMEM;
 	memcpy(d->chunk, old->chunk, old->nchunks * sizeof(d->chunk[0]));
 	for (size_t i = old->nchunks; i < d->nchunks; i++) {
-		d->chunk[i] = calloc(CHUNK_ENTRIES, sizeof(uint64_t));
+		d->chunk[i] = calloc(CHUNK_WORDS, sizeof(uint64_t));
 		if (!d->chunk[i]) {
 			for (size_t k = old->nchunks; k < i; k++)
 				free(d->chunk[k]);
@@ -442,6 +442,10 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 		p->id = (uint64_t)sqlite3_last_insert_rowid(pool->meta->db);
 		r = lay_runs_replace(pool->meta, p->id, 0, n, entries);
 	}
+	/* Its blocks may hold another partition's old data: holes until
+	 * written. */
+	if (r == 0)
+		r = lay_holes_new(pool->meta, p, 0, n);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		lay_free_entries(pool, entries, n);
@@ -508,6 +512,8 @@ static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t
 		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, have, want, entries);
+	if (r == 0)
+		r = lay_holes_new(pool->meta, p, have, want - have);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		lay_free_entries(pool, entries, want - have);
@@ -528,6 +534,8 @@ static int shrink(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64
 		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, want, have, NULL);
+	if (r == 0)
+		r = lay_holes_truncate(pool->meta, p, want);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		return lay_set_error(pool, r, "shrinking partition '%s': %s", p->name, strerror(-r));
@@ -775,6 +783,9 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 		meta_err(err, r, "the database is damaged: a block run is invalid");
 	if (r < 0 && (!err || !err->msg[0]))
 		return meta_err(err, r, "reading block runs: %s", strerror(-r));
+	if (r < 0)
+		return r;
+	r = lay_holes_load(pool, err);
 	if (r < 0)
 		return r;
 	/* A block not covered by any run is damage too; lay_pool_check reports

@@ -19,7 +19,7 @@
 #include <clockwise/layout.h>
 
 /* Schema version this library writes. */
-#define META_SCHEMA_VERSION 4
+#define META_SCHEMA_VERSION 5
 
 struct meta {
 	sqlite3 *db;

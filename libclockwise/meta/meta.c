@@ -111,6 +111,17 @@ static const char *const migrations[] = {
 	"  lim INTEGER NOT NULL CHECK (lim >= 0),"
 	"  lim_iops INTEGER NOT NULL CHECK (lim_iops IN (0, 1)));"
 	"CREATE INDEX be_qos_part ON be_qos(part);",
+	/* 4 -> 5: a partition's holes, one bitmap per chunk of 4096 logical
+	 * blocks (64 little-endian words; bit b%64 of word b/64 is block b).
+	 * A set bit is a block never written since it was given to the
+	 * partition, or deallocated since (TRIM, WRITE_ZEROES): it reads as
+	 * zeros whatever its disk holds.  A chunk without a row has no
+	 * holes, so the partitions of an older pool read as written. */
+	"CREATE TABLE hole ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  chunk INTEGER NOT NULL CHECK (chunk >= 0),"
+	"  bits BLOB NOT NULL CHECK (length(bits) = 512),"
+	"  PRIMARY KEY (part, chunk)) WITHOUT ROWID;",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -37,6 +37,8 @@ _Static_assert(sizeof(struct cw_nbd_wire_request) == 28, "request");
 _Static_assert(sizeof(struct cw_nbd_wire_simple_reply) == 16, "simple reply");
 _Static_assert(sizeof(struct cw_nbd_wire_chunk) == 20, "chunk");
 _Static_assert(sizeof(struct cw_nbd_wire_chunk_error) == 6, "chunk error");
+_Static_assert(sizeof(struct cw_nbd_wire_block_descriptor) == sizeof(struct cw_nbd_extent),
+	       "extents are converted to descriptors in place");
 
 /* ------------------------------------------------------------------ */
 /* output buffer */
@@ -128,6 +130,17 @@ void cw_nbd_hs_reset(struct cw_nbd_handshake *hs)
 	hs->export_index = -1;
 	hs->eflags = 0;
 	hs->n_options = 0;
+	hs->meta_allocation = false;
+	hs->meta_export = -1;
+	hs->tls_active = false;
+}
+
+void cw_nbd_hs_tls_started(struct cw_nbd_handshake *hs)
+{
+	hs->structured = false;
+	hs->meta_allocation = false;
+	hs->meta_export = -1;
+	hs->tls_active = true;
 }
 
 int cw_nbd_hs_client_flags(struct cw_nbd_handshake *hs, const void *buf)
@@ -190,7 +203,8 @@ static uint16_t sent_eflags(const struct cw_nbd_handshake *hs, int idx)
 		f &= (uint16_t)~CW_NBD_FLAG_SEND_DF;
 	if (access_of(hs, idx) != CW_NBD_ACCESS_RW)
 		f = (uint16_t)((f & ~(CW_NBD_FLAG_SEND_FLUSH | CW_NBD_FLAG_SEND_FUA |
-				      CW_NBD_FLAG_SEND_TRIM | CW_NBD_FLAG_SEND_WRITE_ZEROES)) |
+				      CW_NBD_FLAG_SEND_TRIM | CW_NBD_FLAG_SEND_WRITE_ZEROES |
+				      CW_NBD_FLAG_SEND_FAST_ZERO)) |
 			       CW_NBD_FLAG_READ_ONLY);
 	return f;
 }
@@ -228,6 +242,23 @@ static int put_info_string(struct cw_nbd_buf *out, uint32_t option, uint16_t typ
 		n = CW_NBD_STRING_MAX;
 	cw_put_be16(t, type);
 	return put_reply2(out, option, CW_NBD_REP_INFO, t, 2, s, n);
+}
+
+/* The export an option names and this client may use, in *ret_idx; or
+ * -1 there, with the error reply appended (the return value). */
+static int named_export(const struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
+			const uint8_t *name, uint32_t len, struct cw_nbd_buf *out, int *ret_idx)
+{
+	int idx = find_export(hs, name, len);
+
+	*ret_idx = -1;
+	if (idx < 0)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_UNKNOWN, "no such export");
+	if (access_of(hs, idx) == CW_NBD_ACCESS_NONE)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_POLICY,
+				 "access to this export is not granted to this client");
+	*ret_idx = idx;
+	return 0;
 }
 
 /*
@@ -269,12 +300,9 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		default: break;	/* unknown requests are ignored */
 		}
 	}
-	idx = find_export(hs, d + 4, namelen);
+	r = named_export(hs, opt, d + 4, namelen, out, &idx);
 	if (idx < 0)
-		return put_error(out, opt->option, CW_NBD_REP_ERR_UNKNOWN, "no such export");
-	if (access_of(hs, idx) == CW_NBD_ACCESS_NONE)
-		return put_error(out, opt->option, CW_NBD_REP_ERR_POLICY,
-				 "access to this export is not granted to this client");
+		return r;
 	e = &hs->exports[idx];
 
 	eflags = sent_eflags(hs, idx);
@@ -293,6 +321,9 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		hs->export_index = idx;
 		hs->eflags = eflags;
 		hs->block_size_known = want_bs;
+		/* Contexts were chosen for one export: another one chosen
+		 * now has none. */
+		hs->meta_allocation &= hs->meta_export == idx;
 		return CW_NBD_HS_TRANSMIT;
 	}
 	return CW_NBD_HS_CONTINUE;
@@ -358,7 +389,77 @@ static int hs_export_name(struct cw_nbd_handshake *hs, const struct cw_nbd_optio
 	hs->eflags = sent_eflags(hs, idx);
 	cw_put_be16(p + AT(cw_nbd_wire_export_name_reply, eflags), hs->eflags);
 	hs->export_index = idx;
+	hs->meta_allocation &= hs->meta_export == idx;
 	return CW_NBD_HS_TRANSMIT;
+}
+
+/*
+ * NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT share their
+ * request: u32 name length, name, u32 number of queries, then each query
+ * as u32 length and string.  The one context here is base:allocation, on
+ * exports that answer BLOCK_STATUS.  LIST with no query, or the query
+ * "base:", lists it; SET chooses it only when asked by its full name,
+ * and each SET replaces the choice of the one before (an empty one
+ * chooses nothing).  Queries of other namespaces are not errors: they
+ * match nothing.
+ */
+static int hs_meta_context(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
+			   const uint8_t *d, struct cw_nbd_buf *out)
+{
+	static const char ctx[] = CW_NBD_META_BASE_ALLOCATION;
+	bool set = opt->option == CW_NBD_OPT_SET_META_CONTEXT, match = false;
+	uint32_t namelen, nq, i, at, len = opt->length;
+	uint8_t id[4];
+	int idx, r;
+
+	if (set && !hs->structured)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				 "structured replies must be negotiated first");
+	if (len < 8)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID, "request too short");
+	namelen = cw_get_be32(d);
+	if (namelen > CW_NBD_STRING_MAX || namelen > len - 8)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID, "bad name length");
+	nq = cw_get_be32(d + 4 + namelen);
+	/* Walk the queries first: a malformed request changes nothing. */
+	for (i = 0, at = 8 + namelen; i < nq; i++) {
+		uint32_t ql;
+
+		if (len - at < 4)
+			return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+					 "length does not match the queries");
+		ql = cw_get_be32(d + at);
+		if (ql > CW_NBD_STRING_MAX || ql > len - at - 4)
+			return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+					 "length does not match the queries");
+		at += 4;
+		if ((ql == sizeof(ctx) - 1 && memcmp(d + at, ctx, ql) == 0) ||
+		    (!set && ql == 5 && memcmp(d + at, "base:", 5) == 0))
+			match = true;
+		at += ql;
+	}
+	if (at != len)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				 "length does not match the queries");
+	if (!set && nq == 0)
+		match = true;
+	r = named_export(hs, opt, d + 4, namelen, out, &idx);
+	if (idx < 0)
+		return r;
+	match &= hs->exports[idx].block_status;
+	if (set) {
+		hs->meta_allocation = match;
+		hs->meta_export = idx;
+	}
+	r = 0;
+	if (match) {
+		cw_put_be32(id, CW_NBD_META_ID_ALLOCATION);
+		r = put_reply2(out, opt->option, CW_NBD_REP_META_CONTEXT, id, 4, ctx,
+			       sizeof(ctx) - 1);
+	}
+	if (r == 0)
+		r = put_reply(out, opt->option, CW_NBD_REP_ACK, NULL, 0);
+	return r < 0 ? r : CW_NBD_HS_CONTINUE;
 }
 
 int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
@@ -384,9 +485,35 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	}
 
+	/* Under TLS required, nothing is said in the clear but how to
+	 * start it or leave; EXPORT_NAME has no error reply: it closes. */
+	if (hs->tls == CW_NBD_TLS_REQUIRE && !hs->tls_active &&
+	    opt->option != CW_NBD_OPT_STARTTLS && opt->option != CW_NBD_OPT_ABORT) {
+		if (opt->option == CW_NBD_OPT_EXPORT_NAME)
+			return -EPROTO;
+		r = put_error(out, opt->option, CW_NBD_REP_ERR_TLS_REQD,
+			      "TLS is required: send NBD_OPT_STARTTLS first");
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
+	}
+
 	switch (opt->option) {
 	case CW_NBD_OPT_EXPORT_NAME:
 		return hs_export_name(hs, opt, d, out);
+	case CW_NBD_OPT_STARTTLS:
+		if (hs->tls == CW_NBD_TLS_OFF)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_UNSUP,
+				      "TLS is not offered on this listener");
+		else if (opt->length != 0)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				      "STARTTLS takes no data");
+		else if (hs->tls_active)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				      "TLS is already started");
+		else {
+			r = put_reply(out, opt->option, CW_NBD_REP_ACK, NULL, 0);
+			return r < 0 ? r : CW_NBD_HS_STARTTLS;
+		}
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	case CW_NBD_OPT_ABORT:
 		/* Acknowledged whatever its length: the client is leaving. */
 		r = put_reply(out, opt->option, CW_NBD_REP_ACK, NULL, 0);
@@ -396,6 +523,9 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 	case CW_NBD_OPT_INFO:
 	case CW_NBD_OPT_GO:
 		return hs_info_go(hs, opt, d, out);
+	case CW_NBD_OPT_LIST_META_CONTEXT:
+	case CW_NBD_OPT_SET_META_CONTEXT:
+		return hs_meta_context(hs, opt, d, out);
 	case CW_NBD_OPT_STRUCTURED_REPLY:
 		if (opt->length != 0)
 			r = put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
@@ -409,8 +539,8 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 		}
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	default:
-		/* STARTTLS, meta contexts, extended headers and whatever
-		 * comes next: not offered here. */
+		/* Extended headers and whatever comes next: not offered
+		 * here. */
 		r = put_error(out, opt->option, CW_NBD_REP_ERR_UNSUP, "option not supported");
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	}
@@ -481,10 +611,20 @@ struct cw_nbd_verdict cw_nbd_check_request(const struct cw_nbd_limits *lim,
 			return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0,
 				       "write zeroes not offered");
 		allowed |= CW_NBD_CMD_FLAG_NO_HOLE;
+		if (lim->eflags & CW_NBD_FLAG_SEND_FAST_ZERO)
+			allowed |= CW_NBD_CMD_FLAG_FAST_ZERO;
+		break;
+	case CW_NBD_CMD_CACHE:
+		if (!(lim->eflags & CW_NBD_FLAG_SEND_CACHE))
+			return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0, "cache not offered");
+		break;
+	case CW_NBD_CMD_BLOCK_STATUS:
+		if (!lim->block_status || !lim->structured)
+			return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0,
+				       "no meta context negotiated");
+		allowed |= CW_NBD_CMD_FLAG_REQ_ONE;
 		break;
 	default:
-		/* CACHE, BLOCK_STATUS (no meta context negotiated) and
-		 * unknown commands. */
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0, "unknown command");
 	}
 
@@ -560,6 +700,24 @@ size_t cw_nbd_encode_read_reply(void *buf, bool structured, uint64_t cookie,
 	return CW_NBD_CHUNK_BYTES + 8;
 }
 
+size_t cw_nbd_encode_block_status(void *hdr, uint64_t cookie, uint32_t context_id,
+				  struct cw_nbd_extent *ext, uint32_t n)
+{
+	uint8_t *p = hdr;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct cw_nbd_extent e = ext[i];
+		uint8_t *w = (uint8_t *)&ext[i];
+
+		cw_put_be32(w + AT(cw_nbd_wire_block_descriptor, length), e.length);
+		cw_put_be32(w + AT(cw_nbd_wire_block_descriptor, status), e.status);
+	}
+	cw_nbd_encode_chunk(p, cookie, CW_NBD_REPLY_FLAG_DONE, CW_NBD_REPLY_TYPE_BLOCK_STATUS,
+			    4 + n * (uint32_t)sizeof(*ext));
+	cw_put_be32(p + CW_NBD_CHUNK_BYTES, context_id);
+	return CW_NBD_BLOCK_STATUS_HDR_BYTES;
+}
+
 size_t cw_nbd_encode_ok_reply(void *buf, uint64_t cookie)
 {
 	cw_nbd_encode_simple_reply(buf, cookie, 0);
@@ -602,26 +760,29 @@ uint32_t cw_nbd_errno_to_wire(int err)
 	}
 }
 
-uint16_t cw_nbd_eflags(bool read_only, bool can_flush, bool can_trim, bool can_zero,
-		       bool multi_conn, bool structured)
+uint16_t cw_nbd_eflags(const struct cw_nbd_caps *c)
 {
 	uint16_t f = CW_NBD_FLAG_HAS_FLAGS;
 
-	if (read_only)
+	if (c->read_only)
 		f |= CW_NBD_FLAG_READ_ONLY;
 	else {
-		if (can_flush)
+		if (c->can_flush)
 			f |= CW_NBD_FLAG_SEND_FLUSH | CW_NBD_FLAG_SEND_FUA;
-		if (can_trim)
+		if (c->can_trim)
 			f |= CW_NBD_FLAG_SEND_TRIM;
-		if (can_zero)
+		if (c->can_zero)
 			f |= CW_NBD_FLAG_SEND_WRITE_ZEROES;
+		if (c->can_zero && c->can_fast_zero)
+			f |= CW_NBD_FLAG_SEND_FAST_ZERO;
 	}
+	if (c->can_cache)
+		f |= CW_NBD_FLAG_SEND_CACHE;
 	/* Multi-conn promises that a flush on one connection covers
 	 * writes completed on every other: only a global flush keeps it. */
-	if (multi_conn)
+	if (c->multi_conn)
 		f |= CW_NBD_FLAG_CAN_MULTI_CONN;
-	if (structured)
+	if (c->structured)
 		f |= CW_NBD_FLAG_SEND_DF;
 	return f;
 }
@@ -702,6 +863,39 @@ int cw_nbd_decode_info(const void *data, size_t len, struct cw_nbd_export_info *
 		break;	/* unknown info: a client ignores it */
 	}
 	return type;
+}
+
+int cw_nbd_encode_meta_query(struct cw_nbd_buf *out, const char *name,
+			     const char *const *queries, size_t n)
+{
+	size_t nl = strlen(name), total = 8 + nl, i;
+	uint8_t *p;
+
+	if (nl > CW_NBD_STRING_MAX || n > UINT32_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		size_t ql = strlen(queries[i]);
+
+		if (ql > CW_NBD_STRING_MAX)
+			return -EINVAL;
+		total += 4 + ql;
+	}
+	p = buf_grow(out, total);
+	if (!p)
+		return -ENOMEM;
+	cw_put_be32(p, (uint32_t)nl);
+	memcpy(p + 4, name, nl);
+	p += 4 + nl;
+	cw_put_be32(p, (uint32_t)n);
+	p += 4;
+	for (i = 0; i < n; i++) {
+		size_t ql = strlen(queries[i]);
+
+		cw_put_be32(p, (uint32_t)ql);
+		memcpy(p + 4, queries[i], ql);
+		p += 4 + ql;
+	}
+	return 0;
 }
 
 void cw_nbd_encode_request(void *buf, const struct cw_nbd_request *req)

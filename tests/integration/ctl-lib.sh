@@ -14,6 +14,9 @@
 #                            its knobs (rate limits, injected clock)
 #   cwctl ARGS...            the real cwctl on that socket
 #   ctl_code CMD...          run CMD, print the error code cwctl reported
+#   ctl_fill PART SIZE       write the first SIZE bytes of PART (through a
+#                            temporary export): a block never written is a
+#                            hole, which is read without a disk access
 #   ctl_admits PART RATE BLOCK  whether such a reservation is admitted now
 #                            (released again at once)
 #   ctl_disks DIR            the three disks: already in clockwised's pool
@@ -89,6 +92,12 @@ ctl_stop() {
 }
 
 cwctl() { "$CWCTL" --socket "$CTL_SOCK" "$@"; }
+
+ctl_fill() {
+	cwctl export add "$1" --name "fill-$1" >/dev/null &&
+	qemu-io -f raw -c "write -P 0x5a 0 $2" "nbd+unix:///fill-$1?socket=$CTL_NBD" >/dev/null &&
+	cwctl export remove "fill-$1" >/dev/null
+}
 
 # ctl_admits PART RATE BLOCK: whether a reservation of RATE bytes/s in
 # BLOCK blocks on PART is admitted now (it is released again at once).

@@ -26,6 +26,7 @@
 
 #define DISK_SIZE (1u << 20)
 #define DISK_MAX  65536u
+#define NBD_EXT_CAP 4096
 
 static const char *sock_path;
 static char failure[512];
@@ -289,6 +290,74 @@ static int expect_err(int fd, uint64_t cookie, uint32_t want)
 	return 0;
 }
 
+/* Reads the one BLOCK_STATUS reply for cookie: its descriptors go to
+ * ext (up to cap), their number to *n; an error reply sets *error. */
+static int get_block_status(int fd, uint64_t cookie, uint32_t *error,
+			    struct cw_nbd_extent *ext, uint32_t cap, uint32_t *n)
+{
+	uint8_t h[CW_NBD_CHUNK_BYTES], b[8];
+	struct cw_nbd_reply r;
+	uint32_t i;
+
+	*n = 0;
+	TRY(get(fd, h, sizeof(h)));
+	EXPECT(cw_nbd_decode_reply(h, sizeof(h), &r) == (int)sizeof(h), "not a chunk");
+	EXPECT(r.cookie == cookie, "reply cookie %llu", (unsigned long long)r.cookie);
+	EXPECT(r.flags & CW_NBD_REPLY_FLAG_DONE, "BLOCK_STATUS in more than one chunk");
+	if (r.type == CW_NBD_REPLY_TYPE_ERROR) {
+		uint8_t e[6 + 4096];
+
+		EXPECT(r.length >= 6 && r.length <= sizeof(e), "bad ERROR chunk");
+		TRY(get(fd, e, r.length));
+		*error = be32(e);
+		return 0;
+	}
+	EXPECT(r.type == CW_NBD_REPLY_TYPE_BLOCK_STATUS, "chunk type %u", r.type);
+	EXPECT(r.length >= 12 && (r.length - 4) % 8 == 0, "BLOCK_STATUS of %u bytes", r.length);
+	EXPECT((r.length - 4) / 8 <= cap, "%u descriptors", (r.length - 4) / 8);
+	TRY(get(fd, b, 4));
+	EXPECT(be32(b) == CW_NBD_META_ID_ALLOCATION, "context id %u", be32(b));
+	for (i = 0; i < (r.length - 4) / 8; i++) {
+		TRY(get(fd, b, 8));
+		ext[i].length = be32(b);
+		ext[i].status = be32(b + 4);
+		EXPECT(ext[i].length > 0, "a descriptor of length 0");
+		EXPECT(!(ext[i].status & ~(CW_NBD_STATE_HOLE | CW_NBD_STATE_ZERO)),
+		       "status 0x%x", ext[i].status);
+	}
+	*n = i;
+	*error = 0;
+	return 0;
+}
+
+/* Asks for base:allocation on export name with LIST or SET; returns
+ * the number of contexts the server named (each must be base:allocation
+ * with its id) or -1. */
+static int meta_context(int fd, uint32_t option, const char *name, const char *query)
+{
+	struct cw_nbd_buf q = { 0 };
+	struct cw_nbd_option_reply rep;
+	uint8_t b[8192];
+	int n = 0, r;
+
+	r = cw_nbd_encode_meta_query(&q, name, query ? &query : NULL, query ? 1 : 0);
+	if (r == 0)
+		r = send_opt(fd, option, q.data, (uint32_t)q.len);
+	free(q.data);
+	TRY(r);
+	for (;;) {
+		TRY(get_rep(fd, option, &rep, b, sizeof(b)));
+		if (rep.reply == CW_NBD_REP_ACK)
+			return n;
+		EXPECT(rep.reply == CW_NBD_REP_META_CONTEXT, "meta context reply 0x%x", rep.reply);
+		EXPECT(rep.length == 4 + strlen(CW_NBD_META_BASE_ALLOCATION) &&
+		       be32(b) == CW_NBD_META_ID_ALLOCATION &&
+		       memcmp(b + 4, CW_NBD_META_BASE_ALLOCATION, rep.length - 4) == 0,
+		       "a context other than base:allocation");
+		n++;
+	}
+}
+
 /* ---- scenarios: handshake ---- */
 
 static int s_bad_client_flags(void)
@@ -324,8 +393,7 @@ static int s_bad_option_magic(void)
 
 static int s_unknown_options(void)
 {
-	uint32_t opts[] = { 12345, CW_NBD_OPT_STARTTLS, CW_NBD_OPT_SET_META_CONTEXT,
-			    CW_NBD_OPT_LIST_META_CONTEXT, CW_NBD_OPT_EXTENDED_HEADERS, 0 };
+	uint32_t opts[] = { 12345, CW_NBD_OPT_STARTTLS, CW_NBD_OPT_EXTENDED_HEADERS, 0 };
 	struct cw_nbd_option_reply rep;
 	uint8_t b[8192];
 	unsigned i, servers = 0;
@@ -337,6 +405,11 @@ static int s_unknown_options(void)
 		TRY(send_opt(fd, opts[i], "abc", 3));
 		TRY(expect_rep(fd, opts[i], CW_NBD_REP_ERR_UNSUP));
 	}
+	/* Known options with malformed data. */
+	TRY(send_opt(fd, CW_NBD_OPT_LIST_META_CONTEXT, "abc", 3));
+	TRY(expect_rep(fd, CW_NBD_OPT_LIST_META_CONTEXT, CW_NBD_REP_ERR_INVALID));
+	TRY(send_opt(fd, CW_NBD_OPT_SET_META_CONTEXT, "abc", 3));
+	TRY(expect_rep(fd, CW_NBD_OPT_SET_META_CONTEXT, CW_NBD_REP_ERR_INVALID));
 	/* The connection is still good: LIST works and shows both exports. */
 	TRY(send_opt(fd, CW_NBD_OPT_LIST, NULL, 0));
 	for (;;) {
@@ -465,6 +538,113 @@ static int s_idle_client_others_served(void)
 	TRY(expect_close(fd));
 	close(idle);
 	return 0;
+}
+
+/*
+ * base:allocation: listed, set only after structured replies, and then
+ * BLOCK_STATUS answers in one chunk whose descriptors lie inside the
+ * request (one with REQ_ONE); CACHE and FAST_ZERO work where offered.
+ */
+static int s_block_status(void)
+{
+	const char *name = getenv("NBD_EXPORT") ? getenv("NBD_EXPORT") : "disk";
+	struct cw_nbd_extent ext[NBD_EXT_CAP];
+	struct cw_nbd_option_reply rep;
+	uint64_t size = 0, sum = 0;
+	uint16_t eflags = 0;
+	uint32_t err, n, i, len;
+	uint8_t b[8192];
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES));
+	EXPECT(meta_context(fd, CW_NBD_OPT_LIST_META_CONTEXT, name, NULL) == 1,
+	       "LIST did not name base:allocation");
+	EXPECT(meta_context(fd, CW_NBD_OPT_LIST_META_CONTEXT, name, "base:") == 1,
+	       "LIST base: did not name base:allocation");
+	TRY(send_opt(fd, CW_NBD_OPT_SET_META_CONTEXT, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_SET_META_CONTEXT, CW_NBD_REP_ERR_INVALID));
+	TRY(send_opt(fd, CW_NBD_OPT_STRUCTURED_REPLY, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_REP_ACK));
+	EXPECT(meta_context(fd, CW_NBD_OPT_SET_META_CONTEXT, name, "qemu:nosuch") == 0,
+	       "SET chose an unknown context");
+	EXPECT(meta_context(fd, CW_NBD_OPT_SET_META_CONTEXT, name,
+			    CW_NBD_META_BASE_ALLOCATION) == 1, "SET did not choose base:allocation");
+	len = go_payload(b, name, true);
+	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
+	for (;;) {
+		TRY(get_rep(fd, CW_NBD_OPT_GO, &rep, b, sizeof(b)));
+		if (rep.reply == CW_NBD_REP_ACK)
+			break;
+		EXPECT(rep.reply == CW_NBD_REP_INFO, "GO: reply 0x%x", rep.reply);
+		if (be16(b) == CW_NBD_INFO_EXPORT) {
+			size = (uint64_t)be32(b + 2) << 32 | be32(b + 6);
+			eflags = be16(b + 10);
+		}
+	}
+	EXPECT(size >= 4096, "export of %llu bytes", (unsigned long long)size);
+	len = size > UINT32_MAX - 4095 ? UINT32_MAX - 4095 : (uint32_t)size;
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, 0, 1, 0, len, NULL));
+	TRY(get_block_status(fd, 1, &err, ext, NBD_EXT_CAP, &n));
+	EXPECT(err == 0 && n > 0, "BLOCK_STATUS failed: %u", err);
+	for (i = 0; i < n; i++)
+		sum += ext[i].length;
+	EXPECT(sum <= len, "descriptors cover %llu bytes of %u", (unsigned long long)sum, len);
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, CW_NBD_CMD_FLAG_REQ_ONE, 2, 0, len, NULL));
+	TRY(get_block_status(fd, 2, &err, ext, NBD_EXT_CAP, &n));
+	EXPECT(err == 0 && n == 1, "REQ_ONE: error %u, %u descriptors", err, n);
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, CW_NBD_CMD_FLAG_DF, 3, 0, 4096, NULL));
+	TRY(get_block_status(fd, 3, &err, ext, NBD_EXT_CAP, &n));
+	EXPECT(err == CW_NBD_EINVAL, "BLOCK_STATUS with DF: error %u", err);
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, 0, 4, size - 4096, 8192, NULL));
+	TRY(get_block_status(fd, 4, &err, ext, NBD_EXT_CAP, &n));
+	EXPECT(err == CW_NBD_EINVAL, "BLOCK_STATUS past the end: error %u", err);
+	if (eflags & CW_NBD_FLAG_SEND_CACHE) {
+		TRY(send_req(fd, CW_NBD_CMD_CACHE, 0, 5, 0, 4096, NULL));
+		TRY(expect_err(fd, 5, 0));
+	}
+	if ((eflags & CW_NBD_FLAG_SEND_FAST_ZERO) && !(eflags & CW_NBD_FLAG_READ_ONLY)) {
+		/* Fast or refused at once: never an other error. */
+		TRY(send_req(fd, CW_NBD_CMD_WRITE_ZEROES, CW_NBD_CMD_FLAG_FAST_ZERO, 6, 0, 4096,
+			     NULL));
+		TRY(get_reply(fd, 6, &err, NULL, 0, 0));
+		EXPECT(err == 0 || err == CW_NBD_ENOTSUP, "FAST_ZERO: error %u", err);
+	}
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 7, 0, 0, NULL));
+	return expect_close(fd);
+}
+
+/* A listener that requires TLS: before STARTTLS every option but ABORT
+ * gets NBD_REP_ERR_TLS_REQD, STARTTLS with data is invalid, and
+ * EXPORT_NAME (which has no error reply) closes. */
+static int s_tls_required(void)
+{
+	uint32_t opts[] = { CW_NBD_OPT_LIST, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_OPT_INFO,
+			    CW_NBD_OPT_GO, CW_NBD_OPT_LIST_META_CONTEXT, 12345 };
+	uint8_t b[64];
+	uint32_t len = go_payload(b, "vol", true);
+	unsigned i;
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES));
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		bool go = opts[i] == CW_NBD_OPT_GO || opts[i] == CW_NBD_OPT_INFO;
+
+		TRY(send_opt(fd, opts[i], go ? b : NULL, go ? len : 0));
+		TRY(expect_rep(fd, opts[i], CW_NBD_REP_ERR_TLS_REQD));
+	}
+	TRY(send_opt(fd, CW_NBD_OPT_STARTTLS, "x", 1));
+	TRY(expect_rep(fd, CW_NBD_OPT_STARTTLS, CW_NBD_REP_ERR_INVALID));
+	TRY(send_opt(fd, CW_NBD_OPT_ABORT, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_ABORT, CW_NBD_REP_ACK));
+	TRY(expect_close(fd));
+	close(fd);
+	fd = dial();
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES));
+	TRY(send_opt(fd, CW_NBD_OPT_EXPORT_NAME, "vol", 3));
+	return expect_close(fd);
 }
 
 /* ---- scenarios: transmission ---- */
@@ -817,6 +997,7 @@ static const struct scenario scenarios[] = {
 	{ "bad-request-magic-closes", s_bad_request_magic_closes },
 	{ "disc-drains", s_disc_drains },
 	{ "full-socket", s_full_socket },
+	{ "block-status", s_block_status },
 	{ "nbd-client-3.24", s_nbd_client_324 },
 };
 
@@ -825,6 +1006,7 @@ static const struct scenario extra[] = {
 	{ "greeting", s_greeting },
 	{ "held-until-stop", s_held_until_stop },
 	{ "keeps-old-size", s_keeps_old_size },
+	{ "tls-required", s_tls_required },
 };
 
 /* Runs the scenario called name from t: 0 passed, 1 failed, -1 absent. */

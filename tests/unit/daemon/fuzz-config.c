@@ -17,6 +17,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include <clockwise/nbd.h>
 #include "daemon/conf.h"
 #include "tests/unit/daemon/lsan-libconfig.h"
 #include "tests/fuzz/replay.h"
@@ -49,10 +50,21 @@ static void check_config(const struct cwd_config *c)
 	    c->n_listen_unix + c->n_listen_tcp == 0 ||
 	    c->exports.max_request_bytes < c->exports.block_size)
 		abort();
+	/* Beyond loopback only with TLS required or in so many words; TLS
+	 * only with credentials, one kind of them. */
 	for (i = 0; i < c->n_listen_tcp; i++)
 		if (!c->listen_tcp[i].host || c->listen_tcp[i].port == 0 ||
-		    (!c->listen_tcp[i].loopback && !c->insecure))
+		    (!c->listen_tcp[i].loopback && !c->insecure &&
+		     c->listen_tcp[i].tls != CW_NBD_TLS_REQUIRE) ||
+		    c->listen_tcp[i].tls < CW_NBD_TLS_OFF || c->listen_tcp[i].tls > CW_NBD_TLS_REQUIRE ||
+		    (c->listen_tcp[i].tls != CW_NBD_TLS_OFF && !c->tls.certificates && !c->tls.psk))
 			abort();
+	for (i = 0; i < c->n_listen_unix; i++)
+		if (c->listen_unix_tls[i] < CW_NBD_TLS_OFF || c->listen_unix_tls[i] > CW_NBD_TLS_REQUIRE ||
+		    (c->listen_unix_tls[i] != CW_NBD_TLS_OFF && !c->tls.certificates && !c->tls.psk))
+			abort();
+	if ((c->tls.certificates && c->tls.psk) || (c->tls.psk && c->tls.verify_peer))
+		abort();
 	/* The default access entry first, then one per export, each named. */
 	if (c->n_access < 1 || c->access[0].export || c->unix_mode == 0 || c->unix_mode > 0777)
 		abort();

@@ -3,6 +3,9 @@
  * (daemon/nbd-server.c) with a synchronous back end over pread, pwrite
  * and fdatasync.
  *
+ * CACHE is posix_fadvise(WILLNEED); BLOCK_STATUS reports the file's own
+ * holes (SEEK_DATA, SEEK_HOLE).
+ *
  * It exists to test the front end with real clients (nbdinfo, nbdcopy,
  * qemu-io, qemu-img, fio) until the volume back end lands; it is not the
  * daemon and does nothing clockwised does below the NBD layer.  By
@@ -130,6 +133,8 @@ static int do_zero(struct file *f, struct nbdsrv_io *io)
 	if (fallocate(f->fd, mode, (off_t)off, (off_t)n) < 0) {
 		if (errno != EOPNOTSUPP) {
 			r = -errno;
+		} else if (io->fast_zero) {
+			r = -ENOTSUP;	/* writing zeros is not fast */
 		} else {
 			while (n > 0 && r == 0) {
 				size_t k = n < sizeof(zeros) ? n : sizeof(zeros);
@@ -142,11 +147,47 @@ static int do_zero(struct file *f, struct nbdsrv_io *io)
 	return sync_if(f, io->fua, r);
 }
 
+static int do_cache(struct file *f, struct nbdsrv_io *io)
+{
+	return -posix_fadvise(f->fd, (off_t)io->offset, io->length, POSIX_FADV_WILLNEED);
+}
+
+/* The file's holes from offset on, as base:allocation extents. */
+static int do_block_status(struct file *f, struct nbdsrv_io *io)
+{
+	struct cw_nbd_extent *ext = io->buf;
+	uint32_t max = io->req_one ? 1 : NBD_EXTENTS_MAX, n = 0;
+	off_t off = (off_t)io->offset, end = off + io->length;
+
+	while (off < end && n < max) {
+		off_t data = lseek(f->fd, off, SEEK_DATA), next;
+		bool hole = data != off;
+
+		if (data < 0 && errno != ENXIO)
+			return -errno;
+		if (hole)
+			next = data < 0 ? end : data;
+		else
+			next = lseek(f->fd, off, SEEK_HOLE);
+		if (next < 0)
+			return -errno;
+		if (next > end)
+			next = end;
+		ext[n++] = (struct cw_nbd_extent){
+			.length = (uint32_t)(next - off),
+			.status = hole ? CW_NBD_STATE_HOLE | CW_NBD_STATE_ZERO : 0 };
+		off = next;
+	}
+	io->n_extents = n;
+	return 0;
+}
+
 static int do_io(struct file *f, struct nbdsrv_io *io)
 {
 	/* Like a disk opened with O_DIRECT: the front end must never pass
 	 * on a request off the export's grid, whatever its client sent. */
-	if (io->op != NBDSRV_IO_FLUSH && ((io->offset | io->length) & (f->align - 1)))
+	if (io->op != NBDSRV_IO_FLUSH && io->op != NBDSRV_IO_CACHE && io->op != NBDSRV_IO_BLOCK_STATUS &&
+	    ((io->offset | io->length) & (f->align - 1)))
 		return -EINVAL;
 	switch (io->op) {
 	case NBDSRV_IO_READ: return do_pread(f, io);
@@ -154,6 +195,8 @@ static int do_io(struct file *f, struct nbdsrv_io *io)
 	case NBDSRV_IO_FLUSH: return do_flush(f, io);
 	case NBDSRV_IO_TRIM: return do_trim(f, io);
 	case NBDSRV_IO_ZERO: return do_zero(f, io);
+	case NBDSRV_IO_CACHE: return do_cache(f, io);
+	case NBDSRV_IO_BLOCK_STATUS: return do_block_status(f, io);
 	}
 	return -EINVAL;
 }
@@ -241,6 +284,8 @@ static const struct nbdsrv_backend_ops file_ops = {
 	.flush = submit,
 	.trim = submit,
 	.zero = submit,
+	.cache = submit,
+	.block_status = submit,
 };
 
 static void log_stderr(void *userdata, int priority, const char *msg)
@@ -297,6 +342,7 @@ static int add_file(struct nbdsrv *srv, const char *arg, bool ro, const char *de
 	e.pref_block = pref;
 	e.max_block = max;
 	e.ops = &file_ops;
+	e.fast_zero = true;
 	e.backend = f;
 	r = nbdsrv_add_export(srv, &e);
 	if (r < 0)
@@ -352,7 +398,7 @@ int main(int argc, char **argv)
 	if (optind != argc || (n_socks == 0 && n_ports == 0))
 		return usage();
 	for (i = 0; i < n_socks; i++) {
-		r = nbdsrv_listen_unix(srv, socks[i], NULL);
+		r = nbdsrv_listen_unix(srv, socks[i], NULL, CW_NBD_TLS_OFF);
 		if (r < 0) {
 			fprintf(stderr, "nbd-file-server: %s: %s\n", socks[i], strerror(-r));
 			return 1;
@@ -367,7 +413,7 @@ int main(int argc, char **argv)
 			host = ports[i];
 			port = colon + 1;
 		}
-		r = nbdsrv_listen_tcp(srv, host, port);
+		r = nbdsrv_listen_tcp(srv, host, port, CW_NBD_TLS_OFF);
 		if (r < 0) {
 			fprintf(stderr, "nbd-file-server: port %s: %s\n", port, strerror(-r));
 			return 1;

@@ -225,7 +225,7 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, be_order, io_engine, queue_depth, "
-		 "rt_priority, busy_poll_us, listen, control_socket, control_read_group, control_admin_group, log_level, exports, "
+		 "rt_priority, busy_poll_us, listen, tls, control_socket, control_read_group, control_admin_group, log_level, exports, "
 		 "access, limits or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
@@ -379,16 +379,69 @@ static void test_bad_disks(void)
 	}
 }
 
+/* TLS per listener: the group's mode, an entry's own, the credentials;
+ * a remote TCP address is taken when it requires TLS. */
+static void test_tls(void)
+{
+	struct cwd_config *c;
+
+	c = load_ok("listen = {\n"
+		    "  unix = ( \"/run/a.sock\", { path = \"/run/b.sock\"; tls = \"require\"; } );\n"
+		    "  tcp = ( \"127.0.0.1\", { address = \"192.0.2.1:10810\"; tls = \"require\"; } );\n"
+		    "  tls = \"on\";\n"
+		    "};\n"
+		    "tls = { certificates = \"/etc/pki\"; verify_peer = true; };\n");
+	CU_ASSERT_EQUAL_FATAL(c->n_listen_unix, 2);
+	CU_ASSERT_STRING_EQUAL(c->listen_unix[1], "/run/b.sock");
+	CU_ASSERT_EQUAL(c->listen_unix_tls[0], CW_NBD_TLS_ON);
+	CU_ASSERT_EQUAL(c->listen_unix_tls[1], CW_NBD_TLS_REQUIRE);
+	CU_ASSERT_EQUAL_FATAL(c->n_listen_tcp, 2);
+	CU_ASSERT_EQUAL(c->listen_tcp[0].tls, CW_NBD_TLS_ON);
+	CU_ASSERT_EQUAL(c->listen_tcp[1].tls, CW_NBD_TLS_REQUIRE);
+	CU_ASSERT_FALSE(c->listen_tcp[1].loopback);
+	CU_ASSERT_FALSE(c->insecure);
+	CU_ASSERT_STRING_EQUAL(c->tls.certificates, "/etc/pki");
+	CU_ASSERT_PTR_NULL(c->tls.psk);
+	CU_ASSERT_TRUE(c->tls.verify_peer);
+	cwd_config_free(c);
+	c = load_ok("listen = { unix = \"/run/a.sock\"; };\ntls = { psk = \"/etc/k.psk\"; };\n");
+	CU_ASSERT_EQUAL(c->listen_unix_tls[0], CW_NBD_TLS_OFF);
+	CU_ASSERT_STRING_EQUAL(c->tls.psk, "/etc/k.psk");
+	cwd_config_free(c);
+
+	load_bad("listen = { tcp = ( { address = \"192.0.2.1\"; tls = \"on\"; } ); };\n"
+		 "tls = { psk = \"/k\"; };\n",
+		 "1: listen.tcp[0].address = \"192.0.2.1\" is not a loopback address, and NBD on it "
+		 "would be readable and writable by anyone on the network; expected 127.0.0.1, "
+		 "::1 or localhost, tls = \"require\", or insecure = true in listen");
+	load_bad("listen = { unix = \"/run/a.sock\"; tls = \"require\"; };\n",
+		 "1: listen offers TLS but there are no credentials; expected tls = { certificates "
+		 "= \"/etc/...\"; } or tls = { psk = \"/etc/...\"; }");
+	load_bad("listen = { unix = \"/a\"; tls = \"yes\"; };\n",
+		 "1: listen.tls = \"yes\" is not a TLS mode; expected \"off\", \"on\" or \"require\"");
+	load_bad("listen = { unix = ( { tls = \"on\"; } ); };\n",
+		 "1: listen.unix[0] has no path");
+	load_bad("listen = { tcp = ( { address = \"::1\"; port = 1; } ); };\n",
+		 "1: unknown setting \"port\" in listen.tcp[0]; expected address or tls");
+	load_bad("tls = { certificates = \"/p\"; psk = \"/k\"; };\n",
+		 "1: tls names certificates and psk; expected one of the two");
+	load_bad("tls = { psk = \"/k\"; verify_peer = true; };\n",
+		 "1: tls: verify_peer needs certificates, not psk");
+	load_bad("tls = { certificates = \"pki\"; };\n",
+		 "1: tls.certificates = \"pki\" is not an absolute path; expected a path starting "
+		 "with /");
+}
+
 static void test_bad_listen(void)
 {
 	load_bad("listen = {\n  tcp = [ \"127.0.0.1:10809\",\n          \"192.168.1.2:10809\" ];\n};\n",
 		 "3: listen.tcp[1] = \"192.168.1.2:10809\" is not a loopback address, and NBD on it "
 		 "would be readable and writable by anyone on the network; expected 127.0.0.1, "
-		 "::1 or localhost, or insecure = true in listen");
+		 "::1 or localhost, tls = \"require\", or insecure = true in listen");
 	load_bad("listen = { tcp = \"example.com:10809\"; insecure = false; };\n",
 		 "1: listen.tcp = \"example.com:10809\" is not a loopback address, and NBD on it "
 		 "would be readable and writable by anyone on the network; expected 127.0.0.1, "
-		 "::1 or localhost, or insecure = true in listen");
+		 "::1 or localhost, tls = \"require\", or insecure = true in listen");
 	/* The old switch does not quietly mean the new one. */
 	load_bad("listen = { tcp = \"0.0.0.0\";\n allow_remote = true; };\n",
 		 "2: listen.allow_remote is no longer a setting: NBD on TCP beyond loopback is "
@@ -417,12 +470,14 @@ static void test_bad_listen(void)
 	load_bad("listen = {\n  unix = [ ];\n  tcp = [ ];\n};\n",
 		 "1: listen has no address; expected at least one unix path or tcp address");
 	load_bad("listen = { tcp = [ 1 ]; };\n",
-		 "1: listen.tcp[0] is an integer; expected an array of TCP addresses [ \"127.0.0.1:10809\", ... ]");
+		 "1: listen.tcp[0] is an integer; expected an array of TCP addresses [ \"127.0.0.1:10809\", "
+		 "... ], or a list of them and groups { address = \"...\"; tls = \"require\"; }");
 	load_bad("listen = { unix = 5; };\n",
-		 "1: listen.unix is an integer; expected an array of absolute paths [ \"/run/...\", ... ]");
+		 "1: listen.unix is an integer; expected an array of absolute paths [ \"/run/...\", ... ], "
+		 "or a list of them and groups { path = \"/run/...\"; tls = \"on\"; }");
 	load_bad("listen = { udp = [ ]; };\n",
 		 "1: unknown setting \"udp\" in listen; expected unix, unix_mode, unix_owner, "
-		 "unix_group, tcp or insecure");
+		 "unix_group, tcp, tls or insecure");
 	load_bad("listen = { insecure = \"yes\"; };\n",
 		 "1: listen.insecure is a string; expected true or false");
 	load_bad("listen = { tcp = [ \"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", \"8\", \"9\", \"10\", \"11\","
@@ -594,7 +649,8 @@ static char *slurp(const char *path)
 }
 
 static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys,
-					      access_keys, access_export_keys, limit_keys };
+					      access_keys, access_export_keys, limit_keys,
+					      tls_keys, unix_entry_keys, tcp_entry_keys };
 
 /* Asserts that text holds every key the parser knows, each as
  * before KEY after; names on stdout those it lacks ("KEY is not ..."). */
@@ -705,6 +761,7 @@ int main(void)
 	cwtest_add(s, "size units", test_size_units);
 	cwtest_add(s, "bad disks", test_bad_disks);
 	cwtest_add(s, "bad listen", test_bad_listen);
+	cwtest_add(s, "TLS", test_tls);
 	cwtest_add(s, "access lists", test_access);
 	cwtest_add(s, "limits", test_limits);
 	cwtest_add(s, "errors in included files", test_include);

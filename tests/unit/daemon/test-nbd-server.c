@@ -140,7 +140,7 @@ static void start_server(const struct nbdsrv_config *cfg, bool flush_global)
 	atomic_store(&mem.released, false);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_new(cfg, &srv), 0);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_add_export(srv, &e), 0);
-	CU_ASSERT_EQUAL_FATAL(nbdsrv_listen_unix(srv, sock, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_listen_unix(srv, sock, NULL, CW_NBD_TLS_OFF), 0);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_start(srv), 0);
 }
 
@@ -372,7 +372,7 @@ static void test_export_validation(void)
 	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), 0);
 	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &ok), -EEXIST);	/* same name */
 	CU_ASSERT_EQUAL(nbdsrv_start(s), -EINVAL);		/* nowhere to listen */
-	CU_ASSERT_EQUAL(nbdsrv_listen_unix(s, "/nonexistent-dir/x.sock", NULL), -ENOENT);
+	CU_ASSERT_EQUAL(nbdsrv_listen_unix(s, "/nonexistent-dir/x.sock", NULL, CW_NBD_TLS_OFF), -ENOENT);
 	nbdsrv_free(s);
 }
 

@@ -40,7 +40,7 @@ static void setup(void)
 	dp_open(&D, conf);
 	CU_ASSERT_FATAL(nbdsrv_new(&sc, &nbd) == 0);
 	snprintf(sock, sizeof(sock), "%s/nbd.sock", D.tp.dir);
-	CU_ASSERT_FATAL(nbdsrv_listen_unix(nbd, sock, NULL) == 0);
+	CU_ASSERT_FATAL(nbdsrv_listen_unix(nbd, sock, NULL, CW_NBD_TLS_OFF) == 0);
 	CU_ASSERT_FATAL(pb_start(D.pb) == 0);
 	CU_ASSERT_FATAL(nbdsrv_start(nbd) == 0);
 	svc = (struct svc){ .pb = D.pb, .nbd = nbd, .cfg = D.cfg };

@@ -1190,7 +1190,7 @@ static void test_disk_model_damaged_and_migrated(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	/* A database of schema 1 (before disk models) is migrated on open. */
-	sql_run(t.db, "DROP TABLE export; DROP TABLE resv_disk; DROP TABLE resv;"
+	sql_run(t.db, "DROP TABLE hole; DROP TABLE export; DROP TABLE resv_disk; DROP TABLE resv;"
 		      " DROP TABLE disk_model; DROP TABLE be_qos; PRAGMA user_version = 1");
 	tp_reopen(&t);
 	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == META_SCHEMA_VERSION);
