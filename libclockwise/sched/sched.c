@@ -138,8 +138,10 @@
  * sources (each pending or waiting request, each stream's next future
  * deadline); past the point where (d - t)(1 - U) - P_tot - g is at least
  * the least value found, no later d can be lower (F(d) <= U (d - t)), so
- * the scan stops (U = 1: after DYN_MAX_POINTS deadlines with the bound
- * 1 - P_tot - g, which D(y) <= y gives).  And it is rarely done: between
+ * the scan stops.  With U = 1 it stops a hyperperiod H past the last
+ * pending deadline or fixed next release (beyond which the value gains
+ * H (1 - U) >= 0 each H), or when H is too large after DYN_MAX_POINTS
+ * deadlines with the bound 1 - P_tot - g, which D(y) <= y gives.  And it is rarely done: between
  * two decisions W(d) = P(d) + F(d) can only fall at each d unless an RT
  * request is enqueued, a job or server job is released (its deadline then
  * takes the guard) or the streams or server change, so the room found at
@@ -228,6 +230,7 @@ struct cw_sched {
 	bool dyn_burst;			/* refused with RT released: RT until none is */
 	bool u_ok;
 	double u_hi;			/* sum of C/T, rounded up */
+	int64_t hyper;			/* their periods' common multiple (0: too large) */
 	struct dyn_src *src;
 	size_t src_cap;
 	struct cw_sched_stats st;
@@ -909,6 +912,22 @@ static int64_t lst_of_queue(struct cw_sched *s)
 
 /* ---- dynamic slack ------------------------------------------------------ */
 
+/* After a refusal, best effort goes again when the room holds this many
+ * requests of the candidate's size (cwsim's paper sweep: 1, LST's
+ * interleaving, loses to ΔL at high loads on rotation placement; waiting
+ * for every released RT request loses to LST on random placement; 4 to 16
+ * beat both everywhere). */
+#define DYN_RESUME 8
+
+/* The scan gives up after this many deadlines (U = 1, or so close to it
+ * that the cut-off is far) with a bound that still holds. */
+#define DYN_MAX_POINTS 4096
+
+/* With U = 1 the scan ends a hyperperiod past the last fixed point when
+ * the hyperperiod is at most this. */
+#define DYN_MAX_HYPER (INT64_C(1) << 40)
+
+
 /* A deadline source's heap (min-heap on d), in s->src. */
 static void src_down(struct dyn_src *h, size_t n, size_t i)
 {
@@ -943,16 +962,37 @@ static int64_t fut_service(const struct stream *st)
 
 /* sum C/T over the streams and the server, rounded up so that the
  * cut-off below stays a lower bound */
+static int64_t lcm_capped(int64_t h, int64_t t)
+{
+	int64_t a = h, b = t;
+
+	if (!h)
+		return 0;
+	while (b) {
+		int64_t r = a % b;
+		a = b;
+		b = r;
+	}
+	h /= a;
+	return h > DYN_MAX_HYPER / t ? 0 : h * t;
+}
+
 static double dyn_util(struct cw_sched *s)
 {
 	if (!s->u_ok) {
 		double u = 0;
+		int64_t h = 1;
 
-		for (uint32_t k = 0; k < s->nsv; k++)
+		for (uint32_t k = 0; k < s->nsv; k++) {
 			u += (double)fut_service(&s->sv[k]) / (double)fut_period(&s->sv[k]);
-		if (s->o.server_slice_ns)
+			h = lcm_capped(h, fut_period(&s->sv[k]));
+		}
+		if (s->o.server_slice_ns) {
 			u += (double)s->o.server_slice_ns / (double)s->o.server_period_ns;
+			h = lcm_capped(h, s->o.server_period_ns);
+		}
 		s->u_hi = u * (1 + 1e-12) + 1e-12;
+		s->hyper = h;
 		s->u_ok = true;
 	}
 	return s->u_hi;
@@ -972,17 +1012,6 @@ static int src_reserve(struct cw_sched *s, size_t want)
 	return 0;
 }
 
-/* After a refusal, best effort goes again when the room holds this many
- * requests of the candidate's size (cwsim's paper sweep: 1, LST's
- * interleaving, loses to ΔL at high loads on rotation placement; waiting
- * for every released RT request loses to LST on random placement; 4 to 16
- * beat both everywhere). */
-#define DYN_RESUME 8
-
-/* The scan gives up after this many deadlines (U = 1, or so close to it
- * that the cut-off is far) with a bound that still holds. */
-#define DYN_MAX_POINTS 4096
-
 /* The room at now: min over deadlines d of d - now - W(d) - the guard
  * when released work is due by d, W(d) the work due by d that may still
  * run: released RT requests not started (pending), the server job's
@@ -995,7 +1024,7 @@ static int src_reserve(struct cw_sched *s, size_t want)
 static int dyn_scan(struct cw_sched *s, int64_t now, int64_t *ret)
 {
 	size_t n = 0, want = s->rel.n + s->wait.n + 2 * (size_t)s->nsv + 2;
-	int64_t ptot = 0, w = 0, best = INT64_MAX, g = s->o.guard_ns;
+	int64_t ptot = 0, w = 0, best = INT64_MAX, g = s->o.guard_ns, far = now;
 	double u = dyn_util(s);
 	struct dyn_src *h;
 	bool pend = false;
@@ -1042,6 +1071,8 @@ static int dyn_scan(struct cw_sched *s, int64_t now, int64_t *ret)
 		h[n++] = (struct dyn_src){ .d = CW_MAX(now, s->srv_next) + s->o.server_period_ns,
 					   .c = s->o.server_slice_ns, .t = s->o.server_period_ns };
 	}
+	for (size_t i = 0; i < n; i++)
+		far = CW_MAX(far, h[i].d - h[i].t);
 	for (size_t i = n / 2; i-- > 0;)
 		src_down(h, n, i);
 	while (n) {
@@ -1062,6 +1093,10 @@ static int dyn_scan(struct cw_sched *s, int64_t now, int64_t *ret)
 		v = d - now - w - (pend ? g : 0);
 		best = CW_MIN(best, v);
 		if (u < 1 && (double)(d - now) * (1 - u) - (double)ptot - (double)g >= (double)best + 1)
+			break;
+		/* past far nothing is pending or fixed: d - now - W(d) gains
+		 * H (1 - U) >= 0 a hyperperiod H later */
+		if (s->hyper && d - far >= s->hyper)
 			break;
 		if (++points >= DYN_MAX_POINTS) {
 			/* every later d: d - now - D(d - now - 1) >= 1 for an
