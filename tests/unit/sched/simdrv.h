@@ -123,6 +123,24 @@ static inline size_t sim_make_jobs(const struct cw_task *t, size_t n, int kind, 
 	return nj;
 }
 
+/* Adds the periodic server to an admitted set t[0..n) (room for n + 1):
+ * period twice the longest T, the largest slice that fits; *r becomes
+ * the test of the set with it.  False when no slice fits (or an error). */
+static inline bool sim_add_server(struct cw_task *t, size_t n, struct cw_admit_result *r,
+				  int64_t *ret_slice, int64_t *ret_period)
+{
+	int64_t period = 2 * t[n - 1].period_ns, slice;
+
+	if (cw_admit_server_fit(t, n, period, 0, &slice) < 0 || slice == 0)
+		return false;
+	t[n] = (struct cw_task){ .period_ns = period, .service_ns = slice };
+	if (cw_admit_test(t, n + 1, r) < 0 || !r->schedulable)
+		return false;
+	*ret_slice = slice;
+	*ret_period = period;
+	return true;
+}
+
 static int sim_cmp_job(const void *a, const void *b)
 {
 	const struct sim_job *x = a, *y = b;

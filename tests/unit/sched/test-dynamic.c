@@ -339,15 +339,8 @@ static void random_sets(bool server, unsigned want, unsigned *ret_misses, uint64
 		CU_ASSERT_FATAL(cw_admit_test(t, n, &r) == 0);
 		if (!r.schedulable || (server && r.delta_l_ns != 0))
 			continue;
-		if (server) {
-			period = 2 * t[n - 1].period_ns;
-			CU_ASSERT_FATAL(cw_admit_server_fit(t, n, period, 0, &slice) == 0);
-			if (slice == 0)
-				continue;
-			t[n] = (struct cw_task){ .period_ns = period, .service_ns = slice };
-			CU_ASSERT_FATAL(cw_admit_test(t, n + 1, &r) == 0);
-			CU_ASSERT_FATAL(r.schedulable);
-		}
+		if (server && !sim_add_server(t, n, &r, &slice, &period))
+			continue;
 		sets++;
 		for (int kind = 0; kind < 3; kind++) {
 			struct cw_sched *s = new_sched(CW_SCHED_DYNAMIC, &r, t, n);

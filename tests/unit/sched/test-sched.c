@@ -311,13 +311,8 @@ static void test_server_when_no_slack(void)
 		CU_ASSERT_FATAL(cw_admit_test(t, n, &r0) == 0);
 		if (!r0.schedulable || r0.delta_l_ns != 0)
 			continue;
-		period = 2 * t[n - 1].period_ns;
-		CU_ASSERT_FATAL(cw_admit_server_fit(t, n, period, 0, &slice) == 0);
-		if (slice == 0)
+		if (!sim_add_server(t, n, &r, &slice, &period))
 			continue;
-		t[n] = (struct cw_task){ .period_ns = period, .service_ns = slice };
-		CU_ASSERT_FATAL(cw_admit_test(t, n + 1, &r) == 0);
-		CU_ASSERT_FATAL(r.schedulable);
 		with_server++;
 		ps.sets++;
 		run_set(CW_SCHED_DELTA_L, t, n, &r, slice, period, &rng, &ps);
