@@ -224,7 +224,7 @@ struct cw_sched {
 	 * bound of the room at any later now is dyn_room0 - (now - dyn_t0)
 	 * until something that can add work or move a deadline earlier
 	 * (dyn_ok = false) */
-	bool dyn_ok;
+	bool dyn_ok, dyn_guarded;	/* guarded: the guard taken off dyn_room0 */
 	int64_t dyn_t0, dyn_room0;
 	int64_t dyn_decided;		/* the room the current decision used */
 	bool dyn_burst;			/* refused with RT released: RT until none is */
@@ -655,6 +655,36 @@ static int64_t be_limit(const struct cw_sched *s)
 	return CW_MAX(CW_MAX(s->o.delta_l_ns, s->o.idle_be_ns), s->o.server_slice_ns);
 }
 
+/* dynamic: released work appeared, so the guard may now apply at
+ * deadlines where it did not; the cached room loses it once. */
+static void dyn_released(struct cw_sched *s)
+{
+	if (s->dyn_ok && !s->dyn_guarded) {
+		s->dyn_room0 -= s->o.guard_ns;
+		s->dyn_guarded = true;
+	}
+}
+
+/* dynamic: an RT request came.  A new job of a known stream was already
+ * counted by the last scan, as a job released no earlier than a_k and
+ * due no earlier, of no more work, so the cached room stays a lower bound
+ * (less the guard if it is released now); anything else (a new stream, a
+ * changed T or C, pieces beyond the job's C, a release before the scan's
+ * a_k) needs a new scan. */
+static void dyn_enqueued(struct cw_sched *s, const struct stream *old,
+			 const struct cw_sched_req *r, int64_t now)
+{
+	const struct stream *st = stream_find(s, r->stream);
+
+	if (!s->dyn_ok)
+		return;
+	if (!old || !st || old->period != st->period || old->service != st->service ||
+	    st->seen > st->service || r->release_ns <= s->dyn_t0)
+		s->dyn_ok = false;
+	else if (r->release_ns <= now)
+		dyn_released(s);
+}
+
 /* The paper's release (section 3.2): when the stream expected its next
  * request (its latest release + T) or when the request came, whichever is
  * later; the first of a stream when it came.  st is NULL for a new stream
@@ -691,7 +721,7 @@ static void release(struct cw_sched *s, struct stream *st, struct cw_sched_req *
 
 int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 {
-	struct stream *st;
+	struct stream *st, old = { 0 };
 	int e;
 
 	if (!s || !r || r->service_ns <= 0 || (r->cls != CW_SCHED_RT && r->cls != CW_SCHED_BE))
@@ -722,8 +752,10 @@ int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 		return e;
 	if (st && st->has_job && st->release > INT64_MAX / 2 - st->period)
 		return -ERANGE;	/* enqueued ever further ahead of its releases */
+	if (st)
+		old = *st;
 	release(s, st, r);
-	s->dyn_ok = false;	/* new work */
+	dyn_enqueued(s, st ? &old : NULL, r, now);
 	(void)ALWAYS(r->release_ns >= r->arrival_ns && r->deadline_ns - r->release_ns == r->period_ns);
 	e = heap_push(r->release_ns <= now ? &s->rel : &s->wait, r);
 	if (NEVER(e < 0))
@@ -767,7 +799,7 @@ static void promote(struct cw_sched *s, int64_t now)
 			return;
 		}
 		r->priv_state_ = ST_REL;
-		s->dyn_ok = false;	/* released work: its deadline takes the guard */
+		dyn_released(s);
 	}
 }
 
@@ -913,11 +945,13 @@ static int64_t lst_of_queue(struct cw_sched *s)
 /* ---- dynamic slack ------------------------------------------------------ */
 
 /* After a refusal, best effort goes again when the room holds this many
- * requests of the candidate's size (cwsim's paper sweep: 1, LST's
- * interleaving, loses to ΔL at high loads on rotation placement; waiting
- * for every released RT request loses to LST on random placement; 4 to 16
- * beat both everywhere). */
-#define DYN_RESUME 8
+ * requests of the candidate's size.  In cwsim's full paper sweep 1 (LST's
+ * interleaving) loses to ΔL at high loads on rotation placement (4x at 45
+ * streams), waiting for every released RT request loses to LST on random
+ * placement; 8 still loses to ΔL at the top two rotation loads, 32 to LST
+ * by 10% at 35 and 36 random streams; 16 beats ΔL everywhere and is
+ * within 4% of LST. */
+#define DYN_RESUME 16
 
 /* The scan gives up after this many deadlines (U = 1, or so close to it
  * that the cut-off is far) with a bound that still holds. */
@@ -1124,6 +1158,7 @@ static int64_t dyn_room(struct cw_sched *s, int64_t now, int64_t c)
 	if (dyn_scan(s, now, &room) < 0)
 		return -1;	/* no memory: no best-effort before RT */
 	s->dyn_ok = true;
+	s->dyn_guarded = false;
 	s->dyn_t0 = now;
 	s->dyn_room0 = room;
 	return room;
@@ -1153,7 +1188,7 @@ static bool server_release(struct cw_sched *s, int64_t now)
 	/* a sporadic task: jobs a period apart (srv_next), each due a period
 	 * after its release, each with at most the slice */
 	s->srv_active = true;
-	s->dyn_ok = false;	/* released work: its deadline takes the guard */
+	dyn_released(s);
 	s->srv_deadline = now + s->o.server_period_ns;
 	s->srv_budget = s->o.server_slice_ns;
 	s->srv_next = now + s->o.server_period_ns;

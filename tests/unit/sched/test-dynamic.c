@@ -5,7 +5,8 @@
  * period apart) runs with a best-effort queue that is never empty: no
  * deadline is missed, the room the scheduler computes (cw_sched_room_ns)
  * equals the rule evaluated literally at every integer deadline at every
- * decision, every best-effort start fits in it, and every start delta-l
+ * decision (with no guard and with a guard of 1), every best-effort start
+ * fits in it, and every start delta-l
  * makes on the same pattern fits in it too (dynamic admits whatever
  * delta-l admits, state for state).  Random sporadic releases with early
  * arrivals, shorter actual times and the periodic server when ΔL = 0 never
@@ -26,7 +27,7 @@
 #define MAXJ 64
 
 static struct cw_sched *new_sched(enum cw_sched_policy p, const struct cw_admit_result *r,
-				  const struct cw_task *t, size_t n)
+				  const struct cw_task *t, size_t n, int64_t guard)
 {
 	struct cw_sched_opts o;
 	struct cw_sched *s = NULL;
@@ -35,6 +36,7 @@ static struct cw_sched *new_sched(enum cw_sched_policy p, const struct cw_admit_
 	o.policy = p;
 	o.delta_l_ns = r->delta_l_ns;
 	o.idle_be_ns = r->idle_be_ns;
+	o.guard_ns = guard;
 	CU_ASSERT_FATAL(cw_sched_new(&o, &s) == 0);
 	for (size_t k = 0; k < n; k++)
 		CU_ASSERT_FATAL(cw_sched_stream_admit(s, k, t[k].period_ns, t[k].service_ns) == 0);
@@ -51,11 +53,12 @@ struct bjob {
 };
 
 /* min over every integer d > now at which work is due of
- * d - now - W(d), W(d) the C of the jobs enqueued and not started due by
- * d plus, for each stream, C floor((d - a) / T) with a its earliest next
- * release: now + 1, or its latest release + T if later. */
+ * d - now - W(d) - (g if released work is due by d), W(d) the C of the
+ * jobs enqueued and not started due by d plus, for each stream,
+ * C floor((d - a) / T) with a its earliest next release: now + 1, or its
+ * latest release + T if later. */
 static int64_t brute_room(const struct cw_task *t, size_t n, const struct bjob *j, size_t nj,
-			  int64_t now)
+			  int64_t now, int64_t g)
 {
 	int64_t a[8], far = now + 1, room = INT64_MAX, h = 1;
 
@@ -78,16 +81,17 @@ static int64_t brute_room(const struct cw_task *t, size_t n, const struct bjob *
 	/* past every pending deadline and fixed release, W grows by U h <= h
 	 * a hyperperiod: the least value lies within one more of them */
 	for (int64_t d = now + 1; d <= far + 2 * h; d++) {
-		int64_t w = 0;
+		int64_t w = 0, p = 0;
 
 		for (size_t i = 0; i < nj; i++)
 			if (j[i].in && !j[i].started && j[i].r.deadline_ns <= d)
-				w += j[i].r.service_ns;
+				p += j[i].r.service_ns;
+		w = p;
 		for (size_t k = 0; k < n; k++)
 			if (d >= a[k])
 				w += (d - a[k]) / t[k].period_ns * t[k].service_ns;
 		if (w > 0)
-			room = CW_MIN(room, d - now - w);
+			room = CW_MIN(room, d - now - w - (p > 0 ? g : 0));
 	}
 	return room == INT64_MAX ? INT64_MAX / 4 : room;
 }
@@ -101,9 +105,9 @@ struct bstats {
  * size b.  Checks as the description says. */
 static void brute_run(enum cw_sched_policy p, const struct cw_task *t, size_t n,
 		      const struct cw_admit_result *res, struct bjob *j, size_t nj, int64_t b,
-		      struct bstats *bs)
+		      int64_t g, struct bstats *bs)
 {
-	struct cw_sched *s = new_sched(p, res, t, n);
+	struct cw_sched *s = new_sched(p, res, t, n, g);
 	struct cw_sched_req be = { 0 }, *cur = NULL;
 	struct cw_sched_stats st;
 	bool be_in = false, be_ok = true;
@@ -142,7 +146,7 @@ static void brute_run(enum cw_sched_policy p, const struct cw_task *t, size_t n,
 			be_in = be_ok;
 		}
 		if (!cur) {
-			int64_t room = brute_room(t, n, j, nj, now);
+			int64_t room = brute_room(t, n, j, nj, now, g);
 
 			if (p == CW_SCHED_DYNAMIC) {
 				int64_t got;
@@ -259,8 +263,9 @@ static void brute_set(const struct cw_task *t, size_t n, int64_t h, const int64_
 		for (size_t q = 0; q < nb; q++) {
 			int64_t b = bsizes[q] ? bsizes[q] : res.idle_be_ns;
 
-			brute_run(CW_SCHED_DYNAMIC, t, n, &res, j, nj, b, bs);
-			brute_run(CW_SCHED_DELTA_L, t, n, &res, j, nj, b, bs);
+			brute_run(CW_SCHED_DYNAMIC, t, n, &res, j, nj, b, 0, bs);
+			brute_run(CW_SCHED_DYNAMIC, t, n, &res, j, nj, b, 1, bs);
+			brute_run(CW_SCHED_DELTA_L, t, n, &res, j, nj, b, 0, bs);
 		}
 		/* the next combination: an odometer over the streams */
 		size_t k = 0;
@@ -343,7 +348,7 @@ static void random_sets(bool server, unsigned want, unsigned *ret_misses, uint64
 			continue;
 		sets++;
 		for (int kind = 0; kind < 3; kind++) {
-			struct cw_sched *s = new_sched(CW_SCHED_DYNAMIC, &r, t, n);
+			struct cw_sched *s = new_sched(CW_SCHED_DYNAMIC, &r, t, n, 0);
 			int64_t be_max = CW_MAX(slice, r.idle_be_ns);
 			struct sim_be bq = { .keep = 3, .min_ns = 1, .max_ns = be_max + 3,
 					     .first_ns = kind == 0 ? be_max : 0, .rng = &rng };
