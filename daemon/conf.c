@@ -77,6 +77,7 @@ static const struct choice policies[] = {
 	{ "delta-l", CWD_POLICY_DELTA_L, false },
 	{ "edf", CWD_POLICY_EDF, false },
 	{ "lst", CWD_POLICY_LST, false },
+	{ "dynamic", CWD_POLICY_DYNAMIC, false },
 	{ NULL, 0, false },
 };
 

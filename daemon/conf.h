@@ -35,6 +35,7 @@ enum cwd_config_policy {
 	CWD_POLICY_DELTA_L = 0,
 	CWD_POLICY_EDF = 1,
 	CWD_POLICY_LST = 2,
+	CWD_POLICY_DYNAMIC = 3,
 };
 
 /* Order of the best-effort queue (clockwise/sched-beq.h): arrival order,

@@ -614,7 +614,7 @@ static void forget_streams(struct lane *l, const struct lane_plan *pl)
 		if (cw_sched_stream_at(l->sched, i, &ss) < 0)
 			continue;
 		for (size_t j = 0; j < pl->n_streams && !kept; j++)
-			kept = pl->streams[j] == ss.id;
+			kept = pl->streams[j].id == ss.id;
 		if (!kept)
 			(void)cw_sched_stream_forget(l->sched, ss.id);
 	}
@@ -646,6 +646,7 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 		o.server_period_ns = pl->plan.server_period_ns;
 		o.beq = l->disk->be_order;
 		o.beq_conf = o.beq == cw_sched_beq_sfc() ? &l->disk->sfc : NULL;
+		o.guard_ns = pl->plan.guard_ns;
 		r = cw_sched_new(&o, &l->sched);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot start its scheduling core: %s",
@@ -670,9 +671,20 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 		if (r == 0)
 			r = cw_sched_set_server(l->sched, pl->plan.server_slice_ns,
 						pl->plan.server_period_ns);
+		if (r == 0)
+			r = cw_sched_set_guard(l->sched, pl->plan.guard_ns);
 		if (r < 0)
 			cwd_log(LOG_ERR, "disk %s: cannot change its slack: %s", l->disk->name,
 				strerror(-r));
+	}
+	/* the streams admitted, known before their first requests */
+	for (size_t j = 0; j < pl->n_streams; j++) {
+		const struct cw_sched_stream *ss = &pl->streams[j];
+
+		r = cw_sched_stream_admit(l->sched, ss->id, ss->period_ns, ss->service_ns);
+		if (r < 0)
+			cwd_log(LOG_ERR, "disk %s: cannot track stream %" PRIu64 ": %s",
+				l->disk->name, ss->id, strerror(-r));
 	}
 	free(pl);
 }

@@ -787,11 +787,39 @@ static int64_t no_limit(int64_t ns)
 	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
 }
 
+/* A plan for disk d's first lane: the disk's plan and its streams. */
+static struct lane_plan *lane_plan_new(struct pb *pb, const struct disk *d,
+				       const struct cw_disk_plan *plan)
+{
+	struct lane_plan *pl;
+
+	pthread_mutex_lock(&pb->resv_lock);
+	pl = malloc(sizeof(*pl) + pb->nresvs * sizeof(pl->streams[0]));
+	if (pl) {
+		pl->plan = *plan;
+		pl->n_streams = 0;
+		for (size_t i = 0; i < pb->nresvs; i++) {
+			const struct cw_admit_resv_part *pt = pb->resvs[i] ?
+							       resv_part(pb->resvs[i], d->id) : NULL;
+
+			if (pt)
+				pl->streams[pl->n_streams++] = (struct cw_sched_stream){
+					.id = pb->resvs[i]->a->stream,
+					.period_ns = pt->task.period_ns,
+					.service_ns = pt->task.service_ns,
+				};
+		}
+	}
+	pthread_mutex_unlock(&pb->resv_lock);
+	return pl;
+}
+
 /* The scheduling core of a disk that carries streams when it starts. */
 static int disk_sched(struct pb *pb, struct disk *d)
 {
 	struct cw_sched_opts o;
 	struct cw_disk_plan pl;
+	struct lane_plan *lp;
 	int r;
 
 	r = cw_admit_state_plan(pb->adm, d->id, &pl);
@@ -805,7 +833,16 @@ static int disk_sched(struct pb *pb, struct disk *d)
 	o.server_period_ns = pl.server_period_ns;
 	o.beq = d->be_order;
 	o.beq_conf = o.beq == cw_sched_beq_sfc() ? &d->sfc : NULL;
-	return cw_sched_new(&o, &d->lanes[0].sched);
+	o.guard_ns = pl.guard_ns;
+	r = cw_sched_new(&o, &d->lanes[0].sched);
+	if (r < 0)
+		return r;
+	/* the lane declares the disk's streams to it before its first step */
+	lp = lane_plan_new(pb, d, &pl);
+	if (!lp)
+		return -ENOMEM;
+	lane_post_plan(&d->lanes[0], lp);
+	return 0;
 }
 
 /* Starts the dispatchers of disk d: an I/O engine and a thread per lane,
@@ -1056,16 +1093,7 @@ static void plan_changed(struct pb *pb, const struct cw_admit_event *ev)
 		ev->plan->server_slice_ns / 1000, ev->plan->server_period_ns / CW_NS_PER_MS);
 	if (!d->lanes[0].started)
 		return;	/* disk_start takes the plan */
-	pthread_mutex_lock(&pb->resv_lock);
-	pl = malloc(sizeof(*pl) + pb->nresvs * sizeof(pl->streams[0]));
-	if (pl) {
-		pl->plan = *ev->plan;
-		pl->n_streams = 0;
-		for (size_t i = 0; i < pb->nresvs; i++)
-			if (pb->resvs[i] && resv_part(pb->resvs[i], d->id))
-				pl->streams[pl->n_streams++] = pb->resvs[i]->a->stream;
-	}
-	pthread_mutex_unlock(&pb->resv_lock);
+	pl = lane_plan_new(pb, d, ev->plan);
 	if (!pl) {
 		cwd_log(LOG_ERR, "disk %s: out of memory for its new plan", d->name);
 		return;

@@ -60,9 +60,11 @@ struct preq;
  * (lane_post_plan). */
 struct lane_plan {
 	struct cw_disk_plan plan;
-	/* The streams admitted on the disk: the scheduler forgets others. */
+	/* The streams admitted on the disk, with their T and C there: the
+	 * scheduler knows them before their first request and forgets
+	 * others (release_ns unused). */
 	size_t n_streams;
-	uint64_t streams[];
+	struct cw_sched_stream streams[];
 };
 
 struct lane {

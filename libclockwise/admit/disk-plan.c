@@ -44,15 +44,22 @@ void cw_admit_plan_opts_paper(struct cw_admit_plan_opts *o)
  * The guard keeps max(guard_min, ΔL / guard_div) of it for what the model
  * does not see (1 ms let a stream's reply reach its client 0.2 ms late
  * under load; 2 ms and a quarter did not). */
-static int64_t guarded(const struct cw_admit_plan_opts *o, int64_t delta_l)
+static int64_t guard(const struct cw_admit_plan_opts *o, int64_t delta_l)
 {
 	int64_t keep = o->guard_min_ns;
 
 	if (delta_l == CW_ADMIT_NO_LIMIT)
-		return delta_l;
+		return 0;
 	if (o->guard_div)
 		keep = CW_MAX(keep, delta_l / (int64_t)o->guard_div);
-	return CW_MAX(0, delta_l - keep);
+	return keep;
+}
+
+static int64_t guarded(const struct cw_admit_plan_opts *o, int64_t delta_l)
+{
+	if (delta_l == CW_ADMIT_NO_LIMIT)
+		return delta_l;
+	return CW_MAX(0, delta_l - guard(o, delta_l));
 }
 
 int cw_admit_disk_plan(const struct cw_admit_plan_opts *o, const struct cw_model *m,
@@ -109,6 +116,7 @@ int cw_admit_disk_plan(const struct cw_admit_plan_opts *o, const struct cw_model
 	p.utilization = res.utilization;
 	p.delta_l_ns = res.delta_l_ns;
 	p.be_budget_ns = guarded(o, res.delta_l_ns);
+	p.guard_ns = guard(o, res.delta_l_ns);
 	p.idle_be_ns = res.idle_be_ns;
 	*ret = p;
 	return 0;

@@ -1,7 +1,7 @@
 # Sourced by the control-plane tests after lib.sh.
 #
 #   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
-#             [--policy delta-l|edf|lst] [--reserve SPEC]...
+#             [--policy delta-l|edf|lst|dynamic] [--reserve SPEC]...
 #                            clockwised over a pool in DIR (new, holding three
 #                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
 #                            on DIR/nbd.sock, control socket DIR/control;

@@ -187,7 +187,7 @@ int sim_cmd_run(int argc, char **argv)
 			printf("%s: %zu streams admitted (%.2f MiB/s); next: %s\n",
 			       sim_placement_name(pl), setup.n_streams,
 			       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
-		for (unsigned p = 0; p < 3 && e == 0; p++)
+		for (unsigned p = 0; p < CW_SCHED_N_POLICIES && e == 0; p++)
 			for (unsigned o = 0; o < SIM_N_BEQ && e == 0; o++) {
 				struct sim_result r;
 
@@ -379,7 +379,7 @@ static int sweep_fig3(struct session *s)
 		npts = setup.n_streams + 1 <= c->sc.loads ? (unsigned)setup.n_streams + 1 :
 							     c->sc.loads;
 		fprintf(f, "set title '%s'\nplot ", sim_placement_name(pl));
-		for (unsigned p = 0; p < 3 && e == 0; p++) {
+		for (unsigned p = 0; p < CW_SCHED_N_POLICIES && e == 0; p++) {
 			if (!(c->sc.policies & 1u << p))
 				continue;
 			fprintf(f, "%s'fig3.csv' using (strcol(1) eq '%s' && strcol(2) eq '%s' ? $4 : NaN):"

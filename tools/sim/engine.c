@@ -833,6 +833,7 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		o.idle_be_ns = p.idle_be_ns;
 		o.server_period_ns = p.server_period_ns;
 		o.server_slice_ns = p.server_slice_ns;
+		o.guard_ns = p.guard_ns;
 		cw_sched_sfc_conf_init(&sfc);
 		sfc.curve = sc->sfc_curve;
 		sfc.window_ppm = sc->sfc_window_ppm;
@@ -843,7 +844,13 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		e = cw_sched_new(&o, &r->d[d].s);
 		if (e < 0)
 			return e;
-		e = clients_setup(r, d, set, n, res);
+		/* every admitted stream is known before its first request */
+		for (size_t i = 0; i < r->n_streams && e == 0; i++)
+			if (s->streams[i].disk_period_ns[d])
+				e = cw_sched_stream_admit(r->d[d].s, i, s->streams[i].disk_period_ns[d],
+							  s->streams[i].disk_service_ns[d]);
+		if (e == 0)
+			e = clients_setup(r, d, set, n, res);
 		if (e < 0)
 			return e;
 		sim_disk_init(&r->d[d].mech, &sc->model, sc->bus_bps,

@@ -70,7 +70,8 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.model_spec = "atlas2",
 		.disks = 3,
 		.placements = 1u << SIM_ROTATION | 1u << SIM_RANDOM,
-		.policies = 1u << CW_SCHED_DELTA_L | 1u << CW_SCHED_EDF | 1u << CW_SCHED_LST,
+		.policies = 1u << CW_SCHED_DELTA_L | 1u << CW_SCHED_EDF | 1u << CW_SCHED_LST |
+			    1u << CW_SCHED_DYNAMIC,
 		.duration_ns = 1200 * CW_NS_PER_S,
 		.seed = 1,
 		.video = SIM_VIDEO_MIX,
@@ -266,7 +267,7 @@ static int parse_client(struct sim_scenario *sc, const char *v, const char *wher
 
 int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, const char *where)
 {
-	static const char *const policy_names[] = { "delta-l", "edf", "lst" };
+	static const char *const policy_names[] = { "delta-l", "edf", "lst", "dynamic" };
 	uint64_t u;
 	double x;
 
@@ -312,8 +313,8 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		return 0;
 	}
 	if (!strcmp(key, "policy")) {
-		if (parse_mask(v, policy_names, 3, &sc->policies) < 0)
-			return bad(where, key, "expected delta-l, edf, lst (comma-separated)");
+		if (parse_mask(v, policy_names, CW_SCHED_N_POLICIES, &sc->policies) < 0)
+			return bad(where, key, "expected delta-l, edf, lst, dynamic (comma-separated)");
 		return 0;
 	}
 	if (!strcmp(key, "be_order")) {

@@ -86,6 +86,8 @@ struct cw_disk_plan {
 	int64_t be_max_ns;		/* its worst-case service time */
 	struct cw_task be_reserve;	/* what admission keeps (zero: none) */
 	bool be_starved;		/* not even the server holds one piece */
+	int64_t guard_ns;		/* what the guard keeps of any job's slack
+					 * (the dynamic policy's guard) */
 };
 
 /* The plan of one disk with model m (tier and the pool's block size give

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * clockwise/sched.h — per-disk dispatch: the ΔL policy (default), EDF, LST.
+ * clockwise/sched.h — per-disk dispatch: the ΔL policy (default), dynamic
+ * slack, EDF, LST.
  *
  * Bosch & Mullender, sections 3.2-3.3 and 4.2.  One struct cw_sched per
  * disk (per lane of an SSD) holds the released real-time (RT) requests in
@@ -51,6 +52,17 @@
  *           disk (no released RT request) a BE request of up to
  *           idle_be_ns may start (cw_admit_result.idle_be_ns), charging
  *           ΔL_r as far as it goes.  No admitted deadline is missed.
+ *  dynamic  A BE request (or an early RT request) of service s may start at
+ *           now when, for every deadline d of the admitted work,
+ *             s + W_pend(d) + W_fut(now, d) <= d - now  (- the guard, for
+ *           a d by which released work is due): W_pend the service C of
+ *           released RT requests not started, the server job's budget,
+ *           W_fut that of every job the streams (and the server) can still
+ *           release with a deadline by d.  Best effort gets exactly the
+ *           room the admitted streams leave now, not the worst case over
+ *           all time.  Every admitted stream must be known before its
+ *           first request: cw_sched_stream_admit().  No admitted deadline
+ *           is missed.
  *  edf      BE only when no RT request is released (any size: a long BE
  *           request can make an RT request miss).
  *  lst      BE when now + its service time is at or before the latest
@@ -74,9 +86,13 @@ enum cw_sched_policy {
 	CW_SCHED_DELTA_L = 0,	/* default */
 	CW_SCHED_EDF = 1,
 	CW_SCHED_LST = 2,
+	CW_SCHED_DYNAMIC = 3,
 };
 
-/* "delta-l" (also "deltal", "dl"), "edf", "lst"; -EINVAL otherwise. */
+#define CW_SCHED_N_POLICIES 4
+
+/* "delta-l" (also "deltal", "dl"), "edf", "lst", "dynamic" (also "dyn");
+ * -EINVAL otherwise. */
 int cw_sched_policy_parse(const char *name, enum cw_sched_policy *ret_policy);
 const char *cw_sched_policy_name(enum cw_sched_policy policy);
 
@@ -191,6 +207,8 @@ struct cw_sched_opts {
 	int64_t server_period_ns;	/* be part of the admitted task set */
 	const struct cw_sched_beq_ops *beq;	/* NULL: FIFO */
 	const void *beq_conf;		/* the order's own options, NULL: defaults */
+	int64_t guard_ns;		/* dynamic: room kept before every deadline
+					 * of released work (cw_disk_plan.guard_ns) */
 };
 
 /* Defaults: delta-l, no slack, no server, FIFO. */
@@ -206,6 +224,8 @@ void cw_sched_free(struct cw_sched *s);	/* NULL-safe; queued requests are droppe
  * refill point. */
 int cw_sched_set_slack(struct cw_sched *s, int64_t delta_l_ns, int64_t idle_be_ns);
 int cw_sched_set_server(struct cw_sched *s, int64_t slice_ns, int64_t period_ns);
+/* dynamic: the room kept before every deadline of released work (>= 0). */
+int cw_sched_set_guard(struct cw_sched *s, int64_t guard_ns);
 
 /* Queues a request; an RT request gets its release and deadline here.
  * -EINVAL for bad fields; -E2BIG under delta-l for a BE request larger
@@ -223,7 +243,8 @@ struct cw_sched_stream {
 	uint64_t id;		/* cw_sched_req.stream */
 	int64_t period_ns;	/* T of the latest job */
 	int64_t service_ns;	/* C of the latest job */
-	int64_t release_ns;	/* its release; the next is no earlier than + T */
+	int64_t release_ns;	/* its release; the next is no earlier than + T;
+				 * INT64_MIN: admitted, no job yet */
 };
 
 /* Streams tracked at once per struct cw_sched. */
@@ -233,6 +254,14 @@ struct cw_sched_stream {
  * released), so that its id may be reused by a new stream: 0 or -ENOENT.
  * Its requests still queued keep their release and deadline. */
 int cw_sched_stream_forget(struct cw_sched *s, uint64_t stream);
+
+/* An admitted stream on this disk, with its admitted T and C, before its
+ * first request (the dynamic policy counts the jobs it may release; the
+ * others do not need it).  A stream already known keeps its latest job;
+ * its later jobs are counted with the shorter period and the larger C of
+ * the two.  -EINVAL for T or C not positive or C > T, -ENOSPC, -ENOMEM. */
+int cw_sched_stream_admit(struct cw_sched *s, uint64_t stream, int64_t period_ns,
+			  int64_t service_ns);
 
 /* The stream with this id: 0 or -ENOENT. */
 int cw_sched_stream_get(const struct cw_sched *s, uint64_t stream,
@@ -257,6 +286,12 @@ struct cw_sched_decision {
 	int64_t until_ns;		/* WAIT */
 };
 
+/* The dynamic rule's room at now_ns, computed in full whatever the
+ * policy: the largest best-effort service that may start now (negative:
+ * none; INT64_MAX / 4: no admitted work).  -EINVAL if now_ns went
+ * backwards, -ENOMEM. */
+int cw_sched_room_ns(struct cw_sched *s, int64_t now_ns, int64_t *ret_room_ns);
+
 /* What the disk does next at now_ns (now_ns must not go backwards). */
 int cw_sched_next(struct cw_sched *s, int64_t now_ns, struct cw_sched_decision *ret_decision);
 
@@ -276,9 +311,12 @@ struct cw_sched_stats {
 	uint64_t be_slack, be_idle, be_server;	/* BE dispatches by route */
 	int64_t min_slack_ns;		/* least deadline - finish over RT (INT64_MAX: none) */
 	int64_t delta_l_ns;
-	int64_t delta_l_r_ns;		/* remaining slack now */
+	int64_t delta_l_r_ns;		/* remaining slack now (dynamic: the room
+					 * known at the last decision, less the
+					 * time since) */
 	size_t rt_released, rt_waiting, be_queued;	/* queue lengths now */
 	bool busy;
+	uint64_t dyn_scans;		/* dynamic: rooms computed in full */
 };
 
 void cw_sched_get_stats(const struct cw_sched *s, struct cw_sched_stats *ret_stats);

@@ -112,6 +112,7 @@ static void test_defaults(void)
 	cwd_config_free(d);
 	cwd_config_free(NULL);
 	CU_ASSERT_STRING_EQUAL(cwd_config_policy_name(CWD_POLICY_LST), "lst");
+	CU_ASSERT_STRING_EQUAL(cwd_config_policy_name(CWD_POLICY_DYNAMIC), "dynamic");
 	CU_ASSERT_STRING_EQUAL(cwd_config_log_level_name(LOG_WARNING), "warning");
 }
 
@@ -126,7 +127,8 @@ static void test_full(void)
 		"  { path = \"/dev/loop0\"; name = \"hdd0\"; slot_us = 2500; model = \"atlas2\"; },\n"
 		"  { path = \"/dev/loop1\"; name = \"ssd.0_a-b\"; tier = \"ssd\"; policy = \"lst\"; "
 		"be_order = \"sfc\"; },\n"
-		"  { path = \"/dev/loop2\"; name = \"ssd1\"; tier = \"ssd\"; lanes = 64; slot_us = 1000000; }\n"
+		"  { path = \"/dev/loop2\"; name = \"ssd1\"; tier = \"ssd\"; lanes = 64; slot_us = 1000000; "
+		"policy = \"dynamic\"; }\n"
 		");\n"
 		"policy = \"edf\";  # after the disks: still their default\n"
 		"be_order = \"fifo\";\n"
@@ -165,6 +167,7 @@ static void test_full(void)
 	CU_ASSERT_STRING_EQUAL(c->disks[1].name, "ssd.0_a-b");
 	CU_ASSERT_EQUAL(c->disks[1].tier, CW_TIER_SSD);
 	CU_ASSERT_EQUAL(c->disks[1].policy, CWD_POLICY_LST);
+	CU_ASSERT_EQUAL(c->disks[2].policy, CWD_POLICY_DYNAMIC);
 	CU_ASSERT_EQUAL(c->disks[1].lanes, cwd_config_default_lanes(CW_TIER_SSD));
 	CU_ASSERT_EQUAL(c->disks[1].slot_ns, 100 * CW_NS_PER_US);
 	CU_ASSERT_PTR_NULL(c->disks[1].model);
@@ -243,7 +246,7 @@ static void test_bad_top(void)
 	load_bad("be_order = \"wfq\";\n",
 		 "1: be_order = \"wfq\" is not a best-effort order; expected \"fifo\", \"rbfq\" or \"sfc\"");
 	load_bad("pool = \"/a\";\npolicy = \"fifo\";\n",
-		 "2: policy = \"fifo\" is not a dispatch policy; expected \"delta-l\", \"edf\" or \"lst\"");
+		 "2: policy = \"fifo\" is not a dispatch policy; expected \"delta-l\", \"edf\", \"lst\" or \"dynamic\"");
 	load_bad("log_level = 3;\n",
 		 "1: log_level is an integer; expected \"err\", \"warning\", \"notice\", \"info\" or \"debug\"");
 	load_bad("log_level = \"verbose\";\n",
@@ -354,7 +357,7 @@ static void test_bad_disks(void)
 		 "1: disks[0].model = \"a-model-name-longer-than-31-bytes\" is not a valid name; expected 1 to 31 "
 		 "of A-Z a-z 0-9 . _ -, not starting with .");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; policy = \"rr\"; } );\n",
-		 "1: disks[0].policy = \"rr\" is not a dispatch policy; expected \"delta-l\", \"edf\" or \"lst\"");
+		 "1: disks[0].policy = \"rr\" is not a dispatch policy; expected \"delta-l\", \"edf\", \"lst\" or \"dynamic\"");
 	load_bad("disks = ( { path = \"dev/a\"; name = \"a\"; } );\n",
 		 "1: disks[0].path = \"dev/a\" is not an absolute path; expected a path starting with /");
 	load_bad("disks = (\n  { path = \"/dev/a\";\n    speed = 7200; name = \"a\"; } );\n",

@@ -238,9 +238,15 @@ static struct lane_plan *plan_now(void)
 
 	CU_ASSERT_FATAL(pl != NULL);
 	CU_ASSERT_FATAL(cw_admit_state_plan(D.adm, disk1->id, &pl->plan) == 0);
-	for (size_t i = 0; i < D.pb->nresvs; i++)
-		if (D.pb->resvs[i] && resv_part(D.pb->resvs[i], disk1->id))
-			pl->streams[pl->n_streams++] = D.pb->resvs[i]->a->stream;
+	for (size_t i = 0; i < D.pb->nresvs; i++) {
+		const struct cw_admit_resv_part *pt = D.pb->resvs[i] ?
+						      resv_part(D.pb->resvs[i], disk1->id) : NULL;
+
+		if (pt)
+			pl->streams[pl->n_streams++] = (struct cw_sched_stream){
+				.id = D.pb->resvs[i]->a->stream, .period_ns = pt->task.period_ns,
+				.service_ns = pt->task.service_ns };
+	}
 	return pl;
 }
 

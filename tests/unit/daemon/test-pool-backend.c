@@ -599,7 +599,8 @@ static void check_posted(uint32_t id, const uint64_t *s, size_t n)
 		bool found = false;
 
 		for (size_t j = 0; j < pl->n_streams; j++)
-			found |= pl->streams[j] == s[i];
+			found |= pl->streams[j].id == s[i] && pl->streams[j].period_ns > 0 &&
+				 pl->streams[j].service_ns > 0;
 		CU_ASSERT(found);
 	}
 }

@@ -85,6 +85,62 @@ static inline size_t sim_random_set(unsigned *rng, struct cw_task *t, int64_t *r
 	}
 }
 
+/* Jobs for tasks t: kind 0 synchronous at 1 (after a BE request started at
+ * 0), kind 1 the largest-C task at 0 and the rest at 1, kind 2 random
+ * sporadic with early arrivals and shorter actual times.  A job's at is
+ * its release: a request that comes later than a period after the last
+ * one is released when it comes, so only one that follows at exactly a
+ * period can come early. */
+static inline size_t sim_make_jobs(const struct cw_task *t, size_t n, int kind, unsigned *rng,
+			struct sim_job *jobs, size_t max, int64_t horizon)
+{
+	size_t nj = 0, big = 0;
+
+	for (size_t k = 1; k < n; k++)
+		if (t[k].service_ns > t[big].service_ns)
+			big = k;
+	for (size_t k = 0; k < n; k++) {
+		int64_t at = kind == 2 ? sim_rand(rng, 0, t[k].period_ns) : (kind == 1 && k == big ? 0 : 1);
+
+		bool on_time = false;	/* released a period after the last */
+
+		while (at < horizon && nj < max) {
+			int64_t arrival = at, actual = t[k].service_ns, gap = 0;
+
+			if (kind == 2 && on_time && sim_rand(rng, 0, 2) == 0)
+				arrival = at - sim_rand(rng, 0, t[k].period_ns);	/* early */
+			if (kind == 2 && sim_rand(rng, 0, 3) == 0)
+				actual = sim_rand(rng, 1, t[k].service_ns);
+			jobs[nj++] = (struct sim_job){ .arrival = arrival, .at = at,
+				.period = t[k].period_ns, .service = t[k].service_ns,
+				.actual = actual, .stream = k };
+			if (kind == 2 && sim_rand(rng, 0, 1))
+				gap = sim_rand(rng, 0, t[k].period_ns);
+			at += t[k].period_ns + gap;
+			on_time = gap == 0;
+		}
+	}
+	return nj;
+}
+
+/* Adds the periodic server to an admitted set t[0..n) (room for n + 1):
+ * period twice the longest T, the largest slice that fits; *r becomes
+ * the test of the set with it.  False when no slice fits (or an error). */
+static inline bool sim_add_server(struct cw_task *t, size_t n, struct cw_admit_result *r,
+				  int64_t *ret_slice, int64_t *ret_period)
+{
+	int64_t period = 2 * t[n - 1].period_ns, slice;
+
+	if (cw_admit_server_fit(t, n, period, 0, &slice) < 0 || slice == 0)
+		return false;
+	t[n] = (struct cw_task){ .period_ns = period, .service_ns = slice };
+	if (cw_admit_test(t, n + 1, r) < 0 || !r->schedulable)
+		return false;
+	*ret_slice = slice;
+	*ret_period = period;
+	return true;
+}
+
 static int sim_cmp_job(const void *a, const void *b)
 {
 	const struct sim_job *x = a, *y = b;

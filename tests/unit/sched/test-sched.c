@@ -232,44 +232,6 @@ struct pattern_stats {
 	unsigned sets, runs, be_done, misses;
 };
 
-/* Jobs for tasks t: kind 0 synchronous at 1 (after a BE request started at
- * 0), kind 1 the largest-C task at 0 and the rest at 1, kind 2 random
- * sporadic with early arrivals and shorter actual times.  A job's at is
- * its release: a request that comes later than a period after the last
- * one is released when it comes, so only one that follows at exactly a
- * period can come early. */
-static size_t make_jobs(const struct cw_task *t, size_t n, int kind, unsigned *rng,
-			struct sim_job *jobs, size_t max, int64_t horizon)
-{
-	size_t nj = 0, big = 0;
-
-	for (size_t k = 1; k < n; k++)
-		if (t[k].service_ns > t[big].service_ns)
-			big = k;
-	for (size_t k = 0; k < n; k++) {
-		int64_t at = kind == 2 ? sim_rand(rng, 0, t[k].period_ns) : (kind == 1 && k == big ? 0 : 1);
-
-		bool on_time = false;	/* released a period after the last */
-
-		while (at < horizon && nj < max) {
-			int64_t arrival = at, actual = t[k].service_ns, gap = 0;
-
-			if (kind == 2 && on_time && sim_rand(rng, 0, 2) == 0)
-				arrival = at - sim_rand(rng, 0, t[k].period_ns);	/* early */
-			if (kind == 2 && sim_rand(rng, 0, 3) == 0)
-				actual = sim_rand(rng, 1, t[k].service_ns);
-			jobs[nj++] = (struct sim_job){ .arrival = arrival, .at = at,
-				.period = t[k].period_ns, .service = t[k].service_ns,
-				.actual = actual, .stream = k };
-			if (kind == 2 && sim_rand(rng, 0, 1))
-				gap = sim_rand(rng, 0, t[k].period_ns);
-			at += t[k].period_ns + gap;
-			on_time = gap == 0;
-		}
-	}
-	return nj;
-}
-
 static void run_set(enum cw_sched_policy p, const struct cw_task *t, size_t n,
 		    const struct cw_admit_result *r, int64_t slice, int64_t period, unsigned *rng,
 		    struct pattern_stats *ps)
@@ -284,7 +246,7 @@ static void run_set(enum cw_sched_policy p, const struct cw_task *t, size_t n,
 				     .first_ns = kind == 0 ? be_max : 0, .rng = rng };
 		struct cw_sched_stats st;
 		struct sim_out out;
-		size_t nj = make_jobs(t, n, kind, rng, jobs, CW_ARRAY_SIZE(jobs), 400);
+		size_t nj = sim_make_jobs(t, n, kind, rng, jobs, CW_ARRAY_SIZE(jobs), 400);
 
 		if (slice)
 			CU_ASSERT_FATAL(cw_sched_set_server(s, slice, period) == 0);
@@ -349,13 +311,8 @@ static void test_server_when_no_slack(void)
 		CU_ASSERT_FATAL(cw_admit_test(t, n, &r0) == 0);
 		if (!r0.schedulable || r0.delta_l_ns != 0)
 			continue;
-		period = 2 * t[n - 1].period_ns;
-		CU_ASSERT_FATAL(cw_admit_server_fit(t, n, period, 0, &slice) == 0);
-		if (slice == 0)
+		if (!sim_add_server(t, n, &r, &slice, &period))
 			continue;
-		t[n] = (struct cw_task){ .period_ns = period, .service_ns = slice };
-		CU_ASSERT_FATAL(cw_admit_test(t, n + 1, &r) == 0);
-		CU_ASSERT_FATAL(r.schedulable);
 		with_server++;
 		ps.sets++;
 		run_set(CW_SCHED_DELTA_L, t, n, &r, slice, period, &rng, &ps);
