@@ -600,7 +600,8 @@ static int for_each_listener(struct parse *p, const config_setting_t *s, const c
 		} else if (config_setting_is_group(e)) {
 			r = parse_group(p, e, entry_keys, &le);
 			if (r == 0 && !le.added)
-				r = fail(p, e, "%s has no %s", WHERE(e), le.what);
+				r = fail(p, e, "%s has no %s; expected { %s = \"...\"; tls = \"...\"; }",
+					 WHERE(e), le.what, le.what);
 			if (r == 0)
 				tls_of[*count - 1] = le.tls + 1;
 		} else {
@@ -749,7 +750,8 @@ static int key_tls(struct parse *p, const config_setting_t *s, void *obj)
 	if (r == 0 && p->c->tls.certificates && p->c->tls.psk)
 		return fail(p, s, "%s names certificates and psk; expected one of the two", WHERE(s));
 	if (r == 0 && p->c->tls.psk && p->c->tls.verify_peer)
-		return fail(p, s, "%s: verify_peer needs certificates, not psk", WHERE(s));
+		return fail(p, s, "%s asks for clients' certificates with psk; expected "
+			    "certificates = \"...\" with verify_peer = true, or psk alone", WHERE(s));
 	return r;
 }
 

@@ -423,13 +423,14 @@ static void test_tls(void)
 	load_bad("listen = { unix = \"/a\"; tls = \"yes\"; };\n",
 		 "1: listen.tls = \"yes\" is not a TLS mode; expected \"off\", \"on\" or \"require\"");
 	load_bad("listen = { unix = ( { tls = \"on\"; } ); };\n",
-		 "1: listen.unix[0] has no path");
+		 "1: listen.unix[0] has no path; expected { path = \"...\"; tls = \"...\"; }");
 	load_bad("listen = { tcp = ( { address = \"::1\"; port = 1; } ); };\n",
 		 "1: unknown setting \"port\" in listen.tcp[0]; expected address or tls");
 	load_bad("tls = { certificates = \"/p\"; psk = \"/k\"; };\n",
 		 "1: tls names certificates and psk; expected one of the two");
 	load_bad("tls = { psk = \"/k\"; verify_peer = true; };\n",
-		 "1: tls: verify_peer needs certificates, not psk");
+		 "1: tls asks for clients' certificates with psk; expected certificates = \"...\" "
+		 "with verify_peer = true, or psk alone");
 	load_bad("tls = { certificates = \"pki\"; };\n",
 		 "1: tls.certificates = \"pki\" is not an absolute path; expected a path starting "
 		 "with /");
