@@ -150,7 +150,8 @@ void lane_beq_drain(struct lane *l)
 	o->fini(l->beq);
 	l->beq = NULL;
 	/* cw_sched starts with no clients: give them their QoS again */
-	memset(l->client_gen, 0, l->n_client_gen * sizeof(*l->client_gen));
+	if (l->n_client_gen)
+		memset(l->client_gen, 0, l->n_client_gen * sizeof(*l->client_gen));
 }
 
 void lane_be_done(struct lane *l, struct piece *p)
