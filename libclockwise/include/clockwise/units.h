@@ -65,6 +65,14 @@ int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns);
 char *cw_units_format_size(uint64_t bytes, char buf[CW_UNITS_BUF]);
 char *cw_units_format_rate(uint64_t bytes_per_s, char buf[CW_UNITS_BUF]);
 char *cw_units_format_duration(int64_t ns, char buf[CW_UNITS_BUF]);
+/* A duration to three significant digits, for sentences that compare two
+ * close times ("1.82ms, longer than the 1.57ms between"): "250us",
+ * "1.82ms", "15.7ms", "2s". */
+char *cw_units_format_duration3(int64_t ns, char buf[CW_UNITS_BUF]);
+/* The largest rate not above bytes_per_s that cw_units_format_rate shows
+ * exactly ("476.8MB/s" for 476834567): a limit to print that still holds
+ * when it is typed back. */
+uint64_t cw_units_floor_rate(uint64_t bytes_per_s);
 
 #ifdef __cplusplus
 }
