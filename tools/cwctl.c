@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -39,17 +40,94 @@ static const char *socket_path = "/run/clockwise/control";
 static bool json_out;
 static const char *cmd_name = "cwctl";	/* "cwctl part create" in messages */
 
+/* An error of cwctl's own (not the server's): a line for people, or with
+ * --json the object the server's errors are, {"code", "message"}. */
+static void own_error(const char *code, const char *hint, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (json_out) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "code", json_object_new_string(code));
+		json_object_object_add(o, "message", json_object_new_string(msg));
+		fprintf(stderr, "%s\n", json_object_to_json_string_ext(
+				o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+		return;
+	}
+	fprintf(stderr, "%s: %s\n%s", cmd_name, msg, hint ? hint : "");
+}
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
+	char hint[160];
 	va_list ap;
 
-	fprintf(stderr, "%s: ", cmd_name);
+	snprintf(hint, sizeof(hint), "Try '%s --help'.\n", cmd_name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	own_error("bad-usage", hint, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", cmd_name);
 	return EXIT_USAGE;
+}
+
+static int connect_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int connect_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	own_error("no-server", NULL, fmt, ap);
+	va_end(ap);
+	return EXIT_CONNECT;
+}
+
+/* The pid of a process named clockwised, 0 if none is seen. */
+static long daemon_pid(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	long pid = 0;
+
+	while (d && !pid && (e = readdir(d))) {
+		char path[300], comm[64] = "";
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (f && fgets(comm, sizeof(comm), f) && strcmp(comm, "clockwised\n") == 0)
+			pid = strtol(e->d_name, NULL, 10);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return pid;
+}
+
+/* Why connecting to the socket failed, and what to do about it. */
+static int no_server(int r)
+{
+	long pid = r == -ENOENT || r == -ECONNREFUSED ? daemon_pid() : 0;
+
+	if (r == -EACCES || r == -EPERM)
+		return connect_error("cannot connect to %s: permission denied (the control socket "
+				     "is for root and the clockwise groups)", socket_path);
+	if ((r == -ENOENT || r == -ECONNREFUSED) && pid)
+		return connect_error("cannot connect to %s: %s; clockwised is running (pid %ld) "
+				     "but not on this socket: give its control_socket with "
+				     "--socket or $CLOCKWISE_CONTROL", socket_path,
+				     r == -ENOENT ? "no such socket" : "nothing listens there", pid);
+	if (r == -ENOENT || r == -ECONNREFUSED)
+		return connect_error("cannot connect to %s: %s; clockwised is not running "
+				     "(start it, e.g. systemctl start clockwised)", socket_path,
+				     r == -ENOENT ? "no such socket" :
+				     "nothing listens there (a socket left by a daemon that ended)");
+	return connect_error("cannot connect to %s: %s", socket_path, strerror(-r));
 }
 
 /* ---- printing ---------------------------------------------------------- */
@@ -242,10 +320,8 @@ static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 	int r = cwctl_client_open(&c, socket_path);
 
 	if (r < 0) {
-		fprintf(stderr, "%s: cannot connect to %s: %s\n", cmd_name, socket_path,
-			strerror(-r));
 		json_object_put(args);
-		return EXIT_CONNECT;
+		return no_server(r);
 	}
 	r = cwctl_client_call(&c, cmd, args, progress, NULL, &rep);
 	json_object_put(args);
@@ -254,17 +330,16 @@ static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 		fprintf(stderr, "\n");
 		bar_shown = false;
 	}
-	if (r < 0) {
-		fprintf(stderr, "%s: %s: %s\n", cmd_name, socket_path,
-			r == -EPROTO ? "the server's reply is not the control protocol"
+	if (r < 0)
+		return connect_error("%s: %s", socket_path,
+				     r == -EPROTO ? "the server's reply is not the control protocol"
 				     : r == -ECONNRESET ? "the server closed the connection"
-							: strerror(-r));
-		return EXIT_CONNECT;
-	}
+				     : strerror(-r));
 	if (rep.kind == CW_CTL_REPLY_ERROR) {
 		if (json_out)
 			fprintf(stderr, "%s\n", json_object_to_json_string_ext(
-							get(rep.root, "error"), JSON_C_TO_STRING_PLAIN));
+					get(rep.root, "error"), JSON_C_TO_STRING_PLAIN |
+					JSON_C_TO_STRING_NOSLASHESCAPE));
 		else
 			fprintf(stderr, "%s: %s (%s)\n", cmd_name, rep.message, rep.code_name);
 		cw_ctl_reply_done(&rep);
@@ -355,11 +430,28 @@ static void command_help(const struct command *c)
  * Returns the option, -1 at the end, or '?' after printing an error. */
 static int next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
-	int o = getopt_long(argc, argv, shortopts, longopts, NULL);
+	int o;
 
+	opterr = 0;	/* said here, in the form of every other error */
+	o = getopt_long(argc, argv, shortopts, longopts, NULL);
 	if (o == 'h') {
 		command_help(current);
 		exit(0);
+	}
+	if (o == '?') {
+		const char *p = optopt ? strchr(shortopts, optopt) : NULL;
+		char one[3] = { '-', (char)optopt, '\0' };
+		const char *arg = one;
+
+		/* A long option by its name; a short one alone (it may come
+		 * with others, "-qz"). */
+		if (optind > 0 && optind <= argc && argv[optind - 1][0] == '-' &&
+		    argv[optind - 1][1] == '-')
+			arg = argv[optind - 1];
+		if (p && p[1] == ':')
+			usage_error("option %s needs a value", arg);
+		else
+			usage_error("unknown option %s", arg);
 	}
 	return o;
 }
@@ -373,7 +465,7 @@ static int positional(int argc, char **argv, int n, char ***ret)
 	int o;
 
 	while ((o = next_opt(argc, argv, "h", lo)) != -1)
-		return usage_error("unknown option");
+		return EXIT_USAGE;
 	if (argc - optind != n)
 		return usage_error("expected %d argument%s, got %d", n, n == 1 ? "" : "s",
 				   argc - optind);
@@ -551,6 +643,80 @@ static int c_disk_plan(int argc, char **argv)
 	return call(CW_CTL_CMD_DISK_PLAN, a, print_plans);
 }
 
+/* A rate the server says fits, rounded down so that it still fits when
+ * typed back; "-" when there is none to say. */
+static char *frate_floor(json_object *o, const char *k, char *buf)
+{
+	json_object *v = get(o, k);
+
+	if (!v || json_object_is_type(v, json_type_null))
+		return strcpy(buf, "-");
+	return cw_units_format_rate(cw_units_floor_rate((uint64_t)json_object_get_int64(v)), buf);
+}
+
+static void print_headroom(json_object *h)
+{
+	struct table t = { .ncols = 8 }, u = { .ncols = 5 };
+	json_object *d = get(h, "disks"), *p = get(h, "partitions");
+	char bs[CW_UNITS_BUF];
+
+	printf("largest stream rates that would be admitted now, in %s blocks\n\n",
+	       fsize(h, "block", bs));
+	table_row(&t, "DISK", "TIER", "STATE", "STREAMS", "UTIL", "DELTA-L", "BE-BUDGET",
+		  "MAX-RATE");
+	for (size_t i = 0; d && i < json_object_array_length(d); i++) {
+		json_object *o = json_object_array_get_idx(d, i);
+		char util[16], dl[CW_UNITS_BUF], be[CW_UNITS_BUF], r[CW_UNITS_BUF];
+
+		snprintf(util, sizeof(util), "%.0f%%",
+			 100 * json_object_get_double(get(o, "utilization")));
+		table_row(&t, gs(o, "disk"), gs(o, "tier"), gs(o, "state"), gs(o, "streams"), util,
+			  get(o, "delta_l_ns") ? fdur(o, "delta_l_ns", dl) : "none",
+			  get(o, "be_budget_ns") ? fdur(o, "be_budget_ns", be) : "none",
+			  frate_floor(o, "max_rate", r));
+	}
+	table_print(&t, stdout);
+	if (!p || !json_object_array_length(p))
+		return;
+	printf("\n");
+	table_row(&u, "PART", "SIZE", "DISKS", "MAX-RATE", "LIMITED-BY");
+	for (size_t i = 0; i < json_object_array_length(p); i++) {
+		json_object *o = json_object_array_get_idx(p, i), *n = get(o, "disks");
+		char size[CW_UNITS_BUF], r[CW_UNITS_BUF], disks[TABLE_CELL] = "";
+
+		for (size_t k = 0; n && k < json_object_array_length(n); k++) {
+			size_t len = strlen(disks);
+
+			snprintf(disks + len, sizeof(disks) - len, "%s%s", k ? "," : "",
+				 json_object_get_string(json_object_array_get_idx(n, k)));
+		}
+		table_row(&u, gs(o, "part"), fsize(o, "size", size), disks[0] ? disks : "-",
+			  frate_floor(o, "max_rate", r), get(o, "limited_by") ?
+			  gs(o, "limited_by") : get(o, "error") ? gs(o, "error") : "-");
+	}
+	table_print(&u, stdout);
+}
+
+static int c_disk_headroom(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "block", required_argument, NULL, 'b' },
+					    { 0 } };
+	json_object *a = args_new();
+	uint64_t v;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hb:", lo)) != -1) {
+		if (o != 'b' || !size_arg("--block", optarg, &v))
+			return json_object_put(a), EXIT_USAGE;
+		put_u64(a, "block", v);
+	}
+	if (argc - optind > 1)
+		return json_object_put(a), usage_error("expected at most one disk NAME");
+	if (argc - optind == 1)
+		put_str(a, "name", argv[optind]);
+	return call(CW_CTL_CMD_DISK_HEADROOM, a, print_headroom);
+}
+
 static void print_part_done(json_object *p)
 {
 	char size[CW_UNITS_BUF];
@@ -656,6 +822,14 @@ static int c_part_resize(int argc, char **argv)
 
 static void print_resv_created(json_object *r)
 {
+	char rate[CW_UNITS_BUF], blk[CW_UNITS_BUF], max[CW_UNITS_BUF];
+
+	if (json_object_get_boolean(get(r, "dry_run"))) {
+		printf("would admit %s in %s blocks on %s (nothing booked); the largest rate "
+		       "that fits now is %s\n", frate(r, "rate", rate), fsize(r, "block", blk),
+		       gs(r, "part"), frate_floor(r, "max_rate", max));
+		return;
+	}
 	printf("admitted ");
 	print_resv(r);
 }
@@ -666,7 +840,8 @@ static int c_resv_create(int argc, char **argv)
 		HELP_OPT, { "rate", required_argument, NULL, 'r' },
 		{ "block", required_argument, NULL, 'b' }, { "range", required_argument, NULL, 'R' },
 		{ "start", required_argument, NULL, 's' },
-		{ "duration", required_argument, NULL, 'd' }, { 0 }
+		{ "duration", required_argument, NULL, 'd' },
+		{ "dry-run", no_argument, NULL, 'n' }, { 0 }
 	};
 	json_object *a = args_new();
 	uint64_t v;
@@ -674,8 +849,11 @@ static int c_resv_create(int argc, char **argv)
 	bool rate = false, block = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hr:b:R:s:d:", lo)) != -1) {
+	while ((o = next_opt(argc, argv, "hr:b:R:s:d:n", lo)) != -1) {
 		switch (o) {
+		case 'n':
+			json_object_object_add(a, "dry_run", json_object_new_boolean(1));
+			break;
 		case 'r':
 			if (cw_units_parse_rate(optarg, &v) < 0) {
 				json_object_put(a);
@@ -857,6 +1035,13 @@ static const struct command commands[] = {
 	  "and its worst-case time, the reserve admission keeps, and whether best\n"
 	  "effort is starved.  --json prints the array `cwsim plan --json` prints.\n",
 	  c_disk_plan },
+	{ "disk", "headroom", "[NAME] [--block SIZE]",
+	  "What admission would still take: for each disk (or NAME), the streams it\n"
+	  "carries, its utilization, delta-L and best-effort budget, and the largest\n"
+	  "rate of a new stream of SIZE blocks (default: the pool's block) on it\n"
+	  "alone; for each partition (on NAME), the largest rate of a stream over all\n"
+	  "of it and the disk that limits it.  Rates are rounded down: each one shown\n"
+	  "is admitted by resv create as it stands.\n", c_disk_headroom },
 	{ "part", "create", "NAME --size SIZE [--policy rotation|random|single] [--tier hdd|ssd|none]\n"
 	  "       [--zone outer|inner|any] [--disk DISK]",
 	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"
@@ -873,12 +1058,13 @@ static const struct command commands[] = {
 	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
 	  CW_CTL_CMD_PART_DELETE, "name", print_removed },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
-	  "       [--duration TIME]",
+	  "       [--duration TIME] [--dry-run]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
 	  "PART (default: all of it), from TIME from now (default: now) for TIME\n"
 	  "(default: until released).  Every disk holding the range must admit its\n"
 	  "share (Jeffay's test), or the reservation is refused with the disk and the\n"
-	  "condition that failed.\n"
+	  "condition that failed, in words, and the largest rate that fits.\n"
+	  "--dry-run tests the reservation and books nothing.\n"
 	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
 	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },
 	{ "resv", "list", "", "Lists the reservations; those given to clockwised -r show as static.\n",
@@ -926,6 +1112,33 @@ static void main_help(void)
 	printf("\nExit status: 0 success, 1 refused or failed, 2 bad usage, 3 no server.\n");
 }
 
+/* --json and --socket may follow the command too ("cwctl part list
+ * --json"), as with the other tools people know: taken out of argv[from..]
+ * (up to a "--"), which keeps the rest in order.  Returns the new argc. */
+static int global_options(int argc, char **argv, int from)
+{
+	int out = from;
+
+	for (int i = from; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--json") == 0) {
+			json_out = true;
+		} else if (strncmp(argv[i], "--socket=", 9) == 0) {
+			socket_path = argv[i] + 9;
+		} else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+			socket_path = argv[++i];
+		} else {
+			argv[out++] = argv[i];
+		}
+	}
+	argv[out] = NULL;
+	return out;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -947,6 +1160,7 @@ int main(int argc, char **argv)
 		default: fprintf(stderr, "Try 'cwctl --help'.\n"); return EXIT_USAGE;
 		}
 	}
+	argc = global_options(argc, argv, optind);
 	if (optind >= argc)
 		return usage_error("a command is missing");
 	first = optind;
