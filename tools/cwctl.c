@@ -313,17 +313,18 @@ typedef void (*print_fn)(json_object *result);
 
 /* Sends one request; prints the result with print (or as JSON) and
  * returns the exit status. */
-static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
+/* Sends one request: 0 with *rep a result (cw_ctl_reply_done it), or
+ * the exit status after saying why. */
+static int fetch(enum cw_ctl_cmd cmd, json_object *args, struct cw_ctl_reply *rep)
 {
 	struct cwctl_client c;
-	struct cw_ctl_reply rep;
 	int r = cwctl_client_open(&c, socket_path);
 
 	if (r < 0) {
 		json_object_put(args);
 		return no_server(r);
 	}
-	r = cwctl_client_call(&c, cmd, args, progress, NULL, &rep);
+	r = cwctl_client_call(&c, cmd, args, progress, NULL, rep);
 	json_object_put(args);
 	cwctl_client_close(&c);
 	if (bar_shown) {
@@ -335,16 +336,26 @@ static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 				     r == -EPROTO ? "the server's reply is not the control protocol"
 				     : r == -ECONNRESET ? "the server closed the connection"
 				     : strerror(-r));
-	if (rep.kind == CW_CTL_REPLY_ERROR) {
+	if (rep->kind == CW_CTL_REPLY_ERROR) {
 		if (json_out)
 			fprintf(stderr, "%s\n", json_object_to_json_string_ext(
-					get(rep.root, "error"), JSON_C_TO_STRING_PLAIN |
+					get(rep->root, "error"), JSON_C_TO_STRING_PLAIN |
 					JSON_C_TO_STRING_NOSLASHESCAPE));
 		else
-			fprintf(stderr, "%s: %s (%s)\n", cmd_name, rep.message, rep.code_name);
-		cw_ctl_reply_done(&rep);
+			fprintf(stderr, "%s: %s (%s)\n", cmd_name, rep->message, rep->code_name);
+		cw_ctl_reply_done(rep);
 		return EXIT_REFUSED;
 	}
+	return 0;
+}
+
+static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
+{
+	struct cw_ctl_reply rep;
+	int r = fetch(cmd, args, &rep);
+
+	if (r)
+		return r;
 	if (json_out)
 		printf("%s\n", json_object_to_json_string_ext(rep.result, JSON_C_TO_STRING_PRETTY |
 								       JSON_C_TO_STRING_SPACED |
@@ -959,6 +970,197 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
+/* The entry of array a whose key k equals that of o, or NULL. */
+static json_object *match(json_object *a, const char *k, json_object *o)
+{
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *x = json_object_array_get_idx(a, i);
+
+		if (gi(x, k) == gi(o, k))
+			return x;
+	}
+	return NULL;
+}
+
+/* What counter k grew by from was to now (was NULL: since it started). */
+static uint64_t grew(json_object *now, json_object *was, const char *k)
+{
+	uint64_t a = (uint64_t)gi(now, k), b = was ? (uint64_t)gi(was, k) : 0;
+
+	return a >= b ? a - b : a;	/* less: the daemon started again */
+}
+
+/* The latency under which a fraction q of an interval's best-effort
+ * requests finished: the upper edge of the bucket (stats: bucket i holds
+ * latencies under 2^i us); 0 without any. */
+static int64_t interval_quantile(json_object *now, json_object *was, double q)
+{
+	json_object *h = get(now, "be_hist"), *g = get(was, "be_hist");
+	size_t n = h ? json_object_array_length(h) : 0;
+	uint64_t d[64] = { 0 }, total = 0, seen = 0;
+
+	for (size_t b = 0; b < n && b < 64; b++) {
+		uint64_t x = (uint64_t)json_object_get_int64(json_object_array_get_idx(h, b));
+		uint64_t y = g ? (uint64_t)json_object_get_int64(json_object_array_get_idx(g, b)) : 0;
+
+		d[b] = x >= y ? x - y : x;
+		total += d[b];
+	}
+	for (size_t b = 0; total && b < n && b < 64; b++) {
+		seen += d[b];
+		if ((double)seen >= q * (double)total)
+			return (int64_t)(UINT64_C(1) << b) * 1000;
+	}
+	return 0;
+}
+
+/* One interval, from the stats reply was to now: per disk and per
+ * reservation, rates per second and counts in the interval. */
+static json_object *interval_json(json_object *was, json_object *now, const char *when)
+{
+	json_object *o = json_object_new_object(), *disks = json_object_new_array();
+	json_object *resvs = json_object_new_array(), *a;
+	int64_t dt = gi(now, "now_ns") - gi(was, "now_ns");
+	double s = dt > 0 ? (double)dt / 1e9 : 1;
+
+	json_object_object_add(o, "time", json_object_new_string(when));
+	json_object_object_add(o, "interval_ns", json_object_new_int64(dt));
+	a = get(now, "disks");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *n = json_object_array_get_idx(a, i), *w = match(get(was, "disks"),
+									 "disk_id", n);
+		json_object *d = json_object_new_object();
+		uint64_t slack = grew(n, w, "slack_used_ns");
+
+		json_object_object_add(d, "disk", json_object_new_string(gs(n, "disk")));
+		json_object_object_add(d, "disk_id", json_object_new_int64(gi(n, "disk_id")));
+		json_object_object_add(d, "iops", json_object_new_double(
+			(double)(grew(n, w, "rt_requests") + grew(n, w, "be_requests")) / s));
+		json_object_object_add(d, "read_bps", json_object_new_double(
+			(double)grew(n, w, "read_bytes") / s));
+		json_object_object_add(d, "written_bps", json_object_new_double(
+			(double)grew(n, w, "written_bytes") / s));
+		put_u64(d, "rt_requests", grew(n, w, "rt_requests"));
+		put_u64(d, "rt_misses", grew(n, w, "rt_misses"));
+		put_u64(d, "be_requests", grew(n, w, "be_requests"));
+		json_object_object_add(d, "be_p50_ns", json_object_new_int64(
+			interval_quantile(n, w, 0.5)));
+		json_object_object_add(d, "be_p99_ns", json_object_new_int64(
+			interval_quantile(n, w, 0.99)));
+		put_u64(d, "slack_used_ns", slack);
+		json_object_object_add(d, "slack_used", json_object_new_double(
+			dt > 0 ? (double)slack / (double)dt : 0));
+		json_object_array_add(disks, d);
+	}
+	a = get(now, "reservations");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *n = json_object_array_get_idx(a, i), *w = match(get(was, "reservations"),
+									 "id", n);
+		json_object *r = json_object_new_object();
+
+		put_u64(r, "id", (uint64_t)gi(n, "id"));
+		json_object_object_add(r, "iops", json_object_new_double(
+			(double)grew(n, w, "requests") / s));
+		json_object_object_add(r, "read_bps", json_object_new_double(
+			(double)grew(n, w, "read_bytes") / s));
+		json_object_object_add(r, "written_bps", json_object_new_double(
+			(double)grew(n, w, "written_bytes") / s));
+		put_u64(r, "misses", grew(n, w, "misses"));
+		json_object_array_add(resvs, r);
+	}
+	json_object_object_add(o, "disks", disks);
+	json_object_object_add(o, "reservations", resvs);
+	return o;
+}
+
+static char *fbps(json_object *o, const char *k, char *buf)
+{
+	return cw_units_format_rate((uint64_t)(json_object_get_double(get(o, k)) + 0.5), buf);
+}
+
+static void print_interval(json_object *iv)
+{
+	struct table t = { .ncols = 8 }, u = { .ncols = 5 };
+	json_object *d = get(iv, "disks"), *r = get(iv, "reservations");
+	char len[CW_UNITS_BUF];
+
+	printf("%s  (%s)\n", gs(iv, "time"), fdur(iv, "interval_ns", len));
+	table_row(&t, "DISK", "IOPS", "READ", "WRITTEN", "RT-MISSES", "BE-P50", "BE-P99",
+		  "SLACK-USED");
+	for (size_t i = 0; d && i < json_object_array_length(d); i++) {
+		json_object *o = json_object_array_get_idx(d, i);
+		char iops[24], rd[CW_UNITS_BUF], wr[CW_UNITS_BUF], a[CW_UNITS_BUF];
+		char b[CW_UNITS_BUF], slack[16];
+		bool be = gi(o, "be_requests") > 0;
+
+		snprintf(iops, sizeof(iops), "%.0f", json_object_get_double(get(o, "iops")));
+		snprintf(slack, sizeof(slack), "%.1f%%",
+			 100 * json_object_get_double(get(o, "slack_used")));
+		table_row(&t, gs(o, "disk"), iops, fbps(o, "read_bps", rd),
+			  fbps(o, "written_bps", wr), gs(o, "rt_misses"),
+			  be ? fdur(o, "be_p50_ns", a) : "-", be ? fdur(o, "be_p99_ns", b) : "-",
+			  slack);
+	}
+	table_print(&t, stdout);
+	if (!r || !json_object_array_length(r))
+		return;
+	printf("\n");
+	table_row(&u, "RESV", "IOPS", "READ", "WRITTEN", "MISSES");
+	for (size_t i = 0; i < json_object_array_length(r); i++) {
+		json_object *o = json_object_array_get_idx(r, i);
+		char iops[24], rd[CW_UNITS_BUF], wr[CW_UNITS_BUF];
+
+		snprintf(iops, sizeof(iops), "%.0f", json_object_get_double(get(o, "iops")));
+		/* Id 0: a static reservation (clockwised -r). */
+		table_row(&u, strcmp(gs(o, "id"), "0") ? gs(o, "id") : "static", iops,
+			  fbps(o, "read_bps", rd), fbps(o, "written_bps", wr), gs(o, "misses"));
+	}
+	table_print(&u, stdout);
+}
+
+/* Every interval's counters until count intervals (or a signal): text
+ * blocks, or one JSON object per line with --json. */
+static int stats_watch(int64_t every, long count)
+{
+	struct cw_ctl_reply was, now;
+	int r = fetch(CW_CTL_CMD_STATS, NULL, &was);
+
+	if (r)
+		return r;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (long i = 0; (count < 0 || i < count) && !interrupted; i++) {
+		struct timespec ts = { every / CW_NS_PER_S, every % CW_NS_PER_S };
+		char when[40];
+		time_t t;
+		json_object *iv;
+
+		nanosleep(&ts, NULL);	/* a pacing interval, not a wait for a state */
+		if (interrupted)
+			break;
+		r = fetch(CW_CTL_CMD_STATS, NULL, &now);
+		if (r)
+			break;
+		t = time(NULL);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S%z", localtime(&t));
+		iv = interval_json(was.result, now.result, when);
+		if (json_out) {
+			printf("%s\n", json_object_to_json_string_ext(iv, JSON_C_TO_STRING_PLAIN |
+							    JSON_C_TO_STRING_NOSLASHESCAPE));
+		} else {
+			if (i > 0)
+				printf("\n");
+			print_interval(iv);
+		}
+		fflush(stdout);
+		json_object_put(iv);
+		cw_ctl_reply_done(&was);
+		was = now;
+	}
+	cw_ctl_reply_done(&was);
+	return r;
+}
+
 static int c_stats(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -967,7 +1169,7 @@ static int c_stats(int argc, char **argv)
 	};
 	int64_t every = 0;
 	long count = -1;
-	int o, r;
+	int o;
 
 	while ((o = next_opt(argc, argv, "hw:c:", lo)) != -1) {
 		char *end;
@@ -988,23 +1190,7 @@ static int c_stats(int argc, char **argv)
 		return usage_error("stats takes no arguments");
 	if (!every)
 		return call(CW_CTL_CMD_STATS, NULL, print_stats);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	for (long i = 0; count < 0 || i < count; i++) {
-		struct timespec ts = { every / CW_NS_PER_S, every % CW_NS_PER_S };
-
-		if (i > 0) {
-			nanosleep(&ts, NULL);	/* a pacing interval, not a wait for a state */
-			if (!json_out)
-				printf("\n");
-		}
-		if (interrupted)
-			break;
-		r = call(CW_CTL_CMD_STATS, NULL, print_stats);
-		if (r)
-			return r;
-	}
-	return 0;
+	return stats_watch(every, count);
 }
 
 static const char size_help[] =
@@ -1082,9 +1268,13 @@ static const struct command commands[] = {
 	{ "export", "remove", "NAME", "Stops exporting NAME.\n", NULL, CW_CTL_CMD_EXPORT_REMOVE, "name",
 	  print_removed },
 	{ NULL, "stats", "[--watch SECONDS [--count N]]",
-	  "The data path's counters per disk and per reservation: real-time requests\n"
-	  "and deadline misses, best-effort latency percentiles, slack used.  --watch\n"
-	  "repeats every SECONDS (N times, or until interrupted).\n", c_stats },
+	  "The data path's counters per disk and per reservation since the daemon\n"
+	  "started: real-time requests and deadline misses, best-effort latency\n"
+	  "percentiles, slack used.  --watch shows each interval of SECONDS instead\n"
+	  "(N of them, or until interrupted), with its time: IOPS, bytes read and\n"
+	  "written per second, deadline misses, best-effort p50/p99 and the share of\n"
+	  "the interval best effort ran in the streams' slack; with --json, one JSON\n"
+	  "object per line.\n", c_stats },
 };
 
 static void group_help(const char *group)
