@@ -283,7 +283,15 @@ char *cw_units_format_size(uint64_t bytes, char buf[CW_UNITS_BUF])
 {
 	static const struct family bin = { 1024, { "B", "K", "M", "G", "T" } };
 	static const struct family dec = { 1000, { "B", "KB", "MB", "GB", "TB" } };
+	char a[CW_UNITS_BUF];
 
+	/* A size is typed back (a partition's, a range's end): one that no
+	 * unit shows exactly prints in bytes, never rounded (2G - 1 byte
+	 * is not "2G"). */
+	if (!exact(&bin, bytes, a, sizeof(a)) && !exact(&dec, bytes, a, sizeof(a))) {
+		snprintf(buf, CW_UNITS_BUF, "%" PRIu64 "B", bytes);
+		return buf;
+	}
 	return format(&bin, &dec, bytes, buf);
 }
 

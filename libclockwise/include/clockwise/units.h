@@ -59,8 +59,10 @@ int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns);
 /* Short forms in the same units, e.g. "64M", "1MB", "8MiB/s", "1.5MB/s",
  * "12.3ms".  A value is shown exactly when one decimal can: sizes in
  * binary units first, then decimal; rates in decimal units first, then
- * binary; otherwise rounded to one decimal (sizes binary, rates decimal).
- * An exact form parses back to the same value.  Return buf. */
+ * binary.  Otherwise a size prints in bytes ("2147483647B": exact, as a
+ * size is typed back) and a rate or a duration is rounded to one decimal
+ * (rates decimal).  A size, and an exact rate, parse back to the same
+ * value.  Return buf. */
 #define CW_UNITS_BUF 32
 char *cw_units_format_size(uint64_t bytes, char buf[CW_UNITS_BUF]);
 char *cw_units_format_rate(uint64_t bytes_per_s, char buf[CW_UNITS_BUF]);
