@@ -810,16 +810,26 @@ static void print_part_show(json_object *p)
 static int c_part_resize(int argc, char **argv)
 {
 	static const struct option lo[] = { HELP_OPT, { "size", required_argument, NULL, 's' },
-					    { 0 } };
+					    { "force", no_argument, NULL, 'f' }, { 0 } };
 	json_object *a = args_new();
 	uint64_t size;
 	bool have_size = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hs:", lo)) != -1) {
-		if (o != 's' || !size_arg("--size", optarg, &size))
+	while ((o = next_opt(argc, argv, "hs:f", lo)) != -1) {
+		/* +SIZE grows by it, -SIZE shrinks by it, SIZE is the size. */
+		const char *key = optarg && *optarg == '+' ? "grow" :
+				  optarg && *optarg == '-' ? "shrink" : "size";
+
+		if (o == 'f') {
+			json_object_object_add(a, "force", json_object_new_boolean(1));
+			continue;
+		}
+		if (o != 's' || !size_arg("--size", optarg + (strcmp(key, "size") != 0), &size))
 			return json_object_put(a), EXIT_USAGE;
-		put_u64(a, "size", size);
+		if (have_size)
+			return json_object_put(a), usage_error("--size given twice");
+		put_u64(a, key, size);
 		have_size = true;
 	}
 	if (argc - optind != 1)
@@ -1236,10 +1246,12 @@ static const struct command commands[] = {
 	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
 	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", NULL,
 	  CW_CTL_CMD_PART_SHOW, "name", print_part_show },
-	{ "part", "resize", "NAME --size SIZE",
-	  "Grows or shrinks a partition at its end; refused when shrinking below a\n"
-	  "reserved range or while it is exported.  An export that grows has its new\n"
-	  "size for new connections; open ones keep theirs.\n", c_part_resize },
+	{ "part", "resize", "NAME --size [+|-]SIZE [--force]",
+	  "Grows or shrinks a partition at its end: to SIZE, or by SIZE with + or -.\n"
+	  "Shrinking discards the data at the end and needs --force; it is refused\n"
+	  "below a reserved range or while the partition is exported, and a size of\n"
+	  "0 is refused (delete the partition instead).  An export that grows has\n"
+	  "its new size for new connections; open ones keep theirs.\n", c_part_resize },
 	{ "part", "delete", "NAME",
 	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
 	  CW_CTL_CMD_PART_DELETE, "name", print_removed },

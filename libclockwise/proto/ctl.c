@@ -84,7 +84,11 @@ static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"),
 static const struct cw_ctl_arg_spec part_create[] = {
 	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), END
 };
-static const struct cw_ctl_arg_spec part_resize[] = { SR("name"), UR("size"), END };
+/* One of size (the new size), grow or shrink (by so many bytes); a
+ * shrink needs force. */
+static const struct cw_ctl_arg_spec part_resize[] = {
+	SR("name"), U("size"), U("grow"), U("shrink"), B("force"), END
+};
 /* range: bytes [range_start, range_end) of the partition (range_end 0 or
  * absent: its end); start: nanoseconds from now; duration 0: open. */
 /* dry_run: plan and test, book nothing. */
