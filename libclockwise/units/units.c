@@ -345,9 +345,9 @@ char *cw_units_format_duration3(int64_t ns, char buf[CW_UNITS_BUF])
 			frac /= 10;
 			decimals--;
 		}
-		if (decimals)
-			snprintf(buf, CW_UNITS_BUF, "%s%" PRIu64 ".%0*" PRIu64 "%s", sign, whole,
-				 (int)decimals, frac, u[i].sfx);
+		if (decimals)	/* frac < 100: two digits at most */
+			snprintf(buf, CW_UNITS_BUF, "%s%" PRIu64 ".%0*u%s", sign, whole,
+				 (int)decimals, (unsigned)(frac % 100), u[i].sfx);
 		else
 			snprintf(buf, CW_UNITS_BUF, "%s%" PRIu64 "%s", sign, whole, u[i].sfx);
 		return buf;
