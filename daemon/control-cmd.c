@@ -37,6 +37,7 @@ static const cwc_handler_fn handlers[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_EXPORT_QOS] = cwc_cmd_export_qos,
 	[CW_CTL_CMD_STATS] = cwc_cmd_stats,
 	[CW_CTL_CMD_DISK_PLAN] = cwc_cmd_disk_plan,
+	[CW_CTL_CMD_DISK_HEADROOM] = cwc_cmd_disk_headroom,
 };
 
 void cwc_emit_error(cwc_emit_fn emit, void *data, enum cw_ctl_code code, const char *msg,

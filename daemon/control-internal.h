@@ -5,7 +5,8 @@
  * control-cmd.c (a request's way from its line to its reply: parsing,
  * rights, the command table), control-util.c (errors and look-ups every
  * command uses), and one file per command family: control-disk.c,
- * control-part.c, control-resv.c, control-export.c, control-qos.c, control-status.c.
+ * control-part.c, control-resv.c, control-export.c, control-qos.c, control-status.c,
+ * control-headroom.c.
  * Private to daemon/.
  *
  * The calls point one way: control-socket.c -> control-cmd.c -> the families ->
@@ -106,6 +107,7 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_remove(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_calibrate(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_plan(struct ctx *c, json_object **ret);
+int cwc_cmd_disk_headroom(struct ctx *c, json_object **ret);	/* control-headroom.c */
 /* A calibration's disk and options from the request (-1: c says why),
  * and, once measured, the model taken and the reply built. */
 int cwc_calib_prepare(struct ctx *c, struct calib *k);

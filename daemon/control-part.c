@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <clockwise/units.h>
+
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "control-internal.h"
@@ -67,6 +69,8 @@ int cwc_cmd_part_create(struct ctx *c, json_object **ret)
 	int r;
 
 	cw_ctl_arg_uint(c->req, "size", &size);
+	if (size == 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "a partition of 0 bytes holds nothing");
 	if (!cw_name_valid(name))
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
 			    "partition name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
@@ -191,6 +195,51 @@ static int part_users(struct ctx *c, const char *name, uint64_t below_bytes)
 	return 0;
 }
 
+/* The size a resize asks for: size, or the size now grown or shrunk by
+ * so much; never nothing. */
+static int resize_target(struct ctx *c, struct cw_part *part, const char *name,
+			 uint64_t *ret_size)
+{
+	uint64_t size = 0, grow = 0, shrink = 0, now = cw_part_size_bytes(part);
+	bool has_size = cw_ctl_arg_uint(c->req, "size", &size);
+	bool has_grow = cw_ctl_arg_uint(c->req, "grow", &grow);
+	bool has_shrink = cw_ctl_arg_uint(c->req, "shrink", &shrink);
+	char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
+
+	if (has_size + has_grow + has_shrink != 1)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "part.resize: give one of \"size\", "
+				"\"grow\" and \"shrink\"");
+	if (has_grow && grow > UINT64_MAX / 2 - now)
+		return cwc_fail(c, CW_CTL_E_NO_SPACE, "growing %s by %" PRIu64 " bytes: too large",
+				name, grow);
+	if (has_shrink && shrink >= now)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "shrinking %s (%s) by %s would leave "
+				"nothing: delete it instead", name, cw_units_format_size(now, a),
+				cw_units_format_size(shrink, b));
+	size = has_size ? size : has_grow ? now + grow : now - shrink;
+	if (size == 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "a partition of 0 bytes holds nothing: "
+				"delete %s instead", name);
+	*ret_size = size;
+	return 0;
+}
+
+/* A shrink discards the end's data: only when asked with force. */
+static int shrink_forced(struct ctx *c, struct cw_part *part, const char *name, uint64_t size)
+{
+	uint64_t now = cw_part_size_bytes(part);
+	char a[CW_UNITS_BUF], b[CW_UNITS_BUF], d[CW_UNITS_BUF];
+	bool force = false;
+
+	cw_ctl_arg_bool(c->req, "force", &force);
+	if (size >= now || force)
+		return 0;
+	return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "shrinking %s from %s to %s discards its last "
+			"%s: say so with force (cwctl part resize --force)", name,
+			cw_units_format_size(now, a), cw_units_format_size(size, b),
+			cw_units_format_size(now - size, d));
+}
+
 int cwc_cmd_part_resize(struct ctx *c, json_object **ret)
 {
 	const char *name = cw_ctl_arg_str(c->req, "name");
@@ -198,8 +247,8 @@ int cwc_cmd_part_resize(struct ctx *c, json_object **ret)
 	uint64_t size = 0, bs, have;
 	int r;
 
-	cw_ctl_arg_uint(c->req, "size", &size);
-	if (cwc_find_part(c, name, &part) < 0 || part_users(c, name, size) < 0)
+	if (cwc_find_part(c, name, &part) < 0 || resize_target(c, part, name, &size) < 0 ||
+	    part_users(c, name, size) < 0)
 		return -1;
 	bs = cw_part_block_size(part);
 	have = cw_part_nblocks(part);
@@ -213,6 +262,8 @@ int cwc_cmd_part_resize(struct ctx *c, json_object **ret)
 					    "grow, but shrinks only once the export is removed", name,
 					    c->srv->exports[i].name);
 	}
+	if (shrink_forced(c, part, name, size) < 0)
+		return -1;
 	r = cw_part_resize(part, size);
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);

@@ -78,6 +78,22 @@ void cwc_resv_expire(struct cwc_server *srv)
 	}
 }
 
+/* A dry run admitted: what was asked, and how far the rate could go. */
+static int resv_dry_run(struct ctx *c, const struct cw_admit_request *rq, json_object **ret)
+{
+	uint64_t max = 0;
+	int r = cw_admit_state_headroom(c->srv->adm, rq, &max, NULL);
+
+	*ret = json_object_new_object();
+	cwc_add(*ret, "dry_run", json_object_new_boolean(1));
+	cwc_add(*ret, "admitted", json_object_new_boolean(1));
+	cwc_add(*ret, "part", cwc_jstr(rq->part));
+	cwc_add(*ret, "rate", cw_ctl_json_u64(rq->rate_bps));
+	cwc_add(*ret, "block", cw_ctl_json_u64(rq->block_bytes));
+	cwc_add(*ret, "max_rate", r == 0 ? cw_ctl_json_u64(max) : NULL);
+	return 0;
+}
+
 int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
@@ -97,6 +113,7 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "start or duration too far in the future");
 	rq.start_in_ns = (int64_t)start;
 	rq.duration_ns = (int64_t)duration;
+	cw_ctl_arg_bool(c->req, "dry_run", &rq.dry_run);
 	r = cw_admit_state_reserve(srv->adm, &rq, &rv, &ref, NULL);
 	if (r == -ENOENT && !ref.reason[0])
 		return cwc_fail(c, CW_CTL_E_NOT_FOUND, "no partition \"%s\"", rq.part);
@@ -104,6 +121,8 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 		return cwc_fail(c, CW_CTL_E_INTERNAL, "out of memory");
 	if (r < 0)
 		return cwc_fail_refused(c, r, &ref);
+	if (rq.dry_run)
+		return resv_dry_run(c, &rq, ret);
 	*ret = resv_json(srv, rv, true);
 	return 0;
 }

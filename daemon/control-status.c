@@ -55,6 +55,16 @@ int cwc_cmd_status(struct ctx *c, json_object **ret)
 	return 0;
 }
 
+/* The best-effort latency histogram, counts by bucket (control.h). */
+static json_object *hist_json(const uint64_t *h)
+{
+	json_object *a = json_object_new_array();
+
+	for (unsigned b = 0; b < CWC_HIST_BUCKETS; b++)
+		json_object_array_add(a, cw_ctl_json_u64(h[b]));
+	return a;
+}
+
 int cwc_cmd_stats(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
@@ -85,6 +95,7 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "slack_used_ns", json_object_new_int64(s->slack_used_ns));
 		cwc_add(o, "read_bytes", cw_ctl_json_u64(s->read_bytes));
 		cwc_add(o, "written_bytes", cw_ctl_json_u64(s->written_bytes));
+		cwc_add(o, "be_hist", hist_json(s->be_hist));
 		json_object_array_add(disks, o);
 	}
 	resvs = json_object_new_array();
@@ -95,12 +106,16 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "id", cw_ctl_json_u64(s->resv_id));
 		cwc_add(o, "requests", cw_ctl_json_u64(s->requests));
 		cwc_add(o, "misses", cw_ctl_json_u64(s->misses));
+		cwc_add(o, "read_bytes", cw_ctl_json_u64(s->read_bytes));
+		cwc_add(o, "written_bytes", cw_ctl_json_u64(s->written_bytes));
 		cwc_add(o, "worst_late_ns", json_object_new_int64(s->worst_late_ns));
 		json_object_array_add(resvs, o);
 	}
 	free(st.disks);
 	free(st.resvs);
 	*ret = json_object_new_object();
+	/* The server's clock: a client divides two replies' difference. */
+	cwc_add(*ret, "now_ns", json_object_new_int64(srv->o.clock_ns()));
 	cwc_add(*ret, "disks", disks);
 	cwc_add(*ret, "reservations", resvs);
 	return 0;

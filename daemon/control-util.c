@@ -58,14 +58,24 @@ int cwc_fail_refused(struct ctx *c, int r, const struct cw_admit_refusal *ref)
 	det = json_object_new_object();
 	cwc_add(det, "disk", cwc_jstr(ref->disk));
 	cwc_add(det, "disk_id", json_object_new_int64(ref->disk_id));
-	if (ref->resv_id)
+	/* Whose deadline: the same stream the sentence names. */
+	cwc_add(det, "stream", cwc_jstr(cw_admit_who_name(ref->who)));
+	if (ref->who == CW_ADMIT_WHO_RESV)
 		cwc_add(det, "resv", cw_ctl_json_u64(ref->resv_id));
+	if (ref->who == CW_ADMIT_WHO_STARTUP)
+		cwc_add(det, "export", cwc_jstr(ref->export_name));
 	cwc_add(det, "condition", cwc_jstr(why_name(ref->part.result.why)));
 	cwc_add(det, "utilization", json_object_new_double(ref->part.result.utilization));
-	cwc_add(det, "period_ns", json_object_new_int64(ref->part.task.period_ns));
-	cwc_add(det, "service_ns", json_object_new_int64(ref->part.task.service_ns));
-	if (ref->part.result.why == CW_ADMIT_BLOCKING)
+	if (ref->who != CW_ADMIT_WHO_ALL) {
+		cwc_add(det, "period_ns", json_object_new_int64(ref->task.period_ns));
+		cwc_add(det, "service_ns", json_object_new_int64(ref->task.service_ns));
+	}
+	if (ref->part.result.why == CW_ADMIT_BLOCKING) {
 		cwc_add(det, "l_ns", json_object_new_int64(ref->part.result.fail_l_ns));
+		cwc_add(det, "need_ns", json_object_new_int64(ref->part.result.fail_need_ns));
+	}
+	if (ref->has_max_rate)
+		cwc_add(det, "max_rate", cw_ctl_json_u64(ref->max_rate_bps));
 	c->details = det;
 	return cwc_fail(c, CW_CTL_E_REFUSED, "%s", ref->reason);
 }

@@ -65,18 +65,22 @@ struct cwc_export {
 };
 
 /* Live counters from the data path (the stats hook fills them). */
+#define CWC_HIST_BUCKETS 24	/* bucket i: latencies in [2^(i-1), 2^i) us; 0: under 1 us */
+
 struct cwc_disk_stats {
 	uint32_t disk_id;
 	uint64_t rt_requests, rt_misses;
 	uint64_t be_requests;
 	int64_t be_p50_ns, be_p99_ns, be_max_ns;	/* BE latency */
-	int64_t slack_used_ns;			/* BE service run inside ΔL */
+	uint64_t be_hist[CWC_HIST_BUCKETS];	/* BE latency: a client diffs two for an interval's */
+	int64_t slack_used_ns;			/* BE service run in the streams' slack */
 	uint64_t read_bytes, written_bytes;
 };
 
 struct cwc_resv_stats {
 	uint64_t resv_id;
 	uint64_t requests, misses;
+	uint64_t read_bytes, written_bytes;
 	int64_t worst_late_ns;
 };
 

@@ -383,7 +383,11 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 		cwd_stats_hist_add(l->st.be_lat, now - q->arrival_ns);
 		if (!err && p->io.op != CW_IO_FSYNC)
 			lane_be_done(l, p);
-		if (l->sched && p->sr.via == CW_SCHED_VIA_SLACK)
+		/* Slack is what the streams leave: ΔL_r between their
+		 * requests, and the disk idle of released ones (where most
+		 * best effort runs); the server's time is booked like a
+		 * stream's, not slack. */
+		if (l->sched && (p->sr.via == CW_SCHED_VIA_SLACK || p->sr.via == CW_SCHED_VIA_IDLE))
 			cwd_stats_add(&l->st.slack_used_ns, (uint64_t)(now - p->start_ns));
 	}
 	if (atomic_fetch_sub(&q->pending, 1) == 1)

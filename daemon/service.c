@@ -214,6 +214,9 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		ds->disk_id = d->id;
 		for (j = 0; j < d->nlanes; j++)
 			lane_sum(ds, &d->lanes[j].st, hist);
+		_Static_assert(CWC_HIST_BUCKETS == CWD_STATS_HIST_BUCKETS, "one histogram");
+		for (unsigned b = 0; b < CWC_HIST_BUCKETS; b++)
+			ds->be_hist[b] = cwd_stats_get(&hist[b]);
 		ds->be_p50_ns = cwd_stats_hist_quantile(hist, 0.5);
 		ds->be_p99_ns = cwd_stats_hist_quantile(hist, 0.99);
 		ds->be_max_ns = cwd_stats_hist_quantile(hist, 1.0);
@@ -234,6 +237,8 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 			.resv_id = rv->a->persistent ? rv->a->id : 0,
 			.requests = cwd_stats_get(&rv->st.rt_done),
 			.misses = cwd_stats_get(&rv->st.rt_missed),
+			.read_bytes = cwd_stats_get(&rv->st.read_bytes),
+			.written_bytes = cwd_stats_get(&rv->st.write_bytes),
 		};
 	}
 	ret->n_resvs = n;

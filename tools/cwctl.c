@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -40,17 +41,94 @@ static const char *socket_path = "/run/clockwise/control";
 static bool json_out;
 static const char *cmd_name = "cwctl";	/* "cwctl part create" in messages */
 
+/* An error of cwctl's own (not the server's): a line for people, or with
+ * --json the object the server's errors are, {"code", "message"}. */
+static void own_error(const char *code, const char *hint, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (json_out) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "code", json_object_new_string(code));
+		json_object_object_add(o, "message", json_object_new_string(msg));
+		fprintf(stderr, "%s\n", json_object_to_json_string_ext(
+				o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+		return;
+	}
+	fprintf(stderr, "%s: %s\n%s", cmd_name, msg, hint ? hint : "");
+}
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
+	char hint[160];
 	va_list ap;
 
-	fprintf(stderr, "%s: ", cmd_name);
+	snprintf(hint, sizeof(hint), "Try '%s --help'.\n", cmd_name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	own_error("bad-usage", hint, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", cmd_name);
 	return EXIT_USAGE;
+}
+
+static int connect_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int connect_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	own_error("no-server", NULL, fmt, ap);
+	va_end(ap);
+	return EXIT_CONNECT;
+}
+
+/* The pid of a process named clockwised, 0 if none is seen. */
+static long daemon_pid(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	long pid = 0;
+
+	while (d && !pid && (e = readdir(d))) {
+		char path[300], comm[64] = "";
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (f && fgets(comm, sizeof(comm), f) && strcmp(comm, "clockwised\n") == 0)
+			pid = strtol(e->d_name, NULL, 10);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return pid;
+}
+
+/* Why connecting to the socket failed, and what to do about it. */
+static int no_server(int r)
+{
+	long pid = r == -ENOENT || r == -ECONNREFUSED ? daemon_pid() : 0;
+
+	if (r == -EACCES || r == -EPERM)
+		return connect_error("cannot connect to %s: permission denied (the control socket "
+				     "is for root and the clockwise groups)", socket_path);
+	if ((r == -ENOENT || r == -ECONNREFUSED) && pid)
+		return connect_error("cannot connect to %s: %s; clockwised is running (pid %ld) "
+				     "but not on this socket: give its control_socket with "
+				     "--socket or $CLOCKWISE_CONTROL", socket_path,
+				     r == -ENOENT ? "no such socket" : "nothing listens there", pid);
+	if (r == -ENOENT || r == -ECONNREFUSED)
+		return connect_error("cannot connect to %s: %s; clockwised is not running "
+				     "(start it, e.g. systemctl start clockwised)", socket_path,
+				     r == -ENOENT ? "no such socket" :
+				     "nothing listens there (a socket left by a daemon that ended)");
+	return connect_error("cannot connect to %s: %s", socket_path, strerror(-r));
 }
 
 /* ---- printing ---------------------------------------------------------- */
@@ -236,41 +314,49 @@ typedef void (*print_fn)(json_object *result);
 
 /* Sends one request; prints the result with print (or as JSON) and
  * returns the exit status. */
-static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
+/* Sends one request: 0 with *rep a result (cw_ctl_reply_done it), or
+ * the exit status after saying why. */
+static int fetch(enum cw_ctl_cmd cmd, json_object *args, struct cw_ctl_reply *rep)
 {
 	struct cwctl_client c;
-	struct cw_ctl_reply rep;
 	int r = cwctl_client_open(&c, socket_path);
 
 	if (r < 0) {
-		fprintf(stderr, "%s: cannot connect to %s: %s\n", cmd_name, socket_path,
-			strerror(-r));
 		json_object_put(args);
-		return EXIT_CONNECT;
+		return no_server(r);
 	}
-	r = cwctl_client_call(&c, cmd, args, progress, NULL, &rep);
+	r = cwctl_client_call(&c, cmd, args, progress, NULL, rep);
 	json_object_put(args);
 	cwctl_client_close(&c);
 	if (bar_shown) {
 		fprintf(stderr, "\n");
 		bar_shown = false;
 	}
-	if (r < 0) {
-		fprintf(stderr, "%s: %s: %s\n", cmd_name, socket_path,
-			r == -EPROTO ? "the server's reply is not the control protocol"
+	if (r < 0)
+		return connect_error("%s: %s", socket_path,
+				     r == -EPROTO ? "the server's reply is not the control protocol"
 				     : r == -ECONNRESET ? "the server closed the connection"
-							: strerror(-r));
-		return EXIT_CONNECT;
-	}
-	if (rep.kind == CW_CTL_REPLY_ERROR) {
+				     : strerror(-r));
+	if (rep->kind == CW_CTL_REPLY_ERROR) {
 		if (json_out)
 			fprintf(stderr, "%s\n", json_object_to_json_string_ext(
-							get(rep.root, "error"), JSON_C_TO_STRING_PLAIN));
+					get(rep->root, "error"), JSON_C_TO_STRING_PLAIN |
+					JSON_C_TO_STRING_NOSLASHESCAPE));
 		else
-			fprintf(stderr, "%s: %s (%s)\n", cmd_name, rep.message, rep.code_name);
-		cw_ctl_reply_done(&rep);
+			fprintf(stderr, "%s: %s (%s)\n", cmd_name, rep->message, rep->code_name);
+		cw_ctl_reply_done(rep);
 		return EXIT_REFUSED;
 	}
+	return 0;
+}
+
+static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
+{
+	struct cw_ctl_reply rep;
+	int r = fetch(cmd, args, &rep);
+
+	if (r)
+		return r;
 	if (json_out)
 		printf("%s\n", json_object_to_json_string_ext(rep.result, JSON_C_TO_STRING_PRETTY |
 								       JSON_C_TO_STRING_SPACED |
@@ -356,11 +442,28 @@ static void command_help(const struct command *c)
  * Returns the option, -1 at the end, or '?' after printing an error. */
 static int next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
-	int o = getopt_long(argc, argv, shortopts, longopts, NULL);
+	int o;
 
+	opterr = 0;	/* said here, in the form of every other error */
+	o = getopt_long(argc, argv, shortopts, longopts, NULL);
 	if (o == 'h') {
 		command_help(current);
 		exit(0);
+	}
+	if (o == '?') {
+		const char *p = optopt ? strchr(shortopts, optopt) : NULL;
+		char one[3] = { '-', (char)optopt, '\0' };
+		const char *arg = one;
+
+		/* A long option by its name; a short one alone (it may come
+		 * with others, "-qz"). */
+		if (optind > 0 && optind <= argc && argv[optind - 1][0] == '-' &&
+		    argv[optind - 1][1] == '-')
+			arg = argv[optind - 1];
+		if (p && p[1] == ':')
+			usage_error("option %s needs a value", arg);
+		else
+			usage_error("unknown option %s", arg);
 	}
 	return o;
 }
@@ -374,7 +477,7 @@ static int positional(int argc, char **argv, int n, char ***ret)
 	int o;
 
 	while ((o = next_opt(argc, argv, "h", lo)) != -1)
-		return usage_error("unknown option");
+		return EXIT_USAGE;
 	if (argc - optind != n)
 		return usage_error("expected %d argument%s, got %d", n, n == 1 ? "" : "s",
 				   argc - optind);
@@ -552,6 +655,80 @@ static int c_disk_plan(int argc, char **argv)
 	return call(CW_CTL_CMD_DISK_PLAN, a, print_plans);
 }
 
+/* A rate the server says fits, rounded down so that it still fits when
+ * typed back; "-" when there is none to say. */
+static char *frate_floor(json_object *o, const char *k, char *buf)
+{
+	json_object *v = get(o, k);
+
+	if (!v || json_object_is_type(v, json_type_null))
+		return strcpy(buf, "-");
+	return cw_units_format_rate(cw_units_floor_rate((uint64_t)json_object_get_int64(v)), buf);
+}
+
+static void print_headroom(json_object *h)
+{
+	struct table t = { .ncols = 8 }, u = { .ncols = 5 };
+	json_object *d = get(h, "disks"), *p = get(h, "partitions");
+	char bs[CW_UNITS_BUF];
+
+	printf("largest stream rates that would be admitted now, in %s blocks\n\n",
+	       fsize(h, "block", bs));
+	table_row(&t, "DISK", "TIER", "STATE", "STREAMS", "UTIL", "DELTA-L", "BE-BUDGET",
+		  "MAX-RATE");
+	for (size_t i = 0; d && i < json_object_array_length(d); i++) {
+		json_object *o = json_object_array_get_idx(d, i);
+		char util[16], dl[CW_UNITS_BUF], be[CW_UNITS_BUF], r[CW_UNITS_BUF];
+
+		snprintf(util, sizeof(util), "%.0f%%",
+			 100 * json_object_get_double(get(o, "utilization")));
+		table_row(&t, gs(o, "disk"), gs(o, "tier"), gs(o, "state"), gs(o, "streams"), util,
+			  get(o, "delta_l_ns") ? fdur(o, "delta_l_ns", dl) : "none",
+			  get(o, "be_budget_ns") ? fdur(o, "be_budget_ns", be) : "none",
+			  frate_floor(o, "max_rate", r));
+	}
+	table_print(&t, stdout);
+	if (!p || !json_object_array_length(p))
+		return;
+	printf("\n");
+	table_row(&u, "PART", "SIZE", "DISKS", "MAX-RATE", "LIMITED-BY");
+	for (size_t i = 0; i < json_object_array_length(p); i++) {
+		json_object *o = json_object_array_get_idx(p, i), *n = get(o, "disks");
+		char size[CW_UNITS_BUF], r[CW_UNITS_BUF], disks[TABLE_CELL] = "";
+
+		for (size_t k = 0; n && k < json_object_array_length(n); k++) {
+			size_t len = strlen(disks);
+
+			snprintf(disks + len, sizeof(disks) - len, "%s%s", k ? "," : "",
+				 json_object_get_string(json_object_array_get_idx(n, k)));
+		}
+		table_row(&u, gs(o, "part"), fsize(o, "size", size), disks[0] ? disks : "-",
+			  frate_floor(o, "max_rate", r), get(o, "limited_by") ?
+			  gs(o, "limited_by") : get(o, "error") ? gs(o, "error") : "-");
+	}
+	table_print(&u, stdout);
+}
+
+static int c_disk_headroom(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "block", required_argument, NULL, 'b' },
+					    { 0 } };
+	json_object *a = args_new();
+	uint64_t v;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hb:", lo)) != -1) {
+		if (o != 'b' || !size_arg("--block", optarg, &v))
+			return json_object_put(a), EXIT_USAGE;
+		put_u64(a, "block", v);
+	}
+	if (argc - optind > 1)
+		return json_object_put(a), usage_error("expected at most one disk NAME");
+	if (argc - optind == 1)
+		put_str(a, "name", argv[optind]);
+	return call(CW_CTL_CMD_DISK_HEADROOM, a, print_headroom);
+}
+
 static void print_part_done(json_object *p)
 {
 	char size[CW_UNITS_BUF];
@@ -634,16 +811,26 @@ static void print_part_show(json_object *p)
 static int c_part_resize(int argc, char **argv)
 {
 	static const struct option lo[] = { HELP_OPT, { "size", required_argument, NULL, 's' },
-					    { 0 } };
+					    { "force", no_argument, NULL, 'f' }, { 0 } };
 	json_object *a = args_new();
 	uint64_t size;
 	bool have_size = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hs:", lo)) != -1) {
-		if (o != 's' || !size_arg("--size", optarg, &size))
+	while ((o = next_opt(argc, argv, "hs:f", lo)) != -1) {
+		/* +SIZE grows by it, -SIZE shrinks by it, SIZE is the size. */
+		const char *key = optarg && *optarg == '+' ? "grow" :
+				  optarg && *optarg == '-' ? "shrink" : "size";
+
+		if (o == 'f') {
+			json_object_object_add(a, "force", json_object_new_boolean(1));
+			continue;
+		}
+		if (o != 's' || !size_arg("--size", optarg + (strcmp(key, "size") != 0), &size))
 			return json_object_put(a), EXIT_USAGE;
-		put_u64(a, "size", size);
+		if (have_size)
+			return json_object_put(a), usage_error("--size given twice");
+		put_u64(a, key, size);
 		have_size = true;
 	}
 	if (argc - optind != 1)
@@ -657,6 +844,14 @@ static int c_part_resize(int argc, char **argv)
 
 static void print_resv_created(json_object *r)
 {
+	char rate[CW_UNITS_BUF], blk[CW_UNITS_BUF], max[CW_UNITS_BUF];
+
+	if (json_object_get_boolean(get(r, "dry_run"))) {
+		printf("would admit %s in %s blocks on %s (nothing booked); the largest rate "
+		       "that fits now is %s\n", frate(r, "rate", rate), fsize(r, "block", blk),
+		       gs(r, "part"), frate_floor(r, "max_rate", max));
+		return;
+	}
 	printf("admitted ");
 	print_resv(r);
 }
@@ -667,7 +862,8 @@ static int c_resv_create(int argc, char **argv)
 		HELP_OPT, { "rate", required_argument, NULL, 'r' },
 		{ "block", required_argument, NULL, 'b' }, { "range", required_argument, NULL, 'R' },
 		{ "start", required_argument, NULL, 's' },
-		{ "duration", required_argument, NULL, 'd' }, { 0 }
+		{ "duration", required_argument, NULL, 'd' },
+		{ "dry-run", no_argument, NULL, 'n' }, { 0 }
 	};
 	json_object *a = args_new();
 	uint64_t v;
@@ -675,8 +871,11 @@ static int c_resv_create(int argc, char **argv)
 	bool rate = false, block = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hr:b:R:s:d:", lo)) != -1) {
+	while ((o = next_opt(argc, argv, "hr:b:R:s:d:n", lo)) != -1) {
 		switch (o) {
+		case 'n':
+			json_object_object_add(a, "dry_run", json_object_new_boolean(1));
+			break;
 		case 'r':
 			if (cw_units_parse_rate(optarg, &v) < 0) {
 				json_object_put(a);
@@ -869,6 +1068,197 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
+/* The entry of array a whose key k equals that of o, or NULL. */
+static json_object *match(json_object *a, const char *k, json_object *o)
+{
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *x = json_object_array_get_idx(a, i);
+
+		if (gi(x, k) == gi(o, k))
+			return x;
+	}
+	return NULL;
+}
+
+/* What counter k grew by from was to now (was NULL: since it started). */
+static uint64_t grew(json_object *now, json_object *was, const char *k)
+{
+	uint64_t a = (uint64_t)gi(now, k), b = was ? (uint64_t)gi(was, k) : 0;
+
+	return a >= b ? a - b : a;	/* less: the daemon started again */
+}
+
+/* The latency under which a fraction q of an interval's best-effort
+ * requests finished: the upper edge of the bucket (stats: bucket i holds
+ * latencies under 2^i us); 0 without any. */
+static int64_t interval_quantile(json_object *now, json_object *was, double q)
+{
+	json_object *h = get(now, "be_hist"), *g = get(was, "be_hist");
+	size_t n = h ? json_object_array_length(h) : 0;
+	uint64_t d[64] = { 0 }, total = 0, seen = 0;
+
+	for (size_t b = 0; b < n && b < 64; b++) {
+		uint64_t x = (uint64_t)json_object_get_int64(json_object_array_get_idx(h, b));
+		uint64_t y = g ? (uint64_t)json_object_get_int64(json_object_array_get_idx(g, b)) : 0;
+
+		d[b] = x >= y ? x - y : x;
+		total += d[b];
+	}
+	for (size_t b = 0; total && b < n && b < 64; b++) {
+		seen += d[b];
+		if ((double)seen >= q * (double)total)
+			return (int64_t)(UINT64_C(1) << b) * 1000;
+	}
+	return 0;
+}
+
+/* One interval, from the stats reply was to now: per disk and per
+ * reservation, rates per second and counts in the interval. */
+static json_object *interval_json(json_object *was, json_object *now, const char *when)
+{
+	json_object *o = json_object_new_object(), *disks = json_object_new_array();
+	json_object *resvs = json_object_new_array(), *a;
+	int64_t dt = gi(now, "now_ns") - gi(was, "now_ns");
+	double s = dt > 0 ? (double)dt / 1e9 : 1;
+
+	json_object_object_add(o, "time", json_object_new_string(when));
+	json_object_object_add(o, "interval_ns", json_object_new_int64(dt));
+	a = get(now, "disks");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *n = json_object_array_get_idx(a, i), *w = match(get(was, "disks"),
+									 "disk_id", n);
+		json_object *d = json_object_new_object();
+		uint64_t slack = grew(n, w, "slack_used_ns");
+
+		json_object_object_add(d, "disk", json_object_new_string(gs(n, "disk")));
+		json_object_object_add(d, "disk_id", json_object_new_int64(gi(n, "disk_id")));
+		json_object_object_add(d, "iops", json_object_new_double(
+			(double)(grew(n, w, "rt_requests") + grew(n, w, "be_requests")) / s));
+		json_object_object_add(d, "read_bps", json_object_new_double(
+			(double)grew(n, w, "read_bytes") / s));
+		json_object_object_add(d, "written_bps", json_object_new_double(
+			(double)grew(n, w, "written_bytes") / s));
+		put_u64(d, "rt_requests", grew(n, w, "rt_requests"));
+		put_u64(d, "rt_misses", grew(n, w, "rt_misses"));
+		put_u64(d, "be_requests", grew(n, w, "be_requests"));
+		json_object_object_add(d, "be_p50_ns", json_object_new_int64(
+			interval_quantile(n, w, 0.5)));
+		json_object_object_add(d, "be_p99_ns", json_object_new_int64(
+			interval_quantile(n, w, 0.99)));
+		put_u64(d, "slack_used_ns", slack);
+		json_object_object_add(d, "slack_used", json_object_new_double(
+			dt > 0 ? (double)slack / (double)dt : 0));
+		json_object_array_add(disks, d);
+	}
+	a = get(now, "reservations");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *n = json_object_array_get_idx(a, i), *w = match(get(was, "reservations"),
+									 "id", n);
+		json_object *r = json_object_new_object();
+
+		put_u64(r, "id", (uint64_t)gi(n, "id"));
+		json_object_object_add(r, "iops", json_object_new_double(
+			(double)grew(n, w, "requests") / s));
+		json_object_object_add(r, "read_bps", json_object_new_double(
+			(double)grew(n, w, "read_bytes") / s));
+		json_object_object_add(r, "written_bps", json_object_new_double(
+			(double)grew(n, w, "written_bytes") / s));
+		put_u64(r, "misses", grew(n, w, "misses"));
+		json_object_array_add(resvs, r);
+	}
+	json_object_object_add(o, "disks", disks);
+	json_object_object_add(o, "reservations", resvs);
+	return o;
+}
+
+static char *fbps(json_object *o, const char *k, char *buf)
+{
+	return cw_units_format_rate((uint64_t)(json_object_get_double(get(o, k)) + 0.5), buf);
+}
+
+static void print_interval(json_object *iv)
+{
+	struct table t = { .ncols = 8 }, u = { .ncols = 5 };
+	json_object *d = get(iv, "disks"), *r = get(iv, "reservations");
+	char len[CW_UNITS_BUF];
+
+	printf("%s  (%s)\n", gs(iv, "time"), fdur(iv, "interval_ns", len));
+	table_row(&t, "DISK", "IOPS", "READ", "WRITTEN", "RT-MISSES", "BE-P50", "BE-P99",
+		  "SLACK-USED");
+	for (size_t i = 0; d && i < json_object_array_length(d); i++) {
+		json_object *o = json_object_array_get_idx(d, i);
+		char iops[24], rd[CW_UNITS_BUF], wr[CW_UNITS_BUF], a[CW_UNITS_BUF];
+		char b[CW_UNITS_BUF], slack[16];
+		bool be = gi(o, "be_requests") > 0;
+
+		snprintf(iops, sizeof(iops), "%.0f", json_object_get_double(get(o, "iops")));
+		snprintf(slack, sizeof(slack), "%.1f%%",
+			 100 * json_object_get_double(get(o, "slack_used")));
+		table_row(&t, gs(o, "disk"), iops, fbps(o, "read_bps", rd),
+			  fbps(o, "written_bps", wr), gs(o, "rt_misses"),
+			  be ? fdur(o, "be_p50_ns", a) : "-", be ? fdur(o, "be_p99_ns", b) : "-",
+			  slack);
+	}
+	table_print(&t, stdout);
+	if (!r || !json_object_array_length(r))
+		return;
+	printf("\n");
+	table_row(&u, "RESV", "IOPS", "READ", "WRITTEN", "MISSES");
+	for (size_t i = 0; i < json_object_array_length(r); i++) {
+		json_object *o = json_object_array_get_idx(r, i);
+		char iops[24], rd[CW_UNITS_BUF], wr[CW_UNITS_BUF];
+
+		snprintf(iops, sizeof(iops), "%.0f", json_object_get_double(get(o, "iops")));
+		/* Id 0: a static reservation (clockwised -r). */
+		table_row(&u, strcmp(gs(o, "id"), "0") ? gs(o, "id") : "static", iops,
+			  fbps(o, "read_bps", rd), fbps(o, "written_bps", wr), gs(o, "misses"));
+	}
+	table_print(&u, stdout);
+}
+
+/* Every interval's counters until count intervals (or a signal): text
+ * blocks, or one JSON object per line with --json. */
+static int stats_watch(int64_t every, long count)
+{
+	struct cw_ctl_reply was, now;
+	int r = fetch(CW_CTL_CMD_STATS, NULL, &was);
+
+	if (r)
+		return r;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (long i = 0; (count < 0 || i < count) && !interrupted; i++) {
+		struct timespec ts = { every / CW_NS_PER_S, every % CW_NS_PER_S };
+		char when[40];
+		time_t t;
+		json_object *iv;
+
+		nanosleep(&ts, NULL);	/* a pacing interval, not a wait for a state */
+		if (interrupted)
+			break;
+		r = fetch(CW_CTL_CMD_STATS, NULL, &now);
+		if (r)
+			break;
+		t = time(NULL);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S%z", localtime(&t));
+		iv = interval_json(was.result, now.result, when);
+		if (json_out) {
+			printf("%s\n", json_object_to_json_string_ext(iv, JSON_C_TO_STRING_PLAIN |
+							    JSON_C_TO_STRING_NOSLASHESCAPE));
+		} else {
+			if (i > 0)
+				printf("\n");
+			print_interval(iv);
+		}
+		fflush(stdout);
+		json_object_put(iv);
+		cw_ctl_reply_done(&was);
+		was = now;
+	}
+	cw_ctl_reply_done(&was);
+	return r;
+}
+
 static int c_stats(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -877,7 +1267,7 @@ static int c_stats(int argc, char **argv)
 	};
 	int64_t every = 0;
 	long count = -1;
-	int o, r;
+	int o;
 
 	while ((o = next_opt(argc, argv, "hw:c:", lo)) != -1) {
 		char *end;
@@ -898,23 +1288,7 @@ static int c_stats(int argc, char **argv)
 		return usage_error("stats takes no arguments");
 	if (!every)
 		return call(CW_CTL_CMD_STATS, NULL, print_stats);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	for (long i = 0; count < 0 || i < count; i++) {
-		struct timespec ts = { every / CW_NS_PER_S, every % CW_NS_PER_S };
-
-		if (i > 0) {
-			nanosleep(&ts, NULL);	/* a pacing interval, not a wait for a state */
-			if (!json_out)
-				printf("\n");
-		}
-		if (interrupted)
-			break;
-		r = call(CW_CTL_CMD_STATS, NULL, print_stats);
-		if (r)
-			return r;
-	}
-	return 0;
+	return stats_watch(every, count);
 }
 
 static const char size_help[] =
@@ -945,6 +1319,13 @@ static const struct command commands[] = {
 	  "and its worst-case time, the reserve admission keeps, and whether best\n"
 	  "effort is starved.  --json prints the array `cwsim plan --json` prints.\n",
 	  c_disk_plan },
+	{ "disk", "headroom", "[NAME] [--block SIZE]",
+	  "What admission would still take: for each disk (or NAME), the streams it\n"
+	  "carries, its utilization, delta-L and best-effort budget, and the largest\n"
+	  "rate of a new stream of SIZE blocks (default: the pool's block) on it\n"
+	  "alone; for each partition (on NAME), the largest rate of a stream over all\n"
+	  "of it and the disk that limits it.  Rates are rounded down: each one shown\n"
+	  "is admitted by resv create as it stands.\n", c_disk_headroom },
 	{ "part", "create", "NAME --size SIZE [--policy rotation|random|single] [--tier hdd|ssd|none]\n"
 	  "       [--zone outer|inner|any] [--disk DISK]",
 	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"
@@ -953,20 +1334,23 @@ static const struct command commands[] = {
 	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
 	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", NULL,
 	  CW_CTL_CMD_PART_SHOW, "name", print_part_show },
-	{ "part", "resize", "NAME --size SIZE",
-	  "Grows or shrinks a partition at its end; refused when shrinking below a\n"
-	  "reserved range or while it is exported.  An export that grows has its new\n"
-	  "size for new connections; open ones keep theirs.\n", c_part_resize },
+	{ "part", "resize", "NAME --size [+|-]SIZE [--force]",
+	  "Grows or shrinks a partition at its end: to SIZE, or by SIZE with + or -.\n"
+	  "Shrinking discards the data at the end and needs --force; it is refused\n"
+	  "below a reserved range or while the partition is exported, and a size of\n"
+	  "0 is refused (delete the partition instead).  An export that grows has\n"
+	  "its new size for new connections; open ones keep theirs.\n", c_part_resize },
 	{ "part", "delete", "NAME",
 	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
 	  CW_CTL_CMD_PART_DELETE, "name", print_removed },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
-	  "       [--duration TIME]",
+	  "       [--duration TIME] [--dry-run]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
 	  "PART (default: all of it), from TIME from now (default: now) for TIME\n"
 	  "(default: until released).  Every disk holding the range must admit its\n"
 	  "share (Jeffay's test), or the reservation is refused with the disk and the\n"
-	  "condition that failed.\n"
+	  "condition that failed, in words, and the largest rate that fits.\n"
+	  "--dry-run tests the reservation and books nothing.\n"
 	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
 	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },
 	{ "resv", "list", "", "Lists the reservations; those given to clockwised -r show as static.\n",
@@ -992,9 +1376,13 @@ static const struct command commands[] = {
 	  "the others', or it is refused with the largest that fits.  Stored in the\n"
 	  "pool; running clients get it with their next requests.\n", c_export_qos },
 	{ NULL, "stats", "[--watch SECONDS [--count N]]",
-	  "The data path's counters per disk and per reservation: real-time requests\n"
-	  "and deadline misses, best-effort latency percentiles, slack used.  --watch\n"
-	  "repeats every SECONDS (N times, or until interrupted).\n", c_stats },
+	  "The data path's counters per disk and per reservation since the daemon\n"
+	  "started: real-time requests and deadline misses, best-effort latency\n"
+	  "percentiles, slack used.  --watch shows each interval of SECONDS instead\n"
+	  "(N of them, or until interrupted), with its time: IOPS, bytes read and\n"
+	  "written per second, deadline misses, best-effort p50/p99 and the share of\n"
+	  "the interval best effort ran in the streams' slack; with --json, one JSON\n"
+	  "object per line.\n", c_stats },
 };
 
 static void group_help(const char *group)
@@ -1022,6 +1410,33 @@ static void main_help(void)
 	printf("\nExit status: 0 success, 1 refused or failed, 2 bad usage, 3 no server.\n");
 }
 
+/* --json and --socket may follow the command too ("cwctl part list
+ * --json"), as with the other tools people know: taken out of argv[from..]
+ * (up to a "--"), which keeps the rest in order.  Returns the new argc. */
+static int global_options(int argc, char **argv, int from)
+{
+	int out = from;
+
+	for (int i = from; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--json") == 0) {
+			json_out = true;
+		} else if (strncmp(argv[i], "--socket=", 9) == 0) {
+			socket_path = argv[i] + 9;
+		} else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+			socket_path = argv[++i];
+		} else {
+			argv[out++] = argv[i];
+		}
+	}
+	argv[out] = NULL;
+	return out;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1043,6 +1458,7 @@ int main(int argc, char **argv)
 		default: fprintf(stderr, "Try 'cwctl --help'.\n"); return EXIT_USAGE;
 		}
 	}
+	argc = global_options(argc, argv, optind);
 	if (optind >= argc)
 		return usage_error("a command is missing");
 	first = optind;

@@ -15,4 +15,16 @@ static inline bool admit_window_overlaps(const struct cw_task *t, int64_t from, 
 	return t_always || always || (t->from_ns < to && from < t->to_ns);
 }
 
+/* Who a refused test result blames, with idx[i] naming set[i] for the
+ * caller: one task, or CW_ADMIT_FAIL_ALL when the set as a whole needs
+ * more than the disk (U > 1, no task alone). */
+static inline size_t admit_culprit(const struct cw_admit_result *r, const struct cw_task *set,
+				   size_t n, const size_t *idx)
+{
+	if (r->why == CW_ADMIT_UTILIZATION &&
+	    !(r->fail_task < n && set[r->fail_task].service_ns > set[r->fail_task].period_ns))
+		return CW_ADMIT_FAIL_ALL;
+	return r->fail_task < n ? idx[r->fail_task] : CW_ADMIT_FAIL_ALL;
+}
+
 #endif

@@ -86,13 +86,14 @@ static int admit_part(const struct cw_admit_disk *dk, struct cw_admit_part *part
 {
 	const struct cw_task *nt = &part->task;
 	_cleanup_free_ struct cw_task *set = malloc((dk->n_tasks + 2) * sizeof(*set));
+	_cleanup_free_ size_t *idx = malloc((dk->n_tasks + 2) * sizeof(*idx));
 	_cleanup_free_ int64_t *at = malloc((dk->n_tasks + 1) * sizeof(*at));
 	bool reserve = dk->be_reserve.service_ns > 0;
 	bool always = nt->from_ns == 0 && nt->to_ns == 0;
 	size_t n_at = 0;
 	bool have = false;
 
-	if (!set || !at)
+	if (!set || !idx || !at)
 		return -ENOMEM;
 	at[n_at++] = nt->from_ns;
 	for (size_t i = 0; i < dk->n_tasks && !always; i++) {
@@ -112,12 +113,17 @@ static int admit_part(const struct cw_admit_disk *dk, struct cw_admit_part *part
 			bool t_always = t->from_ns == 0 && t->to_ns == 0;
 
 			if (always ? admit_window_overlaps(t, 0, 0) :
-			    t_always || (t->from_ns <= at[k] && at[k] < t->to_ns))
+			    t_always || (t->from_ns <= at[k] && at[k] < t->to_ns)) {
+				idx[n] = i;
 				set[n++] = *t;
+			}
 		}
-		if (reserve)
+		if (reserve) {
+			idx[n] = CW_ADMIT_FAIL_RESERVE;
 			set[n++] = (struct cw_task){ dk->be_reserve.period_ns,
 						     dk->be_reserve.service_ns, 0, 0 };
+		}
+		idx[n] = CW_ADMIT_FAIL_SELF;
 		set[n++] = *nt;
 		e = cw_admit_test(set, n, &r);
 		if (e < 0)
@@ -127,6 +133,8 @@ static int admit_part(const struct cw_admit_disk *dk, struct cw_admit_part *part
 		if (!have || (!r.schedulable && part->result.schedulable) ||
 		    (r.schedulable == part->result.schedulable && r.delta_l_ns < part->result.delta_l_ns)) {
 			part->result = r;
+			part->fail_disk_task = r.schedulable ? CW_ADMIT_FAIL_SELF :
+					       admit_culprit(&r, set, n, idx);
 			have = true;
 		}
 		if (!r.schedulable)

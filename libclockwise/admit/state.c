@@ -434,38 +434,157 @@ static int resvs_load(struct cw_admit_state *st)
 	return r;
 }
 
-static void refusal_of_part(struct cw_admit_refusal *ref, const struct cw_admit_part *p,
-			    const struct cw_disk_info *d)
+/* ---- refusals in words ---- */
+
+const char *cw_admit_who_name(enum cw_admit_who w)
 {
-	if (!ref)
-		return;
-	ref->disk_id = d->id;
-	snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
-	ref->part = *p;
-	ref->part.result.reason[sizeof(ref->part.result.reason) - 1] = '\0';
-	refuse(ref, "refused on disk %s: %s", d->name, p->result.reason);
+	switch (w) {
+	case CW_ADMIT_WHO_NEW: return "new";
+	case CW_ADMIT_WHO_RESV: return "resv";
+	case CW_ADMIT_WHO_STARTUP: return "start-up";
+	case CW_ADMIT_WHO_RESERVE: return "best-effort-reserve";
+	case CW_ADMIT_WHO_ALL: return "all";
+	}
+	return "?";
 }
 
-int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
-			   const struct cw_admit_resv **ret_resv, struct cw_admit_refusal *ref,
-			   struct cw_admit_changes *changes)
+/* Whose deadline a refusal is about: owner (NULL for the new stream) or
+ * one of the CW_ADMIT_FAIL_* stand-ins, with its task on the disk. */
+static void refusal_who(struct cw_admit_refusal *ref, size_t fail,
+			const struct cw_admit_resv *owner, const struct cw_task *task)
 {
-	_cleanup_(range_layout_done) struct range_layout rl = { 0 };
-	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
-	_cleanup_free_ struct cw_admit_disk *ad = NULL;
-	struct cw_task **tasks = NULL;
-	struct cw_admit_resv *rv = NULL;
+	if (fail == CW_ADMIT_FAIL_RESERVE)
+		ref->who = CW_ADMIT_WHO_RESERVE;
+	else if (fail == CW_ADMIT_FAIL_ALL)
+		ref->who = CW_ADMIT_WHO_ALL;
+	else if (!owner)
+		ref->who = CW_ADMIT_WHO_NEW;
+	else if (owner->persistent)
+		ref->who = CW_ADMIT_WHO_RESV;
+	else
+		ref->who = CW_ADMIT_WHO_STARTUP;
+	if (owner && owner->persistent)
+		ref->resv_id = owner->id;
+	if (owner && !owner->persistent)
+		snprintf(ref->export_name, sizeof(ref->export_name), "%s", owner->export_name);
+	if (task)
+		ref->task = *task;
+}
+
+static void who_text(const struct cw_admit_refusal *ref, char *buf, size_t len)
+{
+	switch (ref->who) {
+	case CW_ADMIT_WHO_RESV:
+		snprintf(buf, len, "reservation %" PRIu64, ref->resv_id);
+		break;
+	case CW_ADMIT_WHO_STARTUP:
+		snprintf(buf, len, "the start-up stream of export %s", ref->export_name);
+		break;
+	case CW_ADMIT_WHO_RESERVE:
+		snprintf(buf, len, "the best-effort reserve");
+		break;
+	default:
+		snprintf(buf, len, "the new stream");
+		break;
+	}
+}
+
+/* The refused test of ref->part in words and units, after "prefix": which
+ * stream would miss its deadline and why.  block and rate are the named
+ * stream's (0: unknown); with says what changed ("with the new stream"). */
+static void refusal_words(struct cw_admit_refusal *ref, const char *prefix, uint64_t block,
+			  uint64_t rate, const char *with)
+{
+	const struct cw_admit_result *res = &ref->part.result;
+	const struct cw_task *t = &ref->task;
+	char who[CW_NAME_MAX + 64], c[CW_UNITS_BUF], per[CW_UNITS_BUF], b[CW_UNITS_BUF];
+	char r[CW_UNITS_BUF], l[CW_UNITS_BUF], need[CW_UNITS_BUF];
+
+	who_text(ref, who, sizeof(who));
+	cw_units_format_duration3(t->service_ns, c);
+	cw_units_format_duration3(t->period_ns, per);
+	if (res->why == CW_ADMIT_UTILIZATION && ref->who != CW_ADMIT_WHO_ALL) {
+		refuse(ref, "%sone %s%srequest of %s takes %s, longer than the %s between its "
+		       "requests on this disk%s%s (condition (1): C > T)", prefix,
+		       block ? cw_units_format_size(block, b) : "", block ? " " : "", who, c, per,
+		       rate ? " at " : "", rate ? cw_units_format_rate(rate, r) : "");
+	} else if (res->why == CW_ADMIT_UTILIZATION) {
+		refuse(ref, "%sits streams %s would keep it busy %.1f%% of the time "
+		       "(condition (1): more than 100%%)", prefix, with, 100 * res->utilization);
+	} else if (res->why == CW_ADMIT_BLOCKING) {
+		refuse(ref, "%sa request of %s takes up to %s; started just before the requests "
+		       "of the streams with shorter periods come, it leaves them %s of disk work "
+		       "to do within %s, %s too much: one would miss its deadline (condition (2))",
+		       prefix, who, c, cw_units_format_duration3(res->fail_need_ns, need),
+		       cw_units_format_duration3(res->fail_l_ns, l),
+		       cw_units_format_duration3(res->fail_need_ns - res->fail_l_ns, per));
+	} else {
+		refuse(ref, "%s%s", prefix, res->reason);
+	}
+}
+
+/* ---- admitting ---- */
+
+/* A request checked and its range laid out, with each disk's tasks (and
+ * their owners) and reserve: all that planning it at some rate needs. */
+struct prepared {
+	struct range_layout rl;
+	struct cw_admit_disk *ad;
+	struct cw_task **tasks;
+	const struct cw_admit_resv ***owner;
 	struct cw_part_info pi;
-	struct cw_part *part;
-	struct cw_admit_qos q;
 	uint64_t end;
+	struct cw_admit_qos q;		/* bandwidth set by each plan */
+};
+
+static void prepared_done(struct prepared *p)
+{
+	for (size_t i = 0; p->tasks && i < p->rl.n_disks; i++)
+		free(p->tasks[i]);
+	for (size_t i = 0; p->owner && i < p->rl.n_disks; i++)
+		free(p->owner[i]);
+	free(p->tasks);
+	free(p->owner);
+	free(p->ad);
+	range_layout_done(&p->rl);
+}
+
+/* The tasks, owners and reserve of every disk of p->rl that has a model. */
+static int prepare_disks(const struct cw_admit_state *st, struct prepared *p)
+{
+	size_t n = p->rl.n_disks ? p->rl.n_disks : 1;
+
+	p->ad = calloc(n, sizeof(*p->ad));
+	p->tasks = calloc(n, sizeof(*p->tasks));
+	p->owner = calloc(n, sizeof(*p->owner));
+	if (!p->ad || !p->tasks || !p->owner)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->rl.n_disks; i++) {
+		const struct dstate *d = st->disks[p->rl.disks[i].id];
+		int r;
+
+		if (!d)
+			continue;	/* no block of the range is on it */
+		r = disk_tasks(st, d->id, &p->tasks[i], &p->owner[i], &p->ad[i].n_tasks);
+		if (r < 0)
+			return r;
+		p->ad[i].model = &d->model;
+		p->ad[i].tasks = p->tasks[i];
+		/* Streams never take the room of best-effort I/O (admit.h). */
+		p->ad[i].be_reserve = d->plan.be_reserve;
+	}
+	return 0;
+}
+
+/* Everything of req but its rate, checked; the range laid out. */
+static int prepare(struct cw_admit_state *st, const struct cw_admit_request *req,
+		   struct prepared *p, struct cw_admit_refusal *ref)
+{
 	int64_t now = st->o.clock_ns();
+	struct cw_part *part;
+	char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
 	int r;
 
-	if (ref)
-		memset(ref, 0, sizeof(*ref));
-	if (ret_resv)
-		*ret_resv = NULL;
 	if (!req || !req->part) {
 		refuse(ref, "no partition named");
 		return -EINVAL;
@@ -474,17 +593,24 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 	if (r == -ENOENT)
 		refuse(ref, "no partition \"%s\"", req->part);
 	if (r == 0)
-		r = cw_part_info(part, &pi);
+		r = cw_part_info(part, &p->pi);
 	if (r < 0)
 		return r;
-	end = req->range_end_bytes ? req->range_end_bytes : pi.size_bytes;
-	if (req->rate_bps == 0 || req->block_bytes == 0) {
-		refuse(ref, "rate and block must be positive");
+	p->end = req->range_end_bytes ? req->range_end_bytes : p->pi.size_bytes;
+	if (req->block_bytes == 0) {
+		refuse(ref, "the block size must be positive");
 		return -EINVAL;
 	}
-	if (req->range_start_bytes >= end || end > pi.size_bytes) {
+	if (req->range_start_bytes >= p->end || p->end > p->pi.size_bytes) {
 		refuse(ref, "range %" PRIu64 ":%" PRIu64 " is not inside partition %s (%" PRIu64
-		       " bytes)", req->range_start_bytes, end, pi.name, pi.size_bytes);
+		       " bytes)", req->range_start_bytes, p->end, p->pi.name, p->pi.size_bytes);
+		return -EINVAL;
+	}
+	if (req->block_bytes > p->end - req->range_start_bytes) {
+		refuse(ref, "a block of %s is larger than %s (%s)",
+		       cw_units_format_size(req->block_bytes, a),
+		       req->range_start_bytes || req->range_end_bytes ? "the range reserved" :
+		       "the partition", cw_units_format_size(p->end - req->range_start_bytes, b));
 		return -EINVAL;
 	}
 	if (req->start_in_ns < 0 || req->duration_ns < 0 ||
@@ -492,86 +618,258 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 		refuse(ref, "start or duration out of range");
 		return -EINVAL;
 	}
-	if (!req->dry_run && st->n_resvs >= RESV_MAX) {
-		refuse(ref, "too many reservations (%d)", RESV_MAX);
-		return -ENOSPC;
-	}
-	r = range_layout(st, part, req->range_start_bytes, end, &rl, ref);
+	r = range_layout(st, part, req->range_start_bytes, p->end, &p->rl, ref);
 	if (r < 0) {
 		if (ref && !ref->reason[0])
 			refuse(ref, "mapping the range: %s", strerror(-r));
 		return r;
 	}
-	ad = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*ad));
-	tasks = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*tasks));
-	if (!ad || !tasks) {
-		r = -ENOMEM;
-		goto done;
-	}
-	for (size_t i = 0; i < rl.n_disks; i++) {
-		const struct dstate *d = st->disks[rl.disks[i].id];
-
-		if (!d)
-			continue;	/* no block of the range is on it */
-		r = disk_tasks(st, d->id, &tasks[i], NULL, &ad[i].n_tasks);
-		if (r < 0)
-			goto done;
-		ad[i].model = &d->model;
-		ad[i].tasks = tasks[i];
-		/* Streams never take the room of best-effort I/O (admit.h). */
-		ad[i].be_reserve = d->plan.be_reserve;
-	}
-	q = (struct cw_admit_qos){ .bandwidth_bps = req->rate_bps, .block_bytes = req->block_bytes };
+	r = prepare_disks(st, p);
+	if (r < 0)
+		return r;
+	p->q = (struct cw_admit_qos){ .block_bytes = req->block_bytes };
 	if (req->start_in_ns || req->duration_ns) {
-		q.span_start_ns = now + req->start_in_ns;
-		q.span_end_ns = req->duration_ns ? q.span_start_ns + req->duration_ns : 0;
+		p->q.span_start_ns = now + req->start_in_ns;
+		p->q.span_end_ns = req->duration_ns ? p->q.span_start_ns + req->duration_ns : 0;
 	}
-	r = cw_admit_plan(&q, &rl.l, ad, rl.n_disks, &plan);
+	return 0;
+}
+
+/* A stream of block-byte requests on disk id alone, anywhere on it. */
+static int prepare_disk(struct cw_admit_state *st, uint32_t id, uint64_t block,
+			struct prepared *p, struct cw_admit_refusal *ref)
+{
+	const struct dstate *d = id <= CW_DISKS_MAX ? st->disks[id] : NULL;
+	size_t n, at = SIZE_MAX;
+	int r;
+
+	if (!d)
+		return -ENOENT;
+	if (block == 0 || block > d->model.capacity_bytes) {
+		refuse(ref, "the block size must be positive and fit on disk %s", d->name);
+		return -EINVAL;
+	}
+	r = cw_disk_list(st->pool, &p->rl.disks, &p->rl.n_disks);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < p->rl.n_disks; i++)
+		if (p->rl.disks[i].id == id)
+			at = i;
+	if (at == SIZE_MAX)
+		return -ENOENT;
+	n = (size_t)((block + st->block - 1) / st->block);
+	p->rl.disk_idx = calloc(n, sizeof(*p->rl.disk_idx));
+	if (!p->rl.disk_idx)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		p->rl.disk_idx[k] = (uint32_t)at;
+	p->rl.l = (struct cw_admit_layout){ .pblock_bytes = st->block, .n_pblocks = n,
+					    .disk = p->rl.disk_idx, .range_bytes = block };
+	p->q = (struct cw_admit_qos){ .block_bytes = block };
+	return prepare_disks(st, p);
+}
+
+static int plan_at(const struct prepared *p, uint64_t rate, struct cw_admit_plan *plan)
+{
+	struct cw_admit_qos q = p->q;
+
+	q.bandwidth_bps = rate;
+	cw_admit_plan_done(plan);
+	return cw_admit_plan(&q, &p->rl.l, p->ad, p->rl.n_disks, plan);
+}
+
+/* Fills ref from plan's refused part, for the stream p asked at rate. */
+static void refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *plan,
+			    uint64_t rate, struct cw_admit_refusal *ref)
+{
+	const struct cw_admit_part *pt = &plan->parts[plan->failed_part];
+	const struct cw_disk_info *d = &p->rl.disks[pt->disk];
+	size_t f = pt->fail_disk_task;
+	const struct cw_admit_resv *owner = NULL;
+	const struct cw_task *task = &pt->task;
+	uint64_t block = p->q.block_bytes;
+	char prefix[CW_NAME_MAX + 32];
+
+	if (!ref)
+		return;
+	memset(ref, 0, sizeof(*ref));
+	ref->disk_id = d->id;
+	snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
+	ref->part = *pt;
+	ref->part.result.reason[sizeof(ref->part.result.reason) - 1] = '\0';
+	if (f == CW_ADMIT_FAIL_RESERVE) {
+		task = &p->ad[pt->disk].be_reserve;
+		block = rate = 0;
+	} else if (f == CW_ADMIT_FAIL_ALL) {
+		task = NULL;
+	} else if (f != CW_ADMIT_FAIL_SELF && f < p->ad[pt->disk].n_tasks) {
+		owner = p->owner[pt->disk][f];
+		task = &p->tasks[pt->disk][f];
+		block = owner->block_bytes;
+		rate = owner->rate_bps;
+	}
+	refusal_who(ref, f, owner, task);
+	snprintf(prefix, sizeof(prefix), "refused on disk %s: ", d->name);
+	refusal_words(ref, prefix, block, rate, "with the new stream");
+}
+
+/* The largest rate at which p is admitted (0: none) by bisection, and the
+ * plan refusing one byte per second more (none when even a period of
+ * 1 ns fits). */
+static int largest_rate(const struct prepared *p, uint64_t *ret, struct cw_admit_plan *refused)
+{
+	unsigned __int128 top = (unsigned __int128)p->q.block_bytes * CW_NS_PER_S;
+	uint64_t lo = 0, hi = top >= INT64_MAX ? INT64_MAX : (uint64_t)top + 1;
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+
+	/* lo is admitted (0: nothing asked), hi is not (or past the top). */
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		int r = plan_at(p, mid, &plan);
+
+		if (r < 0 && r != -ERANGE)	/* ERANGE: a period too long to count */
+			return r;
+		if (r == 0 && plan.admitted)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*ret = lo;
+	if (refused && lo < top) {
+		int r = plan_at(p, lo + 1, refused);
+
+		if (r < 0 && r != -ERANGE)
+			return r;
+	}
+	return 0;
+}
+
+/* The largest rate that fits, in ref and in its sentence. */
+static int refusal_max_rate(const struct prepared *p, struct cw_admit_refusal *ref)
+{
+	char b[CW_UNITS_BUF], m[CW_UNITS_BUF];
+	size_t len;
+	uint64_t max;
+	int r;
+
+	if (!ref)
+		return 0;
+	r = largest_rate(p, &max, NULL);
+	if (r < 0)
+		return r;
+	ref->has_max_rate = true;
+	ref->max_rate_bps = max;
+	len = strlen(ref->reason);
+	cw_units_format_size(p->q.block_bytes, b);
+	if (max)
+		snprintf(ref->reason + len, sizeof(ref->reason) - len, "; the largest rate that "
+			 "fits with %s blocks is %s", b,
+			 cw_units_format_rate(cw_units_floor_rate(max), m));
+	else
+		snprintf(ref->reason + len, sizeof(ref->reason) - len, "; no rate fits with %s "
+			 "blocks", b);
+	return 0;
+}
+
+/* The headroom of a prepared stream; r: how preparing it went. */
+static int headroom(const struct prepared *p, int r, uint64_t *ret, struct cw_admit_refusal *ref)
+{
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan refused = { 0 };
+
+	if (r == 0)
+		r = largest_rate(p, ret, &refused);
+	if (r == 0 && refused.n_parts && !refused.admitted)
+		refusal_of_plan(p, &refused, *ret + 1, ref);
+	return r;
+}
+
+int cw_admit_state_headroom(struct cw_admit_state *st, const struct cw_admit_request *req,
+			    uint64_t *ret_rate_bps, struct cw_admit_refusal *ref)
+{
+	_cleanup_(prepared_done) struct prepared p = { 0 };
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	return headroom(&p, prepare(st, req, &p, ref), ret_rate_bps, ref);
+}
+
+int cw_admit_state_disk_headroom(struct cw_admit_state *st, uint32_t id, uint64_t block,
+				 uint64_t *ret_rate_bps, struct cw_admit_refusal *ref)
+{
+	_cleanup_(prepared_done) struct prepared p = { 0 };
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	return headroom(&p, prepare_disk(st, id, block, &p, ref), ret_rate_bps, ref);
+}
+
+int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
+			   const struct cw_admit_resv **ret_resv, struct cw_admit_refusal *ref,
+			   struct cw_admit_changes *changes)
+{
+	_cleanup_(prepared_done) struct prepared p = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	struct cw_admit_resv *rv = NULL;
+	int r;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (ret_resv)
+		*ret_resv = NULL;
+	r = prepare(st, req, &p, ref);
+	if (r < 0)
+		return r;
+	if (req->rate_bps == 0) {
+		refuse(ref, "the rate must be positive");
+		return -EINVAL;
+	}
+	if (!req->dry_run && st->n_resvs >= RESV_MAX) {
+		refuse(ref, "too many reservations (%d)", RESV_MAX);
+		return -ENOSPC;
+	}
+	r = plan_at(&p, req->rate_bps, &plan);
 	if (r < 0) {
 		refuse(ref, "%s", plan.reason[0] ? plan.reason : strerror(-r));
-		goto done;
+		return r;
 	}
 	if (!plan.admitted) {
-		refusal_of_part(ref, &plan.parts[plan.failed_part],
-				&rl.disks[plan.parts[plan.failed_part].disk]);
-		r = -EBUSY;
-		goto done;
+		refusal_of_plan(&p, &plan, req->rate_bps, ref);
+		r = refusal_max_rate(&p, ref);
+		return r < 0 ? r : -EBUSY;
 	}
 	/* Exports' best-effort reservations keep their room too. */
 	for (size_t i = 0; i < plan.n_parts; i++) {
 		size_t k = plan.parts[i].disk;
 
-		r = be_streams_check(st, rl.disks[k].id, ad[k].tasks, ad[k].n_tasks,
+		r = be_streams_check(st, p.rl.disks[k].id, p.ad[k].tasks, p.ad[k].n_tasks,
 				     &plan.parts[i].task, ref);
 		if (r < 0)
-			goto done;
+			return r;
 	}
-	if (req->dry_run) {
-		r = 0;
-		goto done;
-	}
+	if (req->dry_run)
+		return 0;
 
 	rv = calloc(1, sizeof(*rv));
 	if (!rv || !(rv->parts = calloc(plan.n_parts ? plan.n_parts : 1, sizeof(*rv->parts)))) {
-		r = -ENOMEM;
-		goto done;
+		resv_free(rv);
+		return -ENOMEM;
 	}
-	snprintf(rv->part, sizeof(rv->part), "%s", pi.name);
-	rv->part_id = pi.id;
+	snprintf(rv->part, sizeof(rv->part), "%s", p.pi.name);
+	rv->part_id = p.pi.id;
 	rv->persistent = req->persistent;
 	if (!req->persistent && req->export_name)
 		snprintf(rv->export_name, sizeof(rv->export_name), "%s", req->export_name);
 	rv->rate_bps = req->rate_bps;
 	rv->block_bytes = req->block_bytes;
 	rv->range_start_bytes = req->range_start_bytes;
-	rv->range_end_bytes = end;
-	rv->span_start_ns = q.span_start_ns;
-	rv->span_end_ns = q.span_end_ns;
+	rv->range_end_bytes = p.end;
+	rv->span_start_ns = p.q.span_start_ns;
+	rv->span_end_ns = p.q.span_end_ns;
 	rv->period_ns = plan.stream_period_ns;
 	rv->n_parts = plan.n_parts;
 	for (size_t i = 0; i < plan.n_parts; i++)
 		rv->parts[i] = (struct cw_admit_resv_part){
-			.disk_id = rl.disks[plan.parts[i].disk].id,
+			.disk_id = p.rl.disks[plan.parts[i].disk].id,
 			.task = plan.parts[i].task,
 			.requests = plan.parts[i].requests,
 			.stride = plan.parts[i].stride,
@@ -584,7 +882,8 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 
 			refuse(ref, "storing the reservation: %s",
 			       e && e->code == r && e->msg[0] ? e->msg : strerror(-r));
-			goto done;
+			resv_free(rv);
+			return r;
 		}
 	}
 	rv->stream = ++st->next_stream;
@@ -592,18 +891,13 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 	if (r < 0) {
 		if (rv->persistent)
 			(void)cw_resv_remove(st->pool, rv->id);
-		goto done;
+		resv_free(rv);
+		return r;
 	}
 	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_RESV_ADDED, .resv = rv });
 	r = replan_resv(st, rv, changes);
 	if (ret_resv)
 		*ret_resv = rv;
-	rv = NULL;
-done:
-	resv_free(rv);
-	for (size_t i = 0; tasks && i < rl.n_disks; i++)
-		free(tasks[i]);
-	free(tasks);
 	return r;
 }
 
@@ -638,7 +932,8 @@ int cw_admit_state_release(struct cw_admit_state *st, uint64_t id,
 /* ---- models ---- */
 
 /* Whether every set of tasks active together passes Jeffay's test with the
- * reserve: the instants where some windowed task starts, and "always". */
+ * reserve: the instants where some windowed task starts, and "always".
+ * 1 when one does not (*ret_fail: an index into t, or CW_ADMIT_FAIL_*). */
 static int set_admissible(const struct cw_task *t, size_t n, const struct cw_task *reserve,
 			  struct cw_admit_result *ret, size_t *ret_fail)
 {
@@ -666,15 +961,15 @@ static int set_admissible(const struct cw_task *t, size_t n, const struct cw_tas
 			}
 		}
 		if (reserve->service_ns > 0) {
-			idx[m] = n;
+			idx[m] = CW_ADMIT_FAIL_RESERVE;
 			set[m++] = (struct cw_task){ reserve->period_ns, reserve->service_ns, 0, 0 };
 		}
 		r = cw_admit_test(set, m, ret);
 		if (r < 0)
 			return r;
 		if (!ret->schedulable) {
-			*ret_fail = ret->fail_task < m ? idx[ret->fail_task] : n;
-			return 0;
+			*ret_fail = admit_culprit(ret, set, m, idx);
+			return 1;
 		}
 	}
 	return 0;
@@ -727,7 +1022,7 @@ int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t id, const struc
 	_cleanup_free_ int64_t *svc = NULL;
 	struct cw_admit_result res;
 	struct cw_task reserve = { 0 };
-	size_t n, n_stored = 0, fail = SIZE_MAX;
+	size_t n, n_stored = 0, fail = 0;
 	int r;
 
 	if (ret_taken)
@@ -771,25 +1066,28 @@ int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t id, const struc
 		if (r < 0)
 			return r;
 	}
-	if (fail != SIZE_MAX) {
+	if (n && r == 1) {
 		if (ref) {
+			const struct cw_admit_resv *o = fail < n ? owner[fail] : NULL;
+			char prefix[4 * CW_NAME_MAX + 128], who[CW_NAME_MAX + 64];
+
 			ref->disk_id = id;
 			snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
-			ref->resv_id = fail < n ? owner[fail]->id : 0;
 			ref->part.disk = id;
 			ref->part.result = res;
-			if (fail < n)
-				ref->part.task = tasks[fail];
-			if (fail < n)
-				refuse(ref, "disk %s: with the new model, %s%" PRIu64 " (on %s) "
-				       "would no longer be guaranteed: %s", d->name,
-				       owner[fail]->persistent ? "reservation " :
-				       "the start-up reservation, stream ", owner[fail]->persistent ?
-				       owner[fail]->id : owner[fail]->stream, owner[fail]->part,
-				       res.reason);
+			refusal_who(ref, fail, o, fail < n ? &tasks[fail] : fail ==
+				    CW_ADMIT_FAIL_RESERVE ? &reserve : NULL);
+			who_text(ref, who, sizeof(who));
+			if (o)
+				snprintf(prefix, sizeof(prefix), "disk %s: with the new model, %s (on "
+					 "%s) would no longer be guaranteed: ", d->name, who, o->part);
+			else if (fail == CW_ADMIT_FAIL_RESERVE)
+				snprintf(prefix, sizeof(prefix), "disk %s: with the new model, its "
+					 "streams would leave no room for best effort: ", d->name);
 			else
-				refuse(ref, "disk %s: with the new model, its streams would leave "
-				       "no room for best effort: %s", d->name, res.reason);
+				snprintf(prefix, sizeof(prefix), "disk %s: ", d->name);
+			refusal_words(ref, prefix, o ? o->block_bytes : 0, o ? o->rate_bps : 0,
+				      "under the new model");
 		}
 		return -EBUSY;
 	}

@@ -290,6 +290,7 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 				if (q < 0) {
 					r.fail_task = g[gi].max_idx;
 					r.fail_l_ns = pm_x + 1;
+					r.fail_need_ns = pm_x + 1 - q;
 					fail(&r, CW_ADMIT_BLOCKING,
 					     "condition (2): task %zu (T=%" PRId64 " C=%" PRId64
 					     ") at L=%" PRId64 ": needs %" PRId64 " > L",

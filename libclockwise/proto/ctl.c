@@ -84,13 +84,20 @@ static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"),
 static const struct cw_ctl_arg_spec part_create[] = {
 	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), END
 };
-static const struct cw_ctl_arg_spec part_resize[] = { SR("name"), UR("size"), END };
+/* One of size (the new size), grow or shrink (by so many bytes); a
+ * shrink needs force. */
+static const struct cw_ctl_arg_spec part_resize[] = {
+	SR("name"), U("size"), U("grow"), U("shrink"), B("force"), END
+};
 /* range: bytes [range_start, range_end) of the partition (range_end 0 or
  * absent: its end); start: nanoseconds from now; duration 0: open. */
+/* dry_run: plan and test, book nothing. */
 static const struct cw_ctl_arg_spec resv_create[] = {
 	SR("part"), UR("rate"), UR("block"), U("range_start"), U("range_end"),
-	U("start"), U("duration"), END
+	U("start"), U("duration"), B("dry_run"), END
 };
+/* block: of the stream asked about (absent: the pool's block). */
+static const struct cw_ctl_arg_spec disk_headroom[] = { S("name"), U("block"), END };
 static const struct cw_ctl_arg_spec export_add[] = {
 	SR("part"), S("name"), B("readonly"), U("resv"), END
 };
@@ -124,6 +131,7 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_STATS] = { "stats", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_DISK_PLAN] = { "disk.plan", CW_CTL_ACCESS_READ, name_opt },
 	[CW_CTL_CMD_EXPORT_QOS] = { "export.qos", CW_CTL_ACCESS_CHANGE, export_qos },
+	[CW_CTL_CMD_DISK_HEADROOM] = { "disk.headroom", CW_CTL_ACCESS_READ, disk_headroom },
 };
 
 const struct cw_ctl_cmd_spec *cw_ctl_cmd_spec(enum cw_ctl_cmd cmd)

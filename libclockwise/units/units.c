@@ -312,7 +312,15 @@ char *cw_units_format_size(uint64_t bytes, char buf[CW_UNITS_BUF])
 {
 	static const struct family bin = { 1024, { "B", "K", "M", "G", "T" } };
 	static const struct family dec = { 1000, { "B", "KB", "MB", "GB", "TB" } };
+	char a[CW_UNITS_BUF];
 
+	/* A size is typed back (a partition's, a range's end): one that no
+	 * unit shows exactly prints in bytes, never rounded (2G - 1 byte
+	 * is not "2G"). */
+	if (!exact(&bin, bytes, a, sizeof(a)) && !exact(&dec, bytes, a, sizeof(a))) {
+		snprintf(buf, CW_UNITS_BUF, "%" PRIu64 "B", bytes);
+		return buf;
+	}
 	return format(&bin, &dec, bytes, buf);
 }
 
@@ -347,4 +355,51 @@ char *cw_units_format_duration(int64_t ns, char buf[CW_UNITS_BUF])
 		one_decimal(a, 1000000000, "s", tmp, sizeof(tmp));
 	snprintf(buf, CW_UNITS_BUF, "%s%s", ns < 0 ? "-" : "", tmp);
 	return buf;
+}
+
+char *cw_units_format_duration3(int64_t ns, char buf[CW_UNITS_BUF])
+{
+	static const struct {
+		uint64_t unit;
+		const char *sfx;
+	} u[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "us" } };
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	const char *sign = ns < 0 ? "-" : "";
+
+	for (size_t i = 0; i < CW_ARRAY_SIZE(u); i++) {
+		uint64_t scale, hundredths, whole, frac;
+		unsigned decimals;
+
+		if (a < u[i].unit)
+			continue;
+		/* As many decimals as three digits leave: 1.82, 15.7, 250. */
+		decimals = a < 10 * u[i].unit ? 2 : a < 100 * u[i].unit ? 1 : 0;
+		scale = decimals == 2 ? 100 : decimals == 1 ? 10 : 1;
+		hundredths = (uint64_t)(((unsigned __int128)a * scale + u[i].unit / 2) / u[i].unit);
+		whole = hundredths / scale;
+		frac = hundredths % scale;
+		while (decimals && frac % 10 == 0) {	/* 1.50 -> 1.5, 2.00 -> 2 */
+			frac /= 10;
+			decimals--;
+		}
+		if (decimals)	/* frac < 100: two digits at most */
+			snprintf(buf, CW_UNITS_BUF, "%s%" PRIu64 ".%0*u%s", sign, whole,
+				 (int)decimals, (unsigned)(frac % 100), u[i].sfx);
+		else
+			snprintf(buf, CW_UNITS_BUF, "%s%" PRIu64 "%s", sign, whole, u[i].sfx);
+		return buf;
+	}
+	snprintf(buf, CW_UNITS_BUF, "%s%" PRIu64 "ns", sign, a);
+	return buf;
+}
+
+uint64_t cw_units_floor_rate(uint64_t v)
+{
+	uint64_t unit = 1;
+
+	while (unit < UINT64_C(1000000000000) && v / unit >= 1000)
+		unit *= 1000;
+	if (unit == 1)
+		return v;
+	return v / (unit / 10) * (unit / 10);
 }

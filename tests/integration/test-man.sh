@@ -12,3 +12,7 @@ for page in "$top_srcdir"/man/*.[1-8]; do
 	check "$(basename "$page") renders cleanly${out:+: $out}" test -z "$out"
 done
 check "man pages found" test "$n" -gt 0
+# JSON in a page keeps its quotes (a .B line would eat them).
+check "cwctl(8) shows a reply as sent" bash -c 'groff -man -Tutf8 "$0" 2>/dev/null |
+	sed "s/\x1b\[[0-9;]*m//g; s/.\x08//g" | grep -qF "{\"ok\": true, \"result\": ...}"' \
+	"$top_srcdir/man/cwctl.8"

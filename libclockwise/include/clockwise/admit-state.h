@@ -129,13 +129,30 @@ struct cw_admit_resv {
 	struct cw_admit_resv_part *parts;
 };
 
-/* What a refused operation says: one line, and the facts behind it. */
+/* Whose guarantee a refusal is about. */
+enum cw_admit_who {
+	CW_ADMIT_WHO_NEW = 0,		/* the stream asked for */
+	CW_ADMIT_WHO_RESV,		/* a stored reservation: resv_id */
+	CW_ADMIT_WHO_STARTUP,		/* a start-up (-r) stream: export */
+	CW_ADMIT_WHO_RESERVE,		/* the disk's best-effort reserve */
+	CW_ADMIT_WHO_ALL,		/* the disk's streams together (U > 1) */
+};
+
+const char *cw_admit_who_name(enum cw_admit_who w);	/* "new", "resv", ... */
+
+/* What a refused operation says: one line in words and units, and the
+ * facts behind it. */
 struct cw_admit_refusal {
 	uint32_t disk_id;		/* 0: not a disk's refusal */
 	char disk[CW_NAME_MAX + 1];
-	uint64_t resv_id;		/* model change: the stream that would fail (0: the new one) */
+	enum cw_admit_who who;		/* whose deadline would be missed */
+	uint64_t resv_id;		/* CW_ADMIT_WHO_RESV: its id */
+	char export_name[CW_NAME_MAX + 1];	/* CW_ADMIT_WHO_STARTUP: its export */
 	struct cw_admit_part part;	/* the refused part (task and test result) */
-	char reason[CW_ADMIT_REASON_MAX + 192];
+	struct cw_task task;		/* the task who names (T and C on this disk) */
+	bool has_max_rate;		/* a refused reservation: max_rate_bps is known */
+	uint64_t max_rate_bps;		/* the largest rate that fits (0: none at this block) */
+	char reason[CW_ADMIT_REASON_MAX + 384];
 };
 
 /* Disks whose plan changed, by id. */
@@ -219,7 +236,9 @@ struct cw_admit_request {
 };
 
 /* Admits a reservation: 0 with *ret_resv (NULL on a dry run), or -EBUSY
- * with the refusal (when the tests refuse), -ENOENT (no such partition),
+ * with the refusal (when the tests refuse: it names the disk and the
+ * stream whose deadline would be missed, and the largest rate that fits),
+ * -EINVAL for a block larger than the range, -ENOENT (no such partition),
  * -EINVAL/-ERANGE (bad request: refusal.reason says what), -ENODEV (the
  * range lies on a missing disk), -ENOSPC (too many), -errno from the
  * pool.  ret_changes and ret_refusal may be NULL. */
@@ -227,6 +246,22 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 			   const struct cw_admit_resv **ret_resv,
 			   struct cw_admit_refusal *ret_refusal,
 			   struct cw_admit_changes *ret_changes);
+
+/* The largest rate, in bytes per second, at which req (its rate and
+ * dry_run ignored) would be admitted now: a bisection over the rate with
+ * the test cw_admit_state_reserve makes, so the rate returned is admitted
+ * and one byte per second more is refused (then ret_refusal, which may be
+ * NULL, says why and where: the disk that limits it).  0 when not even
+ * 1 B/s fits.  Errors as cw_admit_state_reserve's for a bad request. */
+int cw_admit_state_headroom(struct cw_admit_state *st, const struct cw_admit_request *req,
+			    uint64_t *ret_rate_bps, struct cw_admit_refusal *ret_refusal);
+
+/* The same for a stream that lies on disk_id alone, anywhere on it (its
+ * model's worst case), each request block_bytes in pieces of one pool
+ * block: what the disk can still carry.  -ENOENT for an unknown disk. */
+int cw_admit_state_disk_headroom(struct cw_admit_state *st, uint32_t disk_id,
+				 uint64_t block_bytes, uint64_t *ret_rate_bps,
+				 struct cw_admit_refusal *ret_refusal);
 
 /* Releases a reservation by id (stored ones) — -ENOENT, or the pool's
  * -EBUSY while an export is bound to it. */

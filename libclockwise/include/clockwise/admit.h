@@ -73,6 +73,7 @@ struct cw_admit_result {
 	/* On CW_ADMIT_BLOCKING / CW_ADMIT_INVALID: index into the input. */
 	size_t fail_task;
 	int64_t fail_l_ns;
+	int64_t fail_need_ns;	/* CW_ADMIT_BLOCKING: the work due within fail_l_ns */
 	char reason[CW_ADMIT_REASON_MAX];	/* one line, for people */
 };
 
@@ -149,7 +150,14 @@ struct cw_admit_part {
 	/* The disk's tasks active with this part, worst over the window; its
 	 * fail_task indexes that set, whose last task is this part. */
 	struct cw_admit_result result;
+	/* Refused for one task: which, as an index into the disk's tasks
+	 * (struct cw_admit_disk), or one of these. */
+	size_t fail_disk_task;
 };
+
+#define CW_ADMIT_FAIL_SELF SIZE_MAX		/* this part */
+#define CW_ADMIT_FAIL_RESERVE (SIZE_MAX - 1)	/* the disk's best-effort reserve */
+#define CW_ADMIT_FAIL_ALL (SIZE_MAX - 2)	/* no one task: the set (U > 1) */
 
 struct cw_admit_plan {
 	bool admitted;			/* every part admitted */

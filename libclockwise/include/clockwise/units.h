@@ -65,14 +65,24 @@ int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns);
 /* Short forms in the same units, e.g. "64M", "1MB", "8MiB/s", "1.5MB/s",
  * "12.3ms".  A value is shown exactly when one decimal can: sizes in
  * binary units first, then decimal; rates in decimal units first, then
- * binary; otherwise rounded to one decimal (sizes binary, rates decimal).
- * An exact form parses back to the same value.  Return buf. */
+ * binary.  Otherwise a size prints in bytes ("2147483647B": exact, as a
+ * size is typed back) and a rate or a duration is rounded to one decimal
+ * (rates decimal).  A size, and an exact rate, parse back to the same
+ * value.  Return buf. */
 #define CW_UNITS_BUF 32
 char *cw_units_format_size(uint64_t bytes, char buf[CW_UNITS_BUF]);
 char *cw_units_format_rate(uint64_t bytes_per_s, char buf[CW_UNITS_BUF]);
 char *cw_units_format_duration(int64_t ns, char buf[CW_UNITS_BUF]);
 /* A rate as cw_units_format_rate, or "200iops". */
 char *cw_units_format_iorate(uint64_t per_s, bool iops, char buf[CW_UNITS_BUF]);
+/* A duration to three significant digits, for sentences that compare two
+ * close times ("1.82ms, longer than the 1.57ms between"): "250us",
+ * "1.82ms", "15.7ms", "2s". */
+char *cw_units_format_duration3(int64_t ns, char buf[CW_UNITS_BUF]);
+/* The largest rate not above bytes_per_s that cw_units_format_rate shows
+ * exactly ("476.8MB/s" for 476834567): a limit to print that still holds
+ * when it is typed back. */
+uint64_t cw_units_floor_rate(uint64_t bytes_per_s);
 
 #ifdef __cplusplus
 }

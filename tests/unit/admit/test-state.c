@@ -9,9 +9,12 @@
  */
 #include "config.h"
 
+#include <inttypes.h>
+
 #include <clockwise/admit-state.h>
 #include <clockwise/units.h>
 #include <clockwise/pool-objects.h>
+#include <clockwise/units.h>
 
 #include "common/util.h"
 #include "layout/pooltest.h"
@@ -505,6 +508,104 @@ static void test_disk_plan(void)
 	CU_ASSERT_EQUAL(cw_disk_plan_format_json(&p, "hdd0", buf, 20), -ENOSPC);
 }
 
+/* The headroom is a boundary: admitted at it, refused one byte per second
+ * above and at every larger rate tried, admitted below; a disk alone
+ * carries no more than the partition striped over two; a refusal says the
+ * same largest rate, in words. */
+static void test_headroom(void)
+{
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(0);
+	struct cw_admit_refusal ref;
+	uint64_t max, max2, disk;
+	char want[160], r[CW_UNITS_BUF];
+
+	setup();
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, &ref) == 0);
+	CU_ASSERT_FATAL(max > 0);
+	CU_ASSERT(ref.disk_id == 1 || ref.disk_id == 2);	/* what limits it */
+	printf("\n  one more: %s\n", ref.reason);
+	CU_ASSERT(strncmp(ref.reason, "refused on disk disk", 20) == 0);
+	rq.dry_run = true;
+	rq.rate_bps = max;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), 0);
+	rq.rate_bps = max / 2;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), 0);
+	for (uint64_t k = 0; k < 4; k++) {
+		rq.rate_bps = (const uint64_t[]){ max + 1, max + max / 100, max * 2, max * 64 }[k];
+		CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -EBUSY);
+		CU_ASSERT(ref.has_max_rate);
+		CU_ASSERT_EQUAL(ref.max_rate_bps, max);
+	}
+	snprintf(want, sizeof(want), "the largest rate that fits with 1M blocks is %s",
+		 cw_units_format_rate(cw_units_floor_rate(max), r));
+	CU_ASSERT(strstr(ref.reason, want) != NULL);
+	CU_ASSERT(strstr(ref.reason, "the new stream") != NULL);
+	CU_ASSERT(strstr(ref.reason, "task ") == NULL);	/* no index of an inner set */
+
+	CU_ASSERT_FATAL(cw_admit_state_disk_headroom(st, 1, MIB, &disk, NULL) == 0);
+	CU_ASSERT(disk > 0 && disk <= max);
+	CU_ASSERT_EQUAL(cw_admit_state_disk_headroom(st, 9, MIB, &disk, NULL), -ENOENT);
+
+	/* A stream takes its share: less is left, and what is left fits. */
+	rq = req(max / 2);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	rq = req(0);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max2, NULL) == 0);
+	CU_ASSERT(max2 < max);
+	rq = req(max2);
+	rq.dry_run = true;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL), 0);
+
+	/* A block larger than the partition says so. */
+	rq = req(MIB);
+	rq.block_bytes = 512 * MIB;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(ref.reason, "a block of 512M is larger than the partition (256M)");
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+/* A new stream with a short period is refused for the sake of a stored
+ * one whose long requests would hold the disk: the refusal names that
+ * reservation, in the sentence and in its facts alike. */
+static void test_refusal_names_stream(void)
+{
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *big;
+	struct cw_admit_request rq = req(MIB / 4);	/* 4 MiB every 16 s */
+	struct cw_admit_refusal ref;
+	char want[64];
+	int r = 0;
+
+	setup();
+	st = state(NULL);
+	rq.block_bytes = 4 * MIB;
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &big, &ref, NULL) == 0);
+	/* Ever shorter periods of small blocks, until one is refused. */
+	rq = req(4096);
+	rq.block_bytes = 4096;
+	rq.dry_run = true;
+	for (; rq.rate_bps < 4000 * MIB; rq.rate_bps *= 2)
+		if ((r = cw_admit_state_reserve(st, &rq, NULL, &ref, NULL)) != 0)
+			break;
+	CU_ASSERT_EQUAL_FATAL(r, -EBUSY);
+	printf("\n  refusal: %s\n", ref.reason);
+	CU_ASSERT_EQUAL(ref.part.result.why, CW_ADMIT_BLOCKING);
+	CU_ASSERT_EQUAL(ref.who, CW_ADMIT_WHO_RESV);
+	CU_ASSERT_EQUAL(ref.resv_id, big->id);
+	snprintf(want, sizeof(want), "a request of reservation %" PRIu64 " takes up to",
+		 big->id);
+	CU_ASSERT(strstr(ref.reason, want) != NULL);
+	CU_ASSERT(strstr(ref.reason, "condition (2)") != NULL);
+	CU_ASSERT(ref.task.service_ns == big->parts[0].task.service_ns ||
+		  ref.task.service_ns == big->parts[1].task.service_ns);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
@@ -517,5 +618,7 @@ int main(void)
 	cwtest_add(s, "models admit every stream again", test_set_model);
 	cwtest_add(s, "disks added and removed", test_disks);
 	cwtest_add(s, "a disk's plan", test_disk_plan);
+	cwtest_add(s, "headroom", test_headroom);
+	cwtest_add(s, "a refusal names the stream", test_refusal_names_stream);
 	return cwtest_run();
 }

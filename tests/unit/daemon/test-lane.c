@@ -465,6 +465,50 @@ static void test_rt_release_deadline_and_misses(void)
 	teardown();
 }
 
+/* On a lane with a stream, best effort runs in what the stream leaves,
+ * and its time counts as slack used, whether ΔL_r or an idle disk gave
+ * the room: the operator's SLACK-USED. */
+static void test_be_counts_slack(void)
+{
+	struct cw_io_req *done[1];
+	struct preq *q[2];
+	int64_t t0, now, wait_until;
+	unsigned ndone = 0;
+
+	setup("policy = \"delta-l\";");
+	reserve();
+	t0 = cw_now_ns();
+	lane_post_plan(L, plan_now());
+	lane_apply_plan(L, t0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(L->sched);
+	for (unsigned i = 0; i < 2; i++) {
+		q[i] = req_new(1, t0);
+		piece_set(q[i], 0, CW_IO_READ, disk1->fd, (5 + i) * BS, PIECE);
+	}
+	book(q, 2, false);
+	now = t0 + 1000;
+	lane_intake(L, now);
+	for (unsigned guard = 0; ndone < 2 && guard < 100; guard++) {
+		struct piece *p;
+
+		lane_dispatch(L, now, &wait_until);
+		if (!L->busy) {
+			now = CW_MAX(now, wait_until);
+			continue;
+		}
+		CU_ASSERT_EQUAL_FATAL(cw_io_reap(L->eng, 1, -1, done, 1), 1);
+		p = done[0]->user;
+		CU_ASSERT(p->sr.via == CW_SCHED_VIA_IDLE || p->sr.via == CW_SCHED_VIA_SLACK);
+		now = p->start_ns + 5000;	/* each takes 5 us of the disk */
+		lane_reaped(L, done[0], now);
+		ndone++;
+	}
+	CU_ASSERT_EQUAL_FATAL(ndone, 2);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.be_done), 2);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.slack_used_ns), 10000);
+	teardown();
+}
+
 /* Two streams ran on the lane; the plan after the first one's release
  * lists the second only, and cw_sched keeps only that one; a plan with no
  * streams leaves none. */
@@ -672,6 +716,7 @@ int main(void)
 		   test_first_plan_takes_the_fifo);
 	cwtest_add(s, "RT release, deadline, same job, misses", test_rt_release_deadline_and_misses);
 	cwtest_add(s, "a plan forgets released streams", test_plan_forgets_released_streams);
+	cwtest_add(s, "best effort beside a stream counts as slack used", test_be_counts_slack);
 	cwtest_add(s, "errors reach the request", test_errors_reach_the_request);
 	cwtest_add(s, "a reader serves its burst on an idle lane", test_reader_serves_its_burst);
 	cwtest_add(s, "the dispatcher thread with concurrent bookings", test_dispatcher_thread);

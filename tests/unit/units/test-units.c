@@ -144,7 +144,9 @@ static void test_format(void)
 		{ 1 << 20, "1M", "1MiB/s" }, { 8 << 20, "8M", "8MiB/s" },
 		{ 1000000, "1MB", "1MB/s" }, { 1500000, "1.5MB", "1.5MB/s" },
 		{ 817000, "817KB", "817KB/s" }, { UINT64_C(3) << 29, "1.5G", "1.5GiB/s" },
-		{ 2000000000, "2GB", "2GB/s" }, { 1000001, "976.6K", "1MB/s" },
+		{ 2000000000, "2GB", "2GB/s" }, { 1000001, "1000001B", "1MB/s" },
+		{ (UINT64_C(2047) << 20), "2047M", "2047MiB/s" },
+		{ (UINT64_C(2) << 30) - 1, "2147483647B", "2.1GB/s" },
 	};
 	char buf[CW_UNITS_BUF];
 
@@ -196,6 +198,33 @@ static void test_round_trip(void)
 	CU_ASSERT_EQUAL(checked, 4 * 20000 + 4 * 20000 / 5);
 }
 
+/* Three digits tell close times apart; a floored rate prints exactly,
+ * parses back to itself and never exceeds what it floors. */
+static void test_fine(void)
+{
+	char b[CW_UNITS_BUF];
+	uint64_t v;
+
+	CU_ASSERT_STRING_EQUAL(cw_units_format_duration3(1822293, b), "1.82ms");
+	CU_ASSERT_STRING_EQUAL(cw_units_format_duration3(1572864, b), "1.57ms");
+	CU_ASSERT_STRING_EQUAL(cw_units_format_duration3(15700000, b), "15.7ms");
+	CU_ASSERT_STRING_EQUAL(cw_units_format_duration3(250000, b), "250us");
+	CU_ASSERT_STRING_EQUAL(cw_units_format_duration3(1500000, b), "1.5ms");
+	CU_ASSERT_STRING_EQUAL(cw_units_format_duration3(2 * CW_UNITS_S, b), "2s");
+	CU_ASSERT_STRING_EQUAL(cw_units_format_duration3(999, b), "999ns");
+	CU_ASSERT_STRING_EQUAL(cw_units_format_duration3(-1822293, b), "-1.82ms");
+	CU_ASSERT_EQUAL(cw_units_floor_rate(476834567), 476800000);
+	CU_ASSERT_EQUAL(cw_units_floor_rate(999), 999);
+	CU_ASSERT_EQUAL(cw_units_floor_rate(1999), 1900);
+	for (uint64_t x = 1; x < UINT64_C(1) << 50; x = x * 7 + 3) {
+		uint64_t f = cw_units_floor_rate(x);
+
+		CU_ASSERT(f <= x);
+		CU_ASSERT_FATAL(cw_units_parse_rate(cw_units_format_rate(f, b), &v) == 0);
+		CU_ASSERT_EQUAL(v, f);
+	}
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("units", NULL, NULL);
@@ -205,5 +234,6 @@ int main(void)
 	cwtest_add(s, "durations", test_durations);
 	cwtest_add(s, "format", test_format);
 	cwtest_add(s, "round trip", test_round_trip);
+	cwtest_add(s, "fine durations, floored rates", test_fine);
 	return cwtest_run();
 }
