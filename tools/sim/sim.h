@@ -2,14 +2,14 @@
 /*
  * cwsim's private header: the trace-driven simulator of Bosch & Mullender,
  * section 4.  Sections follow the files: scenario.c (what to simulate),
- * disk.c (mechanics), trace.c (best-effort load), engine.c (layout,
+ * trace.c (best-effort load), engine.c (layout,
  * admission and the event loop over virtual time), report.c (text, JSON,
  * CSV and plots), cmd.c (the run, sweep and model subcommands).
  *
  * The simulator owns no scheduling logic (DESIGN rule 1): admission is
  * cw_admit_plan/cw_admit_test, dispatch is cw_sched, service-time bounds
- * are cw_model_service_ns.  It only supplies the clock, the requests and
- * the disk that serves them.
+ * are cw_model_service_ns, the disk's mechanics cw_model_disk_serve.  It
+ * only supplies the clock and the requests.
  */
 #ifndef CWSIM_SIM_H
 #define CWSIM_SIM_H
@@ -94,22 +94,6 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *value
 /* Resolves the model and checks the whole: prints and returns -EINVAL. */
 int sim_scenario_finish(struct sim_scenario *sc);
 const char *sim_placement_name(enum sim_placement p);
-
-/* ---- disk.c ------------------------------------------------------------ */
-
-struct sim_disk {
-	const struct cw_model *m;
-	uint64_t head_bytes;	/* where the last transfer ended */
-	int64_t phase_ns;	/* angle of the platter at t = 0 */
-	uint64_t bus_bps;
-};
-
-void sim_disk_init(struct sim_disk *d, const struct cw_model *m, uint64_t bus_bps,
-		   int64_t phase_ns);
-/* What serving bytes at off, starting at now_ns, really takes: overhead,
- * seek by distance, rotational latency to the first sector, transfer at
- * each zone's rate (or the bus's, if slower).  Moves the head. */
-int64_t sim_disk_service(struct sim_disk *d, int64_t now_ns, uint64_t off, uint64_t bytes);
 
 /* ---- trace.c ----------------------------------------------------------- */
 
