@@ -38,6 +38,7 @@
 #include <clockwise/emu.h>
 #include "common/util.h"
 #include "io/io-internal.h"
+#include "slots/atomic.h"
 
 #define NOT_YET INT64_MAX	/* done_ns of a request waiting for the arm */
 
@@ -90,6 +91,7 @@ void cw_io_emu_opts_init(struct cw_io_emu_opts *o)
 		.size = sizeof(*o),
 		.inner = CW_IO_URING,
 		.late_warn_ns = CW_NS_PER_MS,
+		.spin_ns = 100 * CW_NS_PER_US,
 	};
 	cw_model_disk_opts_init(&o->disk);
 }
@@ -115,7 +117,8 @@ int cw_io_emu_new(const struct cw_model *m, const struct cw_io_emu_opts *opts, u
 	int r;
 
 	if (!ret || cw_model_validate(m) < 0 || (opts && opts->size < sizeof(*opts)) ||
-	    (opts && opts->late_warn_ns < 0))
+	    (opts && (opts->late_warn_ns < 0 || opts->spin_ns < 0 ||
+		      opts->spin_ns > CW_NS_PER_MS)))
 		return -EINVAL;
 	x = calloc(1, sizeof(*x));
 	if (!x)
@@ -384,18 +387,25 @@ static unsigned collect(struct emu_engine *x, int64_t now, struct cw_io_req **ou
 	return got;
 }
 
-/* Sleeps until the absolute CLOCK_MONOTONIC time t. */
+/* Waits until the absolute CLOCK_MONOTONIC time t: sleeps until spin_ns
+ * before it (a wake-up takes tens of microseconds, more on a busy host)
+ * and spins the rest. */
 static int sleep_until(struct emu_engine *x, int64_t t)
 {
-	struct itimerspec its = { .it_value = { .tv_sec = t / CW_NS_PER_S,
-						.tv_nsec = t % CW_NS_PER_S } };
+	int64_t wake = t - x->o.spin_ns;
+	struct itimerspec its = { .it_value = { .tv_sec = wake / CW_NS_PER_S,
+						.tv_nsec = wake % CW_NS_PER_S } };
 	uint64_t expirations;
 
-	if (timerfd_settime(x->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-		return -errno;
-	while (read(x->tfd, &expirations, sizeof(expirations)) < 0)
-		if (errno != EINTR)
+	if (wake > cw_now_ns()) {
+		if (timerfd_settime(x->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 			return -errno;
+		while (read(x->tfd, &expirations, sizeof(expirations)) < 0)
+			if (errno != EINTR)
+				return -errno;
+	}
+	while (cw_now_ns() < t)
+		cw_pr_stall();
 	return 0;
 }
 

@@ -42,10 +42,14 @@ struct cw_io_emu_opts {
 	 * access time first, as a drive's tagged command queue does). */
 	unsigned satf_window;
 	int64_t late_warn_ns;		/* a completion this late counts as late */
+	/* The last spin_ns (<= 1 ms) before a completion are spent spinning
+	 * rather than asleep: a wake-up from a timer is tens of microseconds
+	 * late, which a short seek would feel. */
+	int64_t spin_ns;
 };
 
 /* Defaults: io_uring inside, cw_model_disk_opts_init's mechanics, no
- * command queue, late beyond 1 ms. */
+ * command queue, late beyond 1 ms, a spin of 100 us. */
 void cw_io_emu_opts_init(struct cw_io_emu_opts *opts);
 
 /* A new engine for depth requests in flight emulating model (copied);

@@ -177,7 +177,14 @@ int cw_model_parse(const char *text, struct cw_model *ret_model);
 
 /* Calibration (section 3.1's pre-measurement) of a block device or file.
  * It reads with O_DIRECT through the I/O engine, never writes, and takes
- * seconds to minutes depending on the options. */
+ * seconds to minutes depending on the options.
+ *
+ * A disk whose same sector, read twice in a row, takes a revolution of a
+ * millisecond or more (an HDD without a read cache in the way, or an
+ * emulated one) is measured as a model of its parts: the rotation period,
+ * the seek curve without rotational waits, the per-request overhead and
+ * each zone's media rate.  Any other disk keeps rotation and overhead at 0
+ * with the rotational wait inside a high percentile of its seek times. */
 struct cw_calib_opts {
 	size_t size;			/* sizeof(struct cw_calib_opts) */
 	enum cw_io_kind engine;
@@ -193,6 +200,9 @@ struct cw_calib_opts {
 	int64_t margin_ns;
 	enum cw_tier tier;
 	const char *name;		/* model name; NULL: "calibrated" */
+	/* Measure the disk this model emulates on the file (clockwise/emu.h,
+	 * stacked on engine); NULL: the file as it is. */
+	const struct cw_model *emulate;
 };
 
 /* Fills opts with defaults: io_uring, whole device, 16 seek distances,
