@@ -98,6 +98,11 @@ static const char *const migrations[] = {
 	"  resv INTEGER REFERENCES resv(id) ON DELETE RESTRICT);"
 	"CREATE INDEX export_part ON export(part);"
 	"CREATE INDEX export_resv ON export(resv);",
+	/* 3 -> 4: the model a disk emulates (clockwise/emu.h), in model.h's
+	 * text form; a disk without a row is served as it is. */
+	"CREATE TABLE disk_emulate ("
+	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE,"
+	"  model TEXT NOT NULL);",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -192,6 +192,12 @@ int cw_disk_model_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_mo
 int cw_disk_model_get(struct cw_pool *pool, uint32_t disk_id, struct cw_model *ret_model,
 		      bool *ret_calibrated);
 
+/* The model a disk emulates (clockwise/emu.h: its I/O completes when that
+ * disk would have completed it), kept with the disk; NULL clears it.
+ * Getting a disk that emulates nothing: -ENOENT. */
+int cw_disk_emulate_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_model *model);
+int cw_disk_emulate_get(struct cw_pool *pool, uint32_t disk_id, struct cw_model *ret_model);
+
 /* ---- partitions ---- */
 
 struct cw_part;
