@@ -75,6 +75,10 @@ int cw_model_validate(const struct cw_model *m);
 int cw_model_preset(const char *name, struct cw_model *ret_model);
 /* NULL-terminated list of the preset names. */
 const char *const *cw_model_preset_names(void);
+/* A preset by name, or a stored model string ("cwmodel1 ..."): what
+ * configuration and commands accept where a model is named.  -ENOENT for
+ * an unknown preset, -EINVAL for a string that does not parse. */
+int cw_model_from_string(const char *s, struct cw_model *ret_model);
 
 /* Seek time for a distance (curve interpolation, no margin). */
 int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t distance_bytes);
