@@ -185,6 +185,15 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 			add(m, "text", jstr(text));	/* the cwmodel1 line */
 	}
 	add(o, "model", m);
+	if (cw_disk_emulate_get(srv->pool, d->id, &model) == 0) {
+		char text[4096];
+
+		m = json_object_new_object();
+		add(m, "name", jstr(model.name));
+		if (cw_model_format(&model, text, sizeof(text)) > 0)
+			add(m, "text", jstr(text));
+		add(o, "emulate", m);
+	}
 	/* Windows ignored: the worst moment, all tasks active at once. */
 	if (disk_tasks(srv, d->id, &tasks, &n) == 0 && cw_admit_test(tasks, n, &res) == 0) {
 		add(o, "tasks", json_object_new_int64((int64_t)n));
@@ -747,8 +756,10 @@ static int h_disk_add(struct ctx *c, json_object **ret)
 {
 	const char *path = cwc_arg_str(c->req, "path"), *tier_s = cwc_arg_str(c->req, "tier");
 	const char *name = cwc_arg_str(c->req, "name");
+	const char *emulate = cwc_arg_str(c->req, "emulate");
 	enum cw_tier tier = CW_TIER_HDD;
 	struct cw_disk_info d;
+	struct cw_model em;
 	uint32_t id;
 	int r;
 
@@ -760,9 +771,16 @@ static int h_disk_add(struct ctx *c, json_object **ret)
 		return fail(c, CWC_E_BAD_REQUEST,
 			    "disk name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
 			    "not starting with . or -", name, CW_NAME_MAX);
+	if (emulate && cw_model_from_string(emulate, &em) < 0)
+		return fail(c, CWC_E_BAD_REQUEST, "emulate \"%.64s\": not a model preset (atlas2, "
+			    "hdd7200, ssd) nor a model string \"cwmodel1 ...\"", emulate);
 	r = cw_disk_add(c->srv->pool, path, tier, name, &id);
 	if (r < 0)
 		return fail_pool(c, r, path);
+	if (emulate && (r = cw_disk_emulate_set(c->srv->pool, id, &em)) < 0) {
+		cw_disk_remove(c->srv->pool, id);
+		return fail_pool(c, r, path);
+	}
 	r = cw_disk_info(c->srv->pool, id, &d);
 	if (r < 0)
 		return fail_pool(c, r, path);
@@ -879,6 +897,8 @@ int ctl_calib_prepare(struct ctx *c, struct calib *k)
 	k->opts.name = k->disk.name;
 	k->opts.span_bytes = k->disk.capacity_bytes;
 	k->opts.margin_ppm = c->srv->o.calib_margin_ppm;
+	if (cw_disk_emulate_get(c->srv->pool, k->disk.id, &k->emulate) == 0)
+		k->opts.emulate = &k->emulate;	/* measure the disk it emulates */
 	if (quick) {
 		/* A few samples of few points, for tests and first looks. */
 		k->quick_sizes[0] = 64 << 10;
@@ -944,7 +964,7 @@ int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	add(*ret, "model", jstr(text));
 	if (cw_model_service_ns(&k->model, 0, 0, cw_pool_block_size(c->srv->pool), &worst) == 0)
 		add(*ret, "block_service_ns", json_object_new_int64(worst));
-	if (sparse_file(k->disk.path))
+	if (!k->opts.emulate && sparse_file(k->disk.path))
 		add(*ret, "warning", jstr("the disk is a sparse file: its holes read without touching "
 					  "the device, so this model is too fast; write the file "
 					  "out (e.g. with dd) and calibrate again"));

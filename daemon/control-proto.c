@@ -78,7 +78,9 @@ enum cwc_code cwc_code_from_errno(int neg_errno)
 static const struct cwc_arg_spec no_args[] = { END };
 static const struct cwc_arg_spec name_only[] = { SR("name"), END };
 static const struct cwc_arg_spec id_only[] = { UR("id"), END };
-static const struct cwc_arg_spec disk_add[] = { SR("path"), S("tier"), S("name"), END };
+static const struct cwc_arg_spec disk_add[] = {
+	SR("path"), S("tier"), S("name"), S("emulate"), END
+};
 static const struct cwc_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
 static const struct cwc_arg_spec part_create[] = {
 	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), END

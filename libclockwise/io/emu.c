@@ -66,7 +66,7 @@ struct emu_engine {
 	uint64_t seq;
 	int64_t arm_free_ns;		/* HDD: the request in service ends */
 	int tfd;			/* a timerfd: no timer slack, unlike nanosleep */
-	uint64_t late_reported;		/* st.late at the last cw_io_emu_behind */
+	atomic_uint_fast64_t late_reported;	/* st.late at the last cw_io_emu_behind */
 	struct {
 		atomic_uint_fast64_t requests, late;
 		atomic_int_fast64_t busy_ns, late_sum_ns, late_max_ns;
@@ -387,12 +387,13 @@ static unsigned collect(struct emu_engine *x, int64_t now, struct cw_io_req **ou
 	return got;
 }
 
-/* Waits until the absolute CLOCK_MONOTONIC time t: sleeps until spin_ns
- * before it (a wake-up takes tens of microseconds, more on a busy host)
- * and spins the rest. */
-static int sleep_until(struct emu_engine *x, int64_t t)
+/* Waits until the absolute CLOCK_MONOTONIC time t.  For a completion
+ * (spin) it sleeps until spin_ns before it (a wake-up takes tens of
+ * microseconds, more on a busy host) and spins the rest; a caller's
+ * timeout is only slept to. */
+static int sleep_until(struct emu_engine *x, int64_t t, bool spin)
 {
-	int64_t wake = t - x->o.spin_ns;
+	int64_t wake = spin ? t - x->o.spin_ns : t;
 	struct itimerspec its = { .it_value = { .tv_sec = wake / CW_NS_PER_S,
 						.tv_nsec = wake % CW_NS_PER_S } };
 	uint64_t expirations;
@@ -436,7 +437,7 @@ static int emu_reap(struct cw_io_engine *e, unsigned min_complete, int64_t deadl
 			if (r < 0)
 				return got ? (int)got : r;
 		} else if (until != NOT_YET) {
-			r = sleep_until(x, until);
+			r = sleep_until(x, until, until == next);
 			if (r < 0)
 				return got ? (int)got : r;
 		} else {
@@ -471,10 +472,7 @@ bool cw_io_emu_behind(struct cw_io_engine *e)
 		return false;
 	x = to_emu(e);
 	late = atomic_load_explicit(&x->st.late, memory_order_relaxed);
-	if (late == x->late_reported)
-		return false;
-	x->late_reported = late;
-	return true;
+	return atomic_exchange_explicit(&x->late_reported, late, memory_order_relaxed) != late;
 }
 
 const struct cw_model *cw_io_emu_model(const struct cw_io_engine *e)

@@ -20,8 +20,8 @@
  * bytes, one that crosses it is cut short there; a write there fails with
  * -ENOSPC — as on a block device of that size.
  *
- * Like every engine, one belongs to one thread; cw_io_emu_stats() alone
- * may be called from any thread.
+ * Like every engine, one belongs to one thread; cw_io_emu_stats() and
+ * cw_io_emu_behind() may be called from any thread.
  */
 #ifndef CLOCKWISE_EMU_H
 #define CLOCKWISE_EMU_H
