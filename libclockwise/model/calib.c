@@ -62,6 +62,7 @@
 /* Parted measurement: pairs per seek point are capped: each is exact up
  * to jitter, and an emulated Atlas-II takes ~15 ms a read. */
 #define PARTS_REPEATS 8
+#define PARTS_MIN 5	/* even a quick calibration: its quartile needs them */
 #define BISECT_STEPS 10
 #define CHAIN_READS 8	/* reads per chain of a zone's rate */
 #define CHAIN_PAIRS 3	/* pairs of chains, the median taken */
@@ -291,7 +292,8 @@ static int seek_parted(struct calib *c, const struct cw_calib_opts *o, struct cw
 	(void)m;
 	/* distance 0 is the overhead every other point is measured from:
 	 * twice the pairs */
-	c->n_pairs[i] = CW_MIN(o->repeats, (unsigned)PARTS_REPEATS) * (i == 0 ? 2 : 1);
+	c->n_pairs[i] = CW_MAX(CW_MIN(o->repeats, (unsigned)PARTS_REPEATS), (unsigned)PARTS_MIN) *
+			(i == 0 ? 2 : 1);
 	for (unsigned r = 0; r < c->n_pairs[i]; r++) {
 		uint64_t a = rnd_off(c, 2 * c->small + d, c->span), b = a + c->small + d;
 		int e = seek_pair(c, a, b, &c->pair_ns[i][r]);
@@ -519,8 +521,8 @@ static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct
 }
 
 /* The parted seek points less their transfer, at the zone rates now
- * measured: the median at distance 0 is the overhead (returned), each
- * other point's median less it the seek, kept non-decreasing. */
+ * measured: the lower quartile at distance 0 is the overhead (returned),
+ * each other point's less it the seek, kept non-decreasing. */
 static int64_t parted_seek_curve(struct calib *c, struct cw_model *m)
 {
 	int64_t v[2 * PARTS_REPEATS], ovh = 0, run = 0;
@@ -538,7 +540,10 @@ static int64_t parted_seek_curve(struct calib *c, struct cw_model *m)
 			 * (0 here) plus the transfer */
 			v[r] = c->pair_ns[i][r] - xfer;
 		}
-		med = CW_MAX(model_percentile(v, c->n_pairs[i], 50), (int64_t)0);
+		/* A pair goes wrong by being late (a wake-up missed, the
+		 * wrap bisected on the wrong side), hardly ever early: the
+		 * lower quartile keeps the honest pairs. */
+		med = CW_MAX(model_percentile(v, c->n_pairs[i], 25), (int64_t)0);
 		if (i == 0)
 			ovh = med;
 		run = CW_MAX(run, med - ovh);
