@@ -206,5 +206,6 @@ int sim_plot(const char *dir, const char *name, const char *script);
 int sim_cmd_run(int argc, char **argv);
 int sim_cmd_sweep(int argc, char **argv);
 int sim_cmd_model(int argc, char **argv);	/* prints a preset as a cwmodel1 line */
+int sim_cmd_setup(int argc, char **argv);	/* streams and BE trace for a live run */
 
 #endif
