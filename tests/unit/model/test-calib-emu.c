@@ -8,7 +8,8 @@
  * (tens of microseconds, more under load) is a large part of the seek.
  * The table it prints is the evidence; CW_CALIB_TOLERANCE_PCT widens the
  * bound on a machine too loaded to keep time (the emulator's lateness is
- * printed beside it).
+ * printed beside it); in a sanitizer build (CW_SANITIZED) it is only
+ * reported.
  */
 #include "config.h"
 
@@ -83,7 +84,7 @@ static void recovers(const char *preset, unsigned seek_points, uint64_t zone_rea
 		uint64_t d = got.seek[i].distance_bytes;
 		double g = (double)got.seek[i].time_ns, w = (double)cw_model_seek_ns(&want, d);
 		bool ok = w >= 1e6 ? (g >= w * (1 - tol) && g <= w * (1 + tol)) :
-				     (g - w <= 250e3 && w - g <= 250e3);
+				     (g - w <= 250e3 * tol / 0.05 && w - g <= 250e3 * tol / 0.05);
 
 		printf("  %14" PRIu64 " %8.3fms %8.3fms %+7.1f%%%s\n", d, g / 1e6, w / 1e6,
 		       w > 0 ? 100 * rel(g, w) : 0.0, ok ? "" : "  <- outside");
@@ -122,6 +123,10 @@ int main(void)
 
 	if (t)
 		tol = atof(t) / 100;
+	/* a sanitizer build spends many times the CPU a wake-up assumes:
+	 * the table is reported, not asserted (tests/unit's convention) */
+	if (getenv("CW_SANITIZED") && *getenv("CW_SANITIZED"))
+		tol = 1e9;
 	/* not tmpfs: a 4 TB sparse file wants a file system that allows it */
 	snprintf(dir, sizeof(dir), "%s/cwcalib.XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
 	if (!mkdtemp(dir))
