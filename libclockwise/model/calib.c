@@ -62,7 +62,7 @@
 /* Parted measurement: pairs per seek point are capped: each is exact up
  * to jitter, and an emulated Atlas-II takes ~15 ms a read. */
 #define PARTS_REPEATS 8
-#define PARTS_MIN 5	/* even a quick calibration: its quartile needs them */
+#define PARTS_MIN 5	/* even a quick calibration: its percentile needs them */
 #define BISECT_STEPS 10
 #define CHAIN_READS 8	/* reads per chain of a zone's rate */
 #define CHAIN_PAIRS 3	/* pairs of chains, the median taken */
@@ -521,8 +521,8 @@ static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct
 }
 
 /* The parted seek points less their transfer, at the zone rates now
- * measured: the lower quartile at distance 0 is the overhead (returned),
- * each other point's less it the seek, kept non-decreasing. */
+ * measured: the tenth percentile at distance 0 is the overhead
+ * (returned), each other point's less it the seek, kept non-decreasing. */
 static int64_t parted_seek_curve(struct calib *c, struct cw_model *m)
 {
 	int64_t v[2 * PARTS_REPEATS], ovh = 0, run = 0;
@@ -542,8 +542,8 @@ static int64_t parted_seek_curve(struct calib *c, struct cw_model *m)
 		}
 		/* A pair goes wrong by being late (a wake-up missed, the
 		 * wrap bisected on the wrong side), hardly ever early: the
-		 * lower quartile keeps the honest pairs. */
-		med = CW_MAX(model_percentile(v, c->n_pairs[i], 25), (int64_t)0);
+		 * tenth percentile keeps the honest pairs. */
+		med = CW_MAX(model_percentile(v, c->n_pairs[i], 10), (int64_t)0);
 		if (i == 0)
 			ovh = med;
 		run = CW_MAX(run, med - ovh);
