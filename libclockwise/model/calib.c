@@ -64,6 +64,7 @@
 #define PARTS_REPEATS 8
 #define PARTS_MIN 5	/* even a quick calibration: its percentile needs them */
 #define BISECT_STEPS 10
+#define ZERO_PROBES 3	/* unpaused probes of a pair, the reference level */
 #define CHAIN_READS 8	/* reads per chain of a zone's rate */
 #define CHAIN_PAIRS 3	/* pairs of chains, the median taken */
 
@@ -258,21 +259,29 @@ static int probe(struct calib *c, uint64_t a, uint64_t b, int64_t pause_ns, int6
  * median over the probes keeps a late wake-up from moving the result. */
 static int seek_pair(struct calib *c, uint64_t a, uint64_t b, int64_t *ret_ns)
 {
-	int64_t lo = 0, hi = c->rot, t, since, since0 = 0, paused = 0, last_low = 0;
-	int64_t low[BISECT_STEPS + 1];
+	int64_t lo = 0, hi = c->rot, t, since, ref = INT64_MAX, paused = 0, last_low = 0;
+	int64_t low[BISECT_STEPS + ZERO_PROBES];
 	unsigned n_low = 0;
-	int e = probe(c, a, b, 0, &t, &since0, &paused);
+	int e = 0;
 
-	if (e == 0)
-		low[n_low++] = since0;
-	last_low = paused;
+	/* Without a pause the wait has not wrapped: the least of a few such
+	 * probes is the level the others are told apart by (lateness only
+	 * adds, and one late probe as the reference would call the wrapped
+	 * ones unwrapped). */
+	for (unsigned k = 0; k < ZERO_PROBES && e == 0; k++) {
+		e = probe(c, a, b, 0, &t, &since, &paused);
+		low[n_low++] = since;
+		ref = CW_MIN(ref, since);
+		last_low = CW_MAX(last_low, paused);
+	}
 	for (unsigned k = 0; k < BISECT_STEPS && e == 0; k++) {
 		int64_t mid = lo + (hi - lo) / 2;
 
 		e = probe(c, a, b, mid, &t, &since, &paused);
 		if (e < 0)
 			break;
-		if (since < since0 + c->rot / 2) {
+		if (since < ref + c->rot / 2) {
+			ref = CW_MIN(ref, since);
 			lo = mid;
 			low[n_low++] = since;
 			last_low = CW_MAX(last_low, paused);
@@ -367,19 +376,18 @@ static int measure_seek(struct calib *c, const struct cw_calib_opts *o, struct c
 }
 
 /* The time each of k back-to-back sequential reads of len bytes from off
- * takes on average, measured from one completion to the next: rotation +
- * transfer on a disk without read-ahead.  A late look at a completion
- * makes that interval longer and the next one as much shorter, so the sum
- * keeps only the lateness at its two ends; a look so late that the next
- * sector was missed once more adds a whole revolution, which the median
- * interval tells apart and which is taken out. */
+ * takes, measured from one completion to the next: rotation + transfer on
+ * a disk without read-ahead.  A late look at a completion makes that
+ * interval longer and the next one as much shorter, and a look so late
+ * that the next sector was missed adds a revolution to one interval: the
+ * median interval is untouched by either while they stay few. */
 static int chain_ns(struct calib *c, uint64_t off, uint64_t len, unsigned k, int64_t *samples,
 		    int64_t *ret_ns)
 {
-	int64_t ignored, t0, prev, total, med, extra;
+	int64_t ignored, prev;
 	int e = timed_read(c, off - c->align, c->align, &ignored);
 
-	t0 = prev = cw_now_ns();
+	prev = cw_now_ns();
 	for (unsigned i = 0; i < k && e == 0; i++) {
 		int64_t now;
 
@@ -390,10 +398,7 @@ static int chain_ns(struct calib *c, uint64_t off, uint64_t len, unsigned k, int
 	}
 	if (e < 0)
 		return e;
-	total = prev - t0;
-	med = model_percentile(samples, k, 50);
-	extra = (total - (int64_t)k * med + c->rot / 2) / c->rot;
-	*ret_ns = (total - CW_MAX(extra, (int64_t)0) * c->rot) / (int64_t)k;
+	*ret_ns = model_percentile(samples, k, 50);
 	return 0;
 }
 
