@@ -16,7 +16,8 @@
  * row takes one revolution, >= ROT_MIN_NS) is measured in parts instead,
  * so that a model comes back as itself (an emulated disk recovers the
  * model it emulates):
- *  - rotation: the median time of those rereads;
+ *  - rotation: the median interval between the completions of those
+ *    rereads;
  *  - seek: the time of a read at distance d after another is overhead +
  *    seek(d) + transfer + a rotational wait that depends only on the pause
  *    between the two (the platter turns with the clock).  The wait wraps
@@ -62,7 +63,7 @@
 /* Parted measurement: pairs per seek point are capped: each is exact up
  * to jitter, and an emulated Atlas-II takes ~15 ms a read. */
 #define PARTS_REPEATS 8
-#define PARTS_MIN 5	/* even a quick calibration: its percentile needs them */
+#define PARTS_MIN 5	/* even a quick calibration */
 #define BISECT_STEPS 10
 #define ZERO_PROBES 3	/* unpaused probes of a pair, the reference level */
 #define CHAIN_READS 8	/* reads per chain of a zone's rate */
@@ -205,16 +206,24 @@ static bool opts_ok(const struct cw_calib_opts *o)
 static int measure_rotation(struct calib *c, const struct cw_calib_opts *o, int64_t *samples)
 {
 	uint64_t a = rnd_off(c, c->small, c->span);
-	unsigned n = CW_MIN(o->repeats, (unsigned)PARTS_REPEATS * 4);
-	int64_t ignored, rot;
+	unsigned n = CW_MAX(CW_MIN(o->repeats, (unsigned)PARTS_REPEATS * 4), (unsigned)PARTS_MIN);
+	int64_t ignored, rot, prev;
 	int e;
 
 	c->rot = 0;
 	if (o->tier != CW_TIER_HDD)
 		return 0;
+	/* from one completion to the next: a late look at one makes its
+	 * interval longer and the next one as much shorter (the reread
+	 * itself starts later and finds the sector sooner), so the median
+	 * interval is the revolution */
 	e = timed_read(c, a, c->small, &ignored);
-	for (unsigned r = 0; r < n && e == 0; r++)
-		e = timed_read(c, a, c->small, &samples[r]);
+	prev = cw_now_ns();
+	for (unsigned r = 0; r < n && e == 0; r++) {
+		e = timed_read(c, a, c->small, &ignored);
+		samples[r] = cw_now_ns() - prev;
+		prev += samples[r];
+	}
 	if (e < 0)
 		return e;
 	rot = model_percentile(samples, n, 50);
@@ -252,27 +261,24 @@ static int probe(struct calib *c, uint64_t a, uint64_t b, int64_t pause_ns, int6
 
 /* overhead + seek(b - a - small) + transfer of the pair (a, b), without
  * the rotational wait: the pause where the wait wraps is bisected (the
- * file's header says why that works).  Before the wrap, the time from a's
- * completion to b's is that cost plus x, the pause where it wraps; the
- * largest pause seen before the wrap is x within the bisection's step.
- * The host's lateness in seeing a's completion shifts both alike, and a
- * median over the probes keeps a late wake-up from moving the result. */
+ * file's header says why that works), and the least time b took is the
+ * answer.  It is never below the truth — b's time runs from before its
+ * submission to after its completion was seen — and it is near it once a
+ * pause fell just short of the wrap: lateness and a bisection misled by
+ * it only ever make it longer. */
 static int seek_pair(struct calib *c, uint64_t a, uint64_t b, int64_t *ret_ns)
 {
-	int64_t lo = 0, hi = c->rot, t, since, ref = INT64_MAX, paused = 0, last_low = 0;
-	int64_t low[BISECT_STEPS + ZERO_PROBES];
-	unsigned n_low = 0;
+	int64_t lo = 0, hi = c->rot, t, since, ref = INT64_MAX, paused, best = INT64_MAX;
 	int e = 0;
 
 	/* Without a pause the wait has not wrapped: the least of a few such
-	 * probes is the level the others are told apart by (lateness only
-	 * adds, and one late probe as the reference would call the wrapped
-	 * ones unwrapped). */
+	 * probes is the level wrapped ones are told apart from (lateness
+	 * only adds, and one late reference would take wrapped probes for
+	 * unwrapped ones). */
 	for (unsigned k = 0; k < ZERO_PROBES && e == 0; k++) {
 		e = probe(c, a, b, 0, &t, &since, &paused);
-		low[n_low++] = since;
 		ref = CW_MIN(ref, since);
-		last_low = CW_MAX(last_low, paused);
+		best = CW_MIN(best, t);
 	}
 	for (unsigned k = 0; k < BISECT_STEPS && e == 0; k++) {
 		int64_t mid = lo + (hi - lo) / 2;
@@ -280,18 +286,17 @@ static int seek_pair(struct calib *c, uint64_t a, uint64_t b, int64_t *ret_ns)
 		e = probe(c, a, b, mid, &t, &since, &paused);
 		if (e < 0)
 			break;
+		best = CW_MIN(best, t);
 		if (since < ref + c->rot / 2) {
 			ref = CW_MIN(ref, since);
-			lo = mid;
-			low[n_low++] = since;
-			last_low = CW_MAX(last_low, paused);
+			lo = mid;	/* before the wrap: the wait is x - pause */
 		} else {
 			hi = mid;
 		}
 	}
 	if (e < 0)
 		return e;
-	*ret_ns = model_percentile(low, n_low, 50) - last_low;
+	*ret_ns = best;
 	return 0;
 }
 
@@ -526,8 +531,8 @@ static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct
 }
 
 /* The parted seek points less their transfer, at the zone rates now
- * measured: the tenth percentile at distance 0 is the overhead
- * (returned), each other point's less it the seek, kept non-decreasing. */
+ * measured: the least at distance 0 is the overhead (returned), each
+ * other point's least less it the seek, kept non-decreasing. */
 static int64_t parted_seek_curve(struct calib *c, struct cw_model *m)
 {
 	int64_t v[2 * PARTS_REPEATS], ovh = 0, run = 0;
@@ -545,10 +550,8 @@ static int64_t parted_seek_curve(struct calib *c, struct cw_model *m)
 			 * (0 here) plus the transfer */
 			v[r] = c->pair_ns[i][r] - xfer;
 		}
-		/* A pair goes wrong by being late (a wake-up missed, the
-		 * wrap bisected on the wrong side), hardly ever early: the
-		 * tenth percentile keeps the honest pairs. */
-		med = CW_MAX(model_percentile(v, c->n_pairs[i], 10), (int64_t)0);
+		/* a pair errs only long (seek_pair): the least is best */
+		med = CW_MAX(model_percentile(v, c->n_pairs[i], 0), (int64_t)0);
 		if (i == 0)
 			ovh = med;
 		run = CW_MAX(run, med - ovh);
