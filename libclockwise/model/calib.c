@@ -65,6 +65,7 @@
 #define PARTS_REPEATS 8
 #define PARTS_MIN 5	/* even a quick calibration */
 #define BISECT_STEPS 10
+#define ROT_SAMPLES 31	/* rereads the rotation is the median interval of */
 #define ZERO_PROBES 3	/* unpaused probes of a pair, the reference level */
 #define CHAIN_READS 8	/* reads per chain of a zone's rate */
 #define CHAIN_PAIRS 3	/* pairs of chains, the median taken */
@@ -206,7 +207,7 @@ static bool opts_ok(const struct cw_calib_opts *o)
 static int measure_rotation(struct calib *c, const struct cw_calib_opts *o, int64_t *samples)
 {
 	uint64_t a = rnd_off(c, c->small, c->span);
-	unsigned n = CW_MAX(CW_MIN(o->repeats, (unsigned)PARTS_REPEATS * 4), (unsigned)PARTS_MIN);
+	unsigned n = ROT_SAMPLES;	/* a revolution each: cheap, and a median wants many */
 	int64_t ignored, rot, prev;
 	int e;
 
