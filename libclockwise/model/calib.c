@@ -13,7 +13,8 @@
  * percentile of the samples.
  *
  * A disk with a platter that can be seen (the same sector read twice in a
- * row takes one revolution, >= ROT_MIN_NS) is measured in parts instead,
+ * row takes one revolution, >= ROT_MIN_NS, as regularly as a clock) is
+ * measured in parts instead,
  * so that a model comes back as itself (an emulated disk recovers the
  * model it emulates):
  *  - rotation: the median interval between the completions of those
@@ -228,7 +229,11 @@ static int measure_rotation(struct calib *c, const struct cw_calib_opts *o, int6
 	if (e < 0)
 		return e;
 	rot = model_percentile(samples, n, 50);
-	if (rot >= ROT_MIN_NS && rot <= CW_NS_PER_S)
+	/* A platter turns like a clock: the middle half of the intervals
+	 * within 5% of each other.  A device that is merely slow (a busy
+	 * virtual disk) scatters them, and keeps the whole-time method. */
+	if (rot >= ROT_MIN_NS && rot <= CW_NS_PER_S &&
+	    model_percentile(samples, n, 75) - model_percentile(samples, n, 25) <= rot / 20)
 		c->rot = rot;
 	return 0;
 }
