@@ -5,8 +5,8 @@
 # (16 MiB at <= 11 MB/s) while a plain disk answers at once; an unknown
 # model is refused with FILE:LINE in the config and a clear message from
 # cwctl disk add --emulate, which adds nothing; a disk added with
-# --emulate keeps it across a restart; writes flushed before kill -9 are
-# there after the restart; and cwctl disk calibrate --quick on the
+# --emulate keeps it across a restart; writes flushed before a kill -9
+# under write load on the emulated disk are there after the restart; and cwctl disk calibrate --quick on the
 # emulated disk recovers the Atlas-II's rotation, seek points of 1 ms and
 # more and zone rates within 5% (made once more if the first is outside:
 # a busy host can stall the emulator by milliseconds).
@@ -20,6 +20,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 check "pool" cwd_pool 64M e0 p0
 check "partition on the emulated disk" cwd_part emu 16M single 1
 check "partition on the plain disk" cwd_part plain 16M single 2
+check "a second partition on the emulated disk" cwd_part busy 16M single 1
 
 cwd_conf "disks = (
   { path = \"$cw_tmp/e0.disk\"; name = \"e0\";
@@ -60,7 +61,14 @@ check "disk add --emulate hdd7200" grep -q "emulating hdd7200" \
 
 head -c 16M /dev/urandom >"$cw_tmp/data"
 check "nbdcopy in (flushes at the end)" nbdcopy "$cw_tmp/data" "$(cwd_uri emu)"
-check "kill -9" cwd_kill9
+# kill -9 while another client writes to the same emulated disk (16 MiB
+# at 11 MB/s: still going a second later)
+nbdcopy --requests=4 "$cw_tmp/data" "$(cwd_uri busy)" 2>/dev/null &
+writer=$!
+sleep 1
+check "the writer is still writing" kill -0 "$writer"
+check "kill -9 under write load" cwd_kill9
+wait "$writer" 2>/dev/null || true
 cwd_start
 check "after the restart e1 still emulates hdd7200" grep -q "disk e1: .*emulating hdd7200" "$(cwd_log)"
 check "nbdcopy out" nbdcopy "$(cwd_uri emu)" "$cw_tmp/back"

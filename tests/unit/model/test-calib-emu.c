@@ -7,8 +7,9 @@
  * than 1 ms are held to 0.25 ms instead: there the host's wake-up jitter
  * (tens of microseconds, more under load) is a large part of the seek.
  * The table it prints, with the machine's load, is the evidence; a
- * calibration outside the bound is made once more (a busy host can stall
- * the emulator's wake-ups by milliseconds) and the second one counts.
+ * calibration outside the bound is made again, up to three in all (a busy
+ * host can stall the emulator's wake-ups by milliseconds), and the last
+ * counts.
  * CW_CALIB_TOLERANCE_PCT widens the bound; in a sanitizer build
  * (CW_SANITIZED) it is only reported.
  */
@@ -114,12 +115,12 @@ static unsigned attempt(const char *preset, unsigned seek_points, uint64_t zone_
 
 /* A host busy with other work can stall the emulator's wake-ups by
  * milliseconds: a calibration that comes back outside the bound is made
- * once more, both tables printed, and the second one counts. */
+ * again, up to three in all, every table printed, and the last counts. */
 static void recovers(const char *preset, unsigned seek_points, uint64_t zone_read_bytes)
 {
 	unsigned bad = attempt(preset, seek_points, zone_read_bytes);
 
-	if (bad) {
+	for (int again = 0; bad && again < 2; again++) {
 		printf("  %u outside: once more\n", bad);
 		bad = attempt(preset, seek_points, zone_read_bytes);
 	}
@@ -134,6 +135,41 @@ static void test_atlas2(void)
 static void test_hdd7200(void)
 {
 	recovers("hdd7200", 8, 8 << 20);
+}
+
+/* A device without a platter whose every read takes 1.5 ms rereads a
+ * sector as regularly as a revolution would: calibration must see that no
+ * pause shortens the next read and keep the whole-time method (rotation
+ * 0, the overhead inside the seek times). */
+static void test_slow_flat_device(void)
+{
+	static const char slow[] = "cwmodel1 name=slow tier=hdd cap=1073741824 rot=0 ovh=1500000 "
+				   "mppm=0 mns=0 seek=0:0,1073741824:2000000 zones=1073741824:100000000";
+	struct cw_model want, got;
+	struct cw_calib_opts o;
+	char path[300];
+	int fd;
+
+	CU_ASSERT_FATAL(cw_model_parse(slow, &want) == 0);
+	snprintf(path, sizeof(path), "%s/slow.img", dir);
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	CU_ASSERT_FATAL(fd >= 0 && ftruncate(fd, (off_t)want.capacity_bytes) == 0);
+	close(fd);
+	cw_calib_opts_init(&o);
+	o.engine = CW_IO_AIO;
+	o.emulate = &want;
+	o.seek_distances = 4;
+	o.zones = 2;
+	o.zone_read_bytes = 1 << 20;
+	o.n_block_sizes = 0;
+	o.repeats = 5;
+	CU_ASSERT_EQUAL_FATAL(cw_model_calibrate(path, &o, NULL, NULL, &got), 0);
+	unlink(path);
+	printf("\n  slow flat device: rotation %" PRId64 " ns, overhead %" PRId64 " ns, seek[1] %.3f ms\n",
+	       got.rotation_ns, got.overhead_ns, got.seek[1].time_ns / 1e6);
+	CU_ASSERT_EQUAL(got.rotation_ns, 0);
+	CU_ASSERT_EQUAL(got.overhead_ns, 0);
+	CU_ASSERT(got.seek[1].time_ns >= want.overhead_ns);
 }
 
 int main(void)
@@ -155,6 +191,8 @@ int main(void)
 	s = cwtest_suite("calibration of emulated disks", NULL, NULL);
 	cwtest_add(s, "Atlas-II comes back within 5%", test_atlas2);
 	cwtest_add(s, "hdd7200 comes back within 5%", test_hdd7200);
+	cwtest_add(s, "a slow device without a platter is not taken for one",
+		   test_slow_flat_device);
 	int r = cwtest_run();
 
 	rmdir(dir);
