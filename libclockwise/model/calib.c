@@ -12,9 +12,9 @@
  * Every point is sampled `repeats` times and its worst case is a high
  * percentile of the samples.
  *
- * A disk with a platter that can be seen (the same sector read twice in a
- * row takes one revolution, >= ROT_MIN_NS, as regularly as a clock) is
- * measured in parts instead,
+ * An emulated disk (opts->emulate) whose platter can be seen (the same
+ * sector read twice in a row takes one revolution, >= ROT_MIN_NS, as
+ * regularly as a clock) is measured in parts instead,
  * so that a model comes back as itself (an emulated disk recovers the
  * model it emulates):
  *  - rotation: the median interval between the completions of those
@@ -118,7 +118,6 @@ struct calib {
 	unsigned done, total;
 	int64_t rot;		/* measured revolution; 0: none seen */
 	size_t small;		/* the read seeks are measured with */
-	unsigned all_pairs, flat_pairs;	/* seek pairs, and those that saw no platter */
 	/* per seek point and pair: the least time seen, and where b was */
 	int64_t pair_ns[CW_MODEL_MAX_SEEK][2 * PARTS_REPEATS];
 	uint64_t pair_off[CW_MODEL_MAX_SEEK][2 * PARTS_REPEATS];
@@ -214,7 +213,12 @@ static int measure_rotation(struct calib *c, const struct cw_calib_opts *o, int6
 	int e;
 
 	c->rot = 0;
-	if (o->tier != CW_TIER_HDD)
+	/* Only an emulated disk: its platter is exact.  A real drive's read
+	 * cache and read-ahead answer the rereads and the sequential chains
+	 * from memory, and a busy virtual disk can reread in a steady
+	 * millisecond that passes for a revolution; until the parted method
+	 * is shown right on real drives they keep the whole-time one. */
+	if (o->tier != CW_TIER_HDD || !o->emulate)
 		return 0;
 	/* from one completion to the next: a late look at one makes its
 	 * interval longer and the next one as much shorter (the reread
@@ -231,9 +235,7 @@ static int measure_rotation(struct calib *c, const struct cw_calib_opts *o, int6
 		return e;
 	rot = model_percentile(samples, n, 50);
 	/* A platter turns like a clock: the middle half of the intervals
-	 * within half a revolution (a busy host's lateness widens them, a
-	 * merely slow device scatters them).  seek_pair looks again: what
-	 * three pairs in four find flat is no platter. */
+	 * within half a revolution (a busy host's lateness widens them). */
 	if (rot >= ROT_MIN_NS && rot <= CW_NS_PER_S &&
 	    model_percentile(samples, n, 75) - model_percentile(samples, n, 25) <= rot / 2)
 		c->rot = rot;
@@ -277,7 +279,6 @@ static int probe(struct calib *c, uint64_t a, uint64_t b, int64_t pause_ns, int6
 static int seek_pair(struct calib *c, uint64_t a, uint64_t b, int64_t *ret_ns)
 {
 	int64_t lo = 0, hi = c->rot, t, since, ref = INT64_MAX, paused, best = INT64_MAX;
-	int64_t s_last = 0, p_last = 0;
 	int e = 0;
 
 	/* Without a pause the wait has not wrapped: the least of a few such
@@ -299,24 +300,12 @@ static int seek_pair(struct calib *c, uint64_t a, uint64_t b, int64_t *ret_ns)
 		if (since < ref + c->rot / 2) {
 			ref = CW_MIN(ref, since);
 			lo = mid;	/* before the wrap: the wait is x - pause */
-			if (paused > p_last) {
-				p_last = paused;
-				s_last = since;
-			}
 		} else {
 			hi = mid;
 		}
 	}
 	if (e < 0)
 		return e;
-	/* On a platter a longer pause before the wrap shortens the read by
-	 * as much, so the time from a's completion to b's stays the same; a
-	 * device without one answers in the same time whatever the pause,
-	 * so that time grows with it (and the device is then measured by
-	 * the whole-time method). */
-	if (p_last > c->rot / 4 && s_last - ref >= p_last / 2)
-		c->flat_pairs++;
-	c->all_pairs++;
 	*ret_ns = best;
 	return 0;
 }
@@ -650,17 +639,9 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 	if (e < 0)
 		return e;
 	e = measure_seek(&c, o, &m, samples);
-	if (e == 0 && c.rot && c.flat_pairs * 4 > c.all_pairs * 3) {
-		/* what looked like a revolution was a slow device: the
-		 * curve again, its steps counted on top */
-		c.rot = 0;
-		c.total += o->seek_distances;
-		c.done = o->seek_distances;
-		e = measure_seek(&c, o, &m, samples);
-	}
 	if (e < 0)
 		return e;
-	c.done = c.total - o->zones - o->n_block_sizes;	/* a curve cut short counts in full */
+	c.done = o->seek_distances;	/* a curve cut short still counts in full */
 	c.phase = "zone";
 	e = measure_zones(&c, o, &m, size, samples, nsamples);
 	if (e < 0)

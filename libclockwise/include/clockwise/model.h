@@ -183,12 +183,13 @@ int cw_model_parse(const char *text, struct cw_model *ret_model);
  * It reads with O_DIRECT through the I/O engine, never writes, and takes
  * seconds to minutes depending on the options.
  *
- * A disk whose same sector, read twice in a row, takes a revolution of a
- * millisecond or more (an HDD without a read cache in the way, or an
- * emulated one) is measured as a model of its parts: the rotation period,
- * the seek curve without rotational waits, the per-request overhead and
- * each zone's media rate.  Any other disk keeps rotation and overhead at 0
- * with the rotational wait inside a high percentile of its seek times. */
+ * An emulated disk (opts->emulate) whose same sector, read twice in a
+ * row, takes a revolution of a millisecond or more is measured as a model
+ * of its parts: the rotation period, the seek curve without rotational
+ * waits, the per-request overhead and each zone's media rate.  Any other
+ * disk (a real drive's cache and read-ahead would answer those reads)
+ * keeps rotation and overhead at 0 with the rotational wait inside a high
+ * percentile of its seek times. */
 struct cw_calib_opts {
 	size_t size;			/* sizeof(struct cw_calib_opts) */
 	enum cw_io_kind engine;

@@ -137,41 +137,6 @@ static void test_hdd7200(void)
 	recovers("hdd7200", 8, 8 << 20);
 }
 
-/* A device without a platter whose every read takes 1.5 ms rereads a
- * sector as regularly as a revolution would: calibration must see that no
- * pause shortens the next read and keep the whole-time method (rotation
- * 0, the overhead inside the seek times). */
-static void test_slow_flat_device(void)
-{
-	static const char slow[] = "cwmodel1 name=slow tier=hdd cap=1073741824 rot=0 ovh=1500000 "
-				   "mppm=0 mns=0 seek=0:0,1073741824:2000000 zones=1073741824:100000000";
-	struct cw_model want, got;
-	struct cw_calib_opts o;
-	char path[300];
-	int fd;
-
-	CU_ASSERT_FATAL(cw_model_parse(slow, &want) == 0);
-	snprintf(path, sizeof(path), "%s/slow.img", dir);
-	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
-	CU_ASSERT_FATAL(fd >= 0 && ftruncate(fd, (off_t)want.capacity_bytes) == 0);
-	close(fd);
-	cw_calib_opts_init(&o);
-	o.engine = CW_IO_AIO;
-	o.emulate = &want;
-	o.seek_distances = 4;
-	o.zones = 2;
-	o.zone_read_bytes = 1 << 20;
-	o.n_block_sizes = 0;
-	o.repeats = 5;
-	CU_ASSERT_EQUAL_FATAL(cw_model_calibrate(path, &o, NULL, NULL, &got), 0);
-	unlink(path);
-	printf("\n  slow flat device: rotation %" PRId64 " ns, overhead %" PRId64 " ns, seek[1] %.3f ms\n",
-	       got.rotation_ns, got.overhead_ns, got.seek[1].time_ns / 1e6);
-	CU_ASSERT_EQUAL(got.rotation_ns, 0);
-	CU_ASSERT_EQUAL(got.overhead_ns, 0);
-	CU_ASSERT(got.seek[1].time_ns >= want.overhead_ns);
-}
-
 int main(void)
 {
 	const char *t = getenv("CW_CALIB_TOLERANCE_PCT");
@@ -191,8 +156,6 @@ int main(void)
 	s = cwtest_suite("calibration of emulated disks", NULL, NULL);
 	cwtest_add(s, "Atlas-II comes back within 5%", test_atlas2);
 	cwtest_add(s, "hdd7200 comes back within 5%", test_hdd7200);
-	cwtest_add(s, "a slow device without a platter is not taken for one",
-		   test_slow_flat_device);
 	int r = cwtest_run();
 
 	rmdir(dir);
