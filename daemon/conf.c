@@ -99,12 +99,12 @@ static const char *choice_name(const struct choice *t, int value)
 	return NULL;
 }
 
-const char *cwd_policy_name(enum cwd_policy p)
+const char *cwd_config_policy_name(enum cwd_config_policy p)
 {
 	return choice_name(policies, (int)p);
 }
 
-const char *cwd_log_level_name(int level)
+const char *cwd_config_log_level_name(int level)
 {
 	return choice_name(log_levels, level);
 }
@@ -356,7 +356,7 @@ static int key_policy(struct parse *p, const config_setting_t *s, void *obj)
 	int v, r = get_choice(p, s, policies, "a dispatch policy", &v);
 
 	if (r == 0)
-		p->c->policy = (enum cwd_policy)v;
+		p->c->policy = (enum cwd_config_policy)v;
 	return r;
 }
 
@@ -670,7 +670,7 @@ static int disk_policy(struct parse *p, const config_setting_t *s, void *obj)
 	int v, r = get_choice(p, s, policies, "a dispatch policy", &v);
 
 	if (r == 0) {
-		d->policy = (enum cwd_policy)v;
+		d->policy = (enum cwd_config_policy)v;
 		p->disk_policy[d - p->c->disks] = s;
 	}
 	return r;
@@ -686,7 +686,7 @@ static int disk_slot_us(struct parse *p, const config_setting_t *s, void *obj)
 	return r;
 }
 
-unsigned cwd_default_lanes(enum cw_tier tier)
+unsigned cwd_config_default_lanes(enum cw_tier tier)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -740,7 +740,7 @@ static int parse_disk(struct parse *p, const config_setting_t *s, struct cwd_con
 		return fail(p, lanes, "%s is set on an hdd; expected lanes only with tier = \"ssd\"",
 			    WHERE(lanes));
 	if (!lanes)
-		d->lanes = cwd_default_lanes(d->tier);
+		d->lanes = cwd_config_default_lanes(d->tier);
 	if (d->slot_ns == 0)
 		d->slot_ns = (d->tier == CW_TIER_SSD ? DEFAULT_SLOT_US_SSD : DEFAULT_SLOT_US_HDD) *
 			     CW_NS_PER_US;

@@ -32,7 +32,7 @@
 
 /* Dispatch policy.  The values are those of enum cw_sched_policy in
  * clockwise/sched.h, one for one. */
-enum cwd_policy {
+enum cwd_config_policy {
 	CWD_POLICY_DELTA_L = 0,
 	CWD_POLICY_EDF = 1,
 	CWD_POLICY_LST = 2,
@@ -42,7 +42,7 @@ struct cwd_config_disk {
 	char *path;		/* block device or file */
 	char *name;		/* [A-Za-z0-9._-]{1,63} */
 	enum cw_tier tier;
-	enum cwd_policy policy;
+	enum cwd_config_policy policy;
 	int64_t slot_ns;	/* slot length of the disk's reservation record */
 	unsigned lanes;		/* dispatchers; 1 on an HDD */
 	char *model;		/* model preset name, or NULL: the pool's calibrated model */
@@ -59,7 +59,7 @@ struct cwd_config_tcp {
 struct cwd_config {
 	char *file;		/* the file it came from */
 	char *pool;		/* pool database (sqlite) */
-	enum cwd_policy policy;	/* for disks that do not name one */
+	enum cwd_config_policy policy;	/* for disks that do not name one */
 	enum cw_io_kind io_engine;
 	unsigned queue_depth;	/* requests in flight per dispatcher */
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
@@ -105,8 +105,8 @@ void cwd_config_free(struct cwd_config *c);	/* NULL-safe */
  * half the CPUs only add wake-ups and context switches between threads
  * that cannot run at once; on 2 CPUs, 4 lanes served 4k reads at half the
  * rate of 1). */
-unsigned cwd_default_lanes(enum cw_tier tier);
-const char *cwd_policy_name(enum cwd_policy p);
-const char *cwd_log_level_name(int level);
+unsigned cwd_config_default_lanes(enum cw_tier tier);
+const char *cwd_config_policy_name(enum cwd_config_policy p);
+const char *cwd_config_log_level_name(int level);
 
 #endif

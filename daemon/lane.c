@@ -355,34 +355,34 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 	struct preq *q = p->req;
 	int zero = 0;
 
-	cwd_add(&l->st.requests, 1);
-	cwd_queue_change(&l->st, -1);
+	cwd_stats_add(&l->st.requests, 1);
+	cwd_stats_queue_change(&l->st, -1);
 	if (err) {
-		cwd_add(&l->st.errors, 1);
+		cwd_stats_add(&l->st.errors, 1);
 		log_io_error(l, p, err);
 		atomic_compare_exchange_strong(&q->err, &zero, err);
 	} else if (p->io.op == CW_IO_READ) {
-		cwd_add(&l->st.read_bytes, p->io.len);
+		cwd_stats_add(&l->st.read_bytes, p->io.len);
 	} else if (p->io.op == CW_IO_WRITE) {
-		cwd_add(&l->st.write_bytes, p->io.len);
+		cwd_stats_add(&l->st.write_bytes, p->io.len);
 	} else {
-		cwd_add(&l->st.flushes, 1);
+		cwd_stats_add(&l->st.flushes, 1);
 	}
 	if (p->rt) {
-		cwd_add(&l->st.rt_done, 1);
-		cwd_add(&p->resv->st.requests, 1);
-		cwd_add(&p->resv->st.rt_done, 1);
-		cwd_add(p->io.op == CW_IO_READ ? &p->resv->st.read_bytes : &p->resv->st.write_bytes,
+		cwd_stats_add(&l->st.rt_done, 1);
+		cwd_stats_add(&p->resv->st.requests, 1);
+		cwd_stats_add(&p->resv->st.rt_done, 1);
+		cwd_stats_add(p->io.op == CW_IO_READ ? &p->resv->st.read_bytes : &p->resv->st.write_bytes,
 			p->io.len);
 		if (now > p->sr.deadline_ns) {
-			cwd_add(&l->st.rt_missed, 1);
-			cwd_add(&p->resv->st.rt_missed, 1);
+			cwd_stats_add(&l->st.rt_missed, 1);
+			cwd_stats_add(&p->resv->st.rt_missed, 1);
 		}
 	} else {
-		cwd_add(&l->st.be_done, 1);
-		cwd_hist_add(l->st.be_lat, now - q->arrival_ns);
+		cwd_stats_add(&l->st.be_done, 1);
+		cwd_stats_hist_add(l->st.be_lat, now - q->arrival_ns);
 		if (l->sched && p->sr.via == CW_SCHED_VIA_SLACK)
-			cwd_add(&l->st.slack_used_ns, (uint64_t)(now - p->start_ns));
+			cwd_stats_add(&l->st.slack_used_ns, (uint64_t)(now - p->start_ns));
 	}
 	if (atomic_fetch_sub(&q->pending, 1) == 1)
 		pb_req_finish(q);
@@ -657,9 +657,9 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 static void lane_unplug_replies(struct lane *l)
 {
 	if (l->sched)
-		nbd_io_unplug();
+		nbdsrv_io_unplug();
 	else
-		nbd_io_unplug_send();
+		nbdsrv_io_unplug_send();
 }
 
 enum step { STEP_AGAIN, STEP_PARK, STEP_EXIT };
@@ -721,7 +721,7 @@ void *lane_main(void *arg)
 		lane_go_realtime(l);
 	/* Replies to the connections' writers go out once per batch of
 	 * completions, not once per request (lane_unplug_replies). */
-	nbd_io_plug();
+	nbdsrv_io_plug();
 
 	for (;;) {
 		dlock_take(l);
@@ -768,7 +768,7 @@ static bool lane_borrow(struct lane *l)
 		return false;
 	}
 	in_dispatcher = true;
-	nbd_io_plug();
+	nbdsrv_io_plug();
 	do {
 		now = cw_now_ns();
 		lane_intake(l, now);
@@ -778,7 +778,7 @@ static bool lane_borrow(struct lane *l)
 		for (i = 0; i < n; i++)
 			lane_reaped(l, done[i], now);
 	} while (n > 0 && (l->fifo || lane_has_bookings(l)) && ++rounds < BORROW_ROUNDS);
-	nbd_io_plug_end();
+	nbdsrv_io_plug_end();
 	in_dispatcher = false;
 	idle = !l->inflight && !l->fifo;
 	if (!idle)

@@ -28,7 +28,7 @@
 #include <clockwise/layout.h>
 
 #include "daemon/conf.h"
-#include "daemon/ctl-glue.h"
+#include "daemon/service.h"
 #include "daemon/log.h"
 #include "daemon/nbd-server.h"
 #include "daemon/pool-backend.h"
@@ -50,7 +50,7 @@ static void usage(FILE *f)
 		"  -V, --version            the version\n", CWD_CONFIG_DEFAULT_PATH);
 }
 
-static void nbd_log(void *userdata, int priority, const char *msg)
+static void log_nbd(void *userdata, int priority, const char *msg)
 {
 	(void)userdata;
 	cwd_log(priority, "nbd: %s", msg);
@@ -99,7 +99,7 @@ static void detached_ready(int fd)
 	close(fd);
 }
 
-static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *srv,
+static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbdsrv *srv,
 		       size_t *ret_n)
 {
 	struct cw_part_info *parts = NULL;
@@ -113,7 +113,7 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *s
 		return r;
 	}
 	for (i = 0; i < n; i++) {
-		struct nbd_export e;
+		struct nbdsrv_export e;
 		struct cw_part *part;
 
 		r = cw_part_lookup(pool, parts[i].name, &part);
@@ -123,7 +123,7 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *s
 		}
 		if (pb_export(pb, part, &e) < 0)
 			continue;	/* logged: a disk is missing */
-		r = nbd_server_add_export(srv, &e);
+		r = nbdsrv_add_export(srv, &e);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "export %s: %s", e.name, strerror(-r));
 			continue;
@@ -137,14 +137,14 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbd_server *s
 	return 0;
 }
 
-static int listen_all(const struct cwd_config *cfg, struct nbd_server *srv)
+static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 {
 	char port[8];
 	size_t i;
 	int r;
 
 	for (i = 0; i < cfg->n_listen_unix; i++) {
-		r = nbd_server_listen_unix(srv, cfg->listen_unix[i]);
+		r = nbdsrv_listen_unix(srv, cfg->listen_unix[i]);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i], strerror(-r));
 			return r;
@@ -159,7 +159,7 @@ static int listen_all(const struct cwd_config *cfg, struct nbd_server *srv)
 		if (!*host || strcmp(host, "*") == 0)
 			host = "0.0.0.0";
 		snprintf(port, sizeof(port), "%u", cfg->listen_tcp[i].port);
-		r = nbd_server_listen_tcp(srv, host, port);
+		r = nbdsrv_listen_tcp(srv, host, port);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot listen on %s:%s: %s", host, port, strerror(-r));
 			return r;
@@ -180,13 +180,13 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pb_reservation resv[MAX_RESERVATIONS];
-	struct nbd_server_config scfg = { 0 };
+	struct nbdsrv_config scfg = { 0 };
 	struct cwd_config *cfg = NULL;
-	struct nbd_server *srv = NULL;
+	struct nbdsrv *srv = NULL;
 	struct cw_pool *pool = NULL;
 	struct cw_error perr = { 0 };
 	struct pb *pb = NULL;
-	struct ctl *ctl = NULL;
+	struct svc *ctl = NULL;
 	const char *conf_path = NULL;
 	char *err = NULL, msg[512];
 	bool foreground = false;
@@ -270,19 +270,19 @@ int main(int argc, char **argv)
 
 	scfg.max_request = cfg->exports.max_request_bytes;
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
-	scfg.log = nbd_log;
+	scfg.log = log_nbd;
 	scfg.live_exports = true;
-	r = nbd_server_new(&scfg, &srv);
+	r = nbdsrv_new(&scfg, &srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the NBD server: %s", strerror(-r));
 		goto out;
 	}
 	/* Without its control socket the daemon still serves what the pool
 	 * holds, as before there was one. */
-	if (ctl_new(pool, pb, srv, cfg, &ctl) < 0)
+	if (svc_new(pool, pb, srv, cfg, &ctl) < 0)
 		cwd_log(LOG_WARNING, "serving without a control socket");
 	if (cfg->exports.all) {
-		r = ctl ? ctl_export_all(ctl, &nexports) : add_exports(pool, pb, srv, &nexports);
+		r = ctl ? svc_export_all(ctl, &nexports) : add_exports(pool, pb, srv, &nexports);
 		if (r < 0)
 			goto out;
 	}
@@ -305,13 +305,13 @@ int main(int argc, char **argv)
 	}
 	if (listen_all(cfg, srv) < 0)
 		goto out;
-	r = nbd_server_start(srv);
+	r = nbdsrv_start(srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot start the NBD server: %s", strerror(-r));
 		goto out;
 	}
 	if (ctl) {
-		r = ctl_start(ctl);
+		r = svc_start(ctl);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot start the control socket: %s", strerror(-r));
 			goto out;
@@ -343,7 +343,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (sig == SIGUSR1) {
-			ctl_log_stats(ctl, pb);
+			svc_log_stats(ctl, pb);
 			continue;
 		}
 		if (sig == SIGHUP) {
@@ -355,14 +355,14 @@ int main(int argc, char **argv)
 	}
 	cwd_log(LOG_NOTICE, "%s: stopping", strsignal(sig));
 	sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
-	ctl_free(ctl);
+	svc_free(ctl);
 	ctl = NULL;
-	nbd_server_stop(srv);
+	nbdsrv_stop(srv);
 	pb_log_stats(pb);
 	rc = 0;
 out:
-	ctl_free(ctl);
-	nbd_server_free(srv);
+	svc_free(ctl);
+	nbdsrv_free(srv);
 	pb_free(pb);
 	cw_pool_close(pool);
 	cwd_config_free(cfg);

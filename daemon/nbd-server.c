@@ -9,7 +9,7 @@
  *                  write payload straight into the slot's aligned buffer,
  *                  call the back end.  Never waits for a completion
  *                  unless every slot is in flight.
- *   back end       completes from any thread: nbd_io_complete() stores the
+ *   back end       completes from any thread: nbdsrv_io_complete() stores the
  *                  result and pushes the slot on the connection's done
  *                  stack (one CAS); it wakes the writer only when the
  *                  stack was empty and the writer sleeps.
@@ -19,7 +19,7 @@
  *                  with one sendmsg, and returns the slots to the reader
  *                  through a second lock-free stack.  That is the
  *                  writer thread, or a thread that completed a batch
- *                  while the writer slept (nbd_io_unplug_send: a lane's
+ *                  while the writer slept (nbdsrv_io_unplug_send: a lane's
  *                  dispatcher or a reader dispatching for a lane), which
  *                  so saves the writer's wake-up; such a thread never
  *                  blocks on the socket but hands what is left, with
@@ -87,13 +87,13 @@
 #define EXPORTS_MAX 256
 
 struct export {
-	struct nbd_export e;	/* name and description owned */
+	struct nbdsrv_export e;	/* name and description owned */
 	struct cw_nbd_limits lim;
 	bool removed;
 };
 
 struct slot {
-	struct nbd_io io;		/* what the back end sees; first */
+	struct nbdsrv_io io;		/* what the back end sees; first */
 	struct conn *conn;
 	struct slot *next;		/* on the free or the done stack */
 	uint64_t cookie;
@@ -106,7 +106,7 @@ struct slot {
 };
 
 struct conn {
-	struct nbd_server *srv;
+	struct nbdsrv *srv;
 	int fd;
 	struct conn *prev, *next;	/* server list, under srv->lock */
 	const struct export *exp;
@@ -127,7 +127,7 @@ struct conn {
 	_Atomic(struct slot *) free_shared;	/* writer pushes, reader takes all */
 	_Atomic(struct slot *) done;		/* back ends push, writer takes all */
 	atomic_uint inflight;			/* slots out of the free stacks */
-	atomic_uint completers;			/* threads inside nbd_io_complete() */
+	atomic_uint completers;			/* threads inside nbdsrv_io_complete() */
 	atomic_uint inflight_bytes;
 	atomic_int writer_sleeping;		/* futex words */
 	atomic_int reader_sleeping;
@@ -147,8 +147,8 @@ struct conn {
 	struct iovec out_iov[2 * BATCH_MAX];
 };
 
-struct nbd_server {
-	struct nbd_server_config cfg;
+struct nbdsrv {
+	struct nbdsrv_config cfg;
 	struct export *exports;
 	size_t n_exports;
 	struct cw_nbd_export_info *infos;	/* the handshake's view, under lock */
@@ -171,10 +171,10 @@ struct nbd_server {
 /* ------------------------------------------------------------------ */
 /* small helpers */
 
-static void srv_log(struct nbd_server *srv, int prio, const char *fmt, ...)
+static void srv_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void srv_log(struct nbd_server *srv, int prio, const char *fmt, ...)
+static void srv_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -254,10 +254,10 @@ static int send_all(int fd, const void *buf, size_t n)
 /* The connection whose reader runs on this thread, if any. */
 static __thread struct conn *tls_reader;
 
-/* Writers whose wake-up this thread holds (nbd_io_plug). */
+/* Writers whose wake-up this thread holds (nbdsrv_io_plug). */
 #define PLUG_MAX 16
 /* Replies with more read data than this are left to the writer even by
- * nbd_io_unplug_send(): the copy into the socket costs more than the
+ * nbdsrv_io_unplug_send(): the copy into the socket costs more than the
  * wake-up, and the writer sends while the completing thread goes on. */
 #define INLINE_SEND_MAX (128u << 10)
 static __thread struct {
@@ -267,12 +267,12 @@ static __thread struct {
 	bool big[PLUG_MAX];		/* a reply over INLINE_SEND_MAX */
 } tls_plug;
 
-void nbd_io_complete(struct nbd_io *io, int err)
+void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 {
 	struct slot *s = (struct slot *)io;	/* io is the slot's first member */
 	struct conn *c = s->conn;
 	/* Read before the push: from then on the slot may be answered and reused. */
-	bool big = s->io.op == NBD_IO_READ && s->io.length > INLINE_SEND_MAX;
+	bool big = s->io.op == NBDSRV_IO_READ && s->io.length > INLINE_SEND_MAX;
 	struct slot *old;
 
 	/* Once the slot is pushed the writer may answer it, recycle it and
@@ -310,12 +310,12 @@ void nbd_io_complete(struct nbd_io *io, int err)
 	/* c may be gone from here on. */
 }
 
-void nbd_io_plug(void)
+void nbdsrv_io_plug(void)
 {
 	tls_plug.on = true;
 }
 
-void nbd_io_unplug(void)
+void nbdsrv_io_unplug(void)
 {
 	unsigned i;
 
@@ -378,7 +378,7 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 	}
 	if (werr) {
 		s->hdr_len = cw_nbd_encode_error_reply(s->hdr, st, s->cookie, werr, s->why);
-	} else if (s->io.op == NBD_IO_READ) {
+	} else if (s->io.op == NBDSRV_IO_READ) {
 		s->hdr_len = cw_nbd_encode_read_reply(s->hdr, st, s->cookie, s->io.offset,
 						      s->io.length);
 		iov[0] = (struct iovec){ s->hdr, s->hdr_len };
@@ -401,8 +401,8 @@ static void recycle(struct conn *c, struct slot *s)
 		s->io.buf = NULL;
 		s->buf_cap = 0;
 	}
-	atomic_fetch_sub_explicit(&c->inflight_bytes, s->io.op == NBD_IO_READ ||
-				  s->io.op == NBD_IO_WRITE ? s->io.length : 0,
+	atomic_fetch_sub_explicit(&c->inflight_bytes, s->io.op == NBDSRV_IO_READ ||
+				  s->io.op == NBDSRV_IO_WRITE ? s->io.length : 0,
 				  memory_order_relaxed);
 	push(&c->free_shared, s, &old);
 	atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_seq_cst);
@@ -508,7 +508,7 @@ static void send_locked(struct conn *c, bool may_block)
 
 /* The dispatcher's unplug on a lane without streams: send the replies
  * here, with no wake-up, unless a writer is sending already. */
-void nbd_io_unplug_send(void)
+void nbdsrv_io_unplug_send(void)
 {
 	unsigned i;
 
@@ -530,9 +530,9 @@ void nbd_io_unplug_send(void)
 	tls_plug.n = 0;
 }
 
-void nbd_io_plug_end(void)
+void nbdsrv_io_plug_end(void)
 {
-	nbd_io_unplug_send();
+	nbdsrv_io_unplug_send();
 	tls_plug.on = false;
 }
 
@@ -682,7 +682,7 @@ static void set_rcvtimeo(int fd, int seconds)
 /* Runs the option haggling; returns 0 with c->exp set, or -errno. */
 static int handshake(struct conn *c)
 {
-	struct nbd_server *srv = c->srv;
+	struct nbdsrv *srv = c->srv;
 	struct cw_nbd_handshake hs = {
 		.default_export = srv->cfg.default_export,
 	};
@@ -800,25 +800,25 @@ static int ensure_buf(struct slot *s, uint32_t length)
 	return 0;
 }
 
-static const enum nbd_io_op cmd_op[] = {
-	[CW_NBD_CMD_READ] = NBD_IO_READ,
-	[CW_NBD_CMD_WRITE] = NBD_IO_WRITE,
-	[CW_NBD_CMD_FLUSH] = NBD_IO_FLUSH,
-	[CW_NBD_CMD_TRIM] = NBD_IO_TRIM,
-	[CW_NBD_CMD_WRITE_ZEROES] = NBD_IO_ZERO,
+static const enum nbdsrv_io_op cmd_op[] = {
+	[CW_NBD_CMD_READ] = NBDSRV_IO_READ,
+	[CW_NBD_CMD_WRITE] = NBDSRV_IO_WRITE,
+	[CW_NBD_CMD_FLUSH] = NBDSRV_IO_FLUSH,
+	[CW_NBD_CMD_TRIM] = NBDSRV_IO_TRIM,
+	[CW_NBD_CMD_WRITE_ZEROES] = NBDSRV_IO_ZERO,
 };
 
 static int submit(struct conn *c, struct slot *s)
 {
-	const struct nbd_backend_ops *ops = c->exp->e.ops;
+	const struct nbdsrv_backend_ops *ops = c->exp->e.ops;
 	void *b = c->exp->e.backend;
 
 	switch (s->io.op) {
-	case NBD_IO_READ: return ops->pread(b, &s->io);
-	case NBD_IO_WRITE: return ops->pwrite(b, &s->io);
-	case NBD_IO_FLUSH: return ops->flush(b, &s->io);
-	case NBD_IO_TRIM: return ops->trim(b, &s->io);
-	case NBD_IO_ZERO: return ops->zero(b, &s->io);
+	case NBDSRV_IO_READ: return ops->pread(b, &s->io);
+	case NBDSRV_IO_WRITE: return ops->pwrite(b, &s->io);
+	case NBDSRV_IO_FLUSH: return ops->flush(b, &s->io);
+	case NBDSRV_IO_TRIM: return ops->trim(b, &s->io);
+	case NBDSRV_IO_ZERO: return ops->zero(b, &s->io);
 	}
 	return -EINVAL;
 }
@@ -860,7 +860,7 @@ static int transmission(struct conn *c)
 		s->err = 0;
 		s->wire_error = 0;
 		s->why = NULL;
-		s->io.op = req.type < CW_ARRAY_SIZE(cmd_op) ? cmd_op[req.type] : NBD_IO_FLUSH;
+		s->io.op = req.type < CW_ARRAY_SIZE(cmd_op) ? cmd_op[req.type] : NBDSRV_IO_FLUSH;
 		s->io.offset = req.offset;
 		s->io.length = v.action == CW_NBD_EXEC ? req.length : 0;
 		s->io.fua = req.flags & CW_NBD_CMD_FLAG_FUA;
@@ -870,16 +870,16 @@ static int transmission(struct conn *c)
 		if (v.action == CW_NBD_REPLY_ERROR) {
 			r = conn_skip(c, v.payload);
 			if (r < 0) {
-				s->io.op = NBD_IO_FLUSH;	/* no bytes to account */
+				s->io.op = NBDSRV_IO_FLUSH;	/* no bytes to account */
 				s->io.length = 0;
 				recycle(c, s);
 				return r;
 			}
 			s->wire_error = v.error;
 			s->why = v.why;
-			s->io.op = NBD_IO_FLUSH;
+			s->io.op = NBDSRV_IO_FLUSH;
 			s->io.length = 0;
-			nbd_io_complete(&s->io, 0);
+			nbdsrv_io_complete(&s->io, 0);
 			continue;
 		}
 		if (bytes) {
@@ -893,7 +893,7 @@ static int transmission(struct conn *c)
 				return r;
 			}
 			if (r < 0) {
-				nbd_io_complete(&s->io, r);
+				nbdsrv_io_complete(&s->io, r);
 				continue;
 			}
 		}
@@ -901,13 +901,13 @@ static int transmission(struct conn *c)
 		 * it may be touched here. */
 		r = submit(c, s);
 		if (r < 0)
-			nbd_io_complete(&s->io, r);
+			nbdsrv_io_complete(&s->io, r);
 	}
 }
 
 static void conn_unlink(struct conn *c)
 {
-	struct nbd_server *srv = c->srv;
+	struct nbdsrv *srv = c->srv;
 
 	pthread_mutex_lock(&srv->lock);
 	if (c->prev)
@@ -957,7 +957,7 @@ static int conn_setup_slots(struct conn *c)
 static void conn_go_realtime(struct conn *c)
 {
 	static atomic_bool told;
-	const struct nbd_export *e = &c->exp->e;
+	const struct nbdsrv_export *e = &c->exp->e;
 	struct sched_param sp = { 0 };
 	int r;
 
@@ -1016,7 +1016,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* accepting */
 
-static void accept_one(struct nbd_server *srv, int lfd)
+static void accept_one(struct nbdsrv *srv, int lfd)
 {
 	struct conn *c;
 	pthread_attr_t attr;
@@ -1068,7 +1068,7 @@ static void accept_one(struct nbd_server *srv, int lfd)
 
 static void *acceptor_main(void *arg)
 {
-	struct nbd_server *srv = arg;
+	struct nbdsrv *srv = arg;
 	struct pollfd pfd[MAX_LISTEN + 1];
 	unsigned i;
 
@@ -1094,9 +1094,9 @@ static void *acceptor_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* setup */
 
-int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_srv)
+int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv)
 {
-	struct nbd_server *srv = calloc(1, sizeof(*srv));
+	struct nbdsrv *srv = calloc(1, sizeof(*srv));
 
 	if (!srv)
 		return -ENOMEM;
@@ -1139,13 +1139,13 @@ int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_
 }
 
 /* The handshake's view of the exports not removed; under srv->lock. */
-static void rebuild_infos(struct nbd_server *srv)
+static void rebuild_infos(struct nbdsrv *srv)
 {
 	size_t i;
 
 	srv->n_live = 0;
 	for (i = 0; i < srv->n_exports; i++) {
-		const struct nbd_export *e = &srv->exports[i].e;
+		const struct nbdsrv_export *e = &srv->exports[i].e;
 		uint16_t f;
 
 		if (srv->exports[i].removed)
@@ -1163,7 +1163,7 @@ static void rebuild_infos(struct nbd_server *srv)
 	}
 }
 
-static bool export_in_use(struct nbd_server *srv, const struct export *x)
+static bool export_in_use(struct nbdsrv *srv, const struct export *x)
 {
 	for (struct conn *c = srv->conns; c; c = c->next)
 		if (c->exp == x)
@@ -1171,11 +1171,11 @@ static bool export_in_use(struct nbd_server *srv, const struct export *x)
 	return false;
 }
 
-int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp)
+int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp)
 {
 	struct export *x = NULL;
 	char *name, *desc;
-	const struct nbd_backend_ops *ops = exp->ops;
+	const struct nbdsrv_backend_ops *ops = exp->ops;
 	uint32_t min, pref, max;
 	size_t i;
 	int r = 0;
@@ -1238,7 +1238,7 @@ out:
 	return r;
 }
 
-int nbd_server_remove_export(struct nbd_server *srv, const char *name)
+int nbdsrv_remove_export(struct nbdsrv *srv, const char *name)
 {
 	struct export *x = NULL;
 	struct conn *c;
@@ -1265,7 +1265,7 @@ int nbd_server_remove_export(struct nbd_server *srv, const char *name)
 	return 0;
 }
 
-int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_t size)
+int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size)
 {
 	int r = -ENOENT;
 	size_t i;
@@ -1290,7 +1290,7 @@ int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_
 	return r;
 }
 
-static int add_listener(struct nbd_server *srv, int fd, const char *unix_path)
+static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path)
 {
 	if (srv->n_listen >= MAX_LISTEN) {
 		close(fd);
@@ -1308,7 +1308,7 @@ static int add_listener(struct nbd_server *srv, int fd, const char *unix_path)
 	return 0;
 }
 
-int nbd_server_listen_unix(struct nbd_server *srv, const char *path)
+int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
@@ -1333,7 +1333,7 @@ int nbd_server_listen_unix(struct nbd_server *srv, const char *path)
 	return add_listener(srv, CW_TAKE_FD(fd), path);
 }
 
-int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port)
+int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_ADDRCONFIG };
@@ -1378,7 +1378,7 @@ int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *
 	return n > 0 ? 0 : last;
 }
 
-int nbd_server_start(struct nbd_server *srv)
+int nbdsrv_start(struct nbdsrv *srv)
 {
 	int r;
 
@@ -1395,7 +1395,7 @@ int nbd_server_start(struct nbd_server *srv)
 	return 0;
 }
 
-unsigned nbd_server_connections(struct nbd_server *srv)
+unsigned nbdsrv_connections(struct nbdsrv *srv)
 {
 	unsigned n;
 
@@ -1405,7 +1405,7 @@ unsigned nbd_server_connections(struct nbd_server *srv)
 	return n;
 }
 
-void nbd_server_stop(struct nbd_server *srv)
+void nbdsrv_stop(struct nbdsrv *srv)
 {
 	struct timespec deadline;
 	struct conn *c;
@@ -1442,13 +1442,13 @@ void nbd_server_stop(struct nbd_server *srv)
 	pthread_mutex_unlock(&srv->lock);
 }
 
-void nbd_server_free(struct nbd_server *srv)
+void nbdsrv_free(struct nbdsrv *srv)
 {
 	size_t i;
 
 	if (!srv)
 		return;
-	nbd_server_stop(srv);
+	nbdsrv_stop(srv);
 	for (i = 0; i < srv->n_listen; i++) {
 		if (srv->listen_fds[i] >= 0)
 			close(srv->listen_fds[i]);

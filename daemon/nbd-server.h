@@ -5,12 +5,12 @@
  * It listens on unix sockets and TCP (loopback unless told otherwise),
  * runs the fixed newstyle handshake and the transmission phase for a set
  * of exports, and hands every valid request to the export's back end
- * through struct nbd_backend_ops.  The wire format is libclockwise's
+ * through struct nbdsrv_backend_ops.  The wire format is libclockwise's
  * (clockwise/nbd.h); this file only moves bytes.
  *
  * Threads: each connection has a reader thread (handshake, then requests)
  * and, in transmission, a writer thread that sends replies.  A back end
- * completes a request with nbd_io_complete() from any thread — the reader
+ * completes a request with nbdsrv_io_complete() from any thread — the reader
  * itself for a synchronous back end, a disk dispatcher for the real one —
  * so many requests are in flight per connection and replies go out in
  * completion order.  Completion is one lock-free push; nothing on the
@@ -23,18 +23,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum nbd_io_op {
-	NBD_IO_READ,
-	NBD_IO_WRITE,
-	NBD_IO_FLUSH,
-	NBD_IO_TRIM,
-	NBD_IO_ZERO,
+enum nbdsrv_io_op {
+	NBDSRV_IO_READ,
+	NBDSRV_IO_WRITE,
+	NBDSRV_IO_FLUSH,
+	NBDSRV_IO_TRIM,
+	NBDSRV_IO_ZERO,
 };
 
 /* One request as a back end sees it.  It belongs to the back end from the
- * ops call until nbd_io_complete(); after that it must not be touched. */
-struct nbd_io {
-	enum nbd_io_op op;
+ * ops call until nbdsrv_io_complete(); after that it must not be touched. */
+struct nbdsrv_io {
+	enum nbdsrv_io_op op;
 	uint64_t offset;	/* inside the export, aligned to min_block */
 	uint32_t length;	/* > 0 except for FLUSH */
 	bool fua;		/* WRITE/TRIM/ZERO: stable before completing */
@@ -46,18 +46,18 @@ struct nbd_io {
 
 /*
  * A back end.  Each call starts one request and returns 0 once it is
- * under way — it then ends with exactly one nbd_io_complete(), from any
+ * under way — it then ends with exactly one nbdsrv_io_complete(), from any
  * thread, possibly before the call returns — or a negative errno if it
  * failed at once (no completion follows; the client gets the error).
  * flush must make every write completed before it stable; trim and zero
  * may be NULL, and the export then does not offer them.
  */
-struct nbd_backend_ops {
-	int (*pread)(void *backend, struct nbd_io *io);
-	int (*pwrite)(void *backend, struct nbd_io *io);
-	int (*flush)(void *backend, struct nbd_io *io);
-	int (*trim)(void *backend, struct nbd_io *io);
-	int (*zero)(void *backend, struct nbd_io *io);
+struct nbdsrv_backend_ops {
+	int (*pread)(void *backend, struct nbdsrv_io *io);
+	int (*pwrite)(void *backend, struct nbdsrv_io *io);
+	int (*flush)(void *backend, struct nbdsrv_io *io);
+	int (*trim)(void *backend, struct nbdsrv_io *io);
+	int (*zero)(void *backend, struct nbdsrv_io *io);
 	/* Optional.  The reader calls it before it blocks (on the socket or
 	 * for a free request slot) and when its connection ends: a back end
 	 * may hold the wake-ups of the calls above until then, so a burst
@@ -73,25 +73,25 @@ struct nbd_backend_ops {
  * the front end does not log it: the back end knows which disk failed).
  * It may be called from any thread; after it returns, the caller must not
  * touch io, and the connection may already be gone. */
-void nbd_io_complete(struct nbd_io *io, int err);
+void nbdsrv_io_complete(struct nbdsrv_io *io, int err);
 
 /* For a thread that completes many requests in a row (a disk dispatcher):
- * after nbd_io_plug(), nbd_io_complete() on this thread does not wake the
- * connections' writers but remembers them, and nbd_io_unplug() wakes each
+ * after nbdsrv_io_plug(), nbdsrv_io_complete() on this thread does not wake the
+ * connections' writers but remembers them, and nbdsrv_io_unplug() wakes each
  * once.  A thread must unplug before it blocks and soon after a batch. */
-void nbd_io_plug(void);
-void nbd_io_unplug(void);
-/* Like nbd_io_unplug(), but sends the replies on this thread when no
+void nbdsrv_io_plug(void);
+void nbdsrv_io_unplug(void);
+/* Like nbdsrv_io_unplug(), but sends the replies on this thread when no
  * writer is sending at the time, saving its wake-up; it never blocks on a
  * socket (a full one is left to the writer).  Not for a thread whose
  * timing matters more than a send's cost (a dispatcher of streams). */
-void nbd_io_unplug_send(void);
+void nbdsrv_io_unplug_send(void);
 /* Ends a plug begun on a thread that is not a dispatcher (a connection's
- * reader dispatching for a lane): sends like nbd_io_unplug_send(), and
+ * reader dispatching for a lane): sends like nbdsrv_io_unplug_send(), and
  * completions on this thread wake at once again. */
-void nbd_io_plug_end(void);
+void nbdsrv_io_plug_end(void);
 
-struct nbd_export {
+struct nbdsrv_export {
 	const char *name;		/* copied; the partition name */
 	const char *description;	/* copied; may be NULL */
 	uint64_t size;
@@ -103,14 +103,14 @@ struct nbd_export {
 	/* Block size constraints; 0 picks 1, 4096 and the server's
 	 * max_request.  min is a power of two up to 64 KiB. */
 	uint32_t min_block, pref_block, max_block;
-	const struct nbd_backend_ops *ops;
+	const struct nbdsrv_backend_ops *ops;
 	void *backend;
 };
 
 /* priority is a syslog level (LOG_ERR, LOG_WARNING, LOG_INFO, ...). */
-typedef void (*nbd_log_fn)(void *userdata, int priority, const char *msg);
+typedef void (*nbdsrv_log_fn)(void *userdata, int priority, const char *msg);
 
-struct nbd_server_config {
+struct nbdsrv_config {
 	uint32_t max_request;		/* largest READ/WRITE; 0: 32 MiB */
 	unsigned max_connections;	/* 0: 64; more are refused */
 	unsigned max_inflight;		/* requests per connection; 0: 64 */
@@ -123,49 +123,49 @@ struct nbd_server_config {
 	 * start with none (and default_export then only picks an export
 	 * if there is one). */
 	bool live_exports;
-	nbd_log_fn log;			/* NULL: silent */
+	nbdsrv_log_fn log;			/* NULL: silent */
 	void *log_userdata;
 };
 
-struct nbd_server;
+struct nbdsrv;
 
-int nbd_server_new(const struct nbd_server_config *cfg, struct nbd_server **ret_srv);
+int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv);
 
-/* Adds an export, before or after nbd_server_start().  -EINVAL for a bad
+/* Adds an export, before or after nbdsrv_start().  -EINVAL for a bad
  * name, size or block constraints, -EEXIST for a duplicate name, -ENOSPC
  * past 256 exports (removed ones count until no client uses them). */
-int nbd_server_add_export(struct nbd_server *srv, const struct nbd_export *exp);
+int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp);
 
 /* Removes an export: no new client can choose it, the clients using it
  * are disconnected, and it returns once each of them ended (its requests
  * in flight completed), so the back end may go.  -ENOENT if there is no
  * such export. */
-int nbd_server_remove_export(struct nbd_server *srv, const char *name);
+int nbdsrv_remove_export(struct nbdsrv *srv, const char *name);
 
 /* Changes the size new connections to an export get (a partition that
  * grew).  Connections open now keep the size they were told: NBD has no
  * way to change it under a client.  -EINVAL if size is not a multiple of
  * the export's min_block, -ENOENT if there is no such export. */
-int nbd_server_set_export_size(struct nbd_server *srv, const char *name, uint64_t size);
+int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size);
 
 /* Listens on a unix socket (a stale socket file is replaced).  */
-int nbd_server_listen_unix(struct nbd_server *srv, const char *path);
+int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path);
 
 /* Listens on TCP; host NULL or "" means loopback only (127.0.0.1 and ::1
  * where available); port is a number or service name ("10809"). */
-int nbd_server_listen_tcp(struct nbd_server *srv, const char *host, const char *port);
+int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port);
 
 /* Starts accepting connections. */
-int nbd_server_start(struct nbd_server *srv);
+int nbdsrv_start(struct nbdsrv *srv);
 
 /* Stops accepting, lets every connection finish its requests in flight,
  * closes them, and returns when all are gone.  Idempotent. */
-void nbd_server_stop(struct nbd_server *srv);
+void nbdsrv_stop(struct nbdsrv *srv);
 
 /* Stops (if needed) and frees; NULL-safe. Unix socket files are removed. */
-void nbd_server_free(struct nbd_server *srv);
+void nbdsrv_free(struct nbdsrv *srv);
 
 /* Connections open now (for status and tests). */
-unsigned nbd_server_connections(struct nbd_server *srv);
+unsigned nbdsrv_connections(struct nbdsrv *srv);
 
 #endif

@@ -29,7 +29,7 @@
 
 #include "daemon/pool-internal.h"
 
-static const struct nbd_backend_ops pb_ops;
+static const struct nbdsrv_backend_ops pb_ops;
 
 /* ---- submission (connection threads) ---- */
 
@@ -79,7 +79,7 @@ static void push_pieces(struct preq *q, unsigned from, unsigned n)
 
 	atomic_store(&q->pending, n);
 	for (i = 0; i < n; i++)
-		cwd_queue_change(&q->p[from + i].lane->st, 1);
+		cwd_stats_queue_change(&q->p[from + i].lane->st, 1);
 	for (i = 0; i < n; i++) {
 		struct piece *p = &q->p[from + i];
 		int r = lane_push(pb, p);
@@ -124,7 +124,7 @@ void pb_req_finish(struct preq *q)
 		push_pieces(q, q->npieces, q->nflush);
 		return;
 	}
-	nbd_io_complete(q->nio, err);
+	nbdsrv_io_complete(q->nio, err);
 	preq_free(q);
 }
 
@@ -135,7 +135,7 @@ static bool in_span(const struct resv *r, int64_t now)
 
 /* Maps and books a READ, WRITE or (zero: from the shared zero buffer, in
  * ZERO_CHUNK pieces) WRITE_ZEROES. */
-static int submit_rw(struct pbx *x, struct nbd_io *nio, enum cw_io_op op, bool zero)
+static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
 {
 	struct pb *pb = x->pb;
 	uint64_t off = nio->offset, end = nio->offset + nio->length;
@@ -215,29 +215,29 @@ fail:
 	return r;
 }
 
-static int pb_pread(void *backend, struct nbd_io *io)
+static int pb_pread(void *backend, struct nbdsrv_io *io)
 {
 	return submit_rw(backend, io, CW_IO_READ, false);
 }
 
-static int pb_pwrite(void *backend, struct nbd_io *io)
+static int pb_pwrite(void *backend, struct nbdsrv_io *io)
 {
 	return submit_rw(backend, io, CW_IO_WRITE, false);
 }
 
-static int pb_zero(void *backend, struct nbd_io *io)
+static int pb_zero(void *backend, struct nbdsrv_io *io)
 {
 	return submit_rw(backend, io, CW_IO_WRITE, true);
 }
 
-static int pb_flush(void *backend, struct nbd_io *nio)
+static int pb_flush(void *backend, struct nbdsrv_io *nio)
 {
 	struct pbx *x = backend;
 	unsigned nd = atomic_load_explicit(&x->ndisks, memory_order_acquire);
 	struct preq *q;
 
 	if (!nd) {
-		nbd_io_complete(nio, 0);
+		nbdsrv_io_complete(nio, 0);
 		return 0;
 	}
 	q = preq_new(x->pb, nd);
@@ -259,10 +259,10 @@ static int pb_flush(void *backend, struct nbd_io *nio)
 /* TRIM is advisory (the protocol lets a server ignore it): blocks belong to
  * the partition until it shrinks, so there is nothing to give back.  With
  * FUA the (unchanged) range is as stable as it was. */
-static int pb_trim(void *backend, struct nbd_io *io)
+static int pb_trim(void *backend, struct nbdsrv_io *io)
 {
 	(void)backend;
-	nbd_io_complete(io, 0);
+	nbdsrv_io_complete(io, 0);
 	return 0;
 }
 
@@ -279,7 +279,7 @@ static int pb_rt_priority(void *backend)
 	return x->resv ? (int)x->pb->cfg->rt_priority : 0;
 }
 
-static const struct nbd_backend_ops pb_ops = {
+static const struct nbdsrv_backend_ops pb_ops = {
 	.rt_priority = pb_rt_priority,
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
@@ -436,7 +436,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
-	d->nlanes = cd ? cd->lanes : cwd_default_lanes(info->tier);
+	d->nlanes = cd ? cd->lanes : cwd_config_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
 	d->be_piece = (uint32_t)cw_admit_be_piece(d->tier, pb->block_size);
@@ -611,7 +611,7 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 	return 0;
 }
 
-int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp)
+int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp)
 {
 	struct cw_part_info info;
 	struct pbx *x;
@@ -643,7 +643,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp)
 		 info.name, nd, nd == 1 ? "" : "s");
 	x->next = pb->exports;
 	pb->exports = x;
-	*ret_exp = (struct nbd_export){
+	*ret_exp = (struct nbdsrv_export){
 		.name = x->name,
 		.description = x->description,
 		.size = info.size_bytes - info.size_bytes % align,
@@ -894,7 +894,7 @@ void pb_log_stats(struct pb *pb)
 			if (pb->disks[i].fd < 0)
 				continue;
 			snprintf(what, sizeof(what), "disk %s lane %zu", pb->disks[i].name, j);
-			cwd_counters_log(what, &pb->disks[i].lanes[j].st);
+			cwd_stats_log(what, &pb->disks[i].lanes[j].st);
 		}
 	for (i = 0; i < pb->ndisks; i++) {
 		struct cw_io_emu_stats es;
@@ -913,7 +913,7 @@ void pb_log_stats(struct pb *pb)
 		if (!pb->resvs[i])
 			continue;	/* released */
 		snprintf(what, sizeof(what), "reservation %s", pb->resvs[i]->r.export_name);
-		cwd_counters_log(what, &pb->resvs[i]->st);
+		cwd_stats_log(what, &pb->resvs[i]->st);
 	}
 }
 

@@ -53,7 +53,7 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 /* Prepares the export of a partition: fills ret_exp (size, block sizes,
  * ops, back end); name and description point into pb.  -ENODEV when a
  * disk of the partition is missing (the reason is logged). */
-int pb_export(struct pb *pb, struct cw_part *part, struct nbd_export *ret_exp);
+int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp);
 
 /* Admits a reservation on every disk its range touches (Jeffay's test per
  * disk); on refusal returns -EBUSY and the reason in err, and nothing

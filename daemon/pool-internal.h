@@ -79,7 +79,7 @@ struct lane {
 	atomic_bool handback;		/* a reader left requests in flight */
 	atomic_bool stop;
 	_Atomic(struct lane_plan *) plan;	/* posted, not yet applied */
-	struct cwd_counters st;
+	struct cwd_stats st;
 	/* Owned by the dispatcher thread alone. */
 	struct cw_io_engine *eng;
 	struct cw_sched *sched;		/* RT disks, lane 0 */
@@ -136,7 +136,7 @@ struct resv {
 	int64_t start_ns, end_ns;	/* CLOCK_MONOTONIC; end 0: none */
 	int64_t *period_ns;		/* per disk slot (PB_DISKS_CAP): T (0: not on it) */
 	int64_t *service_ns;		/* per disk slot: C */
-	struct cwd_counters st;
+	struct cwd_stats st;
 	uint64_t ctl_id;		/* the control plane's id; 0: static (-r) */
 	/* Static ones: the plan admitted (for the control server's
 	 * admission, which must count them); NULL otherwise. */
@@ -198,7 +198,7 @@ struct piece {
 };
 
 struct preq {
-	struct nbd_io *nio;
+	struct nbdsrv_io *nio;
 	struct pbx *x;
 	int64_t arrival_ns;
 	atomic_uint pending;

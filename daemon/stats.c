@@ -6,38 +6,38 @@
 #include "daemon/log.h"
 #include "daemon/stats.h"
 
-void cwd_hist_add(atomic_uint_fast64_t hist[CWD_HIST_BUCKETS], int64_t ns)
+void cwd_stats_hist_add(atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], int64_t ns)
 {
 	uint64_t us = ns > 0 ? (uint64_t)ns / 1000 : 0;
 	unsigned b = 0;
 
-	while (us && b < CWD_HIST_BUCKETS - 1) {
+	while (us && b < CWD_STATS_HIST_BUCKETS - 1) {
 		us >>= 1;
 		b++;
 	}
-	cwd_add(&hist[b], 1);
+	cwd_stats_add(&hist[b], 1);
 }
 
-int64_t cwd_hist_quantile(const atomic_uint_fast64_t hist[CWD_HIST_BUCKETS], double q)
+int64_t cwd_stats_hist_quantile(const atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], double q)
 {
 	uint64_t total = 0, seen = 0;
 	unsigned b;
 
-	for (b = 0; b < CWD_HIST_BUCKETS; b++)
-		total += cwd_get(&hist[b]);
+	for (b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
+		total += cwd_stats_get(&hist[b]);
 	if (!total)
 		return 0;
-	for (b = 0; b < CWD_HIST_BUCKETS; b++) {
-		seen += cwd_get(&hist[b]);
+	for (b = 0; b < CWD_STATS_HIST_BUCKETS; b++) {
+		seen += cwd_stats_get(&hist[b]);
 		if ((double)seen >= q * (double)total)
 			break;
 	}
-	if (b >= CWD_HIST_BUCKETS)
-		b = CWD_HIST_BUCKETS - 1;
+	if (b >= CWD_STATS_HIST_BUCKETS)
+		b = CWD_STATS_HIST_BUCKETS - 1;
 	return (int64_t)(UINT64_C(1) << b) * 1000;
 }
 
-void cwd_queue_change(struct cwd_counters *c, int delta)
+void cwd_stats_queue_change(struct cwd_stats *c, int delta)
 {
 	uint64_t now, max;
 
@@ -47,23 +47,23 @@ void cwd_queue_change(struct cwd_counters *c, int delta)
 	}
 	now = atomic_fetch_add_explicit(&c->queued, (uint64_t)delta, memory_order_relaxed) +
 	      (uint64_t)delta;
-	max = cwd_get(&c->queued_max);
+	max = cwd_stats_get(&c->queued_max);
 	while (now > max &&
 	       !atomic_compare_exchange_weak_explicit(&c->queued_max, &max, now,
 						      memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
-void cwd_counters_log(const char *what, const struct cwd_counters *c)
+void cwd_stats_log(const char *what, const struct cwd_stats *c)
 {
 	cwd_log(LOG_INFO,
 		"stats %s: requests=%" PRIu64 " read_bytes=%" PRIu64 " write_bytes=%" PRIu64
 		" flushes=%" PRIu64 " errors=%" PRIu64 " rt_done=%" PRIu64 " rt_missed=%" PRIu64
 		" be_done=%" PRIu64 " slack_used_us=%" PRIu64 " queued=%" PRIu64
 		" queued_max=%" PRIu64 " be_p50_us<=%" PRId64 " be_p99_us<=%" PRId64,
-		what, cwd_get(&c->requests), cwd_get(&c->read_bytes), cwd_get(&c->write_bytes),
-		cwd_get(&c->flushes), cwd_get(&c->errors), cwd_get(&c->rt_done),
-		cwd_get(&c->rt_missed), cwd_get(&c->be_done), cwd_get(&c->slack_used_ns) / 1000,
-		cwd_get(&c->queued), cwd_get(&c->queued_max),
-		cwd_hist_quantile(c->be_lat, 0.5) / 1000, cwd_hist_quantile(c->be_lat, 0.99) / 1000);
+		what, cwd_stats_get(&c->requests), cwd_stats_get(&c->read_bytes), cwd_stats_get(&c->write_bytes),
+		cwd_stats_get(&c->flushes), cwd_stats_get(&c->errors), cwd_stats_get(&c->rt_done),
+		cwd_stats_get(&c->rt_missed), cwd_stats_get(&c->be_done), cwd_stats_get(&c->slack_used_ns) / 1000,
+		cwd_stats_get(&c->queued), cwd_stats_get(&c->queued_max),
+		cwd_stats_hist_quantile(c->be_lat, 0.5) / 1000, cwd_stats_hist_quantile(c->be_lat, 0.99) / 1000);
 }

@@ -12,9 +12,9 @@
 
 /* Latency histogram: bucket i counts latencies in [2^(i-1), 2^i) us
  * (bucket 0: under 1 us; the last bucket: everything longer). */
-#define CWD_HIST_BUCKETS 24
+#define CWD_STATS_HIST_BUCKETS 24
 
-struct cwd_counters {
+struct cwd_stats {
 	atomic_uint_fast64_t requests;		/* pieces completed */
 	atomic_uint_fast64_t read_bytes, write_bytes;
 	atomic_uint_fast64_t flushes;
@@ -24,29 +24,29 @@ struct cwd_counters {
 	atomic_uint_fast64_t slack_used_ns;	/* BE service run in ΔL slack */
 	atomic_uint_fast64_t queued;		/* booked, not yet complete, now */
 	atomic_uint_fast64_t queued_max;
-	atomic_uint_fast64_t be_lat[CWD_HIST_BUCKETS];	/* arrival to completion */
+	atomic_uint_fast64_t be_lat[CWD_STATS_HIST_BUCKETS];	/* arrival to completion */
 };
 
-static inline void cwd_add(atomic_uint_fast64_t *c, uint64_t v)
+static inline void cwd_stats_add(atomic_uint_fast64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
-static inline uint64_t cwd_get(const atomic_uint_fast64_t *c)
+static inline uint64_t cwd_stats_get(const atomic_uint_fast64_t *c)
 {
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-void cwd_hist_add(atomic_uint_fast64_t hist[CWD_HIST_BUCKETS], int64_t ns);
+void cwd_stats_hist_add(atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], int64_t ns);
 
 /* The latency under which a fraction q (0..1) of the samples lie, as the
  * upper edge of its bucket in ns; 0 without samples. */
-int64_t cwd_hist_quantile(const atomic_uint_fast64_t hist[CWD_HIST_BUCKETS], double q);
+int64_t cwd_stats_hist_quantile(const atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], double q);
 
 /* A booking entered (+1) or left (-1) a queue; tracks the maximum. */
-void cwd_queue_change(struct cwd_counters *c, int delta);
+void cwd_stats_queue_change(struct cwd_stats *c, int delta);
 
 /* One log line with every counter, prefixed by what. */
-void cwd_counters_log(const char *what, const struct cwd_counters *c);
+void cwd_stats_log(const char *what, const struct cwd_stats *c);
 
 #endif

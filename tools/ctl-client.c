@@ -10,7 +10,7 @@
 
 #include "ctl-client.h"
 
-int ctl_client_open(struct ctl_client *c, const char *path)
+int cwctl_client_open(struct cwctl_client *c, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
@@ -32,7 +32,7 @@ int ctl_client_open(struct ctl_client *c, const char *path)
 	return 0;
 }
 
-void ctl_client_close(struct ctl_client *c)
+void cwctl_client_close(struct cwctl_client *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
@@ -56,7 +56,7 @@ static int send_all(int fd, const char *p, size_t n)
 }
 
 /* The next line (without its newline) in c->buf[0..*ret_len). */
-static int read_line(struct ctl_client *c, size_t *ret_len)
+static int read_line(struct cwctl_client *c, size_t *ret_len)
 {
 	for (;;) {
 		char *nl = memchr(c->buf, '\n', c->len);
@@ -80,14 +80,14 @@ static int read_line(struct ctl_client *c, size_t *ret_len)
 	}
 }
 
-static void consume(struct ctl_client *c, size_t line_len)
+static void consume(struct cwctl_client *c, size_t line_len)
 {
 	memmove(c->buf, c->buf + line_len + 1, c->len - line_len - 1);
 	c->len -= line_len + 1;
 }
 
-int ctl_client_call(struct ctl_client *c, enum cwc_cmd cmd, json_object *args,
-		    ctl_progress_fn progress, void *userdata, struct cwc_reply *ret_reply)
+int cwctl_client_call(struct cwctl_client *c, enum cwc_cmd cmd, json_object *args,
+		    cwctl_progress_fn progress, void *userdata, struct cwc_reply *ret_reply)
 {
 	char *req = cwc_format_request(cmd, args);
 	int r;

@@ -9,24 +9,24 @@
 
 #include "control-proto.h"
 
-struct ctl_client {
+struct cwctl_client {
 	int fd;
 	char buf[CWC_LINE_MAX];
 	size_t len;
 };
 
 /* 0 or -errno (the socket's path in the caller's message). */
-int ctl_client_open(struct ctl_client *c, const char *path);
-void ctl_client_close(struct ctl_client *c);
+int cwctl_client_open(struct cwctl_client *c, const char *path);
+void cwctl_client_close(struct cwctl_client *c);
 
-typedef void (*ctl_progress_fn)(const struct cwc_reply *progress, void *userdata);
+typedef void (*cwctl_progress_fn)(const struct cwc_reply *progress, void *userdata);
 
 /* Sends cmd with args (may be NULL) and waits for the reply, passing each
  * progress line to progress (may be NULL).  0 with *ret_reply an OK or
  * ERROR reply (release with cwc_reply_done), or -errno when the exchange
  * itself failed: -EPROTO for a line that is not a reply, -ECONNRESET when
  * the server closed first. */
-int ctl_client_call(struct ctl_client *c, enum cwc_cmd cmd, json_object *args,
-		    ctl_progress_fn progress, void *userdata, struct cwc_reply *ret_reply);
+int cwctl_client_call(struct cwctl_client *c, enum cwc_cmd cmd, json_object *args,
+		    cwctl_progress_fn progress, void *userdata, struct cwc_reply *ret_reply);
 
 #endif

@@ -289,9 +289,9 @@ typedef void (*print_fn)(json_object *result);
  * returns the exit status. */
 static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
 {
-	struct ctl_client c;
+	struct cwctl_client c;
 	struct cwc_reply rep;
-	int r = ctl_client_open(&c, socket_path);
+	int r = cwctl_client_open(&c, socket_path);
 
 	if (r < 0) {
 		fprintf(stderr, "%s: cannot connect to %s: %s\n", cmd_name, socket_path,
@@ -299,9 +299,9 @@ static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
 		json_object_put(args);
 		return EXIT_CONNECT;
 	}
-	r = ctl_client_call(&c, cmd, args, progress, NULL, &rep);
+	r = cwctl_client_call(&c, cmd, args, progress, NULL, &rep);
 	json_object_put(args);
-	ctl_client_close(&c);
+	cwctl_client_close(&c);
 	if (bar_shown) {
 		fprintf(stderr, "\n");
 		bar_shown = false;

@@ -180,16 +180,16 @@ static json_object *jget(json_object *o, const char *k)
 static int control_call(const char *socket, enum cwc_cmd cmd, json_object *args,
 			struct cwc_reply *ret)
 {
-	struct ctl_client c;
-	int r = ctl_client_open(&c, socket);
+	struct cwctl_client c;
+	int r = cwctl_client_open(&c, socket);
 
 	if (r < 0) {
 		fprintf(stderr, "cwstream: control socket %s: %s\n", socket, strerror(-r));
 		json_object_put(args);
 		return -1;
 	}
-	r = ctl_client_call(&c, cmd, args, NULL, NULL, ret);
-	ctl_client_close(&c);
+	r = cwctl_client_call(&c, cmd, args, NULL, NULL, ret);
+	cwctl_client_close(&c);
 	json_object_put(args);
 	if (r < 0) {
 		fprintf(stderr, "cwstream: control socket %s: %s\n", socket, strerror(-r));

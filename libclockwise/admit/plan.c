@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit/admit.h"
+#include "admit/admit-internal.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 

@@ -19,7 +19,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "layout/internal.h"
+#include "layout/layout-internal.h"
 
 #define NONE UINT64_MAX
 

@@ -11,7 +11,7 @@
 #include <clockwise/model.h>
 
 #include "common/cleanup.h"
-#include "layout/internal.h"
+#include "layout/layout-internal.h"
 
 static const char sql_model_put[] =
 	"INSERT INTO disk_model(disk, model, calibrated) VALUES (?1, ?2, ?3) "

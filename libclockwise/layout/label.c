@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "layout/internal.h"
+#include "layout/layout-internal.h"
 
 #define LABEL_COVERED 72
 

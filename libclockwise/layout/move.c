@@ -22,7 +22,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "layout/internal.h"
+#include "layout/layout-internal.h"
 
 void lay_move_free(struct cw_move *m)
 {

@@ -13,7 +13,7 @@
 #include <clockwise/pool-objects.h>
 
 #include "common/cleanup.h"
-#include "layout/internal.h"
+#include "layout/layout-internal.h"
 
 static const char sql_resv_put[] =
 	"INSERT INTO resv(part, rate, block, range_start, range_end, start_ns, end_ns, period_ns)"

@@ -21,7 +21,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "layout/internal.h"
+#include "layout/layout-internal.h"
 
 static const char sql_part_insert[] =
 	"INSERT INTO part (name, nblocks, placement, tier_pref, zone_pref, disk)"

@@ -18,7 +18,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "layout/internal.h"
+#include "layout/layout-internal.h"
 
 static const char sql_pool_insert[] = "INSERT INTO pool (id, uuid, block_size) VALUES (1, ?1, ?2)";
 static const char sql_pool_get[] = "SELECT uuid, block_size FROM pool WHERE id = 1";

@@ -20,7 +20,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "layout/internal.h"
+#include "layout/layout-internal.h"
 
 static const char sql_find[] =
 	"SELECT lstart, count, stride, disk, pstart FROM run"

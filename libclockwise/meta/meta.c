@@ -12,7 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "meta/meta.h"
+#include "meta/meta-internal.h"
 
 /*
  * migrations[v] takes a database from user_version v to v + 1.  Never edit

@@ -28,7 +28,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "model/model-internal.h"
 #include "common/util.h"
 
 void cw_model_disk_opts_init(struct cw_model_disk_opts *o)

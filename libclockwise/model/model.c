@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "model/model-internal.h"
 #include "common/util.h"
 
 int cw_model_validate(const struct cw_model *m)

@@ -23,7 +23,7 @@
 
 #include <clockwise/nbd.h>
 #include "common/util.h"
-#include "proto/proto.h"
+#include "proto/proto-internal.h"
 
 #define AT(type, field) offsetof(struct type, field)
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched.h"
+#include "sched/sched-internal.h"
 
 struct fifo {
 	struct cw_sched_req **v;

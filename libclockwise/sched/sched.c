@@ -50,7 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched.h"
+#include "sched/sched-internal.h"
 #include "common/util.h"
 
 enum { ST_NONE = 0, ST_REL, ST_WAIT, ST_BE, ST_SERVICE };

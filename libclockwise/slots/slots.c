@@ -106,7 +106,7 @@
 
 #include "common/util.h"
 #include "common/cleanup.h"
-#include "slots/slots.h"
+#include "slots/slots-internal.h"
 
 #define HELP_DEPTH 3
 #define C_OWNER_MASK_BITS 12

@@ -32,33 +32,33 @@ struct mem {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	unsigned hold;			/* hold this many requests, then release */
-	struct nbd_io *held[64];
+	struct nbdsrv_io *held[64];
 	unsigned n_held;
 	bool wait_for_stop;		/* release only once the server stops */
 	atomic_bool released;
 };
 
 static struct mem mem;
-static struct nbd_server *srv;
+static struct nbdsrv *srv;
 static char dir[64], sock[96];
 
-static int do_io(struct nbd_io *io)
+static int do_io(struct nbdsrv_io *io)
 {
-	if (io->op != NBD_IO_FLUSH && io->offset < EIO_OFF + 4096 &&
+	if (io->op != NBDSRV_IO_FLUSH && io->offset < EIO_OFF + 4096 &&
 	    io->offset + io->length > EIO_OFF)
 		return -EIO;
 	switch (io->op) {
-	case NBD_IO_READ: memcpy(io->buf, mem.data + io->offset, io->length); break;
-	case NBD_IO_WRITE: memcpy(mem.data + io->offset, io->buf, io->length); break;
-	case NBD_IO_ZERO: memset(mem.data + io->offset, 0, io->length); break;
+	case NBDSRV_IO_READ: memcpy(io->buf, mem.data + io->offset, io->length); break;
+	case NBDSRV_IO_WRITE: memcpy(mem.data + io->offset, io->buf, io->length); break;
+	case NBDSRV_IO_ZERO: memset(mem.data + io->offset, 0, io->length); break;
 	default: break;
 	}
 	return 0;
 }
 
-static int m_submit(void *b, struct nbd_io *io)
+static int m_submit(void *b, struct nbdsrv_io *io)
 {
-	if (io->op == NBD_IO_WRITE && io->offset == NOSPC_OFF)
+	if (io->op == NBDSRV_IO_WRITE && io->offset == NOSPC_OFF)
 		return -ENOSPC;
 	pthread_mutex_lock(&mem.lock);
 	if (mem.hold) {
@@ -68,11 +68,11 @@ static int m_submit(void *b, struct nbd_io *io)
 		return 0;
 	}
 	pthread_mutex_unlock(&mem.lock);
-	nbd_io_complete(io, do_io(io));
+	nbdsrv_io_complete(io, do_io(io));
 	return 0;
 }
 
-static const struct nbd_backend_ops mem_ops = {
+static const struct nbdsrv_backend_ops mem_ops = {
 	.pread = m_submit, .pwrite = m_submit, .flush = m_submit, .zero = m_submit,
 };
 
@@ -109,13 +109,13 @@ static void *releaser(void *arg)
 			pause_briefly();
 	atomic_store(&mem.released, true);
 	for (i = n; i-- > 0;)
-		nbd_io_complete(mem.held[i], do_io(mem.held[i]));
+		nbdsrv_io_complete(mem.held[i], do_io(mem.held[i]));
 	return NULL;
 }
 
-static void start_server(const struct nbd_server_config *cfg, bool flush_global)
+static void start_server(const struct nbdsrv_config *cfg, bool flush_global)
 {
-	struct nbd_export e = {
+	struct nbdsrv_export e = {
 		.name = "mem", .description = "memory", .size = SIZE,
 		.flush_global = flush_global, .min_block = 512, .ops = &mem_ops,
 	};
@@ -128,10 +128,10 @@ static void start_server(const struct nbd_server_config *cfg, bool flush_global)
 	mem.n_held = 0;
 	mem.wait_for_stop = false;
 	atomic_store(&mem.released, false);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_new(cfg, &srv), 0);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_add_export(srv, &e), 0);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_listen_unix(srv, sock), 0);
-	CU_ASSERT_EQUAL_FATAL(nbd_server_start(srv), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_new(cfg, &srv), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_add_export(srv, &e), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_listen_unix(srv, sock), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_start(srv), 0);
 }
 
 static struct nbd_handle *client(void)
@@ -195,7 +195,7 @@ static void test_reverse_completion(void)
 		}
 	nbd_shutdown(h, 0);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void test_errors_keep_connection(void)
@@ -229,12 +229,12 @@ static void test_errors_keep_connection(void)
 	CU_ASSERT_EQUAL(nbd_can_trim(h), 0);
 	nbd_shutdown(h, 0);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void *stopper(void *arg)
 {
-	nbd_server_stop(srv);
+	nbdsrv_stop(srv);
 	/* Stop may only return once the back end gave every request back. */
 	CU_ASSERT_TRUE(atomic_load(&mem.released));
 	return NULL;
@@ -277,12 +277,12 @@ static void test_stop_waits_for_inflight(void)
 	pthread_join(s, NULL);
 	pthread_join(r, NULL);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void test_connection_limit(void)
 {
-	struct nbd_server_config cfg = { .max_connections = 2 };
+	struct nbdsrv_config cfg = { .max_connections = 2 };
 	struct nbd_handle *a, *b, *c;
 
 	start_server(&cfg, true);
@@ -290,19 +290,19 @@ static void test_connection_limit(void)
 	b = client();
 	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-	CU_ASSERT_EQUAL(nbd_server_connections(srv), 2u);
+	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 2u);
 	c = client();
 	CU_ASSERT_PTR_NULL(c);		/* refused: over the limit */
 	nbd_shutdown(a, 0);
 	nbd_close(a);
-	while (nbd_server_connections(srv) > 1)
+	while (nbdsrv_connections(srv) > 1)
 		pause_briefly();
 	c = client();
 	CU_ASSERT_PTR_NOT_NULL(c);	/* room again */
 	if (c)
 		nbd_close(c);
 	nbd_close(b);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void test_multi_conn_only_with_global_flush(void)
@@ -316,7 +316,7 @@ static void test_multi_conn_only_with_global_flush(void)
 	CU_ASSERT_EQUAL(nbd_can_flush(h), 1);
 	CU_ASSERT_EQUAL(nbd_can_fua(h), 1);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 
 	start_server(NULL, true);
 	h = client();
@@ -326,38 +326,38 @@ static void test_multi_conn_only_with_global_flush(void)
 	CU_ASSERT_EQUAL(nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED), 4096);
 	CU_ASSERT_EQUAL(nbd_get_size(h), (int64_t)SIZE);
 	nbd_close(h);
-	nbd_server_free(srv);
+	nbdsrv_free(srv);
 }
 
 static void test_export_validation(void)
 {
-	struct nbd_export ok = { .name = "x", .size = 1 << 20, .ops = &mem_ops };
-	struct nbd_export e;
-	static const struct nbd_backend_ops no_write = { .pread = m_submit };
-	struct nbd_server *s;
+	struct nbdsrv_export ok = { .name = "x", .size = 1 << 20, .ops = &mem_ops };
+	struct nbdsrv_export e;
+	static const struct nbdsrv_backend_ops no_write = { .pread = m_submit };
+	struct nbdsrv *s;
 
-	CU_ASSERT_EQUAL_FATAL(nbd_server_new(NULL, &s), 0);
-	CU_ASSERT_EQUAL(nbd_server_start(s), -EINVAL);		/* nothing to serve */
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_new(NULL, &s), 0);
+	CU_ASSERT_EQUAL(nbdsrv_start(s), -EINVAL);		/* nothing to serve */
 	e = ok; e.min_block = 3;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* not a power of 2 */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* not a power of 2 */
 	e = ok; e.min_block = 1 << 17;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* over 64 KiB */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* over 64 KiB */
 	e = ok; e.min_block = 4096; e.pref_block = 512;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* preferred < minimum */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* preferred < minimum */
 	e = ok; e.min_block = 4096; e.max_block = 6144;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* max not a multiple */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* max not a multiple */
 	e = ok; e.max_block = 1u << 26;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* over max_request */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* over max_request */
 	e = ok; e.min_block = 4096; e.size = 4096 * 3 + 512;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* size not aligned */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* size not aligned */
 	e = ok; e.ops = &no_write;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), -EINVAL);	/* writable, no pwrite */
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), -EINVAL);	/* writable, no pwrite */
 	e.read_only = true;
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &e), 0);
-	CU_ASSERT_EQUAL(nbd_server_add_export(s, &ok), -EEXIST);	/* same name */
-	CU_ASSERT_EQUAL(nbd_server_start(s), -EINVAL);		/* nowhere to listen */
-	CU_ASSERT_EQUAL(nbd_server_listen_unix(s, "/nonexistent-dir/x.sock"), -ENOENT);
-	nbd_server_free(s);
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), 0);
+	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &ok), -EEXIST);	/* same name */
+	CU_ASSERT_EQUAL(nbdsrv_start(s), -EINVAL);		/* nowhere to listen */
+	CU_ASSERT_EQUAL(nbdsrv_listen_unix(s, "/nonexistent-dir/x.sock"), -ENOENT);
+	nbdsrv_free(s);
 }
 
 static int setup(void)

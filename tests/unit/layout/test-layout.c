@@ -11,7 +11,7 @@
 
 #include "layout/label.c"	/* the checksum and label codec, private */
 #include "pooltest.h"
-#include "meta/meta.h"
+#include "meta/meta-internal.h"
 #include <clockwise/model.h>
 
 #define MiB (UINT64_C(1) << 20)

@@ -17,7 +17,7 @@
 #include <clockwise/model.h>
 #include <clockwise/pool-objects.h>
 
-#include "meta/meta.h"
+#include "meta/meta-internal.h"
 #include "pooltest.h"
 
 static const uint64_t three[] = { 64, 64, 64 };

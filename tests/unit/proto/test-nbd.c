@@ -9,7 +9,7 @@
 
 #include <clockwise/nbd.h>
 #include "common/util.h"
-#include "proto/proto.h"
+#include "proto/proto-internal.h"
 #include "cwtest.h"
 
 static const struct cw_nbd_export_info exports[] = {

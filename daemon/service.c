@@ -5,7 +5,7 @@
  * path through struct cwc_hooks.
  *
  * - export add/remove: an NBD export of a partition appears or goes while
- *   the server runs (nbd_server_add_export / nbd_server_remove_export; a
+ *   the server runs (nbdsrv_add_export / nbdsrv_remove_export; a
  *   removal returns once the export's clients ended, so its back end goes
  *   with nothing in flight).
  * - resv_changed: a reservation admitted by the control server (Jeffay's
@@ -16,7 +16,7 @@
  *   export bound to it then sends in-range, in-span requests as RT.
  * - stats: the data path's counters per disk and per reservation.
  *
- * Everything here runs on the control thread, but for ctl_log_stats()
+ * Everything here runs on the control thread, but for svc_log_stats()
  * (the main thread's SIGUSR1), which takes the same mutex.
  */
 #include "config.h"
@@ -24,12 +24,12 @@
 #include <grp.h>
 
 #include "daemon/control.h"
-#include "daemon/ctl-glue.h"
+#include "daemon/service.h"
 #include "daemon/pool-internal.h"
 
-struct ctl {
+struct svc {
 	struct pb *pb;
-	struct nbd_server *nbd;
+	struct nbdsrv *nbd;
 	const struct cwd_config *cfg;
 	struct cwc_server *srv;
 	pthread_t thread;
@@ -85,8 +85,8 @@ static void drop_export(struct pb *pb, struct pbx *x)
 
 static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw_part *part)
 {
-	struct ctl *ctl = userdata;
-	struct nbd_export ne;
+	struct svc *ctl = userdata;
+	struct nbdsrv_export ne;
 	struct resv *rv = NULL;
 	struct pbx *x;
 	int r;
@@ -106,7 +106,7 @@ static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw
 	ne.name = x->name;
 	ne.read_only = ne.read_only || e->readonly;
 	x->resv = rv;
-	r = nbd_server_add_export(ctl->nbd, &ne);
+	r = nbdsrv_add_export(ctl->nbd, &ne);
 	if (r < 0) {
 		drop_export(ctl->pb, x);
 		return r;
@@ -118,11 +118,11 @@ static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw
 
 static int hook_export_remove(void *userdata, const struct cwc_export *e)
 {
-	struct ctl *ctl = userdata;
+	struct svc *ctl = userdata;
 	struct pbx *x = find_export(ctl->pb, e->name);
 	int r;
 
-	r = nbd_server_remove_export(ctl->nbd, e->name);
+	r = nbdsrv_remove_export(ctl->nbd, e->name);
 	/* An export listed but never served (its partition was on a missing
 	 * disk at start) is simply forgotten. */
 	if (r == -ENOENT && !x)
@@ -139,7 +139,7 @@ static int hook_export_remove(void *userdata, const struct cwc_export *e)
 
 /* ΔL and the BE server of disk di over its static and runtime tasks, as
  * pb_disk_sched() computes them at start, handed to its lane 0. */
-static void replan(struct ctl *ctl, size_t di)
+static void replan(struct svc *ctl, size_t di)
 {
 	struct disk *d = &ctl->pb->disks[di];
 	size_t n = d->ntasks + ctl->ntasks[di];
@@ -162,7 +162,7 @@ static void replan(struct ctl *ctl, size_t di)
 	lane_post_plan(&d->lanes[0], pl);
 }
 
-static int resv_add(struct ctl *ctl, const struct cwc_resv *cr)
+static int resv_add(struct svc *ctl, const struct cwc_resv *cr)
 {
 	struct pb *pb = ctl->pb;
 	_cleanup_free_ struct resv *rv = calloc(1, sizeof(*rv));
@@ -221,7 +221,7 @@ static int resv_add(struct ctl *ctl, const struct cwc_resv *cr)
 /* Released: the control server refuses while an export is bound to it,
  * and an export's removal waited for its requests, so nothing in flight
  * points at it. */
-static void resv_release(struct ctl *ctl, const struct cwc_resv *cr)
+static void resv_release(struct svc *ctl, const struct cwc_resv *cr)
 {
 	struct pb *pb = ctl->pb;
 	struct resv *rv = find_resv(pb, cr->id);
@@ -249,7 +249,7 @@ static void resv_release(struct ctl *ctl, const struct cwc_resv *cr)
 
 static void hook_resv_changed(void *userdata, const struct cwc_resv *r, bool added)
 {
-	struct ctl *ctl = userdata;
+	struct svc *ctl = userdata;
 	int ret = 0;
 
 	pthread_mutex_lock(&ctl->lock);
@@ -274,7 +274,7 @@ static void hook_resv_changed(void *userdata, const struct cwc_resv *r, bool add
 static void hook_model_changed(void *userdata, uint32_t disk_id, const struct cw_model *m,
 			       const char *text)
 {
-	struct ctl *ctl = userdata;
+	struct svc *ctl = userdata;
 	int di = pb_disk_index(ctl->pb, disk_id), r;
 	struct disk *d;
 
@@ -297,7 +297,7 @@ static void hook_model_changed(void *userdata, uint32_t disk_id, const struct cw
 
 /* Admission of disk d uses its dispatchers' model, unless the pool
  * stores one (see ctl_new). */
-static void share_model(struct ctl *ctl, const struct disk *d)
+static void share_model(struct svc *ctl, const struct disk *d)
 {
 	if (d->fd >= 0 && cwc_server_get_model(ctl->srv, d->id, NULL, NULL) == -ENOENT)
 		(void)cwc_server_set_model(ctl->srv, d->id, disk_model(d), false);
@@ -306,10 +306,10 @@ static void share_model(struct ctl *ctl, const struct disk *d)
 static int hook_disk_add(void *userdata, const struct cw_disk_info *info, char *err,
 			 size_t errlen)
 {
-	struct ctl *ctl = userdata;
+	struct svc *ctl = userdata;
 	int r;
 
-	/* The lock keeps ctl_log_stats (another thread) off pb->ndisks. */
+	/* The lock keeps svc_log_stats (another thread) off pb->ndisks. */
 	pthread_mutex_lock(&ctl->lock);
 	r = pb_disk_add(ctl->pb, info->id, err, errlen);
 	pthread_mutex_unlock(&ctl->lock);
@@ -325,7 +325,7 @@ static int hook_disk_add(void *userdata, const struct cw_disk_info *info, char *
 static int hook_disk_remove(void *userdata, const struct cw_disk_info *info, char *err,
 			    size_t errlen)
 {
-	struct ctl *ctl = userdata;
+	struct svc *ctl = userdata;
 	int r;
 
 	pthread_mutex_lock(&ctl->lock);
@@ -339,7 +339,7 @@ static int hook_disk_remove(void *userdata, const struct cw_disk_info *info, cha
 static int hook_export_resize(void *userdata, const struct cwc_export *e, struct cw_part *part,
 			      char *err, size_t errlen)
 {
-	struct ctl *ctl = userdata;
+	struct svc *ctl = userdata;
 	struct pbx *x = find_export(ctl->pb, e->name);
 	uint64_t size;
 	int r;
@@ -349,7 +349,7 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 		return 0;	/* listed but not served (a missing disk) */
 	r = pb_export_grow(ctl->pb, x, &size, err, errlen);
 	if (r == 0)
-		r = nbd_server_set_export_size(ctl->nbd, e->name, size);
+		r = nbdsrv_set_export_size(ctl->nbd, e->name, size);
 	if (r < 0) {
 		if (!err[0])
 			snprintf(err, errlen, "export %s: %s", e->name, strerror(-r));
@@ -362,22 +362,22 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 
 /* ---- stats ---- */
 
-static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_counters *c,
+static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
 		     atomic_uint_fast64_t *hist)
 {
-	ds->rt_requests += cwd_get(&c->rt_done);
-	ds->rt_misses += cwd_get(&c->rt_missed);
-	ds->be_requests += cwd_get(&c->be_done);
-	ds->slack_used_ns += (int64_t)cwd_get(&c->slack_used_ns);
-	ds->read_bytes += cwd_get(&c->read_bytes);
-	ds->written_bytes += cwd_get(&c->write_bytes);
-	for (unsigned b = 0; b < CWD_HIST_BUCKETS; b++)
-		hist[b] += cwd_get(&c->be_lat[b]);
+	ds->rt_requests += cwd_stats_get(&c->rt_done);
+	ds->rt_misses += cwd_stats_get(&c->rt_missed);
+	ds->be_requests += cwd_stats_get(&c->be_done);
+	ds->slack_used_ns += (int64_t)cwd_stats_get(&c->slack_used_ns);
+	ds->read_bytes += cwd_stats_get(&c->read_bytes);
+	ds->written_bytes += cwd_stats_get(&c->write_bytes);
+	for (unsigned b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
+		hist[b] += cwd_stats_get(&c->be_lat[b]);
 }
 
 static int hook_stats(void *userdata, struct cwc_stats *ret)
 {
-	struct ctl *ctl = userdata;
+	struct svc *ctl = userdata;
 	struct pb *pb = ctl->pb;
 	size_t i, j, n = 0;
 
@@ -386,7 +386,7 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		return -ENOMEM;
 	for (i = 0; i < pb->ndisks; i++) {
 		struct cwc_disk_stats *ds = &ret->disks[ret->n_disks];
-		atomic_uint_fast64_t hist[CWD_HIST_BUCKETS] = { 0 };
+		atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS] = { 0 };
 		struct disk *d = &pb->disks[i];
 
 		if (d->fd < 0)
@@ -394,9 +394,9 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		ds->disk_id = d->id;
 		for (j = 0; j < d->nlanes; j++)
 			lane_sum(ds, &d->lanes[j].st, hist);
-		ds->be_p50_ns = cwd_hist_quantile(hist, 0.5);
-		ds->be_p99_ns = cwd_hist_quantile(hist, 0.99);
-		ds->be_max_ns = cwd_hist_quantile(hist, 1.0);
+		ds->be_p50_ns = cwd_stats_hist_quantile(hist, 0.5);
+		ds->be_p99_ns = cwd_stats_hist_quantile(hist, 0.99);
+		ds->be_max_ns = cwd_stats_hist_quantile(hist, 1.0);
 		ret->n_disks++;
 	}
 	pthread_mutex_lock(&ctl->lock);
@@ -412,8 +412,8 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 			continue;
 		ret->resvs[n++] = (struct cwc_resv_stats){
 			.resv_id = rv->ctl_id,
-			.requests = cwd_get(&rv->st.rt_done),
-			.misses = cwd_get(&rv->st.rt_missed),
+			.requests = cwd_stats_get(&rv->st.rt_done),
+			.misses = cwd_stats_get(&rv->st.rt_missed),
 		};
 	}
 	ret->n_resvs = n;
@@ -423,9 +423,9 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 
 /* ---- the server ---- */
 
-static void *ctl_main(void *arg)
+static void *svc_main(void *arg)
 {
-	struct ctl *ctl = arg;
+	struct svc *ctl = arg;
 	int r = cwc_server_run(ctl->srv);
 
 	if (r < 0)
@@ -445,11 +445,11 @@ static void keep_error(const char *line, void *userdata)
 	json_object_put(root);
 }
 
-int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
-	    const struct cwd_config *cfg, struct ctl **ret_ctl)
+int svc_new(struct cw_pool *pool, struct pb *pb, struct nbdsrv *nbd,
+	    const struct cwd_config *cfg, struct svc **ret_ctl)
 {
 	struct cwc_server_opts o;
-	struct ctl *ctl;
+	struct svc *ctl;
 	size_t i;
 	int r;
 
@@ -464,7 +464,7 @@ int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
 	ctl->tasks = calloc(PB_DISKS_CAP, sizeof(*ctl->tasks));
 	ctl->ntasks = calloc(PB_DISKS_CAP, sizeof(*ctl->ntasks));
 	if (!ctl->tasks || !ctl->ntasks) {
-		ctl_free(ctl);
+		svc_free(ctl);
 		return -ENOMEM;
 	}
 	cwc_server_opts_init(&o);
@@ -487,7 +487,7 @@ int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot create the control socket %s: %s", cfg->control_socket,
 			strerror(-r));
-		ctl_free(ctl);
+		svc_free(ctl);
 		return r;
 	}
 	/* Admission on the socket uses the models the dispatchers use, except
@@ -499,7 +499,7 @@ int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
 	return 0;
 }
 
-int ctl_export_all(struct ctl *ctl, size_t *ret_n)
+int svc_export_all(struct svc *ctl, size_t *ret_n)
 {
 	struct cw_part_info *parts = NULL;
 	size_t n, i;
@@ -570,7 +570,7 @@ static int static_resv(struct pb *pb, const struct resv *rv, struct cwc_resv *re
 
 /* The static streams of disk di beside those the pool stores (admitted by
  * the control server, which did not know of the static ones then). */
-static int static_fits(struct ctl *ctl, size_t di)
+static int static_fits(struct svc *ctl, size_t di)
 {
 	struct disk *d = &ctl->pb->disks[di];
 	size_t n = d->ntasks + ctl->ntasks[di];
@@ -594,7 +594,7 @@ static int static_fits(struct ctl *ctl, size_t di)
 	return r;
 }
 
-int ctl_add_static_resvs(struct ctl *ctl)
+int ctl_add_static_resvs(struct svc *ctl)
 {
 	struct pb *pb = ctl->pb;
 	size_t i;
@@ -624,16 +624,16 @@ int ctl_add_static_resvs(struct ctl *ctl)
 	return 0;
 }
 
-int ctl_start(struct ctl *ctl)
+int svc_start(struct svc *ctl)
 {
-	int r = -pthread_create(&ctl->thread, NULL, ctl_main, ctl);
+	int r = -pthread_create(&ctl->thread, NULL, svc_main, ctl);
 
 	if (r == 0)
 		ctl->running = true;
 	return r;
 }
 
-void ctl_log_stats(struct ctl *ctl, struct pb *pb)
+void svc_log_stats(struct svc *ctl, struct pb *pb)
 {
 	if (ctl)
 		pthread_mutex_lock(&ctl->lock);
@@ -642,7 +642,7 @@ void ctl_log_stats(struct ctl *ctl, struct pb *pb)
 		pthread_mutex_unlock(&ctl->lock);
 }
 
-void ctl_free(struct ctl *ctl)
+void svc_free(struct svc *ctl)
 {
 	size_t i;
 

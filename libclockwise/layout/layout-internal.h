@@ -18,7 +18,7 @@
 
 #include <clockwise/layout.h>
 
-#include "meta/meta.h"
+#include "meta/meta-internal.h"
 
 /* ---- label.c ---- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * ctl-glue.h — clockwised's control socket (daemon/control.h) wired into
+ * service.h — clockwised's control socket (daemon/control.h) wired into
  * its data path (pool-backend.h) and NBD server (nbd-server.h).
  */
 #ifndef CWD_CTL_GLUE_H
@@ -14,25 +14,25 @@
 #include "daemon/nbd-server.h"
 #include "daemon/pool-backend.h"
 
-struct ctl;
+struct svc;
 
 /* Binds the control socket of cfg (groups resolved with getgrnam; a
  * missing one leaves its rights to root, logged).  0 or -errno (logged). */
-int ctl_new(struct cw_pool *pool, struct pb *pb, struct nbd_server *nbd,
-	    const struct cwd_config *cfg, struct ctl **ret_ctl);
+int svc_new(struct cw_pool *pool, struct pb *pb, struct nbdsrv *nbd,
+	    const struct cwd_config *cfg, struct svc **ret_ctl);
 /* Exports every partition whose disks are present, through the control
  * server so that it lists them; *ret_n: how many. */
-int ctl_export_all(struct ctl *ctl, size_t *ret_n);
+int svc_export_all(struct svc *ctl, size_t *ret_n);
 /* Tells the control server's admission about the reservations given with
  * -r (pb_reserve, after ctl_export_all): they are counted in every later
  * admission on their disks and listed as static.  -EBUSY (logged) when
  * they do not fit beside the reservations the pool stores. */
-int ctl_add_static_resvs(struct ctl *ctl);
+int ctl_add_static_resvs(struct svc *ctl);
 /* Serves the socket in a thread of its own. */
-int ctl_start(struct ctl *ctl);
+int svc_start(struct svc *ctl);
 /* pb_log_stats() under the lock the socket's changes take (ctl may be NULL). */
-void ctl_log_stats(struct ctl *ctl, struct pb *pb);
+void svc_log_stats(struct svc *ctl, struct pb *pb);
 /* Stops serving and frees (NULL-safe); before the NBD server and pb go. */
-void ctl_free(struct ctl *ctl);
+void svc_free(struct svc *ctl);
 
 #endif
