@@ -9,6 +9,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +20,12 @@
 #include <unistd.h>
 #include <libconfig.h>
 
+#include <clockwise/units.h>
+
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "daemon/conf.h"
+#include "daemon/nbd-server.h"
 
 #define NAME_MAX_BYTES 63	/* layout's CW_NAME_MAX */
 #define MODEL_MAX_BYTES 31	/* model's CW_MODEL_NAME_MAX - 1 */
@@ -30,7 +35,7 @@
 #define BLOCK_SIZE_MIN 512
 #define BLOCK_SIZE_MAX 65536
 #define MAX_REQUEST_MAX (32u << 20)
-#define LISTEN_MAX 16
+#define LISTEN_MAX CWD_LISTEN_MAX
 #define DISKS_MAX 1024
 
 #define DEFAULT_QUEUE_DEPTH 32
@@ -47,10 +52,17 @@ struct parse {
 	/* Settings checked once the whole file is read, since libconfig
 	 * keeps no order between them. */
 	const config_setting_t *listen;
-	const config_setting_t *tcp_remote;	/* first non-loopback TCP address */
+	/* Each TCP address (for messages); the TLS mode each listener names
+	 * (plus one, 0: none), and listen.tls for the others. */
+	const config_setting_t *tcp_setting[LISTEN_MAX];
+	int unix_tls[LISTEN_MAX], tcp_tls[LISTEN_MAX];
+	int listen_tls;
+	const config_setting_t *listen_tls_setting;
+	const config_setting_t *limit_per_user;	/* set explicitly */
 	/* Per disk: where its optional settings were, for cross-checks. */
 	const config_setting_t **disk_lanes;
 	const config_setting_t **disk_policy;
+	const config_setting_t **disk_be_order;
 };
 
 /* name -> value tables for enumerated settings; the first spelling of
@@ -65,6 +77,14 @@ static const struct choice policies[] = {
 	{ "delta-l", CWD_POLICY_DELTA_L, false },
 	{ "edf", CWD_POLICY_EDF, false },
 	{ "lst", CWD_POLICY_LST, false },
+	{ "dynamic", CWD_POLICY_DYNAMIC, false },
+	{ NULL, 0, false },
+};
+
+static const struct choice be_orders[] = {
+	{ "fifo", CWD_BE_FIFO, false },
+	{ "rbfq", CWD_BE_RBFQ, false },
+	{ "sfc", CWD_BE_SFC, false },
 	{ NULL, 0, false },
 };
 
@@ -102,6 +122,11 @@ static const char *choice_name(const struct choice *t, int value)
 const char *cwd_config_policy_name(enum cwd_config_policy p)
 {
 	return choice_name(policies, (int)p);
+}
+
+const char *cwd_config_be_order_name(enum cwd_config_be_order o)
+{
+	return choice_name(be_orders, (int)o);
 }
 
 const char *cwd_config_log_level_name(int level)
@@ -260,19 +285,26 @@ static int get_path(struct parse *p, const config_setting_t *s, size_t max, char
 }
 
 /* Names of disks and models: [A-Za-z0-9._-], not starting with '.'. */
+static bool name_ok(const char *v, size_t max)
+{
+	const char *q;
+
+	for (q = v; *q; q++)
+		if (!(*q >= 'a' && *q <= 'z') && !(*q >= 'A' && *q <= 'Z') &&
+		    !(*q >= '0' && *q <= '9') && *q != '.' && *q != '_' && *q != '-')
+			break;
+	return !*q && v[0] != '\0' && v[0] != '.' && strlen(v) <= max;
+}
+
 static int get_name(struct parse *p, const config_setting_t *s, size_t max, char **ret)
 {
-	const char *v = NULL, *q;
+	const char *v = NULL;
 	int r;
 
 	r = get_string(p, s, "a name in quotes", &v);
 	if (r < 0)
 		return r;
-	for (q = v; *q; q++)
-		if (!(*q >= 'a' && *q <= 'z') && !(*q >= 'A' && *q <= 'Z') &&
-		    !(*q >= '0' && *q <= '9') && *q != '.' && *q != '_' && *q != '-')
-			break;
-	if (*q || v[0] == '\0' || v[0] == '.' || strlen(v) > max)
+	if (!name_ok(v, max))
 		return fail(p, s, "%s = \"%s\" is not a valid name; expected 1 to %zu of "
 			    "A-Z a-z 0-9 . _ -, not starting with .", WHERE(s), v, max);
 	free(*ret);
@@ -319,30 +351,18 @@ static int parse_group(struct parse *p, const config_setting_t *g, const struct 
 	return 0;
 }
 
-/* Every value of a setting given as one string or an array/list of them. */
-static int for_each_string(struct parse *p, const config_setting_t *s, const char *expected,
-			   int (*fn)(struct parse *p, const config_setting_t *e, const char *v))
+/* A list of groups of at most max entries: its length in *ret_n. */
+static int get_list(struct parse *p, const config_setting_t *s, const char *expected, int max,
+		    int *ret_n)
 {
-	int i, n, r;
-
-	if (config_setting_type(s) == CONFIG_TYPE_STRING)
-		return fn(p, s, config_setting_get_string(s));
-	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
+	if (config_setting_type(s) != CONFIG_TYPE_LIST)
 		return wrong_type(p, s, expected);
-	n = config_setting_length(s);
-	if (n > LISTEN_MAX)
-		return fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n, LISTEN_MAX);
-	for (i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-
-		if (config_setting_type(e) != CONFIG_TYPE_STRING)
-			return wrong_type(p, e, expected);
-		r = fn(p, e, config_setting_get_string(e));
-		if (r < 0)
-			return r;
-	}
+	*ret_n = config_setting_length(s);
+	if (*ret_n > max)
+		return fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), *ret_n, max);
 	return 0;
 }
+
 
 /* ---- top level ---- */
 
@@ -357,6 +377,15 @@ static int key_policy(struct parse *p, const config_setting_t *s, void *obj)
 
 	if (r == 0)
 		p->c->policy = (enum cwd_config_policy)v;
+	return r;
+}
+
+static int key_be_order(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int v, r = get_choice(p, s, be_orders, "a best-effort order", &v);
+
+	if (r == 0)
+		p->c->be_order = (enum cwd_config_be_order)v;
 	return r;
 }
 
@@ -495,33 +524,234 @@ static int add_tcp(struct parse *p, const config_setting_t *e, const char *v)
 	t->loopback = host_is_loopback(host);
 	t->port = (uint16_t)n;
 	t->host = CW_TAKE_PTR(host);
+	p->tcp_setting[p->c->n_listen_tcp] = e;
 	p->c->n_listen_tcp++;
-	if (!t->loopback && !p->tcp_remote)
-		p->tcp_remote = e;
+	return 0;
+}
+
+static const struct choice tls_modes[] = {
+	{ "off", CW_NBD_TLS_OFF, false },
+	{ "on", CW_NBD_TLS_ON, false },
+	{ "require", CW_NBD_TLS_REQUIRE, false },
+	{ NULL, 0, false },
+};
+
+/* A listener given as a group: its address (key `what`: path or
+ * address) and its own tls. */
+struct listener_entry {
+	const char *what;
+	int (*add)(struct parse *p, const config_setting_t *e, const char *v);
+	int tls;
+	bool added;
+};
+
+static int key_entry_value(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct listener_entry *le = obj;
+	const char *v = NULL;
+	int r = get_string(p, s, "a string", &v);
+
+	if (r == 0)
+		r = le->add(p, s, v);
+	le->added = r == 0;
+	return r;
+}
+
+static int key_entry_tls(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_choice(p, s, tls_modes, "a TLS mode", &((struct listener_entry *)obj)->tls);
+}
+
+static const struct key unix_entry_keys[] = {
+	{ "path", key_entry_value },
+	{ "tls", key_entry_tls },
+	{ NULL, NULL },
+};
+
+static const struct key tcp_entry_keys[] = {
+	{ "address", key_entry_value },
+	{ "tls", key_entry_tls },
+	{ NULL, NULL },
+};
+
+/* Listeners: a string, or an array or list of strings and groups
+ * { path|address = "..."; tls = "..."; }.  An entry's own TLS mode goes
+ * to tls_of[its index] (plus one: 0 is none). */
+static int for_each_listener(struct parse *p, const config_setting_t *s, const char *expected,
+			     const struct key *entry_keys,
+			     int (*add)(struct parse *p, const config_setting_t *e, const char *v),
+			     int *tls_of, size_t *count)
+{
+	int i, n, r;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING)
+		return add(p, s, config_setting_get_string(s));
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
+		return wrong_type(p, s, expected);
+	n = config_setting_length(s);
+	if (n > LISTEN_MAX)
+		return fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n, LISTEN_MAX);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		struct listener_entry le = { .what = entry_keys[0].name, .add = add, .tls = -1 };
+
+		if (config_setting_type(e) == CONFIG_TYPE_STRING) {
+			r = add(p, e, config_setting_get_string(e));
+		} else if (config_setting_is_group(e)) {
+			r = parse_group(p, e, entry_keys, &le);
+			if (r == 0 && !le.added)
+				r = fail(p, e, "%s has no %s", WHERE(e), le.what);
+			if (r == 0)
+				tls_of[*count - 1] = le.tls + 1;
+		} else {
+			r = wrong_type(p, e, expected);
+		}
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
 static int key_listen_unix(struct parse *p, const config_setting_t *s, void *obj)
 {
-	return for_each_string(p, s, "an array of absolute paths [ \"/run/...\", ... ]", add_unix);
+	return for_each_listener(p, s, "an array of absolute paths [ \"/run/...\", ... ], or a "
+				 "list of them and groups { path = \"/run/...\"; tls = \"on\"; }",
+				 unix_entry_keys, add_unix, p->unix_tls, &p->c->n_listen_unix);
 }
 
 static int key_listen_tcp(struct parse *p, const config_setting_t *s, void *obj)
 {
-	return for_each_string(p, s, "an array of TCP addresses [ \"127.0.0.1:10809\", ... ]", add_tcp);
+	return for_each_listener(p, s, "an array of TCP addresses [ \"127.0.0.1:10809\", ... ], or "
+				 "a list of them and groups { address = \"...\"; tls = \"require\"; }",
+				 tcp_entry_keys, add_tcp, p->tcp_tls, &p->c->n_listen_tcp);
 }
 
-static int key_allow_remote(struct parse *p, const config_setting_t *s, void *obj)
+static int key_listen_tls(struct parse *p, const config_setting_t *s, void *obj)
 {
-	return get_bool(p, s, &p->c->allow_remote);
+	p->listen_tls_setting = s;
+	return get_choice(p, s, tls_modes, "a TLS mode", &p->listen_tls);
+}
+
+static int key_insecure(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_bool(p, s, &p->c->insecure);
+}
+
+/* ---- who may connect (unix socket permissions, access lists) ---- */
+
+#define PRINCIPAL_NAME_MAX 32
+#define PRINCIPALS_MAX 64
+#define ACCESS_EXPORTS_MAX 256
+#define PRINCIPAL_EXPECTED "\"*\", a user or \"@group\" (a name or a number)"
+
+/* A user or group name as useradd(8) allows, or a number. */
+static bool valid_account(const char *v)
+{
+	const char *q;
+
+	if (!*v || strlen(v) > PRINCIPAL_NAME_MAX || *v == '-' || *v == '.')
+		return false;
+	for (q = v; *q; q++)
+		if (!(*q >= 'a' && *q <= 'z') && !(*q >= 'A' && *q <= 'Z') &&
+		    !(*q >= '0' && *q <= '9') && *q != '.' && *q != '_' && *q != '-' &&
+		    !(*q == '$' && !q[1]))
+			return false;
+	return true;
+}
+
+static int get_account(struct parse *p, const config_setting_t *s, const char *what, char **ret)
+{
+	const char *v = NULL;
+	int r = get_string(p, s, what, &v);
+
+	if (r < 0)
+		return r;
+	if (!valid_account(v))
+		return fail(p, s, "%s = \"%s\" is not a valid name; expected %s", WHERE(s), v, what);
+	free(*ret);
+	*ret = strdup(v);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int key_unix_mode(struct parse *p, const config_setting_t *s, void *obj)
+{
+	const char *v = NULL, *q;
+	unsigned long m;
+	char *end;
+	int r = get_string(p, s, "an octal mode in quotes such as \"0660\"", &v);
+
+	if (r < 0)
+		return r;
+	for (q = v; *q >= '0' && *q <= '7'; q++)
+		;
+	errno = 0;
+	m = strtoul(v, &end, 8);
+	if (!*v || *q || errno || m > 0777 || m == 0)
+		return fail(p, s, "%s = \"%s\" is not a file mode; expected octal digits from "
+			    "\"0001\" to \"0777\" such as \"0660\"", WHERE(s), v);
+	p->c->unix_mode = (unsigned)m;
+	return 0;
+}
+
+static int key_unix_owner(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_account(p, s, "a user name or number in quotes", &p->c->unix_owner);
+}
+
+static int key_unix_group(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_account(p, s, "a group name or number in quotes", &p->c->unix_group);
 }
 
 static const struct key listen_keys[] = {
 	{ "unix", key_listen_unix },
+	{ "unix_mode", key_unix_mode },
+	{ "unix_owner", key_unix_owner },
+	{ "unix_group", key_unix_group },
 	{ "tcp", key_listen_tcp },
-	{ "allow_remote", key_allow_remote },
+	{ "tls", key_listen_tls },
+	{ "insecure", key_insecure },
 	{ NULL, NULL },
 };
+
+/* ---- TLS credentials ---- */
+
+static int key_tls_certificates(struct parse *p, const config_setting_t *s, void *obj)
+{
+	free(p->c->tls.certificates);
+	p->c->tls.certificates = NULL;
+	return get_path(p, s, 4000, &p->c->tls.certificates);
+}
+
+static int key_tls_psk(struct parse *p, const config_setting_t *s, void *obj)
+{
+	free(p->c->tls.psk);
+	p->c->tls.psk = NULL;
+	return get_path(p, s, 4000, &p->c->tls.psk);
+}
+
+static int key_tls_verify_peer(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_bool(p, s, &p->c->tls.verify_peer);
+}
+
+static const struct key tls_keys[] = {
+	{ "certificates", key_tls_certificates },
+	{ "psk", key_tls_psk },
+	{ "verify_peer", key_tls_verify_peer },
+	{ NULL, NULL },
+};
+
+static int key_tls(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int r = parse_group(p, s, tls_keys, NULL);
+
+	if (r == 0 && p->c->tls.certificates && p->c->tls.psk)
+		return fail(p, s, "%s names certificates and psk; expected one of the two", WHERE(s));
+	if (r == 0 && p->c->tls.psk && p->c->tls.verify_peer)
+		return fail(p, s, "%s: verify_peer needs certificates, not psk", WHERE(s));
+	return r;
+}
 
 static void clear_listen(struct cwd_config *c)
 {
@@ -537,8 +767,15 @@ static void clear_listen(struct cwd_config *c)
 static int key_listen(struct parse *p, const config_setting_t *s, void *obj)
 {
 	/* A listen group replaces the default address: it lists them all. */
+	const config_setting_t *old;
+
 	clear_listen(p->c);
 	p->listen = s;
+	/* The old name for TCP anywhere in the clear: now it takes the word. */
+	if (config_setting_is_group(s) && (old = config_setting_get_member(s, "allow_remote")))
+		return fail(p, old, "%s is no longer a setting: NBD on TCP beyond loopback is "
+			    "readable and writable by anyone on the network; expected "
+			    "insecure = true in listen if that is meant", WHERE(old));
 	return parse_group(p, s, listen_keys, NULL);
 }
 
@@ -559,14 +796,30 @@ static int key_multi_conn(struct parse *p, const config_setting_t *s, void *obj)
 	return get_bool(p, s, &p->c->exports.multi_conn);
 }
 
+/* A size in bytes that is a power of two: an integer, or a string with a
+ * unit ("64K"; clockwise/units.h). */
 static int get_pow2(struct parse *p, const config_setting_t *s, long long min, long long max,
 		    uint32_t *ret)
 {
 	long long v;
-	int r = get_int(p, s, min, max, &v);
+	int r;
 
-	if (r < 0)
-		return r;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		const char *str = config_setting_get_string(s);
+		uint64_t bytes;
+
+		if (cw_units_parse_size(str, &bytes) < 0)
+			return fail(p, s, "%s = \"%s\" is not a size; expected an integer or "
+				    CW_UNITS_SIZE_HELP, WHERE(s), str);
+		if (bytes < (uint64_t)min || bytes > (uint64_t)max)
+			return fail(p, s, "%s = \"%s\" is out of range; expected a size from %lld to %lld",
+				    WHERE(s), str, min, max);
+		v = (long long)bytes;
+	} else {
+		r = get_int(p, s, min, max, &v);
+		if (r < 0)
+			return r;
+	}
 	if (!cw_is_pow2_u64((uint64_t)v))
 		return fail(p, s, "%s = %lld is not a power of two; expected a power of two from %lld to %lld",
 			    WHERE(s), v, min, max);
@@ -601,6 +854,210 @@ static int key_exports(struct parse *p, const config_setting_t *s, void *obj)
 		return fail(p, s, "exports.max_request_bytes (%u) is smaller than exports.block_size (%u); "
 			    "expected max_request_bytes >= block_size",
 			    p->c->exports.max_request_bytes, p->c->exports.block_size);
+	return r;
+}
+
+/* ---- access ---- */
+
+static void free_strings(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void access_clear(struct cwd_config_access *a)
+{
+	free(a->export);
+	free_strings(a->read_write, a->n_read_write);
+	free_strings(a->read_only, a->n_read_only);
+	*a = (struct cwd_config_access){ 0 };
+}
+
+/* An array of principals into *ret (replacing what was there). */
+static int get_principals(struct parse *p, const config_setting_t *s, char ***ret, size_t *ret_n)
+{
+	char **v;
+	int i, n;
+
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
+		return wrong_type(p, s, "an array [ " PRINCIPAL_EXPECTED ", ... ]");
+	n = config_setting_length(s);
+	if (n > PRINCIPALS_MAX)
+		return fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n,
+			    PRINCIPALS_MAX);
+	v = calloc((size_t)n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		const char *x;
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			free_strings(v, (size_t)i);
+			return wrong_type(p, e, PRINCIPAL_EXPECTED);
+		}
+		x = config_setting_get_string(e);
+		if (strcmp(x, "*") != 0 && !valid_account(x[0] == '@' ? x + 1 : x)) {
+			free_strings(v, (size_t)i);
+			return fail(p, e, "%s = \"%s\" names nobody; expected " PRINCIPAL_EXPECTED,
+				    WHERE(e), x);
+		}
+		v[i] = strdup(x);
+		if (!v[i]) {
+			free_strings(v, (size_t)i);
+			return -ENOMEM;
+		}
+	}
+	free_strings(*ret, *ret_n);
+	*ret = v;
+	*ret_n = (size_t)n;
+	return 0;
+}
+
+static int access_read_write(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_access *a = obj;
+
+	return get_principals(p, s, &a->read_write, &a->n_read_write);
+}
+
+static int access_read_only(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_access *a = obj;
+
+	return get_principals(p, s, &a->read_only, &a->n_read_only);
+}
+
+static int access_export_name(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_access *a = obj;
+
+	return get_name(p, s, NAME_MAX_BYTES, &a->export);
+}
+
+static const struct key access_export_keys[] = {
+	{ "name", access_export_name },
+	{ "read_write", access_read_write },
+	{ "read_only", access_read_only },
+	{ NULL, NULL },
+};
+
+static int access_exports(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config *c = p->c;
+	int n = 0, i, r;
+
+	r = get_list(p, s, "a list ( { name = ...; read_write = [ ... ]; }, ... )",
+		     ACCESS_EXPORTS_MAX, &n);
+	if (r < 0)
+		return r;
+	/* Entries of an earlier exports list are replaced, the default kept. */
+	while (c->n_access > 1)
+		access_clear(&c->access[--c->n_access]);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		struct cwd_config_access *a = &c->access[c->n_access];
+		size_t j;
+
+		c->n_access++;
+		a->line = config_setting_source_line(e);
+		r = parse_group(p, e, access_export_keys, a);
+		if (r < 0)
+			return r;
+		if (!a->export)
+			return fail(p, e, "%s has no name; expected name = \"PARTITION\" in every "
+				    "entry", WHERE(e));
+		for (j = 1; j + 1 < c->n_access; j++)
+			if (!strcmp(c->access[j].export, a->export))
+				return fail(p, e, "export \"%s\" has two access entries (also at "
+					    "line %u); expected one", a->export, c->access[j].line);
+	}
+	return 0;
+}
+
+static const struct key access_keys[] = {
+	{ "read_write", access_read_write },
+	{ "read_only", access_read_only },
+	{ "exports", access_exports },
+	{ NULL, NULL },
+};
+
+static int key_access(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return parse_group(p, s, access_keys, &p->c->access[0]);
+}
+
+/* ---- limits ---- */
+
+#define CONNECTIONS_MAX 4096
+#define IDLE_TIMEOUT_S_MAX (7 * 24 * 3600)
+#define REPLY_MEMORY_MIN (UINT64_C(1) << 20)
+#define REPLY_MEMORY_MAX (UINT64_C(64) << 30)
+
+static int get_unsigned(struct parse *p, const config_setting_t *s, long long min, long long max,
+			unsigned *ret)
+{
+	long long v;
+	int r = get_int(p, s, min, max, &v);
+
+	if (r == 0)
+		*ret = (unsigned)v;
+	return r;
+}
+
+static int limit_connections(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_unsigned(p, s, 1, CONNECTIONS_MAX, &p->c->limits.connections);
+}
+
+static int limit_per_user(struct parse *p, const config_setting_t *s, void *obj)
+{
+	p->limit_per_user = s;
+	return get_unsigned(p, s, 1, CONNECTIONS_MAX, &p->c->limits.connections_per_user);
+}
+
+static int limit_handshake(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_unsigned(p, s, 1, 3600, &p->c->limits.handshake_timeout_s);
+}
+
+static int limit_idle(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_unsigned(p, s, 0, IDLE_TIMEOUT_S_MAX, &p->c->limits.idle_timeout_s);
+}
+
+static int limit_reply_memory(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, (long long)REPLY_MEMORY_MIN, (long long)REPLY_MEMORY_MAX, &v);
+
+	if (r == 0)
+		p->c->limits.reply_memory_bytes = (uint64_t)v;
+	return r;
+}
+
+static const struct key limit_keys[] = {
+	{ "connections", limit_connections },
+	{ "connections_per_user", limit_per_user },
+	{ "handshake_timeout_s", limit_handshake },
+	{ "idle_timeout_s", limit_idle },
+	{ "reply_memory_bytes", limit_reply_memory },
+	{ NULL, NULL },
+};
+
+static int key_limits(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int r = parse_group(p, s, limit_keys, NULL);
+
+	if (r == 0 && !p->limit_per_user)
+		p->c->limits.connections_per_user = CW_MAX(p->c->limits.connections / 2, 1u);
+	if (r == 0 && p->c->limits.connections_per_user > p->c->limits.connections)
+		return fail(p, p->limit_per_user, "limits.connections_per_user (%u) is more than "
+			    "limits.connections (%u); expected at most as many",
+			    p->c->limits.connections_per_user, p->c->limits.connections);
 	return r;
 }
 
@@ -676,6 +1133,18 @@ static int disk_policy(struct parse *p, const config_setting_t *s, void *obj)
 	return r;
 }
 
+static int disk_be_order(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_disk *d = obj;
+	int v, r = get_choice(p, s, be_orders, "a best-effort order", &v);
+
+	if (r == 0) {
+		d->be_order = (enum cwd_config_be_order)v;
+		p->disk_be_order[d - p->c->disks] = s;
+	}
+	return r;
+}
+
 static int disk_slot_us(struct parse *p, const config_setting_t *s, void *obj)
 {
 	long long v;
@@ -713,6 +1182,7 @@ static const struct key disk_keys[] = {
 	{ "name", disk_name },
 	{ "tier", disk_tier },
 	{ "policy", disk_policy },
+	{ "be_order", disk_be_order },
 	{ "slot_us", disk_slot_us },
 	{ "lanes", disk_lanes },
 	{ "model", disk_model },
@@ -750,17 +1220,16 @@ static int parse_disk(struct parse *p, const config_setting_t *s, struct cwd_con
 static int key_disks(struct parse *p, const config_setting_t *s, void *obj)
 {
 	struct cwd_config *c = p->c;
-	int n, i, r;
+	int n = 0, i, r;
 
-	if (config_setting_type(s) != CONFIG_TYPE_LIST)
-		return wrong_type(p, s, "a list ( { path = ...; name = ...; }, ... )");
-	n = config_setting_length(s);
-	if (n > DISKS_MAX)
-		return fail(p, s, "disks has %d entries; expected at most %d", n, DISKS_MAX);
+	r = get_list(p, s, "a list ( { path = ...; name = ...; }, ... )", DISKS_MAX, &n);
+	if (r < 0)
+		return r;
 	c->disks = calloc((size_t)n + 1, sizeof(*c->disks));
 	p->disk_lanes = calloc((size_t)n + 1, sizeof(*p->disk_lanes));
 	p->disk_policy = calloc((size_t)n + 1, sizeof(*p->disk_policy));
-	if (!c->disks || !p->disk_lanes || !p->disk_policy)
+	p->disk_be_order = calloc((size_t)n + 1, sizeof(*p->disk_be_order));
+	if (!c->disks || !p->disk_lanes || !p->disk_policy || !p->disk_be_order)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
@@ -788,21 +1257,99 @@ static int key_disks(struct parse *p, const config_setting_t *s, void *obj)
 static const struct key top_keys[] = {
 	{ "pool", key_pool },
 	{ "policy", key_policy },
+	{ "be_order", key_be_order },
 	{ "io_engine", key_io_engine },
 	{ "queue_depth", key_queue_depth },
 	{ "rt_priority", key_rt_priority },
 	{ "busy_poll_us", key_busy_poll_us },
 	{ "listen", key_listen },
+	{ "tls", key_tls },
 	{ "control_socket", key_control_socket },
 	{ "control_read_group", key_control_read_group },
 	{ "control_admin_group", key_control_admin_group },
 	{ "log_level", key_log_level },
 	{ "exports", key_exports },
+	{ "access", key_access },
+	{ "limits", key_limits },
 	{ "disks", key_disks },
 	{ NULL, NULL },
 };
 
 /* ---- the whole ---- */
+
+/* ---- start-up reservations (-r) ---- */
+
+/* Field i of "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]": a
+ * rate, a size or a span bound (whole seconds). */
+static int start_resv_field(unsigned i, const char *s, uint64_t *ret, const char **ret_expected)
+{
+	int64_t ns;
+	int r;
+
+	if (i == 1) {
+		*ret_expected = CW_UNITS_RATE_HELP;
+		return cw_units_parse_rate(s, ret);
+	}
+	if (i < 5) {
+		*ret_expected = CW_UNITS_SIZE_HELP;
+		return cw_units_parse_size(s, ret);
+	}
+	*ret_expected = "a whole number of seconds, e.g. 30 or 10m";
+	r = cw_units_parse_duration(s, CW_UNITS_S, &ns);
+	if (r < 0)
+		return r;
+	if (ns % CW_UNITS_S || ns / CW_UNITS_S > INT32_MAX)
+		return -EINVAL;
+	*ret = (uint64_t)(ns / CW_UNITS_S);
+	return 0;
+}
+
+int cwd_config_parse_resv(const char *spec, struct cwd_config_resv *ret, char *err, size_t errlen)
+{
+	char buf[512], *f[8], *save = NULL, *tok;
+	const char *expected;
+	uint64_t v[7] = { 0 };
+	unsigned n = 0, i;
+
+	if (strlen(spec) >= sizeof(buf)) {
+		snprintf(err, errlen, "reservation \"%.40s...\" is too long", spec);
+		return -EINVAL;
+	}
+	strcpy(buf, spec);
+	for (tok = strtok_r(buf, ":", &save); tok && n < 8; tok = strtok_r(NULL, ":", &save))
+		f[n++] = tok;
+	if ((n != 3 && n != 5 && n != 7) || tok) {
+		snprintf(err, errlen, "reservation \"%s\": expected "
+			 "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]", spec);
+		return -EINVAL;
+	}
+	if (!name_ok(f[0], sizeof(ret->export_name) - 1) || f[0][0] == '-') {
+		snprintf(err, errlen, "reservation \"%s\": \"%s\" is not an export name", spec, f[0]);
+		return -EINVAL;
+	}
+	for (i = 1; i < n; i++) {
+		if (start_resv_field(i, f[i], &v[i], &expected) < 0) {
+			snprintf(err, errlen, "reservation \"%s\": \"%s\": expected %s", spec, f[i],
+				 expected);
+			return -EINVAL;
+		}
+	}
+	if (!v[1] || !v[2]) {
+		snprintf(err, errlen, "reservation \"%s\": bandwidth and block size must be > 0",
+			 spec);
+		return -EINVAL;
+	}
+	if (n == 7 && v[6] && v[6] <= v[5]) {
+		snprintf(err, errlen, "reservation \"%s\": the span ends before it starts", spec);
+		return -EINVAL;
+	}
+	*ret = (struct cwd_config_resv){
+		.rate_bps = v[1], .block_bytes = v[2], .offset = v[3], .length = v[4],
+		.span_start_s = (int64_t)v[5], .span_end_s = (int64_t)v[6],
+	};
+	snprintf(ret->export_name, sizeof(ret->export_name), "%s", f[0]);
+	return 0;
+}
 
 void cwd_config_free(struct cwd_config *c)
 {
@@ -813,6 +1360,8 @@ void cwd_config_free(struct cwd_config *c)
 	clear_listen(c);
 	free(c->listen_unix);
 	free(c->listen_tcp);
+	free(c->tls.certificates);
+	free(c->tls.psk);
 	for (i = 0; i < c->n_disks; i++) {
 		free(c->disks[i].path);
 		free(c->disks[i].name);
@@ -825,6 +1374,11 @@ void cwd_config_free(struct cwd_config *c)
 	free(c->control_socket);
 	free(c->control_read_group);
 	free(c->control_admin_group);
+	free(c->unix_owner);
+	free(c->unix_group);
+	for (i = 0; c->access && i < ACCESS_EXPORTS_MAX + 1; i++)
+		access_clear(&c->access[i]);
+	free(c->access);
 	free(c);
 }
 
@@ -844,13 +1398,28 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	if (!c->file || !c->pool || !c->control_socket || !c->control_read_group ||
 	    !c->control_admin_group || !c->listen_unix || !c->listen_tcp)
 		goto oom;
-	c->listen_tcp[0].host = strdup(CWD_DEFAULT_TCP_HOST);
-	if (!c->listen_tcp[0].host)
+	/* NBD on a unix socket only: TCP is there when configured. */
+	c->listen_unix[0] = strdup(CWD_DEFAULT_NBD_SOCKET);
+	if (!c->listen_unix[0])
 		goto oom;
-	c->listen_tcp[0].port = CWD_DEFAULT_NBD_PORT;
-	c->listen_tcp[0].loopback = true;
-	c->n_listen_tcp = 1;
+	c->n_listen_unix = 1;
+	c->unix_mode = 0660;
+	c->unix_group = strdup(CWD_DEFAULT_READ_GROUP);
+	/* As on the control socket: the admin group changes, the read
+	 * group reads (root and the daemon's user always may). */
+	c->access = calloc(ACCESS_EXPORTS_MAX + 1, sizeof(*c->access));
+	if (!c->unix_group || !c->access)
+		goto oom;
+	c->n_access = 1;
+	c->access[0].read_write = calloc(2, sizeof(char *));
+	c->access[0].read_only = calloc(2, sizeof(char *));
+	if (!c->access[0].read_write || !c->access[0].read_only ||
+	    !(c->access[0].read_write[0] = strdup("@" CWD_DEFAULT_ADMIN_GROUP)) ||
+	    !(c->access[0].read_only[0] = strdup("@" CWD_DEFAULT_READ_GROUP)))
+		goto oom;
+	c->access[0].n_read_write = c->access[0].n_read_only = 1;
 	c->policy = CWD_POLICY_DELTA_L;
+	c->be_order = CWD_BE_RBFQ;
 	c->io_engine = CW_IO_URING;
 	c->queue_depth = DEFAULT_QUEUE_DEPTH;
 	c->rt_priority = DEFAULT_RT_PRIORITY;
@@ -860,6 +1429,11 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->exports.max_request_bytes = MAX_REQUEST_MAX;
 	c->exports.multi_conn = true;
 	c->exports.all = true;
+	c->limits.connections = 64;
+	c->limits.connections_per_user = 32;
+	c->limits.handshake_timeout_s = 10;
+	c->limits.idle_timeout_s = 0;
+	c->limits.reply_memory_bytes = UINT64_C(256) << 20;
 	*ret_config = c;
 	return 0;
 oom:
@@ -889,13 +1463,39 @@ static int check_tree(struct parse *p, const config_t *cf)
 	for (i = 0; i < c->n_disks; i++)
 		if (!p->disk_policy[i])
 			c->disks[i].policy = c->policy;
+	for (i = 0; i < c->n_disks; i++)
+		if (!p->disk_be_order[i])
+			c->disks[i].be_order = c->be_order;
 	if (p->listen && c->n_listen_unix + c->n_listen_tcp == 0)
 		return fail(p, p->listen, "listen has no address; expected at least one unix path "
 			    "or tcp address");
-	if (p->tcp_remote && !c->allow_remote)
-		return fail(p, p->tcp_remote, "%s = \"%s\" is not a loopback address; expected "
-			    "127.0.0.1, ::1 or localhost, or allow_remote = true in listen",
-			    WHERE(p->tcp_remote), config_setting_get_string(p->tcp_remote));
+	/* Listeners that say nothing of TLS take listen.tls. */
+	for (i = 0; i < c->n_listen_unix; i++)
+		c->listen_unix_tls[i] = p->unix_tls[i] ? p->unix_tls[i] - 1 : p->listen_tls;
+	for (i = 0; i < c->n_listen_tcp; i++)
+		c->listen_tcp[i].tls = p->tcp_tls[i] ? p->tcp_tls[i] - 1 : p->listen_tls;
+	for (i = 0; i < c->n_listen_tcp; i++) {
+		const config_setting_t *e = p->tcp_setting[i];
+
+		if (c->listen_tcp[i].loopback || c->listen_tcp[i].tls == CW_NBD_TLS_REQUIRE ||
+		    c->insecure)
+			continue;
+		return fail(p, e, "%s = \"%s\" is not a loopback address, and NBD on it would be "
+			    "readable and writable by anyone on the network; expected 127.0.0.1, "
+			    "::1 or localhost, tls = \"require\", or insecure = true in listen",
+			    WHERE(e), config_setting_get_string(e));
+	}
+	if (!c->tls.certificates && !c->tls.psk) {
+		for (i = 0; i < c->n_listen_unix + c->n_listen_tcp; i++) {
+			int t = i < c->n_listen_unix ? c->listen_unix_tls[i] :
+				c->listen_tcp[i - c->n_listen_unix].tls;
+
+			if (t != CW_NBD_TLS_OFF)
+				return fail(p, p->listen, "%s offers TLS but there are no credentials; "
+					    "expected tls = { certificates = \"/etc/...\"; } or "
+					    "tls = { psk = \"/etc/...\"; }", WHERE(p->listen));
+		}
+	}
 	return 0;
 }
 
@@ -931,6 +1531,7 @@ static int finish(config_t *cf, int ok, const char *name, struct cwd_config **re
 out:
 	free(p.disk_lanes);
 	free(p.disk_policy);
+	free(p.disk_be_order);
 	if (r < 0) {
 		cwd_config_free(p.c);
 		if (ret_error)
@@ -978,4 +1579,167 @@ int cwd_config_load(const char *path, struct cwd_config **ret_config, char **ret
 	r = finish(&cf, ok, path, ret_config, ret_error);
 	config_destroy(&cf);
 	return r;
+}
+
+/* ---- names of users and groups, resolved at start ---- */
+
+static bool all_digits(const char *v)
+{
+	return *v && strspn(v, "0123456789") == strlen(v);
+}
+
+/* A user's or group's id: numbers as they are, names from the system's
+ * databases.  -ENOENT for a name nobody has. */
+static int account_id(const char *v, bool group, uint32_t *ret_id)
+{
+	char buf[4096];
+	bool found = false;
+	int r;
+
+	if (all_digits(v)) {
+		unsigned long long n;
+
+		errno = 0;
+		n = strtoull(v, NULL, 10);
+		if (errno || n >= UINT32_MAX)
+			return -ERANGE;
+		*ret_id = (uint32_t)n;
+		return 0;
+	}
+	if (group) {
+		struct group gr, *res = NULL;
+
+		r = getgrnam_r(v, &gr, buf, sizeof(buf), &res);
+		if (r == 0 && res) {
+			*ret_id = (uint32_t)res->gr_gid;
+			found = true;
+		}
+	} else {
+		struct passwd pw, *res = NULL;
+
+		r = getpwnam_r(v, &pw, buf, sizeof(buf), &res);
+		if (r == 0 && res) {
+			*ret_id = (uint32_t)res->pw_uid;
+			found = true;
+		}
+	}
+	return found ? 0 : r > 0 ? -r : -ENOENT;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void warn(cwd_config_warn_fn fn, void *userdata, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fn(userdata, msg);
+}
+
+static int resolve_list(char *const *names, size_t n, const char *what, cwd_config_warn_fn fn,
+			void *userdata, struct nbdsrv_principal **ret, size_t *ret_n)
+{
+	struct nbdsrv_principal *v = calloc(n + 1, sizeof(*v));
+	size_t i, k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const char *name = names[i];
+		bool group = name[0] == '@';
+		int r;
+
+		if (!strcmp(name, "*")) {
+			v[k++] = (struct nbdsrv_principal){ .kind = NBDSRV_ANYONE };
+			continue;
+		}
+		r = account_id(group ? name + 1 : name, group, &v[k].id);
+		if (r < 0) {
+			warn(fn, userdata, "%s: %s %s: %s; left out", what, group ? "group" : "user",
+			     group ? name + 1 : name, r == -ENOENT ? "no such name" : strerror(-r));
+			continue;
+		}
+		v[k++].kind = group ? NBDSRV_GROUP : NBDSRV_USER;
+	}
+	*ret = v;
+	*ret_n = k;
+	return 0;
+}
+
+void cwd_config_access_free(struct nbdsrv_access *rules, size_t n)
+{
+	size_t i;
+
+	if (!rules)
+		return;
+	for (i = 0; i < n; i++) {
+		free((void *)rules[i].read_write);
+		free((void *)rules[i].read_only);
+	}
+	free(rules);
+}
+
+int cwd_config_access(const struct cwd_config *c, cwd_config_warn_fn fn, void *userdata,
+		      struct nbdsrv_access **ret_rules, size_t *ret_n)
+{
+	struct nbdsrv_access *rules = calloc(c->n_access + 1, sizeof(*rules));
+	size_t i;
+	int r = 0;
+
+	if (!rules)
+		return -ENOMEM;
+	for (i = 0; i < c->n_access && r == 0; i++) {
+		const struct cwd_config_access *a = &c->access[i];
+		struct nbdsrv_principal *rw = NULL, *ro = NULL;
+		char what[96];
+
+		snprintf(what, sizeof(what), "access%s%s", a->export ? " of export " : "",
+			 a->export ? a->export : "");
+		rules[i].export = a->export;
+		r = resolve_list(a->read_write, a->n_read_write, what, fn, userdata, &rw,
+				 &rules[i].n_read_write);
+		rules[i].read_write = rw;
+		if (r == 0)
+			r = resolve_list(a->read_only, a->n_read_only, what, fn, userdata, &ro,
+					 &rules[i].n_read_only);
+		rules[i].read_only = ro;
+	}
+	if (r < 0) {
+		cwd_config_access_free(rules, c->n_access);
+		return r;
+	}
+	*ret_rules = rules;
+	*ret_n = c->n_access;
+	return 0;
+}
+
+void cwd_config_unix_perm(const struct cwd_config *c, cwd_config_warn_fn fn, void *userdata,
+			  struct nbdsrv_unix_perm *ret_perm)
+{
+	uint32_t id;
+	int r;
+
+	*ret_perm = (struct nbdsrv_unix_perm){ .mode = (mode_t)c->unix_mode, .owner = (uid_t)-1,
+					    .group = (gid_t)-1 };
+	if (c->unix_owner) {
+		r = account_id(c->unix_owner, false, &id);
+		if (r == 0)
+			ret_perm->owner = (uid_t)id;
+		else
+			warn(fn, userdata, "listen.unix_owner: user %s: %s; the sockets stay the "
+			     "daemon's", c->unix_owner, r == -ENOENT ? "no such name" : strerror(-r));
+	}
+	if (c->unix_group) {
+		r = account_id(c->unix_group, true, &id);
+		if (r == 0)
+			ret_perm->group = (gid_t)id;
+		else
+			warn(fn, userdata, "listen.unix_group: group %s: %s; the sockets keep the "
+			     "daemon's group", c->unix_group,
+			     r == -ENOENT ? "no such name" : strerror(-r));
+	}
 }

@@ -27,7 +27,7 @@
 #define CWD_DEFAULT_CONTROL "/run/clockwise/control"
 #define CWD_DEFAULT_READ_GROUP "clockwise"
 #define CWD_DEFAULT_ADMIN_GROUP "clockwise-admin"
-#define CWD_DEFAULT_TCP_HOST "127.0.0.1"
+#define CWD_DEFAULT_NBD_SOCKET "/run/clockwise/nbd.sock"
 #define CWD_DEFAULT_NBD_PORT 10809
 
 /* Dispatch policy.  The values are those of enum cw_sched_policy in
@@ -36,6 +36,15 @@ enum cwd_config_policy {
 	CWD_POLICY_DELTA_L = 0,
 	CWD_POLICY_EDF = 1,
 	CWD_POLICY_LST = 2,
+	CWD_POLICY_DYNAMIC = 3,
+};
+
+/* Order of the best-effort queue (clockwise/sched-beq.h): arrival order,
+ * RBFQ shares between exports, or a space-filling curve. */
+enum cwd_config_be_order {
+	CWD_BE_FIFO = 0,
+	CWD_BE_RBFQ = 1,
+	CWD_BE_SFC = 2,
 };
 
 struct cwd_config_disk {
@@ -43,6 +52,7 @@ struct cwd_config_disk {
 	char *name;		/* [A-Za-z0-9._-]{1,63} */
 	enum cw_tier tier;
 	enum cwd_config_policy policy;
+	enum cwd_config_be_order be_order;
 	int64_t slot_ns;	/* slot length of the disk's reservation record */
 	unsigned lanes;		/* dispatchers; 1 on an HDD */
 	char *model;		/* model preset name, or NULL: the pool's calibrated model */
@@ -50,25 +60,61 @@ struct cwd_config_disk {
 	unsigned line;		/* where it is configured, for later messages */
 };
 
+/* What a listener offers of TLS: enum cw_nbd_tls (off, on, require). */
 struct cwd_config_tcp {
 	char *host;		/* numeric address or name; "" or "*": every address */
 	uint16_t port;
 	bool loopback;
+	int tls;
+};
+
+/* The most unix sockets, and the most TCP addresses, NBD listens on. */
+#define CWD_LISTEN_MAX 16
+
+/* Who may use an export: entries of the access lists are "*" (anyone,
+ * TCP clients too), "USER" or "@GROUP" (names or numbers), resolved when
+ * the daemon starts (cwd_config_access()). */
+struct cwd_config_access {
+	char *export;		/* NULL: every export without its own entry */
+	char **read_write;
+	size_t n_read_write;
+	char **read_only;
+	size_t n_read_only;
+	unsigned line;
 };
 
 struct cwd_config {
 	char *file;		/* the file it came from */
 	char *pool;		/* pool database (sqlite) */
 	enum cwd_config_policy policy;	/* for disks that do not name one */
+	enum cwd_config_be_order be_order;	/* likewise */
 	enum cw_io_kind io_engine;
 	unsigned queue_depth;	/* requests in flight per dispatcher */
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
 	unsigned busy_poll_us;	/* a reader polls its socket before sleeping; 0: never */
 	char **listen_unix;	/* NBD on unix sockets */
+	int listen_unix_tls[CWD_LISTEN_MAX];	/* what each offers of TLS */
 	size_t n_listen_unix;
 	struct cwd_config_tcp *listen_tcp;	/* NBD on TCP */
 	size_t n_listen_tcp;
-	bool allow_remote;
+	/* NBD unix sockets' permissions, whatever the umask. */
+	unsigned unix_mode;
+	char *unix_owner;	/* user name or number; NULL: the daemon's */
+	char *unix_group;	/* group name or number; NULL: the daemon's */
+	/* TCP beyond loopback without TLS required carries every byte in
+	 * the clear and admits whoever reaches the port: only with this. */
+	bool insecure;
+	/* The credentials of listeners that offer TLS: a directory of
+	 * certificates or a PSK file (one of the two), and whether a
+	 * client must present a certificate the CA signed. */
+	struct {
+		char *certificates;
+		char *psk;
+		bool verify_peer;
+	} tls;
+	/* [0] is the default entry (export NULL), then one per export. */
+	struct cwd_config_access *access;
+	size_t n_access;
 	char *control_socket;
 	char *control_read_group;	/* may read through the control socket */
 	char *control_admin_group;	/* may also change things */
@@ -80,9 +126,32 @@ struct cwd_config {
 		bool multi_conn;		/* advertise NBD_FLAG_CAN_MULTI_CONN */
 		bool all;			/* export every partition at start */
 	} exports;
+	/* What NBD clients may take of the daemon. */
+	struct {
+		unsigned connections;		/* served at once */
+		unsigned connections_per_user;	/* TCP clients count as one user */
+		unsigned handshake_timeout_s;	/* for the whole handshake */
+		unsigned idle_timeout_s;	/* 0: never */
+		uint64_t reply_memory_bytes;	/* payload of all connections */
+	} limits;
 	struct cwd_config_disk *disks;
 	size_t n_disks;
 };
+
+/* A stream given at start (clockwised -r): the paper's QoS for an export —
+ * bandwidth, user block size, the range [offset, offset + length) of its
+ * partition (length 0: to its end) and the time span [start, end) in
+ * seconds after the daemon started (end 0: no end). */
+struct cwd_config_resv {
+	char export_name[64];		/* CW_NAME_MAX + 1 */
+	uint64_t rate_bps, block_bytes, offset, length;
+	int64_t span_start_s, span_end_s;
+};
+
+/* Parses "EXPORT:RATE:BLOCK[:OFFSET:LENGTH[:START:END]]" (clockwise/units.h:
+ * RATE a rate, the sizes sizes, START and END whole seconds).  -EINVAL
+ * with the reason in err. */
+int cwd_config_parse_resv(const char *spec, struct cwd_config_resv *ret, char *err, size_t errlen);
 
 /* The defaults, as an empty file gives them. */
 int cwd_config_new(struct cwd_config **ret_config);
@@ -99,6 +168,23 @@ int cwd_config_parse(const char *text, const char *name, struct cwd_config **ret
 
 void cwd_config_free(struct cwd_config *c);	/* NULL-safe */
 
+struct nbdsrv_access;
+struct nbdsrv_unix_perm;
+/* Told about a user or group the configuration names and the system does
+ * not know; it is left out. */
+typedef void (*cwd_config_warn_fn)(void *userdata, const char *msg);
+
+/* The access lists with names turned into ids, for the NBD server; free
+ * with cwd_config_access_free(). */
+int cwd_config_access(const struct cwd_config *c, cwd_config_warn_fn warn, void *userdata,
+		      struct nbdsrv_access **ret_rules, size_t *ret_n);
+void cwd_config_access_free(struct nbdsrv_access *rules, size_t n);
+
+/* The NBD unix sockets' mode, owner and group; an owner or group the
+ * system does not know is left as the daemon's, with a warning. */
+void cwd_config_unix_perm(const struct cwd_config *c, cwd_config_warn_fn warn, void *userdata,
+			  struct nbdsrv_unix_perm *ret_perm);
+
 /* The dispatchers of a disk whose lanes are not configured: one on an
  * HDD; on an SSD one per two CPUs, at most 4 (each lane is a thread, and
  * each connection brings a reader and a writer: more dispatchers than
@@ -107,6 +193,8 @@ void cwd_config_free(struct cwd_config *c);	/* NULL-safe */
  * rate of 1). */
 unsigned cwd_config_default_lanes(enum cw_tier tier);
 const char *cwd_config_policy_name(enum cwd_config_policy p);
+/* "fifo", "rbfq", "sfc": the name cw_sched_beq_by_name() takes. */
+const char *cwd_config_be_order_name(enum cwd_config_be_order o);
 const char *cwd_config_log_level_name(int level);
 
 #endif

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * control-internal.h — what the control server's two halves share:
- * control-cmd.c (the command handlers over the pool, admission and the
- * reservations) and control.c (the socket, its clients and the
- * calibration threads).  Private to daemon/.
+ * control-internal.h — what the control server's files share:
+ * control-socket.c (the socket, its clients and the calibration threads),
+ * control-cmd.c (a request's way from its line to its reply: parsing,
+ * rights, the command table), control-util.c (errors and look-ups every
+ * command uses), and one file per command family: control-disk.c,
+ * control-part.c, control-resv.c, control-export.c, control-qos.c, control-status.c.
+ * Private to daemon/.
+ *
+ * The calls point one way: control-socket.c -> control-cmd.c -> the families ->
+ * control-util.c; control-status.c asks the other families for their
+ * lists.  Admission state (models, reservations, plans) is the admission
+ * module's (clockwise/admit-state.h); the server keeps only its exports.
  */
 #ifndef CWD_CONTROL_INTERNAL_H
 #define CWD_CONTROL_INTERNAL_H
@@ -16,16 +24,12 @@
 struct client;
 struct calib_job;
 
-struct model_slot {
-	bool set;
-	bool calibrated;
-	struct cw_model m;
-};
-
 struct cwc_server {
 	struct cwc_server_opts o;
 	char *path;
 	struct cw_pool *pool;
+	struct cw_admit_state *adm;
+	bool own_adm;			/* made by the server (no daemon gave one) */
 	int listen_fd, epoll_fd, wake_fd;
 	bool stopping;
 	struct client *clients;
@@ -34,12 +38,6 @@ struct cwc_server {
 	struct epoll_event batch[16];	/* the events being dispatched */
 	int batch_n;
 
-	struct model_slot *models;	/* [CW_DISKS_MAX + 1], by disk id */
-
-	pthread_mutex_t lock;	/* guards resvs for cwc_server_resv_list() */
-	struct cwc_resv *resvs;
-	size_t n_resvs;
-
 	struct cwc_export *exports;
 	size_t n_exports;
 };
@@ -47,10 +45,10 @@ struct cwc_server {
 /* One request being handled: the reply's error, if any, is gathered here. */
 struct ctx {
 	struct cwc_server *srv;
-	const struct cwc_request *req;
+	const struct cw_ctl_request *req;
 	cwc_emit_fn emit;
 	void *emit_data;
-	enum cwc_code code;
+	enum cw_ctl_code code;
 	char msg[512];
 	json_object *details;
 };
@@ -70,22 +68,77 @@ struct calib {
 /* ---- control-cmd.c ---- */
 
 /* Parses one line and checks the caller's rights: false after emitting
- * the error reply; true with *req to run (release with cwc_request_done). */
-bool ctl_request_admit(struct cwc_server *srv, const char *line, size_t len, bool can_read,
-		       bool can_change, cwc_emit_fn emit, void *userdata, struct cwc_request *req);
+ * the error reply; true with *req to run (release with cw_ctl_request_done). */
+bool cwc_request_admit(struct cwc_server *srv, const char *line, size_t len, bool can_read,
+		       bool can_change, cwc_emit_fn emit, void *userdata, struct cw_ctl_request *req);
 /* Runs a request and emits its reply. */
-void ctl_request_run(struct cwc_server *srv, const struct cwc_request *req, cwc_emit_fn emit,
+void cwc_request_run(struct cwc_server *srv, const struct cw_ctl_request *req, cwc_emit_fn emit,
 		     void *userdata);
-void ctl_emit_error(cwc_emit_fn emit, void *data, enum cwc_code code, const char *msg,
+void cwc_emit_error(cwc_emit_fn emit, void *data, enum cw_ctl_code code, const char *msg,
 		    json_object *details);
-/* Loads the reservations, exports and disk models stored in the pool and
- * tells the hooks; on failure undoes what it told them and keeps nothing. */
-int ctl_state_load(struct cwc_server *srv);
-/* Releases the reservations whose time span is over. */
-void ctl_expire_resvs(struct cwc_server *srv);
+
+/* ---- control-util.c ---- */
+
+int cwc_fail(struct ctx *c, enum cw_ctl_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A failed pool call: its code, and the pool's own sentence. */
+int cwc_fail_pool(struct ctx *c, int r, const char *what);
+/* A refused admission: the sentence and its facts as details. */
+int cwc_fail_refused(struct ctx *c, int r, const struct cw_admit_refusal *ref);
+json_object *cwc_jstr(const char *s);
+json_object *cwc_jns(int64_t ns);	/* NULL (JSON null) for CW_ADMIT_NO_LIMIT */
+static inline void cwc_add(json_object *o, const char *k, json_object *v)
+{
+	json_object_object_add(o, k, v);
+}
+const char *cwc_disk_state_name(enum cw_disk_state s);
+/* A disk by name, or by its id written in decimal; -1: c says why. */
+int cwc_find_disk(struct ctx *c, const char *name, struct cw_disk_info *ret);
+int cwc_find_part(struct ctx *c, const char *name, struct cw_part **ret);
+/* The export bound to reservation id, or NULL. */
+const struct cwc_export *cwc_resv_export(const struct cwc_server *srv, uint64_t id);
+
+/* ---- command families: each handler fills *ret or returns -1 ---- */
+
+typedef int (*cwc_handler_fn)(struct ctx *c, json_object **ret);
+
+int cwc_cmd_disk_list(struct ctx *c, json_object **ret);
+int cwc_cmd_disk_add(struct ctx *c, json_object **ret);
+int cwc_cmd_disk_remove(struct ctx *c, json_object **ret);
+int cwc_cmd_disk_calibrate(struct ctx *c, json_object **ret);
+int cwc_cmd_disk_plan(struct ctx *c, json_object **ret);
 /* A calibration's disk and options from the request (-1: c says why),
- * and, once measured, the model stored and the reply built. */
-int ctl_calib_prepare(struct ctx *c, struct calib *k);
-int ctl_calib_finish(struct ctx *c, struct calib *k, json_object **ret);
+ * and, once measured, the model taken and the reply built. */
+int cwc_calib_prepare(struct ctx *c, struct calib *k);
+int cwc_calib_finish(struct ctx *c, struct calib *k, json_object **ret);
+
+int cwc_cmd_part_list(struct ctx *c, json_object **ret);
+int cwc_cmd_part_create(struct ctx *c, json_object **ret);
+int cwc_cmd_part_show(struct ctx *c, json_object **ret);
+int cwc_cmd_part_resize(struct ctx *c, json_object **ret);
+int cwc_cmd_part_delete(struct ctx *c, json_object **ret);
+
+int cwc_cmd_resv_create(struct ctx *c, json_object **ret);
+int cwc_cmd_resv_list(struct ctx *c, json_object **ret);
+int cwc_cmd_resv_show(struct ctx *c, json_object **ret);
+int cwc_cmd_resv_release(struct ctx *c, json_object **ret);
+/* Releases the stored reservations whose time span is over. */
+void cwc_resv_expire(struct cwc_server *srv);
+
+int cwc_cmd_export_list(struct ctx *c, json_object **ret);
+int cwc_cmd_export_add(struct ctx *c, json_object **ret);
+int cwc_cmd_export_remove(struct ctx *c, json_object **ret);
+
+/* control-qos.c: exports' best-effort QoS (clockwise/admit-state.h) */
+int cwc_cmd_export_qos(struct ctx *c, json_object **ret);
+/* The export's QoS as JSON, or NULL (JSON null) when it has none. */
+json_object *cwc_qos_json(const struct cwc_server *srv, const char *export_name);
+/* Serves each stored export again (the hooks are told); on failure takes
+ * back what it told them and keeps nothing. */
+int cwc_export_load(struct cwc_server *srv);
+void cwc_export_unload(struct cwc_server *srv, size_t served);
+
+int cwc_cmd_status(struct ctx *c, json_object **ret);
+int cwc_cmd_stats(struct ctx *c, json_object **ret);
 
 #endif

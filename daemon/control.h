@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * control — clockwised's control socket: the server side of the protocol
- * in control-proto.h, its command handlers over the pool (clockwise/
+ * in clockwise/ctl-proto.h, its command handlers over the pool (clockwise/
  * layout.h), admission (clockwise/admit.h) and disk models
  * (clockwise/model.h), and the reservations it admitted.
  *
@@ -28,13 +28,13 @@
  * State: reservations, exports and calibrated disk models live in the pool
  * database (clockwise/pool-objects.h), the one source of truth; each
  * command that changes them writes through in one transaction first and
- * changes nothing in memory when that fails.  cwc_server_new() loads them
- * back: each disk's stored model is installed, each stored reservation is
- * re-booked exactly as it was admitted (told through resv_changed) and
- * each stored export is served again (through export_add), so the hooks
- * are called before cwc_server_new() returns.
+ * changes nothing in memory when that fails.  Reservations and models are
+ * the admission state's (opts.admit; without one the server makes its own
+ * from the pool), whose listener tells the data path of new plans.
+ * cwc_server_new() serves each stored export again (through export_add),
+ * so that hook is called before cwc_server_new() returns.
  *
- * Limits, per connection: a line of at most CWC_LINE_MAX bytes (longer:
+ * Limits, per connection: a line of at most CW_CTL_LINE_MAX bytes (longer:
  * "too-large", and the line is skipped), a token bucket of requests
  * (burst, then rate_per_s; beyond: "rate-limited"), replies buffered up to
  * out_max bytes (a client that does not read is dropped); and at most
@@ -47,11 +47,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <clockwise/admit.h>
+#include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
 #include <clockwise/model.h>
 
-#include "control-proto.h"
+#include <clockwise/ctl-proto.h>
 
 #define CWC_DEFAULT_SOCKET "/run/clockwise/control"
 #define CWC_NO_GID ((gid_t)-1)
@@ -62,32 +62,6 @@ struct cwc_export {
 	char part[CW_NAME_MAX + 1];
 	bool readonly;
 	uint64_t resv_id;	/* 0: none */
-};
-
-/* A reservation's share of one disk: the task admission booked there. */
-struct cwc_resv_part {
-	uint32_t disk_id;
-	struct cw_task task;
-	uint64_t requests;
-	uint64_t stride;
-};
-
-/* An admitted reservation. */
-struct cwc_resv {
-	uint64_t id;				/* 1, 2, ...; never reused while running */
-	char part[CW_NAME_MAX + 1];
-	uint64_t part_id;
-	uint64_t rate_bps;
-	uint64_t block_bytes;
-	uint64_t range_start_bytes, range_end_bytes;	/* [start, end) of the partition */
-	int64_t span_start_ns, span_end_ns;	/* CLOCK_MONOTONIC; 0, 0: always */
-	int64_t period_ns;			/* b/B */
-	size_t n_parts;
-	struct cwc_resv_part *parts;
-	/* Given to the daemon at start (clockwised -r) for this export:
-	 * not stored, id 0, never released; admission counts it. */
-	bool is_static;
-	char export_name[CW_NAME_MAX + 1];
 };
 
 /* Live counters from the data path (the stats hook fills them). */
@@ -121,14 +95,6 @@ struct cwc_hooks {
 	int (*export_remove)(void *userdata, const struct cwc_export *e);
 	/* Fill *ret with malloc'ed arrays; 0 or -errno. */
 	int (*stats)(void *userdata, struct cwc_stats *ret);
-	/* Told after a reservation was admitted (added) or released
-	 * (!added), so the data path can classify and schedule its requests.
-	 * r is valid during the call only. */
-	void (*resv_changed)(void *userdata, const struct cwc_resv *r, bool added);
-	/* Told after a disk's model changed (calibration); text is the
-	 * cw_model_format() form, for the daemon to persist. */
-	void (*model_changed)(void *userdata, uint32_t disk_id, const struct cw_model *m,
-			      const char *text);
 	/* A disk was added to the pool: the data path opens it.  On -errno
 	 * (reason in err) the server takes the disk out of the pool again. */
 	int (*disk_add)(void *userdata, const struct cw_disk_info *d, char *err, size_t errlen);
@@ -155,6 +121,9 @@ struct cwc_server_opts {
 	unsigned rate_burst;		/* requests; default 200 */
 	unsigned rate_per_s;		/* refill; default 100 */
 	size_t out_max;			/* reply bytes buffered per client; default 8 MiB */
+	/* The pool's admission state, which the server uses and changes;
+	 * NULL: the server makes its own (with preset_margin_ppm). */
+	struct cw_admit_state *admit;
 	uint32_t margin_ppm;		/* added to the service time of preset models; default 0 */
 	/* Added to the service times a calibration measures: a disk measured
 	 * once, on a busy machine or behind a cache, is slower at times than
@@ -162,7 +131,8 @@ struct cwc_server_opts {
 	uint32_t calib_margin_ppm;
 	int64_t (*clock_ns)(void);	/* default cw_now_ns (CLOCK_MONOTONIC) */
 	/* Wall-clock time for the reservations' times in the pool database,
-	 * which outlive the monotonic clock; default CLOCK_REALTIME. */
+	 * which outlive the monotonic clock; default CLOCK_REALTIME.  Used
+	 * for an admission state the server makes itself. */
 	int64_t (*wall_ns)(void);
 	/* Measures a disk; default cw_model_calibrate.  On the socket it runs
 	 * in a thread of its own while the server goes on serving. */
@@ -198,27 +168,11 @@ int cwc_server_run(struct cwc_server *srv);
 /* Makes cwc_server_run() return; safe from any thread and a signal handler. */
 void cwc_server_stop(struct cwc_server *srv);
 
-/* Installs a disk's model (from the daemon's configuration) in memory
- * only; without one a disk is admitted against the stored model (installed
- * at start), or else the preset of its tier. */
-int cwc_server_set_model(struct cwc_server *srv, uint32_t disk_id, const struct cw_model *m,
-			 bool calibrated);
-
-/* The model admission uses for a disk: the one stored in the pool (loaded
- * at start) or installed; -ENOENT when it has none yet. */
-int cwc_server_get_model(struct cwc_server *srv, uint32_t disk_id, struct cw_model *ret_model,
-			 bool *ret_calibrated);
-
-/* Tells admission about a reservation the daemon made by itself at start
- * (r->is_static; the parts' tasks as it admitted them): it is listed,
- * counted by every later admission on its disks, never stored nor
- * released.  From the server's thread, or before it runs. */
-int cwc_server_add_static_resv(struct cwc_server *srv, const struct cwc_resv *r);
-
-/* The admitted reservations (a snapshot, thread-safe): malloc'ed array of
- * copies; free each with cwc_resv_free_parts() and the array with free(). */
-int cwc_server_resv_list(struct cwc_server *srv, struct cwc_resv **ret, size_t *ret_n);
-void cwc_resv_free_parts(struct cwc_resv *r);
+/* Exports partition part_name under its own name as export.add would (and
+ * stores it), for exports.all at start; an export of that name that
+ * exists already is left as it is (0).  -errno with the reason in err. */
+int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *err,
+			   size_t errlen);
 
 /* Handles one request line as if a client with this access had sent it,
  * writing progress and reply lines through emit.  The socket path uses it;

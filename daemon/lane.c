@@ -381,11 +381,13 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 	} else {
 		cwd_stats_add(&l->st.be_done, 1);
 		cwd_stats_hist_add(l->st.be_lat, now - q->arrival_ns);
+		if (!err && p->io.op != CW_IO_FSYNC)
+			lane_be_done(l, p);
 		if (l->sched && p->sr.via == CW_SCHED_VIA_SLACK)
 			cwd_stats_add(&l->st.slack_used_ns, (uint64_t)(now - p->start_ns));
 	}
 	if (atomic_fetch_sub(&q->pending, 1) == 1)
-		pb_req_finish(q);
+		l->pb->req_finish(q);
 }
 
 /* ---- dispatcher ---- */
@@ -395,7 +397,7 @@ static void lane_fail(struct lane *l, struct piece *p, int err)
 	lane_piece_done(l, p, err, cw_now_ns());
 }
 
-static void fifo_append(struct lane *l, struct piece *p)
+void lane_fifo_append(struct lane *l, struct piece *p)
 {
 	p->next = NULL;
 	if (l->fifo_tail)
@@ -417,27 +419,21 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 	sr->arrival_ns = p->req->arrival_ns;
 	sr->user = p;
 	if (p->rt) {
-		size_t di = (size_t)(d - l->pb->disks);
-		int64_t *exp = &l->expected_ns[p->resv->idx];
+		const struct cw_admit_resv_part *pt = resv_part(p->resv, d->id);
 
+		/* cw_sched gives the release; further pieces of the same
+		 * request on this disk belong to the same job */
 		sr->cls = CW_SCHED_RT;
-		sr->stream = p->resv->idx;
-		sr->period_ns = p->resv->period_ns[di];
-		sr->service_ns = p->resv->service_ns[di];
-		/* The paper's release: when the stream was expected, or when
-		 * the request came, whichever is later; the next is expected
-		 * a period after this one's release.  Further pieces of the
-		 * same request on this disk belong to the same job. */
-		if (p->first_on_disk) {
-			sr->expected_ns = *exp ? *exp : sr->arrival_ns;
-			*exp = CW_MAX(sr->arrival_ns, sr->expected_ns) + sr->period_ns;
-		} else {
-			sr->expected_ns = *exp - sr->period_ns;
-		}
+		sr->stream = p->resv->a->stream;
+		sr->same_job = !p->first_on_disk;
+		sr->period_ns = pt->task.period_ns;
+		/* a new model may change C while streams run (one store) */
+		sr->service_ns = __atomic_load_n(&pt->task.service_ns, __ATOMIC_RELAXED);
 	} else {
 		sr->cls = CW_SCHED_BE;
 		r = cw_model_service_ns(disk_model(d), 0, 0, p->io.len ? p->io.len : 4096, &svc);
 		sr->service_ns = r < 0 ? CW_NS_PER_MS : svc;
+		lane_be_fill(l, p);
 	}
 	r = cw_sched_enqueue(l->sched, sr, now);
 	if (r == -E2BIG && !p->rt && atomic_fetch_add(&d->nerrors, 0) < ERRORS_LOGGED)
@@ -453,11 +449,11 @@ static void lane_intake(struct lane *l, int64_t now)
 
 	for (; p; p = next) {
 		next = p->next;
-		if (!l->sched) {
-			fifo_append(l, p);
+		if (!l->sched && !l->beq) {
+			lane_fifo_append(l, p);
 			continue;
 		}
-		r = sched_enqueue(l, p, now);
+		r = l->sched ? sched_enqueue(l, p, now) : lane_beq_push(l, p, now);
 		if (r < 0)
 			lane_fail(l, p, r == -E2BIG ? -EIO : r);
 	}
@@ -508,6 +504,9 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 		l->busy = true;
 		return;
 	}
+	/* The order hands on what may start now, up to the queue depth. */
+	if (l->beq && !l->fifo && l->inflight < depth && !atomic_load(&l->plan))
+		lane_beq_pull(l, now, CW_MIN(depth - l->inflight, REAP_BATCH), wait_until);
 	/* A plan waits for what the FIFO started to drain. */
 	while (l->fifo && l->inflight < depth && !atomic_load(&l->plan)) {
 		struct cw_io_req *batch[REAP_BATCH];
@@ -599,6 +598,28 @@ static void lane_go_realtime(struct lane *l)
 			"%s (rt_priority needs CAP_SYS_NICE)", strerror(r));
 }
 
+static int64_t no_limit(int64_t ns)
+{
+	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
+}
+
+/* Streams released since the last plan leave the scheduler's table. */
+static void forget_streams(struct lane *l, const struct lane_plan *pl)
+{
+	struct cw_sched_stream ss;
+
+	for (size_t i = cw_sched_stream_count(l->sched); i-- > 0;) {
+		bool kept = false;
+
+		if (cw_sched_stream_at(l->sched, i, &ss) < 0)
+			continue;
+		for (size_t j = 0; j < pl->n_streams && !kept; j++)
+			kept = pl->streams[j].id == ss.id;
+		if (!kept)
+			(void)cw_sched_stream_forget(l->sched, ss.id);
+	}
+}
+
 /* Applies a posted plan: a lane without streams gets its scheduling core
  * (once the requests the FIFO started are done, since the core must see
  * every request in service) and takes the FIFO's queue into it; a lane
@@ -619,10 +640,13 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 
 		cw_sched_opts_init(&o);
 		o.policy = l->disk->policy;
-		o.delta_l_ns = pl->delta_l_ns;
-		o.idle_be_ns = pl->idle_be_ns;
-		o.server_slice_ns = pl->server_slice_ns;
-		o.server_period_ns = pl->server_period_ns;
+		o.delta_l_ns = no_limit(pl->plan.be_budget_ns);
+		o.idle_be_ns = no_limit(pl->plan.idle_be_ns);
+		o.server_slice_ns = pl->plan.server_slice_ns;
+		o.server_period_ns = pl->plan.server_period_ns;
+		o.beq = l->disk->be_order;
+		o.beq_conf = o.beq == cw_sched_beq_sfc() ? &l->disk->sfc : NULL;
+		o.guard_ns = pl->plan.guard_ns;
 		r = cw_sched_new(&o, &l->sched);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot start its scheduling core: %s",
@@ -631,6 +655,7 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 			return;
 		}
 		lane_go_realtime(l);
+		lane_beq_drain(l);
 		p = l->fifo;
 		l->fifo = l->fifo_tail = NULL;
 		for (; p; p = next) {
@@ -640,12 +665,26 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 				lane_fail(l, p, r == -E2BIG ? -EIO : r);
 		}
 	} else {
-		r = cw_sched_set_slack(l->sched, pl->delta_l_ns, pl->idle_be_ns);
+		forget_streams(l, pl);
+		r = cw_sched_set_slack(l->sched, no_limit(pl->plan.be_budget_ns),
+				       no_limit(pl->plan.idle_be_ns));
 		if (r == 0)
-			r = cw_sched_set_server(l->sched, pl->server_slice_ns, pl->server_period_ns);
+			r = cw_sched_set_server(l->sched, pl->plan.server_slice_ns,
+						pl->plan.server_period_ns);
+		if (r == 0)
+			r = cw_sched_set_guard(l->sched, pl->plan.guard_ns);
 		if (r < 0)
 			cwd_log(LOG_ERR, "disk %s: cannot change its slack: %s", l->disk->name,
 				strerror(-r));
+	}
+	/* the streams admitted, known before their first requests */
+	for (size_t j = 0; j < pl->n_streams; j++) {
+		const struct cw_sched_stream *ss = &pl->streams[j];
+
+		r = cw_sched_stream_admit(l->sched, ss->id, ss->period_ns, ss->service_ns);
+		if (r < 0)
+			cwd_log(LOG_ERR, "disk %s: cannot track stream %" PRIu64 ": %s",
+				l->disk->name, ss->id, strerror(-r));
 	}
 	free(pl);
 }
@@ -701,6 +740,11 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 	if (atomic_load(&l->stop) && !lane_has_bookings(l)) {
 		struct cw_sched_stats ss;
 
+		if (!l->sched && lane_beq_count(l)) {
+			/* what a limit holds back still runs before the lane ends */
+			lane_beq_drain(l);
+			return STEP_AGAIN;
+		}
 		if (!l->sched)
 			return STEP_EXIT;
 		cw_sched_get_stats(l->sched, &ss);
@@ -761,7 +805,7 @@ static bool lane_borrow(struct lane *l)
 
 	/* A disk with streams (static ones are set before any reader runs)
 	 * is not even tried, so its dispatcher never waits for a reader. */
-	if (l->disk->ntasks || atomic_load(&l->disk->live_streams) || !dlock_try(l))
+	if (atomic_load(&l->disk->live_streams) || !dlock_try(l))
 		return false;
 	if (l->sched || atomic_load(&l->plan) || atomic_load(&l->stop)) {
 		dlock_drop(l);
@@ -780,7 +824,7 @@ static bool lane_borrow(struct lane *l)
 	} while (n > 0 && (l->fifo || lane_has_bookings(l)) && ++rounds < BORROW_ROUNDS);
 	nbdsrv_io_plug_end();
 	in_dispatcher = false;
-	idle = !l->inflight && !l->fifo;
+	idle = !l->inflight && !l->fifo && !lane_beq_count(l);
 	if (!idle)
 		atomic_store(&l->handback, true);
 	dlock_drop(l);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,17 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
+#include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
+#include <clockwise/pool-objects.h>
 
+#include "common/cleanup.h"
+#include "common/util.h"
 #include "daemon/conf.h"
 #include "daemon/service.h"
 #include "daemon/log.h"
 #include "daemon/nbd-server.h"
+#include "daemon/nbd-tls.h"
 #include "daemon/pool-backend.h"
 
 #define MAX_RESERVATIONS 64
@@ -48,6 +54,128 @@ static void usage(FILE *f)
 		"                           EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n", CWD_CONFIG_DEFAULT_PATH);
+}
+
+/* The partition export name serves: a stored export's, else the partition
+ * of that name (exports.all). */
+static int export_part(struct cw_pool *pool, const char *name, char *ret, size_t len)
+{
+	_cleanup_free_ struct cw_export_rec *ex = NULL;
+	_cleanup_free_ struct cw_part_info *parts = NULL;
+	size_t n = 0, np = 0;
+	uint64_t part_id = 0;
+	int r;
+
+	r = cw_export_list(pool, &ex, &n);
+	if (r == 0)
+		r = cw_part_list(pool, &parts, &np);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(ex[i].name, name) == 0)
+			part_id = ex[i].part_id;
+	for (size_t i = 0; i < np; i++)
+		if (part_id ? parts[i].id == part_id : strcmp(parts[i].name, name) == 0) {
+			snprintf(ret, len, "%s", parts[i].name);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* Streams given with -r: admitted like any other (every disk or none,
+ * beside the stored ones), for the daemon's lifetime, never stored. */
+static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
+			    const struct cwd_config_resv *sr, int64_t start_ns)
+{
+	struct cw_admit_refusal ref;
+	struct cw_admit_request rq = {
+		.rate_bps = sr->rate_bps, .block_bytes = sr->block_bytes,
+		.range_start_bytes = sr->offset,
+		.range_end_bytes = sr->length ? sr->offset + sr->length : 0,
+		.export_name = sr->export_name,
+	};
+	const struct cw_admit_resv *rv;
+	char part[CW_NAME_MAX + 1];
+	int64_t now = cw_now_ns();
+	int r;
+
+	r = export_part(pool, sr->export_name, part, sizeof(part));
+	if (r < 0) {
+		cwd_log(LOG_ERR, "reservation for %s: no such export", sr->export_name);
+		return r;
+	}
+	rq.part = part;
+	if (sr->span_start_s || sr->span_end_s) {
+		int64_t from = start_ns + sr->span_start_s * CW_NS_PER_S;
+
+		rq.start_in_ns = CW_MAX(from - now, 1);
+		rq.duration_ns = sr->span_end_s ? start_ns + sr->span_end_s * CW_NS_PER_S -
+						  (now + rq.start_in_ns) : 0;
+		if (sr->span_end_s && rq.duration_ns <= 0)
+			rq.duration_ns = 1;
+	}
+	r = cw_admit_state_reserve(adm, &rq, &rv, &ref, NULL);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "reservation for %s: %s", sr->export_name,
+			ref.reason[0] ? ref.reason : strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < rv->n_parts; i++) {
+		struct cw_disk_info d = { 0 };
+
+		(void)cw_disk_info(pool, rv->parts[i].disk_id, &d);
+		cwd_log(LOG_INFO, "reservation %s: disk %s T=%" PRId64 " us C=%" PRId64 " us",
+			sr->export_name, d.name, rv->parts[i].task.period_ns / 1000,
+			rv->parts[i].task.service_ns / 1000);
+	}
+	return 0;
+}
+
+/* Disks the configuration gives a model, or that emulate one (in the
+ * configuration, or stored with cwctl disk add --emulate): admission uses
+ * it unless the pool stores one (a measured model outranks a declared
+ * one); a declared model outranks the emulated one. */
+static int admit_config_models(struct cw_pool *pool, struct cw_admit_state *adm,
+			       const struct cwd_config *cfg)
+{
+	_cleanup_free_ struct cw_disk_info *disks = NULL;
+	size_t n = 0;
+	int r = cw_disk_list(pool, &disks, &n);
+
+	for (size_t j = 0; r == 0 && j < n; j++) {
+		const struct cwd_config_disk *cd = NULL;
+		struct cw_model m;
+
+		for (size_t i = 0; i < cfg->n_disks; i++)
+			if (strcmp(disks[j].name, cfg->disks[i].name) == 0)
+				cd = &cfg->disks[i];
+		if (cd && cd->model) {
+			r = cw_model_preset(cd->model, &m);
+			if (r < 0) {
+				cwd_log(LOG_ERR, "disk %s: unknown model \"%s\"", cd->name, cd->model);
+				return -EINVAL;
+			}
+		} else if (cd && cd->emulate) {
+			m = *cd->emulate;
+		} else {
+			r = cw_disk_emulate_get(pool, disks[j].id, &m);
+			if (r == -ENOENT) {
+				r = 0;
+				continue;
+			}
+			if (r < 0) {
+				cwd_log(LOG_ERR, "disk %s: %s", disks[j].name,
+					cw_pool_last_error(pool)->msg);
+				return r;
+			}
+		}
+		r = cw_admit_state_set_model(adm, disks[j].id, &m, CW_ADMIT_MODEL_CONFIG,
+					     NULL, NULL, NULL);
+		if (r < 0)
+			cwd_log(LOG_ERR, "disk %s: model %s: %s", disks[j].name, m.name,
+				strerror(-r));
+	}
+	return r;
 }
 
 static void log_nbd(void *userdata, int priority, const char *msg)
@@ -123,6 +251,7 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbdsrv *srv,
 		}
 		if (pb_export(pb, part, &e) < 0)
 			continue;	/* logged: a disk is missing */
+		(void)pb_export_bind(pb, e.backend, 0);	/* its start-up stream, if any */
 		r = nbdsrv_add_export(srv, &e);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "export %s: %s", e.name, strerror(-r));
@@ -137,19 +266,56 @@ static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbdsrv *srv,
 	return 0;
 }
 
+static void conf_warn(void *userdata, const char *msg)
+{
+	(void)userdata;
+	cwd_log(LOG_WARNING, "%s", msg);
+}
+
+static const char *const tls_said[] = {
+	[CW_NBD_TLS_OFF] = "",
+	[CW_NBD_TLS_ON] = ", TLS offered",
+	[CW_NBD_TLS_REQUIRE] = ", TLS required",
+};
+
+/* The credentials of the listeners that offer TLS, if any does. */
+static int tls_setup(const struct cwd_config *cfg, struct nbdtls_creds **ret_creds)
+{
+	char why[512];
+	int r;
+
+	*ret_creds = NULL;
+	if (!cfg->tls.certificates && !cfg->tls.psk)
+		return 0;
+	r = nbdtls_creds_new(cfg->tls.certificates, cfg->tls.psk, cfg->tls.verify_peer,
+			      ret_creds, why, sizeof(why));
+	if (r < 0)
+		cwd_log(LOG_ERR, "TLS: %s", why);
+	else
+		cwd_log(LOG_INFO, "TLS with %s %s%s", cfg->tls.psk ? "the pre-shared keys of" :
+			"the certificates in", cfg->tls.psk ? cfg->tls.psk : cfg->tls.certificates,
+			cfg->tls.verify_peer ? ", clients' certificates verified" : "");
+	return r;
+}
+
 static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 {
+	struct nbdsrv_unix_perm perm;
 	char port[8];
 	size_t i;
 	int r;
 
+	cwd_config_unix_perm(cfg, conf_warn, NULL, &perm);
 	for (i = 0; i < cfg->n_listen_unix; i++) {
-		r = nbdsrv_listen_unix(srv, cfg->listen_unix[i]);
+		r = nbdsrv_listen_unix(srv, cfg->listen_unix[i], &perm,
+					   (enum cw_nbd_tls)cfg->listen_unix_tls[i]);
 		if (r < 0) {
-			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i], strerror(-r));
+			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i],
+				r == -EADDRINUSE ? "in use: a server answers on it" : strerror(-r));
 			return r;
 		}
-		cwd_log(LOG_INFO, "listening on %s", cfg->listen_unix[i]);
+		cwd_log(LOG_INFO, "listening on %s%s", cfg->listen_unix[i],
+			tls_said[cfg->listen_unix_tls[i]]);
 	}
 	for (i = 0; i < cfg->n_listen_tcp; i++) {
 		const char *host = cfg->listen_tcp[i].host;
@@ -159,12 +325,13 @@ static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 		if (!*host || strcmp(host, "*") == 0)
 			host = "0.0.0.0";
 		snprintf(port, sizeof(port), "%u", cfg->listen_tcp[i].port);
-		r = nbdsrv_listen_tcp(srv, host, port);
+		r = nbdsrv_listen_tcp(srv, host, port, (enum cw_nbd_tls)cfg->listen_tcp[i].tls);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot listen on %s:%s: %s", host, port, strerror(-r));
 			return r;
 		}
-		cwd_log(LOG_INFO, "listening on %s:%s", host, port);
+		cwd_log(LOG_INFO, "listening on %s:%s%s", host, port,
+			tls_said[cfg->listen_tcp[i].tls]);
 	}
 	return 0;
 }
@@ -179,20 +346,25 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct pb_reservation resv[MAX_RESERVATIONS];
+	struct cwd_config_resv resv[MAX_RESERVATIONS];
+	struct cw_admit_state *adm = NULL;
 	struct nbdsrv_config scfg = { 0 };
+	struct nbdtls_creds *tls_creds = NULL;
+	struct nbdsrv_access *access = NULL;
+	size_t n_access = 0;
 	struct cwd_config *cfg = NULL;
 	struct nbdsrv *srv = NULL;
 	struct cw_pool *pool = NULL;
 	struct cw_error perr = { 0 };
 	struct pb *pb = NULL;
-	struct svc *ctl = NULL;
+	struct svc *svc = NULL;
 	const char *conf_path = NULL;
 	char *err = NULL, msg[512];
 	bool foreground = false;
 	size_t nresv = 0, nexports = 0, i;
 	uint64_t wd_usec = 0;
 	int c, r, sig, ready_fd = -1, rc = 1;
+	int64_t start_ns = cw_now_ns();
 	sigset_t set;
 
 	while ((c = getopt_long(argc, argv, "c:fr:hV", opts, NULL)) != -1) {
@@ -209,7 +381,7 @@ int main(int argc, char **argv)
 					MAX_RESERVATIONS);
 				return 2;
 			}
-			if (pb_reservation_parse(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
+			if (cwd_config_parse_resv(optarg, &resv[nresv], msg, sizeof(msg)) < 0) {
 				fprintf(stderr, "clockwised: %s\n", msg);
 				return 2;
 			}
@@ -230,6 +402,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+
+	/* Request buffers come and go by the megabyte on many threads: a
+	 * fixed mmap threshold (not glibc's sliding one) gives the large
+	 * ones back when they are freed, and few arenas keep the rest from
+	 * scattering; the NBD server trims them after a load. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	mallopt(M_ARENA_MAX, 4);
 
 	r = cwd_config_load(conf_path, &cfg, &err);
 	if (r < 0) {
@@ -262,16 +441,47 @@ int main(int argc, char **argv)
 	if (cw_pool_missing_disks(pool))
 		cwd_log(LOG_WARNING, "pool %s is degraded: %u disk%s missing", cfg->pool,
 			cw_pool_missing_disks(pool), cw_pool_missing_disks(pool) == 1 ? "" : "s");
-	r = pb_new(pool, cfg, &pb);
+	r = cw_admit_state_new(pool, NULL, &adm);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "cannot load the pool's reservations and models: %s",
+			strerror(-r));
+		goto out;
+	}
+	r = admit_config_models(pool, adm, cfg);
+	if (r < 0)
+		goto out;
+	for (i = 0; i < nresv; i++) {
+		r = admit_start_resv(pool, adm, &resv[i], start_ns);
+		if (r < 0)
+			goto out;
+	}
+	r = pb_new(pool, adm, cfg, &pb);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the disks: %s", strerror(-r));
 		goto out;
 	}
+	cw_admit_state_set_listener(adm, pb_admit_event, pb);
 
 	scfg.max_request = cfg->exports.max_request_bytes;
+	scfg.max_connections = cfg->limits.connections;
+	scfg.max_per_user = cfg->limits.connections_per_user;
+	scfg.handshake_timeout_ns = (int64_t)cfg->limits.handshake_timeout_s * CW_NS_PER_S;
+	scfg.idle_timeout_ns = (int64_t)cfg->limits.idle_timeout_s * CW_NS_PER_S;
+	scfg.reply_memory_bytes = cfg->limits.reply_memory_bytes;
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
 	scfg.log = log_nbd;
 	scfg.live_exports = true;
+	r = cwd_config_access(cfg, conf_warn, NULL, &access, &n_access);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "cannot set up the access lists: %s", strerror(-r));
+		goto out;
+	}
+	scfg.access = access;
+	scfg.n_access = n_access;
+	r = tls_setup(cfg, &tls_creds);
+	if (r < 0)
+		goto out;
+	scfg.tls_creds = tls_creds;
 	r = nbdsrv_new(&scfg, &srv);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot set up the NBD server: %s", strerror(-r));
@@ -279,22 +489,10 @@ int main(int argc, char **argv)
 	}
 	/* Without its control socket the daemon still serves what the pool
 	 * holds, as before there was one. */
-	if (svc_new(pool, pb, srv, cfg, &ctl) < 0)
+	if (svc_new(pool, adm, pb, srv, cfg, &svc) < 0)
 		cwd_log(LOG_WARNING, "serving without a control socket");
 	if (cfg->exports.all) {
-		r = ctl ? svc_export_all(ctl, &nexports) : add_exports(pool, pb, srv, &nexports);
-		if (r < 0)
-			goto out;
-	}
-	for (i = 0; i < nresv; i++) {
-		r = pb_reserve(pb, &resv[i], msg, sizeof(msg));
-		if (r < 0) {
-			cwd_log(LOG_ERR, "%s", msg);
-			goto out;
-		}
-	}
-	if (ctl) {
-		r = ctl_add_static_resvs(ctl);
+		r = svc ? svc_export_all(svc, &nexports) : add_exports(pool, pb, srv, &nexports);
 		if (r < 0)
 			goto out;
 	}
@@ -310,8 +508,8 @@ int main(int argc, char **argv)
 		cwd_log(LOG_ERR, "cannot start the NBD server: %s", strerror(-r));
 		goto out;
 	}
-	if (ctl) {
-		r = svc_start(ctl);
+	if (svc) {
+		r = svc_start(svc);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot start the control socket: %s", strerror(-r));
 			goto out;
@@ -343,7 +541,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (sig == SIGUSR1) {
-			svc_log_stats(ctl, pb);
+			svc_log_stats(svc, pb);
 			continue;
 		}
 		if (sig == SIGHUP) {
@@ -355,15 +553,18 @@ int main(int argc, char **argv)
 	}
 	cwd_log(LOG_NOTICE, "%s: stopping", strsignal(sig));
 	sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
-	svc_free(ctl);
-	ctl = NULL;
+	svc_free(svc);
+	svc = NULL;
 	nbdsrv_stop(srv);
 	pb_log_stats(pb);
 	rc = 0;
 out:
-	svc_free(ctl);
+	svc_free(svc);
 	nbdsrv_free(srv);
+	nbdtls_creds_free(tls_creds);
+	cwd_config_access_free(access, n_access);
 	pb_free(pb);
+	cw_admit_state_free(adm);
 	cw_pool_close(pool);
 	cwd_config_free(cfg);
 	return rc;

@@ -41,6 +41,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -66,17 +67,24 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "nbd-server.h"
+#include "nbd-tls.h"
 
 #define MAX_LISTEN 8
 #define RBUF_BYTES (64 * 1024)
 #define BUF_ALIGN 4096
-/* Slot buffers up to this size stay allocated between requests; larger
- * ones are released so an idle connection does not pin 32 MiB a slot. */
+/* Slot buffers up to this size stay allocated between requests (while
+ * all kept buffers fit in half the reply memory); larger ones are
+ * released so an idle connection does not pin 32 MiB a slot. */
 #define BUF_KEEP_BYTES (1u << 20)
-/* Payload bytes in flight per connection before the reader waits. */
-#define INFLIGHT_BYTES_MAX (128u << 20)
-/* The handshake must finish this fast, or the client is dropped. */
-#define HANDSHAKE_TIMEOUT_S 30
+#define REPLY_MEMORY_DEFAULT (UINT64_C(256) << 20)
+#define HANDSHAKE_TIMEOUT_DEFAULT_NS (INT64_C(10) * 1000000000)
+/* A client over a connection limit is told so within this, by at most
+ * REFUSING_MAX threads at once; more are closed without a word. */
+#define REFUSE_TIMEOUT_NS (INT64_C(2) * 1000000000)
+#define REFUSING_MAX 16
+/* Messages a storm of bad clients may log each second before the rest
+ * are only counted, and said in one line. */
+#define CLIENT_LOGS_PER_S 5
 /* A stop waits this long for clients to take their last replies. */
 #define STOP_GRACE_S 10
 #define BATCH_MAX 256
@@ -90,6 +98,8 @@ struct export {
 	struct nbdsrv_export e;	/* name and description owned */
 	struct cw_nbd_limits lim;
 	bool removed;
+	/* One read-modify-write at a time (see serve_unaligned). */
+	pthread_mutex_t rmw_lock;
 };
 
 struct slot {
@@ -103,11 +113,20 @@ struct slot {
 	const char *why;
 	size_t hdr_len;
 	uint8_t hdr[CW_NBD_ERROR_REPLY_MAX];
+	/* A request the reader waits for itself (read-modify-write): its
+	 * completion raises sync_done instead of queueing a reply. */
+	bool sync;
+	atomic_int sync_done;
 };
 
 struct conn {
 	struct nbdsrv *srv;
 	int fd;
+	enum cw_nbd_tls tls_mode;	/* what its listener offers */
+	struct nbdtls *sess;		/* once STARTTLS ran: every byte goes here */
+	struct nbdsrv_peer peer;
+	const char *refuse;		/* over a limit: why; else NULL */
+	int64_t deadline_ns;		/* the handshake's end; 0: none */
 	struct conn *prev, *next;	/* server list, under srv->lock */
 	const struct export *exp;
 	struct cw_nbd_limits lim;
@@ -122,6 +141,12 @@ struct conn {
 	size_t rpos, rlen;
 	uint32_t wait_avg;		/* recent waits for input, smoothed (ns) */
 	bool realtime;			/* runs SCHED_FIFO: never polls */
+	/* The export's minimum block when the client, not having asked,
+	 * was promised 1; else 0.  Buffers of the requests it takes. */
+	uint32_t rmw_align;
+	struct slot rmw;
+	uint8_t *rmw_buf, *blk_buf;
+	size_t rmw_cap;
 
 	/* shared, lock-free */
 	_Atomic(struct slot *) free_shared;	/* writer pushes, reader takes all */
@@ -157,6 +182,7 @@ struct nbdsrv {
 
 	int listen_fds[MAX_LISTEN];
 	char *unix_paths[MAX_LISTEN];
+	enum cw_nbd_tls listen_tls[MAX_LISTEN];
 	unsigned n_listen;
 	int wake_fd;				/* eventfd: stop the acceptor */
 	pthread_t acceptor;
@@ -165,7 +191,17 @@ struct nbdsrv {
 	pthread_mutex_t lock;			/* conns, n_conns; infos, live once started */
 	pthread_cond_t conns_gone;
 	struct conn *conns;
-	unsigned n_conns;
+	unsigned n_conns;			/* served (not refused) */
+	unsigned n_refusing;
+	atomic_uint n_active;			/* n_conns, for shares without the lock */
+	atomic_uint_fast64_t payload_bytes;	/* in flight, all connections */
+	atomic_uint_fast64_t buf_bytes;		/* slot buffers allocated */
+	int64_t last_trim_ns;			/* under lock */
+
+	/* Messages about clients, limited (client_log). */
+	pthread_mutex_t log_lock;
+	int64_t log_window_ns;
+	unsigned log_in_window, log_dropped;
 };
 
 /* ------------------------------------------------------------------ */
@@ -180,6 +216,53 @@ static void srv_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 	va_list ap;
 
 	if (!srv->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	srv->cfg.log(srv->cfg.log_userdata, prio, msg);
+}
+
+/* For what a client causes (bad handshakes, limits, timeouts): at most
+ * CLIENT_LOGS_PER_S lines a second; the rest become one line saying how
+ * many, so a storm of bad clients cannot flood the journal. */
+static void client_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void flush_dropped(struct nbdsrv *srv, int64_t now)
+{
+	unsigned dropped = 0;
+
+	pthread_mutex_lock(&srv->log_lock);
+	if (now - srv->log_window_ns >= 1000000000) {
+		dropped = srv->log_dropped;
+		srv->log_window_ns = now;
+		srv->log_in_window = 0;
+		srv->log_dropped = 0;
+	}
+	pthread_mutex_unlock(&srv->log_lock);
+	if (dropped)
+		srv_log(srv, LOG_WARNING, "%u more messages about clients in the last second "
+			"were left out", dropped);
+}
+
+static void client_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	bool ok;
+
+	if (!srv->cfg.log)
+		return;
+	flush_dropped(srv, cw_now_ns());
+	pthread_mutex_lock(&srv->log_lock);
+	ok = srv->log_in_window < CLIENT_LOGS_PER_S;
+	if (ok)
+		srv->log_in_window++;
+	else
+		srv->log_dropped++;
+	pthread_mutex_unlock(&srv->log_lock);
+	if (!ok)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -275,6 +358,17 @@ void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 	bool big = s->io.op == NBDSRV_IO_READ && s->io.length > INLINE_SEND_MAX;
 	struct slot *old;
 
+	if (s->sync) {
+		/* The reader waits for it; the count keeps the connection
+		 * (and so the futex word) alive until the wake-up is done. */
+		atomic_fetch_add_explicit(&c->completers, 1, memory_order_relaxed);
+		s->err = err;
+		atomic_store_explicit(&s->sync_done, 1, memory_order_release);
+		futex_wake(&s->sync_done);
+		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
+		return;
+	}
+
 	/* Once the slot is pushed the writer may answer it, recycle it and
 	 * end the connection before the wake-up below: this count keeps the
 	 * connection alive until this thread is done with it. */
@@ -349,13 +443,21 @@ static bool writer_ready(struct conn *c)
 		atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0);
 }
 
-/* Bound the payload memory in flight, but never refuse the only request:
- * an idle connection must make progress. */
+/* Bound the payload memory in flight: all connections together within
+ * the budget, each within its share of it.  The only request of a
+ * connection is never refused: an idle connection must make progress,
+ * and a waiting one is woken by its own replies going out. */
 static bool bytes_fit(struct conn *c, uint32_t bytes)
 {
-	return atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0 ||
-	       atomic_load_explicit(&c->inflight_bytes, memory_order_seq_cst) + (uint64_t)bytes <=
-	       INFLIGHT_BYTES_MAX;
+	struct nbdsrv *srv = c->srv;
+	uint64_t budget = srv->cfg.reply_memory_bytes;
+	unsigned n = atomic_load_explicit(&srv->n_active, memory_order_relaxed);
+
+	if (atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0)
+		return true;
+	return atomic_load_explicit(&c->inflight_bytes, memory_order_seq_cst) + (uint64_t)bytes <=
+	       budget / (n ? n : 1) &&
+	       atomic_load_explicit(&srv->payload_bytes, memory_order_relaxed) + bytes <= budget;
 }
 
 static bool reader_ready(struct conn *c)
@@ -376,8 +478,19 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 		werr = cw_nbd_errno_to_wire(s->err);
 		s->why = "I/O error";
 	}
+	if (!werr && s->io.op == NBDSRV_IO_BLOCK_STATUS && !s->io.n_extents) {
+		werr = CW_NBD_EIO;	/* a back end must describe something */
+		s->why = "no extent";
+	}
 	if (werr) {
 		s->hdr_len = cw_nbd_encode_error_reply(s->hdr, st, s->cookie, werr, s->why);
+	} else if (s->io.op == NBDSRV_IO_BLOCK_STATUS) {
+		s->hdr_len = cw_nbd_encode_block_status(s->hdr, s->cookie,
+							CW_NBD_META_ID_ALLOCATION, s->io.buf,
+							s->io.n_extents);
+		iov[0] = (struct iovec){ s->hdr, s->hdr_len };
+		iov[1] = (struct iovec){ s->io.buf, s->io.n_extents * sizeof(struct cw_nbd_extent) };
+		return 2;
 	} else if (s->io.op == NBDSRV_IO_READ) {
 		s->hdr_len = cw_nbd_encode_read_reply(s->hdr, st, s->cookie, s->io.offset,
 						      s->io.length);
@@ -391,19 +504,27 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 	return 1;
 }
 
+static void drop_buf(struct nbdsrv *srv, struct slot *s)
+{
+	atomic_fetch_sub_explicit(&srv->buf_bytes, s->buf_cap, memory_order_relaxed);
+	free(s->io.buf);
+	s->io.buf = NULL;
+	s->buf_cap = 0;
+}
+
 /* Returns a slot to the reader. */
 static void recycle(struct conn *c, struct slot *s)
 {
+	struct nbdsrv *srv = c->srv;
 	struct slot *old;
+	uint32_t bytes = s->io.op == NBDSRV_IO_READ || s->io.op == NBDSRV_IO_WRITE ? s->io.length : 0;
 
-	if (s->buf_cap > BUF_KEEP_BYTES) {
-		free(s->io.buf);
-		s->io.buf = NULL;
-		s->buf_cap = 0;
-	}
-	atomic_fetch_sub_explicit(&c->inflight_bytes, s->io.op == NBDSRV_IO_READ ||
-				  s->io.op == NBDSRV_IO_WRITE ? s->io.length : 0,
-				  memory_order_relaxed);
+	if (s->buf_cap > BUF_KEEP_BYTES ||
+	    atomic_load_explicit(&srv->buf_bytes, memory_order_relaxed) >
+	    srv->cfg.reply_memory_bytes / 2)
+		drop_buf(srv, s);
+	atomic_fetch_sub_explicit(&c->inflight_bytes, bytes, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&srv->payload_bytes, bytes, memory_order_relaxed);
 	push(&c->free_shared, s, &old);
 	atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_seq_cst);
 	unpark(&c->reader_sleeping);
@@ -413,6 +534,15 @@ static void recycle(struct conn *c, struct slot *s)
  * -EAGAIN when the socket is full (flags MSG_DONTWAIT), or -errno. */
 static int send_batch(struct conn *c, int flags)
 {
+	/* Under TLS only a thread that may block sends (see
+	 * nbdsrv_io_unplug_send): a record is sent whole or not at all. */
+	if (c->sess) {
+		int r = nbdtls_sendv(c->sess, c->out_iov + c->out_pos, c->out_n);
+
+		if (r == 0)
+			c->out_n = 0;
+		return r;
+	}
 	while (c->out_n > 0) {
 		struct iovec *iov = c->out_iov + c->out_pos;
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)CW_MIN(c->out_n, IOV_MAX) };
@@ -516,8 +646,10 @@ void nbdsrv_io_unplug_send(void)
 		struct conn *c = tls_plug.conns[i];
 
 		/* If the lock is taken, its holder looks at the done stack
-		 * once more after letting it go, and sends these too. */
-		if (tls_plug.big[i]) {
+		 * once more after letting it go, and sends these too.  A
+		 * TLS record cannot be left half sent for the writer: it
+		 * sends those. */
+		if (tls_plug.big[i] || c->sess) {
 			unpark(&c->writer_sleeping);
 		} else if (send_trylock(c)) {
 			send_locked(c, false);
@@ -577,6 +709,18 @@ static void *writer_main(void *arg)
  * between looks, and a real-time reader does not poll at all. */
 #define POLL_MIN_NS 10000
 
+/* A receive under TLS, in recv()'s terms (-1 with errno). */
+static ssize_t conn_recv_tls(struct conn *c, void *buf, size_t n)
+{
+	ssize_t r = nbdtls_recv(c->sess, buf, n);
+
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
 static void note_wait(struct conn *c, int64_t ns)
 {
 	int64_t avg = c->wait_avg;
@@ -591,6 +735,8 @@ static ssize_t conn_recv(struct conn *c)
 	int64_t t0;
 	ssize_t r;
 
+	if (c->sess)
+		return conn_recv_tls(c, c->rbuf, RBUF_BYTES);
 	if (!max)
 		return recv(c->fd, c->rbuf, RBUF_BYTES, 0);
 	t0 = cw_now_ns();
@@ -610,6 +756,35 @@ static ssize_t conn_recv(struct conn *c)
 	r = recv(c->fd, c->rbuf, RBUF_BYTES, 0);
 	note_wait(c, cw_now_ns() - t0);
 	return r;
+}
+
+/* Waits for input until the handshake's deadline, or in transmission
+ * for the idle timeout (which only ends a connection with nothing in
+ * flight): 0 once there is some, -ETIMEDOUT when time is up.  One
+ * deadline for the whole handshake, so a client cannot stretch it by
+ * sending a byte now and then. */
+static int wait_input(struct conn *c)
+{
+	int64_t idle = c->exp ? c->srv->cfg.idle_timeout_ns : 0;
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	if ((!c->deadline_ns && !idle) || (c->sess && nbdtls_pending(c->sess)))
+		return 0;
+	for (;;) {
+		int64_t left = c->deadline_ns ? c->deadline_ns - cw_now_ns() : idle;
+		int r;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, (int)CW_MIN((left + 999999) / 1000000, (int64_t)INT_MAX));
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r == 0 && !c->deadline_ns &&
+		    atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0)
+			return -ETIMEDOUT;
+	}
 }
 
 /* Reads exactly n bytes, first from the buffer, large remainders straight
@@ -634,8 +809,11 @@ static int conn_read(struct conn *c, void *dst, size_t n)
 		}
 		c->rpos = c->rlen = 0;
 		flush_wake(c);
+		r = wait_input(c);
+		if (r < 0)
+			return (int)r;
 		if (d && n >= RBUF_BYTES / 2)
-			r = recv(c->fd, d, n, MSG_WAITALL);
+			r = c->sess ? conn_recv_tls(c, d, n) : recv(c->fd, d, n, MSG_WAITALL);
 		else
 			r = conn_recv(c);
 		if (r == 0)
@@ -672,11 +850,134 @@ static int conn_skip(struct conn *c, uint64_t n)
 /* ------------------------------------------------------------------ */
 /* the handshake */
 
-static void set_rcvtimeo(int fd, int seconds)
+/* Sends in the handshake give up after ns (a client that never reads
+ * its replies); 0: never. */
+static void set_sndtimeo(int fd, int64_t ns)
 {
-	struct timeval tv = { .tv_sec = seconds };
+	struct timeval tv = { .tv_sec = ns / 1000000000, .tv_usec = ns % 1000000000 / 1000 };
 
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* ------------------------------------------------------------------ */
+/* access */
+
+static bool principal_matches(const struct nbdsrv_principal *p, const struct nbdsrv_peer *peer)
+{
+	unsigned i;
+
+	switch (p->kind) {
+	case NBDSRV_ANYONE:
+		return true;
+	case NBDSRV_USER:
+		return peer->known && peer->uid == p->id;
+	case NBDSRV_GROUP:
+		if (!peer->known)
+			return false;
+		if (peer->gid == p->id)
+			return true;
+		for (i = 0; i < peer->n_groups; i++)
+			if (peer->groups[i] == p->id)
+				return true;
+		return false;
+	}
+	return false;
+}
+
+static bool any_matches(const struct nbdsrv_principal *list, size_t n, const struct nbdsrv_peer *peer)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (principal_matches(&list[i], peer))
+			return true;
+	return false;
+}
+
+int nbdsrv_access_for(const struct nbdsrv_access *list, size_t n, const struct nbdsrv_peer *peer,
+		   const char *name)
+{
+	const struct nbdsrv_access *rule = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (list[i].export && strcmp(list[i].export, name) == 0) {
+			rule = &list[i];
+			break;
+		}
+		if (!list[i].export && !rule)
+			rule = &list[i];
+	}
+	if (!rule)
+		return CW_NBD_ACCESS_RW;
+	/* Whoever owns the disks can read them anyway. */
+	if (peer->known && (peer->uid == 0 || peer->uid == geteuid()))
+		return CW_NBD_ACCESS_RW;
+	if (any_matches(rule->read_write, rule->n_read_write, peer))
+		return CW_NBD_ACCESS_RW;
+	if (any_matches(rule->read_only, rule->n_read_only, peer))
+		return CW_NBD_ACCESS_RO;
+	return CW_NBD_ACCESS_NONE;
+}
+
+/* "uid 1000", or "the network" for a TCP client. */
+static const char *peer_name(const struct nbdsrv_peer *p, char *buf, size_t n)
+{
+	if (!p->known)
+		return "the network";
+	snprintf(buf, n, "uid %u", (unsigned)p->uid);
+	return buf;
+}
+
+/* The kernel's word on who is at the other end of a unix socket. */
+static void peer_from_socket(int fd, struct nbdsrv_peer *ret_peer)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred), glen = sizeof(ret_peer->groups);
+
+	ret_peer->known = false;
+	ret_peer->n_groups = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return;
+	ret_peer->known = true;
+	ret_peer->uid = cred.uid;
+	ret_peer->gid = cred.gid;
+	/* Supplementary groups where the kernel reports them (4.13); more
+	 * than fit are left out, so they grant nothing. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, ret_peer->groups, &glen) == 0)
+		ret_peer->n_groups = glen / sizeof(gid_t);
+}
+
+/* Sends in the handshake: in the clear or under TLS. */
+static int conn_send(struct conn *c, const void *buf, size_t n)
+{
+	if (c->sess)
+		return nbdtls_sendv(c->sess, &(struct iovec){ (void *)buf, n }, 1);
+	return send_all(c->fd, buf, n);
+}
+
+/* NBD_OPT_STARTTLS was acknowledged: the TLS handshake, within what is
+ * left of the NBD handshake's time.  A client that sent more before it
+ * (bytes in the input buffer) would have them taken as if under TLS:
+ * it is closed instead. */
+static int start_tls(struct conn *c)
+{
+	char err[256];
+	int r;
+
+	if (c->rpos < c->rlen) {
+		client_log(c->srv, LOG_WARNING, "a client of %s sent data after STARTTLS before "
+			   "TLS, closing", peer_name(&c->peer, (char[32]){ 0 }, 32));
+		return -EPROTO;
+	}
+	r = nbdtls_accept(c->srv->cfg.tls_creds, c->fd, c->deadline_ns - cw_now_ns(), &c->sess,
+			   err, sizeof(err));
+	if (r < 0) {
+		client_log(c->srv, LOG_WARNING, "a client of %s: %s",
+			   peer_name(&c->peer, (char[32]){ 0 }, 32), err);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 /* Runs the option haggling; returns 0 with c->exp set, or -errno. */
@@ -686,6 +987,7 @@ static int handshake(struct conn *c)
 	struct cw_nbd_handshake hs = {
 		.default_export = srv->cfg.default_export,
 	};
+	uint8_t access[EXPORTS_MAX];
 	_cleanup_free_ uint8_t *data = NULL;
 	struct cw_nbd_buf out = { 0 };
 	uint8_t b[CW_NBD_GREETING_BYTES];
@@ -695,7 +997,9 @@ static int handshake(struct conn *c)
 	if (!data)
 		return -ENOMEM;
 	cw_nbd_hs_reset(&hs);
-	set_rcvtimeo(c->fd, HANDSHAKE_TIMEOUT_S);
+	hs.refuse = c->refuse;
+	hs.tls = c->tls_mode;
+	set_sndtimeo(c->fd, CW_MAX(c->deadline_ns - cw_now_ns(), INT64_C(1000000)));
 	cw_nbd_encode_greeting(b);
 	r = send_all(c->fd, b, sizeof(b));
 	if (r == 0)
@@ -733,19 +1037,39 @@ static int handshake(struct conn *c)
 		pthread_mutex_lock(&srv->lock);
 		hs.exports = srv->infos;
 		hs.n_exports = srv->n_live;
+		if (srv->cfg.n_access) {
+			for (size_t i = 0; i < srv->n_live; i++)
+				access[i] = (uint8_t)nbdsrv_access_for(srv->cfg.access,
+								    srv->cfg.n_access, &c->peer,
+								    srv->infos[i].name);
+			hs.access = access;
+		}
 		r = cw_nbd_hs_option(&hs, &opt, payload, &out);
 		if (r == CW_NBD_HS_TRANSMIT) {
 			c->exp = &srv->exports[srv->live[hs.export_index]];
 			c->lim = c->exp->lim;
 			c->lim.structured = hs.structured;
-			c->lim.eflags = srv->infos[hs.export_index].eflags;
+			c->lim.eflags = hs.eflags;
+			c->lim.block_status = hs.meta_allocation;
+			/* Told a minimum of 1: keep the promise. */
+			if (!hs.block_size_known && c->lim.min_block > 1) {
+				c->rmw_align = c->lim.min_block;
+				c->lim.min_block = 1;
+			}
 		}
 		pthread_mutex_unlock(&srv->lock);
 		if (r < 0)
 			break;
-		if (out.len && send_all(c->fd, out.data, out.len) < 0) {
+		if (out.len && conn_send(c, out.data, out.len) < 0) {
 			r = -EPIPE;
 			break;
+		}
+		if (r == CW_NBD_HS_STARTTLS) {
+			r = start_tls(c);
+			if (r < 0)
+				break;
+			cw_nbd_hs_tls_started(&hs);
+			continue;
 		}
 		if (r == CW_NBD_HS_TRANSMIT) {
 			r = 1;
@@ -754,7 +1078,8 @@ static int handshake(struct conn *c)
 		}
 	}
 	free(out.data);
-	set_rcvtimeo(c->fd, 0);
+	c->deadline_ns = 0;
+	set_sndtimeo(c->fd, 0);
 	return r == 1 ? 0 : r;
 }
 
@@ -781,11 +1106,13 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 	c->free_local = s->next;
 	atomic_fetch_add_explicit(&c->inflight, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&c->inflight_bytes, bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->srv->payload_bytes, bytes, memory_order_relaxed);
 	return s;
 }
 
 static int ensure_buf(struct slot *s, uint32_t length)
 {
+	struct nbdsrv *srv = s->conn->srv;
 	void *p;
 	size_t cap;
 
@@ -794,9 +1121,10 @@ static int ensure_buf(struct slot *s, uint32_t length)
 	cap = ((size_t)length + 65535) & ~(size_t)65535;
 	if (posix_memalign(&p, BUF_ALIGN, cap) != 0)
 		return -ENOMEM;
-	free(s->io.buf);
+	drop_buf(srv, s);
 	s->io.buf = p;
 	s->buf_cap = (uint32_t)cap;
+	atomic_fetch_add_explicit(&srv->buf_bytes, cap, memory_order_relaxed);
 	return 0;
 }
 
@@ -806,6 +1134,8 @@ static const enum nbdsrv_io_op cmd_op[] = {
 	[CW_NBD_CMD_FLUSH] = NBDSRV_IO_FLUSH,
 	[CW_NBD_CMD_TRIM] = NBDSRV_IO_TRIM,
 	[CW_NBD_CMD_WRITE_ZEROES] = NBDSRV_IO_ZERO,
+	[CW_NBD_CMD_CACHE] = NBDSRV_IO_CACHE,
+	[CW_NBD_CMD_BLOCK_STATUS] = NBDSRV_IO_BLOCK_STATUS,
 };
 
 static int submit(struct conn *c, struct slot *s)
@@ -819,8 +1149,176 @@ static int submit(struct conn *c, struct slot *s)
 	case NBDSRV_IO_FLUSH: return ops->flush(b, &s->io);
 	case NBDSRV_IO_TRIM: return ops->trim(b, &s->io);
 	case NBDSRV_IO_ZERO: return ops->zero(b, &s->io);
+	case NBDSRV_IO_CACHE: return ops->cache(b, &s->io);
+	case NBDSRV_IO_BLOCK_STATUS: return ops->block_status(b, &s->io);
 	}
 	return -EINVAL;
+}
+
+/* ------------------------------------------------------------------ */
+/* the reader: requests smaller than the export's blocks
+ *
+ * A client that did not ask for the block size (nbd-client, the kernel's)
+ * was promised a minimum of 1.  Its requests that are not aligned to the
+ * export's minimum are served here, on the reader, in whole blocks: a
+ * read reads the blocks around it, a write or zero reads the partial
+ * blocks at its ends, patches them and writes them back, a trim trims
+ * the whole blocks inside it (a trim may do less than asked).
+ *
+ * Two read-modify-writes of one block must not interleave, or one undoes
+ * the other's bytes: they take the export's rmw_lock, and before each the
+ * reader waits until its connection's other requests are answered.  A
+ * whole-block write on another connection to a client that asked for the
+ * block size is not held up: the protocol leaves two connections' writes
+ * to one block unordered, but the bytes outside this request are written
+ * back as they were read, so such a write landing between the read and
+ * the write of the patch is lost.  Kernel clients send whole logical
+ * blocks (512 bytes), so on exports whose disks take 512-byte I/O this
+ * path is never taken. */
+
+static bool others_answered(struct conn *c)
+{
+	return atomic_load_explicit(&c->inflight, memory_order_seq_cst) <= 1;
+}
+
+static void wait_others_answered(struct conn *c)
+{
+	while (!others_answered(c)) {
+		flush_wake(c);
+		park(&c->reader_sleeping, others_answered, c);
+	}
+}
+
+/* One back-end request the reader waits for. */
+static int sync_io(struct conn *c, enum nbdsrv_io_op op, uint64_t off, uint32_t len, void *buf,
+		   bool fua)
+{
+	struct slot *t = &c->rmw;
+	const struct nbdsrv_export *e = &c->exp->e;
+	int r;
+
+	t->conn = c;
+	t->sync = true;
+	t->io = (struct nbdsrv_io){ .op = op, .offset = off, .length = len, .buf = buf, .fua = fua,
+				 .may_trim = true };
+	atomic_store_explicit(&t->sync_done, 0, memory_order_relaxed);
+	r = submit(c, t);
+	if (r < 0)
+		return r;
+	if (e->ops->unplug)
+		e->ops->unplug(e->backend);
+	while (!atomic_load_explicit(&t->sync_done, memory_order_acquire))
+		futex_wait(&t->sync_done, 0);
+	return t->err;
+}
+
+static void *aligned_buf(uint8_t **buf, size_t *cap, size_t n)
+{
+	void *p;
+
+	if (*buf && *cap >= n)
+		return *buf;
+	if (posix_memalign(&p, BUF_ALIGN, n) != 0)
+		return NULL;
+	free(*buf);
+	*buf = p;
+	*cap = n;
+	return p;
+}
+
+/* Rewrites n bytes at from inside the block at blk with src (NULL: zeros). */
+static int patch_block(struct conn *c, uint64_t blk, const uint8_t *src, uint64_t from,
+		       uint32_t n, bool fua)
+{
+	uint32_t a = c->rmw_align;
+	int r;
+
+	if (!c->blk_buf && posix_memalign((void **)&c->blk_buf, BUF_ALIGN, a) != 0) {
+		c->blk_buf = NULL;
+		return -ENOMEM;
+	}
+	r = sync_io(c, NBDSRV_IO_READ, blk, a, c->blk_buf, false);
+	if (r < 0)
+		return r;
+	if (src)
+		memcpy(c->blk_buf + (from - blk), src, n);
+	else
+		memset(c->blk_buf + (from - blk), 0, n);
+	return sync_io(c, NBDSRV_IO_WRITE, blk, a, c->blk_buf, fua);
+}
+
+/* A write (src) or zero (src NULL) of [off, end) not aligned to a. */
+static int rmw(struct conn *c, const struct slot *s, const uint8_t *src)
+{
+	uint64_t a = c->rmw_align, off = s->io.offset, end = off + s->io.length;
+	uint64_t lo = off & ~(a - 1), a0 = (off + a - 1) & ~(a - 1), b0 = end & ~(a - 1);
+	int r = 0;
+
+	if (a0 > b0)	/* inside one block */
+		return patch_block(c, lo, src, off, s->io.length, s->io.fua);
+	if (off < a0)
+		r = patch_block(c, a0 - a, src, off, (uint32_t)(a0 - off), s->io.fua);
+	if (r == 0 && end > b0)
+		r = patch_block(c, b0, src ? src + (b0 - off) : NULL, b0, (uint32_t)(end - b0),
+				s->io.fua);
+	if (r < 0 || a0 == b0)
+		return r;
+	if (!src)
+		return sync_io(c, NBDSRV_IO_ZERO, a0, (uint32_t)(b0 - a0), NULL, s->io.fua);
+	/* The payload's middle is not at an aligned address in its buffer. */
+	if (!aligned_buf(&c->rmw_buf, &c->rmw_cap, b0 - a0))
+		return -ENOMEM;
+	memcpy(c->rmw_buf, src + (a0 - off), b0 - a0);
+	return sync_io(c, NBDSRV_IO_WRITE, a0, (uint32_t)(b0 - a0), c->rmw_buf, s->io.fua);
+}
+
+static int serve_unaligned(struct conn *c, struct slot *s)
+{
+	uint64_t a = c->rmw_align, off = s->io.offset, end = off + s->io.length;
+	uint64_t lo = off & ~(a - 1), hi = (end + a - 1) & ~(a - 1);
+	uint64_t a0 = (off + a - 1) & ~(a - 1), b0 = end & ~(a - 1);
+	struct export *x = (struct export *)c->exp;
+	int r;
+
+	switch (s->io.op) {
+	case NBDSRV_IO_READ:
+		r = ensure_buf(s, (uint32_t)(hi - lo));
+		if (r == 0)
+			r = sync_io(c, NBDSRV_IO_READ, lo, (uint32_t)(hi - lo), s->io.buf, false);
+		if (r == 0)
+			memmove(s->io.buf, (uint8_t *)s->io.buf + (off - lo), s->io.length);
+		break;
+	case NBDSRV_IO_TRIM:
+		r = a0 < b0 ? sync_io(c, NBDSRV_IO_TRIM, a0, (uint32_t)(b0 - a0), NULL, s->io.fua) : 0;
+		break;
+	case NBDSRV_IO_ZERO:
+		/* Read, patch and write back is never fast. */
+		if (s->io.fast_zero) {
+			r = -ENOTSUP;
+			break;
+		}
+		/* fall through */
+	case NBDSRV_IO_WRITE:
+		pthread_mutex_lock(&x->rmw_lock);
+		wait_others_answered(c);
+		r = rmw(c, s, s->io.op == NBDSRV_IO_WRITE ? s->io.buf : NULL);
+		pthread_mutex_unlock(&x->rmw_lock);
+		break;
+	default:
+		r = -EINVAL;
+		break;
+	}
+	/* The slot's own request is over: restore what the reply needs. */
+	s->io.offset = off;
+	return r;
+}
+
+static bool unaligned(const struct conn *c, const struct cw_nbd_request *req)
+{
+	/* CACHE is a hint and BLOCK_STATUS answers at any offset. */
+	return c->rmw_align > 1 && req->type != CW_NBD_CMD_FLUSH &&
+	       req->type != CW_NBD_CMD_CACHE && req->type != CW_NBD_CMD_BLOCK_STATUS &&
+	       ((req->offset | req->length) & (c->rmw_align - 1));
 }
 
 /* Reads and dispatches requests until the client leaves or errs. */
@@ -840,15 +1338,15 @@ static int transmission(struct conn *c)
 			return r == -ECONNRESET ? 0 : r;
 		r = cw_nbd_decode_request(h, &req);
 		if (r < 0) {
-			srv_log(c->srv, LOG_WARNING, "export %s: bad request magic, closing",
-				c->exp->e.name);
+			client_log(c->srv, LOG_WARNING, "export %s: bad request magic, closing",
+				   c->exp->e.name);
 			return r;
 		}
 		v = cw_nbd_check_request(&c->lim, &req);
 		if (v.action == CW_NBD_DISCONNECT) {
 			if (req.type != CW_NBD_CMD_DISC)
-				srv_log(c->srv, LOG_WARNING, "export %s: %s, closing",
-					c->exp->e.name, v.why);
+				client_log(c->srv, LOG_WARNING, "export %s: %s, closing",
+					   c->exp->e.name, v.why);
 			return req.type == CW_NBD_CMD_DISC ? 0 : -EPROTO;
 		}
 		bytes = (req.type == CW_NBD_CMD_READ || req.type == CW_NBD_CMD_WRITE) &&
@@ -865,6 +1363,9 @@ static int transmission(struct conn *c)
 		s->io.length = v.action == CW_NBD_EXEC ? req.length : 0;
 		s->io.fua = req.flags & CW_NBD_CMD_FLAG_FUA;
 		s->io.may_trim = !(req.flags & CW_NBD_CMD_FLAG_NO_HOLE);
+		s->io.fast_zero = req.flags & CW_NBD_CMD_FLAG_FAST_ZERO;
+		s->io.req_one = req.flags & CW_NBD_CMD_FLAG_REQ_ONE;
+		s->io.n_extents = 0;
 		s->io.backend_data = NULL;
 
 		if (v.action == CW_NBD_REPLY_ERROR) {
@@ -897,6 +1398,17 @@ static int transmission(struct conn *c)
 				continue;
 			}
 		}
+		if (s->io.op == NBDSRV_IO_BLOCK_STATUS) {
+			r = ensure_buf(s, NBD_EXTENTS_MAX * sizeof(struct cw_nbd_extent));
+			if (r < 0) {
+				nbdsrv_io_complete(&s->io, r);
+				continue;
+			}
+		}
+		if (unaligned(c, &req)) {
+			nbdsrv_io_complete(&s->io, serve_unaligned(c, s));
+			continue;
+		}
 		/* After submit() the slot is the back end's: not a byte of
 		 * it may be touched here. */
 		r = submit(c, s);
@@ -905,9 +1417,15 @@ static int transmission(struct conn *c)
 	}
 }
 
-static void conn_unlink(struct conn *c)
+/* Takes c off the server's list: from here on the server may be freed,
+ * so this is the last look at it.  Returns whether the memory of the
+ * ended connections is to be given back to the system now: when the
+ * last one ended, or a second after the last time. */
+static bool conn_unlink(struct conn *c)
 {
 	struct nbdsrv *srv = c->srv;
+	int64_t now = cw_now_ns();
+	bool trim = false;
 
 	pthread_mutex_lock(&srv->lock);
 	if (c->prev)
@@ -916,19 +1434,37 @@ static void conn_unlink(struct conn *c)
 		srv->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	srv->n_conns--;
+	if (c->refuse) {
+		srv->n_refusing--;
+	} else {
+		srv->n_conns--;
+		atomic_fetch_sub_explicit(&srv->n_active, 1, memory_order_relaxed);
+		if (c->exp && (srv->n_conns == 0 || now - srv->last_trim_ns >= 1000000000)) {
+			trim = true;
+			srv->last_trim_ns = now;
+		}
+	}
 	pthread_cond_broadcast(&srv->conns_gone);
 	pthread_mutex_unlock(&srv->lock);
+	return trim;
 }
 
-static void conn_free(struct conn *c)
+static void conn_drop_bufs(struct conn *c)
 {
 	unsigned i;
 
 	for (i = 0; i < c->n_slots; i++)
-		free(c->slots[i].io.buf);
+		drop_buf(c->srv, &c->slots[i]);
+}
+
+/* After conn_unlink(): c->srv is not to be touched. */
+static void conn_free(struct conn *c)
+{
+	nbdtls_free(c->sess);
 	free(c->slots);
 	free(c->rbuf);
+	free(c->rmw_buf);
+	free(c->blk_buf);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
@@ -976,13 +1512,20 @@ static void conn_go_realtime(struct conn *c)
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
+	bool trim;
 	int r;
 
 	r = handshake(c);
+	if (c->refuse) {
+		client_log(c->srv, LOG_WARNING, "refused a client of %s: %s",
+			   peer_name(&c->peer, (char[32]){ 0 }, 32), c->refuse);
+		goto out;
+	}
 	if (r < 0) {
 		if (r != -ECONNABORTED && r != -ECONNRESET)
-			srv_log(c->srv, LOG_INFO, "handshake ended: %s",
-				strerrordesc_np(-r) ?: "error");
+			client_log(c->srv, LOG_INFO, "handshake of a client of %s ended: %s",
+				   peer_name(&c->peer, (char[32]){ 0 }, 32),
+				   strerrordesc_np(-r) ?: "error");
 		goto out;
 	}
 	conn_go_realtime(c);
@@ -1000,41 +1543,76 @@ static void *conn_main(void *arg)
 	flush_wake(c);
 	tls_reader = NULL;
 	/* Protocol violations were logged where they were seen. */
-	if (r < 0 && r != -EPIPE && r != -EPROTO && r != -EBADMSG)
-		srv_log(c->srv, LOG_INFO, "export %s: connection ended: %s", c->exp->e.name,
-			strerrordesc_np(-r) ?: "error");
+	if (r == -ETIMEDOUT)
+		client_log(c->srv, LOG_INFO, "export %s: a client of %s was idle too long, closed",
+			   c->exp->e.name, peer_name(&c->peer, (char[32]){ 0 }, 32));
+	else if (r < 0 && r != -EPIPE && r != -EPROTO && r != -EBADMSG)
+		client_log(c->srv, LOG_INFO, "export %s: connection ended: %s", c->exp->e.name,
+			   strerrordesc_np(-r) ?: "error");
 	/* Let every request in flight finish and its reply go out. */
 	atomic_store_explicit(&c->reader_done, true, memory_order_seq_cst);
 	unpark(&c->writer_sleeping);
 	pthread_join(c->writer, NULL);
 out:
-	conn_unlink(c);
+	conn_drop_bufs(c);
+	trim = conn_unlink(c);
 	conn_free(c);
+	/* Buffers of up to a few MiB per request, freed on many threads,
+	 * stay in glibc's arenas otherwise: after a load, the daemon went
+	 * on holding hundreds of MiB. */
+	if (trim)
+		malloc_trim(0);
 	return NULL;
 }
 
 /* ------------------------------------------------------------------ */
 /* accepting */
 
-static void accept_one(struct nbdsrv *srv, int lfd)
+/* Connections being served to the same user as peer; under srv->lock. */
+static unsigned user_conns(struct nbdsrv *srv, const struct nbdsrv_peer *peer)
 {
+	unsigned n = 0;
+
+	for (struct conn *c = srv->conns; c; c = c->next)
+		if (!c->refuse && c->peer.known == peer->known &&
+		    (!peer->known || c->peer.uid == peer->uid))
+			n++;
+	return n;
+}
+
+static void accept_one(struct nbdsrv *srv, unsigned li)
+{
+	struct nbdsrv_peer peer = { .known = false };
+	const char *refuse = NULL;
 	struct conn *c;
 	pthread_attr_t attr;
+	int64_t now;
 	int fd, one = 1, r;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	fd = accept4(srv->listen_fds[li], NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-			srv_log(srv, LOG_WARNING, "accept: %m");
+			client_log(srv, LOG_WARNING, "accept: %m");
 		return;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (srv->unix_paths[li])
+		peer_from_socket(fd, &peer);
+	now = cw_now_ns();
 
 	pthread_mutex_lock(&srv->lock);
-	if (srv->stopped || srv->n_conns >= srv->cfg.max_connections) {
+	if (srv->n_conns >= srv->cfg.max_connections)
+		refuse = "too many connections to this server";
+	else if (user_conns(srv, &peer) >= srv->cfg.max_per_user)
+		refuse = peer.known ? "too many connections of this user" :
+				      "too many connections from the network";
+	/* A client over a limit is told so, by a few threads at most: a
+	 * flood of them is closed without a word. */
+	if (srv->stopped || (refuse && srv->n_refusing >= REFUSING_MAX)) {
 		pthread_mutex_unlock(&srv->lock);
-		srv_log(srv, LOG_WARNING, "refusing a connection: %u open, the limit",
-			srv->cfg.max_connections);
+		if (!srv->stopped)
+			client_log(srv, LOG_WARNING, "closed a client of %s at once: %s",
+				   peer_name(&peer, (char[32]){ 0 }, 32), refuse);
 		close(fd);
 		return;
 	}
@@ -1049,11 +1627,21 @@ static void accept_one(struct nbdsrv *srv, int lfd)
 	}
 	c->srv = srv;
 	c->fd = fd;
+	c->tls_mode = srv->listen_tls[li];
+	c->peer = peer;
+	c->refuse = refuse;
+	c->deadline_ns = now + (refuse ? CW_MIN(REFUSE_TIMEOUT_NS, srv->cfg.handshake_timeout_ns)
+				       : srv->cfg.handshake_timeout_ns);
 	c->next = srv->conns;
 	if (c->next)
 		c->next->prev = c;
 	srv->conns = c;
-	srv->n_conns++;
+	if (refuse) {
+		srv->n_refusing++;
+	} else {
+		srv->n_conns++;
+		atomic_fetch_add_explicit(&srv->n_active, 1, memory_order_relaxed);
+	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	r = pthread_create(&(pthread_t){ 0 }, &attr, conn_main, c);
@@ -1076,17 +1664,24 @@ static void *acceptor_main(void *arg)
 		pfd[i] = (struct pollfd){ .fd = srv->listen_fds[i], .events = POLLIN };
 	pfd[srv->n_listen] = (struct pollfd){ .fd = srv->wake_fd, .events = POLLIN };
 	for (;;) {
-		if (poll(pfd, srv->n_listen + 1, -1) < 0) {
+		/* Wakes once a second to say how many messages about clients
+		 * it left out, after a storm that then stopped. */
+		int n = poll(pfd, srv->n_listen + 1, 1000);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			srv_log(srv, LOG_ERR, "poll: %m");
 			break;
 		}
+		flush_dropped(srv, cw_now_ns());
+		if (n == 0)
+			continue;
 		if (pfd[srv->n_listen].revents)
 			break;
 		for (i = 0; i < srv->n_listen; i++)
 			if (pfd[i].revents & POLLIN)
-				accept_one(srv, pfd[i].fd);
+				accept_one(srv, i);
 	}
 	return NULL;
 }
@@ -1108,6 +1703,12 @@ int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv)
 		srv->cfg.max_request = CW_NBD_REQUEST_MAX_DEFAULT;
 	if (!srv->cfg.max_connections)
 		srv->cfg.max_connections = 64;
+	if (!srv->cfg.max_per_user)
+		srv->cfg.max_per_user = CW_MAX(srv->cfg.max_connections / 2, 1u);
+	if (!srv->cfg.handshake_timeout_ns)
+		srv->cfg.handshake_timeout_ns = HANDSHAKE_TIMEOUT_DEFAULT_NS;
+	if (!srv->cfg.reply_memory_bytes)
+		srv->cfg.reply_memory_bytes = REPLY_MEMORY_DEFAULT;
 	if (!srv->cfg.max_inflight)
 		srv->cfg.max_inflight = 64;
 	if (srv->cfg.max_inflight > 4096 || srv->cfg.max_request > (1u << 30)) {
@@ -1133,6 +1734,7 @@ int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&srv->lock, NULL);
+	pthread_mutex_init(&srv->log_lock, NULL);
 	pthread_cond_init(&srv->conns_gone, NULL);
 	*ret_srv = srv;
 	return 0;
@@ -1150,14 +1752,17 @@ static void rebuild_infos(struct nbdsrv *srv)
 
 		if (srv->exports[i].removed)
 			continue;
-		f = cw_nbd_eflags(e->read_only, true, e->ops->trim != NULL, e->ops->zero != NULL,
-				  e->read_only || e->flush_global, true);
+		f = cw_nbd_eflags(&(struct cw_nbd_caps){
+			.read_only = e->read_only, .can_flush = true,
+			.can_trim = e->ops->trim != NULL, .can_zero = e->ops->zero != NULL,
+			.can_fast_zero = e->fast_zero, .can_cache = e->ops->cache != NULL,
+			.multi_conn = e->read_only || e->flush_global, .structured = true });
 		if (e->rotational)
 			f |= CW_NBD_FLAG_ROTATIONAL;
 		srv->infos[srv->n_live] = (struct cw_nbd_export_info){
 			.name = e->name, .description = e->description, .size = e->size,
 			.eflags = f, .min_block = e->min_block, .pref_block = e->pref_block,
-			.max_block = e->max_block,
+			.max_block = e->max_block, .block_status = e->ops->block_status != NULL,
 		};
 		srv->live[srv->n_live++] = i;
 	}
@@ -1230,6 +1835,7 @@ int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp)
 		.min_block = min,
 		.max_request = max,
 	};
+	pthread_mutex_init(&x->rmw_lock, NULL);
 	rebuild_infos(srv);
 out:
 	pthread_mutex_unlock(&srv->lock);
@@ -1290,7 +1896,8 @@ int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size)
 	return r;
 }
 
-static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path)
+static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path,
+			enum cw_nbd_tls tls)
 {
 	if (srv->n_listen >= MAX_LISTEN) {
 		close(fd);
@@ -1304,36 +1911,81 @@ static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path)
 	}
 	srv->listen_fds[srv->n_listen] = fd;
 	srv->unix_paths[srv->n_listen] = unix_path ? strdup(unix_path) : NULL;
+	srv->listen_tls[srv->n_listen] = tls;
 	srv->n_listen++;
 	return 0;
 }
 
-int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path)
+/* Replaces a socket left by a server that is gone, never a live one (a
+ * second daemon must not take the first one's clients) nor any other
+ * file. */
+static int unlink_stale(const struct sockaddr_un *sa)
+{
+	_cleanup_close_ int probe = -1;
+	struct stat st;
+
+	if (lstat(sa->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe < 0)
+		return -errno;
+	if (connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+		return -EADDRINUSE;
+	return unlink(sa->sun_path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* A listener may offer TLS only with credentials to offer. */
+static int check_tls(const struct nbdsrv *srv, enum cw_nbd_tls tls)
+{
+	if (tls > CW_NBD_TLS_REQUIRE || (tls != CW_NBD_TLS_OFF && !srv->cfg.tls_creds))
+		return -EINVAL;
+	return 0;
+}
+
+int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path,
+			   const struct nbdsrv_unix_perm *perm, enum cw_nbd_tls tls)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
-	struct stat st;
+	mode_t mode = perm && perm->mode ? perm->mode : 0660;
+	int r;
 
 	if (srv->started)
 		return -EBUSY;
+	r = check_tls(srv, tls);
+	if (r < 0)
+		return r;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* Replace a socket left by a dead daemon, never any other file. */
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return -EEXIST;
-		unlink(path);
-	}
+	r = unlink_stale(&sa);
+	if (r < 0)
+		return r;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
-	return add_listener(srv, CW_TAKE_FD(fd), path);
+	/* The file appears with the umask's mode (0777 under umask 000):
+	 * set the configured one before listen(), so no client can connect
+	 * in between. */
+	if (chmod(path, mode) < 0 ||
+	    (perm && (perm->owner != (uid_t)-1 || perm->group != (gid_t)-1) &&
+	     chown(path, perm->owner, perm->group) < 0)) {
+		r = -errno;
+		unlink(path);
+		return r;
+	}
+	r = add_listener(srv, CW_TAKE_FD(fd), path, tls);
+	if (r < 0)
+		unlink(path);
+	return r;
 }
 
-int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port)
+int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port,
+			  enum cw_nbd_tls tls)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_ADDRCONFIG };
@@ -1342,6 +1994,9 @@ int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port)
 
 	if (srv->started)
 		return -EBUSY;
+	r = check_tls(srv, tls);
+	if (r < 0)
+		return r;
 	/* No host means loopback: exports are not for the network unless
 	 * the configuration says so. */
 	if (!host || !*host) {
@@ -1367,7 +2022,7 @@ int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port)
 			close(fd);
 			continue;
 		}
-		r = add_listener(srv, fd, NULL);
+		r = add_listener(srv, fd, NULL, tls);
 		if (r < 0) {
 			last = r;
 			continue;
@@ -1430,7 +2085,7 @@ void nbdsrv_stop(struct nbdsrv *srv)
 	pthread_mutex_lock(&srv->lock);
 	for (c = srv->conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
-	while (srv->n_conns > 0) {
+	while (srv->n_conns + srv->n_refusing > 0) {
 		if (pthread_cond_timedwait(&srv->conns_gone, &srv->lock, &deadline) == ETIMEDOUT) {
 			/* A client that takes no replies must not hold
 			 * the daemon: cut its sends too. */
@@ -1466,5 +2121,6 @@ void nbdsrv_free(struct nbdsrv *srv)
 	close(srv->wake_fd);
 	pthread_cond_destroy(&srv->conns_gone);
 	pthread_mutex_destroy(&srv->lock);
+	pthread_mutex_destroy(&srv->log_lock);
 	free(srv);
 }

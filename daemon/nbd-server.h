@@ -22,6 +22,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include <clockwise/nbd.h>
+
+struct nbdtls_creds;
 
 enum nbdsrv_io_op {
 	NBDSRV_IO_READ,
@@ -29,7 +34,13 @@ enum nbdsrv_io_op {
 	NBDSRV_IO_FLUSH,
 	NBDSRV_IO_TRIM,
 	NBDSRV_IO_ZERO,
+	NBDSRV_IO_CACHE,
+	NBDSRV_IO_BLOCK_STATUS,
 };
+
+/* BLOCK_STATUS: the most extents one answer carries (the client asks
+ * again from where it ends). */
+#define NBD_EXTENTS_MAX 2048
 
 /* One request as a back end sees it.  It belongs to the back end from the
  * ops call until nbdsrv_io_complete(); after that it must not be touched. */
@@ -39,8 +50,16 @@ struct nbdsrv_io {
 	uint32_t length;	/* > 0 except for FLUSH */
 	bool fua;		/* WRITE/TRIM/ZERO: stable before completing */
 	bool may_trim;		/* ZERO: may deallocate (no NBD_CMD_FLAG_NO_HOLE) */
+	bool fast_zero;		/* ZERO: fail with -ENOTSUP rather than be slow
+				 * (NBD_CMD_FLAG_FAST_ZERO) */
+	bool req_one;		/* BLOCK_STATUS: one extent is enough */
+	uint32_t n_extents;	/* BLOCK_STATUS: extents the back end filled */
 	void *buf;		/* READ: fill length bytes; WRITE: the data.
-				 * 4096-aligned, so O_DIRECT can use it. */
+				 * 4096-aligned, so O_DIRECT can use it.
+				 * BLOCK_STATUS: room for NBD_EXTENTS_MAX (1
+				 * with req_one) struct cw_nbd_extent, to fill
+				 * from offset on with base:allocation status;
+				 * they may cover less than length, not more. */
 	void *backend_data;	/* free for the back end's bookkeeping */
 };
 
@@ -58,6 +77,11 @@ struct nbdsrv_backend_ops {
 	int (*flush)(void *backend, struct nbdsrv_io *io);
 	int (*trim)(void *backend, struct nbdsrv_io *io);
 	int (*zero)(void *backend, struct nbdsrv_io *io);
+	/* Optional: a hint to fetch a range before it is read (CACHE). */
+	int (*cache)(void *backend, struct nbdsrv_io *io);
+	/* Optional: which parts of a range are holes (BLOCK_STATUS with
+	 * base:allocation); without it no meta context is offered. */
+	int (*block_status)(void *backend, struct nbdsrv_io *io);
 	/* Optional.  The reader calls it before it blocks (on the socket or
 	 * for a free request slot) and when its connection ends: a back end
 	 * may hold the wake-ups of the calls above until then, so a burst
@@ -100,6 +124,10 @@ struct nbdsrv_export {
 	 * (one cache, or none): only then is multi-conn advertised. */
 	bool flush_global;
 	bool rotational;
+	/* The back end's zero fails a request with fast_zero set with
+	 * -ENOTSUP unless it is faster than writing zeros: only then is
+	 * NBD_FLAG_SEND_FAST_ZERO advertised. */
+	bool fast_zero;
 	/* Block size constraints; 0 picks 1, 4096 and the server's
 	 * max_request.  min is a power of two up to 64 KiB. */
 	uint32_t min_block, pref_block, max_block;
@@ -107,12 +135,67 @@ struct nbdsrv_export {
 	void *backend;
 };
 
+/* Who a client is.  On a unix socket the kernel says (SO_PEERCRED and
+ * SO_PEERGROUPS); a TCP client is nobody in particular (known false). */
+#define NBDSRV_PEER_GROUPS_MAX 256
+struct nbdsrv_peer {
+	bool known;
+	uid_t uid;
+	gid_t gid;
+	unsigned n_groups;		/* supplementary groups the kernel gave */
+	gid_t groups[NBDSRV_PEER_GROUPS_MAX];
+};
+
+/* Someone an access list names: anyone (a TCP client too), a user, or
+ * the members of a group (primary or supplementary). */
+enum nbdsrv_principal_kind {
+	NBDSRV_ANYONE,
+	NBDSRV_USER,
+	NBDSRV_GROUP,
+};
+
+struct nbdsrv_principal {
+	enum nbdsrv_principal_kind kind;
+	uint32_t id;			/* uid or gid */
+};
+
+/* Who may use an export, and how. */
+struct nbdsrv_access {
+	const char *export;		/* NULL: every export no entry names */
+	const struct nbdsrv_principal *read_write;
+	size_t n_read_write;
+	const struct nbdsrv_principal *read_only;
+	size_t n_read_only;
+};
+
+/* What peer may do with the export called name under the rules list[n]:
+ * an enum cw_nbd_access.  Without rules for it (n == 0, or no entry for
+ * name and no default entry), anyone who reached the socket may read and
+ * write; root and the server's own user always may. */
+int nbdsrv_access_for(const struct nbdsrv_access *list, size_t n, const struct nbdsrv_peer *peer,
+		   const char *name);
+
 /* priority is a syslog level (LOG_ERR, LOG_WARNING, LOG_INFO, ...). */
 typedef void (*nbdsrv_log_fn)(void *userdata, int priority, const char *msg);
 
 struct nbdsrv_config {
 	uint32_t max_request;		/* largest READ/WRITE; 0: 32 MiB */
-	unsigned max_connections;	/* 0: 64; more are refused */
+	/* Connections served at once; 0: 64.  A client over a limit is
+	 * told so (NBD_REP_ERR_POLICY to its options) and closed. */
+	unsigned max_connections;
+	/* Of those, per user (every TCP client counts as one user); 0:
+	 * half of max_connections, so one user cannot lock out the rest. */
+	unsigned max_per_user;
+	/* The whole handshake must end within this; 0: 10 s. */
+	int64_t handshake_timeout_ns;
+	/* A connection with nothing in flight that sends no request for
+	 * this long is closed; 0: never. */
+	int64_t idle_timeout_ns;
+	/* Payload bytes (read data waiting to be sent, write data being
+	 * written) of all connections together; a connection over its share
+	 * is not read until it drains.  Buffers kept for reuse are bounded
+	 * by half of it.  0: 256 MiB. */
+	uint64_t reply_memory_bytes;
 	unsigned max_inflight;		/* requests per connection; 0: 64 */
 	/* A reader whose recent waits for the next request were shorter
 	 * than this polls its socket this long before it sleeps; 0: never. */
@@ -125,6 +208,13 @@ struct nbdsrv_config {
 	bool live_exports;
 	nbdsrv_log_fn log;			/* NULL: silent */
 	void *log_userdata;
+	/* Who may use which export (not copied: it must outlive the
+	 * server); none: whoever can connect. */
+	const struct nbdsrv_access *access;
+	size_t n_access;
+	/* The credentials of listeners that offer TLS (nbd-tls.h; not
+	 * copied: it must outlive the server); NULL: none may. */
+	const struct nbdtls_creds *tls_creds;
 };
 
 struct nbdsrv;
@@ -148,12 +238,25 @@ int nbdsrv_remove_export(struct nbdsrv *srv, const char *name);
  * the export's min_block, -ENOENT if there is no such export. */
 int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size);
 
-/* Listens on a unix socket (a stale socket file is replaced).  */
-int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path);
+/* A unix socket file's permissions, set whatever the umask. */
+struct nbdsrv_unix_perm {
+	mode_t mode;			/* 0: 0660 */
+	uid_t owner;			/* (uid_t)-1: the server's user */
+	gid_t group;			/* (gid_t)-1: the server's group */
+};
+
+/* Listens on a unix socket with the permissions perm (NULL: 0660, the
+ * server's user and group).  A socket file left by a server that is gone
+ * is replaced; -EADDRINUSE if a server answers on it, -EEXIST if path is
+ * some other file.  tls: what the listener offers of TLS (NBD_OPT_STARTTLS);
+ * -EINVAL for anything but CW_NBD_TLS_OFF without tls_creds. */
+int nbdsrv_listen_unix(struct nbdsrv *srv, const char *path,
+			   const struct nbdsrv_unix_perm *perm, enum cw_nbd_tls tls);
 
 /* Listens on TCP; host NULL or "" means loopback only (127.0.0.1 and ::1
  * where available); port is a number or service name ("10809"). */
-int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port);
+int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port,
+			  enum cw_nbd_tls tls);
 
 /* Starts accepting connections. */
 int nbdsrv_start(struct nbdsrv *srv);

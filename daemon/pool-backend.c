@@ -13,8 +13,8 @@
  * Dispatch.  A disk that carries admitted streams runs the scheduling core
  * (cw_sched: ΔL, EDF or LST) on its first lane with one request in service,
  * because the admission test models a non-preemptive single server: RT
- * pieces get release = max(arrival, expected release) and deadline =
- * release + T, the policy decides when BE pieces may run.  A disk without
+ * pieces get from it release = max(arrival, the stream's last release +
+ * T) and deadline = release + T, the policy decides when BE pieces may run.  A disk without
  * streams has no deadline to protect; every policy then serves BE in
  * arrival order, so its lanes keep queue_depth requests in flight each.
  *
@@ -25,6 +25,7 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "daemon/pool-internal.h"
@@ -37,8 +38,7 @@ static struct lane *piece_lane(struct pb *pb, uint32_t disk_index, uint64_t phys
 {
 	struct disk *d = &pb->disks[disk_index];
 
-	if (d->ntasks || d->nlanes == 1 ||
-	    atomic_load_explicit(&d->live_streams, memory_order_relaxed))
+	if (d->nlanes == 1 || atomic_load_explicit(&d->live_streams, memory_order_relaxed))
 		return &d->lanes[0];
 	return &d->lanes[(phys_off / pb->block_size) % d->nlanes];
 }
@@ -115,7 +115,7 @@ static void preq_free(struct preq *q)
 		free(q);
 }
 
-void pb_req_finish(struct preq *q)
+static void req_finish(struct preq *q)
 {
 	int err = atomic_load(&q->err);
 
@@ -128,14 +128,14 @@ void pb_req_finish(struct preq *q)
 	preq_free(q);
 }
 
-static bool in_span(const struct resv *r, int64_t now)
+static bool in_span(const struct cw_admit_resv *a, int64_t now)
 {
-	return now >= r->start_ns && (r->end_ns == 0 || now < r->end_ns);
+	return now >= a->span_start_ns && (a->span_end_ns == 0 || now < a->span_end_ns);
 }
 
-/* Maps and books a READ, WRITE or (zero: from the shared zero buffer, in
- * ZERO_CHUNK pieces) WRITE_ZEROES. */
-static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
+/* Maps and books a READ (holes read as zeros, without I/O), WRITE or
+ * (zero: from the shared zero buffer, in ZERO_CHUNK pieces) WRITE_ZEROES. */
+int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
 {
 	struct pb *pb = x->pb;
 	uint64_t off = nio->offset, end = nio->offset + nio->length;
@@ -161,15 +161,27 @@ static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, boo
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
-	bool rt = rv && off >= rv->lo && end <= rv->hi && in_span(rv, q->arrival_ns);
+	bool rt = rv && off >= rv->a->range_start_bytes && end <= rv->a->range_end_bytes &&
+		  in_span(rv->a, q->arrival_ns);
 
 	while (off < end) {
+		uint64_t want = CW_MIN(end - off, chunk);
 		struct cw_extent e;
 		struct piece *p = &q->p[n];
 		bool prt;
 		int di;
 
-		r = cw_part_map(x->part, off, CW_MIN(end - off, chunk), &e);
+		if (op == CW_IO_READ) {
+			r = cw_part_allocated(x->part, off, want, &want);
+			if (r < 0)
+				goto fail;
+			if (r == 0) {
+				memset((uint8_t *)nio->buf + (off - nio->offset), 0, want);
+				off += want;
+				continue;
+			}
+		}
+		r = cw_part_map(x->part, off, want, &e);
 		if (r < 0)
 			goto fail;
 		di = pb_disk_index(pb, e.disk_id);
@@ -177,7 +189,7 @@ static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, boo
 			r = di;
 			goto fail;
 		}
-		prt = rt && rv->period_ns[di];
+		prt = rt && resv_part(rv, e.disk_id);
 		if (!prt && e.length > pb->disks[di].be_piece)
 			e.length = pb->disks[di].be_piece;	/* fits in less slack */
 		if (n >= maxp) {	/* cannot happen: pieces end at blocks */
@@ -202,6 +214,11 @@ static int submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, boo
 		off += e.length;
 		n++;
 	}
+	if (n == 0) {	/* holes only */
+		preq_free(q);
+		nbdsrv_io_complete(nio, 0);
+		return 0;
+	}
 	q->npieces = n;
 	/* FUA: once every piece is written, fdatasync the disks it touched. */
 	q->nflush = nflush ? nt : 0;
@@ -217,17 +234,33 @@ fail:
 
 static int pb_pread(void *backend, struct nbdsrv_io *io)
 {
-	return submit_rw(backend, io, CW_IO_READ, false);
+	return pb_submit_rw(backend, io, CW_IO_READ, false);
 }
 
+/* A write to blocks that all hold data goes to the lanes; one that
+ * touches a hole first has the hole made a written block (pool-alloc.c). */
 static int pb_pwrite(void *backend, struct nbdsrv_io *io)
 {
-	return submit_rw(backend, io, CW_IO_WRITE, false);
+	struct pbx *x = backend;
+
+	if (!pb_range_written(x, io->offset, io->length))
+		return pb_alloc_queue(x, io);
+	return pb_submit_rw(x, io, CW_IO_WRITE, false);
 }
 
+/* WRITE_ZEROES: with NO_HOLE, zeros are written (into blocks made
+ * written first); without, whole blocks become holes and the partial
+ * ones are punched or written.  FAST_ZERO refuses what needs writing. */
 static int pb_zero(void *backend, struct nbdsrv_io *io)
 {
-	return submit_rw(backend, io, CW_IO_WRITE, true);
+	struct pbx *x = backend;
+
+	if (io->fast_zero &&
+	    (!io->may_trim || !atomic_load_explicit(&x->can_punch, memory_order_relaxed)))
+		return -ENOTSUP;
+	if (!io->may_trim && pb_range_written(x, io->offset, io->length))
+		return pb_submit_rw(x, io, CW_IO_WRITE, true);
+	return pb_alloc_queue(x, io);
 }
 
 static int pb_flush(void *backend, struct nbdsrv_io *nio)
@@ -256,12 +289,67 @@ static int pb_flush(void *backend, struct nbdsrv_io *nio)
 	return 0;
 }
 
-/* TRIM is advisory (the protocol lets a server ignore it): blocks belong to
- * the partition until it shrinks, so there is nothing to give back.  With
- * FUA the (unchanged) range is as stable as it was. */
+/* TRIM: the whole blocks it covers become holes and give their space
+ * back to the disk where it can punch (the blocks stay the partition's);
+ * the partial ones are punched where the disk can. */
 static int pb_trim(void *backend, struct nbdsrv_io *io)
 {
-	(void)backend;
+	return pb_alloc_queue(backend, io);
+}
+
+/* CACHE: a hint.  A disk read through the page cache (one O_DIRECT
+ * refused) is asked to read ahead the range's written blocks; a direct
+ * disk has no cache of ours to fill, and the SSD tier's part (promoting
+ * the range) belongs to the mover.  Holes need nothing. */
+static int pb_cache(void *backend, struct nbdsrv_io *io)
+{
+	struct pbx *x = backend;
+	uint64_t off = io->offset, end = off + io->length, run;
+	int r;
+
+	while (off < end) {
+		r = cw_part_allocated(x->part, off, end - off, &run);
+		if (r < 0)
+			return r;
+		for (uint64_t at = off; r == 1 && at < off + run;) {
+			struct cw_extent e;
+			int di;
+
+			if (cw_part_map(x->part, at, off + run - at, &e) < 0)
+				break;
+			di = pb_disk_index(x->pb, e.disk_id);
+			if (di >= 0 && !x->pb->disks[di].direct)
+				(void)posix_fadvise(x->pb->disks[di].fd, (off_t)e.phys_offset,
+						    (off_t)e.length, POSIX_FADV_WILLNEED);
+			at += e.length;
+		}
+		off += run;
+	}
+	nbdsrv_io_complete(io, 0);
+	return 0;
+}
+
+/* BLOCK_STATUS for base:allocation: the runs of written blocks and holes,
+ * from the hole bits (no disk access, no lock). */
+static int pb_block_status(void *backend, struct nbdsrv_io *io)
+{
+	struct pbx *x = backend;
+	struct cw_nbd_extent *ext = io->buf;
+	uint32_t max = io->req_one ? 1 : NBD_EXTENTS_MAX, n = 0;
+	uint64_t off = io->offset, end = off + io->length, run;
+
+	while (off < end && n < max) {
+		int r = cw_part_allocated(x->part, off, end - off, &run);
+
+		if (r < 0)
+			return r;
+		ext[n++] = (struct cw_nbd_extent){
+			.length = (uint32_t)run,
+			.status = r ? 0 : CW_NBD_STATE_HOLE | CW_NBD_STATE_ZERO,
+		};
+		off += run;
+	}
+	io->n_extents = n;
 	nbdsrv_io_complete(io, 0);
 	return 0;
 }
@@ -286,6 +374,8 @@ static const struct nbdsrv_backend_ops pb_ops = {
 	.flush = pb_flush,
 	.trim = pb_trim,
 	.zero = pb_zero,
+	.cache = pb_cache,
+	.block_status = pb_block_status,
 	.unplug = pb_unplug,
 };
 
@@ -298,67 +388,56 @@ static const char *const state_names[] = {
 	[CW_DISK_BAD_LABEL] = "has a corrupt label",
 };
 
-/* Makes m the disk's model (a copy): what its BE pieces are estimated with
- * from now on, and the BE reserve that admission keeps on it. */
-int pb_disk_set_model(struct disk *d, const struct cw_model *m)
+/* Makes m the disk's model (a copy): what the sizes of its bookings and
+ * the service of its BE pieces are estimated with from now on. */
+static int disk_set_model(struct disk *d, const struct cw_model *m)
 {
 	struct disk_model *dm = calloc(1, sizeof(*dm));
-	struct cw_task reserve;
-	int64_t be_max;
-	int r;
 
 	if (!dm)
 		return -ENOMEM;
-	r = cw_model_service_ns(m, 0, 0, d->be_piece, &be_max);
-	if (r == 0)
-		r = cw_admit_be_reserve(m, d->be_piece, &reserve);
-	if (r < 0) {
-		free(dm);
-		return r;
-	}
 	dm->m = *m;
 	dm->older = atomic_load_explicit(&d->model, memory_order_relaxed);
-	d->be_max_ns = be_max;
-	d->be_reserve = reserve;
 	atomic_store_explicit(&d->model, dm, memory_order_release);
 	return 0;
 }
 
-/* A model stored in the pool (a calibration of this disk, or one set with
- * cwctl) outranks the configuration's, which outranks the tier's preset. */
-static int disk_first_model(struct pb *pb, struct disk *d, const struct cwd_config_disk *cd,
-			    const struct cw_disk_info *info)
+static const char *const model_from[] = {
+	[CW_ADMIT_MODEL_PRESET] = "the tier's preset",
+	[CW_ADMIT_MODEL_CONFIG] = "the configuration",
+	[CW_ADMIT_MODEL_STORED] = "the pool",
+	[CW_ADMIT_MODEL_CALIBRATED] = "its calibration",
+};
+
+/* The model and plan admission holds for the disk (clockwise/admit-state.h:
+ * a stored model outranks the configuration's, which outranks the tier's
+ * preset). */
+static int disk_first_model(struct pb *pb, struct disk *d)
 {
-	const char *name = cd && cd->model ? cd->model : info->tier == CW_TIER_SSD ? "ssd" : "hdd7200";
-	const char *from = cd && cd->model ? "the configuration" :
-			   d->emulate ? "the disk it emulates" : "the tier's preset";
+	enum cw_admit_model_source src;
+	struct cw_disk_plan plan;
+	const char *from;
 	struct cw_model m;
-	bool calibrated = false;
 	int r;
 
-	r = cw_disk_model_get(pb->pool, d->id, &m, &calibrated);
-	if (r == 0) {
-		from = calibrated ? "its calibration" : "the pool";
-	} else if (r != -ENOENT) {
-		cwd_log(LOG_ERR, "disk %s: cannot read its model from the pool: %s", d->name,
-			strerror(-r));
-		return r;
-	} else if (!(cd && cd->model) && d->emulate) {
-		m = *d->emulate;
-	} else if (cw_model_preset(name, &m) < 0) {
-		cwd_log(LOG_ERR, "disk %s: unknown model \"%s\"", d->name, name);
-		return -EINVAL;
-	}
-	r = pb_disk_set_model(d, &m);
+	r = cw_admit_state_get_model(pb->adm, d->id, &m, &src);
+	if (r == 0)
+		r = cw_admit_state_plan(pb->adm, d->id, &plan);
+	if (r == 0)
+		r = disk_set_model(d, &m);
 	if (r < 0) {
-		cwd_log(LOG_ERR, "disk %s: its model (from %s) is not usable: %s", d->name, from,
-			strerror(-r));
+		cwd_log(LOG_ERR, "disk %s: no model: %s", d->name, strerror(-r));
 		return r;
 	}
+	from = model_from[src];
+	if (src == CW_ADMIT_MODEL_CONFIG && d->emulate && !strcmp(m.name, d->emulate->name))
+		from = "the disk it emulates";
+	d->be_piece = (uint32_t)plan.be_piece_bytes;
+	atomic_store(&d->live_streams, plan.n_tasks > 0);
 	cwd_log(LOG_INFO, "disk %s: model from %s; a best-effort piece (%" PRIu32 " KiB at "
 		"most) takes %" PRId64 " us at worst; reserved for best effort: one every %"
-		PRId64 " ms", d->name, from, d->be_piece >> 10, d->be_max_ns / 1000,
-		d->be_reserve.period_ns / CW_NS_PER_MS);
+		PRId64 " ms", d->name, from, d->be_piece >> 10, plan.be_max_ns / 1000,
+		plan.be_reserve.period_ns / CW_NS_PER_MS);
 	return 0;
 }
 
@@ -436,16 +515,18 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		if (strcmp(cfg->disks[i].name, info->name) == 0)
 			cd = &cfg->disks[i];
 	d->policy = (enum cw_sched_policy)(cd ? cd->policy : cfg->policy);
+	d->be_order = cw_sched_beq_by_name(cwd_config_be_order_name(cd ? cd->be_order : cfg->be_order));
 	d->nlanes = cd ? cd->lanes : cwd_config_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
-	d->be_piece = (uint32_t)cw_admit_be_piece(d->tier, pb->block_size);
 	r = disk_emulated(pb, d, cd);
 	if (r < 0)
 		return r;
-	r = disk_first_model(pb, d, cd, info);
+	r = disk_first_model(pb, d);
 	if (r < 0)
 		return r;
+	cw_sched_sfc_conf_init(&d->sfc);
+	d->sfc.capacity_bytes = disk_model(d)->capacity_bytes;
 	d->lanes = calloc(d->nlanes, sizeof(*d->lanes));
 	if (!d->lanes)
 		return -ENOMEM;
@@ -478,6 +559,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		return 0;
 	}
 	d->fd = r;
+	d->can_punch = !cfg->exports.read_only && pb_disk_can_punch(d->fd);
 	/* io_uring punts reads it cannot do without blocking to kernel
 	 * workers: a file on tmpfs gets the memory engine (the copy done
 	 * inline), one on another such file system libaio. */
@@ -486,8 +568,9 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	r = cw_io_alignment(d->fd, &d->align);
 	if (r < 0 || !d->direct)
 		d->align = 512;
-	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, %u lane%s, %s %s I/O%s%s", d->name, d->path,
-		cw_tier_name(d->tier), cw_sched_policy_name(d->policy), d->nlanes,
+	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, best effort %s, %u lane%s, %s %s I/O%s%s",
+		d->name, d->path, cw_tier_name(d->tier), cw_sched_policy_name(d->policy),
+		d->be_order ? d->be_order->name : "fifo", d->nlanes,
 		d->nlanes == 1 ? "" : "s", d->direct ? "direct" : "buffered",
 		cw_io_kind_name(d->io_kind), d->emulate ? ", emulating " : "",
 		d->emulate ? d->emulate->name : "");
@@ -502,7 +585,37 @@ static void disk_publish(struct pb *pb, size_t di)
 				      memory_order_release);
 }
 
-int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_pb)
+static int resv_add(struct pb *pb, const struct cw_admit_resv *a)
+{
+	struct resv *rv = calloc(1, sizeof(*rv));
+	size_t slot;
+
+	if (!rv)
+		return -ENOMEM;
+	rv->a = a;
+	pthread_mutex_lock(&pb->resv_lock);
+	for (slot = 0; slot < pb->nresvs && pb->resvs[slot]; slot++)
+		;
+	if (slot == pb->nresvs) {
+		struct resv **v = slot < PB_RESV_MAX ?
+				  realloc(pb->resvs, (slot + 1) * sizeof(*v)) : NULL;
+
+		if (!v) {
+			pthread_mutex_unlock(&pb->resv_lock);
+			free(rv);
+			return slot < PB_RESV_MAX ? -ENOMEM : -ENOSPC;
+		}
+		pb->resvs = v;
+		pb->nresvs++;
+	}
+	rv->idx = slot;
+	pb->resvs[slot] = rv;
+	pthread_mutex_unlock(&pb->resv_lock);
+	return 0;
+}
+
+int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_config *cfg,
+	   struct pb **ret_pb)
 {
 	struct cw_disk_info *infos = NULL;
 	struct pb *pb;
@@ -513,6 +626,9 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 	if (!pb)
 		return -ENOMEM;
 	pb->pool = pool;
+	pb->adm = adm;
+	pb->req_finish = req_finish;
+	pthread_mutex_init(&pb->resv_lock, NULL);
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);
 	pb->start_ns = cw_now_ns();
@@ -538,6 +654,12 @@ int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_p
 		return -ENOMEM;
 	}
 	memset(pb->zeros, 0, ZERO_CHUNK);
+	/* The reservations admitted before the data path existed. */
+	for (i = 0; cw_admit_state_resv_at(adm, i); i++) {
+		r = resv_add(pb, cw_admit_state_resv_at(adm, i));
+		if (r < 0)
+			goto fail;
+	}
 	r = cw_disk_list(pool, &infos, &n);
 	if (r < 0)
 		goto fail;
@@ -605,10 +727,47 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 			continue;
 		*ret_align = CW_MAX(*ret_align, pb->disks[di].align);
 		*ret_rotational |= pb->disks[di].tier == CW_TIER_HDD;
+		if (!pb->disks[di].can_punch)
+			atomic_store_explicit(&x->can_punch, false, memory_order_relaxed);
 		x->disks[n++] = (uint32_t)di;
 		atomic_store_explicit(&x->ndisks, n, memory_order_release);
 	}
 	return 0;
+}
+
+/* Gives export x the QoS be (NULL: none) on each disk, for the lanes to
+ * pick up; the one it replaces stays until the export goes, since a
+ * dispatcher may be reading it.  Control thread. */
+static void export_be_set(struct pb *pb, struct pbx *x, const struct cw_admit_be *be)
+{
+	struct pbx_be *nb;
+
+	if (!be && !atomic_load_explicit(&x->be, memory_order_relaxed))
+		return;	/* weight 1 and nothing else, as every order starts */
+	nb = calloc(1, sizeof(*nb));
+	if (!nb) {
+		cwd_log(LOG_ERR, "export %s: out of memory for its best-effort QoS", x->name);
+		return;
+	}
+	nb->gen = atomic_fetch_add(&pb->be_gen, 1) + 1;
+	for (size_t i = 0; be && i < be->n_parts; i++) {
+		int di = pb_disk_index(pb, be->parts[i].disk_id);
+
+		if (di < 0)
+			continue;
+		nb->has[di] = true;
+		nb->client[di] = be->parts[i].client;
+	}
+	nb->older = atomic_load_explicit(&x->be, memory_order_relaxed);
+	atomic_store_explicit(&x->be, nb, memory_order_release);
+}
+
+static void export_be_free(struct pbx *x)
+{
+	for (struct pbx_be *b = atomic_load(&x->be), *o; b; b = o) {
+		o = b->older;
+		free(b);
+	}
 }
 
 int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp)
@@ -629,6 +788,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	x->pb = pb;
 	x->part = part;
 	atomic_init(&x->ndisks, 0);
+	atomic_init(&x->can_punch, true);
 	r = export_take_disks(pb, x, info.name, 0, cw_part_nblocks(part), &align, &rotational);
 	if (r == 0 && align > 65536)
 		r = -EINVAL;
@@ -639,6 +799,8 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	nd = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
 	x->align = align;
 	snprintf(x->name, sizeof(x->name), "%s", info.name);
+	x->client = ++pb->next_client;
+	export_be_set(pb, x, cw_admit_state_be_find(pb->adm, x->name));
 	snprintf(x->description, sizeof(x->description), "clockwise partition %s on %u disk%s",
 		 info.name, nd, nd == 1 ? "" : "s");
 	x->next = pb->exports;
@@ -650,6 +812,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 		.read_only = pb->cfg->exports.read_only,
 		.flush_global = pb->cfg->exports.multi_conn,
 		.rotational = rotational,
+		.fast_zero = true,	/* pb_zero refuses a zero it cannot make fast */
 		.min_block = (uint32_t)align,
 		.pref_block = CW_MAX(pb->cfg->exports.block_size, (uint32_t)align),
 		.max_block = pb->cfg->exports.max_request_bytes,
@@ -685,8 +848,71 @@ int pb_export_grow(struct pb *pb, struct pbx *x, uint64_t *ret_size, char *err, 
 	return 0;
 }
 
+static int64_t no_limit(int64_t ns)
+{
+	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
+}
+
+/* A plan for disk d's first lane: the disk's plan and its streams. */
+static struct lane_plan *lane_plan_new(struct pb *pb, const struct disk *d,
+				       const struct cw_disk_plan *plan)
+{
+	struct lane_plan *pl;
+
+	pthread_mutex_lock(&pb->resv_lock);
+	pl = malloc(sizeof(*pl) + pb->nresvs * sizeof(pl->streams[0]));
+	if (pl) {
+		pl->plan = *plan;
+		pl->n_streams = 0;
+		for (size_t i = 0; i < pb->nresvs; i++) {
+			const struct cw_admit_resv_part *pt = pb->resvs[i] ?
+							       resv_part(pb->resvs[i], d->id) : NULL;
+
+			if (pt)
+				pl->streams[pl->n_streams++] = (struct cw_sched_stream){
+					.id = pb->resvs[i]->a->stream,
+					.period_ns = pt->task.period_ns,
+					.service_ns = pt->task.service_ns,
+				};
+		}
+	}
+	pthread_mutex_unlock(&pb->resv_lock);
+	return pl;
+}
+
+/* The scheduling core of a disk that carries streams when it starts. */
+static int disk_sched(struct pb *pb, struct disk *d)
+{
+	struct cw_sched_opts o;
+	struct cw_disk_plan pl;
+	struct lane_plan *lp;
+	int r;
+
+	r = cw_admit_state_plan(pb->adm, d->id, &pl);
+	if (r < 0)
+		return r;
+	cw_sched_opts_init(&o);
+	o.policy = d->policy;
+	o.delta_l_ns = no_limit(pl.be_budget_ns);
+	o.idle_be_ns = no_limit(pl.idle_be_ns);
+	o.server_slice_ns = pl.server_slice_ns;
+	o.server_period_ns = pl.server_period_ns;
+	o.beq = d->be_order;
+	o.beq_conf = o.beq == cw_sched_beq_sfc() ? &d->sfc : NULL;
+	o.guard_ns = pl.guard_ns;
+	r = cw_sched_new(&o, &d->lanes[0].sched);
+	if (r < 0)
+		return r;
+	/* the lane declares the disk's streams to it before its first step */
+	lp = lane_plan_new(pb, d, &pl);
+	if (!lp)
+		return -ENOMEM;
+	lane_post_plan(&d->lanes[0], lp);
+	return 0;
+}
+
 /* Starts the dispatchers of disk d: an I/O engine and a thread per lane,
- * and the scheduling core of a disk with static streams. */
+ * and the scheduling core of a disk with streams. */
 static int disk_start(struct pb *pb, struct disk *d)
 {
 	size_t j;
@@ -694,17 +920,20 @@ static int disk_start(struct pb *pb, struct disk *d)
 
 	if (d->fd < 0)
 		return 0;
-	if (d->ntasks) {
-		r = pb_disk_sched(d);
+	if (atomic_load(&d->live_streams)) {
+		r = disk_sched(pb, d);
 		if (r < 0)
 			return r;
 	}
 	for (j = 0; j < d->nlanes; j++) {
 		struct lane *l = &d->lanes[j];
 
-		l->expected_ns = calloc(PB_RESV_MAX, sizeof(int64_t));
-		if (!l->expected_ns)
-			return -ENOMEM;
+		r = l->sched ? 0 : lane_beq_new(l);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "disk %s: cannot set up its best-effort order: %s", d->name,
+				strerror(-r));
+			return r;
+		}
 		if (d->emulate) {
 			struct cw_io_emu_opts eo;
 
@@ -750,12 +979,11 @@ static void disk_close(struct disk *d)
 	for (j = 0; j < d->nlanes && d->lanes; j++) {
 		cw_io_engine_free(d->lanes[j].eng);
 		cw_sched_free(d->lanes[j].sched);
-		free(d->lanes[j].expected_ns);
+		lane_beq_free(&d->lanes[j]);
 		free(atomic_load(&d->lanes[j].plan));
 		cw_slots_free(d->lanes[j].rec);
 	}
 	free(d->lanes);
-	free(d->tasks);
 	free(d->emulate);
 	d->emulate = NULL;
 	for (struct disk_model *dm = atomic_load(&d->model), *o; dm; dm = o) {
@@ -764,9 +992,7 @@ static void disk_close(struct disk *d)
 	}
 	atomic_store(&d->model, NULL);
 	d->lanes = NULL;
-	d->tasks = NULL;
 	d->nlanes = 0;
-	d->ntasks = 0;
 	if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
@@ -782,6 +1008,9 @@ int pb_start(struct pb *pb)
 		if (r < 0)
 			return r;
 	}
+	r = pb_alloc_start(pb);
+	if (r < 0)
+		return r;
 	pb->started = true;
 	return 0;
 }
@@ -878,10 +1107,120 @@ int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen)
 	/* Nothing maps to it (no partition has a block there) and no export
 	 * lists it, so no request can reach its lanes once it is unlisted. */
 	atomic_store_explicit(&pb->slot_of[disk_id], -1, memory_order_release);
+	/* The keeper of holes may still hold a wake-up for its lanes. */
+	pb_alloc_quiesce(pb);
 	disk_stop(&pb->disks[di]);
 	cwd_log(LOG_INFO, "disk %s (%s): closed", pb->disks[di].name, pb->disks[di].path);
 	disk_close(&pb->disks[di]);
 	return 0;
+}
+
+/* ---- admission events (the control thread, or main before start) ---- */
+
+/* Released: the control server refuses while an export is bound to it,
+ * and an export's removal waited for its requests, so nothing in flight
+ * points at it. */
+static void resv_drop(struct pb *pb, const struct cw_admit_resv *a)
+{
+	pthread_mutex_lock(&pb->resv_lock);
+	for (size_t i = 0; i < pb->nresvs; i++)
+		if (pb->resvs[i] && pb->resvs[i]->a == a) {
+			for (struct pbx *x = pb->exports; x; x = x->next)
+				if (x->resv == pb->resvs[i])
+					x->resv = NULL;
+			free(pb->resvs[i]);
+			pb->resvs[i] = NULL;
+		}
+	pthread_mutex_unlock(&pb->resv_lock);
+}
+
+/* A disk's new plan reaches its first lane's dispatcher; its model the
+ * threads that book on it. */
+static void plan_changed(struct pb *pb, const struct cw_admit_event *ev)
+{
+	int di = pb_disk_index(pb, ev->disk_id);
+	struct lane_plan *pl;
+	struct disk *d;
+
+	if (di < 0)
+		return;	/* not open: it takes its plan when it is */
+	d = &pb->disks[di];
+	if (memcmp(disk_model(d), ev->model, sizeof(*ev->model)) != 0) {
+		char text[4096];
+
+		if (disk_set_model(d, ev->model) < 0)
+			cwd_log(LOG_ERR, "disk %s: out of memory for its new model", d->name);
+		else if (cw_model_format(ev->model, text, sizeof(text)) > 0)
+			cwd_log(LOG_NOTICE, "disk %s: new model: %s", d->name, text);
+	}
+	if (ev->plan->n_tasks)
+		atomic_store(&d->live_streams, true);
+	if (!atomic_load(&d->live_streams))
+		return;
+	if (ev->plan->be_starved && ev->plan->n_tasks)
+		cwd_log(LOG_WARNING, "disk %s: its streams leave best-effort pieces of %" PRId64
+			" us no room (server slice %" PRId64 " us): they fail", d->name,
+			ev->plan->be_max_ns / 1000, ev->plan->server_slice_ns / 1000);
+	cwd_log(LOG_INFO, "disk %s: %zu stream part%s, policy %s, best-effort slack %" PRId64
+		" us, server %" PRId64 " us every %" PRId64 " ms", d->name, ev->plan->n_tasks,
+		ev->plan->n_tasks == 1 ? "" : "s", cw_sched_policy_name(d->policy),
+		ev->plan->n_tasks ? no_limit(ev->plan->be_budget_ns) / 1000 : 0,
+		ev->plan->server_slice_ns / 1000, ev->plan->server_period_ns / CW_NS_PER_MS);
+	if (!d->lanes[0].started)
+		return;	/* disk_start takes the plan */
+	pl = lane_plan_new(pb, d, ev->plan);
+	if (!pl) {
+		cwd_log(LOG_ERR, "disk %s: out of memory for its new plan", d->name);
+		return;
+	}
+	lane_post_plan(&d->lanes[0], pl);
+}
+
+void pb_admit_event(void *userdata, const struct cw_admit_event *ev)
+{
+	struct pb *pb = userdata;
+	int r;
+
+	switch (ev->kind) {
+	case CW_ADMIT_EV_PLAN:
+		plan_changed(pb, ev);
+		break;
+	case CW_ADMIT_EV_RESV_ADDED:
+		r = resv_add(pb, ev->resv);
+		if (r < 0)
+			cwd_log(LOG_ERR, "reservation %" PRIu64 " on %s: the data path cannot take "
+				"it: %s (its requests stay best-effort)", ev->resv->id,
+				ev->resv->part, strerror(-r));
+		break;
+	case CW_ADMIT_EV_RESV_RELEASED:
+		resv_drop(pb, ev->resv);
+		break;
+	case CW_ADMIT_EV_BE_SET:
+	case CW_ADMIT_EV_BE_CLEARED:
+		for (struct pbx *x = pb->exports; x; x = x->next)
+			if (!strcmp(x->name, ev->be->export_name))
+				export_be_set(pb, x, ev->kind == CW_ADMIT_EV_BE_SET ? ev->be : NULL);
+		break;
+	}
+}
+
+int pb_export_bind(struct pb *pb, struct pbx *x, uint64_t resv_id)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&pb->resv_lock);
+	for (size_t i = 0; i < pb->nresvs; i++) {
+		const struct resv *rv = pb->resvs[i];
+
+		if (rv && (resv_id ? rv->a->persistent && rv->a->id == resv_id :
+			   !rv->a->persistent && strcmp(rv->a->export_name, x->name) == 0)) {
+			x->resv = pb->resvs[i];
+			r = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pb->resv_lock);
+	return r;
 }
 
 void pb_log_stats(struct pb *pb)
@@ -909,12 +1248,25 @@ void pb_log_stats(struct pb *pb)
 			es.requests ? es.late_sum_ns / (int64_t)es.requests / 1000 : 0,
 			es.late_max_ns / 1000, es.late);
 	}
+	pthread_mutex_lock(&pb->resv_lock);
 	for (i = 0; i < pb->nresvs; i++) {
-		if (!pb->resvs[i])
+		const struct resv *rv = pb->resvs[i];
+
+		if (!rv)
 			continue;	/* released */
-		snprintf(what, sizeof(what), "reservation %s", pb->resvs[i]->r.export_name);
-		cwd_stats_log(what, &pb->resvs[i]->st);
+		if (rv->a->persistent)
+			snprintf(what, sizeof(what), "reservation %" PRIu64, rv->a->id);
+		else
+			snprintf(what, sizeof(what), "reservation %s", rv->a->export_name);
+		cwd_stats_log(what, &rv->st);
 	}
+	pthread_mutex_unlock(&pb->resv_lock);
+	for (const struct pbx *x = pb->exports; x; x = x->next)
+		cwd_log(LOG_INFO, "stats export %s: be_requests=%" PRIu64 " be_bytes=%" PRIu64
+			" be_disk_time_us=%" PRIu64 " be_for_reservation_us=%" PRIu64, x->name,
+			(uint64_t)cwd_stats_get(&x->be_st.requests), (uint64_t)cwd_stats_get(&x->be_st.bytes),
+			(uint64_t)cwd_stats_get(&x->be_st.cost_ns) / 1000,
+			(uint64_t)cwd_stats_get(&x->be_st.resv_ns) / 1000);
 }
 
 void pb_free(struct pb *pb)
@@ -924,17 +1276,20 @@ void pb_free(struct pb *pb)
 
 	if (!pb)
 		return;
+	pb_alloc_stop(pb);
 	for (i = 0; i < pb->ndisks; i++)
 		disk_stop(&pb->disks[i]);
 	for (i = 0; pb->disks && i < pb->ndisks; i++)
 		disk_close(&pb->disks[i]);
 	for (x = pb->exports; x; x = next) {
 		next = x->next;
+		export_be_free(x);
 		free(x);
 	}
 	for (i = 0; i < pb->nresvs; i++)
-		pb_resv_free(pb->resvs[i]);
+		free(pb->resvs[i]);
 	free(pb->resvs);
+	pthread_mutex_destroy(&pb->resv_lock);
 	free(pb->disks);
 	free(pb->zeros);
 	/* Connection threads free their descriptors as they exit, which can

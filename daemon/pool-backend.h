@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
 
 #include "daemon/conf.h"
@@ -26,39 +27,21 @@
 
 struct pb;
 
-/* A static reservation (the paper's QoS) binding an export to a stream:
- * bandwidth B, user block size b, the range [offset, offset + length) of
- * the partition (length 0: to its end) and the time span [start, end) in
- * seconds after the daemon started (end 0: no end). */
-struct pb_reservation {
-	char export_name[CW_NAME_MAX + 1];
-	uint64_t bandwidth_bps;
-	uint64_t block_bytes;
-	uint64_t offset;
-	uint64_t length;
-	int64_t span_start_s;
-	int64_t span_end_s;
-};
-
-/* Parses "EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START:END]]" (sizes take
- * k, M, G suffixes, powers of 1024; bandwidth is bytes per second).
- * -EINVAL with a message in err. */
-int pb_reservation_parse(const char *spec, struct pb_reservation *ret, char *err, size_t errlen);
-
 /* Opens every present disk of the pool with O_DIRECT and prepares its
  * lanes as cfg says (a disk absent from cfg gets the global policy).
  * Messages go to the daemon log. */
-int pb_new(struct cw_pool *pool, const struct cwd_config *cfg, struct pb **ret_pb);
+int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_config *cfg,
+	   struct pb **ret_pb);
+
+/* The admission state's listener (clockwise/admit-state.h): a new plan
+ * goes to the disk's dispatcher, a reservation joins or leaves the data
+ * path.  userdata is the struct pb. */
+void pb_admit_event(void *userdata, const struct cw_admit_event *ev);
 
 /* Prepares the export of a partition: fills ret_exp (size, block sizes,
  * ops, back end); name and description point into pb.  -ENODEV when a
  * disk of the partition is missing (the reason is logged). */
 int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp);
-
-/* Admits a reservation on every disk its range touches (Jeffay's test per
- * disk); on refusal returns -EBUSY and the reason in err, and nothing
- * changes.  Call before pb_start(). */
-int pb_reserve(struct pb *pb, const struct pb_reservation *res, char *err, size_t errlen);
 
 /* Starts the dispatchers. */
 int pb_start(struct pb *pb);
@@ -84,6 +67,10 @@ int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen);
 struct pbx;
 int pb_export_grow(struct pb *pb, struct pbx *x, uint64_t *ret_size, char *err,
 		   size_t errlen);
+
+/* Binds export x to the reservation with id resv_id, or (0) to the
+ * start-up reservation given for its name; -ENOENT if there is none. */
+int pb_export_bind(struct pb *pb, struct pbx *x, uint64_t resv_id);
 
 /* Stops the dispatchers once no request is in flight (stop the NBD server
  * first), and frees everything.  NULL-safe. */

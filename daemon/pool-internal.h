@@ -20,11 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <clockwise/admit.h>
+#include <clockwise/admit-state.h>
 #include <clockwise/emu.h>
 #include <clockwise/io.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
+#include <clockwise/sched-beq.h>
 #include <clockwise/slots.h>
 
 #include "common/cleanup.h"
@@ -53,12 +54,18 @@
 #define PB_DISKS_CAP CW_DISKS_MAX
 
 struct piece;
+struct preq;
 
-/* The slack and BE server of a lane with streams, handed to its dispatcher
- * when streams are admitted or released while it runs (lane_post_plan). */
+/* A disk's plan from the admission state, handed to its first lane's
+ * dispatcher when streams are admitted or released while it runs
+ * (lane_post_plan). */
 struct lane_plan {
-	int64_t delta_l_ns, idle_be_ns;
-	int64_t server_slice_ns, server_period_ns;
+	struct cw_disk_plan plan;
+	/* The streams admitted on the disk, with their T and C there: the
+	 * scheduler knows them before their first request and forgets
+	 * others (release_ns unused). */
+	size_t n_streams;
+	struct cw_sched_stream streams[];
 };
 
 struct lane {
@@ -83,10 +90,15 @@ struct lane {
 	/* Owned by the dispatcher thread alone. */
 	struct cw_io_engine *eng;
 	struct cw_sched *sched;		/* RT disks, lane 0 */
-	struct piece *fifo, *fifo_tail;	/* lanes without streams */
+	/* Lanes without streams: the disk's best-effort order (NULL: arrival
+	 * order, straight into fifo), from which the dispatcher moves what
+	 * may start into fifo, up to queue_depth in flight. */
+	void *beq;
+	uint64_t *client_gen;		/* by client: the QoS generation it has */
+	size_t n_client_gen;
+	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
 	unsigned inflight;
 	bool busy;			/* a request in service under cw_sched */
-	int64_t *expected_ns;		/* per reservation: next expected release */
 };
 
 struct disk_model {
@@ -117,32 +129,57 @@ struct disk {
 	 * it: read it with disk_model(); old ones are freed with the disk. */
 	_Atomic(struct disk_model *) model;
 	enum cw_sched_policy policy;
+	/* The best-effort order of every lane (NULL: FIFO) and its options. */
+	const struct cw_sched_beq_ops *be_order;
+	struct cw_sched_sfc_conf sfc;
 	unsigned nlanes;
 	struct lane *lanes;
-	struct cw_task *tasks;		/* admitted stream parts */
-	size_t ntasks;
 	atomic_uint_fast64_t nerrors;
 	uint32_t be_piece;		/* BE pieces are at most this long (cw_admit_be_piece) */
-	int64_t be_max_ns;		/* service of the largest BE piece */
-	struct cw_task be_reserve;	/* the BE reserve admission keeps (admit.h) */
-	atomic_bool live_streams;	/* streams admitted at runtime: RT goes to lane 0 */
+	/* The disk has had streams: every request goes to lane 0, whose
+	 * dispatcher runs the scheduling core with the disk's plan. */
+	atomic_bool live_streams;
+	/* fallocate(PUNCH_HOLE) works on it and leaves zeros (a file on a
+	 * file system with holes, a block device that can zero): a range is
+	 * zeroed and its space given back without writing. */
+	bool can_punch;
 };
 
+/* The data path's side of an admitted reservation: the admission state's
+ * object (which owns it and outlives every request that points here; see
+ * pb_admit_event) and the counters of its requests. */
 struct resv {
-	struct pb_reservation r;
+	const struct cw_admit_resv *a;
 	size_t idx;			/* in pb->resvs */
-	struct pbx *x;
-	uint64_t lo, hi;
-	int64_t start_ns, end_ns;	/* CLOCK_MONOTONIC; end 0: none */
-	int64_t *period_ns;		/* per disk slot (PB_DISKS_CAP): T (0: not on it) */
-	int64_t *service_ns;		/* per disk slot: C */
 	struct cwd_stats st;
-	uint64_t ctl_id;		/* the control plane's id; 0: static (-r) */
-	/* Static ones: the plan admitted (for the control server's
-	 * admission, which must count them); NULL otherwise. */
-	struct cw_admit_part *parts;
-	size_t nparts;
-	int64_t stream_period_ns;
+};
+
+/* The part of rv on disk id, or NULL: its period and admitted C. */
+static inline const struct cw_admit_resv_part *resv_part(const struct resv *rv, uint32_t id)
+{
+	for (size_t i = 0; i < rv->a->n_parts; i++)
+		if (rv->a->parts[i].disk_id == id)
+			return &rv->a->parts[i];
+	return NULL;
+}
+
+/* An export's best-effort QoS on each disk (the admission state's
+ * cw_admit_be, by disk slot), replaced whole when it changes while the
+ * dispatchers read it; old ones are freed with the export.  gen grows
+ * with each: a lane gives its order a client's QoS when it sees a new
+ * one. */
+struct pbx_be {
+	uint64_t gen;
+	struct pbx_be *older;
+	bool has[PB_DISKS_CAP];
+	struct cw_sched_client client[PB_DISKS_CAP];
+};
+
+/* What an export's best-effort pieces got: cost is the disk model's mean
+ * service time of each (the share RBFQ gives), resv the part of it its
+ * order gave for the reservation. */
+struct pbx_be_counters {
+	atomic_uint_fast64_t requests, bytes, cost_ns, resv_ns;
 };
 
 /* An export: one partition. */
@@ -157,12 +194,26 @@ struct pbx {
 	 * count that covers it (release; FLUSH loads it with acquire). */
 	uint32_t disks[PB_DISKS_CAP];
 	atomic_uint ndisks;
+	atomic_bool can_punch;		/* every disk of it can punch holes */
 	struct resv *resv;
+	uint64_t client;		/* its id in the disks' best-effort orders */
+	_Atomic(struct pbx_be *) be;	/* NULL: weight 1, nothing else */
+	struct pbx_be_counters be_st;
 	struct pbx *next;
+};
+
+/* A request that changes which blocks are holes (pool-alloc.c). */
+struct alloc_job {
+	struct alloc_job *next;
+	struct pbx *x;
+	struct nbdsrv_io *nio;
 };
 
 struct pb {
 	struct cw_pool *pool;
+	struct cw_admit_state *adm;
+	/* Completes a request whose pieces are all done (lane.c calls it). */
+	void (*req_finish)(struct preq *q);
 	struct cw_slots_domain *domain;
 	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
@@ -176,21 +227,32 @@ struct pb {
 	atomic_int slot_of[CW_DISKS_MAX + 1];	/* by disk id: its open slot, or -1 */
 	bool started;			/* pb_start ran: a disk added now starts at once */
 	struct pbx *exports;
-	struct resv **resvs;
+	pthread_mutex_t resv_lock;	/* resvs and exports' bindings, for stats */
+	struct resv **resvs;		/* NULL where one was released */
 	size_t nresvs;
 	void *zeros;
 	int64_t start_ns;
 	_Atomic(struct preq *) spare;	/* small requests to reuse */
+	uint64_t next_client;		/* export client ids; control thread */
+	atomic_uint_fast64_t be_gen;	/* QoS generations */
+	/* The keeper of holes (pool-alloc.c): its queue, pushed by the
+	 * connections' threads, taken whole by its thread. */
+	_Atomic(struct alloc_job *) alloc_q;
+	atomic_int alloc_sleeping;
+	atomic_bool alloc_busy;		/* inside a batch (pb_alloc_quiesce) */
+	atomic_uint_fast64_t alloc_batches;	/* batches ended */
+	atomic_bool alloc_stop;
+	pthread_t alloc_thread;
+	bool alloc_started;
+	void *alloc_batch;		/* its work space */
 };
-
-struct preq;
 
 struct piece {
 	struct piece *next;
 	struct preq *req;
 	struct lane *lane;
 	bool rt;
-	bool first_on_disk;		/* RT: this piece moves the stream's expected release */
+	bool first_on_disk;		/* RT: this piece starts the stream's job on its disk */
 	struct resv *resv;
 	struct cw_sched_req sr;
 	struct cw_io_req io;
@@ -220,25 +282,55 @@ void lane_unplug(void);
 void *lane_main(void *arg);
 void lane_stop(struct lane *l);
 void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);
+void lane_fifo_append(struct lane *l, struct piece *p);	/* to submit, in order */
 /* Hands a plan (malloc'ed; the lane frees it) to a lane's dispatcher,
  * which applies it once nothing started outside the policy is in flight. */
 void lane_post_plan(struct lane *l, struct lane_plan *pl);
 
+/* lane-beq.c: the best-effort order of a lane */
+int lane_beq_new(struct lane *l);	/* at start; a FIFO lane gets none */
+void lane_beq_free(struct lane *l);
+/* A BE piece's fields for the order (client, cost, position), and its
+ * client's QoS on this lane's disk if new.  Dispatcher only. */
+void lane_be_fill(struct lane *l, struct piece *p);
+/* Queues p in the lane's order: 0 or -errno. */
+int lane_beq_push(struct lane *l, struct piece *p, int64_t now);
+/* Moves what the order lets start now into the lane's fifo, at most n;
+ * sets *ret_wait (-1: no timer) when it holds requests back. */
+void lane_beq_pull(struct lane *l, int64_t now, unsigned n, int64_t *ret_wait);
+size_t lane_beq_count(const struct lane *l);
+/* Everything queued, in its order, to the lane's fifo (the lane gets its
+ * scheduling core), and the order freed. */
+void lane_beq_drain(struct lane *l);
+/* The counters of a finished BE piece, for its export. */
+void lane_be_done(struct lane *l, struct piece *p);
+
 /* pool-backend.c */
-void pb_req_finish(struct preq *q);
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 int pb_disk_index(struct pb *pb, uint32_t id);
-int pb_disk_set_model(struct disk *d, const struct cw_model *m);
+/* Maps and books a READ (holes read as zeros, without I/O), WRITE or
+ * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
+int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
+
+/* pool-alloc.c: blocks become written or holes */
+/* Whether every block [off, off + len) touches holds data already. */
+bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len);
+/* Hands a WRITE to a hole, a TRIM or a WRITE_ZEROES to the keeper of
+ * holes, which completes it.  -ENOMEM. */
+int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio);
+/* Whether fallocate(PUNCH_HOLE) works on the disk's open descriptor. */
+bool pb_disk_can_punch(int fd);
+int pb_alloc_start(struct pb *pb);
+void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
+/* Returns once the keeper is past every batch begun before the call:
+ * after a disk is unlisted, it holds nothing of the disk's lanes (a
+ * write it booked can complete, and its export go, before the keeper
+ * wakes the lane).  Control thread. */
+void pb_alloc_quiesce(struct pb *pb);
 
 static inline const struct cw_model *disk_model(const struct disk *d)
 {
 	return &atomic_load_explicit(&d->model, memory_order_acquire)->m;
 }
-
-/* reserve.c */
-int pb_disk_sched(struct disk *d);
-int pb_disk_plan(const struct disk *d, const struct cw_task *tasks, size_t n,
-		 struct lane_plan *ret);
-void pb_resv_free(struct resv *rv);
 
 #endif

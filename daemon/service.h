@@ -3,8 +3,8 @@
  * service.h — clockwised's control socket (daemon/control.h) wired into
  * its data path (pool-backend.h) and NBD server (nbd-server.h).
  */
-#ifndef CWD_CTL_GLUE_H
-#define CWD_CTL_GLUE_H
+#ifndef CWD_SERVICE_H
+#define CWD_SERVICE_H
 
 #include <stddef.h>
 
@@ -18,21 +18,16 @@ struct svc;
 
 /* Binds the control socket of cfg (groups resolved with getgrnam; a
  * missing one leaves its rights to root, logged).  0 or -errno (logged). */
-int svc_new(struct cw_pool *pool, struct pb *pb, struct nbdsrv *nbd,
-	    const struct cwd_config *cfg, struct svc **ret_ctl);
+int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
+	    struct nbdsrv *nbd, const struct cwd_config *cfg, struct svc **ret_ctl);
 /* Exports every partition whose disks are present, through the control
  * server so that it lists them; *ret_n: how many. */
-int svc_export_all(struct svc *ctl, size_t *ret_n);
-/* Tells the control server's admission about the reservations given with
- * -r (pb_reserve, after ctl_export_all): they are counted in every later
- * admission on their disks and listed as static.  -EBUSY (logged) when
- * they do not fit beside the reservations the pool stores. */
-int ctl_add_static_resvs(struct svc *ctl);
+int svc_export_all(struct svc *svc, size_t *ret_n);
 /* Serves the socket in a thread of its own. */
-int svc_start(struct svc *ctl);
-/* pb_log_stats() under the lock the socket's changes take (ctl may be NULL). */
-void svc_log_stats(struct svc *ctl, struct pb *pb);
+int svc_start(struct svc *svc);
+/* pb_log_stats() under the lock the socket's changes take (svc may be NULL). */
+void svc_log_stats(struct svc *svc, struct pb *pb);
 /* Stops serving and frees (NULL-safe); before the NBD server and pb go. */
-void svc_free(struct svc *ctl);
+void svc_free(struct svc *svc);
 
 #endif

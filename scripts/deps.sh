@@ -4,7 +4,7 @@ CW_DEB_PACKAGES="build-essential autoconf automake libtool pkg-config
  liburing-dev libaio-dev libsqlite3-dev sqlite3 libconfig-dev libcunit1-dev
  libsystemd-dev libjson-c-dev libnbd-dev libnbd-bin nbdkit qemu-utils fio
  e2fsprogs util-linux procps groff-base gnuplot-nox jq systemd
- qemu-system-common fuse3 python3"
+ qemu-system-common fuse3 python3 libgnutls28-dev gnutls-bin"
 
 cw_install_deps() {
 	local missing=() p

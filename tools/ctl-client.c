@@ -86,10 +86,10 @@ static void consume(struct cwctl_client *c, size_t line_len)
 	c->len -= line_len + 1;
 }
 
-int cwctl_client_call(struct cwctl_client *c, enum cwc_cmd cmd, json_object *args,
-		    cwctl_progress_fn progress, void *userdata, struct cwc_reply *ret_reply)
+int cwctl_client_call(struct cwctl_client *c, enum cw_ctl_cmd cmd, json_object *args,
+		    cwctl_progress_fn progress, void *userdata, struct cw_ctl_reply *ret_reply)
 {
-	char *req = cwc_format_request(cmd, args);
+	char *req = cw_ctl_format_request(cmd, args);
 	int r;
 
 	if (!req)
@@ -99,20 +99,20 @@ int cwctl_client_call(struct cwctl_client *c, enum cwc_cmd cmd, json_object *arg
 	if (r < 0)
 		return r;
 	for (;;) {
-		struct cwc_fail f;
+		struct cw_ctl_fail f;
 		size_t n = 0;
 
 		r = read_line(c, &n);
 		if (r < 0)
 			return r;
-		r = cwc_reply_parse(c->buf, n, ret_reply, &f);
+		r = cw_ctl_reply_parse(c->buf, n, ret_reply, &f);
 		consume(c, n);
 		if (r < 0)
 			return -EPROTO;
-		if (ret_reply->kind != CWC_REPLY_PROGRESS)
+		if (ret_reply->kind != CW_CTL_REPLY_PROGRESS)
 			return 0;
 		if (progress)
 			progress(ret_reply, userdata);
-		cwc_reply_done(ret_reply);
+		cw_ctl_reply_done(ret_reply);
 	}
 }

@@ -3,8 +3,8 @@
  * cwctl — drives clockwised through its control socket (cwctl(8)).
  *
  * Every command is one request of the control protocol
- * (daemon/control-proto.h); cwctl turns the suffixed quantities people
- * type into the integers the protocol carries (tools/units.h) and the
+ * (clockwise/ctl-proto.h); cwctl turns the suffixed quantities people
+ * type into the integers the protocol carries (clockwise/units.h) and the
  * replies into tables, or prints them unchanged with --json.
  *
  * Exit status: 0 success, 1 the server refused or failed the request,
@@ -25,9 +25,12 @@
 #include <unistd.h>
 
 #include <clockwise/types.h>
+#include <clockwise/pool-objects.h>
+#include <clockwise/units.h>
 
 #include "ctl-client.h"
-#include "units.h"
+#include "plan-table.h"
+#include "table.h"
 
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
@@ -86,58 +89,6 @@ static char *fdur(json_object *o, const char *k, char *buf)
 	return get(o, k) ? cw_units_format_duration(gi(o, k), buf) : strcpy(buf, "-");
 }
 
-/* A table: cells filled row by row, printed with columns aligned. */
-#define TABLE_COLS 12
-#define CELL 80
-struct table {
-	unsigned ncols;
-	size_t nrows, cap;
-	char (*cells)[TABLE_COLS][CELL];
-};
-
-static void table_row(struct table *t, ...)
-{
-	va_list ap;
-
-	if (t->nrows == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 16;
-		void *p = realloc(t->cells, cap * sizeof(*t->cells));
-
-		if (!p) {
-			fprintf(stderr, "%s: out of memory\n", cmd_name);
-			exit(EXIT_REFUSED);
-		}
-		t->cells = p;
-		t->cap = cap;
-	}
-	va_start(ap, t);
-	for (unsigned i = 0; i < t->ncols; i++)
-		snprintf(t->cells[t->nrows][i], CELL, "%s", va_arg(ap, const char *));
-	va_end(ap);
-	t->nrows++;
-}
-
-static void table_print(struct table *t)
-{
-	size_t w[TABLE_COLS] = { 0 };
-
-	for (size_t r = 0; r < t->nrows; r++)
-		for (unsigned i = 0; i < t->ncols; i++)
-			if (strlen(t->cells[r][i]) > w[i])
-				w[i] = strlen(t->cells[r][i]);
-	for (size_t r = 0; r < t->nrows; r++) {
-		for (unsigned i = 0; i < t->ncols; i++) {
-			if (i + 1 == t->ncols)
-				printf("%s\n", t->cells[r][i]);
-			else
-				printf("%-*s  ", (int)w[i], t->cells[r][i]);
-		}
-	}
-	free(t->cells);
-	t->cells = NULL;
-	t->nrows = t->cap = 0;
-}
-
 static void print_disks(json_object *a)
 {
 	struct table t = { .ncols = 10 };
@@ -146,7 +97,7 @@ static void print_disks(json_object *a)
 		  "DELTA-L");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *d = json_object_array_get_idx(a, i), *m = get(d, "model");
-		char size[CW_UNITS_BUF], fr[CW_UNITS_BUF], dl[CW_UNITS_BUF], util[16], model[CELL];
+		char size[CW_UNITS_BUF], fr[CW_UNITS_BUF], dl[CW_UNITS_BUF], util[16], model[TABLE_CELL];
 
 		snprintf(util, sizeof(util), "%.0f%%",
 			 100 * json_object_get_double(get(d, "utilization")));
@@ -158,7 +109,7 @@ static void print_disks(json_object *a)
 			  fsize(d, "size", size), fsize(d, "free", fr), model, gs(d, "tasks"),
 			  util, get(d, "delta_l_ns") ? fdur(d, "delta_l_ns", dl) : "none");
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_parts(json_object *a)
@@ -174,7 +125,7 @@ static void print_parts(json_object *a)
 			  gs(p, "tier"), gs(p, "zone"),
 			  json_object_get_boolean(get(p, "available")) ? "yes" : "no");
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_resvs(json_object *a)
@@ -185,7 +136,7 @@ static void print_resvs(json_object *a)
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *r = json_object_array_get_idx(a, i);
 		char rate[CW_UNITS_BUF], blk[CW_UNITS_BUF], per[CW_UNITS_BUF], end[CW_UNITS_BUF];
-		char a1[CW_UNITS_BUF], a2[CW_UNITS_BUF], range[CELL];
+		char a1[CW_UNITS_BUF], a2[CW_UNITS_BUF], range[TABLE_CELL];
 
 		snprintf(range, sizeof(range), "%s:%s", fsize(r, "range_start", a1),
 			 fsize(r, "range_end", a2));
@@ -195,7 +146,7 @@ static void print_resvs(json_object *a)
 			  fsize(r, "block", blk), range, fdur(r, "period_ns", per), gs(r, "disks"),
 			  get(r, "ends_in_ns") ? fdur(r, "ends_in_ns", end) : "never");
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_exports(json_object *a)
@@ -210,7 +161,7 @@ static void print_exports(json_object *a)
 			  json_object_get_boolean(get(e, "readonly")) ? "yes" : "no",
 			  get(e, "resv") ? gs(e, "resv") : "-");
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_resv(json_object *r)
@@ -230,7 +181,7 @@ static void print_resv(json_object *r)
 		table_row(&t, gs(p, "disk"), fdur(p, "period_ns", a), fdur(p, "service_ns", b),
 			  gs(p, "requests"), gs(p, "stride"));
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 }
 
 static void print_stats(json_object *s)
@@ -248,7 +199,7 @@ static void print_stats(json_object *s)
 			  gs(o, "be_requests"), fdur(o, "be_p50_ns", a), fdur(o, "be_p99_ns", b),
 			  fdur(o, "be_max_ns", c), fdur(o, "slack_used_ns", e));
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 	if (r && json_object_array_length(r)) {
 		printf("\n");
 		table_row(&u, "RESV", "REQUESTS", "MISSES", "WORST-LATE");
@@ -261,7 +212,7 @@ static void print_stats(json_object *s)
 				  gs(o, "requests"), gs(o, "misses"),
 				  fdur(o, "worst_late_ns", a));
 		}
-		table_print(&u);
+		table_print(&u, stdout);
 	}
 }
 
@@ -269,7 +220,7 @@ static void print_stats(json_object *s)
 
 static bool bar_shown;
 
-static void progress(const struct cwc_reply *p, void *userdata)
+static void progress(const struct cw_ctl_reply *p, void *userdata)
 {
 	int width = 30, filled;
 
@@ -287,10 +238,10 @@ typedef void (*print_fn)(json_object *result);
 
 /* Sends one request; prints the result with print (or as JSON) and
  * returns the exit status. */
-static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
+static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 {
 	struct cwctl_client c;
-	struct cwc_reply rep;
+	struct cw_ctl_reply rep;
 	int r = cwctl_client_open(&c, socket_path);
 
 	if (r < 0) {
@@ -313,13 +264,13 @@ static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
 							: strerror(-r));
 		return EXIT_CONNECT;
 	}
-	if (rep.kind == CWC_REPLY_ERROR) {
+	if (rep.kind == CW_CTL_REPLY_ERROR) {
 		if (json_out)
 			fprintf(stderr, "%s\n", json_object_to_json_string_ext(
 							get(rep.root, "error"), JSON_C_TO_STRING_PLAIN));
 		else
 			fprintf(stderr, "%s: %s (%s)\n", cmd_name, rep.message, rep.code_name);
-		cwc_reply_done(&rep);
+		cw_ctl_reply_done(&rep);
 		return EXIT_REFUSED;
 	}
 	if (json_out)
@@ -329,7 +280,7 @@ static int call(enum cwc_cmd cmd, json_object *args, print_fn print)
 	else if (print)
 		print(rep.result);
 	fflush(stdout);
-	cwc_reply_done(&rep);
+	cw_ctl_reply_done(&rep);
 	return 0;
 }
 
@@ -361,8 +312,8 @@ static bool size_arg(const char *what, const char *s, uint64_t *ret)
 	int r = cw_units_parse_size(s, ret);
 
 	if (r < 0)
-		usage_error("%s \"%s\": %s; expected bytes with an optional K, M, G or T suffix",
-			    what, s, r == -ERANGE ? "too large" : "not a size");
+		usage_error("%s \"%s\": %s; expected " CW_UNITS_SIZE_HELP, what, s,
+			    r == -ERANGE ? "too large" : "not a size");
 	return r == 0;
 }
 
@@ -390,7 +341,7 @@ struct command {
 	int (*fn)(int argc, char **argv);	/* NULL: c_simple() */
 	/* For c_simple: the request, its one positional argument ("name",
 	 * "id" or NULL for none) and how to print the result. */
-	enum cwc_cmd cmd;
+	enum cw_ctl_cmd cmd;
 	const char *arg;
 	print_fn print;
 };
@@ -517,7 +468,7 @@ static int c_disk_add(int argc, char **argv)
 		return EXIT_REFUSED;
 	}
 	put_str(a, "path", path);
-	return call(CWC_CMD_DISK_ADD, a, print_disk_added);
+	return call(CW_CTL_CMD_DISK_ADD, a, print_disk_added);
 }
 
 
@@ -554,7 +505,57 @@ static int c_disk_calibrate(int argc, char **argv)
 	if (argc - optind != 1)
 		return json_object_put(a), usage_error("expected one disk NAME");
 	put_str(a, "name", argv[optind]);
-	return call(CWC_CMD_DISK_CALIBRATE, a, print_calibrated);
+	return call(CW_CTL_CMD_DISK_CALIBRATE, a, print_calibrated);
+}
+
+/* The reply of disk.plan, an array of cw_disk_plan_format_json objects,
+ * as the table cwsim plan prints too. */
+static void print_plans(json_object *a)
+{
+	struct plan_row *rows;
+	size_t n;
+
+	if (!json_object_is_type(a, json_type_array)) {
+		fprintf(stderr, "%s: %s: the server's reply is not a list of plans\n", cmd_name,
+			socket_path);
+		exit(EXIT_CONNECT);
+	}
+	n = json_object_array_length(a);
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows) {
+		fprintf(stderr, "%s: out of memory\n", cmd_name);
+		exit(EXIT_REFUSED);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (plan_row_from_json(json_object_array_get_idx(a, i), &rows[i]) < 0) {
+			fprintf(stderr, "%s: %s: the server's plan of a disk lacks a field"
+				" (try --json)\n", cmd_name, socket_path);
+			free(rows);
+			exit(EXIT_CONNECT);
+		}
+	}
+	plan_table_print(stdout, rows, n);
+	free(rows);
+}
+
+static int c_disk_plan(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "json", no_argument, NULL, 'j' }, { 0 } };
+	json_object *a = NULL;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hj", lo)) != -1) {
+		if (o != 'j')
+			return EXIT_USAGE;
+		json_out = true;
+	}
+	if (argc - optind > 1)
+		return usage_error("expected at most one disk NAME");
+	if (argc - optind == 1) {
+		a = args_new();
+		put_str(a, "name", argv[optind]);
+	}
+	return call(CW_CTL_CMD_DISK_PLAN, a, print_plans);
 }
 
 static void print_part_done(json_object *p)
@@ -598,7 +599,7 @@ static int c_part_create(int argc, char **argv)
 	if (!have_size)
 		return json_object_put(a), usage_error("--size is required");
 	put_str(a, "name", argv[optind]);
-	return call(CWC_CMD_PART_CREATE, a, print_part_done);
+	return call(CW_CTL_CMD_PART_CREATE, a, print_part_done);
 }
 
 
@@ -619,7 +620,7 @@ static void print_part_show(json_object *p)
 
 		table_row(&t, gs(d, "disk"), gs(d, "blocks"), fsize(d, "bytes", b));
 	}
-	table_print(&t);
+	table_print(&t, stdout);
 	printf("\n");
 	table_row(&u, "FIRST-BLOCK", "BLOCKS", "DISK-ID", "DISK-OFFSET");
 	/* A striped partition has a run per block: the first few tell the
@@ -630,7 +631,7 @@ static void print_part_show(json_object *p)
 		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk_id"),
 			  gs(r, "offset"));
 	}
-	table_print(&u);
+	table_print(&u, stdout);
 	if (gi(p, "runs_total") > 16)
 		printf("(%" PRId64 " runs in all)\n", gi(p, "runs_total"));
 }
@@ -656,7 +657,7 @@ static int c_part_resize(int argc, char **argv)
 	if (!have_size)
 		return json_object_put(a), usage_error("--size is required");
 	put_str(a, "name", argv[optind]);
-	return call(CWC_CMD_PART_RESIZE, a, print_part_done);
+	return call(CW_CTL_CMD_PART_RESIZE, a, print_part_done);
 }
 
 
@@ -685,8 +686,7 @@ static int c_resv_create(int argc, char **argv)
 		case 'r':
 			if (cw_units_parse_rate(optarg, &v) < 0) {
 				json_object_put(a);
-				return usage_error("--rate \"%s\": expected e.g. 8Mbit, 817KB/s, "
-						   "1.5MB/s or bytes per second", optarg);
+				return usage_error("--rate \"%s\": expected " CW_UNITS_RATE_HELP, optarg);
 			}
 			put_u64(a, "rate", v);
 			rate = true;
@@ -717,11 +717,10 @@ static int c_resv_create(int argc, char **argv)
 		}
 		case 's':
 		case 'd':
-			if (cw_units_parse_duration(optarg, &ns) < 0) {
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &ns) < 0) {
 				json_object_put(a);
-				return usage_error("--%s \"%s\": expected a duration such as 90, 1.5s, "
-						   "250ms, 10m or 2h", o == 's' ? "start" : "duration",
-						   optarg);
+				return usage_error("--%s \"%s\": expected " CW_UNITS_DURATION_HELP,
+						   o == 's' ? "start" : "duration", optarg);
 			}
 			put_u64(a, o == 's' ? "start" : "duration", (uint64_t)ns);
 			break;
@@ -734,7 +733,7 @@ static int c_resv_create(int argc, char **argv)
 	if (!rate || !block)
 		return json_object_put(a), usage_error("--rate and --block are required");
 	put_str(a, "part", argv[optind]);
-	return call(CWC_CMD_RESV_CREATE, a, print_resv_created);
+	return call(CW_CTL_CMD_RESV_CREATE, a, print_resv_created);
 }
 
 
@@ -777,9 +776,96 @@ static int c_export_add(int argc, char **argv)
 	if (argc - optind != 1)
 		return json_object_put(a), usage_error("expected one partition PART");
 	put_str(a, "part", argv[optind]);
-	return call(CWC_CMD_EXPORT_ADD, a, print_export_added);
+	return call(CW_CTL_CMD_EXPORT_ADD, a, print_export_added);
 }
 
+/* --reserve / --limit: a rate in bytes per second or in iops; "0" or
+ * "none" drops it. */
+static bool iorate_arg(json_object *a, const char *opt, const char *key, const char *s)
+{
+	char ikey[32];
+	uint64_t v = 0;
+	bool iops = false;
+
+	if (strcmp(s, "0") != 0 && strcmp(s, "none") != 0 &&
+	    cw_units_parse_iorate(s, &v, &iops) < 0) {
+		usage_error("%s \"%s\": expected " CW_UNITS_IORATE_HELP ", or none", opt, s);
+		return false;
+	}
+	snprintf(ikey, sizeof(ikey), "%s_iops", key);
+	put_u64(a, key, v);
+	json_object_object_add(a, ikey, json_object_new_boolean(iops));
+	return true;
+}
+
+static void print_qos(json_object *q)
+{
+	struct table t = { .ncols = 4 };
+
+	if (!q) {
+		printf("no best-effort QoS: weight 1, no reservation, no limit\n");
+		return;
+	}
+	if (get(q, "fits")) {
+		printf("it fits\n");
+		return;
+	}
+	printf("export %s: reserve %s, weight %s, limit %s\n", gs(q, "export"),
+	       get(q, "reserve") ? gs(get(q, "reserve"), "text") : "none", gs(q, "weight"),
+	       get(q, "limit") ? gs(get(q, "limit"), "text") : "none");
+	table_row(&t, "DISK", "BLOCKS", "RESERVED", "LIMIT");
+	for (size_t i = 0; i < json_object_array_length(get(q, "disks")); i++) {
+		json_object *d = json_object_array_get_idx(get(q, "disks"), i);
+		char b[16], r[16], l[16];
+
+		snprintf(b, sizeof(b), "%.1f%%", 100 * json_object_get_double(get(d, "blocks_share")));
+		snprintf(r, sizeof(r), "%.2f%%", 100 * json_object_get_double(get(d, "reserve_share")));
+		snprintf(l, sizeof(l), "%.2f%%", 100 * json_object_get_double(get(d, "limit_share")));
+		table_row(&t, gs(d, "disk"), b, r, get(d, "limit_share") ? l : "-");
+	}
+	table_print(&t, stdout);
+}
+
+static int c_export_qos(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "reserve", required_argument, NULL, 'r' },
+		{ "weight", required_argument, NULL, 'w' }, { "limit", required_argument, NULL, 'l' },
+		{ "clear", no_argument, NULL, 'c' }, { "dry-run", no_argument, NULL, 'n' }, { 0 }
+	};
+	json_object *a = args_new();
+	char *end;
+	unsigned long long w;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hr:w:l:cn", lo)) != -1) {
+		if (o == 'r' && iorate_arg(a, "--reserve", "reserve", optarg))
+			continue;
+		if (o == 'l' && iorate_arg(a, "--limit", "limit", optarg))
+			continue;
+		if (o == 'w') {
+			errno = 0;
+			w = strtoull(optarg, &end, 10);
+			if (errno || *end || !*optarg || optarg[0] == '-' || w < 1 || w > CW_BE_WEIGHT_MAX) {
+				json_object_put(a);
+				return usage_error("--weight \"%s\": expected a whole number from 1 to %d",
+						   optarg, CW_BE_WEIGHT_MAX);
+			}
+			put_u64(a, "weight", w);
+			continue;
+		}
+		if (o == 'c' || o == 'n') {
+			json_object_object_add(a, o == 'c' ? "clear" : "dry_run",
+					       json_object_new_boolean(1));
+			continue;
+		}
+		return json_object_put(a), EXIT_USAGE;
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one export NAME");
+	put_str(a, "name", argv[optind]);
+	return call(CW_CTL_CMD_EXPORT_QOS, a, print_qos);
+}
 
 static volatile sig_atomic_t interrupted;
 
@@ -803,9 +889,9 @@ static int c_stats(int argc, char **argv)
 		char *end;
 
 		if (o == 'w') {
-			if (cw_units_parse_duration(optarg, &every) < 0 || every <= 0)
-				return usage_error("--watch \"%s\": expected seconds, e.g. 1 or 0.5",
-						   optarg);
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &every) < 0 || every <= 0)
+				return usage_error("--watch \"%s\": expected " CW_UNITS_DURATION_HELP
+						   ", more than 0", optarg);
 		} else if (o == 'c') {
 			count = strtol(optarg, &end, 10);
 			if (!*optarg || *end || count <= 0)
@@ -817,7 +903,7 @@ static int c_stats(int argc, char **argv)
 	if (argc != optind)
 		return usage_error("stats takes no arguments");
 	if (!every)
-		return call(CWC_CMD_STATS, NULL, print_stats);
+		return call(CW_CTL_CMD_STATS, NULL, print_stats);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	for (long i = 0; count < 0 || i < count; i++) {
@@ -830,7 +916,7 @@ static int c_stats(int argc, char **argv)
 		}
 		if (interrupted)
 			break;
-		r = call(CWC_CMD_STATS, NULL, print_stats);
+		r = call(CW_CTL_CMD_STATS, NULL, print_stats);
 		if (r)
 			return r;
 	}
@@ -843,38 +929,45 @@ static const char size_help[] =
 static const struct command commands[] = {
 	{ NULL, "status", "",
 	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
-	  "has booked on each), partitions, reservations and exports.\n", NULL, CWC_CMD_STATUS, NULL,
+	  "has booked on each), partitions, reservations and exports.\n", NULL, CW_CTL_CMD_STATUS, NULL,
 	  print_status },
 	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME] [--emulate MODEL]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
 	  "to hdd; the name to disk<id>.  A running daemon serves it at once.\n"
 	  "--emulate MODEL (atlas2, hdd7200, ssd or a \"cwmodel1 ...\" string): its I/O\n"
 	  "completes when that disk would have completed it.\n", c_disk_add },
-	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CWC_CMD_DISK_LIST, NULL,
+	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,
 	  print_disks },
 	{ "disk", "remove", "NAME",
 	  "Removes an empty disk from the pool; refused while partitions have blocks\n"
-	  "on it or reservations use it.\n", NULL, CWC_CMD_DISK_REMOVE, "name", print_removed },
+	  "on it or reservations use it.\n", NULL, CW_CTL_CMD_DISK_REMOVE, "name", print_removed },
 	{ "disk", "calibrate", "NAME [--quick]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
 	  "shows on a terminal.  --quick measures few points, for a first look.\n",
 	  c_disk_calibrate },
+	{ "disk", "plan", "[NAME] [--json]",
+	  "Each disk's plan (or NAME's), what its dispatcher runs with: the slack\n"
+	  "delta-L of the streams it carries, the best-effort budget after the guard,\n"
+	  "the idle allowance, the periodic best-effort server, the best-effort piece\n"
+	  "and its worst-case time, the reserve admission keeps, and whether best\n"
+	  "effort is starved.  --json prints the array `cwsim plan --json` prints.\n",
+	  c_disk_plan },
 	{ "part", "create", "NAME --size SIZE [--policy rotation|random|single] [--tier hdd|ssd|none]\n"
 	  "       [--zone outer|inner|any] [--disk DISK]",
 	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"
 	  "random scatters them, single keeps them on one disk (--disk, or the one\n"
 	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n", c_part_create },
-	{ "part", "list", "", "Lists the partitions.\n", NULL, CWC_CMD_PART_LIST, NULL, print_parts },
+	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
 	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", NULL,
-	  CWC_CMD_PART_SHOW, "name", print_part_show },
+	  CW_CTL_CMD_PART_SHOW, "name", print_part_show },
 	{ "part", "resize", "NAME --size SIZE",
 	  "Grows or shrinks a partition at its end; refused when shrinking below a\n"
 	  "reserved range or while it is exported.  An export that grows has its new\n"
 	  "size for new connections; open ones keep theirs.\n", c_part_resize },
 	{ "part", "delete", "NAME",
 	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
-	  CWC_CMD_PART_DELETE, "name", print_removed },
+	  CW_CTL_CMD_PART_DELETE, "name", print_removed },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
 	  "       [--duration TIME]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
@@ -885,19 +978,27 @@ static const struct command commands[] = {
 	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
 	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },
 	{ "resv", "list", "", "Lists the reservations; those given to clockwised -r show as static.\n",
-	  NULL, CWC_CMD_RESV_LIST, NULL, print_resvs },
+	  NULL, CW_CTL_CMD_RESV_LIST, NULL, print_resvs },
 	{ "resv", "show", "ID", "Shows a reservation and its task on each disk.\n", NULL,
-	  CWC_CMD_RESV_SHOW, "id", print_resv },
+	  CW_CTL_CMD_RESV_SHOW, "id", print_resv },
 	{ "resv", "release", "ID",
 	  "Releases a reservation; refused while an export is bound to it.\n", NULL,
-	  CWC_CMD_RESV_RELEASE, "id", print_released },
-	{ "export", "list", "", "Lists the NBD exports.\n", NULL, CWC_CMD_EXPORT_LIST, NULL,
+	  CW_CTL_CMD_RESV_RELEASE, "id", print_released },
+	{ "export", "list", "", "Lists the NBD exports.\n", NULL, CW_CTL_CMD_EXPORT_LIST, NULL,
 	  print_exports },
 	{ "export", "add", "PART [--name NAME] [--readonly] [--resv ID]",
 	  "Exports a partition over NBD as NAME (default: the partition's name).\n"
 	  "With --resv, requests inside the reservation's range are real-time.\n", c_export_add },
-	{ "export", "remove", "NAME", "Stops exporting NAME.\n", NULL, CWC_CMD_EXPORT_REMOVE, "name",
-	  print_removed },
+	{ "export", "remove", "NAME", "Stops exporting NAME (and drops its QoS).\n", NULL,
+	  CW_CTL_CMD_EXPORT_REMOVE, "name", print_removed },
+	{ "export", "qos", "NAME [--reserve RATE] [--weight W] [--limit RATE] [--clear] [--dry-run]",
+	  "Sets the export's best effort between exports (be_order rbfq): at least\n"
+	  "its reservation while it asks, its weight's share of the rest, at most its\n"
+	  "limit.  RATE is bytes per second (20MB/s, 8M) or requests (200iops); none\n"
+	  "drops it.  Options not given keep their value; without any it shows the\n"
+	  "QoS.  A reservation must fit in each disk's best-effort capacity beside\n"
+	  "the others', or it is refused with the largest that fits.  Stored in the\n"
+	  "pool; running clients get it with their next requests.\n", c_export_qos },
 	{ NULL, "stats", "[--watch SECONDS [--count N]]",
 	  "The data path's counters per disk and per reservation: real-time requests\n"
 	  "and deadline misses, best-effort latency percentiles, slack used.  --watch\n"

@@ -16,13 +16,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <clockwise/layout.h>
-
-#include "daemon/size.h"
+#include <clockwise/units.h>
 
 static int usage(void)
 {
@@ -32,6 +32,18 @@ static int usage(void)
 		"       cwpool create-part DB NAME SIZE [rotation|random|single [DISK_ID]]\n"
 		"       cwpool list DB\n");
 	return 2;
+}
+
+/* A disk id: decimal digits only. */
+static bool disk_id(const char *s, uint64_t *ret)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*ret = strtoull(s, &end, 10);
+	return !errno && !*end;
 }
 
 static int fail_pool(struct cw_pool *pool, const char *what, int r)
@@ -60,8 +72,9 @@ static int cmd_create(int argc, char **argv)
 	uint64_t bs = 0;
 	int r;
 
-	if (argc > 4 || (argc == 4 && (cwd_parse_size(argv[3], &bs) < 0 || bs > UINT32_MAX))) {
-		fprintf(stderr, "cwpool: %s: not a block size\n", argv[3]);
+	if (argc > 4 || (argc == 4 && (cw_units_parse_size(argv[3], &bs) < 0 || bs > UINT32_MAX))) {
+		fprintf(stderr, "cwpool: %s: expected a block size, " CW_UNITS_SIZE_HELP "\n",
+			argv[3]);
 		return 2;
 	}
 	r = cw_pool_create(argv[2], (uint32_t)bs, &err, &pool);
@@ -106,15 +119,15 @@ static int cmd_create_part(int argc, char **argv)
 
 	if (argc < 5 || argc > 7)
 		return usage();
-	if (cwd_parse_size(argv[4], &size) < 0) {
-		fprintf(stderr, "cwpool: %s: not a size\n", argv[4]);
+	if (cw_units_parse_size(argv[4], &size) < 0) {
+		fprintf(stderr, "cwpool: %s: expected " CW_UNITS_SIZE_HELP "\n", argv[4]);
 		return 2;
 	}
 	if (argc >= 6 && cw_placement_parse(argv[5], &o.placement) < 0) {
 		fprintf(stderr, "cwpool: %s: expected rotation, random or single\n", argv[5]);
 		return 2;
 	}
-	if (argc == 7 && (cwd_parse_size(argv[6], &id) < 0 || id > CW_DISKS_MAX)) {
+	if (argc == 7 && (!disk_id(argv[6], &id) || id > CW_DISKS_MAX)) {
 		fprintf(stderr, "cwpool: %s: not a disk id\n", argv[6]);
 		return 2;
 	}

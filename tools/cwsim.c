@@ -2,8 +2,8 @@
 /*
  * cwsim — the Clockwise simulator's command line.  Each subcommand is one
  * entry of the table below; `cwsim admit` runs the admission test on a
- * task set, `cwsim run` and `cwsim sweep` the trace-driven simulator
- * (tools/sim/, see cwsim(1)).
+ * task set, `cwsim run` and `cwsim sweep` the trace-driven simulator,
+ * `cwsim plan` prints each disk's plan (tools/sim/, see cwsim(1)).
  */
 #include "config.h"
 
@@ -179,6 +179,9 @@ static const struct command {
 	{ "sweep", sim_cmd_sweep, "sweep SCENARIO the paper's Figures 2 and 3: CSV and plots" },
 	{ "model", sim_cmd_model, "model PRESET   a disk model preset as a cwmodel1 line" },
 	{ "setup", sim_cmd_setup, "setup SCENARIO the streams admitted and the BE trace, for a live run" },
+	{ "irregularity", sim_cmd_irregularity,
+	  "irregularity   the SFC paper's Figure 8: irregularity against the window" },
+	{ "plan", sim_cmd_plan, "plan SOURCE    each disk's plan (--pool DB or a scenario) as clockwised runs it" },
 	{ "help", cmd_help, "help           this list" },
 };
 

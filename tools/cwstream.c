@@ -29,9 +29,9 @@
 #include <libnbd.h>
 
 #include <clockwise/types.h>
+#include <clockwise/units.h>
 
 #include "ctl-client.h"
-#include "units.h"
 
 #define EXIT_MISSES 4
 #define CHUNK_MAX (32u << 20)	/* largest request sent; bigger blocks are split */
@@ -75,8 +75,10 @@ static void usage(FILE *f)
 		"Reads (play) or writes (record) NBD-URI at RATE in SIZE-byte blocks and\n"
 		"reports each block's lateness against its deadline, then blocks, misses,\n"
 		"worst lateness and jitter.\n\n"
-		"  -r, --rate RATE      8Mbit, 817KB/s, 1.5MB/s, 4MiB/s or bytes per second\n"
-		"  -b, --block SIZE     bytes per block: 4096, 64K, 1M (binary)\n"
+		"  -r, --rate RATE      bytes per second: 8M = 8MiB/s (2^20), 8MB/s (10^6),\n"
+		"                       8Mbit/s (10^6 bits), or a bare number\n"
+		"  -b, --block SIZE     bytes per block: 4096, 64K, 1M (K, M: 1024^n;\n"
+		"                       KB, MB: 1000^n)\n"
 		"  -d, --duration TIME  stream for TIME (90, 1.5s, 250ms, 10m), wrapping at\n"
 		"                       the end of the export; default: once through it\n"
 		"  -o, --offset SIZE    start at this byte of the export (default 0)\n"
@@ -109,29 +111,30 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'r':
 			if (cw_units_parse_rate(optarg, &o->rate) < 0) {
-				fprintf(stderr, "cwstream: --rate \"%s\": expected e.g. 8Mbit, 817KB/s\n",
-					optarg);
+				fprintf(stderr, "cwstream: --rate \"%s\": expected "
+					CW_UNITS_RATE_HELP "\n", optarg);
 				return -1;
 			}
 			break;
 		case 'b':
 			if (cw_units_parse_size(optarg, &o->block) < 0 || o->block == 0) {
-				fprintf(stderr, "cwstream: --block \"%s\": expected a size, e.g. 1M\n",
-					optarg);
+				fprintf(stderr, "cwstream: --block \"%s\": expected "
+					CW_UNITS_SIZE_HELP ", more than 0\n", optarg);
 				return -1;
 			}
 			break;
 		case 'd':
-			if (cw_units_parse_duration(optarg, &o->duration_ns) < 0 ||
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &o->duration_ns) < 0 ||
 			    o->duration_ns <= 0) {
-				fprintf(stderr, "cwstream: --duration \"%s\": expected e.g. 10s\n",
-					optarg);
+				fprintf(stderr, "cwstream: --duration \"%s\": expected "
+					CW_UNITS_DURATION_HELP ", more than 0\n", optarg);
 				return -1;
 			}
 			break;
 		case 'o':
 			if (cw_units_parse_size(optarg, &o->offset) < 0) {
-				fprintf(stderr, "cwstream: --offset \"%s\": expected a size\n", optarg);
+				fprintf(stderr, "cwstream: --offset \"%s\": expected "
+					CW_UNITS_SIZE_HELP "\n", optarg);
 				return -1;
 			}
 			break;
@@ -177,8 +180,8 @@ static json_object *jget(json_object *o, const char *k)
 	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
-static int control_call(const char *socket, enum cwc_cmd cmd, json_object *args,
-			struct cwc_reply *ret)
+static int control_call(const char *socket, enum cw_ctl_cmd cmd, json_object *args,
+			struct cw_ctl_reply *ret)
 {
 	struct cwctl_client c;
 	int r = cwctl_client_open(&c, socket);
@@ -195,10 +198,10 @@ static int control_call(const char *socket, enum cwc_cmd cmd, json_object *args,
 		fprintf(stderr, "cwstream: control socket %s: %s\n", socket, strerror(-r));
 		return -1;
 	}
-	if (ret->kind == CWC_REPLY_ERROR) {
-		fprintf(stderr, "cwstream: %s: %s (%s)\n", cwc_cmd_spec(cmd)->name, ret->message,
+	if (ret->kind == CW_CTL_REPLY_ERROR) {
+		fprintf(stderr, "cwstream: %s: %s (%s)\n", cw_ctl_cmd_spec(cmd)->name, ret->message,
 			ret->code_name);
-		cwc_reply_done(ret);
+		cw_ctl_reply_done(ret);
 		return -1;
 	}
 	return 0;
@@ -207,12 +210,12 @@ static int control_call(const char *socket, enum cwc_cmd cmd, json_object *args,
 /* Reserves rate and block on the partition behind export_name. */
 static int reserve(const struct opts *o, const char *export_name, uint64_t *ret_id)
 {
-	struct cwc_reply rep;
+	struct cw_ctl_reply rep;
 	json_object *args;
 	const char *part = NULL;
 	char part_buf[256];
 
-	if (control_call(o->socket, CWC_CMD_EXPORT_LIST, NULL, &rep) < 0)
+	if (control_call(o->socket, CW_CTL_CMD_EXPORT_LIST, NULL, &rep) < 0)
 		return -1;
 	for (size_t i = 0; i < json_object_array_length(rep.result); i++) {
 		json_object *e = json_object_array_get_idx(rep.result, i);
@@ -223,7 +226,7 @@ static int reserve(const struct opts *o, const char *export_name, uint64_t *ret_
 			part = part_buf;
 		}
 	}
-	cwc_reply_done(&rep);
+	cw_ctl_reply_done(&rep);
 	if (!part) {
 		fprintf(stderr, "cwstream: no export \"%s\" on the control socket's server\n",
 			export_name);
@@ -235,36 +238,36 @@ static int reserve(const struct opts *o, const char *export_name, uint64_t *ret_
 	json_object_object_add(args, "block", json_object_new_int64((int64_t)o->block));
 	if (o->duration_ns)
 		json_object_object_add(args, "duration", json_object_new_int64(o->duration_ns));
-	if (control_call(o->socket, CWC_CMD_RESV_CREATE, args, &rep) < 0)
+	if (control_call(o->socket, CW_CTL_CMD_RESV_CREATE, args, &rep) < 0)
 		return -1;
 	*ret_id = (uint64_t)json_object_get_int64(jget(rep.result, "id"));
-	cwc_reply_done(&rep);
+	cw_ctl_reply_done(&rep);
 	return 0;
 }
 
 static void release(const struct opts *o, uint64_t id)
 {
-	struct cwc_reply rep;
+	struct cw_ctl_reply rep;
 	json_object *args = json_object_new_object();
 
 	json_object_object_add(args, "id", json_object_new_int64((int64_t)id));
-	if (control_call(o->socket, CWC_CMD_RESV_RELEASE, args, &rep) == 0)
-		cwc_reply_done(&rep);
+	if (control_call(o->socket, CW_CTL_CMD_RESV_RELEASE, args, &rep) == 0)
+		cw_ctl_reply_done(&rep);
 }
 
 /* --resv ID: the reservation must exist and cover the stream's rate. */
 static int check_resv(const struct opts *o)
 {
-	struct cwc_reply rep;
+	struct cw_ctl_reply rep;
 	json_object *args = json_object_new_object();
 	uint64_t rate, block;
 
 	json_object_object_add(args, "id", json_object_new_int64((int64_t)o->resv));
-	if (control_call(o->socket, CWC_CMD_RESV_SHOW, args, &rep) < 0)
+	if (control_call(o->socket, CW_CTL_CMD_RESV_SHOW, args, &rep) < 0)
 		return -1;
 	rate = (uint64_t)json_object_get_int64(jget(rep.result, "rate"));
 	block = (uint64_t)json_object_get_int64(jget(rep.result, "block"));
-	cwc_reply_done(&rep);
+	cw_ctl_reply_done(&rep);
 	if (rate < o->rate || block < o->block) {
 		char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
 

@@ -12,7 +12,7 @@
 #define CW_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define CW_DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 
-/* Defensive branches that should never be taken (SQLite's ALWAYS/NEVER). */
+/* Branch hints.  Invariant checks (ALWAYS/NEVER) are in invariant.h. */
 #define CW_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CW_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

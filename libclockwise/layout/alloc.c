@@ -136,22 +136,38 @@ static uint64_t take(struct disk *d, enum cw_zone_pref zone)
 	return ENTRY(d->id, disk_take(d, zone));
 }
 
+/* The disk a single-disk placement takes from: the one with most free. */
+static struct disk *single_disk(const struct placement *pl)
+{
+	struct disk *single = NULL;
+
+	for (size_t i = 0; i < pl->ndisks; i++)
+		if (!single || pl->disks[i]->free > single->free)
+			single = pl->disks[i];
+	return single;
+}
+
+uint64_t lay_available(const struct placement *pl)
+{
+	struct disk *single;
+	uint64_t avail = 0;
+
+	if (pl->policy == CW_PLACE_SINGLE) {
+		single = single_disk(pl);
+		return single ? single->free : 0;
+	}
+	for (size_t i = 0; i < pl->ndisks; i++)
+		avail += pl->disks[i]->free;
+	return avail;
+}
+
 int lay_alloc(struct cw_pool *pool, const struct placement *pl, uint64_t n,
 	      uint64_t *ret_entries, uint64_t *ret_avail)
 {
-	uint64_t avail = 0;
+	uint64_t avail = lay_available(pl);
 	size_t k = pl->ndisks, idx;
-	struct disk *single = NULL;
+	struct disk *single = pl->policy == CW_PLACE_SINGLE ? single_disk(pl) : NULL;
 
-	if (pl->policy == CW_PLACE_SINGLE) {
-		for (size_t i = 0; i < k; i++)
-			if (!single || pl->disks[i]->free > single->free)
-				single = pl->disks[i];
-		avail = single ? single->free : 0;
-	} else {
-		for (size_t i = 0; i < k; i++)
-			avail += pl->disks[i]->free;
-	}
 	*ret_avail = avail;
 	if (avail < n)
 		return -ENOSPC;
@@ -199,4 +215,24 @@ void lay_free_entries(struct cw_pool *pool, const uint64_t *entries, uint64_t n)
 	for (uint64_t i = 0; i < n; i++)
 		if (entries[i])
 			lay_disk_put(pool->disks[ENTRY_DISK(entries[i])], ENTRY_PBLOCK(entries[i]));
+}
+
+/* ---- move plans: their reserved targets go back to the free space ---- */
+
+void lay_move_free(struct cw_move *m)
+{
+	if (!m)
+		return;
+	free(m->old);
+	free(m->new);
+	free(m->steps);
+	free(m);
+}
+
+/* Frees a plan that is no longer linked, with its reserved targets. */
+void lay_move_drop(struct cw_pool *pool, struct cw_move *m)
+{
+	for (size_t k = 0; k < m->nsteps; k++)
+		lay_free_entries(pool, &m->new[m->steps[k].block - m->first], 1);
+	lay_move_free(m);
 }

@@ -88,6 +88,9 @@ struct placement {
  * when no one disk does), with ret_avail the blocks that were available. */
 int lay_alloc(struct cw_pool *pool, const struct placement *pl, uint64_t n,
 	      uint64_t *ret_entries, uint64_t *ret_avail);
+/* The blocks lay_alloc() could take by the placement: checked before
+ * anything is allocated for a request, so an absurd size costs nothing. */
+uint64_t lay_available(const struct placement *pl);
 void lay_free_entries(struct cw_pool *pool, const uint64_t *entries, uint64_t n);
 /* part.c: the present disks that may take n new blocks under o, limited
  * to only[] when given; a tier preference falls back to every disk unless
@@ -115,6 +118,10 @@ int lay_runs_load(struct meta *m, int (*fn)(void *ctx, const struct run *r), voi
 
 #define CHUNK_SHIFT 12
 #define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
+/* After its CHUNK_ENTRIES mapping words, a chunk holds the hole bitmap of
+ * its blocks (holes.c): HOLE_WORDS words, bit b%64 of word b/64. */
+#define HOLE_WORDS (CHUNK_ENTRIES / 64)
+#define CHUNK_WORDS (CHUNK_ENTRIES + HOLE_WORDS)
 
 /* A directory of fixed chunks.  Chunks never move; a growing partition
  * publishes a larger directory and keeps the old one until it is freed,
@@ -179,12 +186,32 @@ static inline uint64_t lay_entry(const struct cw_part *p, uint64_t b)
 				    memory_order_acquire);
 }
 
+/* The word of the hole bitmap that holds block b's bit (b below the
+ * reserved size). */
+static inline _Atomic uint64_t *lay_hole_word(const struct cw_part *p, uint64_t b)
+{
+	struct blockdir *d = atomic_load_explicit(&((struct cw_part *)p)->dir,
+						  memory_order_acquire);
+
+	return &d->chunk[b >> CHUNK_SHIFT][CHUNK_ENTRIES + ((b & (CHUNK_ENTRIES - 1)) >> 6)];
+}
+
 int lay_part_reserve(struct cw_part *p, uint64_t nblocks);
 void lay_part_store(struct cw_part *p, uint64_t b, uint64_t entry);
 void lay_part_free(struct cw_part *p);
 void lay_part_update_available(struct cw_part *p);
 void lay_move_free(struct cw_move *m);
 void lay_move_drop(struct cw_pool *pool, struct cw_move *m);
+
+/* ---- holes.c: which blocks of a partition are holes ---- */
+
+/* Makes blocks [first, first + n) of p holes, in memory and, inside the
+ * caller's transaction, in the database (a new or grown range). */
+int lay_holes_new(struct meta *m, struct cw_part *p, uint64_t first, uint64_t n);
+/* Forgets the database's hole rows past block nblocks (a shrink). */
+int lay_holes_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks);
+/* Loads every partition's holes at open. */
+int lay_holes_load(struct cw_pool *pool, struct cw_error *err);
 
 /* ---- objects.c: reservations and exports ---- */
 

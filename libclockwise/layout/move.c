@@ -24,16 +24,6 @@
 #include "common/util.h"
 #include "layout/layout-internal.h"
 
-void lay_move_free(struct cw_move *m)
-{
-	if (!m)
-		return;
-	free(m->old);
-	free(m->new);
-	free(m->steps);
-	free(m);
-}
-
 static void unlink_move(struct cw_pool *pool, struct cw_move *m)
 {
 	for (struct cw_move **mp = &pool->moves; *mp; mp = &(*mp)->next)
@@ -41,14 +31,6 @@ static void unlink_move(struct cw_pool *pool, struct cw_move *m)
 			*mp = m->next;
 			return;
 		}
-}
-
-/* Frees a plan that is no longer linked, with its reserved targets. */
-void lay_move_drop(struct cw_pool *pool, struct cw_move *m)
-{
-	for (size_t k = 0; k < m->nsteps; k++)
-		lay_free_entries(pool, &m->new[m->steps[k].block - m->first], 1);
-	lay_move_free(m);
 }
 
 int cw_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,

@@ -36,7 +36,9 @@ static const char sql_export_all[] =
 	"SELECT name, part, readonly, resv FROM export ORDER BY name";
 static const char sql_part_users[] =
 	"SELECT 'export ' || name FROM export WHERE part = ?1"
-	" UNION ALL SELECT 'reservation ' || id FROM resv WHERE part = ?1 LIMIT 1";
+	" UNION ALL SELECT 'reservation ' || id FROM resv WHERE part = ?1"
+	" UNION ALL SELECT 'the best-effort QoS of export ' || export FROM be_qos WHERE part = ?1"
+	" LIMIT 1";
 static const char sql_resv_users[] = "SELECT name FROM export WHERE resv = ?1 LIMIT 1";
 static const char sql_disk_users[] = "SELECT resv FROM resv_disk WHERE disk = ?1 LIMIT 1";
 

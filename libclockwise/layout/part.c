@@ -98,7 +98,7 @@ int lay_part_reserve(struct cw_part *p, uint64_t nblocks)
 		return -ENOMEM;
 	memcpy(d->chunk, old->chunk, old->nchunks * sizeof(d->chunk[0]));
 	for (size_t i = old->nchunks; i < d->nchunks; i++) {
-		d->chunk[i] = calloc(CHUNK_ENTRIES, sizeof(uint64_t));
+		d->chunk[i] = calloc(CHUNK_WORDS, sizeof(uint64_t));
 		if (!d->chunk[i]) {
 			for (size_t k = old->nchunks; k < i; k++)
 				free(d->chunk[k]);
@@ -402,16 +402,22 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 	if (r < 0)
 		goto out;
 	p = part_new(pool, 0, name, opts);
-	entries = malloc(CW_MAX(n, 1) * sizeof(*entries));
-	if (!p || !entries || lay_part_reserve(p, n) < 0) {
+	if (!p) {
 		r = lay_set_error(pool, -ENOMEM, "out of memory");
 		goto out;
 	}
 	r = grow_placement(pool, p, n, &pl, buf);
 	if (r < 0)
 		goto out;
-	r = lay_alloc(pool, &pl, n, entries, &avail);
-	if (r == -ENOSPC) {
+	/* A size beyond the free space is refused before its block map
+	 * is allocated: 2048T would cost gigabytes and seconds to fail. */
+	avail = lay_available(&pl);
+	if (avail >= n) {
+		entries = malloc(CW_MAX(n, 1) * sizeof(*entries));
+		r = entries && lay_part_reserve(p, n) == 0 ? lay_alloc(pool, &pl, n, entries, &avail)
+							  : lay_set_error(pool, -ENOMEM, "out of memory");
+	}
+	if (avail < n || r == -ENOSPC) {
 		char what[CW_NAME_MAX + 32];
 
 		snprintf(what, sizeof(what), "partition '%s'", name);
@@ -436,6 +442,10 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 		p->id = (uint64_t)sqlite3_last_insert_rowid(pool->meta->db);
 		r = lay_runs_replace(pool->meta, p->id, 0, n, entries);
 	}
+	/* Its blocks may hold another partition's old data: holes until
+	 * written. */
+	if (r == 0)
+		r = lay_holes_new(pool->meta, p, 0, n);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		lay_free_entries(pool, entries, n);
@@ -472,18 +482,23 @@ int cw_part_lookup(struct cw_pool *pool, const char *name, struct cw_part **ret_
 
 static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t want)
 {
-	_cleanup_free_ uint64_t *entries = malloc((want - have) * sizeof(*entries));
+	_cleanup_free_ uint64_t *entries = NULL;
 	struct disk *buf[CW_DISKS_MAX];
 	struct placement pl;
 	uint64_t avail;
 	int r;
 
-	if (!entries || lay_part_reserve(p, want) < 0)
-		return lay_set_error(pool, -ENOMEM, "out of memory");
 	r = grow_placement(pool, p, want - have, &pl, buf);
 	if (r < 0)
 		return r;
-	r = lay_alloc(pool, &pl, want - have, entries, &avail);
+	avail = lay_available(&pl);
+	r = -ENOSPC;
+	if (avail >= want - have) {
+		entries = malloc((want - have) * sizeof(*entries));
+		if (!entries || lay_part_reserve(p, want) < 0)
+			return lay_set_error(pool, -ENOMEM, "out of memory");
+		r = lay_alloc(pool, &pl, want - have, entries, &avail);
+	}
 	if (r == -ENOSPC) {
 		char what[CW_NAME_MAX + 48];
 
@@ -497,6 +512,8 @@ static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t
 		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, have, want, entries);
+	if (r == 0)
+		r = lay_holes_new(pool->meta, p, have, want - have);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		lay_free_entries(pool, entries, want - have);
@@ -517,6 +534,8 @@ static int shrink(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64
 		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, want, have, NULL);
+	if (r == 0)
+		r = lay_holes_truncate(pool->meta, p, want);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		return lay_set_error(pool, r, "shrinking partition '%s': %s", p->name, strerror(-r));
@@ -764,6 +783,9 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 		meta_err(err, r, "the database is damaged: a block run is invalid");
 	if (r < 0 && (!err || !err->msg[0]))
 		return meta_err(err, r, "reading block runs: %s", strerror(-r));
+	if (r < 0)
+		return r;
+	r = lay_holes_load(pool, err);
 	if (r < 0)
 		return r;
 	/* A block not covered by any run is damage too; lay_pool_check reports

@@ -29,31 +29,9 @@ static const char sql_disk_delete[] = "DELETE FROM disk WHERE id = ?1";
 static const char sql_disk_all[] =
 	"SELECT id, uuid, name, path, tier, capacity, nblocks FROM disk ORDER BY id";
 
-int lay_set_error(struct cw_pool *pool, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	meta_verr(&pool->err, code, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 const struct cw_error *cw_pool_last_error(const struct cw_pool *pool)
 {
 	return &pool->err;
-}
-
-/* xorshift64*: placement randomness, not security. */
-uint64_t lay_random(struct cw_pool *pool)
-{
-	uint64_t x = pool->rng;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	pool->rng = x;
-	return x * UINT64_C(2685821657736338717);
 }
 
 uint32_t cw_pool_block_size(const struct cw_pool *pool)
@@ -222,25 +200,6 @@ static int device_bytes(int fd, const struct stat *st, uint64_t *ret)
 	if (S_ISBLK(st->st_mode))
 		return ioctl(fd, BLKGETSIZE64, ret) < 0 ? -errno : 0;
 	return -EINVAL;
-}
-
-bool cw_name_valid(const char *name)
-{
-	size_t n;
-
-	if (!name || !name[0] || name[0] == '.' || name[0] == '-')
-		return false;
-	n = strlen(name);
-	if (n > CW_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
 }
 
 static struct disk *disk_by_name(struct cw_pool *pool, const char *name)

@@ -19,7 +19,7 @@
 #include <clockwise/layout.h>
 
 /* Schema version this library writes. */
-#define META_SCHEMA_VERSION 4
+#define META_SCHEMA_VERSION 6
 
 struct meta {
 	sqlite3 *db;
@@ -28,7 +28,7 @@ struct meta {
 	struct {
 		const char *sql;
 		sqlite3_stmt *stmt;
-	} cache[48];
+	} cache[64];
 	unsigned ncache;
 };
 

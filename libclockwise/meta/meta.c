@@ -98,7 +98,31 @@ static const char *const migrations[] = {
 	"  resv INTEGER REFERENCES resv(id) ON DELETE RESTRICT);"
 	"CREATE INDEX export_part ON export(part);"
 	"CREATE INDEX export_resv ON export(resv);",
-	/* 3 -> 4: the model a disk emulates (clockwise/emu.h), in model.h's
+	/* 3 -> 4: each export's best-effort QoS between exports (rates in
+	 * bytes/s, or requests/s where *_iops); it holds its partition like
+	 * a reservation does.  Keyed by the export's name, not the export
+	 * row, since an exported partition need not have one (exports.all). */
+	"CREATE TABLE be_qos ("
+	"  export TEXT PRIMARY KEY,"
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE RESTRICT,"
+	"  reserve INTEGER NOT NULL CHECK (reserve >= 0),"
+	"  reserve_iops INTEGER NOT NULL CHECK (reserve_iops IN (0, 1)),"
+	"  weight INTEGER NOT NULL CHECK (weight BETWEEN 1 AND 10000),"
+	"  lim INTEGER NOT NULL CHECK (lim >= 0),"
+	"  lim_iops INTEGER NOT NULL CHECK (lim_iops IN (0, 1)));"
+	"CREATE INDEX be_qos_part ON be_qos(part);",
+	/* 4 -> 5: a partition's holes, one bitmap per chunk of 4096 logical
+	 * blocks (64 little-endian words; bit b%64 of word b/64 is block b).
+	 * A set bit is a block never written since it was given to the
+	 * partition, or deallocated since (TRIM, WRITE_ZEROES): it reads as
+	 * zeros whatever its disk holds.  A chunk without a row has no
+	 * holes, so the partitions of an older pool read as written. */
+	"CREATE TABLE hole ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  chunk INTEGER NOT NULL CHECK (chunk >= 0),"
+	"  bits BLOB NOT NULL CHECK (length(bits) = 512),"
+	"  PRIMARY KEY (part, chunk)) WITHOUT ROWID;",
+	/* 5 -> 6: the model a disk emulates (clockwise/emu.h), in model.h's
 	 * text form; a disk without a row is served as it is. */
 	"CREATE TABLE disk_emulate ("
 	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE,"

@@ -53,6 +53,7 @@
 #include <time.h>
 
 #include <clockwise/emu.h>
+
 #include "model/model-internal.h"
 #include "common/cleanup.h"
 #include "common/util.h"

@@ -128,6 +128,21 @@ int cw_model_access_ns(const struct cw_model *m, uint64_t head, uint64_t off, ui
 	return 0;
 }
 
+int cw_model_mean_ns(const struct cw_model *m, uint64_t bytes, int64_t *ret_ns)
+{
+	unsigned __int128 t;
+
+	if (!m || !ret_ns || bytes == 0 || bytes > m->capacity_bytes)
+		return -EINVAL;
+	t = transfer_ns(bytes, slowest_rate(m, 0, m->capacity_bytes));
+	t += (uint64_t)m->overhead_ns + (uint64_t)cw_model_seek_ns(m, m->capacity_bytes / 3);
+	t += (uint64_t)m->rotation_ns / 2;
+	if (t > (unsigned __int128)INT64_MAX / 4)
+		return -ERANGE;
+	*ret_ns = (int64_t)t;
+	return 0;
+}
+
 int cw_model_service_ns(const struct cw_model *m, uint64_t lo, uint64_t hi, uint64_t bytes,
 			int64_t *ret_ns)
 {

@@ -37,6 +37,8 @@ _Static_assert(sizeof(struct cw_nbd_wire_request) == 28, "request");
 _Static_assert(sizeof(struct cw_nbd_wire_simple_reply) == 16, "simple reply");
 _Static_assert(sizeof(struct cw_nbd_wire_chunk) == 20, "chunk");
 _Static_assert(sizeof(struct cw_nbd_wire_chunk_error) == 6, "chunk error");
+_Static_assert(sizeof(struct cw_nbd_wire_block_descriptor) == sizeof(struct cw_nbd_extent),
+	       "extents are converted to descriptors in place");
 
 /* ------------------------------------------------------------------ */
 /* output buffer */
@@ -126,7 +128,19 @@ void cw_nbd_hs_reset(struct cw_nbd_handshake *hs)
 	hs->structured = false;
 	hs->block_size_known = false;
 	hs->export_index = -1;
+	hs->eflags = 0;
 	hs->n_options = 0;
+	hs->meta_allocation = false;
+	hs->meta_export = -1;
+	hs->tls_active = false;
+}
+
+void cw_nbd_hs_tls_started(struct cw_nbd_handshake *hs)
+{
+	hs->structured = false;
+	hs->meta_allocation = false;
+	hs->meta_export = -1;
+	hs->tls_active = true;
 }
 
 int cw_nbd_hs_client_flags(struct cw_nbd_handshake *hs, const void *buf)
@@ -173,14 +187,25 @@ static int find_export(const struct cw_nbd_handshake *hs, const uint8_t *name, s
 	return -1;
 }
 
-/* Transmission flags as sent: DF only makes sense with structured
- * replies, and this server never fragments anyway. */
-static uint16_t sent_eflags(const struct cw_nbd_handshake *hs, const struct cw_nbd_export_info *e)
+static enum cw_nbd_access access_of(const struct cw_nbd_handshake *hs, int idx)
 {
-	uint16_t f = e->eflags | CW_NBD_FLAG_HAS_FLAGS;
+	return hs->access ? (enum cw_nbd_access)hs->access[idx] : CW_NBD_ACCESS_RW;
+}
+
+/* Transmission flags as sent: DF only makes sense with structured
+ * replies, and this server never fragments anyway.  A client with
+ * read-only access sees a read-only export, so it never tries to write. */
+static uint16_t sent_eflags(const struct cw_nbd_handshake *hs, int idx)
+{
+	uint16_t f = hs->exports[idx].eflags | CW_NBD_FLAG_HAS_FLAGS;
 
 	if (!hs->structured)
 		f &= (uint16_t)~CW_NBD_FLAG_SEND_DF;
+	if (access_of(hs, idx) != CW_NBD_ACCESS_RW)
+		f = (uint16_t)((f & ~(CW_NBD_FLAG_SEND_FLUSH | CW_NBD_FLAG_SEND_FUA |
+				      CW_NBD_FLAG_SEND_TRIM | CW_NBD_FLAG_SEND_WRITE_ZEROES |
+				      CW_NBD_FLAG_SEND_FAST_ZERO)) |
+			       CW_NBD_FLAG_READ_ONLY);
 	return f;
 }
 
@@ -196,12 +221,12 @@ static int put_info_export(struct cw_nbd_buf *out, uint32_t option, uint16_t efl
 }
 
 static int put_info_block_size(struct cw_nbd_buf *out, uint32_t option,
-			       const struct cw_nbd_export_info *e)
+			       const struct cw_nbd_export_info *e, uint32_t min_block)
 {
 	uint8_t b[sizeof(struct cw_nbd_wire_info_block_size)];
 
 	cw_put_be16(b + AT(cw_nbd_wire_info_block_size, info), CW_NBD_INFO_BLOCK_SIZE);
-	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, minimum), e->min_block);
+	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, minimum), min_block);
 	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, preferred), e->pref_block);
 	cw_put_be32(b + AT(cw_nbd_wire_info_block_size, maximum), e->max_block);
 	return put_reply(out, option, CW_NBD_REP_INFO, b, sizeof(b));
@@ -219,12 +244,35 @@ static int put_info_string(struct cw_nbd_buf *out, uint32_t option, uint16_t typ
 	return put_reply2(out, option, CW_NBD_REP_INFO, t, 2, s, n);
 }
 
+/* The export an option names and this client may use, in *ret_idx; or
+ * -1 there, with the error reply appended (the return value). */
+static int named_export(const struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
+			const uint8_t *name, uint32_t len, struct cw_nbd_buf *out, int *ret_idx)
+{
+	int idx = find_export(hs, name, len);
+
+	*ret_idx = -1;
+	if (idx < 0)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_UNKNOWN, "no such export");
+	if (access_of(hs, idx) == CW_NBD_ACCESS_NONE)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_POLICY,
+				 "access to this export is not granted to this client");
+	*ret_idx = idx;
+	return 0;
+}
+
 /*
  * NBD_OPT_INFO and NBD_OPT_GO share their request:
  *   u32 name length, name, u16 number of info requests, u16 each.
  * NBD_INFO_EXPORT is always sent; BLOCK_SIZE whenever the export has
  * constraints (the spec lets a server send it unasked); NAME and
  * DESCRIPTION only when asked.
+ *
+ * A client that does not ask for the block size (nbd-client, the
+ * kernel's) cannot be trusted to know it: rather than refusing it with
+ * NBD_REP_ERR_BLOCK_SIZE_REQD, it is told (and the server honours) a
+ * minimum of 1, which the server keeps by read-modify-write under the
+ * export's real minimum.
  */
 static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
 		      const uint8_t *d, struct cw_nbd_buf *out)
@@ -252,20 +300,15 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		default: break;	/* unknown requests are ignored */
 		}
 	}
-	idx = find_export(hs, d + 4, namelen);
+	r = named_export(hs, opt, d + 4, namelen, out, &idx);
 	if (idx < 0)
-		return put_error(out, opt->option, CW_NBD_REP_ERR_UNKNOWN, "no such export");
+		return r;
 	e = &hs->exports[idx];
-	/* A client that never learnt the block size would send unaligned
-	 * requests the export cannot serve: make it ask first. */
-	if (opt->option == CW_NBD_OPT_GO && !want_bs && e->min_block > 1)
-		return put_error(out, opt->option, CW_NBD_REP_ERR_BLOCK_SIZE_REQD,
-				 "this export needs aligned requests: request NBD_INFO_BLOCK_SIZE");
 
-	eflags = sent_eflags(hs, e);
+	eflags = sent_eflags(hs, idx);
 	r = put_info_export(out, opt->option, eflags, e);
 	if (r == 0 && e->min_block)
-		r = put_info_block_size(out, opt->option, e);
+		r = put_info_block_size(out, opt->option, e, want_bs ? e->min_block : 1);
 	if (r == 0 && want_name)
 		r = put_info_string(out, opt->option, CW_NBD_INFO_NAME, e->name);
 	if (r == 0 && want_desc && e->description)
@@ -276,7 +319,11 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		return r;
 	if (opt->option == CW_NBD_OPT_GO) {
 		hs->export_index = idx;
+		hs->eflags = eflags;
 		hs->block_size_known = want_bs;
+		/* Contexts were chosen for one export: another one chosen
+		 * now has none. */
+		hs->meta_allocation &= hs->meta_export == idx;
 		return CW_NBD_HS_TRANSMIT;
 	}
 	return CW_NBD_HS_CONTINUE;
@@ -296,8 +343,10 @@ static int hs_list(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
 		size_t nl = strlen(e->name), dl = strlen(desc);
 		uint8_t *p;
 
-		if (nl > CW_NBD_STRING_MAX)
-			continue;	/* unusable name: never advertise it */
+		/* Unusable names and exports this client may not use are
+		 * never advertised. */
+		if (nl > CW_NBD_STRING_MAX || access_of(hs, (int)i) == CW_NBD_ACCESS_NONE)
+			continue;
 		if (dl > CW_NBD_STRING_MAX)
 			dl = CW_NBD_STRING_MAX;
 		p = buf_grow(out, CW_NBD_OPTION_REPLY_BYTES + 4 + nl + dl);
@@ -326,7 +375,7 @@ static int hs_export_name(struct cw_nbd_handshake *hs, const struct cw_nbd_optio
 
 	/* EXPORT_NAME has no error reply: an unknown name ends the session. */
 	idx = find_export(hs, d, opt->length);
-	if (idx < 0)
+	if (idx < 0 || access_of(hs, idx) == CW_NBD_ACCESS_NONE)
 		return -EPROTO;
 	e = &hs->exports[idx];
 	n = sizeof(struct cw_nbd_wire_export_name_reply);
@@ -337,9 +386,80 @@ static int hs_export_name(struct cw_nbd_handshake *hs, const struct cw_nbd_optio
 		return -ENOMEM;
 	memset(p, 0, n);
 	cw_put_be64(p + AT(cw_nbd_wire_export_name_reply, size), e->size);
-	cw_put_be16(p + AT(cw_nbd_wire_export_name_reply, eflags), sent_eflags(hs, e));
+	hs->eflags = sent_eflags(hs, idx);
+	cw_put_be16(p + AT(cw_nbd_wire_export_name_reply, eflags), hs->eflags);
 	hs->export_index = idx;
+	hs->meta_allocation &= hs->meta_export == idx;
 	return CW_NBD_HS_TRANSMIT;
+}
+
+/*
+ * NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT share their
+ * request: u32 name length, name, u32 number of queries, then each query
+ * as u32 length and string.  The one context here is base:allocation, on
+ * exports that answer BLOCK_STATUS.  LIST with no query, or the query
+ * "base:", lists it; SET chooses it only when asked by its full name,
+ * and each SET replaces the choice of the one before (an empty one
+ * chooses nothing).  Queries of other namespaces are not errors: they
+ * match nothing.
+ */
+static int hs_meta_context(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
+			   const uint8_t *d, struct cw_nbd_buf *out)
+{
+	static const char ctx[] = CW_NBD_META_BASE_ALLOCATION;
+	bool set = opt->option == CW_NBD_OPT_SET_META_CONTEXT, match = false;
+	uint32_t namelen, nq, i, at, len = opt->length;
+	uint8_t id[4];
+	int idx, r;
+
+	if (set && !hs->structured)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				 "structured replies must be negotiated first");
+	if (len < 8)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID, "request too short");
+	namelen = cw_get_be32(d);
+	if (namelen > CW_NBD_STRING_MAX || namelen > len - 8)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID, "bad name length");
+	nq = cw_get_be32(d + 4 + namelen);
+	/* Walk the queries first: a malformed request changes nothing. */
+	for (i = 0, at = 8 + namelen; i < nq; i++) {
+		uint32_t ql;
+
+		if (len - at < 4)
+			return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+					 "length does not match the queries");
+		ql = cw_get_be32(d + at);
+		if (ql > CW_NBD_STRING_MAX || ql > len - at - 4)
+			return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+					 "length does not match the queries");
+		at += 4;
+		if ((ql == sizeof(ctx) - 1 && memcmp(d + at, ctx, ql) == 0) ||
+		    (!set && ql == 5 && memcmp(d + at, "base:", 5) == 0))
+			match = true;
+		at += ql;
+	}
+	if (at != len)
+		return put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				 "length does not match the queries");
+	if (!set && nq == 0)
+		match = true;
+	r = named_export(hs, opt, d + 4, namelen, out, &idx);
+	if (idx < 0)
+		return r;
+	match &= hs->exports[idx].block_status;
+	if (set) {
+		hs->meta_allocation = match;
+		hs->meta_export = idx;
+	}
+	r = 0;
+	if (match) {
+		cw_put_be32(id, CW_NBD_META_ID_ALLOCATION);
+		r = put_reply2(out, opt->option, CW_NBD_REP_META_CONTEXT, id, 4, ctx,
+			       sizeof(ctx) - 1);
+	}
+	if (r == 0)
+		r = put_reply(out, opt->option, CW_NBD_REP_ACK, NULL, 0);
+	return r < 0 ? r : CW_NBD_HS_CONTINUE;
 }
 
 int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
@@ -358,9 +478,42 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	}
 
+	if (hs->refuse && opt->option != CW_NBD_OPT_ABORT) {
+		if (opt->option == CW_NBD_OPT_EXPORT_NAME)
+			return -EPROTO;
+		r = put_error(out, opt->option, CW_NBD_REP_ERR_POLICY, hs->refuse);
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
+	}
+
+	/* Under TLS required, nothing is said in the clear but how to
+	 * start it or leave; EXPORT_NAME has no error reply: it closes. */
+	if (hs->tls == CW_NBD_TLS_REQUIRE && !hs->tls_active &&
+	    opt->option != CW_NBD_OPT_STARTTLS && opt->option != CW_NBD_OPT_ABORT) {
+		if (opt->option == CW_NBD_OPT_EXPORT_NAME)
+			return -EPROTO;
+		r = put_error(out, opt->option, CW_NBD_REP_ERR_TLS_REQD,
+			      "TLS is required: send NBD_OPT_STARTTLS first");
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
+	}
+
 	switch (opt->option) {
 	case CW_NBD_OPT_EXPORT_NAME:
 		return hs_export_name(hs, opt, d, out);
+	case CW_NBD_OPT_STARTTLS:
+		if (hs->tls == CW_NBD_TLS_OFF)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_UNSUP,
+				      "TLS is not offered on this listener");
+		else if (opt->length != 0)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				      "STARTTLS takes no data");
+		else if (hs->tls_active)
+			r = put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
+				      "TLS is already started");
+		else {
+			r = put_reply(out, opt->option, CW_NBD_REP_ACK, NULL, 0);
+			return r < 0 ? r : CW_NBD_HS_STARTTLS;
+		}
+		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	case CW_NBD_OPT_ABORT:
 		/* Acknowledged whatever its length: the client is leaving. */
 		r = put_reply(out, opt->option, CW_NBD_REP_ACK, NULL, 0);
@@ -370,6 +523,9 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 	case CW_NBD_OPT_INFO:
 	case CW_NBD_OPT_GO:
 		return hs_info_go(hs, opt, d, out);
+	case CW_NBD_OPT_LIST_META_CONTEXT:
+	case CW_NBD_OPT_SET_META_CONTEXT:
+		return hs_meta_context(hs, opt, d, out);
 	case CW_NBD_OPT_STRUCTURED_REPLY:
 		if (opt->length != 0)
 			r = put_error(out, opt->option, CW_NBD_REP_ERR_INVALID,
@@ -383,8 +539,8 @@ int cw_nbd_hs_option(struct cw_nbd_handshake *hs, const struct cw_nbd_option *op
 		}
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	default:
-		/* STARTTLS, meta contexts, extended headers and whatever
-		 * comes next: not offered here. */
+		/* Extended headers and whatever comes next: not offered
+		 * here. */
 		r = put_error(out, opt->option, CW_NBD_REP_ERR_UNSUP, "option not supported");
 		return r < 0 ? r : CW_NBD_HS_CONTINUE;
 	}
@@ -455,10 +611,20 @@ struct cw_nbd_verdict cw_nbd_check_request(const struct cw_nbd_limits *lim,
 			return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0,
 				       "write zeroes not offered");
 		allowed |= CW_NBD_CMD_FLAG_NO_HOLE;
+		if (lim->eflags & CW_NBD_FLAG_SEND_FAST_ZERO)
+			allowed |= CW_NBD_CMD_FLAG_FAST_ZERO;
+		break;
+	case CW_NBD_CMD_CACHE:
+		if (!(lim->eflags & CW_NBD_FLAG_SEND_CACHE))
+			return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0, "cache not offered");
+		break;
+	case CW_NBD_CMD_BLOCK_STATUS:
+		if (!lim->block_status || !lim->structured)
+			return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0,
+				       "no meta context negotiated");
+		allowed |= CW_NBD_CMD_FLAG_REQ_ONE;
 		break;
 	default:
-		/* CACHE, BLOCK_STATUS (no meta context negotiated) and
-		 * unknown commands. */
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0, "unknown command");
 	}
 
@@ -474,11 +640,18 @@ struct cw_nbd_verdict cw_nbd_check_request(const struct cw_nbd_limits *lim,
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EPERM, payload, "export is read-only");
 	if (req->length == 0)
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, payload, "zero length");
+	/* EOVERFLOW tells a client that asked for one unfragmented chunk
+	 * (DF) that it would be too long; anyone else sent a request too
+	 * large: EINVAL. */
 	if (req->type == CW_NBD_CMD_READ && req->length > lim->max_request)
-		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EOVERFLOW, 0, "read larger than the maximum");
-	/* offset + length may overflow 64 bits: compare without adding. */
+		return verdict(CW_NBD_REPLY_ERROR,
+			       req->flags & CW_NBD_CMD_FLAG_DF ? CW_NBD_EOVERFLOW : CW_NBD_EINVAL, 0,
+			       "read larger than the maximum");
+	/* offset + length may overflow 64 bits: compare without adding.
+	 * Writing past the end is out of space; trimming there is invalid. */
 	if (req->offset > lim->size || req->length > lim->size - req->offset)
-		return verdict(CW_NBD_REPLY_ERROR, writes ? CW_NBD_ENOSPC : CW_NBD_EINVAL,
+		return verdict(CW_NBD_REPLY_ERROR,
+			       writes && req->type != CW_NBD_CMD_TRIM ? CW_NBD_ENOSPC : CW_NBD_EINVAL,
 			       payload, "beyond the end of the export");
 	if ((req->offset | req->length) & (align - 1))
 		return verdict(CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, payload,
@@ -527,6 +700,24 @@ size_t cw_nbd_encode_read_reply(void *buf, bool structured, uint64_t cookie,
 	return CW_NBD_CHUNK_BYTES + 8;
 }
 
+size_t cw_nbd_encode_block_status(void *hdr, uint64_t cookie, uint32_t context_id,
+				  struct cw_nbd_extent *ext, uint32_t n)
+{
+	uint8_t *p = hdr;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct cw_nbd_extent e = ext[i];
+		uint8_t *w = (uint8_t *)&ext[i];
+
+		cw_put_be32(w + AT(cw_nbd_wire_block_descriptor, length), e.length);
+		cw_put_be32(w + AT(cw_nbd_wire_block_descriptor, status), e.status);
+	}
+	cw_nbd_encode_chunk(p, cookie, CW_NBD_REPLY_FLAG_DONE, CW_NBD_REPLY_TYPE_BLOCK_STATUS,
+			    4 + n * (uint32_t)sizeof(*ext));
+	cw_put_be32(p + CW_NBD_CHUNK_BYTES, context_id);
+	return CW_NBD_BLOCK_STATUS_HDR_BYTES;
+}
+
 size_t cw_nbd_encode_ok_reply(void *buf, uint64_t cookie)
 {
 	cw_nbd_encode_simple_reply(buf, cookie, 0);
@@ -569,26 +760,29 @@ uint32_t cw_nbd_errno_to_wire(int err)
 	}
 }
 
-uint16_t cw_nbd_eflags(bool read_only, bool can_flush, bool can_trim, bool can_zero,
-		       bool multi_conn, bool structured)
+uint16_t cw_nbd_eflags(const struct cw_nbd_caps *c)
 {
 	uint16_t f = CW_NBD_FLAG_HAS_FLAGS;
 
-	if (read_only)
+	if (c->read_only)
 		f |= CW_NBD_FLAG_READ_ONLY;
 	else {
-		if (can_flush)
+		if (c->can_flush)
 			f |= CW_NBD_FLAG_SEND_FLUSH | CW_NBD_FLAG_SEND_FUA;
-		if (can_trim)
+		if (c->can_trim)
 			f |= CW_NBD_FLAG_SEND_TRIM;
-		if (can_zero)
+		if (c->can_zero)
 			f |= CW_NBD_FLAG_SEND_WRITE_ZEROES;
+		if (c->can_zero && c->can_fast_zero)
+			f |= CW_NBD_FLAG_SEND_FAST_ZERO;
 	}
+	if (c->can_cache)
+		f |= CW_NBD_FLAG_SEND_CACHE;
 	/* Multi-conn promises that a flush on one connection covers
 	 * writes completed on every other: only a global flush keeps it. */
-	if (multi_conn)
+	if (c->multi_conn)
 		f |= CW_NBD_FLAG_CAN_MULTI_CONN;
-	if (structured)
+	if (c->structured)
 		f |= CW_NBD_FLAG_SEND_DF;
 	return f;
 }
@@ -669,6 +863,39 @@ int cw_nbd_decode_info(const void *data, size_t len, struct cw_nbd_export_info *
 		break;	/* unknown info: a client ignores it */
 	}
 	return type;
+}
+
+int cw_nbd_encode_meta_query(struct cw_nbd_buf *out, const char *name,
+			     const char *const *queries, size_t n)
+{
+	size_t nl = strlen(name), total = 8 + nl, i;
+	uint8_t *p;
+
+	if (nl > CW_NBD_STRING_MAX || n > UINT32_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		size_t ql = strlen(queries[i]);
+
+		if (ql > CW_NBD_STRING_MAX)
+			return -EINVAL;
+		total += 4 + ql;
+	}
+	p = buf_grow(out, total);
+	if (!p)
+		return -ENOMEM;
+	cw_put_be32(p, (uint32_t)nl);
+	memcpy(p + 4, name, nl);
+	p += 4 + nl;
+	cw_put_be32(p, (uint32_t)n);
+	p += 4;
+	for (i = 0; i < n; i++) {
+		size_t ql = strlen(queries[i]);
+
+		cw_put_be32(p, (uint32_t)ql);
+		memcpy(p + 4, queries[i], ql);
+		p += 4 + ql;
+	}
+	return 0;
 }
 
 void cw_nbd_encode_request(void *buf, const struct cw_nbd_request *req)

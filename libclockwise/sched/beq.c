@@ -18,7 +18,7 @@ struct fifo {
 	size_t head, tail, cap;
 };
 
-static int fifo_init(void **ret)
+static int fifo_init(const void *conf, void **ret)
 {
 	struct fifo *f = calloc(1, sizeof(*f));
 

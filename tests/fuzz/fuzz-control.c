@@ -7,8 +7,9 @@
  *
  * With clang -fsanitize=fuzzer,address -DCW_LIBFUZZER it is a libFuzzer
  * target:
- *   clang -g -O1 -fsanitize=fuzzer,address -DCW_LIBFUZZER -I build -I daemon \
- *     tests/fuzz/fuzz-control.c daemon/control-proto.c -ljson-c -o fuzz-control
+ *   clang -g -O1 -fsanitize=fuzzer,address -DCW_LIBFUZZER -I build \
+ *     -I libclockwise/include -I libclockwise \
+ *     tests/fuzz/fuzz-control.c libclockwise/proto/ctl.c -ljson-c -o fuzz-control
  *   ./fuzz-control tests/fuzz/corpus/control
  * Otherwise main() replays every file of the corpus directories given
  * (default: $top_srcdir/tests/fuzz/corpus/control, as make check runs it;
@@ -21,65 +22,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control-proto.h"
+#include <clockwise/ctl-proto.h>
 #include "replay.h"
 
 #define PROMISE(x) do { if (!(x)) { fprintf(stderr, "broken: %s\n", #x); abort(); } } while (0)
 
 static void check_request(const char *d, size_t n)
 {
-	struct cwc_request req, again;
-	struct cwc_fail f = { .code = CWC_OK };
-	const struct cwc_arg_spec *a;
+	struct cw_ctl_request req, again;
+	struct cw_ctl_fail f = { .code = CW_CTL_OK };
+	const struct cw_ctl_arg_spec *a;
 	char *line;
 
-	if (cwc_request_parse(d, n, &req, &f) < 0) {
-		PROMISE(f.code > CWC_OK && f.code < CWC_CODE_COUNT);
+	if (cw_ctl_request_parse(d, n, &req, &f) < 0) {
+		PROMISE(f.code > CW_CTL_OK && f.code < CW_CTL_CODE_COUNT);
 		PROMISE(f.message[0] != '\0');
 		PROMISE(req.root == NULL);
 		return;
 	}
-	PROMISE(cwc_cmd_spec(req.cmd) != NULL);
-	for (a = cwc_cmd_spec(req.cmd)->args; a->name; a++) {
+	PROMISE(cw_ctl_cmd_spec(req.cmd) != NULL);
+	for (a = cw_ctl_cmd_spec(req.cmd)->args; a->name; a++) {
 		uint64_t u;
 		bool b;
-		const char *s = cwc_arg_str(&req, a->name);
-		bool has_u = cwc_arg_uint(&req, a->name, &u), has_b = cwc_arg_bool(&req, a->name, &b);
+		const char *s = cw_ctl_arg_str(&req, a->name);
+		bool has_u = cw_ctl_arg_uint(&req, a->name, &u), has_b = cw_ctl_arg_bool(&req, a->name, &b);
 
-		if (a->type == CWC_ARG_STRING)
+		if (a->type == CW_CTL_ARG_STRING)
 			PROMISE(!has_u && !has_b && (!s || (*s && strlen(s) < 4096)));
-		else if (a->type == CWC_ARG_UINT)
+		else if (a->type == CW_CTL_ARG_UINT)
 			PROMISE(!s && !has_b && (!has_u || u < INT64_MAX));
 		else
 			PROMISE(!s && !has_u);
 		if (a->required)
 			PROMISE(s || has_u || has_b);
 	}
-	line = cwc_format_request(req.cmd, req.args);
+	line = cw_ctl_format_request(req.cmd, req.args);
 	PROMISE(line != NULL);
-	PROMISE(cwc_request_parse(line, strlen(line), &again, &f) == 0);
+	PROMISE(cw_ctl_request_parse(line, strlen(line), &again, &f) == 0);
 	PROMISE(again.cmd == req.cmd);
 	PROMISE(json_object_equal(again.args, req.args));
-	cwc_request_done(&again);
+	cw_ctl_request_done(&again);
 	free(line);
-	cwc_request_done(&req);
+	cw_ctl_request_done(&req);
 }
 
 static void check_reply(const char *d, size_t n)
 {
-	struct cwc_reply rep;
-	struct cwc_fail f = { .code = CWC_OK };
+	struct cw_ctl_reply rep;
+	struct cw_ctl_fail f = { .code = CW_CTL_OK };
 
-	if (cwc_reply_parse(d, n, &rep, &f) < 0) {
-		PROMISE(f.code > CWC_OK && f.code < CWC_CODE_COUNT);
+	if (cw_ctl_reply_parse(d, n, &rep, &f) < 0) {
+		PROMISE(f.code > CW_CTL_OK && f.code < CW_CTL_CODE_COUNT);
 		PROMISE(rep.root == NULL);
 		return;
 	}
-	if (rep.kind == CWC_REPLY_ERROR)
-		PROMISE(rep.message && rep.code_name && rep.code != CWC_OK);
-	if (rep.kind == CWC_REPLY_PROGRESS)
+	if (rep.kind == CW_CTL_REPLY_ERROR)
+		PROMISE(rep.message && rep.code_name && rep.code != CW_CTL_OK);
+	if (rep.kind == CW_CTL_REPLY_PROGRESS)
 		PROMISE(rep.phase != NULL);
-	cwc_reply_done(&rep);
+	cw_ctl_reply_done(&rep);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -92,6 +93,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifndef CW_LIBFUZZER
 int main(int argc, char **argv)
 {
-	return cw_fuzz_replay(argc, argv, "control", CWC_LINE_MAX * 2);
+	return cw_fuzz_replay(argc, argv, "control", CW_CTL_LINE_MAX * 2);
 }
 #endif

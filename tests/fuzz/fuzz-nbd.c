@@ -33,8 +33,9 @@
 static const struct cw_nbd_export_info exports[] = {
 	{ .name = "a", .description = "first", .size = 1 << 20,
 	  .eflags = CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_SEND_FLUSH | CW_NBD_FLAG_SEND_FUA |
-		    CW_NBD_FLAG_SEND_TRIM | CW_NBD_FLAG_SEND_WRITE_ZEROES,
-	  .min_block = 512, .pref_block = 4096, .max_block = 1 << 16 },
+		    CW_NBD_FLAG_SEND_TRIM | CW_NBD_FLAG_SEND_WRITE_ZEROES |
+		    CW_NBD_FLAG_SEND_CACHE | CW_NBD_FLAG_SEND_FAST_ZERO,
+	  .min_block = 512, .pref_block = 4096, .max_block = 1 << 16, .block_status = true },
 	{ .name = "", .size = 4096, .eflags = CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY },
 };
 
@@ -60,6 +61,13 @@ static void check_replies(const struct cw_nbd_buf *out, uint32_t option, int ver
 		PROMISE(r.option == option);
 		at += CW_NBD_OPTION_REPLY_BYTES;
 		PROMISE(out->len - at >= r.length);
+		if (r.reply == CW_NBD_REP_META_CONTEXT) {
+			/* Only base:allocation, under its id. */
+			PROMISE(r.length == 4 + strlen(CW_NBD_META_BASE_ALLOCATION));
+			PROMISE(be32(out->data + at) == CW_NBD_META_ID_ALLOCATION);
+			PROMISE(memcmp(out->data + at + 4, CW_NBD_META_BASE_ALLOCATION,
+				       r.length - 4) == 0);
+		}
 		if (r.reply == CW_NBD_REP_INFO) {
 			struct cw_nbd_export_info info = { 0 };
 			char s[CW_NBD_STRING_MAX + 1];
@@ -71,12 +79,29 @@ static void check_replies(const struct cw_nbd_buf *out, uint32_t option, int ver
 	}
 }
 
+/* What the client may do with each export, picked by the input's length
+ * so the corpus keeps its meaning: everything, read-only, none, or a
+ * client the server refuses outright. */
+static const uint8_t access_sets[][2] = {
+	{ CW_NBD_ACCESS_RW, CW_NBD_ACCESS_RW },
+	{ CW_NBD_ACCESS_RO, CW_NBD_ACCESS_RW },
+	{ CW_NBD_ACCESS_NONE, CW_NBD_ACCESS_RO },
+	{ CW_NBD_ACCESS_NONE, CW_NBD_ACCESS_NONE },
+};
+
 static void fuzz_handshake(const uint8_t *d, size_t n)
 {
 	struct cw_nbd_handshake hs = { .exports = exports, .n_exports = 2, .default_export = 1 };
 	struct cw_nbd_buf out = { 0 };
+	unsigned pick = (unsigned)(n % 5);
 
 	cw_nbd_hs_reset(&hs);
+	if (pick < 4)
+		hs.access = access_sets[pick];
+	else
+		hs.refuse = "over a limit";
+	/* The TLS mode from the length too: off for half the inputs. */
+	hs.tls = (enum cw_nbd_tls)((n / 5) % 4 < 2 ? CW_NBD_TLS_OFF : (n / 5) % 4 - 1);
 	if (n < 4 || cw_nbd_hs_client_flags(&hs, d) < 0)
 		return;
 	d += 4, n -= 4;
@@ -106,8 +131,24 @@ static void fuzz_handshake(const uint8_t *d, size_t n)
 		if (payload) {
 			d += o.length, n -= o.length;
 		}
+		if (v == CW_NBD_HS_STARTTLS) {
+			PROMISE(hs.tls != CW_NBD_TLS_OFF && !hs.tls_active);
+			cw_nbd_hs_tls_started(&hs);
+			continue;
+		}
 		if (v == CW_NBD_HS_TRANSMIT) {
+			PROMISE(hs.tls != CW_NBD_TLS_REQUIRE || hs.tls_active);
 			PROMISE(hs.export_index >= 0 && hs.export_index < 2);
+			/* Never an export the client may not use; a read-only
+			 * grant is advertised read-only. */
+			PROMISE(!hs.refuse && hs.access[hs.export_index] != CW_NBD_ACCESS_NONE);
+			PROMISE(hs.access[hs.export_index] != CW_NBD_ACCESS_RO ||
+				(hs.eflags & CW_NBD_FLAG_READ_ONLY));
+			/* A meta context only where chosen, on an export
+			 * that has it, with structured replies. */
+			PROMISE(!hs.meta_allocation ||
+				(hs.structured && hs.meta_export == hs.export_index &&
+				 exports[hs.export_index].block_status));
 			break;
 		}
 		if (v == CW_NBD_HS_CLOSE)
@@ -127,6 +168,7 @@ static void fuzz_transmission(const uint8_t *d, size_t n)
 	lim.structured = d[0] & 1;
 	if (d[0] & 2)
 		lim.eflags |= CW_NBD_FLAG_READ_ONLY;
+	lim.block_status = d[0] & 4;
 	d++, n--;
 	while (n >= CW_NBD_REQUEST_BYTES) {
 		struct cw_nbd_request r;
@@ -147,8 +189,27 @@ static void fuzz_transmission(const uint8_t *d, size_t n)
 			PROMISE(r.length && (r.offset | r.length) % 512 == 0);
 			if (r.type == CW_NBD_CMD_READ || r.type == CW_NBD_CMD_WRITE)
 				PROMISE(r.length <= lim.max_request);
-			if (r.type != CW_NBD_CMD_READ)
+			if (r.type != CW_NBD_CMD_READ && r.type != CW_NBD_CMD_CACHE &&
+			    r.type != CW_NBD_CMD_BLOCK_STATUS)
 				PROMISE(!(lim.eflags & CW_NBD_FLAG_READ_ONLY));
+			if (r.type == CW_NBD_CMD_BLOCK_STATUS)
+				PROMISE(lim.block_status && lim.structured);
+			if (r.flags & CW_NBD_CMD_FLAG_FAST_ZERO)
+				PROMISE(r.type == CW_NBD_CMD_WRITE_ZEROES);
+			if (r.flags & CW_NBD_CMD_FLAG_REQ_ONE)
+				PROMISE(r.type == CW_NBD_CMD_BLOCK_STATUS);
+		}
+		if (v.action == CW_NBD_EXEC && r.type == CW_NBD_CMD_BLOCK_STATUS) {
+			/* The reply of a whole extent buffer frames cleanly. */
+			struct cw_nbd_extent ext[2] = { { r.length, CW_NBD_STATE_HOLE }, { 1, 0 } };
+			uint8_t h[CW_NBD_BLOCK_STATUS_HDR_BYTES];
+			struct cw_nbd_reply rep;
+
+			PROMISE(cw_nbd_encode_block_status(h, r.cookie, CW_NBD_META_ID_ALLOCATION,
+							   ext, 2) == sizeof(h));
+			PROMISE(cw_nbd_decode_reply(h, sizeof(h), &rep) == (int)CW_NBD_CHUNK_BYTES);
+			PROMISE(rep.length == 4 + sizeof(ext) && rep.cookie == r.cookie);
+			PROMISE(be32((uint8_t *)ext) == r.length);
 		}
 		if (v.action == CW_NBD_REPLY_ERROR) {
 			PROMISE(v.error != 0);

@@ -1,7 +1,7 @@
 # Sourced by the control-plane tests after lib.sh.
 #
 #   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
-#             [--policy delta-l|edf|lst] [--reserve SPEC]... [--emulate MODEL]
+#             [--policy delta-l|edf|lst|dynamic] [--reserve SPEC]... [--emulate MODEL]
 #                            clockwised over a pool in DIR (new, holding three
 #                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
 #                            on DIR/nbd.sock, control socket DIR/control;
@@ -10,16 +10,19 @@
 #                            waits for its ready line; sets CTL_SOCK,
 #                            CTL_NBD, CTL_PID and CTL_LOG
 #   ctl_start_standin DIR [ARGS...]  the same socket served by
-#                            tests/integration/ctl-test-server (the control
+#                            tests/unit/daemon/ctl-test-server (the control
 #                            server without the data path), for what needs
 #                            its knobs (rate limits, injected clock)
 #   cwctl ARGS...            the real cwctl on that socket
 #   ctl_code CMD...          run CMD, print the error code cwctl reported
+#   ctl_fill PART SIZE       write the first SIZE bytes of PART (through a
+#                            temporary export): a block never written is a
+#                            hole, which is read without a disk access
 #   ctl_admits PART RATE BLOCK  whether such a reservation is admitted now
 #                            (released again at once)
 #   ctl_disks DIR            the three disks: already in clockwised's pool
 #                            (checked), added through cwctl for the stand-in
-CTL_SERVER=${CTL_SERVER:-$top_builddir/tests/integration/ctl-test-server}
+CTL_SERVER=${CTL_SERVER:-$top_builddir/tests/unit/daemon/ctl-test-server}
 CTL_DAEMON=$top_builddir/daemon/clockwised
 CWCTL=$top_builddir/tools/cwctl
 CTL_RAW=$top_builddir/tests/integration/ctl-raw
@@ -93,6 +96,12 @@ ctl_stop() {
 }
 
 cwctl() { "$CWCTL" --socket "$CTL_SOCK" "$@"; }
+
+ctl_fill() {
+	cwctl export add "$1" --name "fill-$1" >/dev/null &&
+	qemu-io -f raw -c "write -P 0x5a 0 $2" "nbd+unix:///fill-$1?socket=$CTL_NBD" >/dev/null &&
+	cwctl export remove "fill-$1" >/dev/null
+}
 
 # ctl_admits PART RATE BLOCK: whether a reservation of RATE bytes/s in
 # BLOCK blocks on PART is admitted now (it is released again at once).

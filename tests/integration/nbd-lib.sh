@@ -5,7 +5,7 @@
 #                             wait until it greets; sets nbd_sock, nbd_pid
 #   nbd_stop_server           SIGTERM it by PID; fails unless it exits 0
 #   nbd_uri NAME              nbd+unix URI of export NAME
-nbd_server_bin=$top_builddir/tests/integration/nbd-file-server
+nbd_server_bin=$top_builddir/tests/unit/daemon/nbd-file-server
 nbd_client_bin=$top_builddir/tests/integration/nbd-proto-client
 nbd_sock=$cw_tmp/nbd.sock
 nbd_pid=

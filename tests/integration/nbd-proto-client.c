@@ -26,6 +26,7 @@
 
 #define DISK_SIZE (1u << 20)
 #define DISK_MAX  65536u
+#define NBD_EXT_CAP 4096
 
 static const char *sock_path;
 static char failure[512];
@@ -289,6 +290,74 @@ static int expect_err(int fd, uint64_t cookie, uint32_t want)
 	return 0;
 }
 
+/* Reads the one BLOCK_STATUS reply for cookie: its descriptors go to
+ * ext (up to cap), their number to *n; an error reply sets *error. */
+static int get_block_status(int fd, uint64_t cookie, uint32_t *error,
+			    struct cw_nbd_extent *ext, uint32_t cap, uint32_t *n)
+{
+	uint8_t h[CW_NBD_CHUNK_BYTES], b[8];
+	struct cw_nbd_reply r;
+	uint32_t i;
+
+	*n = 0;
+	TRY(get(fd, h, sizeof(h)));
+	EXPECT(cw_nbd_decode_reply(h, sizeof(h), &r) == (int)sizeof(h), "not a chunk");
+	EXPECT(r.cookie == cookie, "reply cookie %llu", (unsigned long long)r.cookie);
+	EXPECT(r.flags & CW_NBD_REPLY_FLAG_DONE, "BLOCK_STATUS in more than one chunk");
+	if (r.type == CW_NBD_REPLY_TYPE_ERROR) {
+		uint8_t e[6 + 4096];
+
+		EXPECT(r.length >= 6 && r.length <= sizeof(e), "bad ERROR chunk");
+		TRY(get(fd, e, r.length));
+		*error = be32(e);
+		return 0;
+	}
+	EXPECT(r.type == CW_NBD_REPLY_TYPE_BLOCK_STATUS, "chunk type %u", r.type);
+	EXPECT(r.length >= 12 && (r.length - 4) % 8 == 0, "BLOCK_STATUS of %u bytes", r.length);
+	EXPECT((r.length - 4) / 8 <= cap, "%u descriptors", (r.length - 4) / 8);
+	TRY(get(fd, b, 4));
+	EXPECT(be32(b) == CW_NBD_META_ID_ALLOCATION, "context id %u", be32(b));
+	for (i = 0; i < (r.length - 4) / 8; i++) {
+		TRY(get(fd, b, 8));
+		ext[i].length = be32(b);
+		ext[i].status = be32(b + 4);
+		EXPECT(ext[i].length > 0, "a descriptor of length 0");
+		EXPECT(!(ext[i].status & ~(CW_NBD_STATE_HOLE | CW_NBD_STATE_ZERO)),
+		       "status 0x%x", ext[i].status);
+	}
+	*n = i;
+	*error = 0;
+	return 0;
+}
+
+/* Asks for base:allocation on export name with LIST or SET; returns
+ * the number of contexts the server named (each must be base:allocation
+ * with its id) or -1. */
+static int meta_context(int fd, uint32_t option, const char *name, const char *query)
+{
+	struct cw_nbd_buf q = { 0 };
+	struct cw_nbd_option_reply rep;
+	uint8_t b[8192];
+	int n = 0, r;
+
+	r = cw_nbd_encode_meta_query(&q, name, query ? &query : NULL, query ? 1 : 0);
+	if (r == 0)
+		r = send_opt(fd, option, q.data, (uint32_t)q.len);
+	free(q.data);
+	TRY(r);
+	for (;;) {
+		TRY(get_rep(fd, option, &rep, b, sizeof(b)));
+		if (rep.reply == CW_NBD_REP_ACK)
+			return n;
+		EXPECT(rep.reply == CW_NBD_REP_META_CONTEXT, "meta context reply 0x%x", rep.reply);
+		EXPECT(rep.length == 4 + strlen(CW_NBD_META_BASE_ALLOCATION) &&
+		       be32(b) == CW_NBD_META_ID_ALLOCATION &&
+		       memcmp(b + 4, CW_NBD_META_BASE_ALLOCATION, rep.length - 4) == 0,
+		       "a context other than base:allocation");
+		n++;
+	}
+}
+
 /* ---- scenarios: handshake ---- */
 
 static int s_bad_client_flags(void)
@@ -324,8 +393,7 @@ static int s_bad_option_magic(void)
 
 static int s_unknown_options(void)
 {
-	uint32_t opts[] = { 12345, CW_NBD_OPT_STARTTLS, CW_NBD_OPT_SET_META_CONTEXT,
-			    CW_NBD_OPT_LIST_META_CONTEXT, CW_NBD_OPT_EXTENDED_HEADERS, 0 };
+	uint32_t opts[] = { 12345, CW_NBD_OPT_STARTTLS, CW_NBD_OPT_EXTENDED_HEADERS, 0 };
 	struct cw_nbd_option_reply rep;
 	uint8_t b[8192];
 	unsigned i, servers = 0;
@@ -337,6 +405,11 @@ static int s_unknown_options(void)
 		TRY(send_opt(fd, opts[i], "abc", 3));
 		TRY(expect_rep(fd, opts[i], CW_NBD_REP_ERR_UNSUP));
 	}
+	/* Known options with malformed data. */
+	TRY(send_opt(fd, CW_NBD_OPT_LIST_META_CONTEXT, "abc", 3));
+	TRY(expect_rep(fd, CW_NBD_OPT_LIST_META_CONTEXT, CW_NBD_REP_ERR_INVALID));
+	TRY(send_opt(fd, CW_NBD_OPT_SET_META_CONTEXT, "abc", 3));
+	TRY(expect_rep(fd, CW_NBD_OPT_SET_META_CONTEXT, CW_NBD_REP_ERR_INVALID));
 	/* The connection is still good: LIST works and shows both exports. */
 	TRY(send_opt(fd, CW_NBD_OPT_LIST, NULL, 0));
 	for (;;) {
@@ -371,10 +444,22 @@ static int s_malformed_go(void)
 	len = go_payload(b, "nosuch", true);
 	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
 	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ERR_UNKNOWN));
-	/* disk needs 512-byte alignment: GO must ask for the block size. */
+	/* disk needs 512-byte alignment: a client that does not ask is
+	 * told the block sizes anyway, with a minimum of 1. */
 	len = go_payload(b, "disk", false);
-	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
-	TRY(expect_rep(fd, CW_NBD_OPT_GO, CW_NBD_REP_ERR_BLOCK_SIZE_REQD));
+	TRY(send_opt(fd, CW_NBD_OPT_INFO, b, len));
+	TRY(expect_rep(fd, CW_NBD_OPT_INFO, CW_NBD_REP_INFO));
+	{
+		struct cw_nbd_option_reply rep;
+		uint8_t info[64];
+
+		TRY(get_rep(fd, CW_NBD_OPT_INFO, &rep, info, sizeof(info)));
+		EXPECT(rep.reply == CW_NBD_REP_INFO && rep.length == 14 &&
+		       be16(info) == CW_NBD_INFO_BLOCK_SIZE, "no NBD_INFO_BLOCK_SIZE unasked");
+		EXPECT(be32(info + 2) == 1, "minimum block %u told to a client that did not ask",
+		       be32(info + 2));
+	}
+	TRY(expect_rep(fd, CW_NBD_OPT_INFO, CW_NBD_REP_ACK));
 	TRY(send_opt(fd, CW_NBD_OPT_STRUCTURED_REPLY, "x", 1));
 	TRY(expect_rep(fd, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_REP_ERR_INVALID));
 	/* And after all that, a good GO still enters transmission. */
@@ -455,6 +540,113 @@ static int s_idle_client_others_served(void)
 	return 0;
 }
 
+/*
+ * base:allocation: listed, set only after structured replies, and then
+ * BLOCK_STATUS answers in one chunk whose descriptors lie inside the
+ * request (one with REQ_ONE); CACHE and FAST_ZERO work where offered.
+ */
+static int s_block_status(void)
+{
+	const char *name = getenv("NBD_EXPORT") ? getenv("NBD_EXPORT") : "disk";
+	struct cw_nbd_extent ext[NBD_EXT_CAP];
+	struct cw_nbd_option_reply rep;
+	uint64_t size = 0, sum = 0;
+	uint16_t eflags = 0;
+	uint32_t err, n, i, len;
+	uint8_t b[8192];
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES));
+	EXPECT(meta_context(fd, CW_NBD_OPT_LIST_META_CONTEXT, name, NULL) == 1,
+	       "LIST did not name base:allocation");
+	EXPECT(meta_context(fd, CW_NBD_OPT_LIST_META_CONTEXT, name, "base:") == 1,
+	       "LIST base: did not name base:allocation");
+	TRY(send_opt(fd, CW_NBD_OPT_SET_META_CONTEXT, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_SET_META_CONTEXT, CW_NBD_REP_ERR_INVALID));
+	TRY(send_opt(fd, CW_NBD_OPT_STRUCTURED_REPLY, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_REP_ACK));
+	EXPECT(meta_context(fd, CW_NBD_OPT_SET_META_CONTEXT, name, "qemu:nosuch") == 0,
+	       "SET chose an unknown context");
+	EXPECT(meta_context(fd, CW_NBD_OPT_SET_META_CONTEXT, name,
+			    CW_NBD_META_BASE_ALLOCATION) == 1, "SET did not choose base:allocation");
+	len = go_payload(b, name, true);
+	TRY(send_opt(fd, CW_NBD_OPT_GO, b, len));
+	for (;;) {
+		TRY(get_rep(fd, CW_NBD_OPT_GO, &rep, b, sizeof(b)));
+		if (rep.reply == CW_NBD_REP_ACK)
+			break;
+		EXPECT(rep.reply == CW_NBD_REP_INFO, "GO: reply 0x%x", rep.reply);
+		if (be16(b) == CW_NBD_INFO_EXPORT) {
+			size = (uint64_t)be32(b + 2) << 32 | be32(b + 6);
+			eflags = be16(b + 10);
+		}
+	}
+	EXPECT(size >= 4096, "export of %llu bytes", (unsigned long long)size);
+	len = size > UINT32_MAX - 4095 ? UINT32_MAX - 4095 : (uint32_t)size;
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, 0, 1, 0, len, NULL));
+	TRY(get_block_status(fd, 1, &err, ext, NBD_EXT_CAP, &n));
+	EXPECT(err == 0 && n > 0, "BLOCK_STATUS failed: %u", err);
+	for (i = 0; i < n; i++)
+		sum += ext[i].length;
+	EXPECT(sum <= len, "descriptors cover %llu bytes of %u", (unsigned long long)sum, len);
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, CW_NBD_CMD_FLAG_REQ_ONE, 2, 0, len, NULL));
+	TRY(get_block_status(fd, 2, &err, ext, NBD_EXT_CAP, &n));
+	EXPECT(err == 0 && n == 1, "REQ_ONE: error %u, %u descriptors", err, n);
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, CW_NBD_CMD_FLAG_DF, 3, 0, 4096, NULL));
+	TRY(get_block_status(fd, 3, &err, ext, NBD_EXT_CAP, &n));
+	EXPECT(err == CW_NBD_EINVAL, "BLOCK_STATUS with DF: error %u", err);
+	TRY(send_req(fd, CW_NBD_CMD_BLOCK_STATUS, 0, 4, size - 4096, 8192, NULL));
+	TRY(get_block_status(fd, 4, &err, ext, NBD_EXT_CAP, &n));
+	EXPECT(err == CW_NBD_EINVAL, "BLOCK_STATUS past the end: error %u", err);
+	if (eflags & CW_NBD_FLAG_SEND_CACHE) {
+		TRY(send_req(fd, CW_NBD_CMD_CACHE, 0, 5, 0, 4096, NULL));
+		TRY(expect_err(fd, 5, 0));
+	}
+	if ((eflags & CW_NBD_FLAG_SEND_FAST_ZERO) && !(eflags & CW_NBD_FLAG_READ_ONLY)) {
+		/* Fast or refused at once: never an other error. */
+		TRY(send_req(fd, CW_NBD_CMD_WRITE_ZEROES, CW_NBD_CMD_FLAG_FAST_ZERO, 6, 0, 4096,
+			     NULL));
+		TRY(get_reply(fd, 6, &err, NULL, 0, 0));
+		EXPECT(err == 0 || err == CW_NBD_ENOTSUP, "FAST_ZERO: error %u", err);
+	}
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 7, 0, 0, NULL));
+	return expect_close(fd);
+}
+
+/* A listener that requires TLS: before STARTTLS every option but ABORT
+ * gets NBD_REP_ERR_TLS_REQD, STARTTLS with data is invalid, and
+ * EXPORT_NAME (which has no error reply) closes. */
+static int s_tls_required(void)
+{
+	uint32_t opts[] = { CW_NBD_OPT_LIST, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_OPT_INFO,
+			    CW_NBD_OPT_GO, CW_NBD_OPT_LIST_META_CONTEXT, 12345 };
+	uint8_t b[64];
+	uint32_t len = go_payload(b, "vol", true);
+	unsigned i;
+	int fd = dial();
+
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES));
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		bool go = opts[i] == CW_NBD_OPT_GO || opts[i] == CW_NBD_OPT_INFO;
+
+		TRY(send_opt(fd, opts[i], go ? b : NULL, go ? len : 0));
+		TRY(expect_rep(fd, opts[i], CW_NBD_REP_ERR_TLS_REQD));
+	}
+	TRY(send_opt(fd, CW_NBD_OPT_STARTTLS, "x", 1));
+	TRY(expect_rep(fd, CW_NBD_OPT_STARTTLS, CW_NBD_REP_ERR_INVALID));
+	TRY(send_opt(fd, CW_NBD_OPT_ABORT, NULL, 0));
+	TRY(expect_rep(fd, CW_NBD_OPT_ABORT, CW_NBD_REP_ACK));
+	TRY(expect_close(fd));
+	close(fd);
+	fd = dial();
+	TRY(fd);
+	TRY(greet(fd, CW_NBD_FLAG_C_FIXED_NEWSTYLE | CW_NBD_FLAG_C_NO_ZEROES));
+	TRY(send_opt(fd, CW_NBD_OPT_EXPORT_NAME, "vol", 3));
+	return expect_close(fd);
+}
+
 /* ---- scenarios: transmission ---- */
 
 static int bad_requests(bool structured)
@@ -490,7 +682,14 @@ static int bad_requests(bool structured)
 	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 17, 0, 0, NULL));			/* zero length */
 	TRY(expect_err(fd, 17, CW_NBD_EINVAL));
 	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 18, 0, DISK_MAX + 512, NULL));	/* oversized */
-	TRY(expect_err(fd, 18, CW_NBD_EOVERFLOW));
+	TRY(expect_err(fd, 18, CW_NBD_EINVAL));
+	if (structured) {	/* ...and unfragmented: too long for one chunk */
+		TRY(send_req(fd, CW_NBD_CMD_READ, CW_NBD_CMD_FLAG_DF, 118, 0, DISK_MAX + 512,
+			     NULL));
+		TRY(expect_err(fd, 118, CW_NBD_EOVERFLOW));
+	}
+	TRY(send_req(fd, CW_NBD_CMD_TRIM, 0, 119, DISK_SIZE - 512, 1024, NULL));	/* past end */
+	TRY(expect_err(fd, 119, CW_NBD_EINVAL));
 	TRY(send_req(fd, CW_NBD_CMD_FLUSH, 0, 19, 512, 0, NULL));		/* ranged flush */
 	TRY(expect_err(fd, 19, CW_NBD_EINVAL));
 
@@ -626,6 +825,95 @@ static int s_full_socket(void)
 	return expect_close(fd);
 }
 
+/*
+ * nbd-client 3.24 (Debian's, what the kernel route uses), byte for byte:
+ * fixed newstyle with no zeroes, then NBD_OPT_GO with no information
+ * requests, and nothing else.  It must be served (a minimum block of 1),
+ * and then requests of any alignment work with simple replies.
+ */
+static int s_nbd_client_324(void)
+{
+	static const uint8_t hello[] = {
+		0x00, 0x00, 0x00, 0x03,				/* client flags */
+		'I', 'H', 'A', 'V', 'E', 'O', 'P', 'T',
+		0x00, 0x00, 0x00, 0x07,				/* NBD_OPT_GO */
+		0x00, 0x00, 0x00, 0x0a,				/* length 10 */
+		0x00, 0x00, 0x00, 0x04, 'd', 'i', 's', 'k',	/* the name */
+		0x00, 0x00,					/* no info requests */
+	};
+	struct cw_nbd_option_reply rep;
+	static uint8_t pat[4096], got[4096], want[4096];
+	uint8_t g[CW_NBD_GREETING_BYTES], b[64];
+	bool sized = false, blocks = false;
+	uint32_t err;
+	unsigned i;
+	int fd = dial();
+
+	TRY(fd);
+	TRY(get(fd, g, sizeof(g)));
+	EXPECT(cw_nbd_decode_greeting(g) == 3, "greeting flags");
+	TRY(put(fd, hello, sizeof(hello)));
+	for (;;) {
+		TRY(get_rep(fd, CW_NBD_OPT_GO, &rep, b, sizeof(b)));
+		if (rep.reply == CW_NBD_REP_ACK)
+			break;
+		EXPECT(rep.reply == CW_NBD_REP_INFO, "GO without info requests: reply 0x%x",
+		       rep.reply);
+		if (be16(b) == CW_NBD_INFO_EXPORT)
+			sized = (uint64_t)be32(b + 2) << 32 | be32(b + 6);
+		if (be16(b) == CW_NBD_INFO_BLOCK_SIZE) {
+			EXPECT(be32(b + 2) == 1, "promised a minimum block of %u", be32(b + 2));
+			blocks = true;
+		}
+	}
+	EXPECT(sized && blocks, "no export size or block sizes before the ACK");
+
+	/* A known pattern over the first 4 KiB, in whole blocks. */
+	for (i = 0; i < sizeof(pat); i++)
+		pat[i] = (uint8_t)(i * 13 + 1);
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 1, 0, sizeof(pat), pat));
+	TRY(expect_err(fd, 1, 0));
+	memcpy(want, pat, sizeof(want));
+	/* Writes inside one block, across a block boundary, and spanning
+	 * whole blocks with ragged ends; a zero and a trim off the grid. */
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 2, 700, 100, "abcdefghij0123456789abcdefghij0123456789"
+		     "abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789"));
+	memcpy(want + 700, "abcdefghij0123456789abcdefghij0123456789"
+	       "abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789", 100);
+	TRY(expect_err(fd, 2, 0));
+	memset(b, 0xee, sizeof(b));
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, CW_NBD_CMD_FLAG_FUA, 3, 1000, 40, b));
+	memset(want + 1000, 0xee, 40);
+	TRY(expect_err(fd, 3, 0));
+	for (i = 0; i < 1500; i++)
+		got[i] = (uint8_t)(255 - i);
+	TRY(send_req(fd, CW_NBD_CMD_WRITE, 0, 4, 1100, 1500, got));
+	memcpy(want + 1100, got, 1500);
+	TRY(expect_err(fd, 4, 0));
+	TRY(send_req(fd, CW_NBD_CMD_WRITE_ZEROES, 0, 5, 2900, 700, NULL));
+	memset(want + 2900, 0, 700);
+	TRY(expect_err(fd, 5, 0));
+	TRY(send_req(fd, CW_NBD_CMD_TRIM, 0, 6, 3700, 100, NULL));
+	TRY(expect_err(fd, 6, 0));
+	/* Reads at any offset see exactly that. */
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 7, 0, 3700, NULL));
+	TRY(get_reply(fd, 7, &err, got, 3700, 0));
+	EXPECT(err == 0, "read failed: %u", err);
+	for (i = 0; i < 3700; i++)
+		EXPECT(got[i] == want[i], "byte %u is %u, expected %u", i, got[i], want[i]);
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 8, 705, 3, NULL));
+	TRY(get_reply(fd, 8, &err, got, 3, 705));
+	EXPECT(err == 0 && memcmp(got, "fgh", 3) == 0, "a 3-byte read off the grid");
+	/* The end of the export is still the end. */
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 9, DISK_SIZE - 1, 2, NULL));
+	TRY(expect_err(fd, 9, CW_NBD_EINVAL));
+	TRY(send_req(fd, CW_NBD_CMD_READ, 0, 10, DISK_SIZE - 1, 1, NULL));
+	TRY(get_reply(fd, 10, &err, got, 1, DISK_SIZE - 1));
+	EXPECT(err == 0, "reading the last byte failed: %u", err);
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 11, 0, 0, NULL));
+	return expect_close(fd);
+}
+
 /* The server is up: it accepts and greets. */
 static int s_greeting(void)
 {
@@ -709,6 +997,8 @@ static const struct scenario scenarios[] = {
 	{ "bad-request-magic-closes", s_bad_request_magic_closes },
 	{ "disc-drains", s_disc_drains },
 	{ "full-socket", s_full_socket },
+	{ "block-status", s_block_status },
+	{ "nbd-client-3.24", s_nbd_client_324 },
 };
 
 /* Not in the list: the test starts it on its own. */
@@ -716,6 +1006,7 @@ static const struct scenario extra[] = {
 	{ "greeting", s_greeting },
 	{ "held-until-stop", s_held_until_stop },
 	{ "keeps-old-size", s_keeps_old_size },
+	{ "tls-required", s_tls_required },
 };
 
 /* Runs the scenario called name from t: 0 passed, 1 failed, -1 absent. */

@@ -8,7 +8,7 @@
 # stream keeps its deadlines.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
-requires fio jq
+requires fio jq qemu-io
 fio --enghelp 2>/dev/null | grep -qw nbd || skip "fio lacks the nbd engine"
 CWSTREAM=$top_builddir/tools/cwstream
 d=$cw_tmp
@@ -24,6 +24,8 @@ check "calibrate hdd1" cwctl disk calibrate hdd1
 check "the data path takes hdd0's new model" grep -q "disk hdd0: new model: " "$CTL_LOG"
 check "part create media" cwctl part create media --size 64M --tier hdd
 check "part create scratch" cwctl part create scratch --size 64M --tier hdd
+# A stream plays what was recorded (a hole is read without a disk access).
+check "record media" ctl_fill media 64M
 
 # A stream whose period leaves (on the calibrated model) less slack than
 # one best-effort piece is refused, and the reason says why.

@@ -8,7 +8,7 @@
 # pool's partitions are exported at start.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
-requires jq nbdinfo fio truncate
+requires jq nbdinfo fio truncate qemu-io
 CWSTREAM=$top_builddir/tools/cwstream
 d=$cw_tmp/one
 mkdir "$d"
@@ -43,6 +43,8 @@ expect_fail "connecting to a removed export fails" nbdinfo --size "$(uri be2)"
 check "be is still served" test "$(nbdinfo --size "$(uri be)")" -eq $((64 << 20))
 
 # --- a reservation makes the stream's reads RT
+# A stream plays what was recorded (a hole is read without a disk access).
+check "record media" ctl_fill media 64M
 id=$(cwctl --json resv create media --rate 8Mbit --block 256K | jq .id)
 check "reservation admitted" test "$id" -ge 1
 check "export media bound to it" cwctl export add media --resv "$id"

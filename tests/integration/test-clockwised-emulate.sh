@@ -38,6 +38,11 @@ check "and --json" test "$(cwctl --json disk list | python3 -c \
 	'import json,sys; print([d.get("emulate", {}).get("name") for d in json.load(sys.stdin)])')" = \
 	"['atlas2', None]"
 
+# Recorded first: a block never written is a hole, read without a disk
+# access (emulated or not).
+head -c 16M /dev/urandom >"$cw_tmp/data"
+check "record the emulated partition" nbdcopy "$cw_tmp/data" "$(cwd_uri emu)"
+check "record the plain one" nbdcopy "$cw_tmp/data" "$(cwd_uri plain)"
 t0=$(now_ms)
 check "16 MiB from the emulated disk" nbdcopy --no-extents --requests=1 --connections=1 \
 	"$(cwd_uri emu)" null:

@@ -26,6 +26,12 @@ reads() { # OFFSET: eight 64 KiB reads from there
 	qemu-io -f raw "${c[@]}" "$(cwd_uri vol)" >/dev/null
 }
 
+# Recorded first: a block never written is a hole, read without a disk
+# access, and a stream plays what was recorded.
+cwd_start
+check "record" qemu-io -f raw -c 'write -P 0x5a 0 32M' "$(cwd_uri vol)"
+check "stop" cwd_stop
+
 cwd_start -r vol:1M:64k:0:8M
 check "admitted" grep -q 'reservation vol: disk a T=' "$(cwd_log)"
 check "reads inside the range" reads 0

@@ -130,8 +130,8 @@ mkdir "$s"
 ctl_start "$s"
 check "part create media on hdd0" cwctl part create media --size 64M --policy single --disk hdd0
 # hdd7200: C = 36 ms for 1 MiB, the best-effort reserve 28.8 ms.  15 MB/s
-# (T = 69.9 ms) leaves 33.9 ms alone; beside the static 8 MB/s stream
-# (T = 131 ms) the static job and one of its own need 71.9 ms > T.
+# (T = 69.9 ms) leaves 33.9 ms alone; beside the static 8M (8 MiB/s) stream
+# (T = 125 ms) the static job and one of its own need 71.9 ms > T.
 check "15MB/s fits alone" cwctl resv create media --rate 15MB/s --block 1M
 check "release it" cwctl resv release 1
 check "stop" ctl_stop
@@ -142,6 +142,8 @@ static_listed() {
 }
 static_in_table() { cwctl resv list | grep -q '^static  *media '; }
 check "the static one is listed" static_listed
+check "-r media:8M:1M is 8 MiB/s, as cwctl reads 8M" \
+	test "$(cwctl --json resv list | jq '.[0].rate')" -eq $((8 << 20))
 check "as static in the table" static_in_table
 static_in_stats() { cwctl stats | grep -q '^static  '; }
 check "its counters show in stats" static_in_stats

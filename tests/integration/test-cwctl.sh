@@ -44,6 +44,12 @@ check "part create be on the ssd, single" cwctl part create be --size 64M --tier
 check "part create with zone" cwctl part create outer --size 10M --zone outer --policy single --disk hdd1
 check "same name: exists" test "$(ctl_code cwctl part create media --size 1M)" = exists
 check "too big: no-space" test "$(ctl_code cwctl part create huge --size 10T)" = no-space
+# An absurd size is refused from the free space, before a block map for
+# it is allocated: at once, and the control socket answers the next.
+check "absurd: no-space" test "$(ctl_code cwctl part create absurd --size 2048T)" = no-space
+check "absurd: the message has the numbers" bash -c \
+	'"$0" --socket "$1" part create absurd --size 2048T 2>&1 | grep -q "needs 2251799813685248 bytes"' \
+	"$CWCTL" "$CTL_SOCK"
 check "bad policy: bad-request" test "$(ctl_code cwctl part create p --size 1M --policy best)" = bad-request
 check "bad name: bad-request" test "$(ctl_code cwctl part create 'a/b' --size 1M)" = bad-request
 cwctl part create p --size 12X 2>/dev/null; rc=$?
@@ -65,6 +71,12 @@ check "one task per disk" test "$(cwctl --json resv show 1 | jq '.per_disk | len
 check "range, start and duration" cwctl resv create media --rate 817KB/s --block 64K \
 	--range 0:10M --start 1s --duration 1h
 check "the range is kept" test "$(cwctl --json resv show 2 | jq .range_end)" -eq $((10 << 20))
+# One meaning per suffix: 8M is 8 MiB/s as with clockwised -r, 8MB/s is 10^6.
+for spec in 8M:$((8 << 20)) 8MiB/s:$((8 << 20)) 8MB/s:8000000; do
+	id=$(cwctl --json resv create media --rate "${spec%%:*}" --block 1M | jq .id)
+	check "--rate ${spec%%:*} is ${spec#*:} B/s" test "$(cwctl --json resv show "$id" | jq .rate)" -eq "${spec#*:}"
+	check "release it" cwctl resv release "$id"
+done
 out=$(cwctl --json resv create media --rate 2GB/s --block 1M 2>&1 >/dev/null)
 check "over-admission refused" test "$(echo "$out" | jq -r .code)" = refused
 check "the refusal names a disk" bash -c 'echo "$0" | jq -e ".details.disk | test(\"^(hdd0|hdd1|ssd0)$\")"' "$out"

@@ -8,7 +8,9 @@
 cwsim=${top_builddir:-.}/tools/cwsim
 
 cat >"$cw_tmp/large-be" <<'SCN'
-# the paper's disks and streams, large BE requests, worst-case service
+# the paper's disks and streams, large BE requests, worst-case service,
+# the paper's plan (clockwised's cuts BE requests into 256 KiB pieces)
+plan = paper
 model = atlas2
 placement = rotation, random
 policy = delta-l, lst

@@ -4,6 +4,8 @@
 # LST; at the highest load admission allows with rotation, delta-l beats
 # both LST (whose interleaved seeks between the RT and BE zones overload
 # the disks) and EDF; no policy misses a deadline with 4 KB BE requests.
+# Dynamic slack is within 5% of LST at light load and below delta-l at
+# the highest.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
 cwsim=${top_builddir:-.}/tools/cwsim
@@ -24,8 +26,11 @@ for seed in 1 2 3; do
 	for pl in rotation random; do
 		dl=$(mean "$t/light$seed" delta-l $pl)
 		lst=$(mean "$t/light$seed" lst $pl)
+		dyn=$(mean "$t/light$seed" dynamic $pl)
 		check "seed $seed, $pl, ~5 MB/s: delta-l ($dl ms) within 10% of LST ($lst ms)" \
 			awk -v a="$dl" -v b="$lst" 'BEGIN { exit !(a > 0 && b > 0 && a <= 1.1 * b) }'
+		check "seed $seed, $pl, ~5 MB/s: dynamic ($dyn ms) within 5% of LST ($lst ms)" \
+			awk -v a="$dyn" -v b="$lst" 'BEGIN { exit !(a > 0 && b > 0 && a <= 1.05 * b) }'
 	done
 	check "seed $seed: highest load runs" run_to "$t/high$seed" --set seed=$seed \
 		--set placement=rotation
@@ -34,6 +39,9 @@ for seed in 1 2 3; do
 	edf=$(mean "$t/high$seed" edf rotation)
 	check "seed $seed, highest rotation load: delta-l ($dl ms) below LST ($lst ms) and EDF ($edf ms)" \
 		awk -v a="$dl" -v b="$lst" -v c="$edf" 'BEGIN { exit !(a > 0 && a < b && a < c) }'
+	dyn=$(mean "$t/high$seed" dynamic rotation)
+	check "seed $seed, highest rotation load: dynamic ($dyn ms) below delta-l ($dl ms)" \
+		awk -v a="$dyn" -v b="$dl" 'BEGIN { exit !(a > 0 && a < b) }'
 	check "seed $seed: no deadline missed" \
-		awk '!/"rt_misses": 0,/ { bad = 1 } END { exit bad || NR != 9 }' "$t/light$seed" "$t/high$seed"
+		awk '!/"rt_misses": 0,/ { bad = 1 } END { exit bad || NR != 12 }' "$t/light$seed" "$t/high$seed"
 done

@@ -90,33 +90,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, struct cli *c)
 		usage(cmd);
 		return SIM_EXIT_USAGE;
 	}
-	if (c->preset) {
-		if (sim_scenario_preset(c->preset, &c->sc) < 0) {
-			fprintf(stderr, "cwsim: unknown preset '%s' (paper, quick)\n", c->preset);
-			return SIM_EXIT_USAGE;
-		}
-	} else {
-		sim_scenario_defaults(&c->sc);
-		if (sim_scenario_load(c->scenario, &c->sc) < 0)
-			return SIM_EXIT_USAGE;
-	}
-	if (c->quick) {
-		c->sc.duration_ns = 60 * CW_NS_PER_S;
-		c->sc.loads = CW_MIN(c->sc.loads, 8u);
-	}
-	c->sc.base_dir[0] = '\0';	/* --set paths are relative to the cwd */
-	for (size_t i = 0; i < n_sets; i++) {
-		char *eq = strchr(sets[i], '=');
-
-		if (!eq) {
-			fprintf(stderr, "cwsim: --set %s: expected KEY=VALUE\n", sets[i]);
-			return SIM_EXIT_USAGE;
-		}
-		*eq = '\0';
-		if (sim_scenario_set(&c->sc, sets[i], eq + 1, "--set") < 0)
-			return SIM_EXIT_USAGE;
-	}
-	if (sim_scenario_finish(&c->sc) < 0)
+	if (sim_scenario_from_args(c->preset, c->scenario, c->quick, sets, n_sets, &c->sc) < 0)
 		return SIM_EXIT_USAGE;
 	return -1;
 }
@@ -169,9 +143,9 @@ static int prepare(const char *cmd, int argc, char **argv, struct session *s)
 /* One simulation, counted for the speed line and in JSON mode reported on
  * stdout; a failure is said here. */
 static int simulate(struct session *s, const struct sim_setup *setup, size_t streams,
-		    unsigned policy, struct sim_result *r)
+		    unsigned policy, unsigned order, struct sim_result *r)
 {
-	int e = sim_run(setup, streams, &s->trace, policy, r);
+	int e = sim_run_be(setup, streams, &s->trace, policy, order, r);
 
 	if (e < 0) {
 		fprintf(stderr, "cwsim: simulation failed: %s\n", strerror(-e));
@@ -210,18 +184,19 @@ int sim_cmd_run(int argc, char **argv)
 		if (e < 0)
 			break;
 		if (!c->json)
-			printf("%s: %zu streams admitted (%.2f MB/s); next: %s\n",
+			printf("%s: %zu streams admitted (%.2f MiB/s); next: %s\n",
 			       sim_placement_name(pl), setup.n_streams,
 			       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
-		for (unsigned p = 0; p < 3 && e == 0; p++) {
-			struct sim_result r;
+		for (unsigned p = 0; p < CW_SCHED_N_POLICIES && e == 0; p++)
+			for (unsigned o = 0; o < SIM_N_BEQ && e == 0; o++) {
+				struct sim_result r;
 
-			if (!(c->sc.policies & 1u << p))
-				continue;
-			e = simulate(&s, &setup, setup.n_streams, p, &r);
-			if (e == 0 && !c->json)
-				sim_report_text(stdout, &c->sc, &r);
-		}
+				if (!(c->sc.policies & 1u << p) || !(c->sc.be_orders & 1u << o))
+					continue;
+				e = simulate(&s, &setup, setup.n_streams, p, o, &r);
+				if (e == 0 && !c->json)
+					sim_report_text(stdout, &c->sc, &r);
+			}
 		sim_setup_done(&setup);
 	}
 	sim_trace_done(&s.trace);
@@ -300,12 +275,12 @@ static int sweep_fig2(const struct cli *c, FILE *out)
 		unsigned scale;
 		const char *name;
 	} curves[] = {
-		{ SIM_ROTATION, SIM_VIDEO_817, 1, "rotation, 1 MB video blocks" },
-		{ SIM_ROTATION, SIM_VIDEO_245, 1, "rotation, 256 KB video blocks" },
-		{ SIM_RANDOM, SIM_VIDEO_817, 1, "random, 1 MB video blocks" },
-		{ SIM_RANDOM, SIM_VIDEO_245, 1, "random, 256 KB video blocks" },
-		{ SIM_SINGLE, SIM_VIDEO_817, 1, "single, 1 MB video blocks" },
-		{ SIM_SINGLE, SIM_VIDEO_817, 2, "single (large buffers), 2 MB video blocks" },
+		{ SIM_ROTATION, SIM_VIDEO_817, 1, "rotation, 1 MiB video blocks" },
+		{ SIM_ROTATION, SIM_VIDEO_245, 1, "rotation, 256 KiB video blocks" },
+		{ SIM_RANDOM, SIM_VIDEO_817, 1, "random, 1 MiB video blocks" },
+		{ SIM_RANDOM, SIM_VIDEO_245, 1, "random, 256 KiB video blocks" },
+		{ SIM_SINGLE, SIM_VIDEO_817, 1, "single, 1 MiB video blocks" },
+		{ SIM_SINGLE, SIM_VIDEO_817, 2, "single (large buffers), 2 MiB video blocks" },
 	};
 	_cleanup_free_ char *plt = NULL;
 	size_t plt_len = 0;
@@ -327,7 +302,7 @@ static int sweep_fig2(const struct cli *c, FILE *out)
 		return -ENOMEM;
 	}
 	fprintf(p, "set title 'Figure 2: aggregate real-time load and delta-L (%u x %s)'\n"
-		"set xlabel 'aggregate RT load (MB/s)'\nset ylabel 'least delta-L over the disks (s)'\n"
+		"set xlabel 'aggregate RT load (MiB/s)'\nset ylabel 'least delta-L over the disks (s)'\n"
 		"set key top right\nset grid\nplot ", c->sc.disks, c->sc.model.name);
 	for (size_t i = 0; i < CW_ARRAY_SIZE(curves) && e == 0; i++) {
 		struct sim_scenario sc = c->sc;
@@ -344,7 +319,7 @@ static int sweep_fig2(const struct cli *c, FILE *out)
 		fprintf(dat, "\n\n");
 		fprintf(p, "%s'fig2.dat' index %zu using 1:2 with linespoints title '%s'",
 			i ? ", \\\n  " : "", i, curves[i].name);
-		fprintf(out, "admitted: %-44s %3zu streams, %6.2f MB/s\n", curves[i].name,
+		fprintf(out, "admitted: %-44s %3zu streams, %6.2f MiB/s\n", curves[i].name,
 			s.n_streams, o.max_load);
 		sim_setup_done(&s);
 	}
@@ -388,7 +363,7 @@ static int sweep_fig3(struct session *s)
 	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS; pl++)
 		n_panels += !!(c->sc.placements & 1u << pl);
 	fprintf(f, "set datafile separator ','\nset logscale y\nset grid\nset key top left\n"
-		"set xlabel 'aggregate RT load (MB/s)'\nset ylabel 'mean BE latency (ms)'\n"
+		"set xlabel 'aggregate RT load (MiB/s)'\nset ylabel 'mean BE latency (ms)'\n"
 		"set multiplot layout %u,1 title 'Figure 3: best-effort latency vs real-time load'\n",
 		n_panels);
 	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS && e == 0; pl++) {
@@ -404,7 +379,7 @@ static int sweep_fig3(struct session *s)
 		npts = setup.n_streams + 1 <= c->sc.loads ? (unsigned)setup.n_streams + 1 :
 							     c->sc.loads;
 		fprintf(f, "set title '%s'\nplot ", sim_placement_name(pl));
-		for (unsigned p = 0; p < 3 && e == 0; p++) {
+		for (unsigned p = 0; p < CW_SCHED_N_POLICIES && e == 0; p++) {
 			if (!(c->sc.policies & 1u << p))
 				continue;
 			fprintf(f, "%s'fig3.csv' using (strcol(1) eq '%s' && strcol(2) eq '%s' ? $4 : NaN):"
@@ -418,12 +393,13 @@ static int sweep_fig3(struct session *s)
 
 				if (i && k == load_point(setup.n_streams, npts, i - 1))
 					continue;
-				e = simulate(s, &setup, k, p, &r);
+				e = simulate(s, &setup, k, p, (unsigned)__builtin_ctz(c->sc.be_orders),
+					     &r);
 				if (e < 0)
 					break;
 				sim_report_csv(csv, &r, c->sc.disks);
 				if (!c->json)
-					printf("%-8s %-7s %3zu streams %6.2f MB/s  delta-L %9.1f ms  "
+					printf("%-8s %-7s %3zu streams %6.2f MiB/s  delta-L %9.1f ms  "
 					       "misses %3" PRIu64 "  BE mean %9.2f p99 %9.2f ms\n",
 					       sim_placement_name(pl), cw_sched_policy_name(p), r.streams,
 					       r.rt_load_mb_s,
@@ -445,6 +421,89 @@ static int sweep_fig3(struct session *s)
 	return e;
 }
 
+/* With BE clients: each order at each load, how the clients fare (the
+ * issue's comparison of fifo, rbfq and sfc), on the first placement. */
+static int sweep_beqos(struct session *s)
+{
+	const struct cli *c = &s->c;
+	FILE *csv, *f;
+	_cleanup_free_ char *plt = NULL;
+	size_t plt_len = 0;
+	static const struct { const char *col, *title; bool log; } panels[] = {
+		{ "$6", "weighted clients: largest share error against the weights", false },
+		{ "$7", "reserved client: share / reservation (1 = met)", true },
+		{ "$9", "limited client: share / limit (1 = at the limit)", true },
+	};
+	struct sim_setup setup;
+	unsigned pl = (unsigned)__builtin_ctz(c->sc.placements), npts;
+	int e;
+
+	if (!c->sc.n_clients)
+		return 0;
+	csv = open_out(c->out_dir, "beqos.csv");
+	if (!csv)
+		return -EIO;
+	fprintf(csv, "placement,order,streams,rt_load_mb_s,rt_misses,share_error_max,resv_met,"
+		"limit_over,limit_ratio\n");
+	e = sim_setup_build(&c->sc, pl, c->sc.video, 0, NULL, NULL, &setup);
+	if (e < 0) {
+		fclose(csv);
+		return e;
+	}
+	npts = setup.n_streams + 1 <= c->sc.loads ? (unsigned)setup.n_streams + 1 : c->sc.loads;
+	for (unsigned o = 0; o < SIM_N_BEQ && e == 0; o++)
+		for (unsigned i = 0; i < npts && e == 0 && (c->sc.be_orders & 1u << o); i++) {
+			size_t k = load_point(setup.n_streams, npts, i);
+			unsigned p = (unsigned)__builtin_ctz(c->sc.policies);
+			struct sim_result r;
+
+			if (i && k == load_point(setup.n_streams, npts, i - 1))
+				continue;
+			e = simulate(s, &setup, k, p, o, &r);
+			if (e < 0)
+				break;
+			fprintf(csv, "%s,%s,%zu,%.4f,%" PRIu64 ",%.6f,%.6f,%.6f,%.6f\n",
+				sim_placement_name(pl), sim_be_order_name(o), r.streams, r.rt_load_mb_s,
+				r.rt_misses, r.share_error_max, r.resv_met, r.limit_over, r.limit_ratio);
+			if (!c->json)
+				printf("%-8s %-4s %3zu streams %6.2f MB/s  misses %3" PRIu64
+				       "  share error %.4f  resv met %.3f  limit over %.3f\n",
+				       sim_placement_name(pl), sim_be_order_name(o), r.streams,
+				       r.rt_load_mb_s, r.rt_misses, r.share_error_max, r.resv_met,
+				       r.limit_over);
+		}
+	sim_setup_done(&setup);
+	if (fclose(csv) != 0)
+		e = e ? e : -EIO;
+	if (e < 0)
+		return e;
+	f = open_memstream(&plt, &plt_len);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "set datafile separator ','\nset grid\nset key top left\n"
+		"set xlabel 'aggregate RT load (MB/s)'\n"
+		"set multiplot layout 3,1 title 'Best effort between clients: %s, per BE order'\n",
+		sim_placement_name(pl));
+	for (size_t k = 0; k < CW_ARRAY_SIZE(panels); k++) {
+		bool first = true;
+
+		fprintf(f, "%s\nset title '%s'\nplot ", panels[k].log ? "set logscale y" :
+			"unset logscale y", panels[k].title);
+		for (unsigned o = 0; o < SIM_N_BEQ; o++) {
+			if (!(c->sc.be_orders & 1u << o))
+				continue;
+			fprintf(f, "%s'beqos.csv' using (strcol(2) eq '%s' ? $4 : NaN):(%s > 0 ? %s : NaN)"
+				" with linespoints title '%s'", first ? "" : ", \\\n  ",
+				sim_be_order_name(o), panels[k].col, panels[k].col, sim_be_order_name(o));
+			first = false;
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "unset multiplot\n");
+	fclose(f);
+	return plot(c->out_dir, "beqos", plt, "1000,1200");
+}
+
 int sim_cmd_sweep(int argc, char **argv)
 {
 	struct session s;
@@ -462,6 +521,8 @@ int sim_cmd_sweep(int argc, char **argv)
 	e = sweep_fig2(c, c->json ? stderr : stdout);
 	if (e == 0)
 		e = sweep_fig3(&s);
+	if (e == 0)
+		e = sweep_beqos(&s);
 	sim_trace_done(&s.trace);
 	if (e < 0) {
 		fprintf(stderr, "cwsim: sweep failed: %s\n", strerror(-e));

@@ -9,12 +9,21 @@
  * rt_area_pct of every disk, BE partitions are striped over the inner
  * be_area_pct.  Streams are offered to cw_admit_plan one after the other
  * (a video stream, its CD-audio stream, the next video, ...) until it
- * refuses one, exactly as a daemon would be asked.
+ * refuses one, exactly as a daemon would be asked: with the disk's
+ * best-effort reserve when the scenario's plan keeps one.
+ *
+ * Plan: each disk runs with cw_admit_disk_plan() of its admitted tasks —
+ * the function clockwised's admission state uses — so the dispatcher gets
+ * the plan's best-effort budget (ΔL after the guard), idle allowance and
+ * periodic server.  Under plan = daemon best-effort requests are also cut
+ * into the plan's pieces, as clockwised's pool back end cuts them; under
+ * plan = paper the budget is ΔL itself and there is no automatic server.
  *
  * Run: a discrete-event loop over virtual int64 nanoseconds.  Each disk
- * has its own struct cw_sched (the library's dispatcher, unchanged) and a
- * struct cw_model_disk (the library's mechanics, which the emulating I/O
- * engine runs too).  Events are stream releases, BE arrivals,
+ * has its own struct cw_sched (the library's dispatcher, unchanged, which
+ * also gives each request its release, as in the daemon) and a struct
+ * cw_model_disk (the library's mechanics, which the emulating I/O engine
+ * runs too).  Events are stream releases, BE arrivals,
  * completions and the scheduler's "ask again at" wake-ups; ties are broken
  * by insertion order, so a seed determines the whole run.
  *
@@ -26,12 +35,15 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "sim.h"
+
+#include <clockwise/units.h>
 
 /* ---- set-up ------------------------------------------------------------ */
 
@@ -64,6 +76,39 @@ double sim_setup_load_mb_s(const struct sim_setup *s, size_t n)
 	for (size_t i = 0; i < n && i < s->n_streams; i++)
 		sum += (double)s->streams[i].bandwidth_bps;
 	return sum / (double)SIM_MIB;
+}
+
+int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
+		   struct cw_disk_plan *ret)
+{
+	const struct sim_scenario *sc = s->sc;
+	_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
+	size_t n = 0, t;
+	int e;
+
+	if (!set)
+		return -ENOMEM;
+	/* the server's task and then the first n_streams' tasks on d,
+	 * which were appended in stream order */
+	for (; n < s->server_tasks; n++)
+		set[n] = s->tasks[d][n];
+	t = n;
+	for (size_t i = 0; i < n_streams && i < s->n_streams; i++)
+		if (s->streams[i].disk_period_ns[d])
+			set[n++] = s->tasks[d][t++];
+	e = cw_admit_disk_plan(&s->plan_opts, &sc->model, sc->model.tier, sc->be_pblock_bytes,
+			       set, n, ret);
+	if (e < 0)
+		return e;
+	ret->disk_id = d;
+	if (s->server_tasks) {
+		ret->n_tasks--;
+		ret->server_slice_ns = sc->server_slice_ns;
+		ret->server_period_ns = sc->server_period_ns;
+		ret->be_starved = CW_MAX(CW_MAX(ret->be_budget_ns, ret->idle_be_ns),
+					 ret->server_slice_ns) < ret->be_max_ns;
+	}
+	return 0;
 }
 
 static int add_task(struct sim_setup *s, unsigned d, const struct cw_task *t)
@@ -107,6 +152,7 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 {
 	struct sim_setup s = { .sc = sc, .placement = pl };
 	struct cw_admit_disk disks[SIM_MAX_DISKS];
+	struct cw_disk_plan empty;
 	int64_t dl[SIM_MAX_DISKS];
 	uint64_t cursor[SIM_MAX_DISKS] = { 0 };
 	struct sim_rng kinds, offs;
@@ -132,6 +178,16 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 		fprintf(stderr, "cwsim: the BE area cannot hold %u partitions\n", sc->be_partitions);
 		return -EINVAL;
 	}
+	sim_scenario_plan_opts(sc, &s.plan_opts);
+	e = cw_admit_disk_plan(&s.plan_opts, &sc->model, sc->model.tier, sc->be_pblock_bytes, NULL,
+			       0, &empty);
+	if (e < 0) {
+		fprintf(stderr, "cwsim: the model cannot serve a best-effort piece: %s\n",
+			strerror(-e));
+		return -EINVAL;
+	}
+	s.be_reserve = empty.be_reserve;
+	s.be_piece_bytes = sc->plan == SIM_PLAN_PAPER ? sc->be_pblock_bytes : empty.be_piece_bytes;
 	if (sc->server_period_ns) {
 		struct cw_task srv = { .period_ns = sc->server_period_ns,
 				       .service_ns = sc->server_slice_ns };
@@ -193,7 +249,8 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 		place(sc, pl, i, clip, &offs, cursor, &st);
 		for (unsigned d = 0; d < n; d++)
 			disks[d] = (struct cw_admit_disk){ .model = &sc->model, .tasks = s.tasks[d],
-							   .n_tasks = s.n_tasks[d] };
+							   .n_tasks = s.n_tasks[d],
+							   .be_reserve = s.be_reserve };
 		q = (struct cw_admit_qos){ .bandwidth_bps = st.bandwidth_bps,
 					   .block_bytes = st.block_bytes };
 		lay = (struct cw_admit_layout){ .pblock_bytes = st.block_bytes, .n_pblocks = clip,
@@ -207,9 +264,11 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 			goto fail;
 		}
 		if (!plan.admitted) {
-			snprintf(s.refusal, sizeof(s.refusal), "stream %zu (%s %" PRIu64 " KB/s): %s",
-				 i, is_video ? "video" : "audio", st.bandwidth_bps / SIM_KIB,
-				 plan.reason);
+			char rate[CW_UNITS_BUF];
+
+			snprintf(s.refusal, sizeof(s.refusal), "stream %zu (%s %s): %s", i,
+				 is_video ? "video" : "audio",
+				 cw_units_format_rate(st.bandwidth_bps, rate), plan.reason);
 			cw_admit_plan_done(&plan);
 			free(st.disk);
 			free(st.off);
@@ -222,7 +281,6 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 
 			st.disk_period_ns[p->disk] = p->task.period_ns;
 			st.disk_service_ns[p->disk] = p->task.service_ns;
-			dl[p->disk] = p->result.delta_l_ns;
 			e = add_task(&s, p->disk, &p->task);
 			if (e < 0)
 				break;
@@ -248,8 +306,17 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 		if (curve) {
 			int64_t min = CW_ADMIT_NO_LIMIT;
 
-			for (unsigned d = 0; d < n; d++)
+			for (unsigned d = 0; d < n; d++) {
+				struct cw_disk_plan dp;
+
+				if (st.disk_period_ns[d]) {
+					e = sim_setup_plan(&s, d, s.n_streams, &dp);
+					if (e < 0)
+						goto fail;
+					dl[d] = dp.delta_l_ns;
+				}
 				min = CW_MIN(min, dl[d]);
+			}
 			curve(userdata, s.n_streams, sim_setup_load_mb_s(&s, s.n_streams), min);
 		}
 	}
@@ -262,7 +329,7 @@ fail:
 
 /* ---- the event loop ---------------------------------------------------- */
 
-enum { EV_RT, EV_BE, EV_DONE, EV_WAKE };
+enum { EV_RT, EV_BE, EV_DONE, EV_WAKE, EV_CLIENT };
 
 struct ev {
 	int64_t t;
@@ -327,8 +394,21 @@ static struct ev ev_pop(struct evq *q)
 struct sreq {
 	struct cw_sched_req r;
 	uint64_t off, bytes;
-	uint32_t parent;	/* BE: index of the trace record */
+	uint32_t parent;	/* BE: index of the trace record, or the client's slot */
+	bool client;		/* from a BE client, not the trace */
 	struct sreq *next_free;
+};
+
+/* A BE client's state: its outstanding reads (slots) and what it got. */
+struct cstate {
+	int64_t arrival[SIM_MAX_DEPTH];
+	uint32_t pending[SIM_MAX_DEPTH];
+	struct sim_rng rng;
+	int64_t *lat;
+	size_t n_lat, cap_lat;
+	uint64_t requests, bytes;
+	int64_t cost, cost_resv;
+	double resv_share, limit_share;	/* asked, summed over the disks */
 };
 
 struct dstate {
@@ -354,7 +434,6 @@ struct run {
 	struct evq q;
 	struct dstate d[SIM_MAX_DISKS];
 	uint64_t *next_n;		/* per stream: next request index */
-	int64_t *next_exp;		/* per stream and disk: next expected release */
 	struct bestate *be;
 	int64_t *lat;
 	size_t n_lat;
@@ -364,6 +443,9 @@ struct run {
 	uint64_t be_rejected, be_overruns;
 	double part0_sum;
 	uint64_t part0_n;
+	enum sim_be_order order;
+	struct cw_sched_tracker *trk;	/* RBFQ's delta between disks */
+	struct cstate *cl;		/* sc->n_clients */
 };
 
 static struct sreq *sreq_get(struct run *r)
@@ -439,7 +521,6 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 	uint64_t k = n % r->setup->clip;	/* the clip plays in a loop */
 	unsigned disk = st->disk[k];
 	struct sreq *q;
-	int64_t *exp;
 	int e;
 
 	q = sreq_get(r);
@@ -447,21 +528,17 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 		return -ENOMEM;
 	q->off = st->off[k];
 	q->bytes = st->block_bytes;
-	/* sched.h's driver protocol: the expected release is the previous
-	 * release on this disk plus its period (the first: the arrival) */
-	exp = &r->next_exp[(size_t)idx * r->sc->disks + disk];
+	/* the disk's scheduler tracks the stream's releases on that disk */
 	q->r = (struct cw_sched_req){
 		.cls = CW_SCHED_RT,
 		.stream = idx,
 		.arrival_ns = now,
-		.expected_ns = *exp == INT64_MIN ? now : *exp,
 		.period_ns = st->disk_period_ns[disk],
 		.service_ns = st->disk_service_ns[disk],
 	};
 	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
 	if (e < 0)
 		return e;
-	*exp = q->r.release_ns + q->r.period_ns;
 	if (st->phase_ns + (int64_t)(n + 1) * st->period_ns < r->sc->duration_ns) {
 		e = ev_push(&r->q, st->phase_ns + (int64_t)(n + 1) * st->period_ns, EV_RT, idx);
 		if (e < 0)
@@ -470,52 +547,136 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 	return kick(r, disk, now);
 }
 
-static int on_be(struct run *r, uint32_t idx, int64_t now)
+/* Splits a BE request of partition part into pieces per disk (blocks are
+ * striped over the disks) and queues them: *ret_pending counts the pieces
+ * queued, *ret_rejected says whether one was refused as larger than any
+ * slack could ever run. */
+static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes, uint64_t client,
+		     uint32_t parent, bool from_client, int64_t now, uint32_t *ret_pending,
+		     bool *ret_rejected)
 {
-	const struct sim_be_rec *rec = &r->trace->v[idx];
 	const struct sim_scenario *sc = r->sc;
 	uint64_t pb = sc->be_pblock_bytes, ppp = r->setup->be_part_bytes / pb;
-	struct bestate *b = &r->be[idx];
+	uint64_t area = sc->model.capacity_bytes - be_start(sc);
 	int e;
 
-	b->arrival = now;
-	b->pending = 0;
-	for (uint64_t pos = rec->off, end = rec->off + rec->bytes; pos < end;) {
-		uint64_t g = rec->part * ppp + pos / pb;
-		uint64_t n = CW_MIN(end, (pos / pb + 1) * pb) - pos;
+	*ret_pending = 0;
+	for (uint64_t pos = off, end = off + bytes; pos < end;) {
+		uint64_t g = part * ppp + pos / pb;
+		/* to the end of the partition block, and no longer than a
+		 * piece of the plan */
+		uint64_t n = CW_MIN(CW_MIN(end, (pos / pb + 1) * pb) - pos, r->setup->be_piece_bytes);
 		unsigned disk = (unsigned)(g % sc->disks);
 		struct sreq *q = sreq_get(r);
-		int64_t c;
+		int64_t c, cost;
 
 		if (!q)
 			return -ENOMEM;
 		q->off = be_start(sc) + g / sc->disks * pb + pos % pb;
 		q->bytes = n;
-		q->parent = idx;
+		q->parent = parent;
+		q->client = from_client;
 		e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
 		if (e < 0)
 			return e;
-		q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c };
+		/* what it costs its client: the mean access (a seek over a third
+		 * of the BE area, half a turn), not the bound that ΔL charges */
+		e = cw_model_access_ns(&sc->model, q->off >= area / 3 ? q->off - area / 3 :
+						   q->off + area / 3, q->off, n, 500000, &cost);
+		if (e < 0)
+			return e;
+		q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
+					      .cost_ns = CW_MIN(cost, c), .client = client,
+					      .offset_bytes = q->off, .length_bytes = n };
 		pos += n;
+		if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
+			return e;
+		q->r.other_resv_ns = 0;	/* reservations are per disk (the paper's M_ij) */
 		e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
 		if (e == -E2BIG) {
 			/* larger than any slack delta-l could ever give it */
-			b->rejected = true;
+			*ret_rejected = true;
 			sreq_put(r, q);
 			continue;
 		}
 		if (e < 0)
 			return e;
-		b->pending++;
+		(*ret_pending)++;
 		e = kick(r, disk, now);
 		if (e < 0)
 			return e;
 	}
+	return 0;
+}
+
+static int on_be(struct run *r, uint32_t idx, int64_t now)
+{
+	const struct sim_be_rec *rec = &r->trace->v[idx];
+	struct bestate *b = &r->be[idx];
+	int e;
+
+	b->arrival = now;
+	e = be_submit(r, rec->part, rec->off, rec->bytes, 0, idx, false, now, &b->pending,
+		      &b->rejected);
+	if (e < 0)
+		return e;
 	if (b->rejected)
 		r->be_rejected++;
 	if (idx + 1 < r->trace->n)
 		return ev_push(&r->q, r->trace->v[idx + 1].t_ns, EV_BE, idx + 1);
 	return 0;
+}
+
+/* Client slot idx (client idx / SIM_MAX_DEPTH) sends its next read. */
+static int on_client(struct run *r, uint32_t idx, int64_t now)
+{
+	const struct sim_scenario *sc = r->sc;
+	unsigned ci = idx / SIM_MAX_DEPTH, slot = idx % SIM_MAX_DEPTH;
+	const struct sim_client *spec = &sc->clients[ci];
+	struct cstate *c = &r->cl[ci];
+	uint64_t blocks = r->setup->be_part_bytes / spec->bytes;
+	bool rejected = false;
+	int e;
+
+	if (now >= sc->duration_ns || !blocks)
+		return 0;
+	c->arrival[slot] = now;
+	e = be_submit(r, ci % sc->be_partitions, sim_rng_below(&c->rng, blocks) * spec->bytes,
+		      spec->bytes, ci + 1, idx, true, now, &c->pending[slot], &rejected);
+	if (e < 0)
+		return e;
+	if (rejected)
+		r->be_rejected++;	/* the client stops: its reads never fit */
+	return 0;
+}
+
+static int client_done(struct run *r, unsigned disk, const struct sreq *q, int64_t now)
+{
+	unsigned ci = q->parent / SIM_MAX_DEPTH, slot = q->parent % SIM_MAX_DEPTH;
+	struct cstate *c = &r->cl[ci];
+	int e;
+
+	if (r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->r)) < 0)
+		return e;
+	if (now <= r->sc->duration_ns) {
+		c->cost += cw_sched_req_cost(&q->r);
+		c->cost_resv += q->r.phase == CW_SCHED_PHASE_RESV ? cw_sched_req_cost(&q->r) : 0;
+		c->bytes += q->bytes;
+	}
+	if (--c->pending[slot])
+		return 0;
+	c->requests++;
+	if (c->n_lat == c->cap_lat) {
+		size_t cap = c->cap_lat ? c->cap_lat * 2 : 1024;
+		int64_t *v = realloc(c->lat, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->lat = v;
+		c->cap_lat = cap;
+	}
+	c->lat[c->n_lat++] = now - c->arrival[slot];
+	return on_client(r, q->parent, now);
 }
 
 static int on_done(struct run *r, unsigned disk, int64_t now)
@@ -528,7 +689,12 @@ static int on_done(struct run *r, unsigned disk, int64_t now)
 	e = cw_sched_complete(d->s, &q->r, now, d->cur_actual);
 	if (e < 0)
 		return e;
-	if (q->r.cls == CW_SCHED_BE) {
+	if (q->client) {
+		r->be_overruns += d->cur_actual > q->r.service_ns;
+		e = client_done(r, disk, q, now);
+		if (e < 0)
+			return e;
+	} else if (q->r.cls == CW_SCHED_BE) {
 		struct bestate *b = &r->be[q->parent];
 
 		r->be_overruns += d->cur_actual > q->r.service_ns;
@@ -572,9 +738,58 @@ static void run_free(struct run *r)
 	free(r->chunks);
 	free(r->q.v);
 	free(r->next_n);
-	free(r->next_exp);
 	free(r->be);
 	free(r->lat);
+	for (unsigned i = 0; r->cl && i < r->sc->n_clients; i++)
+		free(r->cl[i].lat);
+	free(r->cl);
+	cw_sched_tracker_free(r->trk);
+}
+
+/* The clients' QoS on one disk, admitted against the best-effort capacity
+ * the disk's tasks leave (cw_sched_resv_admit): a scenario whose
+ * reservations do not fit is refused with the numbers. */
+static int clients_setup(struct run *r, unsigned disk, const struct cw_task *set, size_t n,
+			 struct sim_result *res)
+{
+	const struct sim_scenario *sc = r->sc;
+	uint32_t cap, resv[SIM_MAX_CLIENTS];
+	int e = cw_sched_be_capacity(set, n, &cap);
+
+	if (e < 0)
+		return e;
+	res->be_capacity = disk ? CW_MIN(res->be_capacity, (double)cap / CW_SCHED_PPM) :
+				  (double)cap / CW_SCHED_PPM;
+	for (unsigned i = 0; i < sc->n_clients; i++) {
+		const struct sim_client *c = &sc->clients[i];
+		struct cw_sched_client q = { .weight = c->weight, .prio = c->prio,
+					     .idle_credit_ns = c->credit_ns };
+		struct cw_sched_resv_verdict v;
+
+		q.resv_ppm = (uint32_t)llround(c->resv_pct * 1e4 * (c->resv_of_be ? cap / 1e6 : 1));
+		q.limit_ppm = (uint32_t)llround(c->limit_pct * 1e4 * (c->limit_of_be ? cap / 1e6 : 1));
+		if (c->limit_pct && !q.limit_ppm)
+			q.limit_ppm = 1;
+		e = cw_sched_resv_admit(resv, i, q.resv_ppm, cap, &v);
+		if (e < 0)
+			return e;
+		if (!v.fits) {
+			fprintf(stderr, "cwsim: disk %u: client %s: %s\n", disk, c->name, v.reason);
+			return -EINVAL;
+		}
+		resv[i] = q.resv_ppm;
+		if (cw_sched_client_check(&q) < 0) {
+			fprintf(stderr, "cwsim: disk %u: client %s: the limit (%.2f%%) is below the "
+				"reservation (%.2f%%)\n", disk, c->name, q.limit_ppm / 1e4,
+				q.resv_ppm / 1e4);
+			return -EINVAL;
+		}
+		r->cl[i].resv_share += (double)q.resv_ppm / CW_SCHED_PPM;
+		r->cl[i].limit_share += (double)q.limit_ppm / CW_SCHED_PPM;
+		if (r->order != SIM_BEQ_FIFO && (e = cw_sched_set_client(r->d[disk].s, i + 1, &q)) < 0)
+			return e;
+	}
+	return 0;
 }
 
 static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy policy)
@@ -583,40 +798,61 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 	struct sim_rng phases;
 
 	sim_rng_seed(&phases, sc->seed, 3);
-	res->delta_l_min_ns = CW_ADMIT_NO_LIMIT;
+	res->delta_l_min_ns = res->be_budget_min_ns = CW_ADMIT_NO_LIMIT;
 	for (unsigned d = 0; d < sc->disks; d++) {
+		struct cw_sched_opts o;
 		const struct sim_setup *s = r->setup;
 		_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
-		struct cw_sched_opts o;
+		struct cw_sched_sfc_conf sfc;
 		struct cw_model_disk_opts mo;
-		struct cw_admit_result ar;
+		struct cw_disk_plan p;
 		size_t n = 0, t = 0;
 		int e;
 
 		if (!set)
 			return -ENOMEM;
 		/* the server's task and then the first n_streams' tasks on d,
-		 * which were appended in stream order */
+		 * which were appended in stream order: what the clients share */
 		for (; n < s->server_tasks; n++)
 			set[n] = s->tasks[d][n];
 		t = n;
 		for (size_t i = 0; i < r->n_streams; i++)
 			if (s->streams[i].disk_period_ns[d])
 				set[n++] = s->tasks[d][t++];
-		e = cw_admit_test(set, n, &ar);
+		e = sim_setup_plan(r->setup, d, r->n_streams, &p);
+		if (e == -EBUSY)
+			return -EDOM;	/* a prefix of an admitted set: cannot happen */
 		if (e < 0)
 			return e;
-		if (!ar.schedulable)
-			return -EDOM;	/* a prefix of an admitted set: cannot happen */
-		res->delta_l_ns[d] = ar.delta_l_ns;
-		res->delta_l_min_ns = CW_MIN(res->delta_l_min_ns, ar.delta_l_ns);
+		res->delta_l_ns[d] = p.delta_l_ns;
+		res->delta_l_min_ns = CW_MIN(res->delta_l_min_ns, p.delta_l_ns);
+		res->be_budget_ns[d] = p.be_budget_ns;
+		res->be_budget_min_ns = CW_MIN(res->be_budget_min_ns, p.be_budget_ns);
+		res->server_slice_ns[d] = p.server_slice_ns;
 		cw_sched_opts_init(&o);
 		o.policy = policy;
-		o.delta_l_ns = ar.delta_l_ns;
-		o.idle_be_ns = ar.idle_be_ns;
-		o.server_period_ns = sc->server_period_ns;
-		o.server_slice_ns = sc->server_slice_ns;
+		o.delta_l_ns = p.be_budget_ns;
+		o.idle_be_ns = p.idle_be_ns;
+		o.server_period_ns = p.server_period_ns;
+		o.server_slice_ns = p.server_slice_ns;
+		o.guard_ns = p.guard_ns;
+		cw_sched_sfc_conf_init(&sfc);
+		sfc.curve = sc->sfc_curve;
+		sfc.window_ppm = sc->sfc_window_ppm;
+		sfc.capacity_bytes = sc->model.capacity_bytes;
+		o.beq = r->order == SIM_BEQ_RBFQ ? cw_sched_beq_rbfq() :
+			r->order == SIM_BEQ_SFC ? cw_sched_beq_sfc() : cw_sched_beq_fifo();
+		o.beq_conf = r->order == SIM_BEQ_SFC ? &sfc : NULL;
 		e = cw_sched_new(&o, &r->d[d].s);
+		if (e < 0)
+			return e;
+		/* every admitted stream is known before its first request */
+		for (size_t i = 0; i < r->n_streams && e == 0; i++)
+			if (s->streams[i].disk_period_ns[d])
+				e = cw_sched_stream_admit(r->d[d].s, i, s->streams[i].disk_period_ns[d],
+							  s->streams[i].disk_service_ns[d]);
+		if (e == 0)
+			e = clients_setup(r, d, set, n, res);
 		if (e < 0)
 			return e;
 		cw_model_disk_opts_init(&mo);
@@ -634,9 +870,76 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
 	    enum cw_sched_policy policy, struct sim_result *ret)
 {
+	unsigned o = setup->sc->be_orders ? (unsigned)__builtin_ctz(setup->sc->be_orders) : 0;
+
+	return sim_run_be(setup, n_streams, trace, policy, o, ret);
+}
+
+/* What each client got, as sim_client_result. */
+static void clients_result(struct run *r, struct sim_result *res)
+{
+	const struct sim_scenario *sc = r->sc;
+	double t = (double)sc->duration_ns;
+
+	double w_sum = 0, s_sum = 0;
+
+	res->n_clients = sc->n_clients;
+	res->share_error_max = res->resv_met = res->limit_over = res->limit_ratio = -1;
+	for (unsigned i = 0; i < sc->n_clients; i++) {
+		struct cstate *c = &r->cl[i];
+		struct sim_client_result *o = &res->clients[i];
+		double sum = 0;
+
+		*o = (struct sim_client_result){
+			.requests = c->requests,
+			.mb_s = (double)c->bytes / (double)SIM_MIB / (t / 1e9),
+			.share = (double)c->cost / t / sc->disks,
+			.resv_share = c->resv_share / sc->disks,
+			.limit_share = c->limit_share / sc->disks,
+			.resv_part = (double)c->cost_resv / t / sc->disks,
+		};
+		for (unsigned d = 0; d < sc->disks; d++) {
+			struct cw_sched_client_stats st;
+
+			if (cw_sched_get_client_stats(r->d[d].s, i + 1, &st) == 0)
+				o->throttled_s += (double)st.throttled_ns / 1e9;
+		}
+		if (c->n_lat) {
+			qsort(c->lat, c->n_lat, sizeof(*c->lat), cmp_i64);
+			for (size_t k = 0; k < c->n_lat; k++)
+				sum += (double)c->lat[k];
+			o->mean_ms = sum / (double)c->n_lat / 1e6;
+			o->p99_ms = pct_ms(c->lat, c->n_lat, 99);
+		}
+		if (o->resv_share > 0)
+			res->resv_met = res->resv_met < 0 ? o->share / o->resv_share :
+				       CW_MIN(res->resv_met, o->share / o->resv_share);
+		if (o->limit_share > 0) {
+			res->limit_ratio = CW_MAX(res->limit_ratio, o->share / o->limit_share);
+			res->limit_over = CW_MAX(0, res->limit_ratio - 1);
+		}
+		if (!o->resv_share && !o->limit_share) {
+			w_sum += sc->clients[i].weight;
+			s_sum += o->share;
+		}
+	}
+	for (unsigned i = 0; i < sc->n_clients && w_sum > 0 && s_sum > 0; i++) {
+		const struct sim_client_result *o = &res->clients[i];
+
+		if (!o->resv_share && !o->limit_share)
+			res->share_error_max = CW_MAX(res->share_error_max,
+						      fabs(o->share / s_sum -
+							   sc->clients[i].weight / w_sum));
+	}
+}
+
+int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
+	       enum cw_sched_policy policy, enum sim_be_order order, struct sim_result *ret)
+{
 	const struct sim_scenario *sc = setup->sc;
-	struct run r = { .setup = setup, .sc = sc, .trace = trace };
-	struct sim_result res = { .placement = setup->placement, .policy = policy };
+	struct run r = { .setup = setup, .sc = sc, .trace = trace, .order = order };
+	struct sim_result res = { .placement = setup->placement, .policy = policy,
+				  .be_order = order };
 	int64_t t0 = cw_now_ns();
 	int64_t now = 0;
 	int e;
@@ -645,15 +948,21 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 	res.streams = r.n_streams;
 	res.rt_load_mb_s = sim_setup_load_mb_s(setup, r.n_streams);
 	r.next_n = calloc(r.n_streams + 1, sizeof(*r.next_n));
-	r.next_exp = malloc((r.n_streams + 1) * sc->disks * sizeof(*r.next_exp));
 	r.be = calloc(trace->n + 1, sizeof(*r.be));
 	r.lat = calloc(trace->n + 1, sizeof(*r.lat));
-	if (!r.next_n || !r.next_exp || !r.be || !r.lat) {
+	r.cl = calloc(sc->n_clients + 1, sizeof(*r.cl));
+	if (!r.next_n || !r.be || !r.lat || !r.cl) {
 		e = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < (r.n_streams + 1) * sc->disks; i++)
-		r.next_exp[i] = INT64_MIN;
+	if (order >= SIM_N_BEQ) {
+		e = -EINVAL;
+		goto out;
+	}
+	if (order == SIM_BEQ_RBFQ && (e = cw_sched_tracker_new(sc->disks, &r.trk)) < 0)
+		goto out;
+	for (unsigned i = 0; i < sc->n_clients; i++)
+		sim_rng_seed(&r.cl[i].rng, sc->seed, 100 + i);
 	e = run_setup(&r, &res, policy);
 	if (e < 0)
 		goto out;
@@ -662,6 +971,9 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 			e = ev_push(&r.q, setup->streams[i].phase_ns, EV_RT, (uint32_t)i);
 	if (e == 0 && trace->n)
 		e = ev_push(&r.q, trace->v[0].t_ns, EV_BE, 0);
+	for (unsigned i = 0; i < sc->n_clients && e == 0; i++)
+		for (unsigned k = 0; k < sc->clients[i].depth && e == 0; k++)
+			e = ev_push(&r.q, 0, EV_CLIENT, i * SIM_MAX_DEPTH + k);
 	while (e == 0 && r.q.n) {
 		struct ev ev = ev_pop(&r.q);
 
@@ -676,6 +988,9 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 			break;
 		case EV_DONE:
 			e = on_done(&r, ev.idx, now);
+			break;
+		case EV_CLIENT:
+			e = on_client(&r, ev.idx, now);
 			break;
 		case EV_WAKE:
 			if (r.d[ev.idx].wake_at == now) {
@@ -719,6 +1034,7 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 		res.be_max_ms = (double)r.lat[r.n_lat - 1] / 1e6;
 		res.be_part0_mean_ms = r.part0_n ? r.part0_sum / (double)r.part0_n / 1e6 : 0;
 	}
+	clients_result(&r, &res);
 	res.wall_s = (double)(cw_now_ns() - t0) / 1e9;
 	*ret = res;
 out:

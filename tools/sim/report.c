@@ -27,7 +27,7 @@ static void ms_or_null(FILE *f, int64_t ns)
 
 void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
 {
-	fprintf(f, "%s %s: %zu streams, RT load %.2f MB/s\n", sim_placement_name(r->placement),
+	fprintf(f, "%s %s: %zu streams, RT load %.2f MiB/s\n", sim_placement_name(r->placement),
 		cw_sched_policy_name(r->policy), r->streams, r->rt_load_mb_s);
 	fprintf(f, "  delta-L per disk (ms):");
 	for (unsigned d = 0; d < sc->disks; d++) {
@@ -36,6 +36,20 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 	}
 	fprintf(f, "  min ");
 	ms_or_null(f, r->delta_l_min_ns);
+	/* Under the paper's plan the budget is ΔL and there is no automatic
+	 * server: nothing more to say, and the paper's figures read the same. */
+	if (sc->plan != SIM_PLAN_PAPER) {
+		fprintf(f, "\n  BE budget per disk (ms, plan %s):", sim_plan_name(sc->plan));
+		for (unsigned d = 0; d < sc->disks; d++) {
+			fputc(' ', f);
+			ms_or_null(f, r->be_budget_ns[d]);
+		}
+		fprintf(f, "  min ");
+		ms_or_null(f, r->be_budget_min_ns);
+		fprintf(f, "; server slice (ms):");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, " %.3f", (double)r->server_slice_ns[d] / 1e6);
+	}
 	fprintf(f, "\n  RT: %" PRIu64 " requests, %" PRIu64 " deadline misses, %" PRIu64
 		" over C, least slack ", r->rt_done, r->rt_misses, r->rt_overruns);
 	ms_or_null(f, r->rt_min_slack_ns);
@@ -52,6 +66,26 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, " %.3f", r->util[d]);
 	fprintf(f, "\n");
+	if (!r->n_clients)
+		return;
+	fprintf(f, "  BE order %s; best effort has %.1f%% of the least free disk; shares of the "
+		"disks' time:\n", sim_be_order_name(r->be_order), r->be_capacity * 100);
+	for (size_t i = 0; i < r->n_clients; i++) {
+		const struct sim_client *c = &sc->clients[i];
+		const struct sim_client_result *x = &r->clients[i];
+
+		fprintf(f, "    %-10s w %-3u share %6.2f%% (%.2f MB/s, mean %.1f ms, p99 %.1f ms)",
+			c->name, c->weight, x->share * 100, x->mb_s, x->mean_ms, x->p99_ms);
+		if (x->resv_share > 0)
+			fprintf(f, "  resv %.2f%%: %.3f met", x->resv_share * 100,
+				x->share / x->resv_share);
+		if (x->limit_share > 0)
+			fprintf(f, "  limit %.2f%%: %.3f of it, throttled %.1f s", x->limit_share * 100,
+				x->share / x->limit_share, x->throttled_s);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "  share_error_max=%.4f resv_met=%.3f limit_over=%.3f (-1: no such client)\n",
+		r->share_error_max, r->resv_met, r->limit_over);
 }
 
 void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
@@ -77,7 +111,34 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);
-	fprintf(f, "], \"events\": %" PRIu64 "}\n", r->events);
+	fprintf(f, "], \"be_order\": \"%s\", \"be_capacity\": %.6f, \"clients\": [",
+		sim_be_order_name(r->be_order), r->be_capacity);
+	for (size_t i = 0; i < r->n_clients; i++) {
+		const struct sim_client_result *x = &r->clients[i];
+
+		fprintf(f, "%s{\"name\": \"%s\", \"weight\": %u, \"requests\": %" PRIu64
+			", \"mb_s\": %.4f, \"share\": %.6f, \"resv_share\": %.6f"
+			", \"resv_part\": %.6f, \"limit_share\": %.6f, \"throttled_s\": %.3f"
+			", \"mean_ms\": %.3f, \"p99_ms\": %.3f}", i ? ", " : "", sc->clients[i].name,
+			sc->clients[i].weight, x->requests, x->mb_s, x->share, x->resv_share,
+			x->resv_part, x->limit_share, x->throttled_s, x->mean_ms, x->p99_ms);
+	}
+	fprintf(f, "], \"share_error_max\": %.6f, \"resv_met\": %.6f, \"limit_over\": %.6f",
+		r->share_error_max, r->resv_met, r->limit_over);
+	if (sc->plan != SIM_PLAN_PAPER) {
+		fprintf(f, ", \"plan\": \"%s\", \"be_budget_ms\": ", sim_plan_name(sc->plan));
+		ms_or_null(f, r->be_budget_min_ns);
+		fprintf(f, ", \"be_budget_ms_per_disk\": [");
+		for (unsigned d = 0; d < sc->disks; d++) {
+			fprintf(f, d ? ", " : "");
+			ms_or_null(f, r->be_budget_ns[d]);
+		}
+		fprintf(f, "], \"server_slice_ms_per_disk\": [");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, "%s%.3f", d ? ", " : "", (double)r->server_slice_ns[d] / 1e6);
+		fprintf(f, "]");
+	}
+	fprintf(f, ", \"events\": %" PRIu64 "}\n", r->events);
 }
 
 void sim_report_csv_header(FILE *f)

@@ -3,7 +3,9 @@
  * Scenario files: what cwsim simulates.  A scenario is "key = value" lines
  * ('#' starts a comment); cwsim(1) lists the keys.  The defaults are the
  * paper's set-up (section 4): three Quantum Atlas-II disks, Motion-JPEG and
- * CD-audio streams, the CELLO-like best-effort load, twenty minutes.
+ * CD-audio streams, the CELLO-like best-effort load, twenty minutes — run
+ * under clockwised's plan (plan = daemon); the presets, which reproduce the
+ * paper's figures, run under the paper's (plan = paper).
  */
 #include "config.h"
 
@@ -18,6 +20,7 @@
 
 #include <clockwise/layout.h>
 #include <clockwise/pool-objects.h>
+#include <clockwise/units.h>
 
 static const char *const placement_names[SIM_N_PLACEMENTS] = {
 	[SIM_ROTATION] = "rotation",
@@ -30,13 +33,45 @@ const char *sim_placement_name(enum sim_placement p)
 	return (unsigned)p < SIM_N_PLACEMENTS ? placement_names[p] : "?";
 }
 
+static const char *const be_order_names[SIM_N_BEQ] = {
+	[SIM_BEQ_FIFO] = "fifo",
+	[SIM_BEQ_RBFQ] = "rbfq",
+	[SIM_BEQ_SFC] = "sfc",
+};
+
+const char *sim_be_order_name(enum sim_be_order o)
+{
+	return (unsigned)o < SIM_N_BEQ ? be_order_names[o] : "?";
+}
+
+const char *sim_plan_name(enum sim_plan p)
+{
+	return p == SIM_PLAN_PAPER ? "paper" : "daemon";
+}
+
+void sim_scenario_plan_opts(const struct sim_scenario *sc, struct cw_admit_plan_opts *ret)
+{
+	if (sc->plan == SIM_PLAN_PAPER)
+		cw_admit_plan_opts_paper(ret);
+	else
+		cw_admit_plan_opts_init(ret);
+	/* The scenario's own server is admitted like a stream before them
+	 * all: it is the disk's room for best effort, so admission keeps no
+	 * other and the plan adds none. */
+	if (sc->server_period_ns) {
+		ret->be_reserve = false;
+		ret->auto_server = false;
+	}
+}
+
 void sim_scenario_defaults(struct sim_scenario *sc)
 {
 	*sc = (struct sim_scenario){
 		.model_spec = "atlas2",
 		.disks = 3,
 		.placements = 1u << SIM_ROTATION | 1u << SIM_RANDOM,
-		.policies = 1u << CW_SCHED_DELTA_L | 1u << CW_SCHED_EDF | 1u << CW_SCHED_LST,
+		.policies = 1u << CW_SCHED_DELTA_L | 1u << CW_SCHED_EDF | 1u << CW_SCHED_LST |
+			    1u << CW_SCHED_DYNAMIC,
 		.duration_ns = 1200 * CW_NS_PER_S,
 		.seed = 1,
 		.video = SIM_VIDEO_MIX,
@@ -53,6 +88,9 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.be_partitions = 8,
 		.be_pblock_bytes = SIM_MIB,
 		.loads = 40,
+		.be_orders = 1u << SIM_BEQ_FIFO,
+		.sfc_curve = CW_SFC_HILBERT,
+		.sfc_window_ppm = 350000,
 	};
 }
 
@@ -60,6 +98,7 @@ int sim_scenario_preset(const char *name, struct sim_scenario *sc)
 {
 	sim_scenario_defaults(sc);
 	sc->bus_bps = 20000000;	/* Fast-Wide SCSI-2, one bus per disk */
+	sc->plan = SIM_PLAN_PAPER;	/* the figures are the paper's */
 	if (!strcmp(name, "paper"))
 		return 0;
 	if (!strcmp(name, "quick")) {
@@ -148,19 +187,87 @@ static int set_path(char *dst, size_t len, const char *base, const char *path)
 }
 
 /* Milliseconds or seconds (a decimal) into nanoseconds. */
-static int parse_time(const char *v, double unit_ns, double hi_ns, int64_t *ret)
+/* A duration (clockwise/units.h); a bare number counts in the key's unit. */
+static int parse_time(const char *v, int64_t unit_ns, int64_t hi_ns, int64_t *ret)
 {
+	int64_t ns;
+
+	if (cw_units_parse_duration(v, unit_ns, &ns) < 0 || ns > hi_ns)
+		return -EINVAL;
+	*ret = ns;
+	return 0;
+}
+
+/* "P%" (of the disk's time) or "P%be" (of its best-effort capacity). */
+static int parse_pct(const char *v, double *ret, bool *ret_of_be)
+{
+	_cleanup_free_ char *copy = strdup(v);
+	char *pc;
+
+	if (!copy)
+		return -ENOMEM;
+	pc = strchr(copy, '%');
+	if (!pc || (strcmp(pc, "%") && strcmp(pc, "%be")))
+		return -EINVAL;
+	*ret_of_be = pc[1] != '\0';
+	*pc = '\0';
+	return parse_double(copy, 0, 100, ret);
+}
+
+/* "NAME key=value ...": a best-effort client. */
+static int parse_client(struct sim_scenario *sc, const char *v, const char *where)
+{
+	_cleanup_free_ char *copy = strdup(v);
+	struct sim_client c = { .weight = 1, .depth = 8, .bytes = 64 * SIM_KIB };
+	char *save = NULL, *t;
+	uint64_t u;
 	double x;
 
-	if (parse_double(v, 0, hi_ns / unit_ns, &x) < 0)
-		return -EINVAL;
-	*ret = (int64_t)llround(x * unit_ns);
+	if (!copy)
+		return -ENOMEM;
+	if (sc->n_clients == SIM_MAX_CLIENTS)
+		return bad(where, "client", "at most 16 clients");
+	t = strtok_r(copy, " \t", &save);
+	if (!t || strchr(t, '=') || strlen(t) >= sizeof(c.name))
+		return bad(where, "client", "expected NAME [weight=W] [resv=P%|P%be] "
+			   "[limit=P%|P%be] [depth=N] [size_kb=K] [prio=P] [credit_ms=T]");
+	snprintf(c.name, sizeof(c.name), "%s", t);
+	while ((t = strtok_r(NULL, " \t", &save))) {
+		char *eq = strchr(t, '=');
+		const char *k = t, *val = eq ? eq + 1 : "";
+
+		if (!eq)
+			return bad(where, t, "expected key=value");
+		*eq = '\0';
+		if (!strcmp(k, "weight") && parse_u64(val, 1, 1000000, &u) == 0)
+			c.weight = (uint32_t)u;
+		else if (!strcmp(k, "resv") && parse_pct(val, &c.resv_pct, &c.resv_of_be) == 0)
+			;
+		else if (!strcmp(k, "limit") && parse_pct(val, &c.limit_pct, &c.limit_of_be) == 0 &&
+			 c.limit_pct > 0)
+			;
+		else if (!strcmp(k, "depth") && parse_u64(val, 1, SIM_MAX_DEPTH, &u) == 0)
+			c.depth = (unsigned)u;
+		else if (!strcmp(k, "size_kb") && parse_u64(val, 4, 64 * 1024, &u) == 0 && u % 4 == 0)
+			c.bytes = u * SIM_KIB;
+		else if (!strcmp(k, "prio") && parse_u64(val, 0, 255, &u) == 0)
+			c.prio = (uint32_t)u;
+		else if (!strcmp(k, "credit_ms") && parse_double(val, 0, 1e6, &x) == 0)
+			c.credit_ns = (int64_t)llround(x * 1e6);
+		else
+			return bad(where, k, "expected weight=1..1000000, resv=P% or P%be (0..100), "
+				   "limit=P% or P%be (more than 0), depth=1..256, size_kb=4..65536 "
+				   "(a multiple of 4), prio=0..255 or credit_ms=T");
+	}
+	if (c.limit_pct && c.resv_of_be == c.limit_of_be && c.limit_pct < c.resv_pct)
+		return bad(where, c.name, "the limit is below the reservation");
+	sc->clients[sc->n_clients++] = c;
 	return 0;
 }
 
 int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, const char *where)
 {
-	static const char *const policy_names[] = { "delta-l", "edf", "lst" };
+	static const char *const policy_names[] = { "delta-l", "edf", "lst", "dynamic" };
 	uint64_t u;
 	double x;
 
@@ -206,13 +313,30 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		return 0;
 	}
 	if (!strcmp(key, "policy")) {
-		if (parse_mask(v, policy_names, 3, &sc->policies) < 0)
-			return bad(where, key, "expected delta-l, edf, lst (comma-separated)");
+		if (parse_mask(v, policy_names, CW_SCHED_N_POLICIES, &sc->policies) < 0)
+			return bad(where, key, "expected delta-l, edf, lst, dynamic (comma-separated)");
+		return 0;
+	}
+	if (!strcmp(key, "be_order")) {
+		if (parse_mask(v, be_order_names, SIM_N_BEQ, &sc->be_orders) < 0)
+			return bad(where, key, "expected fifo, rbfq, sfc (comma-separated)");
+		return 0;
+	}
+	if (!strcmp(key, "client"))
+		return parse_client(sc, v, where);
+	if (!strcmp(key, "sfc_curve"))
+		return cw_sfc_curve_parse(v, &sc->sfc_curve) < 0 ?
+		       bad(where, key, "expected sweep, c-scan, hilbert, gray or diagonal") : 0;
+	if (!strcmp(key, "sfc_window_pct")) {
+		if (parse_double(v, 0, 100, &x) < 0)
+			return bad(where, key, "expected 0..100");
+		sc->sfc_window_ppm = (uint32_t)llround(x * 1e4);
 		return 0;
 	}
 	if (!strcmp(key, "duration_s"))
-		return parse_time(v, 1e9, 1e9 * 86400 * 7, &sc->duration_ns) < 0 || !sc->duration_ns ?
-		       bad(where, key, "expected seconds, more than 0 and at most a week") : 0;
+		return parse_time(v, CW_UNITS_S, CW_UNITS_S * 86400 * 7, &sc->duration_ns) < 0 ||
+		       !sc->duration_ns ?
+		       bad(where, key, "expected seconds (or 10m, 1h), more than 0 and at most a week") : 0;
 	if (!strcmp(key, "seed"))
 		return parse_u64(v, 0, UINT64_MAX, &sc->seed) < 0 ?
 		       bad(where, key, "expected an unsigned integer") : 0;
@@ -238,6 +362,15 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 			sc->aligned = true;
 		else
 			return bad(where, key, "expected random or aligned");
+		return 0;
+	}
+	if (!strcmp(key, "plan")) {
+		if (!strcmp(v, "daemon"))
+			sc->plan = SIM_PLAN_DAEMON;
+		else if (!strcmp(v, "paper"))
+			sc->plan = SIM_PLAN_PAPER;
+		else
+			return bad(where, key, "expected daemon or paper");
 		return 0;
 	}
 	if (!strcmp(key, "video")) {
@@ -310,11 +443,11 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		return 0;
 	}
 	if (!strcmp(key, "server_period_ms"))
-		return parse_time(v, 1e6, 1e9 * 3600, &sc->server_period_ns) < 0 ?
-		       bad(where, key, "expected milliseconds (0: no server)") : 0;
+		return parse_time(v, CW_UNITS_MS, CW_UNITS_S * 3600, &sc->server_period_ns) < 0 ?
+		       bad(where, key, "expected milliseconds (or 10us, 1s; 0: no server)") : 0;
 	if (!strcmp(key, "server_slice_ms"))
-		return parse_time(v, 1e6, 1e9 * 3600, &sc->server_slice_ns) < 0 ?
-		       bad(where, key, "expected milliseconds") : 0;
+		return parse_time(v, CW_UNITS_MS, CW_UNITS_S * 3600, &sc->server_slice_ns) < 0 ?
+		       bad(where, key, "expected milliseconds (or 10us, 1s)") : 0;
 	return bad(where, key, "unknown key");
 }
 
@@ -453,4 +586,38 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int sim_scenario_from_args(const char *preset, const char *path, bool quick,
+			   char *const *sets, size_t n_sets, struct sim_scenario *sc)
+{
+	if (preset) {
+		if (sim_scenario_preset(preset, sc) < 0) {
+			fprintf(stderr, "cwsim: unknown preset '%s' (paper, quick)\n", preset);
+			return -EINVAL;
+		}
+	} else {
+		sim_scenario_defaults(sc);
+		if (sim_scenario_load(path, sc) < 0)
+			return -EINVAL;
+	}
+	if (quick) {
+		sc->duration_ns = 60 * CW_NS_PER_S;
+		sc->loads = CW_MIN(sc->loads, 8u);
+	}
+	sc->base_dir[0] = '\0';	/* --set paths are relative to the cwd */
+	for (size_t i = 0; i < n_sets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		char key[64];
+
+		if (!eq) {
+			fprintf(stderr, "cwsim: --set %s: expected KEY=VALUE\n", sets[i]);
+			return -EINVAL;
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)CW_MIN((size_t)(eq - sets[i]), sizeof(key) - 1),
+			 sets[i]);
+		if (sim_scenario_set(sc, key, eq + 1, "--set") < 0)
+			return -EINVAL;
+	}
+	return sim_scenario_finish(sc);
 }

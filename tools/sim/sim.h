@@ -4,12 +4,14 @@
  * section 4.  Sections follow the files: scenario.c (what to simulate),
  * trace.c (best-effort load), engine.c (layout,
  * admission and the event loop over virtual time), report.c (text, JSON,
- * CSV and plots), cmd.c (the run, sweep and model subcommands).
+ * CSV and plots), cmd.c (the run, sweep and model subcommands), plan.c
+ * (the plan subcommand).
  *
  * The simulator owns no scheduling logic (DESIGN rule 1): admission is
- * cw_admit_plan/cw_admit_test, dispatch is cw_sched, service-time bounds
- * are cw_model_service_ns, the disk's mechanics cw_model_disk_serve.  It
- * only supplies the clock and the requests.
+ * cw_admit_plan, each disk's plan (slack budget, idle allowance, server)
+ * is cw_admit_disk_plan as in clockwised, dispatch is cw_sched,
+ * service-time bounds are cw_model_service_ns, the disk's mechanics
+ * cw_model_disk_serve.  It only supplies the clock and the requests.
  */
 #ifndef CWSIM_SIM_H
 #define CWSIM_SIM_H
@@ -20,12 +22,16 @@
 #include <stdio.h>
 
 #include <clockwise/admit.h>
+#include <clockwise/admit-state.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
+#include <clockwise/sched-beq.h>
 
 #define SIM_KIB UINT64_C(1024)
 #define SIM_MIB (UINT64_C(1024) * 1024)
 #define SIM_MAX_DISKS 64
+#define SIM_MAX_CLIENTS 16
+#define SIM_MAX_DEPTH 256
 #define SIM_EXIT_USAGE 2
 
 /* ---- scenario.c -------------------------------------------------------- */
@@ -43,11 +49,39 @@ enum sim_video {
 	SIM_VIDEO_245,		/* Motion-JPEG 245 KB/s in 256 KB blocks */
 };
 
+/* The BE queue's order on every disk (cw_sched_beq_ops). */
+enum sim_be_order {
+	SIM_BEQ_FIFO = 0,
+	SIM_BEQ_RBFQ,
+	SIM_BEQ_SFC,
+	SIM_N_BEQ,
+};
+
+/* A best-effort client that keeps depth reads of bytes outstanding, at
+ * random places of its own BE partition (client k reads partition k). */
+struct sim_client {
+	char name[32];
+	uint32_t weight;		/* >= 1 */
+	double resv_pct, limit_pct;	/* 0: none */
+	bool resv_of_be, limit_of_be;	/* of the disk's BE capacity, not its time */
+	unsigned depth;
+	uint64_t bytes;
+	uint32_t prio;			/* SFC */
+	int64_t credit_ns;		/* RBFQ idle credit */
+};
+
 enum sim_be_source {
 	SIM_BE_NONE = 0,
 	SIM_BE_CELLO,		/* built-in generator after HP CELLO's busiest day */
 	SIM_BE_CSV,		/* time,disk,offset,size,rw */
 	SIM_BE_BLKPARSE,	/* blkparse's default text output */
+};
+
+/* Which plan each disk runs with (cw_admit_disk_plan): clockwised's, or
+ * the paper's. */
+enum sim_plan {
+	SIM_PLAN_DAEMON = 0,	/* guard, BE reserve, automatic server, BE pieces */
+	SIM_PLAN_PAPER,		/* ΔL itself, no reserve, no automatic server */
 };
 
 struct sim_scenario {
@@ -78,7 +112,13 @@ struct sim_scenario {
 	uint64_t bus_bps;		/* 0: no bus limit */
 	int64_t server_period_ns;	/* periodic BE server on every disk, 0: none */
 	int64_t server_slice_ns;
+	enum sim_plan plan;
 	unsigned loads;			/* sweep: load points per placement */
+	unsigned be_orders;		/* bit mask of enum sim_be_order */
+	struct sim_client clients[SIM_MAX_CLIENTS];
+	unsigned n_clients;
+	enum cw_sfc_curve sfc_curve;
+	uint32_t sfc_window_ppm;
 	char base_dir[PATH_MAX];	/* relative paths in a file start here */
 };
 
@@ -93,7 +133,19 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *value
 		     const char *where);
 /* Resolves the model and checks the whole: prints and returns -EINVAL. */
 int sim_scenario_finish(struct sim_scenario *sc);
+/* What a command line names: the preset (or else the file at path), then
+ * --quick (a minute, at most 8 loads), then each "KEY=VALUE" of sets in
+ * order (paths in them relative to the working directory), then
+ * sim_scenario_finish.  Prints what is wrong and returns -EINVAL. */
+int sim_scenario_from_args(const char *preset, const char *path, bool quick,
+			   char *const *sets, size_t n_sets, struct sim_scenario *sc);
 const char *sim_placement_name(enum sim_placement p);
+const char *sim_be_order_name(enum sim_be_order o);
+const char *sim_plan_name(enum sim_plan p);
+/* The options the scenario's plan takes: cw_admit_plan_opts_init (daemon)
+ * or cw_admit_plan_opts_paper.  An explicit server (server_period_ms)
+ * takes the place of the BE reserve and the automatic server. */
+void sim_scenario_plan_opts(const struct sim_scenario *sc, struct cw_admit_plan_opts *ret);
 
 /* ---- trace.c ----------------------------------------------------------- */
 
@@ -154,6 +206,9 @@ struct sim_setup {
 	size_t n_tasks[SIM_MAX_DISKS];
 	size_t server_tasks;		/* 0 or 1 per disk */
 	uint64_t be_part_bytes;
+	struct cw_admit_plan_opts plan_opts;	/* sim_scenario_plan_opts */
+	struct cw_task be_reserve;	/* admission keeps it on every disk (zero: none) */
+	uint64_t be_piece_bytes;	/* BE pieces are cut at most this long */
 };
 
 /* Admits streams (video, its audio, next video, ...) until admission
@@ -165,15 +220,46 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement placement,
 		    enum sim_video video, size_t max_streams, sim_curve_fn curve, void *userdata,
 		    struct sim_setup *ret);
 void sim_setup_done(struct sim_setup *s);
+/* The plan of disk d carrying the server (if any) and the first n_streams
+ * streams, as clockwised would run it (cw_admit_disk_plan); an explicit
+ * server shows as the plan's server, and is not one of its n_tasks. */
+int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
+		   struct cw_disk_plan *ret);
 double sim_setup_load_mb_s(const struct sim_setup *s, size_t n_streams);
+
+/* What one BE client got.  Shares are of the disks' time, counted in the
+ * expected service time the scheduler charges (the disk model's), summed
+ * over the disks and divided by run time times disks. */
+struct sim_client_result {
+	uint64_t requests;
+	double mb_s;
+	double share;			/* achieved */
+	double resv_share, limit_share;	/* asked (0: none) */
+	double resv_part;		/* of the achieved, the part given for the reservation */
+	double throttled_s;		/* summed over disks */
+	double mean_ms, p99_ms;
+};
 
 struct sim_result {
 	enum sim_placement placement;
 	enum cw_sched_policy policy;
+	enum sim_be_order be_order;
+	double be_capacity;		/* least over the disks, a share of its time */
+	size_t n_clients;
+	struct sim_client_result clients[SIM_MAX_CLIENTS];
+	/* Over the clients: among those with neither reservation nor limit,
+	 * the largest distance between a client's part of their service and
+	 * its weight's part; the least share / reservation; the most a share
+	 * went over its limit (0 when none did).  -1: no such client. */
+	double share_error_max, resv_met, limit_over;
+	double limit_ratio;		/* the most share / limit (-1: no limit) */
 	size_t streams;
 	double rt_load_mb_s;
 	int64_t delta_l_ns[SIM_MAX_DISKS];
 	int64_t delta_l_min_ns;		/* CW_ADMIT_NO_LIMIT without streams */
+	int64_t be_budget_ns[SIM_MAX_DISKS];	/* the plan's: ΔL after the guard */
+	int64_t be_budget_min_ns;
+	int64_t server_slice_ns[SIM_MAX_DISKS];	/* the plan's server, 0: none */
 	uint64_t rt_done, rt_misses, rt_overruns;
 	int64_t rt_min_slack_ns;	/* INT64_MAX: no RT request */
 	uint64_t be_requests, be_done, be_rejected, be_overruns;
@@ -190,6 +276,9 @@ struct sim_result {
  * policy, in virtual time. */
 int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
 	    enum cw_sched_policy policy, struct sim_result *ret);
+/* The same with the BE order given (sim_run: the scenario's first). */
+int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
+	       enum cw_sched_policy policy, enum sim_be_order order, struct sim_result *ret);
 
 /* ---- report.c ---------------------------------------------------------- */
 
@@ -207,5 +296,26 @@ int sim_cmd_run(int argc, char **argv);
 int sim_cmd_sweep(int argc, char **argv);
 int sim_cmd_model(int argc, char **argv);	/* prints a preset as a cwmodel1 line */
 int sim_cmd_setup(int argc, char **argv);	/* streams and BE trace for a live run */
+
+/* ---- sfcfig.c ---------------------------------------------------------- */
+
+int sim_cmd_irregularity(int argc, char **argv);	/* the SFC paper's Figure 8 */
+/* ---- plan.c ------------------------------------------------------------ */
+
+struct sim_plan_args {
+	bool json;
+	bool help;
+	const char *pool;		/* --pool FILE */
+	const char *preset;
+	const char *scenario;
+	char **sets;			/* --set KEY=VALUE, n_sets of them (malloc'ed) */
+	size_t n_sets;
+};
+
+/* `cwsim plan`'s arguments (argv[0] is "plan"): 0 with *ret (free
+ * ret->sets), -EINVAL with why filled in, or -ENOMEM. */
+int sim_plan_parse_args(int argc, char **argv, struct sim_plan_args *ret, char *why,
+			size_t why_len);
+int sim_cmd_plan(int argc, char **argv);
 
 #endif

@@ -16,7 +16,7 @@
  *
  * Threads: management calls (everything that changes the pool) serialise on
  * a mutex inside the pool.  The mapping calls (cw_part_map,
- * cw_part_block_disks, cw_part_size_bytes) take no lock and may run in any
+ * cw_part_block_disks, cw_part_size_bytes, cw_part_allocated) take no lock and may run in any
  * number of threads concurrently with management calls, including a move
  * commit: each block's location is one atomic word, so a reader sees either
  * the old or the new location of a block, never a mix.  A partition handle
@@ -191,6 +191,13 @@ int cw_disk_model_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_mo
 		      bool calibrated);
 int cw_disk_model_get(struct cw_pool *pool, uint32_t disk_id, struct cw_model *ret_model,
 		      bool *ret_calibrated);
+/* Stores a disk's model and, in the same transaction, the service times
+ * its stored reservations' parts on it were admitted again with under that
+ * model (resv_ids[i] gets service_ns[i]); -ENOENT, and nothing changed,
+ * if one of those reservations has no part on the disk. */
+int cw_disk_model_readmit(struct cw_pool *pool, uint32_t disk_id, const struct cw_model *model,
+			  bool calibrated, const uint64_t *resv_ids, const int64_t *service_ns,
+			  size_t n);
 
 /* The model a disk emulates (clockwise/emu.h: its I/O completes when that
  * disk would have completed it), kept with the disk; NULL clears it.
@@ -269,6 +276,33 @@ int cw_part_block_disks(const struct cw_part *part, uint64_t first_block, uint64
 uint64_t cw_part_size_bytes(const struct cw_part *part);
 uint64_t cw_part_nblocks(const struct cw_part *part);
 uint32_t cw_part_block_size(const struct cw_part *part);
+
+/* Whether the partition's block at offset holds data: 1 (written), or 0
+ * (a hole: never written since it was given to the partition, or
+ * deallocated since; it reads as zeros whatever its disk holds).
+ * ret_length gets how many bytes from offset, at most length (0: to the
+ * block's end), are in the same state.  -ERANGE beyond the end. */
+int cw_part_allocated(const struct cw_part *part, uint64_t offset, uint64_t length,
+		      uint64_t *ret_length);
+
+/* ---- holes (management) ---- */
+
+/* Blocks [first_block, first_block + nblocks) of part become written
+ * (allocated true) or holes. */
+struct cw_alloc_change {
+	struct cw_part *part;
+	uint64_t first_block;
+	uint64_t nblocks;
+	bool allocated;
+};
+
+/* Records changes[0..n) in one transaction, then makes them visible to
+ * cw_part_allocated(); -ERANGE (nothing changed) when a range passes its
+ * partition's end.  The caller orders it with the data: a block is
+ * zeroed before it is marked written, and marked a hole before its space
+ * is given back (layout/holes.c says why). */
+int cw_part_set_allocated(struct cw_pool *pool, const struct cw_alloc_change *changes,
+			  size_t n);
 
 /* ---- moves (online reorganisation, tiering) ---- */
 

@@ -170,6 +170,14 @@ int64_t cw_model_disk_serve(struct cw_model_disk *d, int64_t start_ns, uint64_t 
  * (and after a collection threshold, the device) busy until then. */
 int64_t cw_model_disk_ssd_finish(struct cw_model_disk *d, int64_t arrival_ns, uint64_t off,
 				 uint64_t bytes, bool write);
+/* What a request of bytes costs on average where it may lie anywhere and
+ * the head anywhere: overhead + the seek over a third of the disk (the
+ * mean distance between two random points) + half a revolution + bytes at
+ * the disk's slowest rate; no margin.  A function of bytes alone, so that
+ * a rate in bytes per second is one share of the disk's time: the cost of
+ * a best-effort request for its client's share (clockwise/sched-beq.h).
+ * -EINVAL for 0 bytes or more than the disk, -ERANGE on overflow. */
+int cw_model_mean_ns(const struct cw_model *m, uint64_t bytes, int64_t *ret_ns);
 
 /* Serialization: a one-line text form, "cwmodel1 name=... cap=... ...",
  * stable across versions (unknown keys are refused, so a newer string is

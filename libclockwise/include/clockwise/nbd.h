@@ -8,9 +8,12 @@
  *
  * Covered: the fixed newstyle handshake (greeting, client flags, option
  * requests and replies: GO, INFO, LIST, EXPORT_NAME, ABORT,
- * STRUCTURED_REPLY; anything else gets NBD_REP_ERR_UNSUP), transmission
- * requests with their validation, and simple and structured replies
- * (OFFSET_DATA, NONE, ERROR).  Client-side decoders exist too, for tests
+ * STRUCTURED_REPLY, STARTTLS (the server runs the TLS handshake itself),
+ * LIST_META_CONTEXT and SET_META_CONTEXT with the one context
+ * "base:allocation"; anything else gets NBD_REP_ERR_UNSUP),
+ * transmission requests with their validation (CACHE, FAST_ZERO and
+ * BLOCK_STATUS included), and simple and structured replies (OFFSET_DATA,
+ * NONE, ERROR, BLOCK_STATUS).  Client-side decoders exist too, for tests
  * and tools.
  *
  * All multi-byte fields travel big-endian.  The packed structs below show
@@ -50,6 +53,8 @@ extern "C" {
 #define CW_NBD_FLAG_SEND_WRITE_ZEROES (1u << 6)
 #define CW_NBD_FLAG_SEND_DF           (1u << 7)
 #define CW_NBD_FLAG_CAN_MULTI_CONN    (1u << 8)
+#define CW_NBD_FLAG_SEND_CACHE        (1u << 10)
+#define CW_NBD_FLAG_SEND_FAST_ZERO    (1u << 11)
 
 /* ---- options ---- */
 #define CW_NBD_OPT_EXPORT_NAME       1u
@@ -67,6 +72,7 @@ extern "C" {
 #define CW_NBD_REP_ACK        1u
 #define CW_NBD_REP_SERVER     2u
 #define CW_NBD_REP_INFO       3u
+#define CW_NBD_REP_META_CONTEXT 4u
 #define CW_NBD_REP_ERR(n)     ((UINT32_C(1) << 31) + (n))
 #define CW_NBD_REP_ERR_UNSUP           CW_NBD_REP_ERR(1)
 #define CW_NBD_REP_ERR_POLICY          CW_NBD_REP_ERR(2)
@@ -106,6 +112,7 @@ extern "C" {
 #define CW_NBD_REPLY_TYPE_NONE         0u
 #define CW_NBD_REPLY_TYPE_OFFSET_DATA  1u
 #define CW_NBD_REPLY_TYPE_OFFSET_HOLE  2u
+#define CW_NBD_REPLY_TYPE_BLOCK_STATUS 5u
 #define CW_NBD_REPLY_TYPE_ERROR        ((1u << 15) + 1)
 #define CW_NBD_REPLY_TYPE_ERROR_OFFSET ((1u << 15) + 2)
 
@@ -119,11 +126,21 @@ extern "C" {
 #define CW_NBD_ENOTSUP   95u
 #define CW_NBD_ESHUTDOWN 108u
 
+/* ---- meta contexts ---- */
+/* The one context offered: which parts of an export are holes. */
+#define CW_NBD_META_BASE_ALLOCATION "base:allocation"
+/* Its id on the wire (any value the server picks; one per context). */
+#define CW_NBD_META_ID_ALLOCATION 1u
+/* base:allocation status flags of a BLOCK_STATUS descriptor. */
+#define CW_NBD_STATE_HOLE (1u << 0)	/* not allocated */
+#define CW_NBD_STATE_ZERO (1u << 1)	/* reads as zeros */
+
 /* ---- limits ---- */
 #define CW_NBD_STRING_MAX     4096u	/* names, descriptions, messages */
 /* The largest option payload the handshake accepts: an INFO/GO request
- * with a maximal name and a generous list of info requests. */
-#define CW_NBD_OPT_DATA_MAX   (4u + CW_NBD_STRING_MAX + 2u + 2u * 64u)
+ * with a maximal name and a generous list of info requests, or a meta
+ * context request with a maximal name and a page of queries. */
+#define CW_NBD_OPT_DATA_MAX   (4u + CW_NBD_STRING_MAX + 4u + 4096u)
 /* Options one connection may send before the server gives up on it. */
 #define CW_NBD_OPT_COUNT_MAX  256u
 #define CW_NBD_REQUEST_MAX_DEFAULT (UINT32_C(32) << 20)	/* 32 MiB */
@@ -213,6 +230,18 @@ struct cw_nbd_wire_chunk_offset_data {
 	uint64_t offset;	/* export offset of the first data byte */
 } __attribute__((packed));
 
+/* Payload start of a BLOCK_STATUS chunk (4 bytes), then descriptors. */
+struct cw_nbd_wire_chunk_block_status {
+	uint32_t context_id;	/* the meta context described */
+} __attribute__((packed));
+
+/* One BLOCK_STATUS descriptor (8 bytes): the next length bytes of the
+ * export from where the previous one ended have these status flags. */
+struct cw_nbd_wire_block_descriptor {
+	uint32_t length;	/* bytes, > 0 */
+	uint32_t status;	/* CW_NBD_STATE_* for base:allocation */
+} __attribute__((packed));
+
 /* Payload of an ERROR chunk (6 bytes), then msglen bytes of message. */
 struct cw_nbd_wire_chunk_error {
 	uint32_t error;		/* CW_NBD_E*, never 0 */
@@ -228,6 +257,8 @@ struct cw_nbd_wire_chunk_error {
 #define CW_NBD_CHUNK_BYTES        sizeof(struct cw_nbd_wire_chunk)
 /* Largest header cw_nbd_encode_read_reply() writes. */
 #define CW_NBD_READ_REPLY_MAX     (CW_NBD_CHUNK_BYTES + 8)
+/* The header cw_nbd_encode_block_status() writes: chunk and context id. */
+#define CW_NBD_BLOCK_STATUS_HDR_BYTES (CW_NBD_CHUNK_BYTES + 4)
 /* Largest reply cw_nbd_encode_error_reply() writes (message included). */
 #define CW_NBD_ERROR_REPLY_MAX    (CW_NBD_CHUNK_BYTES + 6 + 128)
 
@@ -242,6 +273,8 @@ struct cw_nbd_export_info {
 	uint32_t min_block;		/* 0: no constraints advertised */
 	uint32_t pref_block;
 	uint32_t max_block;
+	/* The export answers BLOCK_STATUS for base:allocation. */
+	bool block_status;
 };
 
 struct cw_nbd_option {
@@ -280,23 +313,61 @@ enum cw_nbd_hs_verdict {
 	CW_NBD_HS_CONTINUE = 0,	/* send the output, read the next option */
 	CW_NBD_HS_TRANSMIT = 1,	/* send the output, enter transmission */
 	CW_NBD_HS_CLOSE = 2,	/* send the output, then close cleanly */
+	CW_NBD_HS_STARTTLS = 3,	/* send the output (in the clear), run the
+				 * TLS handshake, then cw_nbd_hs_tls_started()
+				 * and read the next option over TLS; close if
+				 * the TLS handshake fails */
+};
+
+/* What a listener offers of TLS. */
+enum cw_nbd_tls {
+	CW_NBD_TLS_OFF = 0,	/* STARTTLS is not supported */
+	CW_NBD_TLS_ON = 1,	/* offered; a client may go on without it */
+	CW_NBD_TLS_REQUIRE = 2,	/* every option but STARTTLS and ABORT gets
+				 * NBD_REP_ERR_TLS_REQD before it */
+};
+
+/* What one client may do with one export (the server's policy). */
+enum cw_nbd_access {
+	CW_NBD_ACCESS_RW = 0,	/* read and write (as far as the export allows) */
+	CW_NBD_ACCESS_RO = 1,	/* read only: the export is shown read-only */
+	CW_NBD_ACCESS_NONE = 2,	/* not listed, and chosen only to be refused */
 };
 
 /* The state of one connection's option haggling.  Fill exports and
- * n_exports (and default_export) before cw_nbd_hs_client_flags(); the
- * rest is the codec's. */
+ * n_exports (and default_export, access) before cw_nbd_hs_client_flags();
+ * the rest is the codec's. */
 struct cw_nbd_handshake {
 	const struct cw_nbd_export_info *exports;
 	size_t n_exports;
 	/* Index of the export an empty name selects, or -1: unknown. */
 	int default_export;
+	/* NULL: this client may read and write every export; else one
+	 * enum cw_nbd_access per export. */
+	const uint8_t *access;
+	/* Non-NULL: the server will not serve this client (it is over a
+	 * limit); every option but ABORT is refused with
+	 * NBD_REP_ERR_POLICY and this message, EXPORT_NAME closes. */
+	const char *refuse;
+	/* What this connection's listener offers of TLS (kept by reset). */
+	enum cw_nbd_tls tls;
 
 	/* results */
 	uint32_t cflags;	/* the client's flags */
 	bool structured;	/* NBD_OPT_STRUCTURED_REPLY agreed */
-	bool block_size_known;	/* the client asked for NBD_INFO_BLOCK_SIZE */
+	/* The client asked for NBD_INFO_BLOCK_SIZE.  If it did not, it
+	 * was told a minimum block of 1, and the server must accept
+	 * requests of any alignment (by read-modify-write if need be). */
+	bool block_size_known;
 	int export_index;	/* chosen export once TRANSMIT, else -1 */
+	uint16_t eflags;	/* the transmission flags sent for it */
 	unsigned n_options;
+	/* base:allocation was chosen by SET_META_CONTEXT for the export
+	 * meta_export; once TRANSMIT, meta_allocation says whether it holds
+	 * for the chosen export (BLOCK_STATUS may be sent). */
+	bool meta_allocation;
+	int meta_export;
+	bool tls_active;	/* STARTTLS done: the options go over TLS */
 };
 
 /* A growable output buffer the handshake appends replies to.  Start it
@@ -316,6 +387,11 @@ void cw_nbd_hs_reset(struct cw_nbd_handshake *hs);
 /* Takes the client's 4-byte flags.  Returns 0, or -EPROTO for unknown
  * flags or a client that does not speak fixed newstyle: close then. */
 int cw_nbd_hs_client_flags(struct cw_nbd_handshake *hs, const void *buf);
+
+/* The TLS handshake after CW_NBD_HS_STARTTLS succeeded: what was agreed
+ * in the clear (structured replies, meta contexts) is forgotten, as the
+ * protocol asks, and options are now served under TLS. */
+void cw_nbd_hs_tls_started(struct cw_nbd_handshake *hs);
 
 /* Decodes a 16-byte option header.  -EBADMSG on a wrong magic. */
 int cw_nbd_decode_option(const void *buf, struct cw_nbd_option *ret_opt);
@@ -359,6 +435,7 @@ struct cw_nbd_limits {
 	uint32_t min_block;	/* alignment of offset and length; 0 or 1: none */
 	uint32_t max_request;	/* largest READ/WRITE payload */
 	bool structured;
+	bool block_status;	/* a meta context was agreed: BLOCK_STATUS */
 };
 
 /* Judges a request: magic already checked by cw_nbd_decode_request(). */
@@ -390,12 +467,37 @@ size_t cw_nbd_encode_ok_reply(void *buf, uint64_t cookie);
 size_t cw_nbd_encode_error_reply(void *buf, bool structured, uint64_t cookie,
 				 uint32_t error, const char *msg);
 
+/* One extent of a BLOCK_STATUS answer, in host order (the same 8 bytes
+ * as its wire descriptor, so it is converted in place). */
+struct cw_nbd_extent {
+	uint32_t length;
+	uint32_t status;
+};
+
+/* The answer to BLOCK_STATUS for context_id: writes the chunk header and
+ * context id (CW_NBD_BLOCK_STATUS_HDR_BYTES) into hdr, marked DONE, and
+ * turns ext[0..n) into wire descriptors in place; they follow the header
+ * on the wire.  n is at least 1.  Returns the header's length. */
+size_t cw_nbd_encode_block_status(void *hdr, uint64_t cookie, uint32_t context_id,
+				  struct cw_nbd_extent *ext, uint32_t n);
+
 /* Maps a host errno (positive or negative) to its NBD wire value. */
 uint32_t cw_nbd_errno_to_wire(int err);
 
+/* What an export can do, for cw_nbd_eflags(). */
+struct cw_nbd_caps {
+	bool read_only;
+	bool can_flush;
+	bool can_trim;
+	bool can_zero;
+	bool can_fast_zero;	/* a zero that would be slow fails at once */
+	bool can_cache;
+	bool multi_conn;
+	bool structured;
+};
+
 /* The transmission flags an export advertises, from its capabilities. */
-uint16_t cw_nbd_eflags(bool read_only, bool can_flush, bool can_trim, bool can_zero,
-		       bool multi_conn, bool structured);
+uint16_t cw_nbd_eflags(const struct cw_nbd_caps *caps);
 
 /* ---- client side (tests, tools) ---- */
 
@@ -412,6 +514,12 @@ int cw_nbd_decode_option_reply(const void *buf, struct cw_nbd_option_reply *ret_
  * Returns the info type, or -EBADMSG. */
 int cw_nbd_decode_info(const void *data, size_t len, struct cw_nbd_export_info *info,
 		       char *name_buf, size_t name_cap);
+
+/* The option data of LIST_META_CONTEXT or SET_META_CONTEXT for export
+ * name asking for the n queries; appended to out.  -ENOMEM, -EINVAL for
+ * a name or query longer than CW_NBD_STRING_MAX. */
+int cw_nbd_encode_meta_query(struct cw_nbd_buf *out, const char *name,
+			     const char *const *queries, size_t n);
 
 /* Writes a request header (28 bytes). */
 void cw_nbd_encode_request(void *buf, const struct cw_nbd_request *req);

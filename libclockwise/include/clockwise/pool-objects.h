@@ -87,6 +87,37 @@ int cw_export_remove(struct cw_pool *pool, const char *name);
 /* Every export in name order, malloc'ed; the caller frees it. */
 int cw_export_list(struct cw_pool *pool, struct cw_export_rec **ret, size_t *ret_n);
 
+/* An export's best-effort quality of service between exports (RBFQ,
+ * clockwise/sched-beq.h): a reservation (the least it gets while it asks),
+ * a weight (its share of the rest against other exports) and a limit (the
+ * most it gets).  A rate is bytes per second, or requests per second where
+ * its _iops flag is set.  Admission checks reservations against each
+ * disk's best-effort capacity (clockwise/admit-state.h). */
+struct cw_be_qos {
+	uint64_t reserve;		/* 0: none */
+	bool reserve_iops;
+	uint32_t weight;		/* 1 .. CW_BE_WEIGHT_MAX */
+	uint64_t limit;			/* 0: none */
+	bool limit_iops;
+};
+
+#define CW_BE_WEIGHT_MAX 10000
+
+struct cw_be_qos_rec {
+	char export_name[CW_NAME_MAX + 1];
+	uint64_t part_id;		/* the partition the export serves */
+	struct cw_be_qos qos;
+};
+
+/* Stores (or replaces) an export's QoS.  Like a reservation it holds its
+ * partition: cw_part_delete() refuses while it is stored.  -EINVAL: a bad
+ * name or weight; -ENOENT: no such partition. */
+int cw_be_qos_put(struct cw_pool *pool, const struct cw_be_qos_rec *q);
+/* -ENOENT: none stored for that export. */
+int cw_be_qos_remove(struct cw_pool *pool, const char *export_name);
+/* Every stored QoS in export-name order, malloc'ed; the caller frees it. */
+int cw_be_qos_list(struct cw_pool *pool, struct cw_be_qos_rec **ret, size_t *ret_n);
+
 /* Reads the stored model of the disk named disk_name from the pool
  * database at db_path, opened read-only and without the pool's lock, so a
  * tool (cwsim) can use it while the daemon runs.  -ENOENT: no such

@@ -18,6 +18,8 @@
 
 #include <libnbd.h>
 
+#include <clockwise/nbd.h>
+
 #include "daemon/nbd-server.h"
 #include "cwtest.h"
 
@@ -89,6 +91,14 @@ static bool refused(void)
 	return r;
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static void pause_briefly(void)
 {
 	nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
@@ -130,9 +140,11 @@ static void start_server(const struct nbdsrv_config *cfg, bool flush_global)
 	atomic_store(&mem.released, false);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_new(cfg, &srv), 0);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_add_export(srv, &e), 0);
-	CU_ASSERT_EQUAL_FATAL(nbdsrv_listen_unix(srv, sock), 0);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_listen_unix(srv, sock, NULL, CW_NBD_TLS_OFF), 0);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_start(srv), 0);
 }
+
+static char last_error[512];
 
 static struct nbd_handle *client(void)
 {
@@ -141,6 +153,7 @@ static struct nbd_handle *client(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
 	nbd_set_export_name(h, "mem");
 	if (nbd_connect_unix(h, sock) < 0) {
+		snprintf(last_error, sizeof(last_error), "%s", nbd_get_error() ?: "");
 		nbd_close(h);
 		return NULL;
 	}
@@ -282,7 +295,7 @@ static void test_stop_waits_for_inflight(void)
 
 static void test_connection_limit(void)
 {
-	struct nbdsrv_config cfg = { .max_connections = 2 };
+	struct nbdsrv_config cfg = { .max_connections = 2, .max_per_user = 2 };
 	struct nbd_handle *a, *b, *c;
 
 	start_server(&cfg, true);
@@ -293,6 +306,9 @@ static void test_connection_limit(void)
 	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 2u);
 	c = client();
 	CU_ASSERT_PTR_NULL(c);		/* refused: over the limit */
+	/* ...in so many words, not by a silent close. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(last_error, "policy"));
+	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 2u);
 	nbd_shutdown(a, 0);
 	nbd_close(a);
 	while (nbdsrv_connections(srv) > 1)
@@ -356,7 +372,7 @@ static void test_export_validation(void)
 	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &e), 0);
 	CU_ASSERT_EQUAL(nbdsrv_add_export(s, &ok), -EEXIST);	/* same name */
 	CU_ASSERT_EQUAL(nbdsrv_start(s), -EINVAL);		/* nowhere to listen */
-	CU_ASSERT_EQUAL(nbdsrv_listen_unix(s, "/nonexistent-dir/x.sock"), -ENOENT);
+	CU_ASSERT_EQUAL(nbdsrv_listen_unix(s, "/nonexistent-dir/x.sock", NULL, CW_NBD_TLS_OFF), -ENOENT);
 	nbdsrv_free(s);
 }
 
@@ -379,6 +395,101 @@ static int teardown(void)
 	return 0;
 }
 
+/* One user gets half the connections by default: the other half stays
+ * for everyone else. */
+static void test_per_user_limit(void)
+{
+	struct nbdsrv_config cfg = { .max_connections = 4 };
+	struct nbd_handle *h[3];
+
+	start_server(&cfg, true);
+	h[0] = client();
+	h[1] = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h[0]);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h[1]);
+	h[2] = client();
+	CU_ASSERT_PTR_NULL(h[2]);
+	CU_ASSERT_PTR_NOT_NULL(strstr(last_error, "policy"));
+	nbd_close(h[0]);
+	nbd_close(h[1]);
+	nbdsrv_free(srv);
+}
+
+/* A client that sends its handshake a byte at a time is still dropped at
+ * the one deadline; a client idle past the idle timeout is closed. */
+static void test_handshake_deadline_and_idle(void)
+{
+	struct nbdsrv_config cfg = { .handshake_timeout_ns = 300 * 1000000LL,
+					 .idle_timeout_ns = 300 * 1000000LL };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	static const uint8_t hello[] = { 0, 0, 0, 1, 'I', 'H', 'A', 'V', 'E', 'O', 'P', 'T',
+					 0, 0, 0, 3, 0, 0, 0, 0 };	/* LIST */
+	uint8_t g[18];
+	struct nbd_handle *h;
+	int64_t t0;
+	size_t i;
+	int fd;
+
+	start_server(&cfg, true);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	CU_ASSERT_EQUAL_FATAL(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CU_ASSERT_EQUAL_FATAL(recv(fd, g, sizeof(g), MSG_WAITALL), 18);
+	t0 = now_ns();
+	/* Client flags, then an option header dribbled out: each byte well
+	 * within the deadline, the whole not. */
+	for (i = 0; i < sizeof(hello); i++) {
+		if (send(fd, hello + i, 1, MSG_NOSIGNAL) != 1)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 25 * 1000000 }, NULL);
+	}
+	/* Not the LIST reply: the connection was closed. */
+	CU_ASSERT(recv(fd, g, sizeof(g), 0) <= 0);
+	close(fd);
+
+	h = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 1u);
+	while (nbdsrv_connections(srv) > 0 && now_ns() - t0 < 10000 * 1000000LL)
+		pause_briefly();
+	CU_ASSERT_EQUAL(nbdsrv_connections(srv), 0u);	/* idle: closed */
+	nbd_close(h);
+	nbdsrv_free(srv);
+}
+
+/* The rules: an export's own entry before the default one, read_write
+ * before read_only, groups primary or supplementary, "*" for a client
+ * with no credentials, root always. */
+static void test_access_rules(void)
+{
+	static const struct nbdsrv_principal rw[] = { { NBDSRV_USER, 1000 }, { NBDSRV_GROUP, 50 } };
+	static const struct nbdsrv_principal ro[] = { { NBDSRV_GROUP, 60 } };
+	static const struct nbdsrv_principal anyone[] = { { NBDSRV_ANYONE, 0 } };
+	static const struct nbdsrv_access rules[] = {
+		{ .export = NULL, .read_write = rw, .n_read_write = 2, .read_only = ro,
+		  .n_read_only = 1 },
+		{ .export = "open", .read_only = anyone, .n_read_only = 1 },
+		{ .export = "closed" },
+	};
+	struct nbdsrv_peer p = { .known = true, .uid = 1000, .gid = 1000 };
+	struct nbdsrv_peer tcp = { .known = false };
+
+	CU_ASSERT_EQUAL(nbdsrv_access_for(NULL, 0, &tcp, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "open"), CW_NBD_ACCESS_RO);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_NONE);
+	p.uid = 1001;
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_NONE);
+	p.groups[p.n_groups++] = 60;
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RO);
+	p.gid = 50;
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "x"), CW_NBD_ACCESS_RW);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &tcp, "x"), CW_NBD_ACCESS_NONE);
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &tcp, "open"), CW_NBD_ACCESS_RO);
+	p = (struct nbdsrv_peer){ .known = true, .uid = 0, .gid = 0 };
+	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_RW);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("nbd server", setup, teardown);
@@ -389,5 +500,8 @@ int main(void)
 	cwtest_add(s, "connection limit", test_connection_limit);
 	cwtest_add(s, "multi-conn only with a global flush", test_multi_conn_only_with_global_flush);
 	cwtest_add(s, "export validation", test_export_validation);
+	cwtest_add(s, "access rules", test_access_rules);
+	cwtest_add(s, "connections per user", test_per_user_limit);
+	cwtest_add(s, "handshake deadline and idle timeout", test_handshake_deadline_and_idle);
 	return cwtest_run();
 }

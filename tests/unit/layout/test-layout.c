@@ -663,6 +663,16 @@ static void test_part_enospc(void)
 	CU_ASSERT(cw_part_resize(p, 901 * TP_BS) == -ENOSPC);
 	CU_ASSERT(cw_pool_last_error(t.pool)->needed_bytes == 801 * TP_BS);
 	CU_ASSERT(cw_part_nblocks(p) == 100);
+	/* An absurd size (2048 TiB: a block map of 256 GiB here) is refused
+	 * from the free-space numbers, before its map is allocated (which
+	 * would fail with ENOMEM, or take seconds). */
+	CU_ASSERT(cw_part_create(t.pool, "absurd", UINT64_C(2048) << 40, NULL, &q) == -ENOSPC);
+	CU_ASSERT(cw_pool_last_error(t.pool)->needed_bytes == UINT64_C(2048) << 40);
+	CU_ASSERT(cw_pool_last_error(t.pool)->available_bytes == 800 * TP_BS);
+	CU_ASSERT(cw_part_resize(p, UINT64_C(2048) << 40) == -ENOSPC);
+	CU_ASSERT(cw_pool_last_error(t.pool)->needed_bytes ==
+		  (UINT64_C(2048) << 40) - 100 * TP_BS);
+	CU_ASSERT(cw_part_nblocks(p) == 100);
 	/* Exactly the free space fits. */
 	CU_ASSERT_FATAL(cw_part_resize(p, 900 * TP_BS) == 0);
 	tp_reopen(&t);
@@ -1180,8 +1190,9 @@ static void test_disk_model_damaged_and_migrated(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	/* A database of schema 1 (before disk models) is migrated on open. */
-	sql_run(t.db, "DROP TABLE disk_emulate; DROP TABLE export; DROP TABLE resv_disk;"
-		      " DROP TABLE resv; DROP TABLE disk_model; PRAGMA user_version = 1");
+	sql_run(t.db, "DROP TABLE disk_emulate; DROP TABLE hole; DROP TABLE export;"
+		      " DROP TABLE resv_disk; DROP TABLE resv; DROP TABLE disk_model;"
+		      " DROP TABLE be_qos; PRAGMA user_version = 1");
 	tp_reopen(&t);
 	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == META_SCHEMA_VERSION);
 	CU_ASSERT(cw_disk_model_get(t.pool, 1, &m, NULL) == -ENOENT);

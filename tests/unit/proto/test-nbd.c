@@ -20,7 +20,7 @@ static const struct cw_nbd_export_info exports[] = {
 	  .eflags = CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY },
 	{ .name = "aligned", .description = "4k only", .size = 1 << 24,
 	  .eflags = CW_NBD_FLAG_HAS_FLAGS, .min_block = 4096, .pref_block = 4096,
-	  .max_block = 1 << 20 },
+	  .max_block = 1 << 20, .block_status = true },
 };
 
 static struct cw_nbd_handshake hs;
@@ -269,12 +269,18 @@ static void test_opt_go_default_and_errors(void)
 	CU_ASSERT_EQUAL(replies(CW_NBD_OPT_GO, r, 8), 1);
 	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_INVALID);
 
-	/* An aligned-only export refuses GO until the client asks for the
-	 * block size, then accepts it. */
+	/* A client that does not ask for the block size of an aligned-only
+	 * export is served, and told a minimum of 1 (the server does
+	 * read-modify-write for it); one that asks learns the real one. */
 	len = info_payload(b, "aligned", NULL, 0);
-	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_CONTINUE);
-	CU_ASSERT_EQUAL(replies(CW_NBD_OPT_GO, r, 8), 1);
-	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_BLOCK_SIZE_REQD);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 8), 3);
+	CU_ASSERT_EQUAL(cw_get_be16(r[1].data), CW_NBD_INFO_BLOCK_SIZE);
+	CU_ASSERT_EQUAL(cw_get_be32(r[1].data + 2), 1u);
+	CU_ASSERT_EQUAL(cw_get_be32(r[1].data + 6), 4096u);
+	CU_ASSERT_EQUAL(r[2].reply, CW_NBD_REP_ACK);
+	CU_ASSERT_FALSE(hs.block_size_known);
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
 	len = info_payload(b, "aligned", &bs, 1);
 	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
 	CU_ASSERT_EQUAL(replies(CW_NBD_OPT_GO, r, 8), 3);
@@ -311,8 +317,7 @@ static void test_opt_export_name(void)
 static void test_opt_abort_structured_unsup(void)
 {
 	struct rep r[4];
-	uint32_t unsup[] = { CW_NBD_OPT_STARTTLS, CW_NBD_OPT_LIST_META_CONTEXT,
-			     CW_NBD_OPT_SET_META_CONTEXT, CW_NBD_OPT_EXTENDED_HEADERS, 4, 12,
+	uint32_t unsup[] = { CW_NBD_OPT_STARTTLS, CW_NBD_OPT_EXTENDED_HEADERS, 4, 12,
 			     0, 0xffffffffu };
 	unsigned i;
 
@@ -473,15 +478,23 @@ static void test_request_malformed(void)
 	       CW_NBD_EINVAL, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE, 0, UINT64_MAX - 511, 1024), CW_NBD_REPLY_ERROR,
 	       CW_NBD_ENOSPC, 1024);
-	EXPECT(check(&rw, CW_NBD_CMD_TRIM, 0, 1 << 20, 512), CW_NBD_REPLY_ERROR, CW_NBD_ENOSPC, 0);
+	/* Trimming past the end is invalid, not out of space. */
+	EXPECT(check(&rw, CW_NBD_CMD_TRIM, 0, 1 << 20, 512), CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0);
+	EXPECT(check(&rw, CW_NBD_CMD_TRIM, 0, (1 << 20) - 512, 1024), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE_ZEROES, 0, 0, (1 << 20) + 512), CW_NBD_REPLY_ERROR,
 	       CW_NBD_ENOSPC, 0);
 	/* Misaligned. */
 	EXPECT(check(&rw, CW_NBD_CMD_READ, 0, 1, 512), CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE, 0, 0, 100), CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 100);
-	/* Oversized: a read gets EOVERFLOW, a write closes the stream. */
+	/* Oversized: a read gets EINVAL, or EOVERFLOW when it asked not to
+	 * be fragmented (DF); a write closes the stream. */
 	EXPECT(check(&rw, CW_NBD_CMD_READ, 0, 0, (1 << 16) + 512), CW_NBD_REPLY_ERROR,
-	       CW_NBD_EOVERFLOW, 0);
+	       CW_NBD_EINVAL, 0);
+	EXPECT(check(&st, CW_NBD_CMD_READ, 0, 0, (1 << 16) + 512), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
+	EXPECT(check(&st, CW_NBD_CMD_READ, CW_NBD_CMD_FLAG_DF, 0, (1 << 16) + 512),
+	       CW_NBD_REPLY_ERROR, CW_NBD_EOVERFLOW, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE, 0, 0, (1 << 16) + 512), CW_NBD_DISCONNECT, 0, 0);
 	EXPECT(check(&rw, CW_NBD_CMD_WRITE, 0, 0, UINT32_MAX), CW_NBD_DISCONNECT, 0, 0);
 }
@@ -557,6 +570,212 @@ static void test_structured_replies(void)
 	CU_ASSERT_EQUAL(memcmp(b, "\x66\x8e\x33\xef\x00\x01\x00\x00", 8), 0);
 }
 
+/* A meta context request: name, then queries. */
+static uint32_t meta_payload(uint8_t *b, const char *name, const char *const *q, size_t n)
+{
+	struct cw_nbd_buf o = { 0 };
+	uint32_t len;
+
+	CU_ASSERT_EQUAL_FATAL(cw_nbd_encode_meta_query(&o, name, q, n), 0);
+	len = (uint32_t)o.len;
+	memcpy(b, o.data, o.len);
+	free(o.data);
+	return len;
+}
+
+/* Sends an option that must get exactly one reply, of type want. */
+static void one_reply(uint32_t option, const void *data, uint32_t len, uint32_t want)
+{
+	struct rep r[4];
+
+	CU_ASSERT_EQUAL(opt(option, data, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(option, r, 4), 1);
+	CU_ASSERT_EQUAL(r[0].reply, want);
+}
+
+/* base:allocation is listed and set only on an export that answers
+ * BLOCK_STATUS, only for the export then chosen, and SET needs
+ * structured replies. */
+static void test_meta_context(void)
+{
+	static const char *const alloc[] = { CW_NBD_META_BASE_ALLOCATION };
+	static const char *const base[] = { "base:" };
+	static const char *const other[] = { "qemu:dirty-bitmap:x", "base:allocationx" };
+	static const char *const mixed[] = { "qemu:dirty-bitmap:x", CW_NBD_META_BASE_ALLOCATION };
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	struct rep r[4];
+	uint8_t b[256];
+	uint32_t len;
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	/* LIST: all contexts, "base:", the full name; nothing elsewhere. */
+	len = meta_payload(b, "aligned", NULL, 0);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_LIST_META_CONTEXT, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_LIST_META_CONTEXT, r, 4), 2);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_META_CONTEXT);
+	CU_ASSERT_EQUAL(r[0].length, 4 + strlen(CW_NBD_META_BASE_ALLOCATION));
+	CU_ASSERT_EQUAL(cw_get_be32(r[0].data), CW_NBD_META_ID_ALLOCATION);
+	CU_ASSERT_EQUAL(memcmp(r[0].data + 4, "base:allocation", 15), 0);
+	CU_ASSERT_EQUAL(r[1].reply, CW_NBD_REP_ACK);
+	len = meta_payload(b, "aligned", base, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_LIST_META_CONTEXT, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL(replies(CW_NBD_OPT_LIST_META_CONTEXT, r, 4), 2);
+	len = meta_payload(b, "aligned", other, 2);
+	one_reply(CW_NBD_OPT_LIST_META_CONTEXT, b, len, CW_NBD_REP_ACK);
+	len = meta_payload(b, "disk0", NULL, 0);
+	one_reply(CW_NBD_OPT_LIST_META_CONTEXT, b, len, CW_NBD_REP_ACK);
+	len = meta_payload(b, "nosuch", NULL, 0);
+	one_reply(CW_NBD_OPT_LIST_META_CONTEXT, b, len, CW_NBD_REP_ERR_UNKNOWN);
+
+	/* SET before structured replies is invalid. */
+	len = meta_payload(b, "aligned", alloc, 1);
+	one_reply(CW_NBD_OPT_SET_META_CONTEXT, b, len, CW_NBD_REP_ERR_INVALID);
+	CU_ASSERT_FALSE(hs.meta_allocation);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STRUCTURED_REPLY, NULL, 0), CW_NBD_HS_CONTINUE);
+	/* "base:" does not choose; the full name among others does. */
+	len = meta_payload(b, "aligned", base, 1);
+	one_reply(CW_NBD_OPT_SET_META_CONTEXT, b, len, CW_NBD_REP_ACK);
+	CU_ASSERT_FALSE(hs.meta_allocation);
+	len = meta_payload(b, "aligned", mixed, 2);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_SET_META_CONTEXT, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_SET_META_CONTEXT, r, 4), 2);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_META_CONTEXT);
+	CU_ASSERT_TRUE(hs.meta_allocation);
+	/* Malformed: the choice stays. */
+	b[len - 1] = 0;
+	one_reply(CW_NBD_OPT_SET_META_CONTEXT, b, len - 1, CW_NBD_REP_ERR_INVALID);
+	CU_ASSERT_TRUE(hs.meta_allocation);
+	one_reply(CW_NBD_OPT_SET_META_CONTEXT, "\0\0\0\0\0\0\0\5", 8, CW_NBD_REP_ERR_INVALID);
+	/* GO to that export keeps it, to another drops it. */
+	len = info_payload(b, "aligned", req, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_TRUE(hs.meta_allocation);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STRUCTURED_REPLY, NULL, 0), CW_NBD_HS_CONTINUE);
+	len = meta_payload(b, "aligned", alloc, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_SET_META_CONTEXT, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_TRUE(hs.meta_allocation);
+	len = info_payload(b, "disk0", req, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_FALSE(hs.meta_allocation);
+	/* An empty SET chooses nothing. */
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STRUCTURED_REPLY, NULL, 0), CW_NBD_HS_CONTINUE);
+	len = meta_payload(b, "aligned", alloc, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_SET_META_CONTEXT, b, len), CW_NBD_HS_CONTINUE);
+	len = meta_payload(b, "aligned", NULL, 0);
+	one_reply(CW_NBD_OPT_SET_META_CONTEXT, b, len, CW_NBD_REP_ACK);
+	CU_ASSERT_FALSE(hs.meta_allocation);
+}
+
+/* STARTTLS: unsupported where TLS is off; where required, every option
+ * but STARTTLS and ABORT is refused until TLS runs, and what was agreed
+ * in the clear is forgotten once it does. */
+static void test_starttls(void)
+{
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	uint32_t opts[] = { CW_NBD_OPT_LIST, CW_NBD_OPT_STRUCTURED_REPLY, CW_NBD_OPT_INFO,
+			    CW_NBD_OPT_GO, CW_NBD_OPT_LIST_META_CONTEXT, 12345 };
+	uint8_t b[64];
+	uint32_t len = info_payload(b, "disk0", req, 1);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	one_reply(CW_NBD_OPT_STARTTLS, NULL, 0, CW_NBD_REP_ERR_UNSUP);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.tls = CW_NBD_TLS_REQUIRE;
+	for (unsigned i = 0; i < CW_ARRAY_SIZE(opts); i++)
+		one_reply(opts[i], opts[i] == CW_NBD_OPT_GO || opts[i] == CW_NBD_OPT_INFO ? b : NULL,
+			  opts[i] == CW_NBD_OPT_GO || opts[i] == CW_NBD_OPT_INFO ? len : 0,
+			  CW_NBD_REP_ERR_TLS_REQD);
+	CU_ASSERT_EQUAL(hs.export_index, -1);
+	CU_ASSERT_FALSE(hs.structured);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "disk0", 5), -EPROTO);
+	one_reply(CW_NBD_OPT_STARTTLS, "x", 1, CW_NBD_REP_ERR_INVALID);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STARTTLS, NULL, 0), CW_NBD_HS_STARTTLS);
+	CU_ASSERT_EQUAL(out.len, CW_NBD_OPTION_REPLY_BYTES);
+	cw_nbd_hs_tls_started(&hs);
+	CU_ASSERT_TRUE(hs.tls_active);
+	one_reply(CW_NBD_OPT_STARTTLS, NULL, 0, CW_NBD_REP_ERR_INVALID);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL(hs.export_index, 0);
+
+	/* Leaving is allowed in the clear. */
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.tls = CW_NBD_TLS_REQUIRE;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_ABORT, NULL, 0), CW_NBD_HS_CLOSE);
+
+	/* Offered: a client may go without; one that starts it loses what
+	 * it agreed in the clear. */
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.tls = CW_NBD_TLS_ON;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STRUCTURED_REPLY, NULL, 0), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_STARTTLS, NULL, 0), CW_NBD_HS_STARTTLS);
+	cw_nbd_hs_tls_started(&hs);
+	CU_ASSERT_FALSE(hs.structured);
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.tls = CW_NBD_TLS_ON;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_FALSE(hs.tls_active);
+}
+
+/* CACHE, FAST_ZERO and BLOCK_STATUS are valid only where offered. */
+static void test_request_new_commands(void)
+{
+	struct cw_nbd_limits all = rw, meta = rw, nometa = rw;
+
+	all.eflags |= CW_NBD_FLAG_SEND_CACHE | CW_NBD_FLAG_SEND_FAST_ZERO;
+	meta.structured = true;
+	meta.block_status = true;
+	nometa.structured = true;
+	EXPECT(check(&all, CW_NBD_CMD_CACHE, 0, 0, 512), CW_NBD_EXEC, 0, 0);
+	EXPECT(check(&all, CW_NBD_CMD_CACHE, CW_NBD_CMD_FLAG_NO_HOLE, 0, 512),
+	       CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0);
+	EXPECT(check(&all, CW_NBD_CMD_CACHE, 0, 1 << 20, 512), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
+	EXPECT(check(&all, CW_NBD_CMD_WRITE_ZEROES, CW_NBD_CMD_FLAG_FAST_ZERO, 0, 512),
+	       CW_NBD_EXEC, 0, 0);
+	EXPECT(check(&rw, CW_NBD_CMD_WRITE_ZEROES, CW_NBD_CMD_FLAG_FAST_ZERO, 0, 512),
+	       CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0);
+	EXPECT(check(&all, CW_NBD_CMD_WRITE, CW_NBD_CMD_FLAG_FAST_ZERO, 0, 512),
+	       CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 512);
+	EXPECT(check(&meta, CW_NBD_CMD_BLOCK_STATUS, 0, 0, 1 << 20), CW_NBD_EXEC, 0, 0);
+	EXPECT(check(&meta, CW_NBD_CMD_BLOCK_STATUS, CW_NBD_CMD_FLAG_REQ_ONE, 0, 512),
+	       CW_NBD_EXEC, 0, 0);
+	EXPECT(check(&meta, CW_NBD_CMD_BLOCK_STATUS, CW_NBD_CMD_FLAG_DF, 0, 512),
+	       CW_NBD_REPLY_ERROR, CW_NBD_EINVAL, 0);
+	EXPECT(check(&meta, CW_NBD_CMD_BLOCK_STATUS, 0, 512, 1 << 20), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
+	EXPECT(check(&meta, CW_NBD_CMD_BLOCK_STATUS, 0, 0, 0), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
+	EXPECT(check(&nometa, CW_NBD_CMD_BLOCK_STATUS, 0, 0, 512), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
+	EXPECT(check(&rw, CW_NBD_CMD_READ, CW_NBD_CMD_FLAG_REQ_ONE, 0, 512), CW_NBD_REPLY_ERROR,
+	       CW_NBD_EINVAL, 0);
+}
+
+/* A BLOCK_STATUS chunk: header, context id, descriptors in place. */
+static void test_block_status_reply(void)
+{
+	struct cw_nbd_extent ext[2] = { { 4096, CW_NBD_STATE_HOLE | CW_NBD_STATE_ZERO },
+					{ 0x10000, 0 } };
+	const uint8_t want_ext[16] = { 0, 0, 0x10, 0, 0, 0, 0, 3, 0, 1, 0, 0, 0, 0, 0, 0 };
+	uint8_t h[CW_NBD_BLOCK_STATUS_HDR_BYTES];
+	struct cw_nbd_reply r;
+
+	CU_ASSERT_EQUAL(cw_nbd_encode_block_status(h, 9, CW_NBD_META_ID_ALLOCATION, ext, 2),
+			CW_NBD_BLOCK_STATUS_HDR_BYTES);
+	CU_ASSERT_EQUAL(cw_nbd_decode_reply(h, sizeof(h), &r), (int)CW_NBD_CHUNK_BYTES);
+	CU_ASSERT_TRUE(r.structured);
+	CU_ASSERT_EQUAL(r.type, CW_NBD_REPLY_TYPE_BLOCK_STATUS);
+	CU_ASSERT_EQUAL(r.flags, CW_NBD_REPLY_FLAG_DONE);
+	CU_ASSERT_EQUAL(r.cookie, 9u);
+	CU_ASSERT_EQUAL(r.length, 4u + 16u);
+	CU_ASSERT_EQUAL(cw_get_be32(h + CW_NBD_CHUNK_BYTES), CW_NBD_META_ID_ALLOCATION);
+	CU_ASSERT_EQUAL(memcmp(ext, want_ext, sizeof(want_ext)), 0);
+}
+
 static void test_errno_and_eflags(void)
 {
 	CU_ASSERT_EQUAL(cw_nbd_errno_to_wire(0), 0u);
@@ -567,13 +786,20 @@ static void test_errno_and_eflags(void)
 	CU_ASSERT_EQUAL(cw_nbd_errno_to_wire(-EINVAL), CW_NBD_EINVAL);
 	CU_ASSERT_EQUAL(cw_nbd_errno_to_wire(-EBADF), CW_NBD_EIO);
 
-	CU_ASSERT_EQUAL(cw_nbd_eflags(true, true, true, true, false, false),
-			CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY);
-	CU_ASSERT_EQUAL(cw_nbd_eflags(false, true, true, true, true, false),
+	CU_ASSERT_EQUAL(cw_nbd_eflags(&(struct cw_nbd_caps){ .read_only = true, .can_flush = true,
+			.can_trim = true, .can_zero = true, .can_fast_zero = true,
+			.can_cache = true }),
+			CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY | CW_NBD_FLAG_SEND_CACHE);
+	CU_ASSERT_EQUAL(cw_nbd_eflags(&(struct cw_nbd_caps){ .can_flush = true, .can_trim = true,
+			.can_zero = true, .multi_conn = true }),
 			CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_SEND_FLUSH | CW_NBD_FLAG_SEND_FUA |
 			CW_NBD_FLAG_SEND_TRIM | CW_NBD_FLAG_SEND_WRITE_ZEROES |
 			CW_NBD_FLAG_CAN_MULTI_CONN);
-	CU_ASSERT_EQUAL(cw_nbd_eflags(false, false, false, false, false, false),
+	CU_ASSERT_EQUAL(cw_nbd_eflags(&(struct cw_nbd_caps){ .can_zero = true,
+			.can_fast_zero = true }),
+			CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_SEND_WRITE_ZEROES |
+			CW_NBD_FLAG_SEND_FAST_ZERO);
+	CU_ASSERT_EQUAL(cw_nbd_eflags(&(struct cw_nbd_caps){ .can_fast_zero = true }),
 			CW_NBD_FLAG_HAS_FLAGS);
 }
 
@@ -598,6 +824,68 @@ static void test_df_only_with_structured(void)
 	CU_ASSERT_EQUAL(cw_get_be16(r[0].data + 10), CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_SEND_DF);
 }
 
+/* Per-client access: an export not granted is neither listed nor
+ * opened, one granted read-only is shown read-only. */
+static void test_access(void)
+{
+	static const uint8_t access[] = { CW_NBD_ACCESS_RO, CW_NBD_ACCESS_NONE,
+					  CW_NBD_ACCESS_RW };
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	struct rep r[8];
+	uint8_t b[64];
+	uint32_t len;
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.access = access;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_LIST, NULL, 0), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_LIST, r, 8), 3);
+	CU_ASSERT_EQUAL(memcmp(r[0].data + 4, "disk0", 5), 0);
+	CU_ASSERT_EQUAL(memcmp(r[1].data + 4, "aligned", 7), 0);
+
+	len = info_payload(b, "ro", req, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 8), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(hs.export_index, -1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro", 2), -EPROTO);
+
+	len = info_payload(b, "disk0", req, 1);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 8), 3);
+	CU_ASSERT_EQUAL(cw_get_be16(r[0].data + 10),
+			CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY);
+	CU_ASSERT_EQUAL(hs.eflags, CW_NBD_FLAG_HAS_FLAGS | CW_NBD_FLAG_READ_ONLY);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.access = access;
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "aligned", 7), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL(hs.eflags, exports[2].eflags);
+}
+
+/* A client the server will not serve gets a policy error with the
+ * reason for every option, and may still leave politely. */
+static void test_refused(void)
+{
+	uint16_t req[] = { CW_NBD_INFO_BLOCK_SIZE };
+	struct rep r[4];
+	uint8_t b[64];
+	uint32_t len = info_payload(b, "disk0", req, 1);
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	hs.refuse = "too many connections";
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_GO, r, 4), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(r[0].length, strlen("too many connections"));
+	CU_ASSERT_EQUAL(memcmp(r[0].data, "too many connections", r[0].length), 0);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_LIST, NULL, 0), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_EQUAL_FATAL(replies(CW_NBD_OPT_LIST, r, 4), 1);
+	CU_ASSERT_EQUAL(r[0].reply, CW_NBD_REP_ERR_POLICY);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "disk0", 5), -EPROTO);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_ABORT, NULL, 0), CW_NBD_HS_CLOSE);
+	CU_ASSERT_EQUAL(hs.export_index, -1);
+}
+
 int main(void)
 {
 	CU_pSuite h = cwtest_suite("nbd handshake", NULL, NULL);
@@ -614,6 +902,12 @@ int main(void)
 	cwtest_add(h, "ABORT, STRUCTURED_REPLY, unsupported", test_opt_abort_structured_unsup);
 	cwtest_add(h, "option count limit", test_opt_count_limit);
 	cwtest_add(h, "DF only with structured replies", test_df_only_with_structured);
+	cwtest_add(h, "per-client access", test_access);
+	cwtest_add(h, "refused client", test_refused);
+	cwtest_add(h, "meta contexts", test_meta_context);
+	cwtest_add(h, "STARTTLS", test_starttls);
+	cwtest_add(t, "CACHE, FAST_ZERO, BLOCK_STATUS", test_request_new_commands);
+	cwtest_add(t, "BLOCK_STATUS reply", test_block_status_reply);
 	cwtest_add(t, "request wire form", test_request_wire);
 	cwtest_add(t, "valid requests", test_request_valid);
 	cwtest_add(t, "malformed requests", test_request_malformed);

@@ -31,11 +31,10 @@ static struct cw_sched *new_sched(enum cw_sched_policy p, int64_t dl, int64_t id
 	return s;
 }
 
-static struct cw_sched_req rt(uint64_t stream, int64_t arrival, int64_t expected, int64_t period,
-			      int64_t c)
+static struct cw_sched_req rt(uint64_t stream, int64_t arrival, int64_t period, int64_t c)
 {
 	return (struct cw_sched_req){ .cls = CW_SCHED_RT, .stream = stream, .arrival_ns = arrival,
-				      .expected_ns = expected, .period_ns = period, .service_ns = c };
+				      .period_ns = period, .service_ns = c };
 }
 
 static struct cw_sched_req be(int64_t arrival, int64_t e)
@@ -67,7 +66,7 @@ static void test_errors(void)
 {
 	struct cw_sched_opts o;
 	struct cw_sched *s = NULL;
-	struct cw_sched_req a = rt(1, 0, 0, 100, 10), b = be(0, 5), bad = rt(1, 0, 0, 0, 10);
+	struct cw_sched_req a = rt(1, 0, 100, 10), b = be(0, 5), bad = rt(1, 0, 0, 10);
 	struct cw_sched_req big = be(0, 1000);
 	struct cw_sched_decision d;
 
@@ -100,38 +99,54 @@ static void test_errors(void)
 	cw_sched_free(s);
 }
 
+/* Runs the stream's first request, arriving at 0, to completion at c. */
+static void first_job(struct cw_sched *s, struct cw_sched_req *r0)
+{
+	struct cw_sched_decision d;
+
+	CU_ASSERT_EQUAL_FATAL(cw_sched_enqueue(s, r0, 0), 0);
+	CU_ASSERT_EQUAL(r0->release_ns, 0);
+	d = next(s, 0);
+	CU_ASSERT_PTR_EQUAL_FATAL(d.req, r0);
+	CU_ASSERT_EQUAL(cw_sched_complete(s, r0, r0->service_ns, r0->service_ns), 0);
+}
+
 static void test_release_wait_and_early(void)
 {
 	struct cw_sched *s = new_sched(CW_SCHED_EDF, 0, 1);
-	struct cw_sched_req a = rt(1, 0, 100, 50, 10), b = rt(2, 0, 60, 50, 10);
+	struct cw_sched_req a0 = rt(1, 0, 100, 10), a = rt(1, 10, 100, 10);
+	struct cw_sched_req b0 = rt(2, 0, 50, 10), b = rt(2, 10, 50, 10);
 	struct cw_sched_decision d;
 	struct cw_sched_stats st;
 
-	/* arrived early: release = expected, deadline = release + T */
-	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &a, 0), 0);
+	/* arrived early: release = the previous release + T, deadline =
+	 * release + T */
+	first_job(s, &a0);
+	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &a, 10), 0);
 	CU_ASSERT_EQUAL(a.release_ns, 100);
-	CU_ASSERT_EQUAL(a.deadline_ns, 150);
+	CU_ASSERT_EQUAL(a.deadline_ns, 200);
 	/* under EDF an idle disk runs it early, as best-effort work */
-	d = next(s, 0);
+	d = next(s, 10);
 	CU_ASSERT_EQUAL(d.verdict, CW_SCHED_DISPATCH);
 	CU_ASSERT_EQUAL(d.req->via, CW_SCHED_VIA_IDLE);
-	CU_ASSERT_EQUAL(cw_sched_complete(s, &a, 10, 10), 0);
+	CU_ASSERT_EQUAL(cw_sched_complete(s, &a, 20, 10), 0);
 	cw_sched_get_stats(s, &st);
 	CU_ASSERT_EQUAL(st.rt_early, 1);
 	cw_sched_free(s);
 
 	/* under delta-l with ΔL = 0 and idle_be = 5 it may not: wait */
 	s = new_sched(CW_SCHED_DELTA_L, 0, 5);
-	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &b, 0), 0);
-	d = next(s, 0);
+	first_job(s, &b0);
+	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &b, 10), 0);
+	d = next(s, 10);
 	CU_ASSERT_EQUAL(d.verdict, CW_SCHED_WAIT);
-	CU_ASSERT_EQUAL(d.until_ns, 60);
-	d = next(s, 60);
+	CU_ASSERT_EQUAL(d.until_ns, 50);
+	d = next(s, 50);
 	CU_ASSERT_EQUAL(d.verdict, CW_SCHED_DISPATCH);
 	CU_ASSERT_EQUAL(d.req->via, CW_SCHED_VIA_RT);
-	CU_ASSERT_EQUAL(cw_sched_complete(s, &b, 70, 10), 0);
+	CU_ASSERT_EQUAL(cw_sched_complete(s, &b, 65, 15), 0);
 	cw_sched_get_stats(s, &st);
-	CU_ASSERT_EQUAL(st.min_slack_ns, 110 - 70);
+	CU_ASSERT_EQUAL(st.min_slack_ns, 100 - 65);
 	CU_ASSERT_EQUAL(st.rt_missed, 0);
 	cw_sched_free(s);
 }
@@ -139,7 +154,7 @@ static void test_release_wait_and_early(void)
 static void test_delta_l_accounting(void)
 {
 	struct cw_sched *s = new_sched(CW_SCHED_DELTA_L, 10, 30);
-	struct cw_sched_req r1 = rt(1, 0, 0, 100, 20), r2 = rt(2, 0, 0, 200, 20);
+	struct cw_sched_req r1 = rt(1, 0, 100, 20), r2 = rt(2, 0, 200, 20);
 	struct cw_sched_req b1 = be(0, 4), b2 = be(0, 4), b3 = be(0, 4), b4 = be(0, 25);
 	struct cw_sched_decision d;
 	struct cw_sched_stats st;
@@ -198,7 +213,7 @@ static void test_delta_l_accounting(void)
 static void test_edf_be_only_when_nothing_released(void)
 {
 	struct cw_sched *s = new_sched(CW_SCHED_EDF, 1000, 1000);
-	struct cw_sched_req r1 = rt(1, 0, 0, 100, 20), b1 = be(0, 1);
+	struct cw_sched_req r1 = rt(1, 0, 100, 20), b1 = be(0, 1);
 	struct cw_sched_decision d;
 
 	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &b1, 0), 0);
@@ -217,37 +232,6 @@ struct pattern_stats {
 	unsigned sets, runs, be_done, misses;
 };
 
-/* Jobs for tasks t: kind 0 synchronous at 1 (after a BE request started at
- * 0), kind 1 the largest-C task at 0 and the rest at 1, kind 2 random
- * sporadic with early arrivals and shorter actual times. */
-static size_t make_jobs(const struct cw_task *t, size_t n, int kind, unsigned *rng,
-			struct sim_job *jobs, size_t max, int64_t horizon)
-{
-	size_t nj = 0, big = 0;
-
-	for (size_t k = 1; k < n; k++)
-		if (t[k].service_ns > t[big].service_ns)
-			big = k;
-	for (size_t k = 0; k < n; k++) {
-		int64_t at = kind == 2 ? sim_rand(rng, 0, t[k].period_ns) : (kind == 1 && k == big ? 0 : 1);
-
-		while (at < horizon && nj < max) {
-			int64_t arrival = at, actual = t[k].service_ns;
-
-			if (kind == 2 && sim_rand(rng, 0, 2) == 0)
-				arrival = at - sim_rand(rng, 0, t[k].period_ns);	/* early */
-			if (kind == 2 && sim_rand(rng, 0, 3) == 0)
-				actual = sim_rand(rng, 1, t[k].service_ns);
-			jobs[nj++] = (struct sim_job){ .arrival = arrival < 0 ? 0 : arrival,
-				.expected = at, .period = t[k].period_ns,
-				.service = t[k].service_ns, .actual = actual, .stream = k };
-			at += t[k].period_ns + (kind == 2 && sim_rand(rng, 0, 1) ?
-						sim_rand(rng, 0, t[k].period_ns) : 0);
-		}
-	}
-	return nj;
-}
-
 static void run_set(enum cw_sched_policy p, const struct cw_task *t, size_t n,
 		    const struct cw_admit_result *r, int64_t slice, int64_t period, unsigned *rng,
 		    struct pattern_stats *ps)
@@ -262,7 +246,7 @@ static void run_set(enum cw_sched_policy p, const struct cw_task *t, size_t n,
 				     .first_ns = kind == 0 ? be_max : 0, .rng = rng };
 		struct cw_sched_stats st;
 		struct sim_out out;
-		size_t nj = make_jobs(t, n, kind, rng, jobs, CW_ARRAY_SIZE(jobs), 400);
+		size_t nj = sim_make_jobs(t, n, kind, rng, jobs, CW_ARRAY_SIZE(jobs), 400);
 
 		if (slice)
 			CU_ASSERT_FATAL(cw_sched_set_server(s, slice, period) == 0);
@@ -270,6 +254,8 @@ static void run_set(enum cw_sched_policy p, const struct cw_task *t, size_t n,
 		cw_sched_get_stats(s, &st);
 		CU_ASSERT_EQUAL(out.err, 0);
 		CU_ASSERT_EQUAL(st.rt_done, nj);
+		for (size_t j = 0; j < nj; j++)
+			CU_ASSERT_EQUAL(jobs[j].release, jobs[j].at);
 		ps->runs++;
 		ps->misses += st.rt_missed > 0;
 		ps->be_done += out.be_done;
@@ -325,13 +311,8 @@ static void test_server_when_no_slack(void)
 		CU_ASSERT_FATAL(cw_admit_test(t, n, &r0) == 0);
 		if (!r0.schedulable || r0.delta_l_ns != 0)
 			continue;
-		period = 2 * t[n - 1].period_ns;
-		CU_ASSERT_FATAL(cw_admit_server_fit(t, n, period, 0, &slice) == 0);
-		if (slice == 0)
+		if (!sim_add_server(t, n, &r, &slice, &period))
 			continue;
-		t[n] = (struct cw_task){ .period_ns = period, .service_ns = slice };
-		CU_ASSERT_FATAL(cw_admit_test(t, n + 1, &r) == 0);
-		CU_ASSERT_FATAL(r.schedulable);
 		with_server++;
 		ps.sets++;
 		run_set(CW_SCHED_DELTA_L, t, n, &r, slice, period, &rng, &ps);
@@ -359,8 +340,8 @@ static void test_lst_misses_delta_l_does_not(void)
 	for (int k = 0; k < 2; k++) {
 		struct cw_sched *s = new_sched(pol[k], r.delta_l_ns, r.idle_be_ns);
 		struct sim_job jobs[] = {
-			{ .arrival = 0, .expected = 0, .period = 1000, .service = 400, .actual = 400, .stream = 0 },
-			{ .arrival = 1, .expected = 1, .period = 600, .service = 200, .actual = 200, .stream = 1 },
+			{ .arrival = 0, .period = 1000, .service = 400, .actual = 400, .stream = 0 },
+			{ .arrival = 1, .period = 600, .service = 200, .actual = 200, .stream = 1 },
 		};
 		struct sim_be bq = { .keep = 1, .min_ns = 401, .max_ns = 401, .rng = &(unsigned){ 1 } };
 		struct sim_out out;
@@ -384,7 +365,7 @@ static void test_lst_misses_delta_l_does_not(void)
 		struct cw_task a[] = { { .period_ns = 200 * CW_NS_PER_MS, .service_ns = 120 * CW_NS_PER_MS } };
 		struct cw_sched *s;
 		struct cw_sched_req b = be(0, 100 * CW_NS_PER_MS);
-		struct sim_job jobs[] = { { .arrival = 1, .expected = 1, .period = a[0].period_ns,
+		struct sim_job jobs[] = { { .arrival = 1, .period = a[0].period_ns,
 					    .service = a[0].service_ns, .actual = a[0].service_ns } };
 		struct sim_be bq = { .keep = 1, .min_ns = b.service_ns, .max_ns = b.service_ns,
 				     .rng = &(unsigned){ 1 } };
@@ -418,8 +399,8 @@ static void test_idle_allowance_is_exact(void)
 	for (int64_t extra = 0; extra < 2; extra++) {
 		struct cw_sched *s = new_sched(CW_SCHED_EDF, r.delta_l_ns, r.idle_be_ns);
 		struct sim_job jobs[] = {
-			{ .arrival = 1, .expected = 1, .period = 1000, .service = 400, .actual = 400, .stream = 0 },
-			{ .arrival = 1, .expected = 1, .period = 600, .service = 200, .actual = 200, .stream = 1 },
+			{ .arrival = 1, .period = 1000, .service = 400, .actual = 400, .stream = 0 },
+			{ .arrival = 1, .period = 600, .service = 200, .actual = 200, .stream = 1 },
 		};
 		struct sim_be bq = { .keep = 1, .min_ns = 1, .max_ns = 1,
 				     .first_ns = r.idle_be_ns + extra, .rng = &(unsigned){ 1 } };

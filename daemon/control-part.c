@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Partition commands of the control server: list, create, show, resize and
+ * delete, over the pool's layout (clockwise/layout.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "control-internal.h"
+
+#define PART_RUNS_MAX 256	/* runs listed by part.show */
+
+static json_object *part_json(const struct cw_part_info *p)
+{
+	json_object *o = json_object_new_object();
+
+	cwc_add(o, "id", cw_ctl_json_u64(p->id));
+	cwc_add(o, "name", cwc_jstr(p->name));
+	cwc_add(o, "size", cw_ctl_json_u64(p->size_bytes));
+	cwc_add(o, "blocks", cw_ctl_json_u64(p->nblocks));
+	cwc_add(o, "policy", cwc_jstr(cw_placement_name(p->opts.placement)));
+	cwc_add(o, "tier", cwc_jstr(cw_tier_pref_name(p->opts.tier)));
+	cwc_add(o, "zone", cwc_jstr(cw_zone_pref_name(p->opts.zone)));
+	cwc_add(o, "available", json_object_new_boolean(p->available));
+	return o;
+}
+
+int cwc_cmd_part_list(struct ctx *c, json_object **ret)
+{
+	_cleanup_free_ struct cw_part_info *p = NULL;
+	size_t n = 0;
+	int r = cw_part_list(c->srv->pool, &p, &n);
+
+	if (r < 0)
+		return cwc_fail_pool(c, r, "listing partitions");
+	*ret = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(*ret, part_json(&p[i]));
+	return 0;
+}
+
+/* The reply of a command that changed a partition: its state now. */
+static int reply_part(struct ctx *c, struct cw_part *part, const char *name, json_object **ret)
+{
+	struct cw_part_info pi;
+	int r = cw_part_info(part, &pi);
+
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	*ret = part_json(&pi);
+	return 0;
+}
+
+int cwc_cmd_part_create(struct ctx *c, json_object **ret)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name"), *s;
+	struct cw_part_opts o = { .placement = CW_PLACE_ROTATION };
+	struct cw_part *part;
+	uint64_t size = 0;
+	int r;
+
+	cw_ctl_arg_uint(c->req, "size", &size);
+	if (!cw_name_valid(name))
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
+			    "partition name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
+			    "not starting with . or -", name, CW_NAME_MAX);
+	if ((s = cw_ctl_arg_str(c->req, "policy")) && cw_placement_parse(s, &o.placement) < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "policy \"%s\": expected rotation, random or single", s);
+	if ((s = cw_ctl_arg_str(c->req, "tier")) && cw_tier_pref_parse(s, &o.tier) < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd, ssd or none", s);
+	if ((s = cw_ctl_arg_str(c->req, "zone")) && cw_zone_pref_parse(s, &o.zone) < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "zone \"%s\": expected outer, inner or any", s);
+	if ((s = cw_ctl_arg_str(c->req, "disk"))) {
+		struct cw_disk_info d;
+
+		if (o.placement != CW_PLACE_SINGLE)
+			return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "a disk is chosen only with policy single");
+		if (cwc_find_disk(c, s, &d) < 0)
+			return -1;
+		o.disk_id = d.id;
+	}
+	r = cw_part_create(c->srv->pool, name, size, &o, &part);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	return reply_part(c, part, name, ret);
+}
+
+int cwc_cmd_part_show(struct ctx *c, json_object **ret)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name");
+	uint64_t blocks_on[CW_DISKS_MAX + 1] = { 0 };
+	_cleanup_free_ uint32_t *ids = NULL;
+	json_object *per_disk, *runs;
+	struct cw_part_info pi;
+	struct cw_part *part;
+	uint64_t pb, nruns = 0;
+	struct cw_extent run = { 0 };
+	uint64_t run_first = 0;
+	int r;
+
+	if (cwc_find_part(c, name, &part) < 0)
+		return -1;
+	r = cw_part_info(part, &pi);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	pb = cw_part_block_size(part);
+	*ret = part_json(&pi);
+	cwc_add(*ret, "block_size", cw_ctl_json_u64(pb));
+	per_disk = json_object_new_array();
+	runs = json_object_new_array();
+	ids = calloc(pi.nblocks ? pi.nblocks : 1, sizeof(*ids));
+	if (!ids)
+		return cwc_fail(c, CW_CTL_E_INTERNAL, "out of memory");
+	if (pi.nblocks && pi.available && cw_part_block_disks(part, 0, pi.nblocks, ids) == 0) {
+		/* Runs: logical blocks that are consecutive on one disk. */
+		for (uint64_t k = 0; k <= pi.nblocks; k++) {
+			struct cw_extent e = { 0 };
+			bool joins;
+
+			if (k < pi.nblocks) {
+				blocks_on[ids[k]]++;
+				if (cw_part_map(part, k * pb, pb, &e) < 0)
+					break;
+			}
+			joins = k > 0 && k < pi.nblocks && e.disk_id == run.disk_id &&
+				e.phys_offset == run.phys_offset + run.length;
+			if (joins) {
+				run.length += pb;
+				continue;
+			}
+			if (k > 0 && nruns++ < PART_RUNS_MAX) {
+				json_object *ro = json_object_new_object();
+
+				cwc_add(ro, "first_block", cw_ctl_json_u64(run_first));
+				cwc_add(ro, "blocks", cw_ctl_json_u64(run.length / pb));
+				cwc_add(ro, "disk_id", json_object_new_int64(run.disk_id));
+				cwc_add(ro, "offset", cw_ctl_json_u64(run.phys_offset));
+				json_object_array_add(runs, ro);
+			}
+			run = (struct cw_extent){ e.disk_id, e.phys_offset, pb };
+			run_first = k;
+		}
+	}
+	for (uint32_t id = 1; id <= CW_DISKS_MAX; id++) {
+		json_object *d;
+		struct cw_disk_info di;
+
+		if (!blocks_on[id])
+			continue;
+		d = json_object_new_object();
+		cwc_add(d, "disk_id", json_object_new_int64(id));
+		if (cw_disk_info(c->srv->pool, id, &di) == 0)
+			cwc_add(d, "disk", cwc_jstr(di.name));
+		cwc_add(d, "blocks", cw_ctl_json_u64(blocks_on[id]));
+		cwc_add(d, "bytes", cw_ctl_json_u64(blocks_on[id] * pb));
+		json_object_array_add(per_disk, d);
+	}
+	cwc_add(*ret, "per_disk", per_disk);
+	cwc_add(*ret, "runs", runs);
+	cwc_add(*ret, "runs_total", cw_ctl_json_u64(nruns));
+	return 0;
+}
+
+/* Reservations and exports that hold on to partition name. */
+static int part_users(struct ctx *c, const char *name, uint64_t below_bytes)
+{
+	const struct cw_admit_resv *r;
+
+	for (size_t i = 0; i < c->srv->n_exports; i++)
+		if (below_bytes == UINT64_MAX && strcmp(c->srv->exports[i].part, name) == 0)
+			return cwc_fail(c, CW_CTL_E_BUSY, "partition %s is exported as %s", name,
+				    c->srv->exports[i].name);
+	for (size_t i = 0; (r = cw_admit_state_resv_at(c->srv->adm, i)); i++) {
+		if (strcmp(r->part, name) != 0 ||
+		    (below_bytes != UINT64_MAX && r->range_end_bytes <= below_bytes))
+			continue;
+		if (!r->persistent)
+			return cwc_fail(c, CW_CTL_E_BUSY, "the start-up reservation of export %s "
+					"covers %s up to byte %" PRIu64, r->export_name, name,
+					r->range_end_bytes);
+		return cwc_fail(c, CW_CTL_E_BUSY, "reservation %" PRIu64 " covers %s up to byte %"
+				PRIu64, r->id, name, r->range_end_bytes);
+	}
+	return 0;
+}
+
+int cwc_cmd_part_resize(struct ctx *c, json_object **ret)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name");
+	struct cw_part *part;
+	uint64_t size = 0, bs, have;
+	int r;
+
+	cw_ctl_arg_uint(c->req, "size", &size);
+	if (cwc_find_part(c, name, &part) < 0 || part_users(c, name, size) < 0)
+		return -1;
+	bs = cw_part_block_size(part);
+	have = cw_part_nblocks(part);
+	if (size / bs + (size % bs != 0) < have) {
+		/* A client connected now was told the old size, and NBD cannot
+		 * take it back: its requests could reach blocks the shrink
+		 * gives to another partition. */
+		for (size_t i = 0; i < c->srv->n_exports; i++)
+			if (strcmp(c->srv->exports[i].part, name) == 0)
+				return cwc_fail(c, CW_CTL_E_BUSY, "partition %s is exported as %s: it can "
+					    "grow, but shrinks only once the export is removed", name,
+					    c->srv->exports[i].name);
+	}
+	r = cw_part_resize(part, size);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	for (size_t i = 0; cw_part_nblocks(part) > have && i < c->srv->n_exports; i++) {
+		const struct cwc_export *e = &c->srv->exports[i];
+		char why[256] = "";
+
+		if (strcmp(e->part, name) != 0 || !c->srv->o.hooks.export_resize)
+			continue;
+		/* New connections get the new size; open ones keep theirs. */
+		r = c->srv->o.hooks.export_resize(c->srv->o.hooks.userdata, e, part, why,
+						  sizeof(why));
+		if (r < 0)
+			return cwc_fail(c, cw_ctl_code_from_errno(r), "partition %s grew, but export %s "
+				    "keeps its old size: %s", name, e->name, why);
+	}
+	return reply_part(c, part, name, ret);
+}
+
+int cwc_cmd_part_delete(struct ctx *c, json_object **ret)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name");
+	struct cw_part *part;
+	int r;
+
+	if (cwc_find_part(c, name, &part) < 0 || part_users(c, name, UINT64_MAX) < 0)
+		return -1;
+	r = cw_part_delete(part);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	*ret = json_object_new_object();
+	cwc_add(*ret, "name", cwc_jstr(name));
+	return 0;
+}
+

@@ -1,0 +1,1487 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The admission state of a pool (clockwise/admit-state.h): Bosch &
+ * Mullender, section 3.1 — "If any of the participating disks fails to
+ * admit its part of the new task, Clockwise [...] rejects the entire
+ * real-time task."
+ *
+ * Invariants:
+ *   - a disk's task set is exactly the parts on it of the reservations in
+ *     st->resvs, and each part was admitted (cw_admit_plan's windowed test,
+ *     with the disk's best-effort reserve) beside the parts before it, or
+ *     re-admitted with the disk's current model (set_model);
+ *   - a stored reservation is in memory only once the pool holds it, and
+ *     leaves memory only once the pool let it go;
+ *   - each disk's plan is cw_admit_disk_plan() of its task set and model,
+ *     recomputed (and announced) whenever either changes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <clockwise/admit-state.h>
+#include <clockwise/pool-objects.h>
+#include <clockwise/sched-beq.h>
+#include <clockwise/units.h>
+
+#include "admit/admit-internal.h"
+#include "common/cleanup.h"
+#include "common/util.h"
+
+#define RESV_MAX 4096
+
+struct dstate {
+	uint32_t id;
+	char name[CW_NAME_MAX + 1];
+	enum cw_tier tier;
+	struct cw_model model;
+	enum cw_admit_model_source source;
+	struct cw_disk_plan plan;
+};
+
+struct cw_admit_state {
+	struct cw_admit_state_opts o;
+	struct cw_pool *pool;
+	uint64_t block;
+	/* Guards resvs, n_resvs and the plans against readers in other
+	 * threads; the changing thread reads without it. */
+	pthread_mutex_t lock;
+	struct dstate *disks[CW_DISKS_MAX + 1];	/* by id */
+	struct cw_admit_resv **resvs;
+	size_t n_resvs;
+	uint64_t next_stream;
+	/* Exports' best-effort QoS; the changing thread's alone. */
+	struct cw_admit_be **bes;
+	size_t n_bes;
+};
+
+static int be_streams_check(const struct cw_admit_state *st, uint32_t disk_id,
+			    const struct cw_task *tasks, size_t n, const struct cw_task *extra,
+			    struct cw_admit_refusal *ref);
+static int bes_load(struct cw_admit_state *st);
+static void be_free(struct cw_admit_be *be);
+
+static int64_t wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * CW_NS_PER_S + ts.tv_nsec;
+}
+
+void cw_admit_state_opts_init(struct cw_admit_state_opts *o)
+{
+	*o = (struct cw_admit_state_opts){ .size = sizeof(*o) };
+	cw_admit_plan_opts_init(&o->plan);
+	o->clock_ns = cw_now_ns;
+	o->wall_ns = wall_now;
+}
+
+const char *cw_admit_model_source_name(enum cw_admit_model_source s)
+{
+	switch (s) {
+	case CW_ADMIT_MODEL_PRESET: return "preset";
+	case CW_ADMIT_MODEL_CONFIG: return "config";
+	case CW_ADMIT_MODEL_STORED: return "stored";
+	case CW_ADMIT_MODEL_CALIBRATED: return "calibrated";
+	}
+	return "?";
+}
+
+static void changes_add(struct cw_admit_changes *c, uint32_t id)
+{
+	if (c)
+		c->bits[id / 64] |= UINT64_C(1) << (id % 64);
+}
+
+static void resv_free(struct cw_admit_resv *r)
+{
+	if (!r)
+		return;
+	free(r->parts);
+	free(r);
+}
+
+static void refuse(struct cw_admit_refusal *ref, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void refuse(struct cw_admit_refusal *ref, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ref)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ref->reason, sizeof(ref->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- models and plans ---- */
+
+/* A preset for the tier, stretched so that its last (slowest) zone covers
+ * the whole disk: admission then never under-estimates a bigger disk. */
+static int preset_model(const struct cw_admit_state *st, const struct cw_disk_info *d,
+			struct cw_model *m)
+{
+	int r = cw_model_preset(d->tier == CW_TIER_SSD ? "ssd" : "hdd7200", m);
+
+	if (r < 0)
+		return r;
+	if (d->capacity_bytes > m->capacity_bytes) {
+		m->capacity_bytes = d->capacity_bytes;
+		m->zone[m->n_zones - 1].end_bytes = d->capacity_bytes;
+	}
+	m->margin_ppm = st->o.preset_margin_ppm;
+	return cw_model_validate(m);
+}
+
+/* Every part on disk id, in admission order; with owners when wanted. */
+static int disk_tasks(const struct cw_admit_state *st, uint32_t id, struct cw_task **ret,
+		      const struct cw_admit_resv ***ret_owner, size_t *ret_n)
+{
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < st->n_resvs; i++)
+		for (size_t j = 0; j < st->resvs[i]->n_parts; j++)
+			n += st->resvs[i]->parts[j].disk_id == id;
+	*ret = calloc(n ? n : 1, sizeof(**ret));
+	if (ret_owner)
+		*ret_owner = calloc(n ? n : 1, sizeof(**ret_owner));
+	if (!*ret || (ret_owner && !*ret_owner)) {
+		free(*ret);
+		if (ret_owner)
+			free(*ret_owner);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < st->n_resvs; i++)
+		for (size_t j = 0; j < st->resvs[i]->n_parts; j++)
+			if (st->resvs[i]->parts[j].disk_id == id) {
+				if (ret_owner)
+					(*ret_owner)[k] = st->resvs[i];
+				(*ret)[k++] = st->resvs[i]->parts[j].task;
+			}
+	*ret_n = n;
+	return 0;
+}
+
+/* The plan of d over tasks.  Tasks admitted with windows that never meet
+ * can fail the all-at-once test the plan uses (it ignores windows, so it
+ * is never too generous): best effort then gets no slack at all. */
+static int compute_plan(const struct cw_admit_state *st, const struct dstate *d,
+			const struct cw_task *tasks, size_t n, struct cw_disk_plan *ret)
+{
+	int r = cw_admit_disk_plan(&st->o.plan, &d->model, d->tier, st->block, tasks, n, ret);
+
+	if (r == -EBUSY) {
+		struct cw_admit_plan_opts none;
+
+		cw_admit_plan_opts_paper(&none);
+		r = cw_admit_disk_plan(&none, &d->model, d->tier, st->block, NULL, 0, ret);
+		if (r == 0) {
+			ret->n_tasks = n;
+			ret->delta_l_ns = ret->be_budget_ns = ret->idle_be_ns = 0;
+			ret->be_starved = true;
+			if (st->o.plan.be_reserve)
+				cw_admit_be_reserve(&d->model, ret->be_piece_bytes,
+						    &ret->be_reserve);
+		}
+	}
+	if (r == 0)
+		ret->disk_id = d->id;
+	return r;
+}
+
+static void emit(struct cw_admit_state *st, const struct cw_admit_event *ev)
+{
+	if (st->o.listener)
+		st->o.listener(st->o.listener_data, ev);
+}
+
+/* Recomputes the plan of disk id and announces it. */
+static int replan(struct cw_admit_state *st, uint32_t id, struct cw_admit_changes *changes)
+{
+	struct dstate *d = st->disks[id];
+	_cleanup_free_ struct cw_task *tasks = NULL;
+	struct cw_disk_plan p;
+	size_t n;
+	int r;
+
+	if (!d)
+		return 0;
+	r = disk_tasks(st, id, &tasks, NULL, &n);
+	if (r == 0)
+		r = compute_plan(st, d, tasks, n, &p);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&st->lock);
+	d->plan = p;
+	pthread_mutex_unlock(&st->lock);
+	changes_add(changes, id);
+	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_PLAN, .disk_id = id,
+					   .plan = &d->plan, .model = &d->model });
+	return 0;
+}
+
+static int replan_resv(struct cw_admit_state *st, const struct cw_admit_resv *rv,
+		       struct cw_admit_changes *changes)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < rv->n_parts && r == 0; i++)
+		r = replan(st, rv->parts[i].disk_id, changes);
+	return r;
+}
+
+static int disk_load(struct cw_admit_state *st, const struct cw_disk_info *info)
+{
+	struct dstate *d = calloc(1, sizeof(*d));
+	bool calibrated = false;
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	d->id = info->id;
+	d->tier = info->tier;
+	snprintf(d->name, sizeof(d->name), "%s", info->name);
+	r = cw_disk_model_get(st->pool, info->id, &d->model, &calibrated);
+	if (r == 0)
+		d->source = calibrated ? CW_ADMIT_MODEL_CALIBRATED : CW_ADMIT_MODEL_STORED;
+	else if (r == -ENOENT)
+		r = preset_model(st, info, &d->model);
+	if (r == 0)
+		r = compute_plan(st, d, NULL, 0, &d->plan);
+	if (r < 0) {
+		free(d);
+		return r;
+	}
+	st->disks[info->id] = d;
+	return 0;
+}
+
+/* ---- the reserved range ---- */
+
+/* The range [start, end) of part as cw_admit_plan sees it: the disk (an
+ * index into disks) and disk offset of each partition block it touches. */
+struct range_layout {
+	struct cw_disk_info *disks;
+	size_t n_disks;
+	uint32_t *disk_idx;
+	uint64_t *disk_off;
+	struct cw_admit_layout l;
+};
+
+static void range_layout_done(struct range_layout *rl)
+{
+	free(rl->disks);
+	free(rl->disk_idx);
+	free(rl->disk_off);
+}
+
+static int range_layout(struct cw_admit_state *st, struct cw_part *part, uint64_t start,
+			uint64_t end, struct range_layout *rl, struct cw_admit_refusal *ref)
+{
+	uint64_t pb = cw_part_block_size(part);
+	uint64_t first = start / pb, n = (end - 1) / pb - first + 1;
+	_cleanup_free_ uint32_t *ids = NULL;
+	uint32_t idx_of[CW_DISKS_MAX + 1] = { 0 };
+	int r;
+
+	memset(rl, 0, sizeof(*rl));
+	r = cw_disk_list(st->pool, &rl->disks, &rl->n_disks);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < rl->n_disks; i++)
+		idx_of[rl->disks[i].id] = (uint32_t)i;
+	ids = calloc(n, sizeof(*ids));
+	rl->disk_idx = calloc(n, sizeof(*rl->disk_idx));
+	rl->disk_off = calloc(n, sizeof(*rl->disk_off));
+	if (!ids || !rl->disk_idx || !rl->disk_off)
+		return -ENOMEM;
+	r = cw_part_block_disks(part, first, n, ids);
+	if (r < 0)
+		return r;
+	for (uint64_t k = 0; k < n; k++) {
+		struct cw_extent e;
+
+		r = cw_part_map(part, (first + k) * pb, pb, &e);
+		if (r < 0) {
+			refuse(ref, "partition block %" PRIu64 ": %s", first + k,
+			       r == -ENODEV ? "on a missing disk" : strerror(-r));
+			return r;
+		}
+		if (!st->disks[ids[k]]) {
+			refuse(ref, "partition block %" PRIu64 " is on disk %" PRIu32
+			       ", which has no model", first + k, ids[k]);
+			return -ENODEV;
+		}
+		rl->disk_idx[k] = idx_of[ids[k]];
+		rl->disk_off[k] = e.phys_offset;
+	}
+	rl->l = (struct cw_admit_layout){
+		.pblock_bytes = pb,
+		.n_pblocks = n,
+		.disk = rl->disk_idx,
+		.disk_off = rl->disk_off,
+		.first_bytes = start - first * pb,
+		.range_bytes = end - start,
+	};
+	return 0;
+}
+
+/* ---- reservations ---- */
+
+static int64_t shift_ns(int64_t t, int64_t by)
+{
+	return t ? t + by : 0;
+}
+
+static int resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
+{
+	_cleanup_free_ struct cw_resv_disk *d = calloc(rv->n_parts ? rv->n_parts : 1, sizeof(*d));
+	int64_t by = st->o.wall_ns() - st->o.clock_ns();
+	struct cw_resv_rec rec = {
+		.part_id = rv->part_id, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
+		.range_start_bytes = rv->range_start_bytes, .range_end_bytes = rv->range_end_bytes,
+		.start_ns = shift_ns(rv->span_start_ns, by), .end_ns = shift_ns(rv->span_end_ns, by),
+		.period_ns = rv->period_ns, .n_disks = rv->n_parts, .disks = d,
+	};
+
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < rv->n_parts; i++) {
+		const struct cw_admit_resv_part *p = &rv->parts[i];
+
+		d[i] = (struct cw_resv_disk){
+			.disk_id = p->disk_id, .period_ns = p->task.period_ns,
+			.service_ns = p->task.service_ns, .from_ns = shift_ns(p->task.from_ns, by),
+			.to_ns = shift_ns(p->task.to_ns, by), .requests = p->requests,
+			.stride = p->stride,
+		};
+	}
+	return cw_resv_add(st->pool, &rec, &rv->id);
+}
+
+/* Appends rv (owned from now on) to the list. */
+static int resv_append(struct cw_admit_state *st, struct cw_admit_resv *rv)
+{
+	struct cw_admit_resv **v;
+
+	pthread_mutex_lock(&st->lock);
+	v = realloc(st->resvs, (st->n_resvs + 1) * sizeof(*v));
+	if (v) {
+		st->resvs = v;
+		st->resvs[st->n_resvs++] = rv;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return v ? 0 : -ENOMEM;
+}
+
+static int resvs_load(struct cw_admit_state *st)
+{
+	struct cw_resv_rec *recs = NULL;
+	struct cw_part_info *parts = NULL;
+	size_t n = 0, np = 0;
+	int64_t by = st->o.wall_ns() - st->o.clock_ns();
+	int r;
+
+	r = cw_resv_list(st->pool, &recs, &n);
+	if (r == 0)
+		r = cw_part_list(st->pool, &parts, &np);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const struct cw_resv_rec *rec = &recs[i];
+		struct cw_admit_resv *rv = calloc(1, sizeof(*rv));
+
+		if (!rv || !(rv->parts = calloc(rec->n_disks ? rec->n_disks : 1,
+						sizeof(*rv->parts)))) {
+			resv_free(rv);
+			r = -ENOMEM;
+			break;
+		}
+		*rv = (struct cw_admit_resv){
+			.id = rec->id, .stream = ++st->next_stream, .persistent = true,
+			.part_id = rec->part_id, .rate_bps = rec->rate_bps,
+			.block_bytes = rec->block_bytes, .range_start_bytes = rec->range_start_bytes,
+			.range_end_bytes = rec->range_end_bytes,
+			.span_start_ns = shift_ns(rec->start_ns, -by),
+			.span_end_ns = shift_ns(rec->end_ns, -by), .period_ns = rec->period_ns,
+			.n_parts = rec->n_disks, .parts = rv->parts,
+		};
+		for (size_t j = 0; j < np; j++)
+			if (parts[j].id == rec->part_id)
+				snprintf(rv->part, sizeof(rv->part), "%s", parts[j].name);
+		for (size_t j = 0; j < rec->n_disks; j++) {
+			const struct cw_resv_disk *d = &rec->disks[j];
+
+			rv->parts[j] = (struct cw_admit_resv_part){
+				.disk_id = d->disk_id,
+				.task = { d->period_ns, d->service_ns, shift_ns(d->from_ns, -by),
+					  shift_ns(d->to_ns, -by) },
+				.requests = d->requests, .stride = d->stride,
+			};
+		}
+		r = resv_append(st, rv);
+		if (r < 0)
+			resv_free(rv);
+	}
+	cw_resv_list_free(recs, n);
+	free(parts);
+	return r;
+}
+
+static void refusal_of_part(struct cw_admit_refusal *ref, const struct cw_admit_part *p,
+			    const struct cw_disk_info *d)
+{
+	if (!ref)
+		return;
+	ref->disk_id = d->id;
+	snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
+	ref->part = *p;
+	ref->part.result.reason[sizeof(ref->part.result.reason) - 1] = '\0';
+	refuse(ref, "refused on disk %s: %s", d->name, p->result.reason);
+}
+
+int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
+			   const struct cw_admit_resv **ret_resv, struct cw_admit_refusal *ref,
+			   struct cw_admit_changes *changes)
+{
+	_cleanup_(range_layout_done) struct range_layout rl = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	_cleanup_free_ struct cw_admit_disk *ad = NULL;
+	struct cw_task **tasks = NULL;
+	struct cw_admit_resv *rv = NULL;
+	struct cw_part_info pi;
+	struct cw_part *part;
+	struct cw_admit_qos q;
+	uint64_t end;
+	int64_t now = st->o.clock_ns();
+	int r;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (ret_resv)
+		*ret_resv = NULL;
+	if (!req || !req->part) {
+		refuse(ref, "no partition named");
+		return -EINVAL;
+	}
+	r = cw_part_lookup(st->pool, req->part, &part);
+	if (r == -ENOENT)
+		refuse(ref, "no partition \"%s\"", req->part);
+	if (r == 0)
+		r = cw_part_info(part, &pi);
+	if (r < 0)
+		return r;
+	end = req->range_end_bytes ? req->range_end_bytes : pi.size_bytes;
+	if (req->rate_bps == 0 || req->block_bytes == 0) {
+		refuse(ref, "rate and block must be positive");
+		return -EINVAL;
+	}
+	if (req->range_start_bytes >= end || end > pi.size_bytes) {
+		refuse(ref, "range %" PRIu64 ":%" PRIu64 " is not inside partition %s (%" PRIu64
+		       " bytes)", req->range_start_bytes, end, pi.name, pi.size_bytes);
+		return -EINVAL;
+	}
+	if (req->start_in_ns < 0 || req->duration_ns < 0 ||
+	    req->start_in_ns > (INT64_MAX - now) / 2 || req->duration_ns > (INT64_MAX - now) / 2) {
+		refuse(ref, "start or duration out of range");
+		return -EINVAL;
+	}
+	if (!req->dry_run && st->n_resvs >= RESV_MAX) {
+		refuse(ref, "too many reservations (%d)", RESV_MAX);
+		return -ENOSPC;
+	}
+	r = range_layout(st, part, req->range_start_bytes, end, &rl, ref);
+	if (r < 0) {
+		if (ref && !ref->reason[0])
+			refuse(ref, "mapping the range: %s", strerror(-r));
+		return r;
+	}
+	ad = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*ad));
+	tasks = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*tasks));
+	if (!ad || !tasks) {
+		r = -ENOMEM;
+		goto done;
+	}
+	for (size_t i = 0; i < rl.n_disks; i++) {
+		const struct dstate *d = st->disks[rl.disks[i].id];
+
+		if (!d)
+			continue;	/* no block of the range is on it */
+		r = disk_tasks(st, d->id, &tasks[i], NULL, &ad[i].n_tasks);
+		if (r < 0)
+			goto done;
+		ad[i].model = &d->model;
+		ad[i].tasks = tasks[i];
+		/* Streams never take the room of best-effort I/O (admit.h). */
+		ad[i].be_reserve = d->plan.be_reserve;
+	}
+	q = (struct cw_admit_qos){ .bandwidth_bps = req->rate_bps, .block_bytes = req->block_bytes };
+	if (req->start_in_ns || req->duration_ns) {
+		q.span_start_ns = now + req->start_in_ns;
+		q.span_end_ns = req->duration_ns ? q.span_start_ns + req->duration_ns : 0;
+	}
+	r = cw_admit_plan(&q, &rl.l, ad, rl.n_disks, &plan);
+	if (r < 0) {
+		refuse(ref, "%s", plan.reason[0] ? plan.reason : strerror(-r));
+		goto done;
+	}
+	if (!plan.admitted) {
+		refusal_of_part(ref, &plan.parts[plan.failed_part],
+				&rl.disks[plan.parts[plan.failed_part].disk]);
+		r = -EBUSY;
+		goto done;
+	}
+	/* Exports' best-effort reservations keep their room too. */
+	for (size_t i = 0; i < plan.n_parts; i++) {
+		size_t k = plan.parts[i].disk;
+
+		r = be_streams_check(st, rl.disks[k].id, ad[k].tasks, ad[k].n_tasks,
+				     &plan.parts[i].task, ref);
+		if (r < 0)
+			goto done;
+	}
+	if (req->dry_run) {
+		r = 0;
+		goto done;
+	}
+
+	rv = calloc(1, sizeof(*rv));
+	if (!rv || !(rv->parts = calloc(plan.n_parts ? plan.n_parts : 1, sizeof(*rv->parts)))) {
+		r = -ENOMEM;
+		goto done;
+	}
+	snprintf(rv->part, sizeof(rv->part), "%s", pi.name);
+	rv->part_id = pi.id;
+	rv->persistent = req->persistent;
+	if (!req->persistent && req->export_name)
+		snprintf(rv->export_name, sizeof(rv->export_name), "%s", req->export_name);
+	rv->rate_bps = req->rate_bps;
+	rv->block_bytes = req->block_bytes;
+	rv->range_start_bytes = req->range_start_bytes;
+	rv->range_end_bytes = end;
+	rv->span_start_ns = q.span_start_ns;
+	rv->span_end_ns = q.span_end_ns;
+	rv->period_ns = plan.stream_period_ns;
+	rv->n_parts = plan.n_parts;
+	for (size_t i = 0; i < plan.n_parts; i++)
+		rv->parts[i] = (struct cw_admit_resv_part){
+			.disk_id = rl.disks[plan.parts[i].disk].id,
+			.task = plan.parts[i].task,
+			.requests = plan.parts[i].requests,
+			.stride = plan.parts[i].stride,
+		};
+	/* The database first (it gives the id), then memory. */
+	if (rv->persistent) {
+		r = resv_store(st, rv);
+		if (r < 0) {
+			const struct cw_error *e = cw_pool_last_error(st->pool);
+
+			refuse(ref, "storing the reservation: %s",
+			       e && e->code == r && e->msg[0] ? e->msg : strerror(-r));
+			goto done;
+		}
+	}
+	rv->stream = ++st->next_stream;
+	r = resv_append(st, rv);
+	if (r < 0) {
+		if (rv->persistent)
+			(void)cw_resv_remove(st->pool, rv->id);
+		goto done;
+	}
+	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_RESV_ADDED, .resv = rv });
+	r = replan_resv(st, rv, changes);
+	if (ret_resv)
+		*ret_resv = rv;
+	rv = NULL;
+done:
+	resv_free(rv);
+	for (size_t i = 0; tasks && i < rl.n_disks; i++)
+		free(tasks[i]);
+	free(tasks);
+	return r;
+}
+
+int cw_admit_state_release(struct cw_admit_state *st, uint64_t id,
+			   struct cw_admit_changes *changes)
+{
+	struct cw_admit_resv *rv = NULL;
+	size_t i;
+	int r;
+
+	for (i = 0; i < st->n_resvs; i++)
+		if (st->resvs[i]->persistent && st->resvs[i]->id == id) {
+			rv = st->resvs[i];
+			break;
+		}
+	if (!rv)
+		return -ENOENT;
+	r = cw_resv_remove(st->pool, id);
+	/* Not there is as good as removed: memory follows the database. */
+	if (r < 0 && r != -ENOENT)
+		return r;
+	pthread_mutex_lock(&st->lock);
+	memmove(&st->resvs[i], &st->resvs[i + 1], (st->n_resvs - i - 1) * sizeof(*st->resvs));
+	st->n_resvs--;
+	pthread_mutex_unlock(&st->lock);
+	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_RESV_RELEASED, .resv = rv });
+	r = replan_resv(st, rv, changes);
+	resv_free(rv);
+	return r;
+}
+
+/* ---- models ---- */
+
+/* Whether every set of tasks active together passes Jeffay's test with the
+ * reserve: the instants where some windowed task starts, and "always". */
+static int set_admissible(const struct cw_task *t, size_t n, const struct cw_task *reserve,
+			  struct cw_admit_result *ret, size_t *ret_fail)
+{
+	_cleanup_free_ struct cw_task *set = malloc((n + 1) * sizeof(*set));
+	_cleanup_free_ size_t *idx = malloc((n + 1) * sizeof(*idx));
+
+	if (!set || !idx)
+		return -ENOMEM;
+	for (size_t k = 0; k <= n; k++) {
+		/* k == n: the always-active tasks alone (no windowed one
+		 * starts); else the instant task k starts. */
+		bool windowed = k < n && (t[k].from_ns || t[k].to_ns);
+		size_t m = 0;
+		int r;
+
+		if (k < n && !windowed)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			bool always = t[i].from_ns == 0 && t[i].to_ns == 0;
+
+			if (always || (windowed && t[i].from_ns <= t[k].from_ns &&
+				       t[k].from_ns < t[i].to_ns)) {
+				idx[m] = i;
+				set[m++] = t[i];
+			}
+		}
+		if (reserve->service_ns > 0) {
+			idx[m] = n;
+			set[m++] = (struct cw_task){ reserve->period_ns, reserve->service_ns, 0, 0 };
+		}
+		r = cw_admit_test(set, m, ret);
+		if (r < 0)
+			return r;
+		if (!ret->schedulable) {
+			*ret_fail = ret->fail_task < m ? idx[ret->fail_task] : n;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* C of rv's part on disk d under model m: cw_admit_plan of rv's range
+ * alone, with m on d. */
+static int part_service(struct cw_admit_state *st, const struct cw_admit_resv *rv,
+			const struct dstate *d, const struct cw_model *m, int64_t *ret)
+{
+	_cleanup_(range_layout_done) struct range_layout rl = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	_cleanup_free_ struct cw_admit_disk *ad = NULL;
+	struct cw_admit_qos q = { .bandwidth_bps = rv->rate_bps, .block_bytes = rv->block_bytes };
+	struct cw_part *part;
+	int r;
+
+	r = cw_part_lookup(st->pool, rv->part, &part);
+	if (r == 0)
+		r = range_layout(st, part, rv->range_start_bytes, rv->range_end_bytes, &rl, NULL);
+	if (r < 0)
+		return r;
+	ad = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*ad));
+	if (!ad)
+		return -ENOMEM;
+	for (size_t i = 0; i < rl.n_disks; i++) {
+		const struct dstate *o = st->disks[rl.disks[i].id];
+
+		ad[i].model = o == d ? m : o ? &o->model : NULL;
+	}
+	r = cw_admit_plan(&q, &rl.l, ad, rl.n_disks, &plan);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < plan.n_parts; i++)
+		if (rl.disks[plan.parts[i].disk].id == d->id) {
+			*ret = plan.parts[i].task.service_ns;
+			return 0;
+		}
+	return -ENOENT;	/* the range no longer touches d: cannot be */
+}
+
+int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t id, const struct cw_model *m,
+			     enum cw_admit_model_source source, bool *ret_taken,
+			     struct cw_admit_refusal *ref, struct cw_admit_changes *changes)
+{
+	struct dstate *d = id <= CW_DISKS_MAX ? st->disks[id] : NULL;
+	_cleanup_free_ struct cw_task *tasks = NULL;
+	_cleanup_free_ const struct cw_admit_resv **owner = NULL;
+	_cleanup_free_ uint64_t *ids = NULL;
+	_cleanup_free_ int64_t *svc = NULL;
+	struct cw_admit_result res;
+	struct cw_task reserve = { 0 };
+	size_t n, n_stored = 0, fail = SIZE_MAX;
+	int r;
+
+	if (ret_taken)
+		*ret_taken = false;
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (!d)
+		return -ENOENT;
+	r = cw_model_validate(m);
+	if (r < 0)
+		return r;
+	if (source < d->source)
+		return 0;
+	r = disk_tasks(st, id, &tasks, &owner, &n);
+	if (r < 0)
+		return r;
+	ids = calloc(n ? n : 1, sizeof(*ids));
+	svc = calloc(n ? n : 1, sizeof(*svc));
+	if (!ids || !svc)
+		return -ENOMEM;
+	/* Every stream on the disk again, with the new service times. */
+	for (size_t i = 0; i < n; i++) {
+		r = part_service(st, owner[i], d, m, &tasks[i].service_ns);
+		if (r < 0)
+			return r;
+		if (owner[i]->persistent) {
+			ids[n_stored] = owner[i]->id;
+			svc[n_stored++] = tasks[i].service_ns;
+		}
+	}
+	if (st->o.plan.be_reserve) {
+		struct cw_disk_plan p;
+
+		r = cw_admit_disk_plan(&st->o.plan, m, d->tier, st->block, NULL, 0, &p);
+		if (r < 0)
+			return r;
+		reserve = p.be_reserve;
+	}
+	if (n) {
+		r = set_admissible(tasks, n, &reserve, &res, &fail);
+		if (r < 0)
+			return r;
+	}
+	if (fail != SIZE_MAX) {
+		if (ref) {
+			ref->disk_id = id;
+			snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
+			ref->resv_id = fail < n ? owner[fail]->id : 0;
+			ref->part.disk = id;
+			ref->part.result = res;
+			if (fail < n)
+				ref->part.task = tasks[fail];
+			if (fail < n)
+				refuse(ref, "disk %s: with the new model, %s%" PRIu64 " (on %s) "
+				       "would no longer be guaranteed: %s", d->name,
+				       owner[fail]->persistent ? "reservation " :
+				       "the start-up reservation, stream ", owner[fail]->persistent ?
+				       owner[fail]->id : owner[fail]->stream, owner[fail]->part,
+				       res.reason);
+			else
+				refuse(ref, "disk %s: with the new model, its streams would leave "
+				       "no room for best effort: %s", d->name, res.reason);
+		}
+		return -EBUSY;
+	}
+	if (source >= CW_ADMIT_MODEL_STORED) {
+		r = cw_disk_model_readmit(st->pool, id, m, source == CW_ADMIT_MODEL_CALIBRATED, ids,
+					  svc, n_stored);
+		if (r < 0)
+			return r;
+	}
+	pthread_mutex_lock(&st->lock);
+	d->model = *m;
+	d->source = source;
+	for (size_t i = 0; i < n; i++) {
+		struct cw_admit_resv *rv = (struct cw_admit_resv *)owner[i];
+
+		for (size_t j = 0; j < rv->n_parts; j++)
+			if (rv->parts[j].disk_id == id)
+				/* The data path reads it while it runs
+				 * (admit-state.h): one atomic store. */
+				__atomic_store_n(&rv->parts[j].task.service_ns,
+						 tasks[i].service_ns, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (ret_taken)
+		*ret_taken = true;
+	return replan(st, id, changes);
+}
+
+int cw_admit_state_get_model(struct cw_admit_state *st, uint32_t id, struct cw_model *ret,
+			     enum cw_admit_model_source *ret_source)
+{
+	const struct dstate *d = id <= CW_DISKS_MAX ? st->disks[id] : NULL;
+
+	if (!d)
+		return -ENOENT;
+	if (ret)
+		*ret = d->model;
+	if (ret_source)
+		*ret_source = d->source;
+	return 0;
+}
+
+/* ---- disks ---- */
+
+int cw_admit_state_disk_add(struct cw_admit_state *st, uint32_t id,
+			    struct cw_admit_changes *changes)
+{
+	struct cw_disk_info info;
+	int r;
+
+	if (id < 1 || id > CW_DISKS_MAX)
+		return -ENOENT;
+	r = cw_disk_info(st->pool, id, &info);
+	if (r < 0)
+		return r;
+	free(st->disks[id]);
+	st->disks[id] = NULL;
+	r = disk_load(st, &info);
+	if (r < 0)
+		return r;
+	return replan(st, id, changes);
+}
+
+int cw_admit_state_disk_remove(struct cw_admit_state *st, uint32_t id,
+			       struct cw_admit_refusal *ref)
+{
+	struct dstate *d = id <= CW_DISKS_MAX ? st->disks[id] : NULL;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (!d)
+		return 0;
+	for (size_t i = 0; i < st->n_resvs; i++) {
+		const struct cw_admit_resv *rv = st->resvs[i];
+
+		for (size_t j = 0; j < rv->n_parts; j++) {
+			if (rv->parts[j].disk_id != id)
+				continue;
+			if (ref) {
+				ref->disk_id = id;
+				ref->resv_id = rv->id;
+				snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
+				if (rv->persistent)
+					refuse(ref, "disk %s serves reservation %" PRIu64, d->name,
+					       rv->id);
+				else
+					refuse(ref, "disk %s serves the start-up reservation of "
+					       "export %s", d->name, rv->export_name);
+			}
+			return -EBUSY;
+		}
+	}
+	pthread_mutex_lock(&st->lock);
+	st->disks[id] = NULL;
+	pthread_mutex_unlock(&st->lock);
+	free(d);
+	return 0;
+}
+
+/* ---- queries ---- */
+
+int cw_admit_state_plan(struct cw_admit_state *st, uint32_t id, struct cw_disk_plan *ret)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&st->lock);
+	if (id <= CW_DISKS_MAX && st->disks[id]) {
+		*ret = st->disks[id]->plan;
+		r = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
+const struct cw_admit_resv *cw_admit_state_resv_at(const struct cw_admit_state *st, size_t i)
+{
+	return i < st->n_resvs ? st->resvs[i] : NULL;
+}
+
+const struct cw_admit_resv *cw_admit_state_resv_find(const struct cw_admit_state *st,
+						     uint64_t id)
+{
+	for (size_t i = 0; i < st->n_resvs; i++)
+		if (st->resvs[i]->persistent && st->resvs[i]->id == id)
+			return st->resvs[i];
+	return NULL;
+}
+
+size_t cw_admit_state_disk_streams(const struct cw_admit_state *st, uint32_t id)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < st->n_resvs; i++)
+		for (size_t j = 0; j < st->resvs[i]->n_parts; j++)
+			n += st->resvs[i]->parts[j].disk_id == id;
+	return n;
+}
+
+int cw_admit_state_resv_list(struct cw_admit_state *st, struct cw_admit_resv **ret,
+			     size_t *ret_n)
+{
+	struct cw_admit_resv *v;
+	size_t n;
+	int r = 0;
+
+	pthread_mutex_lock(&st->lock);
+	n = st->n_resvs;
+	v = calloc(n ? n : 1, sizeof(*v));
+	for (size_t i = 0; v && i < n; i++) {
+		v[i] = *st->resvs[i];
+		v[i].parts = malloc((v[i].n_parts ? v[i].n_parts : 1) * sizeof(*v[i].parts));
+		if (!v[i].parts) {
+			cw_admit_resv_list_free(v, i);
+			v = NULL;
+			break;
+		}
+		memcpy(v[i].parts, st->resvs[i]->parts, v[i].n_parts * sizeof(*v[i].parts));
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (!v)
+		r = -ENOMEM;
+	*ret = v;
+	*ret_n = v ? n : 0;
+	return r;
+}
+
+void cw_admit_resv_list_free(struct cw_admit_resv *list, size_t n)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(list[i].parts);
+	free(list);
+}
+
+/* ---- life ---- */
+
+int cw_admit_state_new(struct cw_pool *pool, const struct cw_admit_state_opts *opts,
+		       struct cw_admit_state **ret)
+{
+	struct cw_admit_state *st;
+	_cleanup_free_ struct cw_disk_info *disks = NULL;
+	cw_admit_listener_fn listener;
+	size_t n = 0;
+	int r;
+
+	if (!pool || !ret)
+		return -EINVAL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	if (opts)
+		st->o = *opts;
+	else
+		cw_admit_state_opts_init(&st->o);
+	if (!st->o.clock_ns)
+		st->o.clock_ns = cw_now_ns;
+	if (!st->o.wall_ns)
+		st->o.wall_ns = wall_now;
+	st->pool = pool;
+	st->block = cw_pool_block_size(pool);
+	listener = st->o.listener;
+	st->o.listener = NULL;	/* nothing is announced of what is loaded */
+	pthread_mutex_init(&st->lock, NULL);
+	r = cw_disk_list(pool, &disks, &n);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = disk_load(st, &disks[i]);
+	if (r == 0)
+		r = resvs_load(st);
+	if (r == 0)
+		r = bes_load(st);
+	for (uint32_t id = 1; r == 0 && id <= CW_DISKS_MAX; id++)
+		if (st->disks[id])
+			r = replan(st, id, NULL);
+	if (r < 0) {
+		cw_admit_state_free(st);
+		return r;
+	}
+	st->o.listener = listener;
+	*ret = st;
+	return 0;
+}
+
+void cw_admit_state_set_listener(struct cw_admit_state *st, cw_admit_listener_fn fn,
+				 void *userdata)
+{
+	st->o.listener = fn;
+	st->o.listener_data = userdata;
+}
+
+void cw_admit_state_free(struct cw_admit_state *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->n_resvs; i++)
+		resv_free(st->resvs[i]);
+	free(st->resvs);
+	for (size_t i = 0; i < st->n_bes; i++)
+		be_free(st->bes[i]);
+	free(st->bes);
+	for (size_t i = 0; i <= CW_DISKS_MAX; i++)
+		free(st->disks[i]);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+/* ---- best effort between exports ---- */
+
+#define BES_MAX 4096
+
+static void be_free(struct cw_admit_be *be)
+{
+	if (!be)
+		return;
+	free(be->parts);
+	free(be);
+}
+
+/* A rate as a share of a disk's time: rate (bytes or requests per second)
+ * times share_ppm of it on the disk, in requests of bytes that each cost
+ * cost_ns; rounded up.  -ERANGE beyond the whole disk. */
+static int be_rate_ppm(uint64_t rate, bool iops, uint64_t bytes, int64_t cost_ns, uint32_t share,
+		       uint32_t *ret)
+{
+	unsigned __int128 num = (unsigned __int128)rate * share * (uint64_t)cost_ns;
+	unsigned __int128 den = (unsigned __int128)1000 * CW_SCHED_PPM * (iops ? 1 : bytes);
+	unsigned __int128 ppm = (num + den - 1) / den;
+
+	if (ppm > CW_SCHED_PPM)
+		return -ERANGE;
+	*ret = (uint32_t)ppm;
+	return 0;
+}
+
+/* The inverse, rounded down: the largest rate that takes at most ppm. */
+static uint64_t be_ppm_rate(uint32_t ppm, bool iops, uint64_t bytes, int64_t cost_ns,
+			    uint32_t share)
+{
+	unsigned __int128 num = (unsigned __int128)ppm * 1000 * CW_SCHED_PPM * (iops ? 1 : bytes);
+	unsigned __int128 den = (unsigned __int128)share * (uint64_t)cost_ns;
+
+	if (!den)
+		return UINT64_MAX;
+	num /= den;
+	return num > INT64_MAX ? INT64_MAX : (uint64_t)num;
+}
+
+static int be_cost(const struct cw_model *m, bool iops, uint64_t piece, uint64_t *ret_bytes,
+		   int64_t *ret_cost)
+{
+	*ret_bytes = iops ? CW_ADMIT_BE_IOPS_BYTES : piece;
+	return cw_model_mean_ns(m, *ret_bytes, ret_cost);
+}
+
+int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64_t piece,
+		       uint32_t share, struct cw_sched_client *ret)
+{
+	struct cw_sched_client c = { .weight = q && q->weight ? q->weight : 1 };
+	uint64_t bytes;
+	int64_t cost;
+	int r;
+
+	if (!q || !m || !ret || !piece || share > CW_SCHED_PPM || q->weight > CW_BE_WEIGHT_MAX)
+		return -EINVAL;
+	if (q->reserve) {
+		r = be_cost(m, q->reserve_iops, piece, &bytes, &cost);
+		if (r == 0)
+			r = be_rate_ppm(q->reserve, q->reserve_iops, bytes, cost, share, &c.resv_ppm);
+		if (r < 0)
+			return r;
+	}
+	if (q->limit) {
+		r = be_cost(m, q->limit_iops, piece, &bytes, &cost);
+		if (r == 0)
+			r = be_rate_ppm(q->limit, q->limit_iops, bytes, cost, share, &c.limit_ppm);
+		if (r == -ERANGE)
+			c.limit_ppm = 0;	/* more than the disk: no limit there */
+		else if (r < 0)
+			return r;
+		else if (!c.limit_ppm && share)
+			c.limit_ppm = 1;
+	}
+	if (cw_sched_client_check(&c) < 0)
+		return -EINVAL;
+	*ret = c;
+	return 0;
+}
+
+/* The parts of an export's QoS: one client per disk its partition has
+ * blocks on. */
+static int be_parts(const struct cw_admit_state *st, struct cw_part *part,
+		    const struct cw_be_qos *q, struct cw_admit_be *be, struct cw_admit_refusal *ref)
+{
+	uint64_t nb = cw_part_nblocks(part), count[CW_DISKS_MAX + 1] = { 0 };
+	_cleanup_free_ uint32_t *ids = calloc(nb ? nb : 1, sizeof(*ids));
+	size_t n = 0;
+	int r;
+
+	if (!ids)
+		return -ENOMEM;
+	r = nb ? cw_part_block_disks(part, 0, nb, ids) : 0;
+	if (r < 0)
+		return r;
+	for (uint64_t b = 0; b < nb; b++)
+		if (ids[b] <= CW_DISKS_MAX && count[ids[b]]++ == 0)
+			n++;
+	be->parts = calloc(n ? n : 1, sizeof(*be->parts));
+	if (!be->parts)
+		return -ENOMEM;
+	for (uint32_t id = 1; id <= CW_DISKS_MAX; id++) {
+		const struct dstate *d = st->disks[id];
+		struct cw_admit_be_part *bp;
+		char a[CW_UNITS_BUF];
+
+		if (!count[id])
+			continue;
+		if (!d) {
+			refuse(ref, "partition %s has blocks on disk %" PRIu32 ", which has no model",
+			       be->part, id);
+			return -ENODEV;
+		}
+		bp = &be->parts[be->n_parts++];
+		bp->disk_id = id;
+		bp->share_ppm = (uint32_t)CW_DIV_ROUND_UP(count[id] * CW_SCHED_PPM, nb);
+		r = cw_admit_be_client(q, &d->model, d->plan.be_piece_bytes, bp->share_ppm,
+				       &bp->client);
+		if (r == -ERANGE)
+			refuse(ref, "disk %s: a reservation of %s is more than the whole disk", d->name,
+			       cw_units_format_iorate(q->reserve, q->reserve_iops, a));
+		else if (r == -EINVAL)
+			refuse(ref, "disk %s: the limit is below the reservation", d->name);
+		if (r < 0)
+			return r == -ERANGE ? -EINVAL : r;
+	}
+	return 0;
+}
+
+/* The reservations of exports other than except on a disk, in ppm. */
+static size_t be_others(const struct cw_admit_state *st, uint32_t disk_id, const char *except,
+			uint32_t *ret)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < st->n_bes; i++) {
+		if (except && !strcmp(st->bes[i]->export_name, except))
+			continue;
+		for (size_t j = 0; j < st->bes[i]->n_parts; j++)
+			if (st->bes[i]->parts[j].disk_id == disk_id &&
+			    st->bes[i]->parts[j].client.resv_ppm)
+				ret[n++] = st->bes[i]->parts[j].client.resv_ppm;
+	}
+	return n;
+}
+
+static int be_capacity(const struct cw_admit_state *st, uint32_t disk_id, uint32_t *ret)
+{
+	_cleanup_free_ struct cw_task *tasks = NULL;
+	size_t n;
+	int r = disk_tasks(st, disk_id, &tasks, NULL, &n);
+
+	return r < 0 ? r : cw_sched_be_capacity(tasks, n, ret);
+}
+
+static int be_streams_check(const struct cw_admit_state *st, uint32_t disk_id,
+			    const struct cw_task *tasks, size_t n, const struct cw_task *extra,
+			    struct cw_admit_refusal *ref)
+{
+	_cleanup_free_ struct cw_task *all = calloc(n + 1, sizeof(*all));
+	_cleanup_free_ uint32_t *others = calloc(st->n_bes + 1, sizeof(*others));
+	struct cw_sched_resv_verdict v;
+	uint32_t cap;
+	size_t k;
+	int r;
+
+	if (!all || !others)
+		return -ENOMEM;
+	if (n)
+		memcpy(all, tasks, n * sizeof(*all));
+	all[n] = *extra;
+	k = be_others(st, disk_id, NULL, others);
+	if (!k)
+		return 0;
+	r = cw_sched_be_capacity(all, n + 1, &cap);
+	if (r == 0)
+		r = cw_sched_resv_admit(others, k, 0, cap, &v);
+	if (r < 0)
+		return r;
+	if (v.fits)
+		return 0;
+	if (ref) {
+		ref->disk_id = disk_id;
+		snprintf(ref->disk, sizeof(ref->disk), "%s", st->disks[disk_id]->name);
+		refuse(ref, "disk %s: the stream would leave best effort %.2f%% of the disk, and "
+		       "exports reserve %.2f%% of it", st->disks[disk_id]->name, cap / 1e4,
+		       v.reserved_ppm / 1e4);
+	}
+	return -EBUSY;
+}
+
+static int be_find_idx(const struct cw_admit_state *st, const char *name, size_t *ret)
+{
+	for (size_t i = 0; i < st->n_bes; i++)
+		if (!strcmp(st->bes[i]->export_name, name)) {
+			*ret = i;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* Admits be's reservation on each of its disks; on refusal says what
+ * would fit on every disk. */
+static int be_admit(const struct cw_admit_state *st, const struct cw_admit_be *be,
+		    struct cw_admit_refusal *ref)
+{
+	_cleanup_free_ uint32_t *others = calloc(st->n_bes + 1, sizeof(*others));
+	uint64_t fits = UINT64_MAX;
+	int refused = -1;
+	char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
+
+	if (!others)
+		return -ENOMEM;
+	if (!be->qos.reserve)
+		return 0;
+	for (size_t i = 0; i < be->n_parts; i++) {
+		const struct cw_admit_be_part *bp = &be->parts[i];
+		const struct dstate *d = st->disks[bp->disk_id];
+		struct cw_sched_resv_verdict v;
+		uint64_t bytes = 0;
+		int64_t cost = 0;
+		uint32_t cap;
+		size_t k = be_others(st, bp->disk_id, be->export_name, others);
+		int r = be_capacity(st, bp->disk_id, &cap);
+
+		if (r == 0)
+			r = cw_sched_resv_admit(others, k, bp->client.resv_ppm, cap, &v);
+		if (r == 0)
+			r = be_cost(&d->model, be->qos.reserve_iops, d->plan.be_piece_bytes, &bytes,
+				    &cost);
+		if (r < 0)
+			return r;
+		fits = CW_MIN(fits, be_ppm_rate(v.free_ppm, be->qos.reserve_iops, bytes, cost,
+						bp->share_ppm));
+		if (!v.fits && refused < 0) {
+			refused = (int)i;
+			if (ref) {
+				ref->disk_id = bp->disk_id;
+				snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
+			}
+		}
+	}
+	if (refused < 0)
+		return 0;
+	{
+		const struct cw_admit_be_part *bp = &be->parts[refused];
+		struct cw_sched_resv_verdict v;
+		uint32_t cap;
+		size_t k = be_others(st, bp->disk_id, be->export_name, others);
+
+		if (be_capacity(st, bp->disk_id, &cap) == 0 &&
+		    cw_sched_resv_admit(others, k, bp->client.resv_ppm, cap, &v) == 0)
+			refuse(ref, "export %s: a best-effort reservation of %s does not fit on disk "
+			       "%s: it needs %.2f%% of the disk, best effort has %.2f%%, other exports "
+			       "reserve %.2f%%; at most %s fits", be->export_name,
+			       cw_units_format_iorate(be->qos.reserve, be->qos.reserve_iops, a),
+			       st->disks[bp->disk_id]->name, bp->client.resv_ppm / 1e4,
+			       v.capacity_ppm / 1e4, v.reserved_ppm / 1e4,
+			       fits ? cw_units_format_iorate(fits, be->qos.reserve_iops, b) :
+			       "nothing");
+	}
+	return -EBUSY;
+}
+
+static int be_build(const struct cw_admit_state *st, const char *export_name,
+		    const char *part_name, const struct cw_be_qos *q, bool persistent,
+		    struct cw_admit_be **ret, struct cw_admit_refusal *ref)
+{
+	struct cw_admit_be *be;
+	struct cw_part_info pi;
+	struct cw_part *part;
+	int r;
+
+	if (!export_name || !cw_name_valid(export_name)) {
+		refuse(ref, "\"%s\" is not an export name", export_name ? export_name : "");
+		return -EINVAL;
+	}
+	if (!part_name) {
+		refuse(ref, "no partition named");
+		return -EINVAL;
+	}
+	if (q->weight > CW_BE_WEIGHT_MAX) {
+		refuse(ref, "weight %" PRIu32 " is out of range; expected 1 to %d", q->weight,
+		       CW_BE_WEIGHT_MAX);
+		return -EINVAL;
+	}
+	r = cw_part_lookup(st->pool, part_name, &part);
+	if (r == -ENOENT)
+		refuse(ref, "no partition \"%s\"", part_name);
+	if (r == 0)
+		r = cw_part_info(part, &pi);
+	if (r < 0)
+		return r;
+	be = calloc(1, sizeof(*be));
+	if (!be)
+		return -ENOMEM;
+	snprintf(be->export_name, sizeof(be->export_name), "%s", export_name);
+	snprintf(be->part, sizeof(be->part), "%s", pi.name);
+	be->part_id = pi.id;
+	be->persistent = persistent;
+	be->qos = *q;
+	if (!be->qos.weight)
+		be->qos.weight = 1;
+	r = be_parts(st, part, &be->qos, be, ref);
+	if (r < 0) {
+		be_free(be);
+		return r;
+	}
+	*ret = be;
+	return 0;
+}
+
+/* Puts be in place of the export's old QoS, or appends it. */
+static int be_place(struct cw_admit_state *st, struct cw_admit_be *be, struct cw_admit_be **ret_old)
+{
+	size_t i;
+
+	*ret_old = NULL;
+	if (be_find_idx(st, be->export_name, &i) == 0) {
+		*ret_old = st->bes[i];
+		st->bes[i] = be;
+		return 0;
+	}
+	if (st->n_bes >= BES_MAX)
+		return -ENOSPC;
+	struct cw_admit_be **v = realloc(st->bes, (st->n_bes + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	st->bes = v;
+	st->bes[st->n_bes++] = be;
+	return 0;
+}
+
+int cw_admit_state_be_set(struct cw_admit_state *st, const struct cw_admit_be_request *req,
+			  const struct cw_admit_be **ret_be, struct cw_admit_refusal *ref)
+{
+	struct cw_admit_be *be = NULL, *old;
+	int r;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (ret_be)
+		*ret_be = NULL;
+	if (!st || !req)
+		return -EINVAL;
+	r = be_build(st, req->export_name, req->part, &req->qos, req->persistent, &be, ref);
+	if (r == 0)
+		r = be_admit(st, be, ref);
+	if (r < 0 || req->dry_run)
+		goto done;
+	if (be->persistent) {
+		struct cw_be_qos_rec rec = { .part_id = be->part_id, .qos = be->qos };
+
+		snprintf(rec.export_name, sizeof(rec.export_name), "%s", be->export_name);
+		r = cw_be_qos_put(st->pool, &rec);
+		if (r < 0) {
+			const struct cw_error *e = cw_pool_last_error(st->pool);
+
+			refuse(ref, "storing the QoS: %s",
+			       e && e->code == r && e->msg[0] ? e->msg : strerror(-r));
+			goto done;
+		}
+	} else {
+		size_t i;
+
+		/* A stored QoS the daemon's own replaces is no longer stored. */
+		if (be_find_idx(st, be->export_name, &i) == 0 && st->bes[i]->persistent)
+			(void)cw_be_qos_remove(st->pool, be->export_name);
+	}
+	r = be_place(st, be, &old);
+	if (r < 0)
+		goto done;
+	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_BE_SET, .be = be });
+	be_free(old);
+	if (ret_be)
+		*ret_be = be;
+	be = NULL;
+done:
+	be_free(be);
+	return r;
+}
+
+int cw_admit_state_be_clear(struct cw_admit_state *st, const char *name)
+{
+	struct cw_admit_be *be;
+	size_t i;
+	int r;
+
+	if (!st || !name)
+		return -EINVAL;
+	if (be_find_idx(st, name, &i) < 0)
+		return -ENOENT;
+	be = st->bes[i];
+	if (be->persistent) {
+		r = cw_be_qos_remove(st->pool, name);
+		if (r < 0 && r != -ENOENT)
+			return r;
+	}
+	st->bes[i] = st->bes[--st->n_bes];
+	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_BE_CLEARED, .be = be });
+	be_free(be);
+	return 0;
+}
+
+const struct cw_admit_be *cw_admit_state_be_find(const struct cw_admit_state *st,
+						 const char *name)
+{
+	size_t i;
+
+	return st && name && be_find_idx(st, name, &i) == 0 ? st->bes[i] : NULL;
+}
+
+const struct cw_admit_be *cw_admit_state_be_at(const struct cw_admit_state *st, size_t i)
+{
+	return st && i < st->n_bes ? st->bes[i] : NULL;
+}
+
+/* The stored QoS, as they were set (a model changed since may have moved
+ * their shares; they are not refused here, like stored streams). */
+static int bes_load(struct cw_admit_state *st)
+{
+	_cleanup_free_ struct cw_be_qos_rec *recs = NULL;
+	_cleanup_free_ struct cw_part_info *parts = NULL;
+	size_t n = 0, np = 0;
+	int r = cw_be_qos_list(st->pool, &recs, &n);
+
+	if (r == 0 && n)
+		r = cw_part_list(st->pool, &parts, &np);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct cw_admit_be *be, *old;
+		size_t k;
+
+		for (k = 0; k < np && parts[k].id != recs[i].part_id; k++)
+			;
+		if (k == np)
+			continue;	/* the database's RESTRICT keeps this from happening */
+		r = be_build(st, recs[i].export_name, parts[k].name, &recs[i].qos, true, &be, NULL);
+		if (r == 0) {
+			r = be_place(st, be, &old);
+			if (r < 0)
+				be_free(be);
+			be_free(old);
+		}
+	}
+	return r;
+}

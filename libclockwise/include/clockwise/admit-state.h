@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clockwise/admit-state.h — the one owner of a pool's admission state.
+ *
+ * Per pool it holds each disk's model, the reservations admitted (stored
+ * ones and the daemon's start-up ones alike), each disk's admitted task set
+ * and best-effort reserve, and each disk's *plan*: what its dispatcher runs
+ * with (ΔL, the best-effort budget after the guard, the idle allowance,
+ * the periodic server).  Every program that admits or schedules asks it:
+ * the control socket's handlers, `clockwised -r`, `cwsim plan`.
+ *
+ * Operations are atomic against the pool's stored objects: a reservation
+ * is admitted on every disk its range touches or on none (the refusal says
+ * why), and what is stored in the pool database is written first, in one
+ * transaction, so memory never holds what the database does not.  Each
+ * operation that changes a disk's plan reports that disk, through the
+ * returned set and one event per disk to the listener; the data path
+ * applies the new plan from that event.
+ *
+ * Bosch & Mullender, sections 3.1-3.3: a reservation's QoS becomes one task
+ * (T, C) per disk (cw_admit_plan), Jeffay's test admits it against the
+ * disk's tasks and its best-effort reserve, ΔL is the slack of the set and
+ * the periodic server carries best effort when ΔL cannot.
+ *
+ * Threads: one thread changes the state (the control thread, or the
+ * daemon's main thread before it starts); cw_admit_state_resv_list() and
+ * cw_admit_state_plan() may be called from any thread.  A reservation
+ * object handed out stays valid until the event that releases it has
+ * returned, and unchanged but for its parts' service times, which a new
+ * model of their disk changes with one atomic store each (read them with
+ * __atomic_load_n where another thread may change the model).
+ */
+#ifndef CLOCKWISE_ADMIT_STATE_H
+#define CLOCKWISE_ADMIT_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <clockwise/admit.h>
+#include <clockwise/layout.h>
+#include <clockwise/model.h>
+#include <clockwise/pool-objects.h>
+#include <clockwise/sched.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- a disk's plan: pure ------------------------------------------------ */
+
+/* How a plan is derived from a task set.  The guard keeps part of ΔL from
+ * best effort: what the model does not see (a dispatcher waking on a busy
+ * CPU, a reply's way to its client, a disk slower than its calibration)
+ * then does not make a stream late.  The best-effort budget is
+ * ΔL - max(guard_min_ns, ΔL / guard_div), at least 0 (guard_div 0: no
+ * share).  With auto_server, a disk whose budget and idle allowance cannot
+ * hold one best-effort piece gets the periodic server, period
+ * be_reserve.period_ns, with the largest slice that fits. */
+struct cw_admit_plan_opts {
+	size_t size;			/* sizeof(struct cw_admit_plan_opts) */
+	int64_t guard_min_ns;		/* default CW_ADMIT_GUARD_MIN_NS */
+	unsigned guard_div;		/* default CW_ADMIT_GUARD_DIV */
+	bool be_reserve;		/* admission keeps the BE reserve (admit.h); default true */
+	bool auto_server;		/* default true */
+};
+
+#define CW_ADMIT_GUARD_MIN_NS (2 * CW_NS_PER_MS)
+#define CW_ADMIT_GUARD_DIV 4
+
+/* The daemon's defaults; cwsim uses them too unless a scenario says not. */
+void cw_admit_plan_opts_init(struct cw_admit_plan_opts *opts);
+/* The paper's plan: no guard, no reserve, no automatic server. */
+void cw_admit_plan_opts_paper(struct cw_admit_plan_opts *opts);
+
+struct cw_disk_plan {
+	uint32_t disk_id;
+	size_t n_tasks;			/* stream parts admitted on the disk */
+	double utilization;		/* of the streams and the server */
+	int64_t delta_l_ns;		/* ΔL of streams + server; CW_ADMIT_NO_LIMIT: none */
+	int64_t be_budget_ns;		/* ΔL after the guard: the dispatcher's slack */
+	int64_t idle_be_ns;		/* idle allowance (no guard); CW_ADMIT_NO_LIMIT: none */
+	int64_t server_slice_ns;	/* 0: no server */
+	int64_t server_period_ns;
+	uint64_t be_piece_bytes;	/* the largest best-effort piece */
+	int64_t be_max_ns;		/* its worst-case service time */
+	struct cw_task be_reserve;	/* what admission keeps (zero: none) */
+	bool be_starved;		/* not even the server holds one piece */
+	int64_t guard_ns;		/* what the guard keeps of any job's slack
+					 * (the dynamic policy's guard) */
+};
+
+/* The plan of one disk with model m (tier and the pool's block size give
+ * its best-effort piece) serving tasks.  -EBUSY when the tasks are not
+ * schedulable (ret->reason-less: call cw_admit_test for the reason),
+ * -EINVAL, -ERANGE, -ENOMEM. */
+int cw_admit_disk_plan(const struct cw_admit_plan_opts *opts, const struct cw_model *m,
+		       enum cw_tier tier, uint64_t pool_block_bytes, const struct cw_task *tasks,
+		       size_t n_tasks, struct cw_disk_plan *ret_plan);
+
+/* The plan as one JSON object (no trailing newline), the form `cwsim plan`
+ * and `cwctl disk plan --json` print: -ENOSPC if buf is too small. */
+int cw_disk_plan_format_json(const struct cw_disk_plan *p, const char *disk_name, char *buf,
+			     size_t len);
+
+/* ---- the state ----------------------------------------------------------- */
+
+/* One disk's share of a reservation. */
+struct cw_admit_resv_part {
+	uint32_t disk_id;
+	struct cw_task task;		/* times on the state's clock */
+	uint64_t requests;
+	uint64_t stride;
+};
+
+struct cw_admit_resv {
+	uint64_t id;			/* the pool's id; 0 for one not stored */
+	uint64_t stream;		/* unique in this state, never reused: a scheduler's stream id */
+	bool persistent;		/* stored in the pool; else the daemon's, for its lifetime */
+	char part[CW_NAME_MAX + 1];
+	uint64_t part_id;
+	char export_name[CW_NAME_MAX + 1];	/* not stored: the export it was given for */
+	uint64_t rate_bps;
+	uint64_t block_bytes;
+	uint64_t range_start_bytes, range_end_bytes;	/* [start, end) of the partition */
+	int64_t span_start_ns, span_end_ns;	/* the state's clock; 0, 0: always; end 0: open */
+	int64_t period_ns;		/* b/B */
+	size_t n_parts;
+	struct cw_admit_resv_part *parts;
+};
+
+/* What a refused operation says: one line, and the facts behind it. */
+struct cw_admit_refusal {
+	uint32_t disk_id;		/* 0: not a disk's refusal */
+	char disk[CW_NAME_MAX + 1];
+	uint64_t resv_id;		/* model change: the stream that would fail (0: the new one) */
+	struct cw_admit_part part;	/* the refused part (task and test result) */
+	char reason[CW_ADMIT_REASON_MAX + 192];
+};
+
+/* Disks whose plan changed, by id. */
+struct cw_admit_changes {
+	uint64_t bits[(CW_DISKS_MAX + 64) / 64];
+};
+
+static inline bool cw_admit_changes_has(const struct cw_admit_changes *c, uint32_t disk_id)
+{
+	return disk_id <= CW_DISKS_MAX && (c->bits[disk_id / 64] >> (disk_id % 64) & 1);
+}
+
+enum cw_admit_event_kind {
+	CW_ADMIT_EV_PLAN,		/* disk's plan changed: plan, model */
+	CW_ADMIT_EV_RESV_ADDED,		/* resv joined; told before the disks' PLAN events */
+	CW_ADMIT_EV_RESV_RELEASED,	/* resv leaves; freed when the call returns */
+	CW_ADMIT_EV_BE_SET,		/* an export's best-effort QoS is be (new or changed) */
+	CW_ADMIT_EV_BE_CLEARED,		/* be leaves; freed when the call returns */
+};
+
+struct cw_admit_event {
+	enum cw_admit_event_kind kind;
+	uint32_t disk_id;
+	const struct cw_disk_plan *plan;
+	const struct cw_model *model;
+	const struct cw_admit_resv *resv;
+	const struct cw_admit_be *be;
+};
+
+typedef void (*cw_admit_listener_fn)(void *userdata, const struct cw_admit_event *ev);
+
+/* Where a disk's model came from, in rising rank: a stored one outranks
+ * the configuration's, which outranks the tier's preset. */
+enum cw_admit_model_source {
+	CW_ADMIT_MODEL_PRESET = 0,
+	CW_ADMIT_MODEL_CONFIG,
+	CW_ADMIT_MODEL_STORED,		/* in the pool, set by hand */
+	CW_ADMIT_MODEL_CALIBRATED,	/* in the pool, measured */
+};
+
+const char *cw_admit_model_source_name(enum cw_admit_model_source s);
+
+struct cw_admit_state_opts {
+	size_t size;			/* sizeof(struct cw_admit_state_opts) */
+	struct cw_admit_plan_opts plan;
+	uint32_t preset_margin_ppm;	/* added to tier presets; default 0 */
+	int64_t (*clock_ns)(void);	/* default cw_now_ns (CLOCK_MONOTONIC) */
+	int64_t (*wall_ns)(void);	/* stored times; default CLOCK_REALTIME */
+	cw_admit_listener_fn listener;	/* may be NULL */
+	void *listener_data;
+};
+
+void cw_admit_state_opts_init(struct cw_admit_state_opts *opts);
+
+struct cw_admit_state;
+
+/* Builds the state of pool: every disk's model (stored, else its tier's
+ * preset), every stored reservation booked exactly as it was admitted.
+ * No events are sent for what it loads.  The pool must outlive the state.
+ * -errno, with the pool's reason in cw_pool_last_error() where it has one. */
+int cw_admit_state_new(struct cw_pool *pool, const struct cw_admit_state_opts *opts,
+		       struct cw_admit_state **ret_state);
+void cw_admit_state_free(struct cw_admit_state *st);	/* NULL-safe */
+
+/* Sets the listener after creation (the data path exists only later). */
+void cw_admit_state_set_listener(struct cw_admit_state *st, cw_admit_listener_fn fn,
+				 void *userdata);
+
+/* A reservation request: the paper's QoS over a partition. */
+struct cw_admit_request {
+	const char *part;		/* partition name */
+	uint64_t rate_bps;
+	uint64_t block_bytes;
+	uint64_t range_start_bytes;
+	uint64_t range_end_bytes;	/* 0: the partition's end */
+	int64_t start_in_ns;		/* the span starts this long from now (0 with duration 0: always) */
+	int64_t duration_ns;		/* 0: open */
+	bool persistent;		/* store it in the pool (else: the daemon's lifetime) */
+	const char *export_name;	/* not persistent: which export it is for */
+	bool dry_run;			/* plan and test, change nothing */
+};
+
+/* Admits a reservation: 0 with *ret_resv (NULL on a dry run), or -EBUSY
+ * with the refusal (when the tests refuse), -ENOENT (no such partition),
+ * -EINVAL/-ERANGE (bad request: refusal.reason says what), -ENODEV (the
+ * range lies on a missing disk), -ENOSPC (too many), -errno from the
+ * pool.  ret_changes and ret_refusal may be NULL. */
+int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
+			   const struct cw_admit_resv **ret_resv,
+			   struct cw_admit_refusal *ret_refusal,
+			   struct cw_admit_changes *ret_changes);
+
+/* Releases a reservation by id (stored ones) — -ENOENT, or the pool's
+ * -EBUSY while an export is bound to it. */
+int cw_admit_state_release(struct cw_admit_state *st, uint64_t id,
+			   struct cw_admit_changes *ret_changes);
+
+/* Makes m disk_id's model if source ranks at least as high as the one it
+ * has (a stored or calibrated model is written to the pool first).  Every
+ * stream the disk carries is admitted again with the new model's service
+ * times; if one no longer fits, nothing changes and -EBUSY says which
+ * (ret_refusal->resv_id).  A lower-ranked source is ignored: 0 and
+ * *ret_taken false.  ret_taken, ret_refusal, ret_changes may be NULL. */
+int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t disk_id,
+			     const struct cw_model *m, enum cw_admit_model_source source,
+			     bool *ret_taken, struct cw_admit_refusal *ret_refusal,
+			     struct cw_admit_changes *ret_changes);
+int cw_admit_state_get_model(struct cw_admit_state *st, uint32_t disk_id,
+			     struct cw_model *ret_model, enum cw_admit_model_source *ret_source);
+
+/* The pool took a disk (cw_disk_add): it gets its tier's preset and an
+ * empty plan.  -ENOENT if the pool does not know it. */
+int cw_admit_state_disk_add(struct cw_admit_state *st, uint32_t disk_id,
+			    struct cw_admit_changes *ret_changes);
+/* Before the pool lets a disk go: -EBUSY (reason in ret_refusal) while a
+ * reservation has a part on it; else it is forgotten. */
+int cw_admit_state_disk_remove(struct cw_admit_state *st, uint32_t disk_id,
+			       struct cw_admit_refusal *ret_refusal);
+
+/* A disk's plan now; -ENOENT for a disk the state does not know. */
+int cw_admit_state_plan(struct cw_admit_state *st, uint32_t disk_id,
+			struct cw_disk_plan *ret_plan);
+
+/* The reservations in admission order (not thread-safe: the changing
+ * thread's view); NULL past the end. */
+const struct cw_admit_resv *cw_admit_state_resv_at(const struct cw_admit_state *st, size_t i);
+const struct cw_admit_resv *cw_admit_state_resv_find(const struct cw_admit_state *st,
+						     uint64_t id);
+/* Parts of reservations on a disk: how many streams it carries. */
+size_t cw_admit_state_disk_streams(const struct cw_admit_state *st, uint32_t disk_id);
+
+/* A thread-safe snapshot of the reservations: malloc'ed copies, freed
+ * with cw_admit_resv_list_free(). */
+int cw_admit_state_resv_list(struct cw_admit_state *st, struct cw_admit_resv **ret,
+			     size_t *ret_n);
+void cw_admit_resv_list_free(struct cw_admit_resv *list, size_t n);	/* NULL-safe */
+
+/* ---- best effort between exports ---------------------------------------
+ *
+ * An export's QoS (struct cw_be_qos) becomes one RBFQ client per disk its
+ * partition has blocks on (struct cw_sched_client): a rate is a share of
+ * that disk's time, the rate times the part of the partition's blocks on
+ * the disk, in requests that each cost the model's mean service
+ * (cw_model_mean_ns) — a rate in bytes per second in requests of the
+ * disk's best-effort piece, one in iops in CW_ADMIT_BE_IOPS_BYTES.  The
+ * reservations on a disk must fit in what its streams leave
+ * (cw_sched_be_capacity of its admitted tasks; cw_sched_resv_admit), and
+ * a stream is refused when it would leave less than they reserve. */
+
+#define CW_ADMIT_BE_IOPS_BYTES 4096
+
+struct cw_admit_be_part {
+	uint32_t disk_id;
+	struct cw_sched_client client;	/* its share of this disk */
+	uint32_t share_ppm;		/* of the partition's blocks on the disk */
+};
+
+struct cw_admit_be {
+	char export_name[CW_NAME_MAX + 1];
+	char part[CW_NAME_MAX + 1];
+	uint64_t part_id;
+	bool persistent;		/* stored in the pool */
+	struct cw_be_qos qos;
+	size_t n_parts;
+	struct cw_admit_be_part *parts;
+};
+
+struct cw_admit_be_request {
+	const char *export_name;
+	const char *part;		/* the partition the export serves */
+	struct cw_be_qos qos;		/* weight 0: 1 */
+	bool persistent;		/* store it in the pool */
+	bool dry_run;			/* check, change nothing */
+};
+
+/* Sets (or replaces) an export's QoS: 0 with *ret_be (NULL on a dry run),
+ * -EBUSY when a reservation does not fit on a disk (ret_refusal says the
+ * disk, what it has and what fits), -EINVAL for a bad QoS (weight out of
+ * range, a limit below the reservation, a rate beyond a whole disk:
+ * ret_refusal->reason), -ENOENT (no such partition), -errno from the
+ * pool.  ret_be and ret_refusal may be NULL. */
+int cw_admit_state_be_set(struct cw_admit_state *st, const struct cw_admit_be_request *req,
+			  const struct cw_admit_be **ret_be, struct cw_admit_refusal *ret_refusal);
+/* Drops an export's QoS (and its stored copy): -ENOENT if it has none. */
+int cw_admit_state_be_clear(struct cw_admit_state *st, const char *export_name);
+/* By export name, or the i-th (NULL past the end); the changing thread's
+ * view, valid until the next change. */
+const struct cw_admit_be *cw_admit_state_be_find(const struct cw_admit_state *st,
+						 const char *export_name);
+const struct cw_admit_be *cw_admit_state_be_at(const struct cw_admit_state *st, size_t i);
+
+/* The pure step: an export's QoS on one disk whose model is m, with
+ * share_ppm of the partition's blocks and best-effort pieces of
+ * piece_bytes.  0, -EINVAL (bad QoS) or -ERANGE (more than the disk). */
+int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64_t piece_bytes,
+		       uint32_t share_ppm, struct cw_sched_client *ret_client);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

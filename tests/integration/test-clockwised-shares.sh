@@ -1,0 +1,113 @@
+#!/bin/bash
+# Description: best effort between exports with real clients: three fio
+# clients saturate one disk through three exports; with weights 1:4 set by
+# `cwctl export qos` while the daemon runs, the heavier export gets more
+# than twice the other's bytes, and an export limited to 2MB/s stays under
+# its limit, where under be_order = "fifo" the weights do nothing.  Bad QoS
+# is refused with a clear message and changes nothing.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+. "$top_srcdir/tests/integration/clockwised-lib.sh"
+requires fio jq
+fio --enghelp 2>/dev/null | grep -qw nbd || { echo "SKIP: fio lacks the nbd engine"; exit 77; }
+cwctl() { "$top_builddir/tools/cwctl" --socket "$cw_tmp/control" "$@"; }
+
+check "pool" cwd_pool 320M a
+for p in light heavy capped; do
+	check "partition $p" cwd_part "$p" 96M single
+done
+
+# Three clients at once for SECS seconds, 256 KiB random reads (the HDD's
+# best-effort piece, so a rate limit is exact in bytes), 32 in flight
+# each; writes "name bytes" per export to $1.
+SECS=4
+run3() {
+	local p args=()
+	for p in light heavy capped; do
+		args+=(--name="$p" --uri="$(cwd_uri "$p")")
+	done
+	env -C "$cw_tmp" fio --ioengine=nbd --rw=randread --bs=256k --iodepth=32 --size=96M \
+		--time_based --runtime="$SECS" --output-format=terse --terse-version=3 \
+		"${args[@]}" >"$1.terse" || return 1
+	# name, bytes read, runtime in ms
+	awk -F';' '{ printf "%s %.0f %d\n", $3, $6 * 1024, $9 }' "$1.terse" >"$1"
+}
+ms_of() { awk -v n="$1" '$1 == n { print $3 }' "$2"; }
+qos_weight() { [ "$(cwctl --json export qos "$1" | jq -r .weight)" = "$2" ]; }
+set_qos() {
+	cwctl export qos light --weight 1 >/dev/null &&
+	cwctl export qos heavy --weight 4 >/dev/null &&
+	cwctl export qos capped --weight 4 --limit 2MB/s >/dev/null
+}
+listed() {
+	[ "$(cwctl --json export list |
+	     jq -c '[.[] | [.name, .qos.weight, (.qos.reserve.bytes_per_s // 0)]]')" = \
+	  '[["capped",4,0],["heavy",4,0],["light",1,4000000]]' ]
+}
+bytes_of() { awk -v n="$1" '$1 == n { print $2 }' "$2"; }
+
+# Few requests in flight on the disk, so that most wait in its order.
+for order in fifo rbfq; do
+	cwd_conf "be_order = \"$order\"; queue_depth = 2;"
+	check "$order: start" cwd_start
+	if [ $order = fifo ]; then
+		# data on the disk, so that reads are real reads
+		for p in light heavy capped; do
+			check "fill $p" env -C "$cw_tmp" fio --name=fill --ioengine=nbd \
+				--uri="$(cwd_uri "$p")" --rw=write --bs=1M --size=96M --output=/dev/null
+		done
+	fi
+	check "$order: weights and a limit" set_qos
+	check "$order: three clients" run3 "$cw_tmp/$order.out"
+	cat "$cw_tmp/$order.out"
+	light=$(bytes_of light "$cw_tmp/$order.out")
+	heavy=$(bytes_of heavy "$cw_tmp/$order.out")
+	capped=$(bytes_of capped "$cw_tmp/$order.out")
+	echo "$order: light=$light heavy=$heavy capped=$capped"
+	if [ $order = rbfq ]; then
+		check "rbfq: weight 4 gets more than twice weight 1" test $((heavy)) -gt $((2 * light))
+		# 2 MB/s over its run, and what was in flight when it began
+		ms=$(ms_of capped "$cw_tmp/$order.out")
+		echo "capped: $((capped * 1000 / ms)) bytes/s over $ms ms"
+		check "rbfq: the limit holds" \
+			test $((capped)) -le $((2000000 * ms / 1000 * 102 / 100 + 262144 * 33))
+		check "rbfq: the others use what the limit leaves" test $((light)) -gt $((capped))
+		fifo_heavy=$(bytes_of heavy "$cw_tmp/fifo.out")
+		fifo_light=$(bytes_of light "$cw_tmp/fifo.out")
+		echo "fifo heavy/light=$(awk -v h="$fifo_heavy" -v l="$fifo_light" 'BEGIN { printf "%.2f", h / l }')" \
+		     "rbfq heavy/light=$(awk -v h="$heavy" -v l="$light" 'BEGIN { printf "%.2f", h / l }')"
+	else
+		check "fifo: no weights (heavy within 1.6x of light)" \
+			test $((heavy * 10)) -lt $((light * 16))
+	fi
+	check "$order: stop" cwd_stop
+done
+
+# Bad input, on a running daemon; nothing changes.
+cwd_conf "queue_depth = 4;"
+check "start again" cwd_start
+check "QoS kept across the restart" qos_weight heavy 4
+out=$(cwctl export qos light --weight 0 2>&1); rc=$?
+check "weight 0 is a usage error" test $rc -eq 2
+check "  and says so" grep -q "expected a whole number from 1 to" <<<"$out"
+out=$(cwctl export qos light --reserve 2MB/s --limit 1MB/s 2>&1); rc=$?
+check "a limit below the reservation is refused" test $rc -eq 1
+check "  and says so" grep -q "limit is below the reservation" <<<"$out"
+out=$(cwctl export qos light --reserve 1GB/s 2>&1); rc=$?
+check "more than the disk is refused" test $rc -eq 1
+check "  and says so" grep -q "more than the whole disk" <<<"$out"
+check "a reservation that fits" cwctl export qos light --reserve 4MB/s
+# light's 4MB/s takes this share of the disk; ask for what leaves 5% less
+# than the rest (and less than the whole disk)
+share=$(cwctl --json export qos light | jq '.disks[0].reserve_share')
+want=$(awk -v s="$share" 'BEGIN { printf "%.0f", 4000000 * (1.05 - s) / s }')
+echo "light's share $share; asking $want bytes/s for heavy"
+out=$(cwctl export qos heavy --reserve "$want" 2>&1); rc=$?
+check "one that does not fit beside it is refused" test $rc -eq 1
+check "  with what fits" grep -q "at most .* fits" <<<"$out"
+echo "$out"
+fits=$(sed -n 's/.*at most \([^ ]*\) fits.*/\1/p' <<<"$out")
+check "  and what fits does (dry run)" cwctl export qos heavy --reserve "$fits" --dry-run
+expect_fail "unknown export" cwctl export qos nosuch --weight 2
+check "nothing else changed" listed
+check "clear" cwctl export qos light --clear
+check "stop" cwd_stop

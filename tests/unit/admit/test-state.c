@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Description: the admission state of a pool (clockwise/admit-state.h) on
+ * a real pool database: reservations admitted on every disk or none,
+ * stored before memory changes, released, reloaded exactly; each disk's
+ * plan recomputed and announced once per changed disk; models changed with
+ * every stream admitted again or the change refused; disks added and
+ * removed; the pure plan function's guard and server.
+ */
+#include "config.h"
+
+#include <clockwise/admit-state.h>
+#include <clockwise/units.h>
+#include <clockwise/pool-objects.h>
+
+#include "common/util.h"
+#include "layout/pooltest.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+static struct tp T;
+
+/* The events the listener saw. */
+struct seen {
+	int plans[CW_DISKS_MAX + 1];
+	int added, released;
+	int be_set, be_cleared;
+	int order_ok;		/* RESV_ADDED came before the PLAN events */
+	struct cw_disk_plan last[CW_DISKS_MAX + 1];
+};
+
+static void listener(void *ud, const struct cw_admit_event *ev)
+{
+	struct seen *s = ud;
+
+	switch (ev->kind) {
+	case CW_ADMIT_EV_PLAN:
+		s->plans[ev->disk_id]++;
+		s->last[ev->disk_id] = *ev->plan;
+		CU_ASSERT(ev->model != NULL);
+		break;
+	case CW_ADMIT_EV_RESV_ADDED:
+		s->added++;
+		s->order_ok = 1;
+		for (size_t i = 0; i <= CW_DISKS_MAX; i++)
+			s->order_ok &= s->plans[i] == 0;
+		break;
+	case CW_ADMIT_EV_RESV_RELEASED:
+		s->released++;
+		CU_ASSERT(ev->resv != NULL);
+		break;
+	case CW_ADMIT_EV_BE_SET:
+	case CW_ADMIT_EV_BE_CLEARED:
+		CU_ASSERT(ev->be != NULL);
+		(*(ev->kind == CW_ADMIT_EV_BE_SET ? &s->be_set : &s->be_cleared))++;
+		break;
+	}
+}
+
+/* A pool of two 1 GiB HDD files with a striped 256 MiB partition. */
+static void setup(void)
+{
+	const uint64_t n[2] = { 1024, 1024 };
+	struct cw_part *p;
+
+	tp_pool(&T, 0, 2, n, NULL);
+	CU_ASSERT_FATAL(cw_part_create(T.pool, "media", 256 * MIB, NULL, &p) == 0);
+}
+
+static struct cw_admit_state *state(struct seen *s)
+{
+	struct cw_admit_state_opts o;
+	struct cw_admit_state *st;
+
+	cw_admit_state_opts_init(&o);
+	o.listener = s ? listener : NULL;
+	o.listener_data = s;
+	CU_ASSERT_FATAL(cw_admit_state_new(T.pool, &o, &st) == 0);
+	return st;
+}
+
+static struct cw_admit_request req(uint64_t rate)
+{
+	return (struct cw_admit_request){ .part = "media", .rate_bps = rate, .block_bytes = MIB,
+					  .persistent = true };
+}
+
+static size_t stored(void)
+{
+	struct cw_resv_rec *v;
+	size_t n;
+
+	CU_ASSERT_FATAL(cw_resv_list(T.pool, &v, &n) == 0);
+	cw_resv_list_free(v, n);
+	return n;
+}
+
+static struct cw_admit_be_request be_req(const char *export_name, uint64_t reserve,
+				       uint32_t weight, uint64_t limit)
+{
+	return (struct cw_admit_be_request){
+		.export_name = export_name, .part = "media", .persistent = true,
+		.qos = { .reserve = reserve, .weight = weight, .limit = limit },
+	};
+}
+
+/* Exports' best-effort QoS: admitted against each disk's best-effort
+ * capacity, refused with what fits, kept by streams, stored and reloaded. */
+static void test_be_qos(void)
+{
+	struct seen s = { 0 };
+	struct cw_admit_state *st, *st2;
+	const struct cw_admit_be *be;
+	struct cw_admit_be_request rq = be_req("media", 2 * 1000 * 1000, 2, 10 * 1000 * 1000);
+	struct cw_admit_refusal ref;
+	struct cw_be_qos_rec *recs;
+	struct cw_part *p;
+	uint64_t fits, lo, hi;
+	const char *at;
+	bool iops;
+	size_t n;
+
+	setup();
+	st = state(&s);
+	CU_ASSERT_FATAL(cw_admit_state_be_set(st, &rq, &be, &ref) == 0);
+	CU_ASSERT_EQUAL(s.be_set, 1);
+	CU_ASSERT_EQUAL_FATAL(be->n_parts, 2);
+	for (size_t i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(be->parts[i].share_ppm, 500000);	/* striped over two */
+		CU_ASSERT_EQUAL(be->parts[i].client.weight, 2);
+		CU_ASSERT(be->parts[i].client.resv_ppm > 0);
+		/* five times the rate: five times the share, give or take rounding */
+		CU_ASSERT(be->parts[i].client.limit_ppm >= 5 * be->parts[i].client.resv_ppm - 5);
+		CU_ASSERT(be->parts[i].client.limit_ppm <= 5 * be->parts[i].client.resv_ppm);
+	}
+	CU_ASSERT_FATAL(cw_be_qos_list(T.pool, &recs, &n) == 0);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_STRING_EQUAL(recs[0].export_name, "media");
+	CU_ASSERT_EQUAL(recs[0].qos.limit, 10 * 1000 * 1000);
+	free(recs);
+	/* The partition is held while its QoS is stored. */
+	CU_ASSERT_FATAL(cw_part_lookup(T.pool, "media", &p) == 0);
+	CU_ASSERT_EQUAL(cw_part_delete(p), -EBUSY);
+
+	/* Bad QoS: nothing changes. */
+	rq = be_req("b", 2 * 1000 * 1000, 1, 1000 * 1000);
+	CU_ASSERT_EQUAL(cw_admit_state_be_set(st, &rq, NULL, &ref), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ref.reason, "limit is below the reservation"));
+	rq = be_req("b", 0, CW_BE_WEIGHT_MAX + 1, 0);
+	CU_ASSERT_EQUAL(cw_admit_state_be_set(st, &rq, NULL, &ref), -EINVAL);
+	rq = be_req("b", UINT64_C(1) << 40, 1, 0);
+	CU_ASSERT_EQUAL(cw_admit_state_be_set(st, &rq, NULL, &ref), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ref.reason, "more than the whole disk"));
+	rq = be_req("b", 1, 1, 0);
+	rq.part = "none";
+	CU_ASSERT_EQUAL(cw_admit_state_be_set(st, &rq, NULL, &ref), -ENOENT);
+	CU_ASSERT_EQUAL(s.be_set, 1);
+
+	/* The largest reservation that does not fit beside media's: found by
+	 * bisection on dry runs; the refusal names what fits, and that does. */
+	lo = 1, hi = UINT64_C(1) << 40;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		int r;
+
+		rq = be_req("b", mid, 1, 0);
+		rq.dry_run = true;
+		r = cw_admit_state_be_set(st, &rq, NULL, &ref);
+		CU_ASSERT_FATAL(r == 0 || r == -EBUSY || r == -EINVAL);
+		if (r == 0)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	rq = be_req("b", hi, 1, 0);
+	CU_ASSERT_EQUAL_FATAL(cw_admit_state_be_set(st, &rq, NULL, &ref), -EBUSY);
+	CU_ASSERT(ref.disk_id == 1 || ref.disk_id == 2);
+	at = strstr(ref.reason, "at most ");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	CU_ASSERT_FATAL(cw_units_parse_iorate(strndupa(at + 8, strcspn(at + 8, " ")), &fits,
+					      &iops) == 0);
+	CU_ASSERT_FALSE(iops);
+	/* the figure is rounded to one decimal place for people */
+	CU_ASSERT(fits <= lo + lo / 100 && fits + lo / 100 >= lo);
+	rq = be_req("b", lo, 1, 0);
+	CU_ASSERT_EQUAL_FATAL(cw_admit_state_be_set(st, &rq, NULL, &ref), 0);
+	CU_ASSERT_EQUAL(s.be_set, 2);
+
+	/* A stream that would take their room is refused. */
+	{
+		struct cw_admit_request r = req(4 * MIB);
+
+		CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &r, NULL, &ref, NULL), -EBUSY);
+		CU_ASSERT_PTR_NOT_NULL(strstr(ref.reason, "exports reserve"));
+		CU_ASSERT_EQUAL(stored(), 0);
+	}
+
+	/* Reloaded as stored. */
+	st2 = state(NULL);
+	be = cw_admit_state_be_find(st2, "media");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(be);
+	CU_ASSERT_EQUAL(be->qos.weight, 2);
+	CU_ASSERT_EQUAL(be->qos.reserve, 2 * 1000 * 1000);
+	CU_ASSERT_PTR_NOT_NULL(cw_admit_state_be_at(st2, 1));
+	CU_ASSERT_PTR_NULL(cw_admit_state_be_at(st2, 2));
+	cw_admit_state_free(st2);
+
+	CU_ASSERT_EQUAL(cw_admit_state_be_clear(st, "media"), 0);
+	CU_ASSERT_EQUAL(cw_admit_state_be_clear(st, "media"), -ENOENT);
+	CU_ASSERT_EQUAL(cw_admit_state_be_clear(st, "b"), 0);
+	CU_ASSERT_EQUAL(s.be_cleared, 2);
+	CU_ASSERT_FATAL(cw_be_qos_list(T.pool, &recs, &n) == 0);
+	CU_ASSERT_EQUAL(n, 0);
+	free(recs);
+	CU_ASSERT_EQUAL(cw_part_delete(p), 0);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+static void test_empty_plans(void)
+{
+	struct cw_admit_state *st;
+	struct cw_disk_plan p;
+
+	setup();
+	st = state(NULL);
+	for (uint32_t id = 1; id <= 2; id++) {
+		CU_ASSERT_FATAL(cw_admit_state_plan(st, id, &p) == 0);
+		CU_ASSERT_EQUAL(p.disk_id, id);
+		CU_ASSERT_EQUAL(p.n_tasks, 0);
+		CU_ASSERT_EQUAL(p.delta_l_ns, CW_ADMIT_NO_LIMIT);
+		CU_ASSERT_EQUAL(p.be_budget_ns, CW_ADMIT_NO_LIMIT);
+		CU_ASSERT_EQUAL(p.server_slice_ns, 0);
+		CU_ASSERT(p.be_max_ns > 0);
+		CU_ASSERT(p.be_reserve.service_ns == p.be_max_ns);
+	}
+	CU_ASSERT_EQUAL(cw_admit_state_plan(st, 3, &p), -ENOENT);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+static void test_reserve_release(void)
+{
+	struct seen s = { 0 };
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(4 * MIB);
+	struct cw_admit_changes ch = { 0 };
+	struct cw_disk_plan p;
+	uint64_t id;
+
+	setup();
+	st = state(&s);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, &ch) == 0);
+	CU_ASSERT_FATAL(rv != NULL);
+	CU_ASSERT(rv->id > 0);
+	CU_ASSERT(rv->persistent);
+	CU_ASSERT(rv->stream > 0);
+	CU_ASSERT_EQUAL(rv->n_parts, 2);
+	CU_ASSERT_EQUAL(rv->range_end_bytes, 256 * MIB);
+	CU_ASSERT_EQUAL(s.added, 1);
+	CU_ASSERT(s.order_ok);
+	CU_ASSERT_EQUAL(s.plans[1], 1);	/* one event per changed disk */
+	CU_ASSERT_EQUAL(s.plans[2], 1);
+	CU_ASSERT(cw_admit_changes_has(&ch, 1) && cw_admit_changes_has(&ch, 2));
+	CU_ASSERT(!cw_admit_changes_has(&ch, 3));
+	CU_ASSERT_EQUAL(stored(), 1);
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, 1, &p) == 0);
+	CU_ASSERT_EQUAL(p.n_tasks, 1);
+	CU_ASSERT(p.delta_l_ns > 0 && p.delta_l_ns != CW_ADMIT_NO_LIMIT);
+	CU_ASSERT(p.be_budget_ns < p.delta_l_ns);
+	CU_ASSERT(memcmp(&p, &s.last[1], sizeof(p)) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_disk_streams(st, 1), 1);
+	CU_ASSERT(cw_admit_state_resv_find(st, rv->id) == rv);
+
+	id = rv->id;
+	memset(&ch, 0, sizeof(ch));
+	CU_ASSERT_EQUAL(cw_admit_state_release(st, id + 100, &ch), -ENOENT);
+	CU_ASSERT_FATAL(cw_admit_state_release(st, id, &ch) == 0);
+	CU_ASSERT_EQUAL(s.released, 1);
+	CU_ASSERT_EQUAL(s.plans[1], 2);
+	CU_ASSERT(cw_admit_changes_has(&ch, 2));
+	CU_ASSERT_EQUAL(stored(), 0);
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, 1, &p) == 0);
+	CU_ASSERT_EQUAL(p.n_tasks, 0);
+	CU_ASSERT(cw_admit_state_resv_at(st, 0) == NULL);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+/* A refusal changes nothing anywhere and says which disk. */
+static void test_refused(void)
+{
+	struct seen s = { 0 };
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv = (void *)1;
+	struct cw_admit_request rq = req(4000 * MIB);
+	struct cw_admit_refusal ref;
+
+	setup();
+	st = state(&s);
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -EBUSY);
+	CU_ASSERT(rv == NULL);
+	CU_ASSERT(ref.disk_id == 1 || ref.disk_id == 2);
+	CU_ASSERT(strstr(ref.reason, "refused on disk") != NULL);
+	CU_ASSERT(ref.part.task.service_ns > ref.part.task.period_ns);
+	CU_ASSERT_EQUAL(s.added + s.plans[1] + s.plans[2], 0);
+	CU_ASSERT_EQUAL(stored(), 0);
+
+	rq = req(4 * MIB);
+	rq.range_end_bytes = 512 * MIB;	/* past the partition */
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -EINVAL);
+	CU_ASSERT(strstr(ref.reason, "not inside") != NULL);
+	rq = req(4 * MIB);
+	rq.part = "nope";
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -ENOENT);
+
+	/* A dry run admits and keeps nothing. */
+	rq = req(4 * MIB);
+	rq.dry_run = true;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), 0);
+	CU_ASSERT(rv == NULL);
+	CU_ASSERT_EQUAL(stored(), 0);
+	CU_ASSERT_EQUAL(s.added + s.plans[1], 0);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+/* Reservations fill a disk until one is refused; a reload books the stored
+ * ones exactly as admitted; a start-up one is never stored. */
+static void test_fill_and_reload(void)
+{
+	struct cw_admit_state *st, *st2;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(8 * MIB);
+	struct cw_disk_plan a, b;
+	size_t n = 0;
+	int r;
+
+	setup();
+	st = state(NULL);
+	while ((r = cw_admit_state_reserve(st, &rq, &rv, NULL, NULL)) == 0)
+		n++;
+	CU_ASSERT_EQUAL(r, -EBUSY);
+	CU_ASSERT(n >= 2);
+	CU_ASSERT_EQUAL(stored(), n);
+	rq = req(64 << 10);
+	rq.persistent = false;
+	rq.export_name = "media";
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	CU_ASSERT_EQUAL(rv->id, 0);
+	CU_ASSERT_STRING_EQUAL(rv->export_name, "media");
+	CU_ASSERT_EQUAL(stored(), n);
+	CU_ASSERT_EQUAL(cw_admit_state_release(st, 0, NULL), -ENOENT);
+
+	st2 = state(NULL);
+	CU_ASSERT_EQUAL(cw_admit_state_disk_streams(st2, 1), n);
+	CU_ASSERT_EQUAL(cw_admit_state_disk_streams(st, 1), n + 1);
+	for (size_t i = 0; i < n; i++) {
+		const struct cw_admit_resv *x = cw_admit_state_resv_at(st, i);
+		const struct cw_admit_resv *y = cw_admit_state_resv_at(st2, i);
+
+		CU_ASSERT_FATAL(x && y);
+		CU_ASSERT_EQUAL(x->id, y->id);
+		CU_ASSERT_EQUAL(x->n_parts, y->n_parts);
+		CU_ASSERT(memcmp(x->parts, y->parts, x->n_parts * sizeof(*x->parts)) == 0);
+	}
+	/* Without the start-up stream the plans are those of the stored ones. */
+	cw_admit_state_free(st);
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, 1, &a) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_plan(st2, 1, &b) == 0);
+	CU_ASSERT(memcmp(&a, &b, sizeof(a)) == 0);
+	cw_admit_state_free(st);
+	cw_admit_state_free(st2);
+	tp_fini(&T);
+}
+
+/* A new model admits every stream again: a faster one is taken and stored
+ * with the new service times; one that leaves a stream unguaranteed is
+ * refused, naming it, and nothing changes. */
+static void test_set_model(void)
+{
+	struct seen s = { 0 };
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(16 * MIB);
+	struct cw_admit_refusal ref;
+	struct cw_model fast, slow, cur;
+	enum cw_admit_model_source src;
+	struct cw_resv_rec *v;
+	int64_t c0;
+	size_t n;
+	bool taken;
+
+	setup();
+	st = state(&s);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	c0 = rv->parts[0].task.service_ns;
+	CU_ASSERT_FATAL(cw_admit_state_get_model(st, 1, &cur, &src) == 0);
+	CU_ASSERT_EQUAL(src, CW_ADMIT_MODEL_PRESET);
+
+	fast = cur;
+	fast.overhead_ns /= 2;
+	CU_ASSERT_FATAL(cw_admit_state_set_model(st, 1, &fast, CW_ADMIT_MODEL_CALIBRATED, &taken,
+						 &ref, NULL) == 0);
+	CU_ASSERT(taken);
+	CU_ASSERT(rv->parts[0].task.service_ns < c0);
+	CU_ASSERT_FATAL(cw_resv_list(T.pool, &v, &n) == 0);
+	CU_ASSERT_EQUAL(v[0].disks[0].service_ns, rv->parts[0].task.service_ns);
+	cw_resv_list_free(v, n);
+
+	/* A lower rank is ignored. */
+	CU_ASSERT_FATAL(cw_admit_state_set_model(st, 1, &cur, CW_ADMIT_MODEL_CONFIG, &taken, NULL,
+						 NULL) == 0);
+	CU_ASSERT(!taken);
+
+	slow = cur;
+	for (unsigned z = 0; z < slow.n_zones; z++)
+		slow.zone[z].rate_bps /= 200;
+	c0 = rv->parts[0].task.service_ns;
+	CU_ASSERT_EQUAL(cw_admit_state_set_model(st, 1, &slow, CW_ADMIT_MODEL_CALIBRATED, &taken,
+						 &ref, NULL), -EBUSY);
+	CU_ASSERT(!taken);
+	CU_ASSERT_EQUAL(ref.resv_id, rv->id);
+	CU_ASSERT(strstr(ref.reason, "no longer be guaranteed") != NULL);
+	CU_ASSERT_EQUAL(rv->parts[0].task.service_ns, c0);
+	CU_ASSERT_FATAL(cw_admit_state_get_model(st, 1, &cur, &src) == 0);
+	CU_ASSERT_EQUAL(src, CW_ADMIT_MODEL_CALIBRATED);
+	CU_ASSERT_EQUAL(cur.overhead_ns, fast.overhead_ns);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+static void test_disks(void)
+{
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(4 * MIB);
+	struct cw_admit_refusal ref;
+	struct cw_admit_changes ch = { 0 };
+	struct cw_disk_plan p;
+	char path[160];
+	uint32_t id;
+
+	setup();
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_disk_remove(st, 1, &ref), -EBUSY);
+	CU_ASSERT(strstr(ref.reason, "serves reservation") != NULL);
+	tp_path(&T, "d3.img", path, sizeof(path));
+	tp_file(path, 1024 * CW_BLOCK_SIZE_DEFAULT);
+	CU_ASSERT_FATAL(cw_disk_add(T.pool, path, CW_TIER_SSD, NULL, &id) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_plan(st, id, &p), -ENOENT);
+	CU_ASSERT_FATAL(cw_admit_state_disk_add(st, id, &ch) == 0);
+	CU_ASSERT(cw_admit_changes_has(&ch, id));
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, id, &p) == 0);
+	CU_ASSERT_EQUAL(p.be_piece_bytes, CW_BLOCK_SIZE_DEFAULT);	/* an SSD: whole blocks */
+	CU_ASSERT_EQUAL(cw_admit_state_disk_remove(st, id, &ref), 0);
+	CU_ASSERT_EQUAL(cw_admit_state_plan(st, id, &p), -ENOENT);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+/* The pure plan: the guard, the server, the JSON form. */
+static void test_disk_plan(void)
+{
+	struct cw_admit_plan_opts o, paper;
+	struct cw_admit_result r;
+	struct cw_disk_plan p, q;
+	struct cw_model m;
+	struct cw_task t[2] = { { 100 * CW_NS_PER_MS, 20 * CW_NS_PER_MS, 0, 0 },
+				{ 200 * CW_NS_PER_MS, 30 * CW_NS_PER_MS, 0, 0 } };
+	char buf[1024];
+
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+	cw_admit_plan_opts_init(&o);
+	cw_admit_plan_opts_paper(&paper);
+	CU_ASSERT_FATAL(cw_admit_test(t, 2, &r) == 0 && r.schedulable);
+	CU_ASSERT_FATAL(cw_admit_disk_plan(&o, &m, CW_TIER_HDD, MIB, t, 2, &p) == 0);
+	CU_ASSERT_EQUAL(p.delta_l_ns, r.delta_l_ns);
+	CU_ASSERT_EQUAL(p.be_budget_ns,
+			r.delta_l_ns - CW_MAX(CW_ADMIT_GUARD_MIN_NS, r.delta_l_ns / 4));
+	CU_ASSERT_EQUAL(p.be_piece_bytes, CW_ADMIT_BE_PIECE_HDD);
+	CU_ASSERT_FATAL(cw_admit_disk_plan(&paper, &m, CW_TIER_HDD, MIB, t, 2, &q) == 0);
+	CU_ASSERT_EQUAL(q.be_budget_ns, r.delta_l_ns);
+	CU_ASSERT_EQUAL(q.be_reserve.service_ns, 0);
+
+	/* ΔL = 0: the server carries best effort, and it fits. */
+	t[0] = (struct cw_task){ 10 * CW_NS_PER_MS, 5 * CW_NS_PER_MS, 0, 0 };
+	t[1] = (struct cw_task){ 10 * CW_NS_PER_MS, 4 * CW_NS_PER_MS, 0, 0 };
+	CU_ASSERT_FATAL(cw_admit_disk_plan(&o, &m, CW_TIER_HDD, MIB, t, 2, &p) == 0);
+	CU_ASSERT(p.be_budget_ns < p.be_max_ns);
+	CU_ASSERT(p.server_slice_ns > 0);
+	CU_ASSERT_EQUAL(p.server_period_ns, p.be_reserve.period_ns);
+	CU_ASSERT(p.server_slice_ns >= p.be_max_ns || p.be_starved);
+	t[1].service_ns = 6 * CW_NS_PER_MS;	/* U > 1 */
+	CU_ASSERT_EQUAL(cw_admit_disk_plan(&o, &m, CW_TIER_HDD, MIB, t, 2, &p), -EBUSY);
+
+	CU_ASSERT_FATAL(cw_admit_disk_plan(&o, &m, CW_TIER_HDD, MIB, NULL, 0, &p) == 0);
+	p.disk_id = 7;
+	CU_ASSERT(cw_disk_plan_format_json(&p, "hdd0", buf, sizeof(buf)) > 0);
+	CU_ASSERT(strstr(buf, "\"disk\": \"hdd0\", \"disk_id\": 7, \"tasks\": 0") != NULL);
+	CU_ASSERT(strstr(buf, "\"delta_l_ns\": null") != NULL);
+	CU_ASSERT_EQUAL(cw_disk_plan_format_json(&p, "hdd0", buf, 20), -ENOSPC);
+}
+
+int main(void)
+{
+	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
+
+	cwtest_add(s, "empty plans", test_empty_plans);
+	cwtest_add(s, "best-effort QoS between exports", test_be_qos);
+	cwtest_add(s, "reserve and release", test_reserve_release);
+	cwtest_add(s, "refusals change nothing", test_refused);
+	cwtest_add(s, "fill, reload, start-up streams", test_fill_and_reload);
+	cwtest_add(s, "models admit every stream again", test_set_model);
+	cwtest_add(s, "disks added and removed", test_disks);
+	cwtest_add(s, "a disk's plan", test_disk_plan);
+	return cwtest_run();
+}

@@ -1,0 +1,810 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Description: clockwised's data path (daemon/pool-backend.c) on a real
+ * pool of disk files on tmpfs (the memory I/O engine), served by the real
+ * NBD server and driven by libnbd.  A tap on the back end's request
+ * completion (pb->req_finish, which then completes the request as usual)
+ * shows each request's pieces as the dispatchers finished them.  Pieces
+ * follow the partition's map and end where a disk run ends, at the BE
+ * piece limit of an HDD for best effort and at the zero chunk for
+ * WRITE_ZEROES, and the data lands where the map says; SSD pieces spread
+ * over the disk's lanes; FUA adds one flush per disk written; requests in
+ * a bound reservation's range and time span are RT with the per-disk T and
+ * C, others BE.  The admission state's events: a reservation admitted or
+ * released posts each of its disks' new plan, with the disk's stream ids,
+ * to the disk's first lane, and the data path takes or drops the
+ * reservation; a disk with a stream before the dispatchers start starts
+ * under cw_sched; a disk the data path has not opened ignores the events;
+ * a new model reaches the disk; exports bind by reservation id or by the
+ * name a start-up reservation was given for.
+ */
+#include "daemon/pool-backend.c"
+
+#include <libnbd.h>
+
+#include "cwtest.h"
+#include "datapath.h"
+
+#define BS (4 * MIB)		/* pool block: above the zero chunk and the HDD BE piece */
+#define DISK_BLOCKS 32
+#define MEDIA_BYTES (64 * MIB)	/* striped over the two HDDs */
+#define FAST_BYTES (32 * MIB)	/* on the SSD, which has two lanes */
+
+static struct dp D;
+static struct nbdsrv *srv;
+static char sock[200];
+static struct pbx *media, *fast;
+static bool on_tmpfs;
+
+/* ---- the tap ---- */
+
+/* A request as the data path finished it: its pieces, flushes last. */
+struct rec {
+	enum nbdsrv_io_op op;
+	uint64_t offset;
+	uint32_t length;
+	int err;
+	unsigned npieces, nflush;
+	struct piece p[];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct rec *r[64];
+	unsigned n;
+} tap = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void tap_finish(struct preq *q)
+{
+	int err = atomic_load(&q->err);
+
+	/* A FUA write comes here twice: after its writes (and then runs
+	 * its flushes) and at the end. */
+	if (!q->fua || err) {
+		unsigned n = q->npieces + q->nflush;
+		struct rec *r = malloc(sizeof(*r) + n * sizeof(struct piece));
+
+		if (r) {
+			*r = (struct rec){ .op = q->nio->op, .offset = q->nio->offset,
+					   .length = q->nio->length, .err = err,
+					   .npieces = q->npieces, .nflush = q->nflush };
+			memcpy(r->p, q->p, n * sizeof(struct piece));
+		}
+		pthread_mutex_lock(&tap.lock);
+		if (tap.n < CW_ARRAY_SIZE(tap.r))
+			tap.r[tap.n++] = r;
+		pthread_mutex_unlock(&tap.lock);
+	}
+	req_finish(q);
+}
+
+/* The one request finished since the last call (the caller frees it). */
+static struct rec *taken(void)
+{
+	struct rec *r;
+
+	pthread_mutex_lock(&tap.lock);
+	CU_ASSERT_EQUAL(tap.n, 1);
+	r = tap.n ? tap.r[tap.n - 1] : NULL;
+	for (unsigned i = 0; i + 1 < tap.n; i++)
+		free(tap.r[i]);
+	tap.n = 0;
+	pthread_mutex_unlock(&tap.lock);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	return r;
+}
+
+/* ---- the pool, its exports, the server ---- */
+
+static struct disk *disk_by_id(uint32_t id)
+{
+	int di = pb_disk_index(D.pb, id);
+
+	CU_ASSERT_FATAL(di >= 0);
+	return &D.pb->disks[di];
+}
+
+/* Two HDDs and an SSD (ids 1, 2, 3) of DISK_BLOCKS blocks; "media"
+ * striped over the HDDs, "fast" on the SSD; the SSD gets two lanes. */
+static void setup(void)
+{
+	static const uint64_t n[3] = { DISK_BLOCKS, DISK_BLOCKS, DISK_BLOCKS };
+	static const enum cw_tier tiers[3] = { CW_TIER_HDD, CW_TIER_HDD, CW_TIER_SSD };
+	struct cw_part_opts o = { .placement = CW_PLACE_ROTATION, .tier = CW_TIER_PREF_HDD };
+	char conf[512], path[160];
+	struct cw_part *p;
+
+	dp_pool(&D, BS, 3, n, tiers);
+	CU_ASSERT_FATAL(cw_part_create(D.tp.pool, "media", MEDIA_BYTES, &o, &p) == 0);
+	dp_part(&D, "fast", FAST_BYTES, CW_PLACE_SINGLE, 3);
+	dp_disk_path(&D, 3, path, sizeof(path));
+	snprintf(conf, sizeof(conf), "disks = ( { path = \"%s\"; name = \"disk3\"; "
+		 "tier = \"ssd\"; lanes = 2; } );", path);
+	dp_open(&D, conf);
+	D.pb->req_finish = tap_finish;
+	for (uint32_t id = 1; id <= 3; id++) {
+		CU_ASSERT_FATAL(disk_by_id(id)->fd >= 0);
+		if (on_tmpfs)
+			CU_ASSERT_EQUAL(disk_by_id(id)->io_kind, CW_IO_MEM);
+	}
+	CU_ASSERT_EQUAL_FATAL(disk_by_id(3)->nlanes, 2);
+}
+
+/* Exports both partitions in pb (and in the server, if one runs). */
+static void exports(void)
+{
+	const char *names[2] = { "media", "fast" };
+	struct pbx **xs[2] = { &media, &fast };
+
+	for (int i = 0; i < 2; i++) {
+		struct nbdsrv_export e;
+		struct cw_part *part;
+
+		CU_ASSERT_FATAL(cw_part_lookup(D.tp.pool, names[i], &part) == 0);
+		/* Every block holds data: a hole is written through the keeper
+		 * of holes (pool-alloc.c, tested on its own), which would add
+		 * requests of its own to the ones these tests count. */
+		CU_ASSERT_FATAL(cw_part_set_allocated(D.tp.pool, &(struct cw_alloc_change){
+			.part = part, .first_block = 0, .nblocks = cw_part_nblocks(part),
+			.allocated = true }, 1) == 0);
+		CU_ASSERT_FATAL(pb_export(D.pb, part, &e) == 0);
+		CU_ASSERT_EQUAL(e.rotational, i == 0);
+		*xs[i] = e.backend;
+		if (srv)
+			CU_ASSERT_FATAL(nbdsrv_add_export(srv, &e) == 0);
+	}
+}
+
+/* The exports served on a unix socket, the dispatchers running. */
+static void serve(void)
+{
+	struct nbdsrv_config sc = { .max_request = D.cfg->exports.max_request_bytes,
+				    .live_exports = true };
+
+	CU_ASSERT_FATAL(nbdsrv_new(&sc, &srv) == 0);
+	exports();
+	CU_ASSERT_FATAL(pb_start(D.pb) == 0);
+	snprintf(sock, sizeof(sock), "%s/nbd.sock", D.tp.dir);
+	CU_ASSERT_FATAL(nbdsrv_listen_unix(srv, sock, NULL, CW_NBD_TLS_OFF) == 0);
+	CU_ASSERT_FATAL(nbdsrv_start(srv) == 0);
+}
+
+static void teardown(void)
+{
+	nbdsrv_free(srv);	/* first: it waits for the requests in flight */
+	srv = NULL;
+	dp_close(&D);
+	media = fast = NULL;
+	pthread_mutex_lock(&tap.lock);
+	for (unsigned i = 0; i < tap.n; i++)
+		free(tap.r[i]);
+	tap.n = 0;
+	pthread_mutex_unlock(&tap.lock);
+}
+
+static struct nbd_handle *client(const char *name)
+{
+	struct nbd_handle *h = nbd_create();
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	nbd_set_export_name(h, name);
+	if (nbd_connect_unix(h, sock) < 0)
+		fprintf(stderr, "%s\n", nbd_get_error());
+	CU_ASSERT_FATAL(nbd_aio_is_ready(h));
+	return h;
+}
+
+static void bye(struct nbd_handle *h)
+{
+	nbd_shutdown(h, 0);
+	nbd_close(h);
+}
+
+/* Every 4-byte word holds its offset in the export plus salt. */
+static void *pattern(uint64_t off, size_t len, uint32_t salt)
+{
+	uint8_t *b = malloc(len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	for (size_t i = 0; i < len; i += 4) {
+		uint32_t w = (uint32_t)(off + i) + salt;
+
+		memcpy(b + i, &w, 4);
+	}
+	return b;
+}
+
+/* ---- what a request's pieces must be ---- */
+
+/* The pieces of r tile its range in order, each where x's map puts it and
+ * as long as the disk's run, cut at the zero chunk (zero) and, for best
+ * effort, at the disk's BE piece limit; each on its disk's lane for its
+ * block, lane 0 on a disk with streams; RT as rt says, with the bound
+ * reservation. */
+static void check_split(const struct rec *r, const struct pbx *x, bool rt, bool zero)
+{
+	uint64_t off = r->offset, end = r->offset + r->length;
+
+	for (unsigned i = 0; i < r->npieces; i++) {
+		const struct piece *p = &r->p[i];
+		struct cw_extent e;
+		struct disk *d;
+		uint64_t want;
+
+		CU_ASSERT_FATAL(off < end);
+		CU_ASSERT_FATAL(cw_part_map(x->part, off, end - off, &e) == 0);
+		d = disk_by_id(e.disk_id);
+		want = e.length;
+		if (zero)
+			want = CW_MIN(want, ZERO_CHUNK);
+		if (!rt)
+			want = CW_MIN(want, d->be_piece);
+		CU_ASSERT_EQUAL(p->io.fd, d->fd);
+		CU_ASSERT_EQUAL(p->io.off, e.phys_offset);
+		CU_ASSERT_EQUAL(p->io.len, want);
+		CU_ASSERT_EQUAL(p->io.op, r->op == NBDSRV_IO_READ ? CW_IO_READ : CW_IO_WRITE);
+		if (zero)
+			CU_ASSERT_PTR_EQUAL(p->io.buf, D.pb->zeros);
+		CU_ASSERT_PTR_EQUAL(p->lane->disk, d);
+		CU_ASSERT_EQUAL(p->lane->idx, atomic_load(&d->live_streams) ? 0 :
+			       (unsigned)(p->io.off / BS % d->nlanes));
+		CU_ASSERT_EQUAL(p->rt, rt);
+		if (rt)
+			CU_ASSERT_PTR_EQUAL(p->resv, x->resv);
+		off += p->io.len;
+	}
+	CU_ASSERT_EQUAL(off, end);
+	CU_ASSERT_EQUAL(r->err, 0);
+}
+
+/* The disks a request's data pieces touched, as a bit set by id. */
+static uint64_t disks_touched(const struct rec *r)
+{
+	uint64_t set = 0;
+
+	for (unsigned i = 0; i < r->npieces; i++)
+		set |= UINT64_C(1) << r->p[i].lane->disk->id;
+	return set;
+}
+
+/* ---- tests ---- */
+
+/* 12 MiB written from 2 MiB into media: best effort on an HDD is cut into
+ * pieces of 256 KiB, none across a pool block (the stripe alternates
+ * disks); the bytes are on the disks where the map says, and read back
+ * the same way.  8 MiB of the SSD partition: one piece per block, on the
+ * lane of its block. */
+static void test_be_pieces_and_data(void)
+{
+	const uint64_t off = 2 * MIB, len = 12 * MIB;
+	struct nbd_handle *h;
+	uint8_t *w, *rd, *ondisk;
+	struct rec *r;
+
+	setup();
+	serve();
+	CU_ASSERT_EQUAL_FATAL(disk_by_id(1)->be_piece, CW_ADMIT_BE_PIECE_HDD);
+	CU_ASSERT_EQUAL_FATAL(disk_by_id(3)->be_piece, BS);
+	h = client("media");
+	w = pattern(off, len, 7);
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, len, off, 0), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->op, NBDSRV_IO_WRITE);
+	CU_ASSERT_EQUAL(r->npieces, len / CW_ADMIT_BE_PIECE_HDD);
+	CU_ASSERT_EQUAL(r->nflush, 0);
+	check_split(r, media, false, false);
+	CU_ASSERT_EQUAL(disks_touched(r), (1u << 1) | (1u << 2));
+	ondisk = malloc(CW_ADMIT_BE_PIECE_HDD);
+	for (unsigned i = 0, at = 0; i < r->npieces; at += r->p[i++].io.len) {
+		const struct piece *p = &r->p[i];
+
+		CU_ASSERT(p->io.off / BS == (p->io.off + p->io.len - 1) / BS);
+		CU_ASSERT_FATAL(p->io.len <= CW_ADMIT_BE_PIECE_HDD);
+		CU_ASSERT_EQUAL_FATAL(pread(p->io.fd, ondisk, p->io.len, (off_t)p->io.off),
+				      (ssize_t)p->io.len);
+		CU_ASSERT(memcmp(ondisk, w + at, p->io.len) == 0);
+	}
+	free(ondisk);
+	free(r);
+	rd = calloc(1, len);
+	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, rd, len, off, 0), 0);
+	CU_ASSERT(memcmp(rd, w, len) == 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->op, NBDSRV_IO_READ);
+	check_split(r, media, false, false);
+	free(r);
+	free(rd);
+	free(w);
+	bye(h);
+
+	h = client("fast");
+	rd = malloc(2 * BS);
+	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, rd, 2 * BS, 0, 0), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->npieces, 2);
+	check_split(r, fast, false, false);
+	CU_ASSERT_EQUAL(r->p[0].io.len, BS);
+	CU_ASSERT_NOT_EQUAL(r->p[0].lane, r->p[1].lane);	/* adjacent blocks */
+	free(r);
+	free(rd);
+	bye(h);
+	teardown();
+}
+
+/* WRITE_ZEROES from the shared zero buffer: 1 MiB pieces on the SSD,
+ * whose blocks are larger; on an HDD the BE limit is the smaller cut. */
+static void test_zero_chunks(void)
+{
+	struct nbd_handle *h;
+	uint8_t *w, *rd, *z;
+	struct rec *r;
+
+	setup();
+	serve();
+	h = client("fast");
+	w = pattern(0, 2 * BS, 1);
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 2 * BS, 0, 0), 0);
+	free(taken());
+	CU_ASSERT_EQUAL_FATAL(nbd_zero(h, 2 * BS, 0, LIBNBD_CMD_FLAG_NO_HOLE), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->op, NBDSRV_IO_ZERO);
+	CU_ASSERT_EQUAL(r->npieces, 2 * BS / ZERO_CHUNK);
+	check_split(r, fast, false, true);
+	free(r);
+	rd = malloc(2 * BS);
+	z = calloc(1, 2 * BS);
+	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, rd, 2 * BS, 0, 0), 0);
+	CU_ASSERT(memcmp(rd, z, 2 * BS) == 0);
+	free(taken());
+	bye(h);
+
+	h = client("media");
+	CU_ASSERT_EQUAL_FATAL(nbd_zero(h, BS, BS, LIBNBD_CMD_FLAG_NO_HOLE), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->npieces, BS / CW_ADMIT_BE_PIECE_HDD);
+	check_split(r, media, false, true);
+	free(r);
+	bye(h);
+	free(w);
+	free(rd);
+	free(z);
+	teardown();
+}
+
+/* FUA: after the writes, one fdatasync per disk written, on the disk's
+ * first lane; none without FUA.  FLUSH: one per disk of the export. */
+static void test_fua_and_flush(void)
+{
+	struct nbd_handle *h;
+	uint8_t *w = pattern(0, 8 * MIB, 3);
+	uint64_t flushes1;
+	struct rec *r;
+
+	setup();
+	serve();
+	h = client("media");
+	flushes1 = cwd_stats_get(&disk_by_id(1)->lanes[0].st.flushes);
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 8 * MIB, 2 * MIB, LIBNBD_CMD_FLAG_FUA), 0);
+	r = taken();
+	check_split(r, media, false, false);
+	CU_ASSERT_EQUAL(disks_touched(r), (1u << 1) | (1u << 2));
+	CU_ASSERT_EQUAL_FATAL(r->nflush, 2);
+	for (unsigned i = r->npieces; i < r->npieces + r->nflush; i++) {
+		const struct piece *f = &r->p[i];
+
+		CU_ASSERT_EQUAL(f->io.op, CW_IO_FSYNC);
+		CU_ASSERT_PTR_EQUAL(f->lane, &f->lane->disk->lanes[0]);
+		CU_ASSERT_EQUAL(f->io.fd, f->lane->disk->fd);
+		for (unsigned j = 0; j < r->npieces; j++)
+			CU_ASSERT(f->start_ns >= r->p[j].start_ns);
+	}
+	CU_ASSERT_NOT_EQUAL(r->p[r->npieces].io.fd, r->p[r->npieces + 1].io.fd);
+	CU_ASSERT_EQUAL(cwd_stats_get(&disk_by_id(1)->lanes[0].st.flushes), flushes1 + 1);
+	free(r);
+
+	/* Within one block: one disk, one flush. */
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 << 10, 5 * MIB, LIBNBD_CMD_FLAG_FUA), 0);
+	r = taken();
+	CU_ASSERT_EQUAL_FATAL(r->nflush, 1);
+	CU_ASSERT_EQUAL(r->p[r->npieces].io.fd, r->p[0].io.fd);
+	free(r);
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 << 10, 5 * MIB, 0), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->nflush, 0);
+	free(r);
+
+	CU_ASSERT_EQUAL_FATAL(nbd_flush(h, 0), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->op, NBDSRV_IO_FLUSH);
+	CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
+	CU_ASSERT_EQUAL(disks_touched(r), (1u << 1) | (1u << 2));
+	for (unsigned i = 0; i < r->npieces; i++)
+		CU_ASSERT_EQUAL(r->p[i].io.op, CW_IO_FSYNC);
+	free(r);
+	bye(h);
+	h = client("fast");
+	CU_ASSERT_EQUAL_FATAL(nbd_flush(h, 0), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->npieces, 1);
+	CU_ASSERT_EQUAL(disks_touched(r), 1u << 3);
+	free(r);
+	bye(h);
+	free(w);
+	teardown();
+}
+
+static struct resv *held(const struct cw_admit_resv *a)
+{
+	return dp_held(D.pb, a);
+}
+
+static const struct cw_admit_resv *reserve_span(uint64_t from, uint64_t to, int64_t start_in_ns,
+						int64_t duration_ns)
+{
+	struct cw_admit_request rq = {
+		.part = "media", .rate_bps = 16 * MIB, .block_bytes = MIB,
+		.range_start_bytes = from, .range_end_bytes = to, .persistent = true,
+		.start_in_ns = start_in_ns, .duration_ns = duration_ns,
+	};
+	const struct cw_admit_resv *rv = NULL;
+	struct cw_admit_refusal ref = { 0 };
+	int r = cw_admit_state_reserve(D.adm, &rq, &rv, &ref, NULL);
+
+	if (r < 0)
+		fprintf(stderr, "refused: %s\n", ref.reason);
+	CU_ASSERT_FATAL(r == 0 && rv);
+	return rv;
+}
+
+/* Each RT piece carries its disk's T and C of the reservation. */
+static void check_rt_tasks(const struct rec *r, const struct cw_admit_resv *a)
+{
+	for (unsigned i = 0; i < r->npieces; i++) {
+		const struct piece *p = &r->p[i];
+		const struct cw_admit_resv_part *pt = resv_part(held(a), p->lane->disk->id);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(pt);
+		CU_ASSERT_EQUAL(p->sr.cls, CW_SCHED_RT);
+		CU_ASSERT_EQUAL(p->sr.stream, a->stream);
+		CU_ASSERT_EQUAL(p->sr.period_ns, pt->task.period_ns);
+		CU_ASSERT_EQUAL(p->sr.service_ns, pt->task.service_ns);
+		CU_ASSERT(p->sr.deadline_ns - p->sr.release_ns == pt->task.period_ns);
+	}
+}
+
+static struct rec *read_at(struct nbd_handle *h, uint64_t off, size_t len)
+{
+	void *b = malloc(len);
+
+	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, b, len, off, 0), 0);
+	free(b);
+	return taken();
+}
+
+/* Media bound to a reservation of its first 32 MiB: requests inside are
+ * RT, whole disk runs (the BE limit does not apply) or zero chunks, with
+ * each disk's T and C; outside, or across its end, BE.  A reservation
+ * whose span starts later, or has ended, gives BE. */
+static void test_rt_classification(void)
+{
+	const struct cw_admit_resv *a, *later, *brief;
+	uint64_t rt_pieces = 0, lane_rt = 0;
+	struct nbd_handle *h;
+	struct rec *r;
+
+	setup();
+	serve();
+	a = reserve_span(0, 32 * MIB, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(pb_export_bind(D.pb, media, a->id), 0);
+	h = client("media");
+
+	r = read_at(h, 4 * MIB + MIB, MIB);	/* inside one block */
+	CU_ASSERT_EQUAL(r->npieces, 1);
+	check_split(r, media, true, false);
+	check_rt_tasks(r, a);
+	CU_ASSERT_TRUE(r->p[0].first_on_disk);
+	rt_pieces += r->npieces;
+	free(r);
+
+	r = read_at(h, 2 * BS, 2 * BS);		/* two blocks, two disks */
+	CU_ASSERT_EQUAL(r->npieces, 2);
+	check_split(r, media, true, false);
+	check_rt_tasks(r, a);
+	CU_ASSERT_NOT_EQUAL(r->p[0].lane->disk, r->p[1].lane->disk);
+	CU_ASSERT(r->p[0].first_on_disk && r->p[1].first_on_disk);
+	rt_pieces += r->npieces;
+	free(r);
+
+	CU_ASSERT_EQUAL_FATAL(nbd_zero(h, BS, 4 * BS, LIBNBD_CMD_FLAG_NO_HOLE), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->npieces, BS / ZERO_CHUNK);
+	check_split(r, media, true, true);
+	check_rt_tasks(r, a);
+	rt_pieces += r->npieces;
+	free(r);
+
+	r = read_at(h, 40 * MIB, MIB);		/* outside the range */
+	CU_ASSERT_EQUAL(r->npieces, MIB / CW_ADMIT_BE_PIECE_HDD);
+	check_split(r, media, false, false);
+	CU_ASSERT_EQUAL(r->p[0].sr.cls, CW_SCHED_BE);	/* through cw_sched, as BE */
+	free(r);
+	r = read_at(h, 30 * MIB, 4 * MIB);	/* across the range's end */
+	check_split(r, media, false, false);
+	free(r);
+
+	for (uint32_t id = 1; id <= 2; id++)
+		lane_rt += cwd_stats_get(&disk_by_id(id)->lanes[0].st.rt_done);
+	CU_ASSERT_EQUAL(lane_rt, rt_pieces);
+	CU_ASSERT_EQUAL(cwd_stats_get(&held(a)->st.rt_done), rt_pieces);
+	bye(h);
+	CU_ASSERT_FATAL(cw_admit_state_release(D.adm, a->id, NULL) == 0);
+	CU_ASSERT_PTR_NULL(media->resv);
+
+	later = reserve_span(0, 32 * MIB, 3600 * CW_NS_PER_S, 0);
+	CU_ASSERT_EQUAL_FATAL(pb_export_bind(D.pb, media, later->id), 0);
+	h = client("media");
+	r = read_at(h, 4 * MIB, MIB);
+	check_split(r, media, false, false);
+	free(r);
+	bye(h);
+	CU_ASSERT_FATAL(cw_admit_state_release(D.adm, later->id, NULL) == 0);
+
+	brief = reserve_span(0, 32 * MIB, 1, 200 * CW_NS_PER_MS);
+	CU_ASSERT_EQUAL_FATAL(pb_export_bind(D.pb, media, brief->id), 0);
+	h = client("media");
+	r = read_at(h, 4 * MIB, MIB);
+	if (cw_now_ns() < brief->span_end_ns)	/* a slow machine may be past it */
+		check_split(r, media, true, false);
+	free(r);
+	while (cw_now_ns() < brief->span_end_ns)
+		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000000 }, NULL);
+	r = read_at(h, 4 * MIB, MIB);
+	check_split(r, media, false, false);
+	free(r);
+	bye(h);
+	teardown();
+}
+
+/* Holds a lane's dispatch lock, as its dispatcher does for a round, so
+ * that a plan posted to it stays there to be looked at. */
+static void hold(struct lane *l)
+{
+	int free_ = 0;
+
+	while (!atomic_compare_exchange_strong(&l->dlock, &free_, 1)) {
+		free_ = 0;
+		sched_yield();
+	}
+}
+
+static void unhold(struct lane *l)
+{
+	if (atomic_exchange(&l->dlock, 0) == 2)
+		syscall(SYS_futex, &l->dlock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* The plan posted to disk id's first lane and not yet taken carries the
+ * admission state's plan and exactly the streams s[0..n). */
+static void check_posted(uint32_t id, const uint64_t *s, size_t n)
+{
+	struct lane_plan *pl = atomic_load(&disk_by_id(id)->lanes[0].plan);
+	struct cw_disk_plan want;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pl);
+	CU_ASSERT_FATAL(cw_admit_state_plan(D.adm, id, &want) == 0);
+	CU_ASSERT(memcmp(&pl->plan, &want, sizeof(want)) == 0);
+	CU_ASSERT_EQUAL(pl->plan.n_tasks, n);
+	CU_ASSERT_EQUAL_FATAL(pl->n_streams, n);
+	for (size_t i = 0; i < n; i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < pl->n_streams; j++)
+			found |= pl->streams[j].id == s[i] && pl->streams[j].period_ns > 0 &&
+				 pl->streams[j].service_ns > 0;
+		CU_ASSERT(found);
+	}
+}
+
+/* Media's disks and the SSD held while reservations come and go: each
+ * admission posts its disks' plans, listing that disk's streams only; a
+ * release drops the reservation (and its binding) from the data path.
+ * Once let go, the dispatchers take the plans, and the SSD, now with a
+ * stream, serves everything on its first lane. */
+static void test_plan_events(void)
+{
+	const struct cw_admit_resv *a1, *a2, *af;
+	struct lane *l1, *l2, *l3;
+	uint64_t s[2];
+	struct nbd_handle *h;
+	struct rec *r;
+
+	setup();
+	serve();
+	l1 = &disk_by_id(1)->lanes[0];
+	l2 = &disk_by_id(2)->lanes[0];
+	l3 = &disk_by_id(3)->lanes[0];
+	CU_ASSERT_FALSE(atomic_load(&disk_by_id(1)->live_streams));
+	hold(l1);
+	hold(l2);
+	hold(l3);
+
+	a1 = reserve_span(0, 0, 0, 0);
+	s[0] = a1->stream;
+	CU_ASSERT_PTR_NOT_NULL(held(a1));
+	check_posted(1, s, 1);
+	check_posted(2, s, 1);
+	for (unsigned i = 0; i < 2; i++)
+		CU_ASSERT_PTR_NULL(atomic_load(&disk_by_id(3)->lanes[i].plan));
+	CU_ASSERT_TRUE(atomic_load(&disk_by_id(1)->live_streams));
+	CU_ASSERT_FALSE(atomic_load(&disk_by_id(3)->live_streams));
+
+	af = dp_reserve(&D, "fast", 8 * MIB, MIB, 0, 0, NULL);
+	check_posted(3, &af->stream, 1);
+	CU_ASSERT_PTR_NULL(atomic_load(&disk_by_id(3)->lanes[1].plan));
+	check_posted(1, s, 1);		/* not theirs: media's disks were not told */
+
+	a2 = dp_reserve(&D, "media", 8 * MIB, MIB, 0, 0, "media");	/* a start-up one */
+	s[1] = a2->stream;
+	CU_ASSERT_PTR_NOT_NULL(held(a2));
+	check_posted(1, s, 2);
+	check_posted(2, s, 2);
+
+	CU_ASSERT_EQUAL_FATAL(pb_export_bind(D.pb, media, a1->id), 0);
+	CU_ASSERT_PTR_EQUAL(media->resv, held(a1));
+	CU_ASSERT_FATAL(cw_admit_state_release(D.adm, a1->id, NULL) == 0);
+	/* a1 is gone: the data path must not hold on to it */
+	CU_ASSERT_PTR_NULL(media->resv);
+	pthread_mutex_lock(&D.pb->resv_lock);
+	for (size_t i = 0; i < D.pb->nresvs; i++)
+		CU_ASSERT(!D.pb->resvs[i] || D.pb->resvs[i]->a == a2 || D.pb->resvs[i]->a == af);
+	pthread_mutex_unlock(&D.pb->resv_lock);
+	check_posted(1, &s[1], 1);
+	check_posted(2, &s[1], 1);
+
+	unhold(l1);
+	unhold(l2);
+	unhold(l3);
+	for (int i = 0; i < 10000 && (atomic_load(&l1->plan) || atomic_load(&l2->plan) ||
+				      atomic_load(&l3->plan)); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	CU_ASSERT_PTR_NULL(atomic_load(&l1->plan));	/* the dispatchers took them */
+	CU_ASSERT_PTR_NULL(atomic_load(&l2->plan));
+	CU_ASSERT_PTR_NULL(atomic_load(&l3->plan));
+	CU_ASSERT_TRUE(atomic_load(&disk_by_id(1)->live_streams));	/* it had streams */
+	h = client("media");
+	free(read_at(h, 0, 2 * BS));
+	bye(h);
+	h = client("fast");
+	r = read_at(h, 0, 2 * BS);
+	check_split(r, fast, false, false);
+	CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
+	CU_ASSERT_PTR_EQUAL(r->p[0].lane, l3);
+	CU_ASSERT_PTR_EQUAL(r->p[1].lane, l3);
+	free(r);
+	bye(h);
+	teardown();
+}
+
+/* A stream admitted before the dispatchers start: nothing is posted (no
+ * dispatcher runs), and the disk's first lane starts under cw_sched with
+ * the disk's plan. */
+static void test_plan_before_start(void)
+{
+	struct cw_disk_plan want;
+	struct cw_sched_stats ss;
+	struct lane *l;
+
+	setup();
+	(void)reserve_span(0, 0, 0, 0);
+	l = &disk_by_id(1)->lanes[0];
+	CU_ASSERT_PTR_NULL(atomic_load(&l->plan));
+	CU_ASSERT_TRUE(atomic_load(&disk_by_id(1)->live_streams));
+	serve();
+	hold(l);	/* its dispatcher owns cw_sched */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l->sched);
+	cw_sched_get_stats(l->sched, &ss);
+	CU_ASSERT_FATAL(cw_admit_state_plan(D.adm, 1, &want) == 0);
+	CU_ASSERT_EQUAL(ss.delta_l_ns, want.be_budget_ns);
+	unhold(l);
+	CU_ASSERT_PTR_NULL(disk_by_id(3)->lanes[0].sched);	/* no streams there */
+	teardown();
+}
+
+/* A new model from admission reaches the disk the data path books on. */
+static void test_model_event(void)
+{
+	struct cw_model m;
+	bool taken_ = false;
+
+	setup();
+	serve();
+	CU_ASSERT_FATAL(cw_model_preset("atlas2", &m) == 0);
+	CU_ASSERT_FATAL(memcmp(disk_model(disk_by_id(2)), &m, sizeof(m)) != 0);
+	CU_ASSERT_FATAL(cw_admit_state_set_model(D.adm, 2, &m, CW_ADMIT_MODEL_STORED, &taken_,
+						 NULL, NULL) == 0);
+	CU_ASSERT_TRUE(taken_);
+	CU_ASSERT(memcmp(disk_model(disk_by_id(2)), &m, sizeof(m)) == 0);
+	CU_ASSERT(memcmp(disk_model(disk_by_id(1)), &m, sizeof(m)) != 0);
+	teardown();
+}
+
+/* A disk the pool takes while the data path runs is not open: its plan
+ * event changes nothing, and the disk, opened later, starts from the
+ * admission state's plan. */
+static void test_disk_not_open(void)
+{
+	struct cw_disk_plan plan = { .disk_id = 4, .n_tasks = 1, .be_piece_bytes = 4096 };
+	struct cw_model m;
+	struct cw_admit_event ev = { .kind = CW_ADMIT_EV_PLAN, .disk_id = 4, .plan = &plan,
+				     .model = &m };
+	char path[160], err[256] = "";
+	struct cw_disk_plan want;
+	uint32_t id;
+
+	setup();
+	serve();
+	snprintf(path, sizeof(path), "%s/d4.img", D.tp.dir);
+	tp_file(path, DISK_BLOCKS * (uint64_t)BS);
+	CU_ASSERT_FATAL(cw_disk_add(D.tp.pool, path, CW_TIER_HDD, NULL, &id) == 0);
+	CU_ASSERT_EQUAL_FATAL(id, 4);
+	CU_ASSERT_FATAL(cw_admit_state_disk_add(D.adm, id, NULL) == 0);	/* an event */
+	CU_ASSERT_FATAL(cw_model_preset("atlas2", &m) == 0);
+	pb_admit_event(D.pb, &ev);
+	CU_ASSERT_EQUAL(pb_disk_index(D.pb, 4), -ENODEV);
+	CU_ASSERT_EQUAL(D.pb->ndisks, 3);
+	for (uint32_t i = 1; i <= 3; i++) {	/* and no other disk took it */
+		CU_ASSERT(memcmp(disk_model(disk_by_id(i)), &m, sizeof(m)) != 0);
+		CU_ASSERT_FALSE(atomic_load(&disk_by_id(i)->live_streams));
+	}
+
+	CU_ASSERT_EQUAL_FATAL(pb_disk_add(D.pb, 4, err, sizeof(err)), 0);
+	CU_ASSERT_FATAL(cw_admit_state_plan(D.adm, 4, &want) == 0);
+	CU_ASSERT_EQUAL(disk_by_id(4)->be_piece, want.be_piece_bytes);
+	CU_ASSERT_FALSE(atomic_load(&disk_by_id(4)->live_streams));
+	CU_ASSERT(memcmp(disk_model(disk_by_id(4)), &m, sizeof(m)) != 0);
+	teardown();
+}
+
+/* By id: stored reservations only; by name (id 0): the start-up one given
+ * for that export only.  A failed bind leaves the binding as it was. */
+static void test_export_bind(void)
+{
+	const struct cw_admit_resv *stored, *other, *mine;
+
+	setup();
+	exports();
+	stored = reserve_span(0, 0, 0, 0);
+	other = dp_reserve(&D, "media", 4 * MIB, MIB, 0, 0, "elsewhere");
+	CU_ASSERT_EQUAL(other->id, 0);
+	CU_ASSERT_EQUAL(pb_export_bind(D.pb, media, 0), -ENOENT);
+	CU_ASSERT_PTR_NULL(media->resv);
+	CU_ASSERT_EQUAL(pb_export_bind(D.pb, media, stored->id), 0);
+	CU_ASSERT_PTR_EQUAL(media->resv, held(stored));
+	CU_ASSERT_EQUAL(pb_export_bind(D.pb, media, stored->id + 1000), -ENOENT);
+	CU_ASSERT_PTR_EQUAL(media->resv, held(stored));
+	mine = dp_reserve(&D, "media", 4 * MIB, MIB, 0, 0, "media");
+	CU_ASSERT_EQUAL(pb_export_bind(D.pb, media, 0), 0);
+	CU_ASSERT_PTR_EQUAL(media->resv, held(mine));
+	CU_ASSERT_EQUAL(pb_export_bind(D.pb, fast, 0), -ENOENT);
+	teardown();
+}
+
+int main(void)
+{
+	CU_pSuite s = cwtest_suite("daemon pool back end", NULL, NULL);
+
+	on_tmpfs = dp_use_tmpfs();
+	if (!on_tmpfs)
+		fprintf(stderr, "no memory file system: the disks' engine is not the memory one\n");
+	cwd_log_set_level(LOG_WARNING);
+	cwtest_add(s, "BE pieces, their disks and data", test_be_pieces_and_data);
+	cwtest_add(s, "WRITE_ZEROES in zero chunks", test_zero_chunks);
+	cwtest_add(s, "FUA flushes each disk written; FLUSH each disk", test_fua_and_flush);
+	cwtest_add(s, "RT in a bound reservation's range and span", test_rt_classification);
+	cwtest_add(s, "admission events post plans with the disk's streams", test_plan_events);
+	cwtest_add(s, "a stream admitted before start", test_plan_before_start);
+	cwtest_add(s, "a new model reaches the disk", test_model_event);
+	cwtest_add(s, "a disk not open ignores events", test_disk_not_open);
+	cwtest_add(s, "exports bind by id or by start-up name", test_export_bind);
+	return cwtest_run();
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `cwsim plan`: each disk's plan (clockwise/admit-state.h) — the slack
+ * ΔL, the best-effort budget after the guard, the idle allowance, the
+ * periodic server, the best-effort piece and reserve — of a pool database
+ * with its stored reservations, or of a scenario after admitting its
+ * streams as `cwsim run` does.  Both go through cw_admit_disk_plan, the
+ * function clockwised's admission state uses, so `cwsim plan --pool` of a
+ * pool prints what `cwctl disk plan` asks a daemon serving it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clockwise/layout.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "plan-table.h"
+#include "sim.h"
+
+static void plan_usage(FILE *f)
+{
+	fprintf(f, "usage: cwsim plan [--json] --pool FILE\n"
+		"       cwsim plan [--json] (--preset NAME | SCENARIO) [--set KEY=VALUE]...\n"
+		"  each disk's plan: a table, or with --json the array clockwised's\n"
+		"  disk.plan answers; see cwsim(1)\n");
+}
+
+int sim_plan_parse_args(int argc, char **argv, struct sim_plan_args *ret, char *why,
+			size_t why_len)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "pool", required_argument, NULL, 'P' },
+		{ "preset", required_argument, NULL, 'p' },
+		{ "set", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sim_plan_args a = { 0 };
+	int o;
+
+	a.sets = calloc((size_t)argc + 1, sizeof(*a.sets));
+	if (!a.sets)
+		return -ENOMEM;
+	optind = 0;	/* glibc: start over, whatever a previous parse left */
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":jp:s:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j':
+			a.json = true;
+			break;
+		case 'P':
+			a.pool = optarg;
+			break;
+		case 'p':
+			a.preset = optarg;
+			break;
+		case 's':
+			a.sets[a.n_sets++] = optarg;
+			break;
+		case 'h':
+			a.help = true;
+			break;
+		case ':':
+			snprintf(why, why_len, "%s needs a value", argv[optind - 1]);
+			goto bad;
+		default:
+			snprintf(why, why_len, "unknown option %s", argv[optind - 1]);
+			goto bad;
+		}
+	}
+	if (optind < argc)
+		a.scenario = argv[optind++];
+	if (a.help) {
+		*ret = a;
+		return 0;
+	}
+	if (optind < argc) {
+		snprintf(why, why_len, "one SCENARIO at most, not also %s", argv[optind]);
+		goto bad;
+	}
+	if (a.pool && (a.preset || a.scenario || a.n_sets)) {
+		snprintf(why, why_len, "--pool takes no scenario, preset or --set");
+		goto bad;
+	}
+	if (!a.pool && !!a.preset == !!a.scenario) {
+		snprintf(why, why_len, "a pool (--pool FILE), a preset or a SCENARIO file is needed,"
+			 " one of them");
+		goto bad;
+	}
+	*ret = a;
+	return 0;
+bad:
+	free(a.sets);
+	return -EINVAL;
+}
+
+static int print_rows(bool json, const struct plan_row *rows, size_t n)
+{
+	if (!json)
+		plan_table_print(stdout, rows, n);
+	else if (plan_table_print_json(stdout, rows, n) < 0) {
+		fprintf(stderr, "cwsim plan: a plan does not fit in its JSON object\n");
+		return EXIT_FAILURE;
+	}
+	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static void pool_closep(struct cw_pool **p)
+{
+	cw_pool_close(*p);
+}
+
+static void state_freep(struct cw_admit_state **st)
+{
+	cw_admit_state_free(*st);
+}
+
+/* The pool's disks in id order, as clockwised's disk.plan lists them. */
+static int plan_pool(const struct sim_plan_args *a)
+{
+	_cleanup_(pool_closep) struct cw_pool *pool = NULL;
+	_cleanup_(state_freep) struct cw_admit_state *st = NULL;
+	_cleanup_free_ struct cw_disk_info *d = NULL;
+	_cleanup_free_ struct plan_row *rows = NULL;
+	struct cw_error err = { 0 };
+	size_t n = 0, k = 0;
+	int r;
+
+	r = cw_pool_open(a->pool, &err, &pool);
+	if (r == -EBUSY) {
+		fprintf(stderr, "cwsim plan: %s: the pool is open in another process, most likely a"
+			" running clockwised: ask it with `cwctl disk plan`, or stop it first\n",
+			a->pool);
+		return EXIT_FAILURE;
+	}
+	if (r < 0) {
+		fprintf(stderr, "cwsim plan: cannot open the pool: %s\n",
+			err.msg[0] ? err.msg : strerror(-r));
+		return SIM_EXIT_USAGE;
+	}
+	r = cw_admit_state_new(pool, NULL, &st);
+	if (r == 0)
+		r = cw_disk_list(pool, &d, &n);
+	if (r < 0) {
+		const struct cw_error *pe = cw_pool_last_error(pool);
+
+		fprintf(stderr, "cwsim plan: %s: cannot load its disks, models and reservations: %s\n",
+			a->pool, pe && pe->msg[0] ? pe->msg : strerror(-r));
+		return EXIT_FAILURE;
+	}
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows) {
+		fprintf(stderr, "cwsim plan: out of memory\n");
+		return EXIT_FAILURE;
+	}
+	for (size_t i = 0; i < n; i++) {
+		/* a disk the state does not know (missing) has no plan */
+		if (cw_admit_state_plan(st, d[i].id, &rows[k].plan) < 0)
+			continue;
+		snprintf(rows[k++].disk, sizeof(rows->disk), "%s", d[i].name);
+	}
+	return print_rows(a->json, rows, k);
+}
+
+/* The scenario's disks after admitting its streams in its first
+ * placement, named disk0, disk1, ... by their index. */
+static int plan_scenario(const struct sim_plan_args *a)
+{
+	struct sim_scenario sc;
+	struct sim_setup setup;
+	struct plan_row rows[SIM_MAX_DISKS];
+	enum sim_placement pl = 0;
+	int e;
+
+	if (sim_scenario_from_args(a->preset, a->scenario, false, a->sets, a->n_sets, &sc) < 0)
+		return SIM_EXIT_USAGE;
+	while (!(sc.placements & 1u << pl))
+		pl++;
+	e = sim_setup_build(&sc, pl, sc.video, sc.streams, NULL, NULL, &setup);
+	if (e < 0)
+		return EXIT_FAILURE;
+	for (unsigned d = 0; d < sc.disks && e == 0; d++) {
+		snprintf(rows[d].disk, sizeof(rows[d].disk), "disk%u", d);
+		e = sim_setup_plan(&setup, d, setup.n_streams, &rows[d].plan);
+	}
+	if (e < 0) {
+		fprintf(stderr, "cwsim plan: %s\n", strerror(-e));
+		sim_setup_done(&setup);
+		return EXIT_FAILURE;
+	}
+	if (!a->json)
+		printf("%s placement, plan %s: %zu streams admitted (%.2f MiB/s); next: %s\n\n",
+		       sim_placement_name(pl), sim_plan_name(sc.plan), setup.n_streams,
+		       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
+	sim_setup_done(&setup);
+	return print_rows(a->json, rows, sc.disks);
+}
+
+int sim_cmd_plan(int argc, char **argv)
+{
+	struct sim_plan_args a;
+	char why[256];
+	int e = sim_plan_parse_args(argc, argv, &a, why, sizeof(why));
+
+	if (e == -ENOMEM) {
+		fprintf(stderr, "cwsim plan: out of memory\n");
+		return EXIT_FAILURE;
+	}
+	if (e < 0) {
+		fprintf(stderr, "cwsim plan: %s\n", why);
+		plan_usage(stderr);
+		return SIM_EXIT_USAGE;
+	}
+	if (a.help)
+		plan_usage(stdout);
+	else
+		e = a.pool ? plan_pool(&a) : plan_scenario(&a);
+	free(a.sets);
+	return a.help ? EXIT_SUCCESS : e;
+}
