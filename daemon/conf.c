@@ -1080,6 +1080,40 @@ static int disk_model(struct parse *p, const config_setting_t *s, void *obj)
 	return get_name(p, s, MODEL_MAX_BYTES, &((struct cwd_config_disk *)obj)->model);
 }
 
+/* emulate = "atlas2" (a preset) or a stored model string: the disk's I/O
+ * completes when that disk would have completed it (clockwise/emu.h). */
+static int disk_emulate(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_disk *d = obj;
+	const char *v = NULL;
+	struct cw_model m;
+	int r = get_string(p, s, "a model preset or a model string in quotes", &v);
+
+	if (r < 0)
+		return r;
+	r = cw_model_from_string(v, &m);
+	if (r == -ENOENT) {
+		char names[128] = "";
+		size_t len = 0;
+
+		for (const char *const *n = cw_model_preset_names(); *n && len < sizeof(names); n++)
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+						len ? ", " : "", *n);
+		return fail(p, s, "%s = \"%s\" is not a known model; expected a preset (%s) or "
+			    "a model string \"cwmodel1 ...\" as calibration stores it", WHERE(s), v,
+			    names);
+	}
+	if (r < 0)
+		return fail(p, s, "%s is not a valid model string; expected \"cwmodel1 name=... "
+			    "tier=... cap=... rot=... ovh=... seek=... zones=...\"", WHERE(s));
+	free(d->emulate);
+	d->emulate = malloc(sizeof(*d->emulate));
+	if (!d->emulate)
+		return -ENOMEM;
+	*d->emulate = m;
+	return 0;
+}
+
 static int disk_tier(struct parse *p, const config_setting_t *s, void *obj)
 {
 	int v, r = get_choice(p, s, tiers, "a tier", &v);
@@ -1154,6 +1188,7 @@ static const struct key disk_keys[] = {
 	{ "slot_us", disk_slot_us },
 	{ "lanes", disk_lanes },
 	{ "model", disk_model },
+	{ "emulate", disk_emulate },
 	{ NULL, NULL },
 };
 
@@ -1333,6 +1368,7 @@ void cwd_config_free(struct cwd_config *c)
 		free(c->disks[i].path);
 		free(c->disks[i].name);
 		free(c->disks[i].model);
+		free(c->disks[i].emulate);
 	}
 	free(c->disks);
 	free(c->file);

@@ -19,6 +19,7 @@
 
 #include <clockwise/types.h>
 #include <clockwise/io.h>
+#include <clockwise/model.h>
 
 #define CWD_CONFIG_DEFAULT_PATH "/etc/clockwise/clockwised.conf"
 
@@ -55,6 +56,7 @@ struct cwd_config_disk {
 	int64_t slot_ns;	/* slot length of the disk's reservation record */
 	unsigned lanes;		/* dispatchers; 1 on an HDD */
 	char *model;		/* model preset name, or NULL: the pool's calibrated model */
+	struct cw_model *emulate;	/* the disk its I/O keeps the time of, or NULL */
 	unsigned line;		/* where it is configured, for later messages */
 };
 

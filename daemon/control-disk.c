@@ -46,6 +46,15 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 			cwc_add(m, "text", cwc_jstr(text));	/* the cwmodel1 line */
 	}
 	cwc_add(o, "model", m);
+	if (cw_disk_emulate_get(srv->pool, d->id, &model) == 0) {
+		char text[4096];
+
+		m = json_object_new_object();
+		cwc_add(m, "name", cwc_jstr(model.name));
+		if (cw_model_format(&model, text, sizeof(text)) > 0)
+			cwc_add(m, "text", cwc_jstr(text));
+		cwc_add(o, "emulate", m);
+	}
 	/* The plan tests every task at once: the worst moment. */
 	if (cw_admit_state_plan(srv->adm, d->id, &plan) == 0) {
 		cwc_add(o, "tasks", json_object_new_int64((int64_t)plan.n_tasks));
@@ -73,9 +82,11 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 {
 	const char *path = cw_ctl_arg_str(c->req, "path"), *tier_s = cw_ctl_arg_str(c->req, "tier");
 	const char *name = cw_ctl_arg_str(c->req, "name");
+	const char *emulate = cw_ctl_arg_str(c->req, "emulate");
 	struct cwc_server *srv = c->srv;
 	enum cw_tier tier = CW_TIER_HDD;
 	struct cw_disk_info d;
+	struct cw_model em;
 	char why[256] = "";
 	uint32_t id;
 	int r;
@@ -88,12 +99,24 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
 				"disk name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
 				"not starting with . or -", name, CW_NAME_MAX);
+	if (emulate && cw_model_from_string(emulate, &em) < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "emulate \"%.64s\": not a model preset "
+				"(atlas2, hdd7200, ssd) nor a model string \"cwmodel1 ...\"", emulate);
 	r = cw_disk_add(srv->pool, path, tier, name, &id);
 	if (r < 0)
 		return cwc_fail_pool(c, r, path);
+	if (emulate && (r = cw_disk_emulate_set(srv->pool, id, &em)) < 0) {
+		(void)cw_disk_remove(srv->pool, id);
+		return cwc_fail_pool(c, r, path);
+	}
 	r = cw_disk_info(srv->pool, id, &d);
 	if (r == 0)
 		r = cw_admit_state_disk_add(srv->adm, id, NULL);
+	/* Admission books it as the disk it emulates, as a configured model
+	 * (a stored or calibrated one outranks it). */
+	if (r == 0 && emulate)
+		r = cw_admit_state_set_model(srv->adm, id, &em, CW_ADMIT_MODEL_CONFIG, NULL, NULL,
+					     NULL);
 	if (r < 0)
 		snprintf(why, sizeof(why), "disk %s: %s", d.name, strerror(-r));
 	/* The data path serves it from now on, or it is not added. */
@@ -195,6 +218,8 @@ int cwc_calib_prepare(struct ctx *c, struct calib *k)
 	k->opts.name = k->disk.name;
 	k->opts.span_bytes = k->disk.capacity_bytes;
 	k->opts.margin_ppm = c->srv->o.calib_margin_ppm;
+	if (cw_disk_emulate_get(c->srv->pool, k->disk.id, &k->emulate) == 0)
+		k->opts.emulate = &k->emulate;	/* measure the disk it emulates */
 	if (quick) {
 		/* A few samples of few points, for tests and first looks. */
 		k->quick_sizes[0] = 64 << 10;
@@ -260,7 +285,7 @@ int cwc_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	cwc_add(*ret, "model", cwc_jstr(text));
 	if (cw_model_service_ns(&k->model, 0, 0, cw_pool_block_size(c->srv->pool), &worst) == 0)
 		cwc_add(*ret, "block_service_ns", json_object_new_int64(worst));
-	if (sparse_file(k->disk.path))
+	if (!k->opts.emulate && sparse_file(k->disk.path))
 		cwc_add(*ret, "warning", cwc_jstr("the disk is a sparse file: its holes read without "
 						 "touching the device, so this model is too fast; "
 						 "write the file out (e.g. with dd) and calibrate "

@@ -61,6 +61,7 @@ struct calib {
 	struct cw_disk_info disk;
 	struct cw_calib_opts opts;
 	uint64_t quick_sizes[2];
+	struct cw_model emulate;	/* what opts.emulate points to, if set */
 	struct cw_model model;
 	int result;
 };

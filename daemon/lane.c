@@ -731,6 +731,8 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 			lane_unplug_replies(l);
 		n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
 		*now = cw_now_ns();
+		if (l->disk->emulate && cw_io_emu_behind(l->eng))
+			pb_disk_emu_warn(l->disk);
 		for (i = 0; i < n; i++)
 			lane_reaped(l, done[i], *now);
 		lane_unplug_replies(l);

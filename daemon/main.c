@@ -131,8 +131,10 @@ static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
 	return 0;
 }
 
-/* Disks the configuration gives a model: admission uses it unless the
- * pool stores one (a measured model outranks a declared one). */
+/* Disks the configuration gives a model, or that emulate one (in the
+ * configuration, or stored with cwctl disk add --emulate): admission uses
+ * it unless the pool stores one (a measured model outranks a declared
+ * one); a declared model outranks the emulated one. */
 static int admit_config_models(struct cw_pool *pool, struct cw_admit_state *adm,
 			       const struct cwd_config *cfg)
 {
@@ -140,26 +142,38 @@ static int admit_config_models(struct cw_pool *pool, struct cw_admit_state *adm,
 	size_t n = 0;
 	int r = cw_disk_list(pool, &disks, &n);
 
-	for (size_t i = 0; r == 0 && i < cfg->n_disks; i++) {
-		const struct cwd_config_disk *cd = &cfg->disks[i];
+	for (size_t j = 0; r == 0 && j < n; j++) {
+		const struct cwd_config_disk *cd = NULL;
 		struct cw_model m;
 
-		if (!cd->model)
-			continue;
-		for (size_t j = 0; j < n; j++) {
-			if (strcmp(disks[j].name, cd->name) != 0)
-				continue;
+		for (size_t i = 0; i < cfg->n_disks; i++)
+			if (strcmp(disks[j].name, cfg->disks[i].name) == 0)
+				cd = &cfg->disks[i];
+		if (cd && cd->model) {
 			r = cw_model_preset(cd->model, &m);
 			if (r < 0) {
 				cwd_log(LOG_ERR, "disk %s: unknown model \"%s\"", cd->name, cd->model);
 				return -EINVAL;
 			}
-			r = cw_admit_state_set_model(adm, disks[j].id, &m, CW_ADMIT_MODEL_CONFIG,
-						     NULL, NULL, NULL);
-			if (r < 0)
-				cwd_log(LOG_ERR, "disk %s: model %s: %s", cd->name, cd->model,
-					strerror(-r));
+		} else if (cd && cd->emulate) {
+			m = *cd->emulate;
+		} else {
+			r = cw_disk_emulate_get(pool, disks[j].id, &m);
+			if (r == -ENOENT) {
+				r = 0;
+				continue;
+			}
+			if (r < 0) {
+				cwd_log(LOG_ERR, "disk %s: %s", disks[j].name,
+					cw_pool_last_error(pool)->msg);
+				return r;
+			}
 		}
+		r = cw_admit_state_set_model(adm, disks[j].id, &m, CW_ADMIT_MODEL_CONFIG,
+					     NULL, NULL, NULL);
+		if (r < 0)
+			cwd_log(LOG_ERR, "disk %s: model %s: %s", disks[j].name, m.name,
+				strerror(-r));
 	}
 	return r;
 }

@@ -416,6 +416,7 @@ static int disk_first_model(struct pb *pb, struct disk *d)
 {
 	enum cw_admit_model_source src;
 	struct cw_disk_plan plan;
+	const char *from;
 	struct cw_model m;
 	int r;
 
@@ -428,13 +429,74 @@ static int disk_first_model(struct pb *pb, struct disk *d)
 		cwd_log(LOG_ERR, "disk %s: no model: %s", d->name, strerror(-r));
 		return r;
 	}
+	from = model_from[src];
+	if (src == CW_ADMIT_MODEL_CONFIG && d->emulate && !strcmp(m.name, d->emulate->name))
+		from = "the disk it emulates";
 	d->be_piece = (uint32_t)plan.be_piece_bytes;
 	atomic_store(&d->live_streams, plan.n_tasks > 0);
 	cwd_log(LOG_INFO, "disk %s: model from %s; a best-effort piece (%" PRIu32 " KiB at "
 		"most) takes %" PRId64 " us at worst; reserved for best effort: one every %"
-		PRId64 " ms", d->name, model_from[src], d->be_piece >> 10, plan.be_max_ns / 1000,
+		PRId64 " ms", d->name, from, d->be_piece >> 10, plan.be_max_ns / 1000,
 		plan.be_reserve.period_ns / CW_NS_PER_MS);
 	return 0;
+}
+
+/* The model the disk emulates: the configuration's (stored in the pool,
+ * which cwctl status reads) or the one stored with cwctl disk add. */
+static int disk_emulated(struct pb *pb, struct disk *d, const struct cwd_config_disk *cd)
+{
+	struct cw_model m;
+	int r;
+
+	if (cd && cd->emulate) {
+		m = *cd->emulate;
+		r = cw_disk_emulate_set(pb->pool, d->id, &m);
+	} else {
+		r = cw_disk_emulate_get(pb->pool, d->id, &m);
+		if (r == -ENOENT)
+			return 0;
+	}
+	if (r < 0) {
+		cwd_log(LOG_ERR, "disk %s: %s", d->name, cw_pool_last_error(pb->pool)->msg);
+		return r;
+	}
+	d->emulate = malloc(sizeof(*d->emulate));
+	if (!d->emulate)
+		return -ENOMEM;
+	*d->emulate = m;
+	/* one emulated disk, one engine keeping its time */
+	d->nlanes = 1;
+	return 0;
+}
+
+void pb_disk_emu_stats(const struct disk *d, struct cw_io_emu_stats *ret)
+{
+	*ret = (struct cw_io_emu_stats){ 0 };
+	for (size_t j = 0; d->emulate && j < d->nlanes; j++) {
+		struct cw_io_emu_stats st;
+
+		if (!d->lanes[j].eng || cw_io_emu_stats(d->lanes[j].eng, &st) < 0)
+			continue;
+		ret->requests += st.requests;
+		ret->busy_ns += st.busy_ns;
+		ret->late_sum_ns += st.late_sum_ns;
+		ret->late_max_ns = CW_MAX(ret->late_max_ns, st.late_max_ns);
+		ret->late += st.late;
+	}
+}
+
+void pb_disk_emu_warn(struct disk *d)
+{
+	int64_t now = cw_now_ns(), last = atomic_load(&d->emu_warned_ns);
+	struct cw_io_emu_stats st;
+
+	if (last && now - last < EMU_WARN_NS)
+		return;
+	atomic_store(&d->emu_warned_ns, now);
+	pb_disk_emu_stats(d, &st);
+	cwd_log(LOG_WARNING, "disk %s: the host cannot keep the time of the emulated %s: %"
+		PRIu64 " of %" PRIu64 " requests completed over 1 ms late, by up to %" PRId64 " us",
+		d->name, d->emulate->name, st.late, st.requests, st.late_max_ns / 1000);
 }
 
 static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
@@ -457,6 +519,9 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	d->nlanes = cd ? cd->lanes : cwd_config_default_lanes(info->tier);
 	if (d->nlanes == 0)
 		d->nlanes = 1;
+	r = disk_emulated(pb, d, cd);
+	if (r < 0)
+		return r;
 	r = disk_first_model(pb, d);
 	if (r < 0)
 		return r;
@@ -503,11 +568,12 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	r = cw_io_alignment(d->fd, &d->align);
 	if (r < 0 || !d->direct)
 		d->align = 512;
-	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, best effort %s, %u lane%s, %s %s I/O",
+	cwd_log(LOG_INFO, "disk %s: %s, %s, policy %s, best effort %s, %u lane%s, %s %s I/O%s%s",
 		d->name, d->path, cw_tier_name(d->tier), cw_sched_policy_name(d->policy),
 		d->be_order ? d->be_order->name : "fifo", d->nlanes,
 		d->nlanes == 1 ? "" : "s", d->direct ? "direct" : "buffered",
-		cw_io_kind_name(d->io_kind));
+		cw_io_kind_name(d->io_kind), d->emulate ? ", emulating " : "",
+		d->emulate ? d->emulate->name : "");
 	return 0;
 }
 
@@ -868,7 +934,14 @@ static int disk_start(struct pb *pb, struct disk *d)
 				strerror(-r));
 			return r;
 		}
-		r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
+		if (d->emulate) {
+			struct cw_io_emu_opts eo;
+
+			cw_io_emu_opts_init(&eo);
+			eo.inner = d->io_kind;
+			r = cw_io_emu_new(d->emulate, &eo, pb->cfg->queue_depth, &l->eng);
+		} else
+			r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
 				cw_io_kind_name(d->io_kind), strerror(-r));
@@ -911,6 +984,8 @@ static void disk_close(struct disk *d)
 		cw_slots_free(d->lanes[j].rec);
 	}
 	free(d->lanes);
+	free(d->emulate);
+	d->emulate = NULL;
 	for (struct disk_model *dm = atomic_load(&d->model), *o; dm; dm = o) {
 		o = dm->older;
 		free(dm);
@@ -1160,6 +1235,19 @@ void pb_log_stats(struct pb *pb)
 			snprintf(what, sizeof(what), "disk %s lane %zu", pb->disks[i].name, j);
 			cwd_stats_log(what, &pb->disks[i].lanes[j].st);
 		}
+	for (i = 0; i < pb->ndisks; i++) {
+		struct cw_io_emu_stats es;
+
+		if (pb->disks[i].fd < 0 || !pb->disks[i].emulate)
+			continue;
+		pb_disk_emu_stats(&pb->disks[i], &es);
+		cwd_log(LOG_INFO, "disk %s emulating %s: %" PRIu64 " requests, busy %" PRId64
+			" ms, late by %" PRId64 " us on average and %" PRId64 " us at most, %"
+			PRIu64 " late beyond 1 ms", pb->disks[i].name, pb->disks[i].emulate->name,
+			es.requests, es.busy_ns / CW_NS_PER_MS,
+			es.requests ? es.late_sum_ns / (int64_t)es.requests / 1000 : 0,
+			es.late_max_ns / 1000, es.late);
+	}
 	pthread_mutex_lock(&pb->resv_lock);
 	for (i = 0; i < pb->nresvs; i++) {
 		const struct resv *rv = pb->resvs[i];

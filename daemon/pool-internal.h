@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <clockwise/admit-state.h>
+#include <clockwise/emu.h>
 #include <clockwise/io.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
@@ -105,6 +106,13 @@ struct disk_model {
 	struct disk_model *older;
 };
 
+/* An emulating engine's lateness, summed over the disk's lanes, and the
+ * warning a lane logs (at most every EMU_WARN_NS) when cw_io_emu_behind()
+ * says the host fell behind (pool-backend.c). */
+#define EMU_WARN_NS (10 * CW_NS_PER_S)
+void pb_disk_emu_stats(const struct disk *d, struct cw_io_emu_stats *ret);
+void pb_disk_emu_warn(struct disk *d);
+
 struct disk {
 	uint32_t id;
 	char name[CW_NAME_MAX + 1];
@@ -113,6 +121,8 @@ struct disk {
 	int fd;
 	bool direct;
 	enum cw_io_kind io_kind;	/* the engine its lanes use */
+	struct cw_model *emulate;	/* the model its engine keeps the time of, or NULL */
+	atomic_int_fast64_t emu_warned_ns;	/* when the host last fell behind it */
 	size_t align;
 	/* The model, replaced whole when the disk is calibrated again
 	 * (pb_disk_set_model) while connection threads and dispatchers read

@@ -179,8 +179,10 @@ static void print_disks(json_object *a)
 
 		snprintf(util, sizeof(util), "%.0f%%",
 			 100 * json_object_get_double(get(d, "utilization")));
-		snprintf(model, sizeof(model), "%s%s", gs(m, "name"),
-			 json_object_get_boolean(get(m, "calibrated")) ? " (calibrated)" : "");
+		snprintf(model, sizeof(model), "%s%s%s%s", gs(m, "name"),
+			 json_object_get_boolean(get(m, "calibrated")) ? " (calibrated)" : "",
+			 get(d, "emulate") ? ", emulating " : "",
+			 get(d, "emulate") ? gs(get(d, "emulate"), "name") : "");
 		table_row(&t, gs(d, "name"), gs(d, "id"), gs(d, "tier"), gs(d, "state"),
 			  fsize(d, "size", size), fsize(d, "free", fr), model, gs(d, "tasks"),
 			  util, get(d, "delta_l_ns") ? fdur(d, "delta_l_ns", dl) : "none");
@@ -534,25 +536,29 @@ static void print_disk_added(json_object *d)
 {
 	char size[CW_UNITS_BUF];
 
-	printf("added disk %s (id %s, %s, %s)\n", gs(d, "name"), gs(d, "id"), gs(d, "tier"),
-	       fsize(d, "size", size));
+	printf("added disk %s (id %s, %s, %s%s%s)\n", gs(d, "name"), gs(d, "id"), gs(d, "tier"),
+	       fsize(d, "size", size), get(d, "emulate") ? ", emulating " : "",
+	       get(d, "emulate") ? gs(get(d, "emulate"), "name") : "");
 }
 
 static int c_disk_add(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		HELP_OPT, { "tier", required_argument, NULL, 't' },
-		{ "name", required_argument, NULL, 'n' }, { 0 }
+		{ "name", required_argument, NULL, 'n' },
+		{ "emulate", required_argument, NULL, 'e' }, { 0 }
 	};
 	json_object *a = args_new();
 	char path[PATH_MAX];
 	int o;
 
-	while ((o = next_opt(argc, argv, "ht:n:", lo)) != -1) {
+	while ((o = next_opt(argc, argv, "ht:n:e:", lo)) != -1) {
 		if (o == 't')
 			put_str(a, "tier", optarg);
 		else if (o == 'n')
 			put_str(a, "name", optarg);
+		else if (o == 'e')
+			put_str(a, "emulate", optarg);
 		else
 			return json_object_put(a), EXIT_USAGE;
 	}
@@ -1299,9 +1305,11 @@ static const struct command commands[] = {
 	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
 	  "has booked on each), partitions, reservations and exports.\n", NULL, CW_CTL_CMD_STATUS, NULL,
 	  print_status },
-	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME]",
+	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME] [--emulate MODEL]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
-	  "to hdd; the name to disk<id>.  A running daemon serves it at once.\n", c_disk_add },
+	  "to hdd; the name to disk<id>.  A running daemon serves it at once.\n"
+	  "--emulate MODEL (atlas2, hdd7200, ssd or a \"cwmodel1 ...\" string): its I/O\n"
+	  "completes when that disk would have completed it.\n", c_disk_add },
 	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,
 	  print_disks },
 	{ "disk", "remove", "NAME",

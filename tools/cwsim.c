@@ -178,6 +178,7 @@ static const struct command {
 	{ "run", sim_cmd_run, "run SCENARIO   simulate one load per placement and policy" },
 	{ "sweep", sim_cmd_sweep, "sweep SCENARIO the paper's Figures 2 and 3: CSV and plots" },
 	{ "model", sim_cmd_model, "model PRESET   a disk model preset as a cwmodel1 line" },
+	{ "setup", sim_cmd_setup, "setup SCENARIO the streams admitted and the BE trace, for a live run" },
 	{ "irregularity", sim_cmd_irregularity,
 	  "irregularity   the SFC paper's Figure 8: irregularity against the window" },
 	{ "plan", sim_cmd_plan, "plan SOURCE    each disk's plan (--pool DB or a scenario) as clockwised runs it" },

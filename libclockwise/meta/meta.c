@@ -122,6 +122,11 @@ static const char *const migrations[] = {
 	"  chunk INTEGER NOT NULL CHECK (chunk >= 0),"
 	"  bits BLOB NOT NULL CHECK (length(bits) = 512),"
 	"  PRIMARY KEY (part, chunk)) WITHOUT ROWID;",
+	/* 5 -> 6: the model a disk emulates (clockwise/emu.h), in model.h's
+	 * text form; a disk without a row is served as it is. */
+	"CREATE TABLE disk_emulate ("
+	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE,"
+	"  model TEXT NOT NULL);",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -12,12 +12,32 @@
  * Every point is sampled `repeats` times and its worst case is a high
  * percentile of the samples.
  *
+ * An emulated disk (opts->emulate) whose platter can be seen (the same
+ * sector read twice in a row takes one revolution, >= ROT_MIN_NS, as
+ * regularly as a clock) is measured in parts instead,
+ * so that a model comes back as itself (an emulated disk recovers the
+ * model it emulates):
+ *  - rotation: the median interval between the completions of those
+ *    rereads;
+ *  - seek: the time of a read at distance d after another is overhead +
+ *    seek(d) + transfer + a rotational wait that depends only on the pause
+ *    between the two (the platter turns with the clock).  The wait wraps
+ *    from nearly 0 to nearly a revolution at one pause x in [0, rotation):
+ *    time + pause jumps by a revolution there.  Bisecting the pause finds
+ *    x, and the least time seen before it is overhead + seek(d) +
+ *    transfer, within the bisection's step and the host's jitter (which
+ *    only ever adds);
+ *  - zones: the difference of two back-to-back sequential reads of
+ *    different sizes is their size difference at the media rate (both pay
+ *    the same overhead and the same missed revolution);
+ *  - overhead: the time at distance 0 less the transfer.
+ *
  * Invariant: the model produced is valid (cw_model_validate) and
  * conservative where it must extrapolate: the seek curve is made
  * non-decreasing by taking the running maximum, the rotational latency is
- * already inside the measured seek times (so rotation_ns is 0 and nothing
- * is subtracted), and any part of the device beyond the measured span is
- * given the slowest rate measured.
+ * either inside the measured seek times (rotation_ns 0) or measured and
+ * charged whole by cw_model_service_ns, and any part of the device beyond
+ * the measured span is given the slowest rate measured.
  */
 #include "config.h"
 
@@ -30,12 +50,27 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
+
+#include <clockwise/emu.h>
 
 #include "model/model-internal.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 
 #define CHUNK_MAX (UINT64_C(1) << 20)
+/* A revolution shorter than this is a cache answering, not a platter
+ * (60000 rpm). */
+#define ROT_MIN_NS CW_NS_PER_MS
+/* Parted measurement: pairs per seek point are capped: each is exact up
+ * to jitter, and an emulated Atlas-II takes ~15 ms a read. */
+#define PARTS_REPEATS 8
+#define PARTS_MIN 5	/* even a quick calibration */
+#define BISECT_STEPS 10
+#define ROT_SAMPLES 31	/* rereads the rotation is the median interval of */
+#define ZERO_PROBES 3	/* unpaused probes of a pair, the reference level */
+#define CHAIN_READS 8	/* reads per chain of a zone's rate */
+#define CHAIN_PAIRS 3	/* pairs of chains, the median taken */
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -82,6 +117,12 @@ struct calib {
 	void *userdata;
 	const char *phase;
 	unsigned done, total;
+	int64_t rot;		/* measured revolution; 0: none seen */
+	size_t small;		/* the read seeks are measured with */
+	/* per seek point and pair: the least time seen, and where b was */
+	int64_t pair_ns[CW_MODEL_MAX_SEEK][2 * PARTS_REPEATS];
+	uint64_t pair_off[CW_MODEL_MAX_SEEK][2 * PARTS_REPEATS];
+	unsigned n_pairs[CW_MODEL_MAX_SEEK];
 };
 
 static uint64_t rnd(struct calib *c, uint64_t below)
@@ -163,11 +204,137 @@ static bool opts_ok(const struct cw_calib_opts *o)
 	return true;
 }
 
+/* The same small block read again right after itself: one revolution on
+ * a platter, next to nothing from a cache.  Sets c->rot. */
+static int measure_rotation(struct calib *c, const struct cw_calib_opts *o, int64_t *samples)
+{
+	uint64_t a = rnd_off(c, c->small, c->span);
+	unsigned n = ROT_SAMPLES;	/* a revolution each: cheap, and a median wants many */
+	int64_t ignored, rot, prev;
+	int e;
+
+	c->rot = 0;
+	/* Only an emulated disk: its platter is exact.  A real drive's read
+	 * cache and read-ahead answer the rereads and the sequential chains
+	 * from memory, and a busy virtual disk can reread in a steady
+	 * millisecond that passes for a revolution; until the parted method
+	 * is shown right on real drives they keep the whole-time one. */
+	if (o->tier != CW_TIER_HDD || !o->emulate)
+		return 0;
+	/* from one completion to the next: a late look at one makes its
+	 * interval longer and the next one as much shorter (the reread
+	 * itself starts later and finds the sector sooner), so the median
+	 * interval is the revolution */
+	e = timed_read(c, a, c->small, &ignored);
+	prev = cw_now_ns();
+	for (unsigned r = 0; r < n && e == 0; r++) {
+		e = timed_read(c, a, c->small, &ignored);
+		samples[r] = cw_now_ns() - prev;
+		prev += samples[r];
+	}
+	if (e < 0)
+		return e;
+	rot = model_percentile(samples, n, 50);
+	/* A platter turns like a clock: the middle half of the intervals
+	 * within half a revolution (a busy host's lateness widens them). */
+	if (rot >= ROT_MIN_NS && rot <= CW_NS_PER_S &&
+	    model_percentile(samples, n, 75) - model_percentile(samples, n, 25) <= rot / 2)
+		c->rot = rot;
+	return 0;
+}
+
+static void wait_until(int64_t t)
+{
+	struct timespec ts = { .tv_sec = t / CW_NS_PER_S, .tv_nsec = t % CW_NS_PER_S };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* A read at a, a pause of about pause_ns, a read at b: b's time, the time
+ * from a's completion to b's, and the pause really taken. */
+static int probe(struct calib *c, uint64_t a, uint64_t b, int64_t pause_ns, int64_t *ret_b,
+		 int64_t *ret_since_a, int64_t *ret_paused)
+{
+	int64_t ignored, a_done;
+	int e = timed_read(c, a, c->small, &ignored);
+
+	if (e < 0)
+		return e;
+	a_done = cw_now_ns();
+	if (pause_ns > 0)
+		wait_until(a_done + pause_ns);
+	*ret_paused = cw_now_ns() - a_done;
+	e = timed_read(c, b, c->small, ret_b);
+	*ret_since_a = cw_now_ns() - a_done;
+	return e;
+}
+
+/* overhead + seek(b - a - small) + transfer of the pair (a, b), without
+ * the rotational wait: the pause where the wait wraps is bisected (the
+ * file's header says why that works), and the least time b took is the
+ * answer.  It is never below the truth — b's time runs from before its
+ * submission to after its completion was seen — and it is near it once a
+ * pause fell just short of the wrap: lateness and a bisection misled by
+ * it only ever make it longer. */
+static int seek_pair(struct calib *c, uint64_t a, uint64_t b, int64_t *ret_ns)
+{
+	int64_t lo = 0, hi = c->rot, t, since, ref = INT64_MAX, paused, best = INT64_MAX;
+	int e = 0;
+
+	/* Without a pause the wait has not wrapped: the least of a few such
+	 * probes is the level wrapped ones are told apart from (lateness
+	 * only adds, and one late reference would take wrapped probes for
+	 * unwrapped ones). */
+	for (unsigned k = 0; k < ZERO_PROBES && e == 0; k++) {
+		e = probe(c, a, b, 0, &t, &since, &paused);
+		ref = CW_MIN(ref, since);
+		best = CW_MIN(best, t);
+	}
+	for (unsigned k = 0; k < BISECT_STEPS && e == 0; k++) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		e = probe(c, a, b, mid, &t, &since, &paused);
+		if (e < 0)
+			break;
+		best = CW_MIN(best, t);
+		if (since < ref + c->rot / 2) {
+			ref = CW_MIN(ref, since);
+			lo = mid;	/* before the wrap: the wait is x - pause */
+		} else {
+			hi = mid;
+		}
+	}
+	if (e < 0)
+		return e;
+	*ret_ns = best;
+	return 0;
+}
+
+static int seek_parted(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
+		       unsigned i, uint64_t d)
+{
+	(void)m;
+	/* distance 0 is the overhead every other point is measured from:
+	 * twice the pairs */
+	c->n_pairs[i] = CW_MAX(CW_MIN(o->repeats, (unsigned)PARTS_REPEATS), (unsigned)PARTS_MIN) *
+			(i == 0 ? 2 : 1);
+	for (unsigned r = 0; r < c->n_pairs[i]; r++) {
+		uint64_t a = rnd_off(c, 2 * c->small + d, c->span), b = a + c->small + d;
+		int e = seek_pair(c, a, b, &c->pair_ns[i][r]);
+
+		if (e < 0)
+			return e;
+		c->pair_off[i][r] = b;
+	}
+	return 0;
+}
+
 static int measure_seek(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
 			int64_t *samples)
 {
-	size_t small = CW_MAX(c->align, (size_t)4096);
-	uint64_t maxd = c->span - small;
+	size_t small = c->small;
+	uint64_t maxd = c->span - (c->rot ? 2 * small : small);
 	int64_t run = 0;
 	int e;
 
@@ -188,6 +355,16 @@ static int measure_seek(struct calib *c, const struct cw_calib_opts *o, struct c
 				m->n_seek = i;
 				break;
 			}
+		}
+		if (c->rot) {
+			e = seek_parted(c, o, m, i, d);
+			if (e < 0)
+				return e;
+			m->seek[i] = (struct cw_model_seek){ .distance_bytes = d };
+			e = step(c);
+			if (e < 0)
+				return e;
+			continue;
 		}
 		for (unsigned r = 0; r < o->repeats; r++) {
 			uint64_t a = rnd_off(c, small, c->span - d), b = a + d;
@@ -214,6 +391,65 @@ static int measure_seek(struct calib *c, const struct cw_calib_opts *o, struct c
 	return 0;
 }
 
+/* The time each of k back-to-back sequential reads of len bytes from off
+ * takes, measured from one completion to the next: rotation + transfer on
+ * a disk without read-ahead.  A late look at a completion makes that
+ * interval longer and the next one as much shorter, and a look so late
+ * that the next sector was missed adds a revolution to one interval: the
+ * median interval is untouched by either while they stay few. */
+static int chain_ns(struct calib *c, uint64_t off, uint64_t len, unsigned k, int64_t *samples,
+		    int64_t *ret_ns)
+{
+	int64_t ignored, prev;
+	int e = timed_read(c, off - c->align, c->align, &ignored);
+
+	prev = cw_now_ns();
+	for (unsigned i = 0; i < k && e == 0; i++) {
+		int64_t now;
+
+		e = timed_read(c, off + i * len, len, &ignored);
+		now = cw_now_ns();
+		samples[i] = now - prev;
+		prev = now;
+	}
+	if (e < 0)
+		return e;
+	*ret_ns = model_percentile(samples, k, 50);
+	return 0;
+}
+
+/* The media rate in [start, start + len): chains of big and of half as
+ * big reads differ by the half's transfer alone.  0 in *ret_rate when the
+ * span is too small or the difference makes no sense (the caller then
+ * times whole chunks). */
+static int zone_rate_parted(struct calib *c, uint64_t start, uint64_t len, int64_t *samples,
+			    uint64_t *ret_rate)
+{
+	const unsigned k = CHAIN_READS;
+	uint64_t big = CW_MIN((len - c->align) * 2 / (3 * k), CHUNK_MAX) / c->align * c->align;
+	uint64_t half = big / 2 / c->align * c->align;
+	int64_t t_big, t_half, rates[CHAIN_PAIRS];
+	unsigned n = 0;
+	int e = 0;
+
+	*ret_rate = 0;
+	if (half == 0 || len < c->align)
+		return 0;
+	for (unsigned r = 0; r < CHAIN_PAIRS && e == 0; r++) {
+		e = chain_ns(c, start + c->align, big, k, samples, &t_big);
+		if (e == 0)
+			e = chain_ns(c, start + c->align + k * big, half, k, samples, &t_half);
+		if (e == 0 && t_big > t_half)
+			rates[n++] = (int64_t)((unsigned __int128)(big - half) * CW_NS_PER_S /
+					       (uint64_t)(t_big - t_half));
+	}
+	if (e < 0)
+		return e;
+	if (n * 2 > CHAIN_PAIRS)
+		*ret_rate = (uint64_t)model_percentile(rates, n, 50);
+	return 0;
+}
+
 static int measure_zones(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
 			 uint64_t capacity, int64_t *samples, size_t nsamples)
 {
@@ -230,20 +466,29 @@ static int measure_zones(struct calib *c, const struct cw_calib_opts *o, struct 
 		size_t n = 0;
 		int64_t worst;
 
+		uint64_t rate = 0;
+
 		if (chunk == 0)
 			chunk = c->align;
-		for (unsigned r = 0; r < o->repeats; r++)
-			for (uint64_t off = 0; off + chunk <= len && n < nsamples; off += chunk) {
-				e = timed_read(c, start + off, chunk, &samples[n++]);
-				if (e < 0)
-					return e;
-			}
-		worst = model_percentile(samples, n, o->percentile);
+		if (c->rot) {
+			e = zone_rate_parted(c, start, len, samples, &rate);
+			if (e < 0)
+				return e;
+		}
+		if (rate == 0) {
+			for (unsigned r = 0; r < o->repeats; r++)
+				for (uint64_t off = 0; off + chunk <= len && n < nsamples; off += chunk) {
+					e = timed_read(c, start + off, chunk, &samples[n++]);
+					if (e < 0)
+						return e;
+				}
+			worst = model_percentile(samples, n, o->percentile);
+			rate = (uint64_t)((unsigned __int128)chunk * CW_NS_PER_S / (uint64_t)worst);
+		}
 		m->zone[z] = (struct cw_model_zone){
 			.start_bytes = start,
 			.end_bytes = z + 1 == o->zones ? capacity : start + zlen,
-			.rate_bps = CW_MAX((uint64_t)1,
-					   (uint64_t)((unsigned __int128)chunk * CW_NS_PER_S / (uint64_t)worst)),
+			.rate_bps = CW_MAX((uint64_t)1, rate),
 		};
 		slowest = CW_MIN(slowest, m->zone[z].rate_bps);
 		e = step(c);
@@ -296,6 +541,36 @@ static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct
 	return 0;
 }
 
+/* The parted seek points less their transfer, at the zone rates now
+ * measured: the least at distance 0 is the overhead (returned), each
+ * other point's least less it the seek, kept non-decreasing. */
+static int64_t parted_seek_curve(struct calib *c, struct cw_model *m)
+{
+	int64_t v[2 * PARTS_REPEATS], ovh = 0, run = 0;
+
+	for (unsigned i = 0; i < m->n_seek; i++) {
+		int64_t med;
+
+		for (unsigned r = 0; r < c->n_pairs[i]; r++) {
+			int64_t xfer;
+
+			if (cw_model_access_ns(m, c->pair_off[i][r], c->pair_off[i][r], c->small, 0,
+					       &xfer) < 0)
+				xfer = 0;
+			/* access_ns of a model still without overhead: seek[0]
+			 * (0 here) plus the transfer */
+			v[r] = c->pair_ns[i][r] - xfer;
+		}
+		/* a pair errs only long (seek_pair): the least is best */
+		med = CW_MAX(model_percentile(v, c->n_pairs[i], 0), (int64_t)0);
+		if (i == 0)
+			ovh = med;
+		run = CW_MAX(run, med - ovh);
+		m->seek[i].time_ns = i == 0 ? 0 : run;
+	}
+	return ovh;
+}
+
 static void engine_freep(struct cw_io_engine **e)
 {
 	cw_io_engine_free(*e);
@@ -337,7 +612,14 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 	c.span = c.span / c.align * c.align;
 	if (c.span < 4 * CW_MAX(c.align, (size_t)4096) || size > (UINT64_C(1) << 62))
 		return -EINVAL;	/* nothing worth measuring */
-	e = cw_io_engine_new(o->engine, 1, &eng);
+	if (o->emulate) {
+		struct cw_io_emu_opts eo;
+
+		cw_io_emu_opts_init(&eo);
+		eo.inner = o->engine;
+		e = cw_io_emu_new(o->emulate, &eo, 1, &eng);
+	} else
+		e = cw_io_engine_new(o->engine, 1, &eng);
 	if (e < 0)
 		return e;
 	for (unsigned i = 0; i < o->n_block_sizes; i++)
@@ -352,7 +634,11 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 	c.buf = buf;
 	c.total = o->seek_distances + o->zones + o->n_block_sizes;
 
+	c.small = CW_MAX(c.align, (size_t)4096);
 	c.phase = "seek";
+	e = measure_rotation(&c, o, samples);
+	if (e < 0)
+		return e;
 	e = measure_seek(&c, o, &m, samples);
 	if (e < 0)
 		return e;
@@ -367,8 +653,9 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 		return e;
 
 	m.capacity_bytes = size;
-	m.rotation_ns = 0;	/* inside the measured seek times */
-	m.overhead_ns = 0;	/* likewise */
+	/* without a platter seen, both are inside the measured seek times */
+	m.rotation_ns = c.rot;
+	m.overhead_ns = c.rot ? parted_seek_curve(&c, &m) : 0;
 	m.margin_ppm = o->margin_ppm;
 	m.margin_ns = o->margin_ns;
 	e = cw_model_validate(&m);

@@ -245,6 +245,15 @@ int cw_model_preset(const char *name, struct cw_model *ret)
 	return 0;
 }
 
+int cw_model_from_string(const char *s, struct cw_model *ret)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	if (strncmp(s, "cwmodel1", 8) == 0)
+		return cw_model_parse(s, ret);
+	return cw_model_preset(s, ret);
+}
+
 /* ---- text form --------------------------------------------------------- */
 
 /* Appends to buf like snprintf, keeping the total needed in *pos. */

@@ -78,7 +78,9 @@ enum cw_ctl_code cw_ctl_code_from_errno(int neg_errno)
 static const struct cw_ctl_arg_spec no_args[] = { END };
 static const struct cw_ctl_arg_spec name_only[] = { SR("name"), END };
 static const struct cw_ctl_arg_spec id_only[] = { UR("id"), END };
-static const struct cw_ctl_arg_spec disk_add[] = { SR("path"), S("tier"), S("name"), END };
+static const struct cw_ctl_arg_spec disk_add[] = {
+	SR("path"), S("tier"), S("name"), S("emulate"), END
+};
 static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
 static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
 static const struct cw_ctl_arg_spec part_create[] = {

@@ -1,11 +1,12 @@
 # Sourced by the control-plane tests after lib.sh.
 #
 #   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
-#             [--policy delta-l|edf|lst|dynamic] [--reserve SPEC]...
+#             [--policy delta-l|edf|lst|dynamic] [--reserve SPEC]... [--emulate MODEL]
 #                            clockwised over a pool in DIR (new, holding three
 #                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
 #                            on DIR/nbd.sock, control socket DIR/control;
-#                            (--reserve: clockwised -r SPEC),
+#                            (--reserve: clockwised -r SPEC; --emulate:
+#                            hdd0 and hdd1 keep MODEL's time),
 #                            waits for its ready line; sets CTL_SOCK,
 #                            CTL_NBD, CTL_PID and CTL_LOG
 #   ctl_start_standin DIR [ARGS...]  the same socket served by
@@ -29,7 +30,7 @@ CTL_STANDIN=0
 
 ctl_start() {
 	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true policy=delta-l
-	local resv=()
+	local resv=() disks=""
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -38,6 +39,8 @@ ctl_start() {
 		--no-export-all) all=false ;;
 		--policy) policy=$2; shift ;;
 		--reserve) resv+=(-r "$2"); shift ;;
+		--emulate) disks="disks = ( { path = \"$dir/hdd0.img\"; name = \"hdd0\"; emulate = \"$2\"; },
+  { path = \"$dir/hdd1.img\"; name = \"hdd1\"; emulate = \"$2\"; } );"; shift ;;
 		*) echo "ctl_start: unknown option $1" >&2; return 1 ;;
 		esac
 		shift
@@ -64,6 +67,7 @@ control_admin_group = "$radmin";
 exports = { all = $all; };
 policy = "$policy";
 log_level = "info";
+$disks
 EOC
 	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" "${resv[@]}" 2>"$CTL_LOG" &
 	CTL_PID=$!

@@ -34,7 +34,7 @@ static void usage(const char *cmd)
 	fprintf(stderr,
 		"usage: cwsim %s [--json] [--quick] [--preset NAME] [--set KEY=VALUE]...%s [SCENARIO]\n"
 		"  a SCENARIO file or --preset (paper, quick) is needed; see cwsim(1)\n",
-		cmd, strcmp(cmd, "sweep") ? "" : " [-o DIR]");
+		cmd, !strcmp(cmd, "sweep") ? " [-o DIR]" : !strcmp(cmd, "setup") ? " [-o TRACE.csv]" : "");
 }
 
 /* Parses the command line into cli->sc: defaults, then the preset or the
@@ -557,5 +557,64 @@ int sim_cmd_model(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	printf("%s\n", buf);
+	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* ---- setup: what a live run of the scenario needs ----------------------- */
+
+/* Prints the first placement's admitted streams and the BE partitions as
+ * one JSON line, and with -o FILE writes the BE trace there as CSV (the
+ * form `be = csv:FILE` reads back): the live-vs-sim experiment plays the
+ * same streams and replays the same trace against clockwised. */
+int sim_cmd_setup(int argc, char **argv)
+{
+	struct session s;
+	const struct cli *c = &s.c;
+	struct sim_setup setup;
+	unsigned pl = 0;
+	FILE *f = NULL;
+	int e = prepare("setup", argc, argv, &s);
+
+	if (e >= 0)
+		return e;
+	while (!(c->sc.placements & 1u << pl))
+		pl++;
+	e = sim_setup_build(&c->sc, pl, c->sc.video, c->sc.streams, NULL, NULL, &setup);
+	if (e < 0) {
+		sim_trace_done(&s.trace);
+		return EXIT_FAILURE;
+	}
+	if (strcmp(c->out_dir, "cwsim-sweep") != 0) {
+		f = fopen(c->out_dir, "we");
+		if (!f) {
+			fprintf(stderr, "cwsim: %s: %m\n", c->out_dir);
+			e = -EIO;
+		}
+	}
+	if (f) {
+		fprintf(f, "time,disk,offset,size,rw\n");
+		for (size_t i = 0; i < s.trace.n; i++) {
+			const struct sim_be_rec *r = &s.trace.v[i];
+
+			fprintf(f, "%" PRId64 ".%09" PRId64 ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%c\n",
+				r->t_ns / CW_NS_PER_S, r->t_ns % CW_NS_PER_S, r->part, r->off,
+				r->bytes, r->write ? 'W' : 'R');
+		}
+		if (fclose(f) != 0)
+			e = -EIO;
+	}
+	printf("{\"placement\": \"%s\", \"disks\": %u, \"be_partitions\": %u, "
+	       "\"be_part_bytes\": %" PRIu64 ", \"be_requests\": %zu, \"clip_blocks\": %" PRIu64
+	       ", \"streams\": [", sim_placement_name(pl), c->sc.disks, c->sc.be_partitions,
+	       setup.be_part_bytes, s.trace.n, setup.clip);
+	for (size_t i = 0; i < setup.n_streams; i++)
+		printf("%s{\"video\": %s, \"rate\": %" PRIu64 ", \"block\": %" PRIu64 "}",
+		       i ? ", " : "", setup.streams[i].video ? "true" : "false",
+		       setup.streams[i].bandwidth_bps, setup.streams[i].block_bytes);
+	printf("], \"refusal\": \"%s\"}\n", setup.refusal);
+	sim_setup_done(&setup);
+	sim_trace_done(&s.trace);
+	if (e < 0)
+		return EXIT_FAILURE;
 	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

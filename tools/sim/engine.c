@@ -22,7 +22,8 @@
  * Run: a discrete-event loop over virtual int64 nanoseconds.  Each disk
  * has its own struct cw_sched (the library's dispatcher, unchanged, which
  * also gives each request its release, as in the daemon) and a struct
- * sim_disk (mechanics).  Events are stream releases, BE arrivals,
+ * cw_model_disk (the library's mechanics, which the emulating I/O engine
+ * runs too).  Events are stream releases, BE arrivals,
  * completions and the scheduler's "ask again at" wake-ups; ties are broken
  * by insertion order, so a seed determines the whole run.
  *
@@ -411,7 +412,7 @@ struct cstate {
 };
 
 struct dstate {
-	struct sim_disk mech;
+	struct cw_model_disk mech;
 	struct cw_sched *s;
 	struct sreq *cur;
 	int64_t cur_actual;
@@ -497,7 +498,7 @@ static int kick(struct run *r, unsigned disk, int64_t now)
 		struct sreq *q = (struct sreq *)dec.req;
 
 		d->cur = q;
-		d->cur_actual = sim_disk_service(&d->mech, now, q->off, q->bytes);
+		d->cur_actual = cw_model_disk_serve(&d->mech, now, q->off, q->bytes);
 		if (r->sc->worst_case)
 			d->cur_actual = q->r.service_ns;	/* the bound itself, every time */
 		d->busy_ns += d->cur_actual;
@@ -803,6 +804,7 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		const struct sim_setup *s = r->setup;
 		_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
 		struct cw_sched_sfc_conf sfc;
+		struct cw_model_disk_opts mo;
 		struct cw_disk_plan p;
 		size_t n = 0, t = 0;
 		int e;
@@ -853,9 +855,13 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 			e = clients_setup(r, d, set, n, res);
 		if (e < 0)
 			return e;
-		sim_disk_init(&r->d[d].mech, &sc->model, sc->bus_bps,
-			      sc->model.rotation_ns ?
-			      (int64_t)sim_rng_below(&phases, (uint64_t)sc->model.rotation_ns) : 0);
+		cw_model_disk_opts_init(&mo);
+		mo.bus_bps = sc->bus_bps;
+		mo.phase_ns = sc->model.rotation_ns ?
+			      (int64_t)sim_rng_below(&phases, (uint64_t)sc->model.rotation_ns) : 0;
+		e = cw_model_disk_init(&r->d[d].mech, &sc->model, &mo);
+		if (e < 0)
+			return e;
 		r->d[d].wake_at = INT64_MIN;
 	}
 	return 0;

@@ -2,7 +2,7 @@
 /*
  * cwsim's private header: the trace-driven simulator of Bosch & Mullender,
  * section 4.  Sections follow the files: scenario.c (what to simulate),
- * disk.c (mechanics), trace.c (best-effort load), engine.c (layout,
+ * trace.c (best-effort load), engine.c (layout,
  * admission and the event loop over virtual time), report.c (text, JSON,
  * CSV and plots), cmd.c (the run, sweep and model subcommands), plan.c
  * (the plan subcommand).
@@ -10,8 +10,8 @@
  * The simulator owns no scheduling logic (DESIGN rule 1): admission is
  * cw_admit_plan, each disk's plan (slack budget, idle allowance, server)
  * is cw_admit_disk_plan as in clockwised, dispatch is cw_sched,
- * service-time bounds are cw_model_service_ns.  It only supplies the clock, the requests and
- * the disk that serves them.
+ * service-time bounds are cw_model_service_ns, the disk's mechanics
+ * cw_model_disk_serve.  It only supplies the clock and the requests.
  */
 #ifndef CWSIM_SIM_H
 #define CWSIM_SIM_H
@@ -146,22 +146,6 @@ const char *sim_plan_name(enum sim_plan p);
  * or cw_admit_plan_opts_paper.  An explicit server (server_period_ms)
  * takes the place of the BE reserve and the automatic server. */
 void sim_scenario_plan_opts(const struct sim_scenario *sc, struct cw_admit_plan_opts *ret);
-
-/* ---- disk.c ------------------------------------------------------------ */
-
-struct sim_disk {
-	const struct cw_model *m;
-	uint64_t head_bytes;	/* where the last transfer ended */
-	int64_t phase_ns;	/* angle of the platter at t = 0 */
-	uint64_t bus_bps;
-};
-
-void sim_disk_init(struct sim_disk *d, const struct cw_model *m, uint64_t bus_bps,
-		   int64_t phase_ns);
-/* What serving bytes at off, starting at now_ns, really takes: overhead,
- * seek by distance, rotational latency to the first sector, transfer at
- * each zone's rate (or the bus's, if slower).  Moves the head. */
-int64_t sim_disk_service(struct sim_disk *d, int64_t now_ns, uint64_t off, uint64_t bytes);
 
 /* ---- trace.c ----------------------------------------------------------- */
 
@@ -311,6 +295,7 @@ int sim_plot(const char *dir, const char *name, const char *script);
 int sim_cmd_run(int argc, char **argv);
 int sim_cmd_sweep(int argc, char **argv);
 int sim_cmd_model(int argc, char **argv);	/* prints a preset as a cwmodel1 line */
+int sim_cmd_setup(int argc, char **argv);	/* streams and BE trace for a live run */
 
 /* ---- sfcfig.c ---------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * clockwise/io.h — asynchronous block I/O engines (io_uring, libaio).
+ * clockwise/io.h — asynchronous block I/O engines (io_uring, libaio, memory;
+ * clockwise/emu.h stacks an emulated disk on any of them).
  *
  * An engine is a small queue of requests against file descriptors opened
  * with O_DIRECT (block devices or regular files).  One engine belongs to one

@@ -199,6 +199,12 @@ int cw_disk_model_readmit(struct cw_pool *pool, uint32_t disk_id, const struct c
 			  bool calibrated, const uint64_t *resv_ids, const int64_t *service_ns,
 			  size_t n);
 
+/* The model a disk emulates (clockwise/emu.h: its I/O completes when that
+ * disk would have completed it), kept with the disk; NULL clears it.
+ * Getting a disk that emulates nothing: -ENOENT. */
+int cw_disk_emulate_set(struct cw_pool *pool, uint32_t disk_id, const struct cw_model *model);
+int cw_disk_emulate_get(struct cw_pool *pool, uint32_t disk_id, struct cw_model *ret_model);
+
 /* ---- partitions ---- */
 
 struct cw_part;

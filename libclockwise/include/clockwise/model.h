@@ -75,6 +75,10 @@ int cw_model_validate(const struct cw_model *m);
 int cw_model_preset(const char *name, struct cw_model *ret_model);
 /* NULL-terminated list of the preset names. */
 const char *const *cw_model_preset_names(void);
+/* A preset by name, or a stored model string ("cwmodel1 ..."): what
+ * configuration and commands accept where a model is named.  -ENOENT for
+ * an unknown preset, -EINVAL for a string that does not parse. */
+int cw_model_from_string(const char *s, struct cw_model *ret_model);
 
 /* Seek time for a distance (curve interpolation, no margin). */
 int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t distance_bytes);
@@ -99,6 +103,73 @@ int cw_model_service_ns(const struct cw_model *m, uint64_t lo_bytes, uint64_t hi
 int cw_model_access_ns(const struct cw_model *m, uint64_t head_bytes, uint64_t off_bytes,
 		       uint64_t bytes, uint32_t rot_ppm, int64_t *ret_ns);
 
+/* ---- disk mechanics ----------------------------------------------------
+ *
+ * What serving a request on a disk described by a model really takes,
+ * given where the head is and when the request starts (Bosch & Mullender,
+ * section 4: "The simulated disks simulates heads, tracks, sectors,
+ * rotational speed and head positions.").  The simulator (cwsim) and the
+ * emulating I/O engine (clockwise/emu.h) both drive a disk through these
+ * functions: what is simulated is what is emulated.
+ *
+ * HDD: byte offsets stand for cylinders (the seek distance is the
+ * difference of offsets, from where the last transfer ended); a track of
+ * zone z holds rate_z x rotation_ns bytes, so a sector's angle is its
+ * offset within the zone modulo that, and the platter turns with the
+ * clock (phase_ns is its angle at time 0).  The arithmetic of one access
+ * is cw_model_access_ns's.  One request is in service at a time.
+ *
+ * SSD: requests go whole to one of `channels` channels, chosen by offset
+ * (stripe_bytes interleave); a channel serves one request at a time in
+ * overhead + seek[0] + bytes at the zone's rate (a write costs write_ppm
+ * millionths of that), so one request alone takes what the model says and
+ * requests on different channels overlap.  After every gc_every_bytes
+ * written, the whole device pauses gc_pause_ns (garbage collection).
+ */
+#define CW_MODEL_MAX_CHANNELS 64
+
+struct cw_model_disk_opts {
+	size_t size;			/* sizeof(struct cw_model_disk_opts) */
+	uint64_t bus_bps;		/* HDD: a bus slower than this adds time; 0: none */
+	int64_t phase_ns;		/* HDD: platter angle at time 0, 0..rotation_ns */
+	unsigned channels;		/* SSD: 1..CW_MODEL_MAX_CHANNELS */
+	uint64_t stripe_bytes;		/* SSD: channel interleave, > 0 */
+	uint32_t write_ppm;		/* SSD: a write's cost per 10^6 of a read's, >= 1 */
+	uint64_t gc_every_bytes;	/* SSD: a pause after this many bytes written; 0: never */
+	int64_t gc_pause_ns;
+};
+
+struct cw_model_disk {
+	const struct cw_model *m;	/* not copied: it must outlive the disk */
+	struct cw_model_disk_opts o;
+	uint64_t head_bytes;		/* HDD: where the last transfer ended */
+	uint64_t written_bytes;		/* SSD: since the last collection */
+	int64_t free_ns[CW_MODEL_MAX_CHANNELS];	/* SSD: each channel busy until */
+};
+
+/* Defaults: no bus, phase 0, 4 channels of 128 KiB stripes, writes at
+ * twice a read's cost, no garbage collection. */
+void cw_model_disk_opts_init(struct cw_model_disk_opts *opts);
+
+/* Sets up a disk with its head at 0 and every channel idle; opts NULL:
+ * the defaults.  -EINVAL for an invalid model or options. */
+int cw_model_disk_init(struct cw_model_disk *d, const struct cw_model *m,
+		       const struct cw_model_disk_opts *opts);
+
+/* HDD: the time serving bytes at off takes when its service starts at
+ * start_ns (overhead, seek from the head, the platter's turn to the first
+ * sector, transfer at the zone's rate or the bus's if slower), without
+ * moving the head: for choosing among queued requests. */
+int64_t cw_model_disk_peek(const struct cw_model_disk *d, int64_t start_ns, uint64_t off,
+			   uint64_t bytes);
+/* The same, and the head moves to off + bytes. */
+int64_t cw_model_disk_serve(struct cw_model_disk *d, int64_t start_ns, uint64_t off,
+			    uint64_t bytes);
+
+/* SSD: the time a request arriving at arrival_ns finishes, its channel
+ * (and after a collection threshold, the device) busy until then. */
+int64_t cw_model_disk_ssd_finish(struct cw_model_disk *d, int64_t arrival_ns, uint64_t off,
+				 uint64_t bytes, bool write);
 /* What a request of bytes costs on average where it may lie anywhere and
  * the head anywhere: overhead + the seek over a third of the disk (the
  * mean distance between two random points) + half a revolution + bytes at
@@ -118,7 +189,15 @@ int cw_model_parse(const char *text, struct cw_model *ret_model);
 
 /* Calibration (section 3.1's pre-measurement) of a block device or file.
  * It reads with O_DIRECT through the I/O engine, never writes, and takes
- * seconds to minutes depending on the options. */
+ * seconds to minutes depending on the options.
+ *
+ * An emulated disk (opts->emulate) whose same sector, read twice in a
+ * row, takes a revolution of a millisecond or more is measured as a model
+ * of its parts: the rotation period, the seek curve without rotational
+ * waits, the per-request overhead and each zone's media rate.  Any other
+ * disk (a real drive's cache and read-ahead would answer those reads)
+ * keeps rotation and overhead at 0 with the rotational wait inside a high
+ * percentile of its seek times. */
 struct cw_calib_opts {
 	size_t size;			/* sizeof(struct cw_calib_opts) */
 	enum cw_io_kind engine;
@@ -134,6 +213,9 @@ struct cw_calib_opts {
 	int64_t margin_ns;
 	enum cw_tier tier;
 	const char *name;		/* model name; NULL: "calibrated" */
+	/* Measure the disk this model emulates on the file (clockwise/emu.h,
+	 * stacked on engine); NULL: the file as it is. */
+	const struct cw_model *emulate;
 };
 
 /* Fills opts with defaults: io_uring, whole device, 16 seek distances,

@@ -126,7 +126,7 @@ static void test_full(void)
 		"disks = (\n"
 		"  { path = \"/dev/loop0\"; name = \"hdd0\"; slot_us = 2500; model = \"atlas2\"; },\n"
 		"  { path = \"/dev/loop1\"; name = \"ssd.0_a-b\"; tier = \"ssd\"; policy = \"lst\"; "
-		"be_order = \"sfc\"; },\n"
+		"be_order = \"sfc\"; emulate = \"ssd\"; },\n"
 		"  { path = \"/dev/loop2\"; name = \"ssd1\"; tier = \"ssd\"; lanes = 64; slot_us = 1000000; "
 		"policy = \"dynamic\"; }\n"
 		");\n"
@@ -171,6 +171,9 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->disks[1].lanes, cwd_config_default_lanes(CW_TIER_SSD));
 	CU_ASSERT_EQUAL(c->disks[1].slot_ns, 100 * CW_NS_PER_US);
 	CU_ASSERT_PTR_NULL(c->disks[1].model);
+	CU_ASSERT_PTR_NULL(c->disks[0].emulate);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c->disks[1].emulate);
+	CU_ASSERT_STRING_EQUAL(c->disks[1].emulate->name, "ssd");
 	CU_ASSERT_EQUAL(c->disks[2].lanes, 64);
 	CU_ASSERT_EQUAL(c->disks[2].slot_ns, CW_NS_PER_S);
 	CU_ASSERT_EQUAL(c->disks[2].line, 8);
@@ -356,13 +359,21 @@ static void test_bad_disks(void)
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; model = \"a-model-name-longer-than-31-bytes\"; } );\n",
 		 "1: disks[0].model = \"a-model-name-longer-than-31-bytes\" is not a valid name; expected 1 to 31 "
 		 "of A-Z a-z 0-9 . _ -, not starting with .");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\";\n emulate = \"atlas3\"; } );\n",
+		 "2: disks[0].emulate = \"atlas3\" is not a known model; expected a preset (atlas2, "
+		 "hdd7200, ssd) or a model string \"cwmodel1 ...\" as calibration stores it");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"cwmodel1 name=x\"; } );\n",
+		 "1: disks[0].emulate is not a valid model string; expected \"cwmodel1 name=... "
+		 "tier=... cap=... rot=... ovh=... seek=... zones=...\"");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = 7200; } );\n",
+		 "1: disks[0].emulate is an integer; expected a model preset or a model string in quotes");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; policy = \"rr\"; } );\n",
 		 "1: disks[0].policy = \"rr\" is not a dispatch policy; expected \"delta-l\", \"edf\", \"lst\" or \"dynamic\"");
 	load_bad("disks = ( { path = \"dev/a\"; name = \"a\"; } );\n",
 		 "1: disks[0].path = \"dev/a\" is not an absolute path; expected a path starting with /");
 	load_bad("disks = (\n  { path = \"/dev/a\";\n    speed = 7200; name = \"a\"; } );\n",
 		 "3: unknown setting \"speed\" in disks[0]; expected path, name, tier, policy, be_order, slot_us, "
-		 "lanes or model");
+		 "lanes, model or emulate");
 	load_bad("disks = { };\n", "1: disks is a group; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = [ 5 ];\n", "1: disks is an array; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = (\n 5 );\n", "2: disks[0] is an integer; expected a group { name = value; ... }");
@@ -724,7 +735,7 @@ static void test_example(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
 	q[0] = '#';
 	c = load_ok(text);
-	CU_ASSERT_EQUAL(c->n_disks, 3);
+	CU_ASSERT_EQUAL(c->n_disks, 4);
 	cwd_config_free(c);
 	free(text);
 }

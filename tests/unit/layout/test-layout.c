@@ -1190,13 +1190,42 @@ static void test_disk_model_damaged_and_migrated(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	/* A database of schema 1 (before disk models) is migrated on open. */
-	sql_run(t.db, "DROP TABLE hole; DROP TABLE export; DROP TABLE resv_disk; DROP TABLE resv;"
-		      " DROP TABLE disk_model; DROP TABLE be_qos; PRAGMA user_version = 1");
+	sql_run(t.db, "DROP TABLE disk_emulate; DROP TABLE hole; DROP TABLE export;"
+		      " DROP TABLE resv_disk; DROP TABLE resv; DROP TABLE disk_model;"
+		      " DROP TABLE be_qos; PRAGMA user_version = 1");
 	tp_reopen(&t);
 	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == META_SCHEMA_VERSION);
 	CU_ASSERT(cw_disk_model_get(t.pool, 1, &m, NULL) == -ENOENT);
 	CU_ASSERT_FATAL(cw_model_preset("atlas2", &m) == 0);
 	CU_ASSERT(cw_disk_model_set(t.pool, 1, &m, false) == 0);
+	tp_fini(&t);
+}
+
+/* The model a disk emulates: kept apart from its service-time model,
+ * cleared with NULL, gone with the disk. */
+static void test_disk_emulate_store(void)
+{
+	struct tp t;
+	struct cw_model m, got, admit;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT(cw_disk_emulate_get(t.pool, 1, &got) == -ENOENT);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "no emulated model") != NULL);
+	CU_ASSERT_FATAL(cw_model_preset("atlas2", &m) == 0);
+	CU_ASSERT(cw_disk_emulate_set(t.pool, 9, &m) == -ENOENT);
+	CU_ASSERT_FATAL(cw_disk_emulate_set(t.pool, 1, &m) == 0);
+	CU_ASSERT_FATAL(cw_disk_emulate_set(t.pool, 2, &m) == 0);
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &admit) == 0);
+	CU_ASSERT_FATAL(cw_disk_model_set(t.pool, 1, &admit, false) == 0);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_disk_emulate_get(t.pool, 1, &got) == 0);
+	CU_ASSERT(memcmp(&got, &m, sizeof(m)) == 0);
+	CU_ASSERT_FATAL(cw_disk_model_get(t.pool, 1, &got, NULL) == 0);
+	CU_ASSERT(memcmp(&got, &admit, sizeof(admit)) == 0);
+	CU_ASSERT_FATAL(cw_disk_emulate_set(t.pool, 1, NULL) == 0);
+	CU_ASSERT(cw_disk_emulate_get(t.pool, 1, &got) == -ENOENT);
+	CU_ASSERT_FATAL(cw_disk_remove(t.pool, 2) == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM disk_emulate") == 0);
 	tp_fini(&t);
 }
 
@@ -1223,6 +1252,7 @@ int main(void)
 	cwtest_add(s, "models stored and replaced", test_disk_model_store);
 	cwtest_add(s, "models go with their disk", test_disk_model_goes_with_disk);
 	cwtest_add(s, "damaged model, schema 1 migrated", test_disk_model_damaged_and_migrated);
+	cwtest_add(s, "emulated models stored and cleared", test_disk_emulate_store);
 
 	s = cwtest_suite("partitions", NULL, NULL);
 	cwtest_add(s, "rotation and the mapping", test_part_rotation_map);

@@ -12,7 +12,6 @@
 
 #include "cwtest.h"
 #include "../../../tools/sim/scenario.c"
-#include "../../../tools/sim/disk.c"
 #include "../../../tools/sim/trace.c"
 #include "../../../tools/sim/engine.c"
 

@@ -15,7 +15,6 @@
 
 #include "cwtest.h"
 #include "../../../tools/sim/scenario.c"
-#include "../../../tools/sim/disk.c"
 #include "../../../tools/sim/trace.c"
 #include "../../../tools/sim/engine.c"
 #include "../../../tools/sim/plan.c"
