@@ -401,16 +401,6 @@ static void lane_fail(struct lane *l, struct piece *p, int err)
 	lane_piece_done(l, p, err, cw_now_ns());
 }
 
-void lane_fifo_append(struct lane *l, struct piece *p)
-{
-	p->next = NULL;
-	if (l->fifo_tail)
-		l->fifo_tail->next = p;
-	else
-		l->fifo = p;
-	l->fifo_tail = p;
-}
-
 /* Fills the scheduling fields of a piece that arrived on a stream lane. */
 static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 {

@@ -327,13 +327,13 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 	for (j = done; j; j = jobs) {
 		struct nbdsrv_io *nio = j->nio;
 		/* Read before booking: a booked write may complete (and its
-		 * request be reused) before pb_submit_rw returns. */
+		 * request be reused) before the submission returns. */
 		bool w = is_write(nio), data = nio->op == NBDSRV_IO_WRITE;
 		int e = r;
 
 		jobs = j->next;
 		if (e == 0 && w)
-			e = pb_submit_rw(j->x, nio, CW_IO_WRITE, !data);
+			e = j->x->pb->submit(j->x, nio, CW_IO_WRITE, !data);
 		else if (e == 0)
 			e = finish_dealloc(j);
 		/* A booked write completes from its lanes. */

@@ -43,16 +43,6 @@ static struct lane *piece_lane(struct pb *pb, uint32_t disk_index, uint64_t phys
 	return &d->lanes[(phys_off / pb->block_size) % d->nlanes];
 }
 
-int pb_disk_index(struct pb *pb, uint32_t id)
-{
-	int di;
-
-	if (id > CW_DISKS_MAX)
-		return -ENODEV;
-	di = atomic_load_explicit(&pb->slot_of[id], memory_order_acquire);
-	return di >= 0 ? di : -ENODEV;
-}
-
 static void piece_init_flush(struct preq *q, struct piece *p, struct pb *pb, uint32_t di)
 {
 	struct disk *d = &pb->disks[di];
@@ -115,7 +105,7 @@ static void preq_free(struct preq *q)
 		free(q);
 }
 
-static void req_finish(struct preq *q)
+static void preq_finish(struct preq *q)
 {
 	int err = atomic_load(&q->err);
 
@@ -469,36 +459,6 @@ static int disk_emulated(struct pb *pb, struct disk *d, const struct cwd_config_
 	return 0;
 }
 
-void pb_disk_emu_stats(const struct disk *d, struct cw_io_emu_stats *ret)
-{
-	*ret = (struct cw_io_emu_stats){ 0 };
-	for (size_t j = 0; d->emulate && j < d->nlanes; j++) {
-		struct cw_io_emu_stats st;
-
-		if (!d->lanes[j].eng || cw_io_emu_stats(d->lanes[j].eng, &st) < 0)
-			continue;
-		ret->requests += st.requests;
-		ret->busy_ns += st.busy_ns;
-		ret->late_sum_ns += st.late_sum_ns;
-		ret->late_max_ns = CW_MAX(ret->late_max_ns, st.late_max_ns);
-		ret->late += st.late;
-	}
-}
-
-void pb_disk_emu_warn(struct disk *d)
-{
-	int64_t now = cw_now_ns(), last = atomic_load(&d->emu_warned_ns);
-	struct cw_io_emu_stats st;
-
-	if (last && now - last < EMU_WARN_NS)
-		return;
-	atomic_store(&d->emu_warned_ns, now);
-	pb_disk_emu_stats(d, &st);
-	cwd_log(LOG_WARNING, "disk %s: the host cannot keep the time of the emulated %s: %"
-		PRIu64 " of %" PRIu64 " requests completed over 1 ms late, by up to %" PRId64 " us",
-		d->name, d->emulate->name, st.late, st.requests, st.late_max_ns / 1000);
-}
-
 static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
 {
 	const struct cwd_config *cfg = pb->cfg;
@@ -627,7 +587,8 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 		return -ENOMEM;
 	pb->pool = pool;
 	pb->adm = adm;
-	pb->req_finish = req_finish;
+	pb->req_finish = preq_finish;
+	pb->submit = pb_submit_rw;
 	pthread_mutex_init(&pb->resv_lock, NULL);
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);

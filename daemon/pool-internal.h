@@ -110,6 +110,7 @@ struct disk_model {
  * warning a lane logs (at most every EMU_WARN_NS) when cw_io_emu_behind()
  * says the host fell behind (pool-backend.c). */
 #define EMU_WARN_NS (10 * CW_NS_PER_S)
+/* pool-emu.c */
 void pb_disk_emu_stats(const struct disk *d, struct cw_io_emu_stats *ret);
 void pb_disk_emu_warn(struct disk *d);
 
@@ -214,6 +215,8 @@ struct pb {
 	struct cw_admit_state *adm;
 	/* Completes a request whose pieces are all done (lane.c calls it). */
 	void (*req_finish)(struct preq *q);
+	/* Maps, splits and books a request (pool-alloc.c's keeper calls it). */
+	int (*submit)(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
 	struct cw_slots_domain *domain;
 	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
@@ -282,7 +285,6 @@ void lane_unplug(void);
 void *lane_main(void *arg);
 void lane_stop(struct lane *l);
 void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);
-void lane_fifo_append(struct lane *l, struct piece *p);	/* to submit, in order */
 /* Hands a plan (malloc'ed; the lane frees it) to a lane's dispatcher,
  * which applies it once nothing started outside the policy is in flight. */
 void lane_post_plan(struct lane *l, struct lane_plan *pl);
@@ -306,8 +308,6 @@ void lane_beq_drain(struct lane *l);
 void lane_be_done(struct lane *l, struct piece *p);
 
 /* pool-backend.c */
-/* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
-int pb_disk_index(struct pb *pb, uint32_t id);
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or
  * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
 int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
@@ -327,6 +327,28 @@ void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
  * write it booked can complete, and its export go, before the keeper
  * wakes the lane).  Control thread. */
 void pb_alloc_quiesce(struct pb *pb);
+
+/* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
+static inline int pb_disk_index(struct pb *pb, uint32_t id)
+{
+	int di;
+
+	if (id > CW_DISKS_MAX)
+		return -ENODEV;
+	di = atomic_load_explicit(&pb->slot_of[id], memory_order_acquire);
+	return di >= 0 ? di : -ENODEV;
+}
+
+/* Appends p to the lane's list to submit, in order (dispatcher only). */
+static inline void lane_fifo_append(struct lane *l, struct piece *p)
+{
+	p->next = NULL;
+	if (l->fifo_tail)
+		l->fifo_tail->next = p;
+	else
+		l->fifo = p;
+	l->fifo_tail = p;
+}
 
 static inline const struct cw_model *disk_model(const struct disk *d)
 {

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <clockwise/sched-beq.h>
+
 #include "sched/sched-internal.h"
 
 struct fifo {
@@ -114,4 +116,20 @@ static const struct cw_sched_beq_ops fifo_ops = {
 const struct cw_sched_beq_ops *cw_sched_beq_fifo(void)
 {
 	return &fifo_ops;
+}
+
+/* ---- what every order uses of a request and a client ---- */
+
+int64_t cw_sched_req_cost(const struct cw_sched_req *r)
+{
+	return r->cost_ns > 0 ? r->cost_ns : r->service_ns;
+}
+
+int cw_sched_client_check(const struct cw_sched_client *q)
+{
+	if (!q || q->weight < 1 || q->resv_ppm > CW_SCHED_PPM || q->limit_ppm > CW_SCHED_PPM ||
+	    (q->limit_ppm && q->limit_ppm < q->resv_ppm) || q->idle_credit_ns < 0 ||
+	    q->idle_credit_ns > INT64_MAX / CW_SCHED_PPM / 4)
+		return -EINVAL;
+	return 0;
 }

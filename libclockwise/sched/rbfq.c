@@ -120,15 +120,6 @@ struct rbfq {
 
 static const struct cw_sched_client default_qos = { .weight = 1 };
 
-int cw_sched_client_check(const struct cw_sched_client *q)
-{
-	if (!q || q->weight < 1 || q->resv_ppm > CW_SCHED_PPM || q->limit_ppm > CW_SCHED_PPM ||
-	    (q->limit_ppm && q->limit_ppm < q->resv_ppm) || q->idle_credit_ns < 0 ||
-	    q->idle_credit_ns > MAX_COST)
-		return -EINVAL;
-	return 0;
-}
-
 void cw_sched_rbfq_conf_init(struct cw_sched_rbfq_conf *c)
 {
 	*c = (struct cw_sched_rbfq_conf){ .size = sizeof(*c), .lag_ns = CW_NS_PER_S };

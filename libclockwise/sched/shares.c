@@ -278,11 +278,6 @@ int cw_sched_tracker_done(struct cw_sched_tracker *t, unsigned disk, const struc
 	return 0;
 }
 
-int64_t cw_sched_req_cost(const struct cw_sched_req *r)
-{
-	return r->cost_ns > 0 ? r->cost_ns : r->service_ns;
-}
-
 const struct cw_sched_beq_ops *cw_sched_beq_by_name(const char *name)
 {
 	if (!name)

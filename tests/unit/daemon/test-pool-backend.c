@@ -75,7 +75,7 @@ static void tap_finish(struct preq *q)
 			tap.r[tap.n++] = r;
 		pthread_mutex_unlock(&tap.lock);
 	}
-	req_finish(q);
+	preq_finish(q);
 }
 
 /* The one request finished since the last call (the caller frees it). */
