@@ -100,6 +100,10 @@ struct export {
 	bool removed;
 	/* One read-modify-write at a time (see serve_unaligned). */
 	pthread_mutex_t rmw_lock;
+	/* Writes, zeros and trims of every connection in flight, and
+	 * whether a read-modify-write holds them off (write_enter). */
+	atomic_int writes;
+	atomic_int rmw_active;
 };
 
 struct slot {
@@ -117,6 +121,7 @@ struct slot {
 	 * completion raises sync_done instead of queueing a reply. */
 	bool sync;
 	atomic_int sync_done;
+	bool counted;			/* in its export's writes */
 };
 
 struct conn {
@@ -280,6 +285,15 @@ static void futex_wake(atomic_int *addr)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* A write (or zero, or trim) leaves its export's count; the last one out
+ * wakes a read-modify-write waiting for them (serve_unaligned). */
+static void write_leave(struct export *x)
+{
+	if (atomic_fetch_sub_explicit(&x->writes, 1, memory_order_seq_cst) == 1 &&
+	    atomic_load_explicit(&x->rmw_active, memory_order_seq_cst))
+		futex_wake(&x->writes);
+}
+
 /* Wakes a thread parked by park(); cheap when nobody sleeps. */
 static void unpark(atomic_int *sleeping)
 {
@@ -354,6 +368,11 @@ void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 {
 	struct slot *s = (struct slot *)io;	/* io is the slot's first member */
 	struct conn *c = s->conn;
+
+	if (s->counted) {
+		s->counted = false;
+		write_leave((struct export *)c->exp);
+	}
 	/* Read before the push: from then on the slot may be answered and reused. */
 	bool big = s->io.op == NBDSRV_IO_READ && s->io.length > INLINE_SEND_MAX;
 	struct slot *old;
@@ -1167,14 +1186,15 @@ static int submit(struct conn *c, struct slot *s)
  *
  * Two read-modify-writes of one block must not interleave, or one undoes
  * the other's bytes: they take the export's rmw_lock, and before each the
- * reader waits until its connection's other requests are answered.  A
- * whole-block write on another connection to a client that asked for the
- * block size is not held up: the protocol leaves two connections' writes
- * to one block unordered, but the bytes outside this request are written
- * back as they were read, so such a write landing between the read and
- * the write of the patch is lost.  Kernel clients send whole logical
- * blocks (512 bytes), so on exports whose disks take 512-byte I/O this
- * path is never taken. */
+ * reader waits until its connection's other requests are answered.  Nor
+ * may another connection's write land between the read and the write of
+ * the patch, or the patch, written back with the bytes as they were read,
+ * would undo it: every write, zero and trim is counted in its export
+ * (write_enter), and a read-modify-write holds new ones off and waits for
+ * those in flight (rmw_hold_writes).  The count costs each write two
+ * atomic operations on a word of its export; only unaligned requests
+ * ever wait.  Kernel clients send whole logical blocks (512 bytes), so
+ * on exports whose disks take 512-byte I/O this path is never taken. */
 
 static bool others_answered(struct conn *c)
 {
@@ -1272,6 +1292,18 @@ static int rmw(struct conn *c, const struct slot *s, const uint8_t *src)
 	return sync_io(c, NBDSRV_IO_WRITE, a0, (uint32_t)(b0 - a0), c->rmw_buf, s->io.fua);
 }
 
+/* Holds off new writes of every connection to x and waits for those in
+ * flight (Dekker's pattern with write_enter: each side raises its flag,
+ * then looks at the other's). */
+static void rmw_hold_writes(struct export *x)
+{
+	int n;
+
+	atomic_store_explicit(&x->rmw_active, 1, memory_order_seq_cst);
+	while ((n = atomic_load_explicit(&x->writes, memory_order_seq_cst)) != 0)
+		futex_wait(&x->writes, n);
+}
+
 static int serve_unaligned(struct conn *c, struct slot *s)
 {
 	uint64_t a = c->rmw_align, off = s->io.offset, end = off + s->io.length;
@@ -1301,7 +1333,10 @@ static int serve_unaligned(struct conn *c, struct slot *s)
 	case NBDSRV_IO_WRITE:
 		pthread_mutex_lock(&x->rmw_lock);
 		wait_others_answered(c);
+		rmw_hold_writes(x);
 		r = rmw(c, s, s->io.op == NBDSRV_IO_WRITE ? s->io.buf : NULL);
+		atomic_store_explicit(&x->rmw_active, 0, memory_order_seq_cst);
+		syscall(SYS_futex, &x->rmw_active, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 		pthread_mutex_unlock(&x->rmw_lock);
 		break;
 	default:
@@ -1319,6 +1354,31 @@ static bool unaligned(const struct conn *c, const struct cw_nbd_request *req)
 	return c->rmw_align > 1 && req->type != CW_NBD_CMD_FLUSH &&
 	       req->type != CW_NBD_CMD_CACHE && req->type != CW_NBD_CMD_BLOCK_STATUS &&
 	       ((req->offset | req->length) & (c->rmw_align - 1));
+}
+
+static bool modifies(enum nbdsrv_io_op op)
+{
+	return op == NBDSRV_IO_WRITE || op == NBDSRV_IO_ZERO || op == NBDSRV_IO_TRIM;
+}
+
+/* Counts a write in its export before it is submitted; while a
+ * read-modify-write runs on the export, waits for it to end first. */
+static void write_enter(struct conn *c, struct slot *s)
+{
+	struct export *x = (struct export *)c->exp;
+
+	for (;;) {
+		atomic_fetch_add_explicit(&x->writes, 1, memory_order_seq_cst);
+		if (!atomic_load_explicit(&x->rmw_active, memory_order_seq_cst))
+			break;
+		write_leave(x);
+		/* What this reader holds back goes first: the
+		 * read-modify-write waits for it. */
+		flush_wake(c);
+		while (atomic_load_explicit(&x->rmw_active, memory_order_seq_cst))
+			futex_wait(&x->rmw_active, 1);
+	}
+	s->counted = true;
 }
 
 /* Reads and dispatches requests until the client leaves or errs. */
@@ -1409,6 +1469,8 @@ static int transmission(struct conn *c)
 			nbdsrv_io_complete(&s->io, serve_unaligned(c, s));
 			continue;
 		}
+		if (modifies(s->io.op))
+			write_enter(c, s);
 		/* After submit() the slot is the back end's: not a byte of
 		 * it may be touched here. */
 		r = submit(c, s);

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <clockwise/nbd.h>
@@ -831,28 +834,44 @@ static int s_full_socket(void)
  * requests, and nothing else.  It must be served (a minimum block of 1),
  * and then requests of any alignment work with simple replies.
  */
-static int s_nbd_client_324(void)
-{
-	static const uint8_t hello[] = {
+static const uint8_t hello_324[] = {
 		0x00, 0x00, 0x00, 0x03,				/* client flags */
 		'I', 'H', 'A', 'V', 'E', 'O', 'P', 'T',
 		0x00, 0x00, 0x00, 0x07,				/* NBD_OPT_GO */
 		0x00, 0x00, 0x00, 0x0a,				/* length 10 */
 		0x00, 0x00, 0x00, 0x04, 'd', 'i', 's', 'k',	/* the name */
 		0x00, 0x00,					/* no info requests */
-	};
-	struct cw_nbd_option_reply rep;
-	static uint8_t pat[4096], got[4096], want[4096];
-	uint8_t g[CW_NBD_GREETING_BYTES], b[64];
-	bool sized = false, blocks = false;
-	uint32_t err;
-	unsigned i;
+};
+
+/* Opens "disk" as nbd-client 3.24 does; the caller checks the replies. */
+static int open_324(void)
+{
+	uint8_t g[CW_NBD_GREETING_BYTES];
 	int fd = dial();
 
 	TRY(fd);
-	TRY(get(fd, g, sizeof(g)));
-	EXPECT(cw_nbd_decode_greeting(g) == 3, "greeting flags");
-	TRY(put(fd, hello, sizeof(hello)));
+	if (get(fd, g, sizeof(g)) < 0 || put(fd, hello_324, sizeof(hello_324)) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (cw_nbd_decode_greeting(g) != 3) {
+		close(fd);
+		return fail("greeting flags");
+	}
+	return fd;
+}
+
+static int s_nbd_client_324(void)
+{
+	struct cw_nbd_option_reply rep;
+	static uint8_t pat[4096], got[4096], want[4096];
+	uint8_t b[64];
+	bool sized = false, blocks = false;
+	uint32_t err;
+	unsigned i;
+	int fd = open_324();
+
+	TRY(fd);
 	for (;;) {
 		TRY(get_rep(fd, CW_NBD_OPT_GO, &rep, b, sizeof(b)));
 		if (rep.reply == CW_NBD_REP_ACK)
@@ -912,6 +931,78 @@ static int s_nbd_client_324(void)
 	EXPECT(err == 0, "reading the last byte failed: %u", err);
 	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 11, 0, 0, NULL));
 	return expect_close(fd);
+}
+
+/*
+ * A read-modify-write on one connection never undoes a whole-block write
+ * of another: a child patches one byte of block 0 over and over as a
+ * minimum-block-1 client, while this connection (which asked for the
+ * block size) writes the whole block with a new pattern and reads it back
+ * each time; every byte but the patched one must be the last pattern.
+ */
+static int s_rmw_keeps_others(void)
+{
+	enum { BLK = 512, ROUNDS = 3000, PATCHED = 100 };
+	static uint8_t pat[BLK], got[BLK];
+	struct cw_nbd_option_reply rep;
+	uint8_t b[64];
+	uint32_t err;
+	int fd, st = 0, ws;
+	pid_t child;
+
+	fd = open_export("disk", false, NULL);
+	TRY(fd);
+	child = fork();
+	if (child < 0)
+		return fail("fork: %m");
+	if (child == 0) {
+		int a = open_324();
+
+		if (a < 0)
+			_exit(2);
+		do {
+			if (get_rep(a, CW_NBD_OPT_GO, &rep, b, sizeof(b)) < 0)
+				_exit(2);
+		} while (rep.reply == CW_NBD_REP_INFO);
+		if (rep.reply != CW_NBD_REP_ACK)
+			_exit(2);
+		for (uint64_t k = 1; k <= ROUNDS; k++) {
+			uint8_t v = (uint8_t)k;
+
+			if (send_req(a, CW_NBD_CMD_WRITE, 0, k, PATCHED, 1, &v) < 0 ||
+			    expect_err(a, k, 0) < 0)
+				_exit(3);
+		}
+		_exit(0);
+	}
+	for (uint64_t k = 1; k <= ROUNDS && st == 0; k++) {
+		for (unsigned i = 0; i < BLK; i++)
+			pat[i] = (uint8_t)(k * 7 + i);
+		if (send_req(fd, CW_NBD_CMD_WRITE, 0, 2 * k, 0, BLK, pat) < 0 ||
+		    expect_err(fd, 2 * k, 0) < 0 ||
+		    send_req(fd, CW_NBD_CMD_READ, 0, 2 * k + 1, 0, BLK, NULL) < 0 ||
+		    get_reply(fd, 2 * k + 1, &err, got, BLK, 0) < 0) {
+			st = -1;
+			break;
+		}
+		if (err) {
+			st = fail("read %" PRIu64 " failed: %u", k, err);
+			break;
+		}
+		for (unsigned i = 0; i < BLK; i++)
+			if (i != PATCHED && got[i] != pat[i]) {
+				st = fail("round %" PRIu64 ": byte %u is %u, the write just "
+					  "acknowledged put %u there: a read-modify-write undid it",
+					  k, i, got[i], pat[i]);
+				break;
+			}
+	}
+	if (st)
+		kill(child, SIGKILL);
+	if (waitpid(child, &ws, 0) != child || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+		st = st ? st : fail("the patching client failed (%d)", ws);
+	close(fd);
+	return st;
 }
 
 /* The server is up: it accepts and greets. */
@@ -999,6 +1090,7 @@ static const struct scenario scenarios[] = {
 	{ "full-socket", s_full_socket },
 	{ "block-status", s_block_status },
 	{ "nbd-client-3.24", s_nbd_client_324 },
+	{ "rmw-keeps-others", s_rmw_keeps_others },
 };
 
 /* Not in the list: the test starts it on its own. */
