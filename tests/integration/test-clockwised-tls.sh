@@ -5,6 +5,8 @@
 # X.509 certificates (made here with certtool) and with pre-shared keys
 # (psktool); a client with the wrong CA, the wrong key or an unknown user
 # is refused; "on" serves both kinds of client, "off" offers no TLS.
+# Over TCP (where libnbd verifies the server's certificate) the same
+# client passes and one trusting another CA is refused.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires nbdinfo qemu-img qemu-io
@@ -131,6 +133,41 @@ expect_fail "psk: an unknown user is refused" nbdinfo --size "$(psk_uri "$tsock"
 expect_fail "psk: a client without TLS is refused" nbdinfo --size "nbd+unix:///vol?socket=$tsock"
 check "the daemon logged the refusals" grep -q "TLS handshake" "$(cwd_log)"
 check "still serving" test "$(nbdinfo --size "$(psk_uri "$tsock" "$cw_tmp/alice")")" = 16777216
+check "stop" cwd_stop
+
+# ---- TCP: a listener that requires TLS, where libnbd checks the
+# server's certificate (it does not over unix sockets)
+tcp_conf() { # PORT
+	cat >"$cwd_cfg" <<EOC
+pool = "$cwd_db";
+control_socket = "$cw_tmp/control";
+log_level = "debug";
+listen = {
+	unix = [ "$cwd_sock" ];
+	tcp = ( { address = "127.0.0.1:$1"; tls = "require"; } );
+};
+tls = { certificates = "$pki"; };
+access = { read_write = [ "*" ]; };
+EOC
+}
+port=
+for try in 1 2 3 4 5; do
+	p=$((20000 + RANDOM % 40000))
+	tcp_conf $p
+	cwd_start 2>/dev/null || continue
+	if grep -q "listening on 127.0.0.1:$p" "$(cwd_log)"; then port=$p; break; fi
+	cwd_stop
+done
+check "a TCP listener that requires TLS" test -n "$port"
+tcp_uri() { echo "nbds://localhost:$port/vol?tls-certificates=$1"; }
+check "tcp: nbdinfo over TLS, the server's certificate verified" \
+	test "$(nbdinfo --size "$(tcp_uri "$pki")")" = 16777216
+expect_fail "tcp: a client trusting another CA is refused" nbdinfo --size "$(tcp_uri "$cw_tmp/stranger")"
+expect_fail "tcp: in the clear is refused" nbdinfo --size "nbd://localhost:$port/vol"
+check "tcp: qemu-io writes and reads over TLS" qio_ok qemu-io --object \
+	"tls-creds-x509,id=t0,dir=$cw_tmp/client,endpoint=client" --image-opts \
+	"driver=nbd,server.type=inet,server.host=localhost,server.port=$port,export=vol,tls-creds=t0" \
+	-c 'write -P 0x3d 13M 1M' -c 'read -P 0x3d 13M 1M'
 check "stop" cwd_stop
 
 # ---- no credentials: a TLS listener is a configuration error
