@@ -536,9 +536,22 @@ int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 
 int cwc_server_run(struct cwc_server *srv)
 {
-	while (!srv->stopping) {
-		int r = cwc_server_dispatch(srv, -1);
+	const struct cwc_hooks *h = &srv->o.hooks;
+	int64_t next_tick = cw_now_ns() + CWC_TICK_MS * CW_NS_PER_MS;
 
+	while (!srv->stopping) {
+		int64_t now, wait_ms = -1;
+		int r;
+
+		if (h->tick) {
+			now = cw_now_ns();
+			if (now >= next_tick) {
+				h->tick(h->userdata);
+				next_tick = now + CWC_TICK_MS * CW_NS_PER_MS;
+			}
+			wait_ms = CW_DIV_ROUND_UP(next_tick - now, CW_NS_PER_MS);
+		}
+		r = cwc_server_dispatch(srv, (int)CW_MIN(wait_ms, CWC_TICK_MS));
 		if (r < 0)
 			return r;
 	}

@@ -65,6 +65,17 @@ static json_object *hist_json(const uint64_t *h)
 	return a;
 }
 
+/* {"model": n, "overrun": n, "cpu": n, "delivery": n, "sched": n} */
+static json_object *classes_json(const uint64_t *n)
+{
+	json_object *o = json_object_new_object();
+
+	for (unsigned k = 0; k < CW_MISS_CLASSES; k++)
+		cwc_add(o, cw_sched_miss_class_name((enum cw_sched_miss_class)k),
+			cw_ctl_json_u64(n[k]));
+	return o;
+}
+
 int cwc_cmd_stats(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
@@ -96,6 +107,9 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "read_bytes", cw_ctl_json_u64(s->read_bytes));
 		cwc_add(o, "written_bytes", cw_ctl_json_u64(s->written_bytes));
 		cwc_add(o, "be_hist", hist_json(s->be_hist));
+		cwc_add(o, "rt_miss_classes", classes_json(s->misses));
+		cwc_add(o, "be_overruns", cw_ctl_json_u64(s->be_overruns));
+		cwc_add(o, "be_overrun_ns", json_object_new_int64(s->be_overrun_ns));
 		json_object_array_add(disks, o);
 	}
 	resvs = json_object_new_array();
@@ -109,6 +123,7 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "read_bytes", cw_ctl_json_u64(s->read_bytes));
 		cwc_add(o, "written_bytes", cw_ctl_json_u64(s->written_bytes));
 		cwc_add(o, "worst_late_ns", json_object_new_int64(s->worst_late_ns));
+		cwc_add(o, "miss_classes", classes_json(s->miss_class));
 		json_object_array_add(resvs, o);
 	}
 	free(st.disks);

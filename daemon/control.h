@@ -50,6 +50,7 @@
 #include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
 #include <clockwise/model.h>
+#include <clockwise/sched.h>
 
 #include <clockwise/ctl-proto.h>
 
@@ -75,6 +76,9 @@ struct cwc_disk_stats {
 	uint64_t be_hist[CWC_HIST_BUCKETS];	/* BE latency: a client diffs two for an interval's */
 	int64_t slack_used_ns;			/* BE service run in the streams' slack */
 	uint64_t read_bytes, written_bytes;
+	uint64_t misses[CW_MISS_CLASSES];	/* RT misses by class */
+	uint64_t be_overruns;			/* BE requests over their charge */
+	int64_t be_overrun_ns;			/* by this much in all */
 };
 
 struct cwc_resv_stats {
@@ -82,6 +86,7 @@ struct cwc_resv_stats {
 	uint64_t requests, misses;
 	uint64_t read_bytes, written_bytes;
 	int64_t worst_late_ns;
+	uint64_t miss_class[CW_MISS_CLASSES];	/* misses by class */
 };
 
 struct cwc_stats {
@@ -111,7 +116,13 @@ struct cwc_hooks {
 	 * -errno with the reason in err. */
 	int (*export_resize)(void *userdata, const struct cwc_export *e, struct cw_part *part,
 			     char *err, size_t errlen);
+	/* Optional: called on the server's thread about once a second
+	 * (CWC_TICK_MS), for the data path's own work with the admission
+	 * state (the misses it explains, the margins it proposes). */
+	void (*tick)(void *userdata);
 };
+
+#define CWC_TICK_MS 1000
 
 #define CWC_CALIB_MARGIN_PPM 250000	/* +25% */
 

@@ -378,6 +378,7 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 			cwd_stats_add(&l->st.rt_missed, 1);
 			cwd_stats_add(&p->resv->st.rt_missed, 1);
 		}
+		p->done_ns = now;
 	} else {
 		cwd_stats_add(&l->st.be_done, 1);
 		cwd_stats_hist_add(l->st.be_lat, now - q->arrival_ns);
@@ -495,6 +496,7 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 			lane_fail(l, p, r);
 			return;
 		}
+		lane_miss_started(l, p);
 		l->busy = true;
 		return;
 	}
@@ -558,6 +560,7 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 		}
 	}
 	if (l->sched) {
+		lane_miss_done(l, p, now);
 		cw_sched_complete(l->sched, &p->sr, now, now - p->start_ns);
 		l->busy = false;
 	}
@@ -649,6 +652,8 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 			return;
 		}
 		lane_go_realtime(l);
+		if (lane_miss_new(l) < 0)
+			cwd_log(LOG_ERR, "disk %s: no memory to explain misses", l->disk->name);
 		lane_beq_drain(l);
 		p = l->fifo;
 		l->fifo = l->fifo_tail = NULL;
@@ -705,6 +710,7 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 	int n, i;
 
 	*now = cw_now_ns();
+	lane_miss_sample(l, *now);
 	lane_apply_plan(l, *now);
 	lane_intake(l, *now);
 	lane_dispatch(l, *now, wait_until);
@@ -755,8 +761,11 @@ void *lane_main(void *arg)
 	enum step st;
 
 	in_dispatcher = true;
-	if (l->sched)
+	if (l->sched) {
 		lane_go_realtime(l);
+		if (lane_miss_new(l) < 0)
+			cwd_log(LOG_ERR, "disk %s: no memory to explain misses", l->disk->name);
+	}
 	/* Replies to the connections' writers go out once per batch of
 	 * completions, not once per request (lane_unplug_replies). */
 	nbdsrv_io_plug();

@@ -584,6 +584,25 @@ static int send_batch(struct conn *c, int flags)
 	return 0;
 }
 
+/* Tells the back end of the replies just sent (or lost with the client:
+ * never late) that left after their deadlines. */
+static void late_replies(struct conn *c, bool lost)
+{
+	const struct nbdsrv_export *e = c->exp ? &c->exp->e : NULL;
+	int64_t now = 0;
+
+	if (!e || !e->ops->reply_late)
+		return;
+	for (struct slot *s = c->out_head; s != c->out_end; s = s->next) {
+		if (!s->io.deadline_ns || lost)
+			continue;
+		if (!now)
+			now = cw_now_ns();
+		if (now > s->io.deadline_ns)
+			e->ops->reply_late(e->backend, &s->io, now);
+	}
+}
+
 /* Sends replies until the done stack is empty; only under send_lock.
  * Returns 0, or -EAGAIN when flags has MSG_DONTWAIT and the socket is
  * full (what is left stays in c->out_*, for the next holder). */
@@ -606,6 +625,7 @@ static int pump(struct conn *c, int flags)
 				shutdown(c->fd, SHUT_RD);
 			}
 			c->out_n = 0;
+			late_replies(c, r < 0);
 			for (s = c->out_head; s != c->out_end; s = next) {
 				next = s->next;
 				recycle(c, s);
@@ -1427,6 +1447,7 @@ static int transmission(struct conn *c)
 		s->io.req_one = req.flags & CW_NBD_CMD_FLAG_REQ_ONE;
 		s->io.n_extents = 0;
 		s->io.backend_data = NULL;
+		s->io.deadline_ns = 0;
 
 		if (v.action == CW_NBD_REPLY_ERROR) {
 			r = conn_skip(c, v.payload);

@@ -61,6 +61,10 @@ struct nbdsrv_io {
 				 * from offset on with base:allocation status;
 				 * they may cover less than length, not more. */
 	void *backend_data;	/* free for the back end's bookkeeping */
+	/* Set by the back end before it completes a request whose reply
+	 * has a deadline (0: none, the default): reply_late hears if the
+	 * reply left after it. */
+	int64_t deadline_ns;
 };
 
 /*
@@ -91,6 +95,10 @@ struct nbdsrv_backend_ops {
 	 * threads of a connection to this export, whose requests have
 	 * deadlines; 0: none.  Asked once the client has chosen the export. */
 	int (*rt_priority)(void *backend);
+	/* Optional.  The reply to io, which had a deadline, was sent at
+	 * sent_ns, after it (called by the thread that sent it, before io
+	 * is reused: it must not block). */
+	void (*reply_late)(void *backend, const struct nbdsrv_io *io, int64_t sent_ns);
 };
 
 /* Ends a request: err is 0 or a negative errno (sent as its NBD value;

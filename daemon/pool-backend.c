@@ -126,6 +126,31 @@ static void preq_free(struct preq *q)
 		free(q);
 }
 
+/* An RT request whose pieces were all done in time must have its reply
+ * leave in time too: the latest deadline of its pieces and one of their
+ * lanes go with it to the NBD server, which says when it did not
+ * (pb_reply_late).  Every piece is done: their fields are settled. */
+static void rt_deadline(struct preq *q)
+{
+	int64_t deadline = 0;
+	struct lane *l = NULL;
+
+	for (unsigned i = 0; i < q->npieces; i++) {
+		const struct piece *p = &q->p[i];
+
+		if (!p->rt)
+			continue;
+		if (p->done_ns > p->sr.deadline_ns)
+			return;	/* counted as the lane's miss already */
+		deadline = CW_MAX(deadline, p->sr.deadline_ns);
+		l = p->lane;
+	}
+	if (l) {
+		q->nio->deadline_ns = deadline;
+		q->nio->backend_data = l;
+	}
+}
+
 static void preq_finish(struct preq *q)
 {
 	int err = atomic_load(&q->err);
@@ -135,10 +160,13 @@ static void preq_finish(struct preq *q)
 		push_pieces(q, q->npieces, q->nflush);
 		return;
 	}
-	if (q->done)
+	if (q->done) {
 		q->done(q->done_arg, err);
-	else
+	} else {
+		if (!err)
+			rt_deadline(q);
 		nbdsrv_io_complete(q->nio, err);
+	}
 	preq_free(q);
 }
 
@@ -443,8 +471,21 @@ static int pb_rt_priority(void *backend)
 	return x->resv ? (int)x->pb->cfg->rt_priority : 0;
 }
 
+/* The reply of an RT request done in time left late: a delivery miss of
+ * its reservation (the export's binding cannot go while its connections
+ * have requests in flight). */
+static void pb_reply_late(void *backend, const struct nbdsrv_io *io, int64_t sent_ns)
+{
+	struct pbx *x = backend;
+
+	(void)sent_ns;
+	if (io->backend_data && x->resv)
+		lane_miss_reply_late(io->backend_data, x->resv);
+}
+
 static const struct nbdsrv_backend_ops pb_ops = {
 	.rt_priority = pb_rt_priority,
+	.reply_late = pb_reply_late,
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
 	.flush = pb_flush,
@@ -912,6 +953,12 @@ static struct lane_plan *lane_plan_new(struct pb *pb, const struct disk *d,
 	pl = malloc(sizeof(*pl) + pb->nresvs * sizeof(pl->streams[0]));
 	if (pl) {
 		pl->plan = *plan;
+		/* A disk whose model no margin can save gives best effort
+		 * no slack (pb_misses_tick). */
+		if (atomic_load(&d->no_slack)) {
+			pl->plan.be_budget_ns = 0;
+			pl->plan.idle_be_ns = 0;
+		}
 		pl->n_streams = 0;
 		for (size_t i = 0; i < pb->nresvs; i++) {
 			const struct cw_admit_resv_part *pt = pb->resvs[i] ?
@@ -1029,6 +1076,7 @@ static void disk_close(struct disk *d)
 		cw_io_engine_free(d->lanes[j].eng);
 		cw_sched_free(d->lanes[j].sched);
 		lane_beq_free(&d->lanes[j]);
+		lane_miss_free(&d->lanes[j]);
 		free(atomic_load(&d->lanes[j].plan));
 		cw_slots_free(d->lanes[j].rec);
 	}
@@ -1223,6 +1271,63 @@ static void plan_changed(struct pb *pb, const struct cw_admit_event *ev)
 		return;
 	}
 	lane_post_plan(&d->lanes[0], pl);
+}
+
+/* The margin a disk's overrun watch proposed: the model's margin grows
+ * by that factor (to at most MARGIN_MAX_PPM) and every stream is admitted
+ * again; if one no longer fits, the model stays and the disk gives best
+ * effort no more slack, so the overruns cost best effort, not deadlines. */
+#define MARGIN_MAX_PPM 4000000u
+static void raise_margin(struct pb *pb, struct disk *d, uint64_t proposal_ppm)
+{
+	struct cw_admit_refusal why;
+	enum cw_admit_model_source src;
+	struct cw_disk_plan plan;
+	struct lane_plan *pl;
+	struct cw_model m;
+	uint64_t ppm;
+	double scale;
+	bool taken = false;
+	int r;
+
+	if (cw_admit_state_get_model(pb->adm, d->id, &m, &src) < 0)
+		return;
+	scale = (1.0 + m.margin_ppm / 1e6) * (1.0 + proposal_ppm / 1e6);
+	ppm = CW_MIN((uint64_t)((scale - 1.0) * 1e6), (uint64_t)MARGIN_MAX_PPM);
+	if (ppm <= m.margin_ppm)
+		return;
+	cwd_log(LOG_WARNING, "disk %s: its requests keep taking longer than its model says (up to "
+		"%.2f times their charge): raising its margin from %u%% to %" PRIu64 "%%", d->name,
+		1.0 + proposal_ppm / 1e6, m.margin_ppm / 10000, ppm / 10000);
+	m.margin_ppm = (uint32_t)ppm;
+	r = cw_admit_state_set_model(pb->adm, d->id, &m, src, &taken, &why, NULL);
+	if (r == 0 && taken)
+		return;	/* the new plan reaches the lane by its event */
+	cwd_log(LOG_WARNING, "disk %s: the larger margin does not fit its streams (%s): the model "
+		"stays and best effort gets no more slack on this disk", d->name,
+		r == -EBUSY ? why.reason : strerror(-r));
+	atomic_store(&d->no_slack, true);
+	if (cw_admit_state_plan(pb->adm, d->id, &plan) < 0 || !d->lanes[0].started)
+		return;
+	pl = lane_plan_new(pb, d, &plan);
+	if (pl)
+		lane_post_plan(&d->lanes[0], pl);
+}
+
+void pb_misses_tick(struct pb *pb)
+{
+	for (size_t i = 0; i < pb->ndisks; i++) {
+		struct disk *d = &pb->disks[i];
+		uint64_t ppm;
+
+		if (d->fd < 0 || !d->lanes)
+			continue;
+		for (unsigned j = 0; j < d->nlanes; j++)
+			lane_miss_drain(&d->lanes[j]);
+		ppm = atomic_exchange(&d->margin_proposal_ppm, 0);
+		if (ppm && !atomic_load(&d->no_slack))
+			raise_margin(pb, d, ppm);
+	}
 }
 
 void pb_admit_event(void *userdata, const struct cw_admit_event *ev)

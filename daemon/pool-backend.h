@@ -78,5 +78,9 @@ void pb_free(struct pb *pb);
 
 /* Logs the per-disk and per-reservation counters (daemon/stats.c). */
 void pb_log_stats(struct pb *pb);
+/* The data path's periodic work on the control thread: logs the misses
+ * the dispatchers explained, and raises the margin of a disk whose
+ * requests keep overrunning their model (re-admitting its streams). */
+void pb_misses_tick(struct pb *pb);
 
 #endif

@@ -55,6 +55,7 @@
 
 struct piece;
 struct preq;
+struct lane_miss;
 
 /* Flags of pb->submit_internal. */
 #define PB_SUB_ZERO 1u
@@ -101,6 +102,7 @@ struct lane {
 	uint64_t *client_gen;		/* by client: the QoS generation it has */
 	size_t n_client_gen;
 	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
+	struct lane_miss *miss;		/* lanes with streams (lane-miss.c) */
 	unsigned inflight;
 	bool busy;			/* a request in service under cw_sched */
 };
@@ -148,6 +150,10 @@ struct disk {
 	 * file system with holes, a block device that can zero): a range is
 	 * zeroed and its space given back without writing. */
 	bool can_punch;
+	/* A margin its overrun watch proposes (ppm above 1), for the
+	 * control thread (pb_misses_tick); 0: none. */
+	atomic_uint_fast64_t margin_proposal_ppm;
+	atomic_bool no_slack;		/* no margin fits: best effort gets no slack */
 };
 
 /* The data path's side of an admitted reservation: the admission state's
@@ -283,6 +289,8 @@ struct piece {
 	struct cw_sched_req sr;
 	struct cw_io_req io;
 	int64_t start_ns;
+	int64_t rd_start;		/* the dispatcher's run delay at its start */
+	int64_t done_ns;		/* RT: when its lane saw it done */
 };
 
 struct preq {
@@ -313,6 +321,15 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now);
 /* Hands a plan (malloc'ed; the lane frees it) to a lane's dispatcher,
  * which applies it once nothing started outside the policy is in flight. */
 void lane_post_plan(struct lane *l, struct lane_plan *pl);
+
+/* lane-miss.c: misses explained (dispatcher of a lane with streams) */
+int lane_miss_new(struct lane *l);
+void lane_miss_free(struct lane *l);
+void lane_miss_sample(struct lane *l, int64_t now);	/* each round */
+void lane_miss_started(struct lane *l, struct piece *p);
+void lane_miss_done(struct lane *l, struct piece *p, int64_t now);
+void lane_miss_reply_late(struct lane *l, struct resv *rv);	/* any thread */
+void lane_miss_drain(struct lane *l);	/* logs the misses; not the dispatcher */
 
 /* lane-beq.c: the best-effort order of a lane */
 int lane_beq_new(struct lane *l);	/* at start; a FIFO lane gets none */

@@ -191,6 +191,11 @@ static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
 	ds->slack_used_ns += (int64_t)cwd_stats_get(&c->slack_used_ns);
 	ds->read_bytes += cwd_stats_get(&c->read_bytes);
 	ds->written_bytes += cwd_stats_get(&c->write_bytes);
+	_Static_assert(CWD_STATS_MISS_CLASSES == CW_MISS_CLASSES, "one set of classes");
+	for (unsigned k = 0; k < CW_MISS_CLASSES; k++)
+		ds->misses[k] += cwd_stats_get(&c->miss[k]);
+	ds->be_overruns += cwd_stats_get(&c->be_overruns);
+	ds->be_overrun_ns += (int64_t)cwd_stats_get(&c->be_overrun_ns);
 	for (unsigned b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
 		hist[b] += cwd_stats_get(&c->be_lat[b]);
 }
@@ -240,10 +245,19 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 			.read_bytes = cwd_stats_get(&rv->st.read_bytes),
 			.written_bytes = cwd_stats_get(&rv->st.write_bytes),
 		};
+		for (unsigned k = 0; k < CW_MISS_CLASSES; k++)
+			ret->resvs[n - 1].miss_class[k] = cwd_stats_get(&rv->st.miss[k]);
 	}
 	ret->n_resvs = n;
 	pthread_mutex_unlock(&pb->resv_lock);
 	return 0;
+}
+
+static void hook_tick(void *userdata)
+{
+	struct svc *svc = userdata;
+
+	pb_misses_tick(svc->pb);
 }
 
 /* ---- the server ---- */
@@ -286,6 +300,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 		.disk_add = hook_disk_add,
 		.disk_remove = hook_disk_remove,
 		.export_resize = hook_export_resize,
+		.tick = hook_tick,
 	};
 	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {

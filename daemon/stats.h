@@ -13,6 +13,7 @@
 /* Latency histogram: bucket i counts latencies in [2^(i-1), 2^i) us
  * (bucket 0: under 1 us; the last bucket: everything longer). */
 #define CWD_STATS_HIST_BUCKETS 24
+#define CWD_STATS_MISS_CLASSES 5	/* CW_MISS_CLASSES */
 
 struct cwd_stats {
 	atomic_uint_fast64_t requests;		/* pieces completed */
@@ -25,6 +26,10 @@ struct cwd_stats {
 	atomic_uint_fast64_t queued;		/* booked, not yet complete, now */
 	atomic_uint_fast64_t queued_max;
 	atomic_uint_fast64_t be_lat[CWD_STATS_HIST_BUCKETS];	/* arrival to completion */
+	/* RT misses by class (enum cw_sched_miss_class), and the BE
+	 * requests that took longer than they were charged */
+	atomic_uint_fast64_t miss[CWD_STATS_MISS_CLASSES];
+	atomic_uint_fast64_t be_overruns, be_overrun_ns;
 };
 
 static inline void cwd_stats_add(atomic_uint_fast64_t *c, uint64_t v)

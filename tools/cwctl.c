@@ -262,9 +262,30 @@ static void print_resv(json_object *r)
 	table_print(&t, stdout);
 }
 
+/* A miss-class object as "cpu 2, delivery 1" (its nonzero classes), or
+ * "-" when there are none. */
+static const char *classes_text(json_object *o, const char *k, char *buf, size_t len)
+{
+	json_object *c = get(o, k);
+	size_t at = 0;
+
+	buf[0] = 0;
+	if (c && json_object_is_type(c, json_type_object)) {
+		json_object_object_foreach(c, name, v) {
+			int64_t n = json_object_get_int64(v);
+
+			if (n > 0 && at < len)
+				at += (size_t)snprintf(buf + at, len - at, "%s%s %" PRId64,
+						       at ? ", " : "", name, n);
+		}
+	}
+	return buf[0] ? buf : "-";
+}
+
 static void print_stats(json_object *s)
 {
-	struct table t = { .ncols = 8 }, u = { .ncols = 4 };
+	struct table t = { .ncols = 8 }, u = { .ncols = 5 }, m = { .ncols = 3 };
+	bool any_miss = false;
 	json_object *d = get(s, "disks"), *r = get(s, "reservations");
 
 	table_row(&t, "DISK", "RT-REQS", "RT-MISSES", "BE-REQS", "BE-P50", "BE-P99", "BE-MAX",
@@ -276,19 +297,34 @@ static void print_stats(json_object *s)
 		table_row(&t, gs(o, "disk"), gs(o, "rt_requests"), gs(o, "rt_misses"),
 			  gs(o, "be_requests"), fdur(o, "be_p50_ns", a), fdur(o, "be_p99_ns", b),
 			  fdur(o, "be_max_ns", c), fdur(o, "slack_used_ns", e));
+		any_miss |= gi(o, "rt_misses") > 0 || gi(o, "be_overruns") > 0;
 	}
 	table_print(&t, stdout);
+	/* Why deadlines were missed, and the best effort that overran. */
+	if (any_miss) {
+		printf("\n");
+		table_row(&m, "DISK", "MISSES-BY-CAUSE", "BE-OVERRUNS");
+		for (size_t i = 0; i < json_object_array_length(d); i++) {
+			json_object *o = json_object_array_get_idx(d, i);
+			char a[160];
+
+			table_row(&m, gs(o, "disk"), classes_text(o, "rt_miss_classes", a, sizeof(a)),
+				  gs(o, "be_overruns"));
+		}
+		table_print(&m, stdout);
+	}
 	if (r && json_object_array_length(r)) {
 		printf("\n");
-		table_row(&u, "RESV", "REQUESTS", "MISSES", "WORST-LATE");
+		table_row(&u, "RESV", "REQUESTS", "MISSES", "WORST-LATE", "BY-CAUSE");
 		for (size_t i = 0; i < json_object_array_length(r); i++) {
 			json_object *o = json_object_array_get_idx(r, i);
-			char a[CW_UNITS_BUF];
+			char a[CW_UNITS_BUF], b[160];
 
 			/* Id 0: a static reservation (clockwised -r). */
 			table_row(&u, strcmp(gs(o, "id"), "0") ? gs(o, "id") : "static",
 				  gs(o, "requests"), gs(o, "misses"),
-				  fdur(o, "worst_late_ns", a));
+				  fdur(o, "worst_late_ns", a),
+				  classes_text(o, "miss_classes", b, sizeof(b)));
 		}
 		table_print(&u, stdout);
 	}

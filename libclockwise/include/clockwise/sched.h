@@ -330,6 +330,67 @@ int cw_sched_set_client(struct cw_sched *s, uint64_t client, const struct cw_sch
 int cw_sched_get_client_stats(const struct cw_sched *s, uint64_t client,
 			      struct cw_sched_client_stats *ret_stats);
 
+/* ---- misses, explained (sched/miss.c) ----
+ *
+ * A real-time request that ends after its deadline breaks an assumption
+ * of the proof above: a request took longer than it was charged, or a
+ * decision was not taken when it was due.  What the driver saw of one
+ * late request (or of one whose reply left late) says which. */
+enum cw_sched_miss_class {
+	CW_MISS_MODEL = 0,	/* the request itself took longer than its C */
+	CW_MISS_OVERRUN,	/* another request in its window overran its charge */
+	CW_MISS_CPU,		/* the dispatcher waited for a CPU when it was due */
+	CW_MISS_DELIVERY,	/* done in time; the reply left after the deadline */
+	CW_MISS_SCHED,		/* none of those: a wrong decision */
+};
+#define CW_MISS_CLASSES 5
+
+struct cw_sched_miss {
+	int64_t release_ns, deadline_ns;
+	int64_t start_ns;		/* dispatched to the disk */
+	int64_t done_ns;		/* seen complete by the dispatcher */
+	int64_t reply_ns;		/* the reply sent (0: not known) */
+	int64_t charged_ns;		/* its C */
+	/* time the dispatcher was runnable but not running: during the
+	 * request's own service, and from its release to done_ns */
+	int64_t cpu_wait_service_ns, cpu_wait_window_ns;
+	/* the largest overrun (actual - charge, CPU waits left out) of
+	 * another request in service between release and done */
+	int64_t other_overrun_ns;
+};
+
+/* CPU waits shorter than this are noise of the clock, not a cause. */
+#define CW_MISS_CPU_TOLERANCE_NS (20 * 1000)
+
+/* The class of a miss, in this order: delivery (done in time), model
+ * (its own service, CPU waits left out, exceeded C), overrun, CPU (a wait
+ * above the tolerance), else a scheduling error. */
+enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m);
+/* "model", "overrun", "cpu", "delivery", "sched"; NULL past the end. */
+const char *cw_sched_miss_class_name(enum cw_sched_miss_class c);
+
+/* ---- a disk whose requests keep overrunning (sched/miss.c) ----
+ *
+ * Fed every completed request's charge and actual service (CPU waits left
+ * out), it says when the disk's model no longer holds: when, over the
+ * last window of requests, more than the tolerated fraction overran their
+ * charge, it proposes the margin (a factor, >= 1) that would have covered
+ * all but that fraction of them, and starts a new window. */
+struct cw_sched_overrun_watch {
+	uint32_t window;		/* requests per verdict (default 1000) */
+	uint32_t tolerated_ppm;		/* overruns tolerated (default 1000: 0.1%) */
+	/* state */
+	uint32_t n, over;
+	uint32_t nratios;
+	double ratios[64];		/* the largest actual/charge seen, sorted up */
+};
+
+void cw_sched_overrun_watch_init(struct cw_sched_overrun_watch *w);
+/* Adds one request; returns 1 and the proposed margin factor when the
+ * window ended with too many overruns, 0 otherwise (-EINVAL). */
+int cw_sched_overrun_watch_add(struct cw_sched_overrun_watch *w, int64_t charged_ns,
+			       int64_t actual_ns, double *ret_margin);
+
 #ifdef __cplusplus
 }
 #endif

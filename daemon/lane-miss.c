@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Misses explained, on a lane with streams: what the dispatcher keeps so
+ * that a deadline missed can be put down to its cause
+ * (cw_sched_miss_classify), counted by class for the disk and the
+ * reservation, and logged once with its timeline.
+ *
+ * The dispatcher samples, at each round, how long it has waited for a CPU
+ * while runnable (the run delay of /proc/thread-self/schedstat: one pread
+ * of a descriptor opened by the thread itself), so the service time of a
+ * request is what the disk took, its wait for the dispatcher left out.  A
+ * request that took longer than its charge is remembered (a ring of the
+ * last OVERRUNS); a late RT request is then classified from its own
+ * times, the run delay since its release, and the overruns of its window.
+ * Each request's service also feeds the disk's overrun watch: when the
+ * model stops holding, the proposed margin is posted for the control
+ * thread (pb_misses_tick), which raises the model and re-admits.
+ *
+ * Nothing here allocates, logs or blocks: a miss's record goes into a
+ * ring the control or main thread drains (pb_misses_tick); when the
+ * ring is full the record is dropped and counted.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+
+#include "daemon/pool-internal.h"
+
+#define RD_SAMPLES 256		/* run-delay samples kept (power of two) */
+#define OVERRUNS 64		/* overruns kept (power of two) */
+#define MISS_LOG 64		/* miss records waiting to be logged (power of two) */
+
+struct rd_sample {
+	int64_t t, rd;
+};
+
+struct overrun {
+	int64_t start, done, over;
+	bool rt;
+};
+
+struct miss_rec {
+	struct cw_sched_miss m;
+	enum cw_sched_miss_class cls;
+	uint64_t stream;		/* the reservation's stream id */
+	uint64_t resv;			/* its id (0: a start-up one) */
+	size_t len;
+	int64_t overrun_at;		/* done time of the overrun blamed, or 0 */
+	bool overrun_rt;
+};
+
+struct lane_miss {
+	int rd_fd;
+	struct rd_sample rds[RD_SAMPLES];
+	uint64_t nrd;
+	struct overrun ovr[OVERRUNS];
+	uint64_t novr;
+	struct cw_sched_overrun_watch watch;
+	/* the log ring: the dispatcher writes at head, the drainer reads
+	 * at tail */
+	struct miss_rec log[MISS_LOG];
+	atomic_uint_fast64_t head, tail, dropped;
+};
+
+int lane_miss_new(struct lane *l)
+{
+	struct lane_miss *lm;
+
+	if (l->miss)
+		return 0;
+	lm = calloc(1, sizeof(*lm));
+	if (!lm)
+		return -ENOMEM;
+	lm->rd_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	cw_sched_overrun_watch_init(&lm->watch);
+	l->miss = lm;
+	return 0;
+}
+
+void lane_miss_free(struct lane *l)
+{
+	if (!l->miss)
+		return;
+	if (l->miss->rd_fd >= 0)
+		close(l->miss->rd_fd);
+	free(l->miss);
+	l->miss = NULL;
+}
+
+/* The dispatcher's run delay so far (0 where the kernel does not say). */
+static int64_t run_delay(struct lane_miss *lm)
+{
+	char buf[96];
+	ssize_t n;
+	char *p;
+
+	if (lm->rd_fd < 0)
+		return 0;
+	n = pread(lm->rd_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* "on-CPU-ns run-delay-ns timeslices" */
+	p = strchr(buf, ' ');
+	return p ? strtoll(p + 1, NULL, 10) : 0;
+}
+
+void lane_miss_sample(struct lane *l, int64_t now)
+{
+	struct lane_miss *lm = l->miss;
+
+	if (!lm)
+		return;
+	lm->rds[lm->nrd++ % RD_SAMPLES] = (struct rd_sample){ now, run_delay(lm) };
+}
+
+/* The latest sample's run delay. */
+static int64_t rd_last(const struct lane_miss *lm)
+{
+	return lm->nrd ? lm->rds[(lm->nrd - 1) % RD_SAMPLES].rd : 0;
+}
+
+/* The run delay at the latest sample at or before t (the oldest kept if
+ * none is that old). */
+static int64_t rd_at(const struct lane_miss *lm, int64_t t)
+{
+	uint64_t n = CW_MIN(lm->nrd, (uint64_t)RD_SAMPLES);
+
+	for (uint64_t i = 1; i <= n; i++) {
+		const struct rd_sample *s = &lm->rds[(lm->nrd - i) % RD_SAMPLES];
+
+		if (s->t <= t || i == n)
+			return s->rd;
+	}
+	return 0;
+}
+
+void lane_miss_started(struct lane *l, struct piece *p)
+{
+	if (l->miss)
+		p->rd_start = rd_last(l->miss);
+}
+
+/* The largest overrun of another request in service in [from, to). */
+static const struct overrun *worst_overrun(const struct lane_miss *lm, int64_t from, int64_t to,
+					   int64_t start_self)
+{
+	uint64_t n = CW_MIN(lm->novr, (uint64_t)OVERRUNS);
+	const struct overrun *w = NULL;
+
+	for (uint64_t i = 1; i <= n; i++) {
+		const struct overrun *o = &lm->ovr[(lm->novr - i) % OVERRUNS];
+
+		if (o->done <= from)
+			break;
+		if (o->start == start_self || o->start >= to)
+			continue;
+		if (!w || o->over > w->over)
+			w = o;
+	}
+	return w;
+}
+
+/* A proposed margin (a factor > 1, in ppm above 1) for the control
+ * thread; the larger wins until it is taken. */
+static void propose_margin(struct disk *d, double factor)
+{
+	uint64_t ppm = (uint64_t)((factor - 1.0) * 1e6) + 1, old;
+
+	old = atomic_load_explicit(&d->margin_proposal_ppm, memory_order_relaxed);
+	while (old < ppm && !atomic_compare_exchange_weak(&d->margin_proposal_ppm, &old, ppm))
+		;
+}
+
+void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
+{
+	struct lane_miss *lm = l->miss;
+	const struct cw_sched_req *sr = &p->sr;
+	int64_t rd, cpu_service, disk_ns, over;
+	double margin;
+
+	if (!lm)
+		return;
+	rd = run_delay(lm);
+	lm->rds[lm->nrd++ % RD_SAMPLES] = (struct rd_sample){ now, rd };
+	cpu_service = CW_MAX(rd - p->rd_start, 0);
+	disk_ns = CW_MAX(now - p->start_ns - cpu_service, 0);
+	over = disk_ns - sr->service_ns;
+	if (p->io.op != CW_IO_FSYNC && sr->service_ns > 0) {
+		if (over > 0) {
+			lm->ovr[lm->novr++ % OVERRUNS] = (struct overrun){ p->start_ns, now, over, p->rt };
+			if (!p->rt) {
+				cwd_stats_add(&l->st.be_overruns, 1);
+				cwd_stats_add(&l->st.be_overrun_ns, (uint64_t)over);
+			}
+		}
+		if (cw_sched_overrun_watch_add(&lm->watch, sr->service_ns, disk_ns, &margin) == 1)
+			propose_margin(l->disk, margin);
+	}
+	if (p->rt && now > sr->deadline_ns) {
+		struct cw_sched_miss m = {
+			.release_ns = sr->release_ns, .deadline_ns = sr->deadline_ns,
+			.start_ns = p->start_ns, .done_ns = now, .charged_ns = sr->service_ns,
+			.cpu_wait_service_ns = cpu_service,
+			.cpu_wait_window_ns = CW_MAX(rd - rd_at(lm, sr->release_ns), 0),
+		};
+		const struct overrun *o = worst_overrun(lm, sr->release_ns, now, p->start_ns);
+		enum cw_sched_miss_class c;
+		uint64_t h;
+
+		m.other_overrun_ns = o ? o->over : 0;
+		c = cw_sched_miss_classify(&m);
+		cwd_stats_add(&l->st.miss[c], 1);
+		cwd_stats_add(&p->resv->st.miss[c], 1);
+		h = atomic_load_explicit(&lm->head, memory_order_relaxed);
+		if (h - atomic_load_explicit(&lm->tail, memory_order_acquire) >= MISS_LOG) {
+			cwd_stats_add(&lm->dropped, 1);
+			return;
+		}
+		lm->log[h % MISS_LOG] = (struct miss_rec){
+			.m = m, .cls = c, .stream = p->resv->a->stream,
+			.resv = p->resv->a->persistent ? p->resv->a->id : 0, .len = p->io.len,
+			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt };
+		atomic_store_explicit(&lm->head, h + 1, memory_order_release);
+	}
+}
+
+/* A reply of an RT request sent after its deadline, its pieces done in
+ * time: a delivery miss, counted on the lane of its last RT piece. */
+void lane_miss_reply_late(struct lane *l, struct resv *rv)
+{
+	cwd_stats_add(&l->st.miss[CW_MISS_DELIVERY], 1);
+	cwd_stats_add(&rv->st.miss[CW_MISS_DELIVERY], 1);
+}
+
+#define US(ns) ((double)(ns) / 1000.0)
+
+/* Logs what the dispatcher recorded; any thread but the dispatcher. */
+void lane_miss_drain(struct lane *l)
+{
+	struct lane_miss *lm = l->miss;
+	uint64_t t, h, dropped;
+
+	if (!lm)
+		return;
+	h = atomic_load_explicit(&lm->head, memory_order_acquire);
+	for (t = atomic_load_explicit(&lm->tail, memory_order_relaxed); t < h; t++) {
+		const struct miss_rec *r = &lm->log[t % MISS_LOG];
+		const struct cw_sched_miss *m = &r->m;
+		char why[160] = "";
+
+		if (r->cls == CW_MISS_OVERRUN)
+			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
+				 "overran its charge by %.0f us", r->overrun_rt ? "real-time" : "best-effort",
+				 US(r->overrun_at - m->release_ns), US(m->other_overrun_ns));
+		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
+			"a deadline by %.0f us (%s): released at 0, due at %.0f, started at %.0f, "
+			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "
+			"for a CPU in its window, %.0f us in its service%s",
+			l->disk->name, r->stream, r->resv, US(m->done_ns - m->deadline_ns),
+			cw_sched_miss_class_name(r->cls), US(m->deadline_ns - m->release_ns),
+			US(m->start_ns - m->release_ns), US(m->done_ns - m->release_ns), r->len,
+			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), why);
+	}
+	atomic_store_explicit(&lm->tail, h, memory_order_release);
+	dropped = atomic_exchange(&lm->dropped, 0);
+	if (dropped)
+		cwd_log(LOG_WARNING, "disk %s: %" PRIu64 " more misses not logged one by one "
+			"(counted by class in the stats)", l->disk->name, dropped);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Misses, explained: the class of a deadline miss from what the driver
+ * saw of the late request, and the watch that tells when a disk's
+ * requests keep overrunning the model that charged them.
+ *
+ * The proof in sched.c holds while every request ends within its charge
+ * and every decision is taken when due; a miss therefore names the
+ * assumption that broke.  The classes are tried in the order of the
+ * evidence's strength: a reply sent late for a request done in time
+ * (delivery); the request's own service, the dispatcher's CPU waits left
+ * out, above its C (model); another request of its window over its
+ * charge (overrun); a CPU wait above the clock's noise (cpu).  What is
+ * left is a decision the proof says cannot happen (sched): a bug.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <clockwise/sched.h>
+#include "common/util.h"
+
+enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
+{
+	if (m->done_ns <= m->deadline_ns && m->reply_ns > m->deadline_ns)
+		return CW_MISS_DELIVERY;
+	if (m->done_ns - m->start_ns - m->cpu_wait_service_ns > m->charged_ns)
+		return CW_MISS_MODEL;
+	if (m->other_overrun_ns > 0)
+		return CW_MISS_OVERRUN;
+	if (m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS)
+		return CW_MISS_CPU;
+	return CW_MISS_SCHED;
+}
+
+const char *cw_sched_miss_class_name(enum cw_sched_miss_class c)
+{
+	static const char *const names[CW_MISS_CLASSES] = { "model", "overrun", "cpu",
+							    "delivery", "sched" };
+
+	return (unsigned)c < CW_MISS_CLASSES ? names[c] : NULL;
+}
+
+void cw_sched_overrun_watch_init(struct cw_sched_overrun_watch *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->window = 1000;
+	w->tolerated_ppm = 1000;
+}
+
+/* Keeps the largest ratios seen in the window, sorted up. */
+static void keep_ratio(struct cw_sched_overrun_watch *w, double r)
+{
+	size_t cap = CW_ARRAY_SIZE(w->ratios), i;
+
+	if (w->nratios == cap) {
+		if (r <= w->ratios[0])
+			return;
+		memmove(w->ratios, w->ratios + 1, (cap - 1) * sizeof(double));
+		w->nratios--;
+	}
+	for (i = w->nratios; i > 0 && w->ratios[i - 1] > r; i--)
+		w->ratios[i] = w->ratios[i - 1];
+	w->ratios[i] = r;
+	w->nratios++;
+}
+
+int cw_sched_overrun_watch_add(struct cw_sched_overrun_watch *w, int64_t charged_ns,
+			       int64_t actual_ns, double *ret_margin)
+{
+	uint64_t allowed;
+	int verdict = 0;
+
+	if (!w || charged_ns <= 0 || actual_ns < 0 || !w->window)
+		return -EINVAL;
+	w->n++;
+	if (actual_ns > charged_ns) {
+		w->over++;
+		keep_ratio(w, (double)actual_ns / (double)charged_ns);
+	}
+	if (w->n < w->window)
+		return 0;
+	allowed = (uint64_t)w->window * w->tolerated_ppm / 1000000;
+	if (w->over > allowed) {
+		/* Cover all but the tolerated overruns: the ratio of the
+		 * (allowed + 1)-th largest, or the smallest kept. */
+		size_t k = CW_MIN((size_t)allowed, (size_t)w->nratios - 1);
+
+		if (ret_margin)
+			*ret_margin = w->ratios[w->nratios - 1 - k];
+		verdict = 1;
+	}
+	w->n = w->over = w->nratios = 0;
+	return verdict;
+}

@@ -1,0 +1,122 @@
+/*
+ * Description: misses explained (libclockwise/sched/miss.c).  Each class
+ * from a timeline that shows its cause, the order the classes are tried
+ * in when several causes show, the CPU tolerance; the overrun watch
+ * proposes no margin for a model that holds, and for one that does not
+ * the margin that covers all but the tolerated overruns, window by
+ * window.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <clockwise/sched.h>
+#include "common/util.h"
+#include "cwtest.h"
+
+#define US 1000
+#define MS (1000 * US)
+
+/* A request released at 0, due at 10 ms, started at 1 ms, charged 2 ms,
+ * done at done: nothing else wrong. */
+static struct cw_sched_miss late(int64_t done)
+{
+	return (struct cw_sched_miss){ .release_ns = 0, .deadline_ns = 10 * MS,
+				       .start_ns = 1 * MS, .done_ns = done,
+				       .charged_ns = 2 * MS };
+}
+
+static void test_classes(void)
+{
+	struct cw_sched_miss m;
+
+	/* Its own service 11 ms against C 2 ms: the model was wrong. */
+	m = late(12 * MS);
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_MODEL);
+	/* The same, but 10 ms of it the dispatcher waited for a CPU: the
+	 * disk kept its C, another request overran. */
+	m = late(12 * MS);
+	m.cpu_wait_service_ns = 10 * MS;
+	m.cpu_wait_window_ns = 10 * MS;
+	m.other_overrun_ns = 3 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_OVERRUN);
+	/* No overrun: the CPU. */
+	m.other_overrun_ns = 0;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
+	/* Started late, served in its C, no overrun, no CPU wait: the
+	 * decision was wrong. */
+	m = late(11 * MS);
+	m.start_ns = 9 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_SCHED);
+	/* A CPU wait within the clock's noise explains nothing. */
+	m.cpu_wait_window_ns = CW_MISS_CPU_TOLERANCE_NS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_SCHED);
+	m.cpu_wait_window_ns = CW_MISS_CPU_TOLERANCE_NS + 1;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
+	/* Done in time, the reply late: delivery, whatever else showed. */
+	m = late(9 * MS);
+	m.reply_ns = 10 * MS + 1;
+	m.other_overrun_ns = MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_DELIVERY);
+	/* Done late and sent late: the disk side is the cause. */
+	m = late(12 * MS);
+	m.reply_ns = 13 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_MODEL);
+	/* Names. */
+	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_MODEL), "model");
+	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_OVERRUN), "overrun");
+	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_CPU), "cpu");
+	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_DELIVERY), "delivery");
+	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_SCHED), "sched");
+	CU_ASSERT_PTR_NULL(cw_sched_miss_class_name(CW_MISS_CLASSES));
+}
+
+static void test_watch(void)
+{
+	struct cw_sched_overrun_watch w;
+	double margin = 0;
+	int r = 0;
+
+	cw_sched_overrun_watch_init(&w);
+	CU_ASSERT_EQUAL(w.window, 1000);
+	CU_ASSERT_EQUAL(cw_sched_overrun_watch_add(&w, 0, 1, &margin), -EINVAL);
+	CU_ASSERT_EQUAL(cw_sched_overrun_watch_add(NULL, 1, 1, &margin), -EINVAL);
+	/* A model that holds, one overrun per window (0.1% tolerated). */
+	for (int i = 0; i < 3000; i++) {
+		r = cw_sched_overrun_watch_add(&w, MS, i % 1000 == 7 ? 5 * MS : MS / 2, &margin);
+		CU_ASSERT_EQUAL_FATAL(r, 0);
+	}
+	/* One that does not: 1% of the requests take 1.5 to 2.4 times their
+	 * charge; all but one are covered by the second largest ratio. */
+	for (int i = 0; i < 1000 && r == 0; i++) {
+		int64_t actual = MS / 2;
+
+		if (i % 100 == 0)
+			actual = MS + (int64_t)(i / 100) * MS / 10 + MS / 2;
+		r = cw_sched_overrun_watch_add(&w, MS, actual, &margin);
+		CU_ASSERT(r == 0 || i == 999);
+	}
+	CU_ASSERT_EQUAL(r, 1);
+	CU_ASSERT_DOUBLE_EQUAL(margin, 2.3, 1e-9);
+	/* A new window starts clean. */
+	CU_ASSERT_EQUAL(w.n, 0);
+	CU_ASSERT_EQUAL(w.over, 0);
+	/* More tolerated overruns than ratios kept: the smallest kept (the
+	 * 64th largest, 1.873) covers more than asked, never less. */
+	w.tolerated_ppm = 100000;	/* 10% */
+	for (int i = 0; i < 1000; i++)
+		r = cw_sched_overrun_watch_add(&w, MS, i % 2 ? MS + i * US : MS, &margin);
+	CU_ASSERT_EQUAL(r, 1);
+	CU_ASSERT_DOUBLE_EQUAL(margin, 1.873, 1e-9);
+}
+
+int main(void)
+{
+	CU_pSuite s = cwtest_suite("sched misses", NULL, NULL);
+
+	cwtest_add(s, "a miss's class from its timeline", test_classes);
+	cwtest_add(s, "the overrun watch proposes a margin", test_watch);
+	return cwtest_run();
+}
