@@ -20,7 +20,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,7 @@ struct opts {
 	bool json;
 	bool quiet;
 	const char *socket;
+	int rt_priority;		/* --rt-priority: SCHED_FIFO; 0: none */
 };
 
 struct totals {
@@ -71,7 +74,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: cwstream play|record NBD-URI --rate RATE --block SIZE [--duration TIME]\n"
 		"                [--offset SIZE] [--resv ID | --reserve [--socket PATH]]\n"
-		"                [--json] [--quiet]\n\n"
+		"                [--rt-priority N] [--json] [--quiet]\n\n"
 		"Reads (play) or writes (record) NBD-URI at RATE in SIZE-byte blocks and\n"
 		"reports each block's lateness against its deadline, then blocks, misses,\n"
 		"worst lateness and jitter.\n\n"
@@ -86,6 +89,9 @@ static void usage(FILE *f)
 		"      --reserve        reserve RATE and SIZE through the control socket for\n"
 		"                       the export's partition, and release it at the end\n"
 		"  -s, --socket PATH    control socket (default /run/clockwise/control)\n"
+		"  -p, --rt-priority N  run at real-time priority N (SCHED_FIFO, 1-99) with\n"
+		"                       memory locked, as a media player would; refused\n"
+		"                       without the privilege (CAP_SYS_NICE)\n"
 		"  -j, --json           JSON lines: one per block, then {\"summary\": ...}\n"
 		"  -q, --quiet          no per-block lines\n\n"
 		"Exit status: 0 all on time, 4 deadlines missed, 1 error, 2 bad usage.\n");
@@ -99,6 +105,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "offset", required_argument, NULL, 'o' }, { "resv", required_argument, NULL, 'R' },
 		{ "reserve", no_argument, NULL, 'E' }, { "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
+		{ "rt-priority", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	const char *env = getenv("CLOCKWISE_CONTROL");
@@ -107,7 +114,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->socket = env && *env ? env : "/run/clockwise/control";
-	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:jqh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:jqh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (cw_units_parse_rate(optarg, &o->rate) < 0) {
@@ -143,6 +150,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->resv = strtoull(optarg, &end, 10);
 			if (!*optarg || *end || errno || o->resv == 0) {
 				fprintf(stderr, "cwstream: --resv \"%s\": expected an id\n", optarg);
+				return -1;
+			}
+			break;
+		case 'p':
+			errno = 0;
+			o->rt_priority = (int)strtol(optarg, &end, 10);
+			if (!*optarg || *end || errno || o->rt_priority < 1 || o->rt_priority > 99) {
+				fprintf(stderr, "cwstream: --rt-priority \"%s\": expected 1 to 99\n",
+					optarg);
 				return -1;
 			}
 			break;
@@ -383,6 +399,17 @@ int main(int argc, char **argv)
 	if (period <= 0) {
 		fprintf(stderr, "cwstream: --rate is too high for --block: under 1 ns per block\n");
 		return 2;
+	}
+	if (o.rt_priority) {
+		struct sched_param sp = { .sched_priority = o.rt_priority };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
+			fprintf(stderr, "cwstream: --rt-priority %d: %s\n", o.rt_priority,
+				strerror(errno));
+			return 1;
+		}
+		if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+			fprintf(stderr, "cwstream: cannot lock its memory: %s\n", strerror(errno));
 	}
 	h = nbd_create();
 	if (!h || nbd_connect_uri(h, o.uri) < 0) {
