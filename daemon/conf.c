@@ -419,6 +419,35 @@ static int key_rt_priority(struct parse *p, const config_setting_t *s, void *obj
 	return r;
 }
 
+static int key_lock_memory(struct parse *p, const config_setting_t *s, void *obj)
+{
+	(void)obj;
+	return get_bool(p, s, &p->c->lock_memory);
+}
+
+/* rt_cpus = [ 1, 3 ]: the CPUs the real-time threads may run on. */
+static int key_rt_cpus(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int n;
+
+	(void)obj;
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY)
+		return wrong_type(p, s, "an array of CPU numbers, like [ 1, 3 ]");
+	n = config_setting_length(s);
+	if (n == 0)
+		return fail(p, s, "%s is empty; expected at least one CPU number", WHERE(s));
+	p->c->rt_cpus = 0;
+	for (int i = 0; i < n; i++) {
+		long long v;
+		int r = get_int(p, config_setting_get_elem(s, (unsigned)i), 0, 63, &v);
+
+		if (r < 0)
+			return r;
+		p->c->rt_cpus |= UINT64_C(1) << v;
+	}
+	return 0;
+}
+
 static int key_busy_poll_us(struct parse *p, const config_setting_t *s, void *obj)
 {
 	long long v;
@@ -1263,6 +1292,8 @@ static const struct key top_keys[] = {
 	{ "io_engine", key_io_engine },
 	{ "queue_depth", key_queue_depth },
 	{ "rt_priority", key_rt_priority },
+	{ "lock_memory", key_lock_memory },
+	{ "rt_cpus", key_rt_cpus },
 	{ "busy_poll_us", key_busy_poll_us },
 	{ "listen", key_listen },
 	{ "tls", key_tls },
@@ -1425,6 +1456,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->io_engine = CW_IO_URING;
 	c->queue_depth = DEFAULT_QUEUE_DEPTH;
 	c->rt_priority = DEFAULT_RT_PRIORITY;
+	c->lock_memory = true;
 	c->busy_poll_us = DEFAULT_BUSY_POLL_US;
 	c->log_level = LOG_INFO;
 	c->exports.block_size = 4096;

@@ -91,6 +91,8 @@ struct cwd_config {
 	enum cw_io_kind io_engine;
 	unsigned queue_depth;	/* requests in flight per dispatcher */
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
+	bool lock_memory;	/* mlockall at start (default true) */
+	uint64_t rt_cpus;	/* CPUs (bit i: CPU i) of the real-time threads; 0: any */
 	unsigned busy_poll_us;	/* a reader polls its socket before sleeping; 0: never */
 	char **listen_unix;	/* NBD on unix sockets */
 	int listen_unix_tls[CWD_LISTEN_MAX];	/* what each offers of TLS */

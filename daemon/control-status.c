@@ -52,6 +52,14 @@ int cwc_cmd_status(struct ctx *c, json_object **ret)
 	cwc_cmd_export_list(c, &v);
 	cwc_add(*ret, "exports", v);
 	cwc_add(*ret, "data_path", json_object_new_boolean(srv->o.hooks.export_add != NULL));
+	if (srv->o.hooks.guarantee) {
+		char why[512];
+
+		srv->o.hooks.guarantee(srv->o.hooks.userdata, why, sizeof(why));
+		cwc_add(*ret, "guarantee", cwc_jstr(why[0] ? "conditional" : "full"));
+		if (why[0])
+			cwc_add(*ret, "guarantee_lacks", cwc_jstr(why));
+	}
 	return 0;
 }
 

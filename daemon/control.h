@@ -120,6 +120,9 @@ struct cwc_hooks {
 	 * (CWC_TICK_MS), for the data path's own work with the admission
 	 * state (the misses it explains, the margins it proposes). */
 	void (*tick)(void *userdata);
+	/* Optional: what the deadline guarantee lacks, in words, into buf
+	 * ("" when nothing: it is unconditional). */
+	void (*guarantee)(void *userdata, char *buf, size_t len);
 };
 
 #define CWC_TICK_MS 1000

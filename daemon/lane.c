@@ -581,18 +581,15 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl)
 static void lane_go_realtime(struct lane *l)
 {
 	static atomic_bool told;
-	struct sched_param sp = { .sched_priority = (int)l->pb->cfg->rt_priority };
-	int r;
+	int r = pb_thread_realtime(l->pb);
 
-	if (!sp.sched_priority)
-		return;
-	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-	if (r == 0)
-		cwd_log(LOG_INFO, "disk %s: its dispatcher runs at real-time priority %d",
-			l->disk->name, sp.sched_priority);
-	else if (!atomic_exchange(&told, true))
-		cwd_log(LOG_NOTICE, "dispatchers of disks with streams stay at normal priority: "
-			"%s (rt_priority needs CAP_SYS_NICE)", strerror(r));
+	if (r == 0 && l->pb->cfg->rt_priority)
+		cwd_log(LOG_INFO, "disk %s: its dispatcher runs at real-time priority %u",
+			l->disk->name, l->pb->cfg->rt_priority);
+	else if (r < 0 && !atomic_exchange(&told, true))
+		cwd_log(LOG_WARNING, "dispatchers of disks with streams stay at normal priority: "
+			"%s (rt_priority needs CAP_SYS_NICE): the guarantee holds only while "
+			"the CPUs are not busy", strerror(-r));
 }
 
 static int64_t no_limit(int64_t ns)

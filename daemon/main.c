@@ -21,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -336,6 +339,41 @@ static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 	return 0;
 }
 
+/* What the deadline guarantee rests on: memory that is never paged out
+ * (locked as it is touched, so an idle daemon stays small) and real-time
+ * priority for the threads that keep time, tried here once on this
+ * thread and given back.  What the system refuses makes the guarantee
+ * conditional: said now, and by cwctl status. */
+static void guarantee_check(const struct cwd_config *cfg, struct pb *pb)
+{
+	struct sched_param rt = { .sched_priority = (int)cfg->rt_priority }, normal = { 0 };
+	char why[512];
+	int r;
+
+	if (cfg->lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
+		cwd_log(LOG_WARNING, "cannot lock the daemon's memory: %s (lock_memory needs "
+			"CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK)", strerror(errno));
+		pb_guarantee_lacks(pb, PB_COND_MLOCK);
+	} else if (!cfg->lock_memory) {
+		pb_guarantee_lacks(pb, PB_COND_MLOCK);
+	}
+	if (!rt.sched_priority) {
+		pb_guarantee_lacks(pb, PB_COND_RT);
+	} else {
+		r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+		if (r == 0)
+			pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+		else
+			pb_guarantee_lacks(pb, PB_COND_RT);
+	}
+	pb_guarantee(pb, why, sizeof(why));
+	if (why[0])
+		cwd_log(LOG_WARNING, "the deadline guarantee is conditional: %s", why);
+	else
+		cwd_log(LOG_INFO, "the deadline guarantee rests on locked memory and real-time "
+			"priority%s", cfg->rt_cpus ? " on the rt_cpus" : "");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -461,6 +499,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	cw_admit_state_set_listener(adm, pb_admit_event, pb);
+	guarantee_check(cfg, pb);
 
 	scfg.max_request = cfg->exports.max_request_bytes;
 	scfg.max_connections = cfg->limits.connections;

@@ -464,11 +464,70 @@ static void pb_unplug(void *backend)
 	lane_unplug();
 }
 
+/* Called on the connection's own thread, which the server then raises to
+ * this priority: it also goes to the real-time CPUs, if set. */
 static int pb_rt_priority(void *backend)
 {
 	struct pbx *x = backend;
 
-	return x->resv ? (int)x->pb->cfg->rt_priority : 0;
+	if (!x->resv)
+		return 0;
+	/* Tried here too, so a refusal is noted for the guarantee. */
+	(void)pb_thread_realtime(x->pb);
+	return (int)x->pb->cfg->rt_priority;
+}
+
+void pb_thread_cpus(struct pb *pb)
+{
+	cpu_set_t set;
+
+	if (!pb->cfg->rt_cpus)
+		return;
+	CPU_ZERO(&set);
+	for (int c = 0; c < 64; c++)
+		if (pb->cfg->rt_cpus >> c & 1)
+			CPU_SET(c, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+		atomic_fetch_or(&pb->conditions, PB_COND_CPUS);
+}
+
+int pb_thread_realtime(struct pb *pb)
+{
+	struct sched_param sp = { .sched_priority = (int)pb->cfg->rt_priority };
+	int r;
+
+	pb_thread_cpus(pb);
+	if (!sp.sched_priority) {
+		atomic_fetch_or(&pb->conditions, PB_COND_RT);
+		return 0;
+	}
+	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (r) {
+		atomic_fetch_or(&pb->conditions, PB_COND_RT);
+		return -r;
+	}
+	return 0;
+}
+
+void pb_guarantee_lacks(struct pb *pb, unsigned cond)
+{
+	atomic_fetch_or(&pb->conditions, cond);
+}
+
+void pb_guarantee(struct pb *pb, char *buf, size_t len)
+{
+	unsigned c = atomic_load(&pb->conditions);
+	size_t at = 0;
+
+	buf[0] = 0;
+	if (c & PB_COND_RT)
+		at += (size_t)snprintf(buf + at, len - at, "%sdispatchers of disks with streams at "
+				       "normal priority", at ? "; " : "");
+	if (c & PB_COND_MLOCK && at < len)
+		at += (size_t)snprintf(buf + at, len - at, "%smemory not locked (it may be paged "
+				       "out)", at ? "; " : "");
+	if (c & PB_COND_CPUS && at < len)
+		snprintf(buf + at, len - at, "%srt_cpus refused", at ? "; " : "");
 }
 
 /* The reply of an RT request done in time left late: a delivery miss of
@@ -1292,7 +1351,10 @@ static void raise_margin(struct pb *pb, struct disk *d, uint64_t proposal_ppm)
 
 	if (cw_admit_state_get_model(pb->adm, d->id, &m, &src) < 0)
 		return;
-	scale = (1.0 + m.margin_ppm / 1e6) * (1.0 + proposal_ppm / 1e6);
+	/* At most doubled a step: a burst of stalls (a host's hiccup) is
+	 * not the disk's new speed; a disk that stays slow is raised again
+	 * by the next window. */
+	scale = (1.0 + m.margin_ppm / 1e6) * CW_MIN(1.0 + proposal_ppm / 1e6, 2.0);
 	ppm = CW_MIN((uint64_t)((scale - 1.0) * 1e6), (uint64_t)MARGIN_MAX_PPM);
 	if (ppm <= m.margin_ppm)
 		return;

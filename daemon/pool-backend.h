@@ -83,4 +83,19 @@ void pb_log_stats(struct pb *pb);
  * requests keep overrunning their model (re-admitting its streams). */
 void pb_misses_tick(struct pb *pb);
 
+/* What the guarantee rests on and the system refused: the guarantee is
+ * then conditional (a busy CPU, paging can make a stream late). */
+#define PB_COND_RT 1u		/* a real-time thread at normal priority */
+#define PB_COND_MLOCK 2u	/* memory not locked */
+#define PB_COND_CPUS 4u		/* rt_cpus not applied */
+/* The calling thread to the real-time CPUs (rt_cpus), if set. */
+void pb_thread_cpus(struct pb *pb);
+/* The calling thread to rt_priority and rt_cpus: 0 or -errno (noted in
+ * the conditions). */
+int pb_thread_realtime(struct pb *pb);
+/* Marks a condition the daemon found itself (PB_COND_MLOCK). */
+void pb_guarantee_lacks(struct pb *pb, unsigned cond);
+/* The conditions in words ("" when the guarantee is unconditional). */
+void pb_guarantee(struct pb *pb, char *buf, size_t len);
+
 #endif

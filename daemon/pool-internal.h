@@ -277,6 +277,7 @@ struct pb {
 	pthread_t alloc_thread;
 	bool alloc_started;
 	void *alloc_batch;		/* its work space */
+	atomic_uint conditions;		/* PB_COND_*: what the guarantee lacks */
 };
 
 struct piece {

@@ -253,6 +253,13 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 	return 0;
 }
 
+static void hook_guarantee(void *userdata, char *buf, size_t len)
+{
+	struct svc *svc = userdata;
+
+	pb_guarantee(svc->pb, buf, len);
+}
+
 static void hook_tick(void *userdata)
 {
 	struct svc *svc = userdata;
@@ -301,6 +308,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 		.disk_remove = hook_disk_remove,
 		.export_resize = hook_export_resize,
 		.tick = hook_tick,
+		.guarantee = hook_guarantee,
 	};
 	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {

@@ -557,6 +557,10 @@ static void print_status(json_object *s)
 	       fsize(p, "size", size), fsize(p, "free", fr));
 	if (gi(p, "missing_disks"))
 		printf(", DEGRADED: %s disk(s) missing", gs(p, "missing_disks"));
+	if (get(s, "guarantee_lacks"))
+		printf("\ndeadline guarantee: conditional: %s", gs(s, "guarantee_lacks"));
+	else if (get(s, "guarantee"))
+		printf("\ndeadline guarantee: %s", gs(s, "guarantee"));
 	printf("\n\ndisks:\n");
 	print_disks(get(s, "disks"));
 	printf("\npartitions:\n");

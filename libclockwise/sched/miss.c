@@ -46,7 +46,8 @@ void cw_sched_overrun_watch_init(struct cw_sched_overrun_watch *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->window = 1000;
-	w->tolerated_ppm = 1000;
+	w->tolerated_ppm = 10000;
+	w->noise_ppm = 50000;
 }
 
 /* Keeps the largest ratios seen in the window, sorted up. */
@@ -75,7 +76,7 @@ int cw_sched_overrun_watch_add(struct cw_sched_overrun_watch *w, int64_t charged
 	if (!w || charged_ns <= 0 || actual_ns < 0 || !w->window)
 		return -EINVAL;
 	w->n++;
-	if (actual_ns > charged_ns) {
+	if ((double)actual_ns > (double)charged_ns * (1.0 + w->noise_ppm / 1e6)) {
 		w->over++;
 		keep_ratio(w, (double)actual_ns / (double)charged_ns);
 	}

@@ -374,11 +374,13 @@ const char *cw_sched_miss_class_name(enum cw_sched_miss_class c);
  * Fed every completed request's charge and actual service (CPU waits left
  * out), it says when the disk's model no longer holds: when, over the
  * last window of requests, more than the tolerated fraction overran their
- * charge, it proposes the margin (a factor, >= 1) that would have covered
- * all but that fraction of them, and starts a new window. */
+ * charge by more than the noise allowed, it proposes the margin (a factor,
+ * >= 1) that would have covered all but that fraction of them, and starts
+ * a new window. */
 struct cw_sched_overrun_watch {
 	uint32_t window;		/* requests per verdict (default 1000) */
-	uint32_t tolerated_ppm;		/* overruns tolerated (default 1000: 0.1%) */
+	uint32_t tolerated_ppm;		/* overruns tolerated (default 10000: 1%) */
+	uint32_t noise_ppm;		/* an overrun by less is none (default 50000: 5%) */
 	/* state */
 	uint32_t n, over;
 	uint32_t nratios;

@@ -83,6 +83,8 @@ static void test_defaults(void)
 		CU_ASSERT_EQUAL(x->io_engine, CW_IO_URING);
 		CU_ASSERT_EQUAL(x->queue_depth, 32);
 		CU_ASSERT_EQUAL(x->busy_poll_us, 50);
+		CU_ASSERT_TRUE(x->lock_memory);
+		CU_ASSERT_EQUAL(x->rt_cpus, 0);
 		/* A unix socket for the daemon's groups, and no TCP at all. */
 		CU_ASSERT_EQUAL_FATAL(x->n_listen_unix, 1);
 		CU_ASSERT_STRING_EQUAL(x->listen_unix[0], "/run/clockwise/nbd.sock");
@@ -122,7 +124,7 @@ static void test_full(void)
 		"pool = \"/srv/pool.db\";\n"
 		"io_engine = \"libaio\";\n"
 		"queue_depth = 4096L;\n"
-		"busy_poll_us = 0;\n"
+		"busy_poll_us = 0; lock_memory = false; rt_cpus = [ 0, 2, 63 ];\n"
 		"disks = (\n"
 		"  { path = \"/dev/loop0\"; name = \"hdd0\"; slot_us = 2500; model = \"atlas2\"; },\n"
 		"  { path = \"/dev/loop1\"; name = \"ssd.0_a-b\"; tier = \"ssd\"; policy = \"lst\"; "
@@ -142,6 +144,8 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->io_engine, CW_IO_AIO);
 	CU_ASSERT_EQUAL(c->queue_depth, 4096);
 	CU_ASSERT_EQUAL(c->busy_poll_us, 0);
+	CU_ASSERT_FALSE(c->lock_memory);
+	CU_ASSERT_EQUAL(c->rt_cpus, (UINT64_C(1) << 63) | 5);
 	CU_ASSERT_EQUAL(c->policy, CWD_POLICY_EDF);
 	CU_ASSERT_STRING_EQUAL(c->control_socket, "/run/cw/ctl");
 	CU_ASSERT_STRING_EQUAL(c->control_read_group, "video");
@@ -231,7 +235,7 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, be_order, io_engine, queue_depth, "
-		 "rt_priority, busy_poll_us, listen, tls, control_socket, control_read_group, control_admin_group, log_level, exports, "
+		 "rt_priority, lock_memory, rt_cpus, busy_poll_us, listen, tls, control_socket, control_read_group, control_admin_group, log_level, exports, "
 		 "access, limits or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
@@ -240,6 +244,10 @@ static void test_bad_top(void)
 		 "1: queue_depth = 5000000000 is out of range; expected an integer from 1 to 4096");
 	load_bad("queue_depth = -3;\n", "1: queue_depth = -3 is out of range; expected an integer from 1 to 4096");
 	load_bad("\nrt_priority = 100;\n", "2: rt_priority = 100 is out of range; expected an integer from 0 to 99");
+	load_bad("\n\nrt_cpus = [ ];\n", "3: rt_cpus is empty; expected at least one CPU number");
+	load_bad("rt_cpus = [ 1, 64 ];\n", "1: rt_cpus[1] = 64 is out of range; expected an integer from 0 to 63");
+	load_bad("rt_cpus = 1;\n", "1: rt_cpus is an integer; expected an array of CPU numbers, like [ 1, 3 ]");
+	load_bad("lock_memory = 1;\n", "1: lock_memory is an integer; expected true or false");
 	load_bad("busy_poll_us = -1;\n",
 		 "1: busy_poll_us = -1 is out of range; expected an integer from 0 to 10000");
 	load_bad("queue_depth = 3.0;\n",
