@@ -1336,7 +1336,6 @@ static void plan_changed(struct pb *pb, const struct cw_admit_event *ev)
  * by that factor (to at most MARGIN_MAX_PPM) and every stream is admitted
  * again; if one no longer fits, the model stays and the disk gives best
  * effort no more slack, so the overruns cost best effort, not deadlines. */
-#define MARGIN_MAX_PPM 4000000u
 static void raise_margin(struct pb *pb, struct disk *d, uint64_t proposal_ppm)
 {
 	struct cw_admit_refusal why;
@@ -1344,24 +1343,19 @@ static void raise_margin(struct pb *pb, struct disk *d, uint64_t proposal_ppm)
 	struct cw_disk_plan plan;
 	struct lane_plan *pl;
 	struct cw_model m;
-	uint64_t ppm;
-	double scale;
+	uint32_t ppm;
 	bool taken = false;
 	int r;
 
 	if (cw_admit_state_get_model(pb->adm, d->id, &m, &src) < 0)
 		return;
-	/* At most doubled a step: a burst of stalls (a host's hiccup) is
-	 * not the disk's new speed; a disk that stays slow is raised again
-	 * by the next window. */
-	scale = (1.0 + m.margin_ppm / 1e6) * CW_MIN(1.0 + proposal_ppm / 1e6, 2.0);
-	ppm = CW_MIN((uint64_t)((scale - 1.0) * 1e6), (uint64_t)MARGIN_MAX_PPM);
+	ppm = cw_sched_margin_raise(m.margin_ppm, 1.0 + proposal_ppm / 1e6);
 	if (ppm <= m.margin_ppm)
 		return;
 	cwd_log(LOG_WARNING, "disk %s: its requests keep taking longer than its model says (up to "
-		"%.2f times their charge): raising its margin from %u%% to %" PRIu64 "%%", d->name,
+		"%.2f times their charge): raising its margin from %u%% to %u%%", d->name,
 		1.0 + proposal_ppm / 1e6, m.margin_ppm / 10000, ppm / 10000);
-	m.margin_ppm = (uint32_t)ppm;
+	m.margin_ppm = ppm;
 	r = cw_admit_state_set_model(pb->adm, d->id, &m, src, &taken, &why, NULL);
 	if (r == 0 && taken)
 		return;	/* the new plan reaches the lane by its event */

@@ -95,3 +95,12 @@ int cw_sched_overrun_watch_add(struct cw_sched_overrun_watch *w, int64_t charged
 	w->n = w->over = w->nratios = 0;
 	return verdict;
 }
+
+uint32_t cw_sched_margin_raise(uint32_t old_ppm, double factor)
+{
+	double scale = (1.0 + old_ppm / 1e6) * CW_MIN(CW_MAX(factor, 1.0), 2.0);
+	double ppm = (scale - 1.0) * 1e6;
+
+	return ppm >= CW_SCHED_MARGIN_MAX_PPM ? CW_SCHED_MARGIN_MAX_PPM
+	       : CW_MAX((uint32_t)ppm, old_ppm);
+}

@@ -17,7 +17,9 @@
  * ΔL while nothing overruns; a request that takes longer than it was
  * charged (an RT or slack request by actual - C, an idle-route one by its
  * whole actual time) lowers the floor by that much until the next refill
- * (the field excess).
+ * (the field excess), and what of it ΔL_r could not cover is taken from
+ * that refill (the refill starts at ΔL less the debt, the debt then the
+ * excess): slack that is not there is never spent twice.
  *
  * Releases (section 3.2) are computed here, not by the driver: a stream's
  * job is released at max(arrival, the stream's previous release + T), the
@@ -1241,10 +1243,15 @@ static void decide(struct cw_sched *s, int64_t now, struct cw_sched_decision *re
 	promote(s, now);
 	for (;;) {
 		if (!released(s)) {
-			/* The refill point: nothing released, nothing in service. */
+			/* The refill point: nothing released, nothing in service.
+			 * An overrun ΔL_r could not cover is still owed: it
+			 * comes out of this refill (charge what is spent). */
+			int64_t debt = s->o.policy == CW_SCHED_DELTA_L || s->o.policy == CW_SCHED_EDF ?
+				       CW_MAX(0, -s->dlr) : 0;
+
 			(void)NEVER(s->cur);
-			s->dlr = s->o.delta_l_ns;
-			s->excess = 0;
+			s->dlr = s->o.delta_l_ns - debt;
+			s->excess = debt;
 			s->dyn_burst = false;
 			for (int k = 0; k < 2; k++) {
 				struct cw_sched_req *c = candidate(s, now, k);

@@ -418,6 +418,12 @@ struct dstate {
 	int64_t cur_actual;
 	int64_t wake_at;	/* pending wake-up, INT64_MIN: none */
 	int64_t busy_ns;
+	/* The overrun watch and what it did, as clockwised's data path:
+	 * the model's margin now, and the factor the streams' C grew by. */
+	struct cw_sched_overrun_watch watch;
+	uint32_t margin_ppm;
+	double c_scale;
+	bool no_slack;
 };
 
 struct bestate {
@@ -441,6 +447,8 @@ struct run {
 	struct sreq **chunks;
 	size_t n_chunks;
 	uint64_t be_rejected, be_overruns;
+	uint64_t margin_raises, slack_stopped;
+	uint32_t margin_max_ppm;
 	double part0_sum;
 	uint64_t part0_n;
 	enum sim_be_order order;
@@ -534,7 +542,7 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 		.stream = idx,
 		.arrival_ns = now,
 		.period_ns = st->disk_period_ns[disk],
-		.service_ns = st->disk_service_ns[disk],
+		.service_ns = (int64_t)((double)st->disk_service_ns[disk] * r->d[disk].c_scale),
 	};
 	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
 	if (e < 0)
@@ -679,16 +687,77 @@ static int client_done(struct run *r, unsigned disk, const struct sreq *q, int64
 	return on_client(r, q->parent, now);
 }
 
+/* The watch proposed a margin (factor) for disk's model: as clockwised
+ * does, the margin grows (cw_sched_margin_raise) and the disk's streams
+ * are planned again with their C grown alike; if they no longer fit, the
+ * margin stays and best effort gets no more slack on the disk. */
+static int raise_margin(struct run *r, unsigned disk, double factor)
+{
+	const struct sim_setup *s = r->setup;
+	const struct sim_scenario *sc = r->sc;
+	struct dstate *d = &r->d[disk];
+	uint32_t ppm = cw_sched_margin_raise(d->margin_ppm, factor);
+	double scale = (1.0 + ppm / 1e6) / (1.0 + sc->model.margin_ppm / 1e6);
+	_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[disk] + 1) * sizeof(*set));
+	struct cw_model m = sc->model;
+	struct cw_disk_plan p;
+	size_t n = 0, t;
+	int e;
+
+	if (!set)
+		return -ENOMEM;
+	if (ppm <= d->margin_ppm)
+		return 0;
+	for (; n < s->server_tasks; n++)
+		set[n] = s->tasks[disk][n];
+	t = n;
+	for (size_t i = 0; i < r->n_streams; i++)
+		if (s->streams[i].disk_period_ns[disk]) {
+			set[n] = s->tasks[disk][t++];
+			set[n].service_ns = (int64_t)((double)set[n].service_ns * scale);
+			n++;
+		}
+	m.margin_ppm = ppm;
+	e = cw_admit_disk_plan(&s->plan_opts, &m, m.tier, sc->be_pblock_bytes, set, n, &p);
+	if (e == -EBUSY || (e == 0 && p.delta_l_ns < 0)) {
+		d->no_slack = true;
+		r->slack_stopped++;
+		return cw_sched_set_slack(d->s, 0, 0);
+	}
+	if (e < 0)
+		return e;
+	d->margin_ppm = ppm;
+	d->c_scale = scale;
+	r->margin_raises++;
+	r->margin_max_ppm = CW_MAX(r->margin_max_ppm, ppm);
+	e = cw_sched_set_slack(d->s, p.be_budget_ns, p.idle_be_ns);
+	if (e == 0)
+		e = cw_sched_set_guard(d->s, p.guard_ns);
+	for (size_t i = 0; i < r->n_streams && e == 0; i++)
+		if (s->streams[i].disk_period_ns[disk])
+			e = cw_sched_stream_admit(d->s, i, s->streams[i].disk_period_ns[disk],
+						  (int64_t)((double)s->streams[i].disk_service_ns[disk] *
+							    scale));
+	return e;
+}
+
 static int on_done(struct run *r, unsigned disk, int64_t now)
 {
 	struct dstate *d = &r->d[disk];
 	struct sreq *q = d->cur;
+	double factor;
 	int e;
 
 	d->cur = NULL;
 	e = cw_sched_complete(d->s, &q->r, now, d->cur_actual);
 	if (e < 0)
 		return e;
+	if (q->r.service_ns > 0 && !d->no_slack &&
+	    cw_sched_overrun_watch_add(&d->watch, q->r.service_ns, d->cur_actual, &factor) == 1) {
+		e = raise_margin(r, disk, factor);
+		if (e < 0)
+			return e;
+	}
 	if (q->client) {
 		r->be_overruns += d->cur_actual > q->r.service_ns;
 		e = client_done(r, disk, q, now);
@@ -846,6 +915,9 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		e = cw_sched_new(&o, &r->d[d].s);
 		if (e < 0)
 			return e;
+		cw_sched_overrun_watch_init(&r->d[d].watch);
+		r->d[d].margin_ppm = sc->model.margin_ppm;
+		r->d[d].c_scale = 1.0;
 		/* every admitted stream is known before its first request */
 		for (size_t i = 0; i < r->n_streams && e == 0; i++)
 			if (s->streams[i].disk_period_ns[d])
@@ -1022,6 +1094,9 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 	res.be_done = r.n_lat;
 	res.be_rejected = r.be_rejected;
 	res.be_overruns = r.be_overruns;
+	res.margin_raises = r.margin_raises;
+	res.slack_stopped = r.slack_stopped;
+	res.margin_max_ppm = r.margin_max_ppm;
 	if (r.n_lat) {
 		double sum = 0;
 

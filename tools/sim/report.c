@@ -62,6 +62,10 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		", by the server %" PRIu64 "\n", r->be_slack, r->be_idle, r->be_server);
 	if (r->rt_overruns || r->be_overruns)
 		fprintf(f, "  model error: requests took longer than the model says (a slow bus?)\n");
+	if (r->margin_raises || r->slack_stopped)
+		fprintf(f, "  overrun watch: margin raised %" PRIu64 " times, to %u%% at most; "
+			"%" PRIu64 " disk(s) gave best effort no more slack\n", r->margin_raises,
+			r->margin_max_ppm / 10000, r->slack_stopped);
 	fprintf(f, "  utilisation:");
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, " %.3f", r->util[d]);
@@ -105,9 +109,12 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 	ms_or_null(f, r->rt_min_slack_ns);
 	fprintf(f, ", \"be_requests\": %" PRIu64 ", \"be_done\": %" PRIu64
 		", \"be_refused\": %" PRIu64 ", \"be_overruns\": %" PRIu64
+		", \"margin_raises\": %" PRIu64 ", \"margin_max_pct\": %u"
+		", \"slack_stopped\": %" PRIu64
 		", \"be_mean_ms\": %.4f, \"be_p50_ms\": %.4f, \"be_p99_ms\": %.4f"
 		", \"be_max_ms\": %.4f, \"be_part0_mean_ms\": %.4f, \"utilisation\": [",
-		r->be_requests, r->be_done, r->be_rejected, r->be_overruns, r->be_mean_ms,
+		r->be_requests, r->be_done, r->be_rejected, r->be_overruns, r->margin_raises,
+		r->margin_max_ppm / 10000, r->slack_stopped, r->be_mean_ms,
 		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);

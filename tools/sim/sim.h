@@ -263,6 +263,12 @@ struct sim_result {
 	uint64_t rt_done, rt_misses, rt_overruns;
 	int64_t rt_min_slack_ns;	/* INT64_MAX: no RT request */
 	uint64_t be_requests, be_done, be_rejected, be_overruns;
+	/* The overrun watch, as in clockwised: margins raised on a disk
+	 * whose requests kept overrunning, the largest (ppm), and disks
+	 * whose streams no larger margin fits, which gave best effort no
+	 * more slack. */
+	uint64_t margin_raises, slack_stopped;
+	uint32_t margin_max_ppm;
 	uint64_t be_slack, be_idle, be_server;	/* BE dispatches by route (cw_sched_stats) */
 	double be_mean_ms, be_p50_ms, be_p99_ms, be_max_ms;
 	double be_part0_mean_ms;	/* BE partition 0 alone (the paper plots CELLO disk 0) */

@@ -393,6 +393,13 @@ void cw_sched_overrun_watch_init(struct cw_sched_overrun_watch *w);
 int cw_sched_overrun_watch_add(struct cw_sched_overrun_watch *w, int64_t charged_ns,
 			       int64_t actual_ns, double *ret_margin);
 
+/* The model margin (ppm) after a watch proposed factor on a model with
+ * margin old_ppm: C grows by the factor, at most doubled a step (a burst
+ * of stalls is not the disk's new speed; one that stays slow is raised
+ * again by the next window), up to CW_SCHED_MARGIN_MAX_PPM. */
+#define CW_SCHED_MARGIN_MAX_PPM 4000000u
+uint32_t cw_sched_margin_raise(uint32_t old_ppm, double factor);
+
 #ifdef __cplusplus
 }
 #endif

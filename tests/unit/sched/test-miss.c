@@ -117,11 +117,22 @@ static void test_watch(void)
 	CU_ASSERT_DOUBLE_EQUAL(margin, 1.873, 1e-9);
 }
 
+static void test_margin_raise(void)
+{
+	/* C grows by the factor: 25% and 1.2 times make 50%. */
+	CU_ASSERT_EQUAL(cw_sched_margin_raise(250000, 1.2), 500000);
+	/* At most doubled a step, up to the cap; never lowered. */
+	CU_ASSERT_EQUAL(cw_sched_margin_raise(0, 10.5), 1000000);
+	CU_ASSERT_EQUAL(cw_sched_margin_raise(2000000, 2.0), CW_SCHED_MARGIN_MAX_PPM);
+	CU_ASSERT_EQUAL(cw_sched_margin_raise(300000, 0.5), 300000);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("sched misses", NULL, NULL);
 
 	cwtest_add(s, "a miss's class from its timeline", test_classes);
 	cwtest_add(s, "the overrun watch proposes a margin", test_watch);
+	cwtest_add(s, "a margin raised a step", test_margin_raise);
 	return cwtest_run();
 }

@@ -210,6 +210,60 @@ static void test_delta_l_accounting(void)
 	cw_sched_free(s);
 }
 
+/* An overrun the remaining slack cannot cover is owed to the next refill:
+ * a best-effort request charged 4 that takes 25 leaves ΔL_r = 10 - 25 =
+ * -15; the refill after the RT burst starts at 10 - 15 = -5, so no slack
+ * request runs beside the next released job; the one after that refill
+ * is whole again. */
+static void test_overrun_debt_carried(void)
+{
+	struct cw_sched *s = new_sched(CW_SCHED_DELTA_L, 10, 30);
+	struct cw_sched_req r1 = rt(1, 0, 100, 20), r2 = rt(1, 100, 100, 20);
+	struct cw_sched_req r3 = rt(1, 200, 100, 20);
+	struct cw_sched_req b1 = be(0, 4), b2 = be(100, 4), b3 = be(200, 4);
+	struct cw_sched_decision d;
+	struct cw_sched_stats st;
+
+	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &r1, 0), 0);
+	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &b1, 0), 0);
+	d = next(s, 0);
+	CU_ASSERT_PTR_EQUAL(d.req, &b1);
+	CU_ASSERT_EQUAL(cw_sched_complete(s, &b1, 25, 25), 0);
+	cw_sched_get_stats(s, &st);
+	CU_ASSERT_EQUAL(st.delta_l_r_ns, -15);
+	d = next(s, 25);
+	CU_ASSERT_PTR_EQUAL(d.req, &r1);
+	CU_ASSERT_EQUAL(cw_sched_complete(s, &r1, 45, 20), 0);
+	/* Nothing released: the refill, less the debt. */
+	d = next(s, 45);
+	CU_ASSERT_EQUAL(d.verdict, CW_SCHED_IDLE);
+	cw_sched_get_stats(s, &st);
+	CU_ASSERT_EQUAL(st.delta_l_r_ns, -5);
+	/* The next job is released with a BE request beside it: the job
+	 * goes first, the debt is not slack. */
+	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &r2, 100), 0);
+	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &b2, 100), 0);
+	d = next(s, 100);
+	CU_ASSERT_PTR_EQUAL(d.req, &r2);
+	CU_ASSERT_EQUAL(cw_sched_complete(s, &r2, 120, 20), 0);
+	d = next(s, 120);
+	CU_ASSERT_PTR_EQUAL(d.req, &b2);
+	CU_ASSERT_EQUAL(cw_sched_complete(s, &b2, 124, 4), 0);
+	/* Paid: the next refill is whole, and slack goes first again. */
+	d = next(s, 130);
+	CU_ASSERT_EQUAL(d.verdict, CW_SCHED_IDLE);
+	cw_sched_get_stats(s, &st);
+	CU_ASSERT_EQUAL(st.delta_l_r_ns, 10);
+	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &r3, 200), 0);
+	CU_ASSERT_EQUAL(cw_sched_enqueue(s, &b3, 200), 0);
+	d = next(s, 200);
+	CU_ASSERT_PTR_EQUAL(d.req, &b3);
+	CU_ASSERT_EQUAL(d.req->via, CW_SCHED_VIA_SLACK);
+	cw_sched_get_stats(s, &st);
+	CU_ASSERT_EQUAL(st.rt_missed, 0);
+	cw_sched_free(s);
+}
+
 static void test_edf_be_only_when_nothing_released(void)
 {
 	struct cw_sched *s = new_sched(CW_SCHED_EDF, 1000, 1000);
@@ -432,6 +486,7 @@ int main(void)
 	cwtest_add(s, "errors", test_errors);
 	cwtest_add(s, "release, wait, early RT", test_release_wait_and_early);
 	cwtest_add(s, "delta-l accounting", test_delta_l_accounting);
+	cwtest_add(s, "an overrun's debt is taken from the next refill", test_overrun_debt_carried);
 	cwtest_add(s, "edf: BE only when nothing released", test_edf_be_only_when_nothing_released);
 	cwtest_add(s, "adversarial releases, full BE queue", test_adversarial_delta_l);
 	cwtest_add(s, "server when dL = 0", test_server_when_no_slack);
