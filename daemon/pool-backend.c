@@ -1013,11 +1013,10 @@ static struct lane_plan *lane_plan_new(struct pb *pb, const struct disk *d,
 	if (pl) {
 		pl->plan = *plan;
 		/* A disk whose model no margin can save gives best effort
-		 * no slack (pb_misses_tick). */
-		if (atomic_load(&d->no_slack)) {
+		 * no slack beside released streams (pb_misses_tick): it runs
+		 * only on the idle disk, within the idle allowance. */
+		if (atomic_load(&d->no_slack))
 			pl->plan.be_budget_ns = 0;
-			pl->plan.idle_be_ns = 0;
-		}
 		pl->n_streams = 0;
 		for (size_t i = 0; i < pb->nresvs; i++) {
 			const struct cw_admit_resv_part *pt = pb->resvs[i] ?
@@ -1360,7 +1359,7 @@ static void raise_margin(struct pb *pb, struct disk *d, uint64_t proposal_ppm)
 	if (r == 0 && taken)
 		return;	/* the new plan reaches the lane by its event */
 	cwd_log(LOG_WARNING, "disk %s: the larger margin does not fit its streams (%s): the model "
-		"stays and best effort gets no more slack on this disk", d->name,
+		"stays and best effort runs on this disk only when no stream waits", d->name,
 		r == -EBUSY ? why.reason : strerror(-r));
 	atomic_store(&d->no_slack, true);
 	if (cw_admit_state_plan(pb->adm, d->id, &plan) < 0 || !d->lanes[0].started)

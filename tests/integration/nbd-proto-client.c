@@ -1005,6 +1005,41 @@ static int s_rmw_keeps_others(void)
 	return st;
 }
 
+/* Run by the test on an export bound to a reservation: sends 16 reads of
+ * 256 KiB at once, then reads nothing for a second (its socket fills, so
+ * the replies leave only once it reads), then takes them all. */
+static int s_slow_reader(void)
+{
+	enum { N = 16, LEN = 256 << 10 };
+	static uint8_t data[LEN];
+	const char *name = getenv("NBD_EXPORT") ? getenv("NBD_EXPORT") : "disk";
+	uint32_t err;
+	int fd = open_export(name, false, NULL);
+
+	bool seen[N + 1] = { false };
+
+	TRY(fd);
+	for (uint64_t k = 0; k < N; k++)
+		TRY(send_req(fd, CW_NBD_CMD_READ, 0, k + 1, k * LEN, LEN, NULL));
+	sleep(1);
+	/* Replies in any order (their pieces end on their own). */
+	for (unsigned k = 0; k < N; k++) {
+		uint8_t h[CW_NBD_SIMPLE_REPLY_BYTES];
+		struct cw_nbd_reply r;
+
+		TRY(get(fd, h, sizeof(h)));
+		EXPECT(cw_nbd_decode_reply(h, sizeof(h), &r) > 0 && !r.structured, "bad reply");
+		EXPECT(r.cookie >= 1 && r.cookie <= N && !seen[r.cookie], "reply cookie %llu",
+		       (unsigned long long)r.cookie);
+		seen[r.cookie] = true;
+		err = r.error;
+		EXPECT(err == 0, "read %llu failed: %u", (unsigned long long)r.cookie, err);
+		TRY(get(fd, data, LEN));
+	}
+	TRY(send_req(fd, CW_NBD_CMD_DISC, 0, 99, 0, 0, NULL));
+	return expect_close(fd);
+}
+
 /* The server is up: it accepts and greets. */
 static int s_greeting(void)
 {
@@ -1099,6 +1134,7 @@ static const struct scenario extra[] = {
 	{ "held-until-stop", s_held_until_stop },
 	{ "keeps-old-size", s_keeps_old_size },
 	{ "tls-required", s_tls_required },
+	{ "slow-reader", s_slow_reader },
 };
 
 /* Runs the scenario called name from t: 0 passed, 1 failed, -1 absent. */

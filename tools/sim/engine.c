@@ -423,6 +423,7 @@ struct dstate {
 	struct cw_sched_overrun_watch watch;
 	uint32_t margin_ppm;
 	double c_scale;
+	int64_t idle_be_ns;	/* the plan's idle allowance now */
 	bool no_slack;
 };
 
@@ -722,7 +723,8 @@ static int raise_margin(struct run *r, unsigned disk, double factor)
 	if (e == -EBUSY || (e == 0 && p.delta_l_ns < 0)) {
 		d->no_slack = true;
 		r->slack_stopped++;
-		return cw_sched_set_slack(d->s, 0, 0);
+		/* best effort only on the idle disk, within its allowance */
+		return cw_sched_set_slack(d->s, 0, d->idle_be_ns);
 	}
 	if (e < 0)
 		return e;
@@ -730,6 +732,7 @@ static int raise_margin(struct run *r, unsigned disk, double factor)
 	d->c_scale = scale;
 	r->margin_raises++;
 	r->margin_max_ppm = CW_MAX(r->margin_max_ppm, ppm);
+	d->idle_be_ns = p.idle_be_ns;
 	e = cw_sched_set_slack(d->s, p.be_budget_ns, p.idle_be_ns);
 	if (e == 0)
 		e = cw_sched_set_guard(d->s, p.guard_ns);
@@ -918,6 +921,7 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		cw_sched_overrun_watch_init(&r->d[d].watch);
 		r->d[d].margin_ppm = sc->model.margin_ppm;
 		r->d[d].c_scale = 1.0;
+		r->d[d].idle_be_ns = o.idle_be_ns;
 		/* every admitted stream is known before its first request */
 		for (size_t i = 0; i < r->n_streams && e == 0; i++)
 			if (s->streams[i].disk_period_ns[d])
