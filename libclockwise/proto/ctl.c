@@ -167,6 +167,128 @@ static int fail(struct cw_ctl_fail *f, enum cw_ctl_code code, const char *fmt, .
 	return -EINVAL;
 }
 
+/* A second member of one name in an object: json-c keeps the last one,
+ * and which the sender meant is unknown, so the message is refused.  The
+ * scan runs over text json-c has just accepted (valid JSON, depth within
+ * CW_CTL_DEPTH_MAX, no NUL), which keeps it short; json-c decodes the
+ * names, so "a" and "\u0061" are one name. */
+struct dup_scan {
+	const char *p, *end;
+	json_tokener *tok;
+	char name[65];
+};
+
+static void dup_ws(struct dup_scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n'))
+		s->p++;
+}
+
+/* Past the string literal whose opening quote s->p is at. */
+static void dup_string(struct dup_scan *s)
+{
+	for (s->p++; s->p < s->end && *s->p != '"'; s->p++)
+		if (*s->p == '\\')
+			s->p++;
+	s->p++;
+}
+
+static int dup_value(struct dup_scan *s);
+
+static int dup_object(struct dup_scan *s)
+{
+	json_object *seen = json_object_new_object();
+	int r = seen ? 0 : -ENOMEM;
+
+	s->p++;
+	dup_ws(s);
+	if (s->p < s->end && *s->p == '}') {
+		s->p++;
+		json_object_put(seen);
+		return 0;
+	}
+	while (r == 0 && s->p < s->end) {
+		const char *k;
+		json_object *key;
+
+		dup_ws(s);
+		k = s->p;
+		dup_string(s);
+		json_tokener_reset(s->tok);
+		key = json_tokener_parse_ex(s->tok, k, (int)(s->p - k));
+		if (!key) {
+			r = -ENOMEM;
+			break;
+		}
+		if (json_object_object_get_ex(seen, json_object_get_string(key), NULL)) {
+			snprintf(s->name, sizeof(s->name), "%s", json_object_get_string(key));
+			r = -EEXIST;
+		} else if (json_object_object_add(seen, json_object_get_string(key), NULL) < 0) {
+			r = -ENOMEM;
+		}
+		json_object_put(key);
+		dup_ws(s);
+		s->p++;		/* ':' */
+		if (r == 0)
+			r = dup_value(s);
+		dup_ws(s);
+		if (r == 0 && s->p < s->end && *s->p++ == '}')
+			break;
+	}
+	json_object_put(seen);
+	return r;
+}
+
+static int dup_value(struct dup_scan *s)
+{
+	int r = 0;
+
+	dup_ws(s);
+	if (s->p >= s->end)
+		return 0;
+	switch (*s->p) {
+	case '"':
+		dup_string(s);
+		return 0;
+	case '{':
+		return dup_object(s);
+	case '[':
+		s->p++;
+		dup_ws(s);
+		if (s->p < s->end && *s->p == ']') {
+			s->p++;
+			return 0;
+		}
+		while (r == 0 && s->p < s->end) {
+			r = dup_value(s);
+			dup_ws(s);
+			if (s->p < s->end && *s->p++ == ']')
+				break;
+		}
+		return r;
+	default:	/* a number, true, false or null */
+		while (s->p < s->end && !strchr(",]} \t\r\n", *s->p))
+			s->p++;
+		return 0;
+	}
+}
+
+/* -EEXIST with the name in ret_name when an object of the JSON text
+ * buf[0..len) names a member twice. */
+static int dup_member(const char *buf, size_t len, char *ret_name, size_t name_len)
+{
+	struct dup_scan s = { .p = buf, .end = buf + len };
+	int r;
+
+	s.tok = json_tokener_new_ex(CW_CTL_DEPTH_MAX);
+	if (!s.tok)
+		return -ENOMEM;
+	r = dup_value(&s);
+	json_tokener_free(s.tok);
+	snprintf(ret_name, name_len, "%s", s.name);
+	return r;
+}
+
 /* One JSON value from exactly buf[0..len): no trailing bytes, no NUL. */
 static int parse_json(const char *buf, size_t len, json_object **ret, struct cw_ctl_fail *f)
 {
@@ -174,6 +296,8 @@ static int parse_json(const char *buf, size_t len, json_object **ret, struct cw_
 	json_object *o;
 	enum json_tokener_error jerr;
 	size_t used;
+	char name[65];
+	int r;
 
 	if (len >= CW_CTL_LINE_MAX)
 		return fail(f, CW_CTL_E_TOO_LARGE, "message longer than %d bytes", CW_CTL_LINE_MAX - 1);
@@ -208,6 +332,14 @@ static int parse_json(const char *buf, size_t len, json_object **ret, struct cw_
 			return fail(f, CW_CTL_E_BAD_REQUEST,
 				    "malformed JSON: bytes after the message (one message per line)");
 		}
+	}
+	r = dup_member(buf, len, name, sizeof(name));
+	if (r < 0) {
+		json_object_put(o);
+		if (r == -ENOMEM)
+			return fail(f, CW_CTL_E_INTERNAL, "out of memory");
+		return fail(f, CW_CTL_E_BAD_REQUEST, "member \"%s\" appears twice in one object: "
+			    "give each name once", name);
 	}
 	*ret = o;
 	return 0;
