@@ -37,8 +37,8 @@
  * Limits, per connection: a line of at most CW_CTL_LINE_MAX bytes (longer:
  * "too-large", and the line is skipped), a token bucket of requests
  * (burst, then rate_per_s; beyond: "rate-limited"), replies buffered up to
- * out_max bytes (a client that does not read is dropped); and at most
- * max_clients connections.
+ * out_max bytes (a client that does not read is dropped); at most
+ * max_clients connections, each closed after idle_timeout_ns of silence.
  */
 #ifndef CWD_CONTROL_H
 #define CWD_CONTROL_H
@@ -114,6 +114,7 @@ struct cwc_hooks {
 };
 
 #define CWC_CALIB_MARGIN_PPM 250000	/* +25% */
+#define CWC_IDLE_TIMEOUT_NS (INT64_C(30) * 1000000000)
 
 struct cwc_server_opts {
 	const char *socket_path;	/* default CWC_DEFAULT_SOCKET */
@@ -125,6 +126,10 @@ struct cwc_server_opts {
 	unsigned rate_burst;		/* requests; default 200 */
 	unsigned rate_per_s;		/* refill; default 100 */
 	size_t out_max;			/* reply bytes buffered per client; default 8 MiB */
+	/* A connection that neither sends nor takes a reply for this long
+	 * is closed (one waiting for a calibration is not); 0: never.
+	 * Default CWC_IDLE_TIMEOUT_NS. */
+	int64_t idle_timeout_ns;
 	/* The pool's admission state, which the server uses and changes;
 	 * NULL: the server makes its own (with preset_margin_ppm). */
 	struct cw_admit_state *admit;
