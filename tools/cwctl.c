@@ -1462,7 +1462,7 @@ int main(int argc, char **argv)
 		case 's': socket_path = optarg; break;
 		case 'j': json_out = true; break;
 		case 'h': main_help(); return 0;
-		case 'V': printf("cwctl %s\n", PACKAGE_VERSION); return 0;
+		case 'V': printf("cwctl %s (libclockwise %s)\n", PACKAGE_VERSION, cw_version()); return 0;
 		default: fprintf(stderr, "Try 'cwctl --help'.\n"); return EXIT_USAGE;
 		}
 	}
