@@ -352,6 +352,19 @@ static int fetch(enum cw_ctl_cmd cmd, json_object *args, struct cw_ctl_reply *re
 	return 0;
 }
 
+/* Prints a result with print, or as JSON; frees it. */
+static void print_result(struct cw_ctl_reply *rep, print_fn print)
+{
+	if (json_out)
+		printf("%s\n", json_object_to_json_string_ext(rep->result, JSON_C_TO_STRING_PRETTY |
+								       JSON_C_TO_STRING_SPACED |
+								       JSON_C_TO_STRING_NOSLASHESCAPE));
+	else if (print)
+		print(rep->result);
+	fflush(stdout);
+	cw_ctl_reply_done(rep);
+}
+
 static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 {
 	struct cw_ctl_reply rep;
@@ -359,14 +372,7 @@ static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 
 	if (r)
 		return r;
-	if (json_out)
-		printf("%s\n", json_object_to_json_string_ext(rep.result, JSON_C_TO_STRING_PRETTY |
-								       JSON_C_TO_STRING_SPACED |
-								       JSON_C_TO_STRING_NOSLASHESCAPE));
-	else if (print)
-		print(rep.result);
-	fflush(stdout);
-	cw_ctl_reply_done(&rep);
+	print_result(&rep, print);
 	return 0;
 }
 
@@ -780,10 +786,13 @@ static int c_part_create(int argc, char **argv)
 }
 
 
+static bool show_all_runs;	/* part show --all */
+
 static void print_part_show(json_object *p)
 {
 	struct table t = { .ncols = 3 }, u = { .ncols = 4 };
 	json_object *pd = get(p, "per_disk"), *runs = get(p, "runs");
+	size_t shown = show_all_runs ? SIZE_MAX : 16;
 	char bs[CW_UNITS_BUF];
 
 	print_part_done(p);
@@ -799,20 +808,65 @@ static void print_part_show(json_object *p)
 	}
 	table_print(&t, stdout);
 	printf("\n");
-	table_row(&u, "FIRST-BLOCK", "BLOCKS", "DISK-ID", "DISK-OFFSET");
+	table_row(&u, "FIRST-BLOCK", "BLOCKS", "DISK", "DISK-OFFSET");
 	/* A striped partition has a run per block: the first few tell the
-	 * pattern; --json has them all (up to the server's limit). */
-	for (size_t i = 0; runs && i < json_object_array_length(runs) && i < 16; i++) {
+	 * pattern; --all lists them all. */
+	for (size_t i = 0; runs && i < json_object_array_length(runs) && i < shown; i++) {
 		json_object *r = json_object_array_get_idx(runs, i);
 
-		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk_id"),
-			  gs(r, "offset"));
+		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk"), gs(r, "offset"));
 	}
 	table_print(&u, stdout);
-	if (gi(p, "runs_total") > 16)
-		printf("(%" PRId64 " runs in all)\n", gi(p, "runs_total"));
+	if (runs && (size_t)gi(p, "runs_total") > json_object_array_length(runs))
+		printf("(%" PRId64 " runs in all; --all lists them)\n", gi(p, "runs_total"));
+	else if (runs && json_object_array_length(runs) > shown)
+		printf("(%" PRId64 " runs in all; --all lists them)\n", gi(p, "runs_total"));
 }
 
+/* part show NAME [--all]: a reply holds a page of runs (a few hundred,
+ * so that it stays one readable line); --all follows next_block until
+ * it has them all. */
+static int c_part_show(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "all", no_argument, NULL, 'a' }, { 0 } };
+	struct cw_ctl_reply rep, more;
+	json_object *a, *next;
+	int o, r;
+
+	while ((o = next_opt(argc, argv, "ha", lo)) != -1) {
+		if (o != 'a')
+			return EXIT_USAGE;
+		show_all_runs = true;
+	}
+	if (argc - optind != 1)
+		return usage_error("expected one partition NAME");
+	a = args_new();
+	put_str(a, "name", argv[optind]);
+	r = fetch(CW_CTL_CMD_PART_SHOW, a, &rep);
+	if (r)
+		return r;
+	while (show_all_runs && (next = get(rep.result, "next_block"))) {
+		json_object *runs = get(rep.result, "runs"), *page;
+
+		a = args_new();
+		put_str(a, "name", argv[optind]);
+		put_u64(a, "from_block", (uint64_t)json_object_get_int64(next));
+		r = fetch(CW_CTL_CMD_PART_SHOW, a, &more);
+		if (r) {
+			cw_ctl_reply_done(&rep);
+			return r;
+		}
+		page = get(more.result, "runs");
+		for (size_t i = 0; page && i < json_object_array_length(page); i++)
+			json_object_array_add(runs, json_object_get(json_object_array_get_idx(page, i)));
+		json_object_object_del(rep.result, "next_block");
+		if ((next = get(more.result, "next_block")))
+			json_object_object_add(rep.result, "next_block", json_object_get(next));
+		cw_ctl_reply_done(&more);
+	}
+	print_result(&rep, print_part_show);
+	return 0;
+}
 
 static int c_part_resize(int argc, char **argv)
 {
@@ -847,6 +901,22 @@ static int c_part_resize(int argc, char **argv)
 	return call(CW_CTL_CMD_PART_RESIZE, a, print_part_done);
 }
 
+static int c_part_delete(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "force", no_argument, NULL, 'f' }, { 0 } };
+	json_object *a = args_new();
+	int o;
+
+	while ((o = next_opt(argc, argv, "hf", lo)) != -1) {
+		if (o != 'f')
+			return json_object_put(a), EXIT_USAGE;
+		json_object_object_add(a, "force", json_object_new_boolean(1));
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition NAME");
+	put_str(a, "name", argv[optind]);
+	return call(CW_CTL_CMD_PART_DELETE, a, print_removed);
+}
 
 static void print_resv_created(json_object *r)
 {
@@ -1340,17 +1410,22 @@ static const struct command commands[] = {
 	  "random scatters them, single keeps them on one disk (--disk, or the one\n"
 	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n", c_part_create },
 	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
-	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", NULL,
-	  CW_CTL_CMD_PART_SHOW, "name", print_part_show },
+	{ "part", "show", "NAME [--all]",
+	  "Shows a partition, its blocks per disk and its runs (blocks consecutive on\n"
+	  "one disk): the first 16 runs, or with --all every one.  --json has the\n"
+	  "first page of runs (next_block says where the rest start), or with --all\n"
+	  "every one.\n", c_part_show },
 	{ "part", "resize", "NAME --size [+|-]SIZE [--force]",
 	  "Grows or shrinks a partition at its end: to SIZE, or by SIZE with + or -.\n"
-	  "Shrinking discards the data at the end and needs --force; it is refused\n"
-	  "below a reserved range or while the partition is exported, and a size of\n"
-	  "0 is refused (delete the partition instead).  An export that grows has\n"
-	  "its new size for new connections; open ones keep theirs.\n", c_part_resize },
-	{ "part", "delete", "NAME",
-	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
-	  CW_CTL_CMD_PART_DELETE, "name", print_removed },
+	  "A shrink that would discard data written in the blocks at the end says\n"
+	  "how much and needs --force (blocks never written go without it); only\n"
+	  "those blocks are discarded.  It is refused below a reserved range or\n"
+	  "while the partition is exported, and a size of 0 is refused (delete the\n"
+	  "partition instead).  An export that grows has its new size for new\n"
+	  "connections; open ones keep theirs.\n", c_part_resize },
+	{ "part", "delete", "NAME [--force]",
+	  "Deletes a partition; refused while it is exported or reserved, and while\n"
+	  "it holds data unless --force (the refusal says how much).\n", c_part_delete },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
 	  "       [--duration TIME] [--dry-run]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"

@@ -82,12 +82,16 @@ static const struct cw_ctl_arg_spec disk_add[] = {
 	SR("path"), S("tier"), S("name"), S("emulate"), END
 };
 static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
+/* force: even when it holds data */
+static const struct cw_ctl_arg_spec part_delete[] = { SR("name"), B("force"), END };
+/* from_block: list the runs from this block on (a page; see next_block). */
+static const struct cw_ctl_arg_spec part_show[] = { SR("name"), U("from_block"), END };
 static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
 static const struct cw_ctl_arg_spec part_create[] = {
 	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), END
 };
 /* One of size (the new size), grow or shrink (by so many bytes); a
- * shrink needs force. */
+ * shrink of blocks that hold data needs force. */
 static const struct cw_ctl_arg_spec part_resize[] = {
 	SR("name"), U("size"), U("grow"), U("shrink"), B("force"), END
 };
@@ -120,9 +124,9 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_CALIBRATE] = { "disk.calibrate", CW_CTL_ACCESS_CHANGE, disk_calibrate },
 	[CW_CTL_CMD_PART_CREATE] = { "part.create", CW_CTL_ACCESS_CHANGE, part_create },
 	[CW_CTL_CMD_PART_LIST] = { "part.list", CW_CTL_ACCESS_READ, no_args },
-	[CW_CTL_CMD_PART_SHOW] = { "part.show", CW_CTL_ACCESS_READ, name_only },
+	[CW_CTL_CMD_PART_SHOW] = { "part.show", CW_CTL_ACCESS_READ, part_show },
 	[CW_CTL_CMD_PART_RESIZE] = { "part.resize", CW_CTL_ACCESS_CHANGE, part_resize },
-	[CW_CTL_CMD_PART_DELETE] = { "part.delete", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_PART_DELETE] = { "part.delete", CW_CTL_ACCESS_CHANGE, part_delete },
 	[CW_CTL_CMD_RESV_CREATE] = { "resv.create", CW_CTL_ACCESS_CHANGE, resv_create },
 	[CW_CTL_CMD_RESV_LIST] = { "resv.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_RESV_SHOW] = { "resv.show", CW_CTL_ACCESS_READ, id_only },

@@ -16,7 +16,7 @@
  *
  * Threads: management calls (everything that changes the pool) serialise on
  * a mutex inside the pool.  The mapping calls (cw_part_map,
- * cw_part_block_disks, cw_part_size_bytes, cw_part_allocated) take no lock and may run in any
+ * cw_part_block_disks, cw_part_size_bytes, cw_part_allocated, cw_part_data_bytes) take no lock and may run in any
  * number of threads concurrently with management calls, including a move
  * commit: each block's location is one atomic word, so a reader sees either
  * the old or the new location of a block, never a mix.  A partition handle
@@ -284,6 +284,13 @@ uint32_t cw_part_block_size(const struct cw_part *part);
  * block's end), are in the same state.  -ERANGE beyond the end. */
 int cw_part_allocated(const struct cw_part *part, uint64_t offset, uint64_t length,
 		      uint64_t *ret_length);
+
+/* The bytes of blocks [first_block, first_block + nblocks) that hold
+ * data (whole blocks: a block written anywhere counts whole), from the
+ * same bits as cw_part_allocated(): what a shrink or a delete of those
+ * blocks would lose.  -ERANGE when the range passes the end. */
+int cw_part_data_bytes(const struct cw_part *part, uint64_t first_block, uint64_t nblocks,
+		       uint64_t *ret_bytes);
 
 /* ---- holes (management) ---- */
 
