@@ -1388,7 +1388,11 @@ static const struct command commands[] = {
 	{ "disk", "calibrate", "NAME [--quick]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
-	  "shows on a terminal.  --quick measures few points, for a first look.\n",
+	  "shows on a terminal.  --quick measures few points, for a first look.\n"
+	  "On a disk with streams, the new model is installed only if each stream\n"
+	  "still passes admission with it (else the refusal names the one that\n"
+	  "would not); the measurement runs beside them, unscheduled.  A warning\n"
+	  "says when the numbers are no disk's (tmpfs, a sparse file, a cache).\n",
 	  c_disk_calibrate },
 	{ "disk", "plan", "[NAME] [--json]",
 	  "Each disk's plan (or NAME's), what its dispatcher runs with: the slack\n"
