@@ -1443,7 +1443,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->exports.block_size = 4096;
 	c->exports.max_request_bytes = MAX_REQUEST_MAX;
 	c->exports.multi_conn = true;
-	c->exports.all = true;
+	c->exports.all = false;
 	c->limits.connections = 64;
 	c->limits.connections_per_user = 32;
 	c->limits.handshake_timeout_s = 10;

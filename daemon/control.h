@@ -91,6 +91,8 @@ struct cwc_stats {
 	size_t n_resvs;
 };
 
+struct nbdsrv_client;
+
 struct cwc_hooks {
 	void *userdata;
 	/* Start serving partition part as export e (the name is chosen and
@@ -111,6 +113,11 @@ struct cwc_hooks {
 	 * -errno with the reason in err. */
 	int (*export_resize)(void *userdata, const struct cwc_export *e, struct cw_part *part,
 			     char *err, size_t errlen);
+	/* The clients connected to export e (nbd-server.h): the first max in
+	 * ret, the count of all in *ret_n.  -ENOENT: e is listed but not
+	 * served (its partition is on a missing disk). */
+	int (*export_clients)(void *userdata, const struct cwc_export *e,
+			      struct nbdsrv_client *ret, size_t max, size_t *ret_n);
 };
 
 #define CWC_CALIB_MARGIN_PPM 250000	/* +25% */
@@ -182,6 +189,9 @@ void cwc_server_stop(struct cwc_server *srv);
  * exists already is left as it is (0).  -errno with the reason in err. */
 int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *err,
 			   size_t errlen);
+
+/* The exports the server lists (stored in the pool), in order. */
+const struct cwc_export *cwc_server_exports(const struct cwc_server *srv, size_t *ret_n);
 
 /* Handles one request line as if a client with this access had sent it,
  * writing progress and reply lines through emit.  The socket path uses it;

@@ -361,7 +361,7 @@ int main(int argc, char **argv)
 	const char *conf_path = NULL;
 	char *err = NULL, msg[512];
 	bool foreground = false;
-	size_t nresv = 0, nexports = 0, i;
+	size_t nresv = 0, nexports = 0, nunserved = 0, i;
 	uint64_t wd_usec = 0;
 	int c, r, sig, ready_fd = -1, rc = 1;
 	int64_t start_ns = cw_now_ns();
@@ -491,11 +491,12 @@ int main(int argc, char **argv)
 	 * holds, as before there was one. */
 	if (svc_new(pool, adm, pb, srv, cfg, &svc) < 0)
 		cwd_log(LOG_WARNING, "serving without a control socket");
-	if (cfg->exports.all) {
-		r = svc ? svc_export_all(svc, &nexports) : add_exports(pool, pb, srv, &nexports);
-		if (r < 0)
-			goto out;
-	}
+	if (svc)
+		r = svc_exports(svc, cfg->exports.all, &nexports, &nunserved);
+	else if (cfg->exports.all)
+		r = add_exports(pool, pb, srv, &nexports);
+	if (r < 0)
+		goto out;
 	r = pb_start(pb);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot start the dispatchers: %s", strerror(-r));
@@ -517,8 +518,13 @@ int main(int argc, char **argv)
 		cwd_log(LOG_INFO, "control socket %s", cfg->control_socket);
 	}
 
-	cwd_log(LOG_NOTICE, "ready: %zu export%s, %zu reservation%s", nexports,
-		nexports == 1 ? "" : "s", nresv, nresv == 1 ? "" : "s");
+	if (nunserved)
+		cwd_log(LOG_NOTICE, "ready: %zu export%s (%zu not served: a disk is missing), "
+			"%zu reservation%s", nexports, nexports == 1 ? "" : "s", nunserved, nresv,
+			nresv == 1 ? "" : "s");
+	else
+		cwd_log(LOG_NOTICE, "ready: %zu export%s, %zu reservation%s", nexports,
+			nexports == 1 ? "" : "s", nresv, nresv == 1 ? "" : "s");
 	sd_notifyf(0, "READY=1\nSTATUS=Serving %zu export%s", nexports, nexports == 1 ? "" : "s");
 	if (ready_fd >= 0)
 		detached_ready(ready_fd);

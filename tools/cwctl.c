@@ -227,17 +227,44 @@ static void print_resvs(json_object *a)
 	table_print(&t, stdout);
 }
 
+/* An export's clients in a few words: "uid 1000 pid 42, 10.0.0.2:5555",
+ * "-" for none, "unavailable" when it is not served. */
+static const char *clients_text(json_object *e, char *buf, size_t n)
+{
+	json_object *cl = get(e, "clients");
+	size_t at = 0, listed = cl ? json_object_array_length(cl) : 0;
+
+	if (get(e, "served") && !json_object_get_boolean(get(e, "served")))
+		return "unavailable";
+	if (!listed)
+		return "-";
+	buf[0] = '\0';
+	for (size_t i = 0; i < listed && at < n; i++) {
+		json_object *k = json_object_array_get_idx(cl, i);
+		int w = get(k, "uid") ? snprintf(buf + at, n - at, "%suid %s pid %s", i ? ", " : "",
+						  gs(k, "uid"), gs(k, "pid"))
+				      : snprintf(buf + at, n - at, "%s%s", i ? ", " : "",
+						 gs(k, "address"));
+
+		at += w > 0 ? (size_t)w : 0;
+	}
+	if (gi(e, "connections") > (int64_t)listed && at < n)
+		snprintf(buf + at, n - at, " and %" PRId64 " more", gi(e, "connections") - (int64_t)listed);
+	return buf;
+}
+
 static void print_exports(json_object *a)
 {
-	struct table t = { .ncols = 4 };
+	struct table t = { .ncols = 5 };
 
-	table_row(&t, "NAME", "PART", "READONLY", "RESV");
+	table_row(&t, "NAME", "PART", "READONLY", "RESV", "CLIENTS");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
+		char who[512];
 
 		table_row(&t, gs(e, "name"), gs(e, "part"),
 			  json_object_get_boolean(get(e, "readonly")) ? "yes" : "no",
-			  get(e, "resv") ? gs(e, "resv") : "-");
+			  get(e, "resv") ? gs(e, "resv") : "-", clients_text(e, who, sizeof(who)));
 	}
 	table_print(&t, stdout);
 }
@@ -901,7 +928,8 @@ static int c_part_resize(int argc, char **argv)
 	return call(CW_CTL_CMD_PART_RESIZE, a, print_part_done);
 }
 
-static int c_part_delete(int argc, char **argv)
+/* NAME [--force], for part delete and export remove. */
+static int name_force(int argc, char **argv, enum cw_ctl_cmd cmd, const char *what)
 {
 	static const struct option lo[] = { HELP_OPT, { "force", no_argument, NULL, 'f' }, { 0 } };
 	json_object *a = args_new();
@@ -913,9 +941,19 @@ static int c_part_delete(int argc, char **argv)
 		json_object_object_add(a, "force", json_object_new_boolean(1));
 	}
 	if (argc - optind != 1)
-		return json_object_put(a), usage_error("expected one partition NAME");
+		return json_object_put(a), usage_error("expected one %s NAME", what);
 	put_str(a, "name", argv[optind]);
-	return call(CW_CTL_CMD_PART_DELETE, a, print_removed);
+	return call(cmd, a, print_removed);
+}
+
+static int c_part_delete(int argc, char **argv)
+{
+	return name_force(argc, argv, CW_CTL_CMD_PART_DELETE, "partition");
+}
+
+static int c_export_remove(int argc, char **argv)
+{
+	return name_force(argc, argv, CW_CTL_CMD_EXPORT_REMOVE, "export");
 }
 
 static void print_resv_created(json_object *r)
@@ -1447,13 +1485,17 @@ static const struct command commands[] = {
 	{ "resv", "release", "ID",
 	  "Releases a reservation; refused while an export is bound to it.\n", NULL,
 	  CW_CTL_CMD_RESV_RELEASE, "id", print_released },
-	{ "export", "list", "", "Lists the NBD exports.\n", NULL, CW_CTL_CMD_EXPORT_LIST, NULL,
-	  print_exports },
+	{ "export", "list", "",
+	  "Lists the NBD exports and the clients connected to each (uid and pid on\n"
+	  "a unix socket, address on TCP); \"unavailable\": listed, but its partition\n"
+	  "has blocks on a missing disk.\n", NULL, CW_CTL_CMD_EXPORT_LIST, NULL, print_exports },
 	{ "export", "add", "PART [--name NAME] [--readonly] [--resv ID]",
 	  "Exports a partition over NBD as NAME (default: the partition's name).\n"
 	  "With --resv, requests inside the reservation's range are real-time.\n", c_export_add },
-	{ "export", "remove", "NAME", "Stops exporting NAME (and drops its QoS).\n", NULL,
-	  CW_CTL_CMD_EXPORT_REMOVE, "name", print_removed },
+	{ "export", "remove", "NAME [--force]",
+	  "Stops exporting NAME (and drops its QoS).  While clients are connected it\n"
+	  "is refused (naming them) unless --force, which disconnects them.\n",
+	  c_export_remove },
 	{ "export", "qos", "NAME [--reserve RATE] [--weight W] [--limit RATE] [--clear] [--dry-run]",
 	  "Sets the export's best effort between exports (be_order rbfq): at least\n"
 	  "its reservation while it asks, its weight's share of the rest, at most its\n"

@@ -82,8 +82,9 @@ static const struct cw_ctl_arg_spec disk_add[] = {
 	SR("path"), S("tier"), S("name"), S("emulate"), END
 };
 static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
-/* force: even when it holds data */
-static const struct cw_ctl_arg_spec part_delete[] = { SR("name"), B("force"), END };
+/* force: part.delete even when it holds data, export.remove even while
+ * clients are connected (they are disconnected) */
+static const struct cw_ctl_arg_spec name_force[] = { SR("name"), B("force"), END };
 /* from_block: list the runs from this block on (a page; see next_block). */
 static const struct cw_ctl_arg_spec part_show[] = { SR("name"), U("from_block"), END };
 static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
@@ -126,14 +127,14 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_PART_LIST] = { "part.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_PART_SHOW] = { "part.show", CW_CTL_ACCESS_READ, part_show },
 	[CW_CTL_CMD_PART_RESIZE] = { "part.resize", CW_CTL_ACCESS_CHANGE, part_resize },
-	[CW_CTL_CMD_PART_DELETE] = { "part.delete", CW_CTL_ACCESS_CHANGE, part_delete },
+	[CW_CTL_CMD_PART_DELETE] = { "part.delete", CW_CTL_ACCESS_CHANGE, name_force },
 	[CW_CTL_CMD_RESV_CREATE] = { "resv.create", CW_CTL_ACCESS_CHANGE, resv_create },
 	[CW_CTL_CMD_RESV_LIST] = { "resv.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_RESV_SHOW] = { "resv.show", CW_CTL_ACCESS_READ, id_only },
 	[CW_CTL_CMD_RESV_RELEASE] = { "resv.release", CW_CTL_ACCESS_CHANGE, id_only },
 	[CW_CTL_CMD_EXPORT_LIST] = { "export.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_EXPORT_ADD] = { "export.add", CW_CTL_ACCESS_CHANGE, export_add },
-	[CW_CTL_CMD_EXPORT_REMOVE] = { "export.remove", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_EXPORT_REMOVE] = { "export.remove", CW_CTL_ACCESS_CHANGE, name_force },
 	[CW_CTL_CMD_STATS] = { "stats", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_DISK_PLAN] = { "disk.plan", CW_CTL_ACCESS_READ, name_opt },
 	[CW_CTL_CMD_EXPORT_QOS] = { "export.qos", CW_CTL_ACCESS_CHANGE, export_qos },

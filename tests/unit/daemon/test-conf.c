@@ -101,7 +101,7 @@ static void test_defaults(void)
 		CU_ASSERT_STRING_EQUAL(x->control_read_group, "clockwise");
 		CU_ASSERT_STRING_EQUAL(x->control_admin_group, "clockwise-admin");
 		CU_ASSERT_EQUAL(x->control_idle_timeout_s, 30);
-		CU_ASSERT_TRUE(x->exports.all);
+		CU_ASSERT_FALSE(x->exports.all);
 		CU_ASSERT_EQUAL(x->log_level, LOG_INFO);
 		CU_ASSERT_FALSE(x->exports.read_only);
 		CU_ASSERT_EQUAL(x->exports.block_size, 4096);
@@ -138,7 +138,7 @@ static void test_full(void)
 		"control_idle_timeout_s = 0;\n"
 		"log_level = \"error\";\n"
 		"exports = { read_only = true; block_size = 512; max_request_bytes = 0x100000; "
-		"multi_conn = false; all = false; };\n");
+		"multi_conn = false; all = true; };\n");
 
 	CU_ASSERT_STRING_EQUAL(c->pool, "/srv/pool.db");
 	CU_ASSERT_EQUAL(c->io_engine, CW_IO_AIO);
@@ -154,7 +154,7 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->exports.block_size, 512);
 	CU_ASSERT_EQUAL(c->exports.max_request_bytes, 1 << 20);
 	CU_ASSERT_FALSE(c->exports.multi_conn);
-	CU_ASSERT_FALSE(c->exports.all);
+	CU_ASSERT_TRUE(c->exports.all);
 	CU_ASSERT_EQUAL_FATAL(c->n_disks, 3);
 	CU_ASSERT_STRING_EQUAL(c->disks[0].path, "/dev/loop0");
 	CU_ASSERT_STRING_EQUAL(c->disks[0].name, "hdd0");
