@@ -41,6 +41,7 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <sys/stat.h>
 
 #include "daemon/pool-internal.h"
 
@@ -92,6 +93,26 @@ int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio)
 
 /* ---- zeroing and punching ---- */
 
+/* Whether the disk is a file cut shorter than its blocks (see struct
+ * disk): looked at before each submission and each write of zeros, said once. */
+bool pb_disk_shrunk(struct disk *d)
+{
+	struct stat st;
+
+	if (!d->regular)
+		return false;
+	if (atomic_load_explicit(&d->shrunk, memory_order_relaxed))
+		return true;
+	if (fstat(d->fd, &st) < 0 || (uint64_t)st.st_size >= d->need_bytes)
+		return false;
+	if (!atomic_exchange(&d->shrunk, true))
+		cwd_log(LOG_ERR, "disk %s (%s) shrank under the daemon: it is %" PRIu64 " bytes, its "
+			"blocks need %" PRIu64 " (truncated?); every request on it fails with EIO "
+			"from now on, so nothing is written past its end: restore the file and "
+			"restart clockwised", d->name, d->path, (uint64_t)st.st_size, d->need_bytes);
+	return true;
+}
+
 /* Zeros partition bytes [off, off + len) on their disks: a punch where
  * the disk can (may_punch), else zeros written.  The disks written are
  * marked in touched[] (by slot) when it is not NULL. */
@@ -114,6 +135,8 @@ static int zero_range(struct pbx *x, uint64_t off, uint64_t len, bool may_punch,
 		d = &pb->disks[di];
 		if (touched)
 			touched[di] = true;
+		if (pb_disk_shrunk(d))
+			return -EIO;
 		if (!(may_punch && d->can_punch &&
 		      fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				(off_t)e.phys_offset, (off_t)e.length) == 0)) {

@@ -140,6 +140,8 @@ enum cw_disk_state {
 	CW_DISK_MISSING = 1,	/* the path is gone or unreadable */
 	CW_DISK_WRONG_LABEL = 2,	/* the path holds another disk or no label */
 	CW_DISK_BAD_LABEL = 3,	/* the label's checksum or fields are wrong */
+	CW_DISK_SHRUNK = 4,	/* smaller than its blocks need (a file truncated):
+				 * never written past its end, so it is not used */
 };
 
 struct cw_disk_info {
@@ -150,6 +152,7 @@ struct cw_disk_info {
 	char name[CW_NAME_MAX + 1];
 	char path[4096];
 	uint64_t capacity_bytes;	/* the device or file size at add time */
+	uint64_t found_bytes;		/* CW_DISK_SHRUNK: its size at open */
 	uint64_t data_offset_bytes;	/* where block 0 of the data starts */
 	uint64_t data_blocks;		/* blocks after the label */
 	uint64_t free_blocks;
