@@ -698,7 +698,10 @@ int cw_calib_check(const char *path, const struct cw_model *m, char *ret_warning
 		ret_warning[0] = '\0';
 	if (stat(path, &st) < 0 || statfs(path, &fs) < 0)
 		return -errno;
-	if ((uint32_t)fs.f_type == TMPFS_MAGIC_ || (uint32_t)fs.f_type == RAMFS_MAGIC_)
+	/* A device node lives on devtmpfs, which says TMPFS_MAGIC too: only
+	 * a regular file there is memory. */
+	if (S_ISREG(st.st_mode) &&
+	    ((uint32_t)fs.f_type == TMPFS_MAGIC_ || (uint32_t)fs.f_type == RAMFS_MAGIC_))
 		say(ret_warning, len, &at, "the disk is a file on a memory file system (tmpfs or "
 		    "ramfs): its reads are the page cache's, and the model says nothing about a "
 		    "disk");
