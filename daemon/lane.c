@@ -453,10 +453,18 @@ static void lane_intake(struct lane *l, int64_t now)
 	}
 }
 
-/* cw_io_submit, unless the disk shrank: then -EIO. */
+/* cw_io_submit, unless the disk shrank: then -EIO.  Only a write can
+ * take a file past its end (a read there fails by itself), and a flush
+ * must not say written what was cut: those look at the file's size; a
+ * batch of reads only at what was found before. */
 static int lane_submit(struct lane *l, struct cw_io_req **batch, unsigned n)
 {
-	if (pb_disk_shrunk(l->disk))
+	bool look = false;
+
+	for (unsigned i = 0; i < n && !look; i++)
+		look = batch[i]->op != CW_IO_READ;
+	if (look ? pb_disk_shrunk(l->disk)
+		 : atomic_load_explicit(&l->disk->shrunk, memory_order_relaxed))
 		return -EIO;
 	return cw_io_submit(l->eng, batch, n);
 }
