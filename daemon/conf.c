@@ -476,6 +476,17 @@ static int key_control_admin_group(struct parse *p, const config_setting_t *s, v
 	return get_name(p, s, 32, &p->c->control_admin_group);
 }
 
+static int key_control_idle_timeout_s(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, 0, 3600, &v);
+
+	(void)obj;
+	if (r == 0)
+		p->c->control_idle_timeout_s = (unsigned)v;
+	return r;
+}
+
 static int key_log_level(struct parse *p, const config_setting_t *s, void *obj)
 {
 	return get_choice(p, s, log_levels, "a log level", &p->c->log_level);
@@ -1300,6 +1311,7 @@ static const struct key top_keys[] = {
 	{ "control_socket", key_control_socket },
 	{ "control_read_group", key_control_read_group },
 	{ "control_admin_group", key_control_admin_group },
+	{ "control_idle_timeout_s", key_control_idle_timeout_s },
 	{ "log_level", key_log_level },
 	{ "exports", key_exports },
 	{ "access", key_access },
@@ -1458,11 +1470,12 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->rt_priority = DEFAULT_RT_PRIORITY;
 	c->lock_memory = true;
 	c->busy_poll_us = DEFAULT_BUSY_POLL_US;
+	c->control_idle_timeout_s = 30;
 	c->log_level = LOG_INFO;
 	c->exports.block_size = 4096;
 	c->exports.max_request_bytes = MAX_REQUEST_MAX;
 	c->exports.multi_conn = true;
-	c->exports.all = true;
+	c->exports.all = false;
 	c->limits.connections = 64;
 	c->limits.connections_per_user = 32;
 	c->limits.handshake_timeout_s = 10;

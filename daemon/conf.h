@@ -120,6 +120,7 @@ struct cwd_config {
 	char *control_socket;
 	char *control_read_group;	/* may read through the control socket */
 	char *control_admin_group;	/* may also change things */
+	unsigned control_idle_timeout_s;	/* a silent control connection is closed; 0: never */
 	int log_level;		/* a syslog priority, LOG_ERR .. LOG_DEBUG */
 	struct {
 		bool read_only;

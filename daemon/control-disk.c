@@ -188,18 +188,6 @@ int cwc_cmd_disk_remove(struct ctx *c, json_object **ret)
 	return 0;
 }
 
-/* Measuring a disk that carries streams would take its time from them. */
-static int refuse_if_streams(struct ctx *c, const struct cw_disk_info *d)
-{
-	size_t n = cw_admit_state_disk_streams(c->srv->adm, d->id);
-
-	if (!n)
-		return 0;
-	return cwc_fail(c, CW_CTL_E_BUSY, "disk %s carries %zu stream reservation part%s, admitted "
-			"with its current model: release them before calibrating it", d->name, n,
-			n == 1 ? "" : "s");
-}
-
 int cwc_calib_prepare(struct ctx *c, struct calib *k)
 {
 	bool quick = false;
@@ -210,8 +198,6 @@ int cwc_calib_prepare(struct ctx *c, struct calib *k)
 	if (k->disk.state != CW_DISK_PRESENT)
 		return cwc_fail(c, CW_CTL_E_UNAVAILABLE, "disk %s is %s", k->disk.name,
 				cwc_disk_state_name(k->disk.state));
-	if (refuse_if_streams(c, &k->disk) < 0)
-		return -1;
 	cw_ctl_arg_bool(c->req, "quick", &quick);
 	cw_calib_opts_init(&k->opts);
 	k->opts.tier = k->disk.tier;
@@ -237,13 +223,28 @@ int cwc_calib_prepare(struct ctx *c, struct calib *k)
 	return 0;
 }
 
-/* A regular file with less than half its size allocated. */
-static bool sparse_file(const char *path)
+/* What the reply warns of: a backing or numbers that are no disk's
+ * (cw_calib_check), and streams the measurement ran beside. */
+static void calib_warning(struct ctx *c, const struct calib *k, json_object *reply)
 {
-	struct stat st;
+	size_t streams = cw_admit_state_disk_streams(c->srv->adm, k->disk.id);
+	char text[2048] = "";
+	int n = 0;
 
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	       (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2;
+	if (!k->opts.emulate)	/* an emulated disk keeps its model's time */
+		(void)cw_calib_check(k->disk.path, &k->model, text, sizeof(text));
+	if (streams)
+		n = (int)strlen(text);
+	if (streams && (size_t)n < sizeof(text))
+		snprintf(text + n, sizeof(text) - (size_t)n, "%sthe disk carries %zu stream "
+			 "reservation part%s: the measurement's reads ran beside %s, unscheduled, "
+			 "so %s may have been late meanwhile, and %s requests may have made the "
+			 "model slower than the disk (on the safe side); each still passes "
+			 "admission with the new model", n ? "; " : "", streams,
+			 streams == 1 ? "" : "s", streams == 1 ? "it" : "them",
+			 streams == 1 ? "it" : "they", streams == 1 ? "its" : "their");
+	if (text[0])
+		cwc_add(reply, "warning", cwc_jstr(text));
 }
 
 int cwc_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
@@ -262,19 +263,28 @@ int cwc_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	    memcmp(now.uuid, k->disk.uuid, sizeof(now.uuid)) != 0)
 		return cwc_fail(c, CW_CTL_E_NOT_FOUND, "disk %s left the pool during its calibration",
 				k->disk.name);
-	/* ... or a stream been admitted on it with the old model. */
-	if (refuse_if_streams(c, &k->disk) < 0)
-		return -1;
 	r = cw_model_validate(&k->model);
 	if (r < 0)
 		return cwc_fail(c, cw_ctl_code_from_errno(r), "the measured model of %s is not "
 				"usable: %s", k->disk.name, strerror(-r));
 	/* Stored first (the admission state writes it through), so what the
 	 * pool holds survives a restart; the data path hears of it. */
+	/* Every stream on the disk (admitted meanwhile too) is admitted
+	 * again with the new model; if one no longer fits, the old model
+	 * stays and the refusal names that stream. */
 	r = cw_admit_state_set_model(c->srv->adm, k->disk.id, &k->model,
 				     CW_ADMIT_MODEL_CALIBRATED, NULL, &ref, NULL);
-	if (r == -EBUSY)
+	if (r == -EBUSY) {
+		char why[sizeof(ref.reason) + 128];
+		size_t n = (size_t)snprintf(why, sizeof(why), "the model measured on %s is not "
+					    "installed (the one admission uses stays): with it, %s",
+					    k->disk.name, ref.reason);
+
+		n = CW_MIN(n, sizeof(ref.reason) - 1);
+		memcpy(ref.reason, why, n);
+		ref.reason[n] = '\0';
 		return cwc_fail_refused(c, r, &ref);
+	}
 	if (r < 0)
 		return cwc_fail_pool(c, r, "storing the measured model");
 	r = cw_model_format(&k->model, text, sizeof(text));
@@ -285,11 +295,7 @@ int cwc_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	cwc_add(*ret, "model", cwc_jstr(text));
 	if (cw_model_service_ns(&k->model, 0, 0, cw_pool_block_size(c->srv->pool), &worst) == 0)
 		cwc_add(*ret, "block_service_ns", json_object_new_int64(worst));
-	if (!k->opts.emulate && sparse_file(k->disk.path))
-		cwc_add(*ret, "warning", cwc_jstr("the disk is a sparse file: its holes read without "
-						 "touching the device, so this model is too fast; "
-						 "write the file out (e.g. with dd) and calibrate "
-						 "again"));
+	calib_warning(c, k, *ret);
 	return 0;
 }
 

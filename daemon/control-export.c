@@ -14,10 +14,12 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "control-internal.h"
+#include "daemon/nbd-server.h"
 
 #include <clockwise/pool-objects.h>
 
 #define EXPORT_MAX 256
+#define CLIENTS_LISTED 64	/* per export in export.list; "connections" counts all */
 
 static json_object *export_json(const struct cwc_export *e)
 {
@@ -30,6 +32,43 @@ static json_object *export_json(const struct cwc_export *e)
 	return o;
 }
 
+/* Who is connected to export e: o gets "served" (false: listed, but its
+ * partition cannot be served now), "connections" and "clients" (the
+ * first CLIENTS_LISTED: uid and pid on a unix socket, address on TCP,
+ * seconds connected).  Returns the connections, or -errno. */
+static int export_clients_json(struct cwc_server *srv, const struct cwc_export *e,
+			       json_object *o)
+{
+	struct nbdsrv_client cl[CLIENTS_LISTED];
+	json_object *a;
+	int64_t now = srv->o.clock_ns();
+	size_t n = 0;
+	int r;
+
+	if (!srv->o.hooks.export_clients)
+		return 0;	/* no data path: nobody can be connected */
+	r = srv->o.hooks.export_clients(srv->o.hooks.userdata, e, cl, CLIENTS_LISTED, &n);
+	cwc_add(o, "served", json_object_new_boolean(r != -ENOENT));
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	a = json_object_new_array();
+	for (size_t i = 0; i < CW_MIN(n, (size_t)CLIENTS_LISTED); i++) {
+		json_object *k = json_object_new_object();
+
+		if (cl[i].known) {
+			cwc_add(k, "uid", json_object_new_int64(cl[i].uid));
+			cwc_add(k, "pid", json_object_new_int64(cl[i].pid));
+		} else {
+			cwc_add(k, "address", cwc_jstr(cl[i].addr));
+		}
+		cwc_add(k, "connected_s", json_object_new_int64((now - cl[i].since_ns) / CW_NS_PER_S));
+		json_object_array_add(a, k);
+	}
+	cwc_add(o, "connections", cw_ctl_json_u64(n));
+	cwc_add(o, "clients", a);
+	return (int)CW_MIN(n, (size_t)INT32_MAX);
+}
+
 int cwc_cmd_export_list(struct ctx *c, json_object **ret)
 {
 	*ret = json_object_new_array();
@@ -37,6 +76,7 @@ int cwc_cmd_export_list(struct ctx *c, json_object **ret)
 		json_object *o = export_json(&c->srv->exports[i]);
 
 		cwc_add(o, "qos", cwc_qos_json(c->srv, c->srv->exports[i].name));
+		(void)export_clients_json(c->srv, &c->srv->exports[i], o);
 		json_object_array_add(*ret, o);
 	}
 	return 0;
@@ -153,6 +193,29 @@ int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *
 	return r;
 }
 
+/* Removing an export disconnects its clients: only with force while it
+ * has any (the refusal names them, as export.list does). */
+static int clients_forced(struct ctx *c, const struct cwc_export *e)
+{
+	json_object *o;
+	bool force = false;
+	int n;
+
+	cw_ctl_arg_bool(c->req, "force", &force);
+	if (force)
+		return 0;
+	o = json_object_new_object();
+	n = export_clients_json(c->srv, e, o);
+	if (n <= 0) {
+		json_object_put(o);
+		return 0;
+	}
+	c->details = o;		/* served, connections, clients */
+	return cwc_fail(c, CW_CTL_E_BUSY, "export %s has %d client%s connected: removing it "
+			"disconnects %s; say so with force (cwctl export remove --force)", e->name,
+			n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
+}
+
 int cwc_cmd_export_remove(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
@@ -166,6 +229,8 @@ int cwc_cmd_export_remove(struct ctx *c, json_object **ret)
 
 		if (strcmp(srv->exports[i].name, name) != 0)
 			continue;
+		if (clients_forced(c, &srv->exports[i]) < 0)
+			return -1;
 		/* The database first; put back if the data path refuses. */
 		if (cw_part_lookup(srv->pool, srv->exports[i].part, &part) == 0)
 			cw_part_info(part, &pi);
@@ -251,6 +316,12 @@ static int load_exports(struct cwc_server *srv, size_t *ret_served)
 		(*ret_served)++;
 	}
 	return 0;
+}
+
+const struct cwc_export *cwc_server_exports(const struct cwc_server *srv, size_t *ret_n)
+{
+	*ret_n = srv->n_exports;
+	return srv->exports;
 }
 
 void cwc_export_unload(struct cwc_server *srv, size_t served)

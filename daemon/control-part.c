@@ -17,7 +17,7 @@
 #include "common/util.h"
 #include "control-internal.h"
 
-#define PART_RUNS_MAX 256	/* runs listed by part.show */
+#define PART_RUNS_MAX 256	/* runs in one part.show reply */
 
 static json_object *part_json(const struct cw_part_info *p)
 {
@@ -96,15 +96,34 @@ int cwc_cmd_part_create(struct ctx *c, json_object **ret)
 	return reply_part(c, part, name, ret);
 }
 
+/* The disk names by id, for the runs of part.show. */
+static void disk_names(struct cwc_server *srv, char (*names)[CW_NAME_MAX + 1])
+{
+	_cleanup_free_ struct cw_disk_info *d = NULL;
+	size_t n = 0;
+
+	if (cw_disk_list(srv->pool, &d, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (d[i].id <= CW_DISKS_MAX)
+			snprintf(names[d[i].id], sizeof(names[0]), "%s", d[i].name);
+}
+
+/* A partition, its blocks per disk and its runs (logical blocks that are
+ * consecutive on one disk).  The runs from block from_block on, at most
+ * PART_RUNS_MAX of them so that the reply stays one line a client can
+ * read (CW_CTL_LINE_MAX); next_block, when present, is where the next
+ * page starts (cwctl part show --all follows it). */
 int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 {
 	const char *name = cw_ctl_arg_str(c->req, "name");
 	uint64_t blocks_on[CW_DISKS_MAX + 1] = { 0 };
+	_cleanup_free_ char (*names)[CW_NAME_MAX + 1] = NULL;
 	_cleanup_free_ uint32_t *ids = NULL;
 	json_object *per_disk, *runs;
 	struct cw_part_info pi;
 	struct cw_part *part;
-	uint64_t pb, nruns = 0;
+	uint64_t pb, nruns = 0, listed = 0, from = 0, next = 0;
 	struct cw_extent run = { 0 };
 	uint64_t run_first = 0;
 	int r;
@@ -114,16 +133,21 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 	r = cw_part_info(part, &pi);
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);
+	cw_ctl_arg_uint(c->req, "from_block", &from);
+	if (from && from >= pi.nblocks)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "partition %s has %" PRIu64 " blocks: "
+				"none from block %" PRIu64, name, pi.nblocks, from);
 	pb = cw_part_block_size(part);
+	names = calloc(CW_DISKS_MAX + 1, sizeof(*names));
+	ids = calloc(pi.nblocks ? pi.nblocks : 1, sizeof(*ids));
+	if (!ids || !names)
+		return cwc_fail(c, CW_CTL_E_INTERNAL, "out of memory");
+	disk_names(c->srv, names);
 	*ret = part_json(&pi);
 	cwc_add(*ret, "block_size", cw_ctl_json_u64(pb));
 	per_disk = json_object_new_array();
 	runs = json_object_new_array();
-	ids = calloc(pi.nblocks ? pi.nblocks : 1, sizeof(*ids));
-	if (!ids)
-		return cwc_fail(c, CW_CTL_E_INTERNAL, "out of memory");
 	if (pi.nblocks && pi.available && cw_part_block_disks(part, 0, pi.nblocks, ids) == 0) {
-		/* Runs: logical blocks that are consecutive on one disk. */
 		for (uint64_t k = 0; k <= pi.nblocks; k++) {
 			struct cw_extent e = { 0 };
 			bool joins;
@@ -133,20 +157,27 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 				if (cw_part_map(part, k * pb, pb, &e) < 0)
 					break;
 			}
-			joins = k > 0 && k < pi.nblocks && e.disk_id == run.disk_id &&
+			joins = k > 0 && k < pi.nblocks && k != from && e.disk_id == run.disk_id &&
 				e.phys_offset == run.phys_offset + run.length;
 			if (joins) {
 				run.length += pb;
 				continue;
 			}
-			if (k > 0 && nruns++ < PART_RUNS_MAX) {
-				json_object *ro = json_object_new_object();
+			if (k > 0) {
+				nruns++;
+				if (run_first >= from && listed < PART_RUNS_MAX) {
+					json_object *ro = json_object_new_object();
 
-				cwc_add(ro, "first_block", cw_ctl_json_u64(run_first));
-				cwc_add(ro, "blocks", cw_ctl_json_u64(run.length / pb));
-				cwc_add(ro, "disk_id", json_object_new_int64(run.disk_id));
-				cwc_add(ro, "offset", cw_ctl_json_u64(run.phys_offset));
-				json_object_array_add(runs, ro);
+					cwc_add(ro, "first_block", cw_ctl_json_u64(run_first));
+					cwc_add(ro, "blocks", cw_ctl_json_u64(run.length / pb));
+					cwc_add(ro, "disk_id", json_object_new_int64(run.disk_id));
+					cwc_add(ro, "disk", cwc_jstr(names[run.disk_id]));
+					cwc_add(ro, "offset", cw_ctl_json_u64(run.phys_offset));
+					json_object_array_add(runs, ro);
+					listed++;
+				} else if (run_first >= from && !next) {
+					next = run_first;
+				}
 			}
 			run = (struct cw_extent){ e.disk_id, e.phys_offset, pb };
 			run_first = k;
@@ -154,14 +185,12 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 	}
 	for (uint32_t id = 1; id <= CW_DISKS_MAX; id++) {
 		json_object *d;
-		struct cw_disk_info di;
 
 		if (!blocks_on[id])
 			continue;
 		d = json_object_new_object();
 		cwc_add(d, "disk_id", json_object_new_int64(id));
-		if (cw_disk_info(c->srv->pool, id, &di) == 0)
-			cwc_add(d, "disk", cwc_jstr(di.name));
+		cwc_add(d, "disk", cwc_jstr(names[id]));
 		cwc_add(d, "blocks", cw_ctl_json_u64(blocks_on[id]));
 		cwc_add(d, "bytes", cw_ctl_json_u64(blocks_on[id] * pb));
 		json_object_array_add(per_disk, d);
@@ -169,6 +198,8 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 	cwc_add(*ret, "per_disk", per_disk);
 	cwc_add(*ret, "runs", runs);
 	cwc_add(*ret, "runs_total", cw_ctl_json_u64(nruns));
+	if (next)
+		cwc_add(*ret, "next_block", cw_ctl_json_u64(next));
 	return 0;
 }
 
@@ -224,20 +255,44 @@ static int resize_target(struct ctx *c, struct cw_part *part, const char *name,
 	return 0;
 }
 
-/* A shrink discards the end's data: only when asked with force. */
-static int shrink_forced(struct ctx *c, struct cw_part *part, const char *name, uint64_t size)
+/* Refuses (-1, the reason in c) to discard blocks [first, first + n) of
+ * part while they hold data, unless the request says force: "what" is
+ * the sentence's start, "how" the command that forces it. */
+static int data_forced(struct ctx *c, struct cw_part *part, uint64_t first, uint64_t n,
+		       const char *what, const char *how)
 {
-	uint64_t now = cw_part_size_bytes(part);
-	char a[CW_UNITS_BUF], b[CW_UNITS_BUF], d[CW_UNITS_BUF];
+	char a[CW_UNITS_BUF];
+	uint64_t data = 0;
 	bool force = false;
+	int r;
 
 	cw_ctl_arg_bool(c->req, "force", &force);
-	if (size >= now || force)
+	if (force || n == 0)
 		return 0;
-	return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "shrinking %s from %s to %s discards its last "
-			"%s: say so with force (cwctl part resize --force)", name,
-			cw_units_format_size(now, a), cw_units_format_size(size, b),
-			cw_units_format_size(now - size, d));
+	r = cw_part_data_bytes(part, first, n, &data);
+	if (r < 0)
+		return cwc_fail(c, CW_CTL_E_BUSY, "%s: the partition changed meanwhile; try again",
+				what);
+	if (data == 0)
+		return 0;	/* only holes: nothing is lost */
+	return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "%s loses %s of data written there: say so "
+			"with force (%s --force)", what, cw_units_format_size(data, a), how);
+}
+
+/* A shrink discards the end's data: only when asked with force, or when
+ * the end holds none. */
+static int shrink_forced(struct ctx *c, struct cw_part *part, const char *name, uint64_t size)
+{
+	uint64_t now = cw_part_size_bytes(part), bs = cw_part_block_size(part);
+	uint64_t keep = size / bs + (size % bs != 0), have = cw_part_nblocks(part);
+	char a[CW_UNITS_BUF], b[CW_UNITS_BUF], d[CW_UNITS_BUF], what[256];
+
+	if (keep >= have)
+		return 0;
+	snprintf(what, sizeof(what), "shrinking %s from %s to %s (its last %s)", name,
+		 cw_units_format_size(now, a), cw_units_format_size(keep * bs, b),
+		 cw_units_format_size((have - keep) * bs, d));
+	return data_forced(c, part, keep, have - keep, what, "cwctl part resize");
 }
 
 int cwc_cmd_part_resize(struct ctx *c, json_object **ret)
@@ -289,7 +344,12 @@ int cwc_cmd_part_delete(struct ctx *c, json_object **ret)
 	struct cw_part *part;
 	int r;
 
+	char what[CW_NAME_MAX + 32];
+
 	if (cwc_find_part(c, name, &part) < 0 || part_users(c, name, UINT64_MAX) < 0)
+		return -1;
+	snprintf(what, sizeof(what), "deleting %s", name);
+	if (data_forced(c, part, 0, cw_part_nblocks(part), what, "cwctl part delete") < 0)
 		return -1;
 	r = cw_part_delete(part);
 	if (r < 0)

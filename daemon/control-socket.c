@@ -47,6 +47,7 @@ struct client {
 	double tokens;
 	int64_t refill_ns;
 	bool eof;		/* nothing more to read: close when the replies are out */
+	int64_t active_ns;	/* when it last sent a byte or took one of its replies */
 	struct calib_job *job;	/* a calibration it waits for; its later lines wait too */
 	bool dead;
 	struct cwc_server *srv;
@@ -75,6 +76,7 @@ void cwc_server_opts_init(struct cwc_server_opts *o)
 	o->rate_burst = 200;
 	o->rate_per_s = 100;
 	o->out_max = 8 << 20;
+	o->idle_timeout_ns = CWC_IDLE_TIMEOUT_NS;
 	o->clock_ns = cw_now_ns;
 	o->wall_ns = wall_now_ns;
 	o->calibrate = cw_model_calibrate;
@@ -130,6 +132,7 @@ static void client_flush(struct client *cl)
 			continue;
 		}
 		cl->out_off += (size_t)w;
+		cl->active_ns = cl->srv->o.clock_ns();
 	}
 	if (cl->out_off == cl->out_len)
 		cl->out_off = cl->out_len = 0;
@@ -257,6 +260,8 @@ static void client_read(struct cwc_server *srv, struct client *cl)
 		}
 		if (n == 0)
 			cl->eof = true;	/* close once the replies are out */
+		else
+			cl->active_ns = srv->o.clock_ns();
 		cl->in_len += (size_t)n;
 		client_process(srv, cl);
 	}
@@ -474,7 +479,7 @@ static void server_accept(struct cwc_server *srv)
 		cl->can_change = cred.uid == 0 || (srv->o.admin_gid != CWC_NO_GID && in_admin);
 		cl->can_read = cl->can_change || (srv->o.read_gid != CWC_NO_GID && in_read);
 		cl->tokens = srv->o.rate_burst;
-		cl->refill_ns = srv->o.clock_ns();
+		cl->refill_ns = cl->active_ns = srv->o.clock_ns();
 		ev.data.ptr = cl;
 		if (epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 			close(fd);
@@ -487,11 +492,41 @@ static void server_accept(struct cwc_server *srv)
 	}
 }
 
+/* A connection that sends nothing and takes none of its replies for
+ * idle_timeout_ns holds one of max_clients for nothing: 64 of them would
+ * lock every cwctl out.  One waiting for a calibration is not idle.
+ * Closes those; returns the milliseconds until the next one may be due
+ * (-1: none), for the wait. */
+static int clients_expire(struct cwc_server *srv)
+{
+	int64_t now = srv->o.clock_ns(), next = INT64_MAX;
+
+	if (!srv->o.idle_timeout_ns)
+		return -1;
+	for (struct client *cl = srv->clients, *nx; cl; cl = nx) {
+		int64_t due = cl->active_ns + srv->o.idle_timeout_ns;
+
+		nx = cl->next;
+		if (cl->job)
+			continue;
+		if (due <= now)
+			client_close(srv, cl);
+		else
+			next = CW_MIN(next, due);
+	}
+	if (next == INT64_MAX)
+		return -1;
+	return (int)CW_MIN((next - now + 999999) / 1000000, (int64_t)INT32_MAX);
+}
+
 int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 {
 	struct epoll_event *ev = srv->batch;
-	int n = epoll_wait(srv->epoll_fd, ev, (int)CW_ARRAY_SIZE(srv->batch), timeout_ms);
+	int due_ms = clients_expire(srv), n;
 
+	if (due_ms >= 0 && (timeout_ms < 0 || due_ms < timeout_ms))
+		timeout_ms = due_ms;
+	n = epoll_wait(srv->epoll_fd, ev, (int)CW_ARRAY_SIZE(srv->batch), timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	srv->batch_n = n;

@@ -96,6 +96,7 @@ const char *cwc_disk_state_name(enum cw_disk_state s)
 	case CW_DISK_PRESENT: return "present";
 	case CW_DISK_MISSING: return "missing";
 	case CW_DISK_WRONG_LABEL: return "wrong-label";
+	case CW_DISK_SHRUNK: return "shrunk";
 	default: return "bad-label";
 	}
 }

@@ -37,8 +37,8 @@
  * Limits, per connection: a line of at most CW_CTL_LINE_MAX bytes (longer:
  * "too-large", and the line is skipped), a token bucket of requests
  * (burst, then rate_per_s; beyond: "rate-limited"), replies buffered up to
- * out_max bytes (a client that does not read is dropped); and at most
- * max_clients connections.
+ * out_max bytes (a client that does not read is dropped); at most
+ * max_clients connections, each closed after idle_timeout_ns of silence.
  */
 #ifndef CWD_CONTROL_H
 #define CWD_CONTROL_H
@@ -96,6 +96,8 @@ struct cwc_stats {
 	size_t n_resvs;
 };
 
+struct nbdsrv_client;
+
 struct cwc_hooks {
 	void *userdata;
 	/* Start serving partition part as export e (the name is chosen and
@@ -123,11 +125,17 @@ struct cwc_hooks {
 	/* Optional: what the deadline guarantee lacks, in words, into buf
 	 * ("" when nothing: it is unconditional). */
 	void (*guarantee)(void *userdata, char *buf, size_t len);
+	/* The clients connected to export e (nbd-server.h): the first max in
+	 * ret, the count of all in *ret_n.  -ENOENT: e is listed but not
+	 * served (its partition is on a missing disk). */
+	int (*export_clients)(void *userdata, const struct cwc_export *e,
+			      struct nbdsrv_client *ret, size_t max, size_t *ret_n);
 };
 
 #define CWC_TICK_MS 1000
 
 #define CWC_CALIB_MARGIN_PPM 250000	/* +25% */
+#define CWC_IDLE_TIMEOUT_NS (INT64_C(30) * 1000000000)
 
 struct cwc_server_opts {
 	const char *socket_path;	/* default CWC_DEFAULT_SOCKET */
@@ -139,6 +147,10 @@ struct cwc_server_opts {
 	unsigned rate_burst;		/* requests; default 200 */
 	unsigned rate_per_s;		/* refill; default 100 */
 	size_t out_max;			/* reply bytes buffered per client; default 8 MiB */
+	/* A connection that neither sends nor takes a reply for this long
+	 * is closed (one waiting for a calibration is not); 0: never.
+	 * Default CWC_IDLE_TIMEOUT_NS. */
+	int64_t idle_timeout_ns;
 	/* The pool's admission state, which the server uses and changes;
 	 * NULL: the server makes its own (with preset_margin_ppm). */
 	struct cw_admit_state *admit;
@@ -191,6 +203,9 @@ void cwc_server_stop(struct cwc_server *srv);
  * exists already is left as it is (0).  -errno with the reason in err. */
 int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *err,
 			   size_t errlen);
+
+/* The exports the server lists (stored in the pool), in order. */
+const struct cwc_export *cwc_server_exports(const struct cwc_server *srv, size_t *ret_n);
 
 /* Handles one request line as if a client with this access had sent it,
  * writing progress and reply lines through emit.  The socket path uses it;

@@ -454,13 +454,29 @@ static void lane_intake(struct lane *l, int64_t now)
 	}
 }
 
+/* cw_io_submit, unless the disk shrank: then -EIO.  Only a write can
+ * take a file past its end (a read there fails by itself), and a flush
+ * must not say written what was cut: those look at the file's size; a
+ * batch of reads only at what was found before. */
+static int lane_submit(struct lane *l, struct cw_io_req **batch, unsigned n)
+{
+	bool look = false;
+
+	for (unsigned i = 0; i < n && !look; i++)
+		look = batch[i]->op != CW_IO_READ;
+	if (look ? pb_disk_shrunk(l->disk)
+		 : atomic_load_explicit(&l->disk->shrunk, memory_order_relaxed))
+		return -EIO;
+	return cw_io_submit(l->eng, batch, n);
+}
+
 static int submit_one(struct lane *l, struct piece *p, int64_t now)
 {
 	struct cw_io_req *io = &p->io;
 	int r;
 
 	p->start_ns = now;
-	r = cw_io_submit(l->eng, &io, 1);
+	r = lane_submit(l, &io, 1);
 	if (r == 1) {
 		l->inflight++;
 		return 0;
@@ -515,7 +531,7 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 			batch[n++] = &p->io;
 			p = p->next;
 		}
-		r = cw_io_submit(l->eng, batch, n);
+		r = lane_submit(l, batch, n);
 		if (r <= 0) {
 			if (r < 0 && r != -EAGAIN && r != -EBUSY) {
 				struct piece *f = l->fifo;
@@ -552,7 +568,7 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 			io->buf = (uint8_t *)io->buf + io->res;
 			io->len -= (size_t)io->res;
 			io->off += (uint64_t)io->res;
-			if (cw_io_submit(l->eng, &io, 1) == 1) {
+			if (lane_submit(l, &io, 1) == 1) {
 				l->inflight++;
 				return;
 			}

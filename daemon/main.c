@@ -47,12 +47,15 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: clockwised [-c FILE] [--foreground] [-r RESERVATION]... [--help] [--version]\n"
+		"usage: clockwised [-c FILE] [--foreground] [--init] [-r RESERVATION]... [--help]\n"
+		"                  [--version]\n"
 		"\n"
 		"Serves the partitions of a Clockwise pool as NBD exports.\n"
 		"\n"
 		"  -c, --config FILE        configuration (default %s)\n"
 		"  -f, --foreground         stay in the foreground, log to stderr\n"
+		"  -i, --init               create an empty pool where the configuration\n"
+		"                           names one and there is none (a first start)\n"
 		"  -r, --reserve SPEC       admit a stream at start:\n"
 		"                           EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]\n"
 		"  -h, --help               this text\n"
@@ -185,6 +188,36 @@ static void log_nbd(void *userdata, int priority, const char *msg)
 {
 	(void)userdata;
 	cwd_log(priority, "nbd: %s", msg);
+}
+
+/* Opens the pool at path; with init, one that does not exist yet is
+ * created empty first (a first start: disks and partitions come through
+ * cwctl).  Without init a missing pool says what to run.  Logs why not. */
+static int pool_open(const char *path, bool init, struct cw_pool **ret)
+{
+	struct cw_error err = { 0 };
+	struct stat st;
+	int r;
+
+	if (init && stat(path, &st) < 0 && errno == ENOENT) {
+		r = cw_pool_create(path, 0, &err, ret);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "--init: cannot create a pool at %s: %s", path,
+				err.msg[0] ? err.msg : strerror(-r));
+			return r;
+		}
+		cw_pool_close(*ret);
+		cwd_log(LOG_NOTICE, "--init: created an empty pool at %s; add disks with cwctl "
+			"disk add", path);
+	}
+	r = cw_pool_open(path, &err, ret);
+	if (r == -ENOENT && stat(path, &st) < 0 && errno == ENOENT)
+		cwd_log(LOG_ERR, "cannot open pool %s: there is none: create it with `cwpool create "
+			"%s` (then add disks), or start clockwised with --init to create an empty "
+			"one", path, path);
+	else if (r < 0)
+		cwd_log(LOG_ERR, "cannot open pool %s: %s", path, err.msg[0] ? err.msg : strerror(-r));
+	return r;
 }
 
 /* Without --foreground and outside systemd: fork, and let the parent exit
@@ -379,6 +412,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "init", no_argument, NULL, 'i' },
 		{ "reserve", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -393,20 +427,22 @@ int main(int argc, char **argv)
 	struct cwd_config *cfg = NULL;
 	struct nbdsrv *srv = NULL;
 	struct cw_pool *pool = NULL;
-	struct cw_error perr = { 0 };
 	struct pb *pb = NULL;
 	struct svc *svc = NULL;
 	const char *conf_path = NULL;
 	char *err = NULL, msg[512];
-	bool foreground = false;
-	size_t nresv = 0, nexports = 0, i;
+	bool foreground = false, init = false;
+	size_t nresv = 0, nexports = 0, nunserved = 0, i;
 	uint64_t wd_usec = 0;
 	int c, r, sig, ready_fd = -1, rc = 1;
 	int64_t start_ns = cw_now_ns();
 	sigset_t set;
 
-	while ((c = getopt_long(argc, argv, "c:fr:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:fir:hV", opts, NULL)) != -1) {
 		switch (c) {
+		case 'i':
+			init = true;
+			break;
 		case 'c':
 			conf_path = optarg;
 			break;
@@ -470,12 +506,9 @@ int main(int argc, char **argv)
 		ready_fd = detach();
 
 	sd_notifyf(0, "STATUS=Opening pool %s", cfg->pool);
-	r = cw_pool_open(cfg->pool, &perr, &pool);
-	if (r < 0) {
-		cwd_log(LOG_ERR, "cannot open pool %s: %s", cfg->pool,
-			perr.msg[0] ? perr.msg : strerror(-r));
+	r = pool_open(cfg->pool, init, &pool);
+	if (r < 0)
 		goto out;
-	}
 	if (cw_pool_missing_disks(pool))
 		cwd_log(LOG_WARNING, "pool %s is degraded: %u disk%s missing", cfg->pool,
 			cw_pool_missing_disks(pool), cw_pool_missing_disks(pool) == 1 ? "" : "s");
@@ -530,11 +563,12 @@ int main(int argc, char **argv)
 	 * holds, as before there was one. */
 	if (svc_new(pool, adm, pb, srv, cfg, &svc) < 0)
 		cwd_log(LOG_WARNING, "serving without a control socket");
-	if (cfg->exports.all) {
-		r = svc ? svc_export_all(svc, &nexports) : add_exports(pool, pb, srv, &nexports);
-		if (r < 0)
-			goto out;
-	}
+	if (svc)
+		r = svc_exports(svc, cfg->exports.all, &nexports, &nunserved);
+	else if (cfg->exports.all)
+		r = add_exports(pool, pb, srv, &nexports);
+	if (r < 0)
+		goto out;
 	r = pb_start(pb);
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot start the dispatchers: %s", strerror(-r));
@@ -556,8 +590,13 @@ int main(int argc, char **argv)
 		cwd_log(LOG_INFO, "control socket %s", cfg->control_socket);
 	}
 
-	cwd_log(LOG_NOTICE, "ready: %zu export%s, %zu reservation%s", nexports,
-		nexports == 1 ? "" : "s", nresv, nresv == 1 ? "" : "s");
+	if (nunserved)
+		cwd_log(LOG_NOTICE, "ready: %zu export%s (%zu not served: a disk is missing), "
+			"%zu reservation%s", nexports, nexports == 1 ? "" : "s", nunserved, nresv,
+			nresv == 1 ? "" : "s");
+	else
+		cwd_log(LOG_NOTICE, "ready: %zu export%s, %zu reservation%s", nexports,
+			nexports == 1 ? "" : "s", nresv, nresv == 1 ? "" : "s");
 	sd_notifyf(0, "READY=1\nSTATUS=Serving %zu export%s", nexports, nexports == 1 ? "" : "s");
 	if (ready_fd >= 0)
 		detached_ready(ready_fd);

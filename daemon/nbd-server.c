@@ -43,6 +43,7 @@
 #include <linux/futex.h>
 #include <malloc.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -130,6 +131,8 @@ struct conn {
 	enum cw_nbd_tls tls_mode;	/* what its listener offers */
 	struct nbdtls *sess;		/* once STARTTLS ran: every byte goes here */
 	struct nbdsrv_peer peer;
+	char addr[64];			/* a TCP peer's address:port; else "" */
+	int64_t since_ns;		/* accepted then */
 	const char *refuse;		/* over a limit: why; else NULL */
 	int64_t deadline_ns;		/* the handshake's end; 0: none */
 	struct conn *prev, *next;	/* server list, under srv->lock */
@@ -968,6 +971,33 @@ static const char *peer_name(const struct nbdsrv_peer *p, char *buf, size_t n)
 	return buf;
 }
 
+/* A TCP peer as "address:port" ("[address]:port" for IPv6), for the
+ * operator: who is connected. */
+static void tcp_peer_addr(int fd, char *buf, size_t n)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	buf[0] = '\0';
+	if (getpeername(fd, (struct sockaddr *)&sa, &len) < 0)
+		return;
+	if (sa.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		snprintf(buf, n, "%s:%u", host, port);
+	} else if (sa.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(buf, n, "[%s]:%u", host, port);
+	}
+}
+
 /* The kernel's word on who is at the other end of a unix socket. */
 static void peer_from_socket(int fd, struct nbdsrv_peer *ret_peer)
 {
@@ -981,6 +1011,7 @@ static void peer_from_socket(int fd, struct nbdsrv_peer *ret_peer)
 	ret_peer->known = true;
 	ret_peer->uid = cred.uid;
 	ret_peer->gid = cred.gid;
+	ret_peer->pid = cred.pid;
 	/* Supplementary groups where the kernel reports them (4.13); more
 	 * than fit are left out, so they grant nothing. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, ret_peer->groups, &glen) == 0)
@@ -1712,6 +1743,9 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	c->fd = fd;
 	c->tls_mode = srv->listen_tls[li];
 	c->peer = peer;
+	c->since_ns = now;
+	if (!srv->unix_paths[li])
+		tcp_peer_addr(fd, c->addr, sizeof(c->addr));
 	c->refuse = refuse;
 	c->deadline_ns = now + (refuse ? CW_MIN(REFUSE_TIMEOUT_NS, srv->cfg.handshake_timeout_ns)
 				       : srv->cfg.handshake_timeout_ns);
@@ -1951,6 +1985,33 @@ int nbdsrv_remove_export(struct nbdsrv *srv, const char *name)
 	while (export_in_use(srv, x))
 		pthread_cond_wait(&srv->conns_gone, &srv->lock);
 	pthread_mutex_unlock(&srv->lock);
+	return 0;
+}
+
+int nbdsrv_export_clients(struct nbdsrv *srv, const char *name, struct nbdsrv_client *ret,
+			  size_t max, size_t *ret_n)
+{
+	const struct export *x = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&srv->lock);
+	for (size_t i = 0; i < srv->n_exports && !x; i++)
+		if (!srv->exports[i].removed && strcmp(srv->exports[i].e.name, name) == 0)
+			x = &srv->exports[i];
+	for (const struct conn *c = srv->conns; x && c; c = c->next) {
+		if (c->exp != x)
+			continue;
+		if (n < max) {
+			ret[n] = (struct nbdsrv_client){ .known = c->peer.known, .uid = c->peer.uid,
+							 .pid = c->peer.pid, .since_ns = c->since_ns };
+			snprintf(ret[n].addr, sizeof(ret[n].addr), "%s", c->addr);
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (!x)
+		return -ENOENT;
+	*ret_n = n;
 	return 0;
 }
 

@@ -150,6 +150,7 @@ struct nbdsrv_peer {
 	bool known;
 	uid_t uid;
 	gid_t gid;
+	pid_t pid;
 	unsigned n_groups;		/* supplementary groups the kernel gave */
 	gid_t groups[NBDSRV_PEER_GROUPS_MAX];
 };
@@ -239,6 +240,21 @@ int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp);
  * in flight completed), so the back end may go.  -ENOENT if there is no
  * such export. */
 int nbdsrv_remove_export(struct nbdsrv *srv, const char *name);
+
+/* A client whose handshake chose an export. */
+struct nbdsrv_client {
+	bool known;		/* on a unix socket: uid and pid are the kernel's word */
+	uid_t uid;
+	pid_t pid;
+	char addr[64];		/* a TCP client's "address:port" ("[v6]:port"); else "" */
+	int64_t since_ns;	/* when it connected (CLOCK_MONOTONIC) */
+};
+
+/* The clients connected to export name now: the first max of them in
+ * ret (which may be NULL if max is 0), how many there are in *ret_n.
+ * -ENOENT if there is no such export. */
+int nbdsrv_export_clients(struct nbdsrv *srv, const char *name, struct nbdsrv_client *ret,
+			  size_t max, size_t *ret_n);
 
 /* Changes the size new connections to an export get (a partition that
  * grew).  Connections open now keep the size they were told: NBD has no

@@ -562,6 +562,7 @@ static const char *const state_names[] = {
 	[CW_DISK_MISSING] = "missing",
 	[CW_DISK_WRONG_LABEL] = "holds another disk or no label",
 	[CW_DISK_BAD_LABEL] = "has a corrupt label",
+	[CW_DISK_SHRUNK] = "shrank (a file truncated?)",
 };
 
 /* Makes m the disk's model (a copy): what the sizes of its bookings and
@@ -692,6 +693,14 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		}
 		l->slot_ns = cw_slots_slot_ns(l->rec);
 	}
+	if (info->state == CW_DISK_SHRUNK) {
+		cwd_log(LOG_ERR, "disk %s (%s) shrank: it is %" PRIu64 " bytes, its blocks need "
+			"%" PRIu64 " (truncated?); its partitions are not exported, and nothing is "
+			"written to it until the file is whole again", d->name, d->path,
+			info->found_bytes, info->data_offset_bytes +
+			info->data_blocks * cw_pool_block_size(pb->pool));
+		return 0;
+	}
 	if (info->state != CW_DISK_PRESENT) {
 		cwd_log(LOG_WARNING, "disk %s (%s) %s: its partitions are not exported", d->name,
 			d->path, state_names[info->state]);
@@ -705,6 +714,13 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		return 0;
 	}
 	d->fd = r;
+	{
+		struct stat st;
+
+		d->regular = fstat(d->fd, &st) == 0 && S_ISREG(st.st_mode);
+		d->need_bytes = info->data_offset_bytes +
+				info->data_blocks * cw_pool_block_size(pb->pool);
+	}
 	d->can_punch = !cfg->exports.read_only && pb_disk_can_punch(d->fd);
 	/* io_uring punts reads it cannot do without blocking to kernel
 	 * workers: a file on tmpfs gets the memory engine (the copy done

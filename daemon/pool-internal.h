@@ -154,6 +154,14 @@ struct disk {
 	 * control thread (pb_misses_tick); 0: none. */
 	atomic_uint_fast64_t margin_proposal_ppm;
 	atomic_bool no_slack;		/* no margin fits: best effort gets no slack */
+	/* A regular file must stay at least need_bytes long (label and
+	 * blocks): one truncated under the daemon is found before the next
+	 * submission (lane.c), and from then on shrunk fails every request
+	 * on it with EIO, so that nothing is written past its end (a write
+	 * there would grow it again, and what was cut would read as zeros). */
+	bool regular;
+	uint64_t need_bytes;
+	atomic_bool shrunk;
 };
 
 /* The data path's side of an admitted reservation: the admission state's
@@ -363,6 +371,9 @@ bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len);
 int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio);
 /* Whether fallocate(PUNCH_HOLE) works on the disk's open descriptor. */
 bool pb_disk_can_punch(int fd);
+/* The disk is a file cut shorter than its blocks need: logged the first
+ * time; its requests fail with EIO from then on (struct disk). */
+bool pb_disk_shrunk(struct disk *d);
 int pb_alloc_start(struct pb *pb);
 void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
 /* Returns once the keeper is past every batch begun before the call:

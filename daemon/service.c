@@ -156,6 +156,14 @@ static int hook_disk_remove(void *userdata, const struct cw_disk_info *info, cha
 	return r;
 }
 
+static int hook_export_clients(void *userdata, const struct cwc_export *e,
+			       struct nbdsrv_client *ret, size_t max, size_t *ret_n)
+{
+	struct svc *svc = userdata;
+
+	return nbdsrv_export_clients(svc->nbd, e->name, ret, max, ret_n);
+}
+
 static int hook_export_resize(void *userdata, const struct cwc_export *e, struct cw_part *part,
 			      char *err, size_t errlen)
 {
@@ -299,6 +307,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	o.read_gid = group_gid(cfg->control_read_group, "control_read_group");
 	o.admin_gid = group_gid(cfg->control_admin_group, "control_admin_group");
 	o.socket_gid = o.read_gid;
+	o.idle_timeout_ns = (int64_t)cfg->control_idle_timeout_s * CW_NS_PER_S;
 	o.hooks = (struct cwc_hooks){
 		.userdata = svc,
 		.export_add = hook_export_add,
@@ -309,6 +318,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 		.export_resize = hook_export_resize,
 		.tick = hook_tick,
 		.guarantee = hook_guarantee,
+		.export_clients = hook_export_clients,
 	};
 	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {
@@ -321,14 +331,14 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	return 0;
 }
 
-int svc_export_all(struct svc *svc, size_t *ret_n)
+int svc_exports(struct svc *svc, bool all, size_t *ret_listed, size_t *ret_unserved)
 {
 	_cleanup_free_ struct cw_part_info *parts = NULL;
-	size_t n;
+	const struct cwc_export *ex;
+	size_t n = 0, nx;
 	int r;
 
-	*ret_n = 0;
-	r = cw_part_list(svc->pb->pool, &parts, &n);
+	r = all ? cw_part_list(svc->pb->pool, &parts, &n) : 0;
 	if (r < 0)
 		return r;
 	/* Through the server, so that it lists (and stores) them. */
@@ -338,12 +348,18 @@ int svc_export_all(struct svc *svc, size_t *ret_n)
 		r = cwc_server_export_part(svc->srv, parts[i].name, msg, sizeof(msg));
 		if (r == -ENOMEM)
 			return r;
-		if (find_export(svc->pb, parts[i].name))
-			(*ret_n)++;
-		else
+		if (r < 0)
 			cwd_log(LOG_WARNING, "partition %s is not exported: %s", parts[i].name,
 				msg[0] ? msg : "unknown error");
 	}
+	/* What export list shows: the stored exports and those just made;
+	 * one whose partition has a block on a missing disk is listed, not
+	 * served (the data path said so when it was loaded). */
+	ex = cwc_server_exports(svc->srv, &nx);
+	*ret_listed = nx;
+	*ret_unserved = 0;
+	for (size_t i = 0; i < nx; i++)
+		*ret_unserved += !find_export(svc->pb, ex[i].name);
 	return 0;
 }
 

@@ -20,9 +20,11 @@ struct svc;
  * missing one leaves its rights to root, logged).  0 or -errno (logged). */
 int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	    struct nbdsrv *nbd, const struct cwd_config *cfg, struct svc **ret_ctl);
-/* Exports every partition whose disks are present, through the control
- * server so that it lists them; *ret_n: how many. */
-int svc_export_all(struct svc *svc, size_t *ret_n);
+/* With all, exports every partition (exports.all) through the control
+ * server, so that it lists and stores them; then counts the exports it
+ * lists (the set stored in the pool) and of those the ones not served (a
+ * disk of their partition is missing). */
+int svc_exports(struct svc *svc, bool all, size_t *ret_listed, size_t *ret_unserved);
 /* Serves the socket in a thread of its own. */
 int svc_start(struct svc *svc);
 /* pb_log_stats() under the lock the socket's changes take (svc may be NULL). */

@@ -227,17 +227,44 @@ static void print_resvs(json_object *a)
 	table_print(&t, stdout);
 }
 
+/* An export's clients in a few words: "uid 1000 pid 42, 10.0.0.2:5555",
+ * "-" for none, "unavailable" when it is not served. */
+static const char *clients_text(json_object *e, char *buf, size_t n)
+{
+	json_object *cl = get(e, "clients");
+	size_t at = 0, listed = cl ? json_object_array_length(cl) : 0;
+
+	if (get(e, "served") && !json_object_get_boolean(get(e, "served")))
+		return "unavailable";
+	if (!listed)
+		return "-";
+	buf[0] = '\0';
+	for (size_t i = 0; i < listed && at < n; i++) {
+		json_object *k = json_object_array_get_idx(cl, i);
+		int w = get(k, "uid") ? snprintf(buf + at, n - at, "%suid %s pid %s", i ? ", " : "",
+						  gs(k, "uid"), gs(k, "pid"))
+				      : snprintf(buf + at, n - at, "%s%s", i ? ", " : "",
+						 gs(k, "address"));
+
+		at += w > 0 ? (size_t)w : 0;
+	}
+	if (gi(e, "connections") > (int64_t)listed && at < n)
+		snprintf(buf + at, n - at, " and %" PRId64 " more", gi(e, "connections") - (int64_t)listed);
+	return buf;
+}
+
 static void print_exports(json_object *a)
 {
-	struct table t = { .ncols = 4 };
+	struct table t = { .ncols = 5 };
 
-	table_row(&t, "NAME", "PART", "READONLY", "RESV");
+	table_row(&t, "NAME", "PART", "READONLY", "RESV", "CLIENTS");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
+		char who[512];
 
 		table_row(&t, gs(e, "name"), gs(e, "part"),
 			  json_object_get_boolean(get(e, "readonly")) ? "yes" : "no",
-			  get(e, "resv") ? gs(e, "resv") : "-");
+			  get(e, "resv") ? gs(e, "resv") : "-", clients_text(e, who, sizeof(who)));
 	}
 	table_print(&t, stdout);
 }
@@ -388,6 +415,19 @@ static int fetch(enum cw_ctl_cmd cmd, json_object *args, struct cw_ctl_reply *re
 	return 0;
 }
 
+/* Prints a result with print, or as JSON; frees it. */
+static void print_result(struct cw_ctl_reply *rep, print_fn print)
+{
+	if (json_out)
+		printf("%s\n", json_object_to_json_string_ext(rep->result, JSON_C_TO_STRING_PRETTY |
+								       JSON_C_TO_STRING_SPACED |
+								       JSON_C_TO_STRING_NOSLASHESCAPE));
+	else if (print)
+		print(rep->result);
+	fflush(stdout);
+	cw_ctl_reply_done(rep);
+}
+
 static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 {
 	struct cw_ctl_reply rep;
@@ -395,14 +435,7 @@ static int call(enum cw_ctl_cmd cmd, json_object *args, print_fn print)
 
 	if (r)
 		return r;
-	if (json_out)
-		printf("%s\n", json_object_to_json_string_ext(rep.result, JSON_C_TO_STRING_PRETTY |
-								       JSON_C_TO_STRING_SPACED |
-								       JSON_C_TO_STRING_NOSLASHESCAPE));
-	else if (print)
-		print(rep.result);
-	fflush(stdout);
-	cw_ctl_reply_done(&rep);
+	print_result(&rep, print);
 	return 0;
 }
 
@@ -820,10 +853,13 @@ static int c_part_create(int argc, char **argv)
 }
 
 
+static bool show_all_runs;	/* part show --all */
+
 static void print_part_show(json_object *p)
 {
 	struct table t = { .ncols = 3 }, u = { .ncols = 4 };
 	json_object *pd = get(p, "per_disk"), *runs = get(p, "runs");
+	size_t shown = show_all_runs ? SIZE_MAX : 16;
 	char bs[CW_UNITS_BUF];
 
 	print_part_done(p);
@@ -839,20 +875,65 @@ static void print_part_show(json_object *p)
 	}
 	table_print(&t, stdout);
 	printf("\n");
-	table_row(&u, "FIRST-BLOCK", "BLOCKS", "DISK-ID", "DISK-OFFSET");
+	table_row(&u, "FIRST-BLOCK", "BLOCKS", "DISK", "DISK-OFFSET");
 	/* A striped partition has a run per block: the first few tell the
-	 * pattern; --json has them all (up to the server's limit). */
-	for (size_t i = 0; runs && i < json_object_array_length(runs) && i < 16; i++) {
+	 * pattern; --all lists them all. */
+	for (size_t i = 0; runs && i < json_object_array_length(runs) && i < shown; i++) {
 		json_object *r = json_object_array_get_idx(runs, i);
 
-		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk_id"),
-			  gs(r, "offset"));
+		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk"), gs(r, "offset"));
 	}
 	table_print(&u, stdout);
-	if (gi(p, "runs_total") > 16)
-		printf("(%" PRId64 " runs in all)\n", gi(p, "runs_total"));
+	if (runs && (size_t)gi(p, "runs_total") > json_object_array_length(runs))
+		printf("(%" PRId64 " runs in all; --all lists them)\n", gi(p, "runs_total"));
+	else if (runs && json_object_array_length(runs) > shown)
+		printf("(%" PRId64 " runs in all; --all lists them)\n", gi(p, "runs_total"));
 }
 
+/* part show NAME [--all]: a reply holds a page of runs (a few hundred,
+ * so that it stays one readable line); --all follows next_block until
+ * it has them all. */
+static int c_part_show(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "all", no_argument, NULL, 'a' }, { 0 } };
+	struct cw_ctl_reply rep, more;
+	json_object *a, *next;
+	int o, r;
+
+	while ((o = next_opt(argc, argv, "ha", lo)) != -1) {
+		if (o != 'a')
+			return EXIT_USAGE;
+		show_all_runs = true;
+	}
+	if (argc - optind != 1)
+		return usage_error("expected one partition NAME");
+	a = args_new();
+	put_str(a, "name", argv[optind]);
+	r = fetch(CW_CTL_CMD_PART_SHOW, a, &rep);
+	if (r)
+		return r;
+	while (show_all_runs && (next = get(rep.result, "next_block"))) {
+		json_object *runs = get(rep.result, "runs"), *page;
+
+		a = args_new();
+		put_str(a, "name", argv[optind]);
+		put_u64(a, "from_block", (uint64_t)json_object_get_int64(next));
+		r = fetch(CW_CTL_CMD_PART_SHOW, a, &more);
+		if (r) {
+			cw_ctl_reply_done(&rep);
+			return r;
+		}
+		page = get(more.result, "runs");
+		for (size_t i = 0; page && i < json_object_array_length(page); i++)
+			json_object_array_add(runs, json_object_get(json_object_array_get_idx(page, i)));
+		json_object_object_del(rep.result, "next_block");
+		if ((next = get(more.result, "next_block")))
+			json_object_object_add(rep.result, "next_block", json_object_get(next));
+		cw_ctl_reply_done(&more);
+	}
+	print_result(&rep, print_part_show);
+	return 0;
+}
 
 static int c_part_resize(int argc, char **argv)
 {
@@ -887,6 +968,33 @@ static int c_part_resize(int argc, char **argv)
 	return call(CW_CTL_CMD_PART_RESIZE, a, print_part_done);
 }
 
+/* NAME [--force], for part delete and export remove. */
+static int name_force(int argc, char **argv, enum cw_ctl_cmd cmd, const char *what)
+{
+	static const struct option lo[] = { HELP_OPT, { "force", no_argument, NULL, 'f' }, { 0 } };
+	json_object *a = args_new();
+	int o;
+
+	while ((o = next_opt(argc, argv, "hf", lo)) != -1) {
+		if (o != 'f')
+			return json_object_put(a), EXIT_USAGE;
+		json_object_object_add(a, "force", json_object_new_boolean(1));
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one %s NAME", what);
+	put_str(a, "name", argv[optind]);
+	return call(cmd, a, print_removed);
+}
+
+static int c_part_delete(int argc, char **argv)
+{
+	return name_force(argc, argv, CW_CTL_CMD_PART_DELETE, "partition");
+}
+
+static int c_export_remove(int argc, char **argv)
+{
+	return name_force(argc, argv, CW_CTL_CMD_EXPORT_REMOVE, "export");
+}
 
 static void print_resv_created(json_object *r)
 {
@@ -1358,7 +1466,11 @@ static const struct command commands[] = {
 	{ "disk", "calibrate", "NAME [--quick]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
-	  "shows on a terminal.  --quick measures few points, for a first look.\n",
+	  "shows on a terminal.  --quick measures few points, for a first look.\n"
+	  "On a disk with streams, the new model is installed only if each stream\n"
+	  "still passes admission with it (else the refusal names the one that\n"
+	  "would not); the measurement runs beside them, unscheduled.  A warning\n"
+	  "says when the numbers are no disk's (tmpfs, a sparse file, a cache).\n",
 	  c_disk_calibrate },
 	{ "disk", "plan", "[NAME] [--json]",
 	  "Each disk's plan (or NAME's), what its dispatcher runs with: the slack\n"
@@ -1380,17 +1492,22 @@ static const struct command commands[] = {
 	  "random scatters them, single keeps them on one disk (--disk, or the one\n"
 	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n", c_part_create },
 	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
-	{ "part", "show", "NAME", "Shows a partition and its layout per disk.\n", NULL,
-	  CW_CTL_CMD_PART_SHOW, "name", print_part_show },
+	{ "part", "show", "NAME [--all]",
+	  "Shows a partition, its blocks per disk and its runs (blocks consecutive on\n"
+	  "one disk): the first 16 runs, or with --all every one.  --json has the\n"
+	  "first page of runs (next_block says where the rest start), or with --all\n"
+	  "every one.\n", c_part_show },
 	{ "part", "resize", "NAME --size [+|-]SIZE [--force]",
 	  "Grows or shrinks a partition at its end: to SIZE, or by SIZE with + or -.\n"
-	  "Shrinking discards the data at the end and needs --force; it is refused\n"
-	  "below a reserved range or while the partition is exported, and a size of\n"
-	  "0 is refused (delete the partition instead).  An export that grows has\n"
-	  "its new size for new connections; open ones keep theirs.\n", c_part_resize },
-	{ "part", "delete", "NAME",
-	  "Deletes a partition; refused while it is exported or reserved.\n", NULL,
-	  CW_CTL_CMD_PART_DELETE, "name", print_removed },
+	  "A shrink that would discard data written in the blocks at the end says\n"
+	  "how much and needs --force (blocks never written go without it); only\n"
+	  "those blocks are discarded.  It is refused below a reserved range or\n"
+	  "while the partition is exported, and a size of 0 is refused (delete the\n"
+	  "partition instead).  An export that grows has its new size for new\n"
+	  "connections; open ones keep theirs.\n", c_part_resize },
+	{ "part", "delete", "NAME [--force]",
+	  "Deletes a partition; refused while it is exported or reserved, and while\n"
+	  "it holds data unless --force (the refusal says how much).\n", c_part_delete },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
 	  "       [--duration TIME] [--dry-run]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
@@ -1408,13 +1525,17 @@ static const struct command commands[] = {
 	{ "resv", "release", "ID",
 	  "Releases a reservation; refused while an export is bound to it.\n", NULL,
 	  CW_CTL_CMD_RESV_RELEASE, "id", print_released },
-	{ "export", "list", "", "Lists the NBD exports.\n", NULL, CW_CTL_CMD_EXPORT_LIST, NULL,
-	  print_exports },
+	{ "export", "list", "",
+	  "Lists the NBD exports and the clients connected to each (uid and pid on\n"
+	  "a unix socket, address on TCP); \"unavailable\": listed, but its partition\n"
+	  "has blocks on a missing disk.\n", NULL, CW_CTL_CMD_EXPORT_LIST, NULL, print_exports },
 	{ "export", "add", "PART [--name NAME] [--readonly] [--resv ID]",
 	  "Exports a partition over NBD as NAME (default: the partition's name).\n"
 	  "With --resv, requests inside the reservation's range are real-time.\n", c_export_add },
-	{ "export", "remove", "NAME", "Stops exporting NAME (and drops its QoS).\n", NULL,
-	  CW_CTL_CMD_EXPORT_REMOVE, "name", print_removed },
+	{ "export", "remove", "NAME [--force]",
+	  "Stops exporting NAME (and drops its QoS).  While clients are connected it\n"
+	  "is refused (naming them) unless --force, which disconnects them.\n",
+	  c_export_remove },
 	{ "export", "qos", "NAME [--reserve RATE] [--weight W] [--limit RATE] [--clear] [--dry-run]",
 	  "Sets the export's best effort between exports (be_order rbfq): at least\n"
 	  "its reservation while it asks, its weight's share of the rest, at most its\n"
@@ -1502,7 +1623,7 @@ int main(int argc, char **argv)
 		case 's': socket_path = optarg; break;
 		case 'j': json_out = true; break;
 		case 'h': main_help(); return 0;
-		case 'V': printf("cwctl %s\n", PACKAGE_VERSION); return 0;
+		case 'V': printf("cwctl %s (libclockwise %s)\n", PACKAGE_VERSION, cw_version()); return 0;
 		default: fprintf(stderr, "Try 'cwctl --help'.\n"); return EXIT_USAGE;
 		}
 	}

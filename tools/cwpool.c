@@ -24,13 +24,19 @@
 #include <clockwise/layout.h>
 #include <clockwise/units.h>
 
-static int usage(void)
+static void usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: cwpool create DB [BLOCK_SIZE]\n"
 		"       cwpool add-disk DB PATH [hdd|ssd [NAME]]\n"
 		"       cwpool create-part DB NAME SIZE [rotation|random|single [DISK_ID]]\n"
-		"       cwpool list DB\n");
+		"       cwpool list DB\n"
+		"       cwpool --help | --version\n");
+}
+
+static int usage_error(void)
+{
+	usage(stderr);
 	return 2;
 }
 
@@ -94,7 +100,7 @@ static int cmd_add_disk(int argc, char **argv)
 	int r;
 
 	if (argc < 4 || argc > 6)
-		return usage();
+		return usage_error();
 	if (argc >= 5 && cw_tier_parse(argv[4], &tier) < 0) {
 		fprintf(stderr, "cwpool: %s: expected hdd or ssd\n", argv[4]);
 		return 2;
@@ -118,7 +124,7 @@ static int cmd_create_part(int argc, char **argv)
 	int r;
 
 	if (argc < 5 || argc > 7)
-		return usage();
+		return usage_error();
 	if (cw_units_parse_size(argv[4], &size) < 0) {
 		fprintf(stderr, "cwpool: %s: expected " CW_UNITS_SIZE_HELP "\n", argv[4]);
 		return 2;
@@ -150,7 +156,7 @@ static int cmd_list(int argc, char **argv)
 	int r;
 
 	if (argc != 3)
-		return usage();
+		return usage_error();
 	if (open_pool(argv[2], &pool) < 0)
 		return 1;
 	r = cw_disk_list(pool, &disks, &nd);
@@ -176,8 +182,17 @@ static int cmd_list(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		printf("\nMakes and inspects a pool without clockwised (see cwpool(8)).\n");
+		return 0;
+	}
+	if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+		printf("cwpool %s (libclockwise %s)\n", PACKAGE_VERSION, cw_version());
+		return 0;
+	}
 	if (argc < 3)
-		return usage();
+		return usage_error();
 	if (strcmp(argv[1], "create") == 0)
 		return cmd_create(argc, argv);
 	if (strcmp(argv[1], "add-disk") == 0)
@@ -186,5 +201,5 @@ int main(int argc, char **argv)
 		return cmd_create_part(argc, argv);
 	if (strcmp(argv[1], "list") == 0)
 		return cmd_list(argc, argv);
-	return usage();
+	return usage_error();
 }

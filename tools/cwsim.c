@@ -187,7 +187,7 @@ static const struct command {
 
 static int cmd_help(int argc, char **argv)
 {
-	printf("usage: cwsim COMMAND [ARGS]\n\ncommands:\n");
+	printf("usage: cwsim COMMAND [ARGS]\n       cwsim --help | --version\n\ncommands:\n");
 	for (size_t i = 0; i < CW_ARRAY_SIZE(commands); i++)
 		printf("  %s\n", commands[i].help);
 	return EXIT_SUCCESS;
@@ -201,8 +201,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return cmd_help(0, NULL);
-	if (!strcmp(argv[1], "--version")) {
-		printf("cwsim %s\n", cw_version());
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("cwsim %s (libclockwise %s)\n", PACKAGE_VERSION, cw_version());
 		return EXIT_SUCCESS;
 	}
 	for (size_t i = 0; i < CW_ARRAY_SIZE(commands); i++)

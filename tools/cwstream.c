@@ -74,7 +74,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: cwstream play|record NBD-URI --rate RATE --block SIZE [--duration TIME]\n"
 		"                [--offset SIZE] [--resv ID | --reserve [--socket PATH]]\n"
-		"                [--rt-priority N] [--json] [--quiet]\n\n"
+		"                [--rt-priority N] [--json] [--quiet]\n"
+		"       cwstream --help | --version\n\n"
 		"Reads (play) or writes (record) NBD-URI at RATE in SIZE-byte blocks and\n"
 		"reports each block's lateness against its deadline, then blocks, misses,\n"
 		"worst lateness and jitter.\n\n"
@@ -93,7 +94,9 @@ static void usage(FILE *f)
 		"                       memory locked, as a media player would; refused\n"
 		"                       without the privilege (CAP_SYS_NICE)\n"
 		"  -j, --json           JSON lines: one per block, then {\"summary\": ...}\n"
-		"  -q, --quiet          no per-block lines\n\n"
+		"  -q, --quiet          no per-block lines\n"
+		"  -h, --help           this text\n"
+		"  -V, --version        the version\n\n"
 		"Exit status: 0 all on time, 4 deadlines missed, 1 error, 2 bad usage.\n");
 }
 
@@ -106,7 +109,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "reserve", no_argument, NULL, 'E' }, { "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
 		{ "rt-priority", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' }, { 0 }
+		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { 0 }
 	};
 	const char *env = getenv("CLOCKWISE_CONTROL");
 	char *end;
@@ -114,7 +117,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->socket = env && *env ? env : "/run/clockwise/control";
-	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:jqh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:jqhV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (cw_units_parse_rate(optarg, &o->rate) < 0) {
@@ -167,6 +170,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'j': o->json = true; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("cwstream %s (libclockwise %s)\n", PACKAGE_VERSION, cw_version()); exit(0);
 		default: return -1;
 		}
 	}

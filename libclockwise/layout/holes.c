@@ -211,6 +211,29 @@ int cw_part_allocated(const struct cw_part *part, uint64_t offset, uint64_t leng
 	return hole ? 0 : 1;
 }
 
+int cw_part_data_bytes(const struct cw_part *part, uint64_t first_block, uint64_t nblocks,
+		       uint64_t *ret_bytes)
+{
+	uint64_t n = atomic_load_explicit(&((struct cw_part *)part)->nblocks, memory_order_acquire);
+	uint64_t off = first_block << part->bshift, end, sum = 0;
+
+	if (first_block > n || nblocks > n - first_block)
+		return -ERANGE;
+	end = (first_block + nblocks) << part->bshift;
+	while (off < end) {
+		uint64_t len;
+		int r = cw_part_allocated(part, off, end - off, &len);
+
+		if (r < 0)
+			return r;	/* shrunk meanwhile */
+		if (r)
+			sum += len;
+		off += len;
+	}
+	*ret_bytes = sum;
+	return 0;
+}
+
 /* ---- changes ---- */
 
 /* One chunk's bitmap as the change will leave it. */

@@ -54,6 +54,7 @@ struct disk {
 	ino_t ino;
 	int fd;
 	uint64_t capacity_bytes;
+	uint64_t found_bytes;		/* its size at open (CW_DISK_SHRUNK says) */
 	uint64_t nblocks;		/* including the label block 0 */
 	uint64_t *bitmap;		/* bit set: block in use */
 	uint64_t free;

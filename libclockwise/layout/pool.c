@@ -446,6 +446,7 @@ static void disk_fill_info(const struct cw_pool *pool, const struct disk *d, str
 	snprintf(ret->name, sizeof(ret->name), "%s", d->name);
 	snprintf(ret->path, sizeof(ret->path), "%s", d->path);
 	ret->capacity_bytes = d->capacity_bytes;
+	ret->found_bytes = d->found_bytes;
 	ret->data_offset_bytes = pool->block_size;
 	ret->data_blocks = d->nblocks - 1;
 	ret->free_blocks = d->free;
@@ -599,9 +600,15 @@ static int assemble(struct cw_pool *pool, struct cw_error *err)
 		if (found) {
 			struct probe *p = &pr[found];
 
-			if (p->l.block_size != pool->block_size || p->l.nblocks != d->nblocks ||
-			    p->bytes < (d->nblocks << pool->bshift)) {
+			if (p->l.block_size != pool->block_size || p->l.nblocks != d->nblocks) {
 				d->state = CW_DISK_BAD_LABEL;
+				continue;
+			}
+			/* Truncated (a file): a write past its end would grow
+			 * it again, and what lay between would read as zeros. */
+			if (p->bytes < (d->nblocks << pool->bshift)) {
+				d->state = CW_DISK_SHRUNK;
+				d->found_bytes = p->bytes;
 				continue;
 			}
 			if (found != i) {
@@ -685,14 +692,20 @@ int cw_pool_open(const char *db_path, struct cw_error *ret_err, struct cw_pool *
 			[CW_DISK_MISSING] = "missing",
 			[CW_DISK_WRONG_LABEL] = "its path holds another disk",
 			[CW_DISK_BAD_LABEL] = "its label is damaged or does not match",
+			[CW_DISK_SHRUNK] = "it shrank",
 		};
+		char shrunk[128];
 
 		if (d && d->state != CW_DISK_PRESENT && ret_err) {
 			size_t len = strlen(ret_err->msg);
 
+			snprintf(shrunk, sizeof(shrunk), "it is %llu bytes, smaller than the %llu its "
+				 "blocks need (truncated?)", (unsigned long long)d->found_bytes,
+				 (unsigned long long)(d->nblocks << pool->bshift));
 			snprintf(ret_err->msg + len, sizeof(ret_err->msg) - len,
 				 "%s disk %u (%s, %s): %s", strcmp(ret_err->msg, "opened") == 0 ?
-				 " degraded:" : ";", d->id, d->name, d->path, why[d->state]);
+				 " degraded:" : ";", d->id, d->name, d->path,
+				 d->state == CW_DISK_SHRUNK ? shrunk : why[d->state]);
 		}
 	}
 	*ret_pool = pool;

@@ -50,9 +50,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 
 #include <clockwise/emu.h>
+#include <clockwise/units.h>
 
 #include "model/model-internal.h"
 #include "common/cleanup.h"
@@ -663,4 +665,61 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 		return e;
 	*ret = m;
 	return 0;
+}
+
+/* ---- what a measurement can mean ---------------------------------------- */
+
+#define TMPFS_MAGIC_ 0x01021994		/* linux/magic.h */
+#define RAMFS_MAGIC_ 0x858458f6
+/* Beyond what any disk of the tier moves: the fastest HDDs stream about
+ * 300 MB/s (550 with two actuators), PCIe 5 SSDs about 14 GB/s. */
+#define HDD_RATE_MAX_BPS (UINT64_C(1000) * 1000 * 1000)
+#define SSD_RATE_MAX_BPS (UINT64_C(16) * 1000 * 1000 * 1000)
+
+static void say(char *buf, size_t len, size_t *at, const char *what)
+{
+	int n;
+
+	if (*at >= len)
+		return;
+	n = snprintf(buf + *at, len - *at, "%s%s", *at ? "; " : "", what);
+	*at = n < 0 ? len : CW_MIN(len, *at + (size_t)n);
+}
+
+int cw_calib_check(const char *path, const struct cw_model *m, char *ret_warning, size_t len)
+{
+	struct statfs fs;
+	struct stat st;
+	uint64_t fastest = 0;
+	size_t at = 0;
+	char what[256], r[CW_UNITS_BUF], cap[CW_UNITS_BUF];
+
+	if (len)
+		ret_warning[0] = '\0';
+	if (stat(path, &st) < 0 || statfs(path, &fs) < 0)
+		return -errno;
+	/* A device node lives on devtmpfs, which says TMPFS_MAGIC too: only
+	 * a regular file there is memory. */
+	if (S_ISREG(st.st_mode) &&
+	    ((uint32_t)fs.f_type == TMPFS_MAGIC_ || (uint32_t)fs.f_type == RAMFS_MAGIC_))
+		say(ret_warning, len, &at, "the disk is a file on a memory file system (tmpfs or "
+		    "ramfs): its reads are the page cache's, and the model says nothing about a "
+		    "disk");
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2)
+		say(ret_warning, len, &at, "the disk is a sparse file: its holes read without "
+		    "touching the device, so this model is too fast; write the file out (e.g. "
+		    "with dd) and calibrate again");
+	for (unsigned i = 0; m && i < m->n_zones; i++)
+		fastest = CW_MAX(fastest, m->zone[i].rate_bps);
+	if (m && fastest > (m->tier == CW_TIER_HDD ? HDD_RATE_MAX_BPS : SSD_RATE_MAX_BPS)) {
+		snprintf(what, sizeof(what), "a measured rate of %s is beyond any %s (at most about "
+			 "%s): a cache answered the reads (the page cache, a controller's or a "
+			 "virtual machine host's), so admission on this model would promise what "
+			 "the disk cannot do", cw_units_format_rate(fastest, r),
+			 m->tier == CW_TIER_HDD ? "HDD" : "SSD",
+			 cw_units_format_rate(m->tier == CW_TIER_HDD ? HDD_RATE_MAX_BPS
+								    : SSD_RATE_MAX_BPS, cap));
+		say(ret_warning, len, &at, what);
+	}
+	return at > 0;
 }

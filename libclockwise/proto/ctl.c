@@ -82,12 +82,17 @@ static const struct cw_ctl_arg_spec disk_add[] = {
 	SR("path"), S("tier"), S("name"), S("emulate"), END
 };
 static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
+/* force: part.delete even when it holds data, export.remove even while
+ * clients are connected (they are disconnected) */
+static const struct cw_ctl_arg_spec name_force[] = { SR("name"), B("force"), END };
+/* from_block: list the runs from this block on (a page; see next_block). */
+static const struct cw_ctl_arg_spec part_show[] = { SR("name"), U("from_block"), END };
 static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
 static const struct cw_ctl_arg_spec part_create[] = {
 	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), END
 };
 /* One of size (the new size), grow or shrink (by so many bytes); a
- * shrink needs force. */
+ * shrink of blocks that hold data needs force. */
 static const struct cw_ctl_arg_spec part_resize[] = {
 	SR("name"), U("size"), U("grow"), U("shrink"), B("force"), END
 };
@@ -120,16 +125,16 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_CALIBRATE] = { "disk.calibrate", CW_CTL_ACCESS_CHANGE, disk_calibrate },
 	[CW_CTL_CMD_PART_CREATE] = { "part.create", CW_CTL_ACCESS_CHANGE, part_create },
 	[CW_CTL_CMD_PART_LIST] = { "part.list", CW_CTL_ACCESS_READ, no_args },
-	[CW_CTL_CMD_PART_SHOW] = { "part.show", CW_CTL_ACCESS_READ, name_only },
+	[CW_CTL_CMD_PART_SHOW] = { "part.show", CW_CTL_ACCESS_READ, part_show },
 	[CW_CTL_CMD_PART_RESIZE] = { "part.resize", CW_CTL_ACCESS_CHANGE, part_resize },
-	[CW_CTL_CMD_PART_DELETE] = { "part.delete", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_PART_DELETE] = { "part.delete", CW_CTL_ACCESS_CHANGE, name_force },
 	[CW_CTL_CMD_RESV_CREATE] = { "resv.create", CW_CTL_ACCESS_CHANGE, resv_create },
 	[CW_CTL_CMD_RESV_LIST] = { "resv.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_RESV_SHOW] = { "resv.show", CW_CTL_ACCESS_READ, id_only },
 	[CW_CTL_CMD_RESV_RELEASE] = { "resv.release", CW_CTL_ACCESS_CHANGE, id_only },
 	[CW_CTL_CMD_EXPORT_LIST] = { "export.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_EXPORT_ADD] = { "export.add", CW_CTL_ACCESS_CHANGE, export_add },
-	[CW_CTL_CMD_EXPORT_REMOVE] = { "export.remove", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_EXPORT_REMOVE] = { "export.remove", CW_CTL_ACCESS_CHANGE, name_force },
 	[CW_CTL_CMD_STATS] = { "stats", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_DISK_PLAN] = { "disk.plan", CW_CTL_ACCESS_READ, name_opt },
 	[CW_CTL_CMD_EXPORT_QOS] = { "export.qos", CW_CTL_ACCESS_CHANGE, export_qos },
@@ -167,6 +172,128 @@ static int fail(struct cw_ctl_fail *f, enum cw_ctl_code code, const char *fmt, .
 	return -EINVAL;
 }
 
+/* A second member of one name in an object: json-c keeps the last one,
+ * and which the sender meant is unknown, so the message is refused.  The
+ * scan runs over text json-c has just accepted (valid JSON, depth within
+ * CW_CTL_DEPTH_MAX, no NUL), which keeps it short; json-c decodes the
+ * names, so "a" and "\u0061" are one name. */
+struct dup_scan {
+	const char *p, *end;
+	json_tokener *tok;
+	char name[65];
+};
+
+static void dup_ws(struct dup_scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n'))
+		s->p++;
+}
+
+/* Past the string literal whose opening quote s->p is at. */
+static void dup_string(struct dup_scan *s)
+{
+	for (s->p++; s->p < s->end && *s->p != '"'; s->p++)
+		if (*s->p == '\\')
+			s->p++;
+	s->p++;
+}
+
+static int dup_value(struct dup_scan *s);
+
+static int dup_object(struct dup_scan *s)
+{
+	json_object *seen = json_object_new_object();
+	int r = seen ? 0 : -ENOMEM;
+
+	s->p++;
+	dup_ws(s);
+	if (s->p < s->end && *s->p == '}') {
+		s->p++;
+		json_object_put(seen);
+		return 0;
+	}
+	while (r == 0 && s->p < s->end) {
+		const char *k;
+		json_object *key;
+
+		dup_ws(s);
+		k = s->p;
+		dup_string(s);
+		json_tokener_reset(s->tok);
+		key = json_tokener_parse_ex(s->tok, k, (int)(s->p - k));
+		if (!key) {
+			r = -ENOMEM;
+			break;
+		}
+		if (json_object_object_get_ex(seen, json_object_get_string(key), NULL)) {
+			snprintf(s->name, sizeof(s->name), "%s", json_object_get_string(key));
+			r = -EEXIST;
+		} else if (json_object_object_add(seen, json_object_get_string(key), NULL) < 0) {
+			r = -ENOMEM;
+		}
+		json_object_put(key);
+		dup_ws(s);
+		s->p++;		/* ':' */
+		if (r == 0)
+			r = dup_value(s);
+		dup_ws(s);
+		if (r == 0 && s->p < s->end && *s->p++ == '}')
+			break;
+	}
+	json_object_put(seen);
+	return r;
+}
+
+static int dup_value(struct dup_scan *s)
+{
+	int r = 0;
+
+	dup_ws(s);
+	if (s->p >= s->end)
+		return 0;
+	switch (*s->p) {
+	case '"':
+		dup_string(s);
+		return 0;
+	case '{':
+		return dup_object(s);
+	case '[':
+		s->p++;
+		dup_ws(s);
+		if (s->p < s->end && *s->p == ']') {
+			s->p++;
+			return 0;
+		}
+		while (r == 0 && s->p < s->end) {
+			r = dup_value(s);
+			dup_ws(s);
+			if (s->p < s->end && *s->p++ == ']')
+				break;
+		}
+		return r;
+	default:	/* a number, true, false or null */
+		while (s->p < s->end && !strchr(",]} \t\r\n", *s->p))
+			s->p++;
+		return 0;
+	}
+}
+
+/* -EEXIST with the name in ret_name when an object of the JSON text
+ * buf[0..len) names a member twice. */
+static int dup_member(const char *buf, size_t len, char *ret_name, size_t name_len)
+{
+	struct dup_scan s = { .p = buf, .end = buf + len };
+	int r;
+
+	s.tok = json_tokener_new_ex(CW_CTL_DEPTH_MAX);
+	if (!s.tok)
+		return -ENOMEM;
+	r = dup_value(&s);
+	json_tokener_free(s.tok);
+	snprintf(ret_name, name_len, "%s", s.name);
+	return r;
+}
+
 /* One JSON value from exactly buf[0..len): no trailing bytes, no NUL. */
 static int parse_json(const char *buf, size_t len, json_object **ret, struct cw_ctl_fail *f)
 {
@@ -174,6 +301,8 @@ static int parse_json(const char *buf, size_t len, json_object **ret, struct cw_
 	json_object *o;
 	enum json_tokener_error jerr;
 	size_t used;
+	char name[65];
+	int r;
 
 	if (len >= CW_CTL_LINE_MAX)
 		return fail(f, CW_CTL_E_TOO_LARGE, "message longer than %d bytes", CW_CTL_LINE_MAX - 1);
@@ -208,6 +337,14 @@ static int parse_json(const char *buf, size_t len, json_object **ret, struct cw_
 			return fail(f, CW_CTL_E_BAD_REQUEST,
 				    "malformed JSON: bytes after the message (one message per line)");
 		}
+	}
+	r = dup_member(buf, len, name, sizeof(name));
+	if (r < 0) {
+		json_object_put(o);
+		if (r == -ENOMEM)
+			return fail(f, CW_CTL_E_INTERNAL, "out of memory");
+		return fail(f, CW_CTL_E_BAD_REQUEST, "member \"%s\" appears twice in one object: "
+			    "give each name once", name);
 	}
 	*ret = o;
 	return 0;

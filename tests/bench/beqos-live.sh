@@ -43,6 +43,7 @@ start() {
 	cat >"$tmp/conf" <<EOC
 pool = "$tmp/pool.db";
 listen = { unix = [ "$tmp/nbd.sock" ]; };
+exports = { all = true; };
 control_socket = "$tmp/control";
 queue_depth = 4;
 be_order = "$1";

@@ -4,6 +4,7 @@
 #                                  file-backed disk of SIZE per NAME
 #   cwd_part NAME SIZE [PLACEMENT [DISK_ID]]   a partition
 #   cwd_conf [TEXT]                the config: pool, unix socket, TEXT
+#                                  (and exports.all unless TEXT has exports)
 #   cwd_start [ARGS]               start clockwised -f; wait for its ready
 #                                  line (fails if it exits first); sets cwd_pid
 #   cwd_stop                       SIGTERM by PID; fails unless it exits 0
@@ -41,6 +42,11 @@ control_socket = "$cw_tmp/control";
 log_level = "debug";
 ${1:-}
 EOC
+	# Every partition cwpool made is exported, unless TEXT says how.
+	case ${1:-} in
+	*"exports = {"*) ;;
+	*) echo 'exports = { all = true; };' >>"$cwd_cfg" ;;
+	esac
 }
 
 cwd_log() { echo "$cw_tmp/clockwised.$cwd_run.log"; }

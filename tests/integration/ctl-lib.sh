@@ -2,11 +2,13 @@
 #
 #   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
 #             [--policy delta-l|edf|lst|dynamic] [--reserve SPEC]... [--emulate MODEL]
+#             [--model MODEL]
 #                            clockwised over a pool in DIR (new, holding three
 #                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
 #                            on DIR/nbd.sock, control socket DIR/control;
 #                            (--reserve: clockwised -r SPEC; --emulate:
-#                            hdd0 and hdd1 keep MODEL's time),
+#                            hdd0 and hdd1 keep MODEL's time; --model:
+#                            admission uses MODEL for them),
 #                            waits for its ready line; sets CTL_SOCK,
 #                            CTL_NBD, CTL_PID and CTL_LOG
 #   ctl_start_standin DIR [ARGS...]  the same socket served by
@@ -30,7 +32,7 @@ CTL_STANDIN=0
 
 ctl_start() {
 	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true policy=delta-l
-	local resv=() disks=""
+	local resv=() disks="" emulate="" model=""
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -39,12 +41,15 @@ ctl_start() {
 		--no-export-all) all=false ;;
 		--policy) policy=$2; shift ;;
 		--reserve) resv+=(-r "$2"); shift ;;
-		--emulate) disks="disks = ( { path = \"$dir/hdd0.img\"; name = \"hdd0\"; emulate = \"$2\"; },
-  { path = \"$dir/hdd1.img\"; name = \"hdd1\"; emulate = \"$2\"; } );"; shift ;;
+		--emulate) emulate="emulate = \"$2\";"; shift ;;
+		--model) model="model = \"$2\";"; shift ;;
 		*) echo "ctl_start: unknown option $1" >&2; return 1 ;;
 		esac
 		shift
 	done
+	[ -z "$emulate$model" ] || disks="disks = (
+  { path = \"$dir/hdd0.img\"; name = \"hdd0\"; $emulate $model },
+  { path = \"$dir/hdd1.img\"; name = \"hdd1\"; $emulate $model } );"
 	CTL_STANDIN=0
 	CTL_SOCK=$dir/control
 	CTL_NBD=$dir/nbd.sock

@@ -24,6 +24,7 @@ pool = "$cwd_db";
 listen = { unix = [ "$cwd_sock" ]; unix_mode = "0666"; unix_group = "$writer_gid"; };
 control_socket = "$cw_tmp/control";
 log_level = "debug";
+exports = { all = true; };
 access = {
   read_write = [ "@$writer_gid" ];
   read_only = [ "$reader_uid" ];

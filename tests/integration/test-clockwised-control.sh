@@ -27,14 +27,16 @@ check "nbdinfo sees be" has_export be
 check "with the partition's size" test "$(nbdinfo --size "$(uri be)")" -eq $((64 << 20))
 check "export add under another name, read-only" cwctl export add be --name be2 --readonly
 check "nbdinfo sees be2 read-only" bash -c 'nbdinfo --json "$0" | jq -e ".exports[0].\"is_read_only\" == true"' "$(uri be2)"
-# A client holding be2 open is cut off by its removal, and the removal
-# waits for it.
+# A client holding be2 open is cut off by its removal (which needs
+# --force while it is connected), and the removal waits for it.
 "$CWSTREAM" play "$(uri be2)" --rate 1MB/s --block 64K --duration 60s --json \
 	> "$d/client.json" 2>/dev/null &
 client=$!
 cleanup_add "kill $client 2>/dev/null"
 wait_for "the client on be2" 20 test -s "$d/client.json"
-check "export remove be2" cwctl export remove be2
+check "export remove be2 while a client reads it: refused" test \
+	"$(cwctl export remove be2 2>&1 | grep -o '(busy)$')" = "(busy)"
+check "export remove be2 --force" cwctl export remove be2 --force
 wait "$client"
 rc=$?
 check "its client was cut off (an error, not a 60 s run)" test "$rc" -ne 0 -a "$rc" -lt 128

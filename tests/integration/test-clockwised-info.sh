@@ -8,7 +8,7 @@ requires nbdinfo jq
 check "pool with two disks" cwd_pool 64M a b:ssd
 check "a striped partition" cwd_part vol 40M rotation
 check "a partition on disk 2" cwd_part solo 8M single 2
-cwd_conf 'exports = { block_size = 8192; max_request_bytes = 4194304; };'
+cwd_conf 'exports = { all = true; block_size = 8192; max_request_bytes = 4194304; };'
 
 check "--help" bash -c "'$cwd_bin' --help | grep -q -- --config"
 check "--version" bash -c "'$cwd_bin' --version | grep -q '^clockwised '"

@@ -16,7 +16,7 @@ truncate -s 8M "$cw_tmp/a.disk"
 check "disk" "$cwpool" add-disk "$cwd_db" "$cw_tmp/a.disk" hdd a
 check "partition disk" cwd_part disk 1M
 check "partition ro" cwd_part ro 64K
-cwd_conf 'exports = { max_request_bytes = 65536; };'
+cwd_conf 'exports = { all = true; max_request_bytes = 65536; };'
 cwd_start
 align=$(nbdinfo --json "$(cwd_uri disk)" | jq '.exports[0].block_size_minimum')
 # "ro" lies right after "disk" on the disk: it shows stray writes.
@@ -38,7 +38,7 @@ check "still serving" "$client" "$cwd_sock" idle-client-others-served
 check "still running" kill -0 "$cwd_pid"
 check "clean stop" cwd_stop
 
-cwd_conf 'exports = { max_request_bytes = 65536; read_only = true; };'
+cwd_conf 'exports = { all = true; max_request_bytes = 65536; read_only = true; };'
 cwd_start
 check "protocol: export-name (read-only)" "$client" "$cwd_sock" export-name
 check "protocol: read-only" "$client" "$cwd_sock" read-only

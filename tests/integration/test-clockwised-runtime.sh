@@ -109,7 +109,7 @@ check "a partition on it is served" cwctl part create p2 --size 8M --policy sing
 check "export p2" cwctl export add p2
 check "qemu-io on p2" qemu-io -f raw -c "write -P 0x11 0 1M" -c "read -P 0x11 0 1M" "$(uri p2)"
 check "export remove p2" cwctl export remove p2
-check "part delete p2" cwctl part delete p2
+check "part delete p2 (it holds data: --force)" cwctl part delete p2 --force
 check "disk remove spare2" cwctl disk remove spare2
 wait "$fiol"
 check "the load ran through it all" test $? -eq 0

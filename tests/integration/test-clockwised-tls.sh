@@ -59,6 +59,7 @@ conf() { # CREDENTIALS: three listeners, TLS off, required and offered
 pool = "$cwd_db";
 control_socket = "$cw_tmp/control";
 log_level = "debug";
+exports = { all = true; };
 listen = {
 	unix = ( "$cwd_sock", { path = "$tsock"; tls = "require"; },
 		 { path = "$osock"; tls = "on"; } );

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Description: raw lines on the control socket: malformed JSON, unknown
-# commands, wrong types, NUL bytes and a line over the size limit each get
+# commands, wrong types, a member named twice, NUL bytes and a line over the size limit each get
 # an error reply with their stable code, in order, on the same connection,
 # which goes on serving; progress lines precede the calibration's reply;
 # a flood is rate-limited; and the server survives all of it.
@@ -19,15 +19,18 @@ check "disks" ctl_disks "$d"
 	echo '{"cmd":"part.create","args":{"name":"a","size":"1G"}}'
 	echo '{"cmd":"part.create","args":{"name":"a","size":1,"colour":"red"}}'
 	echo '[1,2,3]'
+	echo '{"cmd":"disk.list","args":{},"cmd":"disk.remove"}'
 	printf '{"cmd":"status"}\0\n'
 	printf '{"cmd":"disk.add","args":{"path":"/%s"}}\n' "$(head -c 70000 /dev/zero | tr '\0' a)"
 	echo '{"cmd":"disk.list"}'
 } > "$d/lines"
 "$CTL_RAW" "$CTL_SOCK" < "$d/lines" > "$d/replies"
-check "one reply per line" test "$(wc -l < "$d/replies")" -eq 9
+check "one reply per line" test "$(wc -l < "$d/replies")" -eq 10
 codes=$(jq -r 'if .ok then "ok" else .error.code end' "$d/replies" | paste -sd, -)
 check "codes in order ($codes)" test "$codes" = \
-	"bad-request,bad-request,unknown-command,bad-request,bad-request,bad-request,bad-request,too-large,ok"
+	"bad-request,bad-request,unknown-command,bad-request,bad-request,bad-request,bad-request,bad-request,too-large,ok"
+check "a member named twice: refused, named" test "$(sed -n 7p "$d/replies" | jq -r .error.message)" = \
+	'member "cmd" appears twice in one object: give each name once'
 check "every error has a message" test "$(jq -s '[.[] | select(.ok == false) | .error.message | length > 0] | all' "$d/replies")" = true
 check "the connection went on: disk.list answered" test "$(tail -n1 "$d/replies" | jq '.result | length')" -eq 3
 

@@ -18,7 +18,8 @@ verify() {
 }
 
 sed "s|^ExecStart=[^ ]*|ExecStart=$bin|" "$unit" >"$cw_tmp/clockwised.service"
-check "ExecStart names the built daemon" grep -q "^ExecStart=$bin --foreground$" "$cw_tmp/clockwised.service"
+check "ExecStart names the built daemon, creating a missing pool" \
+	grep -q "^ExecStart=$bin --foreground --init$" "$cw_tmp/clockwised.service"
 check "the unit is Type=notify with a watchdog" bash -c 'grep -q "^Type=notify$" "$0" && grep -q "^WatchdogSec=" "$0"' "$cw_tmp/clockwised.service"
 check "systemd-analyze verify: clean" verify "$cw_tmp/clockwised.service"
 mkdir "$cw_tmp/bad"

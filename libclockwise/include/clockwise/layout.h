@@ -16,7 +16,7 @@
  *
  * Threads: management calls (everything that changes the pool) serialise on
  * a mutex inside the pool.  The mapping calls (cw_part_map,
- * cw_part_block_disks, cw_part_size_bytes, cw_part_allocated) take no lock and may run in any
+ * cw_part_block_disks, cw_part_size_bytes, cw_part_allocated, cw_part_data_bytes) take no lock and may run in any
  * number of threads concurrently with management calls, including a move
  * commit: each block's location is one atomic word, so a reader sees either
  * the old or the new location of a block, never a mix.  A partition handle
@@ -140,6 +140,8 @@ enum cw_disk_state {
 	CW_DISK_MISSING = 1,	/* the path is gone or unreadable */
 	CW_DISK_WRONG_LABEL = 2,	/* the path holds another disk or no label */
 	CW_DISK_BAD_LABEL = 3,	/* the label's checksum or fields are wrong */
+	CW_DISK_SHRUNK = 4,	/* smaller than its blocks need (a file truncated):
+				 * never written past its end, so it is not used */
 };
 
 struct cw_disk_info {
@@ -150,6 +152,7 @@ struct cw_disk_info {
 	char name[CW_NAME_MAX + 1];
 	char path[4096];
 	uint64_t capacity_bytes;	/* the device or file size at add time */
+	uint64_t found_bytes;		/* CW_DISK_SHRUNK: its size at open */
 	uint64_t data_offset_bytes;	/* where block 0 of the data starts */
 	uint64_t data_blocks;		/* blocks after the label */
 	uint64_t free_blocks;
@@ -284,6 +287,13 @@ uint32_t cw_part_block_size(const struct cw_part *part);
  * block's end), are in the same state.  -ERANGE beyond the end. */
 int cw_part_allocated(const struct cw_part *part, uint64_t offset, uint64_t length,
 		      uint64_t *ret_length);
+
+/* The bytes of blocks [first_block, first_block + nblocks) that hold
+ * data (whole blocks: a block written anywhere counts whole), from the
+ * same bits as cw_part_allocated(): what a shrink or a delete of those
+ * blocks would lose.  -ERANGE when the range passes the end. */
+int cw_part_data_bytes(const struct cw_part *part, uint64_t first_block, uint64_t nblocks,
+		       uint64_t *ret_bytes);
 
 /* ---- holes (management) ---- */
 

@@ -232,6 +232,14 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *opts,
 		       cw_calib_progress_fn progress, void *userdata,
 		       struct cw_model *ret_model);
 
+/* Whether model m, measured on path, can describe a disk: 1 with the
+ * reasons it cannot in ret_warning (sentences joined by "; "), 0 when
+ * nothing is amiss, -errno when path cannot be looked at.  Said: a file
+ * on tmpfs or ramfs (memory, whatever the numbers), a sparse file (its
+ * holes read without the device), a rate beyond any disk of m's tier (a
+ * cache answered).  m may be NULL: the backing alone. */
+int cw_calib_check(const char *path, const struct cw_model *m, char *ret_warning, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

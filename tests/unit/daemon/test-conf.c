@@ -102,7 +102,8 @@ static void test_defaults(void)
 		CU_ASSERT_STRING_EQUAL(x->control_socket, "/run/clockwise/control");
 		CU_ASSERT_STRING_EQUAL(x->control_read_group, "clockwise");
 		CU_ASSERT_STRING_EQUAL(x->control_admin_group, "clockwise-admin");
-		CU_ASSERT_TRUE(x->exports.all);
+		CU_ASSERT_EQUAL(x->control_idle_timeout_s, 30);
+		CU_ASSERT_FALSE(x->exports.all);
 		CU_ASSERT_EQUAL(x->log_level, LOG_INFO);
 		CU_ASSERT_FALSE(x->exports.read_only);
 		CU_ASSERT_EQUAL(x->exports.block_size, 4096);
@@ -136,9 +137,10 @@ static void test_full(void)
 		"be_order = \"fifo\";\n"
 		"control_socket = \"/run/cw/ctl\";\n"
 		"control_read_group = \"video\"; control_admin_group = \"wheel\";\n"
+		"control_idle_timeout_s = 0;\n"
 		"log_level = \"error\";\n"
 		"exports = { read_only = true; block_size = 512; max_request_bytes = 0x100000; "
-		"multi_conn = false; all = false; };\n");
+		"multi_conn = false; all = true; };\n");
 
 	CU_ASSERT_STRING_EQUAL(c->pool, "/srv/pool.db");
 	CU_ASSERT_EQUAL(c->io_engine, CW_IO_AIO);
@@ -150,12 +152,13 @@ static void test_full(void)
 	CU_ASSERT_STRING_EQUAL(c->control_socket, "/run/cw/ctl");
 	CU_ASSERT_STRING_EQUAL(c->control_read_group, "video");
 	CU_ASSERT_STRING_EQUAL(c->control_admin_group, "wheel");
+	CU_ASSERT_EQUAL(c->control_idle_timeout_s, 0);
 	CU_ASSERT_EQUAL(c->log_level, LOG_ERR);
 	CU_ASSERT_TRUE(c->exports.read_only);
 	CU_ASSERT_EQUAL(c->exports.block_size, 512);
 	CU_ASSERT_EQUAL(c->exports.max_request_bytes, 1 << 20);
 	CU_ASSERT_FALSE(c->exports.multi_conn);
-	CU_ASSERT_FALSE(c->exports.all);
+	CU_ASSERT_TRUE(c->exports.all);
 	CU_ASSERT_EQUAL_FATAL(c->n_disks, 3);
 	CU_ASSERT_STRING_EQUAL(c->disks[0].path, "/dev/loop0");
 	CU_ASSERT_STRING_EQUAL(c->disks[0].name, "hdd0");
@@ -235,10 +238,12 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, be_order, io_engine, queue_depth, "
-		 "rt_priority, lock_memory, rt_cpus, busy_poll_us, listen, tls, control_socket, control_read_group, control_admin_group, log_level, exports, "
+		 "rt_priority, lock_memory, rt_cpus, busy_poll_us, listen, tls, control_socket, control_read_group, control_admin_group, control_idle_timeout_s, log_level, exports, "
 		 "access, limits or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
+	load_bad("control_idle_timeout_s = 3601;\n", "1: control_idle_timeout_s = 3601 is out of range; "
+		 "expected an integer from 0 to 3600");
 	load_bad("queue_depth = 0;\n", "1: queue_depth = 0 is out of range; expected an integer from 1 to 4096");
 	load_bad("queue_depth = 5000000000L;\n",
 		 "1: queue_depth = 5000000000 is out of range; expected an integer from 1 to 4096");
@@ -723,6 +728,7 @@ static void test_example(void)
 	CU_ASSERT_STRING_EQUAL(c->control_socket, d->control_socket);
 	CU_ASSERT_STRING_EQUAL(c->control_read_group, d->control_read_group);
 	CU_ASSERT_STRING_EQUAL(c->control_admin_group, d->control_admin_group);
+	CU_ASSERT_EQUAL(c->control_idle_timeout_s, d->control_idle_timeout_s);
 	CU_ASSERT_EQUAL(c->log_level, d->log_level);
 	CU_ASSERT_EQUAL(memcmp(&c->exports, &d->exports, sizeof(c->exports)), 0);
 	CU_ASSERT_EQUAL(c->n_disks, 0);

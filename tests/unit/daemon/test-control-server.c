@@ -10,7 +10,8 @@
  * stops from another; and reservations, exports and calibrated models
  * survive a restart of the server (and of the machine's monotonic clock),
  * with the same admission decisions after it, while a database that
- * cannot be written fails the command and changes nothing.
+ * cannot be written fails the command and changes nothing; connections
+ * that stay silent are closed after the idle timeout.
  */
 #include "config.h"
 
@@ -727,6 +728,75 @@ static void test_start_fails_cleanly(void)
 	fx_stop(&f);
 }
 
+/* Dispatches what is ready, without waiting, until nothing is. */
+static void drain(struct cwc_server *srv)
+{
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL_FATAL(cwc_server_dispatch(srv, 0), 0);
+}
+
+/* Whether the server closed fd (end of file, after any replies). */
+static bool closed_by_server(int fd)
+{
+	char buf[512];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		;
+	return n == 0;
+}
+
+/* 64 connections that say nothing held every slot, and cwctl got "busy"
+ * until the daemon restarted; now a connection silent for the idle
+ * timeout is closed, and one that speaks keeps its slot. */
+static void test_idle_timeout(void)
+{
+	struct fixture f;
+	char path[160], buf[4096];
+	int fds[64], late, quiet;
+	size_t len = 0;
+
+	fx_start(&f, true);
+	tp_path(&f.t, "ctl", path, sizeof(path));
+	for (int i = 0; i < 64; i++)
+		fds[i] = connect_to(path);
+	drain(f.srv);
+	late = connect_to(path);
+	drain(f.srv);
+	read_lines(late, buf, sizeof(buf), &len, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"busy\""));
+	close(late);
+
+	/* 20 s on, one of them sends a keep-alive (a blank line). */
+	now_ns += 20 * CW_NS_PER_S;
+	quiet = fds[0];
+	CU_ASSERT_FATAL(send(fds[1], "\n", 1, MSG_NOSIGNAL) == 1);
+	drain(f.srv);
+	for (int i = 0; i < 64; i++)
+		CU_ASSERT_FALSE(closed_by_server(fds[i]));
+	now_ns += 11 * CW_NS_PER_S;	/* 31 s after they connected */
+	drain(f.srv);
+	CU_ASSERT_TRUE(closed_by_server(quiet));
+	for (int i = 2; i < 64; i++)
+		CU_ASSERT_TRUE(closed_by_server(fds[i]));
+	CU_ASSERT_FALSE(closed_by_server(fds[1]));
+
+	/* The slots are free: a new client is served. */
+	late = connect_to(path);
+	CU_ASSERT_FATAL(send(late, "{\"cmd\":\"part.list\"}\n", 20, MSG_NOSIGNAL) == 20);
+	drain(f.srv);
+	len = 0;
+	read_lines(late, buf, sizeof(buf), &len, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ok\":true"));
+	close(late);
+	now_ns += 20 * CW_NS_PER_S;	/* the keep-alive's 30 s are over */
+	drain(f.srv);
+	CU_ASSERT_TRUE(closed_by_server(fds[1]));
+	for (int i = 0; i < 64; i++)
+		close(fds[i]);
+	fx_stop(&f);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("control-server", NULL, NULL);
@@ -740,5 +810,6 @@ int main(void)
 	cwtest_add(s, "state survives a restart", test_restart);
 	cwtest_add(s, "a database that refuses changes nothing", test_database_refuses);
 	cwtest_add(s, "a start that fails takes back its hooks", test_start_fails_cleanly);
+	cwtest_add(s, "silent connections are closed", test_idle_timeout);
 	return cwtest_run();
 }

@@ -2,7 +2,8 @@
  * client: replies completed from another thread in reverse order reach the
  * right requests; back-end errors become error replies and the connection
  * lives on; stop waits for requests in flight; connection limits, export
- * validation and the multi-conn flag behave as documented. */
+ * validation and the multi-conn flag behave as documented; an export's
+ * clients are listed by uid and pid (unix) or address (TCP). */
 #include "config.h"
 
 #include <errno.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -123,7 +126,9 @@ static void *releaser(void *arg)
 	return NULL;
 }
 
-static void start_server(const struct nbdsrv_config *cfg, bool flush_global)
+/* The server on sock, and on 127.0.0.1:tcp_port unless that is NULL. */
+static void start_server_on(const struct nbdsrv_config *cfg, bool flush_global,
+			    const char *tcp_port)
 {
 	struct nbdsrv_export e = {
 		.name = "mem", .description = "memory", .size = SIZE,
@@ -141,7 +146,28 @@ static void start_server(const struct nbdsrv_config *cfg, bool flush_global)
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_new(cfg, &srv), 0);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_add_export(srv, &e), 0);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_listen_unix(srv, sock, NULL, CW_NBD_TLS_OFF), 0);
+	if (tcp_port)
+		CU_ASSERT_EQUAL_FATAL(nbdsrv_listen_tcp(srv, "127.0.0.1", tcp_port,
+							CW_NBD_TLS_OFF), 0);
 	CU_ASSERT_EQUAL_FATAL(nbdsrv_start(srv), 0);
+}
+
+static void start_server(const struct nbdsrv_config *cfg, bool flush_global)
+{
+	start_server_on(cfg, flush_global, NULL);
+}
+
+/* A loopback TCP port free a moment ago. */
+static void free_port(char *buf, size_t n)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CU_ASSERT_FATAL(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+			getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+	snprintf(buf, n, "%u", ntohs(sa.sin_port));
+	close(fd);
 }
 
 static char last_error[512];
@@ -318,6 +344,64 @@ static void test_connection_limit(void)
 	if (c)
 		nbd_close(c);
 	nbd_close(b);
+	nbdsrv_free(srv);
+}
+
+/* Who is connected to an export: a unix client by its uid and pid (the
+ * kernel's word), a TCP one by its address and port; a client gone is no
+ * longer listed; an unknown export is -ENOENT. */
+static void test_export_clients(void)
+{
+	struct nbdsrv_config cfg = { .max_connections = 8, .max_per_user = 8 };
+	struct nbdsrv_client cl[4];
+	struct nbd_handle *a, *t;
+	char port[16], want[64];
+	struct sockaddr_in mine;
+	socklen_t len = sizeof(mine);
+	size_t n = 99;
+	int64_t t0 = now_ns();
+
+	free_port(port, sizeof(port));
+	start_server_on(&cfg, true, port);
+	CU_ASSERT_EQUAL(nbdsrv_export_clients(srv, "mem", cl, 4, &n), 0);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_EQUAL(nbdsrv_export_clients(srv, "nope", cl, 4, &n), -ENOENT);
+	a = client();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_EQUAL(nbdsrv_export_clients(srv, "mem", cl, 4, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_TRUE(cl[0].known);
+	CU_ASSERT_EQUAL(cl[0].uid, getuid());
+	CU_ASSERT_EQUAL(cl[0].pid, getpid());
+	CU_ASSERT_STRING_EQUAL(cl[0].addr, "");
+	CU_ASSERT(cl[0].since_ns >= t0 && cl[0].since_ns <= now_ns());
+
+	t = nbd_create();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	nbd_set_export_name(t, "mem");
+	CU_ASSERT_EQUAL_FATAL(nbd_connect_tcp(t, "127.0.0.1", port), 0);
+	CU_ASSERT_EQUAL(nbdsrv_export_clients(srv, "mem", cl, 4, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	/* The newest first; its address is the TCP client's own end. */
+	CU_ASSERT_FALSE(cl[0].known);
+	CU_ASSERT_EQUAL_FATAL(getsockname(nbd_aio_get_fd(t), (struct sockaddr *)&mine, &len), 0);
+	snprintf(want, sizeof(want), "127.0.0.1:%u", ntohs(mine.sin_port));
+	CU_ASSERT_STRING_EQUAL(cl[0].addr, want);
+	CU_ASSERT_TRUE(cl[1].known);
+	/* At most max are filled; n counts all. */
+	CU_ASSERT_EQUAL(nbdsrv_export_clients(srv, "mem", cl, 1, &n), 0);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(nbdsrv_export_clients(srv, "mem", NULL, 0, &n), 0);
+	CU_ASSERT_EQUAL(n, 2);
+
+	nbd_shutdown(a, 0);
+	nbd_close(a);
+	while (nbdsrv_connections(srv) > 1)
+		pause_briefly();
+	CU_ASSERT_EQUAL(nbdsrv_export_clients(srv, "mem", cl, 4, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_FALSE(cl[0].known);
+	nbd_close(t);
 	nbdsrv_free(srv);
 }
 
@@ -498,6 +582,7 @@ int main(void)
 	cwtest_add(s, "back-end errors keep the connection", test_errors_keep_connection);
 	cwtest_add(s, "stop waits for requests in flight", test_stop_waits_for_inflight);
 	cwtest_add(s, "connection limit", test_connection_limit);
+	cwtest_add(s, "who is connected to an export", test_export_clients);
 	cwtest_add(s, "multi-conn only with a global flush", test_multi_conn_only_with_global_flush);
 	cwtest_add(s, "export validation", test_export_validation);
 	cwtest_add(s, "access rules", test_access_rules);

@@ -111,6 +111,23 @@ static void test_basics(void)
 	CU_ASSERT_EQUAL(cw_part_allocated(q, 4000 * BS, 1000 * BS, &len), 1);
 	CU_ASSERT_EQUAL(len, 50 * BS);
 
+	/* What a shrink or delete would lose: the data blocks in a range. */
+	{
+		uint64_t bytes = 1;
+
+		CU_ASSERT_EQUAL(cw_part_data_bytes(p, 0, 10, &bytes), 0);
+		CU_ASSERT_EQUAL(bytes, 7 * BS);		/* ddd..dd.dd */
+		CU_ASSERT_EQUAL(cw_part_data_bytes(p, 6, 4, &bytes), 0);
+		CU_ASSERT_EQUAL(bytes, 3 * BS);
+		CU_ASSERT_EQUAL(cw_part_data_bytes(p, 3, 2, &bytes), 0);
+		CU_ASSERT_EQUAL(bytes, 0);
+		CU_ASSERT_EQUAL(cw_part_data_bytes(p, 10, 0, &bytes), 0);
+		CU_ASSERT_EQUAL(bytes, 0);
+		CU_ASSERT_EQUAL(cw_part_data_bytes(p, 9, 2, &bytes), -ERANGE);
+		CU_ASSERT_EQUAL(cw_part_data_bytes(q, 0, 8192, &bytes), 0);
+		CU_ASSERT_EQUAL(bytes, 190 * BS);	/* 4000+200 less 4050+10 */
+	}
+
 	/* Shrink then grow: the blocks given again are holes. */
 	CU_ASSERT_FATAL(cw_part_resize(p, 6 * BS) == 0);
 	CU_ASSERT_FATAL(cw_part_resize(p, 12 * BS) == 0);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <clockwise/model.h>
@@ -362,6 +363,68 @@ static void test_calibrate_errors(void)
 	CU_ASSERT(memcmp(&m, &keep, sizeof(m)) == 0);
 }
 
+/* On what and with which numbers a calibration means nothing: said in
+ * words, and nothing said of a written file with a disk's numbers. */
+static void test_calibrate_check(void)
+{
+	struct cw_model m;
+	struct statfs fs;
+	char why[1024], sparse[320], shm[64];
+	bool mem = statfs(dir, &fs) == 0 && (uint32_t)fs.f_type == 0x01021994;
+	int fd;
+
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+	if (!mem) {
+		CU_ASSERT_EQUAL(cw_calib_check(path, &m, why, sizeof(why)), 0);
+		CU_ASSERT_STRING_EQUAL(why, "");
+	}
+	/* A cache that answered: 25 GB/s is no HDD (nor is it an SSD at 20). */
+	m.zone[0].rate_bps = UINT64_C(25) * 1000 * 1000 * 1000;
+	CU_ASSERT_EQUAL(cw_calib_check(path, &m, why, sizeof(why)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "a measured rate of 25GB/s is beyond any HDD (at most "
+					 "about 1GB/s)"));
+	m.tier = CW_TIER_SSD;
+	CU_ASSERT_EQUAL(cw_calib_check(path, &m, why, sizeof(why)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "beyond any SSD"));
+	m.zone[0].rate_bps = UINT64_C(3) * 1000 * 1000 * 1000;	/* an NVMe SSD */
+	if (!mem)
+		CU_ASSERT_EQUAL(cw_calib_check(path, &m, why, sizeof(why)), 0);
+
+	/* A sparse file, with a cache's rate too: both said. */
+	snprintf(sparse, sizeof(sparse), "%s/sparse.img", dir);
+	fd = open(sparse, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	CU_ASSERT_FATAL(fd >= 0 && ftruncate(fd, 64 * MiB) == 0);
+	close(fd);
+	m.zone[0].rate_bps = UINT64_C(20) * 1000 * 1000 * 1000;
+	CU_ASSERT_EQUAL(cw_calib_check(sparse, &m, why, sizeof(why)), 1);
+	if (!mem)
+		CU_ASSERT_PTR_NOT_NULL(strstr(why, "the disk is a sparse file"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "; a measured rate of 20GB/s"));
+	/* A short buffer is cut, never overrun. */
+	CU_ASSERT_EQUAL(cw_calib_check(sparse, &m, why, 8), 1);
+	CU_ASSERT_EQUAL(strlen(why), 7);
+	unlink(sparse);
+
+	/* tmpfs: whatever the numbers. */
+	if (statfs("/dev/shm", &fs) == 0 && (uint32_t)fs.f_type == 0x01021994) {
+		snprintf(shm, sizeof(shm), "/dev/shm/cwmodel-%d", (int)getpid());
+		fd = open(shm, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		CU_ASSERT_FATAL(fd >= 0 && write(fd, "x", 1) == 1);
+		close(fd);
+		CU_ASSERT_EQUAL(cw_calib_check(shm, NULL, why, sizeof(why)), 1);
+		CU_ASSERT_PTR_NOT_NULL(strstr(why, "a file on a memory file system (tmpfs or ramfs)"));
+		unlink(shm);
+	}
+	/* A device node on devtmpfs (which calls itself tmpfs) is no file
+	 * in memory. */
+	if (access("/dev/null", F_OK) == 0) {
+		CU_ASSERT_EQUAL(cw_calib_check("/dev/null", NULL, why, sizeof(why)), 0);
+		CU_ASSERT_STRING_EQUAL(why, "");
+	}
+	snprintf(sparse, sizeof(sparse), "%s/none", dir);
+	CU_ASSERT_EQUAL(cw_calib_check(sparse, NULL, why, sizeof(why)), -ENOENT);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("model", NULL, NULL);
@@ -375,5 +438,6 @@ int main(void)
 	cwtest_add(c, "calibrate a file (io_uring)", test_calibrate_uring);
 	cwtest_add(c, "calibrate a file (libaio)", test_calibrate_aio);
 	cwtest_add(c, "calibration errors", test_calibrate_errors);
+	cwtest_add(c, "what a calibration cannot mean", test_calibrate_check);
 	return cwtest_run();
 }

@@ -218,6 +218,28 @@ static void test_replies(void)
 	CU_ASSERT_EQUAL(cw_ctl_reply_parse("{\"progress\":{\"phase\":\"x\"}}", 26, &rep, &f), -EINVAL);
 }
 
+/* json-c keeps the last of two members of one name; the codec refuses
+ * the message and names the member, at any depth and however the name
+ * is spelled. */
+static void test_duplicates(void)
+{
+	struct cw_ctl_request req;
+	struct cw_ctl_fail f;
+
+	expect_refused("{\"cmd\":\"status\",\"args\":{},\"cmd\":\"stats\"}", CW_CTL_E_BAD_REQUEST);
+	CU_ASSERT_EQUAL(parse("{\"cmd\":\"part.delete\",\"args\":{\"name\":\"a\",\"\\u006eame\":\"b\"}}",
+			      &req, &f), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(f.message, "member \"name\" appears twice in one object: give each "
+			       "name once");
+	expect_refused("{\"cmd\":\"status\",\"args\":{\"x\":[1,{\"a\":\"}\\\"\",\"a\":null}]}}",
+		       CW_CTL_E_BAD_REQUEST);
+	/* The same name in two objects, or as a value, is fine. */
+	CU_ASSERT_EQUAL_FATAL(parse("{\"cmd\":\"part.create\",\"args\":{\"name\":\"cmd\","
+				    "\"size\":1, \"policy\" : \"single\" }}", &req, &f), 0);
+	CU_ASSERT_STRING_EQUAL(cw_ctl_arg_str(&req, "name"), "cmd");
+	cw_ctl_request_done(&req);
+}
+
 static void test_codes(void)
 {
 	for (unsigned i = 0; i < CW_CTL_CODE_COUNT; i++) {
@@ -244,6 +266,7 @@ int main(void)
 	cwtest_add(s, "size and depth limits", test_limits);
 	cwtest_add(s, "commands, arguments, types", test_types);
 	cwtest_add(s, "replies and progress", test_replies);
+	cwtest_add(s, "duplicate members", test_duplicates);
 	cwtest_add(s, "error codes", test_codes);
 	return cwtest_run();
 }
