@@ -9,7 +9,11 @@
  * more), and gets three tags in real time:
  *   local   l_r = max(l_{r-1} + (c_r + rho_r) / M_i, t - 4b)  M_i: reservation
  *   global  g_r = max(g_{r-1} + (c_r + delta_r) / w_i, t - sigma_i / w_i)
- *   limit   u_r = max(u_{r-1} + c_r / L_i, t - b)              L_i: limit
+ *   limit   u_r = max(u_{r-1} + (c_r + delta_r) / L_i, t - b)  L_i: limit
+ * where delta and rho (the client's service on other disks, and the part
+ * of it for its reservation) count for M and L only when they are the
+ * client's over every disk (cw_sched_client.spread, as dmClock has them);
+ * per-disk M and L (the paper's M_ij) take rho = delta = 0.
  * with M and L as shares of the disk's time (ppm), w an integer weight,
  * sigma the idle credit (cost, only for a client whose queue was empty)
  * and b the lag (conf.lag_ns) for a client whose queue was not empty (for
@@ -251,7 +255,7 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 	struct client *c;
 	struct ent *e;
 	int64_t cost = cw_sched_req_cost(r), other = CW_MAX(r->other_ns, 0);
-	int64_t other_resv = CW_MAX(r->other_resv_ns, 0);
+	int64_t other_resv = CW_MAX(r->other_resv_ns, 0), other_limit;
 	int64_t lag_floor;
 	bool idle, recent;
 	int err;
@@ -264,6 +268,11 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 	err = get(f, r->client, &c);
 	if (err < 0)
 		return err;
+	/* a client whose reservation and limit are this disk's alone: only
+	 * its weight counts what it got elsewhere */
+	other_limit = c->qos.spread ? other : 0;
+	if (!c->qos.spread)
+		other_resv = 0;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 8;
 		struct ent *v = malloc(cap * sizeof(*v));
@@ -317,7 +326,7 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 			e->g = floor - f->g_off;
 	}
 	if (c->qos.limit_ppm) {
-		int64_t inc = step(cost, CW_SCHED_PPM, c->qos.limit_ppm, &c->rem_u);
+		int64_t inc = step(cost + other_limit, CW_SCHED_PPM, c->qos.limit_ppm, &c->rem_u);
 
 		e->u = c->u_last != INT64_MIN ? CW_MAX(c->u_last + inc, lag_floor) : now;
 	} else
@@ -428,8 +437,10 @@ static void rbfq_take(void *st, struct cw_sched_req *r)
 		if (c->l_off > INT64_C(1) << 60)
 			rebase(c);
 	}
+	r->throttled_ns = 0;
 	if (k == 0 && c->qos.limit_ppm && e.u > c->head_since)
-		c->st.throttled_ns += CW_MIN(e.u, now) - c->head_since;
+		r->throttled_ns = CW_MIN(e.u, now) - c->head_since;
+	c->st.throttled_ns += r->throttled_ns;
 	c->st.requests++;
 	c->st.served_ns += cw_sched_req_cost(r);
 	if (phase == CW_SCHED_PHASE_RESV)

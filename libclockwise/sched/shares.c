@@ -185,14 +185,32 @@ int cw_sched_resv_admit(const uint32_t *others, size_t n, uint32_t want, uint32_
 
 /* ---- the gateway across disks ------------------------------------------- */
 
-struct trk_disk {
-	int64_t own, own_resv;		/* served on this disk */
-	int64_t seen, seen_resv;	/* elsewhere, as of the previous request here */
-};
+void cw_sched_track_tag(struct cw_sched_track *d, int64_t total, int64_t total_resv,
+			struct cw_sched_req *r)
+{
+	/* what the others served since the previous request here: dmClock's
+	 * delta and rho without its "+ 1" (our tags add the request's own
+	 * cost themselves) */
+	r->other_ns = CW_MAX(total - d->own_ns - d->seen_ns, 0);
+	r->other_resv_ns = CW_MAX(total_resv - d->own_resv_ns - d->seen_resv_ns, 0);
+	d->seen_ns = total - d->own_ns;
+	d->seen_resv_ns = total_resv - d->own_resv_ns;
+}
+
+void cw_sched_track_done(struct cw_sched_track *d, const struct cw_sched_req *r,
+			 int64_t *ret_cost, int64_t *ret_resv)
+{
+	int64_t cost = cw_sched_req_cost(r);
+
+	*ret_cost = cost;
+	*ret_resv = r->phase == CW_SCHED_PHASE_RESV ? cost : 0;
+	d->own_ns += *ret_cost;
+	d->own_resv_ns += *ret_resv;
+}
 
 struct trk_client {
 	int64_t total, total_resv;
-	struct trk_disk d[];
+	struct cw_sched_track d[];
 };
 
 struct cw_sched_tracker {
@@ -249,32 +267,25 @@ static int trk_get(struct cw_sched_tracker *t, unsigned disk, const struct cw_sc
 int cw_sched_tracker_tag(struct cw_sched_tracker *t, unsigned disk, struct cw_sched_req *r)
 {
 	struct trk_client *c;
-	struct trk_disk *d;
 	int e = trk_get(t, disk, r, &c);
 
 	if (e < 0)
 		return e;
-	d = &c->d[disk];
-	r->other_ns = c->total - d->own - d->seen;
-	r->other_resv_ns = c->total_resv - d->own_resv - d->seen_resv;
-	d->seen = c->total - d->own;
-	d->seen_resv = c->total_resv - d->own_resv;
+	cw_sched_track_tag(&c->d[disk], c->total, c->total_resv, r);
 	return 0;
 }
 
 int cw_sched_tracker_done(struct cw_sched_tracker *t, unsigned disk, const struct cw_sched_req *r)
 {
 	struct trk_client *c;
+	int64_t cost, resv;
 	int e = trk_get(t, disk, r, &c);
 
 	if (e < 0)
 		return e;
-	c->total += cw_sched_req_cost(r);
-	c->d[disk].own += cw_sched_req_cost(r);
-	if (r->phase == CW_SCHED_PHASE_RESV) {
-		c->total_resv += cw_sched_req_cost(r);
-		c->d[disk].own_resv += cw_sched_req_cost(r);
-	}
+	cw_sched_track_done(&c->d[disk], r, &cost, &resv);
+	c->total += cost;
+	c->total_resv += resv;
 	return 0;
 }
 

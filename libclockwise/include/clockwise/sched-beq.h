@@ -101,10 +101,32 @@ int cw_sched_resv_admit(const uint32_t *others, size_t n, uint32_t want_ppm,
 /* ---- Across disks: the paper's delta and rho (section 3.2) --------------- */
 
 /* A client's requests go to several disks, each with its own dispatcher.
- * The tracker plays the paper's gateway: it counts, per client, the cost
- * each disk served (and how much of it for the reservation), and fills in
- * a request's other_ns / other_resv_ns with what the client got on the
- * other disks since its previous request to this one.  Not thread-safe. */
+ * The paper's gateway (dmClock's ServiceTracker) counts, per client, the
+ * cost each disk served (and how much of it for the reservation), and
+ * fills in a request's other_ns / other_resv_ns with what the client got
+ * on the other disks since its previous request to this one.
+ *
+ * The step: one client's record on one disk (zeroed to start), and the
+ * client's totals over every disk as of now.  A caller whose disks run on
+ * several threads keeps the totals in atomics and each disk's record on
+ * its own thread; both steps are then lock-free. */
+struct cw_sched_track {
+	int64_t own_ns, own_resv_ns;	/* served on this disk */
+	int64_t seen_ns, seen_resv_ns;	/* elsewhere, as of its previous request here */
+};
+
+/* Before enqueueing req on the disk: its other_ns / other_resv_ns from the
+ * client's totals (which include what this disk served). */
+void cw_sched_track_tag(struct cw_sched_track *d, int64_t total_ns, int64_t total_resv_ns,
+			struct cw_sched_req *req);
+/* After req completed on the disk (its phase set by the dispatch): what
+ * it adds to the disk's record, and to the totals (*ret_cost_ns, and
+ * *ret_resv_ns: the part for the reservation, 0 or the cost). */
+void cw_sched_track_done(struct cw_sched_track *d, const struct cw_sched_req *req,
+			 int64_t *ret_cost_ns, int64_t *ret_resv_ns);
+
+/* The same for callers on one thread: every client's records and totals
+ * in one object.  Not thread-safe. */
 struct cw_sched_tracker;
 
 int cw_sched_tracker_new(unsigned n_disks, struct cw_sched_tracker **ret);

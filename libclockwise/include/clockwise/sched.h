@@ -145,6 +145,7 @@ struct cw_sched_req {
 	int64_t start_ns;	/* when dispatched */
 	enum cw_sched_via via;
 	enum cw_sched_phase phase;	/* BE: why the BE order chose it */
+	int64_t throttled_ns;	/* BE: how long it waited at its queue's head for the limit */
 	/* private */
 	size_t priv_;
 	int priv_state_;
@@ -162,7 +163,16 @@ struct cw_sched_client {
 	uint32_t limit_ppm;	/* maximum share (0: none); >= resv_ppm */
 	int64_t idle_credit_ns;	/* sigma: cost a client back from idle may run ahead */
 	uint32_t prio;		/* SFC: 0 is the most urgent level */
+	/* Reservation and limit are the client's over every disk it uses
+	 * (dmClock): each disk's local tags advance by its reservation-phase
+	 * service elsewhere (other_resv_ns, rho) and its limit tags by all
+	 * its service elsewhere (other_ns, delta), so they may each be up to
+	 * CW_SCHED_SPREAD_MAX whole disks.  False: they are this disk's alone
+	 * (the paper's M_ij) and only the weight counts service elsewhere. */
+	bool spread;
 };
+
+#define CW_SCHED_SPREAD_MAX 255	/* disks a spread client's rates may cover */
 
 /* What one client got, for stats (cost is expected service time). */
 struct cw_sched_client_stats {

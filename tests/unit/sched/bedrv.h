@@ -25,7 +25,6 @@ struct bd_client {
 	int64_t cost_max_ns;		/* > cost_ns: costs drawn from [cost, cost_max] */
 	int64_t from_ns, to_ns;		/* active in [from, to); to 0: to the end */
 	unsigned disks;			/* bit mask; 0: disk 0 */
-	bool no_rho;			/* reservation per disk (the paper's M_ij) */
 	/* counts, per disk */
 	unsigned queued[BD_MAX_DISKS];
 };
@@ -101,11 +100,8 @@ static inline void bd_fill(struct bd_run *r, unsigned d, int64_t now)
 				.service_ns = c->cost_max_ns > c->cost_ns ?
 					      bd_rand(&r->rng, c->cost_ns, c->cost_max_ns) : c->cost_ns,
 			};
-			if (r->trk) {
+			if (r->trk)
 				bd_set_err(r, cw_sched_tracker_tag(r->trk, d, &q->r));
-				if (c->no_rho)
-					q->r.other_resv_ns = 0;
-			}
 			bd_set_err(r, cw_sched_enqueue(r->s[d], &q->r, now));
 			c->queued[d]++;
 		}

@@ -546,7 +546,8 @@ static void test_change_live(void)
 }
 
 /* Figure 3: c1 reads both servers, c2 only s2; equal weights, 20% of
- * each server reserved for each client that uses it.  With delta, c1's
+ * each server reserved for each client that uses it (the paper's M_ij:
+ * not spread, so rho does not count).  With delta, c1's
  * service on s1 counts on s2, so s2 goes 20% to c1 (its reservation) and
  * 80% to c2: 120% and 80% of a server in all.  Without it, s2 is split
  * evenly. */
@@ -562,7 +563,6 @@ static void test_distributed(void)
 
 		clients(c, 2, 8, 10 * MS);
 		c[0].disks = 3;
-		c[0].no_rho = true;	/* the paper's per-server M_ij */
 		c[1].disks = 2;
 		for (unsigned d = 0; d < 2; d++)
 			r.s[d] = rbfq_sched(q, 2);
@@ -582,6 +582,76 @@ static void test_distributed(void)
 		}
 		bd_done(&r);
 	}
+}
+
+/* dmClock's semantics: a spread client's reservation (and limit) is its
+ * total over every disk, each disk's tags advancing by what it got on the
+ * others (rho for the reservation, delta for the limit).  Over two disks,
+ * 40% of one disk reserved is 40% in all (not 40% on each), and a limit
+ * of 30% holds the client to 30% in all; per-disk QoS gives twice that. */
+static void test_spread(void)
+{
+	for (int spread = 1; spread >= 0; spread--) {
+		/* reservation: a weight of 1 beside 100; limit: 100 beside 1 */
+		struct cw_sched_client qa[2] = {
+			{ .resv_ppm = 400000, .weight = 1, .spread = spread },
+			{ .limit_ppm = 300000, .weight = 100, .spread = spread } };
+		struct cw_sched_client qb[2] = { { .weight = 100 }, { .weight = 1 } };
+
+		for (int k = 0; k < 2; k++) {
+			struct cw_sched_client q[2] = { qa[k], qb[k] };
+			struct bd_client c[2];
+			struct bd_run r = { .c = c, .n = 2, .n_disks = 2, .end_ns = 10000 * MS };
+			double got, want = k == 0 ? 0.4 : 0.3;
+
+			clients(c, 2, 8, 10 * MS);
+			c[0].disks = c[1].disks = 3;
+			for (unsigned d = 0; d < 2; d++)
+				r.s[d] = rbfq_sched(q, 2);
+			CU_ASSERT_FATAL(cw_sched_tracker_new(2, &r.trk) == 0);
+			bd_go(&r);
+			CU_ASSERT_EQUAL(r.err, 0);
+			got = (double)bd_served(&r, 0, -1, 1000 * MS, r.end_ns) / 9e9;
+			CU_ASSERT(fabs(got - (spread ? want : 2 * want)) < 0.02);
+			/* and each disk gives half of it */
+			CU_ASSERT(fabs((double)bd_served(&r, 0, 0, 1000 * MS, r.end_ns) / 9e9 -
+				       got / 2) < 0.02);
+			bd_done(&r);
+		}
+	}
+	/* up to CW_SCHED_SPREAD_MAX disks' worth, only when spread */
+	CU_ASSERT_EQUAL(cw_sched_client_check(&(struct cw_sched_client){
+		.weight = 1, .resv_ppm = 3 * CW_SCHED_PPM, .spread = true }), 0);
+	CU_ASSERT_EQUAL(cw_sched_client_check(&(struct cw_sched_client){
+		.weight = 1, .resv_ppm = 3 * CW_SCHED_PPM }), -EINVAL);
+}
+
+/* The per-disk step the daemon uses, one record per disk and the totals
+ * kept by the caller: the same delta and rho as the tracker. */
+static void test_track_step(void)
+{
+	struct cw_sched_track d[2] = { { 0 } };
+	struct cw_sched_req r = { .cls = CW_SCHED_BE, .client = 1, .cost_ns = 7,
+				  .service_ns = 100 };
+	int64_t total = 0, total_resv = 0, cost, resv;
+
+	cw_sched_track_tag(&d[0], total, total_resv, &r);
+	CU_ASSERT(r.other_ns == 0 && r.other_resv_ns == 0);
+	r.phase = CW_SCHED_PHASE_RESV;
+	cw_sched_track_done(&d[1], &r, &cost, &resv);
+	CU_ASSERT(cost == 7 && resv == 7);
+	total += cost;
+	total_resv += resv;
+	r.phase = CW_SCHED_PHASE_SHARE;
+	cw_sched_track_done(&d[0], &r, &cost, &resv);
+	CU_ASSERT(cost == 7 && resv == 0);
+	total += cost;
+	cw_sched_track_tag(&d[0], total, total_resv, &r);
+	CU_ASSERT(r.other_ns == 7 && r.other_resv_ns == 7);	/* disk 1's only */
+	cw_sched_track_tag(&d[1], total, total_resv, &r);
+	CU_ASSERT(r.other_ns == 7 && r.other_resv_ns == 0);	/* disk 0's only */
+	cw_sched_track_tag(&d[1], total, total_resv, &r);
+	CU_ASSERT(r.other_ns == 0 && r.other_resv_ns == 0);
 }
 
 /* The tracker by hand: delta is what the client got elsewhere since its
@@ -630,5 +700,7 @@ int main(void)
 	cwtest_add(s, "QoS changed while running", test_change_live);
 	cwtest_add(s, "distributed delta (Figure 3)", test_distributed);
 	cwtest_add(s, "tracker", test_tracker);
+	cwtest_add(s, "spread reservation and limit (dmClock)", test_spread);
+	cwtest_add(s, "tracker step per disk", test_track_step);
 	return cwtest_run();
 }
