@@ -20,11 +20,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched-internal.h"
+#include "common/cleanup.h"
 #include "common/util.h"
 
 static double clamp_share(const struct cw_sched_client *c, double lambda)
@@ -111,6 +113,124 @@ int cw_sched_critical(const struct cw_sched_client *c, size_t n, double *ret_cap
 			m += c[ret_order[i]].resv_ppm;
 		ret_cap[k] = (double)ck->resv_ppm / ck->weight * w + m;
 	}
+	return 0;
+}
+
+/* ---- received against due ------------------------------------------------ */
+
+static void verdicts(struct cw_sched_share_out *o)
+{
+	double met = CW_SCHED_MET_PPM / 1e6, need = CW_MIN(o->reserved, o->due);
+
+	o->resv_met = !o->backlogged || o->received >= met * need;
+	o->limit_held = !o->limit || o->received <= o->limit * (2 - met);
+}
+
+/* The clients on one disk: in[k] for k in idx[0..m). */
+static int share_disk(const struct cw_sched_share_in *in, const size_t *idx, size_t m,
+		      double interval, struct cw_sched_share_out *out)
+{
+	_cleanup_free_ struct cw_sched_client *q = calloc(m ? m : 1, sizeof(*q));
+	_cleanup_free_ double *share = calloc(m ? m : 1, sizeof(*share));
+	_cleanup_free_ size_t *who = calloc(m ? m : 1, sizeof(*who));
+	double backlog_got = 0;
+	size_t nb = 0;
+	int r;
+
+	if (!q || !share || !who)
+		return -ENOMEM;
+	for (size_t k = 0; k < m; k++) {
+		const struct cw_sched_share_in *e = &in[idx[k]];
+		struct cw_sched_share_out *o = &out[k];
+
+		o->client = e->client;
+		o->received = e->served_ns / interval;
+		o->due = o->received;
+		o->reserved = e->qos.resv_ppm / 1e6;
+		o->limit = e->qos.limit_ppm / 1e6;
+		o->throttled = e->throttled_ns / interval;
+		o->backlogged = e->busy_ns >= interval * (CW_SCHED_BACKLOGGED_PPM / 1e6);
+		if (!o->backlogged)
+			continue;
+		q[nb] = e->qos;
+		q[nb].spread = false;
+		who[nb++] = k;
+		backlog_got += o->received;
+	}
+	r = cw_sched_shares(q, nb, (uint32_t)CW_MIN(llround(backlog_got * 1e6), CW_SCHED_PPM),
+			    share);
+	if (r < 0)
+		return r;
+	for (size_t b = 0; b < nb; b++)
+		out[who[b]].due = share[b];
+	return 0;
+}
+
+int cw_sched_share_table(const struct cw_sched_share_in *in, size_t n, int64_t interval_ns,
+			 struct cw_sched_share_out **ret, size_t *ret_n)
+{
+	_cleanup_free_ size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	_cleanup_free_ struct cw_sched_share_out *part = calloc(n ? n : 1, sizeof(*part));
+	_cleanup_free_ bool *done = calloc(n ? n : 1, sizeof(*done));
+	struct cw_sched_share_out *rows = calloc(n ? n : 1, sizeof(*rows));
+	size_t nrows = 0;
+
+	if (!ret || !ret_n || (n && !in) || interval_ns <= 0) {
+		free(rows);
+		return -EINVAL;
+	}
+	if (!idx || !part || !done || !rows) {
+		free(rows);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (in[i].served_ns < 0 || in[i].busy_ns < 0 || cw_sched_client_check(&in[i].qos) < 0) {
+			free(rows);
+			return -EINVAL;
+		}
+	/* rows in order of first appearance */
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < nrows && rows[k].client != in[i].client; k++)
+			;
+		if (k == nrows)
+			rows[nrows++] = (struct cw_sched_share_out){ .client = in[i].client };
+	}
+	/* disk by disk */
+	for (size_t i = 0; i < n; i++) {
+		size_t m = 0;
+		int r;
+
+		if (done[i])
+			continue;
+		for (size_t j = i; j < n; j++)
+			if (!done[j] && in[j].disk == in[i].disk) {
+				done[j] = true;
+				idx[m++] = j;
+			}
+		r = share_disk(in, idx, m, (double)interval_ns, part);
+		if (r < 0) {
+			free(rows);
+			return r;
+		}
+		for (size_t k = 0; k < m; k++) {
+			struct cw_sched_share_out *o;
+
+			for (o = rows; o->client != part[k].client; o++)
+				;
+			o->received += part[k].received;
+			o->due += part[k].due;
+			o->reserved += part[k].reserved;
+			o->limit += part[k].limit;
+			o->throttled = CW_MAX(o->throttled, part[k].throttled);
+			o->backlogged |= part[k].backlogged;
+		}
+	}
+	for (size_t k = 0; k < nrows; k++)
+		verdicts(&rows[k]);
+	*ret = rows;
+	*ret_n = nrows;
 	return 0;
 }
 

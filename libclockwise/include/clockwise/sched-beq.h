@@ -72,6 +72,43 @@ int cw_sched_shares(const struct cw_sched_client *clients, size_t n, uint32_t ca
 int cw_sched_critical(const struct cw_sched_client *clients, size_t n, double *ret_capacity,
 		      size_t *ret_order);
 
+/* ---- What clients got against what they are due -------------------------
+ *
+ * Over an interval, each client on a disk: the cost it was served, the
+ * part for its reservation, and how long it had requests queued or in
+ * service (busy).  A client busy for at least CW_SCHED_BACKLOGGED_PPM of
+ * the interval was backlogged: it is due its share of what the backlogged
+ * clients got together (cw_sched_shares over their QoS); any other client
+ * asked for less than it could have had and is due what it got.  Its
+ * reservation was met when it got at least CW_SCHED_MET_PPM of
+ * min(reservation, due) — or it was not backlogged; its limit held when
+ * it got at most the limit and CW_SCHED_MET_PPM's complement over it. */
+#define CW_SCHED_BACKLOGGED_PPM UINT32_C(900000)
+#define CW_SCHED_MET_PPM UINT32_C(980000)
+
+struct cw_sched_share_in {
+	uint64_t client;		/* whose (several entries of one client are summed) */
+	uint32_t disk;			/* on which disk */
+	struct cw_sched_client qos;	/* its QoS there, not spread */
+	int64_t served_ns, resv_ns, busy_ns, throttled_ns;
+};
+
+struct cw_sched_share_out {
+	uint64_t client;
+	double received, due;		/* fractions of one disk's time, summed over disks */
+	double reserved, limit;		/* likewise; limit 0: none */
+	double throttled;		/* fraction of the interval held by the limit (max over disks) */
+	bool backlogged;		/* on some disk */
+	bool resv_met, limit_held;
+};
+
+/* The table of an interval of interval_ns: entries in[0..n) in any order,
+ * one per client and disk; *ret (malloc'ed, free it) has one row per
+ * client, in order of first appearance, *ret_n of them.  0, -EINVAL or
+ * -ENOMEM. */
+int cw_sched_share_table(const struct cw_sched_share_in *in, size_t n, int64_t interval_ns,
+			 struct cw_sched_share_out **ret, size_t *ret_n);
+
 /* ---- Admission of reservations ------------------------------------------ */
 
 /* The share of a disk's time that best effort has in the long run beside a

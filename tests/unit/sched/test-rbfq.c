@@ -654,6 +654,105 @@ static void test_track_step(void)
 	CU_ASSERT(r.other_ns == 0 && r.other_resv_ns == 0);
 }
 
+static const struct cw_sched_share_out *row(const struct cw_sched_share_out *rows, size_t n,
+					    uint64_t client)
+{
+	for (size_t k = 0; k < n; k++)
+		if (rows[k].client == client)
+			return &rows[k];
+	CU_FAIL_FATAL("no row for the client");
+	return NULL;
+}
+
+/* Received against due, by hand: weights 1:2:4 backlogged with 20% of a
+ * light client's disk left to them; a reservation short of 98%; a limit
+ * overrun; the same client on two disks summed. */
+static void test_share_table(void)
+{
+	const int64_t T = 1000 * MS;
+	struct cw_sched_share_in in[] = {
+		{ .client = 1, .disk = 1, .qos = { .weight = 1 }, .served_ns = 100 * MS, .busy_ns = T },
+		{ .client = 2, .disk = 1, .qos = { .weight = 2 }, .served_ns = 200 * MS, .busy_ns = T },
+		{ .client = 3, .disk = 1, .qos = { .weight = 4 }, .served_ns = 500 * MS, .busy_ns = T },
+		{ .client = 4, .disk = 1, .qos = { .weight = 9 }, .served_ns = 150 * MS,
+		  .busy_ns = T / 2 },
+		{ .client = 5, .disk = 2, .qos = { .weight = 1, .resv_ppm = 300000 },
+		  .served_ns = 290 * MS, .resv_ns = 290 * MS, .busy_ns = T },
+		{ .client = 6, .disk = 2, .qos = { .weight = 1, .limit_ppm = 100000 },
+		  .served_ns = 120 * MS, .busy_ns = T, .throttled_ns = 300 * MS },
+		{ .client = 7, .disk = 2, .qos = { .weight = 1 }, .served_ns = 490 * MS, .busy_ns = T },
+		{ .client = 1, .disk = 2, .qos = { .weight = 1 }, .served_ns = 50 * MS, .busy_ns = 0 },
+	};
+	struct cw_sched_share_out *rows;
+	const struct cw_sched_share_out *o;
+	size_t n;
+
+	CU_ASSERT_FATAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n) == 0);
+	CU_ASSERT_EQUAL(n, 7);
+	CU_ASSERT_EQUAL(rows[0].client, 1);	/* order of first appearance */
+	/* disk 1: the backlogged three got 80% together: due 1:2:4 of it */
+	o = row(rows, n, 1);
+	CU_ASSERT(fabs(o->received - 0.15) < 1e-9);	/* 10% + 5% on disk 2 */
+	CU_ASSERT(fabs(o->due - (0.8 / 7 + 0.05)) < 1e-6);
+	CU_ASSERT(o->backlogged && o->resv_met && o->limit_held);
+	CU_ASSERT(fabs(row(rows, n, 3)->due - 0.8 * 4 / 7) < 1e-6);
+	o = row(rows, n, 4);	/* light: due what it got */
+	CU_ASSERT(!o->backlogged && fabs(o->due - 0.15) < 1e-9);
+	/* disk 2: 29% of 30% is short of 98% */
+	o = row(rows, n, 5);
+	CU_ASSERT(fabs(o->reserved - 0.3) < 1e-9 && !o->resv_met);
+	o = row(rows, n, 6);
+	CU_ASSERT(fabs(o->limit - 0.1) < 1e-9 && !o->limit_held && fabs(o->throttled - 0.3) < 1e-9);
+	CU_ASSERT(fabs(o->due - 0.1) < 1e-6);	/* never more than its limit */
+	free(rows);
+	/* at 29.5% the reservation is met (98.3%), at 10.1% the limit held */
+	in[4].served_ns = 295 * MS;
+	in[5].served_ns = 101 * MS;
+	CU_ASSERT_FATAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n) == 0);
+	CU_ASSERT(row(rows, n, 5)->resv_met && row(rows, n, 6)->limit_held);
+	free(rows);
+	CU_ASSERT_EQUAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), 0, &rows, &n), -EINVAL);
+	in[0].qos.weight = 0;
+	CU_ASSERT_EQUAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n), -EINVAL);
+}
+
+/* The table against real orders: weights 1:2:4 saturating one disk get
+ * within 2% of their due under RBFQ and far from it under FIFO (the one
+ * with more requests queued wins there). */
+static void test_share_table_run(void)
+{
+	for (int rbfq = 1; rbfq >= 0; rbfq--) {
+		struct cw_sched_client q[3] = { { .weight = 1 }, { .weight = 2 }, { .weight = 4 } };
+		struct bd_client c[3];
+		struct bd_run r = { .c = c, .n = 3, .end_ns = 5000 * MS };
+		struct cw_sched_share_in in[3];
+		struct cw_sched_share_out *rows;
+		double worst = 0;
+		size_t n;
+
+		clients(c, 3, 4, 10 * MS);
+		c[0].depth = 16;
+		if (rbfq) {
+			r.s[0] = rbfq_sched(q, 3);
+		} else {
+			r.s[0] = bd_sched(cw_sched_beq_fifo(), NULL);
+			CU_ASSERT_FATAL(r.s[0] != NULL);
+		}
+		bd_go(&r);
+		CU_ASSERT_EQUAL(r.err, 0);
+		for (size_t i = 0; i < 3; i++)
+			in[i] = (struct cw_sched_share_in){
+				.client = i + 1, .disk = 1, .qos = q[i], .busy_ns = 4000 * MS,
+				.served_ns = bd_served(&r, i, 0, 1000 * MS, r.end_ns) };
+		CU_ASSERT_FATAL(cw_sched_share_table(in, 3, 4000 * MS, &rows, &n) == 0);
+		for (size_t i = 0; i < n; i++)
+			worst = CW_MAX(worst, fabs(rows[i].received - rows[i].due));
+		CU_ASSERT(rbfq ? worst < 0.02 : worst > 0.1);
+		free(rows);
+		bd_done(&r);
+	}
+}
+
 /* The tracker by hand: delta is what the client got elsewhere since its
  * previous request here; rho the reservation part of it. */
 static void test_tracker(void)
@@ -702,5 +801,7 @@ int main(void)
 	cwtest_add(s, "tracker", test_tracker);
 	cwtest_add(s, "spread reservation and limit (dmClock)", test_spread);
 	cwtest_add(s, "tracker step per disk", test_track_step);
+	cwtest_add(s, "received against due", test_share_table);
+	cwtest_add(s, "received against due under RBFQ and FIFO", test_share_table_run);
 	return cwtest_run();
 }
