@@ -50,6 +50,7 @@
 #include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
 #include <clockwise/model.h>
+#include <clockwise/sched-beq.h>
 
 #include <clockwise/ctl-proto.h>
 
@@ -84,11 +85,27 @@ struct cwc_resv_stats {
 	int64_t worst_late_ns;
 };
 
+/* An export's best effort on one of its disks (in.client: the export's
+ * index among them; in.qos: its share of the disk, for what it is due). */
+struct cwc_export_disk {
+	struct cw_sched_share_in in;
+	uint64_t bytes;
+};
+
+struct cwc_export_stats {
+	char name[CW_NAME_MAX + 1];
+	int64_t since_ns;		/* counting from (the server's clock) */
+	size_t n_disks;
+	struct cwc_export_disk *disks;	/* malloc'ed by the hook, freed by the server */
+};
+
 struct cwc_stats {
 	struct cwc_disk_stats *disks;	/* malloc'ed by the hook, freed by the server */
 	size_t n_disks;
 	struct cwc_resv_stats *resvs;	/* likewise */
 	size_t n_resvs;
+	struct cwc_export_stats *exports;	/* likewise */
+	size_t n_exports;
 };
 
 struct cwc_hooks {

@@ -717,7 +717,8 @@ static void export_be_set(struct pb *pb, struct pbx *x, const struct cw_admit_be
 		if (di < 0)
 			continue;
 		nb->has[di] = true;
-		nb->client[di] = be->parts[i].client;
+		nb->client[di] = be->parts[i].order;
+		nb->due[di] = be->parts[i].client;
 	}
 	nb->older = atomic_load_explicit(&x->be, memory_order_relaxed);
 	atomic_store_explicit(&x->be, nb, memory_order_release);
@@ -761,6 +762,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	x->align = align;
 	snprintf(x->name, sizeof(x->name), "%s", info.name);
 	x->client = ++pb->next_client;
+	x->since_ns = cw_now_ns();
 	export_be_set(pb, x, cw_admit_state_be_find(pb->adm, x->name));
 	snprintf(x->description, sizeof(x->description), "clockwise partition %s on %u disk%s",
 		 info.name, nd, nd == 1 ? "" : "s");

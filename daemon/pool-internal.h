@@ -94,8 +94,8 @@ struct lane {
 	 * order, straight into fifo), from which the dispatcher moves what
 	 * may start into fifo, up to queue_depth in flight. */
 	void *beq;
-	uint64_t *client_gen;		/* by client: the QoS generation it has */
-	size_t n_client_gen;
+	struct lane_client *clients;	/* by export client id (lane-beq.c) */
+	size_t n_clients;
 	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
 	unsigned inflight;
 	bool busy;			/* a request in service under cw_sched */
@@ -173,14 +173,34 @@ struct pbx_be {
 	uint64_t gen;
 	struct pbx_be *older;
 	bool has[PB_DISKS_CAP];
-	struct cw_sched_client client[PB_DISKS_CAP];
+	struct cw_sched_client client[PB_DISKS_CAP];	/* the disk's order gets (spread) */
+	struct cw_sched_client due[PB_DISKS_CAP];	/* its share of the disk, for stats */
 };
 
 /* What an export's best-effort pieces got: cost is the disk model's mean
  * service time of each (the share RBFQ gives), resv the part of it its
- * order gave for the reservation. */
+ * order gave for the reservation.  The totals over every disk are also
+ * what its requests' delta and rho are taken from (lane-beq.c). */
 struct pbx_be_counters {
 	atomic_uint_fast64_t requests, bytes, cost_ns, resv_ns;
+};
+
+/* The same on one disk, with the time the export had pieces queued or in
+ * flight there (busy: backlogged when it is most of an interval) and the
+ * time its pieces waited at the head of the order for its limit.  busy
+ * is exact on a disk of one lane; on several lanes (an SSD's), a lane
+ * going idle just as another gets busy may lose a moment of it. */
+struct pbx_be_disk {
+	atomic_uint_fast64_t requests, bytes, cost_ns, resv_ns, throttled_ns, busy_ns;
+	atomic_int_fast64_t busy_since;	/* 0: not busy now */
+	atomic_uint outstanding;	/* pieces on the disk now */
+};
+
+/* A client of a lane's order: the QoS generation it has and its record
+ * for delta and rho (dispatcher only). */
+struct lane_client {
+	uint64_t gen;
+	struct cw_sched_track trk;
 };
 
 /* An export: one partition. */
@@ -200,6 +220,8 @@ struct pbx {
 	uint64_t client;		/* its id in the disks' best-effort orders */
 	_Atomic(struct pbx_be *) be;	/* NULL: weight 1, nothing else */
 	struct pbx_be_counters be_st;
+	struct pbx_be_disk be_disk[PB_DISKS_CAP];	/* by disk slot */
+	int64_t since_ns;		/* exported since (cw_now_ns) */
 	struct pbx *next;
 };
 
@@ -256,6 +278,7 @@ struct piece {
 	struct lane *lane;
 	bool rt;
 	bool first_on_disk;		/* RT: this piece starts the stream's job on its disk */
+	bool be_busy;			/* BE: counted in its export's busy time (lane_be_enter) */
 	struct resv *resv;
 	struct cw_sched_req sr;
 	struct cw_io_req io;
@@ -306,6 +329,10 @@ size_t lane_beq_count(const struct lane *l);
 void lane_beq_drain(struct lane *l);
 /* The counters of a finished BE piece, for its export. */
 void lane_be_done(struct lane *l, struct piece *p);
+/* A BE piece arrived on the lane / left it (done or failed): the
+ * export's busy time on the disk. */
+void lane_be_enter(struct lane *l, struct piece *p, int64_t now);
+void lane_be_leave(struct lane *l, struct piece *p, int64_t now);
 
 /* pool-backend.c */
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or

@@ -49,18 +49,17 @@ static double total(const struct cw_sched_client *c, size_t n, double lambda)
 	return sum;
 }
 
-int cw_sched_shares(const struct cw_sched_client *c, size_t n, uint32_t capacity_ppm,
-		    double *ret)
+/* cw_sched_shares for any capacity (in ppm of one disk's time): a disk
+ * whose model is slower than it serves more than 10^6 of it. */
+static int shares(const struct cw_sched_client *c, size_t n, double cap, double *ret)
 {
-	double cap = capacity_ppm, resv = 0, lo = 0, hi = 0;
+	double resv = 0, lo = 0, hi = 0;
 
-	if ((n && (!c || !ret)) || capacity_ppm > CW_SCHED_PPM)
-		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		if (cw_sched_client_check(&c[i]) < 0)
 			return -EINVAL;
 		resv += c[i].resv_ppm;
-		hi = CW_MAX(hi, (double)CW_SCHED_PPM / c[i].weight);
+		hi = CW_MAX(hi, CW_MAX(cap, (double)CW_SCHED_PPM) / c[i].weight);
 	}
 	if (cap < resv) {
 		for (size_t i = 0; i < n; i++)
@@ -79,6 +78,14 @@ int cw_sched_shares(const struct cw_sched_client *c, size_t n, uint32_t capacity
 	for (size_t i = 0; i < n; i++)
 		ret[i] = clamp_share(&c[i], total(c, n, hi) > cap ? lo : hi) / CW_SCHED_PPM;
 	return 0;
+}
+
+int cw_sched_shares(const struct cw_sched_client *c, size_t n, uint32_t capacity_ppm,
+		    double *ret)
+{
+	if ((n && (!c || !ret)) || capacity_ppm > CW_SCHED_PPM)
+		return -EINVAL;
+	return shares(c, n, capacity_ppm, ret);
 }
 
 int cw_sched_critical(const struct cw_sched_client *c, size_t n, double *ret_cap,
@@ -122,8 +129,9 @@ static void verdicts(struct cw_sched_share_out *o)
 {
 	double met = CW_SCHED_MET_PPM / 1e6, need = CW_MIN(o->reserved, o->due);
 
-	o->resv_met = !o->backlogged || o->received >= met * need;
-	o->limit_held = !o->limit || o->received <= o->limit * (2 - met);
+	/* one request either way: an interval may cut one in two */
+	o->resv_met = !o->backlogged || o->received + o->one >= met * need;
+	o->limit_held = !o->limit || o->received - o->one <= o->limit * (2 - met);
 }
 
 /* The clients on one disk: in[k] for k in idx[0..m). */
@@ -149,6 +157,7 @@ static int share_disk(const struct cw_sched_share_in *in, const size_t *idx, siz
 		o->reserved = e->qos.resv_ppm / 1e6;
 		o->limit = e->qos.limit_ppm / 1e6;
 		o->throttled = e->throttled_ns / interval;
+		o->one = e->requests ? e->served_ns / (double)e->requests / interval : 0;
 		o->backlogged = e->busy_ns >= interval * (CW_SCHED_BACKLOGGED_PPM / 1e6);
 		if (!o->backlogged)
 			continue;
@@ -157,8 +166,7 @@ static int share_disk(const struct cw_sched_share_in *in, const size_t *idx, siz
 		who[nb++] = k;
 		backlog_got += o->received;
 	}
-	r = cw_sched_shares(q, nb, (uint32_t)CW_MIN(llround(backlog_got * 1e6), CW_SCHED_PPM),
-			    share);
+	r = shares(q, nb, backlog_got * 1e6, share);
 	if (r < 0)
 		return r;
 	for (size_t b = 0; b < nb; b++)
@@ -224,6 +232,7 @@ int cw_sched_share_table(const struct cw_sched_share_in *in, size_t n, int64_t i
 			o->reserved += part[k].reserved;
 			o->limit += part[k].limit;
 			o->throttled = CW_MAX(o->throttled, part[k].throttled);
+			o->one = CW_MAX(o->one, part[k].one);
 			o->backlogged |= part[k].backlogged;
 		}
 	}

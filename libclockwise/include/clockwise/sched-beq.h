@@ -78,11 +78,13 @@ int cw_sched_critical(const struct cw_sched_client *clients, size_t n, double *r
  * part for its reservation, and how long it had requests queued or in
  * service (busy).  A client busy for at least CW_SCHED_BACKLOGGED_PPM of
  * the interval was backlogged: it is due its share of what the backlogged
- * clients got together (cw_sched_shares over their QoS); any other client
+ * clients got together (cw_sched_shares over their QoS; on a disk faster
+ * than its model that may be more than the whole disk); any other client
  * asked for less than it could have had and is due what it got.  Its
  * reservation was met when it got at least CW_SCHED_MET_PPM of
  * min(reservation, due) — or it was not backlogged; its limit held when
- * it got at most the limit and CW_SCHED_MET_PPM's complement over it. */
+ * it got at most the limit and CW_SCHED_MET_PPM's complement over it;
+ * both give one request's cost, which an interval's edge may cut. */
 #define CW_SCHED_BACKLOGGED_PPM UINT32_C(900000)
 #define CW_SCHED_MET_PPM UINT32_C(980000)
 
@@ -91,6 +93,7 @@ struct cw_sched_share_in {
 	uint32_t disk;			/* on which disk */
 	struct cw_sched_client qos;	/* its QoS there, not spread */
 	int64_t served_ns, resv_ns, busy_ns, throttled_ns;
+	uint64_t requests;		/* that many were served */
 };
 
 struct cw_sched_share_out {
@@ -98,6 +101,7 @@ struct cw_sched_share_out {
 	double received, due;		/* fractions of one disk's time, summed over disks */
 	double reserved, limit;		/* likewise; limit 0: none */
 	double throttled;		/* fraction of the interval held by the limit (max over disks) */
+	double one;			/* one request's mean cost (max over disks) */
 	bool backlogged;		/* on some disk */
 	bool resv_met, limit_held;
 };

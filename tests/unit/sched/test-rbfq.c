@@ -677,9 +677,9 @@ static void test_share_table(void)
 		{ .client = 4, .disk = 1, .qos = { .weight = 9 }, .served_ns = 150 * MS,
 		  .busy_ns = T / 2 },
 		{ .client = 5, .disk = 2, .qos = { .weight = 1, .resv_ppm = 300000 },
-		  .served_ns = 290 * MS, .resv_ns = 290 * MS, .busy_ns = T },
+		  .served_ns = 280 * MS, .resv_ns = 280 * MS, .busy_ns = T, .requests = 280 },
 		{ .client = 6, .disk = 2, .qos = { .weight = 1, .limit_ppm = 100000 },
-		  .served_ns = 120 * MS, .busy_ns = T, .throttled_ns = 300 * MS },
+		  .served_ns = 120 * MS, .busy_ns = T, .throttled_ns = 300 * MS, .requests = 120 },
 		{ .client = 7, .disk = 2, .qos = { .weight = 1 }, .served_ns = 490 * MS, .busy_ns = T },
 		{ .client = 1, .disk = 2, .qos = { .weight = 1 }, .served_ns = 50 * MS, .busy_ns = 0 },
 	};
@@ -698,18 +698,26 @@ static void test_share_table(void)
 	CU_ASSERT(fabs(row(rows, n, 3)->due - 0.8 * 4 / 7) < 1e-6);
 	o = row(rows, n, 4);	/* light: due what it got */
 	CU_ASSERT(!o->backlogged && fabs(o->due - 0.15) < 1e-9);
-	/* disk 2: 29% of 30% is short of 98% */
+	/* disk 2: 28% (and one request of 1 ms) of 30% is short of 98% */
 	o = row(rows, n, 5);
 	CU_ASSERT(fabs(o->reserved - 0.3) < 1e-9 && !o->resv_met);
 	o = row(rows, n, 6);
 	CU_ASSERT(fabs(o->limit - 0.1) < 1e-9 && !o->limit_held && fabs(o->throttled - 0.3) < 1e-9);
 	CU_ASSERT(fabs(o->due - 0.1) < 1e-6);	/* never more than its limit */
 	free(rows);
-	/* at 29.5% the reservation is met (98.3%), at 10.1% the limit held */
-	in[4].served_ns = 295 * MS;
-	in[5].served_ns = 101 * MS;
+	/* at 29.35% and a request (1.05 ms) the reservation is met (98% of
+	 * 30% is 29.4%); at 10.25% less a request (0.85 ms), the limit held */
+	in[4].served_ns = 2935 * MS / 10;
+	in[5].served_ns = 1025 * MS / 10;
 	CU_ASSERT_FATAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n) == 0);
 	CU_ASSERT(row(rows, n, 5)->resv_met && row(rows, n, 6)->limit_held);
+	free(rows);
+	/* a disk faster than its model: due is of what it gave, over 100% */
+	for (size_t i = 0; i < 4; i++)
+		in[i].served_ns *= 3;
+	CU_ASSERT_FATAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n) == 0);
+	CU_ASSERT(fabs(row(rows, n, 3)->due - 2.4 * 4 / 7) < 1e-6);
+	CU_ASSERT(fabs(row(rows, n, 3)->received - 1.5) < 1e-9);
 	free(rows);
 	CU_ASSERT_EQUAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), 0, &rows, &n), -EINVAL);
 	in[0].qos.weight = 0;
