@@ -67,6 +67,7 @@ static int be_streams_check(const struct cw_admit_state *st, uint32_t disk_id,
 			    struct cw_admit_refusal *ref);
 static int bes_load(struct cw_admit_state *st);
 static void be_free(struct cw_admit_be *be);
+static int be_refresh(struct cw_admit_state *st, const char *part, uint32_t disk_id);
 
 static int64_t wall_now(void)
 {
@@ -1113,7 +1114,9 @@ int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t id, const struc
 	pthread_mutex_unlock(&st->lock);
 	if (ret_taken)
 		*ret_taken = true;
-	return replan(st, id, changes);
+	r = replan(st, id, changes);
+	/* the exports' shares there are in the model's costs */
+	return r < 0 ? r : be_refresh(st, NULL, id);
 }
 
 int cw_admit_state_get_model(struct cw_admit_state *st, uint32_t id, struct cw_model *ret,
@@ -1753,6 +1756,38 @@ int cw_admit_state_be_clear(struct cw_admit_state *st, const char *name)
 	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_BE_CLEARED, .be = be });
 	be_free(be);
 	return 0;
+}
+
+/* Builds again the QoS of every export of partition part (NULL: any) with
+ * a part on disk_id (0: any): the blocks it has on each disk and the
+ * models' costs, as they are now.  Not refused (the reservation was
+ * admitted; like a stored stream whose model changed). */
+static int be_refresh(struct cw_admit_state *st, const char *part, uint32_t disk_id)
+{
+	for (size_t i = 0; i < st->n_bes; i++) {
+		struct cw_admit_be *old = st->bes[i], *be;
+		bool touches = !disk_id;
+		int r;
+
+		for (size_t j = 0; j < old->n_parts && !touches; j++)
+			touches = old->parts[j].disk_id == disk_id;
+		if (!touches || (part && strcmp(old->part, part)))
+			continue;
+		r = be_build(st, old->export_name, old->part, &old->qos, old->persistent, &be, NULL);
+		if (r < 0)
+			return r;
+		st->bes[i] = be;
+		emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_BE_SET, .be = be });
+		be_free(old);
+	}
+	return 0;
+}
+
+int cw_admit_state_be_refresh(struct cw_admit_state *st, const char *part)
+{
+	if (!st || !part)
+		return -EINVAL;
+	return be_refresh(st, part, 0);
 }
 
 const struct cw_admit_be *cw_admit_state_be_find(const struct cw_admit_state *st,

@@ -4,7 +4,8 @@
 # limited to 4MB/s, read by a client that touches only the blocks of one
 # of them, gets its whole 4MB/s there, not the 2MB/s its share of the
 # blocks on that disk would give; read across both, it still gets 4MB/s
-# in all, not 4MB/s on each.  `cwctl stats` agrees: the limit held.
+# in all, not 4MB/s on each.  `cwctl stats` agrees: the limit held.  Grown
+# onto a third disk added while it runs, the QoS follows its blocks.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires fio jq
@@ -53,4 +54,21 @@ check "stats: the limit held, over the partition" \
 	test "$(jq '.exports[0].limit_held' "$cw_tmp/watch")" = true
 check "stats: held back by it" \
 	awk -v t="$(jq '.exports[0].throttled' "$cw_tmp/watch")" 'BEGIN { exit !(t > 0.1) }'
+
+# A third disk while it runs; the partition grows onto it: the QoS follows
+# its blocks there (and the limit still holds for the whole of it).
+truncate -s 160M "$cw_tmp/c.disk"
+check "a disk added" cwctl disk add "$cw_tmp/c.disk" --name c
+check "the partition grows onto it" cwctl part resize spread --size 96M
+qos_disks() { cwctl --json export qos spread | jq -c '[.disks[] | .disk] | sort'; }
+echo "QoS on: $(qos_disks)"
+check "its QoS reaches the new disk" test "$(qos_disks)" = '["a","b","c"]'
+# 64 blocks on a and b, then 32 rotated over the three: c has about a ninth
+check "  with its share of the blocks there" test "$(cwctl --json export qos spread |
+	jq '[.disks[] | select(.disk == "c") | .blocks_share * 9 | round] ==
+	    [1] and ([.disks[] | .blocks_share] | add | . * 100 | round) == 100')" = true
+grown=$(rate randread)
+echo "after the growth: $grown bytes/s"
+check "the limit holds over three disks" \
+	awk -v r="$grown" 'BEGIN { exit !(r > 3400000 && r < 4000000 * 1.02 + 4194304 / 8) }'
 check "stop" cwd_stop

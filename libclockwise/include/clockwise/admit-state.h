@@ -359,6 +359,13 @@ struct cw_admit_be_request {
  * pool.  ret_be and ret_refusal may be NULL. */
 int cw_admit_state_be_set(struct cw_admit_state *st, const struct cw_admit_be_request *req,
 			  const struct cw_admit_be **ret_be, struct cw_admit_refusal *ret_refusal);
+/* Partition part changed its blocks (it grew, perhaps onto another disk):
+ * every export of it gets its QoS built again, its share of each disk
+ * from where its blocks are now (BE_SET events).  A new model on a disk
+ * does the same for the exports there (cw_admit_state_set_model).  Not
+ * refused: what was admitted stays.  0, -EINVAL, -ENOMEM, -errno from
+ * the pool. */
+int cw_admit_state_be_refresh(struct cw_admit_state *st, const char *part);
 /* Drops an export's QoS (and its stored copy): -ENOENT if it has none. */
 int cw_admit_state_be_clear(struct cw_admit_state *st, const char *export_name);
 /* By export name, or the i-th (NULL past the end); the changing thread's
