@@ -137,3 +137,30 @@ expect_fail "unknown export" cwctl export qos nosuch --weight 2
 check "nothing else changed" listed
 check "clear" cwctl export qos light --clear
 check "stop" cwd_stop
+
+# QoS in clockwised.conf: light's is taken (it has none stored), heavy's
+# stored one outranks the file's (and a notice names the line); a
+# reservation that does not fit stops the start, naming its line (the
+# file has four lines of its own before them).
+cwd_conf "exports = { qos = (
+  { name = \"light\"; weight = 3; limit = \"5MB/s\"; },
+  { name = \"heavy\"; weight = 9; }
+); };"
+check "start with QoS in the file" cwd_start
+check "light's from the file" qos_weight light 3
+check "  with its limit" test "$(cwctl --json export qos light | jq .limit.bytes_per_s)" = 5000000
+check "heavy's stored one outranks it" qos_weight heavy 4
+check "  and a notice says so" grep -q "export heavy: the best-effort QoS stored in the pool .* \
+outranks the one at $cwd_cfg:7" "$(cwd_log)"
+check "stop" cwd_stop
+cwd_conf "
+exports = { qos = ( { name = \"light\"; reserve = \"1GB/s\"; } ); };"
+out=$("$cwd_bin" -f -c "$cwd_cfg" 2>&1); rc=$?
+echo "$out" | tail -2
+check "a reservation that does not fit stops the start" test $rc -ne 0
+check "  naming the line" grep -q "$cwd_cfg:6: best-effort QoS for export light: .*more than the \
+whole disk" <<<"$out"
+cwd_conf "exports = { qos = ( { name = \"light\"; weight = 0; } ); };"
+out=$("$cwd_bin" -f -c "$cwd_cfg" 2>&1); rc=$?
+check "a bad weight in the file is refused" test $rc -ne 0
+check "  with its line" grep -q "$cwd_cfg:5: exports.qos\[0\].weight = 0 is out of range" <<<"$out"
