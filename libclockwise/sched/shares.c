@@ -156,7 +156,8 @@ static int share_disk(const struct cw_sched_share_in *in, const size_t *idx, siz
 		o->due = o->received;
 		o->reserved = e->qos.resv_ppm / 1e6;
 		o->limit = e->qos.limit_ppm / 1e6;
-		o->throttled = e->throttled_ns / interval;
+		/* a wait that began before the interval ends in it */
+		o->throttled = CW_MIN(e->throttled_ns / interval, 1.0);
 		o->one = e->requests ? e->served_ns / (double)e->requests / interval : 0;
 		o->backlogged = e->busy_ns >= interval * (CW_SCHED_BACKLOGGED_PPM / 1e6);
 		if (!o->backlogged)
