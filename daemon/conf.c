@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <libconfig.h>
 
+#include <clockwise/layout.h>
 #include <clockwise/units.h>
 
 #include "common/cleanup.h"
@@ -869,8 +870,18 @@ static int get_iorate(struct parse *p, const config_setting_t *s, uint64_t *ret,
 static int qos_name(struct parse *p, const config_setting_t *s, void *obj)
 {
 	struct cwd_config_qos *q = obj;
+	const char *v = NULL;
+	int r = get_string(p, s, "an export's name in quotes", &v);
 
-	return get_name(p, s, NAME_MAX_BYTES, &q->export);
+	if (r < 0)
+		return r;
+	if (!cw_client_name_valid(v))
+		return fail(p, s, "%s = \"%s\" is not an export name; expected EXPORT or "
+			    "EXPORT@CLASS (a connection class), names of A-Z a-z 0-9 . _ -", WHERE(s),
+			    v);
+	free(q->export);
+	q->export = strdup(v);
+	return q->export ? 0 : -ENOMEM;
 }
 
 static int qos_reserve(struct parse *p, const config_setting_t *s, void *obj)

@@ -87,7 +87,7 @@ struct cwd_config_access {
 /* An export's best-effort QoS between exports (exports.qos): as `cwctl
  * export qos` sets it; the pool's stored one, if any, outranks it. */
 struct cwd_config_qos {
-	char *export;
+	char *export;		/* EXPORT, or EXPORT@CLASS: a connection class */
 	struct cw_be_qos qos;	/* weight 0: 1 */
 	unsigned line;
 };

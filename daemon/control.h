@@ -50,6 +50,7 @@
 #include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
 #include <clockwise/model.h>
+#include <clockwise/nbd.h>
 #include <clockwise/sched-beq.h>
 
 #include <clockwise/ctl-proto.h>
@@ -93,7 +94,7 @@ struct cwc_export_disk {
 };
 
 struct cwc_export_stats {
-	char name[CW_NAME_MAX + 1];
+	char name[CW_NAME_MAX + 1 + CW_NBD_CLASS_MAX + 1];	/* "EXPORT" or "EXPORT@CLASS" */
 	int64_t since_ns;		/* counting from (the server's clock) */
 	size_t n_disks;
 	struct cwc_export_disk *disks;	/* malloc'ed by the hook, freed by the server */

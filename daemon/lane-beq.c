@@ -48,9 +48,9 @@ void lane_beq_free(struct lane *l)
 	l->n_clients = 0;
 }
 
-/* The lane's record of export x, or NULL (out of memory: x keeps the QoS
+/* The lane's record of client x, or NULL (out of memory: x keeps the QoS
  * it had and its requests go without delta and rho). */
-static struct lane_client *lane_client(struct lane *l, const struct pbx *x)
+static struct lane_client *lane_client(struct lane *l, const struct pbx_client *x)
 {
 	if (x->client >= l->n_clients) {
 		size_t n = CW_MAX(x->client + 1, 2 * l->n_clients);
@@ -66,7 +66,8 @@ static struct lane_client *lane_client(struct lane *l, const struct pbx *x)
 }
 
 /* Gives the order the export's QoS on this disk if it changed since. */
-static void client_update(struct lane *l, const struct pbx *x, struct lane_client *lc, int di)
+static void client_update(struct lane *l, const struct pbx_client *x, struct lane_client *lc,
+			  int di)
 {
 	const struct pbx_be *be = atomic_load_explicit(&x->be, memory_order_acquire);
 	static const struct cw_sched_client plain = { .weight = 1 };
@@ -97,7 +98,7 @@ static bool lane_ordered(const struct lane *l)
 void lane_be_fill(struct lane *l, struct piece *p)
 {
 	struct cw_sched_req *sr = &p->sr;
-	const struct pbx *x = p->req->x;
+	const struct pbx_client *x = p->req->cl;
 	struct lane_client *lc;
 	int di = pb_disk_index(l->pb, l->disk->id);
 	int64_t cost;
@@ -181,7 +182,7 @@ void lane_beq_drain(struct lane *l)
 
 void lane_be_done(struct lane *l, struct piece *p)
 {
-	struct pbx *x = p->req->x;
+	struct pbx_client *x = p->req->cl;
 	struct pbx_be_counters *c = &x->be_st;
 	int di = pb_disk_index(l->pb, l->disk->id);
 	int64_t cost = p->sr.cost_ns, resv = 0;
@@ -219,7 +220,7 @@ void lane_be_enter(struct lane *l, struct piece *p, int64_t now)
 	if (di < 0)
 		return;
 	p->be_busy = true;
-	dc = &p->req->x->be_disk[di];
+	dc = &p->req->cl->be_disk[di];
 	if (atomic_fetch_add_explicit(&dc->outstanding, 1, memory_order_relaxed) == 0)
 		atomic_store_explicit(&dc->busy_since, CW_MAX(now, 1), memory_order_relaxed);
 }
@@ -233,7 +234,7 @@ void lane_be_leave(struct lane *l, struct piece *p, int64_t now)
 	if (di < 0 || !p->be_busy)
 		return;	/* it never entered: failed on its way */
 	p->be_busy = false;
-	dc = &p->req->x->be_disk[di];
+	dc = &p->req->cl->be_disk[di];
 	if (atomic_fetch_sub_explicit(&dc->outstanding, 1, memory_order_relaxed) != 1)
 		return;
 	since = atomic_exchange_explicit(&dc->busy_since, 0, memory_order_relaxed);

@@ -150,7 +150,11 @@ static int admit_config_qos(struct cw_pool *pool, struct cw_admit_state *adm,
 				"export qos) outranks the one at %s:%u", q->export, cfg->file, q->line);
 			continue;
 		}
-		r = export_part(pool, q->export, part, sizeof(part));
+		char ename[CW_NAME_MAX + 1];
+
+		/* EXPORT@CLASS: a class of EXPORT's connections */
+		snprintf(ename, sizeof(ename), "%.*s", (int)strcspn(q->export, "@"), q->export);
+		r = export_part(pool, ename, part, sizeof(part));
 		if (r < 0) {
 			cwd_log(LOG_ERR, "%s:%u: best-effort QoS for export %s: no such export",
 				cfg->file, q->line, q->export);

@@ -61,6 +61,11 @@ struct nbdsrv_io {
 				 * from offset on with base:allocation status;
 				 * they may cover less than length, not more. */
 	void *backend_data;	/* free for the back end's bookkeeping */
+	/* The connection class the client named ("EXPORT@CLASS"), or NULL;
+	 * and a word the back end may keep per connection (NULL at first;
+	 * it must stay valid until the export goes). */
+	const char *client_class;
+	void **conn_data;
 };
 
 /*

@@ -203,6 +203,22 @@ struct lane_client {
 	struct cw_sched_track trk;
 };
 
+/* A client of the disks' best-effort orders: an export, or a connection
+ * class within it (clients that opened "EXPORT@CLASS"; a class with a QoS
+ * of its own, set for that name, is its own client; any other class is
+ * the export's).  Classes are made on the control thread when their QoS
+ * is set, appended to the export's list and never freed before it. */
+struct pbx_client {
+	struct pbx *x;
+	char name[CW_NAME_MAX + 1 + CW_NBD_CLASS_MAX + 1];	/* "EXPORT" or "EXPORT@CLASS" */
+	uint64_t client;		/* its id in the disks' best-effort orders */
+	_Atomic(struct pbx_be *) be;	/* NULL: weight 1, nothing else */
+	struct pbx_be_counters be_st;
+	struct pbx_be_disk be_disk[PB_DISKS_CAP];	/* by disk slot */
+	int64_t since_ns;		/* a client since (cw_now_ns) */
+	_Atomic(struct pbx_client *) next;	/* the export's next class */
+};
+
 /* An export: one partition. */
 struct pbx {
 	struct pb *pb;
@@ -217,11 +233,7 @@ struct pbx {
 	atomic_uint ndisks;
 	atomic_bool can_punch;		/* every disk of it can punch holes */
 	struct resv *resv;
-	uint64_t client;		/* its id in the disks' best-effort orders */
-	_Atomic(struct pbx_be *) be;	/* NULL: weight 1, nothing else */
-	struct pbx_be_counters be_st;
-	struct pbx_be_disk be_disk[PB_DISKS_CAP];	/* by disk slot */
-	int64_t since_ns;		/* exported since (cw_now_ns) */
+	struct pbx_client main;		/* the export as a client; main.next: its classes */
 	struct pbx *next;
 };
 
@@ -258,7 +270,7 @@ struct pb {
 	void *zeros;
 	int64_t start_ns;
 	_Atomic(struct preq *) spare;	/* small requests to reuse */
-	uint64_t next_client;		/* export client ids; control thread */
+	atomic_uint_fast64_t next_client;	/* best-effort client ids */
 	atomic_uint_fast64_t be_gen;	/* QoS generations */
 	/* The keeper of holes (pool-alloc.c): its queue, pushed by the
 	 * connections' threads, taken whole by its thread. */
@@ -288,6 +300,7 @@ struct piece {
 struct preq {
 	struct nbdsrv_io *nio;
 	struct pbx *x;
+	struct pbx_client *cl;		/* whose best effort it is */
 	int64_t arrival_ns;
 	atomic_uint pending;
 	atomic_int err;
@@ -354,6 +367,11 @@ void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
  * write it booked can complete, and its export go, before the keeper
  * wakes the lane).  Control thread. */
 void pb_alloc_quiesce(struct pb *pb);
+
+/* The client a request of x on the connection of nio belongs to: the
+ * class it named if that has a QoS of its own, else the export (the
+ * answer is kept in the connection's word).  Lock-free. */
+struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio);
 
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 static inline int pb_disk_index(struct pb *pb, uint32_t id)

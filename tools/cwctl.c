@@ -1500,7 +1500,9 @@ static const struct command commands[] = {
 	  "drops it.  Options not given keep their value; without any it shows the\n"
 	  "QoS.  A reservation must fit in each disk's best-effort capacity beside\n"
 	  "the others', or it is refused with the largest that fits.  Stored in the\n"
-	  "pool; running clients get it with their next requests.\n", c_export_qos },
+	  "pool; running clients get it with their next requests.  NAME may be\n"
+	  "EXPORT@CLASS: the NBD clients that open the export by that name share it\n"
+	  "as a client of their own.\n", c_export_qos },
 	{ NULL, "stats", "[--watch SECONDS [--count N]]",
 	  "The data path's counters per disk and per reservation since the daemon\n"
 	  "started: real-time requests and deadline misses, best-effort latency\n"

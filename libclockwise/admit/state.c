@@ -1626,7 +1626,7 @@ static int be_build(const struct cw_admit_state *st, const char *export_name,
 	struct cw_part *part;
 	int r;
 
-	if (!export_name || !cw_name_valid(export_name)) {
+	if (!export_name || !cw_client_name_valid(export_name)) {
 		refuse(ref, "\"%s\" is not an export name", export_name ? export_name : "");
 		return -EINVAL;
 	}

@@ -334,7 +334,7 @@ struct cw_admit_be_part {
 };
 
 struct cw_admit_be {
-	char export_name[CW_NAME_MAX + 1];
+	char export_name[CW_CLIENT_NAME_MAX + 1];	/* or EXPORT@CLASS: a class within it */
 	char part[CW_NAME_MAX + 1];
 	uint64_t part_id;
 	bool persistent;		/* stored in the pool */
