@@ -10,10 +10,12 @@
  * admission state (struct pbx_be) and reaches the order the first time
  * the dispatcher sees a piece of the export after a change.  That QoS is
  * the export's whole (spread, as dmClock has it): each piece carries what
- * the export got on its other disks since its previous piece here (delta,
- * and rho for the reservation; cw_sched_track_tag on the lane's record
- * and the export's totals), so reservation, weight and limit hold for the
- * partition whichever of its disks the clients happen to read.
+ * the export got on its other disks since its previous piece here was
+ * tagged (delta, and rho for the reservation; cw_sched_track_tag on the
+ * lane's record and the export's totals), read when the order tags it at
+ * the head of the export's queue (dmClock's delayed tags), so
+ * reservation, weight and limit hold for the partition whichever of its
+ * disks the clients happen to read.
  *
  * On a disk with streams the order sits inside cw_sched, within the ΔL
  * slack.  On a disk without, the lane's dispatcher keeps it itself and
@@ -95,6 +97,20 @@ static bool lane_ordered(const struct lane *l)
 			  !!l->beq;
 }
 
+/* The totals count every disk's completions; the lane's record what it
+ * served and saw.  On the lane's dispatch, from inside its order. */
+static void lane_retrack(struct cw_sched_req *sr)
+{
+	struct piece *p = sr->user;
+	const struct pbx_client *x = p->req->cl;
+	struct lane_client *lc = lane_client(p->lane, x);
+
+	sr->other_ns = sr->other_resv_ns = 0;
+	if (lc)
+		cw_sched_track_tag(&lc->trk, (int64_t)cwd_stats_get(&x->be_st.cost_ns),
+				   (int64_t)cwd_stats_get(&x->be_st.resv_ns), sr);
+}
+
 void lane_be_fill(struct lane *l, struct piece *p)
 {
 	struct cw_sched_req *sr = &p->sr;
@@ -111,10 +127,10 @@ void lane_be_fill(struct lane *l, struct piece *p)
 	if (!lane_ordered(l) || di < 0 || !(lc = lane_client(l, x)))
 		return;
 	client_update(l, x, lc, di);
-	/* delta and rho: what the export got on its other disks since its
-	 * previous piece here (the totals count every disk's completions) */
-	cw_sched_track_tag(&lc->trk, (int64_t)cwd_stats_get(&x->be_st.cost_ns),
-			   (int64_t)cwd_stats_get(&x->be_st.resv_ns), sr);
+	/* delta and rho, when the order tags it (at the head of its client's
+	 * queue): what the client got on its other disks since its previous
+	 * piece here was tagged */
+	sr->retrack = lane_retrack;
 }
 
 int lane_beq_push(struct lane *l, struct piece *p, int64_t now)

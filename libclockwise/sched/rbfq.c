@@ -14,6 +14,12 @@
  * of it for its reservation) count for M and L only when they are the
  * client's over every disk (cw_sched_client.spread, as dmClock has them);
  * per-disk M and L (the paper's M_ij) take rho = delta = 0.
+ A request that can bring its delta and rho when it reaches the head of
+ * its client's queue (cw_sched_req.retrack) is tagged then, after the
+ * one before it, as dmClock's delayed tags are: tagged on arrival, the
+ * service a client got elsewhere while a queue of its requests waited
+ * here would count only in the tags of its latest, and the head, tagged
+ * a queue earlier, would run past a spread limit by that queue.
  * with M and L as shares of the disk's time (ppm), w an integer weight,
  * sigma the idle credit (cost, only for a client whose queue was empty)
  * and b the lag (conf.lag_ns) for a client whose queue was not empty (for
@@ -89,6 +95,7 @@ struct ent {
 	int64_t l, g, u;	/* l, g: raw (see leff and geff); u: real time */
 	int64_t l_own;		/* c_r / M: what a global-phase dispatch gives back */
 	uint64_t seq;
+	bool pending;		/* not tagged yet: it will be at the head */
 };
 
 struct client {
@@ -249,56 +256,32 @@ static void adjust(struct rbfq *f, int64_t now)
 	f->g_off = now - (min_go != INT64_MAX ? min_go : min_all);
 }
 
-static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
+/* Tags e (its request's cost, delta and rho) at now: idle, its client had
+ * nothing queued; recent, it counts as backlogged all the same. */
+static void tag(struct rbfq *f, struct client *c, struct ent *e, int64_t now, bool idle,
+		bool recent)
 {
-	struct rbfq *f = st;
-	struct client *c;
-	struct ent *e;
-	int64_t cost = cw_sched_req_cost(r), other = CW_MAX(r->other_ns, 0);
-	int64_t other_resv = CW_MAX(r->other_resv_ns, 0), other_limit;
-	int64_t lag_floor;
-	bool idle, recent;
-	int err;
+	struct cw_sched_req *r = e->req;
+	int64_t cost = cw_sched_req_cost(r), other, other_resv, other_limit;
+	int64_t lag_floor = recent ? now - f->conf.lag_ns : now;
 
-	f->now = CW_MAX(f->now, now);
-	if (cost <= 0 || cost > MAX_COST)
-		return -EINVAL;
-	other = CW_MIN(other, MAX_COST - cost);
-	other_resv = CW_MIN(other_resv, MAX_COST - cost);
-	err = get(f, r->client, &c);
-	if (err < 0)
-		return err;
+	if (r->retrack) {
+		/* what it brought, and what came since */
+		int64_t o = CW_MAX(r->other_ns, 0), o_resv = CW_MAX(r->other_resv_ns, 0);
+
+		r->retrack(r);
+		r->other_ns = CW_MIN(CW_MAX(r->other_ns, 0), MAX_COST) + CW_MIN(o, MAX_COST);
+		r->other_resv_ns = CW_MIN(CW_MAX(r->other_resv_ns, 0), MAX_COST) +
+				   CW_MIN(o_resv, MAX_COST);
+	}
+	other = CW_MIN(CW_MAX(r->other_ns, 0), MAX_COST - cost);
+	other_resv = CW_MIN(CW_MAX(r->other_resv_ns, 0), MAX_COST - cost);
 	/* a client whose reservation and limit are this disk's alone: only
 	 * its weight counts what it got elsewhere */
 	other_limit = c->qos.spread ? other : 0;
 	if (!c->qos.spread)
 		other_resv = 0;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 8;
-		struct ent *v = malloc(cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		for (size_t k = 0; k < c->n; k++)
-			v[k] = c->q[(c->head + k) % c->cap];
-		free(c->q);
-		c->q = v;
-		c->head = 0;
-		c->cap = cap;
-	}
-	idle = c->n == 0;
-	/* a queue that ran dry only a moment ago (within the lag) still
-	 * counts as backlogged for the reservation and the limit: a client
-	 * spread over several disks often has nothing queued on one of them
-	 * for a moment, and would otherwise lose its reservation there */
-	recent = !idle || (c->tagged && now - c->empty_since <= f->conf.lag_ns);
-	lag_floor = recent ? now - f->conf.lag_ns : now;
-	adjust(f, now);
-	if (idle && (err = activate(f, c)) < 0)
-		return err;
-
-	e = &c->q[(c->head + c->n) % c->cap];
-	*e = (struct ent){ .req = r, .seq = f->seq++ };
+	e->pending = false;
 	/* local: spaced while backlogged (up to the hard floor), from now
 	 * after an idle spell */
 	if (c->qos.resv_ppm) {
@@ -335,6 +318,54 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 	c->g_last = e->g;
 	c->u_last = e->u;
 	c->tagged = true;
+}
+
+static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
+{
+	struct rbfq *f = st;
+	struct client *c;
+	struct ent *e;
+	int64_t cost = cw_sched_req_cost(r);
+	bool idle, recent;
+	int err;
+
+	f->now = CW_MAX(f->now, now);
+	if (cost <= 0 || cost > MAX_COST)
+		return -EINVAL;
+	err = get(f, r->client, &c);
+	if (err < 0)
+		return err;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 8;
+		struct ent *v = malloc(cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (size_t k = 0; k < c->n; k++)
+			v[k] = c->q[(c->head + k) % c->cap];
+		free(c->q);
+		c->q = v;
+		c->head = 0;
+		c->cap = cap;
+	}
+	idle = c->n == 0;
+	/* a queue that ran dry only a moment ago (within the lag) still
+	 * counts as backlogged for the reservation and the limit: a client
+	 * spread over several disks often has nothing queued on one of them
+	 * for a moment, and would otherwise lose its reservation there */
+	recent = !idle || (c->tagged && now - c->empty_since <= f->conf.lag_ns);
+	adjust(f, now);
+	if (idle && (err = activate(f, c)) < 0)
+		return err;
+
+	e = &c->q[(c->head + c->n) % c->cap];
+	*e = (struct ent){ .req = r, .seq = f->seq++ };
+	/* delayed tags (dmClock's): one that will bring its delta and rho
+	 * when it reaches the head is tagged then, after the one before it */
+	if (idle || (!r->retrack && !c->q[(c->head + c->n - 1) % c->cap].pending))
+		tag(f, c, e, now, idle, recent);
+	else
+		e->pending = true;
 	if (idle)
 		c->head_since = now;
 	c->n++;
@@ -391,6 +422,17 @@ static size_t find_ent(const struct client *c, const struct cw_sched_req *r)
 	return SIZE_MAX;
 }
 
+/* The new head of c, if its tags waited for it to get there. */
+static void tag_head(struct rbfq *f, struct client *c)
+{
+	struct ent *e = head(c);
+
+	if (!e->pending)
+		return;
+	adjust(f, f->now);
+	tag(f, c, e, f->now, false, true);
+}
+
 static void drop(struct rbfq *f, struct client *c, size_t k)
 {
 	for (size_t j = k; j > 0; j--)
@@ -401,6 +443,8 @@ static void drop(struct rbfq *f, struct client *c, size_t k)
 	if (c->n == 0) {
 		deactivate(f, c);
 		c->empty_since = f->now;
+	} else if (k == 0) {
+		tag_head(f, c);
 	}
 }
 
@@ -410,7 +454,7 @@ static void rebase(struct client *c)
 	for (size_t k = 0; k < c->n; k++) {
 		struct ent *e = &c->q[(c->head + k) % c->cap];
 
-		if (e->l != INT64_MAX)
+		if (e->l != INT64_MAX && !e->pending)
 			e->l -= c->l_off;
 	}
 	if (c->l_last != INT64_MAX)
@@ -431,8 +475,9 @@ static void rbfq_take(void *st, struct cw_sched_req *r)
 		return;
 	e = c->q[(c->head + k) % c->cap];
 	if (r != f->peeked)
-		phase = leff(f, c, e.l) <= now ? CW_SCHED_PHASE_RESV : CW_SCHED_PHASE_SHARE;
-	if (phase == CW_SCHED_PHASE_SHARE && e.l != INT64_MAX) {
+		phase = !e.pending && leff(f, c, e.l) <= now ? CW_SCHED_PHASE_RESV :
+			CW_SCHED_PHASE_SHARE;
+	if (phase == CW_SCHED_PHASE_SHARE && e.l != INT64_MAX && !e.pending) {
 		c->l_off += e.l_own;	/* the paper's "subtract 1/M_k" */
 		if (c->l_off > INT64_C(1) << 60)
 			rebase(c);

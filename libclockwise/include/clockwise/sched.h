@@ -139,6 +139,15 @@ struct cw_sched_req {
 	int64_t other_resv_ns;	/* this client elsewhere since its previous request here,
 				 * and the part of it served for its reservation (rho);
 				 * cw_sched_tracker computes both.  0 on a single disk. */
+	/* Optional, with other_ns: called by the order when the request
+	 * reaches the head of its client's queue, to set other_ns and
+	 * other_resv_ns again to what the client got elsewhere since its
+	 * client's latest request here was tagged (cw_sched_track_tag); the
+	 * order counts that at once, for this request and those behind it,
+	 * rather than with the client's next request (dmClock's delayed
+	 * tags): with many requests queued, service elsewhere while they
+	 * wait would otherwise run past a spread limit for as long. */
+	void (*retrack)(struct cw_sched_req *req);
 	/* output, set by the scheduler */
 	int64_t release_ns;	/* RT: max(arrival, the stream's last release + T) */
 	int64_t deadline_ns;	/* RT: release + T */
