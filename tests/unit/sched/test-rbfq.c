@@ -584,6 +584,19 @@ static void test_distributed(void)
 	}
 }
 
+/* Runs r: clients q[0] and q[1] (r->c) each keeping depth requests of
+ * 10 ms queued on both disks, with a tracker. */
+static void two_disks(struct bd_run *r, const struct cw_sched_client *q, unsigned depth)
+{
+	clients(r->c, 2, depth, 10 * MS);
+	r->c[0].disks = r->c[1].disks = 3;
+	for (unsigned d = 0; d < 2; d++)
+		r->s[d] = rbfq_sched(q, 2);
+	CU_ASSERT_FATAL(cw_sched_tracker_new(2, &r->trk) == 0);
+	bd_go(r);
+	CU_ASSERT_EQUAL(r->err, 0);
+}
+
 /* dmClock's semantics: a spread client's reservation (and limit) is its
  * total over every disk, each disk's tags advancing by what it got on the
  * others (rho for the reservation, delta for the limit).  Over two disks,
@@ -604,13 +617,7 @@ static void test_spread(void)
 			struct bd_run r = { .c = c, .n = 2, .n_disks = 2, .end_ns = 10000 * MS };
 			double got, want = k == 0 ? 0.4 : 0.3;
 
-			clients(c, 2, 8, 10 * MS);
-			c[0].disks = c[1].disks = 3;
-			for (unsigned d = 0; d < 2; d++)
-				r.s[d] = rbfq_sched(q, 2);
-			CU_ASSERT_FATAL(cw_sched_tracker_new(2, &r.trk) == 0);
-			bd_go(&r);
-			CU_ASSERT_EQUAL(r.err, 0);
+			two_disks(&r, q, 8);
 			got = (double)bd_served(&r, 0, -1, 1000 * MS, r.end_ns) / 9e9;
 			CU_ASSERT(fabs(got - (spread ? want : 2 * want)) < 0.02);
 			/* and each disk gives half of it */
@@ -642,13 +649,7 @@ static void test_retrack(void)
 		struct bd_run r = { .c = c, .n = 2, .n_disks = 2, .end_ns = 2000 * MS,
 				    .retrack = with };
 
-		clients(c, 2, 16, 10 * MS);
-		c[0].disks = c[1].disks = 3;
-		for (unsigned d = 0; d < 2; d++)
-			r.s[d] = rbfq_sched(q, 2);
-		CU_ASSERT_FATAL(cw_sched_tracker_new(2, &r.trk) == 0);
-		bd_go(&r);
-		CU_ASSERT_EQUAL(r.err, 0);
+		two_disks(&r, q, 16);
 		/* 30% of one disk over 2 s is 600 ms of service */
 		over[with] = (double)bd_served(&r, 0, -1, 0, r.end_ns) / (0.3 * 2e9) - 1;
 		bd_done(&r);
