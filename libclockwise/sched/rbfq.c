@@ -96,6 +96,8 @@ struct ent {
 	int64_t l_own;		/* c_r / M: what a global-phase dispatch gives back */
 	uint64_t seq;
 	bool pending;		/* not tagged yet: it will be at the head */
+	int64_t arrived;	/* when pushed: a pending one's floors are of then */
+	int64_t g_floor;	/* pending: its global floor, raw (arrival - g_off then) */
 };
 
 struct client {
@@ -243,6 +245,8 @@ static void adjust(struct rbfq *f, int64_t now)
 		const struct client *c = f->active[k];
 		const struct ent *e = head(c);
 
+		if (e->pending)
+			continue;	/* the head being tagged (tag_head) */
 		min_all = CW_MIN(min_all, e->g);
 		if (!held(c, e, now))
 			min_go = CW_MIN(min_go, e->g);
@@ -281,7 +285,6 @@ static void tag(struct rbfq *f, struct client *c, struct ent *e, int64_t now, bo
 	other_limit = c->qos.spread ? other : 0;
 	if (!c->qos.spread)
 		other_resv = 0;
-	e->pending = false;
 	/* local: spaced while backlogged (up to the hard floor), from now
 	 * after an idle spell */
 	if (c->qos.resv_ppm) {
@@ -296,9 +299,11 @@ static void tag(struct rbfq *f, struct client *c, struct ent *e, int64_t now, bo
 	} else
 		e->l = INT64_MAX;	/* never due */
 	/* global: raw = effective - g_off; an idle client may come back up
-	 * to its idle credit behind now, never further */
+	 * to its idle credit behind now, never further.  A head tagged late
+	 * (pending) keeps the floor it had on arrival, in the frame of the
+	 * global tags then (they have been adjusted since) */
 	{
-		int64_t floor = now;
+		int64_t floor = e->pending ? e->g_floor + f->g_off : now;
 		int64_t inc = step(cost + other, 1, c->qos.weight, &c->rem_g);
 
 		if (idle && c->qos.idle_credit_ns)
@@ -318,6 +323,7 @@ static void tag(struct rbfq *f, struct client *c, struct ent *e, int64_t now, bo
 	c->g_last = e->g;
 	c->u_last = e->u;
 	c->tagged = true;
+	e->pending = false;
 }
 
 static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
@@ -359,9 +365,11 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 		return err;
 
 	e = &c->q[(c->head + c->n) % c->cap];
-	*e = (struct ent){ .req = r, .seq = f->seq++ };
+	*e = (struct ent){ .req = r, .seq = f->seq++, .arrived = now, .g_floor = now - f->g_off };
 	/* delayed tags (dmClock's): one that will bring its delta and rho
-	 * when it reaches the head is tagged then, after the one before it */
+	 * when it reaches the head is tagged then, after the one before it,
+	 * with its arrival's floors (as if it had been tagged on arrival with
+	 * what it knows now) */
 	if (idle || (!r->retrack && !c->q[(c->head + c->n - 1) % c->cap].pending))
 		tag(f, c, e, now, idle, recent);
 	else
@@ -427,10 +435,8 @@ static void tag_head(struct rbfq *f, struct client *c)
 {
 	struct ent *e = head(c);
 
-	if (!e->pending)
-		return;
-	adjust(f, f->now);
-	tag(f, c, e, f->now, false, true);
+	if (e->pending)
+		tag(f, c, e, e->arrived, false, true);
 }
 
 static void drop(struct rbfq *f, struct client *c, size_t k)

@@ -662,6 +662,47 @@ static void test_retrack(void)
 	CU_ASSERT(over[1] < 0.04);
 }
 
+/* Delayed tags change when, not what: weights 1:2:4 over two disks, one
+ * weight-4 client leaving at 2 s and another arriving at 3 s (its tags
+ * start from now, the others' are adjusted), get the same shares tagged
+ * at the head as on arrival, each within 2% of its weight's part. */
+static void test_retrack_weights(void)
+{
+	double got[2][4];
+
+	for (int with = 0; with < 2; with++) {
+		struct cw_sched_client q[4] = { { .weight = 1 }, { .weight = 2 }, { .weight = 4 },
+						{ .weight = 4 } };
+		struct bd_client c[4];
+		struct bd_run r = { .c = c, .n = 4, .n_disks = 2, .end_ns = 9000 * MS,
+				    .retrack = with };
+		int64_t total = 0;
+
+		clients(c, 4, 8, 10 * MS);
+		for (size_t i = 0; i < 4; i++)
+			c[i].disks = 3;
+		c[2].to_ns = 2000 * MS;
+		c[3].from_ns = 3000 * MS;
+		for (unsigned d = 0; d < 2; d++)
+			r.s[d] = rbfq_sched(q, 4);
+		CU_ASSERT_FATAL(cw_sched_tracker_new(2, &r.trk) == 0);
+		bd_go(&r);
+		CU_ASSERT_EQUAL(r.err, 0);
+		for (size_t i = 0; i < 4; i++)
+			total += bd_served(&r, i, -1, 4000 * MS, r.end_ns);
+		for (size_t i = 0; i < 4; i++) {
+			got[with][i] = (double)bd_served(&r, i, -1, 4000 * MS, r.end_ns) / (double)total;
+			if (i != 2)
+				CU_ASSERT(fabs(got[with][i] - q[i].weight / 7.0) < 0.02);
+		}
+		bd_done(&r);
+	}
+	printf("(on arrival %.3f %.3f %.3f, at the head %.3f %.3f %.3f) ", got[0][0], got[0][1],
+	       got[0][3], got[1][0], got[1][1], got[1][3]);
+	for (size_t i = 0; i < 4; i++)
+		CU_ASSERT(fabs(got[0][i] - got[1][i]) < 0.02);
+}
+
 /* The per-disk step the daemon uses, one record per disk and the totals
  * kept by the caller: the same delta and rho as the tracker. */
 static void test_track_step(void)
@@ -846,6 +887,7 @@ int main(void)
 	cwtest_add(s, "spread reservation and limit (dmClock)", test_spread);
 	cwtest_add(s, "tracker step per disk", test_track_step);
 	cwtest_add(s, "delayed delta and rho at the head (retrack)", test_retrack);
+	cwtest_add(s, "delayed tags keep the weights", test_retrack_weights);
 	cwtest_add(s, "received against due", test_share_table);
 	cwtest_add(s, "received against due under RBFQ and FIFO", test_share_table_run);
 	return cwtest_run();
