@@ -65,16 +65,6 @@ static json_object *hist_json(const uint64_t *h)
 	return a;
 }
 
-static void stats_free(struct cwc_stats *st)
-{
-	free(st->disks);
-	free(st->resvs);
-	for (size_t i = 0; i < st->n_exports; i++)
-		free(st->exports[i].disks);
-	free(st->exports);
-	*st = (struct cwc_stats){ 0 };
-}
-
 /* Each export's best effort on its disks since it was exported, and what
  * that was against what it was due (cw_sched_share_table over every
  * export's counters on every disk; frees st's exports). */
@@ -127,7 +117,7 @@ static json_object *exports_json(const struct cwc_server *srv, struct cwc_stats 
 	}
 	free(rows);
 	free(in);
-	stats_free(st);
+	cwc_stats_free(st);
 	return a;
 }
 
@@ -142,7 +132,7 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		return cwc_fail(c, CW_CTL_E_NOT_SUPPORTED, "this server has no data path to count");
 	r = srv->o.hooks.stats(srv->o.hooks.userdata, &st);
 	if (r < 0) {
-		stats_free(&st);
+		cwc_stats_free(&st);
 		return cwc_fail(c, cw_ctl_code_from_errno(r), "collecting counters: %s", strerror(-r));
 	}
 	disks = json_object_new_array();

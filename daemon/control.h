@@ -45,6 +45,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include <clockwise/admit-state.h>
@@ -108,6 +109,17 @@ struct cwc_stats {
 	struct cwc_export_stats *exports;	/* likewise */
 	size_t n_exports;
 };
+
+/* Frees what the stats hook filled, and zeroes it. */
+static inline void cwc_stats_free(struct cwc_stats *st)
+{
+	free(st->disks);
+	free(st->resvs);
+	for (size_t i = 0; i < st->n_exports; i++)
+		free(st->exports[i].disks);
+	free(st->exports);
+	*st = (struct cwc_stats){ 0 };
+}
 
 struct cwc_hooks {
 	void *userdata;

@@ -129,8 +129,10 @@ void lane_be_fill(struct lane *l, struct piece *p)
 	client_update(l, x, lc, di);
 	/* delta and rho, when the order tags it (at the head of its client's
 	 * queue): what the client got on its other disks since its previous
-	 * piece here was tagged */
-	sr->retrack = lane_retrack;
+	 * piece here was tagged.  An export on one disk has none: its pieces
+	 * are tagged on arrival, as the paper has them. */
+	if (atomic_load_explicit(&p->req->x->ndisks, memory_order_relaxed) > 1)
+		sr->retrack = lane_retrack;
 }
 
 int lane_beq_push(struct lane *l, struct piece *p, int64_t now)
