@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <libconfig.h>
 
+#include <clockwise/layout.h>
 #include <clockwise/units.h>
 
 #include "common/cleanup.h"
@@ -879,12 +880,137 @@ static int key_max_request(struct parse *p, const config_setting_t *s, void *obj
 	return get_pow2(p, s, BLOCK_SIZE_MIN, MAX_REQUEST_MAX, &p->c->exports.max_request_bytes);
 }
 
+/* ---- exports' best-effort QoS ---- */
+
+#define QOS_MAX 4096	/* admission's BES_MAX */
+
+/* A rate in bytes per second or in requests ("20MB/s", "200iops"; an
+ * integer is bytes per second). */
+static int get_iorate(struct parse *p, const config_setting_t *s, uint64_t *ret, bool *ret_iops)
+{
+	long long v;
+	int r;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		const char *str = config_setting_get_string(s);
+
+		if (cw_units_parse_iorate(str, ret, ret_iops) < 0 || !*ret)
+			return fail(p, s, "%s = \"%s\" is not a rate; expected " CW_UNITS_IORATE_HELP
+				    ", more than 0", WHERE(s), str);
+		return 0;
+	}
+	r = get_int(p, s, 1, INT64_MAX, &v);
+	if (r < 0)
+		return r;
+	*ret = (uint64_t)v;
+	*ret_iops = false;
+	return 0;
+}
+
+static int qos_name(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_qos *q = obj;
+	const char *v = NULL;
+	int r = get_string(p, s, "an export's name in quotes", &v);
+
+	if (r < 0)
+		return r;
+	if (!cw_client_name_valid(v))
+		return fail(p, s, "%s = \"%s\" is not an export name; expected EXPORT or "
+			    "EXPORT@CLASS (a connection class), names of A-Z a-z 0-9 . _ -", WHERE(s),
+			    v);
+	free(q->export);
+	q->export = strdup(v);
+	return q->export ? 0 : -ENOMEM;
+}
+
+static int qos_reserve(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_qos *q = obj;
+
+	return get_iorate(p, s, &q->qos.reserve, &q->qos.reserve_iops);
+}
+
+static int qos_limit(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_qos *q = obj;
+
+	return get_iorate(p, s, &q->qos.limit, &q->qos.limit_iops);
+}
+
+static int qos_weight(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_qos *q = obj;
+	long long v;
+	int r = get_int(p, s, 1, CW_BE_WEIGHT_MAX, &v);
+
+	if (r == 0)
+		q->qos.weight = (uint32_t)v;
+	return r;
+}
+
+static const struct key qos_keys[] = {
+	{ "name", qos_name },
+	{ "reserve", qos_reserve },
+	{ "weight", qos_weight },
+	{ "limit", qos_limit },
+	{ NULL, NULL },
+};
+
+static void qos_free(struct cwd_config *c)
+{
+	for (size_t i = 0; i < c->exports.n_qos; i++)
+		free(c->exports.qos[i].export);
+	free(c->exports.qos);
+	c->exports.qos = NULL;
+	c->exports.n_qos = 0;
+}
+
+static int key_qos(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config *c = p->c;
+	int n = 0, r;
+
+	r = get_list(p, s, "a list ( { name = ...; weight = ...; }, ... )", QOS_MAX, &n);
+	if (r < 0)
+		return r;
+	qos_free(c);	/* an earlier list is replaced */
+	c->exports.qos = calloc(n ? (size_t)n : 1, sizeof(*c->exports.qos));
+	if (!c->exports.qos)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		struct cwd_config_qos *q = &c->exports.qos[c->exports.n_qos++];
+
+		q->line = config_setting_source_line(e);
+		r = parse_group(p, e, qos_keys, q);
+		if (r < 0)
+			return r;
+		if (!q->export)
+			return fail(p, e, "%s has no name; expected name = \"EXPORT\" in every entry",
+				    WHERE(e));
+		if (!q->qos.reserve && !q->qos.limit && !q->qos.weight)
+			return fail(p, e, "%s (export %s) sets nothing; expected reserve, weight or "
+				    "limit", WHERE(e), q->export);
+		if (q->qos.reserve && q->qos.limit && q->qos.reserve_iops == q->qos.limit_iops &&
+		    q->qos.limit < q->qos.reserve)
+			return fail(p, e, "%s (export %s): the limit is below the reservation; "
+				    "expected a limit of at least the reservation", WHERE(e), q->export);
+		for (size_t j = 0; j + 1 < c->exports.n_qos; j++)
+			if (!strcmp(c->exports.qos[j].export, q->export))
+				return fail(p, e, "export \"%s\" has two QoS entries (also at line %u); "
+					    "expected one", q->export, c->exports.qos[j].line);
+	}
+	return 0;
+}
+
 static const struct key export_keys[] = {
 	{ "read_only", key_read_only },
 	{ "block_size", key_block_size },
 	{ "max_request_bytes", key_max_request },
 	{ "multi_conn", key_multi_conn },
 	{ "all", key_export_all },
+	{ "qos", key_qos },
 	{ NULL, NULL },
 };
 
@@ -1421,6 +1547,7 @@ void cwd_config_free(struct cwd_config *c)
 	free(c->control_admin_group);
 	free(c->unix_owner);
 	free(c->unix_group);
+	qos_free(c);
 	for (i = 0; c->access && i < ACCESS_EXPORTS_MAX + 1; i++)
 		access_clear(&c->access[i]);
 	free(c->access);

@@ -20,6 +20,7 @@
 #include <clockwise/types.h>
 #include <clockwise/io.h>
 #include <clockwise/model.h>
+#include <clockwise/pool-objects.h>
 
 #define CWD_CONFIG_DEFAULT_PATH "/etc/clockwise/clockwised.conf"
 
@@ -83,6 +84,14 @@ struct cwd_config_access {
 	unsigned line;
 };
 
+/* An export's best-effort QoS between exports (exports.qos): as `cwctl
+ * export qos` sets it; the pool's stored one, if any, outranks it. */
+struct cwd_config_qos {
+	char *export;		/* EXPORT, or EXPORT@CLASS: a connection class */
+	struct cw_be_qos qos;	/* weight 0: 1 */
+	unsigned line;
+};
+
 struct cwd_config {
 	char *file;		/* the file it came from */
 	char *pool;		/* pool database (sqlite) */
@@ -128,6 +137,8 @@ struct cwd_config {
 		uint32_t max_request_bytes;	/* largest READ/WRITE payload */
 		bool multi_conn;		/* advertise NBD_FLAG_CAN_MULTI_CONN */
 		bool all;			/* export every partition at start */
+		struct cwd_config_qos *qos;
+		size_t n_qos;
 	} exports;
 	/* What NBD clients may take of the daemon. */
 	struct {

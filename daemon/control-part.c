@@ -335,6 +335,11 @@ int cwc_cmd_part_resize(struct ctx *c, json_object **ret)
 			return cwc_fail(c, cw_ctl_code_from_errno(r), "partition %s grew, but export %s "
 				    "keeps its old size: %s", name, e->name, why);
 	}
+	/* its exports' best-effort shares follow its blocks to their disks */
+	if (c->srv->adm && cw_part_nblocks(part) > have &&
+	    (r = cw_admit_state_be_refresh(c->srv->adm, name)) < 0)
+		return cwc_fail(c, cw_ctl_code_from_errno(r), "partition %s grew, but its exports' "
+				"best-effort QoS could not follow it: %s", name, strerror(-r));
 	return reply_part(c, part, name, ret);
 }
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The export.qos command of the control server: an export's best-effort
- * reservation, weight and limit between exports.  The admission state
+ * reservation, weight and limit between exports, or a connection class's
+ * within an export (EXPORT@CLASS: the connections that opened it by that
+ * name are one client of their own).  The admission state
  * admits and stores it (cw_admit_state_be_set) and tells the data path,
  * whose dispatchers apply it to the export's next requests without
  * dropping its clients.
@@ -76,11 +78,17 @@ int cwc_cmd_export_qos(struct ctx *c, json_object **ret)
 	uint64_t v;
 	int r;
 
+	if (!name || !cw_client_name_valid(name))
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "\"%s\" is not an export name (or EXPORT@CLASS: "
+				"a connection class within an export)", name ? name : "");
+	/* EXPORT@CLASS: the clients that open the export by that name */
 	for (size_t i = 0; i < srv->n_exports && !e; i++)
-		if (!strcmp(srv->exports[i].name, name))
+		if (!strncmp(srv->exports[i].name, name, strcspn(name, "@")) &&
+		    strlen(srv->exports[i].name) == strcspn(name, "@"))
 			e = &srv->exports[i];
 	if (!e)
-		return cwc_fail(c, CW_CTL_E_NOT_FOUND, "no export %s", name);
+		return cwc_fail(c, CW_CTL_E_NOT_FOUND, "no export %.*s", (int)strcspn(name, "@"),
+				name);
 	if (!srv->adm)
 		return cwc_fail(c, CW_CTL_E_NOT_SUPPORTED, "this server has no admission state");
 	old = cw_admit_state_be_find(srv->adm, name);

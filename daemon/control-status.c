@@ -84,18 +84,76 @@ static json_object *classes_json(const uint64_t *n)
 	return o;
 }
 
+/* Each export's best effort on its disks since it was exported, and what
+ * that was against what it was due (cw_sched_share_table over every
+ * export's counters on every disk; frees st's exports). */
+static json_object *exports_json(const struct cwc_server *srv, struct cwc_stats *st)
+{
+	json_object *a = json_object_new_array();
+	int64_t now = srv->o.clock_ns();
+	size_t n = 0, k = 0, nrows = 0;
+	struct cw_sched_share_in *in;
+	struct cw_sched_share_out *rows = NULL;
+	int64_t since = now;
+
+	for (size_t i = 0; i < st->n_exports; i++) {
+		n += st->exports[i].n_disks;
+		since = CW_MIN(since, st->exports[i].since_ns);
+	}
+	in = calloc(n ? n : 1, sizeof(*in));
+	for (size_t i = 0; in && i < st->n_exports; i++)
+		for (size_t j = 0; j < st->exports[i].n_disks; j++)
+			in[k++] = st->exports[i].disks[j].in;
+	/* one interval for all: since the first of them was exported */
+	if (!in || now <= since || cw_sched_share_table(in, n, now - since, &rows, &nrows) < 0)
+		nrows = 0;
+	for (size_t i = 0; i < st->n_exports; i++) {
+		const struct cwc_export_stats *es = &st->exports[i];
+		json_object *o = json_object_new_object(), *d = json_object_new_array();
+		uint64_t req = 0, bytes = 0;
+
+		cwc_add(o, "export", cwc_jstr(es->name));
+		cwc_add(o, "since_ns", json_object_new_int64(es->since_ns));
+		for (size_t j = 0; j < es->n_disks; j++) {
+			json_object *e = json_object_new_object();
+			struct cw_disk_info info;
+
+			if (cw_disk_info(srv->pool, es->disks[j].in.disk, &info) == 0)
+				cwc_add(e, "disk", cwc_jstr(info.name));
+			cw_ctl_share_in_add(e, &es->disks[j].in);
+			cwc_add(e, "bytes", cw_ctl_json_u64(es->disks[j].bytes));
+			req += es->disks[j].in.requests;
+			bytes += es->disks[j].bytes;
+			json_object_array_add(d, e);
+		}
+		cwc_add(o, "requests", cw_ctl_json_u64(req));
+		cwc_add(o, "bytes", cw_ctl_json_u64(bytes));
+		for (size_t r = 0; r < nrows; r++)
+			if (rows[r].client == i)
+				cw_ctl_share_out_add(o, &rows[r]);
+		cwc_add(o, "disks", d);
+		json_object_array_add(a, o);
+	}
+	free(rows);
+	free(in);
+	cwc_stats_free(st);
+	return a;
+}
+
 int cwc_cmd_stats(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
 	struct cwc_stats st = { 0 };
-	json_object *disks, *resvs;
+	json_object *disks, *resvs, *exports;
 	int r;
 
 	if (!srv->o.hooks.stats)
 		return cwc_fail(c, CW_CTL_E_NOT_SUPPORTED, "this server has no data path to count");
 	r = srv->o.hooks.stats(srv->o.hooks.userdata, &st);
-	if (r < 0)
+	if (r < 0) {
+		cwc_stats_free(&st);
 		return cwc_fail(c, cw_ctl_code_from_errno(r), "collecting counters: %s", strerror(-r));
+	}
 	disks = json_object_new_array();
 	for (size_t i = 0; i < st.n_disks; i++) {
 		const struct cwc_disk_stats *s = &st.disks[i];
@@ -134,13 +192,13 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "miss_classes", classes_json(s->miss_class));
 		json_object_array_add(resvs, o);
 	}
-	free(st.disks);
-	free(st.resvs);
+	exports = exports_json(srv, &st);	/* and frees st */
 	*ret = json_object_new_object();
 	/* The server's clock: a client divides two replies' difference. */
 	cwc_add(*ret, "now_ns", json_object_new_int64(srv->o.clock_ns()));
 	cwc_add(*ret, "disks", disks);
 	cwc_add(*ret, "reservations", resvs);
+	cwc_add(*ret, "exports", exports);
 	return 0;
 }
 

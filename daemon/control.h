@@ -45,12 +45,15 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
+#include <clockwise/nbd.h>
+#include <clockwise/sched-beq.h>
 
 #include <clockwise/ctl-proto.h>
 
@@ -89,14 +92,40 @@ struct cwc_resv_stats {
 	uint64_t miss_class[CW_MISS_CLASSES];	/* misses by class */
 };
 
+/* An export's best effort on one of its disks (in.client: the export's
+ * index among them; in.qos: its share of the disk, for what it is due). */
+struct cwc_export_disk {
+	struct cw_sched_share_in in;
+	uint64_t bytes;
+};
+
+struct cwc_export_stats {
+	char name[CW_NAME_MAX + 1 + CW_NBD_CLASS_MAX + 1];	/* "EXPORT" or "EXPORT@CLASS" */
+	int64_t since_ns;		/* counting from (the server's clock) */
+	size_t n_disks;
+	struct cwc_export_disk *disks;	/* malloc'ed by the hook, freed by the server */
+};
+
 struct cwc_stats {
 	struct cwc_disk_stats *disks;	/* malloc'ed by the hook, freed by the server */
 	size_t n_disks;
 	struct cwc_resv_stats *resvs;	/* likewise */
 	size_t n_resvs;
+	struct cwc_export_stats *exports;	/* likewise */
+	size_t n_exports;
 };
 
 struct nbdsrv_client;
+/* Frees what the stats hook filled, and zeroes it. */
+static inline void cwc_stats_free(struct cwc_stats *st)
+{
+	free(st->disks);
+	free(st->resvs);
+	for (size_t i = 0; i < st->n_exports; i++)
+		free(st->exports[i].disks);
+	free(st->exports);
+	*st = (struct cwc_stats){ 0 };
+}
 
 struct cwc_hooks {
 	void *userdata;

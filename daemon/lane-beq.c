@@ -8,7 +8,14 @@
  * export's share is of the disk's time and a rate in bytes per second is
  * one share whatever the request size; its QoS on the disk comes from the
  * admission state (struct pbx_be) and reaches the order the first time
- * the dispatcher sees a piece of the export after a change.
+ * the dispatcher sees a piece of the export after a change.  That QoS is
+ * the export's whole (spread, as dmClock has it): each piece carries what
+ * the export got on its other disks since its previous piece here was
+ * tagged (delta, and rho for the reservation; cw_sched_track_tag on the
+ * lane's record and the export's totals), read when the order tags it at
+ * the head of the export's queue (dmClock's delayed tags), so
+ * reservation, weight and limit hold for the partition whichever of its
+ * disks the clients happen to read.
  *
  * On a disk with streams the order sits inside cw_sched, within the ΔL
  * slack.  On a disk without, the lane's dispatcher keeps it itself and
@@ -38,57 +45,94 @@ void lane_beq_free(struct lane *l)
 	if (l->beq)
 		l->disk->be_order->fini(l->beq);
 	l->beq = NULL;
-	free(l->client_gen);
-	l->client_gen = NULL;
-	l->n_client_gen = 0;
+	free(l->clients);
+	l->clients = NULL;
+	l->n_clients = 0;
+}
+
+/* The lane's record of client x, or NULL (out of memory: x keeps the QoS
+ * it had and its requests go without delta and rho). */
+static struct lane_client *lane_client(struct lane *l, const struct pbx_client *x)
+{
+	if (x->client >= l->n_clients) {
+		size_t n = CW_MAX(x->client + 1, 2 * l->n_clients);
+		struct lane_client *v = realloc(l->clients, n * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		memset(v + l->n_clients, 0, (n - l->n_clients) * sizeof(*v));
+		l->clients = v;
+		l->n_clients = n;
+	}
+	return &l->clients[x->client];
 }
 
 /* Gives the order the export's QoS on this disk if it changed since. */
-static void client_update(struct lane *l, const struct pbx *x)
+static void client_update(struct lane *l, const struct pbx_client *x, struct lane_client *lc,
+			  int di)
 {
 	const struct pbx_be *be = atomic_load_explicit(&x->be, memory_order_acquire);
-	int di = pb_disk_index(l->pb, l->disk->id);
 	static const struct cw_sched_client plain = { .weight = 1 };
+	const struct cw_sched_client *q = be && be->has[di] ? &be->client[di] : &plain;
 	uint64_t gen = be ? be->gen : 0;
 	int r;
 
-	if (x->client >= l->n_client_gen) {
-		size_t n = CW_MAX(x->client + 1, 2 * l->n_client_gen);
-		uint64_t *v = realloc(l->client_gen, n * sizeof(*v));
-
-		if (!v)
-			return;	/* it keeps the QoS it had */
-		memset(v + l->n_client_gen, 0, (n - l->n_client_gen) * sizeof(*v));
-		l->client_gen = v;
-		l->n_client_gen = n;
-	}
-	if (l->client_gen[x->client] == gen || di < 0)
+	if (lc->gen == gen)
 		return;
 	if (l->sched)
-		r = cw_sched_set_client(l->sched, x->client,
-					be && be->has[di] ? &be->client[di] : &plain);
+		r = cw_sched_set_client(l->sched, x->client, q);
 	else
-		r = l->disk->be_order->set_client(l->beq, x->client,
-						  be && be->has[di] ? &be->client[di] : &plain);
+		r = l->disk->be_order->set_client(l->beq, x->client, q);
 	if (r == 0 || r == -EOPNOTSUPP)
-		l->client_gen[x->client] = gen;
+		lc->gen = gen;
 	else
 		cwd_log(LOG_ERR, "disk %s: export %s: cannot set its best-effort QoS: %s",
 			l->disk->name, x->name, strerror(-r));
 }
 
+/* Whether the lane's pieces go through an order that knows clients. */
+static bool lane_ordered(const struct lane *l)
+{
+	return l->sched ? l->disk->be_order && l->disk->be_order != cw_sched_beq_fifo() :
+			  !!l->beq;
+}
+
+/* The totals count every disk's completions; the lane's record what it
+ * served and saw.  On the lane's dispatch, from inside its order. */
+static void lane_retrack(struct cw_sched_req *sr)
+{
+	struct piece *p = sr->user;
+	const struct pbx_client *x = p->req->cl;
+	struct lane_client *lc = lane_client(p->lane, x);
+
+	sr->other_ns = sr->other_resv_ns = 0;
+	if (lc)
+		cw_sched_track_tag(&lc->trk, (int64_t)cwd_stats_get(&x->be_st.cost_ns),
+				   (int64_t)cwd_stats_get(&x->be_st.resv_ns), sr);
+}
+
 void lane_be_fill(struct lane *l, struct piece *p)
 {
 	struct cw_sched_req *sr = &p->sr;
+	const struct pbx_client *x = p->req->cl;
+	struct lane_client *lc;
+	int di = pb_disk_index(l->pb, l->disk->id);
 	int64_t cost;
 
-	sr->client = p->req->x->client;
+	sr->client = x->client;
 	sr->offset_bytes = p->io.off;
 	sr->length_bytes = p->io.len;
 	if (cw_model_mean_ns(disk_model(l->disk), p->io.len ? p->io.len : 4096, &cost) == 0)
 		sr->cost_ns = cost;
-	if (l->sched ? l->disk->be_order && l->disk->be_order != cw_sched_beq_fifo() : !!l->beq)
-		client_update(l, p->req->x);
+	if (!lane_ordered(l) || di < 0 || !(lc = lane_client(l, x)))
+		return;
+	client_update(l, x, lc, di);
+	/* delta and rho, when the order tags it (at the head of its client's
+	 * queue): what the client got on its other disks since its previous
+	 * piece here was tagged.  An export on one disk has none: its pieces
+	 * are tagged on arrival, as the paper has them. */
+	if (atomic_load_explicit(&p->req->x->ndisks, memory_order_relaxed) > 1)
+		sr->retrack = lane_retrack;
 }
 
 int lane_beq_push(struct lane *l, struct piece *p, int64_t now)
@@ -150,22 +194,68 @@ void lane_beq_drain(struct lane *l)
 	o->fini(l->beq);
 	l->beq = NULL;
 	/* cw_sched starts with no clients: give them their QoS again */
-	if (l->n_client_gen)
-		memset(l->client_gen, 0, l->n_client_gen * sizeof(*l->client_gen));
+	for (size_t i = 0; i < l->n_clients; i++)
+		l->clients[i].gen = 0;
 }
 
 void lane_be_done(struct lane *l, struct piece *p)
 {
-	struct pbx_be_counters *c = &p->req->x->be_st;
-	int64_t cost = p->sr.cost_ns;
+	struct pbx_client *x = p->req->cl;
+	struct pbx_be_counters *c = &x->be_st;
+	int di = pb_disk_index(l->pb, l->disk->id);
+	int64_t cost = p->sr.cost_ns, resv = 0;
 
-	/* a FIFO lane left the order's fields alone */
-	if (cost <= 0 && cw_model_mean_ns(disk_model(l->disk), p->io.len ? p->io.len : 4096,
-					  &cost) < 0)
-		cost = 0;
+	if (lane_ordered(l) && cost > 0) {
+		struct lane_client *lc = lane_client(l, x);
+		struct cw_sched_track scratch = { 0 };
+
+		cw_sched_track_done(lc ? &lc->trk : &scratch, &p->sr, &cost, &resv);
+	} else if (cw_model_mean_ns(disk_model(l->disk), p->io.len ? p->io.len : 4096,
+				    &cost) < 0) {
+		cost = 0;	/* a FIFO lane left the order's fields alone */
+	}
 	cwd_stats_add(&c->requests, 1);
 	cwd_stats_add(&c->bytes, p->io.len);
 	cwd_stats_add(&c->cost_ns, (uint64_t)cost);
-	if (p->sr.phase == CW_SCHED_PHASE_RESV)
-		cwd_stats_add(&c->resv_ns, (uint64_t)cost);
+	cwd_stats_add(&c->resv_ns, (uint64_t)resv);
+	if (di < 0)
+		return;
+	struct pbx_be_disk *dc = &x->be_disk[di];
+
+	cwd_stats_add(&dc->requests, 1);
+	cwd_stats_add(&dc->bytes, p->io.len);
+	cwd_stats_add(&dc->cost_ns, (uint64_t)cost);
+	cwd_stats_add(&dc->resv_ns, (uint64_t)resv);
+	if (lane_ordered(l) && p->sr.throttled_ns > 0)
+		cwd_stats_add(&dc->throttled_ns, (uint64_t)p->sr.throttled_ns);
+}
+
+void lane_be_enter(struct lane *l, struct piece *p, int64_t now)
+{
+	int di = pb_disk_index(l->pb, l->disk->id);
+	struct pbx_be_disk *dc;
+
+	if (di < 0)
+		return;
+	p->be_busy = true;
+	dc = &p->req->cl->be_disk[di];
+	if (atomic_fetch_add_explicit(&dc->outstanding, 1, memory_order_relaxed) == 0)
+		atomic_store_explicit(&dc->busy_since, CW_MAX(now, 1), memory_order_relaxed);
+}
+
+void lane_be_leave(struct lane *l, struct piece *p, int64_t now)
+{
+	int di = pb_disk_index(l->pb, l->disk->id);
+	struct pbx_be_disk *dc;
+	int64_t since;
+
+	if (di < 0 || !p->be_busy)
+		return;	/* it never entered: failed on its way */
+	p->be_busy = false;
+	dc = &p->req->cl->be_disk[di];
+	if (atomic_fetch_sub_explicit(&dc->outstanding, 1, memory_order_relaxed) != 1)
+		return;
+	since = atomic_exchange_explicit(&dc->busy_since, 0, memory_order_relaxed);
+	if (since > 0 && now > since)
+		cwd_stats_add(&dc->busy_ns, (uint64_t)(now - since));
 }

@@ -380,6 +380,7 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 		}
 		p->done_ns = now;
 	} else {
+		lane_be_leave(l, p, now);
 		cwd_stats_add(&l->st.be_done, 1);
 		cwd_stats_hist_add(l->st.be_lat, now - q->arrival_ns);
 		if (!err && p->io.op != CW_IO_FSYNC)
@@ -444,6 +445,8 @@ static void lane_intake(struct lane *l, int64_t now)
 
 	for (; p; p = next) {
 		next = p->next;
+		if (!p->rt)
+			lane_be_enter(l, p, now);
 		if (!l->sched && !l->beq) {
 			lane_fifo_append(l, p);
 			continue;

@@ -137,6 +137,48 @@ static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
 	return 0;
 }
 
+/* Exports' best-effort QoS from the configuration (exports.qos), admitted
+ * like `cwctl export qos` for the daemon's lifetime, never stored; one
+ * stored in the pool outranks it.  A refusal stops the start, naming the
+ * line. */
+static int admit_config_qos(struct cw_pool *pool, struct cw_admit_state *adm,
+			    const struct cwd_config *cfg)
+{
+	for (size_t i = 0; i < cfg->exports.n_qos; i++) {
+		const struct cwd_config_qos *q = &cfg->exports.qos[i];
+		struct cw_admit_be_request rq = { .export_name = q->export, .qos = q->qos };
+		struct cw_admit_refusal ref;
+		char part[CW_NAME_MAX + 1];
+		int r;
+
+		if (cw_admit_state_be_find(adm, q->export)) {
+			cwd_log(LOG_NOTICE, "export %s: the best-effort QoS stored in the pool (cwctl "
+				"export qos) outranks the one at %s:%u", q->export, cfg->file, q->line);
+			continue;
+		}
+		char ename[CW_NAME_MAX + 1];
+
+		/* EXPORT@CLASS: a class of EXPORT's connections */
+		snprintf(ename, sizeof(ename), "%.*s", (int)strcspn(q->export, "@"), q->export);
+		r = export_part(pool, ename, part, sizeof(part));
+		if (r < 0) {
+			cwd_log(LOG_ERR, "%s:%u: best-effort QoS for export %s: no such export",
+				cfg->file, q->line, q->export);
+			return r;
+		}
+		rq.part = part;
+		r = cw_admit_state_be_set(adm, &rq, NULL, &ref);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "%s:%u: best-effort QoS for export %s: %s", cfg->file,
+				q->line, q->export, ref.reason[0] ? ref.reason : strerror(-r));
+			return r;
+		}
+		cwd_log(LOG_INFO, "export %s: best-effort QoS from %s:%u", q->export, cfg->file,
+			q->line);
+	}
+	return 0;
+}
+
 /* Disks the configuration gives a model, or that emulate one (in the
  * configuration, or stored with cwctl disk add --emulate): admission uses
  * it unless the pool stores one (a measured model outranks a declared
@@ -519,6 +561,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	r = admit_config_models(pool, adm, cfg);
+	if (r < 0)
+		goto out;
+	r = admit_config_qos(pool, adm, cfg);
 	if (r < 0)
 		goto out;
 	for (i = 0; i < nresv; i++) {

@@ -138,6 +138,8 @@ struct conn {
 	struct conn *prev, *next;	/* server list, under srv->lock */
 	const struct export *exp;
 	struct cw_nbd_limits lim;
+	char client_class[CW_NBD_CLASS_MAX + 1];	/* "EXPORT@CLASS": CLASS; else "" */
+	void *backend_conn;		/* the back end's, for this connection */
 
 	/* reader only */
 	struct slot *slots;
@@ -1117,6 +1119,7 @@ static int handshake(struct conn *c)
 		r = cw_nbd_hs_option(&hs, &opt, payload, &out);
 		if (r == CW_NBD_HS_TRANSMIT) {
 			c->exp = &srv->exports[srv->live[hs.export_index]];
+			memcpy(c->client_class, hs.client_class, sizeof(c->client_class));
 			c->lim = c->exp->lim;
 			c->lim.structured = hs.structured;
 			c->lim.eflags = hs.eflags;
@@ -1260,6 +1263,11 @@ static void wait_others_answered(struct conn *c)
 	}
 }
 
+static const char *conn_class(const struct conn *c)
+{
+	return c->client_class[0] ? c->client_class : NULL;
+}
+
 /* One back-end request the reader waits for. */
 static int sync_io(struct conn *c, enum nbdsrv_io_op op, uint64_t off, uint32_t len, void *buf,
 		   bool fua)
@@ -1271,7 +1279,8 @@ static int sync_io(struct conn *c, enum nbdsrv_io_op op, uint64_t off, uint32_t 
 	t->conn = c;
 	t->sync = true;
 	t->io = (struct nbdsrv_io){ .op = op, .offset = off, .length = len, .buf = buf, .fua = fua,
-				 .may_trim = true };
+				 .may_trim = true, .client_class = conn_class(c),
+				 .conn_data = &c->backend_conn };
 	atomic_store_explicit(&t->sync_done, 0, memory_order_relaxed);
 	r = submit(c, t);
 	if (r < 0)
@@ -1479,6 +1488,8 @@ static int transmission(struct conn *c)
 		s->io.n_extents = 0;
 		s->io.backend_data = NULL;
 		s->io.deadline_ns = 0;
+		s->io.client_class = conn_class(c);
+		s->io.conn_data = &c->backend_conn;
 
 		if (v.action == CW_NBD_REPLY_ERROR) {
 			r = conn_skip(c, v.payload);

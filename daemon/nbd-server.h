@@ -65,6 +65,11 @@ struct nbdsrv_io {
 	 * has a deadline (0: none, the default): reply_late hears if the
 	 * reply left after it. */
 	int64_t deadline_ns;
+	/* The connection class the client named ("EXPORT@CLASS"), or NULL;
+	 * and a word the back end may keep per connection (NULL at first;
+	 * it must stay valid until the export goes). */
+	const char *client_class;
+	void **conn_data;
 };
 
 /*

@@ -110,6 +110,7 @@ static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *
 	q->done = done;
 	q->done_arg = arg;
 	q->x = x;
+	q->cl = pb_client_of(x, nio);
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
 	q->fua = false;
@@ -900,10 +901,10 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 	return 0;
 }
 
-/* Gives export x the QoS be (NULL: none) on each disk, for the lanes to
+/* Gives client x the QoS be (NULL: none) on each disk, for the lanes to
  * pick up; the one it replaces stays until the export goes, since a
  * dispatcher may be reading it.  Control thread. */
-static void export_be_set(struct pb *pb, struct pbx *x, const struct cw_admit_be *be)
+static void client_be_set(struct pb *pb, struct pbx_client *x, const struct cw_admit_be *be)
 {
 	struct pbx_be *nb;
 
@@ -921,18 +922,94 @@ static void export_be_set(struct pb *pb, struct pbx *x, const struct cw_admit_be
 		if (di < 0)
 			continue;
 		nb->has[di] = true;
-		nb->client[di] = be->parts[i].client;
+		nb->client[di] = be->parts[i].order;
+		nb->due[di] = be->parts[i].client;
 	}
 	nb->older = atomic_load_explicit(&x->be, memory_order_relaxed);
 	atomic_store_explicit(&x->be, nb, memory_order_release);
 }
 
-static void export_be_free(struct pbx *x)
+_Static_assert(CW_NBD_CLASS_MAX == CW_CLASS_MAX, "one length for a class's name");
+
+static void client_init(struct pb *pb, struct pbx *x, struct pbx_client *c, const char *cls)
 {
-	for (struct pbx_be *b = atomic_load(&x->be), *o; b; b = o) {
+	c->x = x;
+	snprintf(c->name, sizeof(c->name), "%s%s%s", x->name, cls ? "@" : "", cls ? cls : "");
+	c->client = atomic_fetch_add(&pb->next_client, 1) + 1;
+	c->since_ns = cw_now_ns();
+}
+
+/* The class of x named cls; NULL if it has none (make: a new one, or NULL
+ * out of memory).  Lookups are lock-free; making is the control
+ * thread's. */
+static struct pbx_client *class_get(struct pb *pb, struct pbx *x, const char *cls, bool make)
+{
+	struct pbx_client *c = &x->main, *n;
+
+	while ((n = atomic_load_explicit(&c->next, memory_order_acquire))) {
+		c = n;
+		if (!strcmp(c->name + strlen(x->name) + 1, cls))
+			return c;
+	}
+	if (!make || !(n = calloc(1, sizeof(*n))))
+		return NULL;
+	client_init(pb, x, n, cls);
+	atomic_store_explicit(&c->next, n, memory_order_release);
+	return n;
+}
+
+struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio)
+{
+	struct pbx_client *c;
+
+	if (!nio || !nio->client_class || !nio->conn_data)
+		return &x->main;
+	c = __atomic_load_n(nio->conn_data, __ATOMIC_ACQUIRE);
+	if (c)
+		return c;
+	/* a class without a QoS of its own, now, is the export's for this
+	 * connection's life */
+	c = class_get(x->pb, x, nio->client_class, false);
+	if (!c)
+		c = &x->main;
+	__atomic_store_n(nio->conn_data, c, __ATOMIC_RELEASE);
+	return c;
+}
+
+/* The client of x that the QoS of name ("EXPORT" or "EXPORT@CLASS") is
+ * for, made if new; NULL if name is not x's. */
+static struct pbx_client *client_named(struct pb *pb, struct pbx *x, const char *name, bool make)
+{
+	size_t n = strlen(x->name);
+
+	if (strncmp(name, x->name, n))
+		return NULL;
+	if (!name[n])
+		return &x->main;
+	return name[n] == '@' ? class_get(pb, x, name + n + 1, make) : NULL;
+}
+
+static void client_free(struct pbx_client *c)
+{
+	for (struct pbx_be *b = atomic_load(&c->be), *o; b; b = o) {
 		o = b->older;
 		free(b);
 	}
+}
+
+void pb_export_free(struct pbx *x)
+{
+	struct pbx_client *c, *n;
+
+	if (!x)
+		return;
+	for (c = atomic_load(&x->main.next); c; c = n) {
+		n = atomic_load(&c->next);
+		client_free(c);
+		free(c);
+	}
+	client_free(&x->main);
+	free(x);
 }
 
 int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp)
@@ -964,8 +1041,17 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	nd = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
 	x->align = align;
 	snprintf(x->name, sizeof(x->name), "%s", info.name);
-	x->client = ++pb->next_client;
-	export_be_set(pb, x, cw_admit_state_be_find(pb->adm, x->name));
+	client_init(pb, x, &x->main, NULL);
+	/* its QoS, and its classes' */
+	for (size_t i = 0; pb->adm; i++) {
+		const struct cw_admit_be *be = cw_admit_state_be_at(pb->adm, i);
+		struct pbx_client *c;
+
+		if (!be)
+			break;
+		if ((c = client_named(pb, x, be->export_name, true)))
+			client_be_set(pb, c, be);
+	}
 	snprintf(x->description, sizeof(x->description), "clockwise partition %s on %u disk%s",
 		 info.name, nd, nd == 1 ? "" : "s");
 	x->next = pb->exports;
@@ -1422,9 +1508,13 @@ void pb_admit_event(void *userdata, const struct cw_admit_event *ev)
 		break;
 	case CW_ADMIT_EV_BE_SET:
 	case CW_ADMIT_EV_BE_CLEARED:
-		for (struct pbx *x = pb->exports; x; x = x->next)
-			if (!strcmp(x->name, ev->be->export_name))
-				export_be_set(pb, x, ev->kind == CW_ADMIT_EV_BE_SET ? ev->be : NULL);
+		for (struct pbx *x = pb->exports; x; x = x->next) {
+			struct pbx_client *c = client_named(pb, x, ev->be->export_name,
+							    ev->kind == CW_ADMIT_EV_BE_SET);
+
+			if (c)
+				client_be_set(pb, c, ev->kind == CW_ADMIT_EV_BE_SET ? ev->be : NULL);
+		}
 		break;
 	}
 }
@@ -1487,11 +1577,13 @@ void pb_log_stats(struct pb *pb)
 	}
 	pthread_mutex_unlock(&pb->resv_lock);
 	for (const struct pbx *x = pb->exports; x; x = x->next)
-		cwd_log(LOG_INFO, "stats export %s: be_requests=%" PRIu64 " be_bytes=%" PRIu64
-			" be_disk_time_us=%" PRIu64 " be_for_reservation_us=%" PRIu64, x->name,
-			(uint64_t)cwd_stats_get(&x->be_st.requests), (uint64_t)cwd_stats_get(&x->be_st.bytes),
-			(uint64_t)cwd_stats_get(&x->be_st.cost_ns) / 1000,
-			(uint64_t)cwd_stats_get(&x->be_st.resv_ns) / 1000);
+		for (const struct pbx_client *c = &x->main; c; c = atomic_load(&c->next))
+			cwd_log(LOG_INFO, "stats export %s: be_requests=%" PRIu64 " be_bytes=%" PRIu64
+				" be_disk_time_us=%" PRIu64 " be_for_reservation_us=%" PRIu64, c->name,
+				(uint64_t)cwd_stats_get(&c->be_st.requests),
+				(uint64_t)cwd_stats_get(&c->be_st.bytes),
+				(uint64_t)cwd_stats_get(&c->be_st.cost_ns) / 1000,
+				(uint64_t)cwd_stats_get(&c->be_st.resv_ns) / 1000);
 }
 
 void pb_free(struct pb *pb)
@@ -1508,8 +1600,7 @@ void pb_free(struct pb *pb)
 		disk_close(&pb->disks[i]);
 	for (x = pb->exports; x; x = next) {
 		next = x->next;
-		export_be_free(x);
-		free(x);
+		pb_export_free(x);
 	}
 	for (i = 0; i < pb->nresvs; i++)
 		free(pb->resvs[i]);

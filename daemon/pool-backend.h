@@ -68,6 +68,10 @@ struct pbx;
 int pb_export_grow(struct pb *pb, struct pbx *x, uint64_t *ret_size, char *err,
 		   size_t errlen);
 
+/* Frees an export no request is in flight for (the NBD server dropped
+ * it), with its classes.  NULL-safe. */
+void pb_export_free(struct pbx *x);
+
 /* Binds export x to the reservation with id resv_id, or (0) to the
  * start-up reservation given for its name; -ENOENT if there is none. */
 int pb_export_bind(struct pb *pb, struct pbx *x, uint64_t resv_id);

@@ -99,8 +99,8 @@ struct lane {
 	 * order, straight into fifo), from which the dispatcher moves what
 	 * may start into fifo, up to queue_depth in flight. */
 	void *beq;
-	uint64_t *client_gen;		/* by client: the QoS generation it has */
-	size_t n_client_gen;
+	struct lane_client *clients;	/* by export client id (lane-beq.c) */
+	size_t n_clients;
 	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
 	struct lane_miss *miss;		/* lanes with streams (lane-miss.c) */
 	unsigned inflight;
@@ -191,14 +191,50 @@ struct pbx_be {
 	uint64_t gen;
 	struct pbx_be *older;
 	bool has[PB_DISKS_CAP];
-	struct cw_sched_client client[PB_DISKS_CAP];
+	struct cw_sched_client client[PB_DISKS_CAP];	/* the disk's order gets (spread) */
+	struct cw_sched_client due[PB_DISKS_CAP];	/* its share of the disk, for stats */
 };
 
 /* What an export's best-effort pieces got: cost is the disk model's mean
  * service time of each (the share RBFQ gives), resv the part of it its
- * order gave for the reservation. */
+ * order gave for the reservation.  The totals over every disk are also
+ * what its requests' delta and rho are taken from (lane-beq.c). */
 struct pbx_be_counters {
 	atomic_uint_fast64_t requests, bytes, cost_ns, resv_ns;
+};
+
+/* The same on one disk, with the time the export had pieces queued or in
+ * flight there (busy: backlogged when it is most of an interval) and the
+ * time its pieces waited at the head of the order for its limit.  busy
+ * is exact on a disk of one lane; on several lanes (an SSD's), a lane
+ * going idle just as another gets busy may lose a moment of it. */
+struct pbx_be_disk {
+	atomic_uint_fast64_t requests, bytes, cost_ns, resv_ns, throttled_ns, busy_ns;
+	atomic_int_fast64_t busy_since;	/* 0: not busy now */
+	atomic_uint outstanding;	/* pieces on the disk now */
+};
+
+/* A client of a lane's order: the QoS generation it has and its record
+ * for delta and rho (dispatcher only). */
+struct lane_client {
+	uint64_t gen;
+	struct cw_sched_track trk;
+};
+
+/* A client of the disks' best-effort orders: an export, or a connection
+ * class within it (clients that opened "EXPORT@CLASS"; a class with a QoS
+ * of its own, set for that name, is its own client; any other class is
+ * the export's).  Classes are made on the control thread when their QoS
+ * is set, appended to the export's list and never freed before it. */
+struct pbx_client {
+	struct pbx *x;
+	char name[CW_NAME_MAX + 1 + CW_NBD_CLASS_MAX + 1];	/* "EXPORT" or "EXPORT@CLASS" */
+	uint64_t client;		/* its id in the disks' best-effort orders */
+	_Atomic(struct pbx_be *) be;	/* NULL: weight 1, nothing else */
+	struct pbx_be_counters be_st;
+	struct pbx_be_disk be_disk[PB_DISKS_CAP];	/* by disk slot */
+	int64_t since_ns;		/* a client since (cw_now_ns) */
+	_Atomic(struct pbx_client *) next;	/* the export's next class */
 };
 
 /* An export: one partition. */
@@ -215,9 +251,7 @@ struct pbx {
 	atomic_uint ndisks;
 	atomic_bool can_punch;		/* every disk of it can punch holes */
 	struct resv *resv;
-	uint64_t client;		/* its id in the disks' best-effort orders */
-	_Atomic(struct pbx_be *) be;	/* NULL: weight 1, nothing else */
-	struct pbx_be_counters be_st;
+	struct pbx_client main;		/* the export as a client; main.next: its classes */
 	struct pbx *next;
 };
 
@@ -272,7 +306,7 @@ struct pb {
 	void *zeros;
 	int64_t start_ns;
 	_Atomic(struct preq *) spare;	/* small requests to reuse */
-	uint64_t next_client;		/* export client ids; control thread */
+	atomic_uint_fast64_t next_client;	/* best-effort client ids */
 	atomic_uint_fast64_t be_gen;	/* QoS generations */
 	/* The keeper of holes (pool-alloc.c): its queue, pushed by the
 	 * connections' threads, taken whole by its thread. */
@@ -294,6 +328,7 @@ struct piece {
 	struct lane *lane;
 	bool rt;
 	bool first_on_disk;		/* RT: this piece starts the stream's job on its disk */
+	bool be_busy;			/* BE: counted in its export's busy time (lane_be_enter) */
 	struct resv *resv;
 	struct cw_sched_req sr;
 	struct cw_io_req io;
@@ -307,6 +342,7 @@ struct preq {
 	void (*done)(void *arg, int err);	/* the daemon's own, ends here */
 	void *done_arg;
 	struct pbx *x;
+	struct pbx_client *cl;		/* whose best effort it is */
 	int64_t arrival_ns;
 	atomic_uint pending;
 	atomic_int err;
@@ -357,6 +393,10 @@ size_t lane_beq_count(const struct lane *l);
 void lane_beq_drain(struct lane *l);
 /* The counters of a finished BE piece, for its export. */
 void lane_be_done(struct lane *l, struct piece *p);
+/* A BE piece arrived on the lane / left it (done or failed): the
+ * export's busy time on the disk. */
+void lane_be_enter(struct lane *l, struct piece *p, int64_t now);
+void lane_be_leave(struct lane *l, struct piece *p, int64_t now);
 
 /* pool-backend.c */
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or
@@ -381,6 +421,11 @@ void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
  * write it booked can complete, and its export go, before the keeper
  * wakes the lane).  Control thread. */
 void pb_alloc_quiesce(struct pb *pb);
+
+/* The client a request of x on the connection of nio belongs to: the
+ * class it named if that has a QoS of its own, else the export (the
+ * answer is kept in the connection's word).  Lock-free. */
+struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio);
 
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 static inline int pb_disk_index(struct pb *pb, uint32_t id)

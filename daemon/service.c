@@ -67,7 +67,7 @@ static void drop_export(struct pb *pb, struct pbx *x)
 			*pp = x->next;
 			break;
 		}
-	free(x);
+	pb_export_free(x);
 }
 
 static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw_part *part)
@@ -208,6 +208,55 @@ static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
 		hist[b] += cwd_stats_get(&c->be_lat[b]);
 }
 
+/* Each export's (and class's) best effort on each of the export's disks. */
+static int export_stats(struct pb *pb, struct cwc_stats *ret)
+{
+	int64_t now = cw_now_ns();
+	size_t n = 0;
+
+	for (const struct pbx *x = pb->exports; x; x = x->next)
+		for (const struct pbx_client *c = &x->main; c; c = atomic_load(&c->next))
+			n++;
+	ret->exports = calloc(n ? n : 1, sizeof(*ret->exports));
+	if (!ret->exports)
+		return -ENOMEM;
+	for (const struct pbx *x = pb->exports; x; x = x->next)
+		for (const struct pbx_client *cl = &x->main; cl && ret->n_exports < n;
+		     cl = atomic_load(&cl->next)) {
+			struct cwc_export_stats *es = &ret->exports[ret->n_exports];
+			const struct pbx_be *be = atomic_load_explicit(&cl->be, memory_order_acquire);
+			unsigned nd = atomic_load_explicit(&x->ndisks, memory_order_acquire);
+
+			snprintf(es->name, sizeof(es->name), "%s", cl->name);
+			es->since_ns = cl->since_ns;
+			es->disks = calloc(nd ? nd : 1, sizeof(*es->disks));
+			if (!es->disks)
+				return -ENOMEM;
+			ret->n_exports++;
+			for (unsigned k = 0; k < nd; k++) {
+				uint32_t di = x->disks[k];
+				const struct pbx_be_disk *c = &cl->be_disk[di];
+				int64_t since = atomic_load_explicit(&c->busy_since, memory_order_relaxed);
+				struct cwc_export_disk *ed = &es->disks[es->n_disks++];
+
+				ed->in = (struct cw_sched_share_in){
+					.client = ret->n_exports - 1,
+					.disk = pb->disks[di].id,
+					.qos = be && be->has[di] ? be->due[di] :
+					       (struct cw_sched_client){ .weight = 1 },
+					.served_ns = (int64_t)cwd_stats_get(&c->cost_ns),
+					.resv_ns = (int64_t)cwd_stats_get(&c->resv_ns),
+					.busy_ns = (int64_t)cwd_stats_get(&c->busy_ns) +
+						   (since > 0 && now > since ? now - since : 0),
+					.throttled_ns = (int64_t)cwd_stats_get(&c->throttled_ns),
+					.requests = cwd_stats_get(&c->requests),
+				};
+				ed->bytes = cwd_stats_get(&c->bytes);
+			}
+		}
+	return 0;
+}
+
 static int hook_stats(void *userdata, struct cwc_stats *ret)
 {
 	struct svc *svc = userdata;
@@ -258,7 +307,7 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 	}
 	ret->n_resvs = n;
 	pthread_mutex_unlock(&pb->resv_lock);
-	return 0;
+	return export_stats(pb, ret);
 }
 
 static void hook_guarantee(void *userdata, char *buf, size_t len)

@@ -27,6 +27,7 @@
 
 #include <clockwise/types.h>
 #include <clockwise/pool-objects.h>
+#include <clockwise/sched-beq.h>
 #include <clockwise/units.h>
 
 #include "ctl-client.h"
@@ -309,6 +310,49 @@ static const char *classes_text(json_object *o, const char *k, char *buf, size_t
 	return buf[0] ? buf : "-";
 }
 
+static void pct(char *buf, size_t len, json_object *o, const char *k)
+{
+	if (get(o, k))
+		snprintf(buf, len, "%.1f%%", 100 * json_object_get_double(get(o, k)));
+	else
+		snprintf(buf, len, "-");
+}
+
+/* Exports' best effort: share of one disk's time received against due
+ * (cw_sched_share_table), reservation met, limit held. */
+static void print_be_exports(json_object *a, const char *rate_key)
+{
+	struct table t = { .ncols = 9 };
+
+	if (!a || !json_object_array_length(a))
+		return;
+	printf("\n");
+	table_row(&t, "EXPORT", rate_key ? "RATE" : "BYTES", "RECEIVED", "DUE", "RESERVED",
+		  "RESV-MET", "LIMIT", "LIMIT-HELD", "THROTTLED");
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *o = json_object_array_get_idx(a, i);
+		char rate[CW_UNITS_BUF], got[16], due[16], resv[16], lim[16], thr[16];
+		bool has_resv = json_object_get_double(get(o, "reserved")) > 0;
+
+		if (rate_key)
+			cw_units_format_rate((uint64_t)(json_object_get_double(get(o, rate_key)) + 0.5),
+					     rate);
+		else
+			fsize(o, "bytes", rate);
+		pct(got, sizeof(got), o, "received");
+		pct(due, sizeof(due), o, "due");
+		pct(resv, sizeof(resv), o, "reserved");
+		pct(lim, sizeof(lim), o, "limit");
+		pct(thr, sizeof(thr), o, "throttled");
+		table_row(&t, gs(o, "export"), rate, got, due, has_resv ? resv : "-",
+			  !has_resv ? "-" : json_object_get_boolean(get(o, "reservation_met")) ?
+			  "yes" : "NO", lim,
+			  !get(o, "limit") ? "-" : json_object_get_boolean(get(o, "limit_held")) ?
+			  "yes" : "NO", get(o, "limit") ? thr : "-");
+	}
+	table_print(&t, stdout);
+}
+
 static void print_stats(json_object *s)
 {
 	struct table t = { .ncols = 8 }, u = { .ncols = 5 }, m = { .ncols = 3 };
@@ -355,6 +399,7 @@ static void print_stats(json_object *s)
 		}
 		table_print(&u, stdout);
 	}
+	print_be_exports(get(s, "exports"), NULL);
 }
 
 /* ---- talking to the server --------------------------------------------- */
@@ -1266,6 +1311,75 @@ static int64_t interval_quantile(json_object *now, json_object *was, double q)
 	return 0;
 }
 
+/* The entry of array a whose string key k equals that of o, or NULL. */
+static json_object *match_str(json_object *a, const char *k, json_object *o)
+{
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *x = json_object_array_get_idx(a, i);
+
+		if (!strcmp(gs(x, k), gs(o, k)))
+			return x;
+	}
+	return NULL;
+}
+
+/* Each export's best effort in the interval: what it got against what it
+ * was due, from the counters' growth on each of its disks. */
+static json_object *exports_interval(json_object *was, json_object *now, int64_t dt)
+{
+	json_object *out = json_object_new_array(), *a = get(now, "exports");
+	size_t n = 0, k = 0, nrows = 0;
+	struct cw_sched_share_in *in;
+	struct cw_sched_share_out *rows = NULL;
+
+	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+		n += json_object_array_length(get(json_object_array_get_idx(a, i), "disks"));
+	in = calloc(n ? n : 1, sizeof(*in));
+	for (size_t i = 0; in && a && i < json_object_array_length(a); i++) {
+		json_object *x = json_object_array_get_idx(a, i);
+		json_object *wx = match_str(get(was, "exports"), "export", x), *d = get(x, "disks");
+
+		for (size_t j = 0; j < json_object_array_length(d); j++) {
+			json_object *e = json_object_array_get_idx(d, j);
+			json_object *we = wx ? match(get(wx, "disks"), "disk_id", e) : NULL;
+			struct cw_sched_share_in b = { 0 };
+
+			if (cw_ctl_share_in_parse(e, &in[k]) < 0)
+				continue;
+			/* less than before: the export came again */
+			if (we && cw_ctl_share_in_parse(we, &b) == 0 && b.served_ns <= in[k].served_ns &&
+			    b.busy_ns <= in[k].busy_ns) {
+				in[k].served_ns -= b.served_ns;
+				in[k].resv_ns = in[k].resv_ns > b.resv_ns ? in[k].resv_ns - b.resv_ns : 0;
+				in[k].busy_ns -= b.busy_ns;
+				in[k].throttled_ns = in[k].throttled_ns > b.throttled_ns ?
+						     in[k].throttled_ns - b.throttled_ns : 0;
+				in[k].requests = in[k].requests > b.requests ?
+						 in[k].requests - b.requests : 0;
+			}
+			in[k++].client = i;
+		}
+	}
+	if (!in || dt <= 0 || cw_sched_share_table(in, k, dt, &rows, &nrows) < 0)
+		nrows = 0;
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *x = json_object_array_get_idx(a, i), *o = json_object_new_object();
+		json_object *wx = match_str(get(was, "exports"), "export", x);
+
+		json_object_object_add(o, "export", json_object_new_string(gs(x, "export")));
+		json_object_object_add(o, "bps", json_object_new_double(
+			dt > 0 ? (double)grew(x, wx, "bytes") * 1e9 / (double)dt : 0));
+		put_u64(o, "requests", grew(x, wx, "requests"));
+		for (size_t r = 0; r < nrows; r++)
+			if (rows[r].client == i)
+				cw_ctl_share_out_add(o, &rows[r]);
+		json_object_array_add(out, o);
+	}
+	free(rows);
+	free(in);
+	return out;
+}
+
 /* One interval, from the stats reply was to now: per disk and per
  * reservation, rates per second and counts in the interval. */
 static json_object *interval_json(json_object *was, json_object *now, const char *when)
@@ -1322,6 +1436,7 @@ static json_object *interval_json(json_object *was, json_object *now, const char
 	}
 	json_object_object_add(o, "disks", disks);
 	json_object_object_add(o, "reservations", resvs);
+	json_object_object_add(o, "exports", exports_interval(was, now, dt));
 	return o;
 }
 
@@ -1354,20 +1469,23 @@ static void print_interval(json_object *iv)
 			  slack);
 	}
 	table_print(&t, stdout);
-	if (!r || !json_object_array_length(r))
-		return;
-	printf("\n");
-	table_row(&u, "RESV", "IOPS", "READ", "WRITTEN", "MISSES");
-	for (size_t i = 0; i < json_object_array_length(r); i++) {
-		json_object *o = json_object_array_get_idx(r, i);
-		char iops[24], rd[CW_UNITS_BUF], wr[CW_UNITS_BUF];
+	if (r && json_object_array_length(r)) {
+		printf("\n");
+		table_row(&u, "RESV", "IOPS", "READ", "WRITTEN", "MISSES");
+		for (size_t i = 0; i < json_object_array_length(r); i++) {
+			json_object *o = json_object_array_get_idx(r, i);
+			char iops[24], rd[CW_UNITS_BUF], wr[CW_UNITS_BUF];
 
-		snprintf(iops, sizeof(iops), "%.0f", json_object_get_double(get(o, "iops")));
-		/* Id 0: a static reservation (clockwised -r). */
-		table_row(&u, strcmp(gs(o, "id"), "0") ? gs(o, "id") : "static", iops,
-			  fbps(o, "read_bps", rd), fbps(o, "written_bps", wr), gs(o, "misses"));
+			snprintf(iops, sizeof(iops), "%.0f",
+				 json_object_get_double(get(o, "iops")));
+			/* Id 0: a static reservation (clockwised -r). */
+			table_row(&u, strcmp(gs(o, "id"), "0") ? gs(o, "id") : "static", iops,
+				  fbps(o, "read_bps", rd), fbps(o, "written_bps", wr),
+				  gs(o, "misses"));
+		}
+		table_print(&u, stdout);
 	}
-	table_print(&u, stdout);
+	print_be_exports(get(iv, "exports"), "bps");
 }
 
 /* Every interval's counters until count intervals (or a signal): text
@@ -1543,11 +1661,15 @@ static const struct command commands[] = {
 	  "drops it.  Options not given keep their value; without any it shows the\n"
 	  "QoS.  A reservation must fit in each disk's best-effort capacity beside\n"
 	  "the others', or it is refused with the largest that fits.  Stored in the\n"
-	  "pool; running clients get it with their next requests.\n", c_export_qos },
+	  "pool; running clients get it with their next requests.  NAME may be\n"
+	  "EXPORT@CLASS: the NBD clients that open the export by that name share it\n"
+	  "as a client of their own.\n", c_export_qos },
 	{ NULL, "stats", "[--watch SECONDS [--count N]]",
 	  "The data path's counters per disk and per reservation since the daemon\n"
 	  "started: real-time requests and deadline misses, best-effort latency\n"
-	  "percentiles, slack used.  --watch shows each interval of SECONDS instead\n"
+	  "percentiles, slack used; per export, the share of disk time its best\n"
+	  "effort received against the share it was due, whether its reservation\n"
+	  "was met and its limit held.  --watch shows each interval of SECONDS instead\n"
 	  "(N of them, or until interrupted), with its time: IOPS, bytes read and\n"
 	  "written per second, deadline misses, best-effort p50/p99 and the share of\n"
 	  "the interval best effort ran in the streams' slack; with --json, one JSON\n"

@@ -67,6 +67,7 @@ static int be_streams_check(const struct cw_admit_state *st, uint32_t disk_id,
 			    struct cw_admit_refusal *ref);
 static int bes_load(struct cw_admit_state *st);
 static void be_free(struct cw_admit_be *be);
+static int be_refresh(struct cw_admit_state *st, const char *part, uint32_t disk_id);
 
 static int64_t wall_now(void)
 {
@@ -1113,7 +1114,9 @@ int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t id, const struc
 	pthread_mutex_unlock(&st->lock);
 	if (ret_taken)
 		*ret_taken = true;
-	return replan(st, id, changes);
+	r = replan(st, id, changes);
+	/* the exports' shares there are in the model's costs */
+	return r < 0 ? r : be_refresh(st, NULL, id);
 }
 
 int cw_admit_state_get_model(struct cw_admit_state *st, uint32_t id, struct cw_model *ret,
@@ -1348,15 +1351,15 @@ static void be_free(struct cw_admit_be *be)
 
 /* A rate as a share of a disk's time: rate (bytes or requests per second)
  * times share_ppm of it on the disk, in requests of bytes that each cost
- * cost_ns; rounded up.  -ERANGE beyond the whole disk. */
+ * cost_ns; rounded up.  -ERANGE beyond max. */
 static int be_rate_ppm(uint64_t rate, bool iops, uint64_t bytes, int64_t cost_ns, uint32_t share,
-		       uint32_t *ret)
+		       uint64_t max, uint32_t *ret)
 {
 	unsigned __int128 num = (unsigned __int128)rate * share * (uint64_t)cost_ns;
 	unsigned __int128 den = (unsigned __int128)1000 * CW_SCHED_PPM * (iops ? 1 : bytes);
 	unsigned __int128 ppm = (num + den - 1) / den;
 
-	if (ppm > CW_SCHED_PPM)
+	if (ppm > max)
 		return -ERANGE;
 	*ret = (uint32_t)ppm;
 	return 0;
@@ -1382,10 +1385,13 @@ static int be_cost(const struct cw_model *m, bool iops, uint64_t piece, uint64_t
 	return cw_model_mean_ns(m, *ret_bytes, ret_cost);
 }
 
-int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64_t piece,
-		       uint32_t share, struct cw_sched_client *ret)
+/* share_ppm of the rates on the disk, or (spread) all of them, at most
+ * CW_SCHED_SPREAD_MAX disks' worth. */
+static int be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64_t piece,
+		     uint32_t share, bool spread, struct cw_sched_client *ret)
 {
-	struct cw_sched_client c = { .weight = q && q->weight ? q->weight : 1 };
+	struct cw_sched_client c = { .weight = q && q->weight ? q->weight : 1, .spread = spread };
+	uint64_t max = (uint64_t)CW_SCHED_PPM * (spread ? CW_SCHED_SPREAD_MAX : 1);
 	uint64_t bytes;
 	int64_t cost;
 	int r;
@@ -1395,14 +1401,16 @@ int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint
 	if (q->reserve) {
 		r = be_cost(m, q->reserve_iops, piece, &bytes, &cost);
 		if (r == 0)
-			r = be_rate_ppm(q->reserve, q->reserve_iops, bytes, cost, share, &c.resv_ppm);
+			r = be_rate_ppm(q->reserve, q->reserve_iops, bytes, cost, share, max,
+					&c.resv_ppm);
 		if (r < 0)
 			return r;
 	}
 	if (q->limit) {
 		r = be_cost(m, q->limit_iops, piece, &bytes, &cost);
 		if (r == 0)
-			r = be_rate_ppm(q->limit, q->limit_iops, bytes, cost, share, &c.limit_ppm);
+			r = be_rate_ppm(q->limit, q->limit_iops, bytes, cost, share, max,
+					&c.limit_ppm);
 		if (r == -ERANGE)
 			c.limit_ppm = 0;	/* more than the disk: no limit there */
 		else if (r < 0)
@@ -1414,6 +1422,12 @@ int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint
 		return -EINVAL;
 	*ret = c;
 	return 0;
+}
+
+int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64_t piece,
+		       uint32_t share, struct cw_sched_client *ret)
+{
+	return be_client(q, m, piece, share, false, ret);
 }
 
 /* The parts of an export's QoS: one client per disk its partition has
@@ -1452,8 +1466,11 @@ static int be_parts(const struct cw_admit_state *st, struct cw_part *part,
 		bp = &be->parts[be->n_parts++];
 		bp->disk_id = id;
 		bp->share_ppm = (uint32_t)CW_DIV_ROUND_UP(count[id] * CW_SCHED_PPM, nb);
-		r = cw_admit_be_client(q, &d->model, d->plan.be_piece_bytes, bp->share_ppm,
-				       &bp->client);
+		r = be_client(q, &d->model, d->plan.be_piece_bytes, bp->share_ppm, false,
+			      &bp->client);
+		if (r == 0)
+			r = be_client(q, &d->model, d->plan.be_piece_bytes, CW_SCHED_PPM, true,
+				      &bp->order);
 		if (r == -ERANGE)
 			refuse(ref, "disk %s: a reservation of %s is more than the whole disk", d->name,
 			       cw_units_format_iorate(q->reserve, q->reserve_iops, a));
@@ -1609,7 +1626,7 @@ static int be_build(const struct cw_admit_state *st, const char *export_name,
 	struct cw_part *part;
 	int r;
 
-	if (!export_name || !cw_name_valid(export_name)) {
+	if (!export_name || !cw_client_name_valid(export_name)) {
 		refuse(ref, "\"%s\" is not an export name", export_name ? export_name : "");
 		return -EINVAL;
 	}
@@ -1739,6 +1756,38 @@ int cw_admit_state_be_clear(struct cw_admit_state *st, const char *name)
 	emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_BE_CLEARED, .be = be });
 	be_free(be);
 	return 0;
+}
+
+/* Builds again the QoS of every export of partition part (NULL: any) with
+ * a part on disk_id (0: any): the blocks it has on each disk and the
+ * models' costs, as they are now.  Not refused (the reservation was
+ * admitted; like a stored stream whose model changed). */
+static int be_refresh(struct cw_admit_state *st, const char *part, uint32_t disk_id)
+{
+	for (size_t i = 0; i < st->n_bes; i++) {
+		struct cw_admit_be *old = st->bes[i], *be;
+		bool touches = !disk_id;
+		int r;
+
+		for (size_t j = 0; j < old->n_parts && !touches; j++)
+			touches = old->parts[j].disk_id == disk_id;
+		if (!touches || (part && strcmp(old->part, part)))
+			continue;
+		r = be_build(st, old->export_name, old->part, &old->qos, old->persistent, &be, NULL);
+		if (r < 0)
+			return r;
+		st->bes[i] = be;
+		emit(st, &(struct cw_admit_event){ .kind = CW_ADMIT_EV_BE_SET, .be = be });
+		be_free(old);
+	}
+	return 0;
+}
+
+int cw_admit_state_be_refresh(struct cw_admit_state *st, const char *part)
+{
+	if (!st || !part)
+		return -EINVAL;
+	return be_refresh(st, part, 0);
 }
 
 const struct cw_admit_be *cw_admit_state_be_find(const struct cw_admit_state *st,

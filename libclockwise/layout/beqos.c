@@ -31,7 +31,7 @@ int cw_be_qos_put(struct cw_pool *pool, const struct cw_be_qos_rec *q)
 	pthread_mutex_lock(&pool->lock);
 	for (struct cw_part *p = pool->parts; p && !found; p = p->next)
 		found = p->id == q->part_id;
-	if (!cw_name_valid(q->export_name)) {
+	if (!cw_client_name_valid(q->export_name)) {
 		r = lay_set_error(pool, -EINVAL, "export name '%s' is not valid", q->export_name);
 		goto out;
 	}

@@ -50,3 +50,17 @@ bool cw_name_valid(const char *name)
 	}
 	return true;
 }
+
+bool cw_client_name_valid(const char *name)
+{
+	const char *at = name ? strchr(name, '@') : NULL;
+	char head[CW_NAME_MAX + 1];
+
+	if (!at)
+		return cw_name_valid(name);
+	if ((size_t)(at - name) > CW_NAME_MAX || strlen(at + 1) > CW_CLASS_MAX)
+		return false;
+	memcpy(head, name, (size_t)(at - name));
+	head[at - name] = '\0';
+	return cw_name_valid(head) && cw_name_valid(at + 1);
+}

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clockwise/ctl-proto.h"
+#include "clockwise/sched-beq.h"
 
 static const char *const code_names[CW_CTL_CODE_COUNT] = {
 	[CW_CTL_OK] = "ok",
@@ -516,6 +517,64 @@ bool cw_ctl_arg_bool(const struct cw_ctl_request *req, const char *name, bool *r
 json_object *cw_ctl_json_u64(uint64_t v)
 {
 	return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
+}
+
+/* ---- best effort per export ---- */
+
+void cw_ctl_share_in_add(json_object *o, const struct cw_sched_share_in *in)
+{
+	json_object_object_add(o, "disk_id", json_object_new_int64(in->disk));
+	json_object_object_add(o, "served_ns", json_object_new_int64(in->served_ns));
+	json_object_object_add(o, "resv_ns", json_object_new_int64(in->resv_ns));
+	json_object_object_add(o, "busy_ns", json_object_new_int64(in->busy_ns));
+	json_object_object_add(o, "throttled_ns", json_object_new_int64(in->throttled_ns));
+	json_object_object_add(o, "reserve_ppm", json_object_new_int64(in->qos.resv_ppm));
+	json_object_object_add(o, "weight", json_object_new_int64(in->qos.weight));
+	json_object_object_add(o, "limit_ppm", json_object_new_int64(in->qos.limit_ppm));
+	json_object_object_add(o, "requests", cw_ctl_json_u64(in->requests));
+}
+
+static bool get_i64(json_object *o, const char *k, int64_t lo, int64_t hi, int64_t *ret)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
+		return false;
+	*ret = json_object_get_int64(v);
+	return *ret >= lo && *ret <= hi;
+}
+
+int cw_ctl_share_in_parse(json_object *o, struct cw_sched_share_in *ret)
+{
+	int64_t disk, resv, weight, limit, req;
+
+	if (!o || !ret || !get_i64(o, "disk_id", 0, UINT32_MAX, &disk) ||
+	    !get_i64(o, "served_ns", 0, INT64_MAX, &ret->served_ns) ||
+	    !get_i64(o, "resv_ns", 0, INT64_MAX, &ret->resv_ns) ||
+	    !get_i64(o, "busy_ns", 0, INT64_MAX, &ret->busy_ns) ||
+	    !get_i64(o, "throttled_ns", 0, INT64_MAX, &ret->throttled_ns) ||
+	    !get_i64(o, "reserve_ppm", 0, UINT32_MAX, &resv) ||
+	    !get_i64(o, "weight", 1, UINT32_MAX, &weight) ||
+	    !get_i64(o, "limit_ppm", 0, UINT32_MAX, &limit) ||
+	    !get_i64(o, "requests", 0, INT64_MAX, &req))
+		return -EINVAL;
+	ret->requests = (uint64_t)req;
+	ret->disk = (uint32_t)disk;
+	ret->qos = (struct cw_sched_client){ .resv_ppm = (uint32_t)resv, .weight = (uint32_t)weight,
+					     .limit_ppm = (uint32_t)limit };
+	return 0;
+}
+
+void cw_ctl_share_out_add(json_object *o, const struct cw_sched_share_out *r)
+{
+	json_object_object_add(o, "received", json_object_new_double(r->received));
+	json_object_object_add(o, "due", json_object_new_double(r->due));
+	json_object_object_add(o, "reserved", json_object_new_double(r->reserved));
+	json_object_object_add(o, "limit", r->limit ? json_object_new_double(r->limit) : NULL);
+	json_object_object_add(o, "throttled", json_object_new_double(r->throttled));
+	json_object_object_add(o, "backlogged", json_object_new_boolean(r->backlogged));
+	json_object_object_add(o, "reservation_met", json_object_new_boolean(r->resv_met));
+	json_object_object_add(o, "limit_held", json_object_new_boolean(r->limit_held));
 }
 
 /* root as one line plus '\n'; drops the caller's reference to root. */

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -133,6 +134,7 @@ void cw_nbd_hs_reset(struct cw_nbd_handshake *hs)
 	hs->meta_allocation = false;
 	hs->meta_export = -1;
 	hs->tls_active = false;
+	hs->client_class[0] = '\0';
 }
 
 void cw_nbd_hs_tls_started(struct cw_nbd_handshake *hs)
@@ -170,21 +172,54 @@ int cw_nbd_decode_option(const void *buf, struct cw_nbd_option *ret_opt)
 }
 
 /* Export names are strings: at most 4096 bytes and no NUL inside. */
-static int find_export(const struct cw_nbd_handshake *hs, const uint8_t *name, size_t len)
+static int find_name(const struct cw_nbd_handshake *hs, const uint8_t *name, size_t len)
 {
-	size_t i;
-
-	if (len > CW_NBD_STRING_MAX || (len && memchr(name, 0, len)))
-		return -1;
-	if (len == 0 && hs->default_export >= 0 && (size_t)hs->default_export < hs->n_exports)
-		return hs->default_export;
-	for (i = 0; i < hs->n_exports; i++) {
+	for (size_t i = 0; i < hs->n_exports; i++) {
 		const char *n = hs->exports[i].name;
 
 		if (strlen(n) == len && memcmp(n, name, len) == 0)
 			return (int)i;
 	}
 	return -1;
+}
+
+/* Whether s[0..len) is a class name: 1 to CW_NBD_CLASS_MAX of
+ * [A-Za-z0-9._-], not starting with '.' or '-'. */
+static bool class_ok(const uint8_t *s, size_t len)
+{
+	if (!len || len > CW_NBD_CLASS_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum(s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* The export a name selects, and (ret_class, if not NULL) the connection
+ * class it names: "EXPORT@CLASS" selects EXPORT unless an export has that
+ * whole name. */
+static int find_export(const struct cw_nbd_handshake *hs, const uint8_t *name, size_t len,
+		       char *ret_class)
+{
+	const uint8_t *at;
+	int idx;
+
+	if (ret_class)
+		ret_class[0] = '\0';
+	if (len > CW_NBD_STRING_MAX || (len && memchr(name, 0, len)))
+		return -1;
+	if (len == 0 && hs->default_export >= 0 && (size_t)hs->default_export < hs->n_exports)
+		return hs->default_export;
+	idx = find_name(hs, name, len);
+	if (idx >= 0 || !(at = memrchr(name, '@', len)) ||
+	    !class_ok(at + 1, len - (size_t)(at + 1 - name)))
+		return idx;
+	idx = find_name(hs, name, (size_t)(at - name));
+	if (idx >= 0 && ret_class) {
+		memcpy(ret_class, at + 1, len - (size_t)(at + 1 - name));
+		ret_class[len - (size_t)(at + 1 - name)] = '\0';
+	}
+	return idx;
 }
 
 static enum cw_nbd_access access_of(const struct cw_nbd_handshake *hs, int idx)
@@ -247,9 +282,10 @@ static int put_info_string(struct cw_nbd_buf *out, uint32_t option, uint16_t typ
 /* The export an option names and this client may use, in *ret_idx; or
  * -1 there, with the error reply appended (the return value). */
 static int named_export(const struct cw_nbd_handshake *hs, const struct cw_nbd_option *opt,
-			const uint8_t *name, uint32_t len, struct cw_nbd_buf *out, int *ret_idx)
+			const uint8_t *name, uint32_t len, struct cw_nbd_buf *out, int *ret_idx,
+			char *ret_class)
 {
-	int idx = find_export(hs, name, len);
+	int idx = find_export(hs, name, len, ret_class);
 
 	*ret_idx = -1;
 	if (idx < 0)
@@ -280,6 +316,7 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 	const struct cw_nbd_export_info *e;
 	uint32_t namelen, nreq, i;
 	bool want_name = false, want_desc = false, want_bs = false;
+	char cls[CW_NBD_CLASS_MAX + 1];
 	uint16_t eflags;
 	int idx, r;
 
@@ -300,7 +337,7 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		default: break;	/* unknown requests are ignored */
 		}
 	}
-	r = named_export(hs, opt, d + 4, namelen, out, &idx);
+	r = named_export(hs, opt, d + 4, namelen, out, &idx, cls);
 	if (idx < 0)
 		return r;
 	e = &hs->exports[idx];
@@ -319,6 +356,7 @@ static int hs_info_go(struct cw_nbd_handshake *hs, const struct cw_nbd_option *o
 		return r;
 	if (opt->option == CW_NBD_OPT_GO) {
 		hs->export_index = idx;
+		memcpy(hs->client_class, cls, sizeof(hs->client_class));
 		hs->eflags = eflags;
 		hs->block_size_known = want_bs;
 		/* Contexts were chosen for one export: another one chosen
@@ -374,7 +412,7 @@ static int hs_export_name(struct cw_nbd_handshake *hs, const struct cw_nbd_optio
 	int idx;
 
 	/* EXPORT_NAME has no error reply: an unknown name ends the session. */
-	idx = find_export(hs, d, opt->length);
+	idx = find_export(hs, d, opt->length, hs->client_class);
 	if (idx < 0 || access_of(hs, idx) == CW_NBD_ACCESS_NONE)
 		return -EPROTO;
 	e = &hs->exports[idx];
@@ -443,7 +481,7 @@ static int hs_meta_context(struct cw_nbd_handshake *hs, const struct cw_nbd_opti
 				 "length does not match the queries");
 	if (!set && nq == 0)
 		match = true;
-	r = named_export(hs, opt, d + 4, namelen, out, &idx);
+	r = named_export(hs, opt, d + 4, namelen, out, &idx, NULL);
 	if (idx < 0)
 		return r;
 	match &= hs->exports[idx].block_status;

@@ -127,7 +127,9 @@ int64_t cw_sched_req_cost(const struct cw_sched_req *r)
 
 int cw_sched_client_check(const struct cw_sched_client *q)
 {
-	if (!q || q->weight < 1 || q->resv_ppm > CW_SCHED_PPM || q->limit_ppm > CW_SCHED_PPM ||
+	uint64_t most = (uint64_t)CW_SCHED_PPM * (q && q->spread ? CW_SCHED_SPREAD_MAX : 1);
+
+	if (!q || q->weight < 1 || q->resv_ppm > most || q->limit_ppm > most ||
 	    (q->limit_ppm && q->limit_ppm < q->resv_ppm) || q->idle_credit_ns < 0 ||
 	    q->idle_credit_ns > INT64_MAX / CW_SCHED_PPM / 4)
 		return -EINVAL;

@@ -9,7 +9,17 @@
  * more), and gets three tags in real time:
  *   local   l_r = max(l_{r-1} + (c_r + rho_r) / M_i, t - 4b)  M_i: reservation
  *   global  g_r = max(g_{r-1} + (c_r + delta_r) / w_i, t - sigma_i / w_i)
- *   limit   u_r = max(u_{r-1} + c_r / L_i, t - b)              L_i: limit
+ *   limit   u_r = max(u_{r-1} + (c_r + delta_r) / L_i, t - b)  L_i: limit
+ * where delta and rho (the client's service on other disks, and the part
+ * of it for its reservation) count for M and L only when they are the
+ * client's over every disk (cw_sched_client.spread, as dmClock has them);
+ * per-disk M and L (the paper's M_ij) take rho = delta = 0.
+ A request that can bring its delta and rho when it reaches the head of
+ * its client's queue (cw_sched_req.retrack) is tagged then, after the
+ * one before it, as dmClock's delayed tags are: tagged on arrival, the
+ * service a client got elsewhere while a queue of its requests waited
+ * here would count only in the tags of its latest, and the head, tagged
+ * a queue earlier, would run past a spread limit by that queue.
  * with M and L as shares of the disk's time (ppm), w an integer weight,
  * sigma the idle credit (cost, only for a client whose queue was empty)
  * and b the lag (conf.lag_ns) for a client whose queue was not empty (for
@@ -85,6 +95,9 @@ struct ent {
 	int64_t l, g, u;	/* l, g: raw (see leff and geff); u: real time */
 	int64_t l_own;		/* c_r / M: what a global-phase dispatch gives back */
 	uint64_t seq;
+	bool pending;		/* not tagged yet: it will be at the head */
+	int64_t arrived;	/* when pushed: a pending one's floors are of then */
+	int64_t g_floor;	/* pending: its global floor, raw (arrival - g_off then) */
 };
 
 struct client {
@@ -232,6 +245,8 @@ static void adjust(struct rbfq *f, int64_t now)
 		const struct client *c = f->active[k];
 		const struct ent *e = head(c);
 
+		if (e->pending)
+			continue;	/* the head being tagged (tag_head) */
 		min_all = CW_MIN(min_all, e->g);
 		if (!held(c, e, now))
 			min_go = CW_MIN(min_go, e->g);
@@ -245,22 +260,84 @@ static void adjust(struct rbfq *f, int64_t now)
 	f->g_off = now - (min_go != INT64_MAX ? min_go : min_all);
 }
 
+/* Tags e (its request's cost, delta and rho) at now: idle, its client had
+ * nothing queued; recent, it counts as backlogged all the same. */
+static void tag(struct rbfq *f, struct client *c, struct ent *e, int64_t now, bool idle,
+		bool recent)
+{
+	struct cw_sched_req *r = e->req;
+	int64_t cost = cw_sched_req_cost(r), other, other_resv, other_limit;
+	int64_t lag_floor = recent ? now - f->conf.lag_ns : now;
+
+	if (r->retrack) {
+		/* what it brought, and what came since */
+		int64_t o = CW_MAX(r->other_ns, 0), o_resv = CW_MAX(r->other_resv_ns, 0);
+
+		r->retrack(r);
+		r->other_ns = CW_MIN(CW_MAX(r->other_ns, 0), MAX_COST) + CW_MIN(o, MAX_COST);
+		r->other_resv_ns = CW_MIN(CW_MAX(r->other_resv_ns, 0), MAX_COST) +
+				   CW_MIN(o_resv, MAX_COST);
+	}
+	other = CW_MIN(CW_MAX(r->other_ns, 0), MAX_COST - cost);
+	other_resv = CW_MIN(CW_MAX(r->other_resv_ns, 0), MAX_COST - cost);
+	/* a client whose reservation and limit are this disk's alone: only
+	 * its weight counts what it got elsewhere */
+	other_limit = c->qos.spread ? other : 0;
+	if (!c->qos.spread)
+		other_resv = 0;
+	/* local: spaced while backlogged (up to the hard floor), from now
+	 * after an idle spell */
+	if (c->qos.resv_ppm) {
+		int64_t inc = step(cost + other_resv, CW_SCHED_PPM, c->qos.resv_ppm, &c->rem_l);
+		int64_t floor = !idle ? now - HARD_LAG * f->conf.lag_ns : lag_floor;
+
+		e->l_own = (int64_t)((uint64_t)cost * CW_SCHED_PPM / c->qos.resv_ppm);
+		if (c->tagged && c->l_last != INT64_MAX)
+			e->l = lraw(f, c, CW_MAX(leff(f, c, c->l_last) + inc, floor));
+		else
+			e->l = lraw(f, c, now);
+	} else
+		e->l = INT64_MAX;	/* never due */
+	/* global: raw = effective - g_off; an idle client may come back up
+	 * to its idle credit behind now, never further.  A head tagged late
+	 * (pending) keeps the floor it had on arrival, in the frame of the
+	 * global tags then (they have been adjusted since) */
+	{
+		int64_t floor = e->pending ? e->g_floor + f->g_off : now;
+		int64_t inc = step(cost + other, 1, c->qos.weight, &c->rem_g);
+
+		if (idle && c->qos.idle_credit_ns)
+			floor -= c->qos.idle_credit_ns / c->qos.weight;
+		if (c->tagged)
+			e->g = CW_MAX(c->g_last + f->g_off + inc, floor) - f->g_off;
+		else
+			e->g = floor - f->g_off;
+	}
+	if (c->qos.limit_ppm) {
+		int64_t inc = step(cost + other_limit, CW_SCHED_PPM, c->qos.limit_ppm, &c->rem_u);
+
+		e->u = c->u_last != INT64_MIN ? CW_MAX(c->u_last + inc, lag_floor) : now;
+	} else
+		e->u = INT64_MIN;
+	c->l_last = e->l;
+	c->g_last = e->g;
+	c->u_last = e->u;
+	c->tagged = true;
+	e->pending = false;
+}
+
 static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 {
 	struct rbfq *f = st;
 	struct client *c;
 	struct ent *e;
-	int64_t cost = cw_sched_req_cost(r), other = CW_MAX(r->other_ns, 0);
-	int64_t other_resv = CW_MAX(r->other_resv_ns, 0);
-	int64_t lag_floor;
+	int64_t cost = cw_sched_req_cost(r);
 	bool idle, recent;
 	int err;
 
 	f->now = CW_MAX(f->now, now);
 	if (cost <= 0 || cost > MAX_COST)
 		return -EINVAL;
-	other = CW_MIN(other, MAX_COST - cost);
-	other_resv = CW_MIN(other_resv, MAX_COST - cost);
 	err = get(f, r->client, &c);
 	if (err < 0)
 		return err;
@@ -283,49 +360,20 @@ static int rbfq_push(void *st, struct cw_sched_req *r, int64_t now)
 	 * spread over several disks often has nothing queued on one of them
 	 * for a moment, and would otherwise lose its reservation there */
 	recent = !idle || (c->tagged && now - c->empty_since <= f->conf.lag_ns);
-	lag_floor = recent ? now - f->conf.lag_ns : now;
 	adjust(f, now);
 	if (idle && (err = activate(f, c)) < 0)
 		return err;
 
 	e = &c->q[(c->head + c->n) % c->cap];
-	*e = (struct ent){ .req = r, .seq = f->seq++ };
-	/* local: spaced while backlogged (up to the hard floor), from now
-	 * after an idle spell */
-	if (c->qos.resv_ppm) {
-		int64_t inc = step(cost + other_resv, CW_SCHED_PPM, c->qos.resv_ppm, &c->rem_l);
-		int64_t floor = !idle ? now - HARD_LAG * f->conf.lag_ns : lag_floor;
-
-		e->l_own = (int64_t)((uint64_t)cost * CW_SCHED_PPM / c->qos.resv_ppm);
-		if (c->tagged && c->l_last != INT64_MAX)
-			e->l = lraw(f, c, CW_MAX(leff(f, c, c->l_last) + inc, floor));
-		else
-			e->l = lraw(f, c, now);
-	} else
-		e->l = INT64_MAX;	/* never due */
-	/* global: raw = effective - g_off; an idle client may come back up
-	 * to its idle credit behind now, never further */
-	{
-		int64_t floor = now;
-		int64_t inc = step(cost + other, 1, c->qos.weight, &c->rem_g);
-
-		if (idle && c->qos.idle_credit_ns)
-			floor -= c->qos.idle_credit_ns / c->qos.weight;
-		if (c->tagged)
-			e->g = CW_MAX(c->g_last + f->g_off + inc, floor) - f->g_off;
-		else
-			e->g = floor - f->g_off;
-	}
-	if (c->qos.limit_ppm) {
-		int64_t inc = step(cost, CW_SCHED_PPM, c->qos.limit_ppm, &c->rem_u);
-
-		e->u = c->u_last != INT64_MIN ? CW_MAX(c->u_last + inc, lag_floor) : now;
-	} else
-		e->u = INT64_MIN;
-	c->l_last = e->l;
-	c->g_last = e->g;
-	c->u_last = e->u;
-	c->tagged = true;
+	*e = (struct ent){ .req = r, .seq = f->seq++, .arrived = now, .g_floor = now - f->g_off };
+	/* delayed tags (dmClock's): one that will bring its delta and rho
+	 * when it reaches the head is tagged then, after the one before it,
+	 * with its arrival's floors (as if it had been tagged on arrival with
+	 * what it knows now) */
+	if (idle || (!r->retrack && !c->q[(c->head + c->n - 1) % c->cap].pending))
+		tag(f, c, e, now, idle, recent);
+	else
+		e->pending = true;
 	if (idle)
 		c->head_since = now;
 	c->n++;
@@ -382,6 +430,15 @@ static size_t find_ent(const struct client *c, const struct cw_sched_req *r)
 	return SIZE_MAX;
 }
 
+/* The new head of c, if its tags waited for it to get there. */
+static void tag_head(struct rbfq *f, struct client *c)
+{
+	struct ent *e = head(c);
+
+	if (e->pending)
+		tag(f, c, e, e->arrived, false, true);
+}
+
 static void drop(struct rbfq *f, struct client *c, size_t k)
 {
 	for (size_t j = k; j > 0; j--)
@@ -392,6 +449,8 @@ static void drop(struct rbfq *f, struct client *c, size_t k)
 	if (c->n == 0) {
 		deactivate(f, c);
 		c->empty_since = f->now;
+	} else if (k == 0) {
+		tag_head(f, c);
 	}
 }
 
@@ -401,7 +460,7 @@ static void rebase(struct client *c)
 	for (size_t k = 0; k < c->n; k++) {
 		struct ent *e = &c->q[(c->head + k) % c->cap];
 
-		if (e->l != INT64_MAX)
+		if (e->l != INT64_MAX && !e->pending)
 			e->l -= c->l_off;
 	}
 	if (c->l_last != INT64_MAX)
@@ -422,14 +481,17 @@ static void rbfq_take(void *st, struct cw_sched_req *r)
 		return;
 	e = c->q[(c->head + k) % c->cap];
 	if (r != f->peeked)
-		phase = leff(f, c, e.l) <= now ? CW_SCHED_PHASE_RESV : CW_SCHED_PHASE_SHARE;
-	if (phase == CW_SCHED_PHASE_SHARE && e.l != INT64_MAX) {
+		phase = !e.pending && leff(f, c, e.l) <= now ? CW_SCHED_PHASE_RESV :
+			CW_SCHED_PHASE_SHARE;
+	if (phase == CW_SCHED_PHASE_SHARE && e.l != INT64_MAX && !e.pending) {
 		c->l_off += e.l_own;	/* the paper's "subtract 1/M_k" */
 		if (c->l_off > INT64_C(1) << 60)
 			rebase(c);
 	}
+	r->throttled_ns = 0;
 	if (k == 0 && c->qos.limit_ppm && e.u > c->head_since)
-		c->st.throttled_ns += CW_MIN(e.u, now) - c->head_since;
+		r->throttled_ns = CW_MIN(e.u, now) - c->head_since;
+	c->st.throttled_ns += r->throttled_ns;
 	c->st.requests++;
 	c->st.served_ns += cw_sched_req_cost(r);
 	if (phase == CW_SCHED_PHASE_RESV)

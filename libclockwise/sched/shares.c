@@ -20,11 +20,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched-internal.h"
+#include "common/cleanup.h"
 #include "common/util.h"
 
 static double clamp_share(const struct cw_sched_client *c, double lambda)
@@ -47,18 +49,17 @@ static double total(const struct cw_sched_client *c, size_t n, double lambda)
 	return sum;
 }
 
-int cw_sched_shares(const struct cw_sched_client *c, size_t n, uint32_t capacity_ppm,
-		    double *ret)
+/* cw_sched_shares for any capacity (in ppm of one disk's time): a disk
+ * whose model is slower than it serves more than 10^6 of it. */
+static int shares(const struct cw_sched_client *c, size_t n, double cap, double *ret)
 {
-	double cap = capacity_ppm, resv = 0, lo = 0, hi = 0;
+	double resv = 0, lo = 0, hi = 0;
 
-	if ((n && (!c || !ret)) || capacity_ppm > CW_SCHED_PPM)
-		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		if (cw_sched_client_check(&c[i]) < 0)
 			return -EINVAL;
 		resv += c[i].resv_ppm;
-		hi = CW_MAX(hi, (double)CW_SCHED_PPM / c[i].weight);
+		hi = CW_MAX(hi, CW_MAX(cap, (double)CW_SCHED_PPM) / c[i].weight);
 	}
 	if (cap < resv) {
 		for (size_t i = 0; i < n; i++)
@@ -77,6 +78,14 @@ int cw_sched_shares(const struct cw_sched_client *c, size_t n, uint32_t capacity
 	for (size_t i = 0; i < n; i++)
 		ret[i] = clamp_share(&c[i], total(c, n, hi) > cap ? lo : hi) / CW_SCHED_PPM;
 	return 0;
+}
+
+int cw_sched_shares(const struct cw_sched_client *c, size_t n, uint32_t capacity_ppm,
+		    double *ret)
+{
+	if ((n && (!c || !ret)) || capacity_ppm > CW_SCHED_PPM)
+		return -EINVAL;
+	return shares(c, n, capacity_ppm, ret);
 }
 
 int cw_sched_critical(const struct cw_sched_client *c, size_t n, double *ret_cap,
@@ -111,6 +120,127 @@ int cw_sched_critical(const struct cw_sched_client *c, size_t n, double *ret_cap
 			m += c[ret_order[i]].resv_ppm;
 		ret_cap[k] = (double)ck->resv_ppm / ck->weight * w + m;
 	}
+	return 0;
+}
+
+/* ---- received against due ------------------------------------------------ */
+
+static void verdicts(struct cw_sched_share_out *o)
+{
+	double met = CW_SCHED_MET_PPM / 1e6, need = CW_MIN(o->reserved, o->due);
+
+	/* one request either way: an interval may cut one in two */
+	o->resv_met = !o->backlogged || o->received + o->one >= met * need;
+	o->limit_held = !o->limit || o->received - o->one <= o->limit * (2 - met);
+}
+
+/* The clients on one disk: in[k] for k in idx[0..m). */
+static int share_disk(const struct cw_sched_share_in *in, const size_t *idx, size_t m,
+		      double interval, struct cw_sched_share_out *out)
+{
+	_cleanup_free_ struct cw_sched_client *q = calloc(m ? m : 1, sizeof(*q));
+	_cleanup_free_ double *share = calloc(m ? m : 1, sizeof(*share));
+	_cleanup_free_ size_t *who = calloc(m ? m : 1, sizeof(*who));
+	double backlog_got = 0;
+	size_t nb = 0;
+	int r;
+
+	if (!q || !share || !who)
+		return -ENOMEM;
+	for (size_t k = 0; k < m; k++) {
+		const struct cw_sched_share_in *e = &in[idx[k]];
+		struct cw_sched_share_out *o = &out[k];
+
+		o->client = e->client;
+		o->received = e->served_ns / interval;
+		o->due = o->received;
+		o->reserved = e->qos.resv_ppm / 1e6;
+		o->limit = e->qos.limit_ppm / 1e6;
+		/* a wait that began before the interval ends in it */
+		o->throttled = CW_MIN(e->throttled_ns / interval, 1.0);
+		o->one = e->requests ? e->served_ns / (double)e->requests / interval : 0;
+		o->backlogged = e->busy_ns >= interval * (CW_SCHED_BACKLOGGED_PPM / 1e6);
+		if (!o->backlogged)
+			continue;
+		q[nb] = e->qos;
+		q[nb].spread = false;
+		who[nb++] = k;
+		backlog_got += o->received;
+	}
+	r = shares(q, nb, backlog_got * 1e6, share);
+	if (r < 0)
+		return r;
+	for (size_t b = 0; b < nb; b++)
+		out[who[b]].due = share[b];
+	return 0;
+}
+
+int cw_sched_share_table(const struct cw_sched_share_in *in, size_t n, int64_t interval_ns,
+			 struct cw_sched_share_out **ret, size_t *ret_n)
+{
+	_cleanup_free_ size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	_cleanup_free_ struct cw_sched_share_out *part = calloc(n ? n : 1, sizeof(*part));
+	_cleanup_free_ bool *done = calloc(n ? n : 1, sizeof(*done));
+	struct cw_sched_share_out *rows = calloc(n ? n : 1, sizeof(*rows));
+	size_t nrows = 0;
+
+	if (!ret || !ret_n || (n && !in) || interval_ns <= 0) {
+		free(rows);
+		return -EINVAL;
+	}
+	if (!idx || !part || !done || !rows) {
+		free(rows);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (in[i].served_ns < 0 || in[i].busy_ns < 0 || cw_sched_client_check(&in[i].qos) < 0) {
+			free(rows);
+			return -EINVAL;
+		}
+	/* rows in order of first appearance */
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < nrows && rows[k].client != in[i].client; k++)
+			;
+		if (k == nrows)
+			rows[nrows++] = (struct cw_sched_share_out){ .client = in[i].client };
+	}
+	/* disk by disk */
+	for (size_t i = 0; i < n; i++) {
+		size_t m = 0;
+		int r;
+
+		if (done[i])
+			continue;
+		for (size_t j = i; j < n; j++)
+			if (!done[j] && in[j].disk == in[i].disk) {
+				done[j] = true;
+				idx[m++] = j;
+			}
+		r = share_disk(in, idx, m, (double)interval_ns, part);
+		if (r < 0) {
+			free(rows);
+			return r;
+		}
+		for (size_t k = 0; k < m; k++) {
+			struct cw_sched_share_out *o;
+
+			for (o = rows; o->client != part[k].client; o++)
+				;
+			o->received += part[k].received;
+			o->due += part[k].due;
+			o->reserved += part[k].reserved;
+			o->limit += part[k].limit;
+			o->throttled = CW_MAX(o->throttled, part[k].throttled);
+			o->one = CW_MAX(o->one, part[k].one);
+			o->backlogged |= part[k].backlogged;
+		}
+	}
+	for (size_t k = 0; k < nrows; k++)
+		verdicts(&rows[k]);
+	*ret = rows;
+	*ret_n = nrows;
 	return 0;
 }
 
@@ -185,14 +315,32 @@ int cw_sched_resv_admit(const uint32_t *others, size_t n, uint32_t want, uint32_
 
 /* ---- the gateway across disks ------------------------------------------- */
 
-struct trk_disk {
-	int64_t own, own_resv;		/* served on this disk */
-	int64_t seen, seen_resv;	/* elsewhere, as of the previous request here */
-};
+void cw_sched_track_tag(struct cw_sched_track *d, int64_t total, int64_t total_resv,
+			struct cw_sched_req *r)
+{
+	/* what the others served since the previous request here: dmClock's
+	 * delta and rho without its "+ 1" (our tags add the request's own
+	 * cost themselves) */
+	r->other_ns = CW_MAX(total - d->own_ns - d->seen_ns, 0);
+	r->other_resv_ns = CW_MAX(total_resv - d->own_resv_ns - d->seen_resv_ns, 0);
+	d->seen_ns = total - d->own_ns;
+	d->seen_resv_ns = total_resv - d->own_resv_ns;
+}
+
+void cw_sched_track_done(struct cw_sched_track *d, const struct cw_sched_req *r,
+			 int64_t *ret_cost, int64_t *ret_resv)
+{
+	int64_t cost = cw_sched_req_cost(r);
+
+	*ret_cost = cost;
+	*ret_resv = r->phase == CW_SCHED_PHASE_RESV ? cost : 0;
+	d->own_ns += *ret_cost;
+	d->own_resv_ns += *ret_resv;
+}
 
 struct trk_client {
 	int64_t total, total_resv;
-	struct trk_disk d[];
+	struct cw_sched_track d[];
 };
 
 struct cw_sched_tracker {
@@ -249,32 +397,25 @@ static int trk_get(struct cw_sched_tracker *t, unsigned disk, const struct cw_sc
 int cw_sched_tracker_tag(struct cw_sched_tracker *t, unsigned disk, struct cw_sched_req *r)
 {
 	struct trk_client *c;
-	struct trk_disk *d;
 	int e = trk_get(t, disk, r, &c);
 
 	if (e < 0)
 		return e;
-	d = &c->d[disk];
-	r->other_ns = c->total - d->own - d->seen;
-	r->other_resv_ns = c->total_resv - d->own_resv - d->seen_resv;
-	d->seen = c->total - d->own;
-	d->seen_resv = c->total_resv - d->own_resv;
+	cw_sched_track_tag(&c->d[disk], c->total, c->total_resv, r);
 	return 0;
 }
 
 int cw_sched_tracker_done(struct cw_sched_tracker *t, unsigned disk, const struct cw_sched_req *r)
 {
 	struct trk_client *c;
+	int64_t cost, resv;
 	int e = trk_get(t, disk, r, &c);
 
 	if (e < 0)
 		return e;
-	c->total += cw_sched_req_cost(r);
-	c->d[disk].own += cw_sched_req_cost(r);
-	if (r->phase == CW_SCHED_PHASE_RESV) {
-		c->total_resv += cw_sched_req_cost(r);
-		c->d[disk].own_resv += cw_sched_req_cost(r);
-	}
+	cw_sched_track_done(&c->d[disk], r, &cost, &resv);
+	c->total += cost;
+	c->total_resv += resv;
 	return 0;
 }
 

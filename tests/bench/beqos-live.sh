@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# Best effort with guarantees between clients, on real I/O: clockwised on a
-# disk file (O_DIRECT through io_uring, in $TMPDIR), one stream admitted
-# with -r and read at its rate, and five exports read by fio at once, each
+# Best effort with guarantees between clients, on real I/O: clockwised on
+# three emulated hdd7200 disks (files in $TMPDIR that answer when such a
+# disk would), one stream admitted with -r and read at its rate, and five
+# exports, each striped over the three disks, read by fio at once, each
 # keeping 16 reads of 256 KiB in flight: three weighted 1:2:4, one with 30%
-# of the disk's best-effort capacity reserved, one limited to 10% of it.
+# of the disks' best-effort capacity reserved, one limited to 10% of it.
 # The same run with be_order = "fifo" (the baseline) and "rbfq".  For each
 # order, each export's share of the bytes read; then, over the weighted
 # three, the largest distance between an export's part of their bytes and
 # its weight's part (share_error_max), the reserved export's rate over its
 # reservation (resv_met), how far the limited one went over its limit
-# (limit_over) and the stream's deadline misses (rt_misses).
+# (limit_over) and the stream's deadline misses (rt_misses).  Each order
+# also prints what `cwctl stats --watch` saw of the run: every export's
+# share of disk time received against the share it was due.
 #   usage: beqos-live.sh [SECONDS]    (default 10 per order)
-# The disk keeps the time of the hdd7200 model only in the scheduler's
-# books: the file lives on whatever $TMPDIR is on (shares, reservations
-# and limits are of the model's time, so they hold all the same).
+# Environment: CW_BEQOS_EMULATE (default hdd7200; "none": the files' own
+# time, which the scheduler's books still count in the hdd7200 model's, so
+# shares, reservations and limits hold all the same), CW_BEQOS_DISKS
+# (default 3).
 set -u
 secs=${1:-10}
+emulate=${CW_BEQOS_EMULATE:-hdd7200}
+ndisks=${CW_BEQOS_DISKS:-3}
 top_builddir=${top_builddir:-.}
 cwd_bin=$top_builddir/daemon/clockwised
 cwpool=$top_builddir/tools/cwpool
@@ -32,12 +38,16 @@ die() { echo "beqos-live: $*" >&2; [ -f "$tmp/log" ] && tail -20 "$tmp/log" >&2;
 
 clients=(w1 w2 w4 resv30 lim10)
 "$cwpool" create "$tmp/pool.db" >/dev/null || die "pool"
-truncate -s 640M "$tmp/a.disk"
-"$cwpool" add-disk "$tmp/pool.db" "$tmp/a.disk" hdd a >/dev/null || die "disk"
-for p in "${clients[@]}"; do
-	"$cwpool" create-part "$tmp/pool.db" "$p" 96M single >/dev/null || die "partition $p"
+disks=
+for i in $(seq "$ndisks"); do
+	truncate -s $((448 / ndisks + 16))M "$tmp/d$i.disk"
+	"$cwpool" add-disk "$tmp/pool.db" "$tmp/d$i.disk" hdd "d$i" >/dev/null || die "disk d$i"
+	[ "$emulate" = none ] ||
+		disks="$disks{ path = \"$tmp/d$i.disk\"; name = \"d$i\"; emulate = \"$emulate\"; },"
 done
-"$cwpool" create-part "$tmp/pool.db" video 64M single >/dev/null || die "partition video"
+for p in "${clients[@]}" video; do
+	"$cwpool" create-part "$tmp/pool.db" "$p" 64M rotation >/dev/null || die "partition $p"
+done
 
 start() {
 	cat >"$tmp/conf" <<EOC
@@ -47,10 +57,11 @@ exports = { all = true; };
 control_socket = "$tmp/control";
 queue_depth = 4;
 be_order = "$1";
+disks = ( ${disks%,} );
 EOC
 	"$cwd_bin" -f -c "$tmp/conf" -r video:2M:256k 2>"$tmp/log" &
 	pid=$!
-	for _ in $(seq 200); do
+	for _ in $(seq 400); do
 		grep -q 'ready: ' "$tmp/log" && return 0
 		kill -0 $pid 2>/dev/null || die "clockwised exited"
 		sleep 0.05
@@ -95,10 +106,21 @@ for order in fifo rbfq; do
 	done
 	# the stream: its blocks at its rate, one at a time
 	args+=(--name=video --uri="$(uri video)" --rw=read --bs=256k --rate=2m --iodepth=1)
+	# what cwctl stats sees of the run, from its second second to its last
+	(sleep 1; cwctl --json stats --watch $((secs > 3 ? secs - 2 : 1)) --count 1 \
+		>"$tmp/$order.watch") &
+	watcher=$!
 	(cd "$tmp" && fio --ioengine=nbd --size=64M --time_based --runtime="$secs" \
 		--output-format=terse --terse-version=3 "${args[@]}") >"$tmp/$order.terse" ||
 		die "fio"
+	wait $watcher || die "cwctl stats --watch"
+	echo "$order: cwctl stats --watch (shares of one disk's time, over $ndisks disks):"
+	jq -r '.exports[] | "  \(.export): received \(.received * 1000 | round / 1000)" +
+		" due \(.due * 1000 | round / 1000) reservation_met=\(.reservation_met)" +
+		" limit_held=\(.limit_held)"' "$tmp/$order.watch"
 	stop || die "clockwised did not stop cleanly"
+	# how late the emulated disks answered (a busy host makes them late)
+	grep -o 'disk [^ ]* emulating [^:]*: .*' "$tmp/log" | sed 's/^/  /'
 	# name, bytes/s
 	awk -F';' '{ printf "%s %.0f\n", $3, $6 * 1024 * 1000 / $9 }' "$tmp/$order.terse" \
 		>"$tmp/$order.rates"

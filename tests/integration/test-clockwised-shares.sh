@@ -3,7 +3,8 @@
 # clients saturate one disk through three exports; with weights 1:4 set by
 # `cwctl export qos` while the daemon runs, the heavier export gets more
 # than twice the other's bytes, and an export limited to 2MB/s stays under
-# its limit, where under be_order = "fifo" the weights do nothing.  Bad QoS
+# its limit, where under be_order = "fifo" the weights do nothing; and
+# `cwctl stats --watch` says so: received against due, the limit held.  Bad QoS
 # is refused with a clear message and changes nothing.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
@@ -57,8 +58,20 @@ for order in fifo rbfq; do
 		done
 	fi
 	check "$order: weights and a limit" set_qos
+	# one second of the run, as cwctl stats --watch sees it
+	(sleep 1; cwctl --json stats --watch 2 --count 1 >"$cw_tmp/$order.watch") &
+	watcher=$!
 	check "$order: three clients" run3 "$cw_tmp/$order.out"
+	check "$order: stats --watch ran" wait $watcher
 	cat "$cw_tmp/$order.out"
+	jq -c '.exports[]' "$cw_tmp/$order.watch"
+	got() { jq -r --arg e "$1" ".exports[] | select(.export == \$e) | .$2" "$cw_tmp/$order.watch"; }
+	check "$order: every export was backlogged" \
+		test "$(jq '[.exports[] | .backlogged] | all' "$cw_tmp/$order.watch")" = true
+	# received against due, for the weighted two
+	err=$(jq '[.exports[] | select(.export != "capped") | (.received - .due) / .due |
+		   fabs] | max' "$cw_tmp/$order.watch")
+	echo "$order: worst |received - due| / due of light and heavy: $err"
 	light=$(bytes_of light "$cw_tmp/$order.out")
 	heavy=$(bytes_of heavy "$cw_tmp/$order.out")
 	capped=$(bytes_of capped "$cw_tmp/$order.out")
@@ -71,6 +84,17 @@ for order in fifo rbfq; do
 		check "rbfq: the limit holds" \
 			test $((capped)) -le $((2000000 * ms / 1000 * 102 / 100 + 262144 * 33))
 		check "rbfq: the others use what the limit leaves" test $((light)) -gt $((capped))
+		check "rbfq: stats: light and heavy within 10% of their due" \
+			awk -v e="$err" 'BEGIN { exit !(e < 0.10) }'
+		check "rbfq: stats: the limit held" test "$(got capped limit_held)" = true
+		check "rbfq: stats: the limit throttled" \
+			awk -v t="$(got capped throttled)" 'BEGIN { exit !(t > 0) }'
+		check "rbfq: stats since start: three exports with their counters" test \
+			"$(cwctl --json stats | jq '[.exports[] | select(.requests > 0 and
+			   .disks[0].served_ns > 0 and (.received | type) == "number")] | length')" = 3
+		cwctl stats | tee "$cw_tmp/stats.txt"
+		check "rbfq: stats prints the exports' table" grep -q '^EXPORT.*RECEIVED.*DUE' \
+			"$cw_tmp/stats.txt"
 		fifo_heavy=$(bytes_of heavy "$cw_tmp/fifo.out")
 		fifo_light=$(bytes_of light "$cw_tmp/fifo.out")
 		echo "fifo heavy/light=$(awk -v h="$fifo_heavy" -v l="$fifo_light" 'BEGIN { printf "%.2f", h / l }')" \
@@ -78,6 +102,8 @@ for order in fifo rbfq; do
 	else
 		check "fifo: no weights (heavy within 1.6x of light)" \
 			test $((heavy * 10)) -lt $((light * 16))
+		check "fifo: stats: far from their due" awk -v e="$err" 'BEGIN { exit !(e > 0.25) }'
+		check "fifo: stats: the limit not held" test "$(got capped limit_held)" = false
 	fi
 	check "$order: stop" cwd_stop
 done
@@ -111,3 +137,30 @@ expect_fail "unknown export" cwctl export qos nosuch --weight 2
 check "nothing else changed" listed
 check "clear" cwctl export qos light --clear
 check "stop" cwd_stop
+
+# QoS in clockwised.conf: light's is taken (it has none stored), heavy's
+# stored one outranks the file's (and a notice names the line); a
+# reservation that does not fit stops the start, naming its line (the
+# file has four lines of its own before them).
+cwd_conf "exports = { all = true; qos = (
+  { name = \"light\"; weight = 3; limit = \"5MB/s\"; },
+  { name = \"heavy\"; weight = 9; }
+); };"
+check "start with QoS in the file" cwd_start
+check "light's from the file" qos_weight light 3
+check "  with its limit" test "$(cwctl --json export qos light | jq .limit.bytes_per_s)" = 5000000
+check "heavy's stored one outranks it" qos_weight heavy 4
+check "  and a notice says so" grep -q "export heavy: the best-effort QoS stored in the pool .* \
+outranks the one at $cwd_cfg:7" "$(cwd_log)"
+check "stop" cwd_stop
+cwd_conf "
+exports = { all = true; qos = ( { name = \"light\"; reserve = \"1GB/s\"; } ); };"
+out=$("$cwd_bin" -f -c "$cwd_cfg" 2>&1); rc=$?
+echo "$out" | tail -2
+check "a reservation that does not fit stops the start" test $rc -ne 0
+check "  naming the line" grep -q "$cwd_cfg:6: best-effort QoS for export light: .*more than the \
+whole disk" <<<"$out"
+cwd_conf "exports = { all = true; qos = ( { name = \"light\"; weight = 0; } ); };"
+out=$("$cwd_bin" -f -c "$cwd_cfg" 2>&1); rc=$?
+check "a bad weight in the file is refused" test $rc -ne 0
+check "  with its line" grep -q "$cwd_cfg:5: exports.qos\[0\].weight = 0 is out of range" <<<"$out"

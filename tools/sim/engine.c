@@ -600,7 +600,6 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		pos += n;
 		if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
 			return e;
-		q->r.other_resv_ns = 0;	/* reservations are per disk (the paper's M_ij) */
 		e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
 		if (e == -E2BIG) {
 			/* larger than any slack delta-l could ever give it */

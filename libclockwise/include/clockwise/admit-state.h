@@ -311,9 +311,9 @@ void cw_admit_resv_list_free(struct cw_admit_resv *list, size_t n);	/* NULL-safe
 /* ---- best effort between exports ---------------------------------------
  *
  * An export's QoS (struct cw_be_qos) becomes one RBFQ client per disk its
- * partition has blocks on (struct cw_sched_client): a rate is a share of
- * that disk's time, the rate times the part of the partition's blocks on
- * the disk, in requests that each cost the model's mean service
+ * partition has blocks on (struct cw_sched_client): for admission a rate
+ * is a share of that disk's time, the rate times the part of the
+ * partition's blocks on the disk (the order gets the whole rate, spread), in requests that each cost the model's mean service
  * (cw_model_mean_ns) — a rate in bytes per second in requests of the
  * disk's best-effort piece, one in iops in CW_ADMIT_BE_IOPS_BYTES.  The
  * reservations on a disk must fit in what its streams leave
@@ -324,12 +324,17 @@ void cw_admit_resv_list_free(struct cw_admit_resv *list, size_t n);	/* NULL-safe
 
 struct cw_admit_be_part {
 	uint32_t disk_id;
-	struct cw_sched_client client;	/* its share of this disk */
+	struct cw_sched_client client;	/* its share of this disk (admission, what is due) */
 	uint32_t share_ppm;		/* of the partition's blocks on the disk */
+	/* What the disk's order gets: the export's whole QoS in this disk's
+	 * costs, spread (dmClock): each disk's tags advance by the export's
+	 * service on the others, so the reservation and the limit hold for
+	 * the partition whatever part of it the clients read. */
+	struct cw_sched_client order;
 };
 
 struct cw_admit_be {
-	char export_name[CW_NAME_MAX + 1];
+	char export_name[CW_CLIENT_NAME_MAX + 1];	/* or EXPORT@CLASS: a class within it */
 	char part[CW_NAME_MAX + 1];
 	uint64_t part_id;
 	bool persistent;		/* stored in the pool */
@@ -354,6 +359,13 @@ struct cw_admit_be_request {
  * pool.  ret_be and ret_refusal may be NULL. */
 int cw_admit_state_be_set(struct cw_admit_state *st, const struct cw_admit_be_request *req,
 			  const struct cw_admit_be **ret_be, struct cw_admit_refusal *ret_refusal);
+/* Partition part changed its blocks (it grew, perhaps onto another disk):
+ * every export of it gets its QoS built again, its share of each disk
+ * from where its blocks are now (BE_SET events).  A new model on a disk
+ * does the same for the exports there (cw_admit_state_set_model).  Not
+ * refused: what was admitted stays.  0, -EINVAL, -ENOMEM, -errno from
+ * the pool. */
+int cw_admit_state_be_refresh(struct cw_admit_state *st, const char *part);
 /* Drops an export's QoS (and its stored copy): -ENOENT if it has none. */
 int cw_admit_state_be_clear(struct cw_admit_state *st, const char *export_name);
 /* By export name, or the i-th (NULL past the end); the changing thread's

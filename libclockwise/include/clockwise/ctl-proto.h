@@ -171,6 +171,19 @@ void cw_ctl_reply_done(struct cw_ctl_reply *reply);	/* NULL-safe, idempotent */
  * always fit (sizes, counts, nanoseconds). */
 json_object *cw_ctl_json_u64(uint64_t v);
 
+/* The stats reply's best effort of an export on one disk (its counters
+ * and its share of the disk: "disk_id", "served_ns", "resv_ns",
+ * "busy_ns", "throttled_ns", "reserve_ppm", "weight", "limit_ppm"),
+ * added to o, and read back (client left as it was; -EINVAL when a key
+ * is missing).  And a row of cw_sched_share_table() as "received",
+ * "due", "reserved", "limit", "throttled" (fractions of one disk's time;
+ * limit null: none), "backlogged", "reservation_met", "limit_held". */
+struct cw_sched_share_in;
+struct cw_sched_share_out;
+void cw_ctl_share_in_add(json_object *o, const struct cw_sched_share_in *in);
+int cw_ctl_share_in_parse(json_object *o, struct cw_sched_share_in *ret);
+void cw_ctl_share_out_add(json_object *o, const struct cw_sched_share_out *row);
+
 #ifdef __cplusplus
 }
 #endif

@@ -232,6 +232,13 @@ struct cw_part_info {
  * or '-'. */
 bool cw_name_valid(const char *name);
 
+/* A best-effort client's name: an export's ("media"), or a connection
+ * class within it ("media@backup": what clients that open that export
+ * name share); the class is a name of at most CW_CLASS_MAX bytes. */
+#define CW_CLASS_MAX 31
+#define CW_CLIENT_NAME_MAX (CW_NAME_MAX + 1 + CW_CLASS_MAX)
+bool cw_client_name_valid(const char *name);
+
 /* Creates a partition of size_bytes rounded up to whole blocks (0 is
  * allowed: an empty partition), placing its blocks by opts (NULL: rotation,
  * no tier preference, any zone).  Nothing is allocated on failure. */

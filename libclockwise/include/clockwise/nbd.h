@@ -327,6 +327,8 @@ enum cw_nbd_tls {
 				 * NBD_REP_ERR_TLS_REQD before it */
 };
 
+#define CW_NBD_CLASS_MAX 31	/* a connection class's name, in bytes */
+
 /* What one client may do with one export (the server's policy). */
 enum cw_nbd_access {
 	CW_NBD_ACCESS_RW = 0,	/* read and write (as far as the export allows) */
@@ -360,6 +362,10 @@ struct cw_nbd_handshake {
 	 * requests of any alignment (by read-modify-write if need be). */
 	bool block_size_known;
 	int export_index;	/* chosen export once TRANSMIT, else -1 */
+	/* The connection class the client named with the export, as
+	 * "EXPORT@CLASS" (when no export has that whole name), once
+	 * TRANSMIT; "" for none.  The server may order requests by it. */
+	char client_class[CW_NBD_CLASS_MAX + 1];
 	uint16_t eflags;	/* the transmission flags sent for it */
 	unsigned n_options;
 	/* base:allocation was chosen by SET_META_CONTEXT for the export

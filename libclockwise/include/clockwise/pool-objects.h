@@ -104,7 +104,7 @@ struct cw_be_qos {
 #define CW_BE_WEIGHT_MAX 10000
 
 struct cw_be_qos_rec {
-	char export_name[CW_NAME_MAX + 1];
+	char export_name[CW_CLIENT_NAME_MAX + 1];	/* or EXPORT@CLASS */
 	uint64_t part_id;		/* the partition the export serves */
 	struct cw_be_qos qos;
 };

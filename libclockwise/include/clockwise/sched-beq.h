@@ -72,6 +72,47 @@ int cw_sched_shares(const struct cw_sched_client *clients, size_t n, uint32_t ca
 int cw_sched_critical(const struct cw_sched_client *clients, size_t n, double *ret_capacity,
 		      size_t *ret_order);
 
+/* ---- What clients got against what they are due -------------------------
+ *
+ * Over an interval, each client on a disk: the cost it was served, the
+ * part for its reservation, and how long it had requests queued or in
+ * service (busy).  A client busy for at least CW_SCHED_BACKLOGGED_PPM of
+ * the interval was backlogged: it is due its share of what the backlogged
+ * clients got together (cw_sched_shares over their QoS; on a disk faster
+ * than its model that may be more than the whole disk); any other client
+ * asked for less than it could have had and is due what it got.  Its
+ * reservation was met when it got at least CW_SCHED_MET_PPM of
+ * min(reservation, due) — or it was not backlogged; its limit held when
+ * it got at most the limit and CW_SCHED_MET_PPM's complement over it;
+ * both give one request's cost, which an interval's edge may cut. */
+#define CW_SCHED_BACKLOGGED_PPM UINT32_C(900000)
+#define CW_SCHED_MET_PPM UINT32_C(980000)
+
+struct cw_sched_share_in {
+	uint64_t client;		/* whose (several entries of one client are summed) */
+	uint32_t disk;			/* on which disk */
+	struct cw_sched_client qos;	/* its QoS there, not spread */
+	int64_t served_ns, resv_ns, busy_ns, throttled_ns;
+	uint64_t requests;		/* that many were served */
+};
+
+struct cw_sched_share_out {
+	uint64_t client;
+	double received, due;		/* fractions of one disk's time, summed over disks */
+	double reserved, limit;		/* likewise; limit 0: none */
+	double throttled;		/* fraction of the interval held by the limit (max over disks) */
+	double one;			/* one request's mean cost (max over disks) */
+	bool backlogged;		/* on some disk */
+	bool resv_met, limit_held;
+};
+
+/* The table of an interval of interval_ns: entries in[0..n) in any order,
+ * one per client and disk; *ret (malloc'ed, free it) has one row per
+ * client, in order of first appearance, *ret_n of them.  0, -EINVAL or
+ * -ENOMEM. */
+int cw_sched_share_table(const struct cw_sched_share_in *in, size_t n, int64_t interval_ns,
+			 struct cw_sched_share_out **ret, size_t *ret_n);
+
 /* ---- Admission of reservations ------------------------------------------ */
 
 /* The share of a disk's time that best effort has in the long run beside a
@@ -101,10 +142,32 @@ int cw_sched_resv_admit(const uint32_t *others, size_t n, uint32_t want_ppm,
 /* ---- Across disks: the paper's delta and rho (section 3.2) --------------- */
 
 /* A client's requests go to several disks, each with its own dispatcher.
- * The tracker plays the paper's gateway: it counts, per client, the cost
- * each disk served (and how much of it for the reservation), and fills in
- * a request's other_ns / other_resv_ns with what the client got on the
- * other disks since its previous request to this one.  Not thread-safe. */
+ * The paper's gateway (dmClock's ServiceTracker) counts, per client, the
+ * cost each disk served (and how much of it for the reservation), and
+ * fills in a request's other_ns / other_resv_ns with what the client got
+ * on the other disks since its previous request to this one.
+ *
+ * The step: one client's record on one disk (zeroed to start), and the
+ * client's totals over every disk as of now.  A caller whose disks run on
+ * several threads keeps the totals in atomics and each disk's record on
+ * its own thread; both steps are then lock-free. */
+struct cw_sched_track {
+	int64_t own_ns, own_resv_ns;	/* served on this disk */
+	int64_t seen_ns, seen_resv_ns;	/* elsewhere, as of its previous request here */
+};
+
+/* Before enqueueing req on the disk: its other_ns / other_resv_ns from the
+ * client's totals (which include what this disk served). */
+void cw_sched_track_tag(struct cw_sched_track *d, int64_t total_ns, int64_t total_resv_ns,
+			struct cw_sched_req *req);
+/* After req completed on the disk (its phase set by the dispatch): what
+ * it adds to the disk's record, and to the totals (*ret_cost_ns, and
+ * *ret_resv_ns: the part for the reservation, 0 or the cost). */
+void cw_sched_track_done(struct cw_sched_track *d, const struct cw_sched_req *req,
+			 int64_t *ret_cost_ns, int64_t *ret_resv_ns);
+
+/* The same for callers on one thread: every client's records and totals
+ * in one object.  Not thread-safe. */
 struct cw_sched_tracker;
 
 int cw_sched_tracker_new(unsigned n_disks, struct cw_sched_tracker **ret);

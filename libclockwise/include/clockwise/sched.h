@@ -139,12 +139,22 @@ struct cw_sched_req {
 	int64_t other_resv_ns;	/* this client elsewhere since its previous request here,
 				 * and the part of it served for its reservation (rho);
 				 * cw_sched_tracker computes both.  0 on a single disk. */
+	/* Optional, with other_ns: called by the order when the request
+	 * reaches the head of its client's queue, to set other_ns and
+	 * other_resv_ns again to what the client got elsewhere since its
+	 * client's latest request here was tagged (cw_sched_track_tag); the
+	 * order counts that at once, for this request and those behind it,
+	 * rather than with the client's next request (dmClock's delayed
+	 * tags): with many requests queued, service elsewhere while they
+	 * wait would otherwise run past a spread limit for as long. */
+	void (*retrack)(struct cw_sched_req *req);
 	/* output, set by the scheduler */
 	int64_t release_ns;	/* RT: max(arrival, the stream's last release + T) */
 	int64_t deadline_ns;	/* RT: release + T */
 	int64_t start_ns;	/* when dispatched */
 	enum cw_sched_via via;
 	enum cw_sched_phase phase;	/* BE: why the BE order chose it */
+	int64_t throttled_ns;	/* BE: how long it waited at its queue's head for the limit */
 	/* private */
 	size_t priv_;
 	int priv_state_;
@@ -162,7 +172,16 @@ struct cw_sched_client {
 	uint32_t limit_ppm;	/* maximum share (0: none); >= resv_ppm */
 	int64_t idle_credit_ns;	/* sigma: cost a client back from idle may run ahead */
 	uint32_t prio;		/* SFC: 0 is the most urgent level */
+	/* Reservation and limit are the client's over every disk it uses
+	 * (dmClock): each disk's local tags advance by its reservation-phase
+	 * service elsewhere (other_resv_ns, rho) and its limit tags by all
+	 * its service elsewhere (other_ns, delta), so they may each be up to
+	 * CW_SCHED_SPREAD_MAX whole disks.  False: they are this disk's alone
+	 * (the paper's M_ij) and only the weight counts service elsewhere. */
+	bool spread;
 };
+
+#define CW_SCHED_SPREAD_MAX 255	/* disks a spread client's rates may cover */
 
 /* What one client got, for stats (cost is expected service time). */
 struct cw_sched_client_stats {

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 
 #include <clockwise/admit-state.h>
+#include <clockwise/sched-beq.h>
 #include <clockwise/units.h>
 #include <clockwise/pool-objects.h>
 #include <clockwise/units.h>
@@ -465,6 +466,73 @@ static void test_disks(void)
 	tp_fini(&T);
 }
 
+/* An export's shares follow the disks' models and its partition's
+ * blocks: a faster model on disk 1 makes the same rate a smaller share
+ * there (announced as BE_SET); a partition on one disk that grows onto a
+ * disk added since gets a part there, and its share of the first halves;
+ * the order's spread QoS is the export's whole rate in each disk's costs. */
+static void test_be_refresh(void)
+{
+	const uint64_t nb[1] = { 1024 };
+	struct seen s = { 0 };
+	struct cw_admit_state *st;
+	struct cw_admit_be_request rq = be_req("solo", 2 * 1000 * 1000, 1, 8 * 1000 * 1000);
+	struct cw_admit_changes ch = { 0 };
+	const struct cw_admit_be *be;
+	struct cw_model fast;
+	struct cw_part *p;
+	uint32_t resv0, order0, id;
+	char path[160];
+
+	tp_pool(&T, 0, 1, nb, NULL);
+	CU_ASSERT_FATAL(cw_part_create(T.pool, "solo", 64 * MIB, NULL, &p) == 0);
+	st = state(&s);
+	rq.part = "solo";
+	CU_ASSERT_FATAL(cw_admit_state_be_set(st, &rq, &be, NULL) == 0);
+	CU_ASSERT_EQUAL_FATAL(be->n_parts, 1);
+	CU_ASSERT_EQUAL(be->parts[0].share_ppm, CW_SCHED_PPM);
+	resv0 = be->parts[0].client.resv_ppm;
+	order0 = be->parts[0].order.resv_ppm;
+	CU_ASSERT(be->parts[0].order.spread && !be->parts[0].client.spread);
+	CU_ASSERT_EQUAL(order0, resv0);	/* all of it on the one disk */
+
+	CU_ASSERT_FATAL(cw_admit_state_get_model(st, 1, &fast, NULL) == 0);
+	fast.overhead_ns /= 2;
+	fast.rotation_ns /= 2;
+	CU_ASSERT_FATAL(cw_admit_state_set_model(st, 1, &fast, CW_ADMIT_MODEL_CALIBRATED, NULL,
+						 NULL, NULL) == 0);
+	CU_ASSERT_EQUAL(s.be_set, 2);
+	be = cw_admit_state_be_find(st, "solo");
+	CU_ASSERT_FATAL(be != NULL);
+	CU_ASSERT(be->parts[0].client.resv_ppm < resv0);
+	resv0 = be->parts[0].client.resv_ppm;
+
+	/* a second disk, the same model, and the partition grows onto it */
+	tp_path(&T, "d2.img", path, sizeof(path));
+	tp_file(path, 1024 * CW_BLOCK_SIZE_DEFAULT);
+	CU_ASSERT_FATAL(cw_disk_add(T.pool, path, CW_TIER_HDD, NULL, &id) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_disk_add(st, id, &ch) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_set_model(st, id, &fast, CW_ADMIT_MODEL_CALIBRATED, NULL,
+						 NULL, NULL) == 0);
+	CU_ASSERT_EQUAL(s.be_set, 2);	/* solo has nothing there yet */
+	CU_ASSERT_FATAL(cw_part_resize(p, 128 * MIB) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_be_refresh(st, "solo"), 0);
+	CU_ASSERT_EQUAL(s.be_set, 3);
+	be = cw_admit_state_be_find(st, "solo");
+	CU_ASSERT_EQUAL_FATAL(be->n_parts, 2);
+	for (size_t i = 0; i < 2; i++) {
+		CU_ASSERT(be->parts[i].share_ppm > 0 && be->parts[i].share_ppm < CW_SCHED_PPM);
+		/* the order's: the whole rate, on either disk */
+		CU_ASSERT_EQUAL(be->parts[i].order.resv_ppm, resv0);
+	}
+	CU_ASSERT(be->parts[0].client.resv_ppm < resv0);
+	CU_ASSERT_EQUAL(cw_admit_state_be_refresh(st, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(cw_admit_state_be_refresh(st, "other"), 0);	/* none of it */
+	CU_ASSERT_EQUAL(s.be_set, 3);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 /* The pure plan: the guard, the server, the JSON form. */
 static void test_disk_plan(void)
 {
@@ -612,6 +680,7 @@ int main(void)
 
 	cwtest_add(s, "empty plans", test_empty_plans);
 	cwtest_add(s, "best-effort QoS between exports", test_be_qos);
+	cwtest_add(s, "best-effort shares follow models and blocks", test_be_refresh);
 	cwtest_add(s, "reserve and release", test_reserve_release);
 	cwtest_add(s, "refusals change nothing", test_refused);
 	cwtest_add(s, "fill, reload, start-up streams", test_fill_and_reload);

@@ -332,7 +332,7 @@ static void test_bad_exports(void)
 	load_bad("exports = { read_only = 1; };\n", "1: exports.read_only is an integer; expected true or false");
 	load_bad("exports = {\n  bogus = 1;\n};\n",
 		 "2: unknown setting \"bogus\" in exports; expected read_only, block_size, "
-		 "max_request_bytes, multi_conn or all");
+		 "max_request_bytes, multi_conn, all or qos");
 	load_bad("control_admin_group = \"a b\";\n",
 		 "1: control_admin_group = \"a b\" is not a valid name; expected 1 to 32 of "
 		 "A-Z a-z 0-9 . _ -, not starting with .");
@@ -586,6 +586,56 @@ static void test_access(void)
 		 "read_only");
 }
 
+/* exports.qos: each export's reservation, weight and limit, as cwctl
+ * export qos takes them; bad values named with their line. */
+static void test_qos(void)
+{
+	struct cwd_config *c = load_ok("# defaults\n");
+
+	CU_ASSERT_EQUAL(c->exports.n_qos, 0);
+	cwd_config_free(c);
+	c = load_ok("exports = { qos = (\n"
+		    "  { name = \"media\"; reserve = \"20MB/s\"; weight = 2; limit = \"100MB/s\"; },\n"
+		    "  { name = \"backup\"; limit = \"300iops\"; },\n"
+		    "  { name = \"scratch\"; weight = 5; reserve = 1000000; }\n); };\n");
+	CU_ASSERT_EQUAL_FATAL(c->exports.n_qos, 3);
+	CU_ASSERT_STRING_EQUAL(c->exports.qos[0].export, "media");
+	CU_ASSERT_EQUAL(c->exports.qos[0].qos.reserve, 20000000);
+	CU_ASSERT_FALSE(c->exports.qos[0].qos.reserve_iops);
+	CU_ASSERT_EQUAL(c->exports.qos[0].qos.weight, 2);
+	CU_ASSERT_EQUAL(c->exports.qos[0].qos.limit, 100000000);
+	CU_ASSERT_EQUAL(c->exports.qos[0].line, 2);
+	CU_ASSERT_EQUAL(c->exports.qos[1].qos.limit, 300);
+	CU_ASSERT_TRUE(c->exports.qos[1].qos.limit_iops);
+	CU_ASSERT_EQUAL(c->exports.qos[1].qos.weight, 0);	/* 1 when admitted */
+	CU_ASSERT_EQUAL(c->exports.qos[2].qos.reserve, 1000000);
+	CU_ASSERT_EQUAL(c->exports.qos[2].line, 4);
+	cwd_config_free(c);
+
+	load_bad("exports = { qos = (\n { name = \"a\"; weight = 0; } ); };\n",
+		 "2: exports.qos[0].weight = 0 is out of range; expected an integer from 1 to 10000");
+	load_bad("exports = { qos = (\n { name = \"a\"; reserve = \"2MB/s\";\n"
+		 " limit = \"1MB/s\"; } ); };\n",
+		 "2: exports.qos[0] (export a): the limit is below the reservation; expected a "
+		 "limit of at least the reservation");
+	load_bad("exports = { qos = (\n\n { name = \"a\"; reserve = \"fast\"; } ); };\n",
+		 "3: exports.qos[0].reserve = \"fast\" is not a rate; expected a rate such as "
+		 "20MB/s or 8M (bytes per second) or 200iops (requests per second), more than 0");
+	load_bad("exports = { qos = ( { weight = 3; } ); };\n",
+		 "1: exports.qos[0] has no name; expected name = \"EXPORT\" in every entry");
+	load_bad("exports = { qos = ( { name = \"a\"; } ); };\n",
+		 "1: exports.qos[0] (export a) sets nothing; expected reserve, weight or limit");
+	load_bad("exports = { qos = ( { name = \"a\"; weight = 2; },\n { name = \"a\"; "
+		 "weight = 3; } ); };\n",
+		 "2: export \"a\" has two QoS entries (also at line 1); expected one");
+	load_bad("exports = { qos = ( { name = \"a\"; share = 3; } ); };\n",
+		 "1: unknown setting \"share\" in exports.qos[0]; expected name, reserve, weight or "
+		 "limit");
+	load_bad("exports = { qos = ( { name = \"a\"; limit = 0; } ); };\n",
+		 "1: exports.qos[0].limit = 0 is out of range; expected an integer from 1 to "
+		 "9223372036854775807");
+}
+
 static void test_limits(void)
 {
 	struct cwd_config *c = load_ok("# defaults\n");
@@ -793,6 +843,7 @@ int main(void)
 	cwtest_add(s, "TLS", test_tls);
 	cwtest_add(s, "access lists", test_access);
 	cwtest_add(s, "limits", test_limits);
+	cwtest_add(s, "exports' best-effort QoS", test_qos);
 	cwtest_add(s, "errors in included files", test_include);
 	cwtest_add(s, "missing file", test_missing);
 	cwtest_add(s, "shipped example", test_example);

@@ -124,6 +124,7 @@ static struct preq *req_new(unsigned n, int64_t arrival_ns)
 
 	CU_ASSERT_FATAL(q != NULL && nreqs < CW_ARRAY_SIZE(reqs));
 	q->x = &tx;
+	q->cl = &tx.main;
 	q->arrival_ns = arrival_ns;
 	atomic_init(&q->pending, n);
 	atomic_init(&q->err, 0);

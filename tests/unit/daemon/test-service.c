@@ -153,8 +153,7 @@ static void test_stats(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(rs);
 	CU_ASSERT_EQUAL(rs->requests, 1);
 	CU_ASSERT_PTR_NULL(resv_stats(&st, gone_id));
-	free(st.disks);
-	free(st.resvs);
+	cwc_stats_free(&st);
 	teardown();
 }
 

@@ -9,6 +9,8 @@
 
 #include <clockwise/nbd.h>
 #include "common/util.h"
+#include <clockwise/layout.h>
+
 #include "proto/proto-internal.h"
 #include "cwtest.h"
 
@@ -312,6 +314,54 @@ static void test_opt_export_name(void)
 	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "nosuch", 6), -EPROTO);
 	CU_ASSERT_EQUAL(out.len, 0u);
 	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, NULL, 100000), -EPROTO);
+}
+
+/* "EXPORT@CLASS" selects EXPORT and names a connection class, with GO
+ * and with EXPORT_NAME; INFO names none; a bad class or an unknown
+ * export is no export. */
+static void test_client_class(void)
+{
+	uint8_t b[128];
+	uint32_t len;
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	len = info_payload(b, "disk0@backup", NULL, 0);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_INFO, b, len), CW_NBD_HS_CONTINUE);
+	CU_ASSERT_STRING_EQUAL(hs.client_class, "");
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_GO, b, len), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL(hs.export_index, 0);
+	CU_ASSERT_STRING_EQUAL(hs.client_class, "backup");
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro@a.b_c-1", 10), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL(hs.export_index, 1);
+	CU_ASSERT_STRING_EQUAL(hs.client_class, "a.b_c-1");
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro", 2), CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_STRING_EQUAL(hs.client_class, "");	/* reset, none named */
+
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro@", 3), -EPROTO);
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro@-x", 5), -EPROTO);
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro@a/b", 6), -EPROTO);
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "rx@backup", 9), -EPROTO);
+	/* 32 bytes of class: one too many; 31 fit */
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro@0123456789012345678901234567890x", 35),
+			-EPROTO);
+	hs_start(CW_NBD_FLAG_C_FIXED_NEWSTYLE);
+	CU_ASSERT_EQUAL(opt(CW_NBD_OPT_EXPORT_NAME, "ro@012345678901234567890123456789x", 34),
+			CW_NBD_HS_TRANSMIT);
+	CU_ASSERT_EQUAL(strlen(hs.client_class), CW_NBD_CLASS_MAX);
+	CU_ASSERT_TRUE(cw_client_name_valid("media@backup"));
+	CU_ASSERT_TRUE(cw_client_name_valid("media"));
+	CU_ASSERT_FALSE(cw_client_name_valid("media@"));
+	CU_ASSERT_FALSE(cw_client_name_valid("@backup"));
+	CU_ASSERT_FALSE(cw_client_name_valid("media@a@b"));
+	CU_ASSERT_FALSE(cw_client_name_valid("media@0123456789012345678901234567890x"));
 }
 
 static void test_opt_abort_structured_unsup(void)
@@ -896,6 +946,7 @@ int main(void)
 	cwtest_add(h, "client flags", test_client_flags);
 	cwtest_add(h, "option header", test_option_header);
 	cwtest_add(h, "LIST", test_opt_list);
+	cwtest_add(h, "connection classes (EXPORT@CLASS)", test_client_class);
 	cwtest_add(h, "INFO and GO", test_opt_info_and_go);
 	cwtest_add(h, "GO default export and errors", test_opt_go_default_and_errors);
 	cwtest_add(h, "EXPORT_NAME", test_opt_export_name);

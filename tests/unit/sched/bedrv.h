@@ -25,7 +25,6 @@ struct bd_client {
 	int64_t cost_max_ns;		/* > cost_ns: costs drawn from [cost, cost_max] */
 	int64_t from_ns, to_ns;		/* active in [from, to); to 0: to the end */
 	unsigned disks;			/* bit mask; 0: disk 0 */
-	bool no_rho;			/* reservation per disk (the paper's M_ij) */
 	/* counts, per disk */
 	unsigned queued[BD_MAX_DISKS];
 };
@@ -46,6 +45,7 @@ struct bd_run {
 	 * cost * slow2_num / slow_den after (all 0: actual = cost) */
 	int64_t slow_num, slow2_num, slow_den, slow_from;
 	struct cw_sched_tracker *trk;
+	bool retrack;			/* requests bring delta and rho again at the head */
 	unsigned rng;
 	int64_t now;			/* where bd_go starts (and then ended) */
 	/* out */
@@ -55,9 +55,12 @@ struct bd_run {
 };
 
 struct bd_req {
-	struct cw_sched_req r;
+	struct cw_sched_req r;		/* first */
 	uint32_t client;
+	struct bd_run *run;
+	unsigned disk;
 };
+
 
 static inline int64_t bd_rand(unsigned *rng, int64_t lo, int64_t hi)
 {
@@ -81,6 +84,13 @@ static inline void bd_set_err(struct bd_run *r, int e)
 		r->err = e;
 }
 
+static inline void bd_retrack(struct cw_sched_req *r)
+{
+	struct bd_req *q = (struct bd_req *)r;
+
+	bd_set_err(q->run, cw_sched_tracker_tag(q->run->trk, q->disk, r));
+}
+
 static inline void bd_fill(struct bd_run *r, unsigned d, int64_t now)
 {
 	for (size_t i = 0; i < r->n; i++) {
@@ -96,16 +106,18 @@ static inline void bd_fill(struct bd_run *r, unsigned d, int64_t now)
 				return;
 			}
 			q->client = (uint32_t)i;
+			q->run = r;
+			q->disk = d;
 			q->r = (struct cw_sched_req){
 				.cls = CW_SCHED_BE, .client = c->id, .arrival_ns = now,
 				.service_ns = c->cost_max_ns > c->cost_ns ?
 					      bd_rand(&r->rng, c->cost_ns, c->cost_max_ns) : c->cost_ns,
 			};
-			if (r->trk) {
+			/* delta and rho now, or (retrack) when it is tagged */
+			if (r->trk && r->retrack)
+				q->r.retrack = bd_retrack;
+			else if (r->trk)
 				bd_set_err(r, cw_sched_tracker_tag(r->trk, d, &q->r));
-				if (c->no_rho)
-					q->r.other_resv_ns = 0;
-			}
 			bd_set_err(r, cw_sched_enqueue(r->s[d], &q->r, now));
 			c->queued[d]++;
 		}

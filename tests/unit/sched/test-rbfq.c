@@ -546,7 +546,8 @@ static void test_change_live(void)
 }
 
 /* Figure 3: c1 reads both servers, c2 only s2; equal weights, 20% of
- * each server reserved for each client that uses it.  With delta, c1's
+ * each server reserved for each client that uses it (the paper's M_ij:
+ * not spread, so rho does not count).  With delta, c1's
  * service on s1 counts on s2, so s2 goes 20% to c1 (its reservation) and
  * 80% to c2: 120% and 80% of a server in all.  Without it, s2 is split
  * evenly. */
@@ -562,7 +563,6 @@ static void test_distributed(void)
 
 		clients(c, 2, 8, 10 * MS);
 		c[0].disks = 3;
-		c[0].no_rho = true;	/* the paper's per-server M_ij */
 		c[1].disks = 2;
 		for (unsigned d = 0; d < 2; d++)
 			r.s[d] = rbfq_sched(q, 2);
@@ -580,6 +580,260 @@ static void test_distributed(void)
 			CU_ASSERT(fabs(c1s2 - 0.5) < 0.02);
 			CU_ASSERT(fabs(c2s2 - 0.5) < 0.02);
 		}
+		bd_done(&r);
+	}
+}
+
+/* Runs r: clients q[0] and q[1] (r->c) each keeping depth requests of
+ * 10 ms queued on both disks, with a tracker. */
+static void two_disks(struct bd_run *r, const struct cw_sched_client *q, unsigned depth)
+{
+	clients(r->c, 2, depth, 10 * MS);
+	r->c[0].disks = r->c[1].disks = 3;
+	for (unsigned d = 0; d < 2; d++)
+		r->s[d] = rbfq_sched(q, 2);
+	CU_ASSERT_FATAL(cw_sched_tracker_new(2, &r->trk) == 0);
+	bd_go(r);
+	CU_ASSERT_EQUAL(r->err, 0);
+}
+
+/* dmClock's semantics: a spread client's reservation (and limit) is its
+ * total over every disk, each disk's tags advancing by what it got on the
+ * others (rho for the reservation, delta for the limit).  Over two disks,
+ * 40% of one disk reserved is 40% in all (not 40% on each), and a limit
+ * of 30% holds the client to 30% in all; per-disk QoS gives twice that. */
+static void test_spread(void)
+{
+	for (int spread = 1; spread >= 0; spread--) {
+		/* reservation: a weight of 1 beside 100; limit: 100 beside 1 */
+		struct cw_sched_client qa[2] = {
+			{ .resv_ppm = 400000, .weight = 1, .spread = spread },
+			{ .limit_ppm = 300000, .weight = 100, .spread = spread } };
+		struct cw_sched_client qb[2] = { { .weight = 100 }, { .weight = 1 } };
+
+		for (int k = 0; k < 2; k++) {
+			struct cw_sched_client q[2] = { qa[k], qb[k] };
+			struct bd_client c[2];
+			struct bd_run r = { .c = c, .n = 2, .n_disks = 2, .end_ns = 10000 * MS };
+			double got, want = k == 0 ? 0.4 : 0.3;
+
+			two_disks(&r, q, 8);
+			got = (double)bd_served(&r, 0, -1, 1000 * MS, r.end_ns) / 9e9;
+			CU_ASSERT(fabs(got - (spread ? want : 2 * want)) < 0.02);
+			/* and each disk gives half of it */
+			CU_ASSERT(fabs((double)bd_served(&r, 0, 0, 1000 * MS, r.end_ns) / 9e9 -
+				       got / 2) < 0.02);
+			bd_done(&r);
+		}
+	}
+	/* up to CW_SCHED_SPREAD_MAX disks' worth, only when spread */
+	CU_ASSERT_EQUAL(cw_sched_client_check(&(struct cw_sched_client){
+		.weight = 1, .resv_ppm = 3 * CW_SCHED_PPM, .spread = true }), 0);
+	CU_ASSERT_EQUAL(cw_sched_client_check(&(struct cw_sched_client){
+		.weight = 1, .resv_ppm = 3 * CW_SCHED_PPM }), -EINVAL);
+}
+
+/* dmClock's delayed tags: a spread limit over two disks with 16 requests
+ * queued on each.  Tagged only on arrival, each disk counts the service
+ * the other gave while its requests waited only with the next arrival,
+ * and the client runs past its limit by about a queue's worth for the
+ * first seconds; with retrack at the head it keeps to it from the start. */
+static void test_retrack(void)
+{
+	double over[2];
+
+	for (int with = 0; with < 2; with++) {
+		struct cw_sched_client q[2] = { { .limit_ppm = 300000, .weight = 1, .spread = true },
+						{ .weight = 1 } };
+		struct bd_client c[2];
+		struct bd_run r = { .c = c, .n = 2, .n_disks = 2, .end_ns = 2000 * MS,
+				    .retrack = with };
+
+		two_disks(&r, q, 16);
+		/* 30% of one disk over 2 s is 600 ms of service */
+		over[with] = (double)bd_served(&r, 0, -1, 0, r.end_ns) / (0.3 * 2e9) - 1;
+		bd_done(&r);
+	}
+	printf("(over the limit in 2 s: %.3f tagged on arrival, %.3f with retrack) ",
+	       over[0], over[1]);
+	/* 16 requests of 10 ms over 600 ms on arrival; one a disk at the
+	 * start (two in all, 3.3%) with retrack */
+	CU_ASSERT(over[0] > 0.15);
+	CU_ASSERT(over[1] < 0.04);
+}
+
+/* Delayed tags change when, not what: weights 1:2:4 over two disks, one
+ * weight-4 client leaving at 2 s and another arriving at 3 s (its tags
+ * start from now, the others' are adjusted), get the same shares tagged
+ * at the head as on arrival, each within 2% of its weight's part. */
+static void test_retrack_weights(void)
+{
+	double got[2][4];
+
+	for (int with = 0; with < 2; with++) {
+		struct cw_sched_client q[4] = { { .weight = 1 }, { .weight = 2 }, { .weight = 4 },
+						{ .weight = 4 } };
+		struct bd_client c[4];
+		struct bd_run r = { .c = c, .n = 4, .n_disks = 2, .end_ns = 9000 * MS,
+				    .retrack = with };
+		int64_t total = 0;
+
+		clients(c, 4, 8, 10 * MS);
+		for (size_t i = 0; i < 4; i++)
+			c[i].disks = 3;
+		c[2].to_ns = 2000 * MS;
+		c[3].from_ns = 3000 * MS;
+		for (unsigned d = 0; d < 2; d++)
+			r.s[d] = rbfq_sched(q, 4);
+		CU_ASSERT_FATAL(cw_sched_tracker_new(2, &r.trk) == 0);
+		bd_go(&r);
+		CU_ASSERT_EQUAL(r.err, 0);
+		for (size_t i = 0; i < 4; i++)
+			total += bd_served(&r, i, -1, 4000 * MS, r.end_ns);
+		for (size_t i = 0; i < 4; i++) {
+			got[with][i] = (double)bd_served(&r, i, -1, 4000 * MS, r.end_ns) / (double)total;
+			if (i != 2)
+				CU_ASSERT(fabs(got[with][i] - q[i].weight / 7.0) < 0.02);
+		}
+		bd_done(&r);
+	}
+	printf("(on arrival %.3f %.3f %.3f, at the head %.3f %.3f %.3f) ", got[0][0], got[0][1],
+	       got[0][3], got[1][0], got[1][1], got[1][3]);
+	for (size_t i = 0; i < 4; i++)
+		CU_ASSERT(fabs(got[0][i] - got[1][i]) < 0.02);
+}
+
+/* The per-disk step the daemon uses, one record per disk and the totals
+ * kept by the caller: the same delta and rho as the tracker. */
+static void test_track_step(void)
+{
+	struct cw_sched_track d[2] = { { 0 } };
+	struct cw_sched_req r = { .cls = CW_SCHED_BE, .client = 1, .cost_ns = 7,
+				  .service_ns = 100 };
+	int64_t total = 0, total_resv = 0, cost, resv;
+
+	cw_sched_track_tag(&d[0], total, total_resv, &r);
+	CU_ASSERT(r.other_ns == 0 && r.other_resv_ns == 0);
+	r.phase = CW_SCHED_PHASE_RESV;
+	cw_sched_track_done(&d[1], &r, &cost, &resv);
+	CU_ASSERT(cost == 7 && resv == 7);
+	total += cost;
+	total_resv += resv;
+	r.phase = CW_SCHED_PHASE_SHARE;
+	cw_sched_track_done(&d[0], &r, &cost, &resv);
+	CU_ASSERT(cost == 7 && resv == 0);
+	total += cost;
+	cw_sched_track_tag(&d[0], total, total_resv, &r);
+	CU_ASSERT(r.other_ns == 7 && r.other_resv_ns == 7);	/* disk 1's only */
+	cw_sched_track_tag(&d[1], total, total_resv, &r);
+	CU_ASSERT(r.other_ns == 7 && r.other_resv_ns == 0);	/* disk 0's only */
+	cw_sched_track_tag(&d[1], total, total_resv, &r);
+	CU_ASSERT(r.other_ns == 0 && r.other_resv_ns == 0);
+}
+
+static const struct cw_sched_share_out *row(const struct cw_sched_share_out *rows, size_t n,
+					    uint64_t client)
+{
+	for (size_t k = 0; k < n; k++)
+		if (rows[k].client == client)
+			return &rows[k];
+	CU_FAIL_FATAL("no row for the client");
+	return NULL;
+}
+
+/* Received against due, by hand: weights 1:2:4 backlogged with 20% of a
+ * light client's disk left to them; a reservation short of 98%; a limit
+ * overrun; the same client on two disks summed. */
+static void test_share_table(void)
+{
+	const int64_t T = 1000 * MS;
+	struct cw_sched_share_in in[] = {
+		{ .client = 1, .disk = 1, .qos = { .weight = 1 }, .served_ns = 100 * MS, .busy_ns = T },
+		{ .client = 2, .disk = 1, .qos = { .weight = 2 }, .served_ns = 200 * MS, .busy_ns = T },
+		{ .client = 3, .disk = 1, .qos = { .weight = 4 }, .served_ns = 500 * MS, .busy_ns = T },
+		{ .client = 4, .disk = 1, .qos = { .weight = 9 }, .served_ns = 150 * MS,
+		  .busy_ns = T / 2 },
+		{ .client = 5, .disk = 2, .qos = { .weight = 1, .resv_ppm = 300000 },
+		  .served_ns = 280 * MS, .resv_ns = 280 * MS, .busy_ns = T, .requests = 280 },
+		{ .client = 6, .disk = 2, .qos = { .weight = 1, .limit_ppm = 100000 },
+		  .served_ns = 120 * MS, .busy_ns = T, .throttled_ns = 300 * MS, .requests = 120 },
+		{ .client = 7, .disk = 2, .qos = { .weight = 1 }, .served_ns = 490 * MS, .busy_ns = T },
+		{ .client = 1, .disk = 2, .qos = { .weight = 1 }, .served_ns = 50 * MS, .busy_ns = 0 },
+	};
+	struct cw_sched_share_out *rows;
+	const struct cw_sched_share_out *o;
+	size_t n;
+
+	CU_ASSERT_FATAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n) == 0);
+	CU_ASSERT_EQUAL(n, 7);
+	CU_ASSERT_EQUAL(rows[0].client, 1);	/* order of first appearance */
+	/* disk 1: the backlogged three got 80% together: due 1:2:4 of it */
+	o = row(rows, n, 1);
+	CU_ASSERT(fabs(o->received - 0.15) < 1e-9);	/* 10% + 5% on disk 2 */
+	CU_ASSERT(fabs(o->due - (0.8 / 7 + 0.05)) < 1e-6);
+	CU_ASSERT(o->backlogged && o->resv_met && o->limit_held);
+	CU_ASSERT(fabs(row(rows, n, 3)->due - 0.8 * 4 / 7) < 1e-6);
+	o = row(rows, n, 4);	/* light: due what it got */
+	CU_ASSERT(!o->backlogged && fabs(o->due - 0.15) < 1e-9);
+	/* disk 2: 28% (and one request of 1 ms) of 30% is short of 98% */
+	o = row(rows, n, 5);
+	CU_ASSERT(fabs(o->reserved - 0.3) < 1e-9 && !o->resv_met);
+	o = row(rows, n, 6);
+	CU_ASSERT(fabs(o->limit - 0.1) < 1e-9 && !o->limit_held && fabs(o->throttled - 0.3) < 1e-9);
+	CU_ASSERT(fabs(o->due - 0.1) < 1e-6);	/* never more than its limit */
+	free(rows);
+	/* at 29.35% and a request (1.05 ms) the reservation is met (98% of
+	 * 30% is 29.4%); at 10.25% less a request (0.85 ms), the limit held */
+	in[4].served_ns = 2935 * MS / 10;
+	in[5].served_ns = 1025 * MS / 10;
+	CU_ASSERT_FATAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n) == 0);
+	CU_ASSERT(row(rows, n, 5)->resv_met && row(rows, n, 6)->limit_held);
+	free(rows);
+	/* a disk faster than its model: due is of what it gave, over 100% */
+	for (size_t i = 0; i < 4; i++)
+		in[i].served_ns *= 3;
+	CU_ASSERT_FATAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n) == 0);
+	CU_ASSERT(fabs(row(rows, n, 3)->due - 2.4 * 4 / 7) < 1e-6);
+	CU_ASSERT(fabs(row(rows, n, 3)->received - 1.5) < 1e-9);
+	free(rows);
+	CU_ASSERT_EQUAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), 0, &rows, &n), -EINVAL);
+	in[0].qos.weight = 0;
+	CU_ASSERT_EQUAL(cw_sched_share_table(in, CW_ARRAY_SIZE(in), T, &rows, &n), -EINVAL);
+}
+
+/* The table against real orders: weights 1:2:4 saturating one disk get
+ * within 2% of their due under RBFQ and far from it under FIFO (the one
+ * with more requests queued wins there). */
+static void test_share_table_run(void)
+{
+	for (int rbfq = 1; rbfq >= 0; rbfq--) {
+		struct cw_sched_client q[3] = { { .weight = 1 }, { .weight = 2 }, { .weight = 4 } };
+		struct bd_client c[3];
+		struct bd_run r = { .c = c, .n = 3, .end_ns = 5000 * MS };
+		struct cw_sched_share_in in[3];
+		struct cw_sched_share_out *rows;
+		double worst = 0;
+		size_t n;
+
+		clients(c, 3, 4, 10 * MS);
+		c[0].depth = 16;
+		if (rbfq) {
+			r.s[0] = rbfq_sched(q, 3);
+		} else {
+			r.s[0] = bd_sched(cw_sched_beq_fifo(), NULL);
+			CU_ASSERT_FATAL(r.s[0] != NULL);
+		}
+		bd_go(&r);
+		CU_ASSERT_EQUAL(r.err, 0);
+		for (size_t i = 0; i < 3; i++)
+			in[i] = (struct cw_sched_share_in){
+				.client = i + 1, .disk = 1, .qos = q[i], .busy_ns = 4000 * MS,
+				.served_ns = bd_served(&r, i, 0, 1000 * MS, r.end_ns) };
+		CU_ASSERT_FATAL(cw_sched_share_table(in, 3, 4000 * MS, &rows, &n) == 0);
+		for (size_t i = 0; i < n; i++)
+			worst = CW_MAX(worst, fabs(rows[i].received - rows[i].due));
+		CU_ASSERT(rbfq ? worst < 0.02 : worst > 0.1);
+		free(rows);
 		bd_done(&r);
 	}
 }
@@ -630,5 +884,11 @@ int main(void)
 	cwtest_add(s, "QoS changed while running", test_change_live);
 	cwtest_add(s, "distributed delta (Figure 3)", test_distributed);
 	cwtest_add(s, "tracker", test_tracker);
+	cwtest_add(s, "spread reservation and limit (dmClock)", test_spread);
+	cwtest_add(s, "tracker step per disk", test_track_step);
+	cwtest_add(s, "delayed delta and rho at the head (retrack)", test_retrack);
+	cwtest_add(s, "delayed tags keep the weights", test_retrack_weights);
+	cwtest_add(s, "received against due", test_share_table);
+	cwtest_add(s, "received against due under RBFQ and FIFO", test_share_table_run);
 	return cwtest_run();
 }
