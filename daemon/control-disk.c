@@ -84,17 +84,19 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 	const char *name = cw_ctl_arg_str(c->req, "name");
 	const char *emulate = cw_ctl_arg_str(c->req, "emulate");
 	struct cwc_server *srv = c->srv;
-	enum cw_tier tier = CW_TIER_HDD;
+	enum cw_tier tier = cw_io_path_is_rbd(path) ? CW_TIER_RBD : CW_TIER_HDD;
 	struct cw_disk_info d;
 	struct cw_model em;
 	char why[256] = "";
 	uint32_t id;
 	int r;
 
-	if (path[0] != '/')
-		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "disk path \"%s\" must be absolute", path);
+	if (path[0] != '/' && !cw_io_path_is_rbd(path))
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "disk path \"%s\" must be absolute, or "
+				"rbd:POOL/IMAGE for an image on a Ceph cluster", path);
 	if (tier_s && cw_tier_parse(tier_s, &tier) < 0)
-		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd or ssd", tier_s);
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd, ssd or rbd",
+				tier_s);
 	if (name && !cw_name_valid(name))
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
 				"disk name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "

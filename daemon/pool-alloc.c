@@ -58,7 +58,7 @@ bool pb_disk_can_punch(int fd)
 	/* Block 0 holds the label in its first 4 KiB and nothing after
 	 * (pool blocks are 64 KiB at least): punching its second 4 KiB
 	 * costs nothing. */
-	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, 4096) == 0;
+	return cw_io_punch(fd, 4096, 4096) == 0;
 }
 
 bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len)
@@ -115,16 +115,15 @@ static int zero_range(struct pbx *x, uint64_t off, uint64_t len, bool may_punch,
 		if (touched)
 			touched[di] = true;
 		if (!(may_punch && d->can_punch &&
-		      fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				(off_t)e.phys_offset, (off_t)e.length) == 0)) {
+		      cw_io_punch(d->fd, e.phys_offset, e.length) == 0)) {
 			for (uint64_t done = 0; done < e.length;) {
 				size_t k = (size_t)CW_MIN(e.length - done, (uint64_t)ZERO_CHUNK);
-				ssize_t w = pwrite(d->fd, pb->zeros, k, (off_t)(e.phys_offset + done));
+				ssize_t w = cw_io_pwrite(d->fd, pb->zeros, k, e.phys_offset + done);
 
-				if (w < 0 && errno == EINTR)
+				if (w == -EINTR)
 					continue;
 				if (w <= 0) {
-					r = w < 0 ? -errno : -EIO;
+					r = w < 0 ? (int)w : -EIO;
 					cwd_log(LOG_ERR, "disk %s: zeroing %" PRIu64 " bytes at %" PRIu64
 						": %s", d->name, e.length, e.phys_offset, strerror(-r));
 					return r;
@@ -142,9 +141,12 @@ static int zero_range(struct pbx *x, uint64_t off, uint64_t len, bool may_punch,
  * pb_disk_index(), and an export that writes to it keeps it open. */
 static int sync_touched(struct pb *pb, const bool *touched)
 {
-	for (size_t i = 0; i < PB_DISKS_CAP; i++)
-		if (touched[i] && fdatasync(pb->disks[i].fd) < 0)
-			return -errno;
+	for (size_t i = 0; i < PB_DISKS_CAP; i++) {
+		int r = touched[i] ? cw_io_fdatasync(pb->disks[i].fd) : 0;
+
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 

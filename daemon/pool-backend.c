@@ -511,6 +511,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 			d->path, state_names[info->state]);
 		return 0;
 	}
+	/* An image on a cluster shares the pool's connection and handle. */
 	r = cw_io_open(info->path, !cfg->exports.read_only, &d->direct);
 	if (r < 0) {
 		/* Like a missing disk: its partitions wait, the rest are served. */
@@ -954,9 +955,7 @@ static void disk_close(struct disk *d)
 	atomic_store(&d->model, NULL);
 	d->lanes = NULL;
 	d->nlanes = 0;
-	if (d->fd >= 0)
-		close(d->fd);
-	d->fd = -1;
+	cw_io_closep(&d->fd);
 }
 
 int pb_start(struct pb *pb)
@@ -980,15 +979,15 @@ int pb_start(struct pb *pb)
  * checked) under that path, not whatever the path names by now. */
 static int disk_same_file(struct pb *pb, const struct disk *d, char *err, size_t errlen)
 {
-	struct stat ours, pools;
+	uint64_t odev, oino, pdev, pino;
 	int pfd = cw_disk_fd(pb->pool, d->id);
 
-	if (pfd < 0 || fstat(pfd, &pools) < 0 || fstat(d->fd, &ours) < 0) {
+	if (pfd < 0 || cw_io_identity(pfd, &pdev, &pino) < 0 ||
+	    cw_io_identity(d->fd, &odev, &oino) < 0) {
 		snprintf(err, errlen, "disk %s: cannot check its label", d->name);
 		return -EIO;
 	}
-	if (ours.st_dev != pools.st_dev || ours.st_ino != pools.st_ino ||
-	    ours.st_rdev != pools.st_rdev) {
+	if (odev != pdev || oino != pino) {
 		snprintf(err, errlen, "disk %s: %s no longer holds the disk the pool labelled",
 			 d->name, d->path);
 		return -ESTALE;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <clockwise/io.h>
 #include <clockwise/types.h>
 #include <clockwise/pool-objects.h>
 #include <clockwise/units.h>
@@ -564,8 +565,11 @@ static int c_disk_add(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return json_object_put(a), usage_error("expected one PATH");
-	/* The server resolves nothing relative to the caller's directory. */
-	if (!realpath(argv[optind], path)) {
+	/* The server resolves nothing relative to the caller's directory;
+	 * an image on a cluster is named, not a file. */
+	if (cw_io_path_is_rbd(argv[optind]))
+		snprintf(path, sizeof(path), "%s", argv[optind]);
+	else if (!realpath(argv[optind], path)) {
 		fprintf(stderr, "%s: %s: %s\n", cmd_name, argv[optind], strerror(errno));
 		json_object_put(a);
 		return EXIT_REFUSED;
@@ -1305,9 +1309,12 @@ static const struct command commands[] = {
 	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
 	  "has booked on each), partitions, reservations and exports.\n", NULL, CW_CTL_CMD_STATUS, NULL,
 	  print_status },
-	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME] [--emulate MODEL]",
+	{ "disk", "add", "PATH [--tier hdd|ssd|rbd] [--name NAME] [--emulate MODEL]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
 	  "to hdd; the name to disk<id>.  A running daemon serves it at once.\n"
+	  "PATH rbd:POOL/IMAGE[?conf=FILE&id=NAME] is an image on a Ceph cluster\n"
+	  "(tier rbd): its guarantee holds as far as the cluster keeps the latency\n"
+	  "calibrated; cwctl stats shows the measured tail against C.\n"
 	  "--emulate MODEL (atlas2, hdd7200, ssd or a \"cwmodel1 ...\" string): its I/O\n"
 	  "completes when that disk would have completed it.\n", c_disk_add },
 	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,
