@@ -103,7 +103,7 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 				"not starting with . or -", name, CW_NAME_MAX);
 	if (emulate && cw_model_from_string(emulate, &em) < 0)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "emulate \"%.64s\": not a model preset "
-				"(atlas2, hdd7200, ssd) nor a model string \"cwmodel1 ...\"", emulate);
+				"(atlas2, hdd7200, ssd, rbd) nor a model string \"cwmodel1 ...\"", emulate);
 	r = cw_disk_add(srv->pool, path, tier, name, &id);
 	if (r < 0)
 		return cwc_fail_pool(c, r, path);
@@ -235,6 +235,7 @@ int cwc_calib_prepare(struct ctx *c, struct calib *k)
 		 * sample stalled by a busy machine for the disk's worst. */
 		k->opts.repeats = 5;
 		k->opts.percentile = 50;
+		k->opts.tail_permille = 500;
 	}
 	return 0;
 }

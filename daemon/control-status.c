@@ -96,6 +96,12 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "read_bytes", cw_ctl_json_u64(s->read_bytes));
 		cwc_add(o, "written_bytes", cw_ctl_json_u64(s->written_bytes));
 		cwc_add(o, "be_hist", hist_json(s->be_hist));
+		/* What C promised against what the disk did, alone. */
+		cwc_add(o, "alone_requests", cw_ctl_json_u64(s->alone_requests));
+		cwc_add(o, "over_c", cw_ctl_json_u64(s->over_c));
+		cwc_add(o, "p50_over_c", json_object_new_double(s->p50_over_c));
+		cwc_add(o, "p999_over_c", json_object_new_double(s->p999_over_c));
+		cwc_add(o, "c_block_ns", json_object_new_int64(s->c_block_ns));
 		json_object_array_add(disks, o);
 	}
 	resvs = json_object_new_array();

@@ -75,6 +75,11 @@ struct cwc_disk_stats {
 	uint64_t be_hist[CWC_HIST_BUCKETS];	/* BE latency: a client diffs two for an interval's */
 	int64_t slack_used_ns;			/* BE service run in the streams' slack */
 	uint64_t read_bytes, written_bytes;
+	/* Requests served alone, their service time over the model's C
+	 * (median and 99.9th percentile), those over C; C of a pool block. */
+	uint64_t alone_requests, over_c;
+	double p50_over_c, p999_over_c;
+	int64_t c_block_ns;
 };
 
 struct cwc_resv_stats {

@@ -459,6 +459,8 @@ static int submit_one(struct lane *l, struct piece *p, int64_t now)
 	int r;
 
 	p->start_ns = now;
+	p->alone = l->inflight == 0;
+	p->start_seq = ++l->starts;
 	r = cw_io_submit(l->eng, &io, 1);
 	if (r == 1) {
 		l->inflight++;
@@ -510,6 +512,8 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 
 		while (p && n < REAP_BATCH && l->inflight + n < depth) {
 			p->start_ns = now;
+			p->alone = l->inflight + n == 0;
+			p->start_seq = ++l->starts;
 			batch[n++] = &p->io;
 			p = p->next;
 		}
@@ -532,6 +536,17 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 			l->fifo_tail = NULL;
 		l->inflight += (unsigned)r;
 	}
+}
+
+/* What admission assumed (one request at a time, C from the model) set
+ * against what the disk did: on a disk whose latency others share, a
+ * cluster's, the operator sees here when C stops holding. */
+static void served_alone(struct lane *l, const struct piece *p, int64_t now)
+{
+	int64_t c_ns;
+
+	if (cw_model_service_ns(disk_model(l->disk), 0, 0, p->io.len, &c_ns) == 0)
+		cwd_stats_alone_add(&l->st, now - p->start_ns, c_ns);
 }
 
 static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
@@ -561,6 +576,8 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 		cw_sched_complete(l->sched, &p->sr, now, now - p->start_ns);
 		l->busy = false;
 	}
+	if (!err && p->alone && p->start_seq == l->starts && io->op != CW_IO_FSYNC)
+		served_alone(l, p, now);
 	lane_piece_done(l, p, err, now);
 }
 

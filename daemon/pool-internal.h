@@ -98,6 +98,7 @@ struct lane {
 	size_t n_client_gen;
 	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
 	unsigned inflight;
+	uint64_t starts;		/* requests handed to the engine, ever */
 	bool busy;			/* a request in service under cw_sched */
 };
 
@@ -260,6 +261,11 @@ struct piece {
 	struct cw_sched_req sr;
 	struct cw_io_req io;
 	int64_t start_ns;
+	/* Nothing else was in flight on the lane when it started, and it
+	 * was the lane's start_seq-th start: served alone if no other
+	 * started before it completed. */
+	bool alone;
+	uint64_t start_seq;
 };
 
 struct preq {

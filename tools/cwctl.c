@@ -265,18 +265,28 @@ static void print_resv(json_object *r)
 
 static void print_stats(json_object *s)
 {
-	struct table t = { .ncols = 8 }, u = { .ncols = 4 };
+	struct table t = { .ncols = 11 }, u = { .ncols = 4 };
 	json_object *d = get(s, "disks"), *r = get(s, "reservations");
 
 	table_row(&t, "DISK", "RT-REQS", "RT-MISSES", "BE-REQS", "BE-P50", "BE-P99", "BE-MAX",
-		  "SLACK-USED");
+		  "SLACK-USED", "C-BLOCK", "P99.9/C", "OVER-C");
 	for (size_t i = 0; d && i < json_object_array_length(d); i++) {
 		json_object *o = json_object_array_get_idx(d, i);
 		char a[CW_UNITS_BUF], b[CW_UNITS_BUF], c[CW_UNITS_BUF], e[CW_UNITS_BUF];
+		char f[CW_UNITS_BUF], tail[32], over[48];
 
+		/* the tail of what the disk served alone, as a share of C:
+		 * above 1, C no longer holds for one request in a thousand */
+		if (json_object_get_int64(get(o, "alone_requests")) > 0)
+			snprintf(tail, sizeof(tail), "%.2f",
+				 json_object_get_double(get(o, "p999_over_c")));
+		else
+			snprintf(tail, sizeof(tail), "-");
+		snprintf(over, sizeof(over), "%s/%s", gs(o, "over_c"), gs(o, "alone_requests"));
 		table_row(&t, gs(o, "disk"), gs(o, "rt_requests"), gs(o, "rt_misses"),
 			  gs(o, "be_requests"), fdur(o, "be_p50_ns", a), fdur(o, "be_p99_ns", b),
-			  fdur(o, "be_max_ns", c), fdur(o, "slack_used_ns", e));
+			  fdur(o, "be_max_ns", c), fdur(o, "slack_used_ns", e),
+			  fdur(o, "c_block_ns", f), tail, over);
 	}
 	table_print(&t, stdout);
 	if (r && json_object_array_length(r)) {
