@@ -494,14 +494,14 @@ static int measure_zones(struct calib *c, const struct cw_calib_opts *o, struct 
 	return 0;
 }
 
-static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
-			  int64_t *samples)
+/* The block sizes to measure, aligned up and sorted (duplicates left for
+ * the caller to skip), with extra (0: none) if there is room; -EINVAL
+ * for one beyond the span. */
+static int bsizes(const struct calib *c, const struct cw_calib_opts *o, uint64_t extra,
+		  uint64_t sizes[CW_MODEL_MAX_BSIZES], unsigned *ret_n)
 {
-	uint64_t sizes[CW_MODEL_MAX_BSIZES];
 	unsigned n = 0;
-	int e;
 
-	/* sorted, deduplicated, aligned up, within the span */
 	for (unsigned i = 0; i < o->n_block_sizes; i++) {
 		uint64_t b = CW_DIV_ROUND_UP(o->block_sizes[i], c->align) * c->align;
 
@@ -509,7 +509,22 @@ static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct
 			return -EINVAL;
 		sizes[n++] = b;
 	}
+	if (extra && n < CW_MODEL_MAX_BSIZES)
+		sizes[n++] = extra;
 	qsort(sizes, n, sizeof(*sizes), cmp_i64);	/* all < 2^63 */
+	*ret_n = n;
+	return 0;
+}
+
+static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
+			  int64_t *samples)
+{
+	uint64_t sizes[CW_MODEL_MAX_BSIZES];
+	unsigned n = 0;
+	int e = bsizes(c, o, 0, sizes, &n);
+
+	if (e < 0)
+		return e;
 	m->n_bsizes = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t b = sizes[i];
@@ -555,22 +570,14 @@ static unsigned tail_samples(const struct cw_calib_opts *o)
 static int measure_tail(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
 			int64_t *samples)
 {
-	uint64_t sizes[CW_MODEL_MAX_BSIZES + 1], rate = UINT64_C(1) << 40;
+	uint64_t sizes[CW_MODEL_MAX_BSIZES], rate = UINT64_C(1) << 40;
 	unsigned n = 0, ns = tail_samples(o);
 	const struct cw_model_bsize *b0, *bn;
 	unsigned __int128 ovh;
-	int e;
+	int e = bsizes(c, o, c->small, sizes, &n);
 
-	for (unsigned i = 0; i < o->n_block_sizes; i++) {
-		uint64_t b = CW_DIV_ROUND_UP(o->block_sizes[i], c->align) * c->align;
-
-		if (b > c->span || b > CHUNK_MAX * 64)
-			return -EINVAL;
-		sizes[n++] = b;
-	}
-	if (n < CW_MODEL_MAX_BSIZES)
-		sizes[n++] = c->small;
-	qsort(sizes, n, sizeof(*sizes), cmp_i64);	/* all < 2^63 */
+	if (e < 0)
+		return e;
 	m->n_bsizes = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (m->n_bsizes && m->bsize[m->n_bsizes - 1].bytes == sizes[i])
