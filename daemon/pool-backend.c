@@ -520,12 +520,12 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		return 0;
 	}
 	d->fd = r;
-	d->can_punch = !cfg->exports.read_only && pb_disk_can_punch(d->fd);
 	/* io_uring punts reads it cannot do without blocking to kernel
 	 * workers: a file on tmpfs gets the memory engine (the copy done
 	 * inline), one on another such file system libaio. */
 	if (cw_io_kind_for_fd(d->fd, cfg->io_engine, &d->io_kind) < 0)
 		d->io_kind = cfg->io_engine;
+	d->can_punch = !cfg->exports.read_only && pb_disk_can_punch(d);
 	r = cw_io_alignment(d->fd, &d->align);
 	if (r < 0 || !d->direct)
 		d->align = 512;

@@ -324,8 +324,9 @@ bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len);
 /* Hands a WRITE to a hole, a TRIM or a WRITE_ZEROES to the keeper of
  * holes, which completes it.  -ENOMEM. */
 int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio);
-/* Whether fallocate(PUNCH_HOLE) works on the disk's open descriptor. */
-bool pb_disk_can_punch(int fd);
+/* Whether cw_io_punch works on the disk's open descriptor (its io_kind
+ * known). */
+bool pb_disk_can_punch(const struct disk *d);
 int pb_alloc_start(struct pb *pb);
 void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
 /* Returns once the keeper is past every batch begun before the call:

@@ -187,11 +187,11 @@ static void cluster_put(struct cluster *c)
 
 /* Sets option to value unless the configuration already chose something
  * other than its built-in default. */
-static int conf_default(rados_t r, const char *option, const char *builtin, const char *value)
+static int conf_default(rados_t r, const char *option, double builtin, const char *value)
 {
 	char now[64];
 
-	if (rados_conf_get(r, option, now, sizeof(now)) == 0 && strcmp(now, builtin) != 0)
+	if (rados_conf_get(r, option, now, sizeof(now)) == 0 && strtod(now, NULL) != builtin)
 		return 0;
 	return rados_conf_set(r, option, value);
 }
@@ -229,11 +229,11 @@ static int cluster_get(const struct io_rbd_spec *sp, struct cluster **ret)
 	 * leaves unanswered fails after 30 s (not never) and its client
 	 * gets an error.  The configuration file may say otherwise. */
 	if (r == 0)
-		r = conf_default(c->rados, "client_mount_timeout", "300.000000", "10");
+		r = conf_default(c->rados, "client_mount_timeout", 300, "10");
 	if (r == 0)
-		r = conf_default(c->rados, "rados_osd_op_timeout", "0.000000", "30");
+		r = conf_default(c->rados, "rados_osd_op_timeout", 0, "30");
 	if (r == 0)
-		r = conf_default(c->rados, "rados_mon_op_timeout", "0.000000", "30");
+		r = conf_default(c->rados, "rados_mon_op_timeout", 0, "30");
 	/* Like O_DIRECT on a local disk: a write is on the cluster when it
 	 * completes, and nothing between the scheduler and the OSDs
 	 * reorders or delays requests. */
