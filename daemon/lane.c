@@ -733,7 +733,7 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 		if (l->sched || l->inflight >= l->pb->cfg->queue_depth)
 			timeout = -1;
 		else
-			timeout = l->fifo ? 0 : POLL_NS;
+			timeout = l->fifo ? 0 : l->disk->poll_ns ? l->disk->poll_ns : POLL_NS;
 		if (timeout)
 			lane_unplug_replies(l);
 		n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);

@@ -526,6 +526,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	if (cw_io_kind_for_fd(d->fd, cfg->io_engine, &d->io_kind) < 0)
 		d->io_kind = cfg->io_engine;
 	d->can_punch = !cfg->exports.read_only && pb_disk_can_punch(d);
+	d->poll_ns = d->io_kind == CW_IO_RBD ? POLL_NS_RBD : POLL_NS;
 	r = cw_io_alignment(d->fd, &d->align);
 	if (r < 0 || !d->direct)
 		d->align = 512;

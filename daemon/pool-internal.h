@@ -40,6 +40,10 @@
  * waits for completions at most this long before it looks at its record
  * again (an engine wait cannot also watch the record). */
 #define POLL_NS (50 * CW_NS_PER_US)
+/* The same on an image on a cluster: its requests take milliseconds, and
+ * looking at the record 20000 times a second while they run takes CPU
+ * from what serves them when the OSDs share the host. */
+#define POLL_NS_RBD (500 * CW_NS_PER_US)
 #define PREQ_SMALL_PIECES 4	/* requests this small are reused (lane_preq_get) */
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
@@ -123,6 +127,7 @@ struct disk {
 	int fd;
 	bool direct;
 	enum cw_io_kind io_kind;	/* the engine its lanes use */
+	int64_t poll_ns;		/* POLL_NS, or POLL_NS_RBD on an image */
 	struct cw_model *emulate;	/* the model its engine keeps the time of, or NULL */
 	atomic_int_fast64_t emu_warned_ns;	/* when the host last fell behind it */
 	size_t align;
