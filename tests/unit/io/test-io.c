@@ -138,6 +138,7 @@ static void test_rbd_names(void)
 	char path[4096];
 	uint64_t size, dev, ino, dev2, ino2;
 	char buf[8] = "abcdefg";
+	struct cw_io_engine *e = NULL;
 	int fd, fd2;
 
 	CU_ASSERT(cw_io_path_is_rbd("rbd:p/i"));
@@ -152,8 +153,14 @@ static void test_rbd_names(void)
 	/* a well-formed name whose configuration file is not there */
 	fd = cw_io_open("rbd:p/i?conf=/nonexistent/ceph.conf&id=x", false, NULL);
 	CU_ASSERT_EQUAL(fd, cw_io_rbd_supported() ? -ENOENT : -EPROTONOSUPPORT);
-	CU_ASSERT_EQUAL(cw_io_engine_new(CW_IO_RBD, 4, &(struct cw_io_engine *){ NULL }),
-			cw_io_rbd_supported() ? 0 : -EPROTONOSUPPORT);
+	CU_ASSERT_EQUAL(cw_io_engine_new(CW_IO_RBD, 4, &e), cw_io_rbd_supported() ? 0 : -EPROTONOSUPPORT);
+	if (cw_io_rbd_supported()) {
+		struct cw_io_req r = { .fd = 0, .op = CW_IO_READ, .buf = buf, .len = 8 }, *q = &r;
+
+		/* a descriptor that stands for no image */
+		CU_ASSERT_EQUAL(cw_io_submit(e, &q, 1), -EBADF);
+		cw_io_engine_free(e);
+	}
 
 	snprintf(path, sizeof(path), "%s/plain.img", tmpdir);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
