@@ -92,6 +92,7 @@ static const struct choice be_orders[] = {
 static const struct choice tiers[] = {
 	{ "hdd", CW_TIER_HDD, false },
 	{ "ssd", CW_TIER_SSD, false },
+	{ "rbd", CW_TIER_RBD, false },
 	{ NULL, 0, false },
 };
 
@@ -1233,7 +1234,19 @@ static int key_limits(struct parse *p, const config_setting_t *s, void *obj)
 
 static int disk_path(struct parse *p, const config_setting_t *s, void *obj)
 {
-	return get_path(p, s, 4095, &((struct cwd_config_disk *)obj)->path);
+	struct cwd_config_disk *d = obj;
+	const char *v = config_setting_get_string(s);
+
+	/* An image on a Ceph cluster: no file, no absolute path. */
+	if (v && cw_io_path_is_rbd(v)) {
+		if (strlen(v) > 4095)
+			return fail(p, s, "%s is %zu bytes long; expected at most 4095", WHERE(s),
+				    strlen(v));
+		free(d->path);
+		d->path = strdup(v);
+		return d->path ? 0 : -ENOMEM;
+	}
+	return get_path(p, s, 4095, &d->path);
 }
 
 static int disk_name(struct parse *p, const config_setting_t *s, void *obj)
@@ -1373,6 +1386,11 @@ static int parse_disk(struct parse *p, const config_setting_t *s, struct cwd_con
 		return fail(p, s, "%s has no path; expected path = \"/dev/...\" in every disk", WHERE(s));
 	if (!d->name)
 		return fail(p, s, "%s has no name; expected name = \"...\" in every disk", WHERE(s));
+	if (cw_io_path_is_rbd(d->path) && d->tier == CW_TIER_HDD)
+		d->tier = CW_TIER_RBD;	/* hdd is only the default */
+	if ((d->tier == CW_TIER_RBD) != cw_io_path_is_rbd(d->path))
+		return fail(p, s, "%s: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with it",
+			    WHERE(s));
 	lanes = p->disk_lanes[idx];
 	if (lanes && d->tier != CW_TIER_SSD)
 		return fail(p, lanes, "%s is set on an hdd; expected lanes only with tier = \"ssd\"",

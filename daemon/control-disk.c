@@ -84,24 +84,26 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 	const char *name = cw_ctl_arg_str(c->req, "name");
 	const char *emulate = cw_ctl_arg_str(c->req, "emulate");
 	struct cwc_server *srv = c->srv;
-	enum cw_tier tier = CW_TIER_HDD;
+	enum cw_tier tier = cw_io_path_is_rbd(path) ? CW_TIER_RBD : CW_TIER_HDD;
 	struct cw_disk_info d;
 	struct cw_model em;
 	char why[256] = "";
 	uint32_t id;
 	int r;
 
-	if (path[0] != '/')
-		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "disk path \"%s\" must be absolute", path);
+	if (path[0] != '/' && !cw_io_path_is_rbd(path))
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "disk path \"%s\" must be absolute, or "
+				"rbd:POOL/IMAGE for an image on a Ceph cluster", path);
 	if (tier_s && cw_tier_parse(tier_s, &tier) < 0)
-		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd or ssd", tier_s);
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd, ssd or rbd",
+				tier_s);
 	if (name && !cw_name_valid(name))
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
 				"disk name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
 				"not starting with . or -", name, CW_NAME_MAX);
 	if (emulate && cw_model_from_string(emulate, &em) < 0)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "emulate \"%.64s\": not a model preset "
-				"(atlas2, hdd7200, ssd) nor a model string \"cwmodel1 ...\"", emulate);
+				"(atlas2, hdd7200, ssd, rbd) nor a model string \"cwmodel1 ...\"", emulate);
 	r = cw_disk_add(srv->pool, path, tier, name, &id);
 	if (r < 0)
 		return cwc_fail_pool(c, r, path);
@@ -219,6 +221,7 @@ int cwc_calib_prepare(struct ctx *c, struct calib *k)
 		 * sample stalled by a busy machine for the disk's worst. */
 		k->opts.repeats = 5;
 		k->opts.percentile = 50;
+		k->opts.tail_permille = 500;
 	}
 	return 0;
 }

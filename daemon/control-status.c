@@ -176,6 +176,12 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "rt_miss_classes", classes_json(s->misses));
 		cwc_add(o, "be_overruns", cw_ctl_json_u64(s->be_overruns));
 		cwc_add(o, "be_overrun_ns", json_object_new_int64(s->be_overrun_ns));
+		/* What C promised against what the disk did, alone. */
+		cwc_add(o, "alone_requests", cw_ctl_json_u64(s->alone_requests));
+		cwc_add(o, "over_c", cw_ctl_json_u64(s->over_c));
+		cwc_add(o, "p50_over_c", json_object_new_double(s->p50_over_c));
+		cwc_add(o, "p999_over_c", json_object_new_double(s->p999_over_c));
+		cwc_add(o, "c_block_ns", json_object_new_int64(s->c_block_ns));
 		json_object_array_add(disks, o);
 	}
 	resvs = json_object_new_array();

@@ -82,6 +82,11 @@ struct cwc_disk_stats {
 	uint64_t misses[CW_MISS_CLASSES];	/* RT misses by class */
 	uint64_t be_overruns;			/* BE requests over their charge */
 	int64_t be_overrun_ns;			/* by this much in all */
+	/* Requests served alone, their service time over the model's C
+	 * (median and 99.9th percentile), those over C; C of a pool block. */
+	uint64_t alone_requests, over_c;
+	double p50_over_c, p999_over_c;
+	int64_t c_block_ns;
 };
 
 struct cwc_resv_stats {

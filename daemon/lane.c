@@ -479,6 +479,8 @@ static int submit_one(struct lane *l, struct piece *p, int64_t now)
 	int r;
 
 	p->start_ns = now;
+	p->alone = l->inflight == 0;
+	p->start_seq = ++l->starts;
 	r = lane_submit(l, &io, 1);
 	if (r == 1) {
 		l->inflight++;
@@ -531,6 +533,8 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 
 		while (p && n < REAP_BATCH && l->inflight + n < depth) {
 			p->start_ns = now;
+			p->alone = l->inflight + n == 0;
+			p->start_seq = ++l->starts;
 			batch[n++] = &p->io;
 			p = p->next;
 		}
@@ -553,6 +557,17 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 			l->fifo_tail = NULL;
 		l->inflight += (unsigned)r;
 	}
+}
+
+/* What admission assumed (one request at a time, C from the model) set
+ * against what the disk did: on a disk whose latency others share, a
+ * cluster's, the operator sees here when C stops holding. */
+static void served_alone(struct lane *l, const struct piece *p, int64_t now)
+{
+	int64_t c_ns;
+
+	if (cw_model_service_ns(disk_model(l->disk), 0, 0, p->io.len, &c_ns) == 0)
+		cwd_stats_alone_add(&l->st, now - p->start_ns, c_ns);
 }
 
 static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
@@ -583,6 +598,8 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 		cw_sched_complete(l->sched, &p->sr, now, now - p->start_ns);
 		l->busy = false;
 	}
+	if (!err && p->alone && p->start_seq == l->starts && io->op != CW_IO_FSYNC)
+		served_alone(l, p, now);
 	lane_piece_done(l, p, err, now);
 }
 
@@ -738,7 +755,7 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 		if (l->sched || l->inflight >= l->pb->cfg->queue_depth)
 			timeout = -1;
 		else
-			timeout = l->fifo ? 0 : POLL_NS;
+			timeout = l->fifo ? 0 : l->disk->poll_ns ? l->disk->poll_ns : POLL_NS;
 		if (timeout)
 			lane_unplug_replies(l);
 		n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);

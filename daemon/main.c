@@ -507,7 +507,8 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("clockwised %s (libclockwise %s)\n", PACKAGE_VERSION, cw_version());
+			printf("clockwised %s (libclockwise %s%s)\n", PACKAGE_VERSION, cw_version(),
+			       cw_io_rbd_supported() ? ", +rbd" : "");
 			return 0;
 		default:
 			usage(stderr);

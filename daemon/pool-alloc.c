@@ -63,12 +63,17 @@ static bool is_write(const struct nbdsrv_io *nio)
 	return nio->op == NBDSRV_IO_WRITE || (nio->op == NBDSRV_IO_ZERO && !nio->may_trim);
 }
 
-bool pb_disk_can_punch(int fd)
+bool pb_disk_can_punch(const struct disk *d)
 {
+	/* An image always can (write-zeroes), and a write there would wait
+	 * for the image's lock, which after a crash the dead owner holds
+	 * until the cluster notices, some 30 s: not at start-up. */
+	if (d->io_kind == CW_IO_RBD)
+		return true;
 	/* Block 0 holds the label in its first 4 KiB and nothing after
 	 * (pool blocks are 64 KiB at least): punching its second 4 KiB
 	 * costs nothing. */
-	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, 4096) == 0;
+	return cw_io_punch(d->fd, 4096, 4096) == 0;
 }
 
 bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len)

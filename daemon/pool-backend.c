@@ -707,6 +707,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 			d->path, state_names[info->state]);
 		return 0;
 	}
+	/* An image on a cluster shares the pool's connection and handle. */
 	r = cw_io_open(info->path, !cfg->exports.read_only, &d->direct);
 	if (r < 0) {
 		/* Like a missing disk: its partitions wait, the rest are served. */
@@ -722,12 +723,13 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		d->need_bytes = info->data_offset_bytes +
 				info->data_blocks * cw_pool_block_size(pb->pool);
 	}
-	d->can_punch = !cfg->exports.read_only && pb_disk_can_punch(d->fd);
 	/* io_uring punts reads it cannot do without blocking to kernel
 	 * workers: a file on tmpfs gets the memory engine (the copy done
 	 * inline), one on another such file system libaio. */
 	if (cw_io_kind_for_fd(d->fd, cfg->io_engine, &d->io_kind) < 0)
 		d->io_kind = cfg->io_engine;
+	d->can_punch = !cfg->exports.read_only && pb_disk_can_punch(d);
+	d->poll_ns = d->io_kind == CW_IO_RBD ? POLL_NS_RBD : POLL_NS;
 	r = cw_io_alignment(d->fd, &d->align);
 	if (r < 0 || !d->direct)
 		d->align = 512;
@@ -1250,9 +1252,7 @@ static void disk_close(struct disk *d)
 	atomic_store(&d->model, NULL);
 	d->lanes = NULL;
 	d->nlanes = 0;
-	if (d->fd >= 0)
-		close(d->fd);
-	d->fd = -1;
+	cw_io_closep(&d->fd);
 }
 
 int pb_start(struct pb *pb)
@@ -1276,15 +1276,15 @@ int pb_start(struct pb *pb)
  * checked) under that path, not whatever the path names by now. */
 static int disk_same_file(struct pb *pb, const struct disk *d, char *err, size_t errlen)
 {
-	struct stat ours, pools;
+	uint64_t odev, oino, pdev, pino;
 	int pfd = cw_disk_fd(pb->pool, d->id);
 
-	if (pfd < 0 || fstat(pfd, &pools) < 0 || fstat(d->fd, &ours) < 0) {
+	if (pfd < 0 || cw_io_identity(pfd, &pdev, &pino) < 0 ||
+	    cw_io_identity(d->fd, &odev, &oino) < 0) {
 		snprintf(err, errlen, "disk %s: cannot check its label", d->name);
 		return -EIO;
 	}
-	if (ours.st_dev != pools.st_dev || ours.st_ino != pools.st_ino ||
-	    ours.st_rdev != pools.st_rdev) {
+	if (odev != pdev || oino != pino) {
 		snprintf(err, errlen, "disk %s: %s no longer holds the disk the pool labelled",
 			 d->name, d->path);
 		return -ESTALE;

@@ -40,6 +40,10 @@
  * waits for completions at most this long before it looks at its record
  * again (an engine wait cannot also watch the record). */
 #define POLL_NS (50 * CW_NS_PER_US)
+/* The same on an image on a cluster: its requests take milliseconds, and
+ * looking at the record 20000 times a second while they run takes CPU
+ * from what serves them when the OSDs share the host. */
+#define POLL_NS_RBD (500 * CW_NS_PER_US)
 #define PREQ_SMALL_PIECES 4	/* requests this small are reused (lane_preq_get) */
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
@@ -104,6 +108,7 @@ struct lane {
 	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
 	struct lane_miss *miss;		/* lanes with streams (lane-miss.c) */
 	unsigned inflight;
+	uint64_t starts;		/* requests handed to the engine, ever */
 	bool busy;			/* a request in service under cw_sched */
 };
 
@@ -128,6 +133,7 @@ struct disk {
 	int fd;
 	bool direct;
 	enum cw_io_kind io_kind;	/* the engine its lanes use */
+	int64_t poll_ns;		/* POLL_NS, or POLL_NS_RBD on an image */
 	struct cw_model *emulate;	/* the model its engine keeps the time of, or NULL */
 	atomic_int_fast64_t emu_warned_ns;	/* when the host last fell behind it */
 	size_t align;
@@ -335,6 +341,11 @@ struct piece {
 	int64_t start_ns;
 	int64_t rd_start;		/* the dispatcher's run delay at its start */
 	int64_t done_ns;		/* RT: when its lane saw it done */
+	/* Nothing else was in flight on the lane when it started, and it
+	 * was the lane's start_seq-th start: served alone if no other
+	 * started before it completed. */
+	bool alone;
+	uint64_t start_seq;
 };
 
 struct preq {
@@ -409,8 +420,9 @@ bool pb_range_written(struct pbx *x, uint64_t off, uint64_t len);
 /* Hands a WRITE to a hole, a TRIM or a WRITE_ZEROES to the keeper of
  * holes, which completes it.  -ENOMEM. */
 int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio);
-/* Whether fallocate(PUNCH_HOLE) works on the disk's open descriptor. */
-bool pb_disk_can_punch(int fd);
+/* Whether cw_io_punch works on the disk's open descriptor (its io_kind
+ * known). */
+bool pb_disk_can_punch(const struct disk *d);
 /* The disk is a file cut shorter than its blocks need: logged the first
  * time; its requests fail with EIO from then on (struct disk). */
 bool pb_disk_shrunk(struct disk *d);

@@ -191,8 +191,12 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 /* ---- stats ---- */
 
 static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
-		     atomic_uint_fast64_t *hist)
+		     atomic_uint_fast64_t *hist, uint64_t *ratio)
 {
+	ds->alone_requests += cwd_stats_get(&c->alone);
+	ds->over_c += cwd_stats_get(&c->over_c);
+	for (unsigned b = 0; b < CWD_STATS_RATIO_BUCKETS; b++)
+		ratio[b] += cwd_stats_get(&c->over_c_ratio[b]);
 	ds->rt_requests += cwd_stats_get(&c->rt_done);
 	ds->rt_misses += cwd_stats_get(&c->rt_missed);
 	ds->be_requests += cwd_stats_get(&c->be_done);
@@ -269,13 +273,18 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 	for (i = 0; i < pb->ndisks; i++) {
 		struct cwc_disk_stats *ds = &ret->disks[ret->n_disks];
 		atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS] = { 0 };
+		uint64_t ratio[CWD_STATS_RATIO_BUCKETS] = { 0 };
 		struct disk *d = &pb->disks[i];
 
 		if (d->fd < 0)
 			continue;
 		ds->disk_id = d->id;
 		for (j = 0; j < d->nlanes; j++)
-			lane_sum(ds, &d->lanes[j].st, hist);
+			lane_sum(ds, &d->lanes[j].st, hist, ratio);
+		ds->p50_over_c = cwd_stats_ratio_quantile(ratio, 0.5);
+		ds->p999_over_c = cwd_stats_ratio_quantile(ratio, 0.999);
+		if (cw_model_service_ns(disk_model(d), 0, 0, pb->block_size, &ds->c_block_ns) < 0)
+			ds->c_block_ns = 0;
 		_Static_assert(CWC_HIST_BUCKETS == CWD_STATS_HIST_BUCKETS, "one histogram");
 		for (unsigned b = 0; b < CWC_HIST_BUCKETS; b++)
 			ds->be_hist[b] = cwd_stats_get(&hist[b]);

@@ -2,7 +2,9 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <math.h>
 
+#include "common/util.h"
 #include "daemon/log.h"
 #include "daemon/stats.h"
 
@@ -35,6 +37,36 @@ int64_t cwd_stats_hist_quantile(const atomic_uint_fast64_t hist[CWD_STATS_HIST_B
 	if (b >= CWD_STATS_HIST_BUCKETS)
 		b = CWD_STATS_HIST_BUCKETS - 1;
 	return (int64_t)(UINT64_C(1) << b) * 1000;
+}
+
+void cwd_stats_alone_add(struct cwd_stats *c, int64_t svc_ns, int64_t c_ns)
+{
+	double b = c_ns > 0 ? (log2((double)CW_MAX(svc_ns, (int64_t)1) / (double)c_ns) +
+			       CWD_STATS_RATIO_OCTAVES / 2) * 8 : CWD_STATS_RATIO_BUCKETS;
+	unsigned k = b <= 0 ? 0 : b >= CWD_STATS_RATIO_BUCKETS - 1 ? CWD_STATS_RATIO_BUCKETS - 1 :
+		     (unsigned)b;
+
+	cwd_stats_add(&c->alone, 1);
+	cwd_stats_add(&c->over_c_ratio[k], 1);
+	if (svc_ns > c_ns)
+		cwd_stats_add(&c->over_c, 1);
+}
+
+double cwd_stats_ratio_quantile(const uint64_t hist[CWD_STATS_RATIO_BUCKETS], double q)
+{
+	uint64_t total = 0, seen = 0;
+	unsigned b;
+
+	for (b = 0; b < CWD_STATS_RATIO_BUCKETS; b++)
+		total += hist[b];
+	if (!total)
+		return 0;
+	for (b = 0; b < CWD_STATS_RATIO_BUCKETS - 1; b++) {
+		seen += hist[b];
+		if ((double)seen >= q * (double)total)
+			break;
+	}
+	return exp2((double)(b + 1) / 8 - CWD_STATS_RATIO_OCTAVES / 2);
 }
 
 void cwd_stats_queue_change(struct cwd_stats *c, int delta)

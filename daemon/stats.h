@@ -14,6 +14,10 @@
  * (bucket 0: under 1 us; the last bucket: everything longer). */
 #define CWD_STATS_HIST_BUCKETS 24
 #define CWD_STATS_MISS_CLASSES 5	/* CW_MISS_CLASSES */
+/* Service time over C: eight buckets per doubling from 2^-10 to 2^10
+ * (bucket 0 also takes what is below, the last what is above). */
+#define CWD_STATS_RATIO_OCTAVES 20
+#define CWD_STATS_RATIO_BUCKETS (8 * CWD_STATS_RATIO_OCTAVES)
 
 struct cwd_stats {
 	atomic_uint_fast64_t requests;		/* pieces completed */
@@ -30,6 +34,11 @@ struct cwd_stats {
 	 * requests that took longer than they were charged */
 	atomic_uint_fast64_t miss[CWD_STATS_MISS_CLASSES];
 	atomic_uint_fast64_t be_overruns, be_overrun_ns;
+	/* Reads and writes the lane served with nothing else in flight (the
+	 * single server admission assumes), their service time against the
+	 * model's C for their size, and those that took longer than C. */
+	atomic_uint_fast64_t alone, over_c;
+	atomic_uint_fast64_t over_c_ratio[CWD_STATS_RATIO_BUCKETS];
 };
 
 static inline void cwd_stats_add(atomic_uint_fast64_t *c, uint64_t v)
@@ -47,6 +56,14 @@ void cwd_stats_hist_add(atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], int64
 /* The latency under which a fraction q (0..1) of the samples lie, as the
  * upper edge of its bucket in ns; 0 without samples. */
 int64_t cwd_stats_hist_quantile(const atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], double q);
+
+/* One request served alone took svc_ns where the model's C is c_ns. */
+void cwd_stats_alone_add(struct cwd_stats *c, int64_t svc_ns, int64_t c_ns);
+
+/* The service time over C under which a fraction q of the requests
+ * served alone lie (the upper edge of its bucket, at most 9% above it);
+ * 0 without samples.  hist is summed over lanes by the caller. */
+double cwd_stats_ratio_quantile(const uint64_t hist[CWD_STATS_RATIO_BUCKETS], double q);
 
 /* A booking entered (+1) or left (-1) a queue; tracks the maximum. */
 void cwd_stats_queue_change(struct cwd_stats *c, int delta);

@@ -4,7 +4,8 @@ CW_DEB_PACKAGES="build-essential autoconf automake libtool pkg-config
  liburing-dev libaio-dev libsqlite3-dev sqlite3 libconfig-dev libcunit1-dev
  libsystemd-dev libjson-c-dev libnbd-dev libnbd-bin nbdkit qemu-utils fio
  e2fsprogs util-linux procps groff-base gnuplot-nox jq systemd
- qemu-system-common fuse3 python3 libgnutls28-dev gnutls-bin"
+ qemu-system-common fuse3 python3 libgnutls28-dev gnutls-bin
+ ceph-mon ceph-osd ceph-common librbd-dev librados-dev"
 
 cw_install_deps() {
 	local missing=() p

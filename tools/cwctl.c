@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <clockwise/io.h>
 #include <clockwise/types.h>
 #include <clockwise/pool-objects.h>
 #include <clockwise/sched-beq.h>
@@ -355,19 +356,29 @@ static void print_be_exports(json_object *a, const char *rate_key)
 
 static void print_stats(json_object *s)
 {
-	struct table t = { .ncols = 8 }, u = { .ncols = 5 }, m = { .ncols = 3 };
+	struct table t = { .ncols = 11 }, u = { .ncols = 5 }, m = { .ncols = 3 };
 	bool any_miss = false;
 	json_object *d = get(s, "disks"), *r = get(s, "reservations");
 
 	table_row(&t, "DISK", "RT-REQS", "RT-MISSES", "BE-REQS", "BE-P50", "BE-P99", "BE-MAX",
-		  "SLACK-USED");
+		  "SLACK-USED", "C-BLOCK", "P99.9/C", "OVER-C");
 	for (size_t i = 0; d && i < json_object_array_length(d); i++) {
 		json_object *o = json_object_array_get_idx(d, i);
 		char a[CW_UNITS_BUF], b[CW_UNITS_BUF], c[CW_UNITS_BUF], e[CW_UNITS_BUF];
+		char f[CW_UNITS_BUF], tail[32], over[48];
 
+		/* the tail of what the disk served alone, as a share of C:
+		 * above 1, C no longer holds for one request in a thousand */
+		if (json_object_get_int64(get(o, "alone_requests")) > 0)
+			snprintf(tail, sizeof(tail), "%.2f",
+				 json_object_get_double(get(o, "p999_over_c")));
+		else
+			snprintf(tail, sizeof(tail), "-");
+		snprintf(over, sizeof(over), "%s/%s", gs(o, "over_c"), gs(o, "alone_requests"));
 		table_row(&t, gs(o, "disk"), gs(o, "rt_requests"), gs(o, "rt_misses"),
 			  gs(o, "be_requests"), fdur(o, "be_p50_ns", a), fdur(o, "be_p99_ns", b),
-			  fdur(o, "be_max_ns", c), fdur(o, "slack_used_ns", e));
+			  fdur(o, "be_max_ns", c), fdur(o, "slack_used_ns", e),
+			  fdur(o, "c_block_ns", f), tail, over);
 		any_miss |= gi(o, "rt_misses") > 0 || gi(o, "be_overruns") > 0;
 	}
 	table_print(&t, stdout);
@@ -682,8 +693,11 @@ static int c_disk_add(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return json_object_put(a), usage_error("expected one PATH");
-	/* The server resolves nothing relative to the caller's directory. */
-	if (!realpath(argv[optind], path)) {
+	/* The server resolves nothing relative to the caller's directory;
+	 * an image on a cluster is named, not a file. */
+	if (cw_io_path_is_rbd(argv[optind]))
+		snprintf(path, sizeof(path), "%s", argv[optind]);
+	else if (!realpath(argv[optind], path)) {
 		fprintf(stderr, "%s: %s: %s\n", cmd_name, argv[optind], strerror(errno));
 		json_object_put(a);
 		return EXIT_REFUSED;
@@ -1571,9 +1585,12 @@ static const struct command commands[] = {
 	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
 	  "has booked on each), partitions, reservations and exports.\n", NULL, CW_CTL_CMD_STATUS, NULL,
 	  print_status },
-	{ "disk", "add", "PATH [--tier hdd|ssd] [--name NAME] [--emulate MODEL]",
+	{ "disk", "add", "PATH [--tier hdd|ssd|rbd] [--name NAME] [--emulate MODEL]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
 	  "to hdd; the name to disk<id>.  A running daemon serves it at once.\n"
+	  "PATH rbd:POOL/IMAGE[?conf=FILE&id=NAME] is an image on a Ceph cluster\n"
+	  "(tier rbd): its guarantee holds as far as the cluster keeps the latency\n"
+	  "calibrated; cwctl stats shows the measured tail against C.\n"
 	  "--emulate MODEL (atlas2, hdd7200, ssd or a \"cwmodel1 ...\" string): its I/O\n"
 	  "completes when that disk would have completed it.\n", c_disk_add },
 	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,

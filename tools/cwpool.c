@@ -6,7 +6,7 @@
  * changing its pool with it (a pool is open in one process at a time).
  *
  *   cwpool create DB [BLOCK_SIZE]
- *   cwpool add-disk DB PATH [hdd|ssd [NAME]]
+ *   cwpool add-disk DB PATH [hdd|ssd|rbd [NAME]]  (PATH may be rbd:POOL/IMAGE)
  *   cwpool create-part DB NAME SIZE [rotation|random|single [DISK_ID]]
  *   cwpool list DB
  *
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <clockwise/io.h>
 #include <clockwise/layout.h>
 #include <clockwise/units.h>
 
@@ -28,7 +29,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cwpool create DB [BLOCK_SIZE]\n"
-		"       cwpool add-disk DB PATH [hdd|ssd [NAME]]\n"
+		"       cwpool add-disk DB PATH [hdd|ssd|rbd [NAME]]\n"
 		"       cwpool create-part DB NAME SIZE [rotation|random|single [DISK_ID]]\n"
 		"       cwpool list DB\n"
 		"       cwpool --help | --version\n");
@@ -94,15 +95,16 @@ static int cmd_create(int argc, char **argv)
 
 static int cmd_add_disk(int argc, char **argv)
 {
-	enum cw_tier tier = CW_TIER_HDD;
+	enum cw_tier tier;
 	struct cw_pool *pool;
 	uint32_t id;
 	int r;
 
 	if (argc < 4 || argc > 6)
 		return usage_error();
+	tier = cw_io_path_is_rbd(argv[3]) ? CW_TIER_RBD : CW_TIER_HDD;
 	if (argc >= 5 && cw_tier_parse(argv[4], &tier) < 0) {
-		fprintf(stderr, "cwpool: %s: expected hdd or ssd\n", argv[4]);
+		fprintf(stderr, "cwpool: %s: expected hdd, ssd or rbd\n", argv[4]);
 		return 2;
 	}
 	if (open_pool(argv[2], &pool) < 0)

@@ -130,7 +130,8 @@ static void refuse(struct cw_admit_refusal *ref, const char *fmt, ...)
 static int preset_model(const struct cw_admit_state *st, const struct cw_disk_info *d,
 			struct cw_model *m)
 {
-	int r = cw_model_preset(d->tier == CW_TIER_SSD ? "ssd" : "hdd7200", m);
+	int r = cw_model_preset(d->tier == CW_TIER_SSD ? "ssd" : d->tier == CW_TIER_RBD ? "rbd" :
+				 "hdd7200", m);
 
 	if (r < 0)
 		return r;

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <errno.h>
 
+#include <clockwise/io.h>
+
 #define _cleanup_(f) __attribute__((cleanup(f)))
 
 static inline void cw_freep(void *p)
@@ -24,6 +26,19 @@ static inline void cw_closep(int *fd)
 	}
 }
 #define _cleanup_close_ _cleanup_(cw_closep)
+
+/* For descriptors from cw_io_open / cw_io_open_dev (a disk may be an
+ * image on a cluster). */
+static inline void cw_io_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+
+		cw_io_close(*fd);
+		errno = saved;
+	}
+	*fd = -1;
+}
 
 /* Hand ownership out of a _cleanup_ variable. */
 #define CW_TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })

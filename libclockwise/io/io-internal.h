@@ -8,6 +8,7 @@
 #define CW_IO_INTERNAL_H
 
 #include <errno.h>
+#include <sys/types.h>
 #include <time.h>
 #include <clockwise/io.h>
 
@@ -40,6 +41,29 @@ struct cw_io_engine {
 extern const struct cw_io_ops cw_io_uring_ops;
 extern const struct cw_io_ops cw_io_aio_ops;
 extern const struct cw_io_ops cw_io_mem_ops;
+extern const struct cw_io_ops cw_io_rbd_ops;
+
+/* ---- rbd.c: cluster images behind stand-in descriptors ---- */
+
+struct io_rbd_spec {
+	char pool[128];
+	char image[128];
+	char conf[4096];	/* "": librados's default search */
+	char id[64];		/* client id without "client."; "": admin */
+};
+
+/* Parses "rbd:POOL/IMAGE[?conf=FILE&id=NAME]": -EINVAL when it does not. */
+int io_rbd_spec_parse(const char *path, struct io_rbd_spec *ret_spec);
+/* Connects (or shares a connection) and opens the image; returns the
+ * stand-in descriptor.  -EPROTONOSUPPORT when built without librbd. */
+int io_rbd_open(const char *path, bool writable);
+bool io_rbd_is(int fd);
+int io_rbd_close(int fd);		/* -ENOENT: not a stand-in */
+int io_rbd_size(int fd, uint64_t *ret_bytes);
+int io_rbd_identity(int fd, uint64_t *ret_dev, uint64_t *ret_ino);
+/* A synchronous read, write (both return the bytes moved) or flush. */
+ssize_t io_rbd_sync(int fd, enum cw_io_op op, void *buf, size_t len, uint64_t off);
+int io_rbd_punch(int fd, uint64_t off, uint64_t len);
 
 /*
  * Progress of a request lives in req->priv_: the bytes done so far in the

@@ -96,7 +96,7 @@ int lay_label_decode(const uint8_t buf[LABEL_BYTES], struct label *ret)
 	ret->block_size = get32(buf + 48);
 	ret->tier = get32(buf + 52);
 	ret->nblocks = get64(buf + 56);
-	if (ret->version != LABEL_VERSION || ret->tier > CW_TIER_SSD || ret->nblocks < 2)
+	if (ret->version != LABEL_VERSION || ret->tier > CW_TIER_RBD || ret->nblocks < 2)
 		return -EUCLEAN;
 	return 0;
 }

@@ -50,8 +50,7 @@ struct disk {
 	uint8_t uuid[16];
 	char name[CW_NAME_MAX + 1];
 	char *path;
-	dev_t dev;
-	ino_t ino;
+	uint64_t dev, ino;		/* cw_io_identity */
 	int fd;
 	uint64_t capacity_bytes;
 	uint64_t found_bytes;		/* its size at open (CW_DISK_SHRUNK says) */

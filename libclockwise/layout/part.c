@@ -41,7 +41,7 @@ static const char sql_part_all[] =
 static const char *const placement_names[] = { "rotation", "random", "single" };
 static const char *const tier_pref_names[] = { "none", "hdd", "ssd" };
 static const char *const zone_names[] = { "any", "outer", "inner" };
-static const char *const tier_names[] = { "hdd", "ssd" };
+static const char *const tier_names[] = { "hdd", "ssd", "rbd" };
 
 static int parse(const char *const *names, size_t n, const char *s)
 {

@@ -58,7 +58,7 @@ static void disk_free(struct disk *d)
 {
 	if (!d)
 		return;
-	cw_closep(&d->fd);
+	cw_io_closep(&d->fd);
 	free(d->bitmap);
 	free(d->path);
 	free(d);
@@ -171,35 +171,24 @@ int cw_pool_create(const char *db_path, uint32_t block_size, struct cw_error *re
 
 static int read_label(int fd, uint8_t buf[LABEL_BYTES], struct label *ret)
 {
-	ssize_t n = pread(fd, buf, LABEL_BYTES, 0);
+	ssize_t n = cw_io_pread(fd, buf, LABEL_BYTES, 0);
 
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	if (n < LABEL_BYTES)
 		memset(buf + n, 0, LABEL_BYTES - (size_t)n);
 	return lay_label_decode(buf, ret);
 }
 
-static int write_all_sync(int fd, const uint8_t *buf, size_t len, off_t off)
+static int write_all_sync(int fd, const uint8_t *buf, size_t len, uint64_t off)
 {
-	ssize_t n = pwrite(fd, buf, len, off);
+	ssize_t n = cw_io_pwrite(fd, buf, len, off);
 
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	if ((size_t)n != len)
 		return -EIO;
-	return fsync(fd) < 0 ? -errno : 0;
-}
-
-static int device_bytes(int fd, const struct stat *st, uint64_t *ret)
-{
-	if (S_ISREG(st->st_mode)) {
-		*ret = (uint64_t)st->st_size;
-		return 0;
-	}
-	if (S_ISBLK(st->st_mode))
-		return ioctl(fd, BLKGETSIZE64, ret) < 0 ? -errno : 0;
-	return -EINVAL;
+	return cw_io_fdatasync(fd);
 }
 
 static struct disk *disk_by_name(struct cw_pool *pool, const char *name)
@@ -222,16 +211,16 @@ static struct disk *disk_new(uint32_t id)
 }
 
 /* Checks that what lies at fd may become a disk of this pool. */
-static int check_new_disk(struct cw_pool *pool, const char *path, int fd, struct stat *st,
-			  uint64_t *ret_bytes, uint8_t label_buf[LABEL_BYTES])
+static int check_new_disk(struct cw_pool *pool, const char *path, int fd, uint64_t dev,
+			  uint64_t ino, uint64_t *ret_bytes, uint8_t label_buf[LABEL_BYTES])
 {
 	struct label l;
 	char u[CW_UUID_STRING_LEN + 1];
 	int r;
 
-	r = device_bytes(fd, st, ret_bytes);
-	if (r == -EINVAL)
-		return lay_set_error(pool, r, "%s: not a block device or regular file", path);
+	r = cw_io_size(fd, ret_bytes);
+	if (r == -ENOTBLK)
+		return lay_set_error(pool, -EINVAL, "%s: not a block device or regular file", path);
 	if (r < 0)
 		return lay_set_error(pool, r, "%s: size: %s", path, strerror(-r));
 	for (int i = 1; i <= CW_DISKS_MAX; i++) {
@@ -240,7 +229,7 @@ static int check_new_disk(struct cw_pool *pool, const char *path, int fd, struct
 		if (!d)
 			continue;
 		if (strcmp(d->path, path) == 0 ||
-		    (d->state == CW_DISK_PRESENT && d->dev == st->st_dev && d->ino == st->st_ino))
+		    (d->state == CW_DISK_PRESENT && d->dev == dev && d->ino == ino))
 			return lay_set_error(pool, -EEXIST, "%s is already disk %u (%s) of the pool",
 					     path, d->id, d->name);
 	}
@@ -277,12 +266,11 @@ static int check_new_disk(struct cw_pool *pool, const char *path, int fd, struct
 int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const char *name,
 		uint32_t *ret_id)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_(cw_io_closep) int fd = -1;
 	uint8_t old[LABEL_BYTES], buf[LABEL_BYTES];
 	struct disk *d = NULL;
 	struct label l = { .version = LABEL_VERSION };
-	struct stat st;
-	uint64_t bytes;
+	uint64_t bytes, dev = 0, ino = 0;
 	uint32_t id = 0;
 	char defname[32];
 	sqlite3_stmt *s;
@@ -293,8 +281,14 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
 		r = lay_set_error(pool, -EINVAL, "no disk path given");
 		goto out;
 	}
-	if (tier != CW_TIER_HDD && tier != CW_TIER_SSD) {
-		r = lay_set_error(pool, -EINVAL, "unknown tier %d (hdd or ssd)", (int)tier);
+	if (tier != CW_TIER_HDD && tier != CW_TIER_SSD && tier != CW_TIER_RBD) {
+		r = lay_set_error(pool, -EINVAL, "unknown tier %d (hdd, ssd or rbd)", (int)tier);
+		goto out;
+	}
+	if ((tier == CW_TIER_RBD) != cw_io_path_is_rbd(path)) {
+		r = lay_set_error(pool, -EINVAL, tier == CW_TIER_RBD ?
+				  "%s: tier rbd is for images on a cluster, named rbd:POOL/IMAGE" :
+				  "%s: an image on a cluster is of tier rbd", path);
 		goto out;
 	}
 	if (name && name[0] && !cw_name_valid(name)) {
@@ -318,12 +312,17 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
 		r = lay_set_error(pool, -EEXIST, "a disk named '%s' is already in the pool", name);
 		goto out;
 	}
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		r = lay_set_error(pool, -errno, "%s: %s", path, strerror(errno));
+	fd = cw_io_open_dev(path, O_RDWR);
+	r = fd < 0 ? fd : cw_io_identity(fd, &dev, &ino);
+	if (r < 0) {
+		lay_set_error(pool, r, "%s: %s", path, r == -EPROTONOSUPPORT ?
+			      "this build has no support for disks on a Ceph cluster (librbd)" :
+			      r == -EINVAL && cw_io_path_is_rbd(path) ?
+			      "not a valid image name; expected rbd:POOL/IMAGE[?conf=FILE&id=NAME]" :
+			      strerror(-r));
 		goto out;
 	}
-	r = check_new_disk(pool, path, fd, &st, &bytes, old);
+	r = check_new_disk(pool, path, fd, dev, ino, &bytes, old);
 	if (r < 0)
 		goto out;
 
@@ -335,8 +334,8 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
 	d->tier = tier;
 	d->state = CW_DISK_PRESENT;
 	snprintf(d->name, sizeof(d->name), "%s", name);
-	d->dev = st.st_dev;
-	d->ino = st.st_ino;
+	d->dev = dev;
+	d->ino = ino;
 	d->capacity_bytes = bytes;
 	d->nblocks = bytes >> pool->bshift;
 	r = lay_uuid_random(d->uuid);
@@ -505,7 +504,7 @@ struct probe {
 	int fd;
 	int status;		/* read_label()'s result, or -errno of open */
 	struct label l;
-	struct stat st;
+	uint64_t dev, ino;
 	uint64_t bytes;
 };
 
@@ -526,7 +525,7 @@ static int load_disk_rows(struct cw_pool *pool, struct cw_error *err)
 		struct disk *d;
 
 		if (id < 1 || id > CW_DISKS_MAX || pool->disks[id] || !uuid ||
-		    sqlite3_column_bytes(s, 1) != 16 || !name || !path || tier < 0 || tier > 1 ||
+		    sqlite3_column_bytes(s, 1) != 16 || !name || !path || tier < 0 || tier > CW_TIER_RBD ||
 		    nblocks < 2 || nblocks >= (INT64_C(1) << 48)) {
 			sqlite3_reset(s);
 			return meta_err(err, -EUCLEAN, "the database is damaged: bad disk row %lld",
@@ -572,14 +571,17 @@ static int assemble(struct cw_pool *pool, struct cw_error *err)
 		pr[i].fd = -1;
 		if (!d)
 			continue;
-		pr[i].fd = open(d->path, O_RDWR | O_CLOEXEC);
-		if (pr[i].fd < 0 || fstat(pr[i].fd, &pr[i].st) < 0) {
-			pr[i].status = -errno;
+		/* A cluster that does not answer is a missing disk, after
+		 * librados's mount timeout. */
+		pr[i].fd = cw_io_open_dev(d->path, O_RDWR);
+		pr[i].status = pr[i].fd < 0 ? pr[i].fd :
+			       cw_io_identity(pr[i].fd, &pr[i].dev, &pr[i].ino);
+		if (pr[i].status < 0) {
+			cw_io_closep(&pr[i].fd);
 			continue;
 		}
 		pr[i].status = read_label(pr[i].fd, buf, &pr[i].l);
-		if (pr[i].status == 0 &&
-		    device_bytes(pr[i].fd, &pr[i].st, &pr[i].bytes) < 0)
+		if (pr[i].status == 0 && cw_io_size(pr[i].fd, &pr[i].bytes) < 0)
 			pr[i].status = -EIO;
 	}
 	for (int i = 1; i <= CW_DISKS_MAX; i++) {
@@ -618,8 +620,8 @@ static int assemble(struct cw_pool *pool, struct cw_error *err)
 					return meta_err(err, -ENOMEM, "out of memory");
 			}
 			d->fd = CW_TAKE_FD(p->fd);
-			d->dev = p->st.st_dev;
-			d->ino = p->st.st_ino;
+			d->dev = p->dev;
+			d->ino = p->ino;
 			d->state = CW_DISK_PRESENT;
 			atomic_store_explicit(&pool->fds[i], d->fd, memory_order_relaxed);
 		} else if (pr[i].status == -EUCLEAN) {
@@ -631,7 +633,7 @@ static int assemble(struct cw_pool *pool, struct cw_error *err)
 		}
 	}
 	for (int i = 1; i <= CW_DISKS_MAX; i++) {
-		cw_closep(&pr[i].fd);
+		cw_io_closep(&pr[i].fd);
 		if (moved[i]) {
 			free(pool->disks[i]->path);
 			pool->disks[i]->path = moved[i];

@@ -127,6 +127,20 @@ static const char *const migrations[] = {
 	"CREATE TABLE disk_emulate ("
 	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE,"
 	"  model TEXT NOT NULL);",
+	/* 6 -> 7: tier 2, an image on a Ceph cluster.  A CHECK is changed by
+	 * rebuilding the table (SQLite's documented procedure, foreign keys
+	 * off while it runs: see migrate). */
+	"CREATE TABLE disk_new ("
+	"  id INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 255),"
+	"  uuid BLOB NOT NULL UNIQUE CHECK (length(uuid) = 16),"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  path TEXT NOT NULL,"
+	"  tier INTEGER NOT NULL CHECK (tier IN (0, 1, 2)),"
+	"  capacity INTEGER NOT NULL,"
+	"  nblocks INTEGER NOT NULL CHECK (nblocks >= 2));"
+	"INSERT INTO disk_new SELECT id, uuid, name, path, tier, capacity, nblocks FROM disk;"
+	"DROP TABLE disk;"
+	"ALTER TABLE disk_new RENAME TO disk;",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,
@@ -305,29 +319,61 @@ static int pragma_int(struct meta *m, const char *sql, int64_t *ret)
 	return rc;
 }
 
-/* Runs the migrations from version `from` up, one transaction each. */
-static int migrate(struct meta *m, int64_t from, struct cw_error *err)
+/* SQLITE_CONSTRAINT when a row refers to one that is not there. */
+static int fk_check(struct meta *m)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(m->db, "PRAGMA foreign_key_check", -1, &s, NULL);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? SQLITE_CONSTRAINT : rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* One migration, in one transaction. */
+static int migrate_one(struct meta *m, int64_t v, struct cw_error *err)
 {
 	char sql[64];
 	int rc;
 
-	for (int64_t v = from; v < META_SCHEMA_VERSION; v++) {
-		rc = sqlite3_exec(m->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(m->db, migrations[v], NULL, NULL, NULL);
-		snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long)v + 1);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(m->db, sql, NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			int r = db_err(m, err, rc, "schema migration");
+	rc = sqlite3_exec(m->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(m->db, migrations[v], NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = fk_check(m);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long)v + 1);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(m->db, sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		int r = db_err(m, err, rc, "schema migration");
 
-			meta_rollback(m);
-			return r;
-		}
+		meta_rollback(m);
+		return r;
 	}
 	return 0;
+}
+
+/* Runs the migrations from version `from` up, one transaction each.
+ * Foreign keys are off meanwhile, so that a table rebuilt (dropped and
+ * created again) takes no rows of others with it; each migration must
+ * leave every reference whole, which fk_check verifies before it commits. */
+static int migrate(struct meta *m, int64_t from, struct cw_error *err)
+{
+	int r = 0;
+
+	if (from >= META_SCHEMA_VERSION)
+		return 0;
+	if (sqlite3_exec(m->db, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(m, err, sqlite3_errcode(m->db), "schema migration");
+	for (int64_t v = from; v < META_SCHEMA_VERSION && r == 0; v++)
+		r = migrate_one(m, v, err);
+	if (sqlite3_exec(m->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK && !r)
+		r = db_err(m, err, sqlite3_errcode(m->db), "schema migration");
+	return r;
 }
 
 /* The settings every change relies on.  journal_mode=WAL is persistent in

@@ -32,6 +32,10 @@
  *    the same overhead and the same missed revolution);
  *  - overhead: the time at distance 0 less the transfer.
  *
+ * An image on a cluster (tier rbd) has no head and no platter, a network
+ * and replicated OSDs instead, whose service times have a long tail; it
+ * is measured as a distribution per block size (see measure_tail).
+ *
  * Invariant: the model produced is valid (cw_model_validate) and
  * conservative where it must extrapolate: the seek curve is made
  * non-decreasing by taking the running maximum, the rotational latency is
@@ -81,13 +85,20 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int64_t model_percentile(int64_t *v, size_t n, unsigned pct)
+/* The sample at or below which a share permille/1000 of the n samples
+ * lie (v is sorted). */
+static int64_t permille(int64_t *v, size_t n, unsigned pm)
 {
 	size_t k;
 
 	qsort(v, n, sizeof(*v), cmp_i64);
-	k = (n * pct + 99) / 100;	/* ceil(n pct / 100) */
+	k = (n * pm + 999) / 1000;	/* ceil(n pm / 1000) */
 	return v[k ? k - 1 : 0];
+}
+
+int64_t model_percentile(int64_t *v, size_t n, unsigned pct)
+{
+	return permille(v, n, pct * 10);
 }
 
 void cw_calib_opts_init(struct cw_calib_opts *o)
@@ -105,6 +116,7 @@ void cw_calib_opts_init(struct cw_calib_opts *o)
 		.repeats = 20,
 		.percentile = 99,
 		.tier = CW_TIER_HDD,
+		.tail_permille = 999,
 	};
 }
 
@@ -171,26 +183,6 @@ static int step(struct calib *c)
 	return 0;
 }
 
-static int device_size(int fd, uint64_t *ret)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISBLK(st.st_mode)) {
-		uint64_t sz;
-
-		if (ioctl(fd, BLKGETSIZE64, &sz) < 0)
-			return -errno;
-		*ret = sz;
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode))
-		return -ENOTBLK;
-	*ret = (uint64_t)st.st_size;
-	return 0;
-}
-
 static bool opts_ok(const struct cw_calib_opts *o)
 {
 	if (!o || o->size < sizeof(*o) || o->seek_distances < 2 ||
@@ -198,7 +190,8 @@ static bool opts_ok(const struct cw_calib_opts *o)
 	    o->zones > CW_MODEL_MAX_ZONES || o->zone_read_bytes == 0 || o->repeats < 1 ||
 	    o->repeats > 100000 || o->percentile < 50 || o->percentile > 100 ||
 	    o->n_block_sizes > CW_MODEL_MAX_BSIZES || (o->n_block_sizes && !o->block_sizes) ||
-	    (o->tier != CW_TIER_HDD && o->tier != CW_TIER_SSD))
+	    (o->tier != CW_TIER_HDD && o->tier != CW_TIER_SSD && o->tier != CW_TIER_RBD) ||
+	    (o->tier == CW_TIER_RBD && (o->tail_permille < 500 || o->tail_permille > 1000)))
 		return false;
 	for (unsigned i = 0; i < o->n_block_sizes; i++)
 		if (o->block_sizes[i] == 0)
@@ -503,14 +496,14 @@ static int measure_zones(struct calib *c, const struct cw_calib_opts *o, struct 
 	return 0;
 }
 
-static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
-			  int64_t *samples)
+/* The block sizes to measure, aligned up and sorted (duplicates left for
+ * the caller to skip), with extra (0: none) if there is room; -EINVAL
+ * for one beyond the span. */
+static int bsizes(const struct calib *c, const struct cw_calib_opts *o, uint64_t extra,
+		  uint64_t sizes[CW_MODEL_MAX_BSIZES], unsigned *ret_n)
 {
-	uint64_t sizes[CW_MODEL_MAX_BSIZES];
 	unsigned n = 0;
-	int e;
 
-	/* sorted, deduplicated, aligned up, within the span */
 	for (unsigned i = 0; i < o->n_block_sizes; i++) {
 		uint64_t b = CW_DIV_ROUND_UP(o->block_sizes[i], c->align) * c->align;
 
@@ -518,7 +511,22 @@ static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct
 			return -EINVAL;
 		sizes[n++] = b;
 	}
+	if (extra && n < CW_MODEL_MAX_BSIZES)
+		sizes[n++] = extra;
 	qsort(sizes, n, sizeof(*sizes), cmp_i64);	/* all < 2^63 */
+	*ret_n = n;
+	return 0;
+}
+
+static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
+			  int64_t *samples)
+{
+	uint64_t sizes[CW_MODEL_MAX_BSIZES];
+	unsigned n = 0;
+	int e = bsizes(c, o, 0, sizes, &n);
+
+	if (e < 0)
+		return e;
 	m->n_bsizes = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t b = sizes[i];
@@ -540,6 +548,66 @@ static int measure_bsizes(struct calib *c, const struct cw_calib_opts *o, struct
 		if (e < 0)
 			return e;
 	}
+	return 0;
+}
+
+/* Samples per block size on an image: enough that the tail permille is a
+ * measured sample with another beyond it. */
+static unsigned tail_samples(const struct cw_calib_opts *o)
+{
+	unsigned need = o->tail_permille >= 1000 ? 1000 : 2000 / (1000 - o->tail_permille);
+
+	return CW_MAX(o->repeats, need);
+}
+
+/* Tier rbd: each block size, and the small read for the fixed cost, read
+ * whole at random places one at a time (the admission test's single
+ * server), tail_samples() times; the tail permille of its times is the
+ * size's worst case, which C of that size never goes below
+ * (cw_model_service_ns).  Overhead and rate are the chord from the
+ * smallest size's tail to the largest's, so that C of a size between them
+ * that was not measured comes from tails too, never from typical times
+ * (a line over every tail would let one stall of a mid size make every
+ * large request look slow).  No seek, no rotation. */
+static int measure_tail(struct calib *c, const struct cw_calib_opts *o, struct cw_model *m,
+			int64_t *samples)
+{
+	uint64_t sizes[CW_MODEL_MAX_BSIZES], rate = UINT64_C(1) << 40;
+	unsigned n = 0, ns = tail_samples(o);
+	const struct cw_model_bsize *b0, *bn;
+	unsigned __int128 ovh;
+	int e = bsizes(c, o, c->small, sizes, &n);
+
+	if (e < 0)
+		return e;
+	m->n_bsizes = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (m->n_bsizes && m->bsize[m->n_bsizes - 1].bytes == sizes[i])
+			continue;
+		for (unsigned r = 0; r < ns; r++) {
+			e = timed_read(c, rnd_off(c, sizes[i], c->span), sizes[i], &samples[r]);
+			if (e < 0)
+				return e;
+		}
+		m->bsize[m->n_bsizes++] = (struct cw_model_bsize){
+			.bytes = sizes[i], .worst_ns = permille(samples, ns, o->tail_permille) };
+		e = step(c);
+		if (e < 0)
+			return e;
+	}
+	b0 = &m->bsize[0];
+	bn = &m->bsize[m->n_bsizes - 1];
+	if (bn->worst_ns > b0->worst_ns)
+		rate = CW_MIN(rate, (uint64_t)((unsigned __int128)(bn->bytes - b0->bytes) *
+					      CW_NS_PER_S / (uint64_t)(bn->worst_ns - b0->worst_ns)));
+	rate = CW_MAX(rate, (uint64_t)1);
+	ovh = (unsigned __int128)b0->bytes * CW_NS_PER_S / rate;
+	m->overhead_ns = (uint64_t)b0->worst_ns > ovh ? b0->worst_ns - (int64_t)ovh : 0;
+	m->overhead_ns = CW_MIN(m->overhead_ns, CW_NS_PER_S);
+	m->n_seek = 1;
+	m->seek[0] = (struct cw_model_seek){ 0, 0 };
+	m->n_zones = 1;
+	m->zone[0] = (struct cw_model_zone){ .rate_bps = rate };	/* the caller ends it */
 	return 0;
 }
 
@@ -581,13 +649,14 @@ static void engine_freep(struct cw_io_engine **e)
 int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 		       cw_calib_progress_fn progress, void *userdata, struct cw_model *ret)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_(cw_io_closep) int fd = -1;
 	_cleanup_(engine_freep) struct cw_io_engine *eng = NULL;
 	_cleanup_free_ void *buf = NULL;
 	_cleanup_free_ int64_t *samples = NULL;
 	struct cw_model m = { .tier = o ? o->tier : CW_TIER_HDD };
 	struct calib c = { .rng = 0x9e3779b9u, .progress = progress, .userdata = userdata };
 	uint64_t size = 0, maxb = 0;
+	enum cw_io_kind kind;
 	size_t nsamples;
 	bool direct;
 	int e;
@@ -607,9 +676,14 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 	e = cw_io_alignment(fd, &c.align);
 	if (e < 0)
 		return e;
-	e = device_size(fd, &size);
+	e = cw_io_size(fd, &size);
 	if (e < 0)
 		return e;
+	/* an image can only be read through librbd */
+	if (cw_io_kind_for_fd(fd, o->engine, &kind) < 0 || kind != CW_IO_RBD)
+		kind = o->engine;
+	if ((kind == CW_IO_RBD) != (o->tier == CW_TIER_RBD))
+		return -EINVAL;
 	c.span = o->span_bytes ? CW_MIN(o->span_bytes, size) : size;
 	c.span = c.span / c.align * c.align;
 	if (c.span < 4 * CW_MAX(c.align, (size_t)4096) || size > (UINT64_C(1) << 62))
@@ -618,16 +692,16 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 		struct cw_io_emu_opts eo;
 
 		cw_io_emu_opts_init(&eo);
-		eo.inner = o->engine;
+		eo.inner = kind;
 		e = cw_io_emu_new(o->emulate, &eo, 1, &eng);
 	} else
-		e = cw_io_engine_new(o->engine, 1, &eng);
+		e = cw_io_engine_new(kind, 1, &eng);
 	if (e < 0)
 		return e;
 	for (unsigned i = 0; i < o->n_block_sizes; i++)
 		maxb = CW_MAX(maxb, CW_DIV_ROUND_UP(o->block_sizes[i], c.align) * c.align);
 	buf = cw_io_alloc(CW_MAX(CW_MAX(maxb, CHUNK_MAX), (uint64_t)c.align));
-	nsamples = CW_MAX((size_t)o->repeats * 64, (size_t)o->repeats);
+	nsamples = CW_MAX((size_t)o->repeats * 64, (size_t)tail_samples(o));
 	samples = calloc(nsamples, sizeof(*samples));
 	if (!buf || !samples)
 		return -ENOMEM;
@@ -637,6 +711,16 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 	c.total = o->seek_distances + o->zones + o->n_block_sizes;
 
 	c.small = CW_MAX(c.align, (size_t)4096);
+	if (o->tier == CW_TIER_RBD) {
+		c.total = o->n_block_sizes + 1;
+		c.phase = "bsize";
+		e = measure_tail(&c, o, &m, samples);
+		if (e < 0)
+			return e;
+		m.capacity_bytes = size;
+		m.zone[0].end_bytes = size;
+		goto done;
+	}
 	c.phase = "seek";
 	e = measure_rotation(&c, o, samples);
 	if (e < 0)
@@ -658,6 +742,7 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 	/* without a platter seen, both are inside the measured seek times */
 	m.rotation_ns = c.rot;
 	m.overhead_ns = c.rot ? parted_seek_curve(&c, &m) : 0;
+done:
 	m.margin_ppm = o->margin_ppm;
 	m.margin_ns = o->margin_ns;
 	e = cw_model_validate(&m);

@@ -37,7 +37,7 @@ int cw_model_validate(const struct cw_model *m)
 		      c == '.' || c == '_' || c == '-'))
 			return -EINVAL;
 	}
-	if (m->tier != CW_TIER_HDD && m->tier != CW_TIER_SSD)
+	if (m->tier != CW_TIER_HDD && m->tier != CW_TIER_SSD && m->tier != CW_TIER_RBD)
 		return -EINVAL;
 	if (m->capacity_bytes == 0 || m->capacity_bytes > (UINT64_C(1) << 62) ||
 	    m->rotation_ns < 0 || m->overhead_ns < 0 || m->margin_ns < 0 ||
@@ -191,7 +191,7 @@ static void seek_curve(struct cw_model *m, const struct cw_model_seek *pts, unsi
 	memcpy(m->seek, pts, n * sizeof(*pts));
 }
 
-static const char *const preset_names[] = { "atlas2", "hdd7200", "ssd", NULL };
+static const char *const preset_names[] = { "atlas2", "hdd7200", "ssd", "rbd", NULL };
 
 const char *const *cw_model_preset_names(void)
 {
@@ -238,6 +238,16 @@ int cw_model_preset(const char *name, struct cw_model *ret)
 		m.overhead_ns = 20000;
 		seek_curve(&m, s, CW_ARRAY_SIZE(s));
 		zones_linear(&m, 1, 500000000, 500000000);
+	} else if (strcmp(name, "rbd") == 0) {
+		/* An image on a cluster not yet calibrated: no head, a
+		 * round trip to replicated OSDs per request; a guess meant to
+		 * be replaced by cwctl disk calibrate. */
+		static const struct cw_model_seek s[] = { { 0, 0 } };
+		m.tier = CW_TIER_RBD;
+		m.capacity_bytes = UINT64_C(1000000000000);
+		m.overhead_ns = 4000000;
+		seek_curve(&m, s, CW_ARRAY_SIZE(s));
+		zones_linear(&m, 1, 100000000, 100000000);
 	} else
 		return -ENOENT;
 	snprintf(m.name, sizeof(m.name), "%s", name);
@@ -282,7 +292,8 @@ int cw_model_format(const struct cw_model *m, char *buf, size_t len)
 		buf[0] = '\0';
 	put(buf, len, &pos, "cwmodel1 name=%s tier=%s cap=%" PRIu64 " rot=%" PRId64 " ovh=%" PRId64
 	    " mppm=%" PRIu32 " mns=%" PRId64 " seek=", m->name,
-	    m->tier == CW_TIER_SSD ? "ssd" : "hdd", m->capacity_bytes, m->rotation_ns,
+	    m->tier == CW_TIER_SSD ? "ssd" : m->tier == CW_TIER_RBD ? "rbd" : "hdd",
+	    m->capacity_bytes, m->rotation_ns,
 	    m->overhead_ns, m->margin_ppm, m->margin_ns);
 	for (unsigned i = 0; i < m->n_seek; i++)
 		put(buf, len, &pos, "%s%" PRIu64 ":%" PRId64, i ? "," : "",
@@ -390,6 +401,8 @@ int cw_model_parse(const char *text, struct cw_model *ret)
 				m.tier = CW_TIER_HDD;
 			else if (strncmp(s, "ssd", 3) == 0)
 				m.tier = CW_TIER_SSD;
+			else if (strncmp(s, "rbd", 3) == 0)
+				m.tier = CW_TIER_RBD;
 			else
 				return -EINVAL;
 			s += 3;

@@ -1826,10 +1826,10 @@ int cw_slots_new(struct cw_slots_domain *d, const struct cw_slots_opts *opts,
 	if (!o.ring_slots)
 		o.ring_slots = CW_MAX(65536u, 2 * (d->max_window + d->max_slots));
 	if (!o.slot_ns)
-		o.slot_ns = o.tier == CW_TIER_HDD ? CW_SLOTS_HDD_SLOT_NS : CW_SLOTS_SSD_SLOT_NS;
+		o.slot_ns = o.tier == CW_TIER_SSD ? CW_SLOTS_SSD_SLOT_NS : CW_SLOTS_HDD_SLOT_NS;
 	if (o.slot_ns < 0 || !cw_is_pow2_u64(o.ring_slots) || o.ring_slots > (1u << 30) ||
 	    o.ring_slots < 2 * (d->max_window + d->max_slots) || o.now_slot < 0 ||
-	    (o.tier != CW_TIER_HDD && o.tier != CW_TIER_SSD))
+	    (o.tier != CW_TIER_HDD && o.tier != CW_TIER_SSD && o.tier != CW_TIER_RBD))
 		return -EINVAL;
 	if (posix_memalign(&mem, CW_CACHELINE, sizeof(*rec)))
 		return -ENOMEM;

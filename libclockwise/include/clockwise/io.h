@@ -12,6 +12,8 @@
 #ifndef CLOCKWISE_IO_H
 #define CLOCKWISE_IO_H
 
+#include <sys/types.h>
+
 #include <clockwise/types.h>
 
 #ifdef __cplusplus
@@ -24,6 +26,9 @@ enum cw_io_kind {
 	/* Chosen by cw_io_kind_for_fd for files on a memory file system,
 	 * not by configuration: the copy done inline in submit. */
 	CW_IO_MEM = 2,
+	/* Chosen for a disk named rbd:POOL/IMAGE (cw_io_open): librbd's
+	 * asynchronous calls on the image the descriptor stands for. */
+	CW_IO_RBD = 3,
 };
 
 enum cw_io_op {
@@ -90,8 +95,52 @@ int64_t cw_io_sync(struct cw_io_engine *e, int fd, enum cw_io_op op, void *buf,
 
 /* Opens path for direct I/O (O_DIRECT|O_CLOEXEC, O_RDWR or O_RDONLY);
  * on a file system that refuses O_DIRECT (tmpfs) it falls back to buffered
- * I/O and sets *ret_direct to false.  Returns the fd or a negative errno. */
+ * I/O and sets *ret_direct to false.  Returns the fd or a negative errno.
+ *
+ * A path rbd:POOL/IMAGE[?conf=FILE&id=NAME] names a Ceph RBD image: the
+ * cluster is reached with librados (FILE, or the default configuration
+ * search, as client NAME, or admin) and the descriptor returned stands
+ * for the image: the cw_io_* calls below and the engines
+ * (CW_IO_RBD, see cw_io_kind_for_fd) take it, plain system calls on it
+ * fail.  Close it with cw_io_close.  -EINVAL for a malformed name,
+ * -EPROTONOSUPPORT when libclockwise was built without librbd, else what
+ * librados or librbd answered (-ETIMEDOUT: no cluster; -ENOENT: no such
+ * pool or image). */
 int cw_io_open(const char *path, bool writable, bool *ret_direct);
+
+/* Like cw_io_open without O_DIRECT: flags are open(2)'s (O_CLOEXEC is
+ * added); for an rbd: path only O_ACCMODE counts. */
+int cw_io_open_dev(const char *path, int flags);
+
+/* Whether path names an RBD image (starts with "rbd:"), and whether this
+ * build can open one. */
+bool cw_io_path_is_rbd(const char *path);
+bool cw_io_rbd_supported(void);
+
+/* Closes a descriptor from cw_io_open or cw_io_open_dev (NULL-safe for
+ * fd < 0), and any other descriptor with close(2).  No request on it may
+ * be in flight. */
+int cw_io_close(int fd);
+
+/* The size of what fd opens (a block device, a regular file, an image). */
+int cw_io_size(int fd, uint64_t *ret_bytes);
+
+/* What fd opens, as two numbers equal for two descriptors of the same
+ * device, file or image (st_dev and st_ino, or st_rdev for a block
+ * device; an image's cluster and id). */
+int cw_io_identity(int fd, uint64_t *ret_dev, uint64_t *ret_ino);
+
+/* Synchronous positional I/O for labels and the like (pread, pwrite,
+ * fdatasync on a file; the image's on an rbd: descriptor): the bytes
+ * moved or -errno. */
+ssize_t cw_io_pread(int fd, void *buf, size_t len, uint64_t off);
+ssize_t cw_io_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+int cw_io_fdatasync(int fd);
+
+/* Gives [off, off + len) back to the device so that it reads zeros:
+ * fallocate(PUNCH_HOLE|KEEP_SIZE) on a file, write-zeroes on an image.
+ * -EOPNOTSUPP (or what the device said) where it cannot. */
+int cw_io_punch(int fd, uint64_t off, uint64_t len);
 
 /* The alignment buffers, offsets and lengths need on fd (>= 512). */
 int cw_io_alignment(int fd, size_t *ret_align);

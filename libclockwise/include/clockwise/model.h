@@ -197,7 +197,14 @@ int cw_model_parse(const char *text, struct cw_model *ret_model);
  * waits, the per-request overhead and each zone's media rate.  Any other
  * disk (a real drive's cache and read-ahead would answer those reads)
  * keeps rotation and overhead at 0 with the rotational wait inside a high
- * percentile of its seek times. */
+ * percentile of its seek times.
+ *
+ * An image on a cluster (path rbd:..., tier rbd) has no seek curve and no
+ * rotation: each block size, and 4 KiB, is read whole at random places one
+ * at a time, and its worst case is a tail percentile of those times
+ * (tail_permille, the 99.9th by default); the overhead and the one zone's
+ * rate are a line on or above every measured tail.  The image must have
+ * been written: reads of never-written regions do not reach the OSDs. */
 struct cw_calib_opts {
 	size_t size;			/* sizeof(struct cw_calib_opts) */
 	enum cw_io_kind engine;
@@ -216,11 +223,15 @@ struct cw_calib_opts {
 	/* Measure the disk this model emulates on the file (clockwise/emu.h,
 	 * stacked on engine); NULL: the file as it is. */
 	const struct cw_model *emulate;
+	/* Tier rbd: the worst case of a block size is this permille of its
+	 * samples (500..1000; 999: the 99.9th percentile), taken from
+	 * max(repeats, 2000 / (1000 - tail_permille)) samples. */
+	unsigned tail_permille;
 };
 
 /* Fills opts with defaults: io_uring, whole device, 16 seek distances,
  * 8 zones of 8 MiB, block sizes 64 KiB, 256 KiB and 1 MiB, 20 repeats,
- * the 99th percentile, no margin. */
+ * the 99th percentile, no margin; on an image the 99.9th. */
 void cw_calib_opts_init(struct cw_calib_opts *opts);
 
 /* Progress: phase is "seek", "zone" or "bsize"; done of total steps. A

@@ -27,6 +27,9 @@ extern "C" {
 enum cw_tier {
 	CW_TIER_HDD = 0,
 	CW_TIER_SSD = 1,
+	/* An image on a Ceph cluster (a disk named rbd:POOL/IMAGE): no
+	 * head, no platter, a network and other clients between it and us. */
+	CW_TIER_RBD = 2,
 };
 
 /* The library's version string, e.g. "0.1.0". */

@@ -131,7 +131,8 @@ static void test_full(void)
 		"  { path = \"/dev/loop1\"; name = \"ssd.0_a-b\"; tier = \"ssd\"; policy = \"lst\"; "
 		"be_order = \"sfc\"; emulate = \"ssd\"; },\n"
 		"  { path = \"/dev/loop2\"; name = \"ssd1\"; tier = \"ssd\"; lanes = 64; slot_us = 1000000; "
-		"policy = \"dynamic\"; }\n"
+		"policy = \"dynamic\"; },\n"
+		"  { path = \"rbd:media/r0?conf=/etc/ceph/ceph.conf&id=cw\"; name = \"r0\"; }\n"
 		");\n"
 		"policy = \"edf\";  # after the disks: still their default\n"
 		"be_order = \"fifo\";\n"
@@ -159,7 +160,11 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->exports.max_request_bytes, 1 << 20);
 	CU_ASSERT_FALSE(c->exports.multi_conn);
 	CU_ASSERT_TRUE(c->exports.all);
-	CU_ASSERT_EQUAL_FATAL(c->n_disks, 3);
+	CU_ASSERT_EQUAL_FATAL(c->n_disks, 4);
+	/* an image on a cluster: its name is not a file's, its tier is rbd */
+	CU_ASSERT_STRING_EQUAL(c->disks[3].path, "rbd:media/r0?conf=/etc/ceph/ceph.conf&id=cw");
+	CU_ASSERT_EQUAL(c->disks[3].tier, CW_TIER_RBD);
+	CU_ASSERT_EQUAL(c->disks[3].lanes, 1);
 	CU_ASSERT_STRING_EQUAL(c->disks[0].path, "/dev/loop0");
 	CU_ASSERT_STRING_EQUAL(c->disks[0].name, "hdd0");
 	CU_ASSERT_EQUAL(c->disks[0].tier, CW_TIER_HDD);
@@ -358,7 +363,11 @@ static void test_bad_disks(void)
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; tier = \"ssd\"; lanes = 65; } );\n",
 		 "1: disks[0].lanes = 65 is out of range; expected an integer from 1 to 64");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; tier = \"tape\"; } );\n",
-		 "1: disks[0].tier = \"tape\" is not a tier; expected \"hdd\" or \"ssd\"");
+		 "1: disks[0].tier = \"tape\" is not a tier; expected \"hdd\", \"ssd\" or \"rbd\"");
+	load_bad("disks = ( { path = \"rbd:p/i\"; name = \"a\"; tier = \"ssd\"; } );\n",
+		 "1: disks[0]: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with it");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; tier = \"rbd\"; } );\n",
+		 "1: disks[0]: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with it");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; slot_us = 1.5; } );\n",
 		 "1: disks[0].slot_us is a number with a fraction; expected an integer from 1 to 1000000");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; slot_us = 0; } );\n",
@@ -374,7 +383,7 @@ static void test_bad_disks(void)
 		 "of A-Z a-z 0-9 . _ -, not starting with .");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\";\n emulate = \"atlas3\"; } );\n",
 		 "2: disks[0].emulate = \"atlas3\" is not a known model; expected a preset (atlas2, "
-		 "hdd7200, ssd) or a model string \"cwmodel1 ...\" as calibration stores it");
+		 "hdd7200, ssd, rbd) or a model string \"cwmodel1 ...\" as calibration stores it");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"cwmodel1 name=x\"; } );\n",
 		 "1: disks[0].emulate is not a valid model string; expected \"cwmodel1 name=... "
 		 "tier=... cap=... rot=... ovh=... seek=... zones=...\"");

@@ -126,6 +126,61 @@ static void test_kind_names(void)
 	cw_io_engine_free(NULL);
 }
 
+/* Disk names of images on a cluster are checked before any cluster is
+ * asked; the descriptor helpers work on plain files the same way. */
+static void test_rbd_names(void)
+{
+	static const char *const bad[] = {
+		"rbd:", "rbd:pool", "rbd:/img", "rbd:pool/", "rbd:a/b/c", "rbd:p/i?",
+		"rbd:p/i?conf=rel/ceph.conf", "rbd:p/i?id=", "rbd:p/i?user=x", "rbd:p/i?id=a&id=b",
+		"rbd:p/i?id=a&", "rbd:p/i@snap", "rbd:p q/i",
+	};
+	char path[4096];
+	uint64_t size, dev, ino, dev2, ino2;
+	char buf[8] = "abcdefg";
+	struct cw_io_engine *e = NULL;
+	int fd, fd2;
+
+	CU_ASSERT(cw_io_path_is_rbd("rbd:p/i"));
+	CU_ASSERT(!cw_io_path_is_rbd("/dev/rbd0"));
+	CU_ASSERT(!cw_io_path_is_rbd(NULL));
+	CU_ASSERT_STRING_EQUAL(cw_io_kind_name(CW_IO_RBD), "rbd");
+	CU_ASSERT_EQUAL(cw_io_kind_parse("rbd", &(enum cw_io_kind){ 0 }), -EINVAL);
+	for (size_t i = 0; i < CW_ARRAY_SIZE(bad); i++) {
+		CU_ASSERT_EQUAL(cw_io_open(bad[i], true, NULL), -EINVAL);
+		CU_ASSERT_EQUAL(cw_io_open_dev(bad[i], O_RDWR), -EINVAL);
+	}
+	/* a well-formed name whose configuration file is not there */
+	fd = cw_io_open("rbd:p/i?conf=/nonexistent/ceph.conf&id=x", false, NULL);
+	CU_ASSERT_EQUAL(fd, cw_io_rbd_supported() ? -ENOENT : -EPROTONOSUPPORT);
+	CU_ASSERT_EQUAL(cw_io_engine_new(CW_IO_RBD, 4, &e), cw_io_rbd_supported() ? 0 : -EPROTONOSUPPORT);
+	if (cw_io_rbd_supported()) {
+		struct cw_io_req r = { .fd = 0, .op = CW_IO_READ, .buf = buf, .len = 8 }, *q = &r;
+
+		/* a descriptor that stands for no image */
+		CU_ASSERT_EQUAL(cw_io_submit(e, &q, 1), -EBADF);
+		cw_io_engine_free(e);
+	}
+
+	snprintf(path, sizeof(path), "%s/plain.img", tmpdir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(cw_io_pwrite(fd, buf, 8, 4096), 8);
+	CU_ASSERT_EQUAL(cw_io_fdatasync(fd), 0);
+	CU_ASSERT(cw_io_size(fd, &size) == 0 && size == 4104);
+	memset(buf, 0, sizeof(buf));
+	CU_ASSERT_EQUAL(cw_io_pread(fd, buf, 8, 4096), 8);
+	CU_ASSERT_STRING_EQUAL(buf, "abcdefg");
+	fd2 = cw_io_open_dev(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd2 >= 0);
+	CU_ASSERT(cw_io_identity(fd, &dev, &ino) == 0 && cw_io_identity(fd2, &dev2, &ino2) == 0);
+	CU_ASSERT(dev == dev2 && ino == ino2);
+	CU_ASSERT_EQUAL(cw_io_close(fd2), 0);
+	CU_ASSERT_EQUAL(cw_io_close(fd), 0);
+	CU_ASSERT_EQUAL(cw_io_close(-1), 0);
+	unlink(path);
+}
+
 /* Partial transfers and transient errors, one kernel result at a time. */
 static void test_account(void)
 {
@@ -769,6 +824,7 @@ int main(void)
 	s = cwtest_suite("io", NULL, NULL);
 	cwtest_add(s, "engine names", test_kind_names);
 	cwtest_add(s, "partial completions", test_account);
+	cwtest_add(s, "disks on a cluster: names", test_rbd_names);
 	add_engine_tests(cwtest_suite("io_uring", suite_uring, NULL));
 	add_engine_tests(cwtest_suite("libaio", suite_aio, NULL));
 	add_engine_tests(cwtest_suite("memory", suite_mem, NULL));

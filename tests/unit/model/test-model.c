@@ -31,7 +31,9 @@ static void test_presets(void)
 		CU_ASSERT_EQUAL(cw_model_validate(&m), 0);
 		CU_ASSERT_STRING_EQUAL(m.name, names[n]);
 	}
-	CU_ASSERT_EQUAL(n, 3);
+	CU_ASSERT_EQUAL(n, 4);
+	CU_ASSERT_EQUAL(cw_model_preset("rbd", &m), 0);
+	CU_ASSERT_EQUAL(m.tier, CW_TIER_RBD);
 	CU_ASSERT_EQUAL(cw_model_preset("floppy", &m), -ENOENT);
 	CU_ASSERT_EQUAL(cw_model_preset("ssd", &m), 0);
 	CU_ASSERT_EQUAL(m.tier, CW_TIER_SSD);
