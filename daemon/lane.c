@@ -341,7 +341,7 @@ static void log_io_error(struct lane *l, const struct piece *p, int err)
 {
 	struct disk *d = l->disk;
 	uint64_t n = atomic_fetch_add_explicit(&d->nerrors, 1, memory_order_relaxed) + 1;
-	static const char *const ops[] = { "read", "write", "fdatasync" };
+	static const char *const ops[] = { "read", "write", "fdatasync", "punch" };
 
 	if (n <= ERRORS_LOGGED || n % 1000 == 0)
 		cwd_log(LOG_ERR, "disk %s (%s): %s of %zu bytes at offset %" PRIu64 " failed: %s "
@@ -365,7 +365,7 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 		cwd_stats_add(&l->st.read_bytes, p->io.len);
 	} else if (p->io.op == CW_IO_WRITE) {
 		cwd_stats_add(&l->st.write_bytes, p->io.len);
-	} else {
+	} else if (p->io.op == CW_IO_FSYNC) {
 		cwd_stats_add(&l->st.flushes, 1);
 	}
 	if (p->rt) {

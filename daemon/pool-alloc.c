@@ -11,16 +11,26 @@
  * and a WRITE_ZEROES come here, by one lock-free push.  This thread takes
  * the whole queue at once and, for the batch:
  *
- *   1. zeroes every hole a write touches but does not cover (punching it
- *      where the disk can, else writing zeros), so the bytes around the
- *      write read as zeros once the block holds data, and syncs those
- *      disks;
+ *   1. zeroes every hole a write touches but does not cover (punching the
+ *      block where the disk can, else writing zeros around the write),
+ *      so the bytes around the write read as zeros once the block holds
+ *      data, and syncs those disks;
  *   2. records the batch's changes in one transaction: blocks written,
  *      and the whole blocks a TRIM or a WRITE_ZEROES without NO_HOLE
  *      covers as holes;
  *   3. then, in arrival order, books the writes (their replies follow
  *      the lanes as usual), punches the space of the new holes and of
- *      the partial blocks a TRIM or zero covers, and answers the rest.
+ *      the partial blocks a TRIM or zero covers, and answers the rest
+ *      once that is done.
+ *
+ * Every disk access of steps 1 and 3 — the zeros, the punches, the syncs
+ * — is the daemon's own best-effort I/O through the lanes
+ * (pb->submit_internal, pb->flush_internal): on a disk with streams it
+ * runs in the slack, charged like any best-effort request, so making and
+ * freeing blocks never takes disk time the admission test did not leave.
+ * This thread waits for each step's I/O before the next, so no zeroing of
+ * a batch overlaps a write or a punch of another.  The commit of step 2
+ * is the one thing done here, on the pool database's disk.
  *
  * So a write to a hole is acknowledged after its block is marked written
  * and never shows stale bytes, and a block is marked a hole before its
@@ -31,11 +41,10 @@
  * together): the next batch then sees the first's outcome.
  *
  * Costs: one commit (and a sync of the zeroed disks) per batch, not per
- * request; zeroing by hand happens once per block and only on a disk
- * that cannot punch.  That I/O, and the punches, run here outside the
- * disks' schedules: a stream's first write to a block waits for a commit
- * its admission did not count (writing a reserved range once before it
- * is streamed avoids it).
+ * request; zeroing happens once per block.  A stream's first write to a
+ * block waits for that batch (best effort and a commit its admission did
+ * not count): writing a reserved range once before it is streamed avoids
+ * it.
  */
 #include "config.h"
 
@@ -90,62 +99,88 @@ int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio)
 	return 0;
 }
 
-/* ---- zeroing and punching ---- */
+/* ---- the keeper's own I/O, through the lanes ---- */
 
-/* Zeros partition bytes [off, off + len) on their disks: a punch where
- * the disk can (may_punch), else zeros written.  The disks written are
- * marked in touched[] (by slot) when it is not NULL. */
-static int zero_range(struct pbx *x, uint64_t off, uint64_t len, bool may_punch, bool *touched)
+/* Marks in touched[] (by slot) the disks that hold partition bytes
+ * [off, off + len). */
+static int mark_disks(struct pbx *x, uint64_t off, uint64_t len, bool *touched)
 {
-	struct pb *pb = x->pb;
 	uint64_t end = off + len;
 
 	while (off < end) {
 		struct cw_extent e;
-		struct disk *d;
-		int r, di;
+		int r = cw_part_map(x->part, off, end - off, &e), di;
 
-		r = cw_part_map(x->part, off, end - off, &e);
 		if (r < 0)
 			return r;
-		di = pb_disk_index(pb, e.disk_id);
+		di = pb_disk_index(x->pb, e.disk_id);
 		if (di < 0)
 			return di;
-		d = &pb->disks[di];
-		if (touched)
-			touched[di] = true;
-		if (!(may_punch && d->can_punch &&
-		      fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				(off_t)e.phys_offset, (off_t)e.length) == 0)) {
-			for (uint64_t done = 0; done < e.length;) {
-				size_t k = (size_t)CW_MIN(e.length - done, (uint64_t)ZERO_CHUNK);
-				ssize_t w = pwrite(d->fd, pb->zeros, k, (off_t)(e.phys_offset + done));
-
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w <= 0) {
-					r = w < 0 ? -errno : -EIO;
-					cwd_log(LOG_ERR, "disk %s: zeroing %" PRIu64 " bytes at %" PRIu64
-						": %s", d->name, e.length, e.phys_offset, strerror(-r));
-					return r;
-				}
-				done += (uint64_t)w;
-			}
-		}
+		touched[di] = true;
 		off += e.length;
 	}
 	return 0;
 }
 
-/* Syncs the disks marked in touched[] (by slot).  Not up to pb->ndisks:
- * the control thread changes it; a slot marked was found open through
- * pb_disk_index(), and an export that writes to it keeps it open. */
-static int sync_touched(struct pb *pb, const bool *touched)
+/* One of the keeper's requests ended: its error goes to the job (the
+ * first one kept), and the keeper wakes when none is left. */
+static void op_done(void *arg, int err)
 {
-	for (size_t i = 0; i < PB_DISKS_CAP; i++)
-		if (touched[i] && fdatasync(pb->disks[i].fd) < 0)
-			return -errno;
-	return 0;
+	struct alloc_job *j = arg;
+	struct pb *pb = j->x->pb;	/* j may be gone once the count drops */
+	int none = 0;
+
+	if (err)
+		atomic_compare_exchange_strong(&j->err, &none, err);
+	if (atomic_fetch_sub_explicit(&pb->alloc_inflight, 1, memory_order_acq_rel) == 1)
+		syscall(SYS_futex, &pb->alloc_inflight, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void op_failed(struct alloc_job *j, int err)
+{
+	atomic_fetch_add_explicit(&j->x->pb->alloc_inflight, 1, memory_order_relaxed);
+	op_done(j, err);
+}
+
+/* Books bytes [off, off + len) of j's export as op (PUNCH or WRITE of
+ * zeros) with flags; the outcome goes to j. */
+static void op_range(struct alloc_job *j, struct pbx *x, uint64_t off, uint64_t len,
+		     unsigned flags)
+{
+	struct pb *pb = x->pb;
+	int r;
+
+	atomic_fetch_add_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
+	r = pb->submit_internal(x, off, len, CW_IO_PUNCH, NULL, flags, op_done, j);
+	if (r < 0) {
+		atomic_fetch_sub_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
+		op_failed(j, r);
+	}
+}
+
+/* Waits until every request booked by op_range or flush_disks ended. */
+static void ops_wait(struct pb *pb)
+{
+	int n;
+
+	/* The lanes' wake-ups and the replies this thread holds go first. */
+	lane_unplug();
+	nbdsrv_io_unplug_send();
+	while ((n = atomic_load_explicit(&pb->alloc_inflight, memory_order_acquire)) != 0)
+		syscall(SYS_futex, &pb->alloc_inflight, FUTEX_WAIT_PRIVATE, n, NULL, NULL, 0);
+}
+
+static void flush_disks(struct alloc_job *j, const bool *touched)
+{
+	struct pb *pb = j->x->pb;
+	int r;
+
+	atomic_fetch_add_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
+	r = pb->flush_internal(j->x, touched, op_done, j);
+	if (r < 0) {
+		atomic_fetch_sub_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
+		op_failed(j, r);
+	}
 }
 
 /* ---- one batch ---- */
@@ -155,6 +190,7 @@ struct batch {
 	size_t n;
 	bool zeroed[PB_DISKS_CAP];	/* disks written by step 1 */
 	bool any_zeroed;
+	struct alloc_job step1;		/* step 1's outcome (x: the first job's) */
 };
 
 /* Block b of part is marked written by a change of this batch. */
@@ -202,6 +238,30 @@ static void whole_blocks(uint64_t bs, uint64_t off, uint64_t end, uint64_t *ret_
 		*ret_b1 = *ret_b0;
 }
 
+/* Books the zeroing of block [b_off, b_off + bs) around the write
+ * [w_off, w_end) (step 1). */
+static int zero_block(struct batch *bt, struct pbx *x, uint64_t b_off, uint64_t bs,
+		      uint64_t w_off, uint64_t w_end)
+{
+	uint64_t lo = CW_MAX(w_off, b_off), hi = CW_MIN(w_end, b_off + bs);
+	int r = mark_disks(x, b_off, bs, bt->zeroed);
+
+	if (r < 0)
+		return r;
+	if (!bt->any_zeroed)
+		bt->step1.x = x;
+	bt->any_zeroed = true;
+	if (atomic_load_explicit(&x->can_punch, memory_order_relaxed)) {
+		op_range(&bt->step1, x, b_off, bs, PB_SUB_ZERO);
+		return 0;
+	}
+	if (lo > b_off)
+		op_range(&bt->step1, x, b_off, lo - b_off, PB_SUB_ZERO);
+	if (b_off + bs > hi)
+		op_range(&bt->step1, x, hi, b_off + bs - hi, PB_SUB_ZERO);
+	return 0;
+}
+
 /* Step 1 for one request: its changes, and the zeroing a write needs.
  * Returns 1 when the request belongs to the next batch, 0, or -errno
  * (the request fails; the batch goes on). */
@@ -237,12 +297,13 @@ static int plan_job(struct batch *bt, struct alloc_job *j)
 		if (cw_part_allocated(x->part, b * bs, bs, &run) == 1 || batch_writes(bt, x->part, b))
 			continue;
 		/* A block the request does not cover has stale bytes
-		 * around it: zero the block first. */
+		 * around it: zero the block first (the whole block where
+		 * its disk punches: no stale byte is ever read from it;
+		 * else the parts around the write). */
 		if (off > b * bs || end < (b + 1) * bs) {
-			r = zero_range(x, b * bs, bs, true, bt->zeroed);
+			r = zero_block(bt, x, b * bs, bs, off, end);
 			if (r < 0)
 				return r;
-			bt->any_zeroed = true;
 		}
 		if (bt->n == CHANGES_MAX)
 			return -ENOSPC;	/* cannot happen: need was checked */
@@ -251,28 +312,23 @@ static int plan_job(struct batch *bt, struct alloc_job *j)
 	return 0;
 }
 
-/* Step 3 for a TRIM or a WRITE_ZEROES that may leave holes. */
-static int finish_dealloc(struct alloc_job *j)
+/* Step 3 for a TRIM or a WRITE_ZEROES that may leave holes: books what
+ * its blocks need; its outcome goes to j->err. */
+static void book_dealloc(struct alloc_job *j)
 {
 	struct nbdsrv_io *nio = j->nio;
 	struct pbx *x = j->x;
-	struct pb *pb = x->pb;
-	uint64_t bs = pb->block_size, off = nio->offset, end = off + nio->length, b0, b1, run;
-	bool zero = nio->op == NBDSRV_IO_ZERO, *touched = NULL;
-	int r = 0;
+	uint64_t bs = x->pb->block_size, off = nio->offset, end = off + nio->length, b0, b1, run;
+	bool zero = nio->op == NBDSRV_IO_ZERO;
 
 	whole_blocks(bs, off, end, &b0, &b1);
 	/* The new holes' space goes back to the disks, where they can. */
-	if (b1 > b0 && atomic_load_explicit(&x->can_punch, memory_order_relaxed))
-		(void)zero_range(x, b0 * bs, (b1 - b0) * bs, true, NULL);
-	if (nio->fua) {
-		touched = calloc(PB_DISKS_CAP, sizeof(*touched));
-		if (!touched)
-			return -ENOMEM;
-	}
+	if (b1 > b0)
+		op_range(j, x, b0 * bs, (b1 - b0) * bs, 0);
 	/* The partial blocks at the ends: a zero must leave zeros where
-	 * they hold data; a trim gives their space back if it can. */
-	for (int side = 0; side < 2 && r == 0; side++) {
+	 * they hold data (synced under FUA); a trim gives their space back
+	 * if it can. */
+	for (int side = 0; side < 2; side++) {
 		uint64_t a = side ? CW_MAX(off, b1 * bs) : off;
 		uint64_t b = side ? end : CW_MIN(end, b0 * bs);
 
@@ -281,26 +337,24 @@ static int finish_dealloc(struct alloc_job *j)
 		if (cw_part_allocated(x->part, a, b - a, &run) == 0 && run == b - a)
 			continue;	/* a hole reads as zeros already */
 		if (zero)
-			r = zero_range(x, a, b - a, true, touched);
-		else if (atomic_load_explicit(&x->can_punch, memory_order_relaxed))
-			(void)zero_range(x, a, b - a, true, NULL);
+			op_range(j, x, a, b - a, PB_SUB_ZERO | (nio->fua ? PB_SUB_FUA : 0));
+		else
+			op_range(j, x, a, b - a, 0);
 	}
-	if (r == 0 && touched)
-		r = sync_touched(pb, touched);
-	free(touched);
-	return r;
 }
 
 /* Runs one batch from jobs (in arrival order) and returns the jobs left
  * for the next one. */
 static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc_job *jobs)
 {
-	struct alloc_job *j, *done = NULL, **tail = &done, *rest = NULL;
+	struct alloc_job *j, *done = NULL, **tail = &done, *rest = NULL, *next;
 	int r;
 
 	bt->n = 0;
 	bt->any_zeroed = false;
 	memset(bt->zeroed, 0, sizeof(bt->zeroed));
+	atomic_init(&bt->step1.err, 0);
+	/* Step 1: plan, and book the zeroing as it is found. */
 	while ((j = jobs)) {
 		r = plan_job(bt, j);
 		if (r == 1) {
@@ -317,31 +371,48 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 		*tail = j;
 		tail = &j->next;
 	}
-	r = bt->any_zeroed ? sync_touched(pb, bt->zeroed) : 0;
+	if (bt->any_zeroed) {
+		ops_wait(pb);
+		if (atomic_load(&bt->step1.err) == 0)
+			flush_disks(&bt->step1, bt->zeroed);
+		ops_wait(pb);
+	}
+	r = atomic_load(&bt->step1.err);
+	/* Step 2. */
 	if (r == 0 && bt->n) {
 		r = cw_part_set_allocated(pb->pool, bt->ch, bt->n);
 		if (r < 0)
 			cwd_log(LOG_ERR, "recording which blocks hold data: %s",
 				cw_pool_last_error(pb->pool)->msg);
 	}
-	for (j = done; j; j = jobs) {
+	/* Step 3: the writes go, the punches are booked and waited for. */
+	for (j = done; j; j = j->next) {
 		struct nbdsrv_io *nio = j->nio;
 		/* Read before booking: a booked write may complete (and its
 		 * request be reused) before the submission returns. */
-		bool w = is_write(nio), data = nio->op == NBDSRV_IO_WRITE;
-		int e = r;
+		bool data = nio->op == NBDSRV_IO_WRITE;
+		int e;
 
-		jobs = j->next;
-		if (e == 0 && w)
+		atomic_init(&j->err, r);
+		if (r < 0)
+			continue;
+		if (is_write(nio)) {
 			e = j->x->pb->submit(j->x, nio, CW_IO_WRITE, !data);
-		else if (e == 0)
-			e = finish_dealloc(j);
-		/* A booked write completes from its lanes. */
-		if (e < 0 || !w)
-			nbdsrv_io_complete(nio, e);
+			/* A booked write completes from its lanes. */
+			atomic_init(&j->err, e < 0 ? e : 1);
+		} else {
+			book_dealloc(j);
+		}
+	}
+	ops_wait(pb);
+	for (j = done; j; j = next) {
+		int e = atomic_load(&j->err);
+
+		next = j->next;
+		if (e <= 0)
+			nbdsrv_io_complete(j->nio, e);
 		free(j);
 	}
-	lane_unplug();
 	return rest;
 }
 

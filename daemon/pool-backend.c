@@ -97,6 +97,27 @@ static struct preq *preq_new(struct pb *pb, size_t npieces)
 	return q;
 }
 
+/* A request of npieces pieces for x: a client's (nio) or the daemon's
+ * own (done(arg, err) when it ends), arriving now, no flush phase yet. */
+static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *nio,
+			       void (*done)(void *arg, int err), void *arg)
+{
+	struct preq *q = preq_new(x->pb, npieces);
+
+	if (!q)
+		return NULL;
+	q->nio = nio;
+	q->done = done;
+	q->done_arg = arg;
+	q->x = x;
+	q->arrival_ns = cw_now_ns();
+	atomic_init(&q->err, 0);
+	q->fua = false;
+	q->npieces = 0;
+	q->nflush = 0;
+	return q;
+}
+
 static void preq_free(struct preq *q)
 {
 	if (q->small)
@@ -114,7 +135,10 @@ static void preq_finish(struct preq *q)
 		push_pieces(q, q->npieces, q->nflush);
 		return;
 	}
-	nbdsrv_io_complete(q->nio, err);
+	if (q->done)
+		q->done(q->done_arg, err);
+	else
+		nbdsrv_io_complete(q->nio, err);
 	preq_free(q);
 }
 
@@ -123,33 +147,43 @@ static bool in_span(const struct cw_admit_resv *a, int64_t now)
 	return now >= a->span_start_ns && (a->span_end_ns == 0 || now < a->span_end_ns);
 }
 
-/* Maps and books a READ (holes read as zeros, without I/O), WRITE or
- * (zero: from the shared zero buffer, in ZERO_CHUNK pieces) WRITE_ZEROES. */
-int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
+/* What one submission asks for: a client's request (nio, done NULL) or
+ * the daemon's own I/O (pb_submit_internal).  Bytes [off, off + len) of
+ * the export, from or into buf; zero: written from the shared zero buffer
+ * (WRITE) or, for PUNCH, written as zeros where a disk cannot punch (a
+ * PUNCH without zero skips those disks); be_only: never a stream's. */
+struct submission {
+	struct nbdsrv_io *nio;
+	uint64_t off, len;
+	void *buf;
+	enum cw_io_op op;
+	bool zero, fua, be_only;
+	void (*done)(void *arg, int err);
+	void *done_arg;
+};
+
+/* Maps, splits and books a submission.  A READ skips holes (zeros, no
+ * I/O).  Pieces end at pool blocks, zero chunks and BE piece limits. */
+static int submit(struct pbx *x, const struct submission *s)
 {
 	struct pb *pb = x->pb;
-	uint64_t off = nio->offset, end = nio->offset + nio->length;
-	uint32_t chunk = zero ? ZERO_CHUNK : UINT32_MAX;
-	/* Pieces end at pool blocks, chunks and BE piece limits. */
+	uint64_t off = s->off, end = s->off + s->len;
+	uint32_t chunk = s->zero ? ZERO_CHUNK : UINT32_MAX;
 	uint64_t least = CW_MIN(CW_MIN(pb->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
-	size_t maxp = nio->length / least + nio->length / pb->block_size + 3;
+	size_t maxp = s->len / least + s->len / pb->block_size + 3;
 	/* FUA flushes each disk touched, and there are no more of those
 	 * than pieces (disks may be added meanwhile: not pb->ndisks). */
-	unsigned nflush = nio->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, n = 0, i;
-	struct resv *rv = x->resv;
+	unsigned nflush = s->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, n = 0, i;
+	struct resv *rv = s->be_only ? NULL : x->resv;
 	struct preq *q;
 	bool seen[CW_DISKS_MAX + 1] = { false };
 	uint32_t touched[CW_DISKS_MAX];
 	unsigned nt = 0;
 	int r;
 
-	q = preq_new(pb, maxp + nflush);
+	q = preq_start(x, maxp + nflush, s->nio, s->done, s->done_arg);
 	if (!q)
 		return -ENOMEM;
-	q->nio = nio;
-	q->x = x;
-	q->arrival_ns = cw_now_ns();
-	atomic_init(&q->err, 0);
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	bool rt = rv && off >= rv->a->range_start_bytes && end <= rv->a->range_end_bytes &&
 		  in_span(rv->a, q->arrival_ns);
@@ -158,6 +192,7 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 		uint64_t want = CW_MIN(end - off, chunk);
 		struct cw_extent e;
 		struct piece *p = &q->p[n];
+		enum cw_io_op op = s->op;
 		bool prt;
 		int di;
 
@@ -166,7 +201,7 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 			if (r < 0)
 				goto fail;
 			if (r == 0) {
-				memset((uint8_t *)nio->buf + (off - nio->offset), 0, want);
+				memset((uint8_t *)s->buf + (off - s->off), 0, want);
 				off += want;
 				continue;
 			}
@@ -179,6 +214,15 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 			r = di;
 			goto fail;
 		}
+		if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
+			if (!s->zero) {
+				off += e.length;	/* nothing to give back here */
+				continue;
+			}
+			op = CW_IO_WRITE;
+			if (e.length > ZERO_CHUNK)
+				e.length = ZERO_CHUNK;
+		}
 		prt = rt && resv_part(rv, e.disk_id);
 		if (!prt && e.length > pb->disks[di].be_piece)
 			e.length = pb->disks[di].be_piece;	/* fits in less slack */
@@ -189,7 +233,8 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 		*p = (struct piece){ .req = q, .lane = piece_lane(pb, (uint32_t)di, e.phys_offset) };
 		p->io = (struct cw_io_req){
 			.fd = pb->disks[di].fd, .op = op, .len = e.length, .off = e.phys_offset,
-			.buf = zero ? pb->zeros : (uint8_t *)nio->buf + (off - nio->offset),
+			.buf = op == CW_IO_PUNCH ? NULL
+			       : s->zero ? pb->zeros : (uint8_t *)s->buf + (off - s->off),
 			.user = p,
 		};
 		if (!seen[e.disk_id]) {
@@ -204,9 +249,8 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 		off += e.length;
 		n++;
 	}
-	if (n == 0) {	/* holes only */
-		preq_free(q);
-		nbdsrv_io_complete(nio, 0);
+	if (n == 0) {	/* holes only, or nothing to punch */
+		preq_finish(q);
 		return 0;
 	}
 	q->npieces = n;
@@ -220,6 +264,54 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 fail:
 	preq_free(q);
 	return r;
+}
+
+/* Maps and books a READ (holes read as zeros, without I/O), WRITE or
+ * (zero: from the shared zero buffer, in ZERO_CHUNK pieces) WRITE_ZEROES. */
+int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero)
+{
+	return submit(x, &(struct submission){ .nio = nio, .off = nio->offset,
+					       .len = nio->length, .buf = nio->buf, .op = op,
+					       .zero = zero, .fua = nio->fua });
+}
+
+/* The daemon's own I/O on an export's bytes, as best effort. */
+static int pb_submit_internal(struct pbx *x, uint64_t off, uint64_t len, enum cw_io_op op,
+			      void *buf, unsigned flags, void (*done)(void *arg, int err), void *arg)
+{
+	if (!done || len == 0 || off + len < off)
+		return -EINVAL;
+	return submit(x, &(struct submission){ .off = off, .len = len, .buf = buf, .op = op,
+					       .zero = flags & PB_SUB_ZERO,
+					       .fua = flags & PB_SUB_FUA, .be_only = true,
+					       .done = done, .done_arg = arg });
+}
+
+/* An fdatasync of each disk marked in touched[] (by slot), as best effort
+ * through the disks' first lanes; x's client is charged. */
+static int pb_flush_internal(struct pbx *x, const bool *touched,
+			     void (*done)(void *arg, int err), void *arg)
+{
+	struct pb *pb = x->pb;
+	unsigned n = 0, i;
+	struct preq *q;
+
+	for (i = 0; i < PB_DISKS_CAP; i++)
+		n += touched[i];
+	q = preq_start(x, n ? n : 1, NULL, done, arg);
+	if (!q)
+		return -ENOMEM;
+	q->npieces = n;
+	if (n == 0) {
+		preq_finish(q);
+		return 0;
+	}
+	lane_plug();
+	for (i = 0, n = 0; i < PB_DISKS_CAP; i++)
+		if (touched[i])
+			piece_init_flush(q, &q->p[n++], pb, i);
+	push_pieces(q, 0, n);
+	return 0;
 }
 
 static int pb_pread(void *backend, struct nbdsrv_io *io)
@@ -263,17 +355,11 @@ static int pb_flush(void *backend, struct nbdsrv_io *nio)
 		nbdsrv_io_complete(nio, 0);
 		return 0;
 	}
-	q = preq_new(x->pb, nd);
+	q = preq_start(x, nd, nio, NULL, NULL);
 	if (!q)
 		return -ENOMEM;
-	q->nio = nio;
-	q->x = x;
-	q->arrival_ns = cw_now_ns();
-	atomic_init(&q->err, 0);
-	q->fua = false;
 	lane_plug();
 	q->npieces = nd;
-	q->nflush = 0;
 	add_flush_pieces(q, 0, nd);
 	push_pieces(q, 0, q->npieces);
 	return 0;
@@ -589,6 +675,8 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 	pb->adm = adm;
 	pb->req_finish = preq_finish;
 	pb->submit = pb_submit_rw;
+	pb->submit_internal = pb_submit_internal;
+	pb->flush_internal = pb_flush_internal;
 	pthread_mutex_init(&pb->resv_lock, NULL);
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);

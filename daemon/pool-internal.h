@@ -56,6 +56,10 @@
 struct piece;
 struct preq;
 
+/* Flags of pb->submit_internal. */
+#define PB_SUB_ZERO 1u
+#define PB_SUB_FUA 2u
+
 /* A disk's plan from the admission state, handed to its first lane's
  * dispatcher when streams are admitted or released while it runs
  * (lane_post_plan). */
@@ -208,6 +212,7 @@ struct alloc_job {
 	struct alloc_job *next;
 	struct pbx *x;
 	struct nbdsrv_io *nio;
+	atomic_int err;			/* its outcome once booked (1: a write's own) */
 };
 
 struct pb {
@@ -217,6 +222,23 @@ struct pb {
 	void (*req_finish)(struct preq *q);
 	/* Maps, splits and books a request (pool-alloc.c's keeper calls it). */
 	int (*submit)(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
+	/* The daemon's own I/O on x's bytes [off, off + len): best effort,
+	 * charged to x's client, never a stream's, through the lanes like
+	 * any request (so in the slack on disks with streams).  op READ or
+	 * WRITE from/into buf (a READ of holes gives zeros without I/O),
+	 * WRITE with PB_SUB_ZERO writes zeros, PUNCH gives the space back
+	 * where a disk can (with PB_SUB_ZERO, zeros are written where it
+	 * cannot; without, such disks are skipped); PB_SUB_FUA: the disks
+	 * are synced before done.  done(arg, 0 or -errno) is called once,
+	 * from any thread, perhaps before the call returns; a negative
+	 * return means it will not be. */
+	int (*submit_internal)(struct pbx *x, uint64_t off, uint64_t len, enum cw_io_op op,
+			       void *buf, unsigned flags, void (*done)(void *arg, int err),
+			       void *arg);
+	/* An fdatasync of each disk slot marked in touched[PB_DISKS_CAP],
+	 * best effort through the lanes, charged to x's client. */
+	int (*flush_internal)(struct pbx *x, const bool *touched,
+			      void (*done)(void *arg, int err), void *arg);
 	struct cw_slots_domain *domain;
 	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
@@ -245,6 +267,7 @@ struct pb {
 	atomic_bool alloc_busy;		/* inside a batch (pb_alloc_quiesce) */
 	atomic_uint_fast64_t alloc_batches;	/* batches ended */
 	atomic_bool alloc_stop;
+	atomic_int alloc_inflight;	/* its own requests in the lanes */
 	pthread_t alloc_thread;
 	bool alloc_started;
 	void *alloc_batch;		/* its work space */
@@ -263,7 +286,9 @@ struct piece {
 };
 
 struct preq {
-	struct nbdsrv_io *nio;
+	struct nbdsrv_io *nio;		/* a client's request, or NULL: */
+	void (*done)(void *arg, int err);	/* the daemon's own, ends here */
+	void *done_arg;
 	struct pbx *x;
 	int64_t arrival_ns;
 	atomic_uint pending;

@@ -118,6 +118,8 @@ static void aio_prep(struct iocb *cb, struct cw_io_req *q)
 	case CW_IO_FSYNC:
 		io_prep_fdsync(cb, q->fd);
 		break;
+	case CW_IO_PUNCH:
+		break;	/* aio_submit does it at once: libaio has no fallocate */
 	}
 	cb->data = q;
 }
@@ -148,6 +150,22 @@ static int aio_submit(struct cw_io_engine *e, struct cw_io_req **reqs, unsigned 
 	struct aio_engine *a = to_aio(e);
 	unsigned i, done = 0;
 
+	/* A PUNCH at the head is done here and waits for reap with the
+	 * refused ones; the rest of the batch goes to the kernel up to the
+	 * next PUNCH, which a later call takes. */
+	while (n > 0 && reqs[0]->op == CW_IO_PUNCH) {
+		while (!cw_io_req_account(reqs[0], cw_io_punch_now(reqs[0])))
+			;
+		aio_fail(a, reqs[0]);
+		reqs++;
+		n--;
+		done++;
+	}
+	if (done)
+		return (int)done;
+	for (i = 0; i < n && reqs[i]->op != CW_IO_PUNCH; i++)
+		;
+	n = i;
 	for (i = 0; i < n; i++) {
 		struct iocb *cb = a->free[--a->nfree];
 

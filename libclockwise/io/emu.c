@@ -15,7 +15,8 @@
  * as on a real drive.  Arrival order, or with a command queue the least
  * access time among the first satf_window waiting.  A flush is a barrier:
  * it is served after every earlier request and before any later one, and
- * takes no time of its own (the emulated disk has no write cache).
+ * takes no time of its own (the emulated disk has no write cache).  A
+ * punch takes the time of a write of its length, as a drive that zeroes.
  *
  * SSD: each request's channel and finishing time are known at arrival.
  *
@@ -236,7 +237,7 @@ static int64_t clip(const struct emu_engine *x, const struct cw_io_req *q, uint6
 	if (q->op == CW_IO_FSYNC)
 		return 0;
 	if (q->off >= cap || q->len == 0)
-		return q->op == CW_IO_WRITE && q->len ? -ENOSPC : 0;
+		return q->op != CW_IO_READ && q->len ? -ENOSPC : 0;
 	*ret_bytes = CW_MIN((uint64_t)q->len, cap - q->off);
 	return 0;
 }
@@ -299,7 +300,7 @@ static int emu_submit(struct cw_io_engine *e, struct cw_io_req **reqs, unsigned 
 			} else {
 				s->done_ns = cw_model_disk_ssd_finish(&x->disk, now, s->req->off,
 								      s->bytes,
-								      s->req->op == CW_IO_WRITE);
+								      s->req->op != CW_IO_READ);
 				atomic_fetch_add_explicit(&x->st.busy_ns, s->done_ns - now,
 							  memory_order_relaxed);
 			}

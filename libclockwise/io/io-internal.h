@@ -73,6 +73,16 @@ static inline size_t cw_io_req_next(const struct cw_io_req *r, void **ret_buf, u
 	return left < CW_IO_MAX_CHUNK ? left : CW_IO_MAX_CHUNK;
 }
 
+/* READ and WRITE move bytes through buf; FSYNC and PUNCH have none. */
+static inline bool cw_io_op_moves_data(enum cw_io_op op)
+{
+	return op == CW_IO_READ || op == CW_IO_WRITE;
+}
+
+/* A PUNCH done at once by the calling thread (the back ends whose kernel
+ * interface has no fallocate): 0 or -errno, for cw_io_req_account. */
+int cw_io_punch_now(const struct cw_io_req *r);
+
 static inline void cw_io_req_start(struct cw_io_req *r)
 {
 	r->priv_ = 0;

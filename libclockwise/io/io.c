@@ -21,6 +21,7 @@
 #include <sys/vfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
 #include <linux/stat.h>
@@ -143,8 +144,8 @@ int cw_io_submit(struct cw_io_engine *e, struct cw_io_req **reqs, unsigned n)
 	for (i = 0; i < n; i++) {
 		struct cw_io_req *q = reqs[i];
 
-		if (!q || (unsigned)q->op > CW_IO_FSYNC || q->len > CW_IO_DONE_MASK ||
-		    (q->op != CW_IO_FSYNC && q->len > 0 && !q->buf))
+		if (!q || (unsigned)q->op > CW_IO_PUNCH || q->len > CW_IO_DONE_MASK ||
+		    (cw_io_op_moves_data(q->op) && q->len > 0 && !q->buf))
 			return -EINVAL;
 		cw_io_req_start(q);
 	}
@@ -211,6 +212,14 @@ int64_t cw_io_sync(struct cw_io_engine *e, int fd, enum cw_io_op op, void *buf,
 	return req.res;
 }
 
+int cw_io_punch_now(const struct cw_io_req *r)
+{
+	if (r->len == 0)
+		return 0;
+	return fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->off,
+			 (off_t)r->len) == 0 ? 0 : -errno;
+}
+
 bool cw_io_req_account(struct cw_io_req *r, int64_t res)
 {
 	uint64_t done = cw_io_done_bytes(r);
@@ -230,6 +239,10 @@ bool cw_io_req_account(struct cw_io_req *r, int64_t res)
 	}
 	if (r->op == CW_IO_FSYNC) {
 		r->res = 0;
+		return true;
+	}
+	if (r->op == CW_IO_PUNCH) {
+		r->res = (int64_t)r->len;
 		return true;
 	}
 	done += (uint64_t)res;

@@ -73,6 +73,9 @@ static void mem_run(struct cw_io_req *q)
 		case CW_IO_WRITE:
 			r = pwrite(q->fd, buf, len, (off_t)off);
 			break;
+		case CW_IO_PUNCH:
+			r = cw_io_punch_now(q);
+			break;
 		default:
 			r = fdatasync(q->fd);
 			break;

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <linux/falloc.h>
 #include <liburing.h>
 
 #include "common/util.h"
@@ -68,6 +69,11 @@ static void uring_prep(struct uring_engine *u, struct cw_io_req *q)
 		break;
 	case CW_IO_FSYNC:
 		io_uring_prep_fsync(sqe, q->fd, IORING_FSYNC_DATASYNC);
+		break;
+	case CW_IO_PUNCH:
+		/* Whole, however long: a punch done again is the same punch. */
+		io_uring_prep_fallocate(sqe, q->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					(off_t)q->off, (off_t)q->len);
 		break;
 	}
 	io_uring_sqe_set_data(sqe, q);

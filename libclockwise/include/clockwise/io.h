@@ -30,6 +30,10 @@ enum cw_io_op {
 	CW_IO_READ = 0,
 	CW_IO_WRITE = 1,
 	CW_IO_FSYNC = 2,	/* fdatasync of fd: len and off ignored */
+	/* [off, off + len) reads as zeros after it and its space goes back
+	 * (fallocate PUNCH_HOLE | KEEP_SIZE; a block device zeroes it): buf
+	 * ignored, res is len.  Only where the fd can punch (EOPNOTSUPP). */
+	CW_IO_PUNCH = 3,
 };
 
 struct cw_io_engine;

@@ -25,6 +25,7 @@
 #include "cwtest.h"
 #include "datapath.h"
 
+#define KIB (UINT64_C(1) << 10)
 #define BS (4 * MIB)		/* pool block: above the zero chunk and the HDD BE piece */
 #define DISK_BLOCKS 32
 #define MEDIA_BYTES (64 * MIB)	/* striped over the two HDDs */
@@ -40,6 +41,7 @@ static bool on_tmpfs;
 
 /* A request as the data path finished it: its pieces, flushes last. */
 struct rec {
+	bool internal;			/* the daemon's own (no NBD request) */
 	enum nbdsrv_io_op op;
 	uint64_t offset;
 	uint32_t length;
@@ -65,9 +67,13 @@ static void tap_finish(struct preq *q)
 		struct rec *r = malloc(sizeof(*r) + n * sizeof(struct piece));
 
 		if (r) {
-			*r = (struct rec){ .op = q->nio->op, .offset = q->nio->offset,
-					   .length = q->nio->length, .err = err,
+			*r = (struct rec){ .internal = !q->nio, .err = err,
 					   .npieces = q->npieces, .nflush = q->nflush };
+			if (q->nio) {
+				r->op = q->nio->op;
+				r->offset = q->nio->offset;
+				r->length = q->nio->length;
+			}
 			memcpy(r->p, q->p, n * sizeof(struct piece));
 		}
 		pthread_mutex_lock(&tap.lock);
@@ -92,6 +98,22 @@ static struct rec *taken(void)
 	pthread_mutex_unlock(&tap.lock);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	return r;
+}
+
+/* Every request finished since the last call, in order (the caller
+ * frees them); at most max. */
+static unsigned taken_all(struct rec **ret, unsigned max)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&tap.lock);
+	n = CW_MIN(tap.n, max);
+	memcpy(ret, tap.r, n * sizeof(*ret));
+	for (unsigned i = n; i < tap.n; i++)
+		free(tap.r[i]);
+	tap.n = 0;
+	pthread_mutex_unlock(&tap.lock);
+	return n;
 }
 
 /* ---- the pool, its exports, the server ---- */
@@ -789,6 +811,94 @@ static void test_export_bind(void)
 	teardown();
 }
 
+/* The keeper of holes does its disk work through the lanes, as best
+ * effort: a partial write to a hole has its block punched (one internal
+ * request of PUNCH pieces on the block's disk) and that disk synced (one
+ * internal FSYNC request) before the write itself is booked; a TRIM of a
+ * whole block punches it through the lanes; a FUA WRITE_ZEROES of part of
+ * a written block punches that part and syncs.  The data reads back
+ * right each time. */
+static void test_keeper_io(void)
+{
+	struct nbd_handle *h;
+	struct rec *r[8];
+	uint8_t *w = pattern(0, 64 * KIB, 7), *w2 = pattern(0, BS, 9);
+	uint8_t *rd = malloc(BS), *z = calloc(1, BS);
+	struct cw_extent e;
+	unsigned n;
+
+	setup();
+	serve();
+	h = client("media");
+	/* exports() made every block written: these three are holes. */
+	CU_ASSERT_FATAL(cw_part_set_allocated(D.tp.pool, &(struct cw_alloc_change){
+		.part = media->part, .first_block = 0, .nblocks = 3, .allocated = false }, 1) == 0);
+	CU_ASSERT_FATAL(cw_part_map(media->part, BS, BS, &e) == 0 && e.length == BS);
+
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, BS + 4096, 0), 0);
+	n = taken_all(r, 8);
+	CU_ASSERT_EQUAL_FATAL(n, 3);
+	CU_ASSERT(r[0]->internal);
+	CU_ASSERT_EQUAL(r[0]->err, 0);
+	CU_ASSERT_EQUAL(r[0]->npieces, BS / CW_ADMIT_BE_PIECE_HDD);
+	for (unsigned i = 0; i < r[0]->npieces; i++) {
+		struct piece *p = &r[0]->p[i];
+
+		CU_ASSERT_EQUAL(p->io.op, CW_IO_PUNCH);
+		CU_ASSERT_FALSE(p->rt);
+		CU_ASSERT_EQUAL(p->lane->disk->id, e.disk_id);
+		CU_ASSERT_EQUAL(p->io.off, e.phys_offset + i * CW_ADMIT_BE_PIECE_HDD);
+	}
+	CU_ASSERT(r[1]->internal);
+	CU_ASSERT_EQUAL(r[1]->npieces, 1);
+	CU_ASSERT_EQUAL(r[1]->p[0].io.op, CW_IO_FSYNC);
+	CU_ASSERT_EQUAL(r[1]->p[0].lane->disk->id, e.disk_id);
+	CU_ASSERT_FALSE(r[2]->internal);
+	CU_ASSERT_EQUAL(r[2]->op, NBDSRV_IO_WRITE);
+	for (unsigned i = 0; i < n; i++)
+		free(r[i]);
+	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, rd, BS, BS, 0), 0);
+	free(taken());
+	CU_ASSERT(memcmp(rd, z, 4096) == 0);
+	CU_ASSERT(memcmp(rd + 4096, w, 64 * KIB) == 0);
+	CU_ASSERT(memcmp(rd + 4096 + 64 * KIB, z, BS - 4096 - 64 * KIB) == 0);
+
+	/* The whole block back to a hole: its space punched in the lanes. */
+	CU_ASSERT_EQUAL_FATAL(nbd_trim(h, BS, BS, 0), 0);
+	n = taken_all(r, 8);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT(r[0]->internal);
+	CU_ASSERT_EQUAL(r[0]->p[0].io.op, CW_IO_PUNCH);
+	CU_ASSERT_EQUAL(r[0]->p[0].io.off, e.phys_offset);
+	free(r[0]);
+	CU_ASSERT_EQUAL(cw_part_allocated(media->part, BS, BS, &(uint64_t){ 0 }), 0);
+
+	/* Part of a written block zeroed under FUA: punched, then synced. */
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w2, BS, 2 * BS, 0), 0);
+	free(taken());
+	CU_ASSERT_EQUAL_FATAL(nbd_zero(h, 8192, 2 * BS + 4096, LIBNBD_CMD_FLAG_FUA), 0);
+	n = taken_all(r, 8);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT(r[0]->internal);
+	CU_ASSERT_EQUAL(r[0]->npieces, 1);
+	CU_ASSERT_EQUAL(r[0]->nflush, 1);
+	CU_ASSERT_EQUAL(r[0]->p[0].io.op, CW_IO_PUNCH);
+	CU_ASSERT_EQUAL(r[0]->p[0].io.len, 8192);
+	CU_ASSERT_EQUAL(r[0]->p[1].io.op, CW_IO_FSYNC);
+	free(r[0]);
+	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, rd, 16384, 2 * BS, 0), 0);
+	free(taken());
+	CU_ASSERT(memcmp(rd + 4096, z, 8192) == 0);
+	CU_ASSERT(memcmp(rd, w2, 4096) == 0);
+	CU_ASSERT(memcmp(rd + 12288, w2 + 12288, 4096) == 0);
+	bye(h);
+	free(w);
+	free(w2);
+	free(rd);
+	free(z);
+	teardown();
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("daemon pool back end", NULL, NULL);
@@ -806,5 +916,6 @@ int main(void)
 	cwtest_add(s, "a new model reaches the disk", test_model_event);
 	cwtest_add(s, "a disk not open ignores events", test_disk_not_open);
 	cwtest_add(s, "exports bind by id or by start-up name", test_export_bind);
+	cwtest_add(s, "the keeper of holes works through the lanes", test_keeper_io);
 	return cwtest_run();
 }

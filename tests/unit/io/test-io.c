@@ -442,6 +442,47 @@ static void test_fsync(void)
 	cw_io_engine_free(e);
 }
 
+/* A punch zeroes its range and gives the space back, in a batch with
+ * writes on either side (libaio does it inline, between kernel batches). */
+static void test_punch(void)
+{
+	char path[256];
+	_cleanup_close_ int fd = new_file(BLK * 8, true, path, sizeof(path));
+	struct cw_io_engine *e = engine(8);
+	_cleanup_free_ char *buf = cw_io_alloc(BLK * 8);
+	struct cw_io_req q[4];
+	struct stat st_full, st_punched;
+
+	memset(buf, 0x5a, BLK * 8);
+	CU_ASSERT_EQUAL(cw_io_sync(e, fd, CW_IO_WRITE, buf, BLK * 8, 0), BLK * 8);
+	CU_ASSERT_EQUAL(cw_io_sync(e, fd, CW_IO_FSYNC, NULL, 0, 0), 0);
+	CU_ASSERT_FATAL(fstat(fd, &st_full) == 0);
+	q[0] = (struct cw_io_req){ .fd = fd, .op = CW_IO_WRITE, .buf = buf, .len = BLK };
+	q[1] = (struct cw_io_req){ .fd = fd, .op = CW_IO_PUNCH, .len = BLK * 4, .off = BLK * 2 };
+	q[2] = (struct cw_io_req){ .fd = fd, .op = CW_IO_PUNCH, .len = BLK, .off = BLK * 7 };
+	q[3] = (struct cw_io_req){ .fd = fd, .op = CW_IO_WRITE, .buf = buf, .len = BLK,
+				   .off = BLK };
+	CU_ASSERT_EQUAL(run_all(e, q, 4), 4);
+	CU_ASSERT_EQUAL(q[0].res, BLK);
+	CU_ASSERT_EQUAL(q[1].res, BLK * 4);
+	CU_ASSERT_EQUAL(q[2].res, BLK);
+	CU_ASSERT_EQUAL(q[3].res, BLK);
+	memset(buf, 0x77, BLK * 8);
+	CU_ASSERT_EQUAL(cw_io_sync(e, fd, CW_IO_READ, buf, BLK * 8, 0), BLK * 8);
+	for (unsigned b = 0; b < 8; b++) {
+		bool zero = (b >= 2 && b < 6) || b == 7;
+
+		for (size_t i = 0; i < BLK; i += 512)
+			CU_ASSERT_EQUAL_FATAL(buf[b * BLK + i], zero ? 0 : 0x5a);
+	}
+	CU_ASSERT_FATAL(fstat(fd, &st_punched) == 0);
+	CU_ASSERT(st_punched.st_blocks < st_full.st_blocks);
+	CU_ASSERT_EQUAL(st_punched.st_size, st_full.st_size);
+	/* No buffer needed; a descriptor that cannot punch says so. */
+	CU_ASSERT_EQUAL(cw_io_sync(e, 999999, CW_IO_PUNCH, NULL, BLK, 0), -EBADF);
+	cw_io_engine_free(e);
+}
+
 /* Errors come back per request, as negative errno in res, and do not
  * disturb the requests around them. */
 static void test_errors(void)
@@ -714,6 +755,7 @@ static void add_engine_tests(CU_pSuite s)
 	cwtest_add(s, "poll and timeout", test_poll_timeout);
 	cwtest_add(s, "short transfers and EAGAIN", test_partial_pipe);
 	cwtest_add(s, "fdatasync", test_fsync);
+	cwtest_add(s, "punch", test_punch);
 	cwtest_add(s, "errors", test_errors);
 	cwtest_add(s, "buffered fallback", test_buffered_fallback);
 	cwtest_add(s, "loop device", test_loop_device);
