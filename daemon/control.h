@@ -111,6 +111,9 @@ struct cwc_hooks {
 	 * -errno with the reason in err. */
 	int (*export_resize)(void *userdata, const struct cwc_export *e, struct cw_part *part,
 			     char *err, size_t errlen);
+	/* A move was started, resumed, paused or cancelled: the mover looks
+	 * at the journal again. */
+	void (*moves_changed)(void *userdata);
 };
 
 #define CWC_CALIB_MARGIN_PPM 250000	/* +25% */

@@ -246,6 +246,13 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 	return 0;
 }
 
+static void hook_moves_changed(void *userdata)
+{
+	struct svc *svc = userdata;
+
+	pb_mover_kick(svc->pb);
+}
+
 /* ---- the server ---- */
 
 static void *svc_main(void *arg)
@@ -286,6 +293,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 		.disk_add = hook_disk_add,
 		.disk_remove = hook_disk_remove,
 		.export_resize = hook_export_resize,
+		.moves_changed = hook_moves_changed,
 	};
 	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {

@@ -179,12 +179,6 @@ static bool disk_present(const struct cw_pool *pool, uint32_t id)
 	       pool->disks[id]->state == CW_DISK_PRESENT;
 }
 
-static bool is_hole(const struct cw_part *p, uint64_t b)
-{
-	return atomic_load_explicit(lay_hole_word(p, b), memory_order_acquire) &
-	       (UINT64_C(1) << (b & 63));
-}
-
 static void fill_task(const struct cw_pool *pool, struct cw_mover_task *t)
 {
 	const struct mover *mv = &pool->mover;
@@ -199,7 +193,6 @@ static void fill_task(const struct cw_pool *pool, struct cw_mover_task *t)
 		.dst_disk_id = ENTRY_DISK(mv->cur.dst),
 		.dst_offset = ENTRY_PBLOCK(mv->cur.dst) << pool->bshift,
 		.length = pool->block_size,
-		.hole = is_hole(mv->jm->part, mv->cur.block),
 		.again = mv->retries > 0,
 	};
 }

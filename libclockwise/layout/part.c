@@ -349,15 +349,15 @@ int lay_candidates(struct cw_pool *pool, const struct cw_part_opts *o, const uin
 }
 
 static int enospc(struct cw_pool *pool, const char *what, uint64_t need, uint64_t avail,
-		  const struct placement *pl)
+		  const struct placement *pl, const char *hint)
 {
 	uint64_t nb = need << pool->bshift, ab = avail << pool->bshift;
 
 	lay_set_error(pool, -ENOSPC, "%s needs %llu bytes (%llu blocks) but only %llu bytes "
-		      "(%llu blocks) are free%s%s", what, (unsigned long long)nb,
+		      "(%llu blocks) are free%s%s%s", what, (unsigned long long)nb,
 		      (unsigned long long)need, (unsigned long long)ab, (unsigned long long)avail,
 		      pl->policy == CW_PLACE_SINGLE ? " on one disk" : "",
-		      pl->ndisks == 0 ? " (no disk present)" : "");
+		      pl->ndisks == 0 ? " (no disk present)" : "", hint);
 	pool->err.needed_bytes = nb;
 	pool->err.available_bytes = ab;
 	return -ENOSPC;
@@ -374,7 +374,12 @@ static void what_alloc(const struct cw_part_opts *o, const char *verb, const cha
 		       char *buf, size_t size)
 {
 	snprintf(buf, size, "%s partition '%s'%s", verb, name,
-		 tier_strict(o) ? " on the SSD tier (tier fallback would allow other disks)" : "");
+		 tier_strict(o) ? " on the SSD tier" : "");
+}
+
+static const char *alloc_hint(const struct cw_part_opts *o)
+{
+	return tier_strict(o) ? "; tier fallback would let it use the other disks" : "";
 }
 
 /* Placement for n new blocks at the end of p. */
@@ -436,7 +441,7 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 		char what[CW_NAME_MAX + 96];
 
 		what_alloc(opts, "creating", name, what, sizeof(what));
-		r = enospc(pool, what, n, avail, &pl);
+		r = enospc(pool, what, n, avail, &pl, alloc_hint(opts));
 	}
 	if (r < 0)
 		goto out;
@@ -519,7 +524,7 @@ static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t
 		char what[CW_NAME_MAX + 96];
 
 		what_alloc(&p->opts, "growing", p->name, what, sizeof(what));
-		return enospc(pool, what, want - have, avail, &pl);
+		return enospc(pool, what, want - have, avail, &pl, alloc_hint(&p->opts));
 	}
 	if (r < 0)
 		return lay_set_error(pool, r, "growing partition '%s': %s", p->name, strerror(-r));

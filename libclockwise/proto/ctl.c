@@ -84,8 +84,14 @@ static const struct cw_ctl_arg_spec disk_add[] = {
 static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
 static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
 static const struct cw_ctl_arg_spec part_create[] = {
-	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), END
+	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), B("tier_fallback"),
+	END
 };
+/* disks: names or ids, comma-separated. */
+static const struct cw_ctl_arg_spec part_move[] = {
+	SR("name"), S("policy"), S("tier"), S("zone"), S("disks"), END
+};
+static const struct cw_ctl_arg_spec id_opt[] = { U("id"), END };
 /* One of size (the new size), grow or shrink (by so many bytes); a
  * shrink needs force. */
 static const struct cw_ctl_arg_spec part_resize[] = {
@@ -118,6 +124,12 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_LIST] = { "disk.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_DISK_REMOVE] = { "disk.remove", CW_CTL_ACCESS_CHANGE, name_only },
 	[CW_CTL_CMD_DISK_CALIBRATE] = { "disk.calibrate", CW_CTL_ACCESS_CHANGE, disk_calibrate },
+	[CW_CTL_CMD_DISK_EVACUATE] = { "disk.evacuate", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_PART_MOVE] = { "part.move", CW_CTL_ACCESS_CHANGE, part_move },
+	[CW_CTL_CMD_MOVE_LIST] = { "move.list", CW_CTL_ACCESS_READ, id_opt },
+	[CW_CTL_CMD_MOVE_PAUSE] = { "move.pause", CW_CTL_ACCESS_CHANGE, id_only },
+	[CW_CTL_CMD_MOVE_RESUME] = { "move.resume", CW_CTL_ACCESS_CHANGE, id_only },
+	[CW_CTL_CMD_MOVE_CANCEL] = { "move.cancel", CW_CTL_ACCESS_CHANGE, id_only },
 	[CW_CTL_CMD_PART_CREATE] = { "part.create", CW_CTL_ACCESS_CHANGE, part_create },
 	[CW_CTL_CMD_PART_LIST] = { "part.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_PART_SHOW] = { "part.show", CW_CTL_ACCESS_READ, name_only },

@@ -132,7 +132,6 @@ struct cw_mover_task {
 	uint32_t dst_disk_id;
 	uint64_t dst_offset;
 	uint32_t length;		/* the block size */
-	bool hole;			/* nothing to copy: reads as zeros */
 	bool again;			/* a copy done again (a write overlapped) */
 };
 

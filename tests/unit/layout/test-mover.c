@@ -102,10 +102,8 @@ static void copy(struct cw_pool *pool, const struct cw_mover_task *t)
 	int s = cw_disk_fd(pool, t->src_disk_id), d = cw_disk_fd(pool, t->dst_disk_id);
 
 	CU_ASSERT_FATAL(t->length == TP_BS);
-	if (!t->hole) {
-		CU_ASSERT_FATAL(pread(s, buf, TP_BS, (off_t)t->src_offset) == TP_BS);
-		CU_ASSERT_FATAL(pwrite(d, buf, TP_BS, (off_t)t->dst_offset) == TP_BS);
-	}
+	CU_ASSERT_FATAL(pread(s, buf, TP_BS, (off_t)t->src_offset) == TP_BS);
+	CU_ASSERT_FATAL(pwrite(d, buf, TP_BS, (off_t)t->dst_offset) == TP_BS);
 	CU_ASSERT_FATAL(fdatasync(d) == 0);
 }
 
