@@ -95,6 +95,40 @@ static int reply_move(struct ctx *c, uint64_t id, json_object **ret)
 	return 0;
 }
 
+/*
+ * Rule 2 of moving data: the guarantee never depends on where a block
+ * happens to be.  A reservation was admitted on the disks its range lay
+ * on, with each disk's share of its blocks; a move that takes blocks of
+ * that range elsewhere would put its requests on disks that never
+ * admitted them.  Until admission can test a layout before it exists,
+ * such a move is refused with the reservation that holds it (disk: a
+ * reservation with a part there; part: one over the partition).
+ */
+static int resv_guard(struct ctx *c, const char *part, uint32_t disk_id)
+{
+	const struct cw_admit_resv *r;
+
+	for (size_t i = 0; (r = cw_admit_state_resv_at(c->srv->adm, i)); i++) {
+		bool hit = part && strcmp(r->part, part) == 0;
+		char who[CW_NAME_MAX + 48];
+
+		for (size_t k = 0; !part && k < r->n_parts; k++)
+			hit |= r->parts[k].disk_id == disk_id;
+		if (!hit)
+			continue;
+		if (r->persistent)
+			snprintf(who, sizeof(who), "reservation %" PRIu64, r->id);
+		else
+			snprintf(who, sizeof(who), "the start-up reservation of export %s",
+				 r->export_name);
+		return cwc_fail(c, CW_CTL_E_BUSY, "%s covers bytes %" PRIu64 "..%" PRIu64 " of %s, "
+				"admitted on the disks they lie on: moving them would put its stream "
+				"on disks that never admitted it; release it (or wait for its end) "
+				"first", who, r->range_start_bytes, r->range_end_bytes, r->part);
+	}
+	return 0;
+}
+
 int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
 {
 	const char *name = cw_ctl_arg_str(c->req, "name");
@@ -104,7 +138,7 @@ int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
 	size_t n = 0;
 	int r;
 
-	if (cwc_find_disk(c, name, &d) < 0)
+	if (cwc_find_disk(c, name, &d) < 0 || resv_guard(c, NULL, d.id) < 0)
 		return -1;
 	r = cw_disk_evacuate(c->srv->pool, d.id, &ids, &n);
 	if (r < 0)
@@ -158,7 +192,7 @@ int cwc_cmd_part_move(struct ctx *c, json_object **ret)
 	uint64_t id;
 	int r;
 
-	if (cwc_find_part(c, name, &part) < 0)
+	if (cwc_find_part(c, name, &part) < 0 || resv_guard(c, name, 0) < 0)
 		return -1;
 	r = cw_part_info(part, &pi);
 	if (r < 0)

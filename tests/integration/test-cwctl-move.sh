@@ -73,6 +73,13 @@ check "--tier ssd without fallback is refused when the SSDs are full" \
 	test "$(ctl_code cwctl part create big --size 200M --tier ssd)" = no-space
 check "with --tier-fallback it is created" cwctl part create big --size 20M --tier ssd --tier-fallback
 check "delete big" cwctl part delete big
+# Rule 2: a reserved range does not move onto disks that never admitted it.
+rid=$(cwctl --json resv create media --rate 1MB/s --block 1M --range 0:10M | jq .id)
+check "a reservation on media" test -n "$rid"
+check "evacuating its disk is refused: busy" test "$(ctl_code cwctl disk evacuate hdd0)" = busy
+check "moving its partition is refused: busy" test "$(ctl_code cwctl part move media --disks hdd1)" = busy
+check "the refusal names the reservation" bash -c '"$0" --socket "$1" disk evacuate hdd0 2>&1 | grep -q "reservation $2 covers bytes 0..10485760 of media"' "$CWCTL" "$CTL_SOCK" "$rid"
+check "release it" cwctl resv release "$rid"
 check "delete the fillers" cwctl part delete filler
 check "delete filler2" cwctl part delete filler2
 
