@@ -54,7 +54,7 @@ enum cw_ctl_code cw_ctl_code_from_errno(int neg_errno)
 {
 	switch (-neg_errno) {
 	case 0: return CW_CTL_OK;
-	case EINVAL: case ERANGE: case ENAMETOOLONG: return CW_CTL_E_BAD_REQUEST;
+	case EINVAL: case ERANGE: case ENAMETOOLONG: case EALREADY: return CW_CTL_E_BAD_REQUEST;
 	case EPERM: case EACCES: case EROFS: return CW_CTL_E_PERMISSION_DENIED;
 	case ENOENT: case ESRCH: return CW_CTL_E_NOT_FOUND;
 	case EEXIST: return CW_CTL_E_EXISTS;

@@ -125,6 +125,6 @@ check "after kill -9 every acknowledged write reads back" verify
 check "the move finishes by itself" cwctl move list --watch --interval 0.2
 check "done" test "$(cwctl --json move list | jq -r ".[] | select(.id == $id) | .state")" = done
 check "the data is intact after the move" verify
-check "cancelling a finished move is refused" test "$(ctl_code cwctl move cancel "$id")" != ""
+check "cancelling a finished move is refused" test "$(ctl_code cwctl move cancel "$id")" = bad-request
 check "an unknown move is not found" test "$(ctl_code cwctl move pause 999)" = not-found
 check "the server stops cleanly" ctl_stop
