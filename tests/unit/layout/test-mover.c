@@ -13,7 +13,10 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -456,6 +459,91 @@ static void test_resume(void)
 }
 
 /*
+ * Threads: writers hammer their own blocks (block b belongs to writer
+ * b % WRITERS) with new generations through the gate while the main
+ * thread moves the partition back and forth between the disks.  Once all
+ * stop, every block holds its writer's last generation.  Also run under
+ * ThreadSanitizer.
+ */
+#define WRITERS 3
+#define TB 12
+
+static struct cw_part *tpart;
+static atomic_bool tstop;
+static _Atomic uint32_t tgen[TB];
+
+static void *writer(void *arg)
+{
+	uint64_t x = (uintptr_t)arg * 0x9E3779B97F4A7C15u + 7;
+	uint8_t *buf = malloc(TP_BS);
+
+	while (buf && !atomic_load(&tstop)) {
+		struct cw_extent e, m;
+		uint64_t b, skip;
+		uint32_t g;
+		unsigned tk;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b = (x % (TB / WRITERS)) * WRITERS + (uintptr_t)arg;
+		g = atomic_load(&tgen[b]) + 1;
+		pattern(buf, b, g);
+		tk = cw_part_io_begin(tpart);
+		if (cw_part_map(tpart, b * TP_BS, TP_BS, &e) == 0 &&
+		    pwrite(cw_disk_fd(gpool, e.disk_id), buf, e.length, (off_t)e.phys_offset) ==
+			    (ssize_t)e.length &&
+		    (cw_part_write_mirror(tpart, b * TP_BS, &e, &skip, &m) == 0 ||
+		     pwrite(cw_disk_fd(gpool, m.disk_id), buf + skip, m.length,
+			    (off_t)m.phys_offset) == (ssize_t)m.length))
+			atomic_store(&tgen[b], g);
+		cw_part_io_end(tpart, tk);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	pthread_t th[WRITERS];
+	uint64_t id;
+	unsigned rounds = 0;
+	struct tp t;
+
+	tpart = one_to_two(&t, TB, 0, &id);
+	atomic_store(&tstop, false);
+	for (uintptr_t i = 0; i < WRITERS; i++)
+		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, writer, (void *)i) == 0);
+	for (int k = 0; k < 6; k++) {
+		struct cw_mover_task task;
+		uint64_t *ids = NULL;
+		size_t n = 0;
+
+		for (;;) {
+			CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
+			if (task.action == CW_MOVER_IDLE)
+				break;
+			if (task.action == CW_MOVER_COPY) {
+				copy(t.pool, &task);
+				CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
+				rounds++;
+			} else {
+				sched_yield();
+			}
+		}
+		if (cw_disk_evacuate(t.pool, 1 + (k % 2), &ids, &n) == 0)
+			free(ids);
+	}
+	atomic_store(&tstop, true);
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(th[i], NULL);
+	for (uint64_t b = 0; b < TB; b++)
+		CU_ASSERT(io_gen(tpart, b) == atomic_load(&tgen[b]));
+	fprintf(stderr, "threads: %u copies (some done again)\n", rounds);
+	tp_fini(&t);
+}
+
+/*
  * kill -9 during an evacuation under writes.  The child interleaves
  * writes of new generations to random blocks (each synced, then reported
  * on a pipe: acknowledged) with mover steps; it is killed after a random
@@ -613,6 +701,7 @@ int main(void)
 	cwtest_add(s, "unreadable source, failed destination", test_errors);
 	cwtest_add(s, "a shrink under a move", test_shrink_under);
 	cwtest_add(s, "resume after a close mid-copy", test_resume);
+	cwtest_add(s, "writer threads while blocks move", test_threads);
 	cwtest_add(s, "kill -9 during evacuation under writes", test_kill9);
 	return cwtest_run();
 }
