@@ -551,7 +551,7 @@ static void test_threads(void)
  * must show each block at its last acknowledged generation or the one
  * that was in flight, and the move must then run to its end.
  */
-#define KILLS 25
+#define KILLS 50
 #define KB 24
 
 /* A write of a new generation of block b: reported in flight, then
