@@ -38,6 +38,12 @@ static const cwc_handler_fn handlers[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_STATS] = cwc_cmd_stats,
 	[CW_CTL_CMD_DISK_PLAN] = cwc_cmd_disk_plan,
 	[CW_CTL_CMD_DISK_HEADROOM] = cwc_cmd_disk_headroom,
+	[CW_CTL_CMD_DISK_EVACUATE] = cwc_cmd_disk_evacuate,
+	[CW_CTL_CMD_PART_MOVE] = cwc_cmd_part_move,
+	[CW_CTL_CMD_MOVE_LIST] = cwc_cmd_move_list,
+	[CW_CTL_CMD_MOVE_PAUSE] = cwc_cmd_move_pause,
+	[CW_CTL_CMD_MOVE_RESUME] = cwc_cmd_move_resume,
+	[CW_CTL_CMD_MOVE_CANCEL] = cwc_cmd_move_cancel,
 };
 
 void cwc_emit_error(cwc_emit_fn emit, void *data, enum cw_ctl_code code, const char *msg,

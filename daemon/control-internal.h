@@ -96,6 +96,10 @@ const char *cwc_disk_state_name(enum cw_disk_state s);
 /* A disk by name, or by its id written in decimal; -1: c says why. */
 int cwc_find_disk(struct ctx *c, const char *name, struct cw_disk_info *ret);
 int cwc_find_part(struct ctx *c, const char *name, struct cw_part **ret);
+/* The request's "policy", "tier" and "zone", where given, into the
+ * caller's defaults; -1: c says what was wrong. */
+int cwc_placement_args(struct ctx *c, enum cw_placement *placement, enum cw_tier_pref *tier,
+		       enum cw_zone_pref *zone);
 /* The export bound to reservation id, or NULL. */
 const struct cwc_export *cwc_resv_export(const struct cwc_server *srv, uint64_t id);
 
@@ -118,6 +122,13 @@ int cwc_cmd_part_list(struct ctx *c, json_object **ret);
 int cwc_cmd_part_create(struct ctx *c, json_object **ret);
 int cwc_cmd_part_show(struct ctx *c, json_object **ret);
 int cwc_cmd_part_resize(struct ctx *c, json_object **ret);
+/* control-move.c */
+int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret);
+int cwc_cmd_part_move(struct ctx *c, json_object **ret);
+int cwc_cmd_move_list(struct ctx *c, json_object **ret);
+int cwc_cmd_move_pause(struct ctx *c, json_object **ret);
+int cwc_cmd_move_resume(struct ctx *c, json_object **ret);
+int cwc_cmd_move_cancel(struct ctx *c, json_object **ret);
 int cwc_cmd_part_delete(struct ctx *c, json_object **ret);
 
 int cwc_cmd_resv_create(struct ctx *c, json_object **ret);

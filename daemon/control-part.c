@@ -30,6 +30,8 @@ static json_object *part_json(const struct cw_part_info *p)
 	cwc_add(o, "policy", cwc_jstr(cw_placement_name(p->opts.placement)));
 	cwc_add(o, "tier", cwc_jstr(cw_tier_pref_name(p->opts.tier)));
 	cwc_add(o, "zone", cwc_jstr(cw_zone_pref_name(p->opts.zone)));
+	if (p->opts.tier == CW_TIER_PREF_SSD)
+		cwc_add(o, "tier_fallback", json_object_new_boolean(p->opts.tier_fallback));
 	cwc_add(o, "available", json_object_new_boolean(p->available));
 	return o;
 }
@@ -75,12 +77,9 @@ int cwc_cmd_part_create(struct ctx *c, json_object **ret)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
 			    "partition name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
 			    "not starting with . or -", name, CW_NAME_MAX);
-	if ((s = cw_ctl_arg_str(c->req, "policy")) && cw_placement_parse(s, &o.placement) < 0)
-		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "policy \"%s\": expected rotation, random or single", s);
-	if ((s = cw_ctl_arg_str(c->req, "tier")) && cw_tier_pref_parse(s, &o.tier) < 0)
-		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd, ssd or none", s);
-	if ((s = cw_ctl_arg_str(c->req, "zone")) && cw_zone_pref_parse(s, &o.zone) < 0)
-		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "zone \"%s\": expected outer, inner or any", s);
+	if (cwc_placement_args(c, &o.placement, &o.tier, &o.zone) < 0)
+		return -1;
+	cw_ctl_arg_bool(c->req, "tier_fallback", &o.tier_fallback);
 	if ((s = cw_ctl_arg_str(c->req, "disk"))) {
 		struct cw_disk_info d;
 

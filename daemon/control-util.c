@@ -31,6 +31,14 @@ int cwc_fail_pool(struct ctx *c, int r, const char *what)
 {
 	const struct cw_error *e = cw_pool_last_error(c->srv->pool);
 
+	if (e && e->code == r && r == -ENOSPC && e->needed_bytes) {
+		json_object *det = json_object_new_object();
+
+		cwc_add(det, "needed_bytes", cw_ctl_json_u64(e->needed_bytes));
+		cwc_add(det, "available_bytes", cw_ctl_json_u64(e->available_bytes));
+		json_object_put(c->details);
+		c->details = det;
+	}
 	if (e && e->code == r && e->msg[0])
 		return cwc_fail(c, cw_ctl_code_from_errno(r), "%s: %s", what, e->msg);
 	return cwc_fail(c, cw_ctl_code_from_errno(r), "%s: %s", what, strerror(-r));
@@ -144,4 +152,18 @@ const struct cwc_export *cwc_resv_export(const struct cwc_server *srv, uint64_t 
 		if (srv->exports[i].resv_id == id)
 			return &srv->exports[i];
 	return NULL;
+}
+
+int cwc_placement_args(struct ctx *c, enum cw_placement *placement, enum cw_tier_pref *tier,
+		       enum cw_zone_pref *zone)
+{
+	const char *s;
+
+	if ((s = cw_ctl_arg_str(c->req, "policy")) && cw_placement_parse(s, placement) < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "policy \"%s\": expected rotation, random or single", s);
+	if ((s = cw_ctl_arg_str(c->req, "tier")) && cw_tier_pref_parse(s, tier) < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "tier \"%s\": expected hdd, ssd or none", s);
+	if ((s = cw_ctl_arg_str(c->req, "zone")) && cw_zone_pref_parse(s, zone) < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "zone \"%s\": expected outer, inner or any", s);
+	return 0;
 }

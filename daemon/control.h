@@ -164,6 +164,9 @@ struct cwc_hooks {
 	 * served (its partition is on a missing disk). */
 	int (*export_clients)(void *userdata, const struct cwc_export *e,
 			      struct nbdsrv_client *ret, size_t max, size_t *ret_n);
+	/* A move was started, resumed, paused or cancelled: the mover looks
+	 * at the journal again. */
+	void (*moves_changed)(void *userdata);
 };
 
 #define CWC_TICK_MS 1000

@@ -114,6 +114,7 @@ static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *
 	q->arrival_ns = cw_now_ns();
 	atomic_init(&q->err, 0);
 	q->fua = false;
+	q->gate = NULL;
 	q->npieces = 0;
 	q->nflush = 0;
 	return q;
@@ -161,6 +162,8 @@ static void preq_finish(struct preq *q)
 		push_pieces(q, q->npieces, q->nflush);
 		return;
 	}
+	if (q->gate)
+		cw_part_io_end(q->gate, q->gate_ticket);
 	if (q->done) {
 		q->done(q->done_arg, err);
 	} else {
@@ -191,15 +194,66 @@ struct submission {
 	void *done_arg;
 };
 
+/* The pieces that repeat a write's piece p (at partition offset off, on
+ * extent e) on the destination of a block being moved: from n on, at most
+ * room of them; returns how many, or -EIO without room. */
+static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, uint64_t off,
+			 const struct cw_extent *e, unsigned n, unsigned room, uint32_t *ret_di)
+{
+	struct pb *pb = x->pb;
+	struct cw_extent m;
+	uint64_t skip, done = 0;
+	enum cw_io_op op = p->io.op;
+	bool zero = p->io.buf == pb->zeros;
+	unsigned k = 0;
+	int di;
+
+	if ((op != CW_IO_WRITE && op != CW_IO_PUNCH) ||
+	    cw_part_write_mirror(x->part, off, e, &skip, &m) != 1)
+		return 0;
+	di = pb_disk_index(pb, m.disk_id);
+	if (di < 0)
+		return di;
+	if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
+		op = CW_IO_WRITE;	/* the destination cannot punch: zeros */
+		zero = true;
+	}
+	while (done < m.length) {
+		uint64_t len = CW_MIN(m.length - done, pb->disks[di].be_piece);
+		struct piece *mp = &q->p[n + k];
+
+		if (zero)
+			len = CW_MIN(len, ZERO_CHUNK);
+		if (k >= room)
+			return -EIO;
+		*mp = (struct piece){ .req = q,
+				      .lane = piece_lane(pb, (uint32_t)di, m.phys_offset + done) };
+		mp->io = (struct cw_io_req){
+			.fd = pb->disks[di].fd, .op = op, .len = len, .off = m.phys_offset + done,
+			.buf = op == CW_IO_PUNCH ? NULL : zero ? pb->zeros
+			       : (uint8_t *)p->io.buf + skip + done,
+			.user = mp,
+		};
+		done += len;
+		k++;
+	}
+	*ret_di = (uint32_t)di;
+	return (int)k;
+}
+
 /* Maps, splits and books a submission.  A READ skips holes (zeros, no
- * I/O).  Pieces end at pool blocks, zero chunks and BE piece limits. */
+ * I/O).  Pieces end at pool blocks, zero chunks and BE piece limits.  It
+ * passes the partition's I/O gate, and a write to a block being moved is
+ * repeated on its destination (clockwise/mover.h). */
 static int submit(struct pbx *x, const struct submission *s)
 {
 	struct pb *pb = x->pb;
 	uint64_t off = s->off, end = s->off + s->len;
 	uint32_t chunk = s->zero ? ZERO_CHUNK : UINT32_MAX;
 	uint64_t least = CW_MIN(CW_MIN(pb->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
-	size_t maxp = s->len / least + s->len / pb->block_size + 3;
+	/* The mirror of one moving block: as many pieces again as a block. */
+	size_t maxp = s->len / least + s->len / pb->block_size + 3 +
+		      (s->op == CW_IO_READ ? 0 : pb->block_size / least + 2);
 	/* FUA flushes each disk touched, and there are no more of those
 	 * than pieces (disks may be added meanwhile: not pb->ndisks). */
 	unsigned nflush = s->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, n = 0, i;
@@ -213,6 +267,8 @@ static int submit(struct pbx *x, const struct submission *s)
 	q = preq_start(x, maxp + nflush, s->nio, s->done, s->done_arg);
 	if (!q)
 		return -ENOMEM;
+	q->gate = x->part;
+	q->gate_ticket = cw_part_io_begin(x->part);
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	bool rt = rv && off >= rv->a->range_start_bytes && end <= rv->a->range_end_bytes &&
 		  in_span(rv->a, q->arrival_ns);
@@ -275,8 +331,21 @@ static int submit(struct pbx *x, const struct submission *s)
 			p->rt = true;
 			p->resv = rv;
 		}
-		off += e.length;
 		n++;
+		if (op != CW_IO_READ) {
+			uint32_t mdi = 0;
+
+			e.length = p->io.len;
+			r = mirror_pieces(x, q, p, off, &e, n, (unsigned)(maxp - n), &mdi);
+			if (r < 0)
+				goto fail;
+			if (r > 0 && !seen[pb->disks[mdi].id]) {
+				seen[pb->disks[mdi].id] = true;
+				touched[nt++] = mdi;
+			}
+			n += (unsigned)r;
+		}
+		off += e.length;
 	}
 	if (n == 0) {	/* holes only, or nothing to punch */
 		preq_finish(q);
@@ -291,6 +360,7 @@ static int submit(struct pbx *x, const struct submission *s)
 	push_pieces(q, 0, n);
 	return 0;
 fail:
+	cw_part_io_end(x->part, q->gate_ticket);
 	preq_free(q);
 	return r;
 }
@@ -339,6 +409,40 @@ static int pb_flush_internal(struct pbx *x, const bool *touched,
 	for (i = 0, n = 0; i < PB_DISKS_CAP; i++)
 		if (touched[i])
 			piece_init_flush(q, &q->p[n++], pb, i);
+	push_pieces(q, 0, n);
+	return 0;
+}
+
+static int pb_submit_disk(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uint64_t off,
+			  uint64_t len, void *buf, void (*done)(void *arg, int err), void *arg)
+{
+	struct pb *pb = x->pb;
+	int di = pb_disk_index(pb, disk_id);
+	uint64_t piece, at = 0;
+	unsigned n = 0;
+	struct preq *q;
+
+	if (di < 0)
+		return di;
+	if (!done || (op != CW_IO_FSYNC && (len == 0 || off + len < off)))
+		return -EINVAL;
+	piece = pb->disks[di].be_piece;
+	q = preq_start(x, op == CW_IO_FSYNC ? 1 : (len + piece - 1) / piece, NULL, done, arg);
+	if (!q)
+		return -ENOMEM;
+	lane_plug();
+	if (op == CW_IO_FSYNC)
+		piece_init_flush(q, &q->p[n++], pb, (uint32_t)di);
+	while (op != CW_IO_FSYNC && at < len) {
+		struct piece *p = &q->p[n++];
+		uint64_t l = CW_MIN(len - at, piece);
+
+		*p = (struct piece){ .req = q, .lane = piece_lane(pb, (uint32_t)di, off + at) };
+		p->io = (struct cw_io_req){ .fd = pb->disks[di].fd, .op = op, .len = l,
+					    .off = off + at, .buf = (uint8_t *)buf + at, .user = p };
+		at += l;
+	}
+	q->npieces = n;
 	push_pieces(q, 0, n);
 	return 0;
 }
@@ -796,7 +900,9 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 	pb->submit = pb_submit_rw;
 	pb->submit_internal = pb_submit_internal;
 	pb->flush_internal = pb_flush_internal;
+	pb->submit_disk = pb_submit_disk;
 	pthread_mutex_init(&pb->resv_lock, NULL);
+	pthread_mutex_init(&pb->xdisks_lock, NULL);
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);
 	pb->start_ns = cw_now_ns();
@@ -868,7 +974,6 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 			     uint64_t to, size_t *ret_align, bool *ret_rotational)
 {
 	_cleanup_free_ uint32_t *ids = calloc(to > from ? to - from : 1, sizeof(*ids));
-	unsigned n = atomic_load_explicit(&x->ndisks, memory_order_relaxed), i;
 	uint64_t b;
 	int r;
 
@@ -888,19 +993,28 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 				"(unknown)");
 			return -ENODEV;
 		}
-		for (i = 0; i < n; i++)
-			if (x->disks[i] == (uint32_t)di)
-				break;
-		if (i < n)
-			continue;
 		*ret_align = CW_MAX(*ret_align, pb->disks[di].align);
 		*ret_rotational |= pb->disks[di].tier == CW_TIER_HDD;
-		if (!pb->disks[di].can_punch)
-			atomic_store_explicit(&x->can_punch, false, memory_order_relaxed);
-		x->disks[n++] = (uint32_t)di;
-		atomic_store_explicit(&x->ndisks, n, memory_order_release);
+		pb_export_take_disk(pb, x, (uint32_t)di);
 	}
 	return 0;
+}
+
+void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di)
+{
+	unsigned n, i;
+
+	pthread_mutex_lock(&pb->xdisks_lock);
+	n = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
+	for (i = 0; i < n && x->disks[i] != di; i++)
+		;
+	if (i == n) {
+		if (!pb->disks[di].can_punch)
+			atomic_store_explicit(&x->can_punch, false, memory_order_relaxed);
+		x->disks[n++] = di;
+		atomic_store_explicit(&x->ndisks, n, memory_order_release);
+	}
+	pthread_mutex_unlock(&pb->xdisks_lock);
 }
 
 /* Gives client x the QoS be (NULL: none) on each disk, for the lanes to
@@ -1268,6 +1382,9 @@ int pb_start(struct pb *pb)
 	r = pb_alloc_start(pb);
 	if (r < 0)
 		return r;
+	r = pb_mover_start(pb);
+	if (r < 0)
+		return r;
 	pb->started = true;
 	return 0;
 }
@@ -1593,6 +1710,7 @@ void pb_free(struct pb *pb)
 
 	if (!pb)
 		return;
+	pb_mover_stop(pb);
 	pb_alloc_stop(pb);
 	for (i = 0; i < pb->ndisks; i++)
 		disk_stop(&pb->disks[i]);
@@ -1606,6 +1724,7 @@ void pb_free(struct pb *pb)
 		free(pb->resvs[i]);
 	free(pb->resvs);
 	pthread_mutex_destroy(&pb->resv_lock);
+	pthread_mutex_destroy(&pb->xdisks_lock);
 	free(pb->disks);
 	free(pb->zeros);
 	/* Connection threads free their descriptors as they exit, which can

@@ -79,6 +79,8 @@ int pb_export_bind(struct pb *pb, struct pbx *x, uint64_t resv_id);
 /* Stops the dispatchers once no request is in flight (stop the NBD server
  * first), and frees everything.  NULL-safe. */
 void pb_free(struct pb *pb);
+/* Wakes the mover: a move was started or resumed (pool-mover.c). */
+void pb_mover_kick(struct pb *pb);
 
 /* Logs the per-disk and per-reservation counters (daemon/stats.c). */
 void pb_log_stats(struct pb *pb);

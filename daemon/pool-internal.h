@@ -24,6 +24,7 @@
 #include <clockwise/emu.h>
 #include <clockwise/io.h>
 #include <clockwise/model.h>
+#include <clockwise/mover.h>
 #include <clockwise/sched.h>
 #include <clockwise/sched-beq.h>
 #include <clockwise/slots.h>
@@ -293,6 +294,11 @@ struct pb {
 	 * best effort through the lanes, charged to x's client. */
 	int (*flush_internal)(struct pbx *x, const bool *touched,
 			      void (*done)(void *arg, int err), void *arg);
+	/* The daemon's own I/O on one disk by physical offset (the mover's
+	 * copies): op READ, WRITE or FSYNC, best effort, charged to x's
+	 * client; done as for submit_internal. */
+	int (*submit_disk)(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uint64_t off,
+			   uint64_t len, void *buf, void (*done)(void *arg, int err), void *arg);
 	struct cw_slots_domain *domain;
 	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
@@ -326,6 +332,15 @@ struct pb {
 	bool alloc_started;
 	void *alloc_batch;		/* its work space */
 	atomic_uint conditions;		/* PB_COND_*: what the guarantee lacks */
+	/* The mover (pool-mover.c): it copies as the best-effort client of
+	 * its own pseudo-export, never in the exports list. */
+	struct pbx *mover_x;
+	pthread_mutex_t mover_lock;
+	pthread_cond_t mover_cond;
+	bool mover_kicked, mover_started;
+	atomic_bool mover_stop;
+	pthread_t mover_thread;
+	pthread_mutex_t xdisks_lock;	/* appends to the exports' disk lists */
 };
 
 struct piece {
@@ -357,6 +372,8 @@ struct preq {
 	int64_t arrival_ns;
 	atomic_uint pending;
 	atomic_int err;
+	struct cw_part *gate;		/* in its I/O gate (clockwise/mover.h), or NULL */
+	unsigned gate_ticket;
 	bool fua;			/* a flush phase follows the writes */
 	bool small;			/* room for PREQ_SMALL_PIECES: reused, not freed */
 	struct preq *next_spare;
@@ -413,6 +430,13 @@ void lane_be_leave(struct lane *l, struct piece *p, int64_t now);
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or
  * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
 int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
+
+/* pool-backend.c: adds disk slot di to x's disk list (FLUSH syncs it). */
+void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
+
+/* pool-mover.c: the thread that carries out the pool's moves */
+int pb_mover_start(struct pb *pb);
+void pb_mover_stop(struct pb *pb);
 
 /* pool-alloc.c: blocks become written or holes */
 /* Whether every block [off, off + len) touches holds data already. */

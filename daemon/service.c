@@ -333,6 +333,13 @@ static void hook_tick(void *userdata)
 	pb_misses_tick(svc->pb);
 }
 
+static void hook_moves_changed(void *userdata)
+{
+	struct svc *svc = userdata;
+
+	pb_mover_kick(svc->pb);
+}
+
 /* ---- the server ---- */
 
 static void *svc_main(void *arg)
@@ -377,6 +384,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 		.tick = hook_tick,
 		.guarantee = hook_guarantee,
 		.export_clients = hook_export_clients,
+		.moves_changed = hook_moves_changed,
 	};
 	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {

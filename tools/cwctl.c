@@ -536,7 +536,7 @@ static bool id_arg(const char *s, uint64_t *ret)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (!*s || *end || errno || v == 0 || v > INT64_MAX) {
-		usage_error("\"%s\" is not a reservation id (a positive number)", s);
+		usage_error("\"%s\" is not an id (a positive number)", s);
 		return false;
 	}
 	*ret = v;
@@ -881,14 +881,14 @@ static int c_part_create(int argc, char **argv)
 		HELP_OPT, { "size", required_argument, NULL, 's' },
 		{ "policy", required_argument, NULL, 'p' }, { "tier", required_argument, NULL, 't' },
 		{ "zone", required_argument, NULL, 'z' }, { "disk", required_argument, NULL, 'd' },
-		{ 0 }
+		{ "tier-fallback", no_argument, NULL, 'F' }, { 0 }
 	};
 	json_object *a = args_new();
 	uint64_t size;
 	bool have_size = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hs:p:t:z:d:", lo)) != -1) {
+	while ((o = next_opt(argc, argv, "hs:p:t:z:d:F", lo)) != -1) {
 		switch (o) {
 		case 's':
 			if (!size_arg("--size", optarg, &size))
@@ -900,6 +900,7 @@ static int c_part_create(int argc, char **argv)
 		case 't': put_str(a, "tier", optarg); break;
 		case 'z': put_str(a, "zone", optarg); break;
 		case 'd': put_str(a, "disk", optarg); break;
+		case 'F': json_object_object_add(a, "tier_fallback", json_object_new_boolean(1)); break;
 		default: return json_object_put(a), EXIT_USAGE;
 		}
 	}
@@ -1577,6 +1578,248 @@ static int c_stats(int argc, char **argv)
 	return stats_watch(every, count);
 }
 
+/* ---- moves ---------------------------------------------------------------- */
+
+static bool move_finished(json_object *m)
+{
+	const char *st = gs(m, "state");
+
+	return strcmp(st, "done") == 0 || strcmp(st, "cancelled") == 0;
+}
+
+static void move_line(json_object *m, char *buf, size_t len)
+{
+	char mb[CW_UNITS_BUF];
+	uint64_t total = (uint64_t)gi(m, "blocks"), left = (uint64_t)gi(m, "left");
+	int pct = total ? (int)((total - left) * 100 / total) : 100;
+	json_object *eta = get(m, "eta_s"), *err = get(m, "error");
+	size_t n;
+
+	snprintf(mb, sizeof(mb), "%.1f MB/s", json_object_get_double(get(m, "mb_s")));
+	n = (size_t)snprintf(buf, len, "move %s (%s %s): %s, %3d%%, %" PRIu64 "/%" PRIu64
+			     " blocks, %s", gs(m, "id"), gs(m, "kind"), gs(m, "part"),
+			     gs(m, "state"), pct, total - left, total, mb);
+	if (n < len && eta)
+		n += (size_t)snprintf(buf + n, len - n, ", ETA %.0fs", json_object_get_double(eta));
+	if (n < len && gi(m, "failed"))
+		n += (size_t)snprintf(buf + n, len - n, ", %s unreadable", gs(m, "failed"));
+	if (n < len && err && *json_object_get_string(err))
+		snprintf(buf + n, len - n, ": %s", json_object_get_string(err));
+}
+
+static void print_move(json_object *m)
+{
+	char line[512];
+
+	move_line(m, line, sizeof(line));
+	printf("%s\n", line);
+}
+
+static void print_moves(json_object *a)
+{
+	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+		print_move(json_object_array_get_idx(a, i));
+	if (!a || !json_object_array_length(a))
+		printf("no moves\n");
+}
+
+static void print_evacuating(json_object *r)
+{
+	json_object *m = get(r, "moves");
+
+	printf("evacuating disk %s: %zu move(s)\n", gs(r, "disk"),
+	       m ? json_object_array_length(m) : (size_t)0);
+	print_moves(m);
+}
+
+/* Whether id is among ids[0..n) (n 0: every move). */
+static bool watched(const uint64_t *ids, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return n == 0;
+}
+
+/* Shows the moves ids[0..n) (n 0: the unfinished ones) every interval
+ * until they are finished, paused or interrupted: a progress bar each on
+ * a terminal, a line each otherwise, one JSON object per move and
+ * interval with --json.  0 when all finished with every block moved. */
+static int watch_moves(const uint64_t *ids, size_t n, int64_t every)
+{
+	bool tty = !json_out && isatty(STDOUT_FILENO);
+	int status = 0;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	while (!interrupted) {
+		struct timespec ts = { every / CW_NS_PER_S, every % CW_NS_PER_S };
+		struct cw_ctl_reply rep;
+		bool running = false;
+		size_t shown = 0;
+		int r = fetch(CW_CTL_CMD_MOVE_LIST, NULL, &rep);
+
+		if (r)
+			return r;
+		status = 0;
+		for (size_t i = 0; i < json_object_array_length(rep.result); i++) {
+			json_object *m = json_object_array_get_idx(rep.result, i);
+			char line[512];
+			int width = 30, filled;
+			uint64_t total = (uint64_t)gi(m, "blocks"), left = (uint64_t)gi(m, "left");
+
+			if (!watched(ids, n, (uint64_t)gi(m, "id")) || (n == 0 && move_finished(m)))
+				continue;
+			running |= strcmp(gs(m, "state"), "running") == 0;
+			if (!move_finished(m) || gi(m, "failed") ||
+			    strcmp(gs(m, "state"), "cancelled") == 0)
+				status = EXIT_REFUSED;
+			shown++;
+			if (json_out) {
+				printf("%s\n", json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN |
+							JSON_C_TO_STRING_NOSLASHESCAPE));
+				continue;
+			}
+			move_line(m, line, sizeof(line));
+			if (!tty) {
+				printf("%s\n", line);
+				continue;
+			}
+			filled = total ? (int)((total - left) * (uint64_t)width / total) : width;
+			printf("\r\033[K[%.*s%*s] %s%s", filled, "##############################",
+			       width - filled, "", line, shown < json_object_array_length(rep.result)
+			       ? "\n" : "");
+		}
+		cw_ctl_reply_done(&rep);
+		fflush(stdout);
+		if (!running)
+			break;
+		nanosleep(&ts, NULL);	/* a pacing interval, not a wait for a state */
+		if (tty)
+			printf("\033[%zuA", shown > 1 ? shown - 1 : 0);
+	}
+	if (tty)
+		printf("\n");
+	return status;
+}
+
+/* --watch (-w) and --interval SECONDS (-i, 1 by default): whether to
+ * follow the moves, and how often; *every stays 0 without --watch. */
+static int watch_opt(int o, const char *arg, bool *watch, int64_t *every)
+{
+	if (o == 'w') {
+		*watch = true;
+		return 0;
+	}
+	if (o != 'i')
+		return EXIT_USAGE;
+	if (cw_units_parse_duration(arg, CW_UNITS_S, every) < 0 || *every <= 0)
+		return usage_error("--interval \"%s\": expected " CW_UNITS_DURATION_HELP
+				   ", more than 0", arg);
+	return 0;
+}
+
+static int64_t watch_every(bool watch, int64_t every)
+{
+	return !watch ? 0 : every ? every : CW_NS_PER_S;
+}
+
+#define WATCH_OPTS { "watch", no_argument, NULL, 'w' }, { "interval", required_argument, NULL, 'i' }
+
+/* Starts moves (disk.evacuate, part.move) with args a; with every > 0
+ * watches them to their end. */
+static int start_moves(enum cw_ctl_cmd cmd, json_object *a, int64_t every, print_fn print)
+{
+	struct cw_ctl_reply rep;
+	uint64_t ids[CW_DISKS_MAX + 1];
+	json_object *list;
+	size_t n = 0;
+	int r;
+
+	if (!every)
+		return call(cmd, a, print);
+	r = fetch(cmd, a, &rep);
+	if (r)
+		return r;
+	list = get(rep.result, "moves");
+	if (list) {
+		for (size_t i = 0; i < json_object_array_length(list) && n < CW_DISKS_MAX; i++)
+			ids[n++] = (uint64_t)gi(json_object_array_get_idx(list, i), "id");
+	} else {
+		ids[n++] = (uint64_t)gi(rep.result, "id");
+	}
+	cw_ctl_reply_done(&rep);
+	if (n == 0) {
+		printf("nothing to move\n");
+		return 0;
+	}
+	return watch_moves(ids, n, every);
+}
+
+static int c_disk_evacuate(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
+	json_object *a = args_new();
+	int64_t every = 0;
+	bool watch = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
+		if (watch_opt(o, optarg, &watch, &every))
+			return json_object_put(a), EXIT_USAGE;
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one disk NAME");
+	put_str(a, "name", argv[optind]);
+	return start_moves(CW_CTL_CMD_DISK_EVACUATE, a, watch_every(watch, every),
+			   print_evacuating);
+}
+
+static int c_part_move(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "policy", required_argument, NULL, 'p' },
+		{ "tier", required_argument, NULL, 't' }, { "zone", required_argument, NULL, 'z' },
+		{ "disks", required_argument, NULL, 'd' }, WATCH_OPTS, { 0 }
+	};
+	json_object *a = args_new();
+	int64_t every = 0;
+	bool watch = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hp:t:z:d:wi:", lo)) != -1) {
+		switch (o) {
+		case 'p': put_str(a, "policy", optarg); break;
+		case 't': put_str(a, "tier", optarg); break;
+		case 'z': put_str(a, "zone", optarg); break;
+		case 'd': put_str(a, "disks", optarg); break;
+		default:
+			if (watch_opt(o, optarg, &watch, &every))
+				return json_object_put(a), EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition NAME");
+	put_str(a, "name", argv[optind]);
+	return start_moves(CW_CTL_CMD_PART_MOVE, a, watch_every(watch, every), print_move);
+}
+
+static int c_move_list(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
+	int64_t every = 0;
+	bool watch = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
+		if (watch_opt(o, optarg, &watch, &every))
+			return EXIT_USAGE;
+	if (argc != optind)
+		return usage_error("move list takes no arguments");
+	if (!watch)
+		return call(CW_CTL_CMD_MOVE_LIST, NULL, print_moves);
+	return watch_moves(NULL, 0, watch_every(watch, every));
+}
+
 static const char size_help[] =
 	"Sizes are bytes with an optional binary suffix: 4096, 64K, 1.5G, 2T (also KiB, MB).\n";
 
@@ -1598,6 +1841,11 @@ static const struct command commands[] = {
 	{ "disk", "remove", "NAME",
 	  "Removes an empty disk from the pool; refused while partitions have blocks\n"
 	  "on it or reservations use it.\n", NULL, CW_CTL_CMD_DISK_REMOVE, "name", print_removed },
+	{ "disk", "evacuate", "NAME [--watch [--interval SECONDS]]",
+	  "Moves every block off the disk onto the others, online and as best effort,\n"
+	  "so that it can be removed.  Refused up front, with the numbers, when the\n"
+	  "other disks lack the free space.  --watch follows the moves to their end.\n",
+	  c_disk_evacuate },
 	{ "disk", "calibrate", "NAME [--quick]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
@@ -1622,10 +1870,20 @@ static const struct command commands[] = {
 	  "of it and the disk that limits it.  Rates are rounded down: each one shown\n"
 	  "is admitted by resv create as it stands.\n", c_disk_headroom },
 	{ "part", "create", "NAME --size SIZE [--policy rotation|random|single] [--tier hdd|ssd|none]\n"
-	  "       [--zone outer|inner|any] [--disk DISK]",
+	  "       [--tier-fallback] [--zone outer|inner|any] [--disk DISK]",
 	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"
 	  "random scatters them, single keeps them on one disk (--disk, or the one\n"
-	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n", c_part_create },
+	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n"
+	  "--tier ssd keeps to SSDs and is refused, with the free space found there,\n"
+	  "when they lack the room; --tier-fallback lets it (and its growth) use the\n"
+	  "other disks then.\n", c_part_create },
+	{ "part", "move", "NAME [--policy P] [--tier T] [--zone Z] [--disks A,B]\n"
+	  "       [--watch [--interval SECONDS]]",
+	  "Re-lays a partition online: its blocks not on a disk the options accept\n"
+	  "(of tier T, among disks A,B) move there, copied block by block as best\n"
+	  "effort (in the slack of disks with streams) while it is served.  Refused\n"
+	  "up front when the targets lack the room.  The move survives restarts;\n"
+	  "--watch follows it to its end (a progress bar on a terminal).\n", c_part_move },
 	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
 	{ "part", "show", "NAME [--all]",
 	  "Shows a partition, its blocks per disk and its runs (blocks consecutive on\n"
@@ -1681,6 +1939,18 @@ static const struct command commands[] = {
 	  "pool; running clients get it with their next requests.  NAME may be\n"
 	  "EXPORT@CLASS: the NBD clients that open the export by that name share it\n"
 	  "as a client of their own.\n", c_export_qos },
+	{ "move", "list", "[--watch [--interval SECONDS]]",
+	  "Lists the moves with their progress: blocks done, MB/s, time left, blocks\n"
+	  "whose source did not read, and why a move paused.  --watch follows the\n"
+	  "unfinished ones until none runs (one JSON object per move and interval\n"
+	  "with --json).\n", c_move_list },
+	{ "move", "pause", "ID", "Pauses a move after the block in flight.\n", NULL,
+	  CW_CTL_CMD_MOVE_PAUSE, "id", print_move },
+	{ "move", "resume", "ID", "Resumes a paused move.\n", NULL, CW_CTL_CMD_MOVE_RESUME, "id",
+	  print_move },
+	{ "move", "cancel", "ID",
+	  "Stops a move: blocks already moved stay, the others' targets are freed.\n", NULL,
+	  CW_CTL_CMD_MOVE_CANCEL, "id", print_move },
 	{ NULL, "stats", "[--watch SECONDS [--count N]]",
 	  "The data path's counters per disk and per reservation since the daemon\n"
 	  "started: real-time requests and deadline misses, best-effort latency\n"

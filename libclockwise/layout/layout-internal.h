@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <clockwise/layout.h>
+#include <clockwise/mover.h>
 
 #include "meta/meta-internal.h"
 
@@ -142,6 +143,15 @@ struct cw_part {
 	_Atomic(struct blockdir *) dir;
 	atomic_bool available;
 	uint64_t gen;			/* bumped by shrink and move commit */
+	bool tier_fallback;		/* a tier preference may fall back */
+	/* The I/O gate (journal.c): in-flight I/O per epoch parity, and the
+	 * block being copied (block + 1; 0: none) with its source and
+	 * destination mapping words and whether a write overlapped it. */
+	_Atomic uint64_t io_epoch;
+	_Atomic uint64_t io_active[2];
+	_Atomic uint64_t copy_block;
+	_Atomic uint64_t copy_src, copy_dst;
+	atomic_bool copy_dirty;
 	struct cw_part *next;
 };
 
@@ -157,6 +167,31 @@ struct cw_move {
 	struct cw_move *next;
 };
 
+/* journal.c: an unfinished journalled move, with the blocks still to
+ * move (steps[next..nsteps), each destination reserved). */
+struct jstep {
+	uint64_t block, src, dst;	/* logical block, mapping words */
+};
+
+struct jmove {
+	struct cw_move_info info;
+	struct cw_part *part;
+	struct jstep *steps;
+	size_t nsteps, next;
+	struct jmove *next_move;
+};
+
+enum mover_phase { MV_NONE, MV_DRAIN_COPY, MV_COPYING, MV_DRAIN_FREE };
+
+struct mover {
+	enum mover_phase phase;
+	struct jmove *jm;		/* whose steps[jm->next] is in flight */
+	struct jstep cur;
+	unsigned parity;		/* the epoch parity being drained */
+	uint64_t free_entry;		/* given back once drained (0: none) */
+	unsigned retries;
+};
+
 struct cw_pool {
 	pthread_mutex_t lock;
 	struct meta *meta;
@@ -168,6 +203,8 @@ struct cw_pool {
 	_Atomic int fds[CW_DISKS_MAX + 1];
 	struct cw_part *parts;
 	struct cw_move *moves;
+	struct jmove *jmoves;
+	struct mover mover;
 	uint64_t rng;
 	struct cw_error err;
 };
@@ -202,6 +239,35 @@ void lay_part_free(struct cw_part *p);
 void lay_part_update_available(struct cw_part *p);
 void lay_move_free(struct cw_move *m);
 void lay_move_drop(struct cw_pool *pool, struct cw_move *m);
+/* move.c: cw_move_plan() under the pool lock, and unlinking a plan. */
+int lay_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
+		  const struct cw_move_opts *opts, struct cw_move **ret_move);
+void lay_move_unlink(struct cw_pool *pool, struct cw_move *m);
+
+/* ---- journal.c: journalled moves and the mover ---- */
+
+/* Loads the unfinished moves at open and reserves their destinations
+ * (after the partitions, before the check). */
+int lay_journal_load(struct cw_pool *pool, struct cw_error *err);
+void lay_journal_free(struct cw_pool *pool);
+/* What became of a journalled block (move_block.state). */
+enum { ROW_PLANNED = 0, ROW_MOVED = 1, ROW_FAILED = 2, ROW_SKIPPED = 3 };
+
+/* Records the outcome of st (row) and the move's counters in one
+ * transaction; a moved block with its new run. */
+int lay_journal_step(struct cw_pool *pool, struct jmove *jm, const struct jstep *st, int row);
+int lay_journal_set_state(struct cw_pool *pool, struct jmove *jm, enum cw_move_state st,
+			  const char *error);
+void lay_jmove_free(struct jmove *jm);
+void lay_jmove_unlink(struct cw_pool *pool, struct jmove *jm);
+/* mover.c: whether jm's block steps[next] is in flight (not yet decided). */
+bool lay_mover_in_flight(const struct cw_pool *pool, const struct jmove *jm);
+struct cw_part *lay_part_by_id(struct cw_pool *pool, uint64_t id);
+/* Whether p has an unfinished move (under the pool lock). */
+bool lay_journal_busy(struct cw_pool *pool, const struct cw_part *p);
+/* Calls fn for every block the journal and the mover hold reserved. */
+int lay_journal_reserved(struct cw_pool *pool, int (*fn)(void *ctx, uint64_t entry,
+							 uint64_t block), void *ctx);
 
 /* ---- holes.c: which blocks of a partition are holes ---- */
 

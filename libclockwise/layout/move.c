@@ -24,7 +24,7 @@
 #include "common/util.h"
 #include "layout/layout-internal.h"
 
-static void unlink_move(struct cw_pool *pool, struct cw_move *m)
+void lay_move_unlink(struct cw_pool *pool, struct cw_move *m)
 {
 	for (struct cw_move **mp = &pool->moves; *mp; mp = &(*mp)->next)
 		if (*mp == m) {
@@ -33,8 +33,8 @@ static void unlink_move(struct cw_pool *pool, struct cw_move *m)
 		}
 }
 
-int cw_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
-		 const struct cw_move_opts *opts, struct cw_move **ret_move)
+int lay_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
+		  const struct cw_move_opts *opts, struct cw_move **ret_move)
 {
 	struct cw_pool *pool = p->pool;
 	struct disk *buf[CW_DISKS_MAX];
@@ -46,7 +46,6 @@ int cw_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 	uint64_t have, k = 0, avail;
 	int r;
 
-	pthread_mutex_lock(&pool->lock);
 	have = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
 	if (!opts || !cw_placement_name(opts->placement) || !cw_tier_pref_name(opts->tier) ||
 	    !cw_zone_pref_name(opts->zone) || (opts->ndisks && !opts->disk_ids)) {
@@ -133,7 +132,17 @@ int cw_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 	m = NULL;
 out:
 	lay_move_free(m);
-	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+int cw_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
+		 const struct cw_move_opts *opts, struct cw_move **ret_move)
+{
+	int r;
+
+	pthread_mutex_lock(&p->pool->lock);
+	r = lay_move_plan(p, first_block, nblocks, opts, ret_move);
+	pthread_mutex_unlock(&p->pool->lock);
 	return r;
 }
 
@@ -185,7 +194,7 @@ int cw_move_commit(struct cw_move *m)
 		lay_free_entries(pool, &m->old[m->steps[k].block - m->first], 1);
 	p->gen++;
 done:
-	unlink_move(pool, m);
+	lay_move_unlink(pool, m);
 	lay_move_free(m);
 out:
 	pthread_mutex_unlock(&pool->lock);
@@ -200,7 +209,7 @@ void cw_move_abort(struct cw_move *m)
 		return;
 	pool = m->pool;
 	pthread_mutex_lock(&pool->lock);
-	unlink_move(pool, m);
+	lay_move_unlink(pool, m);
 	lay_move_drop(pool, m);
 	pthread_mutex_unlock(&pool->lock);
 }

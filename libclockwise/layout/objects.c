@@ -85,7 +85,7 @@ int lay_disk_users(struct cw_pool *pool, const struct disk *d)
 	return r;
 }
 
-static struct cw_part *part_by_id(struct cw_pool *pool, uint64_t id)
+struct cw_part *lay_part_by_id(struct cw_pool *pool, uint64_t id)
 {
 	for (struct cw_part *p = pool->parts; p; p = p->next)
 		if (p->id == id)
@@ -95,7 +95,7 @@ static struct cw_part *part_by_id(struct cw_pool *pool, uint64_t id)
 
 static int check_resv(struct cw_pool *pool, const struct cw_resv_rec *r)
 {
-	const struct cw_part *p = part_by_id(pool, r->part_id);
+	const struct cw_part *p = lay_part_by_id(pool, r->part_id);
 	uint64_t size;
 
 	if (!p)
@@ -360,7 +360,7 @@ int cw_export_add(struct cw_pool *pool, const struct cw_export_rec *e)
 		r = lay_set_error(pool, -EINVAL, "export name '%s' is not valid", e->name);
 		goto out;
 	}
-	if (!part_by_id(pool, e->part_id)) {
+	if (!lay_part_by_id(pool, e->part_id)) {
 		r = lay_set_error(pool, -ENOENT, "no partition with id %llu",
 				  (unsigned long long)e->part_id);
 		goto out;

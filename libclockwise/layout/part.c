@@ -24,13 +24,14 @@
 #include "layout/layout-internal.h"
 
 static const char sql_part_insert[] =
-	"INSERT INTO part (name, nblocks, placement, tier_pref, zone_pref, disk)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+	"INSERT INTO part (name, nblocks, placement, tier_pref, zone_pref, disk, tier_fallback)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 static const char sql_part_resize[] = "UPDATE part SET nblocks = ?2 WHERE id = ?1";
 static const char sql_part_rename[] = "UPDATE part SET name = ?2 WHERE id = ?1";
 static const char sql_part_delete[] = "DELETE FROM part WHERE id = ?1";
 static const char sql_part_all[] =
-	"SELECT id, name, nblocks, placement, tier_pref, zone_pref, disk FROM part ORDER BY id";
+	"SELECT id, name, nblocks, placement, tier_pref, zone_pref, disk, tier_fallback FROM part"
+	" ORDER BY id";
 
 /* Largest partition: 2^40 blocks, far beyond any pool, and small enough
  * that block numbers times the block size stay within 64 bits. */
@@ -348,18 +349,37 @@ int lay_candidates(struct cw_pool *pool, const struct cw_part_opts *o, const uin
 }
 
 static int enospc(struct cw_pool *pool, const char *what, uint64_t need, uint64_t avail,
-		  const struct placement *pl)
+		  const struct placement *pl, const char *hint)
 {
 	uint64_t nb = need << pool->bshift, ab = avail << pool->bshift;
 
 	lay_set_error(pool, -ENOSPC, "%s needs %llu bytes (%llu blocks) but only %llu bytes "
-		      "(%llu blocks) are free%s%s", what, (unsigned long long)nb,
+		      "(%llu blocks) are free%s%s%s", what, (unsigned long long)nb,
 		      (unsigned long long)need, (unsigned long long)ab, (unsigned long long)avail,
 		      pl->policy == CW_PLACE_SINGLE ? " on one disk" : "",
-		      pl->ndisks == 0 ? " (no disk present)" : "");
+		      pl->ndisks == 0 ? " (no disk present)" : "", hint);
 	pool->err.needed_bytes = nb;
 	pool->err.available_bytes = ab;
 	return -ENOSPC;
+}
+
+/* The SSD tier keeps to SSDs unless the partition allows otherwise. */
+static bool tier_strict(const struct cw_part_opts *o)
+{
+	return o->tier == CW_TIER_PREF_SSD && !o->tier_fallback;
+}
+
+/* What an allocation for the partition named is, for -ENOSPC. */
+static void what_alloc(const struct cw_part_opts *o, const char *verb, const char *name,
+		       char *buf, size_t size)
+{
+	snprintf(buf, size, "%s partition '%s'%s", verb, name,
+		 tier_strict(o) ? " on the SSD tier" : "");
+}
+
+static const char *alloc_hint(const struct cw_part_opts *o)
+{
+	return tier_strict(o) ? "; tier fallback would let it use the other disks" : "";
 }
 
 /* Placement for n new blocks at the end of p. */
@@ -373,8 +393,8 @@ static int grow_placement(struct cw_pool *pool, struct cw_part *p, uint64_t n,
 
 	if (p->opts.placement == CW_PLACE_SINGLE && !single && have)
 		single = ENTRY_DISK(lay_entry(p, 0));
-	r = lay_candidates(pool, &p->opts, single ? &single : NULL, single ? 1 : 0, false, n, pl,
-			   buf);
+	r = lay_candidates(pool, &p->opts, single ? &single : NULL, single ? 1 : 0,
+			   tier_strict(&p->opts), n, pl, buf);
 	pl->after_disk = ENTRY_DISK(last);
 	return r;
 }
@@ -418,10 +438,10 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 							  : lay_set_error(pool, -ENOMEM, "out of memory");
 	}
 	if (avail < n || r == -ENOSPC) {
-		char what[CW_NAME_MAX + 32];
+		char what[CW_NAME_MAX + 96];
 
-		snprintf(what, sizeof(what), "partition '%s'", name);
-		r = enospc(pool, what, n, avail, &pl);
+		what_alloc(opts, "creating", name, what, sizeof(what));
+		r = enospc(pool, what, n, avail, &pl, alloc_hint(opts));
 	}
 	if (r < 0)
 		goto out;
@@ -436,6 +456,7 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 		sqlite3_bind_int64(s, 4, opts->tier);
 		sqlite3_bind_int64(s, 5, opts->zone);
 		sqlite3_bind_int64(s, 6, opts->disk_id);
+		sqlite3_bind_int64(s, 7, opts->tier_fallback);
 		r = meta_step(s);
 	}
 	if (r == 0) {
@@ -500,10 +521,10 @@ static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t
 		r = lay_alloc(pool, &pl, want - have, entries, &avail);
 	}
 	if (r == -ENOSPC) {
-		char what[CW_NAME_MAX + 48];
+		char what[CW_NAME_MAX + 96];
 
-		snprintf(what, sizeof(what), "growing partition '%s'", p->name);
-		return enospc(pool, what, want - have, avail, &pl);
+		what_alloc(&p->opts, "growing", p->name, what, sizeof(what));
+		return enospc(pool, what, want - have, avail, &pl, alloc_hint(&p->opts));
 	}
 	if (r < 0)
 		return lay_set_error(pool, r, "growing partition '%s': %s", p->name, strerror(-r));
@@ -613,6 +634,11 @@ int cw_part_delete(struct cw_part *p)
 	int r;
 
 	pthread_mutex_lock(&pool->lock);
+	if (lay_journal_busy(pool, p)) {
+		r = lay_set_error(pool, -EBUSY, "partition '%s' is being moved: cancel the move "
+				  "first", p->name);
+		goto out;
+	}
 	r = meta_begin(pool->meta);
 	if (r == 0)
 		r = lay_part_users(pool, p);
@@ -753,6 +779,7 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 			.tier = (enum cw_tier_pref)sqlite3_column_int64(s, 4),
 			.zone = (enum cw_zone_pref)sqlite3_column_int64(s, 5),
 			.disk_id = (uint32_t)sqlite3_column_int64(s, 6),
+			.tier_fallback = sqlite3_column_int64(s, 7) != 0,
 		};
 		const char *name = (const char *)sqlite3_column_text(s, 1);
 		int64_t n = sqlite3_column_int64(s, 2);

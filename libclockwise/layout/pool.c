@@ -68,6 +68,7 @@ void cw_pool_close(struct cw_pool *pool)
 {
 	if (!pool)
 		return;
+	lay_journal_free(pool);
 	while (pool->moves) {
 		struct cw_move *m = pool->moves;
 
@@ -683,6 +684,8 @@ int cw_pool_open(const char *db_path, struct cw_error *ret_err, struct cw_pool *
 	if (r == 0)
 		r = lay_parts_load(pool, ret_err);
 	if (r == 0)
+		r = lay_journal_load(pool, ret_err);
+	if (r == 0)
 		r = lay_pool_check(pool, ret_err);
 	if (r < 0)
 		goto fail;
@@ -736,6 +739,19 @@ static int check_mark(struct cw_pool *pool, uint64_t **bm, uint64_t e, const cha
 	return 0;
 }
 
+struct check_ctx {
+	struct cw_pool *pool;
+	uint64_t **bm;
+	struct cw_error *err;
+};
+
+static int check_journal(void *ctx, uint64_t entry, uint64_t block)
+{
+	struct check_ctx *c = ctx;
+
+	return check_mark(c->pool, c->bm, entry, "a journalled move's", block, c->err);
+}
+
 int lay_pool_check(struct cw_pool *pool, struct cw_error *err)
 {
 	uint64_t *bm[CW_DISKS_MAX + 1] = { 0 };
@@ -767,6 +783,11 @@ int lay_pool_check(struct cw_pool *pool, struct cw_error *err)
 		for (size_t k = 0; k < m->nsteps && r == 0; k++)
 			r = check_mark(pool, bm, m->new[m->steps[k].block - m->first], "a move target",
 				       m->steps[k].block, err);
+	if (r == 0) {
+		struct check_ctx c = { pool, bm, err };
+
+		r = lay_journal_reserved(pool, check_journal, &c);
+	}
 	for (int i = 1; i <= CW_DISKS_MAX && r == 0; i++) {
 		struct disk *d = pool->disks[i];
 		uint64_t zfree[CW_ZONES] = { 0 }, free = 0;

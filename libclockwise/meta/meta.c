@@ -141,6 +141,45 @@ static const char *const migrations[] = {
 	"INSERT INTO disk_new SELECT id, uuid, name, path, tier, capacity, nblocks FROM disk;"
 	"DROP TABLE disk;"
 	"ALTER TABLE disk_new RENAME TO disk;",
+	/* 7 -> 8: moves, journalled (clockwise/mover.h).  A move row keeps
+	 * the move's state and counters; a move_block row one block to move,
+	 * with its source and its destination (disk, physical block), which
+	 * stays reserved while the row is planned (state 0) and the move
+	 * unfinished, so a crash mid-copy leaves no block owned twice and the
+	 * copy is done again at the next open.  Rows of moved or skipped
+	 * blocks go when the move finishes; failed ones (the source did not
+	 * read) stay to be reported.  And whether a partition's tier
+	 * preference may fall back to other disks: yes for the partitions of
+	 * older pools, as it always did. */
+	"CREATE TABLE move ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  kind INTEGER NOT NULL CHECK (kind BETWEEN 0 AND 3),"
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  disk INTEGER NOT NULL DEFAULT 0,"
+	"  state INTEGER NOT NULL CHECK (state BETWEEN 0 AND 3),"
+	"  placement INTEGER NOT NULL,"
+	"  tier_pref INTEGER NOT NULL,"
+	"  zone_pref INTEGER NOT NULL,"
+	"  blocks INTEGER NOT NULL CHECK (blocks >= 0),"
+	"  done INTEGER NOT NULL DEFAULT 0,"
+	"  failed INTEGER NOT NULL DEFAULT 0,"
+	"  skipped INTEGER NOT NULL DEFAULT 0,"
+	"  bytes INTEGER NOT NULL DEFAULT 0,"
+	"  created_ns INTEGER NOT NULL,"
+	"  finished_ns INTEGER NOT NULL DEFAULT 0,"
+	"  error TEXT NOT NULL DEFAULT '');"
+	"CREATE INDEX move_part ON move(part);"
+	"CREATE TABLE move_block ("
+	"  move INTEGER NOT NULL REFERENCES move(id) ON DELETE CASCADE,"
+	"  block INTEGER NOT NULL CHECK (block >= 0),"
+	"  src_disk INTEGER NOT NULL,"
+	"  src_pblock INTEGER NOT NULL CHECK (src_pblock >= 1),"
+	"  dst_disk INTEGER NOT NULL,"
+	"  dst_pblock INTEGER NOT NULL CHECK (dst_pblock >= 1),"
+	"  state INTEGER NOT NULL DEFAULT 0 CHECK (state BETWEEN 0 AND 3),"
+	"  PRIMARY KEY (move, block)) WITHOUT ROWID;"
+	"ALTER TABLE part ADD COLUMN tier_fallback INTEGER NOT NULL DEFAULT 1"
+	"  CHECK (tier_fallback IN (0, 1));",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

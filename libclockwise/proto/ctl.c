@@ -55,7 +55,7 @@ enum cw_ctl_code cw_ctl_code_from_errno(int neg_errno)
 {
 	switch (-neg_errno) {
 	case 0: return CW_CTL_OK;
-	case EINVAL: case ERANGE: case ENAMETOOLONG: return CW_CTL_E_BAD_REQUEST;
+	case EINVAL: case ERANGE: case ENAMETOOLONG: case EALREADY: return CW_CTL_E_BAD_REQUEST;
 	case EPERM: case EACCES: case EROFS: return CW_CTL_E_PERMISSION_DENIED;
 	case ENOENT: case ESRCH: return CW_CTL_E_NOT_FOUND;
 	case EEXIST: return CW_CTL_E_EXISTS;
@@ -90,8 +90,14 @@ static const struct cw_ctl_arg_spec name_force[] = { SR("name"), B("force"), END
 static const struct cw_ctl_arg_spec part_show[] = { SR("name"), U("from_block"), END };
 static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
 static const struct cw_ctl_arg_spec part_create[] = {
-	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), END
+	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), B("tier_fallback"),
+	END
 };
+/* disks: names or ids, comma-separated. */
+static const struct cw_ctl_arg_spec part_move[] = {
+	SR("name"), S("policy"), S("tier"), S("zone"), S("disks"), END
+};
+static const struct cw_ctl_arg_spec id_opt[] = { U("id"), END };
 /* One of size (the new size), grow or shrink (by so many bytes); a
  * shrink of blocks that hold data needs force. */
 static const struct cw_ctl_arg_spec part_resize[] = {
@@ -124,6 +130,12 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_LIST] = { "disk.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_DISK_REMOVE] = { "disk.remove", CW_CTL_ACCESS_CHANGE, name_only },
 	[CW_CTL_CMD_DISK_CALIBRATE] = { "disk.calibrate", CW_CTL_ACCESS_CHANGE, disk_calibrate },
+	[CW_CTL_CMD_DISK_EVACUATE] = { "disk.evacuate", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_PART_MOVE] = { "part.move", CW_CTL_ACCESS_CHANGE, part_move },
+	[CW_CTL_CMD_MOVE_LIST] = { "move.list", CW_CTL_ACCESS_READ, id_opt },
+	[CW_CTL_CMD_MOVE_PAUSE] = { "move.pause", CW_CTL_ACCESS_CHANGE, id_only },
+	[CW_CTL_CMD_MOVE_RESUME] = { "move.resume", CW_CTL_ACCESS_CHANGE, id_only },
+	[CW_CTL_CMD_MOVE_CANCEL] = { "move.cancel", CW_CTL_ACCESS_CHANGE, id_only },
 	[CW_CTL_CMD_PART_CREATE] = { "part.create", CW_CTL_ACCESS_CHANGE, part_create },
 	[CW_CTL_CMD_PART_LIST] = { "part.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_PART_SHOW] = { "part.show", CW_CTL_ACCESS_READ, part_show },

@@ -15,7 +15,7 @@ d=$cw_tmp
 ctl_start "$d" --no-export-all
 check "three disks added" ctl_disks "$d"
 check "part create media" cwctl part create media --size 200M
-check "part create be" cwctl part create be --size 64M --tier ssd --policy single
+check "part create be" cwctl part create be --size 64M --tier ssd --tier-fallback --policy single
 check "calibrate hdd0" cwctl disk calibrate hdd0 --quick
 check "reservation 1" test "$(cwctl --json resv create media --rate 8Mbit --block 1M | jq .id)" = 1
 check "reservation 2, an hour from a second on" test "$(cwctl --json resv create media \

@@ -40,7 +40,7 @@ check "unknown disk: not-found" test "$(ctl_code cwctl disk remove nope)" = not-
 
 # --- partitions
 check "part create media" cwctl part create media --size 200M
-check "part create be on the ssd, single" cwctl part create be --size 64M --tier ssd --policy single
+check "part create be on the ssd, single" cwctl part create be --size 64M --tier ssd --tier-fallback --policy single
 check "part create with zone" cwctl part create outer --size 10M --zone outer --policy single --disk hdd1
 check "same name: exists" test "$(ctl_code cwctl part create media --size 1M)" = exists
 check "too big: no-space" test "$(ctl_code cwctl part create huge --size 10T)" = no-space

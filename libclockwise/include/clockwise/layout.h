@@ -70,9 +70,11 @@ enum cw_placement {
 	CW_PLACE_SINGLE = 2,	/* every block on one disk */
 };
 
-/* Which disks are candidates: a preferred tier falls back to every disk
- * when the preferred tier lacks the space (moves to a tier do not fall
- * back). */
+/* Which disks are candidates.  A preferred HDD tier falls back to every
+ * disk when the tier lacks the space; the SSD tier only when the
+ * partition allows it (cw_part_opts.tier_fallback), else the allocation
+ * is refused with -ENOSPC and the free space found on SSDs.  Moves to a
+ * tier never fall back. */
 enum cw_tier_pref {
 	CW_TIER_PREF_NONE = 0,
 	CW_TIER_PREF_HDD = 1,
@@ -217,6 +219,7 @@ struct cw_part_opts {
 	enum cw_tier_pref tier;
 	enum cw_zone_pref zone;
 	uint32_t disk_id;	/* CW_PLACE_SINGLE: this disk; 0: the one with most space */
+	bool tier_fallback;	/* CW_TIER_PREF_SSD: other disks when SSDs are full */
 };
 
 struct cw_part_info {

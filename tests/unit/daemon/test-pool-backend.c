@@ -16,7 +16,8 @@
  * reservation; a disk with a stream before the dispatchers start starts
  * under cw_sched; a disk the data path has not opened ignores the events;
  * a new model reaches the disk; exports bind by reservation id or by the
- * name a start-up reservation was given for.
+ * name a start-up reservation was given for; a write to a block being
+ * moved is repeated on its destination.
  */
 #include "daemon/pool-backend.c"
 
@@ -899,6 +900,80 @@ static void test_keeper_io(void)
 	teardown();
 }
 
+/* A write to a block being moved (clockwise/mover.h) is repeated on its
+ * destination, as best effort, and flushed there under FUA; once the
+ * block switched, a write goes to its new place only.  The daemon's mover
+ * is stopped so that the test drives the library's steps itself. */
+static void test_mirror_while_moving(void)
+{
+	struct cw_move_opts mo = { .placement = CW_PLACE_SINGLE, .disk_ids = (uint32_t[]){ 3 },
+				   .ndisks = 1 };
+	struct cw_mover_task t;
+	struct nbd_handle *h;
+	uint8_t *w = pattern(BS, 64 * KIB, 11), *back = malloc(64 * KIB), *blk = malloc(BS);
+	struct cw_extent e;
+	struct rec *r;
+	uint64_t id;
+	bool on_src = false, on_dst = false, flush_dst = false;
+
+	setup();
+	serve();
+	pb_mover_stop(D.pb);
+	h = client("media");
+	CU_ASSERT_FATAL(cw_part_map(media->part, BS, BS, &e) == 0);
+	CU_ASSERT_FATAL(cw_move_start(media->part, 1, 1, &mo, CW_MOVE_PART, &id) == 0);
+	CU_ASSERT_FATAL(cw_mover_next(D.tp.pool, &t) == 0);
+	CU_ASSERT_FATAL(t.action == CW_MOVER_COPY && t.block == 1 && t.dst_disk_id == 3);
+	CU_ASSERT(t.src_disk_id == e.disk_id && t.src_offset == e.phys_offset);
+
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, BS + 8192, LIBNBD_CMD_FLAG_FUA), 0);
+	r = taken();
+	for (unsigned i = 0; i < r->npieces; i++) {
+		struct piece *p = &r->p[i];
+
+		CU_ASSERT_FALSE(p->rt);
+		on_src |= p->lane->disk->id == e.disk_id && p->io.off == e.phys_offset + 8192;
+		on_dst |= p->lane->disk->id == 3 && p->io.off == t.dst_offset + 8192 &&
+			  p->io.len == 64 * KIB;
+	}
+	for (unsigned i = 0; i < r->nflush; i++)
+		flush_dst |= r->p[r->npieces + i].lane->disk->id == 3;
+	CU_ASSERT(on_src && on_dst && flush_dst);
+	free(r);
+	CU_ASSERT_EQUAL(pread(disk_by_id(3)->fd, back, 64 * KIB, (off_t)(t.dst_offset + 8192)),
+			(ssize_t)(64 * KIB));
+	CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
+
+	/* The copy, as the mover does it; then the block lives on disk 3. */
+	CU_ASSERT_EQUAL(pread(disk_by_id(e.disk_id)->fd, blk, BS, (off_t)t.src_offset),
+			(ssize_t)BS);
+	CU_ASSERT_EQUAL(pwrite(disk_by_id(3)->fd, blk, BS, (off_t)t.dst_offset), (ssize_t)BS);
+	CU_ASSERT_EQUAL(cw_mover_copied(D.tp.pool, 0, 0), 0);
+	/* The write above made the copy dirty: it is done again. */
+	CU_ASSERT_FATAL(cw_mover_next(D.tp.pool, &t) == 0);
+	CU_ASSERT_FATAL(t.action == CW_MOVER_COPY && t.again);
+	CU_ASSERT_EQUAL(pread(disk_by_id(e.disk_id)->fd, blk, BS, (off_t)t.src_offset),
+			(ssize_t)BS);
+	CU_ASSERT_EQUAL(pwrite(disk_by_id(3)->fd, blk, BS, (off_t)t.dst_offset), (ssize_t)BS);
+	CU_ASSERT_EQUAL(cw_mover_copied(D.tp.pool, 0, 0), 0);
+	CU_ASSERT_FATAL(cw_part_map(media->part, BS, BS, &e) == 0 && e.disk_id == 3);
+	while (cw_mover_next(D.tp.pool, &t) == 0 && t.action != CW_MOVER_IDLE)
+		sched_yield();
+	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, back, 64 * KIB, BS + 8192, 0), 0);
+	free(taken());
+	CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 4096, BS, 0), 0);
+	r = taken();
+	CU_ASSERT_EQUAL(r->npieces, 1);
+	CU_ASSERT_EQUAL(r->p[0].lane->disk->id, 3);
+	free(r);
+	bye(h);
+	free(w);
+	free(back);
+	free(blk);
+	teardown();
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("daemon pool back end", NULL, NULL);
@@ -917,5 +992,6 @@ int main(void)
 	cwtest_add(s, "a disk not open ignores events", test_disk_not_open);
 	cwtest_add(s, "exports bind by id or by start-up name", test_export_bind);
 	cwtest_add(s, "the keeper of holes works through the lanes", test_keeper_io);
+	cwtest_add(s, "a write to a moving block is mirrored", test_mirror_while_moving);
 	return cwtest_run();
 }

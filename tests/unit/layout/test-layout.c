@@ -548,10 +548,24 @@ static void test_part_tiers(void)
 	CU_ASSERT_FATAL(cw_part_block_disks(p, 0, 6, disks) == 0);
 	for (int b = 0; b < 6; b++)
 		CU_ASSERT(disks[b] == 2);
-	/* More than the SSD tier holds: falls back to every disk. */
+	/* More than the SSD tier holds: refused with the free space found
+	 * there (10 blocks less the 6 of "hot"), unless it may fall back. */
+	CU_ASSERT(cw_part_create(t.pool, "warm", 9 * TP_BS, &o, &p) == -ENOSPC);
+	CU_ASSERT(cw_pool_last_error(t.pool)->needed_bytes == 9 * TP_BS);
+	CU_ASSERT(cw_pool_last_error(t.pool)->available_bytes == 4 * TP_BS);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "SSD tier") != NULL);
+	o.tier_fallback = true;
 	CU_ASSERT_FATAL(cw_part_create(t.pool, "warm", 9 * TP_BS, &o, &p) == 0);
 	CU_ASSERT_FATAL(cw_part_block_disks(p, 0, 9, disks) == 0);
 	CU_ASSERT(disks[0] == 1 && disks[1] == 2 && disks[2] == 3);
+	/* The choice is kept: growing "hot" past the SSDs is refused after
+	 * a reopen too, growing "warm" falls back. */
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "hot", &p) == 0);
+	CU_ASSERT(cw_part_resize(p, 40 * TP_BS) == -ENOSPC);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "warm", &p) == 0);
+	CU_ASSERT(cw_part_resize(p, 12 * TP_BS) == 0);
+	o.tier_fallback = false;
 	o.tier = CW_TIER_PREF_HDD;
 	CU_ASSERT_FATAL(cw_part_create(t.pool, "cold", 30 * TP_BS, &o, &p) == 0);
 	CU_ASSERT_FATAL(cw_part_block_disks(p, 0, 30, disks) == 0);
@@ -1190,7 +1204,8 @@ static void test_disk_model_damaged_and_migrated(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	/* A database of schema 1 (before disk models) is migrated on open. */
-	sql_run(t.db, "DROP TABLE disk_emulate; DROP TABLE hole; DROP TABLE export;"
+	sql_run(t.db, "DROP TABLE move_block; DROP TABLE move; ALTER TABLE part DROP COLUMN tier_fallback;"
+		      " DROP TABLE disk_emulate; DROP TABLE hole; DROP TABLE export;"
 		      " DROP TABLE resv_disk; DROP TABLE resv; DROP TABLE disk_model;"
 		      " DROP TABLE be_qos; PRAGMA user_version = 1");
 	tp_reopen(&t);

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Move commands of the control server: disk.evacuate, part.move, and
+ * move.list / pause / resume / cancel over the pool's journalled moves
+ * (clockwise/mover.h).  The daemon's mover carries them out; a change
+ * here wakes it through the moves_changed hook.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <clockwise/mover.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "control-internal.h"
+
+#define FAILED_LISTED 64	/* unreadable blocks listed per move */
+
+static void moves_changed(struct ctx *c)
+{
+	if (c->srv->o.hooks.moves_changed)
+		c->srv->o.hooks.moves_changed(c->srv->o.hooks.userdata);
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * CW_NS_PER_S + ts.tv_nsec;
+}
+
+/* A move as JSON, with its progress: blocks left, the mean rate since
+ * it started and, while it runs, the time left at that rate. */
+static json_object *move_json(struct ctx *c, const struct cw_move_info *m)
+{
+	json_object *o = json_object_new_object(), *bad;
+	uint64_t bs = cw_pool_block_size(c->srv->pool), left, *blocks = NULL;
+	int64_t end = m->finished_ns ? m->finished_ns : realtime_ns();
+	double secs = (double)(end - m->created_ns) / 1e9, rate;
+	size_t nb = 0;
+
+	left = m->blocks - CW_MIN(m->blocks, m->done + m->failed + m->skipped);
+	rate = secs > 0 ? (double)m->bytes_copied / secs : 0;
+	cwc_add(o, "id", cw_ctl_json_u64(m->id));
+	cwc_add(o, "kind", cwc_jstr(cw_move_kind_name(m->kind)));
+	cwc_add(o, "state", cwc_jstr(cw_move_state_name(m->state)));
+	cwc_add(o, "part", cwc_jstr(m->part));
+	if (m->kind == CW_MOVE_EVACUATE)
+		cwc_add(o, "disk_id", json_object_new_int64(m->disk_id));
+	else {
+		cwc_add(o, "policy", cwc_jstr(cw_placement_name(m->opts.placement)));
+		cwc_add(o, "tier", cwc_jstr(cw_tier_pref_name(m->opts.tier)));
+		cwc_add(o, "zone", cwc_jstr(cw_zone_pref_name(m->opts.zone)));
+	}
+	cwc_add(o, "blocks", cw_ctl_json_u64(m->blocks));
+	cwc_add(o, "done", cw_ctl_json_u64(m->done));
+	cwc_add(o, "failed", cw_ctl_json_u64(m->failed));
+	cwc_add(o, "skipped", cw_ctl_json_u64(m->skipped));
+	cwc_add(o, "left", cw_ctl_json_u64(left));
+	cwc_add(o, "bytes_copied", cw_ctl_json_u64(m->bytes_copied));
+	cwc_add(o, "block_size", cw_ctl_json_u64(bs));
+	cwc_add(o, "mb_s", json_object_new_double(rate / 1e6));
+	if (m->state == CW_MOVE_RUNNING && rate > 0)
+		cwc_add(o, "eta_s", json_object_new_double((double)(left * bs) / rate));
+	cwc_add(o, "created_ns", json_object_new_int64(m->created_ns));
+	if (m->finished_ns)
+		cwc_add(o, "finished_ns", json_object_new_int64(m->finished_ns));
+	if (m->error[0])
+		cwc_add(o, "error", cwc_jstr(m->error));
+	if (m->failed && cw_move_failed_blocks(c->srv->pool, m->id, &blocks, &nb) == 0) {
+		bad = json_object_new_array();
+		for (size_t i = 0; i < nb && i < FAILED_LISTED; i++)
+			json_object_array_add(bad, cw_ctl_json_u64(blocks[i]));
+		cwc_add(o, "failed_blocks", bad);
+		free(blocks);
+	}
+	return o;
+}
+
+static int reply_move(struct ctx *c, uint64_t id, json_object **ret)
+{
+	struct cw_move_info m;
+	int r = cw_move_get(c->srv->pool, id, &m);
+
+	if (r < 0)
+		return cwc_fail_pool(c, r, "move");
+	*ret = move_json(c, &m);
+	return 0;
+}
+
+/*
+ * Rule 2 of moving data: the guarantee never depends on where a block
+ * happens to be.  A reservation was admitted on the disks its range lay
+ * on, with each disk's share of its blocks; a move that takes blocks of
+ * that range elsewhere would put its requests on disks that never
+ * admitted them.  Until admission can test a layout before it exists,
+ * such a move is refused with the reservation that holds it (disk: a
+ * reservation with a part there; part: one over the partition).
+ */
+static int resv_guard(struct ctx *c, const char *part, uint32_t disk_id)
+{
+	const struct cw_admit_resv *r;
+
+	for (size_t i = 0; (r = cw_admit_state_resv_at(c->srv->adm, i)); i++) {
+		bool hit = part && strcmp(r->part, part) == 0;
+		char who[CW_NAME_MAX + 48];
+
+		for (size_t k = 0; !part && k < r->n_parts; k++)
+			hit |= r->parts[k].disk_id == disk_id;
+		if (!hit)
+			continue;
+		if (r->persistent)
+			snprintf(who, sizeof(who), "reservation %" PRIu64, r->id);
+		else
+			snprintf(who, sizeof(who), "the start-up reservation of export %s",
+				 r->export_name);
+		return cwc_fail(c, CW_CTL_E_BUSY, "%s covers bytes %" PRIu64 "..%" PRIu64 " of %s, "
+				"admitted on the disks they lie on: moving them would put its stream "
+				"on disks that never admitted it; release it (or wait for its end) "
+				"first", who, r->range_start_bytes, r->range_end_bytes, r->part);
+	}
+	return 0;
+}
+
+int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name");
+	_cleanup_free_ uint64_t *ids = NULL;
+	struct cw_disk_info d;
+	json_object *moves;
+	size_t n = 0;
+	int r;
+
+	if (cwc_find_disk(c, name, &d) < 0 || resv_guard(c, NULL, d.id) < 0)
+		return -1;
+	r = cw_disk_evacuate(c->srv->pool, d.id, &ids, &n);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	moves_changed(c);
+	*ret = json_object_new_object();
+	cwc_add(*ret, "disk", cwc_jstr(d.name));
+	cwc_add(*ret, "disk_id", json_object_new_int64(d.id));
+	moves = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		struct cw_move_info m;
+
+		if (cw_move_get(c->srv->pool, ids[i], &m) == 0)
+			json_object_array_add(moves, move_json(c, &m));
+	}
+	cwc_add(*ret, "moves", moves);
+	return 0;
+}
+
+/* "A,B": disk names or ids, into ids[] (at most CW_DISKS_MAX). */
+static int parse_disks(struct ctx *c, const char *list, uint32_t *ids, size_t *ret_n)
+{
+	_cleanup_free_ char *copy = strdup(list);
+	char *save = NULL;
+	size_t n = 0;
+
+	if (!copy)
+		return cwc_fail(c, CW_CTL_E_INTERNAL, "out of memory");
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		struct cw_disk_info d;
+
+		if (n == CW_DISKS_MAX)
+			return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "disks \"%s\": too many", list);
+		if (cwc_find_disk(c, t, &d) < 0)
+			return -1;
+		ids[n++] = d.id;
+	}
+	if (n == 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "disks \"%s\": no disk named", list);
+	*ret_n = n;
+	return 0;
+}
+
+int cwc_cmd_part_move(struct ctx *c, json_object **ret)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name"), *s;
+	uint32_t ids[CW_DISKS_MAX];
+	struct cw_part_info pi;
+	struct cw_move_opts o;
+	struct cw_part *part;
+	uint64_t id;
+	int r;
+
+	if (cwc_find_part(c, name, &part) < 0 || resv_guard(c, name, 0) < 0)
+		return -1;
+	r = cw_part_info(part, &pi);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	o = (struct cw_move_opts){ .placement = pi.opts.placement, .tier = pi.opts.tier,
+				   .zone = pi.opts.zone };
+	if (cwc_placement_args(c, &o.placement, &o.tier, &o.zone) < 0)
+		return -1;
+	if ((s = cw_ctl_arg_str(c->req, "disks"))) {
+		if (parse_disks(c, s, ids, &o.ndisks) < 0)
+			return -1;
+		o.disk_ids = ids;
+	}
+	if (!pi.nblocks)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "partition %s is empty: nothing to move", name);
+	r = cw_move_start(part, 0, pi.nblocks, &o, CW_MOVE_PART, &id);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	moves_changed(c);
+	return reply_move(c, id, ret);
+}
+
+int cwc_cmd_move_list(struct ctx *c, json_object **ret)
+{
+	_cleanup_free_ struct cw_move_info *m = NULL;
+	uint64_t id = 0;
+	bool one = cw_ctl_arg_uint(c->req, "id", &id);
+	size_t n = 0;
+	int r = cw_move_list(c->srv->pool, &m, &n);
+
+	if (r < 0)
+		return cwc_fail_pool(c, r, "listing moves");
+	if (one)
+		return reply_move(c, id, ret);
+	*ret = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(*ret, move_json(c, &m[i]));
+	return 0;
+}
+
+static int move_change(struct ctx *c, json_object **ret, int (*fn)(struct cw_pool *, uint64_t))
+{
+	uint64_t id = 0;
+	int r;
+
+	cw_ctl_arg_uint(c->req, "id", &id);
+	r = fn(c->srv->pool, id);
+	if (r < 0)
+		return cwc_fail_pool(c, r, "move");
+	moves_changed(c);
+	return reply_move(c, id, ret);
+}
+
+static int pause_by_command(struct cw_pool *pool, uint64_t id)
+{
+	return cw_move_pause(pool, id, NULL);
+}
+
+int cwc_cmd_move_pause(struct ctx *c, json_object **ret)
+{
+	return move_change(c, ret, pause_by_command);
+}
+
+int cwc_cmd_move_resume(struct ctx *c, json_object **ret)
+{
+	return move_change(c, ret, cw_move_resume);
+}
+
+int cwc_cmd_move_cancel(struct ctx *c, json_object **ret)
+{
+	return move_change(c, ret, cw_move_cancel);
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clockwise/mover.h — data that moves: journalled moves (a partition
+ * re-laid, a disk evacuated), the block-by-block state machine that carries
+ * them out, and the I/O gate every reader and writer of a partition passes
+ * so a block can change place under live I/O.
+ *
+ * A move is journalled in the pool database when it starts: its plan (one
+ * row per block to move, with its source and its reserved destination),
+ * its state and its counters.  Whoever executes it (the daemon, cwsim)
+ * asks cw_mover_next() what to do, does the copy and tells
+ * cw_mover_copied(); the library keeps the rest:
+ *
+ *   1. the block's copy slot is published on its partition (writes to its
+ *      source from now on are mirrored to its destination) and the I/O
+ *      that began before is drained;
+ *   2. the caller copies the block and makes the destination durable;
+ *   3. a write that overlapped the copy makes it dirty: back to 2;
+ *   4. the mapping switches in one transaction and one atomic store;
+ *   5. the I/O that may still use the source is drained, then the source
+ *      is freed.
+ * So the source is freed only once the destination is durable and
+ * recorded, an acknowledged write is on the source until the switch
+ * commits and on both while the block is in its slot, and no block is
+ * owned twice at any instant.  After a crash the pool reopens with every
+ * unfinished move's destinations still reserved: a running move resumes
+ * at the block it was copying (the copy is done again), a cancelled one
+ * gives them back.
+ *
+ * Threads: management calls and the mover calls take the pool lock.  The
+ * gate calls (cw_part_io_begin/end, cw_part_write_mirror) take none.
+ */
+#ifndef CLOCKWISE_MOVER_H
+#define CLOCKWISE_MOVER_H
+
+#include <clockwise/layout.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum cw_move_kind {
+	CW_MOVE_PART = 0,	/* a partition re-laid by placement, tier, zone, disks */
+	CW_MOVE_EVACUATE = 1,	/* every block of a partition off one disk */
+	CW_MOVE_PROMOTE = 2,	/* to the SSD tier (the cache) */
+	CW_MOVE_DEMOTE = 3,	/* back off the SSD tier */
+};
+
+enum cw_move_state {
+	CW_MOVE_RUNNING = 0,
+	CW_MOVE_PAUSED = 1,	/* by a command, or by an error (see error) */
+	CW_MOVE_DONE = 2,
+	CW_MOVE_CANCELLED = 3,	/* stopped; blocks moved so far stay moved */
+};
+
+struct cw_move_info {
+	uint64_t id;
+	enum cw_move_kind kind;
+	enum cw_move_state state;
+	uint64_t part_id;
+	char part[CW_NAME_MAX + 1];	/* "" once the partition is gone */
+	uint32_t disk_id;		/* evacuate: the disk being emptied */
+	struct cw_move_opts opts;	/* disk_ids NULL here */
+	uint64_t blocks;		/* planned block copies */
+	uint64_t done;			/* switched to their destination */
+	uint64_t failed;		/* source unreadable: left in place */
+	uint64_t skipped;		/* changed under the move (shrunk away) */
+	uint64_t bytes_copied;		/* including copies done again */
+	int64_t created_ns;		/* CLOCK_REALTIME */
+	int64_t finished_ns;		/* 0 while unfinished */
+	char error[256];		/* why it paused; "" when by command */
+};
+
+const char *cw_move_kind_name(enum cw_move_kind k);	/* NULL if invalid */
+const char *cw_move_state_name(enum cw_move_state s);
+
+/* Journals a move of blocks [first_block, first_block + nblocks) of part
+ * to the disks opts selects (cw_move_plan()'s rules: blocks already on an
+ * acceptable disk stay; a tier is strict) and returns its id.  The
+ * destinations are reserved at once: -ENOSPC (with the numbers in
+ * cw_pool_last_error()) when they do not fit, and nothing is journalled.
+ * -EBUSY if the partition already has an unfinished move.  kind is
+ * CW_MOVE_PART, CW_MOVE_PROMOTE or CW_MOVE_DEMOTE.  A move with nothing
+ * to copy is journalled as done. */
+int cw_move_start(struct cw_part *part, uint64_t first_block, uint64_t nblocks,
+		  const struct cw_move_opts *opts, enum cw_move_kind kind, uint64_t *ret_id);
+
+/* Journals moves that take every block off disk_id, one per partition
+ * holding any, onto the other present disks (of any tier), in one
+ * transaction; the ids in a malloc'ed array (the caller frees it; NULL
+ * and 0 when the disk holds nothing).  Refused up front, with the numbers,
+ * when the other disks lack the free blocks: -ENOSPC.  -EBUSY when one of
+ * those partitions already has an unfinished move. */
+int cw_disk_evacuate(struct cw_pool *pool, uint32_t disk_id, uint64_t **ret_ids,
+		     size_t *ret_n);
+
+/* Every move the journal holds, in id order (malloc'ed; free()). */
+int cw_move_list(struct cw_pool *pool, struct cw_move_info **ret, size_t *ret_n);
+int cw_move_get(struct cw_pool *pool, uint64_t id, struct cw_move_info *ret);
+
+/* The blocks of a move whose source could not be read (malloc'ed logical
+ * block numbers; free()). */
+int cw_move_failed_blocks(struct cw_pool *pool, uint64_t id, uint64_t **ret_blocks,
+			  size_t *ret_n);
+
+/* Pause (reason NULL: by command), resume, or cancel an unfinished move.
+ * Cancel keeps the blocks already moved and gives back the destinations
+ * of the others.  -ENOENT: no such move; -EALREADY: it is finished (or
+ * already in the asked state). */
+int cw_move_pause(struct cw_pool *pool, uint64_t id, const char *reason);
+int cw_move_resume(struct cw_pool *pool, uint64_t id);
+int cw_move_cancel(struct cw_pool *pool, uint64_t id);
+
+/* Forgets finished moves (done or cancelled) from the journal. */
+int cw_move_forget_finished(struct cw_pool *pool);
+
+/* ---- the state machine ---- */
+
+enum cw_mover_action {
+	CW_MOVER_IDLE = 0,	/* nothing runs */
+	CW_MOVER_WAIT = 1,	/* I/O in flight must finish first: ask again soon */
+	CW_MOVER_COPY = 2,	/* copy the block, make dst durable, cw_mover_copied() */
+};
+
+struct cw_mover_task {
+	enum cw_mover_action action;
+	uint64_t move_id;
+	struct cw_part *part;
+	uint64_t block;			/* logical block of part */
+	uint32_t src_disk_id;
+	uint64_t src_offset;		/* physical bytes */
+	uint32_t dst_disk_id;
+	uint64_t dst_offset;
+	uint32_t length;		/* the block size */
+	bool again;			/* a copy done again (a write overlapped) */
+};
+
+/* The next thing to do for the pool's moves (the oldest running move
+ * first; one block at a time).  -EBUSY while a COPY is outstanding. */
+int cw_mover_next(struct cw_pool *pool, struct cw_mover_task *ret);
+
+/* The outcome of the outstanding COPY: read_err from reading the source
+ * (the block is marked failed, stays where it is, and the move goes on),
+ * write_err from writing or syncing the destination (the move pauses with
+ * the error; the source mapping stays).  -EINVAL if no COPY is
+ * outstanding. */
+int cw_mover_copied(struct cw_pool *pool, int read_err, int write_err);
+
+/* Whether anything runs or waits (for a driver deciding to sleep). */
+bool cw_mover_busy(struct cw_pool *pool);
+
+/* ---- the I/O gate (lock-free) ---- */
+
+/* Every I/O on a partition begins before it maps and ends after it
+ * completed; the ticket of the begin goes to the end. */
+unsigned cw_part_io_begin(struct cw_part *part);
+void cw_part_io_end(struct cw_part *part, unsigned ticket);
+
+/* The second place of a write: after cw_part_map() mapped the write at
+ * offset to ext (inside one io_begin/io_end), the part of it that falls
+ * on a block being copied must go to that block's destination as well.
+ * Returns 1 and sets ret_skip (bytes into the extent where the mirrored
+ * piece starts) and ret_mirror, or 0 when there is none. */
+int cw_part_write_mirror(struct cw_part *part, uint64_t offset, const struct cw_extent *ext,
+			 uint64_t *ret_skip, struct cw_extent *ret_mirror);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
