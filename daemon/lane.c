@@ -15,6 +15,8 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
 #include "daemon/pool-internal.h"
 
 /* ---- intake: the lane's slot reservation record ----
@@ -457,6 +459,26 @@ static void lane_intake(struct lane *l, int64_t now)
 	}
 }
 
+/* Whether the disk is a file cut shorter than its blocks (see struct
+ * disk): looked at before each submission, said once. */
+bool pb_disk_shrunk(struct disk *d)
+{
+	struct stat st;
+
+	if (!d->regular)
+		return false;
+	if (atomic_load_explicit(&d->shrunk, memory_order_relaxed))
+		return true;
+	if (fstat(d->fd, &st) < 0 || (uint64_t)st.st_size >= d->need_bytes)
+		return false;
+	if (!atomic_exchange(&d->shrunk, true))
+		cwd_log(LOG_ERR, "disk %s (%s) shrank under the daemon: it is %" PRIu64 " bytes, its "
+			"blocks need %" PRIu64 " (truncated?); every request on it fails with EIO "
+			"from now on, so nothing is written past its end: restore the file and "
+			"restart clockwised", d->name, d->path, (uint64_t)st.st_size, d->need_bytes);
+	return true;
+}
+
 /* cw_io_submit, unless the disk shrank: then -EIO.  Only a write can
  * take a file past its end (a read there fails by itself), and a flush
  * must not say written what was cut: those look at the file's size; a
@@ -608,6 +630,39 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl)
 	free(atomic_exchange(&l->plan, pl));
 	atomic_store(&l->sleeping, 0);
 	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* The real-time threads' footing (pool-backend.h). */
+void pb_thread_cpus(struct pb *pb)
+{
+	cpu_set_t set;
+
+	if (!pb->cfg->rt_cpus)
+		return;
+	CPU_ZERO(&set);
+	for (int c = 0; c < 64; c++)
+		if (pb->cfg->rt_cpus >> c & 1)
+			CPU_SET(c, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+		atomic_fetch_or(&pb->conditions, PB_COND_CPUS);
+}
+
+int pb_thread_realtime(struct pb *pb)
+{
+	struct sched_param sp = { .sched_priority = (int)pb->cfg->rt_priority };
+	int r;
+
+	pb_thread_cpus(pb);
+	if (!sp.sched_priority) {
+		atomic_fetch_or(&pb->conditions, PB_COND_RT);
+		return 0;
+	}
+	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (r) {
+		atomic_fetch_or(&pb->conditions, PB_COND_RT);
+		return -r;
+	}
+	return 0;
 }
 
 /* A dispatcher whose disk has streams runs at real-time priority (the

@@ -50,7 +50,6 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
-#include <sys/stat.h>
 
 #include "daemon/pool-internal.h"
 
@@ -106,26 +105,6 @@ int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio)
 }
 
 /* ---- the keeper's own I/O, through the lanes ---- */
-
-/* Whether the disk is a file cut shorter than its blocks (see struct
- * disk): looked at before each submission, said once. */
-bool pb_disk_shrunk(struct disk *d)
-{
-	struct stat st;
-
-	if (!d->regular)
-		return false;
-	if (atomic_load_explicit(&d->shrunk, memory_order_relaxed))
-		return true;
-	if (fstat(d->fd, &st) < 0 || (uint64_t)st.st_size >= d->need_bytes)
-		return false;
-	if (!atomic_exchange(&d->shrunk, true))
-		cwd_log(LOG_ERR, "disk %s (%s) shrank under the daemon: it is %" PRIu64 " bytes, its "
-			"blocks need %" PRIu64 " (truncated?); every request on it fails with EIO "
-			"from now on, so nothing is written past its end: restore the file and "
-			"restart clockwised", d->name, d->path, (uint64_t)st.st_size, d->need_bytes);
-	return true;
-}
 
 /* Marks in touched[] (by slot) the disks that hold partition bytes
  * [off, off + len). */

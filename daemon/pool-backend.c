@@ -582,38 +582,6 @@ static int pb_rt_priority(void *backend)
 	return (int)x->pb->cfg->rt_priority;
 }
 
-void pb_thread_cpus(struct pb *pb)
-{
-	cpu_set_t set;
-
-	if (!pb->cfg->rt_cpus)
-		return;
-	CPU_ZERO(&set);
-	for (int c = 0; c < 64; c++)
-		if (pb->cfg->rt_cpus >> c & 1)
-			CPU_SET(c, &set);
-	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
-		atomic_fetch_or(&pb->conditions, PB_COND_CPUS);
-}
-
-int pb_thread_realtime(struct pb *pb)
-{
-	struct sched_param sp = { .sched_priority = (int)pb->cfg->rt_priority };
-	int r;
-
-	pb_thread_cpus(pb);
-	if (!sp.sched_priority) {
-		atomic_fetch_or(&pb->conditions, PB_COND_RT);
-		return 0;
-	}
-	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-	if (r) {
-		atomic_fetch_or(&pb->conditions, PB_COND_RT);
-		return -r;
-	}
-	return 0;
-}
-
 void pb_guarantee_lacks(struct pb *pb, unsigned cond)
 {
 	atomic_fetch_or(&pb->conditions, cond);
@@ -998,23 +966,6 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 		pb_export_take_disk(pb, x, (uint32_t)di);
 	}
 	return 0;
-}
-
-void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di)
-{
-	unsigned n, i;
-
-	pthread_mutex_lock(&pb->xdisks_lock);
-	n = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
-	for (i = 0; i < n && x->disks[i] != di; i++)
-		;
-	if (i == n) {
-		if (!pb->disks[di].can_punch)
-			atomic_store_explicit(&x->can_punch, false, memory_order_relaxed);
-		x->disks[n++] = di;
-		atomic_store_explicit(&x->ndisks, n, memory_order_release);
-	}
-	pthread_mutex_unlock(&pb->xdisks_lock);
 }
 
 /* Gives client x the QoS be (NULL: none) on each disk, for the lanes to

@@ -148,6 +148,23 @@ static void *mover_main(void *arg)
 	return NULL;
 }
 
+void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di)
+{
+	unsigned n, i;
+
+	pthread_mutex_lock(&pb->xdisks_lock);
+	n = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
+	for (i = 0; i < n && x->disks[i] != di; i++)
+		;
+	if (i == n) {
+		if (!pb->disks[di].can_punch)
+			atomic_store_explicit(&x->can_punch, false, memory_order_relaxed);
+		x->disks[n++] = di;
+		atomic_store_explicit(&x->ndisks, n, memory_order_release);
+	}
+	pthread_mutex_unlock(&pb->xdisks_lock);
+}
+
 int pb_mover_start(struct pb *pb)
 {
 	struct pbx *x = calloc(1, sizeof(*x));

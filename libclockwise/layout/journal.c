@@ -123,14 +123,6 @@ void lay_journal_free(struct cw_pool *pool)
 	pool->mover = (struct mover){ 0 };
 }
 
-bool lay_journal_busy(struct cw_pool *pool, const struct cw_part *p)
-{
-	for (struct jmove *jm = pool->jmoves; jm; jm = jm->next_move)
-		if (jm->part == p)
-			return true;
-	return false;
-}
-
 int lay_journal_reserved(struct cw_pool *pool, int (*fn)(void *ctx, uint64_t entry,
 							 uint64_t block), void *ctx)
 {

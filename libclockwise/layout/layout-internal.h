@@ -260,11 +260,21 @@ int lay_journal_set_state(struct cw_pool *pool, struct jmove *jm, enum cw_move_s
 			  const char *error);
 void lay_jmove_free(struct jmove *jm);
 void lay_jmove_unlink(struct cw_pool *pool, struct jmove *jm);
-/* mover.c: whether jm's block steps[next] is in flight (not yet decided). */
-bool lay_mover_in_flight(const struct cw_pool *pool, const struct jmove *jm);
+/* Whether jm's block steps[next] is in flight (not yet decided). */
+static inline bool lay_mover_in_flight(const struct cw_pool *pool, const struct jmove *jm)
+{
+	return pool->mover.jm == jm && pool->mover.phase != MV_NONE &&
+	       pool->mover.phase != MV_DRAIN_FREE;
+}
 struct cw_part *lay_part_by_id(struct cw_pool *pool, uint64_t id);
 /* Whether p has an unfinished move (under the pool lock). */
-bool lay_journal_busy(struct cw_pool *pool, const struct cw_part *p);
+static inline bool lay_journal_busy(const struct cw_pool *pool, const struct cw_part *p)
+{
+	for (const struct jmove *jm = pool->jmoves; jm; jm = jm->next_move)
+		if (jm->part == p)
+			return true;
+	return false;
+}
 /* Calls fn for every block the journal and the mover hold reserved. */
 int lay_journal_reserved(struct cw_pool *pool, int (*fn)(void *ctx, uint64_t entry,
 							 uint64_t block), void *ctx);

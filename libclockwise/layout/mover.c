@@ -118,13 +118,6 @@ static void slot_clear(struct cw_part *p)
 
 /* ---- the state machine ---- */
 
-bool lay_mover_in_flight(const struct cw_pool *pool, const struct jmove *jm)
-{
-	return pool->mover.jm == jm && pool->mover.phase != MV_NONE &&
-	       pool->mover.phase != MV_DRAIN_FREE;
-}
-
-
 /* Leaves the block in flight: the slot is cleared, and free_entry (if
  * any) is given back once the I/O that might use it drained. */
 static void step_leave(struct cw_pool *pool, uint64_t free_entry)
