@@ -74,6 +74,7 @@ int lane_miss_new(struct lane *l)
 	lm->rd_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	cw_sched_overrun_watch_init(&lm->watch);
 	l->miss = lm;
+	atomic_store_explicit(&l->miss_pub, lm, memory_order_release);
 	return 0;
 }
 
@@ -85,6 +86,7 @@ void lane_miss_free(struct lane *l)
 		close(l->miss->rd_fd);
 	free(l->miss);
 	l->miss = NULL;
+	atomic_store_explicit(&l->miss_pub, NULL, memory_order_relaxed);
 }
 
 /* The dispatcher's run delay so far (0 where the kernel does not say). */
@@ -238,7 +240,8 @@ void lane_miss_reply_late(struct lane *l, struct resv *rv)
 /* Logs what the dispatcher recorded; any thread but the dispatcher. */
 void lane_miss_drain(struct lane *l)
 {
-	struct lane_miss *lm = l->miss;
+	/* set by the dispatcher once, when its disk first gets streams */
+	struct lane_miss *lm = atomic_load_explicit(&l->miss_pub, memory_order_acquire);
 	uint64_t t, h, dropped;
 
 	if (!lm)

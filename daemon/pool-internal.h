@@ -108,6 +108,7 @@ struct lane {
 	size_t n_clients;
 	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
 	struct lane_miss *miss;		/* lanes with streams (lane-miss.c) */
+	_Atomic(struct lane_miss *) miss_pub;	/* the same, for the thread that logs */
 	unsigned inflight;
 	uint64_t starts;		/* requests handed to the engine, ever */
 	bool busy;			/* a request in service under cw_sched */
