@@ -1389,8 +1389,9 @@ static int parse_disk(struct parse *p, const config_setting_t *s, struct cwd_con
 	if (cw_io_path_is_rbd(d->path) && d->tier == CW_TIER_HDD)
 		d->tier = CW_TIER_RBD;	/* hdd is only the default */
 	if ((d->tier == CW_TIER_RBD) != cw_io_path_is_rbd(d->path))
-		return fail(p, s, "%s: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with it",
-			    WHERE(s));
+		return fail(p, s, "%s: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with "
+			    "it; expected tier = \"rbd\" with an rbd: path, another tier with a "
+			    "file or device", WHERE(s));
 	lanes = p->disk_lanes[idx];
 	if (lanes && d->tier != CW_TIER_SSD)
 		return fail(p, lanes, "%s is set on an hdd; expected lanes only with tier = \"ssd\"",

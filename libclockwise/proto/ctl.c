@@ -203,12 +203,17 @@ static void dup_ws(struct dup_scan *s)
 }
 
 /* Past the string literal whose opening quote s->p is at. */
+/* Skips a string quoted by the quote it starts with (json-c also takes
+ * single quotes), never past the end. */
 static void dup_string(struct dup_scan *s)
 {
-	for (s->p++; s->p < s->end && *s->p != '"'; s->p++)
-		if (*s->p == '\\')
+	char q = s->p < s->end ? *s->p : '"';
+
+	for (s->p++; s->p < s->end && *s->p != q; s->p++)
+		if (*s->p == '\\' && s->p + 1 < s->end)
 			s->p++;
-	s->p++;
+	if (s->p < s->end)
+		s->p++;
 }
 
 static int dup_value(struct dup_scan *s);
@@ -246,7 +251,8 @@ static int dup_object(struct dup_scan *s)
 		}
 		json_object_put(key);
 		dup_ws(s);
-		s->p++;		/* ':' */
+		if (s->p < s->end)
+			s->p++;		/* ':' */
 		if (r == 0)
 			r = dup_value(s);
 		dup_ws(s);

@@ -43,7 +43,7 @@ static void check_config(const struct cwd_config *c)
 {
 	size_t i, j;
 
-	if (c->queue_depth < 1 || c->queue_depth > 4096 || c->policy > CWD_POLICY_LST ||
+	if (c->queue_depth < 1 || c->queue_depth > 4096 || c->policy > CWD_POLICY_DYNAMIC ||
 	    (c->io_engine != CW_IO_URING && c->io_engine != CW_IO_AIO) ||
 	    c->log_level < LOG_ERR || c->log_level > LOG_DEBUG || !c->pool || c->pool[0] != '/' ||
 	    !c->control_socket || c->control_socket[0] != '/' ||
@@ -77,9 +77,11 @@ static void check_config(const struct cwd_config *c)
 	for (i = 0; i < c->n_disks; i++) {
 		const struct cwd_config_disk *d = &c->disks[i];
 
-		if (!d->path || d->path[0] != '/' || !d->name || !d->name[0] || d->slot_ns <= 0 ||
+		/* an absolute path, or an image on a cluster (rbd:POOL/IMAGE) */
+		if (!d->path || (d->path[0] != '/' && strncmp(d->path, "rbd:", 4) != 0) ||
+		    !d->name || !d->name[0] || d->slot_ns <= 0 ||
 		    d->lanes < 1 || (d->tier == CW_TIER_HDD && d->lanes != 1) ||
-		    d->policy > CWD_POLICY_LST)
+		    d->policy > CWD_POLICY_DYNAMIC)
 			abort();
 		for (j = 0; j < i; j++)
 			if (!strcmp(d->name, c->disks[j].name) || !strcmp(d->path, c->disks[j].path))

@@ -365,9 +365,11 @@ static void test_bad_disks(void)
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; tier = \"tape\"; } );\n",
 		 "1: disks[0].tier = \"tape\" is not a tier; expected \"hdd\", \"ssd\" or \"rbd\"");
 	load_bad("disks = ( { path = \"rbd:p/i\"; name = \"a\"; tier = \"ssd\"; } );\n",
-		 "1: disks[0]: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with it");
+		 "1: disks[0]: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with it; "
+		 "expected tier = \"rbd\" with an rbd: path, another tier with a file or device");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; tier = \"rbd\"; } );\n",
-		 "1: disks[0]: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with it");
+		 "1: disks[0]: tier rbd goes with path = \"rbd:POOL/IMAGE\" and only with it; "
+		 "expected tier = \"rbd\" with an rbd: path, another tier with a file or device");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; slot_us = 1.5; } );\n",
 		 "1: disks[0].slot_us is a number with a fraction; expected an integer from 1 to 1000000");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; slot_us = 0; } );\n",
