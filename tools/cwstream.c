@@ -20,6 +20,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -51,10 +52,26 @@ struct opts {
 	bool quiet;
 	const char *socket;
 	int rt_priority;		/* --rt-priority: SCHED_FIFO; 0: none */
+	unsigned depth;			/* --depth: blocks in flight at most */
 };
+
+#define DEPTH_DEFAULT 4
+#define DEPTH_MAX 64
+
+/* Why a block was late, as the client can tell (see miss_cause()). */
+enum miss_cause { MISS_BEHIND, MISS_WAKEUP, MISS_ROUND_TRIP, MISS_CAUSES };
+
+static const char *const miss_cause_name[MISS_CAUSES] = { "behind", "wakeup", "round_trip" };
+
+/* A start this much after the block's release (and after the previous
+ * block's end) is the client's own wait for a CPU. */
+#define WAKEUP_SLACK_NS (200 * 1000)
 
 struct totals {
 	uint64_t blocks, misses, bytes;
+	uint64_t miss_by[MISS_CAUSES];
+	int64_t worst_start_late_ns;	/* largest start - release */
+	int64_t worst_round_trip_ns;	/* largest done - start */
 	int64_t worst_late_ns;		/* largest completion - deadline (< 0: all early) */
 	int64_t max_latency_ns;
 	double lat_sum, lat_sq;		/* for the mean and the jitter */
@@ -74,7 +91,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: cwstream play|record NBD-URI --rate RATE --block SIZE [--duration TIME]\n"
 		"                [--offset SIZE] [--resv ID | --reserve [--socket PATH]]\n"
-		"                [--rt-priority N] [--json] [--quiet]\n"
+		"                [--depth N] [--rt-priority N] [--json] [--quiet]\n"
 		"       cwstream --help | --version\n\n"
 		"Reads (play) or writes (record) NBD-URI at RATE in SIZE-byte blocks and\n"
 		"reports each block's lateness against its deadline, then blocks, misses,\n"
@@ -90,6 +107,10 @@ static void usage(FILE *f)
 		"      --reserve        reserve RATE and SIZE through the control socket for\n"
 		"                       the export's partition, and release it at the end\n"
 		"  -s, --socket PATH    control socket (default /run/clockwise/control)\n"
+		"  -D, --depth N        blocks in flight at most (default 4, 1-64): each block\n"
+		"                       is requested at its release even while earlier ones\n"
+		"                       are still on their way, as a player with a buffer\n"
+		"                       does; 1 waits for each block before the next\n"
 		"  -p, --rt-priority N  run at real-time priority N (SCHED_FIFO, 1-99) with\n"
 		"                       memory locked, as a media player would; refused\n"
 		"                       without the privilege (CAP_SYS_NICE)\n"
@@ -108,7 +129,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "offset", required_argument, NULL, 'o' }, { "resv", required_argument, NULL, 'R' },
 		{ "reserve", no_argument, NULL, 'E' }, { "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
-		{ "rt-priority", required_argument, NULL, 'p' },
+		{ "rt-priority", required_argument, NULL, 'p' }, { "depth", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { 0 }
 	};
 	const char *env = getenv("CLOCKWISE_CONTROL");
@@ -117,7 +138,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->socket = env && *env ? env : "/run/clockwise/control";
-	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:jqhV", lo, NULL)) != -1) {
+	o->depth = DEPTH_DEFAULT;
+	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:D:jqhV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (cw_units_parse_rate(optarg, &o->rate) < 0) {
@@ -165,6 +187,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			break;
+		case 'D': {
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || errno || v < 1 || v > DEPTH_MAX) {
+				fprintf(stderr, "cwstream: --depth \"%s\": expected 1 to %d\n", optarg,
+					DEPTH_MAX);
+				return -1;
+			}
+			o->depth = (unsigned)v;
+			break;
+		}
 		case 'E': o->reserve = true; break;
 		case 's': o->socket = optarg; break;
 		case 'j': o->json = true; break;
@@ -301,12 +336,43 @@ static int check_resv(const struct opts *o)
 
 /* ---- the stream ---------------------------------------------------------- */
 
-static int block_io(struct nbd_handle *h, bool record, char *buf, uint64_t len, uint64_t off,
-		    uint64_t max_req)
+/* A block on its way: requested (in pieces of at most max_req) at start,
+ * done when its last piece is answered. */
+struct slot {
+	uint64_t i, off;
+	int64_t release, start, done;	/* done: 0 while a piece is out */
+	int64_t freed;			/* when the block before in this slot was done with */
+	unsigned pending;		/* pieces not answered yet */
+	int err;			/* the first piece's error (errno) */
+	char *buf;
+};
+
+static int piece_done(void *user, int *error)
 {
+	struct slot *sl = user;
+
+	if (*error && !sl->err)
+		sl->err = *error;
+	if (--sl->pending == 0)
+		sl->done = cw_now_ns();
+	return 1;	/* retire the command */
+}
+
+/* Requests block sl->i: every piece queued on h; -1 with libnbd's error. */
+static int block_issue(struct nbd_handle *h, bool record, struct slot *sl, uint64_t len,
+		       uint64_t max_req)
+{
+	char *buf = sl->buf;
+	uint64_t off = sl->off;
+
+	sl->pending = (unsigned)((len + max_req - 1) / max_req);
+	sl->done = 0;
+	sl->err = 0;
 	while (len) {
 		uint64_t n = len < max_req ? len : max_req;
-		int r = record ? nbd_pwrite(h, buf, n, off, 0) : nbd_pread(h, buf, n, off, 0);
+		nbd_completion_callback cb = { .callback = piece_done, .user_data = sl };
+		int64_t r = record ? nbd_aio_pwrite(h, buf, n, off, cb, 0)
+				   : nbd_aio_pread(h, buf, n, off, cb, 0);
 
 		if (r < 0)
 			return -1;
@@ -314,6 +380,44 @@ static int block_io(struct nbd_handle *h, bool record, char *buf, uint64_t len, 
 		off += n;
 		len -= n;
 	}
+	return 0;
+}
+
+static void free_slots(struct slot *slots, unsigned n)
+{
+	for (unsigned k = 0; slots && k < n; k++)
+		free(slots[k].buf);
+	free(slots);
+}
+
+/* Waits until the socket is ready or until t_ns (0: no limit) and lets
+ * libnbd move; -1 with libnbd's error. */
+static int wait_io(struct nbd_handle *h, int64_t t_ns)
+{
+	struct pollfd pfd = { .fd = nbd_aio_get_fd(h) };
+	unsigned dir = nbd_aio_get_direction(h);
+	struct timespec ts, *tsp = NULL;
+	int64_t left;
+
+	if (pfd.fd < 0)
+		return -1;
+	if (dir & LIBNBD_AIO_DIRECTION_READ)
+		pfd.events |= POLLIN;
+	if (dir & LIBNBD_AIO_DIRECTION_WRITE)
+		pfd.events |= POLLOUT;
+	if (t_ns) {
+		left = t_ns - cw_now_ns();
+		if (left < 0)
+			left = 0;
+		ts = (struct timespec){ left / CW_NS_PER_S, left % CW_NS_PER_S };
+		tsp = &ts;
+	}
+	if (ppoll(&pfd, 1, tsp, NULL) < 0)
+		return errno == EINTR ? 0 : -1;
+	if ((pfd.revents & (POLLIN | POLLHUP | POLLERR)) && nbd_aio_notify_read(h) < 0)
+		return -1;
+	if ((pfd.revents & POLLOUT) && nbd_aio_notify_write(h) < 0)
+		return -1;
 	return 0;
 }
 
@@ -325,8 +429,25 @@ static void sleep_until(int64_t t_ns)
 		;
 }
 
+/* A late block, from the client's side: its request took longer than a
+ * period from the moment it was sent (round_trip: the server or the way
+ * to it and back), or it was requested late because --depth blocks were
+ * still on their way at its release (behind: a late block's wake), or
+ * the client itself did not run when the block was due (wakeup). */
+static enum miss_cause miss_cause(int64_t release, int64_t freed, int64_t start,
+				  int64_t done, int64_t period)
+{
+	if (done - start > period)
+		return MISS_ROUND_TRIP;
+	if (freed > release)
+		return MISS_BEHIND;
+	if (start - release > WAKEUP_SLACK_NS)
+		return MISS_WAKEUP;
+	return MISS_ROUND_TRIP;
+}
+
 static void print_block(const struct opts *o, uint64_t i, uint64_t off, int64_t latency,
-			int64_t late)
+			int64_t late, int64_t start_late, int64_t round_trip, const char *cause)
 {
 	char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
 
@@ -334,14 +455,17 @@ static void print_block(const struct opts *o, uint64_t i, uint64_t off, int64_t 
 		return;
 	if (o->json)
 		printf("{\"block\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"latency_ns\":%" PRId64
-		       ",\"late_ns\":%" PRId64 ",\"on_time\":%s}\n", i, off, latency, late,
-		       late <= 0 ? "true" : "false");
+		       ",\"late_ns\":%" PRId64 ",\"start_late_ns\":%" PRId64
+		       ",\"round_trip_ns\":%" PRId64 ",\"on_time\":%s%s%s%s}\n", i, off, latency,
+		       late, start_late, round_trip, late <= 0 ? "true" : "false",
+		       cause ? ",\"cause\":\"" : "", cause ? cause : "", cause ? "\"" : "");
 	else if (late <= 0)
 		printf("block %" PRIu64 " at %" PRIu64 ": %s, on time (%s to spare)\n", i, off,
 		       cw_units_format_duration(latency, a), cw_units_format_duration(-late, b));
 	else
-		printf("block %" PRIu64 " at %" PRIu64 ": %s, LATE by %s\n", i, off,
-		       cw_units_format_duration(latency, a), cw_units_format_duration(late, b));
+		printf("block %" PRIu64 " at %" PRIu64 ": %s, LATE by %s (%s)\n", i, off,
+		       cw_units_format_duration(latency, a), cw_units_format_duration(late, b),
+		       cause);
 }
 
 static void print_summary(const struct opts *o, const struct totals *t, int64_t period,
@@ -359,9 +483,14 @@ static void print_summary(const struct opts *o, const struct totals *t, int64_t 
 		       ",\"worst_late_ns\":%" PRId64 ",\"jitter_ns\":%" PRId64
 		       ",\"mean_latency_ns\":%" PRId64 ",\"max_latency_ns\":%" PRId64
 		       ",\"period_ns\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"rate\":%" PRIu64
-		       ",\"achieved_rate\":%" PRIu64 ",\"resv\":", o->record ? "record" : "play",
-		       t->blocks, t->misses, t->worst_late_ns, jitter, (int64_t)llround(mean),
-		       t->max_latency_ns, period, t->bytes, o->rate, achieved);
+		       ",\"achieved_rate\":%" PRIu64 ",\"worst_start_late_ns\":%" PRId64
+		       ",\"worst_round_trip_ns\":%" PRId64 ",\"miss_causes\":{",
+		       o->record ? "record" : "play", t->blocks, t->misses, t->worst_late_ns, jitter,
+		       (int64_t)llround(mean), t->max_latency_ns, period, t->bytes, o->rate, achieved,
+		       t->worst_start_late_ns, t->worst_round_trip_ns);
+		for (int k = 0; k < MISS_CAUSES; k++)
+			printf("%s\"%s\":%" PRIu64, k ? "," : "", miss_cause_name[k], t->miss_by[k]);
+		printf("},\"resv\":");
 		if (resv)
 			printf("%" PRIu64, resv);
 		else
@@ -379,6 +508,14 @@ static void print_summary(const struct opts *o, const struct totals *t, int64_t 
 	printf("worst lateness %s, jitter %s, mean latency %s, max latency %s, achieved %s\n", a,
 	       cw_units_format_duration(jitter, e), cw_units_format_duration((int64_t)llround(mean), b),
 	       cw_units_format_duration(t->max_latency_ns, d), cw_units_format_rate(achieved, c));
+	if (t->misses)
+		printf("late blocks: %" PRIu64 " took longer than a period from their request "
+		       "(round trip), %" PRIu64 " started late behind a late block, %" PRIu64
+		       " started late because the client was not running (wakeup); worst start "
+		       "%s after release, worst round trip %s\n", t->miss_by[MISS_ROUND_TRIP],
+		       t->miss_by[MISS_BEHIND], t->miss_by[MISS_WAKEUP],
+		       cw_units_format_duration(t->worst_start_late_ns, a),
+		       cw_units_format_duration(t->worst_round_trip_ns, b));
 }
 
 int main(int argc, char **argv)
@@ -388,7 +525,7 @@ int main(int argc, char **argv)
 	struct nbd_handle *h;
 	int64_t size, period, t0, max_req;
 	uint64_t resv_made = 0, nblocks;
-	char *buf;
+	struct slot *slots;
 	int status = 0;
 
 	if (parse_args(argc, argv, &o) < 0) {
@@ -452,49 +589,108 @@ int main(int argc, char **argv)
 		nbd_close(h);
 		return 1;
 	}
-	buf = malloc(o.block);
-	if (!buf) {
-		fprintf(stderr, "cwstream: out of memory for a block of %" PRIu64 " bytes\n", o.block);
+	slots = calloc(o.depth, sizeof(*slots));
+	for (unsigned k = 0; slots && k < o.depth; k++) {
+		slots[k].buf = malloc(o.block);
+		if (!slots[k].buf)
+			break;
+		memset(slots[k].buf, 0xc5, o.block);
+	}
+	if (!slots || !slots[o.depth - 1].buf) {
+		fprintf(stderr, "cwstream: out of memory for %u blocks of %" PRIu64 " bytes\n",
+			o.depth, o.block);
 		nbd_close(h);
+		free_slots(slots, o.depth);
 		return 1;
 	}
-	memset(buf, 0xc5, o.block);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
 	t0 = cw_now_ns();
-	for (uint64_t i = 0; i < nblocks && !interrupted; i++) {
+	for (uint64_t next = 0, first = 0; (next < nblocks && !interrupted) || first < next; ) {
 		uint64_t span = ((uint64_t)size - o.offset) / o.block;
-		uint64_t off = o.offset + (i % span) * o.block;
-		int64_t release = t0 + (int64_t)i * period, deadline = release + period;
-		int64_t done, latency, late;
+		int64_t now = cw_now_ns(), due = 0;
+		bool moved = false;
 
-		sleep_until(release);
-		if (interrupted)
-			break;
-		if (o.record)
-			memcpy(buf, &i, sizeof(i));	/* each recorded block differs */
-		if (block_io(h, o.record, buf, o.block, off, (uint64_t)max_req) < 0) {
-			fprintf(stderr, "cwstream: block %" PRIu64 " at %" PRIu64 ": %s\n", i, off,
-				nbd_get_error());
-			status = 1;
-			break;
+		/* Request every block released by now, --depth at most in flight. */
+		while (next < nblocks && !interrupted && next - first < o.depth &&
+		       t0 + (int64_t)next * period <= now) {
+			struct slot *sl = &slots[next % o.depth];
+
+			sl->i = next;
+			sl->off = o.offset + (next % span) * o.block;
+			sl->release = t0 + (int64_t)next * period;
+			sl->start = cw_now_ns();
+			if (o.record)
+				memcpy(sl->buf, &next, sizeof(next));	/* each recorded block differs */
+			if (block_issue(h, o.record, sl, o.block, (uint64_t)max_req) < 0) {
+				fprintf(stderr, "cwstream: block %" PRIu64 " at %" PRIu64 ": %s\n",
+					next, sl->off, nbd_get_error());
+				status = 1;
+				goto out;
+			}
+			next++;
+			moved = true;
 		}
-		done = cw_now_ns();
-		/* From the release: a late start (after a late block) counts. */
-		latency = done - release;
-		late = done - deadline;
-		t.blocks++;
-		t.bytes += o.block;
-		t.misses += late > 0;
-		if (late > t.worst_late_ns)
-			t.worst_late_ns = late;
-		if (latency > t.max_latency_ns)
-			t.max_latency_ns = latency;
-		t.lat_sum += (double)latency;
-		t.lat_sq += (double)latency * (double)latency;
-		print_block(&o, i, off, latency, late);
+		/* Account for the blocks done, in order. */
+		while (first < next && slots[first % o.depth].done) {
+			struct slot *sl = &slots[first % o.depth];
+			int64_t deadline = sl->release + period, latency, late, round_trip;
+			const char *cause = NULL;
+
+			if (sl->err) {
+				fprintf(stderr, "cwstream: block %" PRIu64 " at %" PRIu64 ": %s\n",
+					sl->i, sl->off, strerror(sl->err));
+				status = 1;
+				goto out;
+			}
+			/* From the release: a late start (after a late block) counts. */
+			latency = sl->done - sl->release;
+			late = sl->done - deadline;
+			round_trip = sl->done - sl->start;
+			t.blocks++;
+			t.bytes += o.block;
+			if (late > 0) {
+				enum miss_cause mc = miss_cause(sl->release, sl->freed, sl->start,
+								sl->done, period);
+
+				t.misses++;
+				t.miss_by[mc]++;
+				cause = miss_cause_name[mc];
+			}
+			if (sl->start - sl->release > t.worst_start_late_ns)
+				t.worst_start_late_ns = sl->start - sl->release;
+			if (round_trip > t.worst_round_trip_ns)
+				t.worst_round_trip_ns = round_trip;
+			if (late > t.worst_late_ns)
+				t.worst_late_ns = late;
+			if (latency > t.max_latency_ns)
+				t.max_latency_ns = latency;
+			t.lat_sum += (double)latency;
+			t.lat_sq += (double)latency * (double)latency;
+			print_block(&o, sl->i, sl->off, latency, late, sl->start - sl->release,
+				    round_trip, cause);
+			sl->freed = cw_now_ns();
+			first++;
+			moved = true;
+		}
+		if (moved)
+			continue;
+		if (next < nblocks && !interrupted && next - first < o.depth)
+			due = t0 + (int64_t)next * period;
+		if (first == next) {
+			if (!due)
+				break;
+			sleep_until(due);
+			continue;
+		}
+		if (wait_io(h, due) < 0) {
+			fprintf(stderr, "cwstream: %s: %s\n", o.uri, nbd_get_error());
+			status = 1;
+			goto out;
+		}
 	}
+out:
 	/* The stream's own time: a run that finished its last block early
 	 * still lasted its blocks' periods. */
 	t.elapsed_ns = cw_now_ns() - t0;
@@ -508,7 +704,7 @@ int main(int argc, char **argv)
 	}
 	nbd_shutdown(h, 0);
 	nbd_close(h);
-	free(buf);
+	free_slots(slots, o.depth);
 	print_summary(&o, &t, period, resv_made ? resv_made : o.resv);
 	if (resv_made)
 		release(&o, resv_made);

@@ -50,6 +50,26 @@ check "every block missed" test "$(tail -n1 "$d/slow.json" | jq .summary.misses)
 check "worst lateness over 200ms" test "$(tail -n1 "$d/slow.json" | jq '.summary.worst_late_ns > 200000000')" = true
 check "late blocks say so" test "$(jq -r 'select(.block != null) | .on_time' "$d/slow.json" | sort -u)" = false
 
+# 3b. --depth: each block is requested at its release while earlier ones
+#     are on their way (reads take 150ms, a period of 65.5ms), so blocks
+#     are late by their round trip and none waits for the one before it;
+#     --depth 1 waits, and its blocks start late.
+"$CWSTREAM" play "nbd+unix:///?socket=$d/slow" --rate 4MB/s --block 256K --duration 0.5s \
+	--json > "$d/deep.json"
+check "at depth 4 every block is late by its round trip" \
+	test "$(tail -n1 "$d/deep.json" | jq '.summary.miss_causes.round_trip == .summary.misses and .summary.misses > 0')" = true
+check "and was requested at its release" \
+	test "$(tail -n1 "$d/deep.json" | jq '.summary.worst_start_late_ns < 50000000')" = true
+check "each block line has its start and round trip" \
+	test "$(jq -r 'select(.block != null) | (.start_late_ns != null and .round_trip_ns >= 150000000 and .cause == "round_trip")' "$d/deep.json" | sort -u)" = true
+"$CWSTREAM" play "nbd+unix:///?socket=$d/slow" --rate 4MB/s --block 256K --duration 0.5s \
+	--depth 1 --json > "$d/sync.json"
+check "at depth 1 blocks wait for the one before" \
+	test "$(tail -n1 "$d/sync.json" | jq '.summary.worst_start_late_ns > 100000000')" = true
+"$CWSTREAM" play "nbd+unix:///?socket=$d/slow" --rate 4MB/s --block 256K --depth 0 2>"$d/depth.err"; rc=$?
+check "--depth 0 is bad usage" test "$rc" -eq 2
+check "and says what it expects" grep -q "expected 1 to 64" "$d/depth.err"
+
 # 4. --reserve: the stream books its reservation on the control socket
 #    for the export's partition and releases it when done.
 ctl_start "$d"
