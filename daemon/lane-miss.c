@@ -53,6 +53,7 @@ struct lane_miss {
 	int rd_fd;
 	struct rd_sample rds[RD_SAMPLES];
 	uint64_t nrd;
+	bool fresh;			/* the latest sample is the reap's, not yet a round's */
 	struct overrun ovr[OVERRUNS];
 	uint64_t novr;
 	struct cw_sched_overrun_watch watch;
@@ -107,13 +108,29 @@ static int64_t run_delay(struct lane_miss *lm)
 	return p ? strtoll(p + 1, NULL, 10) : 0;
 }
 
+/* One sample per round: the round after a reap (which comes at once)
+ * takes the reap's, so a request costs one pread, not two. */
 void lane_miss_sample(struct lane *l, int64_t now)
 {
 	struct lane_miss *lm = l->miss;
 
 	if (!lm)
 		return;
+	if (lm->fresh) {
+		lm->fresh = false;
+		return;
+	}
 	lm->rds[lm->nrd++ % RD_SAMPLES] = (struct rd_sample){ now, run_delay(lm) };
+}
+
+void lane_miss_reaped(struct lane *l, int64_t now)
+{
+	struct lane_miss *lm = l->miss;
+
+	if (!lm)
+		return;
+	lm->rds[lm->nrd++ % RD_SAMPLES] = (struct rd_sample){ now, run_delay(lm) };
+	lm->fresh = true;
 }
 
 /* The latest sample's run delay. */
@@ -183,8 +200,7 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 
 	if (!lm)
 		return;
-	rd = run_delay(lm);
-	lm->rds[lm->nrd++ % RD_SAMPLES] = (struct rd_sample){ now, rd };
+	rd = rd_last(lm);	/* lane_miss_reaped's, taken at now */
 	cpu_service = CW_MAX(rd - p->rd_start, 0);
 	disk_ns = CW_MAX(now - p->start_ns - cpu_service, 0);
 	over = disk_ns - sr->service_ns;

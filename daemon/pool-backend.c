@@ -578,7 +578,7 @@ static int pb_rt_priority(void *backend)
 	if (!x->resv)
 		return 0;
 	/* Tried here too, so a refusal is noted for the guarantee. */
-	(void)pb_thread_realtime(x->pb);
+	(void)pb_thread_realtime(x->pb, 0);
 	return (int)x->pb->cfg->rt_priority;
 }
 

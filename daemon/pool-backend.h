@@ -98,7 +98,7 @@ void pb_misses_tick(struct pb *pb);
 void pb_thread_cpus(struct pb *pb);
 /* The calling thread to rt_priority and rt_cpus: 0 or -errno (noted in
  * the conditions). */
-int pb_thread_realtime(struct pb *pb);
+int pb_thread_realtime(struct pb *pb, unsigned boost);
 /* Marks a condition the daemon found itself (PB_COND_MLOCK). */
 void pb_guarantee_lacks(struct pb *pb, unsigned cond);
 /* The conditions in words ("" when the guarantee is unconditional). */

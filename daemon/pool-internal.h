@@ -400,6 +400,7 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl);
 int lane_miss_new(struct lane *l);
 void lane_miss_free(struct lane *l);
 void lane_miss_sample(struct lane *l, int64_t now);	/* each round */
+void lane_miss_reaped(struct lane *l, int64_t now);	/* after a reap, before lane_miss_done */
 void lane_miss_started(struct lane *l, struct piece *p);
 void lane_miss_done(struct lane *l, struct piece *p, int64_t now);
 void lane_miss_reply_late(struct lane *l, struct resv *rv);	/* any thread */
