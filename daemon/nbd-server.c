@@ -1653,10 +1653,12 @@ static void *conn_main(void *arg)
 				   strerrordesc_np(-r) ?: "error");
 		goto out;
 	}
-	conn_go_realtime(c);
+	/* Set up at normal priority, so a client connecting does not hold
+	 * back streams already playing; the writer inherits the priority. */
 	r = conn_setup_slots(c);
 	if (r < 0)
 		goto out;
+	conn_go_realtime(c);
 	r = -pthread_create(&c->writer, NULL, writer_main, c);
 	if (r < 0) {
 		srv_log(c->srv, LOG_ERR, "cannot start a writer thread: %s",
