@@ -204,17 +204,20 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 	cpu_service = CW_MAX(rd - p->rd_start, 0);
 	disk_ns = CW_MAX(now - p->start_ns - cpu_service, 0);
 	over = disk_ns - sr->service_ns;
-	if (p->io.op != CW_IO_FSYNC && sr->service_ns > 0) {
-		if (over > 0) {
-			lm->ovr[lm->novr++ % OVERRUNS] = (struct overrun){ p->start_ns, now, over, p->rt };
-			if (!p->rt) {
-				cwd_stats_add(&l->st.be_overruns, 1);
-				cwd_stats_add(&l->st.be_overrun_ns, (uint64_t)over);
-			}
+	if (sr->service_ns > 0 && over > 0) {
+		/* A flush overrunning its charge (that of a small request)
+		 * spends slack like any other request and is blamed like one. */
+		lm->ovr[lm->novr++ % OVERRUNS] = (struct overrun){ p->start_ns, now, over, p->rt };
+		if (!p->rt) {
+			cwd_stats_add(&l->st.be_overruns, 1);
+			cwd_stats_add(&l->st.be_overrun_ns, (uint64_t)over);
 		}
-		if (cw_sched_overrun_watch_add(&lm->watch, sr->service_ns, disk_ns, &margin) == 1)
-			propose_margin(l->disk, margin);
 	}
+	/* The model's margin answers for transfers only: how long a flush
+	 * takes depends on what was written before it, not on the model. */
+	if (p->io.op != CW_IO_FSYNC && sr->service_ns > 0 &&
+	    cw_sched_overrun_watch_add(&lm->watch, sr->service_ns, disk_ns, &margin) == 1)
+		propose_margin(l->disk, margin);
 	if (p->rt && now > sr->deadline_ns) {
 		struct cw_sched_miss m = {
 			.release_ns = sr->release_ns, .deadline_ns = sr->deadline_ns,
