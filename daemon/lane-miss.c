@@ -25,6 +25,7 @@
 #include <fcntl.h>
 
 #include "daemon/pool-internal.h"
+#include "daemon/rundelay.h"
 
 #define RD_SAMPLES 256		/* run-delay samples kept (power of two) */
 #define OVERRUNS 64		/* overruns kept (power of two) */
@@ -72,7 +73,7 @@ int lane_miss_new(struct lane *l)
 	lm = calloc(1, sizeof(*lm));
 	if (!lm)
 		return -ENOMEM;
-	lm->rd_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	lm->rd_fd = rundelay_open();
 	cw_sched_overrun_watch_init(&lm->watch);
 	l->miss = lm;
 	atomic_store_explicit(&l->miss_pub, lm, memory_order_release);
@@ -90,22 +91,10 @@ void lane_miss_free(struct lane *l)
 	atomic_store_explicit(&l->miss_pub, NULL, memory_order_relaxed);
 }
 
-/* The dispatcher's run delay so far (0 where the kernel does not say). */
+/* The dispatcher's run delay so far. */
 static int64_t run_delay(struct lane_miss *lm)
 {
-	char buf[96];
-	ssize_t n;
-	char *p;
-
-	if (lm->rd_fd < 0)
-		return 0;
-	n = pread(lm->rd_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* "on-CPU-ns run-delay-ns timeslices" */
-	p = strchr(buf, ' ');
-	return p ? strtoll(p + 1, NULL, 10) : 0;
+	return rundelay_read(lm->rd_fd);
 }
 
 /* One sample per round: the round after a reap (which comes at once)
@@ -224,6 +213,7 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.start_ns = p->start_ns, .done_ns = now, .charged_ns = sr->service_ns,
 			.cpu_wait_service_ns = cpu_service,
 			.cpu_wait_window_ns = CW_MAX(rd - rd_at(lm, sr->release_ns), 0),
+			.cpu_wait_reader_ns = p->req->reader_wait_ns,
 		};
 		const struct overrun *o = worst_overrun(lm, sr->release_ns, now, p->start_ns);
 		enum cw_sched_miss_class c;
@@ -275,6 +265,10 @@ void lane_miss_drain(struct lane *l)
 			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
 				 "overran its charge by %.0f us", r->overrun_rt ? "real-time" : "best-effort",
 				 US(r->overrun_at - m->release_ns), US(m->other_overrun_ns));
+		else if (m->cpu_wait_reader_ns > 0)
+			snprintf(why, sizeof(why), "; it waited %.0f us on its connection before the "
+				 "daemon read it, the reader waiting for a CPU",
+				 US(m->cpu_wait_reader_ns));
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (%s): released at 0, due at %.0f, started at %.0f, "
 			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "

@@ -69,6 +69,7 @@
 #include "common/util.h"
 #include "nbd-server.h"
 #include "nbd-tls.h"
+#include "rundelay.h"
 
 #define MAX_LISTEN 8
 #define RBUF_BYTES (64 * 1024)
@@ -151,6 +152,12 @@ struct conn {
 	size_t rpos, rlen;
 	uint32_t wait_avg;		/* recent waits for input, smoothed (ns) */
 	bool realtime;			/* runs SCHED_FIFO: never polls */
+	/* A real-time reader's run delay (rundelay.h) and when it last
+	 * received; the bytes in rbuf were on the socket at rbuf_at_ns
+	 * (0: not known), earlier than they were read if the reader had
+	 * been waiting for a CPU. */
+	int rd_fd;
+	int64_t rd_ns, rd_at_ns, rbuf_at_ns;
 	/* The export's minimum block when the client, not having asked,
 	 * was promised 1; else 0.  Buffers of the requests it takes. */
 	uint32_t rmw_align;
@@ -831,6 +838,24 @@ static int wait_input(struct conn *c)
 	}
 }
 
+/* After a receive on a real-time connection: the input got here no later
+ * than the reader's CPU wait since its last receive before now (bounded
+ * by that receive), so a request that waited on the socket while its
+ * reader could not run is dated when it came, not when it was read. */
+static void note_arrival(struct conn *c)
+{
+	int64_t now, rd, wait;
+
+	if (c->rd_fd < 0)
+		return;
+	now = cw_now_ns();
+	rd = rundelay_read(c->rd_fd);
+	wait = CW_MIN(CW_MAX(rd - c->rd_ns, 0), c->rd_at_ns ? now - c->rd_at_ns : 0);
+	c->rd_ns = rd;
+	c->rd_at_ns = now;
+	c->rbuf_at_ns = now - wait;
+}
+
 /* Reads exactly n bytes, first from the buffer, large remainders straight
  * into dst.  0, -ECONNRESET at end of stream, or -errno. */
 static int conn_read(struct conn *c, void *dst, size_t n)
@@ -867,6 +892,7 @@ static int conn_read(struct conn *c, void *dst, size_t n)
 				continue;
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
 		}
+		note_arrival(c);
 		if (d && n >= RBUF_BYTES / 2) {
 			d += r;
 			n -= (size_t)r;
@@ -1488,6 +1514,7 @@ static int transmission(struct conn *c)
 		s->io.n_extents = 0;
 		s->io.backend_data = NULL;
 		s->io.deadline_ns = 0;
+		s->io.arrived_ns = c->rbuf_at_ns;
 		s->io.client_class = conn_class(c);
 		s->io.conn_data = &c->backend_conn;
 
@@ -1585,6 +1612,8 @@ static void conn_drop_bufs(struct conn *c)
 /* After conn_unlink(): c->srv is not to be touched. */
 static void conn_free(struct conn *c)
 {
+	if (c->rd_fd >= 0)
+		close(c->rd_fd);
 	nbdtls_free(c->sess);
 	free(c->slots);
 	free(c->rbuf);
@@ -1629,6 +1658,8 @@ static void conn_go_realtime(struct conn *c)
 		return;
 	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	c->realtime = r == 0;
+	if (c->realtime)
+		c->rd_fd = rundelay_open();
 	if (r && !atomic_exchange(&told, true))
 		srv_log(c->srv, LOG_NOTICE, "export %s: connections stay at normal priority: %s",
 			e->name, strerrordesc_np(r) ?: "error");
@@ -1754,6 +1785,7 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	}
 	c->srv = srv;
 	c->fd = fd;
+	c->rd_fd = -1;
 	c->tls_mode = srv->listen_tls[li];
 	c->peer = peer;
 	c->since_ns = now;

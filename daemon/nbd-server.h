@@ -65,6 +65,9 @@ struct nbdsrv_io {
 	 * has a deadline (0: none, the default): reply_late hears if the
 	 * reply left after it. */
 	int64_t deadline_ns;
+	/* When the request was on the connection, if known (else 0): before
+	 * the server read it when its reader had been waiting for a CPU. */
+	int64_t arrived_ns;
 	/* The connection class the client named ("EXPORT@CLASS"), or NULL;
 	 * and a word the back end may keep per connection (NULL at first;
 	 * it must stay valid until the export goes). */

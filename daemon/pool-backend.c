@@ -112,6 +112,13 @@ static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *
 	q->x = x;
 	q->cl = pb_client_of(x, nio);
 	q->arrival_ns = cw_now_ns();
+	/* A request that waited on its connection while the reader could
+	 * not run is released from when it came. */
+	q->reader_wait_ns = 0;
+	if (nio && nio->arrived_ns > 0 && nio->arrived_ns < q->arrival_ns) {
+		q->reader_wait_ns = q->arrival_ns - nio->arrived_ns;
+		q->arrival_ns = nio->arrived_ns;
+	}
 	atomic_init(&q->err, 0);
 	q->fua = false;
 	q->gate = NULL;

@@ -370,7 +370,8 @@ struct preq {
 	void *done_arg;
 	struct pbx *x;
 	struct pbx_client *cl;		/* whose best effort it is */
-	int64_t arrival_ns;
+	int64_t arrival_ns;		/* on the connection (nbdsrv_io.arrived_ns) */
+	int64_t reader_wait_ns;		/* from then until the daemon read it */
 	atomic_uint pending;
 	atomic_int err;
 	struct cw_part *gate;		/* in its I/O gate (clockwise/mover.h), or NULL */

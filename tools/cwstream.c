@@ -386,12 +386,14 @@ static int block_issue(struct nbd_handle *h, bool record, struct slot *sl, uint6
 /* Real-time priority and locked memory, taken once everything is set up:
  * locking a process's memory faults in all of it, tens of milliseconds
  * of CPU that at real-time priority held back other streams already
- * playing (late blocks at the start of a run of thirteen). */
+ * playing (late blocks at the start of a run of thirteen).  What is
+ * resident stays so; the rest is locked as it is touched (MCL_ONFAULT),
+ * which kept each player at 217 MiB locked otherwise. */
 static void go_realtime(int prio)
 {
 	struct sched_param sp = { .sched_priority = prio };
 
-	if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
 		fprintf(stderr, "cwstream: cannot lock its memory: %s\n", strerror(errno));
 	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
 		fprintf(stderr, "cwstream: --rt-priority %d: %s\n", prio, strerror(errno));

@@ -29,7 +29,8 @@ enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 		return CW_MISS_MODEL;
 	if (m->other_overrun_ns > 0)
 		return CW_MISS_OVERRUN;
-	if (m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS)
+	if (m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS ||
+	    m->cpu_wait_reader_ns > CW_MISS_CPU_TOLERANCE_NS)
 		return CW_MISS_CPU;
 	return CW_MISS_SCHED;
 }

@@ -90,7 +90,7 @@ echo "real-time requests $rt, missed $missed; cwstream: $(tail -n1 "$d/s0.json" 
 check "real-time requests were served" test "$rt" -ge 3
 if chrt -f 1 true 2>/dev/null; then
 	check "the dispatchers with streams run at real-time priority" \
-		grep -q "disk hdd0: its dispatcher runs at real-time priority 10" "$CTL_LOG"
+		grep -q "disk hdd0: its dispatcher runs at real-time priority 11" "$CTL_LOG"
 fi
 check "the daemon missed (almost) no deadline" test $((missed * 50)) -le "$rt"
 

@@ -7,9 +7,13 @@
 #    its C;
 #  - delivery: the data is read in time but the client does not read its
 #    replies for a second, so they leave late.
-# A disk and a stream that keep time count nothing.  (The cpu and overrun
-# classes are shown by test-miss's timelines; provoking them here is
-# still to do.)
+#  - cpu: the real-time threads are kept on CPU 0 (rt_cpus) and a
+#    higher-priority spinner takes that CPU for 150 ms at a time while
+#    best effort keeps the disk busy: the stream's requests wait on their
+#    connection (the reader cannot run), or are started or reaped late
+#    (the dispatcher cannot).
+# A disk and a stream that keep time count nothing.  (The overrun class
+# is shown by test-miss's timelines; provoking it here is still to do.)
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires jq nbdcopy
@@ -104,3 +108,45 @@ check "its late replies count as delivery misses" test "$(classes | jq '.deliver
 check "and nothing else" test "$(classes | jq '.model + .overrun + .cpu + .sched')" -eq 0
 check "so does the reservation" test "$(resv_classes | jq '[.[].delivery] | add')" -gt 0
 check "stop" cwd_stop
+
+# ---- cpu: the dispatcher held off its CPU
+if [ "$(nproc)" -ge 2 ] && chrt -f 50 true 2>/dev/null; then
+	conf "model = \"hdd7200\"; emulate = \"hdd7200\";" "rt_cpus = [ 0 ];"
+	cwd_start
+	block=1M
+	fastest
+	# The player on CPU 1; on CPU 0, five bursts of a spinner above
+	# every daemon thread, each stopped from CPU 1 (a spinner cannot be
+	# stopped by a timer that shares its CPU and priority).
+	(
+		sleep 0.5
+		for _ in 1 2 3 4 5; do
+			taskset -c 1 timeout -s KILL 0.15 chrt -f 50 taskset -c 0 \
+				sh -c 'while :; do :; done' || true
+			sleep 0.35
+		done
+	) &
+	hog=$!
+	# Best effort keeps the disk busy, so that a burst finds a stream's
+	# request waiting or in service rather than an idle disk.
+	( while :; do taskset -c 1 nbdcopy "$(cwd_uri media)" /dev/null || exit; done ) &
+	be=$!
+	stream cpu "$rate" 3 taskset -c 1 >"$cw_tmp/cpu.json"
+	wait "$hog"
+	kill "$be" 2>/dev/null; wait "$be" 2>/dev/null
+	echo "cpu: $(classes)"
+	check "the stream saw misses" jq -e '.summary.misses > 0' "$cw_tmp/cpu.json"
+	check "the disk counts misses as the CPU's" test "$(classes | jq '.cpu')" -gt 0
+	check "none as the model's, an overrun or the schedule's" \
+		test "$(classes | jq '.model + .overrun + .sched')" -eq 0
+	check "so does the reservation" test "$(resv_classes | jq '[.[].cpu] | add')" -gt 0
+	unbind cpu
+	sleep 1.5
+	check "the log says how long the dispatcher waited for a CPU" \
+		grep -Eq 'missed a deadline by [0-9]+ us \(cpu\):.*the dispatcher waited [1-9][0-9]* us for a CPU' \
+		"$(cwd_log)"
+	check "stop" cwd_stop
+	block=256K
+else
+	echo "cpu: skipped (needs two CPUs and real-time priority)"
+fi

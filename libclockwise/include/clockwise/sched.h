@@ -376,6 +376,9 @@ struct cw_sched_miss {
 	/* the largest overrun (actual - charge, CPU waits left out) of
 	 * another request in service between release and done */
 	int64_t other_overrun_ns;
+	/* time the request waited on its connection before the daemon read
+	 * it, the reading thread runnable but not running */
+	int64_t cpu_wait_reader_ns;
 };
 
 /* CPU waits shorter than this are noise of the clock, not a cause. */
@@ -383,7 +386,8 @@ struct cw_sched_miss {
 
 /* The class of a miss, in this order: delivery (done in time), model
  * (its own service, CPU waits left out, exceeded C), overrun, CPU (a wait
- * above the tolerance), else a scheduling error. */
+ * of the dispatcher or of the connection's reader above the tolerance),
+ * else a scheduling error. */
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m);
 /* "model", "overrun", "cpu", "delivery", "sched"; NULL past the end. */
 const char *cw_sched_miss_class_name(enum cw_sched_miss_class c);

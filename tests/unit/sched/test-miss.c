@@ -55,6 +55,14 @@ static void test_classes(void)
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_SCHED);
 	m.cpu_wait_window_ns = CW_MISS_CPU_TOLERANCE_NS + 1;
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
+	/* The dispatcher ran when due, but the request waited on its
+	 * connection while the reader could not run: the CPU too. */
+	m = late(11 * MS);
+	m.start_ns = 9 * MS;
+	m.cpu_wait_reader_ns = CW_MISS_CPU_TOLERANCE_NS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_SCHED);
+	m.cpu_wait_reader_ns = 8 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
 	/* Done in time, the reply late: delivery, whatever else showed. */
 	m = late(9 * MS);
 	m.reply_ns = 10 * MS + 1;
