@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <sched.h>
 
 #include "daemon/pool-internal.h"
 #include "daemon/rundelay.h"
@@ -30,6 +31,7 @@
 #define RD_SAMPLES 256		/* run-delay samples kept (power of two) */
 #define OVERRUNS 64		/* overruns kept (power of two) */
 #define MISS_LOG 64		/* miss records waiting to be logged (power of two) */
+#define DELIVERY_LOG 16		/* late replies waiting to be logged */
 
 struct rd_sample {
 	int64_t t, rd;
@@ -62,6 +64,14 @@ struct lane_miss {
 	 * at tail */
 	struct miss_rec log[MISS_LOG];
 	atomic_uint_fast64_t head, tail, dropped;
+	/* late replies: any writer thread adds one if it gets the lock at
+	 * once (else it is only counted), the drainer takes them all */
+	atomic_flag dl_lock;
+	unsigned n_dl;
+	struct delivery_rec {
+		uint64_t stream, resv;
+		int64_t deadline_ns, ready_ns, sent_ns;
+	} dl[DELIVERY_LOG];
 };
 
 int lane_miss_new(struct lane *l)
@@ -74,6 +84,7 @@ int lane_miss_new(struct lane *l)
 	if (!lm)
 		return -ENOMEM;
 	lm->rd_fd = rundelay_open();
+	atomic_flag_clear(&lm->dl_lock);
 	cw_sched_overrun_watch_init(&lm->watch);
 	l->miss = lm;
 	atomic_store_explicit(&l->miss_pub, lm, memory_order_release);
@@ -238,13 +249,52 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 
 /* A reply of an RT request sent after its deadline, its pieces done in
  * time: a delivery miss, counted on the lane of its last RT piece. */
-void lane_miss_reply_late(struct lane *l, struct resv *rv)
+void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, int64_t ready_ns,
+			  int64_t sent_ns)
 {
+	struct lane_miss *lm = atomic_load_explicit(&l->miss_pub, memory_order_acquire);
+
 	cwd_stats_add(&l->st.miss[CW_MISS_DELIVERY], 1);
 	cwd_stats_add(&rv->st.miss[CW_MISS_DELIVERY], 1);
+	if (!lm)
+		return;
+	/* A writer never waits here: with the record busy or full the miss
+	 * is counted, not logged one by one. */
+	if (atomic_flag_test_and_set_explicit(&lm->dl_lock, memory_order_acquire)) {
+		cwd_stats_add(&lm->dropped, 1);
+		return;
+	}
+	if (lm->n_dl < DELIVERY_LOG)
+		lm->dl[lm->n_dl++] = (struct delivery_rec){
+			.stream = rv->a->stream, .resv = rv->a->persistent ? rv->a->id : 0,
+			.deadline_ns = deadline_ns, .ready_ns = ready_ns, .sent_ns = sent_ns };
+	else
+		cwd_stats_add(&lm->dropped, 1);
+	atomic_flag_clear_explicit(&lm->dl_lock, memory_order_release);
 }
 
 #define US(ns) ((double)(ns) / 1000.0)
+
+/* The late replies recorded so far, each logged once. */
+static void drain_delivery(struct lane *l, struct lane_miss *lm)
+{
+	struct delivery_rec dl[DELIVERY_LOG];
+	unsigned n;
+
+	while (atomic_flag_test_and_set_explicit(&lm->dl_lock, memory_order_acquire))
+		sched_yield();
+	n = lm->n_dl;
+	memcpy(dl, lm->dl, n * sizeof(dl[0]));
+	lm->n_dl = 0;
+	atomic_flag_clear_explicit(&lm->dl_lock, memory_order_release);
+	for (unsigned i = 0; i < n; i++)
+		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
+			"a deadline by %.0f us (delivery): its data was ready %.0f us before the "
+			"deadline and its reply left %.0f us after it", l->disk->name, dl[i].stream,
+			dl[i].resv, US(dl[i].sent_ns - dl[i].deadline_ns),
+			US(dl[i].deadline_ns - dl[i].ready_ns), US(dl[i].sent_ns - dl[i].deadline_ns));
+}
+
 
 /* Logs what the dispatcher recorded; any thread but the dispatcher. */
 void lane_miss_drain(struct lane *l)
@@ -279,6 +329,7 @@ void lane_miss_drain(struct lane *l)
 			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), why);
 	}
 	atomic_store_explicit(&lm->tail, h, memory_order_release);
+	drain_delivery(l, lm);
 	dropped = atomic_exchange(&lm->dropped, 0);
 	if (dropped)
 		cwd_log(LOG_WARNING, "disk %s: %" PRIu64 " more misses not logged one by one "

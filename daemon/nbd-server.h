@@ -65,6 +65,7 @@ struct nbdsrv_io {
 	 * has a deadline (0: none, the default): reply_late hears if the
 	 * reply left after it. */
 	int64_t deadline_ns;
+	int64_t ready_ns;	/* with deadline_ns: when its data was ready */
 	/* When the request was on the connection, if known (else 0): before
 	 * the server read it when its reader had been waiting for a CPU. */
 	int64_t arrived_ns;

@@ -141,7 +141,7 @@ static void preq_free(struct preq *q)
  * (pb_reply_late).  Every piece is done: their fields are settled. */
 static void rt_deadline(struct preq *q)
 {
-	int64_t deadline = 0;
+	int64_t deadline = 0, ready = 0;
 	struct lane *l = NULL;
 
 	for (unsigned i = 0; i < q->npieces; i++) {
@@ -152,10 +152,12 @@ static void rt_deadline(struct preq *q)
 		if (p->done_ns > p->sr.deadline_ns)
 			return;	/* counted as the lane's miss already */
 		deadline = CW_MAX(deadline, p->sr.deadline_ns);
+		ready = CW_MAX(ready, p->done_ns);
 		l = p->lane;
 	}
 	if (l) {
 		q->nio->deadline_ns = deadline;
+		q->nio->ready_ns = ready;
 		q->nio->backend_data = l;
 	}
 }
@@ -617,9 +619,9 @@ static void pb_reply_late(void *backend, const struct nbdsrv_io *io, int64_t sen
 {
 	struct pbx *x = backend;
 
-	(void)sent_ns;
 	if (io->backend_data && x->resv)
-		lane_miss_reply_late(io->backend_data, x->resv);
+		lane_miss_reply_late(io->backend_data, x->resv, io->deadline_ns, io->ready_ns,
+				     sent_ns);
 }
 
 static const struct nbdsrv_backend_ops pb_ops = {

@@ -404,7 +404,10 @@ void lane_miss_sample(struct lane *l, int64_t now);	/* each round */
 void lane_miss_reaped(struct lane *l, int64_t now);	/* after a reap, before lane_miss_done */
 void lane_miss_started(struct lane *l, struct piece *p);
 void lane_miss_done(struct lane *l, struct piece *p, int64_t now);
-void lane_miss_reply_late(struct lane *l, struct resv *rv);	/* any thread */
+/* any thread: the reply of an RT request whose data was ready at ready_ns
+ * left at sent_ns, after its deadline */
+void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, int64_t ready_ns,
+			  int64_t sent_ns);
 void lane_miss_drain(struct lane *l);	/* logs the misses; not the dispatcher */
 
 /* lane-beq.c: the best-effort order of a lane */

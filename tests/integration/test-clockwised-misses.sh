@@ -107,6 +107,10 @@ echo "delivery: $(classes)"
 check "its late replies count as delivery misses" test "$(classes | jq '.delivery')" -gt 0
 check "and nothing else" test "$(classes | jq '.model + .overrun + .cpu + .sched')" -eq 0
 check "so does the reservation" test "$(resv_classes | jq '[.[].delivery] | add')" -gt 0
+sleep 1.5	# the log is written once a second
+check "each late reply is logged with its times" \
+	grep -Eq 'disk hdd0: stream [0-9]+ \(reservation [0-9]+\) missed a deadline by [0-9]+ us \(delivery\): its data was ready [0-9]+ us before the deadline and its reply left [0-9]+ us after it' \
+	"$(cwd_log)"
 check "stop" cwd_stop
 
 # ---- cpu: the dispatcher held off its CPU
