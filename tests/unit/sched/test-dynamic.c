@@ -8,7 +8,10 @@
  * decision (with no guard and with a guard of 1), every best-effort start
  * fits in it, and every start delta-l
  * makes on the same pattern fits in it too (dynamic admits whatever
- * delta-l admits, state for state).  Random sporadic releases with early
+ * delta-l admits, state for state).  With the first best-effort request
+ * taking 2 longer than its charge, jobs are late, but none by more than
+ * the overrun: an overrun costs what it took, no more.  Random sporadic
+ * releases with early
  * arrivals, shorter actual times and the periodic server when ΔL = 0 never
  * miss either.
  */
