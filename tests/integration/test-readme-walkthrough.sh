@@ -14,7 +14,8 @@ mkdir -p "$scratch"
 export PATH=$top_builddir/daemon:$top_builddir/tools:$PATH
 out=${CW_WALKTHROUGH_OUT:-$cw_tmp/transcript}
 bg_pids=()
-cleanup_add 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done'
+# only the background steps still running (not reaped: no pid reused)
+cleanup_add 'for p in $(jobs -p); do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done'
 
 # The first sh block after the heading, as the README has it.
 awk '/^## Serving partitions/ { s = 1 } s && /^```sh$/ { b = 1; next }
