@@ -102,6 +102,13 @@ static const struct choice engines[] = {
 	{ NULL, 0, false },
 };
 
+/* exports.activation_mode: LVM's words for the same choice. */
+static const struct choice activation_modes[] = {
+	{ "complete", 0, false },
+	{ "partial", 1, false },
+	{ NULL, 0, false },
+};
+
 static const struct choice log_levels[] = {
 	{ "err", LOG_ERR, false },
 	{ "error", LOG_ERR, true },
@@ -835,6 +842,15 @@ static int key_export_all(struct parse *p, const config_setting_t *s, void *obj)
 	return get_bool(p, s, &p->c->exports.all);
 }
 
+static int key_activation_mode(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int v, r = get_choice(p, s, activation_modes, "an activation mode", &v);
+
+	if (r == 0)
+		p->c->exports.partial = v;
+	return r;
+}
+
 static int key_multi_conn(struct parse *p, const config_setting_t *s, void *obj)
 {
 	return get_bool(p, s, &p->c->exports.multi_conn);
@@ -1011,6 +1027,7 @@ static const struct key export_keys[] = {
 	{ "max_request_bytes", key_max_request },
 	{ "multi_conn", key_multi_conn },
 	{ "all", key_export_all },
+	{ "activation_mode", key_activation_mode },
 	{ "qos", key_qos },
 	{ NULL, NULL },
 };

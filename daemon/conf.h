@@ -137,6 +137,10 @@ struct cwd_config {
 		uint32_t max_request_bytes;	/* largest READ/WRITE payload */
 		bool multi_conn;		/* advertise NBD_FLAG_CAN_MULTI_CONN */
 		bool all;			/* export every partition at start */
+		/* activation_mode "partial": a partition with blocks on a
+		 * missing disk is served, those blocks failing with EIO;
+		 * "complete" (false): it is not served at all. */
+		bool partial;
 		struct cwd_config_qos *qos;
 		size_t n_qos;
 	} exports;

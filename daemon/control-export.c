@@ -114,9 +114,11 @@ static int export_add(struct ctx *c, const char *pname, const char *ename, bool 
 	r = cw_part_info(part, &pi);
 	if (r < 0)
 		return cwc_fail_pool(c, r, pname), r;
-	if (!pi.available)
-		return cwc_fail(c, CW_CTL_E_UNAVAILABLE, "partition %s has blocks on a missing disk",
-				pname), -ENODEV;
+	if (!pi.available && !srv->o.activation_partial)
+		return cwc_fail(c, CW_CTL_E_UNAVAILABLE, "partition %s is offline: %" PRIu64
+				" of its blocks are on a missing disk (activation_mode = \"partial\" "
+				"in clockwised.conf serves the rest, those blocks failing with EIO)",
+				pname, pi.missing_blocks), -ENODEV;
 	if (!ename)
 		ename = pi.name;
 	if (!cw_name_valid(ename))

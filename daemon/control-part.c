@@ -19,9 +19,42 @@
 
 #define PART_RUNS_MAX 256	/* runs in one part.show reply */
 
-static json_object *part_json(const struct cw_part_info *p)
+/* The disks (by name) that hold the blocks of a partition with blocks on
+ * missing disks and are not present themselves. */
+static json_object *missing_disks_json(struct cwc_server *srv, const struct cw_part_info *p)
+{
+	bool seen[CW_DISKS_MAX + 1] = { false };
+	json_object *a = json_object_new_array();
+	struct cw_part *part;
+	uint32_t ids[256];
+
+	if (cw_part_lookup(srv->pool, p->name, &part) < 0)
+		return a;
+	for (uint64_t b = 0; b < p->nblocks; b += CW_ARRAY_SIZE(ids)) {
+		uint64_t n = CW_MIN(p->nblocks - b, CW_ARRAY_SIZE(ids));
+
+		if (cw_part_block_disks(part, b, n, ids) < 0)
+			break;
+		for (uint64_t k = 0; k < n; k++)
+			seen[ids[k]] = true;
+	}
+	for (uint32_t id = 1; id <= CW_DISKS_MAX; id++) {
+		struct cw_disk_info d;
+
+		if (seen[id] && cw_disk_info(srv->pool, id, &d) == 0 && d.state != CW_DISK_PRESENT)
+			json_object_array_add(a, cwc_jstr(d.name));
+	}
+	return a;
+}
+
+/* A partition; "state" says whether it can be served: "complete", or
+ * with blocks on missing disks "partial" (activation_mode partial: the
+ * rest is served) or "offline", naming those disks. */
+static json_object *part_json(struct cwc_server *srv, const struct cw_part_info *p)
 {
 	json_object *o = json_object_new_object();
+	const char *state = p->available ? "complete" :
+			    srv->o.activation_partial ? "partial" : "offline";
 
 	cwc_add(o, "id", cw_ctl_json_u64(p->id));
 	cwc_add(o, "name", cwc_jstr(p->name));
@@ -33,6 +66,11 @@ static json_object *part_json(const struct cw_part_info *p)
 	if (p->opts.tier == CW_TIER_PREF_SSD)
 		cwc_add(o, "tier_fallback", json_object_new_boolean(p->opts.tier_fallback));
 	cwc_add(o, "available", json_object_new_boolean(p->available));
+	cwc_add(o, "state", cwc_jstr(state));
+	if (!p->available) {
+		cwc_add(o, "missing_blocks", cw_ctl_json_u64(p->missing_blocks));
+		cwc_add(o, "missing_disks", missing_disks_json(srv, p));
+	}
 	return o;
 }
 
@@ -46,7 +84,7 @@ int cwc_cmd_part_list(struct ctx *c, json_object **ret)
 		return cwc_fail_pool(c, r, "listing partitions");
 	*ret = json_object_new_array();
 	for (size_t i = 0; i < n; i++)
-		json_object_array_add(*ret, part_json(&p[i]));
+		json_object_array_add(*ret, part_json(c->srv, &p[i]));
 	return 0;
 }
 
@@ -58,7 +96,7 @@ static int reply_part(struct ctx *c, struct cw_part *part, const char *name, jso
 
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);
-	*ret = part_json(&pi);
+	*ret = part_json(c->srv, &pi);
 	return 0;
 }
 
@@ -96,7 +134,7 @@ int cwc_cmd_part_create(struct ctx *c, json_object **ret)
 }
 
 /* The disk names by id, for the runs of part.show. */
-static void disk_names(struct cwc_server *srv, char (*names)[CW_NAME_MAX + 1])
+static void disk_names(struct cwc_server *srv, char (*names)[CW_NAME_MAX + 1], bool *present)
 {
 	_cleanup_free_ struct cw_disk_info *d = NULL;
 	size_t n = 0;
@@ -104,8 +142,10 @@ static void disk_names(struct cwc_server *srv, char (*names)[CW_NAME_MAX + 1])
 	if (cw_disk_list(srv->pool, &d, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (d[i].id <= CW_DISKS_MAX)
+		if (d[i].id <= CW_DISKS_MAX) {
 			snprintf(names[d[i].id], sizeof(names[0]), "%s", d[i].name);
+			present[d[i].id] = d[i].state == CW_DISK_PRESENT;
+		}
 }
 
 /* A partition, its blocks per disk and its runs (logical blocks that are
@@ -117,6 +157,7 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 {
 	const char *name = cw_ctl_arg_str(c->req, "name");
 	uint64_t blocks_on[CW_DISKS_MAX + 1] = { 0 };
+	bool present[CW_DISKS_MAX + 1] = { false };
 	_cleanup_free_ char (*names)[CW_NAME_MAX + 1] = NULL;
 	_cleanup_free_ uint32_t *ids = NULL;
 	json_object *per_disk, *runs;
@@ -141,20 +182,25 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 	ids = calloc(pi.nblocks ? pi.nblocks : 1, sizeof(*ids));
 	if (!ids || !names)
 		return cwc_fail(c, CW_CTL_E_INTERNAL, "out of memory");
-	disk_names(c->srv, names);
-	*ret = part_json(&pi);
+	disk_names(c->srv, names, present);
+	*ret = part_json(c->srv, &pi);
 	cwc_add(*ret, "block_size", cw_ctl_json_u64(pb));
 	per_disk = json_object_new_array();
 	runs = json_object_new_array();
-	if (pi.nblocks && pi.available && cw_part_block_disks(part, 0, pi.nblocks, ids) == 0) {
+	if (pi.nblocks && cw_part_block_disks(part, 0, pi.nblocks, ids) == 0) {
 		for (uint64_t k = 0; k <= pi.nblocks; k++) {
 			struct cw_extent e = { 0 };
 			bool joins;
 
+			/* A block on a missing disk maps all the same (-ENODEV
+			 * with its place): its run is shown where it was. */
 			if (k < pi.nblocks) {
+				int r2 = cw_part_map(part, k * pb, pb, &e);
+
 				blocks_on[ids[k]]++;
-				if (cw_part_map(part, k * pb, pb, &e) < 0)
+				if (r2 < 0 && r2 != -ENODEV)
 					break;
+				e.length = pb;
 			}
 			joins = k > 0 && k < pi.nblocks && k != from && e.disk_id == run.disk_id &&
 				e.phys_offset == run.phys_offset + run.length;
@@ -192,6 +238,8 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 		cwc_add(d, "disk", cwc_jstr(names[id]));
 		cwc_add(d, "blocks", cw_ctl_json_u64(blocks_on[id]));
 		cwc_add(d, "bytes", cw_ctl_json_u64(blocks_on[id] * pb));
+		if (!present[id])
+			cwc_add(d, "missing", json_object_new_boolean(true));
 		json_object_array_add(per_disk, d);
 	}
 	cwc_add(*ret, "per_disk", per_disk);

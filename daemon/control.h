@@ -205,6 +205,10 @@ struct cwc_server_opts {
 	 * in a thread of its own while the server goes on serving. */
 	int (*calibrate)(const char *path, const struct cw_calib_opts *opts,
 			 cw_calib_progress_fn progress, void *userdata, struct cw_model *ret_model);
+	/* exports.activation_mode "partial": a partition with blocks on a
+	 * missing disk may be exported (the data path fails those blocks
+	 * with EIO); false: it is offline, and export add refuses it. */
+	bool activation_partial;
 	struct cwc_hooks hooks;
 };
 

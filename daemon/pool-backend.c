@@ -456,8 +456,44 @@ static int pb_submit_disk(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uin
 	return 0;
 }
 
+/* For an export served partially: whether the block at off is on a
+ * disk the data path does not have, and in *ret_len how many bytes from
+ * off, at most len, are in the same state. */
+static bool missing_run(struct pbx *x, uint64_t off, uint64_t len, uint64_t *ret_len)
+{
+	uint64_t bs = x->pb->block_size, at = off;
+	bool first = false;
+
+	for (;;) {
+		uint32_t id;
+		bool m = cw_part_block_disks(x->part, at / bs, 1, &id) < 0 ||
+			 pb_disk_index(x->pb, id) < 0;
+
+		if (at == off)
+			first = m;
+		else if (m != first)
+			break;
+		at = (at / bs + 1) * bs;
+		if (at >= off + len)
+			break;
+	}
+	*ret_len = CW_MIN(at, off + len) - off;
+	return first;
+}
+
+/* Whether a request on [off, off + len) touches a missing block: it
+ * fails whole with EIO, before anything is read or written. */
+static bool touches_missing(struct pbx *x, uint64_t off, uint64_t len)
+{
+	uint64_t run;
+
+	return x->missing && len && (missing_run(x, off, len, &run) || run < len);
+}
+
 static int pb_pread(void *backend, struct nbdsrv_io *io)
 {
+	if (touches_missing(backend, io->offset, io->length))
+		return -EIO;
 	return pb_submit_rw(backend, io, CW_IO_READ, false);
 }
 
@@ -467,6 +503,8 @@ static int pb_pwrite(void *backend, struct nbdsrv_io *io)
 {
 	struct pbx *x = backend;
 
+	if (touches_missing(x, io->offset, io->length))
+		return -EIO;
 	if (!pb_range_written(x, io->offset, io->length))
 		return pb_alloc_queue(x, io);
 	return pb_submit_rw(x, io, CW_IO_WRITE, false);
@@ -479,6 +517,8 @@ static int pb_zero(void *backend, struct nbdsrv_io *io)
 {
 	struct pbx *x = backend;
 
+	if (touches_missing(x, io->offset, io->length))
+		return -EIO;
 	if (io->fast_zero &&
 	    (!io->may_trim || !atomic_load_explicit(&x->can_punch, memory_order_relaxed)))
 		return -ENOTSUP;
@@ -512,6 +552,8 @@ static int pb_flush(void *backend, struct nbdsrv_io *nio)
  * the partial ones are punched where the disk can. */
 static int pb_trim(void *backend, struct nbdsrv_io *io)
 {
+	if (touches_missing(backend, io->offset, io->length))
+		return -EIO;
 	return pb_alloc_queue(backend, io);
 }
 
@@ -525,6 +567,8 @@ static int pb_cache(void *backend, struct nbdsrv_io *io)
 	uint64_t off = io->offset, end = off + io->length, run;
 	int r;
 
+	if (touches_missing(x, off, io->length))
+		return -EIO;
 	while (off < end) {
 		r = cw_part_allocated(x->part, off, end - off, &run);
 		if (r < 0)
@@ -548,7 +592,10 @@ static int pb_cache(void *backend, struct nbdsrv_io *io)
 }
 
 /* BLOCK_STATUS for base:allocation: the runs of written blocks and holes,
- * from the hole bits (no disk access, no lock). */
+ * from the hole bits (no disk access, no lock).  A block on a missing
+ * disk (an export served partially) is neither data nor zeros: a hole
+ * whose contents are not known, which a copying client reads (and gets
+ * EIO) rather than skips. */
 static int pb_block_status(void *backend, struct nbdsrv_io *io)
 {
 	struct pbx *x = backend;
@@ -559,11 +606,16 @@ static int pb_block_status(void *backend, struct nbdsrv_io *io)
 	while (off < end && n < max) {
 		int r = cw_part_allocated(x->part, off, end - off, &run);
 
+		bool missing = false;
+
 		if (r < 0)
 			return r;
+		if (x->missing)
+			missing = missing_run(x, off, run, &run);
 		ext[n++] = (struct cw_nbd_extent){
 			.length = (uint32_t)run,
-			.status = r ? 0 : CW_NBD_STATE_HOLE | CW_NBD_STATE_ZERO,
+			.status = missing ? CW_NBD_STATE_HOLE
+				  : r ? 0 : CW_NBD_STATE_HOLE | CW_NBD_STATE_ZERO,
 		};
 		off += run;
 	}
@@ -784,8 +836,10 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		return 0;
 	}
 	if (info->state != CW_DISK_PRESENT) {
-		cwd_log(LOG_WARNING, "disk %s (%s) %s: its partitions are not exported", d->name,
-			d->path, state_names[info->state]);
+		cwd_log(LOG_WARNING, "disk %s (%s) %s: %s", d->name, d->path,
+			state_names[info->state], cfg->exports.partial ?
+			"its partitions are served partially, its blocks failing with EIO" :
+			"its partitions are not exported");
 		return 0;
 	}
 	/* An image on a cluster shares the pool's connection and handle. */
@@ -946,9 +1000,11 @@ fail:
 
 /* Adds the disks of blocks [from, to) of x's partition to x->disks; each
  * before the count that covers it, so FLUSH on another thread sees whole
- * entries.  -ENODEV (logged) when a block is on a disk not open. */
+ * entries.  A block on a disk not open: counted in x->missing, its disk
+ * marked in missing[] (by id), when exports.activation_mode is
+ * "partial"; otherwise -ENODEV, logged. */
 static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uint64_t from,
-			     uint64_t to, size_t *ret_align, bool *ret_rotational)
+			     uint64_t to, size_t *ret_align, bool *ret_rotational, bool *missing)
 {
 	_cleanup_free_ uint32_t *ids = calloc(to > from ? to - from : 1, sizeof(*ids));
 	uint64_t b;
@@ -962,6 +1018,11 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 	for (b = 0; b < to - from; b++) {
 		int di = pb_disk_index(pb, ids[b]);
 
+		if (di < 0 && pb->cfg->exports.partial && missing) {
+			x->missing++;
+			missing[ids[b]] = true;
+			continue;
+		}
 		if (di < 0) {
 			struct cw_disk_info info;
 
@@ -975,6 +1036,21 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 		pb_export_take_disk(pb, x, (uint32_t)di);
 	}
 	return 0;
+}
+
+/* The names of the disks marked in missing[], "b" or "b, c", into buf. */
+static const char *missing_names(struct pb *pb, const bool *missing, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (uint32_t id = 1; id <= CW_DISKS_MAX && at < len; id++) {
+		struct cw_disk_info info;
+
+		if (missing[id] && cw_disk_info(pb->pool, id, &info) == 0)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", info.name);
+	}
+	return buf;
 }
 
 /* Gives client x the QoS be (NULL: none) on each disk, for the lanes to
@@ -1093,7 +1169,8 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	struct cw_part_info info;
 	struct pbx *x;
 	size_t align = 512;
-	bool rotational = false;
+	bool rotational = false, missing[CW_DISKS_MAX + 1] = { false };
+	char names[256];
 	unsigned nd;
 	int r;
 
@@ -1107,7 +1184,8 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	x->part = part;
 	atomic_init(&x->ndisks, 0);
 	atomic_init(&x->can_punch, true);
-	r = export_take_disks(pb, x, info.name, 0, cw_part_nblocks(part), &align, &rotational);
+	r = export_take_disks(pb, x, info.name, 0, cw_part_nblocks(part), &align, &rotational,
+			      missing);
 	if (r == 0 && align > 65536)
 		r = -EINVAL;
 	if (r < 0) {
@@ -1128,8 +1206,15 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 		if ((c = client_named(pb, x, be->export_name, true)))
 			client_be_set(pb, c, be);
 	}
-	snprintf(x->description, sizeof(x->description), "clockwise partition %s on %u disk%s",
-		 info.name, nd, nd == 1 ? "" : "s");
+	snprintf(x->description, sizeof(x->description), "clockwise partition %s on %u disk%s%s",
+		 info.name, nd, nd == 1 ? "" : "s",
+		 x->missing ? ", partial: blocks on a missing disk fail" : "");
+	if (x->missing)
+		cwd_log(LOG_WARNING, "partition %s is served partially (activation_mode \"partial\"): "
+			"%" PRIu64 " of its %" PRIu64 " blocks are on missing disk%s %s and fail with "
+			"EIO", info.name, x->missing, info.nblocks,
+			strchr(missing_names(pb, missing, names, sizeof(names)), ',') ? "s" : "",
+			names);
 	x->next = pb->exports;
 	pb->exports = x;
 	*ret_exp = (struct nbdsrv_export){
@@ -1158,7 +1243,7 @@ int pb_export_grow(struct pb *pb, struct pbx *x, uint64_t *ret_size, char *err, 
 
 	/* Blocks already served keep their disks: only look at them all,
 	 * since the list is short and a grow is rare. */
-	r = export_take_disks(pb, x, x->name, 0, nblocks, &align, &rotational);
+	r = export_take_disks(pb, x, x->name, 0, nblocks, &align, &rotational, NULL);
 	if (r < 0) {
 		snprintf(err, errlen, "export %s: a disk of its new blocks is not open", x->name);
 		return r;

@@ -250,7 +250,7 @@ struct pbx {
 	struct pb *pb;
 	struct cw_part *part;
 	char name[CW_NAME_MAX + 1];
-	char description[128];
+	char description[192];
 	size_t align;			/* its min_block: the largest alignment of its disks */
 	/* Slots of the disks it touches.  Only appended to (a partition that
 	 * grows onto another disk, pb_export_grow), each entry before the
@@ -258,6 +258,11 @@ struct pbx {
 	uint32_t disks[PB_DISKS_CAP];
 	atomic_uint ndisks;
 	atomic_bool can_punch;		/* every disk of it can punch holes */
+	/* Served partially (exports.activation_mode "partial"): how many of
+	 * its blocks are on disks the data path does not have; requests
+	 * touching those fail with EIO.  Set before it is served, and fixed:
+	 * a partition with missing blocks neither grows nor moves. */
+	uint64_t missing;
 	struct resv *resv;
 	struct pbx_client main;		/* the export as a client; main.next: its classes */
 	struct pbx *next;

@@ -373,6 +373,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	o.admin_gid = group_gid(cfg->control_admin_group, "control_admin_group");
 	o.socket_gid = o.read_gid;
 	o.idle_timeout_ns = (int64_t)cfg->control_idle_timeout_s * CW_NS_PER_S;
+	o.activation_partial = cfg->exports.partial;
 	o.hooks = (struct cwc_hooks){
 		.userdata = svc,
 		.export_add = hook_export_add,

@@ -192,6 +192,24 @@ static void print_disks(json_object *a)
 	table_print(&t, stdout);
 }
 
+/* "yes"; or for a partition with blocks on missing disks its state and
+ * the disks: "partial: b missing", "offline: b, c missing". */
+static const char *part_available(json_object *p, char *buf, size_t n)
+{
+	json_object *md = get(p, "missing_disks");
+	size_t at;
+
+	if (json_object_get_boolean(get(p, "available")))
+		return "yes";
+	at = (size_t)snprintf(buf, n, "%s:", get(p, "state") ? gs(p, "state") : "no");
+	for (size_t i = 0; md && i < json_object_array_length(md) && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : " ",
+				       json_object_get_string(json_object_array_get_idx(md, i)));
+	if (at < n)
+		snprintf(buf + at, n - at, " missing");
+	return buf;
+}
+
 static void print_parts(json_object *a)
 {
 	struct table t = { .ncols = 6 };
@@ -199,11 +217,10 @@ static void print_parts(json_object *a)
 	table_row(&t, "NAME", "SIZE", "POLICY", "TIER", "ZONE", "AVAILABLE");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *p = json_object_array_get_idx(a, i);
-		char size[CW_UNITS_BUF];
+		char size[CW_UNITS_BUF], av[256];
 
 		table_row(&t, gs(p, "name"), fsize(p, "size", size), gs(p, "policy"),
-			  gs(p, "tier"), gs(p, "zone"),
-			  json_object_get_boolean(get(p, "available")) ? "yes" : "no");
+			  gs(p, "tier"), gs(p, "zone"), part_available(p, av, sizeof(av)));
 	}
 	table_print(&t, stdout);
 }
@@ -923,15 +940,25 @@ static void print_part_show(json_object *p)
 	char bs[CW_UNITS_BUF];
 
 	print_part_done(p);
-	printf("%s blocks of %s%s\n\n", gs(p, "blocks"), fsize(p, "block_size", bs),
-	       json_object_get_boolean(get(p, "available")) ? ""
-							     : ", UNAVAILABLE (a disk is missing)");
+	printf("%s blocks of %s", gs(p, "blocks"), fsize(p, "block_size", bs));
+	if (!json_object_get_boolean(get(p, "available"))) {
+		char av[256];
+
+		/* partial: its other blocks are served; offline: none */
+		printf(", %s blocks on missing disks: %s (%s)", gs(p, "missing_blocks"),
+		       part_available(p, av, sizeof(av)),
+		       !strcmp(gs(p, "state"), "partial") ? "they fail with EIO, the rest is served"
+							   : "not served");
+	}
+	printf("\n\n");
 	table_row(&t, "DISK", "BLOCKS", "BYTES");
 	for (size_t i = 0; pd && i < json_object_array_length(pd); i++) {
 		json_object *d = json_object_array_get_idx(pd, i);
-		char b[CW_UNITS_BUF];
+		char b[CW_UNITS_BUF], name[CW_NAME_MAX + 16];
 
-		table_row(&t, gs(d, "disk"), gs(d, "blocks"), fsize(d, "bytes", b));
+		snprintf(name, sizeof(name), "%s%s", gs(d, "disk"),
+			 get(d, "missing") ? " (missing)" : "");
+		table_row(&t, name, gs(d, "blocks"), fsize(d, "bytes", b));
 	}
 	table_print(&t, stdout);
 	printf("\n");

@@ -142,6 +142,9 @@ struct cw_part {
 	_Atomic uint64_t nblocks;
 	_Atomic(struct blockdir *) dir;
 	atomic_bool available;
+	/* Blocks on disks that are not present (cw_part_info.missing_blocks);
+	 * 0 lets cw_part_map skip looking at each block's disk. */
+	_Atomic uint64_t missing;
 	uint64_t gen;			/* bumped by shrink and move commit */
 	bool tier_fallback;		/* a tier preference may fall back */
 	/* The I/O gate (journal.c): in-flight I/O per epoch parity, and the

@@ -140,17 +140,24 @@ void lay_part_free(struct cw_part *p)
 	free(p);
 }
 
+/* Whether the disk of mapping word e is present.  A disk's state is set
+ * when the pool opens it and a disk holding a block of a partition is
+ * never removed, so this needs no lock. */
+static bool block_present(const struct cw_part *p, uint64_t e)
+{
+	const struct disk *d = p->pool->disks[ENTRY_DISK(e)];
+
+	return d && d->state == CW_DISK_PRESENT;
+}
+
 void lay_part_update_available(struct cw_part *p)
 {
-	uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
-	bool ok = true;
+	uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed), missing = 0;
 
-	for (uint64_t b = 0; b < n && ok; b++) {
-		struct disk *d = p->pool->disks[ENTRY_DISK(lay_entry(p, b))];
-
-		ok = d && d->state == CW_DISK_PRESENT;
-	}
-	atomic_store_explicit(&p->available, ok, memory_order_release);
+	for (uint64_t b = 0; b < n; b++)
+		missing += !block_present(p, lay_entry(p, b));
+	atomic_store_explicit(&p->missing, missing, memory_order_relaxed);
+	atomic_store_explicit(&p->available, missing == 0, memory_order_release);
 }
 
 static struct cw_part *part_new(struct cw_pool *pool, uint64_t id, const char *name,
@@ -172,6 +179,7 @@ static struct cw_part *part_new(struct cw_pool *pool, uint64_t id, const char *n
 	p->bshift = pool->bshift;
 	atomic_init(&p->nblocks, 0);
 	atomic_init(&p->available, true);
+	atomic_init(&p->missing, 0);
 	return p;
 }
 
@@ -200,9 +208,8 @@ int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 {
 	struct cw_part *p = (struct cw_part *)part;
 	uint64_t n, b, e, first, within, avail, bs;
+	bool missing;
 
-	if (!atomic_load_explicit(&p->available, memory_order_acquire))
-		return -ENODEV;
 	n = atomic_load_explicit(&p->nblocks, memory_order_acquire);
 	b = offset >> p->bshift;
 	if (b >= n)
@@ -215,11 +222,15 @@ int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 	avail = bs - within;
 	if (!length)
 		length = avail;
-	/* Physically adjacent blocks on the same disk are one extent. */
+	missing = atomic_load_explicit(&p->missing, memory_order_relaxed) &&
+		  !block_present(p, first);
+	/* Physically adjacent blocks on the same disk are one extent; the
+	 * blocks on missing disks that follow each other, whatever disk,
+	 * are one run of bytes that cannot be served. */
 	while (avail < length && ++b < n) {
 		uint64_t next = lay_entry(p, b);
 
-		if (next != e + 1)
+		if (missing ? !next || block_present(p, next) : next != e + 1)
 			break;
 		e = next;
 		avail += bs;
@@ -227,7 +238,7 @@ int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 	ret->disk_id = ENTRY_DISK(first);
 	ret->phys_offset = (ENTRY_PBLOCK(first) << p->bshift) + within;
 	ret->length = CW_MIN(avail, length);
-	return 0;
+	return missing ? -ENODEV : 0;
 }
 
 int cw_part_block_disks(const struct cw_part *part, uint64_t first_block, uint64_t nblocks,
@@ -689,6 +700,8 @@ static void fill_info(const struct cw_part *p, struct cw_part_info *ret)
 	ret->opts = p->opts;
 	ret->available = atomic_load_explicit(&((struct cw_part *)p)->available,
 					      memory_order_relaxed);
+	ret->missing_blocks = atomic_load_explicit(&((struct cw_part *)p)->missing,
+						   memory_order_relaxed);
 }
 
 int cw_part_info(struct cw_part *p, struct cw_part_info *ret)

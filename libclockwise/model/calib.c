@@ -47,6 +47,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/fs.h>
 #include <math.h>
 #include <stdio.h>
@@ -777,7 +778,7 @@ int cw_calib_check(const char *path, const struct cw_model *m, char *ret_warning
 	struct stat st;
 	uint64_t fastest = 0;
 	size_t at = 0;
-	char what[256], r[CW_UNITS_BUF], cap[CW_UNITS_BUF];
+	char what[320], r[CW_UNITS_BUF], cap[CW_UNITS_BUF];
 
 	if (len)
 		ret_warning[0] = '\0';
@@ -797,13 +798,16 @@ int cw_calib_check(const char *path, const struct cw_model *m, char *ret_warning
 	for (unsigned i = 0; m && i < m->n_zones; i++)
 		fastest = CW_MAX(fastest, m->zone[i].rate_bps);
 	if (m && fastest > (m->tier == CW_TIER_HDD ? HDD_RATE_MAX_BPS : SSD_RATE_MAX_BPS)) {
+		cw_units_format_rate(m->tier == CW_TIER_HDD ? HDD_RATE_MAX_BPS : SSD_RATE_MAX_BPS,
+				     cap);
+		/* Just above the most: rounded to one decimal it would read
+		 * as the most itself ("1GB/s is beyond ... 1GB/s"). */
+		if (strcmp(cw_units_format_rate(fastest, r), cap) == 0)
+			snprintf(r, sizeof(r), "%" PRIu64 "MB/s", fastest / 1000000);
 		snprintf(what, sizeof(what), "a measured rate of %s is beyond any %s (at most about "
 			 "%s): a cache answered the reads (the page cache, a controller's or a "
 			 "virtual machine host's), so admission on this model would promise what "
-			 "the disk cannot do", cw_units_format_rate(fastest, r),
-			 m->tier == CW_TIER_HDD ? "HDD" : "SSD",
-			 cw_units_format_rate(m->tier == CW_TIER_HDD ? HDD_RATE_MAX_BPS
-								    : SSD_RATE_MAX_BPS, cap));
+			 "the disk cannot do", r, m->tier == CW_TIER_HDD ? "HDD" : "SSD", cap);
 		say(ret_warning, len, &at, what);
 	}
 	return at > 0;

@@ -116,8 +116,9 @@ int cw_pool_create(const char *db_path, uint32_t block_size, struct cw_error *re
 /* Opens an existing pool and reassembles its disks by the UUIDs in their
  * labels.  A disk whose path is missing, unreadable, carries a corrupt
  * label or another disk's label is "missing": the pool opens degraded,
- * partitions with a block on a missing disk are unavailable (-ENODEV from
- * cw_part_map) and the others work.  A corrupt database is refused with
+ * partitions with a block on a missing disk are unavailable (they cannot
+ * be resized or moved, and cw_part_map says -ENODEV for exactly the
+ * blocks on missing disks) and the others work.  A corrupt database is refused with
  * -EUCLEAN and left as it was. */
 int cw_pool_open(const char *db_path, struct cw_error *ret_err, struct cw_pool **ret_pool);
 
@@ -229,6 +230,7 @@ struct cw_part_info {
 	uint64_t nblocks;
 	struct cw_part_opts opts;
 	bool available;		/* false: a block is on a missing disk */
+	uint64_t missing_blocks;	/* how many blocks are on missing disks */
 };
 
 /* Names: 1..CW_NAME_MAX bytes of [A-Za-z0-9._-], not starting with '.'
@@ -276,8 +278,11 @@ struct cw_extent {
 /* Maps the partition byte offset to its disk and physical offset.
  * ret->length is the number of bytes, at most length, that are contiguous
  * on that disk from there (following physically adjacent blocks); length 0
- * means "to the end of this block".  -ERANGE beyond the end, -ENODEV when
- * the partition is unavailable.  O(1) plus one step per extra block. */
+ * means "to the end of this block".  -ERANGE beyond the end.  -ENODEV
+ * when the block at offset is on a missing disk: ret->disk_id is that
+ * disk and ret->length the bytes from offset, at most length, that are on
+ * missing disks (any of them), so a caller can serve the rest of a
+ * partition around them.  O(1) plus one step per extra block. */
 int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 		struct cw_extent *ret);
 

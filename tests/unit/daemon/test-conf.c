@@ -104,6 +104,7 @@ static void test_defaults(void)
 		CU_ASSERT_STRING_EQUAL(x->control_admin_group, "clockwise-admin");
 		CU_ASSERT_EQUAL(x->control_idle_timeout_s, 30);
 		CU_ASSERT_FALSE(x->exports.all);
+		CU_ASSERT_FALSE(x->exports.partial);
 		CU_ASSERT_EQUAL(x->log_level, LOG_INFO);
 		CU_ASSERT_FALSE(x->exports.read_only);
 		CU_ASSERT_EQUAL(x->exports.block_size, 4096);
@@ -141,7 +142,7 @@ static void test_full(void)
 		"control_idle_timeout_s = 0;\n"
 		"log_level = \"error\";\n"
 		"exports = { read_only = true; block_size = 512; max_request_bytes = 0x100000; "
-		"multi_conn = false; all = true; };\n");
+		"multi_conn = false; all = true; activation_mode = \"partial\"; };\n");
 
 	CU_ASSERT_STRING_EQUAL(c->pool, "/srv/pool.db");
 	CU_ASSERT_EQUAL(c->io_engine, CW_IO_AIO);
@@ -160,6 +161,7 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->exports.max_request_bytes, 1 << 20);
 	CU_ASSERT_FALSE(c->exports.multi_conn);
 	CU_ASSERT_TRUE(c->exports.all);
+	CU_ASSERT_TRUE(c->exports.partial);
 	CU_ASSERT_EQUAL_FATAL(c->n_disks, 4);
 	/* an image on a cluster: its name is not a file's, its tier is rbd */
 	CU_ASSERT_STRING_EQUAL(c->disks[3].path, "rbd:media/r0?conf=/etc/ceph/ceph.conf&id=cw");
@@ -337,7 +339,10 @@ static void test_bad_exports(void)
 	load_bad("exports = { read_only = 1; };\n", "1: exports.read_only is an integer; expected true or false");
 	load_bad("exports = {\n  bogus = 1;\n};\n",
 		 "2: unknown setting \"bogus\" in exports; expected read_only, block_size, "
-		 "max_request_bytes, multi_conn, all or qos");
+		 "max_request_bytes, multi_conn, all, activation_mode or qos");
+	load_bad("exports = { activation_mode = \"degraded\"; };\n",
+		 "1: exports.activation_mode = \"degraded\" is not an activation mode; expected "
+		 "\"complete\" or \"partial\"");
 	load_bad("control_admin_group = \"a b\";\n",
 		 "1: control_admin_group = \"a b\" is not a valid name; expected 1 to 32 of "
 		 "A-Z a-z 0-9 . _ -, not starting with .");

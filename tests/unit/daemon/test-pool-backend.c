@@ -974,6 +974,89 @@ static void test_mirror_while_moving(void)
 	teardown();
 }
 
+/* The extents of base:allocation, as flags per pool block of media. */
+static int block_flags(void *data, const char *ctx, uint64_t off, uint32_t *e, size_t n,
+		       int *error)
+{
+	uint32_t *flags = data;
+
+	(void)ctx;
+	(void)error;
+	for (size_t i = 0; i + 1 < n; off += e[i], i += 2)
+		for (uint64_t at = off; at < off + e[i]; at += BS)
+			flags[at / BS] = e[i + 1];
+	return 0;
+}
+
+/* Served partially (exports.activation_mode "partial"): with disk 2 not
+ * open, media (striped over disks 1 and 2) is refused without it and
+ * served with it; a request touching a block on disk 2 fails with EIO and
+ * none of it is done, the others are served, and BLOCK_STATUS calls the
+ * missing blocks a hole of unknown contents. */
+static void test_partial(void)
+{
+	uint32_t ids[MEDIA_BYTES / BS], flags[MEDIA_BYTES / BS] = { 0 };
+	uint64_t on1 = UINT64_MAX, on2 = UINT64_MAX;
+	struct nbdsrv_export e;
+	struct nbd_handle *h;
+	struct cw_part *part;
+	struct rec *done[64];
+	uint8_t *w, *back;
+	int slot2;
+
+	setup();
+	slot2 = atomic_exchange(&D.pb->slot_of[2], -1);	/* as if missing at start */
+	CU_ASSERT_FATAL(cw_part_lookup(D.tp.pool, "media", &part) == 0);
+	CU_ASSERT_EQUAL(pb_export(D.pb, part, &e), -ENODEV);
+	D.cfg->exports.partial = true;
+	serve();
+	CU_ASSERT_EQUAL(media->missing, MEDIA_BYTES / BS / 2);
+	CU_ASSERT_EQUAL(atomic_load(&media->ndisks), 1);
+	CU_ASSERT_FATAL(cw_part_block_disks(media->part, 0, MEDIA_BYTES / BS, ids) == 0);
+	for (uint64_t b = 0; b < MEDIA_BYTES / BS; b++) {
+		if (ids[b] == 1 && on1 == UINT64_MAX)
+			on1 = b;
+		if (ids[b] == 2 && on2 == UINT64_MAX)
+			on2 = b;
+	}
+	CU_ASSERT_FATAL(on1 != UINT64_MAX && on2 != UINT64_MAX);
+
+	h = nbd_create();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	nbd_set_export_name(h, "media");
+	nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION);
+	CU_ASSERT_FATAL(nbd_connect_unix(h, sock) == 0);
+	w = pattern(on1 * BS, 64 * KIB, 3);
+	back = malloc(2 * BS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+	CU_ASSERT_EQUAL(nbd_pwrite(h, w, 64 * KIB, on1 * BS, 0), 0);
+	CU_ASSERT_EQUAL(nbd_pread(h, back, 64 * KIB, on1 * BS, 0), 0);
+	CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
+	CU_ASSERT_EQUAL(nbd_pread(h, back, 4096, on2 * BS + 8192, 0), -1);
+	CU_ASSERT_EQUAL(nbd_get_errno(), EIO);
+	CU_ASSERT_EQUAL(nbd_pwrite(h, w, 4096, on2 * BS, 0), -1);
+	CU_ASSERT_EQUAL(nbd_get_errno(), EIO);
+	/* across both: whole, and nothing of it written on disk 1 */
+	CU_ASSERT_EQUAL(nbd_pwrite(h, back, 2 * BS, CW_MIN(on1, on2) * BS, 0), -1);
+	CU_ASSERT_EQUAL(nbd_get_errno(), EIO);
+	CU_ASSERT_EQUAL(nbd_zero(h, 4096, on2 * BS, 0), -1);
+	CU_ASSERT_EQUAL(nbd_trim(h, 4096, on2 * BS, 0), -1);
+	CU_ASSERT_EQUAL(nbd_pread(h, back, 64 * KIB, on1 * BS, 0), 0);
+	CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
+	CU_ASSERT_EQUAL(nbd_block_status(h, MEDIA_BYTES, 0,
+					 (nbd_extent_callback){ .callback = block_flags,
+								.user_data = flags }, 0), 0);
+	for (uint64_t b = 0; b < MEDIA_BYTES / BS; b++)
+		CU_ASSERT_EQUAL(flags[b], ids[b] == 2 ? LIBNBD_STATE_HOLE : 0);
+	bye(h);
+	free(w);
+	free(back);
+	for (unsigned i = taken_all(done, CW_ARRAY_SIZE(done)); i-- > 0;)
+		free(done[i]);
+	atomic_store(&D.pb->slot_of[2], slot2);
+	teardown();
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("daemon pool back end", NULL, NULL);
@@ -993,5 +1076,6 @@ int main(void)
 	cwtest_add(s, "exports bind by id or by start-up name", test_export_bind);
 	cwtest_add(s, "the keeper of holes works through the lanes", test_keeper_io);
 	cwtest_add(s, "a write to a moving block is mirrored", test_mirror_while_moving);
+	cwtest_add(s, "a partition served partially: EIO on a missing disk's blocks", test_partial);
 	return cwtest_run();
 }

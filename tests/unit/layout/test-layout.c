@@ -1036,9 +1036,20 @@ static void test_degraded_open(void)
 	CU_ASSERT(cw_disk_fd(t.pool, 3) < 0);
 	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "rot", &rot) == 0);
 	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "one", &one) == 0);
-	CU_ASSERT(cw_part_map(rot, 0, 0, &e) == -ENODEV);
+	/* Exactly the blocks on disk 3 (2 and 5 of 1, 2, 3, 1, 2, 3) are
+	 * unavailable; the others still map. */
+	CU_ASSERT(cw_part_map(rot, 0, 0, &e) == 0 && e.disk_id == 1 && e.length == TP_BS);
+	CU_ASSERT(cw_part_map(rot, 2 * TP_BS + 512, 0, &e) == -ENODEV);
+	CU_ASSERT(e.disk_id == 3 && e.length == TP_BS - 512);
+	CU_ASSERT(cw_part_map(rot, 2 * TP_BS, 4 * TP_BS, &e) == -ENODEV && e.length == TP_BS);
+	CU_ASSERT(cw_part_map(rot, 5 * TP_BS, 0, &e) == -ENODEV && e.disk_id == 3);
+	CU_ASSERT(cw_part_map(rot, 4 * TP_BS, 2 * TP_BS, &e) == 0 && e.disk_id == 2 &&
+		  e.length == TP_BS);
+	CU_ASSERT(cw_part_map(rot, 6 * TP_BS, 0, &e) == -ERANGE);
 	CU_ASSERT_FATAL(cw_part_info(rot, &info) == 0);
-	CU_ASSERT(!info.available);
+	CU_ASSERT(!info.available && info.missing_blocks == 2);
+	CU_ASSERT_FATAL(cw_part_info(one, &info) == 0);
+	CU_ASSERT(info.available && info.missing_blocks == 0);
 	CU_ASSERT(cw_part_resize(rot, TP_BS) == -ENODEV);
 	CU_ASSERT(cw_move_plan(rot, 0, 1, &mo, &m) == -ENODEV);
 	/* The partition on present disks keeps working. */
@@ -1125,7 +1136,9 @@ static void test_path_holds_other_disk(void)
 	CU_ASSERT_FATAL(cw_disk_info(t.pool, 2, &di) == 0);
 	CU_ASSERT(di.state == CW_DISK_WRONG_LABEL);
 	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
-	CU_ASSERT(cw_part_map(p, 0, 0, &e) == -ENODEV);
+	/* block 1 is on disk 2, which is not served; block 0 is */
+	CU_ASSERT(cw_part_map(p, TP_BS, 0, &e) == -ENODEV && e.disk_id == 2);
+	CU_ASSERT(cw_part_map(p, 0, 0, &e) == 0 && e.disk_id == 1);
 	CU_ASSERT(cw_disk_add(t.pool, mine, CW_TIER_HDD, NULL, NULL) == -EEXIST);
 	cw_pool_close(t.pool);
 	t.pool = NULL;

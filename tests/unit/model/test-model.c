@@ -385,6 +385,12 @@ static void test_calibrate_check(void)
 	CU_ASSERT_EQUAL(cw_calib_check(path, &m, why, sizeof(why)), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "a measured rate of 25GB/s is beyond any HDD (at most "
 					 "about 1GB/s)"));
+	/* just above the most: not "1GB/s is beyond ... 1GB/s" */
+	m.zone[0].rate_bps = UINT64_C(1040) * 1000 * 1000;
+	CU_ASSERT_EQUAL(cw_calib_check(path, &m, why, sizeof(why)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "a measured rate of 1040MB/s is beyond any HDD (at "
+					 "most about 1GB/s)"));
+	m.zone[0].rate_bps = UINT64_C(25) * 1000 * 1000 * 1000;
 	m.tier = CW_TIER_SSD;
 	CU_ASSERT_EQUAL(cw_calib_check(path, &m, why, sizeof(why)), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "beyond any SSD"));
