@@ -502,16 +502,17 @@ int cw_io_rbd_reclaim(int fd, const char *owner)
 	rbd_lock_mode_t mode;
 	char *owners[4];
 	size_t n = sizeof(owners) / sizeof(owners[0]);
+	uint64_t features = 0;
 	bool held = false;
 	int r;
 
 	if (!im)
 		return -EBADF;
-	r = rbd_lock_get_owners(im->img, &mode, owners, &n);
-	if (r == -ENOENT) {
-		image_release(im);
-		return 0;	/* nobody holds it */
-	}
+	r = rbd_get_features(im->img, &features);
+	if (r == 0 && (features & RBD_FEATURE_EXCLUSIVE_LOCK))
+		r = rbd_lock_get_owners(im->img, &mode, owners, &n);
+	else if (r == 0)
+		r = -ENOENT;	/* an image without the feature has no such lock */
 	if (r == 0) {
 		held = mode == RBD_LOCK_MODE_EXCLUSIVE && n == 1 && !strcmp(owners[0], owner);
 		rbd_lock_get_owners_cleanup(owners, n);
@@ -519,6 +520,8 @@ int cw_io_rbd_reclaim(int fd, const char *owner)
 	if (r == 0 && held)
 		r = rbd_lock_break(im->img, RBD_LOCK_MODE_EXCLUSIVE, owner);
 	image_release(im);
+	if (r == -ENOENT)
+		return 0;	/* nobody holds it (any more) */
 	return r < 0 ? r : held;
 }
 
