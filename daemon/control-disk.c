@@ -44,6 +44,9 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 		cwc_add(m, "source", cwc_jstr(cw_admit_model_source_name(src)));
 		if (cw_model_format(&model, text, sizeof(text)) > 0)
 			cwc_add(m, "text", cwc_jstr(text));	/* the cwmodel1 line */
+		if (model.tail_permille)
+			cwc_add(m, "tail_percentile",
+				json_object_new_double(model.tail_permille / 10.0));
 	}
 	cwc_add(o, "model", m);
 	if (cw_disk_emulate_get(srv->pool, d->id, &model) == 0) {
@@ -192,7 +195,10 @@ int cwc_cmd_disk_remove(struct ctx *c, json_object **ret)
 
 int cwc_calib_prepare(struct ctx *c, struct calib *k)
 {
+	const char *pct = cw_ctl_arg_str(c->req, "percentile");
+	unsigned permille = 0;
 	bool quick = false;
+	int r;
 
 	memset(k, 0, sizeof(*k));
 	if (cwc_find_disk(c, cw_ctl_arg_str(c->req, "name"), &k->disk) < 0)
@@ -201,6 +207,16 @@ int cwc_calib_prepare(struct ctx *c, struct calib *k)
 		return cwc_fail(c, CW_CTL_E_UNAVAILABLE, "disk %s is %s", k->disk.name,
 				cwc_disk_state_name(k->disk.state));
 	cw_ctl_arg_bool(c->req, "quick", &quick);
+	if (pct && k->disk.tier != CW_TIER_RBD)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "percentile %s: disk %s is of tier %s, "
+				"whose worst case is measured, not a tail; a tail percentile is "
+				"for disks on a cluster (tier rbd)", pct, k->disk.name,
+				cw_tier_name(k->disk.tier));
+	r = pct ? cw_calib_parse_percentile(pct, &permille) : 0;
+	if (r < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "percentile \"%s\": expected a number "
+				"from 50 to 100 in steps of 0.1, such as 99.9 (the default) or 99",
+				pct);
 	cw_calib_opts_init(&k->opts);
 	k->opts.tier = k->disk.tier;
 	k->opts.name = k->disk.name;
@@ -223,6 +239,8 @@ int cwc_calib_prepare(struct ctx *c, struct calib *k)
 		k->opts.percentile = 50;
 		k->opts.tail_permille = 500;
 	}
+	if (permille)
+		k->opts.tail_permille = permille;	/* said, even with --quick */
 	return 0;
 }
 
@@ -298,6 +316,8 @@ int cwc_calib_finish(struct ctx *c, struct calib *k, json_object **ret)
 	cwc_add(*ret, "model", cwc_jstr(text));
 	if (cw_model_service_ns(&k->model, 0, 0, cw_pool_block_size(c->srv->pool), &worst) == 0)
 		cwc_add(*ret, "block_service_ns", json_object_new_int64(worst));
+	if (k->model.tail_permille)
+		cwc_add(*ret, "tail_percentile", json_object_new_double(k->model.tail_permille / 10.0));
 	calib_warning(c, k, *ret);
 	return 0;
 }

@@ -181,6 +181,8 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "over_c", cw_ctl_json_u64(s->over_c));
 		cwc_add(o, "p50_over_c", json_object_new_double(s->p50_over_c));
 		cwc_add(o, "p999_over_c", json_object_new_double(s->p999_over_c));
+		cwc_add(o, "tail_percentile", json_object_new_double(s->tail_permille / 10.0));
+		cwc_add(o, "tail_over_c", json_object_new_double(s->tail_over_c));
 		cwc_add(o, "c_block_ns", json_object_new_int64(s->c_block_ns));
 		json_object_array_add(disks, o);
 	}

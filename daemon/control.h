@@ -83,9 +83,12 @@ struct cwc_disk_stats {
 	uint64_t be_overruns;			/* BE requests over their charge */
 	int64_t be_overrun_ns;			/* by this much in all */
 	/* Requests served alone, their service time over the model's C
-	 * (median and 99.9th percentile), those over C; C of a pool block. */
+	 * (median and 99.9th percentile), those over C; C of a pool block.
+	 * tail_over_c is the ratio at the model's tail percentile (its
+	 * tail_permille, or 999 when it has none): where C should hold. */
 	uint64_t alone_requests, over_c;
-	double p50_over_c, p999_over_c;
+	double p50_over_c, p999_over_c, tail_over_c;
+	unsigned tail_permille;
 	int64_t c_block_ns;
 };
 

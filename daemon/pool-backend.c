@@ -851,6 +851,8 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		return 0;
 	}
 	d->fd = r;
+	if (cw_io_path_is_rbd(info->path) && !cfg->exports.read_only)
+		pb_rbd_take_lock(pb, d);
 	{
 		struct stat st;
 

@@ -445,6 +445,10 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 /* pool-backend.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
 
+/* pool-rbd.c: an image d just opened for writing gets its exclusive lock
+ * back from this pool's previous daemon if it died holding it. */
+void pb_rbd_take_lock(struct pb *pb, const struct disk *d);
+
 /* pool-mover.c: the thread that carries out the pool's moves */
 int pb_mover_start(struct pb *pb);
 void pb_mover_stop(struct pb *pb);

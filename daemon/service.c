@@ -283,6 +283,8 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 			lane_sum(ds, &d->lanes[j].st, hist, ratio);
 		ds->p50_over_c = cwd_stats_ratio_quantile(ratio, 0.5);
 		ds->p999_over_c = cwd_stats_ratio_quantile(ratio, 0.999);
+		ds->tail_permille = disk_model(d)->tail_permille ? disk_model(d)->tail_permille : 999;
+		ds->tail_over_c = cwd_stats_ratio_quantile(ratio, ds->tail_permille / 1000.0);
 		if (cw_model_service_ns(disk_model(d), 0, 0, pb->block_size, &ds->c_block_ns) < 0)
 			ds->c_block_ns = 0;
 		_Static_assert(CWC_HIST_BUCKETS == CWD_STATS_HIST_BUCKETS, "one histogram");

@@ -178,12 +178,18 @@ static void print_disks(json_object *a)
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *d = json_object_array_get_idx(a, i), *m = get(d, "model");
 		char size[CW_UNITS_BUF], fr[CW_UNITS_BUF], dl[CW_UNITS_BUF], util[16], model[TABLE_CELL];
+		bool cal = json_object_get_boolean(get(m, "calibrated"));
+		char tail[32] = "";
 
 		snprintf(util, sizeof(util), "%.0f%%",
 			 100 * json_object_get_double(get(d, "utilization")));
-		snprintf(model, sizeof(model), "%s%s%s%s", gs(m, "name"),
-			 json_object_get_boolean(get(m, "calibrated")) ? " (calibrated)" : "",
-			 get(d, "emulate") ? ", emulating " : "",
+		/* an image's C is a tail percentile: which one */
+		if (get(m, "tail_percentile"))
+			snprintf(tail, sizeof(tail), "%sp%g", cal ? ", " : "",
+				 json_object_get_double(get(m, "tail_percentile")));
+		snprintf(model, sizeof(model), "%s%s%s%s%s%s%s", gs(m, "name"),
+			 cal || tail[0] ? " (" : "", cal ? "calibrated" : "", tail,
+			 cal || tail[0] ? ")" : "", get(d, "emulate") ? ", emulating " : "",
 			 get(d, "emulate") ? gs(get(d, "emulate"), "name") : "");
 		table_row(&t, gs(d, "name"), gs(d, "id"), gs(d, "tier"), gs(d, "state"),
 			  fsize(d, "size", size), fsize(d, "free", fr), model, gs(d, "tasks"),
@@ -378,17 +384,19 @@ static void print_stats(json_object *s)
 	json_object *d = get(s, "disks"), *r = get(s, "reservations");
 
 	table_row(&t, "DISK", "RT-REQS", "RT-MISSES", "BE-REQS", "BE-P50", "BE-P99", "BE-MAX",
-		  "SLACK-USED", "C-BLOCK", "P99.9/C", "OVER-C");
+		  "SLACK-USED", "C-BLOCK", "TAIL/C", "OVER-C");
 	for (size_t i = 0; d && i < json_object_array_length(d); i++) {
 		json_object *o = json_object_array_get_idx(d, i);
 		char a[CW_UNITS_BUF], b[CW_UNITS_BUF], c[CW_UNITS_BUF], e[CW_UNITS_BUF];
 		char f[CW_UNITS_BUF], tail[32], over[48];
 
-		/* the tail of what the disk served alone, as a share of C:
-		 * above 1, C no longer holds for one request in a thousand */
+		/* the tail of what the disk served alone, at the percentile
+		 * C was calibrated at, as a share of C: above 1, C no longer
+		 * holds as calibrated ("0.84@p99.9") */
 		if (json_object_get_int64(get(o, "alone_requests")) > 0)
-			snprintf(tail, sizeof(tail), "%.2f",
-				 json_object_get_double(get(o, "p999_over_c")));
+			snprintf(tail, sizeof(tail), "%.2f@p%g",
+				 json_object_get_double(get(o, "tail_over_c")),
+				 json_object_get_double(get(o, "tail_percentile")));
 		else
 			snprintf(tail, sizeof(tail), "-");
 		snprintf(over, sizeof(over), "%s/%s", gs(o, "over_c"), gs(o, "alone_requests"));
@@ -736,23 +744,37 @@ static void print_calibrated(json_object *r)
 
 	json_object *warn;
 
-	printf("calibrated %s: worst case %s per pool block\nmodel: %s\n", gs(r, "disk"),
-	       fdur(r, "block_service_ns", w), gs(r, "model"));
+	printf("calibrated %s: worst case %s per pool block", gs(r, "disk"),
+	       fdur(r, "block_service_ns", w));
+	if (get(r, "tail_percentile"))
+		printf(" (the %gth percentile of its service times, plus the margin)",
+		       json_object_get_double(get(r, "tail_percentile")));
+	printf("\nmodel: %s\n", gs(r, "model"));
 	if (json_object_object_get_ex(r, "warning", &warn))
 		fprintf(stderr, "cwctl: warning: %s: %s\n", gs(r, "disk"), json_object_get_string(warn));
 }
 
 static int c_disk_calibrate(int argc, char **argv)
 {
-	static const struct option lo[] = { HELP_OPT, { "quick", no_argument, NULL, 'q' }, { 0 } };
+	static const struct option lo[] = {
+		HELP_OPT, { "quick", no_argument, NULL, 'q' },
+		{ "percentile", required_argument, NULL, 'p' }, { 0 }
+	};
 	json_object *a = args_new();
+	unsigned permille;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hq", lo)) != -1) {
-		if (o == 'q')
+	while ((o = next_opt(argc, argv, "hqp:", lo)) != -1) {
+		if (o == 'q') {
 			json_object_object_add(a, "quick", json_object_new_boolean(1));
-		else
+		} else if (o == 'p') {
+			if (cw_calib_parse_percentile(optarg, &permille) < 0)
+				return json_object_put(a), usage_error("--percentile %s: expected a "
+					"number from 50 to 100 in steps of 0.1, such as 99.9", optarg);
+			put_str(a, "percentile", optarg);
+		} else {
 			return json_object_put(a), EXIT_USAGE;
+		}
 	}
 	if (argc - optind != 1)
 		return json_object_put(a), usage_error("expected one disk NAME");
@@ -1873,10 +1895,13 @@ static const struct command commands[] = {
 	  "so that it can be removed.  Refused up front, with the numbers, when the\n"
 	  "other disks lack the free space.  --watch follows the moves to their end.\n",
 	  c_disk_evacuate },
-	{ "disk", "calibrate", "NAME [--quick]",
+	{ "disk", "calibrate", "NAME [--quick] [--percentile P]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
 	  "shows on a terminal.  --quick measures few points, for a first look.\n"
+	  "On an image on a cluster (tier rbd), C of a block size is the P-th\n"
+	  "percentile of its service times (50 to 100 in steps of 0.1; 99.9 unless\n"
+	  "told, the median with --quick), kept with the model.\n"
 	  "On a disk with streams, the new model is installed only if each stream\n"
 	  "still passes admission with it (else the refusal names the one that\n"
 	  "would not); the measurement runs beside them, unscheduled.  A warning\n"

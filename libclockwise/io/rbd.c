@@ -478,6 +478,53 @@ int io_rbd_punch(int fd, uint64_t off, uint64_t len)
 	return r < 0 ? (int)r : 0;
 }
 
+int cw_io_rbd_address(int fd, char *buf, size_t len)
+{
+	struct image *im = image_acquire(fd);
+	char *addrs = NULL;
+	int r;
+
+	if (!im)
+		return -EBADF;
+	r = rados_getaddrs(im->c->rados, &addrs);
+	if (r == 0)
+		r = snprintf(buf, len, "%s", addrs) < (int)len ? 0 : -ENAMETOOLONG;
+	free(addrs);
+	image_release(im);
+	return r;
+}
+
+/* The exclusive lock's owner is whom librbd names by its address; a
+ * shared or advisory lock (rbd lock add) is not the data path's. */
+int cw_io_rbd_reclaim(int fd, const char *owner)
+{
+	struct image *im = image_acquire(fd);
+	rbd_lock_mode_t mode;
+	char *owners[4];
+	size_t n = sizeof(owners) / sizeof(owners[0]);
+	uint64_t features = 0;
+	bool held = false;
+	int r;
+
+	if (!im)
+		return -EBADF;
+	r = rbd_get_features(im->img, &features);
+	if (r == 0 && (features & RBD_FEATURE_EXCLUSIVE_LOCK))
+		r = rbd_lock_get_owners(im->img, &mode, owners, &n);
+	else if (r == 0)
+		r = -ENOENT;	/* an image without the feature has no such lock */
+	if (r == 0) {
+		held = mode == RBD_LOCK_MODE_EXCLUSIVE && n == 1 && !strcmp(owners[0], owner);
+		rbd_lock_get_owners_cleanup(owners, n);
+	}
+	if (r == 0 && held)
+		r = rbd_lock_break(im->img, RBD_LOCK_MODE_EXCLUSIVE, owner);
+	image_release(im);
+	if (r == -ENOENT)
+		return 0;	/* nobody holds it (any more) */
+	return r < 0 ? r : held;
+}
+
 bool cw_io_rbd_supported(void)
 {
 	return true;
@@ -786,6 +833,21 @@ int io_rbd_punch(int fd, uint64_t off, uint64_t len)
 	(void)fd;
 	(void)off;
 	(void)len;
+	return -EBADF;
+}
+
+int cw_io_rbd_address(int fd, char *buf, size_t len)
+{
+	(void)fd;
+	(void)buf;
+	(void)len;
+	return -EBADF;
+}
+
+int cw_io_rbd_reclaim(int fd, const char *owner)
+{
+	(void)fd;
+	(void)owner;
 	return -EBADF;
 }
 

@@ -102,6 +102,34 @@ int64_t model_percentile(int64_t *v, size_t n, unsigned pct)
 	return permille(v, n, pct * 10);
 }
 
+int cw_calib_parse_percentile(const char *s, unsigned *ret_permille)
+{
+	unsigned v = 0, digits = 0;
+
+	if (!s || !ret_permille)
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9' && digits < 4; s++, digits++)
+		v = v * 10 + (unsigned)(*s - '0');
+	if (digits == 0 || digits == 4)
+		return digits ? -ERANGE : -EINVAL;
+	v *= 10;
+	if (*s == '.') {
+		if (s[1] < '0' || s[1] > '9')
+			return -EINVAL;
+		v += (unsigned)(*++s - '0');
+		while (*++s == '0')
+			;	/* 99.90 is 99.9 */
+		if (*s >= '1' && *s <= '9')
+			return -ERANGE;	/* 99.95: finer than 0.1 */
+	}
+	if (*s)
+		return -EINVAL;
+	if (v < 500 || v > 1000)
+		return -ERANGE;
+	*ret_permille = v;
+	return 0;
+}
+
 void cw_calib_opts_init(struct cw_calib_opts *o)
 {
 	static const uint64_t sizes[] = { 64 << 10, 256 << 10, 1 << 20 };
@@ -718,6 +746,7 @@ int cw_model_calibrate(const char *path, const struct cw_calib_opts *o,
 		e = measure_tail(&c, o, &m, samples);
 		if (e < 0)
 			return e;
+		m.tail_permille = o->tail_permille;
 		m.capacity_bytes = size;
 		m.zone[0].end_bytes = size;
 		goto done;

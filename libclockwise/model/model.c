@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,8 @@ int cw_model_validate(const struct cw_model *m)
 		if (i > 0 && z->start_bytes != m->zone[i - 1].end_bytes)
 			return -EINVAL;
 	}
-	if (m->n_bsizes > CW_MODEL_MAX_BSIZES)
+	if (m->n_bsizes > CW_MODEL_MAX_BSIZES ||
+	    (m->tail_permille && (m->tail_permille < 500 || m->tail_permille > 1000)))
 		return -EINVAL;
 	for (unsigned i = 0; i < m->n_bsizes; i++)
 		if (m->bsize[i].bytes == 0 || m->bsize[i].worst_ns <= 0 ||
@@ -308,6 +310,8 @@ int cw_model_format(const struct cw_model *m, char *buf, size_t len)
 			put(buf, len, &pos, "%s%" PRIu64 ":%" PRId64, i ? "," : "",
 			    m->bsize[i].bytes, m->bsize[i].worst_ns);
 	}
+	if (m->tail_permille)
+		put(buf, len, &pos, " tail=%u", m->tail_permille);
 	return pos > INT32_MAX ? -EINVAL : (int)pos;
 }
 
@@ -366,7 +370,7 @@ int cw_model_parse(const char *text, struct cw_model *ret)
 	uint64_t u;
 
 	enum { K_NAME = 1, K_TIER = 2, K_CAP = 4, K_ROT = 8, K_OVH = 16, K_SEEK = 32,
-	       K_ZONES = 64, K_MPPM = 128, K_MNS = 256, K_BS = 512 };
+	       K_ZONES = 64, K_MPPM = 128, K_MNS = 256, K_BS = 512, K_TAIL = 1024 };
 	const unsigned required = K_NAME | K_TIER | K_CAP | K_ROT | K_OVH | K_SEEK | K_ZONES;
 
 	if (!text || !ret || strncmp(s, "cwmodel1", 8) != 0)
@@ -457,6 +461,11 @@ int cw_model_parse(const char *text, struct cw_model *ret)
 				m.bsize[i] = (struct cw_model_bsize){ pairs[i][0], (int64_t)pairs[i][1] };
 			}
 			bit = K_BS;
+		} else if (KEY("tail")) {
+			if (parse_u64(s, &s, &u) < 0 || u == 0 || u > UINT_MAX)
+				return -EINVAL;
+			m.tail_permille = (unsigned)u;
+			bit = K_TAIL;
 		} else
 			return -EINVAL;	/* unknown key: a newer format, not half read */
 #undef KEY

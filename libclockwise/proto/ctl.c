@@ -88,7 +88,10 @@ static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
 static const struct cw_ctl_arg_spec name_force[] = { SR("name"), B("force"), END };
 /* from_block: list the runs from this block on (a page; see next_block). */
 static const struct cw_ctl_arg_spec part_show[] = { SR("name"), U("from_block"), END };
-static const struct cw_ctl_arg_spec disk_calibrate[] = { SR("name"), B("quick"), END };
+/* percentile: an image's tail, "99.9" (cw_calib_parse_percentile) */
+static const struct cw_ctl_arg_spec disk_calibrate[] = {
+	SR("name"), B("quick"), S("percentile"), END
+};
 static const struct cw_ctl_arg_spec part_create[] = {
 	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), B("tier_fallback"),
 	END

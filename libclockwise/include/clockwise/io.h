@@ -117,6 +117,20 @@ int cw_io_open_dev(const char *path, int flags);
 bool cw_io_path_is_rbd(const char *path);
 bool cw_io_rbd_supported(void);
 
+/* An image's exclusive lock, which librbd takes for the first write, is
+ * its owner's until that client closes the image; a client that died
+ * holds it until the cluster drops its watch (30 s), and a write of
+ * another client waits that long.  cw_io_rbd_address writes the address
+ * the cluster knows this process by, for fd's cluster (the owner's name
+ * of a lock this process takes: "127.0.0.1:0/2849347118"), to buf.
+ * cw_io_rbd_reclaim breaks fd's image's exclusive lock when owner holds
+ * it, after the cluster blocklisted owner (so that it cannot write any
+ * more, were it alive): call it only with the address of a client known
+ * dead.  1: broken; 0: owner does not hold it; -EBADF: fd is no image;
+ * else what librbd answered. */
+int cw_io_rbd_address(int fd, char *buf, size_t len);
+int cw_io_rbd_reclaim(int fd, const char *owner);
+
 /* Closes a descriptor from cw_io_open or cw_io_open_dev (NULL-safe for
  * fd < 0), and any other descriptor with close(2).  No request on it may
  * be in flight. */

@@ -64,6 +64,10 @@ struct cw_model {
 	struct cw_model_zone zone[CW_MODEL_MAX_ZONES];
 	unsigned n_bsizes;		/* measured block sizes, may be 0 */
 	struct cw_model_bsize bsize[CW_MODEL_MAX_BSIZES];
+	/* The tail percentile, in permille, the measured block sizes are of
+	 * (an image's calibration: 999, the 99.9th percentile, unless told
+	 * otherwise); 0 when the model says none.  500..1000 otherwise. */
+	unsigned tail_permille;
 };
 
 /* Checks the invariants above: 0 or -EINVAL. */
@@ -233,6 +237,11 @@ struct cw_calib_opts {
  * 8 zones of 8 MiB, block sizes 64 KiB, 256 KiB and 1 MiB, 20 repeats,
  * the 99th percentile, no margin; on an image the 99.9th. */
 void cw_calib_opts_init(struct cw_calib_opts *opts);
+
+/* A tail percentile as an operator writes it ("99.9", "99", "100") into
+ * permille (999, 990, 1000): 50 to 100 in steps of 0.1.  -EINVAL when s
+ * is no such number, -ERANGE when it is out of range or finer. */
+int cw_calib_parse_percentile(const char *s, unsigned *ret_permille);
 
 /* Progress: phase is "seek", "zone" or "bsize"; done of total steps. A
  * non-zero return stops the calibration, which then returns -ECANCELED. */

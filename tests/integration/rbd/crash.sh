@@ -1,6 +1,9 @@
 #!/bin/bash
 # Description: kill -9 of clockwised while FUA writes go to an RBD image:
-# every write acknowledged before the kill is there after the restart.
+# every write acknowledged before the kill is there after the restart,
+# and the restarted daemon's first write does not wait for the image's
+# lock, which the killed one never gave back (the cluster would keep it
+# 30 s): the daemon breaks it, having recorded that it was its own.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 . "$top_srcdir/tests/integration/ceph-lib.sh"
@@ -25,7 +28,15 @@ wait "$writer"
 acked=$(grep -c '^wrote' "$cw_tmp/writes")
 echo "acknowledged before the kill: $acked of 640"
 check "the kill came before the end" test "$acked" -lt 640
+check "the pool recorded whose the image's lock was" grep -q " $(ceph_spec r0)\$" "$cwd_db-rbd-owners"
 cwd_start
+# past the 40 MiB written above
+t0=$(date +%s%N)
+check "a write after the restart" qemu-io -f raw -c "write -f -P 7 47M 64k" "$uri"
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "the first write after the restart took $ms ms"
+check "without waiting for the lock (under 10 s)" test "$ms" -lt 10000
+check "the restarted daemon broke the dead one's lock" grep -q "lock was still held by this pool's previous daemon" "$(cwd_log)"
 cmds=()
 for off in $(sed -n 's/^wrote 65536\/65536 bytes at offset \([0-9]*\)$/\1/p' "$cw_tmp/writes"); do
 	cmds+=(-c "read -P $((off / 65536 % 250 + 1)) $off 64k")

@@ -202,6 +202,65 @@ static void test_text_refusals(void)
 	CU_ASSERT_EQUAL(cw_model_format(&keep, good, sizeof(good)), -EINVAL);
 }
 
+/* An image's tail percentile: kept in the text only when set, in range. */
+static void test_text_tail(void)
+{
+	static const char base[] = "cwmodel1 name=r tier=rbd cap=1048576 rot=0 ovh=1000 mppm=0 mns=0 seek=0:0 "
+				   "zones=1048576:100000000 bs=4096:2000000";
+	struct cw_model m, back;
+	char text[4096], buf[4200];
+
+	CU_ASSERT_FATAL(cw_model_parse(base, &m) == 0);
+	CU_ASSERT_EQUAL(m.tail_permille, 0);
+	CU_ASSERT_FATAL(cw_model_format(&m, text, sizeof(text)) > 0);
+	CU_ASSERT_STRING_EQUAL(text, base);	/* no tail= when it has none */
+	m.tail_permille = 990;
+	CU_ASSERT_FATAL(cw_model_format(&m, text, sizeof(text)) > 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " tail=990"));
+	CU_ASSERT_FATAL(cw_model_parse(text, &back) == 0);
+	CU_ASSERT(memcmp(&m, &back, sizeof(m)) == 0);
+	for (unsigned pm = 0; pm <= 1200; pm += 100) {
+		int r;
+
+		snprintf(buf, sizeof(buf), "%s tail=%u", base, pm);
+		r = cw_model_parse(buf, &back);
+		CU_ASSERT_EQUAL(r, pm >= 500 && pm <= 1000 ? 0 : -EINVAL);
+	}
+	snprintf(buf, sizeof(buf), "%s tail=999 tail=999", base);
+	CU_ASSERT_EQUAL(cw_model_parse(buf, &back), -EINVAL);
+	m.tail_permille = 1001;
+	CU_ASSERT_EQUAL(cw_model_validate(&m), -EINVAL);
+}
+
+static void test_parse_percentile(void)
+{
+	static const struct {
+		const char *s;
+		int r;
+		unsigned pm;
+	} cases[] = {
+		{ "99.9", 0, 999 }, { "99", 0, 990 }, { "100", 0, 1000 }, { "50", 0, 500 },
+		{ "99.90", 0, 999 }, { "50.0", 0, 500 }, { "100.0", 0, 1000 },
+		{ "99.95", -ERANGE, 0 }, { "49.9", -ERANGE, 0 }, { "100.1", -ERANGE, 0 },
+		{ "1000", -ERANGE, 0 }, { "0", -ERANGE, 0 }, { "", -EINVAL, 0 },
+		{ "99.", -EINVAL, 0 }, { ".9", -EINVAL, 0 }, { "99.9%", -EINVAL, 0 },
+		{ "-99", -EINVAL, 0 }, { "99,9", -EINVAL, 0 }, { " 99", -EINVAL, 0 },
+		{ "p99", -EINVAL, 0 }, { "1e2", -EINVAL, 0 },
+	};
+
+	for (size_t i = 0; i < CW_ARRAY_SIZE(cases); i++) {
+		unsigned pm = 12345;
+		int r = cw_calib_parse_percentile(cases[i].s, &pm);
+
+		CU_ASSERT_EQUAL(r, cases[i].r);
+		CU_ASSERT_EQUAL(pm, r == 0 ? cases[i].pm : 12345);	/* untouched on error */
+		if (r != cases[i].r)
+			fprintf(stderr, "percentile \"%s\": %d, expected %d\n", cases[i].s, r,
+				cases[i].r);
+	}
+	CU_ASSERT_EQUAL(cw_calib_parse_percentile(NULL, NULL), -EINVAL);
+}
+
 /* ---- calibration on a real file --------------------------------------- */
 
 static char dir[256];
@@ -443,6 +502,8 @@ int main(void)
 	cwtest_add(s, "access within the worst case", test_access_within_worst_case);
 	cwtest_add(s, "text round trip", test_text_roundtrip);
 	cwtest_add(s, "text refusals", test_text_refusals);
+	cwtest_add(s, "text tail", test_text_tail);
+	cwtest_add(s, "percentile", test_parse_percentile);
 	cwtest_add(c, "calibrate a file (io_uring)", test_calibrate_uring);
 	cwtest_add(c, "calibrate a file (libaio)", test_calibrate_aio);
 	cwtest_add(c, "calibration errors", test_calibrate_errors);
