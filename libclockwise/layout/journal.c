@@ -126,13 +126,19 @@ void lay_journal_free(struct cw_pool *pool)
 int lay_journal_reserved(struct cw_pool *pool, int (*fn)(void *ctx, uint64_t entry,
 							 uint64_t block), void *ctx)
 {
+	const struct mover *mv = &pool->mover;
 	int r = 0;
 
 	for (struct jmove *jm = pool->jmoves; jm && r == 0; jm = jm->next_move)
-		for (size_t k = jm->next; k < jm->nsteps && r == 0; k++)
+		for (size_t k = jm->next + (lay_mover_in_flight(pool, jm) ? mv->n : 0);
+		     k < jm->nsteps && r == 0; k++)
 			r = fn(ctx, jm->steps[k].dst, jm->steps[k].block);
-	if (r == 0 && pool->mover.phase == MV_DRAIN_FREE && pool->mover.free_entry)
-		r = fn(ctx, pool->mover.free_entry, pool->mover.cur.block);
+	/* The batch: a switched block's source until it is given back, any
+	 * other's destination until then. */
+	for (unsigned i = 0; mv->phase != MV_NONE && i < mv->n && r == 0; i++)
+		if (mv->b[i].state != MB_END)
+			r = fn(ctx, mv->b[i].state == MB_MOVED ? mv->b[i].st.src : mv->b[i].st.dst,
+			       mv->b[i].st.block);
 	return r;
 }
 
@@ -599,14 +605,13 @@ int cw_move_cancel(struct cw_pool *pool, uint64_t id)
 				      strerror(-r));
 		goto out;
 	}
-	/* The block in flight is the mover's to give back once drained. */
-	keep = jm->next + lay_mover_in_flight(pool, jm);
+	/* The batch in flight is the mover's to give back once drained; it
+	 * forgets the move when the batch ends. */
+	keep = jm->next + (lay_mover_in_flight(pool, jm) ? pool->mover.n : 0);
 	for (size_t k = keep; k < jm->nsteps; k++)
 		lay_free_entries(pool, &jm->steps[k].dst, 1);
 	jm->nsteps = keep;
 	if (!lay_mover_in_flight(pool, jm)) {
-		if (pool->mover.jm == jm)
-			pool->mover.jm = NULL;
 		lay_jmove_unlink(pool, jm);
 		lay_jmove_free(jm);
 	}
@@ -629,22 +634,31 @@ int cw_move_forget_finished(struct cw_pool *pool)
 
 /* ---- the mover's records ---- */
 
-/* Records the outcome of the step in flight (row state, the move's
+/* Records the outcome of steps in flight (row state, the move's
  * counters) in one transaction; for a moved block, with its new run. */
 int lay_journal_step(struct cw_pool *pool, struct jmove *jm, const struct jstep *st, int row)
+{
+	return lay_journal_steps(pool, jm, &st, &row, 1);
+}
+
+int lay_journal_steps(struct cw_pool *pool, struct jmove *jm, const struct jstep *const *st,
+		      const int *rows, size_t n)
 {
 	struct cw_move_info c = jm->info;
 	int r;
 
-	c.done += row == ROW_MOVED;
-	c.failed += row == ROW_FAILED;
-	c.skipped += row == ROW_SKIPPED;
 	r = meta_begin(pool->meta);
-	if (r == 0 && row == ROW_MOVED)
-		r = lay_runs_replace(pool->meta, jm->part->id, st->block, st->block + 1, &st->dst);
-	if (r == 0)
-		r = meta_exec(pool->meta, sql_block_state, 3, (int64_t)c.id, (int64_t)st->block,
-			      (int64_t)row);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		c.done += rows[i] == ROW_MOVED;
+		c.failed += rows[i] == ROW_FAILED;
+		c.skipped += rows[i] == ROW_SKIPPED;
+		if (rows[i] == ROW_MOVED)
+			r = lay_runs_replace(pool->meta, jm->part->id, st[i]->block,
+					     st[i]->block + 1, &st[i]->dst);
+		if (r == 0)
+			r = meta_exec(pool->meta, sql_block_state, 3, (int64_t)c.id,
+				      (int64_t)st[i]->block, (int64_t)rows[i]);
+	}
 	if (r == 0)
 		r = meta_exec(pool->meta, sql_move_counts, 5, (int64_t)c.id, (int64_t)c.done,
 			      (int64_t)c.failed, (int64_t)c.skipped, (int64_t)c.bytes_copied);
