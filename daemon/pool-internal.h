@@ -257,6 +257,10 @@ struct pbx {
 	 * count that covers it (release; FLUSH loads it with acquire). */
 	uint32_t disks[PB_DISKS_CAP];
 	atomic_uint ndisks;
+	/* FLUSHes between reading that list and handing their pieces to the
+	 * lanes: a disk dropped from it (pb_export_drop_disk) is no longer
+	 * reached once this was 0 after the drop. */
+	atomic_uint flush_readers;
 	atomic_bool can_punch;		/* every disk of it can punch holes */
 	struct resv *resv;
 	struct pbx_client main;		/* the export as a client; main.next: its classes */
@@ -434,6 +438,10 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 
 /* pool-backend.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
+/* Takes disk slot di out of x's disk list, once no block of x's
+ * partition is there (moved away) and nothing is being copied there;
+ * returns once no FLUSH can still reach it.  Control thread. */
+void pb_export_drop_disk(struct pb *pb, struct pbx *x, uint32_t di);
 
 /* pool-mover.c: the thread that carries out the pool's moves */
 int pb_mover_start(struct pb *pb);

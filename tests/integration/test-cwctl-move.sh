@@ -3,8 +3,9 @@
 # written with a pattern per MiB; evacuating hdd0 is refused up front with
 # the numbers while the other disks lack the room, then runs under a
 # verified write load through NBD (each write's pattern recorded once
-# qemu-io acknowledged it) and hdd0 is removed.  Every region then reads
-# its last acknowledged pattern.  A partition move to the SSD tier is
+# qemu-io acknowledged it) and hdd0 is removed while the export stays up
+# and a client connected across the removal flushes.  Every region then
+# reads its last acknowledged pattern.  A partition move to the SSD tier is
 # refused when it does not fit; a move paused before a restart is paused
 # after it and finishes once resumed; a kill -9 in the middle of a move
 # under writes leaves every acknowledged write readable, and the move
@@ -92,11 +93,20 @@ check "one JSON object per line while watching" bash -c 'echo "$0" | jq -se "len
 check "the move is done with every block moved" test "$(cwctl --json move list | jq -c '[.[0].state, .[0].done == .[0].blocks, .[0].failed]')" = '["done",true,0]'
 check "hdd0 holds nothing" test "$(cwctl --json part show media | jq '[.per_disk[] | select(.disk == "hdd0")] | length')" = 0
 check "every acknowledged write reads back" verify
-# The export's FLUSH still lists hdd0 until it is added again.
-check "hdd0 is refused while export media flushes it" test "$(ctl_code cwctl disk remove hdd0)" = busy
-check "export remove media" cwctl export remove media
-check "hdd0 can be removed" cwctl disk remove hdd0
-check "export media again" cwctl export add media
+# The export's FLUSH follows the partition: hdd0 leaves it, and the disk
+# goes, while the export stays up and its clients connected.
+qemu-io -f raw -c "write -P 3 0 1M" -c "sleep 3000" -c flush -c "read -P 3 0 1M" "$uri" \
+	>"$d/across.out" 2>&1 &
+across=$!
+sleep 1
+check "hdd0 can be removed while export media is up" cwctl disk remove hdd0
+wait "$across"; rc=$?
+check "a client connected across the removal flushes and reads" \
+	bash -c '[ "$0" = 0 ] && grep -q "^read" "$1" && ! grep -qi "error\|failed" "$1"' "$rc" "$d/across.out"
+echo 3 >"$d/acked.0"; echo 3 >"$d/flying.0"
+check "a new client writes and flushes" qemu-io -f raw -c "write -P 4 1M 1M" -c flush "$uri"
+echo 4 >"$d/acked.1"; echo 4 >"$d/flying.1"
+check "export media is still listed" test "$(cwctl --json export list | jq '[.[] | select(.name == "media")] | length')" = 1
 
 # ---- a paused move survives a restart ----
 check "part move media onto hdd1 alone" cwctl part move media --disks hdd1 --policy single
