@@ -129,6 +129,9 @@ int cwc_cmd_move_list(struct ctx *c, json_object **ret);
 int cwc_cmd_move_pause(struct ctx *c, json_object **ret);
 int cwc_cmd_move_resume(struct ctx *c, json_object **ret);
 int cwc_cmd_move_cancel(struct ctx *c, json_object **ret);
+/* Moves postponed by rule 2 (control-move.c) resume once no reservation
+ * holds them any more: after a release. */
+void cwc_moves_retry_postponed(struct cwc_server *srv);
 int cwc_cmd_part_delete(struct ctx *c, json_object **ret);
 
 int cwc_cmd_resv_create(struct ctx *c, json_object **ret);

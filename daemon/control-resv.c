@@ -177,6 +177,7 @@ int cwc_cmd_resv_release(struct ctx *c, json_object **ret)
 	rc = cw_admit_state_release(c->srv->adm, id, NULL);
 	if (rc < 0)
 		return cwc_fail_pool(c, rc, "releasing the reservation");
+	cwc_moves_retry_postponed(c->srv);
 	*ret = json_object_new_object();
 	cwc_add(*ret, "id", cw_ctl_json_u64(id));
 	return 0;

@@ -10,7 +10,9 @@
 # after it and finishes once resumed; a kill -9 in the middle of a move
 # under writes leaves every acknowledged write readable, and the move
 # resumes by itself after the restart.  --tier ssd is refused without
-# --tier-fallback when the SSDs are full.
+# --tier-fallback when the SSDs are full.  A move of a reserved range is
+# postponed while the reservation lasts when admission would hold on the
+# destinations, refused with admission's reason when it would not.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
 requires jq truncate qemu-io
@@ -74,15 +76,55 @@ check "--tier ssd without fallback is refused when the SSDs are full" \
 	test "$(ctl_code cwctl part create big --size 200M --tier ssd)" = no-space
 check "with --tier-fallback it is created" cwctl part create big --size 20M --tier ssd --tier-fallback
 check "delete big" cwctl part delete big
-# Rule 2: a reserved range does not move onto disks that never admitted it.
-rid=$(cwctl --json resv create media --rate 1MB/s --block 1M --range 0:10M | jq .id)
-check "a reservation on media" test -n "$rid"
-check "evacuating its disk is refused: busy" test "$(ctl_code cwctl disk evacuate hdd0)" = busy
-check "moving its partition is refused: busy" test "$(ctl_code cwctl part move media --disks hdd1)" = busy
-check "the refusal names the reservation" bash -c '"$0" --socket "$1" disk evacuate hdd0 2>&1 | grep -q "reservation $2 covers bytes 0..10485760 of media"' "$CWCTL" "$CTL_SOCK" "$rid"
-check "release it" cwctl resv release "$rid"
 check "delete the fillers" cwctl part delete filler
 check "delete filler2" cwctl part delete filler2
+
+# ---- rule 2: a reserved range moves only where admission holds ----
+# The largest stream of 1M blocks over PART admission takes now.
+max_rate() {
+	local lo=100000 hi=100000 mid
+	while ctl_admits "$1" "$hi" 1M; do lo=$hi; hi=$((hi * 2)); done
+	while [ $((hi - lo)) -gt $((lo / 50)) ]; do
+		mid=$(((lo + hi) / 2))
+		if ctl_admits "$1" "$mid" 1M; then lo=$mid; else hi=$mid; fi
+	done
+	echo "$lo"
+}
+on_hdd0_only() { test "$(cwctl --json part show media | jq '[.per_disk[] | select(.disk != "hdd0")] | length')" = 0; }
+m=$(max_rate media)
+rid=$(cwctl --json resv create media --rate $((m / 10)) --block 1M --range 0:10M | jq .id)
+check "a small reservation on media" test -n "$rid"
+out=$(cwctl --json disk evacuate hdd0)
+check "evacuating its disk is postponed: admission holds elsewhere, its booking stays" \
+	jq -e --arg w "postponed: reservation $rid covers bytes 0..10485760 of media" \
+	'.moves[0].state == "paused" and (.moves[0].error | startswith($w))' <<<"$out"
+mid=$(jq '.moves[0].id' <<<"$out")
+check "move list says why" bash -c '"$0" --socket "$1" move list | grep -q "postponed: reservation $2"' \
+	"$CWCTL" "$CTL_SOCK" "$rid"
+check "resume is refused while the reservation holds it" test "$(ctl_code cwctl move resume "$mid")" = busy
+check "nothing moved" on_hdd0_only
+check "release it" cwctl resv release "$rid"
+check "the postponed move runs by itself" cwctl move list --watch --interval 0.2
+check "and is done" test "$(cwctl --json move list | jq -r ".[] | select(.id == $mid) | .state")" = done
+check "back onto hdd0" cwctl part move media --disks hdd0 --policy single
+check "moved back" cwctl move list --watch --interval 0.2
+check "media is on hdd0 again" on_hdd0_only
+check "part create other on hdd1" cwctl part create other --size 40M --policy single --disk hdd1
+big=$(cwctl --json resv create other --rate $((m * 9 / 10)) --block 1M | jq .id)
+rid=$(cwctl --json resv create media --rate $((m * 6 / 10)) --block 1M | jq .id)
+check "a large stream on each disk" test -n "$big" -a -n "$rid"
+out=$(cwctl --json part move media --disks hdd1 --policy single 2>&1 >/dev/null)
+echo "refusal: $(jq -r .message <<<"$out")"
+check "a move that admission refuses is refused: busy" jq -e '.code == "busy"' <<<"$out"
+check "with admission's reason: the disk and whose deadline" \
+	jq -e --arg w "with its blocks where the move puts them, reservation $rid would be refused on disk hdd1" \
+	'.message | contains($w)' <<<"$out"
+check "the move was cancelled at once" \
+	test "$(cwctl --json move list | jq '[.[] | select(.state == "running" or .state == "paused")] | length')" = 0
+check "nothing moved" on_hdd0_only
+check "release the streams" cwctl resv release "$rid"
+check "release the other" cwctl resv release "$big"
+check "delete other" cwctl part delete other
 
 # ---- evacuation under writes ----
 start_writer

@@ -94,6 +94,21 @@ int cw_move_start(struct cw_part *part, uint64_t first_block, uint64_t nblocks,
 int cw_disk_evacuate(struct cw_pool *pool, uint32_t disk_id, uint64_t **ret_ids,
 		     size_t *ret_n);
 
+/* The same, journalled paused with the reason (not NULL) as its error:
+ * nothing moves before cw_move_resume() (or cw_move_cancel()). */
+int cw_move_start_paused(struct cw_part *part, uint64_t first_block, uint64_t nblocks,
+			 const struct cw_move_opts *opts, enum cw_move_kind kind,
+			 const char *paused, uint64_t *ret_id);
+int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *paused,
+			    uint64_t **ret_ids, size_t *ret_n);
+
+/* Where blocks [first_block, first_block + nblocks) of part will be once
+ * the unfinished move id is done: the disk of each, in ret_disk_ids (the
+ * disk it is on now where the move leaves it).  -ENOENT: no unfinished
+ * move id; -ERANGE: blocks outside the partition. */
+int cw_move_destinations(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
+			 uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids);
+
 /* Every move the journal holds, in id order (malloc'ed; free()). */
 int cw_move_list(struct cw_pool *pool, struct cw_move_info **ret, size_t *ret_n);
 int cw_move_get(struct cw_pool *pool, uint64_t id, struct cw_move_info *ret);
