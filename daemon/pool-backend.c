@@ -884,6 +884,7 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 	pb->submit_disk = pb_submit_disk;
 	pthread_mutex_init(&pb->resv_lock, NULL);
 	pthread_mutex_init(&pb->xdisks_lock, NULL);
+	pthread_mutex_init(&pb->exports_lock, NULL);
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);
 	pb->start_ns = cw_now_ns();
@@ -1134,8 +1135,10 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 	}
 	snprintf(x->description, sizeof(x->description), "clockwise partition %s on %u disk%s",
 		 info.name, nd, nd == 1 ? "" : "s");
+	pthread_mutex_lock(&pb->exports_lock);
 	x->next = pb->exports;
 	pb->exports = x;
+	pthread_mutex_unlock(&pb->exports_lock);
 	*ret_exp = (struct nbdsrv_export){
 		.name = x->name,
 		.description = x->description,
@@ -1685,6 +1688,8 @@ void pb_free(struct pb *pb)
 	pb_alloc_stop(pb);
 	for (i = 0; i < pb->ndisks; i++)
 		disk_stop(&pb->disks[i]);
+	free(pb->mover_x);	/* its last requests are done: the lanes stopped */
+	pb->mover_x = NULL;
 	for (i = 0; pb->disks && i < pb->ndisks; i++)
 		disk_close(&pb->disks[i]);
 	for (x = pb->exports; x; x = next) {
@@ -1696,6 +1701,7 @@ void pb_free(struct pb *pb)
 	free(pb->resvs);
 	pthread_mutex_destroy(&pb->resv_lock);
 	pthread_mutex_destroy(&pb->xdisks_lock);
+	pthread_mutex_destroy(&pb->exports_lock);
 	free(pb->disks);
 	free(pb->zeros);
 	/* Connection threads free their descriptors as they exit, which can

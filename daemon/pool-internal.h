@@ -346,6 +346,9 @@ struct pb {
 	atomic_bool mover_stop;
 	pthread_t mover_thread;
 	pthread_mutex_t xdisks_lock;	/* appends to the exports' disk lists */
+	/* Links and unlinks of exports (control thread) against the mover's
+	 * walks of the list: an export is freed once unlinked. */
+	pthread_mutex_t exports_lock;
 };
 
 struct piece {

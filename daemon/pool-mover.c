@@ -93,9 +93,11 @@ static void take_dst(struct pb *pb, const struct cw_mover_task *t)
 
 	if (di < 0)
 		return;
+	pthread_mutex_lock(&pb->exports_lock);
 	for (struct pbx *x = pb->exports; x; x = x->next)
 		if (x->part == t->part)
 			pb_export_take_disk(pb, x, (uint32_t)di);
+	pthread_mutex_unlock(&pb->exports_lock);
 }
 
 /* ---- the share on disks without streams ---- */
@@ -106,6 +108,7 @@ static uint64_t others_busy_ns(struct pb *pb, unsigned di, int64_t now)
 {
 	uint64_t sum = 0;
 
+	pthread_mutex_lock(&pb->exports_lock);
 	for (struct pbx *x = pb->exports; x; x = x->next)
 		for (struct pbx_client *c = &x->main; c; c = atomic_load(&c->next)) {
 			const struct pbx_be_disk *dc = &c->be_disk[di];
@@ -115,6 +118,7 @@ static uint64_t others_busy_ns(struct pb *pb, unsigned di, int64_t now)
 			if (since > 0 && now > since)
 				sum += (uint64_t)(now - since);
 		}
+	pthread_mutex_unlock(&pb->exports_lock);
 	return sum;
 }
 
@@ -441,6 +445,7 @@ void pb_mover_stop(struct pb *pb)
 	pb->mover_started = false;
 	pthread_cond_destroy(&pb->mover_cond);
 	pthread_mutex_destroy(&pb->mover_lock);
-	free(pb->mover_x);
-	pb->mover_x = NULL;
+	/* pb->mover_x stays until the lanes stopped (pb_free): a lane may
+	 * still be finishing the request whose completion let the mover
+	 * go, and that request points at it. */
 }
