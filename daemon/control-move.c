@@ -113,6 +113,65 @@ static int reply_move(struct ctx *c, uint64_t id, json_object **ret)
  */
 #define POSTPONED "postponed: "
 
+/* Whether the unfinished move id (of part) takes any of bytes [start,
+ * end) of part to other disks: 1 with the disks the range's blocks
+ * (from *ret_first on, *ret_n of them) will be on in *ret_after
+ * (malloc'ed), 0 if not, -errno. */
+static int range_taken(struct cwc_server *srv, uint64_t id, struct cw_part *part, uint64_t start,
+		       uint64_t end, uint32_t **ret_after, uint64_t *ret_first, uint64_t *ret_n)
+{
+	uint64_t bs = cw_pool_block_size(srv->pool), first = start / bs, nb;
+	_cleanup_free_ uint32_t *now = NULL, *after = NULL;
+	int r;
+
+	if (end <= start)
+		return 0;
+	nb = (end - 1) / bs - first + 1;
+	now = calloc(nb, sizeof(*now));
+	after = calloc(nb, sizeof(*after));
+	if (!now || !after)
+		return -ENOMEM;
+	r = cw_part_block_disks(part, first, nb, now);
+	if (r == 0)
+		r = cw_move_destinations(srv->pool, id, part, first, nb, after);
+	if (r < 0)
+		return r;
+	if (memcmp(now, after, nb * sizeof(*now)) == 0)
+		return 0;
+	*ret_after = CW_TAKE_PTR(after);
+	*ret_first = first;
+	*ret_n = nb;
+	return 1;
+}
+
+int cwc_move_taking(struct cwc_server *srv, const char *part_name, uint64_t start, uint64_t end,
+		    uint64_t *ret_id)
+{
+	_cleanup_free_ struct cw_move_info *m = NULL;
+	struct cw_part *part;
+	size_t n = 0;
+	int r;
+
+	if (cw_part_lookup(srv->pool, part_name, &part) < 0)
+		return 0;
+	if (!end)
+		end = cw_part_size_bytes(part);
+	r = cw_move_list(srv->pool, &m, &n);
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		_cleanup_free_ uint32_t *after = NULL;
+		uint64_t first, nb;
+
+		if (m[i].state != CW_MOVE_RUNNING || strcmp(m[i].part, part_name) != 0)
+			continue;
+		r = range_taken(srv, m[i].id, part, start, end, &after, &first, &nb);
+		if (r == 1) {
+			*ret_id = m[i].id;
+			return 1;
+		}
+	}
+	return r < 0 ? r : 0;
+}
+
 /* Checks the unfinished move id against every reservation whose range
  * it takes elsewhere.  0: none is touched; 1: postponed, the reason in
  * why; -EBUSY: admission refuses, the reason in why; -errno. */
@@ -122,7 +181,6 @@ static int rule2_check(struct ctx *c, uint64_t id, char *why, size_t len)
 	const struct cw_admit_resv *rv;
 	struct cw_move_info mi;
 	struct cw_part *part;
-	uint64_t bs = cw_pool_block_size(srv->pool);
 	int r = cw_move_get(srv->pool, id, &mi), touched = 0;
 
 	if (r < 0)
@@ -130,23 +188,18 @@ static int rule2_check(struct ctx *c, uint64_t id, char *why, size_t len)
 	if (!mi.part[0] || cw_part_lookup(srv->pool, mi.part, &part) < 0)
 		return 0;
 	for (size_t i = 0; (rv = cw_admit_state_resv_at(srv->adm, i)); i++) {
-		uint64_t first = rv->range_start_bytes / bs;
-		uint64_t nb = (rv->range_end_bytes - 1) / bs - first + 1;
-		_cleanup_free_ uint32_t *now = calloc(nb, sizeof(*now));
-		_cleanup_free_ uint32_t *after = calloc(nb, sizeof(*after));
+		_cleanup_free_ uint32_t *after = NULL;
 		struct cw_admit_refusal ref;
 		char who[CW_NAME_MAX + 48];
+		uint64_t first, nb;
 
 		if (strcmp(rv->part, mi.part) != 0)
 			continue;
-		if (!now || !after)
-			return -ENOMEM;
-		r = cw_part_block_disks(part, first, nb, now);
-		if (r == 0)
-			r = cw_move_destinations(srv->pool, id, part, first, nb, after);
+		r = range_taken(srv, id, part, rv->range_start_bytes, rv->range_end_bytes, &after,
+				&first, &nb);
 		if (r < 0)
 			return r;
-		if (memcmp(now, after, nb * sizeof(*now)) == 0)
+		if (r == 0)
 			continue;	/* its range stays where it is */
 		if (rv->persistent)
 			snprintf(who, sizeof(who), "reservation %" PRIu64, rv->id);

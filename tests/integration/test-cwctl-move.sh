@@ -180,3 +180,28 @@ check "the data is intact after the move" verify
 check "cancelling a finished move is refused" test "$(ctl_code cwctl move cancel "$id")" = bad-request
 check "an unknown move is not found" test "$(ctl_code cwctl move pause 999)" = not-found
 check "the server stops cleanly" ctl_stop
+
+# ---- rule 2 the other way: no stream is admitted over a range a
+# running move takes elsewhere.  The control server alone has no mover:
+# its moves stay running.
+mkdir -p "$d/standin"
+ctl_start_standin "$d/standin"
+check "stand-in disks" ctl_disks "$d/standin"
+check "part create solo on hdd0" cwctl part create solo --size 40M --policy single --disk hdd0
+check "a reservation on solo's second half is admitted" \
+	cwctl resv create solo --rate 1MB/s --block 1M --range 20M:40M
+check "move solo onto hdd1" cwctl part move solo --disks hdd1 --policy single
+state=$(cwctl --json move list | jq -r '.[-1].state')
+check "that move is postponed: the reservation's range would move" test "$state" = paused
+check "cancel it" cwctl move cancel "$(cwctl --json move list | jq '.[-1].id')"
+check "part create duo on hdd0" cwctl part create duo --size 40M --policy single --disk hdd0
+check "move duo onto hdd1" cwctl part move duo --disks hdd1 --policy single
+check "it runs (nothing copies here)" test "$(cwctl --json move list | jq -r '.[-1].state')" = running
+out=$(cwctl --json resv create duo --rate 1MB/s --block 1M 2>&1 >/dev/null)
+check "a reservation over what it takes is refused: busy" jq -e '.code == "busy"' <<<"$out"
+check "naming the move" jq -e '.message | test("move [0-9]+ is taking blocks of that range of duo")' <<<"$out"
+check "a dry run is refused alike" test "$(ctl_code cwctl resv create duo --rate 1MB/s --block 1M --dry-run)" = busy
+check "pause the move" cwctl move pause "$(cwctl --json move list | jq '.[-1].id')"
+check "now the reservation is admitted" cwctl resv create duo --rate 1MB/s --block 1M
+check "and resuming the move is refused while it holds" \
+	test "$(ctl_code cwctl move resume "$(cwctl --json move list | jq '.[-1].id')")" = busy
