@@ -21,6 +21,7 @@
 #include <libconfig.h>
 
 #include <clockwise/layout.h>
+#include <clockwise/mover.h>
 #include <clockwise/units.h>
 
 #include "common/cleanup.h"
@@ -40,6 +41,7 @@
 #define DISKS_MAX 1024
 
 #define DEFAULT_QUEUE_DEPTH 32
+#define DEFAULT_MOVER_DEPTH 16
 #define DEFAULT_RT_PRIORITY 10
 #define DEFAULT_BUSY_POLL_US 50
 #define BUSY_POLL_US_MAX 10000
@@ -414,6 +416,26 @@ static int key_queue_depth(struct parse *p, const config_setting_t *s, void *obj
 
 	if (r == 0)
 		p->c->queue_depth = (unsigned)v;
+	return r;
+}
+
+static int key_mover_depth(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, 1, CW_MOVER_DEPTH_MAX, &v);
+
+	if (r == 0)
+		p->c->mover_depth = (unsigned)v;
+	return r;
+}
+
+static int key_mover_share(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, 1, 100, &v);
+
+	if (r == 0)
+		p->c->mover_share = (unsigned)v;
 	return r;
 }
 
@@ -1464,6 +1486,8 @@ static const struct key top_keys[] = {
 	{ "be_order", key_be_order },
 	{ "io_engine", key_io_engine },
 	{ "queue_depth", key_queue_depth },
+	{ "mover_depth", key_mover_depth },
+	{ "mover_share", key_mover_share },
 	{ "rt_priority", key_rt_priority },
 	{ "lock_memory", key_lock_memory },
 	{ "rt_cpus", key_rt_cpus },
@@ -1630,6 +1654,8 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->be_order = CWD_BE_RBFQ;
 	c->io_engine = CW_IO_URING;
 	c->queue_depth = DEFAULT_QUEUE_DEPTH;
+	c->mover_depth = DEFAULT_MOVER_DEPTH;
+	c->mover_share = 100;
 	c->rt_priority = DEFAULT_RT_PRIORITY;
 	c->lock_memory = true;
 	c->busy_poll_us = DEFAULT_BUSY_POLL_US;

@@ -99,6 +99,8 @@ struct cwd_config {
 	enum cwd_config_be_order be_order;	/* likewise */
 	enum cw_io_kind io_engine;
 	unsigned queue_depth;	/* requests in flight per dispatcher */
+	unsigned mover_depth;	/* blocks the mover copies at once */
+	unsigned mover_share;	/* percent of a disk without streams it takes among others */
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
 	bool lock_memory;	/* mlockall at start (default true) */
 	uint64_t rt_cpus;	/* CPUs (bit i: CPU i) of the real-time threads; 0: any */

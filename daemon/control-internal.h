@@ -129,6 +129,13 @@ int cwc_cmd_move_list(struct ctx *c, json_object **ret);
 int cwc_cmd_move_pause(struct ctx *c, json_object **ret);
 int cwc_cmd_move_resume(struct ctx *c, json_object **ret);
 int cwc_cmd_move_cancel(struct ctx *c, json_object **ret);
+/* Moves postponed by rule 2 (control-move.c) resume once no reservation
+ * holds them any more: after a release. */
+void cwc_moves_retry_postponed(struct cwc_server *srv);
+/* A running move that takes bytes [start, end) (end 0: to its end) of
+ * partition part to other disks: 1 with its id, 0 if none, -errno. */
+int cwc_move_taking(struct cwc_server *srv, const char *part, uint64_t start, uint64_t end,
+		    uint64_t *ret_id);
 int cwc_cmd_part_delete(struct ctx *c, json_object **ret);
 
 int cwc_cmd_resv_create(struct ctx *c, json_object **ret);

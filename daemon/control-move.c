@@ -98,35 +98,177 @@ static int reply_move(struct ctx *c, uint64_t id, json_object **ret)
 /*
  * Rule 2 of moving data: the guarantee never depends on where a block
  * happens to be.  A reservation was admitted on the disks its range lay
- * on, with each disk's share of its blocks; a move that takes blocks of
- * that range elsewhere would put its requests on disks that never
- * admitted them.  Until admission can test a layout before it exists,
- * such a move is refused with the reservation that holds it (disk: a
- * reservation with a part there; part: one over the partition).
+ * on, with each disk's share of its blocks.  A move that takes blocks of
+ * that range elsewhere is journalled paused, then checked with the
+ * admission state: the stream, with its range where the move puts it,
+ * must still be admitted on every disk (cw_admit_state_move_check).
+ *   - If it would not be, the move is cancelled at once and refused with
+ *     admission's reason (the disk, whose deadline, by how much).
+ *   - If it would be, the move is postponed: the stream's booking stays
+ *     on the disks its range lies on now, so its blocks must stay there
+ *     while it is active.  The move waits, paused with the reason, and
+ *     resumes by itself when the last reservation that holds it is
+ *     released (and on `move resume` once none does).
+ * A move that leaves every reserved range where it is runs at once.
  */
-static int resv_guard(struct ctx *c, const char *part, uint32_t disk_id)
+#define POSTPONED "postponed: "
+
+/* Whether the unfinished move id (of part) takes any of bytes [start,
+ * end) of part to other disks: 1 with the disks the range's blocks
+ * (from *ret_first on, *ret_n of them) will be on in *ret_after
+ * (malloc'ed), 0 if not, -errno. */
+static int range_taken(struct cwc_server *srv, uint64_t id, struct cw_part *part, uint64_t start,
+		       uint64_t end, uint32_t **ret_after, uint64_t *ret_first, uint64_t *ret_n)
 {
-	const struct cw_admit_resv *r;
+	uint64_t bs = cw_pool_block_size(srv->pool), first = start / bs, nb;
+	_cleanup_free_ uint32_t *now = NULL, *after = NULL;
+	int r;
 
-	for (size_t i = 0; (r = cw_admit_state_resv_at(c->srv->adm, i)); i++) {
-		bool hit = part && strcmp(r->part, part) == 0;
-		char who[CW_NAME_MAX + 48];
+	if (end <= start)
+		return 0;
+	nb = (end - 1) / bs - first + 1;
+	now = calloc(nb, sizeof(*now));
+	after = calloc(nb, sizeof(*after));
+	if (!now || !after)
+		return -ENOMEM;
+	r = cw_part_block_disks(part, first, nb, now);
+	if (r == 0)
+		r = cw_move_destinations(srv->pool, id, part, first, nb, after);
+	if (r < 0)
+		return r;
+	if (memcmp(now, after, nb * sizeof(*now)) == 0)
+		return 0;
+	*ret_after = CW_TAKE_PTR(after);
+	*ret_first = first;
+	*ret_n = nb;
+	return 1;
+}
 
-		for (size_t k = 0; !part && k < r->n_parts; k++)
-			hit |= r->parts[k].disk_id == disk_id;
-		if (!hit)
+int cwc_move_taking(struct cwc_server *srv, const char *part_name, uint64_t start, uint64_t end,
+		    uint64_t *ret_id)
+{
+	_cleanup_free_ struct cw_move_info *m = NULL;
+	struct cw_part *part;
+	size_t n = 0;
+	int r;
+
+	if (cw_part_lookup(srv->pool, part_name, &part) < 0)
+		return 0;
+	if (!end)
+		end = cw_part_size_bytes(part);
+	r = cw_move_list(srv->pool, &m, &n);
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		_cleanup_free_ uint32_t *after = NULL;
+		uint64_t first, nb;
+
+		if (m[i].state != CW_MOVE_RUNNING || strcmp(m[i].part, part_name) != 0)
 			continue;
-		if (r->persistent)
-			snprintf(who, sizeof(who), "reservation %" PRIu64, r->id);
+		r = range_taken(srv, m[i].id, part, start, end, &after, &first, &nb);
+		if (r == 1) {
+			*ret_id = m[i].id;
+			return 1;
+		}
+	}
+	return r < 0 ? r : 0;
+}
+
+/* Checks the unfinished move id against every reservation whose range
+ * it takes elsewhere.  0: none is touched; 1: postponed, the reason in
+ * why; -EBUSY: admission refuses, the reason in why; -errno. */
+static int rule2_check(struct ctx *c, uint64_t id, char *why, size_t len)
+{
+	struct cwc_server *srv = c->srv;
+	const struct cw_admit_resv *rv;
+	struct cw_move_info mi;
+	struct cw_part *part;
+	int r = cw_move_get(srv->pool, id, &mi), touched = 0;
+
+	if (r < 0)
+		return r;
+	if (!mi.part[0] || cw_part_lookup(srv->pool, mi.part, &part) < 0)
+		return 0;
+	for (size_t i = 0; (rv = cw_admit_state_resv_at(srv->adm, i)); i++) {
+		_cleanup_free_ uint32_t *after = NULL;
+		struct cw_admit_refusal ref;
+		char who[CW_NAME_MAX + 48];
+		uint64_t first, nb;
+
+		if (strcmp(rv->part, mi.part) != 0)
+			continue;
+		r = range_taken(srv, id, part, rv->range_start_bytes, rv->range_end_bytes, &after,
+				&first, &nb);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue;	/* its range stays where it is */
+		if (rv->persistent)
+			snprintf(who, sizeof(who), "reservation %" PRIu64, rv->id);
 		else
 			snprintf(who, sizeof(who), "the start-up reservation of export %s",
-				 r->export_name);
-		return cwc_fail(c, CW_CTL_E_BUSY, "%s covers bytes %" PRIu64 "..%" PRIu64 " of %s, "
-				"admitted on the disks they lie on: moving them would put its stream "
-				"on disks that never admitted it; release it (or wait for its end) "
-				"first", who, r->range_start_bytes, r->range_end_bytes, r->part);
+				 rv->export_name);
+		r = cw_admit_state_move_check(srv->adm, rv->stream, first, nb, after, &ref);
+		if (r == -EBUSY) {
+			snprintf(why, len, "%s", ref.reason);
+			return -EBUSY;
+		}
+		if (r < 0) {
+			snprintf(why, len, "checking %s: %s", who, ref.reason[0] ? ref.reason :
+				 strerror(-r));
+			return r;
+		}
+		if (!touched++)
+			snprintf(why, len, POSTPONED "%s covers bytes %" PRIu64 "..%" PRIu64 " of %s, "
+				 "which the move takes to other disks; admission holds for its stream "
+				 "there, but its booking stays on the disks the range lies on now: "
+				 "the move waits until it is released", who, rv->range_start_bytes,
+				 rv->range_end_bytes, rv->part);
 	}
-	return 0;
+	return touched ? 1 : 0;
+}
+
+/* Runs rule 2 for moves ids[0..n) just journalled paused: each runs at
+ * once, is postponed, or (when admission refuses one) every one is
+ * cancelled and the request fails with the reason. */
+static int rule2_moves(struct ctx *c, const uint64_t *ids, size_t n)
+{
+	char why[CW_ADMIT_REASON_MAX + 512] = "";
+	int r = 0;
+
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		r = rule2_check(c, ids[i], why, sizeof(why));
+		if (r == 0)
+			r = cw_move_resume(c->srv->pool, ids[i]);
+		else if (r == 1)
+			r = cw_move_pause(c->srv->pool, ids[i], why);
+	}
+	if (r >= 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		(void)cw_move_cancel(c->srv->pool, ids[i]);
+	if (r == -EBUSY)
+		return cwc_fail(c, CW_CTL_E_BUSY, "the move is refused: %s", why);
+	return cwc_fail(c, cw_ctl_code_from_errno(r), "the move is refused: %s",
+			why[0] ? why : strerror(-r));
+}
+
+/* Moves postponed by rule 2 run once no reservation holds them any more
+ * (after a release). */
+void cwc_moves_retry_postponed(struct cwc_server *srv)
+{
+	_cleanup_free_ struct cw_move_info *m = NULL;
+	struct ctx c = { .srv = srv };
+	char why[CW_ADMIT_REASON_MAX + 512];
+	size_t n = 0;
+	bool any = false;
+
+	if (cw_move_list(srv->pool, &m, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (m[i].state == CW_MOVE_PAUSED && !strncmp(m[i].error, POSTPONED, strlen(POSTPONED)) &&
+		    rule2_check(&c, m[i].id, why, sizeof(why)) == 0)
+			any |= cw_move_resume(srv->pool, m[i].id) == 0;
+	if (any && srv->o.hooks.moves_changed)
+		srv->o.hooks.moves_changed(srv->o.hooks.userdata);
 }
 
 int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
@@ -138,11 +280,14 @@ int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
 	size_t n = 0;
 	int r;
 
-	if (cwc_find_disk(c, name, &d) < 0 || resv_guard(c, NULL, d.id) < 0)
+	if (cwc_find_disk(c, name, &d) < 0)
 		return -1;
-	r = cw_disk_evacuate(c->srv->pool, d.id, &ids, &n);
+	r = cw_disk_evacuate_paused(c->srv->pool, d.id, "checked against the reservations", &ids,
+				    &n);
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);
+	if (rule2_moves(c, ids, n) < 0)
+		return -1;
 	moves_changed(c);
 	*ret = json_object_new_object();
 	cwc_add(*ret, "disk", cwc_jstr(d.name));
@@ -192,7 +337,7 @@ int cwc_cmd_part_move(struct ctx *c, json_object **ret)
 	uint64_t id;
 	int r;
 
-	if (cwc_find_part(c, name, &part) < 0 || resv_guard(c, name, 0) < 0)
+	if (cwc_find_part(c, name, &part) < 0)
 		return -1;
 	r = cw_part_info(part, &pi);
 	if (r < 0)
@@ -208,9 +353,12 @@ int cwc_cmd_part_move(struct ctx *c, json_object **ret)
 	}
 	if (!pi.nblocks)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "partition %s is empty: nothing to move", name);
-	r = cw_move_start(part, 0, pi.nblocks, &o, CW_MOVE_PART, &id);
+	r = cw_move_start_paused(part, 0, pi.nblocks, &o, CW_MOVE_PART,
+				 "checked against the reservations", &id);
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);
+	if (rule2_moves(c, &id, 1) < 0)
+		return -1;
 	moves_changed(c);
 	return reply_move(c, id, ret);
 }
@@ -258,6 +406,24 @@ int cwc_cmd_move_pause(struct ctx *c, json_object **ret)
 
 int cwc_cmd_move_resume(struct ctx *c, json_object **ret)
 {
+	char why[CW_ADMIT_REASON_MAX + 512] = "";
+	struct cw_move_info m;
+	uint64_t id = 0;
+	int r;
+
+	/* Rule 2 holds a move while a reservation covers what it takes. */
+	cw_ctl_arg_uint(c->req, "id", &id);
+	if (cw_move_get(c->srv->pool, id, &m) == 0 && m.state == CW_MOVE_PAUSED) {
+		r = rule2_check(c, id, why, sizeof(why));
+		if (r == 1)
+			(void)cw_move_pause(c->srv->pool, id, why);
+		if (r == 1 || r == -EBUSY)
+			return cwc_fail(c, CW_CTL_E_BUSY, "move %" PRIu64 " stays paused: %s", id,
+					r == 1 ? why + strlen(POSTPONED) : why);
+		if (r < 0)
+			return cwc_fail(c, cw_ctl_code_from_errno(r), "move %" PRIu64 ": %s", id,
+					why[0] ? why : strerror(-r));
+	}
 	return move_change(c, ret, cw_move_resume);
 }
 

@@ -101,6 +101,7 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	struct cw_admit_request rq = { .part = cw_ctl_arg_str(c->req, "part"), .persistent = true };
 	const struct cw_admit_resv *rv;
 	struct cw_admit_refusal ref;
+	uint64_t mid = 0;
 	int r;
 
 	cw_ctl_arg_uint(c->req, "rate", &rq.rate_bps);
@@ -114,6 +115,13 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	rq.start_in_ns = (int64_t)start;
 	rq.duration_ns = (int64_t)duration;
 	cw_ctl_arg_bool(c->req, "dry_run", &rq.dry_run);
+	/* Rule 2 the other way: a stream is admitted where its range lies,
+	 * and a running move would take it elsewhere. */
+	if (rq.part && cwc_move_taking(srv, rq.part, rq.range_start_bytes, rq.range_end_bytes,
+				       &mid) == 1)
+		return cwc_fail(c, CW_CTL_E_BUSY, "move %" PRIu64 " is taking blocks of that range "
+				"of %s to other disks: admission would book the stream where they "
+				"are now; pause or cancel the move, or wait for its end", mid, rq.part);
 	r = cw_admit_state_reserve(srv->adm, &rq, &rv, &ref, NULL);
 	if (r == -ENOENT && !ref.reason[0])
 		return cwc_fail(c, CW_CTL_E_NOT_FOUND, "no partition \"%s\"", rq.part);
@@ -177,6 +185,7 @@ int cwc_cmd_resv_release(struct ctx *c, json_object **ret)
 	rc = cw_admit_state_release(c->srv->adm, id, NULL);
 	if (rc < 0)
 		return cwc_fail_pool(c, rc, "releasing the reservation");
+	cwc_moves_retry_postponed(c->srv);
 	*ret = json_object_new_object();
 	cwc_add(*ret, "id", cw_ctl_json_u64(id));
 	return 0;

@@ -198,6 +198,51 @@ struct batch {
 	struct alloc_job step1;		/* step 1's outcome (x: the first job's) */
 };
 
+/* Marks in touched[] (by slot) the disks the blocks of the batch's
+ * changes are on now and, for a block being moved, its destination:
+ * step 1's zeros went there too (pool-backend.c mirrors every write to
+ * a block in a copy slot).  Done once the zeros are written, inside the
+ * partition's I/O gate, so it sees the block's copy slot or its mapping
+ * switched: a zero write mirrored after the mover synced the
+ * destination (and too late to make the copy dirty, between its last
+ * look and the switch) is synced here before step 2 records the block
+ * as written.  Without it, a power loss after that commit could leave
+ * the destination, which the block maps to from the switch on, without
+ * the zeros.  A kill -9 never could: the page cache keeps them. */
+static int mark_moved_disks(struct pb *pb, const struct batch *bt, bool *touched)
+{
+	uint64_t bs = pb->block_size;
+
+	for (size_t i = 0; i < bt->n; i++) {
+		const struct cw_alloc_change *c = &bt->ch[i];
+		uint64_t off = c->first_block * bs, end = off + c->nblocks * bs;
+		unsigned t;
+
+		if (!c->allocated)
+			continue;
+		t = cw_part_io_begin(c->part);
+		while (off < end) {
+			struct cw_extent e, ms[CW_MOVER_DEPTH_MAX];
+			uint64_t skips[CW_MOVER_DEPTH_MAX];
+			int r = cw_part_map(c->part, off, end - off, &e), di, nm;
+
+			if (r < 0) {
+				cw_part_io_end(c->part, t);
+				return r;
+			}
+			if ((di = pb_disk_index(pb, e.disk_id)) >= 0)
+				touched[di] = true;
+			nm = cw_part_write_mirrors(c->part, off, &e, skips, ms, CW_MOVER_DEPTH_MAX);
+			for (int k = 0; k < nm; k++)
+				if ((di = pb_disk_index(pb, ms[k].disk_id)) >= 0)
+					touched[di] = true;
+			off += e.length;
+		}
+		cw_part_io_end(c->part, t);
+	}
+	return 0;
+}
+
 /* Block b of part is marked written by a change of this batch. */
 static bool batch_writes(const struct batch *bt, const struct cw_part *part, uint64_t b)
 {
@@ -378,6 +423,9 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 	}
 	if (bt->any_zeroed) {
 		ops_wait(pb);
+		r = mark_moved_disks(pb, bt, bt->zeroed);
+		if (r < 0)
+			op_failed(&bt->step1, r);
 		if (atomic_load(&bt->step1.err) == 0)
 			flush_disks(&bt->step1, bt->zeroed);
 		ops_wait(pb);

@@ -204,49 +204,60 @@ struct submission {
 };
 
 /* The pieces that repeat a write's piece p (at partition offset off, on
- * extent e) on the destination of a block being moved: from n on, at most
- * room of them; returns how many, or -EIO without room. */
+ * extent e) on the destinations of blocks being moved: from n on, at most
+ * room of them; returns how many, or -EIO without room.  The disks they
+ * go to are marked in seen (by id) and appended to touched (by slot). */
 static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, uint64_t off,
-			 const struct cw_extent *e, unsigned n, unsigned room, uint32_t *ret_di)
+			 const struct cw_extent *e, unsigned n, unsigned room, bool *seen,
+			 uint32_t *touched, unsigned *nt)
 {
 	struct pb *pb = x->pb;
-	struct cw_extent m;
-	uint64_t skip, done = 0;
-	enum cw_io_op op = p->io.op;
-	bool zero = p->io.buf == pb->zeros;
+	struct cw_extent ms[CW_MOVER_DEPTH_MAX];
+	uint64_t skips[CW_MOVER_DEPTH_MAX];
 	unsigned k = 0;
-	int di;
+	int nm;
 
-	if ((op != CW_IO_WRITE && op != CW_IO_PUNCH) ||
-	    cw_part_write_mirror(x->part, off, e, &skip, &m) != 1)
+	if (p->io.op != CW_IO_WRITE && p->io.op != CW_IO_PUNCH)
 		return 0;
-	di = pb_disk_index(pb, m.disk_id);
-	if (di < 0)
-		return di;
-	if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
-		op = CW_IO_WRITE;	/* the destination cannot punch: zeros */
-		zero = true;
-	}
-	while (done < m.length) {
-		uint64_t len = CW_MIN(m.length - done, pb->disks[di].be_piece);
-		struct piece *mp = &q->p[n + k];
+	nm = cw_part_write_mirrors(x->part, off, e, skips, ms, CW_MOVER_DEPTH_MAX);
+	for (int j = 0; j < nm; j++) {
+		const struct cw_extent *m = &ms[j];
+		enum cw_io_op op = p->io.op;
+		bool zero = p->io.buf == pb->zeros;
+		uint64_t done = 0;
+		int di = pb_disk_index(pb, m->disk_id);
 
-		if (zero)
-			len = CW_MIN(len, ZERO_CHUNK);
-		if (k >= room)
-			return -EIO;
-		*mp = (struct piece){ .req = q,
-				      .lane = piece_lane(pb, (uint32_t)di, m.phys_offset + done) };
-		mp->io = (struct cw_io_req){
-			.fd = pb->disks[di].fd, .op = op, .len = len, .off = m.phys_offset + done,
-			.buf = op == CW_IO_PUNCH ? NULL : zero ? pb->zeros
-			       : (uint8_t *)p->io.buf + skip + done,
-			.user = mp,
-		};
-		done += len;
-		k++;
+		if (di < 0)
+			return di;
+		if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
+			op = CW_IO_WRITE;	/* the destination cannot punch: zeros */
+			zero = true;
+		}
+		while (done < m->length) {
+			uint64_t len = CW_MIN(m->length - done, pb->disks[di].be_piece);
+			struct piece *mp = &q->p[n + k];
+
+			if (zero)
+				len = CW_MIN(len, ZERO_CHUNK);
+			if (k >= room)
+				return -EIO;
+			*mp = (struct piece){ .req = q,
+					      .lane = piece_lane(pb, (uint32_t)di, m->phys_offset + done) };
+			mp->io = (struct cw_io_req){
+				.fd = pb->disks[di].fd, .op = op, .len = len,
+				.off = m->phys_offset + done,
+				.buf = op == CW_IO_PUNCH ? NULL : zero ? pb->zeros
+				       : (uint8_t *)p->io.buf + skips[j] + done,
+				.user = mp,
+			};
+			done += len;
+			k++;
+		}
+		if (!seen[m->disk_id]) {
+			seen[m->disk_id] = true;
+			touched[(*nt)++] = (uint32_t)di;
+		}
 	}
-	*ret_di = (uint32_t)di;
 	return (int)k;
 }
 
@@ -260,9 +271,9 @@ static int submit(struct pbx *x, const struct submission *s)
 	uint64_t off = s->off, end = s->off + s->len;
 	uint32_t chunk = s->zero ? ZERO_CHUNK : UINT32_MAX;
 	uint64_t least = CW_MIN(CW_MIN(pb->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
-	/* The mirror of one moving block: as many pieces again as a block. */
-	size_t maxp = s->len / least + s->len / pb->block_size + 3 +
-		      (s->op == CW_IO_READ ? 0 : pb->block_size / least + 2);
+	/* The mirrors of moving blocks: as many pieces again, and a block's. */
+	size_t base = s->len / least + s->len / pb->block_size + 3;
+	size_t maxp = base + (s->op == CW_IO_READ ? 0 : base + pb->block_size / least + 2);
 	/* FUA flushes each disk touched, and there are no more of those
 	 * than pieces (disks may be added meanwhile: not pb->ndisks). */
 	unsigned nflush = s->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, n = 0, i;
@@ -342,16 +353,11 @@ static int submit(struct pbx *x, const struct submission *s)
 		}
 		n++;
 		if (op != CW_IO_READ) {
-			uint32_t mdi = 0;
-
 			e.length = p->io.len;
-			r = mirror_pieces(x, q, p, off, &e, n, (unsigned)(maxp - n), &mdi);
+			r = mirror_pieces(x, q, p, off, &e, n, (unsigned)(maxp - n), seen, touched,
+					  &nt);
 			if (r < 0)
 				goto fail;
-			if (r > 0 && !seen[pb->disks[mdi].id]) {
-				seen[pb->disks[mdi].id] = true;
-				touched[nt++] = mdi;
-			}
 			n += (unsigned)r;
 		}
 		off += e.length;
@@ -530,21 +536,28 @@ static int pb_zero(void *backend, struct nbdsrv_io *io)
 static int pb_flush(void *backend, struct nbdsrv_io *nio)
 {
 	struct pbx *x = backend;
-	unsigned nd = atomic_load_explicit(&x->ndisks, memory_order_acquire);
+	unsigned nd;
 	struct preq *q;
+	int r = 0;
 
+	atomic_fetch_add(&x->flush_readers, 1);
+	nd = atomic_load(&x->ndisks);
 	if (!nd) {
 		nbdsrv_io_complete(nio, 0);
-		return 0;
+		goto out;
 	}
 	q = preq_start(x, nd, nio, NULL, NULL);
-	if (!q)
-		return -ENOMEM;
+	if (!q) {
+		r = -ENOMEM;
+		goto out;
+	}
 	lane_plug();
 	q->npieces = nd;
 	add_flush_pieces(q, 0, nd);
 	push_pieces(q, 0, q->npieces);
-	return 0;
+out:
+	atomic_fetch_sub(&x->flush_readers, 1);
+	return r;
 }
 
 /* TRIM: the whole blocks it covers become holes and give their space
@@ -936,6 +949,7 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 	pb->submit_disk = pb_submit_disk;
 	pthread_mutex_init(&pb->resv_lock, NULL);
 	pthread_mutex_init(&pb->xdisks_lock, NULL);
+	pthread_mutex_init(&pb->exports_lock, NULL);
 	pb->cfg = cfg;
 	pb->block_size = cw_pool_block_size(pool);
 	pb->start_ns = cw_now_ns();
@@ -1217,8 +1231,10 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 			"EIO", info.name, x->missing, info.nblocks,
 			strchr(missing_names(pb, missing, names, sizeof(names)), ',') ? "s" : "",
 			names);
+	pthread_mutex_lock(&pb->exports_lock);
 	x->next = pb->exports;
 	pb->exports = x;
+	pthread_mutex_unlock(&pb->exports_lock);
 	*ret_exp = (struct nbdsrv_export){
 		.name = x->name,
 		.description = x->description,
@@ -1511,11 +1527,18 @@ fail:
 int pb_disk_remove(struct pb *pb, uint32_t disk_id, char *err, size_t errlen)
 {
 	int di = pb_disk_index(pb, disk_id);
+	struct cw_disk_info info;
 	struct pbx *x;
 	unsigned i, n;
 
 	if (di < 0)
 		return -ENOENT;
+	/* The pool let it go (every block of it is free), so an export that
+	 * still lists it had its partition moved off it: it leaves the
+	 * export's FLUSH. */
+	if (cw_disk_info(pb->pool, disk_id, &info) == 0 && info.free_blocks == info.data_blocks)
+		for (x = pb->exports; x; x = x->next)
+			pb_export_drop_disk(pb, x, (uint32_t)di);
 	for (x = pb->exports; x; x = x->next) {
 		n = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
 		for (i = 0; i < n; i++)
@@ -1761,6 +1784,8 @@ void pb_free(struct pb *pb)
 	pb_alloc_stop(pb);
 	for (i = 0; i < pb->ndisks; i++)
 		disk_stop(&pb->disks[i]);
+	free(pb->mover_x);	/* its last requests are done: the lanes stopped */
+	pb->mover_x = NULL;
 	for (i = 0; pb->disks && i < pb->ndisks; i++)
 		disk_close(&pb->disks[i]);
 	for (x = pb->exports; x; x = next) {
@@ -1772,6 +1797,7 @@ void pb_free(struct pb *pb)
 	free(pb->resvs);
 	pthread_mutex_destroy(&pb->resv_lock);
 	pthread_mutex_destroy(&pb->xdisks_lock);
+	pthread_mutex_destroy(&pb->exports_lock);
 	free(pb->disks);
 	free(pb->zeros);
 	/* Connection threads free their descriptors as they exit, which can

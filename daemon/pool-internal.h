@@ -257,6 +257,10 @@ struct pbx {
 	 * count that covers it (release; FLUSH loads it with acquire). */
 	uint32_t disks[PB_DISKS_CAP];
 	atomic_uint ndisks;
+	/* FLUSHes between reading that list and handing their pieces to the
+	 * lanes: a disk dropped from it (pb_export_drop_disk) is no longer
+	 * reached once this was 0 after the drop. */
+	atomic_uint flush_readers;
 	atomic_bool can_punch;		/* every disk of it can punch holes */
 	/* Served partially (exports.activation_mode "partial"): how many of
 	 * its blocks are on disks the data path does not have; requests
@@ -347,6 +351,9 @@ struct pb {
 	atomic_bool mover_stop;
 	pthread_t mover_thread;
 	pthread_mutex_t xdisks_lock;	/* appends to the exports' disk lists */
+	/* Links and unlinks of exports (control thread) against the mover's
+	 * walks of the list: an export is freed once unlinked. */
+	pthread_mutex_t exports_lock;
 };
 
 struct piece {
@@ -444,6 +451,10 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 
 /* pool-backend.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
+/* Takes disk slot di out of x's disk list, once no block of x's
+ * partition is there (moved away) and nothing is being copied there;
+ * returns once no FLUSH can still reach it.  Control thread. */
+void pb_export_drop_disk(struct pb *pb, struct pbx *x, uint32_t di);
 
 /* pool-rbd.c: an image d just opened for writing gets its exclusive lock
  * back from this pool's previous daemon if it died holding it. */

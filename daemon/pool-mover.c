@@ -7,11 +7,20 @@
  * client of its own: on a disk with streams it runs in the slack ΔL like
  * any best-effort request, so no stream misses a deadline for it.
  *
- * One block at a time: read the source, write the destination, fdatasync
- * the destination, then tell the library, which switches the mapping or
- * asks for the copy again.  Before the copy, the destination disk joins
- * the disk list of every export of the partition, so a client's FLUSH
- * syncs the writes that are mirrored there.
+ * A batch of up to mover_depth blocks at a time, pipelined: every read of
+ * the batch is submitted at once, each block's write as soon as its read
+ * is done (so the source reads the next blocks while the destination
+ * writes the earlier ones), then one fdatasync per destination disk, then
+ * the library switches the clean blocks in one transaction and asks for
+ * the dirty ones again.  Before the copy, the destination disks join the
+ * disk list of every export of the partition, so a client's FLUSH syncs
+ * the writes that are mirrored there.
+ *
+ * On a disk without streams the mover takes at most mover_share percent
+ * of the disk's time while other best-effort clients use it (its cost as
+ * the best-effort order counts it, the model's mean service time of each
+ * request): after a batch that had company it waits so long that its
+ * cost is that share of the time.  Alone, it takes what the disk gives.
  */
 #include "config.h"
 
@@ -22,40 +31,59 @@
 #define MOVER_DRAIN_NS (200 * CW_NS_PER_US)
 #define MOVER_IDLE_S 1
 
-struct wait1 {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
+/* One I/O of a batch done. */
+struct io_event {
+	unsigned idx;			/* the task, or the sync's index */
+	enum cw_io_op op;
 	int err;
 };
 
-static void wait1_done(void *arg, int err)
-{
-	struct wait1 *w = arg;
+/* A batch's I/O: its completions queue here for the mover's thread. */
+struct batch_io {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned inflight;
+	unsigned nq;
+	struct io_event q[2 * CW_MOVER_DEPTH_MAX];
+};
 
-	pthread_mutex_lock(&w->lock);
-	w->done = true;
-	w->err = err;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+struct io_tag {
+	struct batch_io *b;
+	unsigned idx;
+	enum cw_io_op op;
+};
+
+static void batch_io_done(void *arg, int err)
+{
+	struct io_tag *t = arg;
+	struct batch_io *b = t->b;
+
+	pthread_mutex_lock(&b->lock);
+	b->q[b->nq].idx = t->idx;
+	b->q[b->nq].op = t->op;
+	b->q[b->nq++].err = err;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
 }
 
-/* One I/O of the mover, waited for: 0 or -errno. */
-static int mover_io(struct pb *pb, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
-		    void *buf)
+/* Submits one I/O of the batch: 0, or -errno (it will not complete). */
+static int batch_submit(struct pb *pb, struct batch_io *b, struct io_tag *tag, uint32_t disk_id,
+			enum cw_io_op op, uint64_t off, uint64_t len, void *buf)
 {
-	struct wait1 w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 	int r;
 
-	r = pb->submit_disk(pb->mover_x, disk_id, op, off, len, buf, wait1_done, &w);
-	if (r < 0)
-		return r;
-	lane_unplug();
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	return w.err;
+	pthread_mutex_lock(&b->lock);
+	b->inflight++;
+	pthread_mutex_unlock(&b->lock);
+	tag->b = b;
+	tag->op = op;
+	r = pb->submit_disk(pb->mover_x, disk_id, op, off, len, buf, batch_io_done, tag);
+	if (r < 0) {
+		pthread_mutex_lock(&b->lock);
+		b->inflight--;
+		pthread_mutex_unlock(&b->lock);
+	}
+	return r;
 }
 
 /* The destination disk joins the disk list of the partition's exports. */
@@ -65,30 +93,195 @@ static void take_dst(struct pb *pb, const struct cw_mover_task *t)
 
 	if (di < 0)
 		return;
+	pthread_mutex_lock(&pb->exports_lock);
 	for (struct pbx *x = pb->exports; x; x = x->next)
 		if (x->part == t->part)
 			pb_export_take_disk(pb, x, (uint32_t)di);
+	pthread_mutex_unlock(&pb->exports_lock);
 }
 
-static void copy_block(struct pb *pb, const struct cw_mover_task *t, void *buf)
-{
-	int rerr, werr = 0;
+/* ---- the share on disks without streams ---- */
 
-	take_dst(pb, t);
-	rerr = mover_io(pb, t->src_disk_id, CW_IO_READ, t->src_offset, t->length, buf);
-	if (rerr == 0)
-		werr = mover_io(pb, t->dst_disk_id, CW_IO_WRITE, t->dst_offset, t->length, buf);
-	if (rerr == 0 && werr == 0)
-		werr = mover_io(pb, t->dst_disk_id, CW_IO_FSYNC, 0, 0, NULL);
-	if (rerr < 0)
-		cwd_log(LOG_ERR, "move %" PRIu64 ": block %" PRIu64 " of its partition does not read "
-			"from disk %u (%s): it stays where it is", t->move_id, t->block,
-			t->src_disk_id, strerror(-rerr));
-	if (werr < 0)
-		cwd_log(LOG_ERR, "move %" PRIu64 ": writing block %" PRIu64 " to disk %u failed (%s): "
-			"the move pauses", t->move_id, t->block, t->dst_disk_id, strerror(-werr));
-	if (cw_mover_copied(pb->pool, rerr, werr) < 0)
-		cwd_log(LOG_ERR, "move %" PRIu64 ": the mover lost its step", t->move_id);
+/* The time best-effort clients other than the mover had pieces on disk
+ * slot di, so far (a client busy now counts up to now). */
+static uint64_t others_busy_ns(struct pb *pb, unsigned di, int64_t now)
+{
+	uint64_t sum = 0;
+
+	pthread_mutex_lock(&pb->exports_lock);
+	for (struct pbx *x = pb->exports; x; x = x->next)
+		for (struct pbx_client *c = &x->main; c; c = atomic_load(&c->next)) {
+			const struct pbx_be_disk *dc = &c->be_disk[di];
+			int64_t since = atomic_load_explicit(&dc->busy_since, memory_order_relaxed);
+
+			sum += atomic_load_explicit(&dc->busy_ns, memory_order_relaxed);
+			if (since > 0 && now > since)
+				sum += (uint64_t)(now - since);
+		}
+	pthread_mutex_unlock(&pb->exports_lock);
+	return sum;
+}
+
+/* The mover's pace on each disk slot: when it may start its next batch
+ * there, and the others' busy time when its last batch there ended. */
+struct pace {
+	int64_t next_ns[PB_DISKS_CAP];
+	uint64_t others_ns[PB_DISKS_CAP];
+};
+
+/* Waits until the disks of the batch's tasks let the mover go on. */
+static void pace_wait(struct pb *pb, struct pace *pc, const struct cw_mover_task *t, unsigned n)
+{
+	int64_t until = 0, now;
+
+	for (unsigned i = 0; i < n; i++)
+		for (int k = 0; k < 2; k++) {
+			int di = pb_disk_index(pb, k ? t[i].dst_disk_id : t[i].src_disk_id);
+
+			if (di >= 0)
+				until = CW_MAX(until, pc->next_ns[di]);
+		}
+	while ((now = cw_now_ns()) < until && !atomic_load(&pb->mover_stop)) {
+		int64_t ns = CW_MIN(until - now, 100 * CW_NS_PER_MS);
+		struct timespec ts = { ns / CW_NS_PER_S, ns % CW_NS_PER_S };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* After a batch: on each disk without streams that other clients used
+ * meanwhile, the mover's next batch waits so long that the batch's cost
+ * there was mover_share percent of the time. */
+static void pace_after(struct pb *pb, struct pace *pc, const struct cw_mover_task *t, unsigned n)
+{
+	unsigned share = pb->cfg->mover_share;
+	int64_t cost[PB_DISKS_CAP] = { 0 }, now = cw_now_ns();
+	bool seen[PB_DISKS_CAP] = { false };
+
+	for (unsigned i = 0; i < n; i++)
+		for (int k = 0; k < 2; k++) {
+			int di = pb_disk_index(pb, k ? t[i].dst_disk_id : t[i].src_disk_id);
+			int64_t ns = 0;
+
+			if (di < 0)
+				continue;
+			seen[di] = true;
+			if (cw_model_mean_ns(disk_model(&pb->disks[di]), t[i].length, &ns) == 0)
+				cost[di] += ns;
+		}
+	for (unsigned di = 0; di < PB_DISKS_CAP; di++) {
+		uint64_t others;
+
+		if (!seen[di])
+			continue;
+		others = others_busy_ns(pb, di, now);
+		if (share < 100 && others != pc->others_ns[di] &&
+		    !atomic_load_explicit(&pb->disks[di].live_streams, memory_order_relaxed))
+			pc->next_ns[di] = now + cost[di] * (100 - share) / share;
+		pc->others_ns[di] = others;
+	}
+}
+
+/* ---- one batch ---- */
+
+/* Copies the batch's blocks, pipelined, and tells the library. */
+static void copy_batch(struct pb *pb, const struct cw_mover_task *t, unsigned n, void **bufs)
+{
+	struct batch_io b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct io_tag tags[CW_MOVER_DEPTH_MAX], sync_tags[CW_MOVER_DEPTH_MAX];
+	struct cw_mover_outcome out[CW_MOVER_DEPTH_MAX] = { { 0, 0 } };
+	uint32_t sync_disk[CW_MOVER_DEPTH_MAX];
+	unsigned nsync = 0;
+	int r;
+
+	for (unsigned i = 0; i < n; i++) {
+		take_dst(pb, &t[i]);
+		tags[i].idx = i;
+		r = batch_submit(pb, &b, &tags[i], t[i].src_disk_id, CW_IO_READ, t[i].src_offset,
+				 t[i].length, bufs[i]);
+		if (r < 0)
+			out[i].read_err = r;
+	}
+	lane_unplug();
+	/* Each read done: its write; the writes done, the syncs. */
+	for (bool syncing = false;;) {
+		struct io_event ev[2 * CW_MOVER_DEPTH_MAX];
+		unsigned nev, nw = 0, left;
+
+		pthread_mutex_lock(&b.lock);
+		while (b.inflight && !b.nq)
+			pthread_cond_wait(&b.cond, &b.lock);
+		nev = b.nq;
+		memcpy(ev, b.q, nev * sizeof(ev[0]));
+		b.nq = 0;
+		b.inflight -= nev;
+		pthread_mutex_unlock(&b.lock);
+		for (unsigned e = 0; e < nev; e++) {
+			unsigned i = ev[e].idx;
+
+			if (ev[e].op == CW_IO_FSYNC) {
+				for (unsigned j = 0; ev[e].err && j < n; j++)
+					if (t[j].dst_disk_id == sync_disk[i] && !out[j].read_err &&
+					    !out[j].write_err)
+						out[j].write_err = ev[e].err;
+			} else if (ev[e].op == CW_IO_WRITE) {
+				out[i].write_err = ev[e].err;
+			} else if (ev[e].err) {
+				out[i].read_err = ev[e].err;
+			} else {
+				r = batch_submit(pb, &b, &tags[i], t[i].dst_disk_id, CW_IO_WRITE,
+						 t[i].dst_offset, t[i].length, bufs[i]);
+				if (r < 0)
+					out[i].write_err = r;
+				nw += r == 0;
+			}
+		}
+		if (nw)
+			lane_unplug();
+		pthread_mutex_lock(&b.lock);
+		left = b.inflight + b.nq;
+		pthread_mutex_unlock(&b.lock);
+		if (left)
+			continue;
+		if (syncing)
+			break;
+		/* One fdatasync per destination disk, once its writes are done. */
+		syncing = true;
+		for (unsigned i = 0; i < n; i++) {
+			unsigned k;
+
+			if (out[i].read_err || out[i].write_err)
+				continue;
+			for (k = 0; k < nsync && sync_disk[k] != t[i].dst_disk_id; k++)
+				;
+			if (k == nsync)
+				sync_disk[nsync++] = t[i].dst_disk_id;
+		}
+		for (unsigned k = 0; k < nsync; k++) {
+			sync_tags[k].idx = k;
+			r = batch_submit(pb, &b, &sync_tags[k], sync_disk[k], CW_IO_FSYNC, 0, 0, NULL);
+			for (unsigned i = 0; r < 0 && i < n; i++)
+				if (t[i].dst_disk_id == sync_disk[k] && !out[i].read_err)
+					out[i].write_err = r;
+		}
+		if (!nsync)
+			break;
+		lane_unplug();
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (out[i].read_err < 0)
+			cwd_log(LOG_ERR, "move %" PRIu64 ": block %" PRIu64 " of its partition does "
+				"not read from disk %u (%s): it stays where it is", t[i].move_id,
+				t[i].block, t[i].src_disk_id, strerror(-out[i].read_err));
+		else if (out[i].write_err < 0)
+			cwd_log(LOG_ERR, "move %" PRIu64 ": writing block %" PRIu64 " to disk %u "
+				"failed (%s): the move pauses", t[i].move_id, t[i].block,
+				t[i].dst_disk_id, strerror(-out[i].write_err));
+	}
+	if (cw_mover_copied_batch(pb->pool, out, n) < 0)
+		cwd_log(LOG_ERR, "move %" PRIu64 ": the mover lost its batch", t[0].move_id);
+	pthread_cond_destroy(&b.cond);
+	pthread_mutex_destroy(&b.lock);
 }
 
 static void idle_wait(struct pb *pb, int64_t ns)
@@ -113,23 +306,29 @@ static void idle_wait(struct pb *pb, int64_t ns)
 static void *mover_main(void *arg)
 {
 	struct pb *pb = arg;
-	_cleanup_free_ void *buf = NULL;
+	unsigned depth = pb->cfg->mover_depth ? pb->cfg->mover_depth : 1;
+	void *bufs[CW_MOVER_DEPTH_MAX] = { NULL };
+	struct cw_mover_task t[CW_MOVER_DEPTH_MAX];
+	_cleanup_free_ struct pace *pc = calloc(1, sizeof(*pc));
 	bool logged_idle = true;
 
-	if (posix_memalign(&buf, 4096, pb->block_size) != 0) {
-		cwd_log(LOG_ERR, "the mover has no memory for a block: moves do not run");
-		return NULL;
+	for (unsigned i = 0; i < depth && pc; i++)
+		if (posix_memalign(&bufs[i], 4096, pb->block_size) != 0)
+			bufs[i] = NULL;
+	if (!pc || !bufs[depth - 1]) {
+		cwd_log(LOG_ERR, "the mover has no memory for %u blocks: moves do not run", depth);
+		goto out;
 	}
 	while (!atomic_load(&pb->mover_stop)) {
-		struct cw_mover_task t;
-		int r = cw_mover_next(pb->pool, &t);
+		unsigned n = 0;
+		int r = cw_mover_next_batch(pb->pool, t, depth, &n);
 
 		if (r < 0) {
 			cwd_log(LOG_ERR, "the mover: %s", strerror(-r));
 			idle_wait(pb, MOVER_IDLE_S * CW_NS_PER_S);
 			continue;
 		}
-		switch (t.action) {
+		switch (t[0].action) {
 		case CW_MOVER_IDLE:
 			if (!logged_idle)
 				cwd_log(LOG_INFO, "no move runs any more");
@@ -141,10 +340,15 @@ static void *mover_main(void *arg)
 			break;
 		case CW_MOVER_COPY:
 			logged_idle = false;
-			copy_block(pb, &t, buf);
+			pace_wait(pb, pc, t, n);
+			copy_batch(pb, t, n, bufs);
+			pace_after(pb, pc, t, n);
 			break;
 		}
 	}
+out:
+	for (unsigned i = 0; i < depth; i++)
+		free(bufs[i]);
 	return NULL;
 }
 
@@ -163,6 +367,34 @@ void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di)
 		atomic_store_explicit(&x->ndisks, n, memory_order_release);
 	}
 	pthread_mutex_unlock(&pb->xdisks_lock);
+}
+
+void pb_export_drop_disk(struct pb *pb, struct pbx *x, uint32_t di)
+{
+	unsigned n, i;
+	bool punch = true;
+
+	pthread_mutex_lock(&pb->xdisks_lock);
+	n = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
+	for (i = 0; i < n && x->disks[i] != di; i++)
+		;
+	if (i == n) {
+		pthread_mutex_unlock(&pb->xdisks_lock);
+		return;
+	}
+	/* The last entry takes its place, then the count drops: a FLUSH
+	 * that read the count before sees every other disk still (one of
+	 * them perhaps twice). */
+	atomic_store(&x->disks[i], x->disks[n - 1]);
+	atomic_store(&x->ndisks, n - 1);
+	for (i = 0; i < n - 1; i++)
+		punch &= pb->disks[x->disks[i]].can_punch;
+	atomic_store_explicit(&x->can_punch, punch, memory_order_relaxed);
+	pthread_mutex_unlock(&pb->xdisks_lock);
+	/* A FLUSH in its short window (no waiting inside) may still hold
+	 * the old list: once none is, none can reach di. */
+	while (atomic_load(&x->flush_readers))
+		sched_yield();
 }
 
 int pb_mover_start(struct pb *pb)
@@ -213,6 +445,7 @@ void pb_mover_stop(struct pb *pb)
 	pb->mover_started = false;
 	pthread_cond_destroy(&pb->mover_cond);
 	pthread_mutex_destroy(&pb->mover_lock);
-	free(pb->mover_x);
-	pb->mover_x = NULL;
+	/* pb->mover_x stays until the lanes stopped (pb_free): a lane may
+	 * still be finishing the request whose completion let the mover
+	 * go, and that request points at it. */
 }

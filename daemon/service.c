@@ -62,11 +62,13 @@ static void drop_export(struct pb *pb, struct pbx *x)
 {
 	struct pbx **pp;
 
+	pthread_mutex_lock(&pb->exports_lock);
 	for (pp = &pb->exports; *pp; pp = &(*pp)->next)
 		if (*pp == x) {
 			*pp = x->next;
 			break;
 		}
+	pthread_mutex_unlock(&pb->exports_lock);
 	pb_export_free(x);
 }
 

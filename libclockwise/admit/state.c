@@ -805,6 +805,31 @@ int cw_admit_state_disk_headroom(struct cw_admit_state *st, uint32_t id, uint64_
 	return headroom(&p, prepare_disk(st, id, block, &p, ref), ret_rate_bps, ref);
 }
 
+/* Plans p at rate and tests it: -EBUSY with plan->admitted false when
+ * the disks' streams refuse it (the caller says why), -EBUSY with ref when
+ * the exports' best-effort reservations would lose their room, -errno. */
+static int plan_tested(const struct cw_admit_state *st, const struct prepared *p, uint64_t rate,
+		       struct cw_admit_plan *plan, struct cw_admit_refusal *ref)
+{
+	int r = plan_at(p, rate, plan);
+
+	if (r < 0) {
+		refuse(ref, "%s", plan->reason[0] ? plan->reason : strerror(-r));
+		return r;
+	}
+	if (!plan->admitted)
+		return -EBUSY;
+	for (size_t i = 0; i < plan->n_parts; i++) {
+		size_t k = plan->parts[i].disk;
+
+		r = be_streams_check(st, p->rl.disks[k].id, p->ad[k].tasks, p->ad[k].n_tasks,
+				     &plan->parts[i].task, ref);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
 			   const struct cw_admit_resv **ret_resv, struct cw_admit_refusal *ref,
 			   struct cw_admit_changes *changes)
@@ -829,25 +854,14 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 		refuse(ref, "too many reservations (%d)", RESV_MAX);
 		return -ENOSPC;
 	}
-	r = plan_at(&p, req->rate_bps, &plan);
-	if (r < 0) {
-		refuse(ref, "%s", plan.reason[0] ? plan.reason : strerror(-r));
-		return r;
-	}
-	if (!plan.admitted) {
+	r = plan_tested(st, &p, req->rate_bps, &plan, ref);
+	if (r == -EBUSY && !plan.admitted) {
 		refusal_of_plan(&p, &plan, req->rate_bps, ref);
 		r = refusal_max_rate(&p, ref);
 		return r < 0 ? r : -EBUSY;
 	}
-	/* Exports' best-effort reservations keep their room too. */
-	for (size_t i = 0; i < plan.n_parts; i++) {
-		size_t k = plan.parts[i].disk;
-
-		r = be_streams_check(st, p.rl.disks[k].id, p.ad[k].tasks, p.ad[k].n_tasks,
-				     &plan.parts[i].task, ref);
-		if (r < 0)
-			return r;
-	}
+	if (r < 0)
+		return r;
 	if (req->dry_run)
 		return 0;
 
@@ -900,6 +914,104 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 	r = replan_resv(st, rv, changes);
 	if (ret_resv)
 		*ret_resv = rv;
+	return r;
+}
+
+/* Leaves rv's own tasks out of p's disks: the stream is tested against
+ * the others alone. */
+static void prepared_drop_owner(struct prepared *p, const struct cw_admit_resv *rv)
+{
+	for (size_t i = 0; i < p->rl.n_disks; i++) {
+		size_t k = 0;
+
+		for (size_t j = 0; p->owner[i] && j < p->ad[i].n_tasks; j++)
+			if (p->owner[i][j] != rv) {
+				p->tasks[i][k] = p->tasks[i][j];
+				p->owner[i][k++] = p->owner[i][j];
+			}
+		p->ad[i].n_tasks = k;
+	}
+}
+
+int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64_t first_block,
+			      uint64_t nblocks, const uint32_t *disk_ids,
+			      struct cw_admit_refusal *ref)
+{
+	_cleanup_(prepared_done) struct prepared p = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	const struct cw_admit_resv *rv = NULL;
+	uint32_t idx_of[CW_DISKS_MAX + 1] = { 0 };
+	bool known[CW_DISKS_MAX + 1] = { false };
+	struct cw_admit_request req;
+	uint64_t pb, first;
+	char prefix[CW_NAME_MAX + 64];
+	int r;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	for (size_t i = 0; i < st->n_resvs && !rv; i++)
+		if (st->resvs[i]->stream == stream)
+			rv = st->resvs[i];
+	if (!rv)
+		return -ENOENT;
+	req = (struct cw_admit_request){ .part = rv->part, .rate_bps = rv->rate_bps,
+					 .block_bytes = rv->block_bytes,
+					 .range_start_bytes = rv->range_start_bytes,
+					 .range_end_bytes = rv->range_end_bytes, .dry_run = true };
+	r = prepare(st, &req, &p, ref);
+	if (r < 0)
+		return r;
+	/* Its span as it was admitted (prepare's is "always"). */
+	p.q.span_start_ns = rv->span_start_ns;
+	p.q.span_end_ns = rv->span_end_ns;
+	for (size_t i = 0; i < p.rl.n_disks; i++) {
+		idx_of[p.rl.disks[i].id] = (uint32_t)i;
+		known[p.rl.disks[i].id] = true;
+	}
+	/* The range's blocks where the move puts them; where on the disk is
+	 * not known yet: anywhere (the model's worst case). */
+	pb = p.rl.l.pblock_bytes;
+	first = rv->range_start_bytes / pb;
+	for (size_t k = 0; k < p.rl.l.n_pblocks; k++) {
+		uint64_t b = first + k;
+		uint32_t id;
+
+		if (b < first_block || b - first_block >= nblocks)
+			continue;
+		id = disk_ids[b - first_block];
+		if (id > CW_DISKS_MAX || !known[id] || !st->disks[id]) {
+			refuse(ref, "partition block %" PRIu64 " would be on disk %" PRIu32
+			       ", which has no model", b, id);
+			return -ENODEV;
+		}
+		p.rl.disk_idx[k] = idx_of[id];
+	}
+	p.rl.l.disk_off = NULL;
+	prepared_drop_owner(&p, rv);
+	r = plan_tested(st, &p, rv->rate_bps, &plan, ref);
+	if (r == -EBUSY && !plan.admitted) {
+		refusal_of_plan(&p, &plan, rv->rate_bps, ref);
+		if (ref && ref->who == CW_ADMIT_WHO_NEW) {
+			/* The stream itself misses: an admitted one, not new. */
+			refusal_who(ref, ref->part.fail_disk_task, rv, &ref->part.task);
+			snprintf(prefix, sizeof(prefix), "refused on disk %s: ", ref->disk);
+			refusal_words(ref, prefix, rv->block_bytes, rv->rate_bps,
+				      "where its blocks would be");
+		}
+		if (ref) {
+			char was[sizeof(ref->reason)];
+
+			memcpy(was, ref->reason, sizeof(was));
+			if (rv->persistent)
+				snprintf(prefix, sizeof(prefix), "reservation %" PRIu64, rv->id);
+			else
+				snprintf(prefix, sizeof(prefix), "the start-up stream of export %s",
+					 rv->export_name);
+			refuse(ref, "with its blocks where the move puts them, %s would be %s", prefix,
+			       was);
+		}
+		return -EBUSY;
+	}
 	return r;
 }
 

@@ -126,29 +126,37 @@ void lay_journal_free(struct cw_pool *pool)
 int lay_journal_reserved(struct cw_pool *pool, int (*fn)(void *ctx, uint64_t entry,
 							 uint64_t block), void *ctx)
 {
+	const struct mover *mv = &pool->mover;
 	int r = 0;
 
 	for (struct jmove *jm = pool->jmoves; jm && r == 0; jm = jm->next_move)
-		for (size_t k = jm->next; k < jm->nsteps && r == 0; k++)
+		for (size_t k = jm->next + (lay_mover_in_flight(pool, jm) ? mv->n : 0);
+		     k < jm->nsteps && r == 0; k++)
 			r = fn(ctx, jm->steps[k].dst, jm->steps[k].block);
-	if (r == 0 && pool->mover.phase == MV_DRAIN_FREE && pool->mover.free_entry)
-		r = fn(ctx, pool->mover.free_entry, pool->mover.cur.block);
+	/* The batch: a switched block's source until it is given back, any
+	 * other's destination until then. */
+	for (unsigned i = 0; mv->phase != MV_NONE && i < mv->n && r == 0; i++)
+		if (mv->b[i].state != MB_END)
+			r = fn(ctx, mv->b[i].state == MB_MOVED ? mv->b[i].st.src : mv->b[i].st.dst,
+			       mv->b[i].st.block);
 	return r;
 }
 
 /* ---- journalling a plan ---- */
 
 static int journal_insert(struct cw_pool *pool, struct cw_move *m, enum cw_move_kind kind,
-			  uint32_t disk, const struct cw_move_opts *o, int64_t now,
-			  uint64_t *ret_id)
+			  uint32_t disk, const struct cw_move_opts *o, const char *paused,
+			  int64_t now, uint64_t *ret_id)
 {
 	struct meta *meta = pool->meta;
+	enum cw_move_state state = !m->nsteps ? CW_MOVE_DONE : paused ? CW_MOVE_PAUSED
+				   : CW_MOVE_RUNNING;
 	sqlite3_stmt *s;
 	uint64_t id;
 	int r;
 
 	r = meta_exec(meta, sql_move_insert, 9, (int64_t)kind, (int64_t)m->part->id,
-		      (int64_t)disk, (int64_t)(m->nsteps ? CW_MOVE_RUNNING : CW_MOVE_DONE),
+		      (int64_t)disk, (int64_t)state,
 		      (int64_t)o->placement, (int64_t)o->tier, (int64_t)o->zone,
 		      (int64_t)m->nsteps, now);
 	if (r < 0)
@@ -156,6 +164,14 @@ static int journal_insert(struct cw_pool *pool, struct cw_move *m, enum cw_move_
 	id = (uint64_t)sqlite3_last_insert_rowid(meta->db);
 	if (!m->nsteps)
 		r = meta_exec(meta, sql_move_state, 3, (int64_t)id, (int64_t)CW_MOVE_DONE, now);
+	if (r == 0 && state == CW_MOVE_PAUSED) {
+		r = meta_stmt(meta, sql_move_error, &s);
+		if (r == 0) {
+			sqlite3_bind_int64(s, 1, (int64_t)id);
+			sqlite3_bind_text(s, 2, paused, -1, SQLITE_TRANSIENT);
+			r = meta_step(s);
+		}
+	}
 	for (size_t k = 0; k < m->nsteps && r == 0; k++) {
 		const struct cw_move_step *st = &m->steps[k];
 
@@ -177,7 +193,7 @@ static int journal_insert(struct cw_pool *pool, struct cw_move *m, enum cw_move_
 /* The in-memory journal entry of a plan just journalled as id. */
 static struct jmove *jmove_from_plan(struct cw_pool *pool, const struct cw_move *m, uint64_t id,
 				     enum cw_move_kind kind, uint32_t disk,
-				     const struct cw_move_opts *o, int64_t now)
+				     const struct cw_move_opts *o, const char *paused, int64_t now)
 {
 	struct jmove *jm = calloc(1, sizeof(*jm));
 
@@ -206,6 +222,10 @@ static struct jmove *jmove_from_plan(struct cw_pool *pool, const struct cw_move 
 	jm->info.opts = *o;
 	jm->info.opts.disk_ids = NULL;
 	jm->info.opts.ndisks = 0;
+	if (paused) {
+		jm->info.state = CW_MOVE_PAUSED;
+		snprintf(jm->info.error, sizeof(jm->info.error), "%s", paused);
+	}
 	snprintf(jm->info.part, sizeof(jm->info.part), "%s", m->part->name);
 	return jm;
 }
@@ -215,7 +235,7 @@ static struct jmove *jmove_from_plan(struct cw_pool *pool, const struct cw_move 
  * failure every plan is dropped with its reservations.  Under the lock. */
 static int journal_plans(struct cw_pool *pool, struct cw_move **plans, size_t n,
 			 enum cw_move_kind kind, uint32_t disk, const struct cw_move_opts *o,
-			 bool set_opts, uint64_t *ret_ids)
+			 bool set_opts, const char *paused, uint64_t *ret_ids)
 {
 	_cleanup_free_ struct jmove **jms = calloc(n ? n : 1, sizeof(*jms));
 	int64_t now = realtime_ns();
@@ -227,12 +247,13 @@ static int journal_plans(struct cw_pool *pool, struct cw_move **plans, size_t n,
 	if (r == 0)
 		r = meta_begin(pool->meta);
 	for (size_t i = 0; i < n && r == 0; i++) {
-		r = journal_insert(pool, plans[i], kind, disk, o, now, &ret_ids[i]);
+		r = journal_insert(pool, plans[i], kind, disk, o, paused, now, &ret_ids[i]);
 		if (r == 0 && set_opts)
 			r = meta_exec(pool->meta, sql_part_opts, 4, (int64_t)plans[i]->part->id,
 				      (int64_t)o->placement, (int64_t)o->tier, (int64_t)o->zone);
 		if (r == 0 && plans[i]->nsteps) {
-			jms[i] = jmove_from_plan(pool, plans[i], ret_ids[i], kind, disk, o, now);
+			jms[i] = jmove_from_plan(pool, plans[i], ret_ids[i], kind, disk, o, paused,
+						 now);
 			if (!jms[i])
 				r = -ENOMEM;
 		}
@@ -265,6 +286,13 @@ static int journal_plans(struct cw_pool *pool, struct cw_move **plans, size_t n,
 int cw_move_start(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 		  const struct cw_move_opts *opts, enum cw_move_kind kind, uint64_t *ret_id)
 {
+	return cw_move_start_paused(p, first_block, nblocks, opts, kind, NULL, ret_id);
+}
+
+int cw_move_start_paused(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
+			 const struct cw_move_opts *opts, enum cw_move_kind kind,
+			 const char *paused, uint64_t *ret_id)
+{
 	struct cw_pool *pool = p->pool;
 	struct cw_move *m = NULL;
 	uint64_t id = 0;
@@ -282,7 +310,7 @@ int cw_move_start(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 	}
 	r = lay_move_plan(p, first_block, nblocks, opts, &m);
 	if (r == 0)
-		r = journal_plans(pool, &m, 1, kind, 0, opts, kind == CW_MOVE_PART, &id);
+		r = journal_plans(pool, &m, 1, kind, 0, opts, kind == CW_MOVE_PART, paused, &id);
 	if (r == 0)
 		*ret_id = id;
 out:
@@ -291,6 +319,12 @@ out:
 }
 
 int cw_disk_evacuate(struct cw_pool *pool, uint32_t disk_id, uint64_t **ret_ids, size_t *ret_n)
+{
+	return cw_disk_evacuate_paused(pool, disk_id, NULL, ret_ids, ret_n);
+}
+
+int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *paused,
+			    uint64_t **ret_ids, size_t *ret_n)
 {
 	_cleanup_free_ struct cw_move **plans = NULL;
 	_cleanup_free_ uint64_t *ids = NULL;
@@ -361,7 +395,7 @@ int cw_disk_evacuate(struct cw_pool *pool, uint32_t disk_id, uint64_t **ret_ids,
 		}
 		n++;
 	}
-	r = journal_plans(pool, plans, n, CW_MOVE_EVACUATE, disk_id, &o, false, ids);
+	r = journal_plans(pool, plans, n, CW_MOVE_EVACUATE, disk_id, &o, false, paused, ids);
 	if (r == 0) {
 		*ret_ids = n ? CW_TAKE_PTR(ids) : NULL;
 		*ret_n = n;
@@ -499,6 +533,38 @@ int cw_move_failed_blocks(struct cw_pool *pool, uint64_t id, uint64_t **ret_bloc
 	return r;
 }
 
+int cw_move_destinations(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
+			 uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids)
+{
+	struct jmove *jm;
+	int r;
+
+	pthread_mutex_lock(&pool->lock);
+	r = cw_part_block_disks(part, first_block, nblocks, ret_disk_ids);
+	if (r < 0) {
+		r = lay_set_error(pool, r, "blocks %llu..%llu are not all in partition '%s'",
+				  (unsigned long long)first_block,
+				  (unsigned long long)(first_block + nblocks), part->name);
+		goto out;
+	}
+	jm = jmove_by_id(pool, id);
+	if (!jm) {
+		r = lay_set_error(pool, -ENOENT, "no unfinished move %llu", (unsigned long long)id);
+		goto out;
+	}
+	if (jm->part != part)
+		goto out;
+	for (size_t k = jm->next; k < jm->nsteps; k++) {
+		uint64_t b = jm->steps[k].block;
+
+		if (b >= first_block && b - first_block < nblocks)
+			ret_disk_ids[b - first_block] = ENTRY_DISK(jm->steps[k].dst);
+	}
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
 /* ---- pause, resume, cancel ---- */
 
 int lay_journal_set_state(struct cw_pool *pool, struct jmove *jm, enum cw_move_state st,
@@ -599,14 +665,13 @@ int cw_move_cancel(struct cw_pool *pool, uint64_t id)
 				      strerror(-r));
 		goto out;
 	}
-	/* The block in flight is the mover's to give back once drained. */
-	keep = jm->next + lay_mover_in_flight(pool, jm);
+	/* The batch in flight is the mover's to give back once drained; it
+	 * forgets the move when the batch ends. */
+	keep = jm->next + (lay_mover_in_flight(pool, jm) ? pool->mover.n : 0);
 	for (size_t k = keep; k < jm->nsteps; k++)
 		lay_free_entries(pool, &jm->steps[k].dst, 1);
 	jm->nsteps = keep;
 	if (!lay_mover_in_flight(pool, jm)) {
-		if (pool->mover.jm == jm)
-			pool->mover.jm = NULL;
 		lay_jmove_unlink(pool, jm);
 		lay_jmove_free(jm);
 	}
@@ -629,22 +694,31 @@ int cw_move_forget_finished(struct cw_pool *pool)
 
 /* ---- the mover's records ---- */
 
-/* Records the outcome of the step in flight (row state, the move's
+/* Records the outcome of steps in flight (row state, the move's
  * counters) in one transaction; for a moved block, with its new run. */
 int lay_journal_step(struct cw_pool *pool, struct jmove *jm, const struct jstep *st, int row)
+{
+	return lay_journal_steps(pool, jm, &st, &row, 1);
+}
+
+int lay_journal_steps(struct cw_pool *pool, struct jmove *jm, const struct jstep *const *st,
+		      const int *rows, size_t n)
 {
 	struct cw_move_info c = jm->info;
 	int r;
 
-	c.done += row == ROW_MOVED;
-	c.failed += row == ROW_FAILED;
-	c.skipped += row == ROW_SKIPPED;
 	r = meta_begin(pool->meta);
-	if (r == 0 && row == ROW_MOVED)
-		r = lay_runs_replace(pool->meta, jm->part->id, st->block, st->block + 1, &st->dst);
-	if (r == 0)
-		r = meta_exec(pool->meta, sql_block_state, 3, (int64_t)c.id, (int64_t)st->block,
-			      (int64_t)row);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		c.done += rows[i] == ROW_MOVED;
+		c.failed += rows[i] == ROW_FAILED;
+		c.skipped += rows[i] == ROW_SKIPPED;
+		if (rows[i] == ROW_MOVED)
+			r = lay_runs_replace(pool->meta, jm->part->id, st[i]->block,
+					     st[i]->block + 1, &st[i]->dst);
+		if (r == 0)
+			r = meta_exec(pool->meta, sql_block_state, 3, (int64_t)c.id,
+				      (int64_t)st[i]->block, (int64_t)rows[i]);
+	}
 	if (r == 0)
 		r = meta_exec(pool->meta, sql_move_counts, 5, (int64_t)c.id, (int64_t)c.done,
 			      (int64_t)c.failed, (int64_t)c.skipped, (int64_t)c.bytes_copied);

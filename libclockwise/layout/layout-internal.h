@@ -147,14 +147,21 @@ struct cw_part {
 	_Atomic uint64_t missing;
 	uint64_t gen;			/* bumped by shrink and move commit */
 	bool tier_fallback;		/* a tier preference may fall back */
-	/* The I/O gate (journal.c): in-flight I/O per epoch parity, and the
-	 * block being copied (block + 1; 0: none) with its source and
-	 * destination mapping words and whether a write overlapped it. */
+	/* The I/O gate (mover.c): in-flight I/O per epoch parity, and the
+	 * blocks being copied: copy_nslots slots of the mover's batch, each
+	 * with its block (block + 1; 0: none), source and destination
+	 * mapping words and whether a write overlapped it, and the range
+	 * [copy_lo, copy_hi) of blocks they lie in (a quick test for the
+	 * writes that touch none). */
 	_Atomic uint64_t io_epoch;
 	_Atomic uint64_t io_active[2];
-	_Atomic uint64_t copy_block;
-	_Atomic uint64_t copy_src, copy_dst;
-	atomic_bool copy_dirty;
+	_Atomic unsigned copy_nslots;
+	_Atomic uint64_t copy_lo, copy_hi;
+	struct copy_slot {
+		_Atomic uint64_t block;
+		_Atomic uint64_t src, dst;
+		atomic_bool dirty;
+	} copy[CW_MOVER_DEPTH_MAX];
 	struct cw_part *next;
 };
 
@@ -184,15 +191,38 @@ struct jmove {
 	struct jmove *next_move;
 };
 
-enum mover_phase { MV_NONE, MV_DRAIN_COPY, MV_COPYING, MV_DRAIN_FREE };
+/* The mover's batch: blocks steps[next..next + n) of one move, each in
+ * copy slot i of its partition.  MV_DRAIN: waiting for the gate's drain
+ * (before a copy, before what is freed is freed); MV_COPYING: the copies
+ * of the blocks in state MB_OUT are the caller's. */
+enum mover_phase { MV_NONE, MV_DRAIN, MV_COPYING };
+
+enum mover_bstate {
+	MB_COPY,	/* to copy (again), once drained */
+	MB_OUT,		/* its copy handed out */
+	MB_MOVED,	/* switched: src given back once drained */
+	MB_DROP,	/* failed or skipped or cancelled: dst given back once drained */
+	MB_LEFT,	/* stays planned (paused): nothing given back */
+	MB_END,		/* settled */
+};
+
+struct mover_block {
+	struct jstep st;
+	enum mover_bstate state;
+	bool cleared;			/* its slot was cleared before the drain */
+	int row;			/* MB_DROP: ROW_FAILED or ROW_SKIPPED, or -1 (cancelled) */
+	unsigned retries;
+};
 
 struct mover {
 	enum mover_phase phase;
-	struct jmove *jm;		/* whose steps[jm->next] is in flight */
-	struct jstep cur;
+	struct jmove *jm;		/* whose batch is in flight */
+	struct cw_part *part;
+	unsigned n;			/* blocks in the batch */
 	unsigned parity;		/* the epoch parity being drained */
-	uint64_t free_entry;		/* given back once drained (0: none) */
-	unsigned retries;
+	struct mover_block b[CW_MOVER_DEPTH_MAX];
+	unsigned out[CW_MOVER_DEPTH_MAX];	/* MV_COPYING: the blocks handed out */
+	unsigned nout;
 };
 
 struct cw_pool {
@@ -259,15 +289,17 @@ enum { ROW_PLANNED = 0, ROW_MOVED = 1, ROW_FAILED = 2, ROW_SKIPPED = 3 };
 /* Records the outcome of st (row) and the move's counters in one
  * transaction; a moved block with its new run. */
 int lay_journal_step(struct cw_pool *pool, struct jmove *jm, const struct jstep *st, int row);
+/* The same for n steps in one transaction. */
+int lay_journal_steps(struct cw_pool *pool, struct jmove *jm, const struct jstep *const *st,
+		      const int *rows, size_t n);
 int lay_journal_set_state(struct cw_pool *pool, struct jmove *jm, enum cw_move_state st,
 			  const char *error);
 void lay_jmove_free(struct jmove *jm);
 void lay_jmove_unlink(struct cw_pool *pool, struct jmove *jm);
-/* Whether jm's block steps[next] is in flight (not yet decided). */
+/* Whether jm's blocks steps[next..next + mover.n) are the mover's batch. */
 static inline bool lay_mover_in_flight(const struct cw_pool *pool, const struct jmove *jm)
 {
-	return pool->mover.jm == jm && pool->mover.phase != MV_NONE &&
-	       pool->mover.phase != MV_DRAIN_FREE;
+	return pool->mover.jm == jm && pool->mover.phase != MV_NONE;
 }
 struct cw_part *lay_part_by_id(struct cw_pool *pool, uint64_t id);
 /* Whether p has an unfinished move (under the pool lock). */

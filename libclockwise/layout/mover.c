@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The mover: journalled moves (journal.c) carried out one block at a time
- * under live I/O, in five phases (clockwise/mover.h), and the I/O gate
- * that makes it safe.
+ * The mover: journalled moves (journal.c) carried out in batches of
+ * consecutive blocks under live I/O, each block in five phases
+ * (clockwise/mover.h), and the I/O gate that makes it safe.
  *
  * The gate is an epoch counter per partition in the manner of sleepable
  * RCU: every I/O increments the in-flight count of the current epoch's
@@ -22,6 +22,12 @@
  *   - after the drain that follows the switch, no I/O uses the source:
  *     only then is it freed (and only then is the slot cleared, so a
  *     write that mapped the source before the switch still mirrors).
+ * A batch gives each of its blocks a slot of its own and runs the phases
+ * for all of them at once: one drain after the slots are published, the
+ * copies (the caller pipelines them), the switches of the clean blocks in
+ * one transaction, one drain, then the sources freed and the dirty blocks
+ * copied again.  A block's phases are those above whatever its neighbours
+ * do, so the argument holds for each.
  * Only the mover bumps a partition's epoch, and it waits for each drain
  * before the next bump, so two parities suffice.
  *
@@ -73,62 +79,71 @@ static bool gate_drained(struct cw_part *p, unsigned parity)
 	return atomic_load(&p->io_active[parity]) == 0;
 }
 
-int cw_part_write_mirror(struct cw_part *p, uint64_t offset, const struct cw_extent *ext,
-			 uint64_t *ret_skip, struct cw_extent *ret_mirror)
+/* The mirror of the extent's piece on slot c's block, if it has one. */
+static bool slot_mirror(struct cw_part *p, struct copy_slot *c, uint64_t offset,
+			const struct cw_extent *ext, uint64_t *ret_skip, struct cw_extent *ret_mirror)
 {
-	uint64_t cb = atomic_load(&p->copy_block), src, dst, bs, lo, hi, blo, bhi;
-	uint64_t phys_blo;
+	uint64_t cb = atomic_load(&c->block), src, dst, lo, hi, blo, bhi, phys_blo;
 
 	if (!cb)
-		return 0;
-	bs = UINT64_C(1) << p->bshift;
+		return false;
 	blo = (cb - 1) << p->bshift;
-	bhi = blo + bs;
+	bhi = blo + (UINT64_C(1) << p->bshift);
 	lo = CW_MAX(offset, blo);
 	hi = CW_MIN(offset + ext->length, bhi);
 	if (lo >= hi)
-		return 0;
-	src = atomic_load(&p->copy_src);
-	dst = atomic_load(&p->copy_dst);
+		return false;
+	src = atomic_load(&c->src);
+	dst = atomic_load(&c->dst);
 	/* Where the extent puts the block's first byte: the source, unless
 	 * the mapping already switched to the destination. */
 	phys_blo = ext->phys_offset + blo - offset;
 	if (ext->disk_id != ENTRY_DISK(src) || phys_blo != ENTRY_PBLOCK(src) << p->bshift)
-		return 0;
-	atomic_store(&p->copy_dirty, true);
+		return false;
+	atomic_store(&c->dirty, true);
 	*ret_skip = lo - offset;
 	ret_mirror->disk_id = ENTRY_DISK(dst);
 	ret_mirror->phys_offset = (ENTRY_PBLOCK(dst) << p->bshift) + (lo - blo);
 	ret_mirror->length = hi - lo;
-	return 1;
+	return true;
 }
 
-static void slot_publish(struct cw_part *p, const struct jstep *st)
+int cw_part_write_mirrors(struct cw_part *p, uint64_t offset, const struct cw_extent *ext,
+			  uint64_t *ret_skips, struct cw_extent *ret_mirrors, unsigned max)
 {
-	atomic_store(&p->copy_src, st->src);
-	atomic_store(&p->copy_dst, st->dst);
-	atomic_store(&p->copy_dirty, false);
-	atomic_store(&p->copy_block, st->block + 1);
+	unsigned ns = atomic_load(&p->copy_nslots), n = 0;
+	uint64_t first, last;
+
+	if (!ns || !ext->length)
+		return 0;
+	first = offset >> p->bshift;
+	last = (offset + ext->length - 1) >> p->bshift;
+	if (last < atomic_load(&p->copy_lo) || first >= atomic_load(&p->copy_hi))
+		return 0;
+	for (unsigned i = 0; i < ns && n < max; i++)
+		n += slot_mirror(p, &p->copy[i], offset, ext, &ret_skips[n], &ret_mirrors[n]);
+	/* In the extent's order: the slots are in block order, but a block
+	 * copied again keeps its slot. */
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && ret_skips[j] < ret_skips[j - 1]; j--) {
+			uint64_t ts = ret_skips[j];
+			struct cw_extent te = ret_mirrors[j];
+
+			ret_skips[j] = ret_skips[j - 1];
+			ret_mirrors[j] = ret_mirrors[j - 1];
+			ret_skips[j - 1] = ts;
+			ret_mirrors[j - 1] = te;
+		}
+	return (int)n;
 }
 
-static void slot_clear(struct cw_part *p)
+int cw_part_write_mirror(struct cw_part *p, uint64_t offset, const struct cw_extent *ext,
+			 uint64_t *ret_skip, struct cw_extent *ret_mirror)
 {
-	atomic_store(&p->copy_block, 0);
+	return cw_part_write_mirrors(p, offset, ext, ret_skip, ret_mirror, 1);
 }
 
 /* ---- the state machine ---- */
-
-/* Leaves the block in flight: the slot is cleared, and free_entry (if
- * any) is given back once the I/O that might use it drained. */
-static void step_leave(struct cw_pool *pool, uint64_t free_entry)
-{
-	struct mover *mv = &pool->mover;
-
-	slot_clear(mv->jm->part);
-	mv->parity = gate_bump(mv->jm->part);
-	mv->free_entry = free_entry;
-	mv->phase = MV_DRAIN_FREE;
-}
 
 static void pause_with(struct cw_pool *pool, struct jmove *jm, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -137,6 +152,8 @@ static void pause_with(struct cw_pool *pool, struct jmove *jm, const char *fmt, 
 	char why[256];
 	va_list ap;
 
+	if (jm->info.state != CW_MOVE_RUNNING)
+		return;	/* the first reason stays */
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
@@ -148,53 +165,35 @@ static void pause_with(struct cw_pool *pool, struct jmove *jm, const char *fmt, 
 	}
 }
 
-/* The block in flight stays where it is (row: failed or skipped) and
- * its destination is given back once drained; if even that cannot be
- * journalled, the move pauses with the block still planned. */
-static void step_drop(struct cw_pool *pool, int row)
-{
-	struct mover *mv = &pool->mover;
-
-	if (lay_journal_step(pool, mv->jm, &mv->cur, row) < 0) {
-		pause_with(pool, mv->jm, "journalling the %s block %llu failed",
-			   row == ROW_FAILED ? "unreadable" : "changed",
-			   (unsigned long long)mv->cur.block);
-		step_leave(pool, 0);
-	} else {
-		mv->jm->next++;
-		step_leave(pool, mv->cur.dst);
-	}
-}
-
 static bool disk_present(const struct cw_pool *pool, uint32_t id)
 {
 	return id >= 1 && id <= CW_DISKS_MAX && pool->disks[id] &&
 	       pool->disks[id]->state == CW_DISK_PRESENT;
 }
 
-static void fill_task(const struct cw_pool *pool, struct cw_mover_task *t)
+static void fill_task(const struct cw_pool *pool, const struct mover_block *b,
+		      struct cw_mover_task *t)
 {
 	const struct mover *mv = &pool->mover;
 
 	*t = (struct cw_mover_task){
 		.action = CW_MOVER_COPY,
 		.move_id = mv->jm->info.id,
-		.part = mv->jm->part,
-		.block = mv->cur.block,
-		.src_disk_id = ENTRY_DISK(mv->cur.src),
-		.src_offset = ENTRY_PBLOCK(mv->cur.src) << pool->bshift,
-		.dst_disk_id = ENTRY_DISK(mv->cur.dst),
-		.dst_offset = ENTRY_PBLOCK(mv->cur.dst) << pool->bshift,
+		.part = mv->part,
+		.block = b->st.block,
+		.src_disk_id = ENTRY_DISK(b->st.src),
+		.src_offset = ENTRY_PBLOCK(b->st.src) << pool->bshift,
+		.dst_disk_id = ENTRY_DISK(b->st.dst),
+		.dst_offset = ENTRY_PBLOCK(b->st.dst) << pool->bshift,
 		.length = pool->block_size,
-		.again = mv->retries > 0,
+		.again = b->retries > 0,
 	};
 }
 
 /* Finishes moves that have nothing left; true if jm went. */
 static bool finish_if_done(struct cw_pool *pool, struct jmove *jm)
 {
-	if (jm->next < jm->nsteps || lay_mover_in_flight(pool, jm) ||
-	    (pool->mover.jm == jm && pool->mover.phase == MV_DRAIN_FREE))
+	if (jm->next < jm->nsteps || lay_mover_in_flight(pool, jm))
 		return false;
 	if (jm->info.state == CW_MOVE_RUNNING && lay_journal_set_state(pool, jm, CW_MOVE_DONE, NULL) < 0)
 		return false;
@@ -215,154 +214,306 @@ static bool still_mapped(struct cw_part *p, const struct jstep *st)
 	       lay_entry(p, st->block) == st->src;
 }
 
-/* Starts the next block of a running move: false if there is none. */
-static bool step_begin(struct cw_pool *pool)
+static void slot_clear(struct cw_part *p, unsigned i)
+{
+	atomic_store(&p->copy[i].block, 0);
+}
+
+/* Skips the move's next step if its block changed since it was planned;
+ * false if it could not be journalled (the move paused). */
+static bool skip_changed(struct cw_pool *pool, struct jmove *jm)
+{
+	struct jstep st = jm->steps[jm->next];
+
+	if (lay_journal_step(pool, jm, &st, ROW_SKIPPED) < 0) {
+		pause_with(pool, jm, "journalling a skipped block failed");
+		return false;
+	}
+	jm->next++;
+	lay_free_entries(pool, &st.dst, 1);
+	return true;
+}
+
+/* Starts a batch of at most max blocks of a running move: false if
+ * there is none.  The batch is the steps from jm->next on whose blocks
+ * are still mapped and whose disks are present, each in its slot. */
+static bool batch_begin(struct cw_pool *pool, unsigned max)
 {
 	struct mover *mv = &pool->mover;
 
 	for (struct jmove *jm = pool->jmoves, *nx; jm; jm = nx) {
-		struct jstep st;
 		struct cw_part *p = jm->part;
+		const struct jstep *st;
+		unsigned n = 0;
 
 		nx = jm->next_move;
 		if (finish_if_done(pool, jm) || jm->info.state != CW_MOVE_RUNNING ||
 		    jm->next >= jm->nsteps)
 			continue;
-		st = jm->steps[jm->next];
-		if (!disk_present(pool, ENTRY_DISK(st.dst)) || !disk_present(pool, ENTRY_DISK(st.src))) {
-			pause_with(pool, jm, "disk %u is missing", disk_present(pool, ENTRY_DISK(st.dst))
-				   ? ENTRY_DISK(st.src) : ENTRY_DISK(st.dst));
+		st = &jm->steps[jm->next];
+		if (!disk_present(pool, ENTRY_DISK(st->dst)) || !disk_present(pool, ENTRY_DISK(st->src))) {
+			pause_with(pool, jm, "disk %u is missing", disk_present(pool, ENTRY_DISK(st->dst))
+				   ? ENTRY_DISK(st->src) : ENTRY_DISK(st->dst));
 			continue;
+		}
+		if (!still_mapped(p, st)) {
+			/* Shrunk away (or changed) since it was planned. */
+			if (skip_changed(pool, jm))
+				nx = jm;	/* look at it again: maybe finished */
+			continue;
+		}
+		for (; n < max && jm->next + n < jm->nsteps; n++) {
+			st = &jm->steps[jm->next + n];
+			if (n && (!disk_present(pool, ENTRY_DISK(st->dst)) ||
+				  !disk_present(pool, ENTRY_DISK(st->src)) || !still_mapped(p, st)))
+				break;	/* for the next batch to deal with */
+			mv->b[n] = (struct mover_block){ .st = *st, .state = MB_COPY, .row = -1 };
+			atomic_store(&p->copy[n].src, st->src);
+			atomic_store(&p->copy[n].dst, st->dst);
+			atomic_store(&p->copy[n].dirty, false);
+			atomic_store(&p->copy[n].block, st->block + 1);
 		}
 		mv->jm = jm;
-		mv->cur = st;
-		mv->retries = 0;
-		if (!still_mapped(p, &st)) {
-			/* Shrunk away (or changed) since it was planned. */
-			if (lay_journal_step(pool, jm, &st, ROW_SKIPPED) < 0) {
-				pause_with(pool, jm, "journalling a skipped block failed");
-				mv->jm = NULL;
-				continue;
-			}
-			jm->next++;
-			lay_free_entries(pool, &st.dst, 1);
-			mv->jm = NULL;
-			nx = jm;	/* look at it again: maybe finished */
-			continue;
-		}
-		slot_publish(p, &st);
+		mv->part = p;
+		mv->n = n;
+		/* The steps are in block order. */
+		atomic_store(&p->copy_lo, mv->b[0].st.block);
+		atomic_store(&p->copy_hi, mv->b[n - 1].st.block + 1);
+		atomic_store(&p->copy_nslots, n);
 		mv->parity = gate_bump(p);
-		mv->phase = MV_DRAIN_COPY;
+		mv->phase = MV_DRAIN;
 		return true;
 	}
 	return false;
 }
 
-int cw_mover_next(struct cw_pool *pool, struct cw_mover_task *ret)
+/* The batch is over: blocks left planned stay steps of the move, before
+ * those not yet begun, in their order. */
+static void batch_end(struct cw_pool *pool)
+{
+	struct mover *mv = &pool->mover;
+	struct jmove *jm = mv->jm;
+	size_t left = 0;
+
+	for (unsigned i = 0; i < mv->n; i++)
+		left += mv->b[i].state == MB_LEFT;
+	for (unsigned i = 0, k = 0; i < mv->n; i++)
+		if (mv->b[i].state == MB_LEFT)
+			jm->steps[jm->next + mv->n - left + k++] = mv->b[i].st;
+	jm->next += mv->n - left;
+	atomic_store(&mv->part->copy_nslots, 0);
+	mv->phase = MV_NONE;
+	mv->n = 0;
+	finish_if_done(pool, jm);
+	mv->jm = NULL;
+	mv->part = NULL;
+}
+
+/* The gate drained: gives back what waited for it, stops the blocks of a
+ * move that stopped, and says what comes next: true when blocks are
+ * to copy (MV_COPYING), false when the batch waits again or is over. */
+static bool batch_settle(struct cw_pool *pool)
+{
+	struct mover *mv = &pool->mover;
+	enum cw_move_state st = mv->jm->info.state;
+	bool drain = false, copy = false;
+
+	for (unsigned i = 0; i < mv->n; i++) {
+		struct mover_block *b = &mv->b[i];
+
+		if (b->state == MB_MOVED) {
+			/* No I/O uses the source any more, nor mirrors. */
+			lay_free_entries(pool, &b->st.src, 1);
+			slot_clear(mv->part, i);
+			b->state = MB_END;
+		} else if (b->state == MB_DROP && b->cleared) {
+			lay_free_entries(pool, &b->st.dst, 1);
+			b->state = MB_END;
+		}
+		if (b->state == MB_COPY && st != CW_MOVE_RUNNING) {
+			if (st == CW_MOVE_CANCELLED)
+				b->state = MB_DROP;
+			else
+				b->state = MB_LEFT;
+		}
+		if (b->state == MB_LEFT)
+			slot_clear(mv->part, i);
+		if (b->state == MB_DROP && !b->cleared) {
+			/* Writes that mirror into dst must end before it goes. */
+			slot_clear(mv->part, i);
+			b->cleared = true;
+			drain = true;
+		}
+		copy |= b->state == MB_COPY;
+	}
+	if (drain) {
+		mv->parity = gate_bump(mv->part);
+		return false;
+	}
+	if (copy) {
+		mv->phase = MV_COPYING;
+		return true;
+	}
+	batch_end(pool);
+	return false;
+}
+
+int cw_mover_next_batch(struct cw_pool *pool, struct cw_mover_task *ret, unsigned max,
+			unsigned *ret_n)
 {
 	struct mover *mv = &pool->mover;
 	int r = 0;
 
+	if (max < 1 || max > CW_MOVER_DEPTH_MAX)
+		return -EINVAL;
 	pthread_mutex_lock(&pool->lock);
 	memset(ret, 0, sizeof(*ret));
+	*ret_n = 0;
 	for (;;) {
-		if (mv->phase == MV_COPYING) {
+		if (mv->phase == MV_COPYING && mv->nout) {
 			r = -EBUSY;
 			break;
 		}
-		if (mv->phase == MV_NONE && !step_begin(pool)) {
+		if (mv->phase == MV_NONE && !batch_begin(pool, max)) {
 			ret->action = CW_MOVER_IDLE;
 			break;
 		}
-		if (!gate_drained(mv->jm->part, mv->parity)) {
-			ret->action = CW_MOVER_WAIT;
-			ret->move_id = mv->jm->info.id;
-			break;
+		if (mv->phase == MV_DRAIN) {
+			if (!gate_drained(mv->part, mv->parity)) {
+				ret->action = CW_MOVER_WAIT;
+				ret->move_id = mv->jm->info.id;
+				break;
+			}
+			if (!batch_settle(pool))
+				continue;
 		}
-		if (mv->phase == MV_DRAIN_FREE) {
-			struct jmove *jm = mv->jm;
-
-			if (mv->free_entry)
-				lay_free_entries(pool, &mv->free_entry, 1);
-			mv->free_entry = 0;
-			mv->phase = MV_NONE;
-			finish_if_done(pool, jm);
-			mv->jm = NULL;
-			continue;
-		}
-		/* MV_DRAIN_COPY, drained: unless the move stopped meanwhile. */
-		if (mv->jm->info.state != CW_MOVE_RUNNING) {
-			bool cancelled = mv->jm->info.state == CW_MOVE_CANCELLED;
-
-			if (cancelled)
-				mv->jm->next++;
-			step_leave(pool, cancelled ? mv->cur.dst : 0);
-			continue;
-		}
-		mv->phase = MV_COPYING;
-		fill_task(pool, ret);
+		/* MV_COPYING: hand out the blocks to copy. */
+		for (unsigned i = 0; i < mv->n && mv->nout < max; i++)
+			if (mv->b[i].state == MB_COPY) {
+				mv->b[i].state = MB_OUT;
+				fill_task(pool, &mv->b[i], &ret[mv->nout]);
+				mv->out[mv->nout++] = i;
+			}
+		*ret_n = mv->nout;
 		break;
 	}
 	pthread_mutex_unlock(&pool->lock);
 	return r;
 }
 
-int cw_mover_copied(struct cw_pool *pool, int read_err, int write_err)
+int cw_mover_next(struct cw_pool *pool, struct cw_mover_task *ret)
+{
+	unsigned n;
+
+	return cw_mover_next_batch(pool, ret, 1, &n);
+}
+
+/* Decides block b of the batch after its copy (under the lock): moved
+ * (to switch), dropped, left, or to copy again. */
+static void block_outcome(struct cw_pool *pool, struct mover_block *b, unsigned slot,
+			  const struct cw_mover_outcome *o)
 {
 	struct mover *mv = &pool->mover;
 	struct jmove *jm = mv->jm;
-	struct cw_part *p;
+
+	if (!o->read_err || o->write_err)
+		jm->info.bytes_copied += pool->block_size;
+	if (jm->info.state == CW_MOVE_RUNNING && o->write_err)
+		pause_with(pool, jm, "writing block %llu to disk %u: %s",
+			   (unsigned long long)b->st.block, ENTRY_DISK(b->st.dst),
+			   strerror(o->write_err < 0 ? -o->write_err : o->write_err));
+	if (jm->info.state == CW_MOVE_CANCELLED) {
+		b->state = MB_DROP;
+	} else if (jm->info.state != CW_MOVE_RUNNING || o->write_err) {
+		b->state = MB_LEFT;
+	} else if (o->read_err || !still_mapped(mv->part, &b->st)) {
+		b->state = MB_DROP;
+		b->row = o->read_err ? ROW_FAILED : ROW_SKIPPED;
+	} else if (atomic_exchange(&mv->part->copy[slot].dirty, false)) {
+		/* A write overlapped the copy: once it is done, copy again. */
+		if (++b->retries > MOVER_RETRIES) {
+			pause_with(pool, jm, "block %llu is rewritten faster than it can be copied",
+				   (unsigned long long)b->st.block);
+			b->state = MB_LEFT;
+		} else {
+			b->state = MB_COPY;
+		}
+	} else {
+		b->state = MB_MOVED;
+		b->row = ROW_MOVED;
+	}
+}
+
+int cw_mover_copied_batch(struct cw_pool *pool, const struct cw_mover_outcome *out, unsigned n)
+{
+	struct mover *mv = &pool->mover;
+	const struct jstep *steps[CW_MOVER_DEPTH_MAX];
+	int rows[CW_MOVER_DEPTH_MAX];
+	unsigned idx[CW_MOVER_DEPTH_MAX], nj = 0;
+	bool moved = false;
 	int r = 0;
 
 	pthread_mutex_lock(&pool->lock);
-	if (mv->phase != MV_COPYING) {
+	if (mv->phase != MV_COPYING || !mv->nout || n != mv->nout) {
 		r = -EINVAL;
 		goto out;
 	}
-	p = jm->part;
-	if (!read_err || write_err)
-		jm->info.bytes_copied += pool->block_size;
-	if (jm->info.state != CW_MOVE_RUNNING) {
-		bool cancelled = jm->info.state == CW_MOVE_CANCELLED;
+	for (unsigned k = 0; k < n; k++) {
+		struct mover_block *b = &mv->b[mv->out[k]];
 
-		if (cancelled)
-			jm->next++;
-		step_leave(pool, cancelled ? mv->cur.dst : 0);
-	} else if (write_err) {
-		pause_with(pool, jm, "writing block %llu to disk %u: %s",
-			   (unsigned long long)mv->cur.block, ENTRY_DISK(mv->cur.dst),
-			   strerror(write_err < 0 ? -write_err : write_err));
-		step_leave(pool, 0);
-	} else if (read_err || !still_mapped(p, &mv->cur)) {
-		step_drop(pool, read_err ? ROW_FAILED : ROW_SKIPPED);
-	} else if (atomic_exchange(&p->copy_dirty, false)) {
-		/* A write overlapped the copy: once it is done, copy again. */
-		if (++mv->retries > MOVER_RETRIES) {
-			pause_with(pool, jm, "block %llu is rewritten faster than it can be copied",
-				   (unsigned long long)mv->cur.block);
-			step_leave(pool, 0);
-		} else {
-			mv->parity = gate_bump(p);
-			mv->phase = MV_DRAIN_COPY;
+		block_outcome(pool, b, mv->out[k], &out[k]);
+		if (b->row >= 0 && (b->state == MB_MOVED || b->state == MB_DROP)) {
+			idx[nj] = mv->out[k];
+			steps[nj] = &b->st;
+			rows[nj++] = b->row;
 		}
-	} else if (lay_journal_step(pool, jm, &mv->cur, ROW_MOVED) < 0) {
-		pause_with(pool, jm, "journalling the switch of block %llu failed",
-			   (unsigned long long)mv->cur.block);
-		step_leave(pool, 0);
-	} else {
-		jm->next++;
-		lay_part_store(p, mv->cur.block, mv->cur.dst);
-		p->gen++;
-		lay_part_update_available(p);
-		/* The slot stays until the drain: a write that mapped the
-		 * source before the switch still mirrors itself. */
-		mv->parity = gate_bump(p);
-		mv->free_entry = mv->cur.src;
-		mv->phase = MV_DRAIN_FREE;
 	}
+	mv->nout = 0;
+	/* The switches (and the failed and skipped blocks) in one
+	 * transaction: each destination was made durable before. */
+	if (nj && lay_journal_steps(pool, mv->jm, steps, rows, nj) < 0) {
+		pause_with(pool, mv->jm, "journalling the switch of block %llu failed",
+			   (unsigned long long)steps[0]->block);
+		for (unsigned k = 0; k < nj; k++)
+			mv->b[idx[k]].state = MB_LEFT;
+		nj = 0;
+	}
+	for (unsigned k = 0; k < nj; k++) {
+		struct mover_block *b = &mv->b[idx[k]];
+
+		if (b->state == MB_MOVED) {
+			lay_part_store(mv->part, b->st.block, b->st.dst);
+			moved = true;
+		}
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct mover_block *b = &mv->b[mv->out[k]];
+
+		if (b->state == MB_DROP || b->state == MB_LEFT) {
+			slot_clear(mv->part, mv->out[k]);
+			b->cleared = true;
+		}
+	}
+	if (moved) {
+		mv->part->gen++;
+		lay_part_update_available(mv->part);
+	}
+	/* The slots of switched blocks stay until the drain: a write that
+	 * mapped the source before the switch still mirrors itself.  The
+	 * same drain lets the writes that made a copy dirty end before it
+	 * is done again. */
+	mv->parity = gate_bump(mv->part);
+	mv->phase = MV_DRAIN;
 out:
 	pthread_mutex_unlock(&pool->lock);
 	return r;
+}
+
+int cw_mover_copied(struct cw_pool *pool, int read_err, int write_err)
+{
+	struct cw_mover_outcome o = { read_err, write_err };
+
+	return cw_mover_copied_batch(pool, &o, 1);
 }
 
 bool cw_mover_busy(struct cw_pool *pool)

@@ -2,13 +2,14 @@
 #
 #   ctl_start DIR [--read-group G] [--admin-group G] [--no-export-all]
 #             [--policy delta-l|edf|lst|dynamic] [--reserve SPEC]... [--emulate MODEL]
-#             [--model MODEL]
+#             [--model MODEL] [--conf LINE]...
 #                            clockwised over a pool in DIR (new, holding three
 #                            sparse file-backed disks hdd0 hdd1 ssd0), NBD
 #                            on DIR/nbd.sock, control socket DIR/control;
 #                            (--reserve: clockwised -r SPEC; --emulate:
 #                            hdd0 and hdd1 keep MODEL's time; --model:
-#                            admission uses MODEL for them),
+#                            admission uses MODEL for them; --conf: LINE
+#                            added to clockwised.conf),
 #                            waits for its ready line; sets CTL_SOCK,
 #                            CTL_NBD, CTL_PID and CTL_LOG
 #   ctl_start_standin DIR [ARGS...]  the same socket served by
@@ -32,7 +33,7 @@ CTL_STANDIN=0
 
 ctl_start() {
 	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true policy=delta-l
-	local resv=() disks="" emulate="" model=""
+	local resv=() disks="" emulate="" model="" conf=""
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -43,6 +44,8 @@ ctl_start() {
 		--reserve) resv+=(-r "$2"); shift ;;
 		--emulate) emulate="emulate = \"$2\";"; shift ;;
 		--model) model="model = \"$2\";"; shift ;;
+		--conf) conf="$conf$2
+"; shift ;;
 		*) echo "ctl_start: unknown option $1" >&2; return 1 ;;
 		esac
 		shift
@@ -72,7 +75,7 @@ control_admin_group = "$radmin";
 exports = { all = $all; };
 policy = "$policy";
 log_level = "info";
-$disks
+$conf$disks
 EOC
 	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" "${resv[@]}" 2>"$CTL_LOG" &
 	CTL_PID=$!

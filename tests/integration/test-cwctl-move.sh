@@ -3,13 +3,16 @@
 # written with a pattern per MiB; evacuating hdd0 is refused up front with
 # the numbers while the other disks lack the room, then runs under a
 # verified write load through NBD (each write's pattern recorded once
-# qemu-io acknowledged it) and hdd0 is removed.  Every region then reads
-# its last acknowledged pattern.  A partition move to the SSD tier is
+# qemu-io acknowledged it) and hdd0 is removed while the export stays up
+# and a client connected across the removal flushes.  Every region then
+# reads its last acknowledged pattern.  A partition move to the SSD tier is
 # refused when it does not fit; a move paused before a restart is paused
 # after it and finishes once resumed; a kill -9 in the middle of a move
 # under writes leaves every acknowledged write readable, and the move
 # resumes by itself after the restart.  --tier ssd is refused without
-# --tier-fallback when the SSDs are full.
+# --tier-fallback when the SSDs are full.  A move of a reserved range is
+# postponed while the reservation lasts when admission would hold on the
+# destinations, refused with admission's reason when it would not.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
 requires jq truncate qemu-io
@@ -73,15 +76,55 @@ check "--tier ssd without fallback is refused when the SSDs are full" \
 	test "$(ctl_code cwctl part create big --size 200M --tier ssd)" = no-space
 check "with --tier-fallback it is created" cwctl part create big --size 20M --tier ssd --tier-fallback
 check "delete big" cwctl part delete big
-# Rule 2: a reserved range does not move onto disks that never admitted it.
-rid=$(cwctl --json resv create media --rate 1MB/s --block 1M --range 0:10M | jq .id)
-check "a reservation on media" test -n "$rid"
-check "evacuating its disk is refused: busy" test "$(ctl_code cwctl disk evacuate hdd0)" = busy
-check "moving its partition is refused: busy" test "$(ctl_code cwctl part move media --disks hdd1)" = busy
-check "the refusal names the reservation" bash -c '"$0" --socket "$1" disk evacuate hdd0 2>&1 | grep -q "reservation $2 covers bytes 0..10485760 of media"' "$CWCTL" "$CTL_SOCK" "$rid"
-check "release it" cwctl resv release "$rid"
 check "delete the fillers" cwctl part delete filler
 check "delete filler2" cwctl part delete filler2
+
+# ---- rule 2: a reserved range moves only where admission holds ----
+# The largest stream of 1M blocks over PART admission takes now.
+max_rate() {
+	local lo=100000 hi=100000 mid
+	while ctl_admits "$1" "$hi" 1M; do lo=$hi; hi=$((hi * 2)); done
+	while [ $((hi - lo)) -gt $((lo / 50)) ]; do
+		mid=$(((lo + hi) / 2))
+		if ctl_admits "$1" "$mid" 1M; then lo=$mid; else hi=$mid; fi
+	done
+	echo "$lo"
+}
+on_hdd0_only() { test "$(cwctl --json part show media | jq '[.per_disk[] | select(.disk != "hdd0")] | length')" = 0; }
+m=$(max_rate media)
+rid=$(cwctl --json resv create media --rate $((m / 10)) --block 1M --range 0:10M | jq .id)
+check "a small reservation on media" test -n "$rid"
+out=$(cwctl --json disk evacuate hdd0)
+check "evacuating its disk is postponed: admission holds elsewhere, its booking stays" \
+	jq -e --arg w "postponed: reservation $rid covers bytes 0..10485760 of media" \
+	'.moves[0].state == "paused" and (.moves[0].error | startswith($w))' <<<"$out"
+mid=$(jq '.moves[0].id' <<<"$out")
+check "move list says why" bash -c '"$0" --socket "$1" move list | grep -q "postponed: reservation $2"' \
+	"$CWCTL" "$CTL_SOCK" "$rid"
+check "resume is refused while the reservation holds it" test "$(ctl_code cwctl move resume "$mid")" = busy
+check "nothing moved" on_hdd0_only
+check "release it" cwctl resv release "$rid"
+check "the postponed move runs by itself" cwctl move list --watch --interval 0.2
+check "and is done" test "$(cwctl --json move list | jq -r ".[] | select(.id == $mid) | .state")" = done
+check "back onto hdd0" cwctl part move media --disks hdd0 --policy single
+check "moved back" cwctl move list --watch --interval 0.2
+check "media is on hdd0 again" on_hdd0_only
+check "part create other on hdd1" cwctl part create other --size 40M --policy single --disk hdd1
+big=$(cwctl --json resv create other --rate $((m * 9 / 10)) --block 1M | jq .id)
+rid=$(cwctl --json resv create media --rate $((m * 6 / 10)) --block 1M | jq .id)
+check "a large stream on each disk" test -n "$big" -a -n "$rid"
+out=$(cwctl --json part move media --disks hdd1 --policy single 2>&1 >/dev/null)
+echo "refusal: $(jq -r .message <<<"$out")"
+check "a move that admission refuses is refused: busy" jq -e '.code == "busy"' <<<"$out"
+check "with admission's reason: the disk and whose deadline" \
+	jq -e --arg w "with its blocks where the move puts them, reservation $rid would be refused on disk hdd1" \
+	'.message | contains($w)' <<<"$out"
+check "the move was cancelled at once" \
+	test "$(cwctl --json move list | jq '[.[] | select(.state == "running" or .state == "paused")] | length')" = 0
+check "nothing moved" on_hdd0_only
+check "release the streams" cwctl resv release "$rid"
+check "release the other" cwctl resv release "$big"
+check "delete other" cwctl part delete other
 
 # ---- evacuation under writes ----
 start_writer
@@ -92,11 +135,20 @@ check "one JSON object per line while watching" bash -c 'echo "$0" | jq -se "len
 check "the move is done with every block moved" test "$(cwctl --json move list | jq -c '[.[0].state, .[0].done == .[0].blocks, .[0].failed]')" = '["done",true,0]'
 check "hdd0 holds nothing" test "$(cwctl --json part show media | jq '[.per_disk[] | select(.disk == "hdd0")] | length')" = 0
 check "every acknowledged write reads back" verify
-# The export's FLUSH still lists hdd0 until it is added again.
-check "hdd0 is refused while export media flushes it" test "$(ctl_code cwctl disk remove hdd0)" = busy
-check "export remove media" cwctl export remove media
-check "hdd0 can be removed" cwctl disk remove hdd0
-check "export media again" cwctl export add media
+# The export's FLUSH follows the partition: hdd0 leaves it, and the disk
+# goes, while the export stays up and its clients connected.
+qemu-io -f raw -c "write -P 3 0 1M" -c "sleep 3000" -c flush -c "read -P 3 0 1M" "$uri" \
+	>"$d/across.out" 2>&1 &
+across=$!
+sleep 1
+check "hdd0 can be removed while export media is up" cwctl disk remove hdd0
+wait "$across"; rc=$?
+check "a client connected across the removal flushes and reads" \
+	bash -c '[ "$0" = 0 ] && grep -q "^read" "$1" && ! grep -qi "error\|failed" "$1"' "$rc" "$d/across.out"
+echo 3 >"$d/acked.0"; echo 3 >"$d/flying.0"
+check "a new client writes and flushes" qemu-io -f raw -c "write -P 4 1M 1M" -c flush "$uri"
+echo 4 >"$d/acked.1"; echo 4 >"$d/flying.1"
+check "export media is still listed" test "$(cwctl --json export list | jq '[.[] | select(.name == "media")] | length')" = 1
 
 # ---- a paused move survives a restart ----
 check "part move media onto hdd1 alone" cwctl part move media --disks hdd1 --policy single
@@ -128,3 +180,28 @@ check "the data is intact after the move" verify
 check "cancelling a finished move is refused" test "$(ctl_code cwctl move cancel "$id")" = bad-request
 check "an unknown move is not found" test "$(ctl_code cwctl move pause 999)" = not-found
 check "the server stops cleanly" ctl_stop
+
+# ---- rule 2 the other way: no stream is admitted over a range a
+# running move takes elsewhere.  The control server alone has no mover:
+# its moves stay running.
+mkdir -p "$d/standin"
+ctl_start_standin "$d/standin"
+check "stand-in disks" ctl_disks "$d/standin"
+check "part create solo on hdd0" cwctl part create solo --size 40M --policy single --disk hdd0
+check "a reservation on solo's second half is admitted" \
+	cwctl resv create solo --rate 1MB/s --block 1M --range 20M:40M
+check "move solo onto hdd1" cwctl part move solo --disks hdd1 --policy single
+state=$(cwctl --json move list | jq -r '.[-1].state')
+check "that move is postponed: the reservation's range would move" test "$state" = paused
+check "cancel it" cwctl move cancel "$(cwctl --json move list | jq '.[-1].id')"
+check "part create duo on hdd0" cwctl part create duo --size 40M --policy single --disk hdd0
+check "move duo onto hdd1" cwctl part move duo --disks hdd1 --policy single
+check "it runs (nothing copies here)" test "$(cwctl --json move list | jq -r '.[-1].state')" = running
+out=$(cwctl --json resv create duo --rate 1MB/s --block 1M 2>&1 >/dev/null)
+check "a reservation over what it takes is refused: busy" jq -e '.code == "busy"' <<<"$out"
+check "naming the move" jq -e '.message | test("move [0-9]+ is taking blocks of that range of duo")' <<<"$out"
+check "a dry run is refused alike" test "$(ctl_code cwctl resv create duo --rate 1MB/s --block 1M --dry-run)" = busy
+check "pause the move" cwctl move pause "$(cwctl --json move list | jq '.[-1].id')"
+check "now the reservation is admitted" cwctl resv create duo --rate 1MB/s --block 1M
+check "and resuming the move is refused while it holds" \
+	test "$(ctl_code cwctl move resume "$(cwctl --json move list | jq '.[-1].id')")" = busy

@@ -247,6 +247,20 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 			   struct cw_admit_refusal *ret_refusal,
 			   struct cw_admit_changes *ret_changes);
 
+/* Rule 2 of moving data (clockwise/mover.h): whether the admitted stream
+ * (cw_admit_resv.stream) would still be admitted if blocks [first_block,
+ * first_block + nblocks) of its partition were on disk_ids[0..nblocks)
+ * instead of where they are (its other blocks staying): its range laid
+ * out so, the moved blocks anywhere on their disks (the model's worst
+ * case), planned at its rate, block and span and tested on each disk
+ * against the streams there but itself, and the exports' best-effort
+ * reservations.  Changes nothing.  0: it would be; -EBUSY with ref (the
+ * disk and whose deadline); -ENOENT: no such stream; -ENODEV: a disk
+ * without a model; -errno. */
+int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64_t first_block,
+			      uint64_t nblocks, const uint32_t *disk_ids,
+			      struct cw_admit_refusal *ref);
+
 /* The largest rate, in bytes per second, at which req (its rate and
  * dry_run ignored) would be admitted now: a bisection over the rate with
  * the test cw_admit_state_reserve makes, so the rate returned is admitted

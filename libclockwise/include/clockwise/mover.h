@@ -94,6 +94,21 @@ int cw_move_start(struct cw_part *part, uint64_t first_block, uint64_t nblocks,
 int cw_disk_evacuate(struct cw_pool *pool, uint32_t disk_id, uint64_t **ret_ids,
 		     size_t *ret_n);
 
+/* The same, journalled paused with the reason (not NULL) as its error:
+ * nothing moves before cw_move_resume() (or cw_move_cancel()). */
+int cw_move_start_paused(struct cw_part *part, uint64_t first_block, uint64_t nblocks,
+			 const struct cw_move_opts *opts, enum cw_move_kind kind,
+			 const char *paused, uint64_t *ret_id);
+int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *paused,
+			    uint64_t **ret_ids, size_t *ret_n);
+
+/* Where blocks [first_block, first_block + nblocks) of part will be once
+ * the unfinished move id is done: the disk of each, in ret_disk_ids (the
+ * disk it is on now where the move leaves it).  -ENOENT: no unfinished
+ * move id; -ERANGE: blocks outside the partition. */
+int cw_move_destinations(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
+			 uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids);
+
 /* Every move the journal holds, in id order (malloc'ed; free()). */
 int cw_move_list(struct cw_pool *pool, struct cw_move_info **ret, size_t *ret_n);
 int cw_move_get(struct cw_pool *pool, uint64_t id, struct cw_move_info *ret);
@@ -139,6 +154,31 @@ struct cw_mover_task {
  * first; one block at a time).  -EBUSY while a COPY is outstanding. */
 int cw_mover_next(struct cw_pool *pool, struct cw_mover_task *ret);
 
+/* Blocks a batch of the pipelined mover holds at most. */
+#define CW_MOVER_DEPTH_MAX 64
+
+/* The same for a batch of up to max (1..CW_MOVER_DEPTH_MAX) consecutive
+ * blocks of one move, copied at once: ret[0].action says what to do, and
+ * for a COPY ret[0..*ret_n) are the blocks to copy (each made durable
+ * before cw_mover_copied_batch()).  Every block of a batch has its own
+ * copy slot (writes to it are mirrored, a copy a write overlapped is done
+ * again), and its mapping switches only once its destination is durable;
+ * the batch's switches are journalled in one transaction.  A batch asks
+ * for COPY again, with fewer blocks, while some must be copied again. */
+int cw_mover_next_batch(struct cw_pool *pool, struct cw_mover_task *ret, unsigned max,
+			unsigned *ret_n);
+
+/* The outcome of one block of a COPY batch, as for cw_mover_copied(). */
+struct cw_mover_outcome {
+	int read_err;
+	int write_err;
+};
+
+/* The outcomes of the outstanding COPY batch, out[i] for ret[i] of
+ * cw_mover_next_batch(); n must be the batch's *ret_n (-EINVAL if not,
+ * or if no COPY is outstanding). */
+int cw_mover_copied_batch(struct cw_pool *pool, const struct cw_mover_outcome *out, unsigned n);
+
 /* The outcome of the outstanding COPY: read_err from reading the source
  * (the block is marked failed, stays where it is, and the move goes on),
  * write_err from writing or syncing the destination (the move pauses with
@@ -163,6 +203,13 @@ void cw_part_io_end(struct cw_part *part, unsigned ticket);
  * piece starts) and ret_mirror, or 0 when there is none. */
 int cw_part_write_mirror(struct cw_part *part, uint64_t offset, const struct cw_extent *ext,
 			 uint64_t *ret_skip, struct cw_extent *ret_mirror);
+
+/* The same for every block of the extent being copied (a batch of the
+ * pipelined mover may copy several): up to max mirrors, in the extent's
+ * order, with the bytes into the extent where each starts; returns how
+ * many (never more than CW_MOVER_DEPTH_MAX). */
+int cw_part_write_mirrors(struct cw_part *part, uint64_t offset, const struct cw_extent *ext,
+			  uint64_t *ret_skips, struct cw_extent *ret_mirrors, unsigned max);
 
 #ifdef __cplusplus
 }

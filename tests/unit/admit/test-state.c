@@ -17,6 +17,7 @@
 #include <clockwise/pool-objects.h>
 #include <clockwise/units.h>
 
+#include "common/cleanup.h"
 #include "common/util.h"
 #include "layout/pooltest.h"
 
@@ -674,6 +675,68 @@ static void test_refusal_names_stream(void)
 	tp_fini(&T);
 }
 
+/* Rule 2 of moving data: a stream on a striped partition, checked as if
+ * all its blocks were moved onto disk 1: a small one would still be
+ * admitted there (its own task on disk 1 does not count against it), a
+ * large one would not, and the refusal says where and whose deadline.
+ * Nothing changes either way. */
+static void test_move_check(void)
+{
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *small, *large;
+	struct cw_admit_request rq = req(0);
+	struct cw_admit_refusal ref;
+	struct cw_disk_plan before, after;
+	struct cw_part *part;
+	char want[128];
+	_cleanup_free_ uint32_t *ids = NULL;
+	uint64_t max, nb;
+
+	setup();
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_part_lookup(T.pool, "media", &part) == 0);
+	nb = cw_part_nblocks(part);
+	ids = calloc(nb, sizeof(*ids));
+	CU_ASSERT_FATAL(ids != NULL);
+	for (uint64_t b = 0; b < nb; b++)
+		ids[b] = 1;
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, NULL) == 0);
+	rq = req(max * 35 / 100);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &small, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(small->n_parts == 2);
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, 1, &before) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_move_check(st, small->stream, 0, nb, ids, &ref), 0);
+	/* Its range only: a move of blocks outside it changes nothing. */
+	CU_ASSERT_EQUAL(cw_admit_state_move_check(st, small->stream, nb, 0, ids, &ref), 0);
+	CU_ASSERT_EQUAL(cw_admit_state_move_check(st, small->stream + 99, 0, nb, ids, &ref),
+			-ENOENT);
+	CU_ASSERT_FATAL(cw_admit_state_release(st, small->id, NULL) == 0);
+
+	rq = req(max * 75 / 100);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &large, NULL, NULL) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_move_check(st, large->stream, 0, nb, ids, &ref), -EBUSY);
+	printf("\n  moved: %s\n", ref.reason);
+	CU_ASSERT_EQUAL(ref.disk_id, 1);
+	/* Its own deadline, or the disk's best-effort reserve. */
+	CU_ASSERT(ref.who != CW_ADMIT_WHO_NEW);
+	CU_ASSERT(ref.who != CW_ADMIT_WHO_RESV || ref.resv_id == large->id);
+	snprintf(want, sizeof(want), "where the move puts them, reservation %" PRIu64
+		 " would be refused on disk disk1: ", large->id);
+	CU_ASSERT(strstr(ref.reason, want) != NULL);
+	/* Half of it onto each disk, as it is: admitted. */
+	for (uint64_t b = 0; b < nb; b++)
+		ids[b] = 1 + (uint32_t)(b % 2);
+	CU_ASSERT_EQUAL(cw_admit_state_move_check(st, large->stream, 0, nb, ids, &ref), 0);
+	ids[0] = 7;
+	CU_ASSERT_EQUAL(cw_admit_state_move_check(st, large->stream, 0, nb, ids, &ref), -ENODEV);
+	CU_ASSERT_EQUAL(stored(), 1);
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, 2, &after) == 0);
+	CU_ASSERT_EQUAL(after.n_tasks, 1);
+	CU_ASSERT_EQUAL(before.n_tasks, 1);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
@@ -689,5 +752,6 @@ int main(void)
 	cwtest_add(s, "a disk's plan", test_disk_plan);
 	cwtest_add(s, "headroom", test_headroom);
 	cwtest_add(s, "a refusal names the stream", test_refusal_names_stream);
+	cwtest_add(s, "a move checked against a stream's admission", test_move_check);
 	return cwtest_run();
 }

@@ -1057,6 +1057,56 @@ static void test_partial(void)
 	teardown();
 }
 
+/* The keeper's zeros on a block being moved reach its destination too
+ * (mirrored like any write), and the keeper syncs that disk as well
+ * before it records the block as written: so a power loss after the
+ * switch cannot leave the destination without them, whenever in the
+ * copy they came. */
+static void test_keeper_zeros_moving(void)
+{
+	struct cw_move_opts mo = { .placement = CW_PLACE_SINGLE, .disk_ids = (uint32_t[]){ 3 },
+				   .ndisks = 1 };
+	struct cw_mover_task t;
+	struct nbd_handle *h;
+	uint8_t *w = pattern(0, 64 * KIB, 5);
+	struct rec *r[8];
+	struct cw_extent e;
+	bool zero_dst = false, sync_src = false, sync_dst = false;
+	uint64_t id;
+	unsigned n;
+
+	setup();
+	serve();
+	pb_mover_stop(D.pb);
+	h = client("media");
+	CU_ASSERT_FATAL(cw_part_set_allocated(D.tp.pool, &(struct cw_alloc_change){
+		.part = media->part, .first_block = 1, .nblocks = 1, .allocated = false }, 1) == 0);
+	CU_ASSERT_FATAL(cw_part_map(media->part, BS, BS, &e) == 0 && e.disk_id != 3);
+	CU_ASSERT_FATAL(cw_move_start(media->part, 1, 1, &mo, CW_MOVE_PART, &id) == 0);
+	CU_ASSERT_FATAL(cw_mover_next(D.tp.pool, &t) == 0);
+	CU_ASSERT_FATAL(t.action == CW_MOVER_COPY && t.block == 1 && t.dst_disk_id == 3);
+
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, BS + 4096, 0), 0);
+	n = taken_all(r, 8);
+	CU_ASSERT_FATAL(n == 3 && r[0]->internal && r[1]->internal && !r[2]->internal);
+	for (unsigned i = 0; i < r[0]->npieces; i++)
+		zero_dst |= r[0]->p[i].lane->disk->id == 3 && r[0]->p[i].io.off >= t.dst_offset &&
+			    r[0]->p[i].io.off < t.dst_offset + BS;
+	for (unsigned i = 0; i < r[1]->npieces; i++) {
+		CU_ASSERT_EQUAL(r[1]->p[i].io.op, CW_IO_FSYNC);
+		sync_src |= r[1]->p[i].lane->disk->id == e.disk_id;
+		sync_dst |= r[1]->p[i].lane->disk->id == 3;
+	}
+	CU_ASSERT(zero_dst);
+	CU_ASSERT(sync_src);
+	CU_ASSERT(sync_dst);
+	for (unsigned i = 0; i < n; i++)
+		free(r[i]);
+	bye(h);
+	free(w);
+	teardown();
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("daemon pool back end", NULL, NULL);
@@ -1077,5 +1127,7 @@ int main(void)
 	cwtest_add(s, "the keeper of holes works through the lanes", test_keeper_io);
 	cwtest_add(s, "a write to a moving block is mirrored", test_mirror_while_moving);
 	cwtest_add(s, "a partition served partially: EIO on a missing disk's blocks", test_partial);
+	cwtest_add(s, "the keeper's zeros on a moving block are synced there",
+		   test_keeper_zeros_moving);
 	return cwtest_run();
 }

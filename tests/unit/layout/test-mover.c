@@ -41,10 +41,10 @@ static void pattern(uint8_t *buf, uint64_t b, uint32_t g)
 static void io_write(struct cw_part *p, uint64_t b, uint32_t g, bool sync)
 {
 	static uint8_t buf[TP_BS];
-	struct cw_extent e, m;
-	uint64_t skip;
+	struct cw_extent e, m[CW_MOVER_DEPTH_MAX];
+	uint64_t skip[CW_MOVER_DEPTH_MAX];
 	unsigned t;
-	int fd;
+	int fd, nm;
 
 	pattern(buf, b, g);
 	t = cw_part_io_begin(p);
@@ -53,11 +53,12 @@ static void io_write(struct cw_part *p, uint64_t b, uint32_t g, bool sync)
 	CU_ASSERT_FATAL(pwrite(fd, buf, e.length, (off_t)e.phys_offset) == (ssize_t)e.length);
 	if (sync)
 		CU_ASSERT_FATAL(fdatasync(fd) == 0);
-	if (cw_part_write_mirror(p, b * TP_BS, &e, &skip, &m) == 1) {
-		int mfd = cw_disk_fd(gpool, m.disk_id);
+	nm = cw_part_write_mirrors(p, b * TP_BS, &e, skip, m, CW_MOVER_DEPTH_MAX);
+	for (int i = 0; i < nm; i++) {
+		int mfd = cw_disk_fd(gpool, m[i].disk_id);
 
-		CU_ASSERT_FATAL(pwrite(mfd, buf + skip, m.length, (off_t)m.phys_offset) ==
-				(ssize_t)m.length);
+		CU_ASSERT_FATAL(pwrite(mfd, buf + skip[i], m[i].length, (off_t)m[i].phys_offset) ==
+				(ssize_t)m[i].length);
 		if (sync)
 			CU_ASSERT_FATAL(fdatasync(mfd) == 0);
 	}
@@ -110,20 +111,52 @@ static void copy(struct cw_pool *pool, const struct cw_mover_task *t)
 	CU_ASSERT_FATAL(fdatasync(d) == 0);
 }
 
+/* Batches of this many blocks where the tests drive the mover in
+ * batches (1: cw_mover_next). */
+static unsigned tdepth = 1;
+
+/* Asks the mover for the next thing to do, in batches of tdepth. */
+static unsigned next_tasks(struct cw_pool *pool, struct cw_mover_task *t)
+{
+	unsigned n = 0;
+
+	if (tdepth == 1) {
+		CU_ASSERT_FATAL(cw_mover_next(pool, t) == 0);
+		return t->action == CW_MOVER_COPY;
+	}
+	CU_ASSERT_FATAL(cw_mover_next_batch(pool, t, tdepth, &n) == 0);
+	CU_ASSERT_FATAL((t->action == CW_MOVER_COPY) == (n > 0));
+	return n;
+}
+
+/* Every block of a batch copied cleanly. */
+static void copied_all(struct cw_pool *pool, unsigned n)
+{
+	static const struct cw_mover_outcome ok[CW_MOVER_DEPTH_MAX];
+
+	if (tdepth == 1) {
+		CU_ASSERT_FATAL(cw_mover_copied(pool, 0, 0) == 0);
+	} else {
+		CU_ASSERT_FATAL(cw_mover_copied_batch(pool, ok, n) == 0);
+	}
+}
+
 /* Runs the mover until idle, at most max copies; returns the copies. */
 static unsigned drive(struct cw_pool *pool, unsigned max)
 {
-	struct cw_mover_task t;
+	struct cw_mover_task t[CW_MOVER_DEPTH_MAX];
 	unsigned n = 0;
 
 	while (n < max) {
-		CU_ASSERT_FATAL(cw_mover_next(pool, &t) == 0);
-		if (t.action == CW_MOVER_IDLE)
+		unsigned k = next_tasks(pool, t);
+
+		if (t[0].action == CW_MOVER_IDLE)
 			break;
-		CU_ASSERT_FATAL(t.action == CW_MOVER_COPY);	/* nothing else in flight */
-		copy(pool, &t);
-		CU_ASSERT_FATAL(cw_mover_copied(pool, 0, 0) == 0);
-		n++;
+		CU_ASSERT_FATAL(t[0].action == CW_MOVER_COPY);	/* nothing else in flight */
+		for (unsigned i = 0; i < k; i++)
+			copy(pool, &t[i]);
+		copied_all(pool, k);
+		n += k;
 	}
 	return n;
 }
@@ -515,18 +548,20 @@ static void test_threads(void)
 	for (uintptr_t i = 0; i < WRITERS; i++)
 		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, writer, (void *)i) == 0);
 	for (int k = 0; k < 6; k++) {
-		struct cw_mover_task task;
+		struct cw_mover_task task[CW_MOVER_DEPTH_MAX];
 		uint64_t *ids = NULL;
 		size_t n = 0;
 
 		for (;;) {
-			CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
-			if (task.action == CW_MOVER_IDLE)
+			unsigned nt = next_tasks(t.pool, task);
+
+			if (task[0].action == CW_MOVER_IDLE)
 				break;
-			if (task.action == CW_MOVER_COPY) {
-				copy(t.pool, &task);
-				CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
-				rounds++;
+			if (task[0].action == CW_MOVER_COPY) {
+				for (unsigned i = 0; i < nt; i++)
+					copy(t.pool, &task[i]);
+				copied_all(t.pool, nt);
+				rounds += nt;
 			} else {
 				sched_yield();
 			}
@@ -582,9 +617,11 @@ static void child(const char *db, uint64_t seed, int wfd)
 	struct cw_pool *pool;
 	struct cw_error err;
 	struct cw_part *p;
-	struct cw_mover_task task;
+	struct cw_mover_task task[CW_MOVER_DEPTH_MAX];
 	uint32_t gen[KB] = { 0 };
+	static const struct cw_mover_outcome ok[CW_MOVER_DEPTH_MAX];
 	uint64_t *ids;
+	unsigned nt;
 	size_t n;
 
 	if (cw_pool_open(db, &err, &pool) < 0 || cw_part_lookup(pool, "p", &p) < 0)
@@ -600,23 +637,31 @@ static void child(const char *db, uint64_t seed, int wfd)
 
 		if (x & 0x100)
 			child_write(p, gen, x % KB, wfd);
-		if (cw_mover_next(pool, &task) < 0)
+		if (cw_mover_next_batch(pool, task, tdepth, &nt) < 0)
 			_exit(4);
-		if (task.action == CW_MOVER_COPY) {
-			int s = cw_disk_fd(pool, task.src_disk_id);
-			int d = cw_disk_fd(pool, task.dst_disk_id);
+		if (task[0].action == CW_MOVER_COPY) {
+			/* Writes land between a copy's read and its write,
+			 * often on the very block; the batch's destinations
+			 * are synced after all its writes. */
+			for (unsigned i = 0; i < nt; i++) {
+				int s = cw_disk_fd(pool, task[i].src_disk_id);
+				int d = cw_disk_fd(pool, task[i].dst_disk_id);
 
-			/* Writes land between the copy's read and its write,
-			 * often on the very block. */
-			if (pread(s, buf, TP_BS, (off_t)task.src_offset) != TP_BS)
-				_exit(5);
-			if (x & 0x200)
-				child_write(p, gen, x & 0x400 ? task.block : (x >> 11) % KB, wfd);
-			if (pwrite(d, buf, TP_BS, (off_t)task.dst_offset) != TP_BS || fdatasync(d) < 0)
-				_exit(5);
-			if (cw_mover_copied(pool, 0, 0) < 0)
+				if (pread(s, buf, TP_BS, (off_t)task[i].src_offset) != TP_BS)
+					_exit(5);
+				if (x & 0x200)
+					child_write(p, gen, x & 0x400 ? task[i].block : (x >> 11) % KB,
+						    wfd);
+				x = xorshift(&seed);
+				if (pwrite(d, buf, TP_BS, (off_t)task[i].dst_offset) != TP_BS)
+					_exit(5);
+			}
+			for (unsigned i = 0; i < nt; i++)
+				if (fdatasync(cw_disk_fd(pool, task[i].dst_disk_id)) < 0)
+					_exit(5);
+			if (cw_mover_copied_batch(pool, ok, nt) < 0)
 				_exit(4);
-		} else if (task.action == CW_MOVER_IDLE) {
+		} else if (task[0].action == CW_MOVER_IDLE) {
 			/* Back and forth: evacuate the other disk next. */
 			if (cw_disk_evacuate(pool, 1 + (x & 1), &ids, &n) == 0)
 				free(ids);
@@ -690,6 +735,182 @@ static void test_kill9(void)
 	tp_fini(&t);
 }
 
+/* Drives the mover in batches of depth until idle. */
+static unsigned drive_at(struct cw_pool *pool, unsigned depth)
+{
+	unsigned n;
+
+	tdepth = depth;
+	n = drive(pool, 1000);
+	tdepth = 1;
+	return n;
+}
+
+/* The move is done with done and failed blocks; blocks [0, failed) of
+ * p's 10 are still on disk 1, the others on disk 2. */
+static void done_on(struct cw_pool *pool, uint64_t id, struct cw_part *p, uint64_t done,
+		    uint64_t failed, int on1)
+{
+	struct cw_move_info mi;
+	uint32_t disks[10];
+
+	info(pool, id, &mi);
+	CU_ASSERT(mi.state == CW_MOVE_DONE && mi.done == done && mi.failed == failed);
+	CU_ASSERT_FATAL(cw_part_block_disks(p, 0, 10, disks) == 0);
+	for (int b = 0; b < 10; b++)
+		CU_ASSERT(disks[b] == (b < on1 ? 1u : 2u));
+}
+
+/* A batch: each block has its slot (a write over several is mirrored to
+ * each), the clean ones switch together, a dirty one is copied again. */
+static void test_batch(void)
+{
+	static const struct cw_mover_outcome ok[CW_MOVER_DEPTH_MAX];
+	static uint8_t stale[TP_BS];
+	struct cw_mover_task task[CW_MOVER_DEPTH_MAX];
+	struct cw_extent e, m[CW_MOVER_DEPTH_MAX];
+	uint64_t id, skip[CW_MOVER_DEPTH_MAX];
+	struct cw_part *p;
+	uint32_t disks[10];
+	unsigned n;
+	struct tp t;
+
+	p = one_to_two(&t, 10, 1, &id);
+	CU_ASSERT(cw_mover_next_batch(t.pool, task, 0, &n) == -EINVAL);
+	CU_ASSERT(cw_mover_next_batch(t.pool, task, CW_MOVER_DEPTH_MAX + 1, &n) == -EINVAL);
+	CU_ASSERT_FATAL(cw_mover_next_batch(t.pool, task, 4, &n) == 0);
+	CU_ASSERT_FATAL(task[0].action == CW_MOVER_COPY && n == 4);
+	for (unsigned i = 0; i < n; i++) {
+		CU_ASSERT(task[i].block == i && !task[i].again && task[i].move_id == id);
+		CU_ASSERT(task[i].src_disk_id == 1 && task[i].dst_disk_id == 2);
+	}
+	CU_ASSERT(cw_mover_next_batch(t.pool, task + 4, 4, &n) == -EBUSY);
+	CU_ASSERT(cw_mover_copied_batch(t.pool, ok, 3) == -EINVAL);
+	/* A write over blocks 1..4 (4 is not in the batch) from block 1's
+	 * source: mirrored to 1, 2 and 3 where the batch's sources are
+	 * contiguous, as they are on a disk filled in order. */
+	CU_ASSERT_FATAL(cw_part_map(p, 1 * TP_BS, 4 * TP_BS, &e) == 0);
+	if (e.length == 4 * TP_BS) {
+		CU_ASSERT(cw_part_write_mirrors(p, 1 * TP_BS, &e, skip, m, CW_MOVER_DEPTH_MAX) == 3);
+		for (unsigned i = 0; i < 3; i++)
+			CU_ASSERT(skip[i] == i * TP_BS && m[i].disk_id == 2 &&
+				  m[i].phys_offset == task[i + 1].dst_offset && m[i].length == TP_BS);
+		/* At most max of them. */
+		CU_ASSERT(cw_part_write_mirrors(p, 1 * TP_BS, &e, skip, m, 1) == 1);
+	}
+	/* The mirror marked them dirty: they are copied again, 0 is not. */
+	for (unsigned i = 0; i < 4; i++)
+		copy(t.pool, &task[i]);
+	CU_ASSERT(cw_mover_copied_batch(t.pool, ok, 4) == 0);
+	CU_ASSERT_FATAL(cw_part_block_disks(p, 0, 4, disks) == 0);
+	CU_ASSERT(disks[0] == 2 && disks[1] == (e.length == 4 * TP_BS ? 1 : 2));
+	CU_ASSERT_FATAL(cw_mover_next_batch(t.pool, task, 4, &n) == 0);
+	if (e.length == 4 * TP_BS) {
+		CU_ASSERT_FATAL(task[0].action == CW_MOVER_COPY && n == 3);
+		for (unsigned i = 0; i < n; i++)
+			CU_ASSERT(task[i].block == i + 1 && task[i].again);
+		/* This time a write lands on block 2 between the read and
+		 * the write of its copy: only 2 is done again. */
+		for (unsigned i = 0; i < n; i++) {
+			if (task[i].block != 2) {
+				copy(t.pool, &task[i]);
+				continue;
+			}
+			CU_ASSERT_FATAL(pread(cw_disk_fd(t.pool, 1), stale, TP_BS,
+					      (off_t)task[i].src_offset) == TP_BS);
+			io_write(p, 2, 2, false);
+			CU_ASSERT_FATAL(pwrite(cw_disk_fd(t.pool, 2), stale, TP_BS,
+					       (off_t)task[i].dst_offset) == TP_BS);
+		}
+		CU_ASSERT(cw_mover_copied_batch(t.pool, ok, n) == 0);
+		CU_ASSERT_FATAL(cw_part_block_disks(p, 0, 4, disks) == 0);
+		CU_ASSERT(disks[1] == 2 && disks[2] == 1 && disks[3] == 2);
+		/* 6 planned, 2's, and the sources of 1 and 3 until drained. */
+		tp_check_totals(t.pool, 9);
+		CU_ASSERT_FATAL(cw_mover_next_batch(t.pool, task, 4, &n) == 0);
+		CU_ASSERT_FATAL(task[0].action == CW_MOVER_COPY && n == 1 && task[0].block == 2 &&
+				task[0].again);
+		copy(t.pool, &task[0]);
+		CU_ASSERT(cw_mover_copied_batch(t.pool, ok, 1) == 0);
+	}
+	CU_ASSERT(drive_at(t.pool, 4) == 6);
+	done_on(t.pool, id, p, 10, 0, 0);
+	for (uint64_t b = 0; b < 10; b++)
+		CU_ASSERT(io_gen(p, b) == (b == 2 && e.length == 4 * TP_BS ? 2 : 1));
+	tp_check_totals(t.pool, 0);
+	REOPEN(&t);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+}
+
+/* A batch whose blocks end differently: one unreadable, one switched,
+ * one that does not write (the move pauses, the rest stays planned);
+ * then a batch cancelled in flight gives every destination back. */
+static void test_batch_stops(void)
+{
+	static const struct cw_mover_outcome ok[CW_MOVER_DEPTH_MAX];
+	const struct cw_mover_outcome mixed[4] = { { -EIO, 0 }, { 0, 0 }, { 0, -ENOSPC }, { 0, 0 } };
+	struct cw_mover_task task[CW_MOVER_DEPTH_MAX];
+	struct cw_move_info mi;
+	struct cw_part *p;
+	uint32_t disks[10];
+	uint64_t id;
+	unsigned n;
+	struct tp t;
+
+	p = one_to_two(&t, 10, 3, &id);
+	CU_ASSERT_FATAL(cw_mover_next_batch(t.pool, task, 4, &n) == 0 && n == 4);
+	for (unsigned i = 0; i < n; i++)
+		copy(t.pool, &task[i]);
+	CU_ASSERT(cw_mover_copied_batch(t.pool, mixed, 4) == 0);
+	CU_ASSERT(cw_mover_next_batch(t.pool, task, 4, &n) == 0 && task[0].action == CW_MOVER_IDLE);
+	info(t.pool, id, &mi);
+	CU_ASSERT(mi.state == CW_MOVE_PAUSED && mi.failed == 1 && mi.done == 1);
+	CU_ASSERT(strstr(mi.error, "writing block 2 to disk 2") != NULL);
+	tp_check_totals(t.pool, 8);
+	REOPEN(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	tp_check_totals(t.pool, 8);
+	CU_ASSERT(cw_move_resume(t.pool, id) == 0);
+	CU_ASSERT(drive_at(t.pool, 4) == 8);
+	done_on(t.pool, id, p, 9, 1, 1);
+	check_gen(p, 10, 3);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+
+	/* Cancelled with a batch out: nothing switches, all given back. */
+	p = one_to_two(&t, 10, 4, &id);
+	CU_ASSERT_FATAL(cw_mover_next_batch(t.pool, task, 4, &n) == 0 && n == 4);
+	CU_ASSERT(cw_move_cancel(t.pool, id) == 0);
+	tp_check_totals(t.pool, 4);
+	for (unsigned i = 0; i < n; i++)
+		copy(t.pool, &task[i]);
+	CU_ASSERT(cw_mover_copied_batch(t.pool, ok, 4) == 0);
+	CU_ASSERT(cw_mover_next_batch(t.pool, task, 4, &n) == 0 && task[0].action == CW_MOVER_IDLE);
+	CU_ASSERT(!cw_mover_busy(t.pool));
+	info(t.pool, id, &mi);
+	CU_ASSERT(mi.state == CW_MOVE_CANCELLED && mi.done == 0);
+	CU_ASSERT_FATAL(cw_part_block_disks(p, 0, 10, disks) == 0);
+	for (int b = 0; b < 10; b++)
+		CU_ASSERT(disks[b] == 1);
+	check_gen(p, 10, 4);
+	tp_check_totals(t.pool, 0);
+	REOPEN(&t);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+}
+
+/* Runs test at a depth of batches. */
+#define AT_DEPTH(name, test, depth) \
+	static void name(void) \
+	{ \
+		tdepth = (depth); \
+		test(); \
+		tdepth = 1; \
+	}
+AT_DEPTH(test_threads_batched, test_threads, 8)
+AT_DEPTH(test_kill9_batched, test_kill9, 6)
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("mover", NULL, NULL);
@@ -703,5 +924,9 @@ int main(void)
 	cwtest_add(s, "resume after a close mid-copy", test_resume);
 	cwtest_add(s, "writer threads while blocks move", test_threads);
 	cwtest_add(s, "kill -9 during evacuation under writes", test_kill9);
+	cwtest_add(s, "a batch: mirrors, a block copied again", test_batch);
+	cwtest_add(s, "batches: pause, cancel, errors", test_batch_stops);
+	cwtest_add(s, "batches of 8 under writer threads", test_threads_batched);
+	cwtest_add(s, "kill -9 during batches of 6 under writes", test_kill9_batched);
 	return cwtest_run();
 }
