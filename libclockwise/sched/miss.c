@@ -23,16 +23,21 @@
 
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 {
+	int64_t own = m->done_ns - m->start_ns - m->cpu_wait_service_ns - m->charged_ns;
+
 	if (m->done_ns <= m->deadline_ns && m->reply_ns > m->deadline_ns)
 		return CW_MISS_DELIVERY;
-	if (m->done_ns - m->start_ns - m->cpu_wait_service_ns > m->charged_ns)
+	/* Its own excess explains the miss only if, served in its C, it
+	 * would have been in time; a request started late that then took a
+	 * few microseconds over its C was made late by something else. */
+	if (own > 0 && own >= m->done_ns - m->deadline_ns)
 		return CW_MISS_MODEL;
 	if (m->other_overrun_ns > 0)
 		return CW_MISS_OVERRUN;
 	if (m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS ||
 	    m->cpu_wait_reader_ns > CW_MISS_CPU_TOLERANCE_NS)
 		return CW_MISS_CPU;
-	return CW_MISS_SCHED;
+	return own > 0 ? CW_MISS_MODEL : CW_MISS_SCHED;
 }
 
 const char *cw_sched_miss_class_name(enum cw_sched_miss_class c)

@@ -385,9 +385,10 @@ struct cw_sched_miss {
 #define CW_MISS_CPU_TOLERANCE_NS (20 * 1000)
 
 /* The class of a miss, in this order: delivery (done in time), model
- * (its own service, CPU waits left out, exceeded C), overrun, CPU (a wait
- * of the dispatcher or of the connection's reader above the tolerance),
- * else a scheduling error. */
+ * (its own service, CPU waits left out, exceeded C by at least how late it
+ * was), overrun, CPU (a wait of the dispatcher or of the connection's
+ * reader above the tolerance), model again (it exceeded C at all), else a
+ * scheduling error. */
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m);
 /* "model", "overrun", "cpu", "delivery", "sched"; NULL past the end. */
 const char *cw_sched_miss_class_name(enum cw_sched_miss_class c);

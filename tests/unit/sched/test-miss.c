@@ -55,6 +55,15 @@ static void test_classes(void)
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_SCHED);
 	m.cpu_wait_window_ns = CW_MISS_CPU_TOLERANCE_NS + 1;
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
+	/* Started late behind an overrun, then a few microseconds over its
+	 * own C: the overrun made it late, not the model. */
+	m = late(11 * MS);
+	m.start_ns = 9 * MS - 10;
+	m.other_overrun_ns = 5 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_OVERRUN);
+	/* ... and with nothing else to blame, the excess is. */
+	m.other_overrun_ns = 0;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_MODEL);
 	/* The dispatcher ran when due, but the request waited on its
 	 * connection while the reader could not run: the CPU too. */
 	m = late(11 * MS);
