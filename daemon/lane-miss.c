@@ -231,6 +231,7 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 		uint64_t h;
 
 		m.other_overrun_ns = o ? o->over : 0;
+		m.other_overrun_rt = o && o->rt;
 		c = cw_sched_miss_classify(&m);
 		cwd_stats_add(&l->st.miss[c], 1);
 		cwd_stats_add(&p->resv->st.miss[c], 1);
@@ -311,7 +312,7 @@ void lane_miss_drain(struct lane *l)
 		const struct cw_sched_miss *m = &r->m;
 		char why[160] = "";
 
-		if (r->cls == CW_MISS_OVERRUN)
+		if (m->other_overrun_ns > 0 && (r->cls == CW_MISS_OVERRUN || r->cls == CW_MISS_MODEL))
 			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
 				 "overran its charge by %.0f us", r->overrun_rt ? "real-time" : "best-effort",
 				 US(r->overrun_at - m->release_ns), US(m->other_overrun_ns));

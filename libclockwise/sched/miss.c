@@ -32,8 +32,8 @@ enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 	 * few microseconds over its C was made late by something else. */
 	if (own > 0 && own >= m->done_ns - m->deadline_ns)
 		return CW_MISS_MODEL;
-	if (m->other_overrun_ns > 0)
-		return CW_MISS_OVERRUN;
+	if (m->other_overrun_ns > 0)	/* a stream's own overrun is the model's error */
+		return m->other_overrun_rt ? CW_MISS_MODEL : CW_MISS_OVERRUN;
 	if (m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS ||
 	    m->cpu_wait_reader_ns > CW_MISS_CPU_TOLERANCE_NS)
 		return CW_MISS_CPU;

@@ -376,6 +376,7 @@ struct cw_sched_miss {
 	/* the largest overrun (actual - charge, CPU waits left out) of
 	 * another request in service between release and done */
 	int64_t other_overrun_ns;
+	bool other_overrun_rt;		/* that request was a stream's, not best effort */
 	/* time the request waited on its connection before the daemon read
 	 * it, the reading thread runnable but not running */
 	int64_t cpu_wait_reader_ns;
@@ -386,7 +387,7 @@ struct cw_sched_miss {
 
 /* The class of a miss, in this order: delivery (done in time), model
  * (its own service, CPU waits left out, exceeded C by at least how late it
- * was), overrun, CPU (a wait of the dispatcher or of the connection's
+ * was), overrun (of a best-effort request; a stream's is the model's), CPU (a wait of the dispatcher or of the connection's
  * reader above the tolerance), model again (it exceeded C at all), else a
  * scheduling error. */
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m);

@@ -61,6 +61,11 @@ static void test_classes(void)
 	m.start_ns = 9 * MS - 10;
 	m.other_overrun_ns = 5 * MS;
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_OVERRUN);
+	/* ... unless the request that overran was a stream's: then the
+	 * model was wrong. */
+	m.other_overrun_rt = true;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_MODEL);
+	m.other_overrun_rt = false;
 	/* ... and with nothing else to blame, the excess is. */
 	m.other_overrun_ns = 0;
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_MODEL);
