@@ -2,7 +2,9 @@
 # Description: the live experiment's quick mode (tests/bench/live-vs-sim,
 # CW_LIVE_QUICK=1: one load, 10 s per policy): clockwised on three
 # emulated Atlas-II disks plays cwsim's streams and replays its
-# best-effort trace; it ends with its key=value line, no stream misses a
+# best-effort trace (cwsim set the pool up and admitted the streams, and
+# clockwised admits the same and refuses the same next one, or the
+# experiment fails); it ends with its key=value line, no stream misses a
 # deadline under delta-l, and every run's live best-effort mean is within
 # a factor of 4 of the simulated one (the 25% target is the full run's,
 # reported, not asserted: a 10 s run on a shared machine is too short).
