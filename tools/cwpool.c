@@ -109,10 +109,13 @@ static int cmd_add_disk(int argc, char **argv)
 		fprintf(stderr, "cwpool: %s: expected hdd, ssd or rbd\n", argv[4]);
 		return 2;
 	}
-	if (argc == 7 && cw_model_from_string(argv[6], &em) < 0) {
-		fprintf(stderr, "cwpool: emulate \"%s\": not a model preset nor a model string "
-			"\"cwmodel1 ...\"\n", argv[6]);
-		return 2;
+	if (argc == 7) {
+		char why[512];
+
+		if (cw_model_from_string_why(argv[6], &em, why, sizeof(why)) < 0) {
+			fprintf(stderr, "cwpool: emulate: %s\n", why);
+			return 2;
+		}
 	}
 	if (open_pool(argv[2], &pool) < 0)
 		return 1;

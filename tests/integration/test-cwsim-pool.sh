@@ -65,7 +65,7 @@ truncate -s 64M "$d/x.img"
 rc=0
 "$cwpool" add-disk "$d/p2.db" "$d/x.img" hdd x nosuchmodel >/dev/null 2>"$d/err" || rc=$?
 check "cwpool: a model to emulate that does not parse: exit 2" test "$rc" = 2
-check "cwpool: says which" grep -q 'emulate "nosuchmodel"' "$d/err"
+check "cwpool: says which" grep -q "emulate: \"nosuchmodel\" is not a known model" "$d/err"
 check "cwpool: and adds no disk" sh -c "! '$cwpool' list '$d/p2.db' | grep -q '^disk'"
 sum=$(sha256sum <"$d/pool.db")
 rc=0

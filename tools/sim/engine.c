@@ -996,8 +996,9 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 			e = clients_setup(r, d, set, n, res);
 		if (e < 0)
 			return e;
-		cw_model_disk_opts_init(&mo);
-		mo.bus_bps = sc->bus_bps;
+		cw_model_disk_opts_of(&s->mech_model[d], &mo);
+		if (sc->bus_bps)
+			mo.bus_bps = sc->bus_bps;	/* the scenario's bus */
 		mo.phase_ns = s->mech_model[d].rotation_ns ?
 			      (int64_t)sim_rng_below(&phases,
 						     (uint64_t)s->mech_model[d].rotation_ns) : 0;

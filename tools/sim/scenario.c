@@ -295,9 +295,9 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 			snprintf(sc->model_spec, sizeof(sc->model_spec), "pool:%s:%s", path, disk + 1);
 			return 0;
 		}
-		if (!*v || strlen(v) >= CW_MODEL_NAME_MAX)
-			return bad(where, key, "expected a preset name, file:PATH or "
-				   "pool:DB_PATH:DISK_NAME");
+		if (!*v || strlen(v) >= sizeof(sc->model_spec))
+			return bad(where, key, "expected a preset name (perhaps with settings such as "
+				   "bus=20MB/s), file:PATH or pool:DB_PATH:DISK_NAME");
 		snprintf(sc->model_spec, sizeof(sc->model_spec), "%s", v);
 		return 0;
 	}
@@ -563,9 +563,12 @@ int sim_scenario_finish(struct sim_scenario *sc)
 	else if (!strncmp(sc->model_spec, "pool:", 5))
 		e = load_model_pool(sc->model_spec + 5, &sc->model);
 	else {
-		e = cw_model_preset(sc->model_spec, &sc->model);
+		/* a preset and its mechanics, as emulate = takes it */
+		char why[512];
+
+		e = cw_model_from_string_why(sc->model_spec, &sc->model, why, sizeof(why));
 		if (e < 0)
-			fprintf(stderr, "cwsim: model: unknown preset '%s'\n", sc->model_spec);
+			fprintf(stderr, "cwsim: model: %s\n", why);
 	}
 	if (e < 0)
 		return -EINVAL;
