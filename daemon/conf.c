@@ -1298,32 +1298,22 @@ static int disk_model(struct parse *p, const config_setting_t *s, void *obj)
 	return get_name(p, s, MODEL_MAX_BYTES, &((struct cwd_config_disk *)obj)->model);
 }
 
-/* emulate = "atlas2" (a preset) or a stored model string: the disk's I/O
+/* emulate = "atlas2" (a preset, perhaps with settings of its mechanics:
+ * "ssd channels=8 gc=1G/50ms") or a stored model string: the disk's I/O
  * completes when that disk would have completed it (clockwise/emu.h). */
 static int disk_emulate(struct parse *p, const config_setting_t *s, void *obj)
 {
 	struct cwd_config_disk *d = obj;
 	const char *v = NULL;
 	struct cw_model m;
+	char why[512];
 	int r = get_string(p, s, "a model preset or a model string in quotes", &v);
 
 	if (r < 0)
 		return r;
-	r = cw_model_from_string(v, &m);
-	if (r == -ENOENT) {
-		char names[128] = "";
-		size_t len = 0;
-
-		for (const char *const *n = cw_model_preset_names(); *n && len < sizeof(names); n++)
-			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
-						len ? ", " : "", *n);
-		return fail(p, s, "%s = \"%s\" is not a known model; expected a preset (%s) or "
-			    "a model string \"cwmodel1 ...\" as calibration stores it", WHERE(s), v,
-			    names);
-	}
+	r = cw_model_from_string_why(v, &m, why, sizeof(why));
 	if (r < 0)
-		return fail(p, s, "%s is not a valid model string; expected \"cwmodel1 name=... "
-			    "tier=... cap=... rot=... ovh=... seek=... zones=...\"", WHERE(s));
+		return fail(p, s, "%s: %s", WHERE(s), why);
 	free(d->emulate);
 	d->emulate = malloc(sizeof(*d->emulate));
 	if (!d->emulate)

@@ -90,7 +90,7 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 	enum cw_tier tier = cw_io_path_is_rbd(path) ? CW_TIER_RBD : CW_TIER_HDD;
 	struct cw_disk_info d;
 	struct cw_model em;
-	char why[256] = "";
+	char why[512] = "";
 	uint32_t id;
 	int r;
 
@@ -104,9 +104,8 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
 				"disk name \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
 				"not starting with . or -", name, CW_NAME_MAX);
-	if (emulate && cw_model_from_string(emulate, &em) < 0)
-		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "emulate \"%.64s\": not a model preset "
-				"(atlas2, hdd7200, ssd, rbd) nor a model string \"cwmodel1 ...\"", emulate);
+	if (emulate && cw_model_from_string_why(emulate, &em, why, sizeof(why)) < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "emulate: %s", why);
 	r = cw_disk_add(srv->pool, path, tier, name, &id);
 	if (r < 0)
 		return cwc_fail_pool(c, r, path);

@@ -179,10 +179,11 @@ static int admit_config_qos(struct cw_pool *pool, struct cw_admit_state *adm,
 	return 0;
 }
 
-/* Disks the configuration gives a model, or that emulate one (in the
- * configuration, or stored with cwctl disk add --emulate): admission uses
- * it unless the pool stores one (a measured model outranks a declared
- * one); a declared model outranks the emulated one. */
+/* Disks the configuration gives a model, or that it says emulate one:
+ * admission uses it unless the pool stores one (a measured model outranks
+ * a declared one); a declared model outranks the emulated one.  A disk
+ * stored as emulating one (cwctl disk add --emulate) has it already
+ * (cw_admit_state_new). */
 static int admit_config_models(struct cw_pool *pool, struct cw_admit_state *adm,
 			       const struct cwd_config *cfg)
 {
@@ -206,16 +207,7 @@ static int admit_config_models(struct cw_pool *pool, struct cw_admit_state *adm,
 		} else if (cd && cd->emulate) {
 			m = *cd->emulate;
 		} else {
-			r = cw_disk_emulate_get(pool, disks[j].id, &m);
-			if (r == -ENOENT) {
-				r = 0;
-				continue;
-			}
-			if (r < 0) {
-				cwd_log(LOG_ERR, "disk %s: %s", disks[j].name,
-					cw_pool_last_error(pool)->msg);
-				return r;
-			}
+			continue;
 		}
 		r = cw_admit_state_set_model(adm, disks[j].id, &m, CW_ADMIT_MODEL_CONFIG,
 					     NULL, NULL, NULL);

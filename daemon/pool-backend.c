@@ -1373,6 +1373,7 @@ static int disk_start(struct pb *pb, struct disk *d)
 			struct cw_io_emu_opts eo;
 
 			cw_io_emu_opts_init(&eo);
+			cw_model_disk_opts_of(d->emulate, &eo.disk);	/* its channels, bus, ... */
 			eo.inner = d->io_kind;
 			r = cw_io_emu_new(d->emulate, &eo, pb->cfg->queue_depth, &l->eng);
 		} else

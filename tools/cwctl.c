@@ -1884,7 +1884,9 @@ static const struct command commands[] = {
 	  "(tier rbd): its guarantee holds as far as the cluster keeps the latency\n"
 	  "calibrated; cwctl stats shows the measured tail against C.\n"
 	  "--emulate MODEL (atlas2, hdd7200, ssd or a \"cwmodel1 ...\" string): its I/O\n"
-	  "completes when that disk would have completed it.\n", c_disk_add },
+	  "completes when that disk would have completed it.  A preset may be followed\n"
+	  "by its mechanics: \"ssd channels=8 stripe=128K write=3 gc=1G/50ms bus=500MB/s\".\n",
+	  c_disk_add },
 	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,
 	  print_disks },
 	{ "disk", "remove", "NAME",

@@ -6,7 +6,7 @@
  * changing its pool with it (a pool is open in one process at a time).
  *
  *   cwpool create DB [BLOCK_SIZE]
- *   cwpool add-disk DB PATH [hdd|ssd|rbd [NAME]]  (PATH may be rbd:POOL/IMAGE)
+ *   cwpool add-disk DB PATH [hdd|ssd|rbd [NAME [EMULATE]]]  (PATH may be rbd:POOL/IMAGE)
  *   cwpool create-part DB NAME SIZE [rotation|random|single [DISK_ID]]
  *   cwpool list DB
  *
@@ -23,13 +23,14 @@
 
 #include <clockwise/io.h>
 #include <clockwise/layout.h>
+#include <clockwise/model.h>
 #include <clockwise/units.h>
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cwpool create DB [BLOCK_SIZE]\n"
-		"       cwpool add-disk DB PATH [hdd|ssd|rbd [NAME]]\n"
+		"       cwpool add-disk DB PATH [hdd|ssd|rbd [NAME [EMULATE]]]\n"
 		"       cwpool create-part DB NAME SIZE [rotation|random|single [DISK_ID]]\n"
 		"       cwpool list DB\n"
 		"       cwpool --help | --version\n");
@@ -97,21 +98,35 @@ static int cmd_add_disk(int argc, char **argv)
 {
 	enum cw_tier tier;
 	struct cw_pool *pool;
+	struct cw_model em;
 	uint32_t id;
 	int r;
 
-	if (argc < 4 || argc > 6)
+	if (argc < 4 || argc > 7)
 		return usage_error();
 	tier = cw_io_path_is_rbd(argv[3]) ? CW_TIER_RBD : CW_TIER_HDD;
 	if (argc >= 5 && cw_tier_parse(argv[4], &tier) < 0) {
 		fprintf(stderr, "cwpool: %s: expected hdd, ssd or rbd\n", argv[4]);
 		return 2;
 	}
+	if (argc == 7) {
+		char why[512];
+
+		if (cw_model_from_string_why(argv[6], &em, why, sizeof(why)) < 0) {
+			fprintf(stderr, "cwpool: emulate: %s\n", why);
+			return 2;
+		}
+	}
 	if (open_pool(argv[2], &pool) < 0)
 		return 1;
-	r = cw_disk_add(pool, argv[3], tier, argc == 6 ? argv[5] : NULL, &id);
+	r = cw_disk_add(pool, argv[3], tier, argc >= 6 ? argv[5] : NULL, &id);
 	if (r < 0)
 		return fail_pool(pool, argv[3], r);
+	/* the disk keeps the model's time under clockwised (clockwise/emu.h) */
+	if (argc == 7 && (r = cw_disk_emulate_set(pool, id, &em)) < 0) {
+		(void)cw_disk_remove(pool, id);
+		return fail_pool(pool, argv[3], r);
+	}
 	printf("%" PRIu32 "\n", id);
 	cw_pool_close(pool);
 	return 0;

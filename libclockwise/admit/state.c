@@ -254,7 +254,15 @@ static int disk_load(struct cw_admit_state *st, const struct cw_disk_info *info)
 	r = cw_disk_model_get(st->pool, info->id, &d->model, &calibrated);
 	if (r == 0)
 		d->source = calibrated ? CW_ADMIT_MODEL_CALIBRATED : CW_ADMIT_MODEL_STORED;
-	else if (r == -ENOENT)
+	/* Until measured, a disk that emulates a model is booked as that
+	 * disk: every program asking this state (clockwised, cwsim plan)
+	 * admits what the emulated disk can carry, not its tier's preset. */
+	if (r == -ENOENT) {
+		r = cw_disk_emulate_get(st->pool, info->id, &d->model);
+		if (r == 0)
+			d->source = CW_ADMIT_MODEL_CONFIG;
+	}
+	if (r == -ENOENT)
 		r = preset_model(st, info, &d->model);
 	if (r == 0)
 		r = compute_plan(st, d, NULL, 0, &d->plan);

@@ -126,8 +126,10 @@ int cw_io_emu_new(const struct cw_model *m, const struct cw_io_emu_opts *opts, u
 		return -ENOMEM;
 	if (opts)
 		x->o = *opts;
-	else
+	else {
 		cw_io_emu_opts_init(&x->o);
+		cw_model_disk_opts_of(m, &x->o.disk);
+	}
 	x->m = *m;
 	x->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	if (x->tfd < 0) {

@@ -41,6 +41,20 @@ void cw_model_disk_opts_init(struct cw_model_disk_opts *o)
 	};
 }
 
+void cw_model_disk_opts_of(const struct cw_model *m, struct cw_model_disk_opts *o)
+{
+	cw_model_disk_opts_init(o);
+	if (m->channels)
+		o->channels = m->channels;
+	if (m->stripe_bytes)
+		o->stripe_bytes = m->stripe_bytes;
+	if (m->write_ppm)
+		o->write_ppm = m->write_ppm;
+	o->gc_every_bytes = m->gc_every_bytes;
+	o->gc_pause_ns = m->gc_pause_ns;
+	o->bus_bps = m->bus_bps;
+}
+
 int cw_model_disk_init(struct cw_model_disk *d, const struct cw_model *m,
 		       const struct cw_model_disk_opts *opts)
 {
@@ -158,6 +172,14 @@ int64_t cw_model_disk_ssd_finish(struct cw_model_disk *d, int64_t arrival, uint6
 		t = (int64_t)(((unsigned __int128)t * d->o.write_ppm + 999999) / 1000000);
 	start = CW_MAX(arrival, d->free_ns[ch]);
 	end = start + t;
+	if (d->o.bus_bps) {
+		/* the bytes cross the bus one request at a time: no sooner
+		 * than the bus carries them after what it carries already */
+		int64_t bus = div_up((unsigned __int128)bytes * (uint64_t)CW_NS_PER_S, d->o.bus_bps);
+
+		end = CW_MAX(end, CW_MAX(arrival, d->bus_free_ns) + bus);
+		d->bus_free_ns = end;
+	}
 	d->free_ns[ch] = end;
 	if (write && d->o.gc_every_bytes) {
 		d->written_bytes += bytes;

@@ -19,8 +19,49 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <clockwise/units.h>
+
 #include "model/model-internal.h"
 #include "common/util.h"
+
+#define MECH_WRITE_MAX_PPM (UINT32_C(1000) * 1000000)	/* a write at most 1000 reads */
+#define MECH_GC_PAUSE_MAX_NS (100 * CW_NS_PER_S)
+#define MECH_MAX_BYTES (UINT64_C(1) << 50)
+
+static int why_set(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int why_set(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* The mechanics' settings in range, and the SSD's only on an SSD. */
+static int mech_check(const struct cw_model *m, char *why, size_t len)
+{
+	if ((m->channels || m->stripe_bytes || m->write_ppm || m->gc_every_bytes ||
+	     m->gc_pause_ns) && m->tier != CW_TIER_SSD)
+		return why_set(why, len, "channels, stripe, write and gc are an SSD's settings, "
+			       "and this model's tier is %s", m->tier == CW_TIER_HDD ? "hdd" : "rbd");
+	if (m->channels > CW_MODEL_MAX_CHANNELS)
+		return why_set(why, len, "channels=%u: expected 1 to %d", m->channels,
+			       CW_MODEL_MAX_CHANNELS);
+	if (m->stripe_bytes > MECH_MAX_BYTES || m->gc_every_bytes > MECH_MAX_BYTES ||
+	    m->bus_bps > MECH_MAX_BYTES)
+		return why_set(why, len, "a size or rate beyond 1 PiB");
+	if (m->write_ppm > MECH_WRITE_MAX_PPM)
+		return why_set(why, len, "write: a write costs at most 1000 reads");
+	if (!m->gc_every_bytes != !m->gc_pause_ns || m->gc_pause_ns < 0 ||
+	    m->gc_pause_ns > MECH_GC_PAUSE_MAX_NS)
+		return why_set(why, len, "gc: expected SIZE/DURATION, both above 0 and the pause at "
+			       "most 100 s");
+	return 0;
+}
 
 int cw_model_validate(const struct cw_model *m)
 {
@@ -74,7 +115,7 @@ int cw_model_validate(const struct cw_model *m)
 		    m->bsize[i].worst_ns > 100 * CW_NS_PER_S ||
 		    (i > 0 && m->bsize[i].bytes <= m->bsize[i - 1].bytes))
 			return -EINVAL;
-	return 0;
+	return mech_check(m, NULL, 0);
 }
 
 int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t dist)
@@ -257,13 +298,78 @@ int cw_model_preset(const char *name, struct cw_model *ret)
 	return 0;
 }
 
+static int parse_model(const char *text, struct cw_model *ret, char *why, size_t len);
+static int mech_set(struct cw_model *m, const char *key, size_t kl, const char *val, size_t vl,
+		    unsigned *seen, char *why, size_t len);
+
+int cw_model_from_string_why(const char *s, struct cw_model *ret, char *why, size_t len)
+{
+	struct cw_model m;
+	char name[CW_MODEL_NAME_MAX];
+	size_t nl;
+	unsigned seen = 0;
+	int r;
+
+	if (why && len)
+		why[0] = '\0';
+	if (!s || !ret)
+		return why_set(why, len, "no model");
+	if (strncmp(s, "cwmodel1", 8) == 0) {
+		r = parse_model(s, ret, why, len);
+		if (r < 0 && why && len && !why[0])
+			why_set(why, len, "not a valid model string; expected \"cwmodel1 name=... "
+				"tier=... cap=... rot=... ovh=... seek=... zones=...\" as calibration "
+				"stores it");
+		return r;
+	}
+	/* a preset, and settings of its mechanics */
+	nl = strcspn(s, " ");
+	if (nl == 0 || nl >= sizeof(name) || (memcpy(name, s, nl), name[nl] = '\0',
+					       cw_model_preset(name, &m) < 0)) {
+		char names[128] = "";
+		size_t k = 0;
+
+		for (const char *const *n = cw_model_preset_names(); *n && k < sizeof(names); n++)
+			k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", k ? ", " : "", *n);
+		why_set(why, len, "\"%.*s\" is not a known model; expected a preset (%s), perhaps "
+			"with settings (channels=, stripe=, write=, gc=, bus=), or a model string "
+			"\"cwmodel1 ...\" as calibration stores it", (int)CW_MIN(nl, (size_t)64), s,
+			names);
+		return -ENOENT;
+	}
+	for (s += nl; *s;) {
+		const char *key, *eq;
+		size_t vl;
+
+		s += strspn(s, " ");
+		if (!*s)
+			break;
+		key = s;
+		vl = strcspn(s, " ");
+		eq = memchr(s, '=', vl);
+		if (!eq)
+			return why_set(why, len, "\"%.*s\": expected SETTING=VALUE", (int)CW_MIN(vl,
+				       (size_t)64), s);
+		r = mech_set(&m, key, (size_t)(eq - key), eq + 1, vl - (size_t)(eq - key) - 1,
+			     &seen, why, len);
+		if (r > 0)
+			return why_set(why, len, "%.*s: not a setting of a preset; expected channels, "
+				       "stripe, write, gc or bus", (int)CW_MIN((size_t)(eq - key),
+				       (size_t)32), key);
+		if (r < 0)
+			return r;
+		s += vl;
+	}
+	r = mech_check(&m, why, len);
+	if (r < 0)
+		return r;
+	*ret = m;
+	return 0;
+}
+
 int cw_model_from_string(const char *s, struct cw_model *ret)
 {
-	if (!s || !ret)
-		return -EINVAL;
-	if (strncmp(s, "cwmodel1", 8) == 0)
-		return cw_model_parse(s, ret);
-	return cw_model_preset(s, ret);
+	return cw_model_from_string_why(s, ret, NULL, 0);
 }
 
 /* ---- text form --------------------------------------------------------- */
@@ -312,6 +418,19 @@ int cw_model_format(const struct cw_model *m, char *buf, size_t len)
 	}
 	if (m->tail_permille)
 		put(buf, len, &pos, " tail=%u", m->tail_permille);
+	/* the mechanics, where set: a model without them reads as before */
+	if (m->channels)
+		put(buf, len, &pos, " channels=%u", m->channels);
+	if (m->stripe_bytes)
+		put(buf, len, &pos, " stripe=%" PRIu64, m->stripe_bytes);
+	if (m->write_ppm)
+		put(buf, len, &pos, " write=%" PRIu32 ".%06" PRIu32, m->write_ppm / 1000000,
+		    m->write_ppm % 1000000);
+	if (m->gc_every_bytes)
+		put(buf, len, &pos, " gc=%" PRIu64 "/%" PRId64 "ns", m->gc_every_bytes,
+		    m->gc_pause_ns);
+	if (m->bus_bps)
+		put(buf, len, &pos, " bus=%" PRIu64, m->bus_bps);
 	return pos > INT32_MAX ? -EINVAL : (int)pos;
 }
 
@@ -361,9 +480,112 @@ static int parse_pairs(const char *s, const char **end, uint64_t (*pairs)[2], un
 	return 0;
 }
 
+/* "X" or "X.YYYYYY" (at most six decimals) in millionths. */
+static int parse_ppm(const char *s, uint64_t *ret)
+{
+	uint64_t whole = 0, frac = 0, scale = 1000000;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		whole = whole * 10 + (uint64_t)(*s - '0');
+		if (whole > 1000000)
+			return -EINVAL;
+	}
+	if (*s == '.') {
+		if (s[1] < '0' || s[1] > '9')
+			return -EINVAL;
+		for (s++; *s >= '0' && *s <= '9'; s++) {
+			if (scale == 1)
+				return -EINVAL;	/* more than six decimals */
+			scale /= 10;
+			frac += (uint64_t)(*s - '0') * scale;
+		}
+	}
+	if (*s)
+		return -EINVAL;
+	*ret = whole * 1000000 + frac;
+	return 0;
+}
+
+/* One setting of the mechanics, key=val (neither NUL-terminated): 0, 1
+ * when key is none of them, -EINVAL with why. */
+static int mech_set(struct cw_model *m, const char *key, size_t kl, const char *val, size_t vl,
+		    unsigned *seen, char *why, size_t len)
+{
+	static const char *const keys[] = { "channels", "stripe", "write", "gc", "bus" };
+	char v[80];
+	unsigned k;
+	uint64_t u;
+	int64_t t;
+
+	for (k = 0; k < CW_ARRAY_SIZE(keys); k++)
+		if (kl == strlen(keys[k]) && strncmp(key, keys[k], kl) == 0)
+			break;
+	if (k == CW_ARRAY_SIZE(keys))
+		return 1;
+	if (*seen & 1u << k)
+		return why_set(why, len, "%s is set twice", keys[k]);
+	*seen |= 1u << k;
+	if (vl == 0 || vl >= sizeof(v))
+		return why_set(why, len, "%s: no value, or one too long", keys[k]);
+	memcpy(v, val, vl);
+	v[vl] = '\0';
+	switch (k) {
+	case 0:
+		if (parse_u64(v, &val, &u) < 0 || *val || u < 1 || u > CW_MODEL_MAX_CHANNELS)
+			return why_set(why, len, "channels=%s: expected 1 to %d", v,
+				       CW_MODEL_MAX_CHANNELS);
+		m->channels = (unsigned)u;
+		return 0;
+	case 1:
+		if (cw_units_parse_size(v, &u) < 0 || u == 0 || u > MECH_MAX_BYTES)
+			return why_set(why, len, "stripe=%s: expected %s, above 0", v,
+				       CW_UNITS_SIZE_HELP);
+		m->stripe_bytes = u;
+		return 0;
+	case 2:
+		if (parse_ppm(v, &u) < 0 || u < 1000 || u > MECH_WRITE_MAX_PPM)
+			return why_set(why, len, "write=%s: expected what a write costs in reads, "
+				       "0.001 to 1000 (2: twice a read)", v);
+		m->write_ppm = (uint32_t)u;
+		return 0;
+	case 3: {
+		char *slash = strchr(v, '/');
+
+		if (!slash)
+			return why_set(why, len, "gc=%s: expected SIZE/DURATION, a pause of DURATION "
+				       "after every SIZE written (1G/50ms)", v);
+		*slash = '\0';
+		if (cw_units_parse_size(v, &u) < 0 || u == 0 || u > MECH_MAX_BYTES)
+			return why_set(why, len, "gc=%s/...: expected %s, above 0", v,
+				       CW_UNITS_SIZE_HELP);
+		if (cw_units_parse_duration(slash + 1, CW_UNITS_S, &t) < 0 || t <= 0 ||
+		    t > MECH_GC_PAUSE_MAX_NS)
+			return why_set(why, len, "gc=.../%s: expected %s, above 0 and at most 100 s",
+				       slash + 1, CW_UNITS_DURATION_HELP);
+		m->gc_every_bytes = u;
+		m->gc_pause_ns = t;
+		return 0;
+	}
+	default:
+		if (cw_units_parse_rate(v, &u) < 0 || u > MECH_MAX_BYTES)
+			return why_set(why, len, "bus=%s: expected %s", v, CW_UNITS_RATE_HELP);
+		m->bus_bps = u;
+		return 0;
+	}
+}
+
 int cw_model_parse(const char *text, struct cw_model *ret)
 {
+	return parse_model(text, ret, NULL, 0);
+}
+
+static int parse_model(const char *text, struct cw_model *ret, char *why, size_t len)
+{
 	struct cw_model m = { 0 };
+	unsigned mech_seen = 0;
+	int r;
 	uint64_t pairs[CW_MODEL_MAX_SEEK + CW_MODEL_MAX_ZONES][2];
 	unsigned seen = 0, n;
 	const char *s = text;
@@ -466,8 +688,18 @@ int cw_model_parse(const char *text, struct cw_model *ret)
 				return -EINVAL;
 			m.tail_permille = (unsigned)u;
 			bit = K_TAIL;
-		} else
-			return -EINVAL;	/* unknown key: a newer format, not half read */
+		} else {
+			size_t vl = strcspn(s, " ");
+
+			r = mech_set(&m, key, kl, s, vl, &mech_seen, why, len);
+			if (r > 0)	/* unknown key: a newer format, not half read */
+				return why_set(why, len, "unknown key %.*s", (int)CW_MIN(kl, (size_t)32),
+					       key);
+			if (r < 0)
+				return r;
+			s += vl;
+			continue;
+		}
 #undef KEY
 		if (seen & bit)
 			return -EINVAL;
@@ -475,7 +707,8 @@ int cw_model_parse(const char *text, struct cw_model *ret)
 		if (*s && *s != ' ')
 			return -EINVAL;
 	}
-	if (*s || (seen & required) != required || cw_model_validate(&m) < 0)
+	if (*s || (seen & required) != required || mech_check(&m, why, len) < 0 ||
+	    cw_model_validate(&m) < 0)
 		return -EINVAL;
 	*ret = m;
 	return 0;

@@ -27,7 +27,7 @@ cwd_conf "disks = (
     emulate = \"atlas3\"; }
 );"
 expect_fail "an unknown model is refused" "$cwd_bin" -f -c "$cwd_cfg"
-check "... with the file and line" grep -q "clockwised.conf:7: disks\[0\].emulate = \"atlas3\" is not a known model" \
+check "... with the file and line" grep -q "clockwised.conf:7: disks\[0\].emulate: \"atlas3\" is not a known model" \
 	<("$cwd_bin" -f -c "$cwd_cfg" 2>&1)
 
 cwd_conf "disks = ( { path = \"$cw_tmp/e0.disk\"; name = \"e0\"; emulate = \"atlas2\"; } );"
@@ -57,7 +57,7 @@ check "the plain one did not" test $((t2 - t1)) -lt $((t1 - t0))
 
 truncate -s 64M "$cw_tmp/e1.disk" "$cw_tmp/e2.disk"
 expect_fail "disk add --emulate with an unknown model" cwctl disk add "$cw_tmp/e2.disk" --emulate bogus
-check "... says why" grep -q 'emulate "bogus": not a model preset' \
+check "... says why" grep -q 'emulate: "bogus" is not a known model' \
 	<(cwctl disk add "$cw_tmp/e2.disk" --emulate bogus 2>&1)
 check "... and adds nothing" test "$(cwctl --json disk list | python3 -c \
 	'import json,sys; print(len(json.load(sys.stdin)))')" = 2

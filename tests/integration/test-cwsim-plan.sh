@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Description: `cwctl disk plan` asks a running clockwised for each disk's
 # plan, and `cwsim plan --pool` computes it from the same pool file once
-# the daemon is gone: for a pool with a calibrated disk, preset ones, and
-# stored reservations (one with a time span), both print the same plans,
-# as JSON and as a table.  While the daemon holds the pool cwsim refuses
+# the daemon is gone: for a pool with a calibrated disk, preset ones, a
+# disk that emulates the Atlas-II (its plan is the Atlas-II's, not the
+# tier's preset, in both), and stored reservations (one with a time span),
+# both print the same plans, as JSON and as a table.  While the daemon holds the pool cwsim refuses
 # and says why; a bad pool path or a file that is no pool is refused with
 # exit 2 and a clear error, and the file is left as it was.
 # (hdd0 is calibrated by the stand-in control server, whose
@@ -25,7 +26,11 @@ ctl_start "$d" --no-export-all
 check "clockwised serves the three disks" ctl_disks "$d"
 check "hdd0's model is the calibrated one" sh -c "'$CWCTL' --socket '$CTL_SOCK' --json disk list |
 	jq -e '.[] | select(.name == \"hdd0\") | .model.calibrated' >/dev/null"
+truncate -s 256M "$d/emu0.img"
+check "a disk that emulates the Atlas-II" cwctl disk add "$d/emu0.img" --name emu0 --emulate atlas2
 check "part create media" cwctl part create media --size 200M
+check "part create onemu on emu0" cwctl part create onemu --size 64M --policy single --disk emu0
+check "a stream on emu0 alone" cwctl resv create onemu --rate 1MB/s --block 256K
 check "part create solo on hdd1" cwctl part create solo --size 64M --policy single --disk hdd1
 check "a stream over media" cwctl resv create media --rate 8Mbit --block 1M
 check "a stream with a span" cwctl resv create media --rate 817KB/s --block 256K \
@@ -38,16 +43,16 @@ check "cwctl disk plan --json" sh -c "'$CWCTL' --socket '$CTL_SOCK' disk plan --
 check "cwctl --json disk plan, the global flag" sh -c \
 	"'$CWCTL' --socket '$CTL_SOCK' --json disk plan | jq -S . >'$d/daemon-global.json'"
 check "cwctl disk plan (table)" sh -c "'$CWCTL' --socket '$CTL_SOCK' disk plan >'$d/daemon.txt'"
-check "one plan per disk" test "$(jq length "$d/daemon.json")" = 3
+check "one plan per disk" test "$(jq length "$d/daemon.json")" = 4
 check "the disks carry the streams" \
-	jqe 'map(select(.tasks > 0)) | length == 3' "$d/daemon.json"
+	jqe 'map(select(.tasks > 0)) | length == 4' "$d/daemon.json"
 check "the guard takes slack: budget < delta-L where streams run" \
 	jqe 'map(select(.tasks > 0) | .be_budget_ns < .delta_l_ns) | all' "$d/daemon.json"
 check "hdd1's budget is below its delta-L by max(2 ms, a quarter)" jqe \
 	'.[] | select(.disk == "hdd1") | .be_budget_ns == .delta_l_ns -
 	 ([2000000, ((.delta_l_ns / 4) | floor)] | max)' "$d/daemon.json"
-check "the table has a header and three disks" \
-	test "$(grep -c '^\(hdd0\|hdd1\|ssd0\) ' "$d/daemon.txt")" = 3
+check "the table has a header and four disks" \
+	test "$(grep -c '^\(hdd0\|hdd1\|ssd0\|emu0\) ' "$d/daemon.txt")" = 4
 check "the table's header" grep -q '^DISK .*DELTA-L .*BE-BUDGET .*SERVER .*STARVED$' "$d/daemon.txt"
 check "disk plan hdd1 is hdd1's entry" sh -c "'$CWCTL' --socket '$CTL_SOCK' disk plan hdd1 --json |
 	jq -e --slurpfile all '$d/daemon.json' '. == [\$all[0][] | select(.disk == \"hdd1\")]' >/dev/null"
@@ -69,6 +74,14 @@ check "the same plans as JSON" cmp "$d/a" "$d/b"
 check "the same with cwctl's global --json" cmp "$d/daemon-global.json" "$d/b"
 check "the same table" cmp "$d/daemon.txt" "$d/sim.txt"
 [ "$cw_failed" -eq 0 ] || diff "$d/a" "$d/b"
+# emu0 is not calibrated: both book it as the Atlas-II it emulates (the
+# worst case of a best-effort piece is the Atlas-II's), not as the hdd
+# preset hdd1 has.
+atlas_be_max=$("$cwsim" plan --json --preset quick --set model=atlas2 --set disks=1 | jq '.[0].be_max_ns')
+check "emu0's plan is the Atlas-II's" jqe --argjson m "$atlas_be_max" \
+	'.[] | select(.disk == "emu0") | .be_max_ns == $m' "$d/sim.json"
+check "hdd1's is the preset's, another" jqe --argjson m "$atlas_be_max" \
+	'.[] | select(.disk == "hdd1") | .be_max_ns != $m' "$d/sim.json"
 
 # Bad input: a clear error, exit 2, nothing changed.
 rc=0

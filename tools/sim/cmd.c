@@ -103,16 +103,10 @@ static double wall_now(void)
 /* The BE trace and the partition size it is folded into. */
 static int load_trace(const struct sim_scenario *sc, struct sim_trace *ret)
 {
-	struct sim_setup probe;
-	int e;
+	uint64_t part_bytes;
+	int e = sim_be_part_bytes(sc, &part_bytes);
 
-	/* a set-up with no stream tells the BE partition size */
-	e = sim_setup_build(sc, SIM_ROTATION, sc->video, 1, NULL, NULL, &probe);
-	if (e < 0)
-		return e;
-	e = sim_trace_load(sc, probe.be_part_bytes, ret);
-	sim_setup_done(&probe);
-	return e;
+	return e < 0 ? e : sim_trace_load(sc, part_bytes, ret);
 }
 
 /* What run and sweep share: the command line, the BE trace, and the
@@ -512,6 +506,12 @@ int sim_cmd_sweep(int argc, char **argv)
 
 	if (e >= 0)
 		return e;
+	if (c->sc.pool_path[0]) {
+		/* its curves lay out other streams, other placements */
+		fprintf(stderr, "cwsim sweep: a scenario on a pool is for run, setup and plan\n");
+		sim_trace_done(&s.trace);
+		return SIM_EXIT_USAGE;
+	}
 	if (mkdir(c->out_dir, 0777) < 0 && errno != EEXIST) {
 		fprintf(stderr, "cwsim: %s: %m\n", c->out_dir);
 		sim_trace_done(&s.trace);
@@ -611,7 +611,11 @@ int sim_cmd_setup(int argc, char **argv)
 		printf("%s{\"video\": %s, \"rate\": %" PRIu64 ", \"block\": %" PRIu64 "}",
 		       i ? ", " : "", setup.streams[i].video ? "true" : "false",
 		       setup.streams[i].bandwidth_bps, setup.streams[i].block_bytes);
-	printf("], \"refusal\": \"%s\"}\n", setup.refusal);
+	printf("], \"refusal\": \"%s\"", setup.refusal);
+	if (setup.next_bps)
+		printf(", \"next\": {\"rate\": %" PRIu64 ", \"block\": %" PRIu64 "}",
+		       setup.next_bps, setup.next_block);
+	printf("}\n");
 	sim_setup_done(&setup);
 	sim_trace_done(&s.trace);
 	if (e < 0)

@@ -57,15 +57,24 @@ static uint64_t be_start(const struct sim_scenario *sc)
 	return sc->model.capacity_bytes - sc->model.capacity_bytes / 100 * sc->be_area_pct;
 }
 
+void sim_stream_free(struct sim_stream *st)
+{
+	free(st->disk);
+	free(st->off);
+	st->disk = NULL;
+	st->off = NULL;
+}
+
 void sim_setup_done(struct sim_setup *s)
 {
-	for (size_t i = 0; i < s->n_streams; i++) {
-		free(s->streams[i].disk);
-		free(s->streams[i].off);
-	}
+	for (size_t i = 0; i < s->n_streams; i++)
+		sim_stream_free(&s->streams[i]);
 	free(s->streams);
 	for (unsigned d = 0; d < SIM_MAX_DISKS; d++)
 		free(s->tasks[d]);
+	free(s->adm_model);
+	free(s->mech_model);
+	free(s->be_blocks);
 	*s = (struct sim_setup){ 0 };
 }
 
@@ -82,6 +91,7 @@ int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
 		   struct cw_disk_plan *ret)
 {
 	const struct sim_scenario *sc = s->sc;
+	const struct cw_model *m = &s->adm_model[d];
 	_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
 	size_t n = 0, t;
 	int e;
@@ -96,8 +106,7 @@ int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
 	for (size_t i = 0; i < n_streams && i < s->n_streams; i++)
 		if (s->streams[i].disk_period_ns[d])
 			set[n++] = s->tasks[d][t++];
-	e = cw_admit_disk_plan(&s->plan_opts, &sc->model, sc->model.tier, sc->be_pblock_bytes,
-			       set, n, ret);
+	e = cw_admit_disk_plan(&s->plan_opts, m, m->tier, sc->be_pblock_bytes, set, n, ret);
 	if (e < 0)
 		return e;
 	ret->disk_id = d;
@@ -111,7 +120,7 @@ int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
 	return 0;
 }
 
-static int add_task(struct sim_setup *s, unsigned d, const struct cw_task *t)
+int sim_setup_add_task(struct sim_setup *s, unsigned d, const struct cw_task *t)
 {
 	struct cw_task *v = realloc(s->tasks[d], (s->n_tasks[d] + 1) * sizeof(*v));
 
@@ -147,44 +156,196 @@ static void place(const struct sim_scenario *sc, enum sim_placement pl, size_t i
 	}
 }
 
-int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum sim_video video,
-		    size_t max_streams, sim_curve_fn curve, void *userdata, struct sim_setup *ret)
+int sim_stream_draw(const struct sim_scenario *sc, enum sim_video video, size_t i,
+		    uint64_t clip, struct sim_rng *kinds, struct sim_stream *st,
+		    uint64_t *ret_phase_draw)
 {
-	struct sim_setup s = { .sc = sc, .placement = pl };
+	bool is_video = i % 2 == 0;
+	/* the draw happens for every pair, whatever the scenario, so that
+	 * phases are the same for video=mix, 817 and 245 */
+	bool big = sim_rng_below(kinds, 2) == 0;
+
+	*st = (struct sim_stream){ .video = is_video };
+	*ret_phase_draw = sim_rng_next(kinds);
+	if (video == SIM_VIDEO_817)
+		big = true;
+	else if (video == SIM_VIDEO_245)
+		big = false;
+	if (!is_video) {
+		st->bandwidth_bps = 172 * SIM_KIB;
+		st->block_bytes = 256 * SIM_KIB;
+	} else if (big) {
+		st->bandwidth_bps = 817 * SIM_KIB;
+		st->block_bytes = SIM_MIB;
+	} else {
+		st->bandwidth_bps = 245 * SIM_KIB;
+		st->block_bytes = 256 * SIM_KIB;
+	}
+	st->block_bytes *= sc->buffer_scale;
+	st->disk = calloc(clip, sizeof(*st->disk));
+	st->off = calloc(clip, sizeof(*st->off));
+	if (!st->disk || !st->off) {
+		sim_stream_free(st);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int sim_setup_push(struct sim_setup *s, struct sim_stream *st, sim_curve_fn curve,
+		   void *userdata)
+{
+	int64_t min = CW_ADMIT_NO_LIMIT;
+
+	if (s->n_streams == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		struct sim_stream *v = realloc(s->streams, cap * sizeof(*v));
+
+		if (!v) {
+			sim_stream_free(st);
+			return -ENOMEM;
+		}
+		s->streams = v;
+		s->cap = cap;
+	}
+	s->streams[s->n_streams++] = *st;
+	if (!curve)
+		return 0;
+	for (unsigned d = 0; d < s->sc->disks; d++) {
+		struct cw_disk_plan dp;
+		int e = sim_setup_plan(s, d, s->n_streams, &dp);
+
+		if (e < 0)
+			return e;
+		min = CW_MIN(min, dp.delta_l_ns);
+	}
+	curve(userdata, s->n_streams, sim_setup_load_mb_s(s, s->n_streams), min);
+	return 0;
+}
+
+/* cwsim's own layout and admission: the scenario's placement over the
+ * RT area, cw_admit_plan against each disk's tasks and reserve. */
+static int own_setup(struct sim_setup *s, enum sim_video video, size_t max_streams,
+		     sim_curve_fn curve, void *userdata)
+{
+	const struct sim_scenario *sc = s->sc;
+	enum sim_placement pl = s->placement;
 	struct cw_admit_disk disks[SIM_MAX_DISKS];
-	struct cw_disk_plan empty;
-	int64_t dl[SIM_MAX_DISKS];
 	uint64_t cursor[SIM_MAX_DISKS] = { 0 };
 	struct sim_rng kinds, offs;
-	uint64_t clip = sc->clip_blocks, n = sc->disks, be_slots;
+	unsigned n = sc->disks;
 	int e = 0;
 
-	*ret = s;
 	if (rt_end(sc) < SIM_MIB * sc->buffer_scale) {
 		fprintf(stderr, "cwsim: the RT area is smaller than one block\n");
 		return -EINVAL;
 	}
+	sim_rng_seed(&kinds, sc->seed, 1);
+	sim_rng_seed(&offs, sc->seed, 16 + pl);
+	for (size_t i = 0; !max_streams || i < max_streams; i++) {
+		struct sim_stream st;
+		struct cw_admit_plan plan;
+		struct cw_admit_qos q;
+		struct cw_admit_layout lay;
+		uint64_t phase_draw;
+
+		e = sim_stream_draw(sc, video, i, s->clip, &kinds, &st, &phase_draw);
+		if (e < 0)
+			return e;
+		place(sc, pl, i, s->clip, &offs, cursor, &st);
+		for (unsigned d = 0; d < n; d++)
+			disks[d] = (struct cw_admit_disk){ .model = &s->adm_model[d],
+							   .tasks = s->tasks[d],
+							   .n_tasks = s->n_tasks[d],
+							   .be_reserve = s->be_reserve };
+		q = (struct cw_admit_qos){ .bandwidth_bps = st.bandwidth_bps,
+					   .block_bytes = st.block_bytes };
+		lay = (struct cw_admit_layout){ .pblock_bytes = st.block_bytes, .n_pblocks = s->clip,
+						.disk = st.disk, .disk_off = st.off,
+						.range_bytes = s->clip * st.block_bytes };
+		e = cw_admit_plan(&q, &lay, disks, n, &plan);
+		if (e < 0) {
+			fprintf(stderr, "cwsim: stream %zu: %s\n", i, plan.reason);
+			sim_stream_free(&st);
+			return e;
+		}
+		if (!plan.admitted) {
+			char rate[CW_UNITS_BUF];
+
+			snprintf(s->refusal, sizeof(s->refusal), "stream %zu (%s %s): %s", i,
+				 st.video ? "video" : "audio",
+				 cw_units_format_rate(st.bandwidth_bps, rate), plan.reason);
+			s->next_bps = st.bandwidth_bps;
+			s->next_block = st.block_bytes;
+			cw_admit_plan_done(&plan);
+			sim_stream_free(&st);
+			break;
+		}
+		st.period_ns = plan.stream_period_ns;
+		st.phase_ns = sc->aligned ? 0 : (int64_t)(phase_draw % (uint64_t)st.period_ns);
+		for (size_t k = 0; k < plan.n_parts && e == 0; k++) {
+			const struct cw_admit_part *p = &plan.parts[k];
+
+			st.disk_period_ns[p->disk] = p->task.period_ns;
+			st.disk_service_ns[p->disk] = p->task.service_ns;
+			e = sim_setup_add_task(s, p->disk, &p->task);
+		}
+		cw_admit_plan_done(&plan);
+		if (e < 0) {
+			sim_stream_free(&st);
+			return e;
+		}
+		e = sim_setup_push(s, &st, curve, userdata);
+		if (e < 0)
+			return e;
+	}
+	return 0;
+}
+
+int sim_be_part_bytes(const struct sim_scenario *sc, uint64_t *ret)
+{
+	uint64_t be_slots = (sc->model.capacity_bytes - be_start(sc)) / sc->be_pblock_bytes;
+
+	*ret = be_slots * sc->disks / sc->be_partitions * sc->be_pblock_bytes;
+	if (*ret == 0) {
+		fprintf(stderr, "cwsim: the BE area cannot hold %u partitions\n", sc->be_partitions);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum sim_video video,
+		    size_t max_streams, sim_curve_fn curve, void *userdata, struct sim_setup *ret)
+{
+	struct sim_setup s = { .sc = sc, .placement = pl };
+	struct cw_disk_plan empty;
+	uint64_t clip = sc->clip_blocks, n = sc->disks;
+	int e = 0;
+
+	*ret = s;
 	/* rotation and random use every disk in turn: whole rounds keep
 	 * the stride the same across the clip's wrap */
 	if (pl != SIM_SINGLE)
 		clip = CW_DIV_ROUND_UP(clip, n) * n;
 	s.clip = clip;
-	sim_rng_seed(&kinds, sc->seed, 1);
-	sim_rng_seed(&offs, sc->seed, 16 + pl);
-
-	be_slots = (sc->model.capacity_bytes - be_start(sc)) / sc->be_pblock_bytes;
-	s.be_part_bytes = be_slots * n / sc->be_partitions * sc->be_pblock_bytes;
-	if (s.be_part_bytes == 0) {
-		fprintf(stderr, "cwsim: the BE area cannot hold %u partitions\n", sc->be_partitions);
-		return -EINVAL;
+	e = sim_be_part_bytes(sc, &s.be_part_bytes);
+	if (e < 0)
+		return e;
+	s.adm_model = calloc(n, sizeof(*s.adm_model));
+	s.mech_model = calloc(n, sizeof(*s.mech_model));
+	if (!s.adm_model || !s.mech_model) {
+		e = -ENOMEM;
+		goto fail;
 	}
+	for (unsigned d = 0; d < n; d++)
+		s.adm_model[d] = s.mech_model[d] = sc->model;
 	sim_scenario_plan_opts(sc, &s.plan_opts);
 	e = cw_admit_disk_plan(&s.plan_opts, &sc->model, sc->model.tier, sc->be_pblock_bytes, NULL,
 			       0, &empty);
 	if (e < 0) {
 		fprintf(stderr, "cwsim: the model cannot serve a best-effort piece: %s\n",
 			strerror(-e));
-		return -EINVAL;
+		e = -EINVAL;
+		goto fail;
 	}
 	s.be_reserve = empty.be_reserve;
 	s.be_piece_bytes = sc->plan == SIM_PLAN_PAPER ? sc->be_pblock_bytes : empty.be_piece_bytes;
@@ -193,7 +354,7 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 				       .service_ns = sc->server_slice_ns };
 
 		for (unsigned d = 0; d < n; d++)
-			if ((e = add_task(&s, d, &srv)) < 0)
+			if ((e = sim_setup_add_task(&s, d, &srv)) < 0)
 				goto fail;
 		s.server_tasks = 1;
 	}
@@ -209,117 +370,12 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum s
 			e = -EINVAL;
 			goto fail;
 		}
-		dl[d] = r.delta_l_ns;
 	}
 	snprintf(s.refusal, sizeof(s.refusal), "no more streams asked for");
-	for (size_t i = 0; !max_streams || i < max_streams; i++) {
-		bool is_video = i % 2 == 0;
-		/* the draw happens for every pair, whatever the scenario, so
-		 * that phases are the same for video=mix, 817 and 245 */
-		bool big = sim_rng_below(&kinds, 2) == 0;
-		struct sim_stream st = { .video = is_video };
-		struct cw_admit_plan plan;
-		struct cw_admit_qos q;
-		struct cw_admit_layout lay;
-		uint64_t phase_draw = sim_rng_next(&kinds);
-
-		if (video == SIM_VIDEO_817)
-			big = true;
-		else if (video == SIM_VIDEO_245)
-			big = false;
-		if (!is_video) {
-			st.bandwidth_bps = 172 * SIM_KIB;
-			st.block_bytes = 256 * SIM_KIB;
-		} else if (big) {
-			st.bandwidth_bps = 817 * SIM_KIB;
-			st.block_bytes = SIM_MIB;
-		} else {
-			st.bandwidth_bps = 245 * SIM_KIB;
-			st.block_bytes = 256 * SIM_KIB;
-		}
-		st.block_bytes *= sc->buffer_scale;
-		st.disk = calloc(clip, sizeof(*st.disk));
-		st.off = calloc(clip, sizeof(*st.off));
-		if (!st.disk || !st.off) {
-			free(st.disk);
-			free(st.off);
-			e = -ENOMEM;
-			goto fail;
-		}
-		place(sc, pl, i, clip, &offs, cursor, &st);
-		for (unsigned d = 0; d < n; d++)
-			disks[d] = (struct cw_admit_disk){ .model = &sc->model, .tasks = s.tasks[d],
-							   .n_tasks = s.n_tasks[d],
-							   .be_reserve = s.be_reserve };
-		q = (struct cw_admit_qos){ .bandwidth_bps = st.bandwidth_bps,
-					   .block_bytes = st.block_bytes };
-		lay = (struct cw_admit_layout){ .pblock_bytes = st.block_bytes, .n_pblocks = clip,
-						.disk = st.disk, .disk_off = st.off,
-						.range_bytes = clip * st.block_bytes };
-		e = cw_admit_plan(&q, &lay, disks, n, &plan);
-		if (e < 0) {
-			fprintf(stderr, "cwsim: stream %zu: %s\n", i, plan.reason);
-			free(st.disk);
-			free(st.off);
-			goto fail;
-		}
-		if (!plan.admitted) {
-			char rate[CW_UNITS_BUF];
-
-			snprintf(s.refusal, sizeof(s.refusal), "stream %zu (%s %s): %s", i,
-				 is_video ? "video" : "audio",
-				 cw_units_format_rate(st.bandwidth_bps, rate), plan.reason);
-			cw_admit_plan_done(&plan);
-			free(st.disk);
-			free(st.off);
-			break;
-		}
-		st.period_ns = plan.stream_period_ns;
-		st.phase_ns = sc->aligned ? 0 : (int64_t)(phase_draw % (uint64_t)st.period_ns);
-		for (size_t k = 0; k < plan.n_parts; k++) {
-			const struct cw_admit_part *p = &plan.parts[k];
-
-			st.disk_period_ns[p->disk] = p->task.period_ns;
-			st.disk_service_ns[p->disk] = p->task.service_ns;
-			e = add_task(&s, p->disk, &p->task);
-			if (e < 0)
-				break;
-		}
-		cw_admit_plan_done(&plan);
-		if (e == 0 && s.n_streams == s.cap) {
-			size_t cap = s.cap ? s.cap * 2 : 32;
-			struct sim_stream *v = realloc(s.streams, cap * sizeof(*v));
-
-			if (!v)
-				e = -ENOMEM;
-			else {
-				s.streams = v;
-				s.cap = cap;
-			}
-		}
-		if (e < 0) {
-			free(st.disk);
-			free(st.off);
-			goto fail;
-		}
-		s.streams[s.n_streams++] = st;
-		if (curve) {
-			int64_t min = CW_ADMIT_NO_LIMIT;
-
-			for (unsigned d = 0; d < n; d++) {
-				struct cw_disk_plan dp;
-
-				if (st.disk_period_ns[d]) {
-					e = sim_setup_plan(&s, d, s.n_streams, &dp);
-					if (e < 0)
-						goto fail;
-					dl[d] = dp.delta_l_ns;
-				}
-				min = CW_MIN(min, dl[d]);
-			}
-			curve(userdata, s.n_streams, sim_setup_load_mb_s(&s, s.n_streams), min);
-		}
-	}
+	e = sc->pool_path[0] ? sim_pool_setup(&s, video, max_streams, curve, userdata) :
+			       own_setup(&s, video, max_streams, curve, userdata);
+	if (e < 0)
+		goto fail;
 	*ret = s;
 	return 0;
 fail:
@@ -565,7 +621,8 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		     bool *ret_rejected)
 {
 	const struct sim_scenario *sc = r->sc;
-	uint64_t pb = sc->be_pblock_bytes, ppp = r->setup->be_part_bytes / pb;
+	const struct sim_setup *s = r->setup;
+	uint64_t pb = sc->be_pblock_bytes, ppp = s->be_part_bytes / pb;
 	uint64_t area = sc->model.capacity_bytes - be_start(sc);
 	int e;
 
@@ -574,24 +631,34 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		uint64_t g = part * ppp + pos / pb;
 		/* to the end of the partition block, and no longer than a
 		 * piece of the plan */
-		uint64_t n = CW_MIN(CW_MIN(end, (pos / pb + 1) * pb) - pos, r->setup->be_piece_bytes);
-		unsigned disk = (unsigned)(g % sc->disks);
+		uint64_t n = CW_MIN(CW_MIN(end, (pos / pb + 1) * pb) - pos, s->be_piece_bytes);
+		unsigned disk = s->be_blocks ? s->be_blocks[g].disk : (unsigned)(g % sc->disks);
 		struct sreq *q = sreq_get(r);
 		int64_t c, cost;
 
 		if (!q)
 			return -ENOMEM;
-		q->off = be_start(sc) + g / sc->disks * pb + pos % pb;
 		q->bytes = n;
 		q->parent = parent;
 		q->client = from_client;
-		e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
-		if (e < 0)
-			return e;
-		/* what it costs its client: the mean access (a seek over a third
-		 * of the BE area, half a turn), not the bound that ΔL charges */
-		e = cw_model_access_ns(&sc->model, q->off >= area / 3 ? q->off - area / 3 :
-						   q->off + area / 3, q->off, n, 500000, &cost);
+		if (s->be_blocks) {
+			/* the pool's block, charged as clockwised charges it:
+			 * the bound anywhere on the disk, the mean access */
+			q->off = s->be_blocks[g].off + pos % pb;
+			e = cw_model_service_ns(&s->adm_model[disk], 0, 0, n, &c);
+			if (e == 0)
+				e = cw_model_mean_ns(&s->adm_model[disk], n, &cost);
+		} else {
+			q->off = be_start(sc) + g / sc->disks * pb + pos % pb;
+			e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
+			/* what it costs its client: the mean access (a seek
+			 * over a third of the BE area, half a turn), not the
+			 * bound that ΔL charges */
+			if (e == 0)
+				e = cw_model_access_ns(&sc->model, q->off >= area / 3 ?
+						       q->off - area / 3 : q->off + area / 3,
+						       q->off, n, 500000, &cost);
+		}
 		if (e < 0)
 			return e;
 		q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
@@ -694,12 +761,11 @@ static int client_done(struct run *r, unsigned disk, const struct sreq *q, int64
 static int raise_margin(struct run *r, unsigned disk, double factor)
 {
 	const struct sim_setup *s = r->setup;
-	const struct sim_scenario *sc = r->sc;
 	struct dstate *d = &r->d[disk];
 	uint32_t ppm = cw_sched_margin_raise(d->margin_ppm, factor);
-	double scale = (1.0 + ppm / 1e6) / (1.0 + sc->model.margin_ppm / 1e6);
+	double scale = (1.0 + ppm / 1e6) / (1.0 + s->adm_model[disk].margin_ppm / 1e6);
 	_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[disk] + 1) * sizeof(*set));
-	struct cw_model m = sc->model;
+	struct cw_model m = s->adm_model[disk];
 	struct cw_disk_plan p;
 	size_t n = 0, t;
 	int e;
@@ -718,7 +784,7 @@ static int raise_margin(struct run *r, unsigned disk, double factor)
 			n++;
 		}
 	m.margin_ppm = ppm;
-	e = cw_admit_disk_plan(&s->plan_opts, &m, m.tier, sc->be_pblock_bytes, set, n, &p);
+	e = cw_admit_disk_plan(&s->plan_opts, &m, m.tier, s->sc->be_pblock_bytes, set, n, &p);
 	if (e == -EBUSY || (e == 0 && p.delta_l_ns < 0)) {
 		d->no_slack = true;
 		r->slack_stopped++;
@@ -910,7 +976,7 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		cw_sched_sfc_conf_init(&sfc);
 		sfc.curve = sc->sfc_curve;
 		sfc.window_ppm = sc->sfc_window_ppm;
-		sfc.capacity_bytes = sc->model.capacity_bytes;
+		sfc.capacity_bytes = s->mech_model[d].capacity_bytes;
 		o.beq = r->order == SIM_BEQ_RBFQ ? cw_sched_beq_rbfq() :
 			r->order == SIM_BEQ_SFC ? cw_sched_beq_sfc() : cw_sched_beq_fifo();
 		o.beq_conf = r->order == SIM_BEQ_SFC ? &sfc : NULL;
@@ -918,7 +984,7 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		if (e < 0)
 			return e;
 		cw_sched_overrun_watch_init(&r->d[d].watch);
-		r->d[d].margin_ppm = sc->model.margin_ppm;
+		r->d[d].margin_ppm = s->adm_model[d].margin_ppm;
 		r->d[d].c_scale = 1.0;
 		r->d[d].idle_be_ns = o.idle_be_ns;
 		/* every admitted stream is known before its first request */
@@ -930,11 +996,13 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 			e = clients_setup(r, d, set, n, res);
 		if (e < 0)
 			return e;
-		cw_model_disk_opts_init(&mo);
-		mo.bus_bps = sc->bus_bps;
-		mo.phase_ns = sc->model.rotation_ns ?
-			      (int64_t)sim_rng_below(&phases, (uint64_t)sc->model.rotation_ns) : 0;
-		e = cw_model_disk_init(&r->d[d].mech, &sc->model, &mo);
+		cw_model_disk_opts_of(&s->mech_model[d], &mo);
+		if (sc->bus_bps)
+			mo.bus_bps = sc->bus_bps;	/* the scenario's bus */
+		mo.phase_ns = s->mech_model[d].rotation_ns ?
+			      (int64_t)sim_rng_below(&phases,
+						     (uint64_t)s->mech_model[d].rotation_ns) : 0;
+		e = cw_model_disk_init(&r->d[d].mech, &s->mech_model[d], &mo);
 		if (e < 0)
 			return e;
 		r->d[d].wake_at = INT64_MIN;

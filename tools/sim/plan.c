@@ -111,21 +111,11 @@ static int print_rows(bool json, const struct plan_row *rows, size_t n)
 	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
-static void pool_closep(struct cw_pool **p)
-{
-	cw_pool_close(*p);
-}
-
-static void state_freep(struct cw_admit_state **st)
-{
-	cw_admit_state_free(*st);
-}
-
 /* The pool's disks in id order, as clockwised's disk.plan lists them. */
 static int plan_pool(const struct sim_plan_args *a)
 {
-	_cleanup_(pool_closep) struct cw_pool *pool = NULL;
-	_cleanup_(state_freep) struct cw_admit_state *st = NULL;
+	_cleanup_(sim_pool_closep) struct cw_pool *pool = NULL;
+	_cleanup_(sim_state_freep) struct cw_admit_state *st = NULL;
 	_cleanup_free_ struct cw_disk_info *d = NULL;
 	_cleanup_free_ struct plan_row *rows = NULL;
 	struct cw_error err = { 0 };

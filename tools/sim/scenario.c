@@ -295,9 +295,9 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 			snprintf(sc->model_spec, sizeof(sc->model_spec), "pool:%s:%s", path, disk + 1);
 			return 0;
 		}
-		if (!*v || strlen(v) >= CW_MODEL_NAME_MAX)
-			return bad(where, key, "expected a preset name, file:PATH or "
-				   "pool:DB_PATH:DISK_NAME");
+		if (!*v || strlen(v) >= sizeof(sc->model_spec))
+			return bad(where, key, "expected a preset name (perhaps with settings such as "
+				   "bus=20MB/s), file:PATH or pool:DB_PATH:DISK_NAME");
 		snprintf(sc->model_spec, sizeof(sc->model_spec), "%s", v);
 		return 0;
 	}
@@ -442,6 +442,14 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		sc->bus_bps = (uint64_t)llround(x * 1e6);
 		return 0;
 	}
+	if (!strcmp(key, "pool")) {
+		if (!*v) {
+			sc->pool_path[0] = '\0';
+			return 0;
+		}
+		return set_path(sc->pool_path, sizeof(sc->pool_path), sc->base_dir, v) < 0 ?
+		       bad(where, key, "bad path") : 0;
+	}
 	if (!strcmp(key, "server_period_ms"))
 		return parse_time(v, CW_UNITS_MS, CW_UNITS_S * 3600, &sc->server_period_ns) < 0 ?
 		       bad(where, key, "expected milliseconds (or 10us, 1s; 0: no server)") : 0;
@@ -555,9 +563,12 @@ int sim_scenario_finish(struct sim_scenario *sc)
 	else if (!strncmp(sc->model_spec, "pool:", 5))
 		e = load_model_pool(sc->model_spec + 5, &sc->model);
 	else {
-		e = cw_model_preset(sc->model_spec, &sc->model);
+		/* a preset and its mechanics, as emulate = takes it */
+		char why[512];
+
+		e = cw_model_from_string_why(sc->model_spec, &sc->model, why, sizeof(why));
 		if (e < 0)
-			fprintf(stderr, "cwsim: model: unknown preset '%s'\n", sc->model_spec);
+			fprintf(stderr, "cwsim: model: %s\n", why);
 	}
 	if (e < 0)
 		return -EINVAL;
@@ -584,6 +595,21 @@ int sim_scenario_finish(struct sim_scenario *sc)
 	if (sc->be_peak < sc->be_rate) {
 		fprintf(stderr, "cwsim: be_peak must be at least be_rate\n");
 		return -EINVAL;
+	}
+	if (sc->pool_path[0]) {
+		/* the pool's disks and blocks, laid out by one placement */
+		if (__builtin_popcount(sc->placements) != 1) {
+			fprintf(stderr, "cwsim: pool: one placement (the partitions' in the pool), "
+				"not several\n");
+			return -EINVAL;
+		}
+		if (sc->server_period_ns) {
+			fprintf(stderr, "cwsim: pool: the pool's admission keeps its own best-effort "
+				"room; server_period_ms does not apply\n");
+			return -EINVAL;
+		}
+		if (sim_pool_probe(sc->pool_path, &sc->disks, &sc->be_pblock_bytes) < 0)
+			return -EINVAL;
 	}
 	return 0;
 }

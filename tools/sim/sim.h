@@ -112,6 +112,10 @@ struct sim_scenario {
 	uint64_t bus_bps;		/* 0: no bus limit */
 	int64_t server_period_ns;	/* periodic BE server on every disk, 0: none */
 	int64_t server_slice_ns;
+	/* A pool database: its disks, the partitions cwsim lays out in it
+	 * (cw_part_create, as clockwised does) and its admission state
+	 * (cw_admit_state_reserve) in place of cwsim's own (empty: none). */
+	char pool_path[PATH_MAX];
 	enum sim_plan plan;
 	unsigned loads;			/* sweep: load points per placement */
 	unsigned be_orders;		/* bit mask of enum sim_be_order */
@@ -179,6 +183,12 @@ void sim_trace_done(struct sim_trace *t);
 
 /* ---- engine.c ---------------------------------------------------------- */
 
+/* Where a partition block of a BE partition lies. */
+struct sim_pblock {
+	uint32_t disk;		/* index into the scenario's disks */
+	uint64_t off;		/* byte offset on the disk */
+};
+
 /* One RT stream as admitted: its QoS and, per disk it uses, the task. */
 struct sim_stream {
 	bool video;
@@ -201,6 +211,7 @@ struct sim_setup {
 	size_t cap;
 	struct sim_stream *streams;
 	char refusal[CW_ADMIT_REASON_MAX + 192];	/* why the next one was refused */
+	uint64_t next_bps, next_block;	/* the refused one's QoS (0: none refused) */
 	/* per disk: tasks in admission order (the server first, if any) */
 	struct cw_task *tasks[SIM_MAX_DISKS];
 	size_t n_tasks[SIM_MAX_DISKS];
@@ -209,6 +220,16 @@ struct sim_setup {
 	struct cw_admit_plan_opts plan_opts;	/* sim_scenario_plan_opts */
 	struct cw_task be_reserve;	/* admission keeps it on every disk (zero: none) */
 	uint64_t be_piece_bytes;	/* BE pieces are cut at most this long */
+	/* Per disk (sc->disks): the model admission books it as, and the
+	 * one its mechanics run (both sc->model without a pool; with one,
+	 * what the pool's admission state has, and the model the disk
+	 * emulates or else sc->model). */
+	struct cw_model *adm_model, *mech_model;
+	/* With a pool: each BE partition's blocks, be_part_bytes /
+	 * be_pblock_bytes of them per partition, partition after partition
+	 * (NULL: striped over the BE area), and the disks' pool ids. */
+	struct sim_pblock *be_blocks;
+	uint32_t disk_ids[SIM_MAX_DISKS];
 };
 
 /* Admits streams (video, its audio, next video, ...) until admission
@@ -220,6 +241,23 @@ int sim_setup_build(const struct sim_scenario *sc, enum sim_placement placement,
 		    enum sim_video video, size_t max_streams, sim_curve_fn curve, void *userdata,
 		    struct sim_setup *ret);
 void sim_setup_done(struct sim_setup *s);
+/* The size of each BE partition: the BE area of every disk, in pool
+ * blocks, shared out.  Prints why not and returns -EINVAL. */
+int sim_be_part_bytes(const struct sim_scenario *sc, uint64_t *ret);
+/* What the setters of a set-up share (engine.c for cwsim's own layout,
+ * pool.c for a pool's).  Stream i's kind (video or audio, its rate and
+ * block, clip entries of disk and off allocated) and the draw its
+ * phase comes from (modulo its period): every pair of streams draws the
+ * same whatever the scenario, from kinds seeded with (seed, 1). */
+int sim_stream_draw(const struct sim_scenario *sc, enum sim_video video, size_t i,
+		    uint64_t clip, struct sim_rng *kinds, struct sim_stream *st,
+		    uint64_t *ret_phase_draw);
+void sim_stream_free(struct sim_stream *st);
+int sim_setup_add_task(struct sim_setup *s, unsigned d, const struct cw_task *t);
+/* Appends st (admitted, its tasks added) to s's streams, and tells curve;
+ * on failure st is freed. */
+int sim_setup_push(struct sim_setup *s, struct sim_stream *st, sim_curve_fn curve,
+		   void *userdata);
 /* The plan of disk d carrying the server (if any) and the first n_streams
  * streams, as clockwised would run it (cw_admit_disk_plan); an explicit
  * server shows as the plan's server, and is not one of its n_tasks. */
@@ -285,6 +323,26 @@ int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_tr
 /* The same with the BE order given (sim_run: the scenario's first). */
 int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
 	       enum cw_sched_policy policy, enum sim_be_order order, struct sim_result *ret);
+
+/* ---- pool.c ------------------------------------------------------------ */
+
+struct cw_pool;
+/* For _cleanup_: close and free (NULL-safe). */
+void sim_pool_closep(struct cw_pool **p);
+void sim_state_freep(struct cw_admit_state **st);
+
+/* The number of disks and the block size of the pool at path, for a
+ * scenario with pool = path; prints why not and returns -errno. */
+int sim_pool_probe(const char *path, unsigned *ret_disks, uint64_t *ret_block_bytes);
+/* The streams of sim_setup_build on the pool: each stream i on partition
+ * "s<i>" and BE partition p on "be<p>" (made with the scenario's
+ * placement, streams in the outer zone and best effort in the inner one,
+ * unless they are there already), admitted one after the other by the
+ * pool's admission state until it refuses one or max_streams (0: no
+ * limit) are in.  s has its common part set.  Prints why not and
+ * returns -errno. */
+int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams,
+		   sim_curve_fn curve, void *userdata);
 
 /* ---- report.c ---------------------------------------------------------- */
 

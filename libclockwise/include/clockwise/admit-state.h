@@ -209,8 +209,9 @@ void cw_admit_state_opts_init(struct cw_admit_state_opts *opts);
 
 struct cw_admit_state;
 
-/* Builds the state of pool: every disk's model (stored, else its tier's
- * preset), every stored reservation booked exactly as it was admitted.
+/* Builds the state of pool: every disk's model (stored, else the model it
+ * emulates as a CW_ADMIT_MODEL_CONFIG one, else its tier's preset), every
+ * stored reservation booked exactly as it was admitted.
  * No events are sent for what it loads.  The pool must outlive the state.
  * -errno, with the pool's reason in cw_pool_last_error() where it has one. */
 int cw_admit_state_new(struct cw_pool *pool, const struct cw_admit_state_opts *opts,

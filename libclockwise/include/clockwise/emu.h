@@ -53,7 +53,9 @@ struct cw_io_emu_opts {
 void cw_io_emu_opts_init(struct cw_io_emu_opts *opts);
 
 /* A new engine for depth requests in flight emulating model (copied);
- * opts NULL: the defaults.  -EINVAL for an invalid model or options. */
+ * opts NULL: the defaults with the model's own mechanics
+ * (cw_model_disk_opts_of; callers with opts set opts->disk so).  -EINVAL
+ * for an invalid model or options. */
 int cw_io_emu_new(const struct cw_model *model, const struct cw_io_emu_opts *opts,
 		  unsigned depth, struct cw_io_engine **ret_engine);
 

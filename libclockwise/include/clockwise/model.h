@@ -68,6 +68,15 @@ struct cw_model {
 	 * (an image's calibration: 999, the 99.9th percentile, unless told
 	 * otherwise); 0 when the model says none.  500..1000 otherwise. */
 	unsigned tail_permille;
+	/* The mechanics an emulated or simulated disk runs
+	 * (cw_model_disk_opts_of; 0: cw_model_disk_opts_init's default).
+	 * Admission does not read them. */
+	unsigned channels;		/* SSD: parallel channels, 1..CW_MODEL_MAX_CHANNELS */
+	uint64_t stripe_bytes;		/* SSD: channel interleave */
+	uint32_t write_ppm;		/* SSD: a write's cost per 10^6 of a read's */
+	uint64_t gc_every_bytes;	/* SSD: a collection after this many bytes written ... */
+	int64_t gc_pause_ns;		/* ... holding the device this long (both or neither) */
+	uint64_t bus_bps;		/* the host bus: no faster than this */
 };
 
 /* Checks the invariants above: 0 or -EINVAL. */
@@ -80,9 +89,21 @@ int cw_model_preset(const char *name, struct cw_model *ret_model);
 /* NULL-terminated list of the preset names. */
 const char *const *cw_model_preset_names(void);
 /* A preset by name, or a stored model string ("cwmodel1 ..."): what
- * configuration and commands accept where a model is named.  -ENOENT for
- * an unknown preset, -EINVAL for a string that does not parse. */
+ * configuration and commands accept where a model is named.  A preset's
+ * name may be followed by settings of its mechanics, which a model string
+ * may carry too (space-separated):
+ *   channels=N        SSD: parallel channels (1..CW_MODEL_MAX_CHANNELS)
+ *   stripe=SIZE       SSD: channel interleave ("128K")
+ *   write=X           SSD: a write costs X reads (a decimal, 0.001..1000)
+ *   gc=SIZE/DURATION  SSD: after every SIZE written the device pauses
+ *                     DURATION ("1G/50ms"; at most 100 s)
+ *   bus=RATE          the host bus's rate ("300MB/s"); any tier
+ * (sizes, rates and durations as clockwise/units.h reads them).
+ * -ENOENT for an unknown preset, -EINVAL for a string that does not
+ * parse.  cw_model_from_string_why also says why, in one line, in why
+ * (len bytes, may be 0). */
 int cw_model_from_string(const char *s, struct cw_model *ret_model);
+int cw_model_from_string_why(const char *s, struct cw_model *ret_model, char *why, size_t len);
 
 /* Seek time for a distance (curve interpolation, no margin). */
 int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t distance_bytes);
@@ -128,13 +149,16 @@ int cw_model_access_ns(const struct cw_model *m, uint64_t head_bytes, uint64_t o
  * overhead + seek[0] + bytes at the zone's rate (a write costs write_ppm
  * millionths of that), so one request alone takes what the model says and
  * requests on different channels overlap.  After every gc_every_bytes
- * written, the whole device pauses gc_pause_ns (garbage collection).
+ * written, the whole device pauses gc_pause_ns (garbage collection).  A
+ * bus carries one request's bytes at a time at bus_bps: a request alone
+ * takes the longer of its channel's time and its transfer on the bus,
+ * and requests together no more than the bus carries.
  */
 #define CW_MODEL_MAX_CHANNELS 64
 
 struct cw_model_disk_opts {
 	size_t size;			/* sizeof(struct cw_model_disk_opts) */
-	uint64_t bus_bps;		/* HDD: a bus slower than this adds time; 0: none */
+	uint64_t bus_bps;		/* a bus slower than this adds time; 0: none */
 	int64_t phase_ns;		/* HDD: platter angle at time 0, 0..rotation_ns */
 	unsigned channels;		/* SSD: 1..CW_MODEL_MAX_CHANNELS */
 	uint64_t stripe_bytes;		/* SSD: channel interleave, > 0 */
@@ -149,11 +173,16 @@ struct cw_model_disk {
 	uint64_t head_bytes;		/* HDD: where the last transfer ended */
 	uint64_t written_bytes;		/* SSD: since the last collection */
 	int64_t free_ns[CW_MODEL_MAX_CHANNELS];	/* SSD: each channel busy until */
+	int64_t bus_free_ns;		/* SSD: the bus busy until */
 };
 
 /* Defaults: no bus, phase 0, 4 channels of 128 KiB stripes, writes at
  * twice a read's cost, no garbage collection. */
 void cw_model_disk_opts_init(struct cw_model_disk_opts *opts);
+/* The defaults with what the model sets of its mechanics (channels,
+ * stripe, write cost, collection, bus): what the emulator and cwsim run
+ * a disk of model m with. */
+void cw_model_disk_opts_of(const struct cw_model *m, struct cw_model_disk_opts *opts);
 
 /* Sets up a disk with its head at 0 and every channel idle; opts NULL:
  * the defaults.  -EINVAL for an invalid model or options. */

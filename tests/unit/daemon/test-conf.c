@@ -399,11 +399,36 @@ static void test_bad_disks(void)
 		 "1: disks[0].model = \"a-model-name-longer-than-31-bytes\" is not a valid name; expected 1 to 31 "
 		 "of A-Z a-z 0-9 . _ -, not starting with .");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\";\n emulate = \"atlas3\"; } );\n",
-		 "2: disks[0].emulate = \"atlas3\" is not a known model; expected a preset (atlas2, "
-		 "hdd7200, ssd, rbd) or a model string \"cwmodel1 ...\" as calibration stores it");
+		 "2: disks[0].emulate: \"atlas3\" is not a known model; expected a preset (atlas2, "
+		 "hdd7200, ssd, rbd), perhaps with settings (channels=, stripe=, write=, gc=, bus=), "
+		 "or a model string \"cwmodel1 ...\" as calibration stores it");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"cwmodel1 name=x\"; } );\n",
-		 "1: disks[0].emulate is not a valid model string; expected \"cwmodel1 name=... "
-		 "tier=... cap=... rot=... ovh=... seek=... zones=...\"");
+		 "1: disks[0].emulate: not a valid model string; expected \"cwmodel1 name=... "
+		 "tier=... cap=... rot=... ovh=... seek=... zones=...\" as calibration stores it");
+	/* the mechanics of an emulated disk, each bad value with why */
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\";\n\n emulate = \"ssd channels=0\"; } );\n",
+		 "3: disks[0].emulate: channels=0: expected 1 to 64");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"ssd channels=65\"; } );\n",
+		 "1: disks[0].emulate: channels=65: expected 1 to 64");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"ssd write=0\"; } );\n",
+		 "1: disks[0].emulate: write=0: expected what a write costs in reads, 0.001 to 1000 "
+		 "(2: twice a read)");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"ssd gc=1G\"; } );\n",
+		 "1: disks[0].emulate: gc=1G: expected SIZE/DURATION, a pause of DURATION after every "
+		 "SIZE written (1G/50ms)");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"ssd gc=1G/200s\"; } );\n",
+		 "1: disks[0].emulate: gc=.../200s: expected a duration such as 90 (seconds), 1.5s, "
+		 "250ms, 10m or 2h, above 0 and at most 100 s");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"ssd bus=fast\"; } );\n",
+		 "1: disks[0].emulate: bus=fast: expected " CW_UNITS_RATE_HELP);
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"ssd speed=3\"; } );\n",
+		 "1: disks[0].emulate: speed: not a setting of a preset; expected channels, stripe, "
+		 "write, gc or bus");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"atlas2 channels=4\"; } );\n",
+		 "1: disks[0].emulate: channels, stripe, write and gc are an SSD's settings, and this "
+		 "model's tier is hdd");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = \"ssd channels=2 channels=3\"; } );\n",
+		 "1: disks[0].emulate: channels is set twice");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; emulate = 7200; } );\n",
 		 "1: disks[0].emulate is an integer; expected a model preset or a model string in quotes");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; policy = \"rr\"; } );\n",

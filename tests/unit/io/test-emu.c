@@ -6,7 +6,9 @@
  * rotational wait that averages half a revolution; requests finish in
  * arrival order, or reordered by the command queue when it is on, which
  * then serves a scattered batch sooner; a flush waits for earlier writes;
- * SSD channels overlap; lateness is measured and warned about once;
+ * SSD channels overlap, and the channels, write cost, collection pause
+ * and bus a model string sets change the time as they say; lateness is
+ * measured and warned about once;
  * requests past the emulated capacity fail as on a block device of that
  * size; the data is really written and read.
  *
@@ -242,6 +244,95 @@ static void test_ssd_channels(void)
 	cw_io_engine_free(e);
 }
 
+/* An engine for a model string, with the mechanics it sets (as clockwised
+ * sets up an emulated disk). */
+static struct cw_io_engine *emu_spec(const char *spec, struct cw_model *ret_m)
+{
+	struct cw_io_emu_opts o;
+	struct cw_io_engine *e = NULL;
+
+	CU_ASSERT_FATAL(cw_model_from_string(spec, ret_m) == 0);
+	cw_io_emu_opts_init(&o);
+	cw_model_disk_opts_of(ret_m, &o.disk);
+	o.inner = CW_IO_AIO;
+	o.late_warn_ns = slack_ns;
+	CU_ASSERT_FATAL(cw_io_emu_new(ret_m, &o, 16, &e) == 0);
+	return e;
+}
+
+static int64_t timed(struct cw_io_engine *e, enum cw_io_op op, void *buf, size_t len, uint64_t off)
+{
+	int64_t t0 = cw_now_ns();
+
+	CU_ASSERT_FATAL(cw_io_sync(e, fd, op, buf, len, off) == (int64_t)len);
+	return cw_now_ns() - t0;
+}
+
+/* What the emulator says it was late by at most: never early, and late
+ * by no more than it reports (a loaded host delays it). */
+static int64_t late(struct cw_io_engine *e)
+{
+	struct cw_io_emu_stats st;
+
+	CU_ASSERT_FATAL(cw_io_emu_stats(e, &st) == 0);
+	return st.late_max_ns + slack_ns;
+}
+
+static void test_ssd_mechanics_set(void)
+{
+	struct cw_model m;
+	struct cw_io_engine *e;
+	_cleanup_free_ void *buf = cw_io_alloc(64 << 10);
+	uint64_t spread[4];
+	unsigned order[4];
+	int64_t one, t, t0, best = INT64_MAX;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(buf, 0x3c, 64 << 10);
+	/* channels=1: four reads on four stripes queue on the one channel */
+	e = emu_spec("ssd channels=1", &m);
+	one = least(&m, 0, 0, BLK);
+	for (unsigned i = 0; i < 4; i++)
+		spread[i] = i * (128 << 10);
+	for (int k = 0; k < 3; k++)
+		best = CW_MIN(best, batch(e, spread, 4, order));
+	printf("\n  channels=1: 4 reads on 4 stripes %" PRId64 " us (one %" PRId64 " us)\n",
+	       best / 1000, one / 1000);
+	CU_ASSERT(best >= 4 * one);
+	cw_io_engine_free(e);
+	/* write=50: a 64K write takes 50 reads of it */
+	e = emu_spec("ssd write=50", &m);
+	one = least(&m, 0, 0, 64 << 10);
+	t = timed(e, CW_IO_WRITE, buf, 64 << 10, 0);
+	printf("  write=50: a 64K write %" PRId64 " us (a read %" PRId64 " us)\n", t / 1000,
+	       one / 1000);
+	CU_ASSERT(t >= 50 * one - 1);
+	CU_ASSERT(t <= 50 * one + late(e));
+	cw_io_engine_free(e);
+	/* gc=128K/40ms: the write that completes 128K starts a pause, which
+	 * a read right after it waits out (the first 64K start none) */
+	e = emu_spec("ssd gc=128K/40ms", &m);
+	one = least(&m, 0, 0, 64 << 10);
+	t = timed(e, CW_IO_WRITE, buf, 64 << 10, 0);
+	CU_ASSERT(t <= 2 * one + late(e));
+	t0 = cw_now_ns();
+	(void)timed(e, CW_IO_WRITE, buf, 64 << 10, 64 << 10);
+	(void)timed(e, CW_IO_READ, buf, BLK, 3 * (128 << 10));
+	t = cw_now_ns() - t0;
+	printf("  gc=128K/40ms: the write that fills 128K and a read after it %" PRId64 " ms\n",
+	       t / CW_NS_PER_MS);
+	CU_ASSERT(t >= 2 * one + 40 * CW_NS_PER_MS);
+	CU_ASSERT(t <= 2 * one + 40 * CW_NS_PER_MS + least(&m, 0, 0, BLK) + 2 * late(e));
+	cw_io_engine_free(e);
+	/* bus=1MB/s: a 64K read no faster than the bus carries it */
+	e = emu_spec("ssd bus=1MB/s", &m);
+	t = timed(e, CW_IO_READ, buf, 64 << 10, 0);
+	printf("  bus=1MB/s: a 64K read %" PRId64 " ms\n", t / CW_NS_PER_MS);
+	CU_ASSERT(t >= (int64_t)65536 * 1000);
+	CU_ASSERT(t <= (int64_t)65536 * 1000 + late(e));
+	cw_io_engine_free(e);
+}
+
 static void test_lateness_warned(void)
 {
 	struct cw_model m;
@@ -329,6 +420,7 @@ int main(void)
 	cwtest_add(su, "arrival order; the command queue reorders", test_order_and_satf);
 	cwtest_add(su, "a flush waits for earlier writes", test_flush_barrier);
 	cwtest_add(su, "SSD channels overlap", test_ssd_channels);
+	cwtest_add(su, "a model string's channels, write cost, gc and bus", test_ssd_mechanics_set);
 	cwtest_add(su, "lateness is measured and warned about", test_lateness_warned);
 	cwtest_add(su, "past the emulated capacity", test_capacity);
 	cwtest_add(su, "the data is really there", test_data_is_real);

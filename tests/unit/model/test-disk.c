@@ -6,13 +6,17 @@
  * random head positions, times, ranges and sizes; a bus slower than the
  * media does break the bound (so cwsim's overrun count can see it); seeks
  * and rotation really cost time; an SSD's channels overlap, its writes
- * cost more than its reads, and garbage collection pauses the device.
+ * cost more than its reads, and garbage collection pauses the device;
+ * the mechanics a model string sets (channels, stripe, write cost, gc,
+ * bus) each change the time as specified, round-trip through the stored
+ * form, and bad values are refused.
  */
 #include "config.h"
 
 #include <inttypes.h>
 
 #include <errno.h>
+#include <string.h>
 #include <clockwise/model.h>
 
 #include "common/util.h"
@@ -170,6 +174,93 @@ static void test_ssd_gc(void)
 	CU_ASSERT(after < end + o.gc_pause_ns + CW_NS_PER_MS);
 }
 
+/* The mechanics a model string sets, each changing the time as cw_model.h
+ * says against the same model without it; and they are stored and read
+ * back exactly. */
+static struct cw_model_disk disk_of(const char *spec, struct cw_model *m)
+{
+	struct cw_model_disk d;
+	struct cw_model_disk_opts o;
+	char why[256];
+
+	CU_ASSERT_FATAL(cw_model_from_string_why(spec, m, why, sizeof(why)) == 0);
+	cw_model_disk_opts_of(m, &o);
+	CU_ASSERT_FATAL(cw_model_disk_init(&d, m, &o) == 0);
+	return d;
+}
+
+static void test_model_mechanics(void)
+{
+	struct cw_model base, m, back;
+	struct cw_model_disk d0 = disk_of("ssd", &base), d;
+	int64_t t0 = 1000000, one, a, b;
+	char text[2048];
+	uint64_t w = 0;
+
+	(void)d0;
+	CU_ASSERT_FATAL(cw_model_access_ns(&base, 0, 0, 65536, 0, &one) == 0);
+	/* channels: stripes 0 and 1 overlap on four channels, queue on one */
+	d = disk_of("ssd", &m);
+	a = cw_model_disk_ssd_finish(&d, t0, 0, 65536, false);
+	CU_ASSERT_EQUAL(cw_model_disk_ssd_finish(&d, t0, 128 << 10, 65536, false), a);
+	d = disk_of("ssd channels=1", &m);
+	CU_ASSERT_EQUAL(m.channels, 1);
+	a = cw_model_disk_ssd_finish(&d, t0, 0, 65536, false);
+	CU_ASSERT_EQUAL(cw_model_disk_ssd_finish(&d, t0, 128 << 10, 65536, false), a + one);
+	/* stripe: with 64K stripes, 64K is the next channel, not the same */
+	d = disk_of("ssd channels=2 stripe=64K", &m);
+	a = cw_model_disk_ssd_finish(&d, t0, 0, 65536, false);
+	CU_ASSERT_EQUAL(cw_model_disk_ssd_finish(&d, t0, 64 << 10, 65536, false), a);
+	CU_ASSERT_EQUAL(cw_model_disk_ssd_finish(&d, t0, 128 << 10, 65536, false), a + one);
+	/* write: a write costs X reads */
+	d = disk_of("ssd write=3.5", &m);
+	CU_ASSERT_EQUAL(m.write_ppm, 3500000);
+	b = cw_model_disk_ssd_finish(&d, t0, 0, 65536, true) - t0;
+	CU_ASSERT(b >= one * 7 / 2 - 1 && b <= one * 7 / 2 + 1);
+	/* gc: a pause after every SIZE written, holding every channel */
+	d = disk_of("ssd gc=256K/30ms", &m);
+	CU_ASSERT(m.gc_every_bytes == 256 << 10 && m.gc_pause_ns == 30 * CW_NS_PER_MS);
+	for (a = t0; w < (256 << 10); w += 65536)
+		a = cw_model_disk_ssd_finish(&d, t0, w, 65536, true);
+	b = cw_model_disk_ssd_finish(&d, a, 3 * (128 << 10), 4096, false);
+	CU_ASSERT(b >= a + 30 * CW_NS_PER_MS);
+	CU_ASSERT(b < a + 31 * CW_NS_PER_MS);
+	/* bus: a request alone no faster than the bus; two on other
+	 * channels one after the other on it */
+	d = disk_of("ssd bus=1MB/s", &m);
+	CU_ASSERT_EQUAL(m.bus_bps, 1000000);
+	a = cw_model_disk_ssd_finish(&d, t0, 0, 65536, false);
+	CU_ASSERT_EQUAL(a - t0, CW_MAX(one, (int64_t)65536 * 1000));
+	b = cw_model_disk_ssd_finish(&d, t0, 128 << 10, 65536, false);
+	CU_ASSERT_EQUAL(b, a + (int64_t)65536 * 1000);
+	/* and on a disk: a bus slower than the media adds to a transfer */
+	d = disk_of("atlas2", &base);
+	a = cw_model_disk_serve(&d, 0, 0, MIB);
+	d = disk_of("atlas2 bus=2MB/s", &m);
+	b = cw_model_disk_serve(&d, 0, 0, MIB);
+	CU_ASSERT(b > a);
+	CU_ASSERT(b >= (int64_t)MIB * 500);	/* 1 MiB at 2 MB/s */
+	/* stored and read back exactly; a model without them as before */
+	CU_ASSERT_FATAL(cw_model_from_string("ssd channels=8 stripe=256K write=2.25 gc=1G/50ms "
+					     "bus=300MB/s", &m) == 0);
+	CU_ASSERT_FATAL(cw_model_format(&m, text, sizeof(text)) > 0);
+	CU_ASSERT(strstr(text, " channels=8 stripe=262144 write=2.250000 gc=1073741824/50000000ns "
+			 "bus=300000000") != NULL);
+	CU_ASSERT_FATAL(cw_model_parse(text, &back) == 0);
+	CU_ASSERT(memcmp(&m, &back, sizeof(m)) == 0);
+	CU_ASSERT_FATAL(cw_model_format(&base, text, sizeof(text)) > 0);
+	CU_ASSERT(strstr(text, "channels") == NULL && strstr(text, "bus") == NULL);
+	/* bad values are refused */
+	CU_ASSERT_EQUAL(cw_model_from_string("ssd channels=0", &m), -EINVAL);
+	CU_ASSERT_EQUAL(cw_model_from_string("ssd write=0.0001", &m), -EINVAL);
+	CU_ASSERT_EQUAL(cw_model_from_string("ssd gc=1G/0", &m), -EINVAL);
+	CU_ASSERT_EQUAL(cw_model_from_string("atlas2 write=2", &m), -EINVAL);
+	CU_ASSERT_EQUAL(cw_model_from_string("nosuch channels=2", &m), -ENOENT);
+	snprintf(text, sizeof(text), "cwmodel1 name=x tier=ssd cap=1000000 rot=0 ovh=0 "
+		 "seek=0:0 zones=1000000:1000000 channels=99");
+	CU_ASSERT_EQUAL(cw_model_parse(text, &m), -EINVAL);
+}
+
 static void test_bad_opts(void)
 {
 	struct cw_model m;
@@ -199,6 +290,8 @@ int main(void)
 	cwtest_add(s, "seek and rotation cost time", test_costs);
 	cwtest_add(s, "SSD channels and writes", test_ssd_channels);
 	cwtest_add(s, "SSD garbage collection", test_ssd_gc);
+	cwtest_add(s, "a model's mechanics: channels, stripe, write, gc, bus",
+		   test_model_mechanics);
 	cwtest_add(s, "bad options", test_bad_opts);
 	return cwtest_run();
 }
