@@ -12,8 +12,10 @@
 #    best effort keeps the disk busy: the stream's requests wait on their
 #    connection (the reader cannot run), or are started or reaped late
 #    (the dispatcher cannot).
-# A disk and a stream that keep time count nothing.  (The overrun class
-# is shown by test-miss's timelines; provoking it here is still to do.)
+#  - overrun: an emulated SSD whose writes cost 50 reads while admission
+#    charges a write like a read: best-effort writes overrun their charge
+#    and the stream's reads wait behind them.
+# A disk and a stream that keep time count nothing.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires jq nbdcopy
@@ -110,6 +112,32 @@ check "so does the reservation" test "$(resv_classes | jq '[.[].delivery] | add'
 sleep 1.5	# the log is written once a second
 check "each late reply is logged with its times" \
 	grep -Eq 'disk hdd0: stream [0-9]+ \(reservation [0-9]+\) missed a deadline by [0-9]+ us \(delivery\): its data was ready [0-9]+ us before the deadline and its reply left [0-9]+ us after it' \
+	"$(cwd_log)"
+check "stop" cwd_stop
+
+# ---- overrun: best effort that takes longer than it is charged
+# An SSD whose writes cost 50 reads (write=50) while admission charges a
+# write like a read: each best-effort write overruns its charge by far
+# more than the slack the plan keeps, and the stream's reads, each within
+# its own C, wait behind it.
+conf "model = \"ssd\"; emulate = \"ssd write=50\";"
+cwd_start
+fastest
+( while :; do qemu-io -f raw -c "write -P 0x33 0 8M" "$(cwd_uri media)" >/dev/null || exit; done ) &
+be=$!
+stream overrun "$rate" 3 >"$cw_tmp/overrun.json"
+kill "$be" 2>/dev/null; wait "$be" 2>/dev/null
+echo "overrun: $(classes)"
+check "the stream saw misses" jq -e '.summary.misses > 0' "$cw_tmp/overrun.json"
+check "the disk counts them as overruns" test "$(classes | jq '.overrun')" -gt 0
+check "none as the model's" test "$(classes | jq '.model')" -eq 0
+check "so does the reservation" test "$(resv_classes | jq '[.[].overrun] | add')" -gt 0
+check "best-effort overruns are counted" \
+	test "$(ctl --json stats | jq '[.disks[] | select(.disk == "hdd0") | .be_overruns] | add')" -gt 0
+unbind overrun
+sleep 1.5
+check "the log names the best-effort request that overran" \
+	grep -Eq 'missed a deadline by [0-9]+ us \(overrun\):.*a best-effort request ending [0-9]+ us after the release overran its charge by [0-9]+ us' \
 	"$(cwd_log)"
 check "stop" cwd_stop
 
