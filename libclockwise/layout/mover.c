@@ -270,6 +270,10 @@ int cw_mover_next(struct cw_pool *pool, struct cw_mover_task *ret)
 			r = -EBUSY;
 			break;
 		}
+		if (mv->phase == MV_NONE && lay_cache_busy(pool)) {
+			ret->action = CW_MOVER_WAIT;	/* a cache step holds the gates */
+			break;
+		}
 		if (mv->phase == MV_NONE && !step_begin(pool)) {
 			ret->action = CW_MOVER_IDLE;
 			break;
