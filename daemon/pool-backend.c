@@ -194,23 +194,19 @@ struct submission {
 	void *done_arg;
 };
 
-/* The pieces that repeat a write's piece p (at partition offset off, on
- * extent e) on the destination of a block being moved: from n on, at most
- * room of them; returns how many, or -EIO without room. */
-static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, uint64_t off,
-			 const struct cw_extent *e, unsigned n, unsigned room, uint32_t *ret_di)
+/* The pieces that repeat a write's piece p, its bytes from skip on, on
+ * extent m (a moving block's destination, a block's cache copy): from n
+ * on, at most room of them; returns how many, or -EIO without room. */
+static int copy_pieces(struct pb *pb, struct preq *q, const struct piece *p, uint64_t skip,
+		       const struct cw_extent *mp_ext, unsigned n, unsigned room, uint32_t *ret_di)
 {
-	struct pb *pb = x->pb;
-	struct cw_extent m;
-	uint64_t skip, done = 0;
+	struct cw_extent m = *mp_ext;
+	uint64_t done = 0;
 	enum cw_io_op op = p->io.op;
 	bool zero = p->io.buf == pb->zeros;
 	unsigned k = 0;
 	int di;
 
-	if ((op != CW_IO_WRITE && op != CW_IO_PUNCH) ||
-	    cw_part_write_mirror(x->part, off, e, &skip, &m) != 1)
-		return 0;
 	di = pb_disk_index(pb, m.disk_id);
 	if (di < 0)
 		return di;
@@ -241,6 +237,20 @@ static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, u
 	return (int)k;
 }
 
+/* The pieces that repeat a write's piece p (at partition offset off, on
+ * extent e) on the destination of a block being moved. */
+static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, uint64_t off,
+			 const struct cw_extent *e, unsigned n, unsigned room, uint32_t *ret_di)
+{
+	struct cw_extent m;
+	uint64_t skip;
+
+	if ((p->io.op != CW_IO_WRITE && p->io.op != CW_IO_PUNCH) ||
+	    cw_part_write_mirror(x->part, off, e, &skip, &m) != 1)
+		return 0;
+	return copy_pieces(x->pb, q, p, skip, &m, n, room, ret_di);
+}
+
 /* Maps, splits and books a submission.  A READ skips holes (zeros, no
  * I/O).  Pieces end at pool blocks, zero chunks and BE piece limits.  It
  * passes the partition's I/O gate, and a write to a block being moved is
@@ -251,9 +261,12 @@ static int submit(struct pbx *x, const struct submission *s)
 	uint64_t off = s->off, end = s->off + s->len;
 	uint32_t chunk = s->zero ? ZERO_CHUNK : UINT32_MAX;
 	uint64_t least = CW_MIN(CW_MIN(pb->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
-	/* The mirror of one moving block: as many pieces again as a block. */
-	size_t maxp = s->len / least + s->len / pb->block_size + 3 +
-		      (s->op == CW_IO_READ ? 0 : pb->block_size / least + 2);
+	/* The mirror of one moving block: as many pieces again as a block;
+	 * a partition with a cache may write everything twice. */
+	struct cw_cache *cache = cw_part_cache(x->part);
+	size_t once = s->len / least + s->len / pb->block_size + 3;
+	size_t maxp = once + (s->op == CW_IO_READ ? 0 : pb->block_size / least + 2) +
+		      (cache && s->op != CW_IO_READ ? once : 0);
 	/* FUA flushes each disk touched, and there are no more of those
 	 * than pieces (disks may be added meanwhile: not pb->ndisks). */
 	unsigned nflush = s->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, n = 0, i;
@@ -269,18 +282,27 @@ static int submit(struct pbx *x, const struct submission *s)
 		return -ENOMEM;
 	q->gate = x->part;
 	q->gate_ticket = cw_part_io_begin(x->part);
+	/* Inside the gate: a cache is freed only after a drain. */
+	if (cache != cw_part_cache(x->part)) {
+		cw_part_io_end(x->part, q->gate_ticket);
+		preq_free(q);
+		return submit(x, s);	/* the cache changed meanwhile */
+	}
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	bool rt = rv && off >= rv->a->range_start_bytes && end <= rv->a->range_end_bytes &&
 		  in_span(rv->a, q->arrival_ns);
 
 	while (off < end) {
 		uint64_t want = CW_MIN(end - off, chunk);
-		struct cw_extent e;
+		struct cw_extent e, ce;
 		struct piece *p = &q->p[n];
 		enum cw_io_op op = s->op;
+		enum cw_cache_route cr = CW_CACHE_ORIGIN;
 		bool prt;
 		int di;
 
+		if (cache)	/* one block at a time: each has its own route */
+			want = CW_MIN(want, pb->block_size - (off & (pb->block_size - 1)));
 		if (op == CW_IO_READ) {
 			r = cw_part_allocated(x->part, off, want, &want);
 			if (r < 0)
@@ -299,6 +321,24 @@ static int submit(struct pbx *x, const struct submission *s)
 			r = di;
 			goto fail;
 		}
+		prt = rt && resv_part(rv, e.disk_id);
+		if (!prt && e.length > pb->disks[di].be_piece)
+			e.length = pb->disks[di].be_piece;	/* fits in less slack */
+		if (cache)
+			cr = cw_cache_route(cache, off, e.length, op != CW_IO_READ, &ce);
+		if (cr == CW_CACHE_SSD) {
+			/* Served by the cache copy, as best effort: the SSD has no
+			 * part in a reservation (cache.h, rule 2). */
+			di = pb_disk_index(pb, ce.disk_id);
+			if (di < 0) {
+				r = di;
+				goto fail;
+			}
+			e = ce;
+			prt = false;
+			if (e.length > pb->disks[di].be_piece)
+				e.length = pb->disks[di].be_piece;
+		}
 		if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
 			if (!s->zero) {
 				off += e.length;	/* nothing to give back here */
@@ -308,9 +348,6 @@ static int submit(struct pbx *x, const struct submission *s)
 			if (e.length > ZERO_CHUNK)
 				e.length = ZERO_CHUNK;
 		}
-		prt = rt && resv_part(rv, e.disk_id);
-		if (!prt && e.length > pb->disks[di].be_piece)
-			e.length = pb->disks[di].be_piece;	/* fits in less slack */
 		if (n >= maxp) {	/* cannot happen: pieces end at blocks */
 			r = -EIO;
 			goto fail;
@@ -336,14 +373,21 @@ static int submit(struct pbx *x, const struct submission *s)
 			uint32_t mdi = 0;
 
 			e.length = p->io.len;
-			r = mirror_pieces(x, q, p, off, &e, n, (unsigned)(maxp - n), &mdi);
-			if (r < 0)
-				goto fail;
-			if (r > 0 && !seen[pb->disks[mdi].id]) {
-				seen[pb->disks[mdi].id] = true;
-				touched[nt++] = mdi;
+			/* A block being moved, and a cache copy that stays equal. */
+			for (int k = 0; k < 2; k++) {
+				ce.length = e.length;
+				r = k == 0 ? mirror_pieces(x, q, p, off, &e, n, (unsigned)(maxp - n), &mdi)
+				    : cr == CW_CACHE_BOTH ? copy_pieces(pb, q, p, 0, &ce, n,
+									(unsigned)(maxp - n), &mdi)
+				    : 0;
+				if (r < 0)
+					goto fail;
+				if (r > 0 && !seen[pb->disks[mdi].id]) {
+					seen[pb->disks[mdi].id] = true;
+					touched[nt++] = mdi;
+				}
+				n += (unsigned)r;
 			}
-			n += (unsigned)r;
 		}
 		off += e.length;
 	}

@@ -25,6 +25,7 @@
 #include <clockwise/io.h>
 #include <clockwise/model.h>
 #include <clockwise/mover.h>
+#include <clockwise/cache.h>
 #include <clockwise/sched.h>
 #include <clockwise/sched-beq.h>
 #include <clockwise/slots.h>
@@ -435,7 +436,12 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 /* pool-backend.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
 
-/* pool-mover.c: the thread that carries out the pool's moves */
+/* pool-mover.c: the thread that carries out the pool's moves (and the
+ * caches' steps, pool-cache.c, when no move runs).  pb_mover_io: one of
+ * its I/Os, waited for. */
+int pb_mover_io(struct pb *pb, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
+		void *buf);
+bool pb_cache_work(struct pb *pb, void *buf);
 int pb_mover_start(struct pb *pb);
 void pb_mover_stop(struct pb *pb);
 

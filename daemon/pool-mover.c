@@ -41,7 +41,7 @@ static void wait1_done(void *arg, int err)
 }
 
 /* One I/O of the mover, waited for: 0 or -errno. */
-static int mover_io(struct pb *pb, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
+int pb_mover_io(struct pb *pb, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
 		    void *buf)
 {
 	struct wait1 w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -75,11 +75,11 @@ static void copy_block(struct pb *pb, const struct cw_mover_task *t, void *buf)
 	int rerr, werr = 0;
 
 	take_dst(pb, t);
-	rerr = mover_io(pb, t->src_disk_id, CW_IO_READ, t->src_offset, t->length, buf);
+	rerr = pb_mover_io(pb, t->src_disk_id, CW_IO_READ, t->src_offset, t->length, buf);
 	if (rerr == 0)
-		werr = mover_io(pb, t->dst_disk_id, CW_IO_WRITE, t->dst_offset, t->length, buf);
+		werr = pb_mover_io(pb, t->dst_disk_id, CW_IO_WRITE, t->dst_offset, t->length, buf);
 	if (rerr == 0 && werr == 0)
-		werr = mover_io(pb, t->dst_disk_id, CW_IO_FSYNC, 0, 0, NULL);
+		werr = pb_mover_io(pb, t->dst_disk_id, CW_IO_FSYNC, 0, 0, NULL);
 	if (rerr < 0)
 		cwd_log(LOG_ERR, "move %" PRIu64 ": block %" PRIu64 " of its partition does not read "
 			"from disk %u (%s): it stays where it is", t->move_id, t->block,
@@ -131,6 +131,8 @@ static void *mover_main(void *arg)
 		}
 		switch (t.action) {
 		case CW_MOVER_IDLE:
+			if (pb_cache_work(pb, buf))
+				break;	/* the caches' turn (pool-cache.c) */
 			if (!logged_idle)
 				cwd_log(LOG_INFO, "no move runs any more");
 			logged_idle = true;

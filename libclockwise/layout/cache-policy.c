@@ -159,11 +159,11 @@ int cw_cache_policy_new(uint64_t nblocks, uint32_t nslots, const struct cw_cache
 	if (p->o.tick_ns <= 0)
 		p->o.tick_ns = CW_NS_PER_S;
 	if (!p->o.decay_shift || p->o.decay_shift > 16)
-		p->o.decay_shift = 2;
+		p->o.decay_shift = 6;
 	if (!p->o.promote_levels)
 		p->o.promote_levels = 1;
 	if (!p->o.min_hits)
-		p->o.min_hits = 2;
+		p->o.min_hits = 1;
 	if (!p->o.max_hotspots)
 		p->o.max_hotspots = UINT32_C(1) << 20;
 	p->nblocks = nblocks;

@@ -56,9 +56,10 @@ struct cw_cache_policy;
 
 struct cw_cache_policy_opts {
 	int64_t tick_ns;		/* heat decays once per tick (0: 1 s) */
-	unsigned decay_shift;		/* heat -= heat >> decay_shift per tick (0: 2) */
+	unsigned decay_shift;		/* heat -= heat >> decay_shift per tick (0: 6,
+				 * a half-life of some 44 ticks) */
 	unsigned promote_levels;	/* hotter than the coldest by this many levels (0: 1) */
-	uint32_t min_hits;		/* hits in a tick before a block is a candidate (0: 2) */
+	uint32_t min_hits;		/* hits before a block is a candidate (0: 1) */
 	uint32_t max_hotspots;		/* bound of hit counters (0: 1 << 20) */
 };
 
