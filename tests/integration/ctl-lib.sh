@@ -32,7 +32,7 @@ CTL_STANDIN=0
 
 ctl_start() {
 	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true policy=delta-l
-	local resv=() disks="" emulate="" model=""
+	local resv=() disks="" emulate="" model="" essd=""
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -42,6 +42,8 @@ ctl_start() {
 		--policy) policy=$2; shift ;;
 		--reserve) resv+=(-r "$2"); shift ;;
 		--emulate) emulate="emulate = \"$2\";"; shift ;;
+		--emulate-ssd) essd=",
+  { path = \"$dir/ssd0.img\"; name = \"ssd0\"; emulate = \"$2\"; }"; shift ;;
 		--model) model="model = \"$2\";"; shift ;;
 		*) echo "ctl_start: unknown option $1" >&2; return 1 ;;
 		esac
@@ -49,7 +51,7 @@ ctl_start() {
 	done
 	[ -z "$emulate$model" ] || disks="disks = (
   { path = \"$dir/hdd0.img\"; name = \"hdd0\"; $emulate $model },
-  { path = \"$dir/hdd1.img\"; name = \"hdd1\"; $emulate $model } );"
+  { path = \"$dir/hdd1.img\"; name = \"hdd1\"; $emulate $model }$essd );"
 	CTL_STANDIN=0
 	CTL_SOCK=$dir/control
 	CTL_NBD=$dir/nbd.sock
