@@ -19,7 +19,11 @@
 #define CACHE_ROUND_STEPS 256
 #define CACHE_DRAIN_NS (100 * CW_NS_PER_US)
 
-/* The reserved ranges of each partition, as its cache's pins. */
+static void take_cache_disk(struct pb *pb, struct cw_part *part, uint32_t disk_id);
+
+/* The reserved ranges of each partition, as its cache's pins; and its
+ * cache's disks in its exports' disk lists (a cache that restarted with
+ * armed blocks serves them before any promotion). */
 static void pin_reserved(struct pb *pb)
 {
 	_cleanup_free_ struct cw_part_info *parts = NULL;
@@ -32,8 +36,14 @@ static void pin_reserved(struct pb *pb)
 		struct cw_part *part;
 		size_t k = 0;
 
+		uint32_t ids[CW_DISKS_MAX];
+		size_t nd;
+
 		if (cw_part_lookup(pb->pool, parts[i].name, &part) < 0 || !cw_part_cache(part))
 			continue;
+		nd = cw_part_cache_disks(part, ids);
+		for (size_t j = 0; j < nd; j++)
+			take_cache_disk(pb, part, ids[j]);
 		pthread_mutex_lock(&pb->resv_lock);
 		for (size_t r = 0; r < pb->nresvs && k < 64; r++) {
 			const struct cw_admit_resv *a = pb->resvs[r] ? pb->resvs[r]->a : NULL;
