@@ -9,7 +9,11 @@
  *     beyond max_hotspots.  The data path only increments a counter (and,
  *     for a cached block, its slot's); once per tick the worker folds the
  *     counts into a decayed heat, heat += hits * 16 - heat >> decay_shift,
- *     so a block that stops being used cools geometrically.
+ *     so a block that stops being used cools geometrically.  The default
+ *     half-life is long (some 710 ticks): a cache holding an eighth of a
+ *     partition must tell apart blocks read every few minutes, and a
+ *     short memory makes every miss look as hot as them (each swap is a
+ *     copy on the HDD).
  *
  *   - Cached slots live in a multiqueue: one list per heat level
  *     (level = the bit length of heat / 8, capped), so the coldest cached
@@ -159,7 +163,7 @@ int cw_cache_policy_new(uint64_t nblocks, uint32_t nslots, const struct cw_cache
 	if (p->o.tick_ns <= 0)
 		p->o.tick_ns = CW_NS_PER_S;
 	if (!p->o.decay_shift || p->o.decay_shift > 16)
-		p->o.decay_shift = 6;
+		p->o.decay_shift = 10;
 	if (!p->o.promote_levels)
 		p->o.promote_levels = 1;
 	if (!p->o.min_hits)

@@ -24,10 +24,11 @@
  * partition's gate (mover.c) before it looks at the word; the worker
  * drains the gate after each transition that changes where I/O may go,
  * before it depends on it:
- *   - promotion: EMPTY -> COPYING, drain (writes that went to the HDD
- *     only are done), copy HDD -> SSD and sync, then COPYING -> VALID
- *     unless a write came meanwhile (then copy again).  Write-back: the
- *     row is committed, then VALID -> ARMED;
+ *   - promotion (in batches of up to 16 blocks behind one drain):
+ *     EMPTY -> COPYING, drain (writes that went to the HDD only are
+ *     done), copy HDD -> SSD and sync, then COPYING -> VALID unless a
+ *     write came meanwhile (then the block stays EMPTY).  Write-back:
+ *     the row is committed, then VALID -> ARMED;
  *   - write-back: ARMED -> CLEANING, drain (writes to the SSD only are
  *     done), copy SSD -> HDD and sync, CLEANING -> VALID unless a write
  *     came (they went to both, but may have raced the copy: copy again),
@@ -68,7 +69,7 @@
 #define W_FLAGS (W_REWRITTEN | W_DIRTY)
 #define WORD(st, slot) (((uint64_t)(st) << 32) | (uint64_t)(slot))
 
-/* A copy a write overlapped this many times in a row is given up. */
+/* A write-back a write overlapped this many times in a row waits. */
 #define CACHE_RETRIES 16
 
 static const char sql_slot_insert[] =
@@ -608,14 +609,41 @@ static void start(struct cw_pool *pool, struct cw_part *p, struct cw_cache *c, u
 	w->retries = 0;
 }
 
-/* Promotes block b into the free slot. */
-static void start_promote(struct cw_pool *pool, struct cw_part *p, struct cw_cache *c, uint64_t b,
-			  uint32_t slot)
+/* Adds block b to the batch of promotions: its slot is taken in the
+ * policy at once (so the next decision picks another), and writes to it
+ * go to the HDD and mark it REWRITTEN from now on. */
+static void batch_add(struct cw_pool *pool, struct cw_cache *c, uint64_t b, uint32_t slot)
 {
-	start(pool, p, c, b, slot);
-	pool->cachew.promote = true;
+	struct cache_worker *w = &pool->cachew;
+
+	cw_cache_policy_cached(c->pol, slot, b);
 	atomic_store(&c->word[b], WORD(ST_COPYING, slot));
-	drain_then(pool, CP_COPY);
+	w->bblock[w->bn] = b;
+	w->bslot[w->bn++] = slot;
+}
+
+/* The batch's next block, copied after the one drain of the batch (a
+ * drained parity stays drained: no I/O joins it again). */
+static void batch_next(struct cw_pool *pool)
+{
+	struct cache_worker *w = &pool->cachew;
+
+	if (w->bi >= w->bn)
+		return;
+	w->block = w->bblock[w->bi];
+	w->slot = w->bslot[w->bi++];
+	w->phase = CP_DRAIN;
+	w->after = CP_COPY;
+}
+
+/* A promotion not done (a write came, a disk failed): the block stays on
+ * the HDD only, its slot free. */
+static void promote_undo(struct cw_pool *pool)
+{
+	struct cache_worker *w = &pool->cachew;
+
+	atomic_store(&w->c->word[w->block], WORD(ST_EMPTY, 0));
+	cw_cache_policy_uncached(w->c->pol, w->slot);
 }
 
 /* Writes back block b (ARMED), then demotes it if demote. */
@@ -724,23 +752,32 @@ static bool pick(struct cw_pool *pool, struct cw_part *p, int64_t now_ns)
 	if (c->failed)
 		return false;
 	cw_cache_policy_tick(c->pol, now_ns);
-	for (;;) {
+	/* Promotions in a batch behind one drain: a drain waits for the
+	 * partition's I/O in flight, which on a busy HDD costs as much as
+	 * the copy. */
+	pool->cachew.bn = pool->cachew.bi = 0;
+	while (pool->cachew.bn < CW_ARRAY_SIZE(pool->cachew.bblock)) {
 		cw_cache_policy_next(c->pol, &d);
-		if (d.kind == CW_CACHE_EVICT) {
+		if (d.kind == CW_CACHE_EVICT && !pool->cachew.bn) {
 			start_demote(pool, p, c, d.block);
 			return true;
 		}
 		if (d.kind != CW_CACHE_PROMOTE)
-			return false;
+			break;
 		/* A hole reads as zeros without the cache; a block past the
 		 * end (shrunk) has nothing to copy. */
 		if (d.block < atomic_load_explicit(&p->nblocks, memory_order_acquire) &&
 		    W_STATE(atomic_load(&c->word[d.block])) == ST_EMPTY &&
-		    cw_part_allocated(p, d.block << p->bshift, 0, &b) == 1) {
-			start_promote(pool, p, c, d.block, d.slot);
-			return true;
-		}
+		    cw_part_allocated(p, d.block << p->bshift, 0, &b) == 1)
+			batch_add(pool, c, d.block, d.slot);
 	}
+	if (!pool->cachew.bn)
+		return false;
+	start(pool, p, c, 0, 0);
+	pool->cachew.promote = true;
+	pool->cachew.parity = gate_bump(p);
+	batch_next(pool);
+	return true;
 }
 
 /* After a drain: the step the drain was for. */
@@ -756,7 +793,8 @@ static int resume(struct cw_pool *pool, struct cw_cache_task *t)
 		r = copy_task(pool, t);
 		if (r < 0) {	/* the block went away or its disk did */
 			if (w->promote) {
-				atomic_store(&w->c->word[w->block], WORD(ST_EMPTY, 0));
+				promote_undo(pool);
+				batch_next(pool);
 			} else {
 				word_move(w->c, w->block, ST_CLEANING,
 					  WORD(ST_ARMED, w->slot) | W_DIRTY);
@@ -844,7 +882,8 @@ int cw_cache_copied(struct cw_pool *pool, int read_err, int write_err)
 		 * leaves the block armed (its data is on the SSD) and stops
 		 * this cache's work until the daemon restarts. */
 		if (w->promote) {
-			atomic_store(&c->word[b], WORD(ST_EMPTY, 0));
+			promote_undo(pool);
+			batch_next(pool);
 		} else {
 			word_move(c, b, ST_CLEANING, WORD(ST_ARMED, w->slot) | W_DIRTY);
 			c->failed = true;
@@ -855,16 +894,13 @@ int cw_cache_copied(struct cw_pool *pool, int read_err, int write_err)
 	if (w->promote) {
 		uint64_t want = WORD(ST_COPYING, w->slot);
 
+		/* A write came during the copy: the block is not promoted now
+		 * (it may be again, as any candidate). */
 		if (!atomic_compare_exchange_strong(&c->word[b], &want, WORD(ST_VALID, w->slot))) {
-			if (++w->retries >= CACHE_RETRIES) {
-				atomic_store(&c->word[b], WORD(ST_EMPTY, 0));
-				goto out;
-			}
-			atomic_store(&c->word[b], WORD(ST_COPYING, w->slot));
-			drain_then(pool, CP_COPY);
+			promote_undo(pool);
+			batch_next(pool);
 			goto out;
 		}
-		cw_cache_policy_cached(c->pol, w->slot, b);
 		p->cache_cnt.promotions++;
 		/* Write-back: the row first, then writes may go to the SSD
 		 * only.  Without the row the block stays write-through. */
@@ -874,6 +910,7 @@ int cw_cache_copied(struct cw_pool *pool, int read_err, int write_err)
 			word_move(c, b, ST_VALID, WORD(ST_ARMED, w->slot));
 			c->armed++;
 		}
+		batch_next(pool);
 		goto out;
 	}
 	{

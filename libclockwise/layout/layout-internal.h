@@ -217,6 +217,10 @@ struct cache_worker {
 	uint32_t slot;
 	bool promote, demote;
 	unsigned parity, retries;
+	/* Promotions go in batches behind one drain: bn blocks, bi next. */
+	uint64_t bblock[16];
+	uint32_t bslot[16];
+	unsigned bn, bi;
 };
 
 int lay_cache_load(struct cw_pool *pool, struct cw_error *err);

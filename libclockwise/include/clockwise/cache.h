@@ -56,8 +56,8 @@ struct cw_cache_policy;
 
 struct cw_cache_policy_opts {
 	int64_t tick_ns;		/* heat decays once per tick (0: 1 s) */
-	unsigned decay_shift;		/* heat -= heat >> decay_shift per tick (0: 6,
-				 * a half-life of some 44 ticks) */
+	unsigned decay_shift;		/* heat -= heat >> decay_shift per tick (0: 10,
+				 * a half-life of some 710 ticks) */
 	unsigned promote_levels;	/* hotter than the coldest by this many levels (0: 1) */
 	uint32_t min_hits;		/* hits before a block is a candidate (0: 1) */
 	uint32_t max_hotspots;		/* bound of hit counters (0: 1 << 20) */
