@@ -80,7 +80,7 @@ static void cache_copy(struct pb *pb, const struct cw_cache_task *t, void *buf)
 	rerr = pb_mover_io(pb, t->src_disk_id, CW_IO_READ, t->src_offset, t->length, buf);
 	if (rerr == 0)
 		werr = pb_mover_io(pb, t->dst_disk_id, CW_IO_WRITE, t->dst_offset, t->length, buf);
-	if (rerr == 0 && werr == 0)
+	if (rerr == 0 && werr == 0 && t->sync)
 		werr = pb_mover_io(pb, t->dst_disk_id, CW_IO_FSYNC, 0, 0, NULL);
 	if (rerr < 0 || werr < 0) {
 		cw_part_info(t->part, &info);

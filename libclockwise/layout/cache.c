@@ -588,7 +588,8 @@ static int copy_task(struct cw_pool *pool, struct cw_cache_task *t)
 	    pool->disks[ENTRY_DISK(origin)]->state != CW_DISK_PRESENT)
 		return -ENODEV;
 	*t = (struct cw_cache_task){ .action = CW_CACHE_COPY, .part = p, .block = w->block,
-				     .promote = w->promote, .length = UINT32_C(1) << p->bshift };
+				     .promote = w->promote, .length = UINT32_C(1) << p->bshift,
+				     .sync = !w->promote || w->c->conf.mode == CW_CACHE_WRITE_BACK };
 	t->src_disk_id = ENTRY_DISK(w->promote ? origin : slot);
 	t->src_offset = ENTRY_PBLOCK(w->promote ? origin : slot) << p->bshift;
 	t->dst_disk_id = ENTRY_DISK(w->promote ? slot : origin);

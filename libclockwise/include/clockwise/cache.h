@@ -159,7 +159,7 @@ enum cw_cache_route cw_cache_route(struct cw_cache *c, uint64_t offset, uint64_t
 enum cw_cache_action {
 	CW_CACHE_IDLE = 0,	/* nothing to do */
 	CW_CACHE_WAIT = 1,	/* I/O in flight must drain: ask again soon */
-	CW_CACHE_COPY = 2,	/* copy src to dst, sync dst, cw_cache_copied() */
+	CW_CACHE_COPY = 2,	/* copy src to dst (sync dst if sync), cw_cache_copied() */
 };
 
 struct cw_cache_task {
@@ -167,6 +167,10 @@ struct cw_cache_task {
 	struct cw_part *part;
 	uint64_t block;
 	bool promote;			/* HDD to SSD; false: written back */
+	bool sync;			/* dst must be durable before cw_cache_copied(): a
+					 * write-back, or a promotion that arms the block;
+					 * a write-through copy is lost with the cache
+					 * at a restart anyway */
 	uint32_t src_disk_id, dst_disk_id;
 	uint64_t src_offset, dst_offset;	/* physical bytes */
 	uint32_t length;
