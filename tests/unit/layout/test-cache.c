@@ -494,24 +494,18 @@ static void test_overlap(void)
  */
 #define KB 24
 
-static void child_write(struct cw_part *p, uint32_t *gen, uint64_t b, int wfd)
-{
-	uint64_t msg[2] = { b, gen[b] + 1 };
+static struct cw_part *gpart;	/* the child's partition */
 
-	if (write(wfd, msg, sizeof(msg)) != sizeof(msg))
-		_exit(3);
-	c_write(p, b, ++gen[b], true);
-	msg[1] |= UINT64_C(1) << 63;
-	if (write(wfd, msg, sizeof(msg)) != sizeof(msg))
-		_exit(3);
+static void synced_write(uint64_t b, uint32_t g)
+{
+	c_write(gpart, b, g, true);
 }
 
-static uint64_t xorshift(uint64_t *x)
+/* A write of a new generation of block b, reported. */
+static void child_write(struct cw_part *p, uint32_t *gen, uint64_t b, int wfd)
 {
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
+	gpart = p;
+	tp_write_reported(wfd, b, ++gen[b], synced_write);
 }
 
 static void child(const char *db, uint64_t seed, int wfd)
@@ -542,7 +536,7 @@ static void child(const char *db, uint64_t seed, int wfd)
 		cw_part_cache_set(p, &conf);
 	}
 	for (;;) {
-		uint64_t x = xorshift(&seed);
+		uint64_t x = tp_xorshift(&seed);
 
 		if (x & 0x100)
 			child_write(p, gen, x % KB, wfd);
@@ -588,7 +582,6 @@ static void test_kill9(void)
 		acked[b] = flying[b] = 1;
 	for (int it = 0; it < kills; it++) {
 		struct timespec ts = { 0, 30000000 + (long)((seed >> 8) % 200000000) };
-		uint64_t msg[2];
 		int fds[2], stw;
 		pid_t pid;
 
@@ -605,12 +598,7 @@ static void test_kill9(void)
 		kill(pid, SIGKILL);
 		CU_ASSERT_FATAL(waitpid(pid, &stw, 0) == pid);
 		CU_ASSERT(WIFSIGNALED(stw));
-		while (read(fds[0], msg, sizeof(msg)) == sizeof(msg)) {
-			if (msg[1] >> 63)
-				acked[msg[0]] = (uint32_t)msg[1];
-			else
-				flying[msg[0]] = (uint32_t)msg[1];
-		}
+		tp_read_reports(fds[0], acked, flying);
 		close(fds[0]);
 		tp_reopen(&t);	/* no block owned twice, maps agree */
 		gpool = t.pool;
