@@ -40,6 +40,7 @@ static const cwc_handler_fn handlers[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_HEADROOM] = cwc_cmd_disk_headroom,
 	[CW_CTL_CMD_DISK_EVACUATE] = cwc_cmd_disk_evacuate,
 	[CW_CTL_CMD_PART_MOVE] = cwc_cmd_part_move,
+	[CW_CTL_CMD_PART_CACHE] = cwc_cmd_part_cache,
 	[CW_CTL_CMD_MOVE_LIST] = cwc_cmd_move_list,
 	[CW_CTL_CMD_MOVE_PAUSE] = cwc_cmd_move_pause,
 	[CW_CTL_CMD_MOVE_RESUME] = cwc_cmd_move_resume,

@@ -125,6 +125,9 @@ int cwc_cmd_part_resize(struct ctx *c, json_object **ret);
 /* control-move.c */
 int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret);
 int cwc_cmd_part_move(struct ctx *c, json_object **ret);
+/* control-cache.c */
+int cwc_cmd_part_cache(struct ctx *c, json_object **ret);
+json_object *cwc_caches_json(struct cwc_server *srv);
 int cwc_cmd_move_list(struct ctx *c, json_object **ret);
 int cwc_cmd_move_pause(struct ctx *c, json_object **ret);
 int cwc_cmd_move_resume(struct ctx *c, json_object **ret);

@@ -207,6 +207,7 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 	cwc_add(*ret, "disks", disks);
 	cwc_add(*ret, "reservations", resvs);
 	cwc_add(*ret, "exports", exports);
+	cwc_add(*ret, "caches", cwc_caches_json(srv));
 	return 0;
 }
 

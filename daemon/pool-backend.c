@@ -203,6 +203,59 @@ struct submission {
 	void *done_arg;
 };
 
+/* The pieces that repeat a write's piece p, its bytes from skip on, on
+ * extent m (a moving block's destination, a block's cache copy): from n
+ * on, at most room of them; returns how many, or -EIO without room. */
+static int copy_pieces(struct pb *pb, struct preq *q, const struct piece *p, uint64_t skip,
+		       const struct cw_extent *mp_ext, unsigned n, unsigned room, uint32_t *ret_di)
+{
+	struct cw_extent m = *mp_ext;
+	uint64_t done = 0;
+	enum cw_io_op op = p->io.op;
+	bool zero = p->io.buf == pb->zeros;
+	unsigned k = 0;
+	int di;
+
+	di = pb_disk_index(pb, m.disk_id);
+	if (di < 0)
+		return di;
+	if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
+		op = CW_IO_WRITE;	/* the destination cannot punch: zeros */
+		zero = true;
+	}
+	while (done < m.length) {
+		uint64_t len = CW_MIN(m.length - done, pb->disks[di].be_piece);
+		struct piece *mp = &q->p[n + k];
+
+		if (zero)
+			len = CW_MIN(len, ZERO_CHUNK);
+		if (k >= room)
+			return -EIO;
+		*mp = (struct piece){ .req = q,
+				      .lane = piece_lane(pb, (uint32_t)di, m.phys_offset + done) };
+		mp->io = (struct cw_io_req){
+			.fd = pb->disks[di].fd, .op = op, .len = len, .off = m.phys_offset + done,
+			.buf = op == CW_IO_PUNCH ? NULL : zero ? pb->zeros
+			       : (uint8_t *)p->io.buf + skip + done,
+			.user = mp,
+		};
+		done += len;
+		k++;
+	}
+	*ret_di = (uint32_t)di;
+	return (int)k;
+}
+
+/* The disk (by slot) a write's copy went to, marked in seen (by id) and
+ * appended to touched once. */
+static void note_touched(struct pb *pb, uint32_t di, bool *seen, uint32_t *touched, unsigned *nt)
+{
+	if (!seen[pb->disks[di].id]) {
+		seen[pb->disks[di].id] = true;
+		touched[(*nt)++] = di;
+	}
+}
+
 /* The pieces that repeat a write's piece p (at partition offset off, on
  * extent e) on the destinations of blocks being moved: from n on, at most
  * room of them; returns how many, or -EIO without room.  The disks they
@@ -211,7 +264,6 @@ static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, u
 			 const struct cw_extent *e, unsigned n, unsigned room, bool *seen,
 			 uint32_t *touched, unsigned *nt)
 {
-	struct pb *pb = x->pb;
 	struct cw_extent ms[CW_MOVER_DEPTH_MAX];
 	uint64_t skips[CW_MOVER_DEPTH_MAX];
 	unsigned k = 0;
@@ -221,45 +273,18 @@ static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, u
 		return 0;
 	nm = cw_part_write_mirrors(x->part, off, e, skips, ms, CW_MOVER_DEPTH_MAX);
 	for (int j = 0; j < nm; j++) {
-		const struct cw_extent *m = &ms[j];
-		enum cw_io_op op = p->io.op;
-		bool zero = p->io.buf == pb->zeros;
-		uint64_t done = 0;
-		int di = pb_disk_index(pb, m->disk_id);
+		uint32_t di = 0;
+		int r = copy_pieces(x->pb, q, p, skips[j], &ms[j], n + k, room - k, &di);
 
-		if (di < 0)
-			return di;
-		if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
-			op = CW_IO_WRITE;	/* the destination cannot punch: zeros */
-			zero = true;
-		}
-		while (done < m->length) {
-			uint64_t len = CW_MIN(m->length - done, pb->disks[di].be_piece);
-			struct piece *mp = &q->p[n + k];
-
-			if (zero)
-				len = CW_MIN(len, ZERO_CHUNK);
-			if (k >= room)
-				return -EIO;
-			*mp = (struct piece){ .req = q,
-					      .lane = piece_lane(pb, (uint32_t)di, m->phys_offset + done) };
-			mp->io = (struct cw_io_req){
-				.fd = pb->disks[di].fd, .op = op, .len = len,
-				.off = m->phys_offset + done,
-				.buf = op == CW_IO_PUNCH ? NULL : zero ? pb->zeros
-				       : (uint8_t *)p->io.buf + skips[j] + done,
-				.user = mp,
-			};
-			done += len;
-			k++;
-		}
-		if (!seen[m->disk_id]) {
-			seen[m->disk_id] = true;
-			touched[(*nt)++] = (uint32_t)di;
-		}
+		if (r < 0)
+			return r;
+		k += (unsigned)r;
+		if (r > 0)
+			note_touched(x->pb, di, seen, touched, nt);
 	}
 	return (int)k;
 }
+
 
 /* Maps, splits and books a submission.  A READ skips holes (zeros, no
  * I/O).  Pieces end at pool blocks, zero chunks and BE piece limits.  It
@@ -271,9 +296,12 @@ static int submit(struct pbx *x, const struct submission *s)
 	uint64_t off = s->off, end = s->off + s->len;
 	uint32_t chunk = s->zero ? ZERO_CHUNK : UINT32_MAX;
 	uint64_t least = CW_MIN(CW_MIN(pb->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
-	/* The mirrors of moving blocks: as many pieces again, and a block's. */
+	/* The mirrors of moving blocks: as many pieces again, and a block's;
+	 * a partition with a cache may write everything once more. */
+	struct cw_cache *cache = cw_part_cache(x->part);
 	size_t base = s->len / least + s->len / pb->block_size + 3;
-	size_t maxp = base + (s->op == CW_IO_READ ? 0 : base + pb->block_size / least + 2);
+	size_t maxp = base + (s->op == CW_IO_READ ? 0 : base + pb->block_size / least + 2) +
+		      (cache && s->op != CW_IO_READ ? base : 0);
 	/* FUA flushes each disk touched, and there are no more of those
 	 * than pieces (disks may be added meanwhile: not pb->ndisks). */
 	unsigned nflush = s->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, n = 0, i;
@@ -289,18 +317,27 @@ static int submit(struct pbx *x, const struct submission *s)
 		return -ENOMEM;
 	q->gate = x->part;
 	q->gate_ticket = cw_part_io_begin(x->part);
+	/* Inside the gate: a cache is freed only after a drain. */
+	if (cache != cw_part_cache(x->part)) {
+		cw_part_io_end(x->part, q->gate_ticket);
+		preq_free(q);
+		return submit(x, s);	/* the cache changed meanwhile */
+	}
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	bool rt = rv && off >= rv->a->range_start_bytes && end <= rv->a->range_end_bytes &&
 		  in_span(rv->a, q->arrival_ns);
 
 	while (off < end) {
 		uint64_t want = CW_MIN(end - off, chunk);
-		struct cw_extent e;
+		struct cw_extent e, ce;
 		struct piece *p = &q->p[n];
 		enum cw_io_op op = s->op;
+		enum cw_cache_route cr = CW_CACHE_ORIGIN;
 		bool prt;
 		int di;
 
+		if (cache)	/* one block at a time: each has its own route */
+			want = CW_MIN(want, pb->block_size - (off & (pb->block_size - 1)));
 		if (op == CW_IO_READ) {
 			r = cw_part_allocated(x->part, off, want, &want);
 			if (r < 0)
@@ -319,6 +356,24 @@ static int submit(struct pbx *x, const struct submission *s)
 			r = di;
 			goto fail;
 		}
+		prt = rt && resv_part(rv, e.disk_id);
+		if (!prt && e.length > pb->disks[di].be_piece)
+			e.length = pb->disks[di].be_piece;	/* fits in less slack */
+		if (cache)
+			cr = cw_cache_route(cache, off, e.length, op != CW_IO_READ, &ce);
+		if (cr == CW_CACHE_SSD) {
+			/* Served by the cache copy, as best effort: the SSD has no
+			 * part in a reservation (cache.h, rule 2). */
+			di = pb_disk_index(pb, ce.disk_id);
+			if (di < 0) {
+				r = di;
+				goto fail;
+			}
+			e = ce;
+			prt = false;
+			if (e.length > pb->disks[di].be_piece)
+				e.length = pb->disks[di].be_piece;
+		}
 		if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
 			if (!s->zero) {
 				off += e.length;	/* nothing to give back here */
@@ -328,9 +383,6 @@ static int submit(struct pbx *x, const struct submission *s)
 			if (e.length > ZERO_CHUNK)
 				e.length = ZERO_CHUNK;
 		}
-		prt = rt && resv_part(rv, e.disk_id);
-		if (!prt && e.length > pb->disks[di].be_piece)
-			e.length = pb->disks[di].be_piece;	/* fits in less slack */
 		if (n >= maxp) {	/* cannot happen: pieces end at blocks */
 			r = -EIO;
 			goto fail;
@@ -354,11 +406,23 @@ static int submit(struct pbx *x, const struct submission *s)
 		n++;
 		if (op != CW_IO_READ) {
 			e.length = p->io.len;
+			/* Blocks being moved, and a cache copy that stays equal. */
 			r = mirror_pieces(x, q, p, off, &e, n, (unsigned)(maxp - n), seen, touched,
 					  &nt);
 			if (r < 0)
 				goto fail;
 			n += (unsigned)r;
+			if (cr == CW_CACHE_BOTH) {
+				uint32_t mdi = 0;
+
+				ce.length = e.length;
+				r = copy_pieces(pb, q, p, 0, &ce, n, (unsigned)(maxp - n), &mdi);
+				if (r < 0)
+					goto fail;
+				if (r > 0)
+					note_touched(pb, mdi, seen, touched, &nt);
+				n += (unsigned)r;
+			}
 		}
 		off += e.length;
 	}

@@ -25,6 +25,7 @@
 #include <clockwise/io.h>
 #include <clockwise/model.h>
 #include <clockwise/mover.h>
+#include <clockwise/cache.h>
 #include <clockwise/sched.h>
 #include <clockwise/sched-beq.h>
 #include <clockwise/slots.h>
@@ -460,7 +461,12 @@ void pb_export_drop_disk(struct pb *pb, struct pbx *x, uint32_t di);
  * back from this pool's previous daemon if it died holding it. */
 void pb_rbd_take_lock(struct pb *pb, const struct disk *d);
 
-/* pool-mover.c: the thread that carries out the pool's moves */
+/* pool-mover.c: the thread that carries out the pool's moves (and the
+ * caches' steps, pool-cache.c, when no move runs).  pb_mover_io: one of
+ * its I/Os, waited for. */
+int pb_mover_io(struct pb *pb, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
+		void *buf);
+bool pb_cache_work(struct pb *pb, void *buf);
 int pb_mover_start(struct pb *pb);
 void pb_mover_stop(struct pb *pb);
 

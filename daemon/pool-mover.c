@@ -66,6 +66,45 @@ static void batch_io_done(void *arg, int err)
 	pthread_mutex_unlock(&b->lock);
 }
 
+/* A waited I/O of the mover's (the caches' steps, pool-cache.c). */
+struct wait1 {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+};
+
+static void wait1_done(void *arg, int err)
+{
+	struct wait1 *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	w->err = err;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* One I/O of the mover, waited for: 0 or -errno. */
+int pb_mover_io(struct pb *pb, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
+		void *buf)
+{
+	struct wait1 w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	int r;
+
+	r = pb->submit_disk(pb->mover_x, disk_id, op, off, len, buf, wait1_done, &w);
+	if (r < 0)
+		return r;
+	lane_unplug();
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return w.err;
+}
+
 /* Submits one I/O of the batch: 0, or -errno (it will not complete). */
 static int batch_submit(struct pb *pb, struct batch_io *b, struct io_tag *tag, uint32_t disk_id,
 			enum cw_io_op op, uint64_t off, uint64_t len, void *buf)
@@ -330,6 +369,8 @@ static void *mover_main(void *arg)
 		}
 		switch (t[0].action) {
 		case CW_MOVER_IDLE:
+			if (pb_cache_work(pb, bufs[0]))
+				break;	/* the caches' turn (pool-cache.c) */
 			if (!logged_idle)
 				cwd_log(LOG_INFO, "no move runs any more");
 			logged_idle = true;

@@ -377,6 +377,34 @@ static void print_be_exports(json_object *a, const char *rate_key)
 	table_print(&t, stdout);
 }
 
+/* SSD caches: how often reads found their block there, and what moved. */
+static void print_caches(json_object *a)
+{
+	struct table t = { .ncols = 11 };
+	bool refused = false;
+
+	if (!a || !json_object_array_length(a))
+		return;
+	printf("\n");
+	table_row(&t, "CACHE", "MODE", "SIZE", "USED", "HIT-RATIO", "HITS", "MISSES", "PROMOTED",
+		  "DEMOTED", "DIRTY", "REFUSED");
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *o = json_object_array_get_idx(a, i);
+		char size[CW_UNITS_BUF], used[CW_UNITS_BUF], ratio[16];
+
+		pct(ratio, sizeof(ratio), o, "hit_ratio");
+		table_row(&t, gs(o, "part"), gs(o, "mode"), fsize(o, "size", size),
+			  fsize(o, "used_bytes", used), ratio, gs(o, "hits"), gs(o, "misses"),
+			  gs(o, "promotions"), gs(o, "demotions"), gs(o, "dirty"),
+			  gs(o, "refused_reserved"));
+		refused |= gi(o, "refused_reserved") > 0;
+	}
+	table_print(&t, stdout);
+	if (refused)
+		printf("REFUSED: blocks of an active reservation stay where they are (admission "
+		       "is not tested on the SSD)\n");
+}
+
 static void print_stats(json_object *s)
 {
 	struct table t = { .ncols = 11 }, u = { .ncols = 5 }, m = { .ncols = 3 };
@@ -436,6 +464,7 @@ static void print_stats(json_object *s)
 		table_print(&u, stdout);
 	}
 	print_be_exports(get(s, "exports"), NULL);
+	print_caches(get(s, "caches"));
 }
 
 /* ---- talking to the server --------------------------------------------- */
@@ -1075,6 +1104,52 @@ static int c_part_resize(int argc, char **argv)
 		return json_object_put(a), usage_error("--size is required");
 	put_str(a, "name", argv[optind]);
 	return call(CW_CTL_CMD_PART_RESIZE, a, print_part_done);
+}
+
+static void print_cache(json_object *c)
+{
+	char size[CW_UNITS_BUF];
+
+	printf("partition %s: SSD cache %s, %s%s\n", gs(c, "part"), fsize(c, "size", size),
+	       gs(c, "mode"), json_object_get_boolean(get(c, "pending")) ?
+	       " (the daemon applies it: the old cache's blocks are demoted first)" : "");
+}
+
+static int c_part_cache(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "size", required_argument, NULL, 's' },
+					    { "off", no_argument, NULL, 'o' },
+					    { "mode", required_argument, NULL, 'm' }, { 0 } };
+	json_object *a = args_new();
+	uint64_t size;
+	bool have_size = false, have_mode = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hs:om:", lo)) != -1) {
+		if (o == 'm') {
+			if (strcmp(optarg, "write-through") != 0 && strcmp(optarg, "write-back") != 0)
+				return json_object_put(a),
+				       usage_error("--mode \"%s\": write-through or write-back",
+						   optarg);
+			put_str(a, "mode", optarg);
+			have_mode = true;
+			continue;
+		}
+		if (o == 's' && !size_arg("--size", optarg, &size))
+			return json_object_put(a), EXIT_USAGE;
+		if (o != 's' && o != 'o')
+			return json_object_put(a), EXIT_USAGE;
+		if (have_size)
+			return json_object_put(a), usage_error("give --size or --off once");
+		put_u64(a, "size", o == 'o' ? 0 : size);
+		have_size = true;
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition NAME");
+	if (!have_size && !have_mode)
+		return json_object_put(a), usage_error("--size, --off or --mode is required");
+	put_str(a, "name", argv[optind]);
+	return call(CW_CTL_CMD_PART_CACHE, a, print_cache);
 }
 
 /* NAME [--force], for part delete and export remove. */
@@ -1952,6 +2027,15 @@ static const struct command commands[] = {
 	  "while the partition is exported, and a size of 0 is refused (delete the\n"
 	  "partition instead).  An export that grows has its new size for new\n"
 	  "connections; open ones keep theirs.\n", c_part_resize },
+	{ "part", "cache", "NAME --size SIZE|--off [--mode write-through|write-back]",
+	  "Gives an HDD partition SIZE of SSD as a cache of its hottest blocks\n"
+	  "(--size 0 or --off: none).  Reads of a cached block come from the SSD;\n"
+	  "promotions and demotions are best-effort copies in the slack.  Write-\n"
+	  "through (the default) writes both copies; write-back writes a cached\n"
+	  "block to the SSD only, journalled so a crash loses nothing.  Growing\n"
+	  "takes the SSD space at once (refused with the free space when it does not\n"
+	  "fit); a smaller size, another mode or --off demote (and write back) the\n"
+	  "cached blocks first.  `cwctl stats` shows how it does.\n", c_part_cache },
 	{ "part", "delete", "NAME [--force]",
 	  "Deletes a partition; refused while it is exported or reserved, and while\n"
 	  "it holds data unless --force (the refusal says how much).\n", c_part_delete },

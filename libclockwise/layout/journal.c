@@ -349,6 +349,11 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 	for (struct cw_part *p = pool->parts; p; p = p->next) {
 		uint64_t nb = atomic_load_explicit(&p->nblocks, memory_order_relaxed), on = 0;
 
+		if (lay_cache_on_disk(p, disk_id)) {
+			r = lay_set_error(pool, -EBUSY, "disk %u (%s) holds the SSD cache of partition "
+					  "'%s': drop that cache first", disk_id, d->name, p->name);
+			goto out;
+		}
 		nparts++;
 		for (uint64_t b = 0; b < nb; b++)
 			on += ENTRY_DISK(lay_entry(p, b)) == disk_id;

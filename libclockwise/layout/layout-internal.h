@@ -18,6 +18,7 @@
 
 #include <clockwise/layout.h>
 #include <clockwise/mover.h>
+#include <clockwise/cache.h>
 
 #include "meta/meta-internal.h"
 
@@ -162,6 +163,19 @@ struct cw_part {
 		_Atomic uint64_t src, dst;
 		atomic_bool dirty;
 	} copy[CW_MOVER_DEPTH_MAX];
+	/* The SSD cache (cache.c): the stored setting, the slots it owns
+	 * (mapping words), the cache in service (read lock-free), the
+	 * reserved ranges it must not move, and its counters. */
+	struct cw_cache_conf cache_conf;
+	uint64_t *cache_slots;
+	uint32_t cache_nslots;
+	_Atomic(struct cw_cache *) cache;
+	uint64_t cache_pin_first[64], cache_pin_n[64];
+	size_t cache_npins;
+	struct {
+		_Atomic uint64_t hits, misses;
+		uint64_t promotions, demotions, writebacks, refused_before;
+	} cache_cnt;
 	struct cw_part *next;
 };
 
@@ -225,6 +239,30 @@ struct mover {
 	unsigned nout;
 };
 
+/* cache.c: the one step of the caches under way. */
+enum cache_phase { CP_IDLE, CP_DRAIN, CP_COPYING, CP_COPY, CP_FREE, CP_SWAP };
+
+struct cache_worker {
+	enum cache_phase phase, after;	/* after: what follows a drain */
+	struct cw_part *part, *last;	/* last: round robin */
+	struct cw_cache *c;
+	uint64_t block;
+	uint32_t slot;
+	bool promote, demote;
+	unsigned parity, retries;
+	/* Promotions go in batches behind one drain: bn blocks, bi next. */
+	uint64_t bblock[16];
+	uint32_t bslot[16];
+	unsigned bn, bi;
+};
+
+int lay_cache_load(struct cw_pool *pool, struct cw_error *err);
+void lay_cache_free(struct cw_part *p);
+bool lay_cache_busy(const struct cw_pool *pool);
+bool lay_cache_on_disk(const struct cw_part *p, uint32_t disk_id);
+int lay_cache_check(struct cw_pool *pool, int (*mark)(void *ctx, uint64_t entry, uint64_t slot),
+		    void *ctx);
+
 struct cw_pool {
 	pthread_mutex_t lock;
 	struct meta *meta;
@@ -238,6 +276,8 @@ struct cw_pool {
 	struct cw_move *moves;
 	struct jmove *jmoves;
 	struct mover mover;
+	struct cache_worker cachew;
+	struct cw_cache_policy_opts cache_opts;
 	uint64_t rng;
 	struct cw_error err;
 };

@@ -374,6 +374,10 @@ int cw_mover_next_batch(struct cw_pool *pool, struct cw_mover_task *ret, unsigne
 			r = -EBUSY;
 			break;
 		}
+		if (mv->phase == MV_NONE && lay_cache_busy(pool)) {
+			ret->action = CW_MOVER_WAIT;	/* a cache step holds the gates */
+			break;
+		}
 		if (mv->phase == MV_NONE && !batch_begin(pool, max)) {
 			ret->action = CW_MOVER_IDLE;
 			break;

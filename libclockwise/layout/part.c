@@ -128,6 +128,7 @@ void lay_part_free(struct cw_part *p)
 
 	if (!p)
 		return;
+	lay_cache_free(p);
 	d = atomic_load_explicit(&p->dir, memory_order_relaxed);
 	for (size_t i = 0; d && i < d->nchunks; i++)
 		free((void *)d->chunk[i]);
@@ -650,6 +651,14 @@ int cw_part_delete(struct cw_part *p)
 				  "first", p->name);
 		goto out;
 	}
+	if (p->cache_nslots || cw_part_cache(p)) {
+		r = lay_set_error(pool, -EBUSY, "partition '%s' has an SSD cache%s: drop it first "
+				  "(cache size 0) and wait until it is gone", p->name,
+				  p->cache_conf.size_bytes ? "" : " being dropped");
+		goto out;
+	}
+	if (pool->cachew.last == p)
+		pool->cachew.last = NULL;
 	r = meta_begin(pool->meta);
 	if (r == 0)
 		r = lay_part_users(pool, p);

@@ -684,6 +684,8 @@ int cw_pool_open(const char *db_path, struct cw_error *ret_err, struct cw_pool *
 	if (r == 0)
 		r = lay_parts_load(pool, ret_err);
 	if (r == 0)
+		r = lay_cache_load(pool, ret_err);
+	if (r == 0)
 		r = lay_journal_load(pool, ret_err);
 	if (r == 0)
 		r = lay_pool_check(pool, ret_err);
@@ -752,6 +754,13 @@ static int check_journal(void *ctx, uint64_t entry, uint64_t block)
 	return check_mark(c->pool, c->bm, entry, "a journalled move's", block, c->err);
 }
 
+static int check_cache(void *ctx, uint64_t entry, uint64_t slot)
+{
+	struct check_ctx *c = ctx;
+
+	return check_mark(c->pool, c->bm, entry, "a cache's slot", slot, c->err);
+}
+
 int lay_pool_check(struct cw_pool *pool, struct cw_error *err)
 {
 	uint64_t *bm[CW_DISKS_MAX + 1] = { 0 };
@@ -787,6 +796,8 @@ int lay_pool_check(struct cw_pool *pool, struct cw_error *err)
 		struct check_ctx c = { pool, bm, err };
 
 		r = lay_journal_reserved(pool, check_journal, &c);
+		if (r == 0)
+			r = lay_cache_check(pool, check_cache, &c);
 	}
 	for (int i = 1; i <= CW_DISKS_MAX && r == 0; i++) {
 		struct disk *d = pool->disks[i];

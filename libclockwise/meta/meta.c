@@ -180,6 +180,27 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (move, block)) WITHOUT ROWID;"
 	"ALTER TABLE part ADD COLUMN tier_fallback INTEGER NOT NULL DEFAULT 1"
 	"  CHECK (tier_fallback IN (0, 1));",
+	/* 8 -> 9: SSD caches (clockwise/cache.h).  A partition's setting
+	 * (bytes, 0: none; mode 0 write-through, 1 write-back); the SSD
+	 * blocks its cache owns, slot by slot; and the armed blocks of a
+	 * write-back cache, whose SSD copy may be newer than the HDD: they
+	 * are written back when the pool opens again. */
+	"ALTER TABLE part ADD COLUMN cache_bytes INTEGER NOT NULL DEFAULT 0"
+	"  CHECK (cache_bytes >= 0);"
+	"ALTER TABLE part ADD COLUMN cache_mode INTEGER NOT NULL DEFAULT 0"
+	"  CHECK (cache_mode IN (0, 1));"
+	"CREATE TABLE cache_slot ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  slot INTEGER NOT NULL CHECK (slot >= 0),"
+	"  disk INTEGER NOT NULL REFERENCES disk(id),"
+	"  pblock INTEGER NOT NULL CHECK (pblock >= 1),"
+	"  PRIMARY KEY (part, slot)) WITHOUT ROWID;"
+	"CREATE INDEX cache_slot_disk ON cache_slot(disk);"
+	"CREATE TABLE cache_block ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  block INTEGER NOT NULL CHECK (block >= 0),"
+	"  slot INTEGER NOT NULL CHECK (slot >= 0),"
+	"  PRIMARY KEY (part, block)) WITHOUT ROWID;",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

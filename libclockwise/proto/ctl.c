@@ -101,6 +101,8 @@ static const struct cw_ctl_arg_spec part_move[] = {
 	SR("name"), S("policy"), S("tier"), S("zone"), S("disks"), END
 };
 static const struct cw_ctl_arg_spec id_opt[] = { U("id"), END };
+/* size: bytes of SSD (0: none); mode: write-through or write-back. */
+static const struct cw_ctl_arg_spec part_cache[] = { SR("name"), U("size"), S("mode"), END };
 /* One of size (the new size), grow or shrink (by so many bytes); a
  * shrink of blocks that hold data needs force. */
 static const struct cw_ctl_arg_spec part_resize[] = {
@@ -143,6 +145,7 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_PART_LIST] = { "part.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_PART_SHOW] = { "part.show", CW_CTL_ACCESS_READ, part_show },
 	[CW_CTL_CMD_PART_RESIZE] = { "part.resize", CW_CTL_ACCESS_CHANGE, part_resize },
+	[CW_CTL_CMD_PART_CACHE] = { "part.cache", CW_CTL_ACCESS_CHANGE, part_cache },
 	[CW_CTL_CMD_PART_DELETE] = { "part.delete", CW_CTL_ACCESS_CHANGE, name_force },
 	[CW_CTL_CMD_RESV_CREATE] = { "resv.create", CW_CTL_ACCESS_CHANGE, resv_create },
 	[CW_CTL_CMD_RESV_LIST] = { "resv.list", CW_CTL_ACCESS_READ, no_args },

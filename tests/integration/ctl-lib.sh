@@ -33,7 +33,7 @@ CTL_STANDIN=0
 
 ctl_start() {
 	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true policy=delta-l
-	local resv=() disks="" emulate="" model="" conf=""
+	local resv=() disks="" emulate="" model="" conf="" essd=""
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -43,6 +43,8 @@ ctl_start() {
 		--policy) policy=$2; shift ;;
 		--reserve) resv+=(-r "$2"); shift ;;
 		--emulate) emulate="emulate = \"$2\";"; shift ;;
+		--emulate-ssd) essd=",
+  { path = \"$dir/ssd0.img\"; name = \"ssd0\"; emulate = \"$2\"; }"; shift ;;
 		--model) model="model = \"$2\";"; shift ;;
 		--conf) conf="$conf$2
 "; shift ;;
@@ -52,7 +54,7 @@ ctl_start() {
 	done
 	[ -z "$emulate$model" ] || disks="disks = (
   { path = \"$dir/hdd0.img\"; name = \"hdd0\"; $emulate $model },
-  { path = \"$dir/hdd1.img\"; name = \"hdd1\"; $emulate $model } );"
+  { path = \"$dir/hdd1.img\"; name = \"hdd1\"; $emulate $model }$essd );"
 	CTL_STANDIN=0
 	CTL_SOCK=$dir/control
 	CTL_NBD=$dir/nbd.sock
@@ -135,3 +137,38 @@ ctl_disks() {
 		cwctl disk add "$dir/hdd1.img" --name hdd1 >/dev/null &&
 		cwctl disk add "$dir/ssd0.img" --name ssd0 --tier ssd >/dev/null
 }
+
+# A verified write load on 1 MiB regions of an export (URI): pattern P of
+# region R is "flying" in DIR/flying.R while qemu-io writes it and
+# "acked" in DIR/acked.R once it said the write was done.
+# ctl_writer DIR URI NREGIONS: overwrites random regions until DIR/stop.
+ctl_writer() {
+	local dir=$1 uri=$2 n=$3 i=0 r p
+	while ! test -e "$dir/stop"; do
+		r=$((RANDOM % n)); p=$(((i % 250) + 2)); i=$((i + 1))
+		echo $p >"$dir/flying.$r"
+		qemu-io -f raw -c "write -P $p $((r * 1048576)) 1M" "$uri" >/dev/null 2>&1 || continue
+		echo $p >"$dir/acked.$r"
+	done
+}
+
+# ctl_verify DIR URI NREGIONS: each region holds its acknowledged
+# pattern, or the one in flight when a kill came (which then counts as
+# acknowledged).
+ctl_verify() {
+	local dir=$1 uri=$2 n=$3 r a f bad=0
+	for r in $(seq 0 $((n - 1))); do
+		a=$(cat "$dir/acked.$r"); f=$(cat "$dir/flying.$r")
+		if ctl_reads "$uri" "$a" "$r"; then
+			:
+		elif [ "$a" != "$f" ] && ctl_reads "$uri" "$f" "$r"; then
+			echo "$f" >"$dir/acked.$r"
+		else
+			echo "region $r: neither pattern $a (acknowledged) nor $f" >&2; bad=1
+		fi
+		cat "$dir/acked.$r" >"$dir/flying.$r"
+	done
+	return $bad
+}
+
+ctl_reads() { qemu-io -f raw -c "read -P $2 $(($3 * 1048576)) 1M" "$1" 2>&1 | grep -q '^read'; }

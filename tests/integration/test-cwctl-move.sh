@@ -29,39 +29,10 @@ for r in $(seq 0 $((REGIONS - 1))); do
 done
 check "write the first patterns" qemu-io -f raw -c "write -P 1 0 ${REGIONS}M" "$uri"
 
-# A writer that overwrites random regions with new patterns until told
-# to stop; a pattern is "flying" while qemu-io runs, "acked" once it
-# said the write was done.
-writer() {
-	local i=0 r p
-	while ! test -e "$d/stop"; do
-		r=$((RANDOM % REGIONS)); p=$(((i % 250) + 2)); i=$((i + 1))
-		echo $p >"$d/flying.$r"
-		qemu-io -f raw -c "write -P $p $((r * 1048576)) 1M" "$uri" >/dev/null 2>&1 || continue
-		echo $p >"$d/acked.$r"
-	done
-}
+writer() { ctl_writer "$d" "$uri" "$REGIONS"; }
 start_writer() { rm -f "$d/stop"; writer & WRITER=$!; cleanup_add "touch $d/stop; wait $WRITER 2>/dev/null"; }
 stop_writer() { touch "$d/stop"; wait "$WRITER" 2>/dev/null; }
-
-# Each region holds its acknowledged pattern, or the one in flight when
-# a kill came (which then counts as acknowledged).
-reads() { qemu-io -f raw -c "read -P $1 $(($2 * 1048576)) 1M" "$uri" 2>&1 | grep -q '^read'; }
-verify() {
-	local r a f bad=0
-	for r in $(seq 0 $((REGIONS - 1))); do
-		a=$(cat "$d/acked.$r"); f=$(cat "$d/flying.$r")
-		if reads "$a" "$r"; then
-			:
-		elif [ "$a" != "$f" ] && reads "$f" "$r"; then
-			echo "$f" >"$d/acked.$r"
-		else
-			echo "region $r: neither pattern $a (acknowledged) nor $f" >&2; bad=1
-		fi
-		cat "$d/acked.$r" >"$d/flying.$r"
-	done
-	return $bad
-}
+verify() { ctl_verify "$d" "$uri" "$REGIONS"; }
 
 # ---- refusals up front ----
 check "a filler on hdd1" cwctl part create filler --size 250M --policy single --disk hdd1

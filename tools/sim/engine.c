@@ -43,6 +43,7 @@
 #include "common/util.h"
 #include "sim.h"
 
+#include <clockwise/cache.h>
 #include <clockwise/units.h>
 
 /* ---- set-up ------------------------------------------------------------ */
@@ -385,7 +386,7 @@ fail:
 
 /* ---- the event loop ---------------------------------------------------- */
 
-enum { EV_RT, EV_BE, EV_DONE, EV_WAKE, EV_CLIENT };
+enum { EV_RT, EV_BE, EV_DONE, EV_WAKE, EV_CLIENT, EV_HIT };
 
 struct ev {
 	int64_t t;
@@ -452,7 +453,9 @@ struct sreq {
 	uint64_t off, bytes;
 	uint32_t parent;	/* BE: index of the trace record, or the client's slot */
 	bool client;		/* from a BE client, not the trace */
-	struct sreq *next_free;
+	bool promote;		/* the cache's read of the block it promotes */
+	unsigned disk;		/* a cache hit: the disk it did not need */
+	struct sreq *next_free;	/* also: the next cache hit in flight */
 };
 
 /* A BE client's state: its outstanding reads (slots) and what it got. */
@@ -460,6 +463,7 @@ struct cstate {
 	int64_t arrival[SIM_MAX_DEPTH];
 	uint32_t pending[SIM_MAX_DEPTH];
 	struct sim_rng rng;
+	double *zipf_cdf;		/* zipf: P(rank <= k), per rank k */
 	int64_t *lat;
 	size_t n_lat, cap_lat;
 	uint64_t requests, bytes;
@@ -511,6 +515,16 @@ struct run {
 	enum sim_be_order order;
 	struct cw_sched_tracker *trk;	/* RBFQ's delta between disks */
 	struct cstate *cl;		/* sc->n_clients */
+	/* The SSD cache (sc->cache_pct): the policy clockwised runs, the
+	 * slot of each BE block (UINT32_MAX: not cached), the promotion in
+	 * flight, and the hits in flight (all take the same time: FIFO). */
+	struct cw_cache_policy *cache;
+	uint32_t *cslot;
+	bool promoting;
+	uint64_t prom_block;
+	uint32_t prom_slot;
+	struct sreq *hit_head, *hit_tail;
+	uint64_t c_hits, c_misses, c_promotions, c_demotions;
 };
 
 static struct sreq *sreq_get(struct run *r)
@@ -612,13 +626,100 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 	return kick(r, disk, now);
 }
 
+/* The cache's next step when none is in flight: a promotion is a
+ * best-effort read of the block on its disk (its write to the SSD costs
+ * no disk time); a demotion of a write-through block costs nothing. */
+static int cache_step(struct run *r, int64_t now)
+{
+	const struct sim_scenario *sc = r->sc;
+	struct cw_cache_decision d;
+	uint64_t pb = sc->be_pblock_bytes;
+	struct sreq *q;
+	int64_t c;
+	unsigned disk;
+	int e;
+
+	if (!r->cache || r->promoting || now > sc->duration_ns)
+		return 0;
+	cw_cache_policy_tick(r->cache, now);
+	cw_cache_policy_next(r->cache, &d);
+	if (d.kind == CW_CACHE_EVICT) {
+		r->cslot[d.block] = UINT32_MAX;
+		cw_cache_policy_uncached(r->cache, d.slot);
+		r->c_demotions++;
+		cw_cache_policy_next(r->cache, &d);
+	}
+	if (d.kind != CW_CACHE_PROMOTE)
+		return 0;
+	q = sreq_get(r);
+	if (!q)
+		return -ENOMEM;
+	disk = (unsigned)(d.block % sc->disks);
+	q->off = be_start(sc) + d.block / sc->disks * pb;
+	q->bytes = pb;
+	q->parent = 0;
+	q->client = false;
+	q->promote = true;
+	q->disk = 0;
+	e = cw_model_service_ns(&sc->model, be_start(sc), 0, pb, &c);
+	if (e < 0)
+		return e;
+	q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
+				      .cost_ns = c, .offset_bytes = q->off, .length_bytes = pb };
+	if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
+		return e;
+	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
+	if (e == -E2BIG) {	/* a block larger than any slack: no cache here */
+		sreq_put(r, q);
+		cw_cache_policy_free(r->cache);
+		r->cache = NULL;
+		return 0;
+	}
+	if (e < 0)
+		return e;
+	r->promoting = true;
+	r->prom_block = d.block;
+	r->prom_slot = d.slot;
+	return kick(r, disk, now);
+}
+
+/* A piece of block g read from the cache: done after the SSD's time,
+ * without its disk; 0 when g is not cached (counted as a miss). */
+static int cache_read(struct run *r, uint64_t g, unsigned disk, uint64_t bytes, uint32_t parent,
+		      bool from_client, int64_t now)
+{
+	struct sreq *q;
+	uint32_t slot;
+
+	if (!r->cache)
+		return 0;
+	slot = r->cslot[g];
+	cw_cache_policy_hit(r->cache, g, slot);
+	if (slot == UINT32_MAX) {
+		r->c_misses++;
+		return 0;
+	}
+	r->c_hits++;
+	q = sreq_get(r);
+	if (!q)
+		return -ENOMEM;
+	*q = (struct sreq){ .bytes = bytes, .parent = parent, .client = from_client, .disk = disk };
+	if (r->hit_tail)
+		r->hit_tail->next_free = q;
+	else
+		r->hit_head = q;
+	r->hit_tail = q;
+	return ev_push(&r->q, now + (int64_t)r->sc->cache_ssd_us * CW_NS_PER_US, EV_HIT, 0) < 0 ?
+		-ENOMEM : 1;
+}
+
 /* Splits a BE request of partition part into pieces per disk (blocks are
  * striped over the disks) and queues them: *ret_pending counts the pieces
  * queued, *ret_rejected says whether one was refused as larger than any
  * slack could ever run. */
-static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes, uint64_t client,
-		     uint32_t parent, bool from_client, int64_t now, uint32_t *ret_pending,
-		     bool *ret_rejected)
+static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes, bool write,
+		     uint64_t client, uint32_t parent, bool from_client, int64_t now,
+		     uint32_t *ret_pending, bool *ret_rejected)
 {
 	const struct sim_scenario *sc = r->sc;
 	const struct sim_setup *s = r->setup;
@@ -633,14 +734,26 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		 * piece of the plan */
 		uint64_t n = CW_MIN(CW_MIN(end, (pos / pb + 1) * pb) - pos, s->be_piece_bytes);
 		unsigned disk = s->be_blocks ? s->be_blocks[g].disk : (unsigned)(g % sc->disks);
-		struct sreq *q = sreq_get(r);
+		struct sreq *q;
 		int64_t c, cost;
 
+		/* A read of a cached block: the SSD's (writes go through). */
+		e = write ? 0 : cache_read(r, g, disk, n, parent, from_client, now);
+		if (e < 0)
+			return e;
+		if (e == 1) {
+			pos += n;
+			(*ret_pending)++;
+			continue;
+		}
+		q = sreq_get(r);
 		if (!q)
 			return -ENOMEM;
 		q->bytes = n;
 		q->parent = parent;
 		q->client = from_client;
+		q->promote = false;
+		q->disk = 0;
 		if (s->be_blocks) {
 			/* the pool's block, charged as clockwised charges it:
 			 * the bound anywhere on the disk, the mean access */
@@ -681,7 +794,7 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		if (e < 0)
 			return e;
 	}
-	return 0;
+	return cache_step(r, now);
 }
 
 static int on_be(struct run *r, uint32_t idx, int64_t now)
@@ -691,8 +804,8 @@ static int on_be(struct run *r, uint32_t idx, int64_t now)
 	int e;
 
 	b->arrival = now;
-	e = be_submit(r, rec->part, rec->off, rec->bytes, 0, idx, false, now, &b->pending,
-		      &b->rejected);
+	e = be_submit(r, rec->part, rec->off, rec->bytes, rec->write, 0, idx, false, now,
+		      &b->pending, &b->rejected);
 	if (e < 0)
 		return e;
 	if (b->rejected)
@@ -700,6 +813,39 @@ static int on_be(struct run *r, uint32_t idx, int64_t now)
 	if (idx + 1 < r->trace->n)
 		return ev_push(&r->q, r->trace->v[idx + 1].t_ns, EV_BE, idx + 1);
 	return 0;
+}
+
+/* A client's next block: uniform, or Zipf by rank with the ranks spread
+ * over the partition by a multiplicative hash (as fio does), so the hot
+ * blocks are not neighbours. */
+static uint64_t client_block(const struct sim_client *spec, struct cstate *c, uint64_t blocks)
+{
+	double u;
+	uint64_t lo = 0, hi = blocks - 1;
+
+	if (!spec->zipf)
+		return sim_rng_below(&c->rng, blocks);
+	if (!c->zipf_cdf) {
+		double sum = 0;
+
+		c->zipf_cdf = malloc(blocks * sizeof(*c->zipf_cdf));
+		if (!c->zipf_cdf)
+			return sim_rng_below(&c->rng, blocks);
+		for (uint64_t k = 0; k < blocks; k++)
+			c->zipf_cdf[k] = sum += pow((double)(k + 1), -spec->zipf);
+		for (uint64_t k = 0; k < blocks; k++)
+			c->zipf_cdf[k] /= sum;
+	}
+	u = sim_rng_unit(&c->rng);
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (c->zipf_cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo * UINT64_C(0x9E3779B97F4A7C15)) % blocks;
 }
 
 /* Client slot idx (client idx / SIM_MAX_DEPTH) sends its next read. */
@@ -716,8 +862,8 @@ static int on_client(struct run *r, uint32_t idx, int64_t now)
 	if (now >= sc->duration_ns || !blocks)
 		return 0;
 	c->arrival[slot] = now;
-	e = be_submit(r, ci % sc->be_partitions, sim_rng_below(&c->rng, blocks) * spec->bytes,
-		      spec->bytes, ci + 1, idx, true, now, &c->pending[slot], &rejected);
+	e = be_submit(r, ci % sc->be_partitions, client_block(spec, c, blocks) * spec->bytes,
+		      spec->bytes, false, ci + 1, idx, true, now, &c->pending[slot], &rejected);
 	if (e < 0)
 		return e;
 	if (rejected)
@@ -731,7 +877,7 @@ static int client_done(struct run *r, unsigned disk, const struct sreq *q, int64
 	struct cstate *c = &r->cl[ci];
 	int e;
 
-	if (r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->r)) < 0)
+	if (!q->disk && r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->r)) < 0)
 		return e;
 	if (now <= r->sc->duration_ns) {
 		c->cost += cw_sched_req_cost(&q->r);
@@ -809,6 +955,29 @@ static int raise_margin(struct run *r, unsigned disk, double factor)
 	return e;
 }
 
+/* A BE piece is done (on its disk, or read from the cache): its request
+ * or its client's read ends with its last piece. */
+static int piece_done(struct run *r, unsigned disk, struct sreq *q, int64_t now)
+{
+	int e = 0;
+
+	if (q->client) {
+		e = client_done(r, disk, q, now);
+	} else if (q->r.cls == CW_SCHED_BE || q->disk) {
+		struct bestate *b = &r->be[q->parent];
+
+		if (--b->pending == 0 && !b->rejected) {
+			r->lat[r->n_lat++] = now - b->arrival;
+			if (r->trace->v[q->parent].part == 0) {
+				r->part0_sum += (double)(now - b->arrival);
+				r->part0_n++;
+			}
+		}
+	}
+	sreq_put(r, q);
+	return e;
+}
+
 static int on_done(struct run *r, unsigned disk, int64_t now)
 {
 	struct dstate *d = &r->d[disk];
@@ -826,25 +995,35 @@ static int on_done(struct run *r, unsigned disk, int64_t now)
 		if (e < 0)
 			return e;
 	}
-	if (q->client) {
+	if (q->r.cls == CW_SCHED_BE)
 		r->be_overruns += d->cur_actual > q->r.service_ns;
-		e = client_done(r, disk, q, now);
-		if (e < 0)
-			return e;
-	} else if (q->r.cls == CW_SCHED_BE) {
-		struct bestate *b = &r->be[q->parent];
-
-		r->be_overruns += d->cur_actual > q->r.service_ns;
-		if (--b->pending == 0 && !b->rejected) {
-			r->lat[r->n_lat++] = now - b->arrival;
-			if (r->trace->v[q->parent].part == 0) {
-				r->part0_sum += (double)(now - b->arrival);
-				r->part0_n++;
-			}
-		}
+	if (q->promote) {
+		r->cslot[r->prom_block] = r->prom_slot;
+		cw_cache_policy_cached(r->cache, r->prom_slot, r->prom_block);
+		r->c_promotions++;
+		r->promoting = false;
+		sreq_put(r, q);
+		e = cache_step(r, now);
+		return e < 0 ? e : kick(r, disk, now);
 	}
-	sreq_put(r, q);
+	e = piece_done(r, disk, q, now);
+	if (e < 0)
+		return e;
 	return kick(r, disk, now);
+}
+
+/* The oldest cache hit in flight is done. */
+static int on_hit(struct run *r, int64_t now)
+{
+	struct sreq *q = r->hit_head;
+
+	if (!q)
+		return 0;
+	r->hit_head = q->next_free;
+	if (!r->hit_head)
+		r->hit_tail = NULL;
+	q->disk++;	/* nonzero: no disk's tracker saw it */
+	return piece_done(r, q->disk - 1, q, now);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -877,10 +1056,14 @@ static void run_free(struct run *r)
 	free(r->next_n);
 	free(r->be);
 	free(r->lat);
-	for (unsigned i = 0; r->cl && i < r->sc->n_clients; i++)
+	for (unsigned i = 0; r->cl && i < r->sc->n_clients; i++) {
 		free(r->cl[i].lat);
+		free(r->cl[i].zipf_cdf);
+	}
 	free(r->cl);
 	cw_sched_tracker_free(r->trk);
+	cw_cache_policy_free(r->cache);
+	free(r->cslot);
 }
 
 /* The clients' QoS on one disk, admitted against the best-effort capacity
@@ -1107,6 +1290,16 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 	for (unsigned i = 0; i < sc->n_clients; i++)
 		sim_rng_seed(&r.cl[i].rng, sc->seed, 100 + i);
 	e = run_setup(&r, &res, policy);
+	if (e == 0 && sc->cache_pct) {
+		uint64_t nb = (uint64_t)sc->be_partitions * (setup->be_part_bytes / sc->be_pblock_bytes);
+		uint64_t ns = nb * sc->cache_pct / 100;
+
+		r.cslot = malloc(CW_MAX(nb, 1) * sizeof(*r.cslot));
+		e = r.cslot ? cw_cache_policy_new(nb, (uint32_t)CW_MIN(ns, UINT32_MAX - 1), NULL,
+						  &r.cache) : -ENOMEM;
+		for (uint64_t b = 0; e == 0 && b < nb; b++)
+			r.cslot[b] = UINT32_MAX;
+	}
 	if (e < 0)
 		goto out;
 	for (size_t i = 0; i < r.n_streams && e == 0; i++)
@@ -1134,6 +1327,9 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 			break;
 		case EV_CLIENT:
 			e = on_client(&r, ev.idx, now);
+			break;
+		case EV_HIT:
+			e = on_hit(&r, now);
 			break;
 		case EV_WAKE:
 			if (r.d[ev.idx].wake_at == now) {
@@ -1165,6 +1361,10 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 	res.be_done = r.n_lat;
 	res.be_rejected = r.be_rejected;
 	res.be_overruns = r.be_overruns;
+	res.cache_hits = r.c_hits;
+	res.cache_misses = r.c_misses;
+	res.cache_promotions = r.c_promotions;
+	res.cache_demotions = r.c_demotions;
 	res.margin_raises = r.margin_raises;
 	res.slack_stopped = r.slack_stopped;
 	res.margin_max_ppm = r.margin_max_ppm;

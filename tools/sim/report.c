@@ -58,6 +58,12 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		" partition 0 mean %.2f ms\n",
 		r->be_requests, r->be_done, r->be_rejected, r->be_overruns, r->be_mean_ms,
 		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
+	if (sc->cache_pct)
+		fprintf(f, "  cache (%u%% of the BE blocks): hit ratio %.3f, %" PRIu64 " hits, %" PRIu64
+			" misses, %" PRIu64 " promotions, %" PRIu64 " demotions\n", sc->cache_pct,
+			r->cache_hits + r->cache_misses ?
+			(double)r->cache_hits / (double)(r->cache_hits + r->cache_misses) : 0,
+			r->cache_hits, r->cache_misses, r->cache_promotions, r->cache_demotions);
 	fprintf(f, "  BE dispatched in slack %" PRIu64 ", on idle disks %" PRIu64
 		", by the server %" PRIu64 "\n", r->be_slack, r->be_idle, r->be_server);
 	if (r->rt_overruns || r->be_overruns)
@@ -112,10 +118,13 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		", \"margin_raises\": %" PRIu64 ", \"margin_max_pct\": %u"
 		", \"slack_stopped\": %" PRIu64
 		", \"be_mean_ms\": %.4f, \"be_p50_ms\": %.4f, \"be_p99_ms\": %.4f"
-		", \"be_max_ms\": %.4f, \"be_part0_mean_ms\": %.4f, \"utilisation\": [",
+		", \"be_max_ms\": %.4f, \"be_part0_mean_ms\": %.4f, \"cache_hits\": %" PRIu64
+		", \"cache_misses\": %" PRIu64 ", \"cache_promotions\": %" PRIu64
+		", \"cache_demotions\": %" PRIu64 ", \"utilisation\": [",
 		r->be_requests, r->be_done, r->be_rejected, r->be_overruns, r->margin_raises,
 		r->margin_max_ppm / 10000, r->slack_stopped, r->be_mean_ms,
-		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms);
+		r->be_p50_ms, r->be_p99_ms, r->be_max_ms, r->be_part0_mean_ms, r->cache_hits,
+		r->cache_misses, r->cache_promotions, r->cache_demotions);
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);
 	fprintf(f, "], \"be_order\": \"%s\", \"be_capacity\": %.6f, \"clients\": [",

@@ -87,6 +87,7 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.be_write_pct = 45,
 		.be_partitions = 8,
 		.be_pblock_bytes = SIM_MIB,
+		.cache_ssd_us = 100,
 		.loads = 40,
 		.be_orders = 1u << SIM_BEQ_FIFO,
 		.sfc_curve = CW_SFC_HILBERT,
@@ -230,7 +231,8 @@ static int parse_client(struct sim_scenario *sc, const char *v, const char *wher
 	t = strtok_r(copy, " \t", &save);
 	if (!t || strchr(t, '=') || strlen(t) >= sizeof(c.name))
 		return bad(where, "client", "expected NAME [weight=W] [resv=P%|P%be] "
-			   "[limit=P%|P%be] [depth=N] [size_kb=K] [prio=P] [credit_ms=T]");
+			   "[limit=P%|P%be] [depth=N] [size_kb=K] [prio=P] [credit_ms=T] "
+			   "[zipf=THETA]");
 	snprintf(c.name, sizeof(c.name), "%s", t);
 	while ((t = strtok_r(NULL, " \t", &save))) {
 		char *eq = strchr(t, '=');
@@ -254,10 +256,12 @@ static int parse_client(struct sim_scenario *sc, const char *v, const char *wher
 			c.prio = (uint32_t)u;
 		else if (!strcmp(k, "credit_ms") && parse_double(val, 0, 1e6, &x) == 0)
 			c.credit_ns = (int64_t)llround(x * 1e6);
+		else if (!strcmp(k, "zipf") && parse_double(val, 0, 10, &x) == 0)
+			c.zipf = x;
 		else
 			return bad(where, k, "expected weight=1..1000000, resv=P% or P%be (0..100), "
 				   "limit=P% or P%be (more than 0), depth=1..256, size_kb=4..65536 "
-				   "(a multiple of 4), prio=0..255 or credit_ms=T");
+				   "(a multiple of 4), prio=0..255, credit_ms=T or zipf=0..10");
 	}
 	if (c.limit_pct && c.resv_of_be == c.limit_of_be && c.limit_pct < c.resv_pct)
 		return bad(where, c.name, "the limit is below the reservation");
@@ -397,6 +401,8 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 	UINT_KEY("clip_blocks", clip_blocks, 1, 1000000, "expected 1..1000000")
 	UINT_KEY("be_write_pct", be_write_pct, 0, 100, "expected 0..100")
 	UINT_KEY("be_partitions", be_partitions, 1, 1024, "expected 1..1024")
+	UINT_KEY("cache_pct", cache_pct, 0, 100, "expected 0..100 (percent of the BE blocks)")
+	UINT_KEY("cache_ssd_us", cache_ssd_us, 1, 1000000, "expected 1..1000000 (microseconds)")
 	UINT_KEY("loads", loads, 1, 1000, "expected 1..1000")
 #undef UINT_KEY
 	if (!strcmp(key, "be")) {

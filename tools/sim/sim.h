@@ -68,6 +68,7 @@ struct sim_client {
 	uint64_t bytes;
 	uint32_t prio;			/* SFC */
 	int64_t credit_ns;		/* RBFQ idle credit */
+	double zipf;			/* reads Zipf(zipf) over its blocks, 0: uniform */
 };
 
 enum sim_be_source {
@@ -109,6 +110,11 @@ struct sim_scenario {
 	unsigned be_write_pct;
 	unsigned be_partitions;
 	uint64_t be_pblock_bytes;
+	/* An SSD cache of the BE partitions' blocks (clockwise/cache.h's
+	 * policy): its size as a share of them (0: none), and how long a
+	 * read of a cached block takes there. */
+	unsigned cache_pct;
+	unsigned cache_ssd_us;
 	uint64_t bus_bps;		/* 0: no bus limit */
 	int64_t server_period_ns;	/* periodic BE server on every disk, 0: none */
 	int64_t server_slice_ns;
@@ -310,6 +316,9 @@ struct sim_result {
 	uint64_t be_slack, be_idle, be_server;	/* BE dispatches by route (cw_sched_stats) */
 	double be_mean_ms, be_p50_ms, be_p99_ms, be_max_ms;
 	double be_part0_mean_ms;	/* BE partition 0 alone (the paper plots CELLO disk 0) */
+	/* The cache: pieces read from it and from the disks, blocks promoted
+	 * (a best-effort read of the block each) and demoted. */
+	uint64_t cache_hits, cache_misses, cache_promotions, cache_demotions;
 	double util[SIM_MAX_DISKS];
 	int64_t end_ns;
 	uint64_t events;

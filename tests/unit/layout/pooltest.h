@@ -189,4 +189,42 @@ static inline void tp_head(const char *path, uint8_t buf[4096])
 	close(fd);
 }
 
+/* ---- a verified write load for kill -9 tests ----
+ * A child reports each write of generation g of block b on a pipe: in
+ * flight before it writes, acknowledged (bit 63) once written; the parent
+ * reads the reports of a killed child into acked[] and flying[]. */
+
+static inline void tp_write_reported(int wfd, uint64_t b, uint32_t g,
+				     void (*write_fn)(uint64_t b, uint32_t g))
+{
+	uint64_t msg[2] = { b, g };
+
+	if (write(wfd, msg, sizeof(msg)) != sizeof(msg))
+		_exit(3);
+	write_fn(b, g);
+	msg[1] |= UINT64_C(1) << 63;
+	if (write(wfd, msg, sizeof(msg)) != sizeof(msg))
+		_exit(3);
+}
+
+static inline void tp_read_reports(int rfd, int64_t *acked, int64_t *flying)
+{
+	uint64_t msg[2];
+
+	while (read(rfd, msg, sizeof(msg)) == sizeof(msg)) {
+		if (msg[1] >> 63)
+			acked[msg[0]] = (uint32_t)msg[1];
+		else
+			flying[msg[0]] = (uint32_t)msg[1];
+	}
+}
+
+static inline uint64_t tp_xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
 #endif

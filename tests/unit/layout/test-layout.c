@@ -1217,7 +1217,9 @@ static void test_disk_model_damaged_and_migrated(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	/* A database of schema 1 (before disk models) is migrated on open. */
-	sql_run(t.db, "DROP TABLE move_block; DROP TABLE move; ALTER TABLE part DROP COLUMN tier_fallback;"
+	sql_run(t.db, "DROP TABLE cache_block; DROP TABLE cache_slot; ALTER TABLE part DROP COLUMN cache_mode;"
+		      " ALTER TABLE part DROP COLUMN cache_bytes;"
+		      " DROP TABLE move_block; DROP TABLE move; ALTER TABLE part DROP COLUMN tier_fallback;"
 		      " DROP TABLE disk_emulate; DROP TABLE hole; DROP TABLE export;"
 		      " DROP TABLE resv_disk; DROP TABLE resv; DROP TABLE disk_model;"
 		      " DROP TABLE be_qos; PRAGMA user_version = 1");

@@ -589,26 +589,18 @@ static void test_threads(void)
 #define KILLS 50
 #define KB 24
 
-/* A write of a new generation of block b: reported in flight, then
- * acknowledged once written and synced. */
-static void child_write(struct cw_part *p, uint32_t *gen, uint64_t b, int wfd)
-{
-	uint64_t msg[2] = { b, gen[b] + 1 };
+static struct cw_part *gpart;	/* the child's partition */
 
-	if (write(wfd, msg, sizeof(msg)) != sizeof(msg))
-		_exit(3);
-	io_write(p, b, ++gen[b], true);
-	msg[1] |= UINT64_C(1) << 63;
-	if (write(wfd, msg, sizeof(msg)) != sizeof(msg))
-		_exit(3);
+static void synced_write(uint64_t b, uint32_t g)
+{
+	io_write(gpart, b, g, true);
 }
 
-static uint64_t xorshift(uint64_t *x)
+/* A write of a new generation of block b, reported. */
+static void child_write(struct cw_part *p, uint32_t *gen, uint64_t b, int wfd)
 {
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
+	gpart = p;
+	tp_write_reported(wfd, b, ++gen[b], synced_write);
 }
 
 static void child(const char *db, uint64_t seed, int wfd)
@@ -633,7 +625,7 @@ static void child(const char *db, uint64_t seed, int wfd)
 	if (cw_disk_evacuate(pool, 1, &ids, &n) == 0)
 		free(ids);
 	for (;;) {
-		uint64_t x = xorshift(&seed);
+		uint64_t x = tp_xorshift(&seed);
 
 		if (x & 0x100)
 			child_write(p, gen, x % KB, wfd);
@@ -652,7 +644,7 @@ static void child(const char *db, uint64_t seed, int wfd)
 				if (x & 0x200)
 					child_write(p, gen, x & 0x400 ? task[i].block : (x >> 11) % KB,
 						    wfd);
-				x = xorshift(&seed);
+				x = tp_xorshift(&seed);
 				if (pwrite(d, buf, TP_BS, (off_t)task[i].dst_offset) != TP_BS)
 					_exit(5);
 			}
@@ -686,7 +678,6 @@ static void test_kill9(void)
 	t.pool = NULL;
 	for (int it = 0; it < KILLS; it++) {
 		struct timespec ts = { 0, (long)((seed >> 8) % 40000000) };
-		uint64_t msg[2];
 		int fds[2], st;
 		pid_t pid;
 
@@ -703,12 +694,7 @@ static void test_kill9(void)
 		kill(pid, SIGKILL);
 		CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
 		CU_ASSERT(WIFSIGNALED(st));
-		while (read(fds[0], msg, sizeof(msg)) == sizeof(msg)) {
-			if (msg[1] >> 63)
-				acked[msg[0]] = (uint32_t)msg[1];
-			else
-				flying[msg[0]] = (uint32_t)msg[1];
-		}
+		tp_read_reports(fds[0], acked, flying);
 		close(fds[0]);
 		REOPEN(&t);	/* no block owned twice, maps agree */
 		CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);

@@ -291,7 +291,9 @@ static void test_migrate_from_schema_2(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	/* Back to what schema 2 had: no reservations or exports. */
-	sql_run(t.db, "DROP TABLE move_block; DROP TABLE move; ALTER TABLE part DROP COLUMN tier_fallback;"
+	sql_run(t.db, "DROP TABLE cache_block; DROP TABLE cache_slot; ALTER TABLE part DROP COLUMN cache_mode;"
+		      " ALTER TABLE part DROP COLUMN cache_bytes;"
+		      " DROP TABLE move_block; DROP TABLE move; ALTER TABLE part DROP COLUMN tier_fallback;"
 		      " DROP TABLE disk_emulate; DROP TABLE hole; DROP TABLE be_qos; DROP TABLE export;"
 		      " DROP TABLE resv_disk; DROP TABLE resv; PRAGMA user_version = 2");
 	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM sqlite_master WHERE name = 'resv'") == 0);
