@@ -19,7 +19,7 @@ cat "$cw_tmp/report"
 check "the experiment ran" test "$st" -eq 0
 last=$(tail -n 1 "$cw_tmp/report")
 check "it ends with its key=value line" \
-	grep -qE '^live_over_sim_be_mean_max=[0-9.]+ rt_misses_delta_l=[0-9]+ be_mean_delta_l_over_edf_max=[0-9.]+$' \
+	grep -qE '^live_over_sim_be_mean_max=[0-9.]+ rt_misses_delta_l=[0-9]+ be_mean_delta_l_over_edf_max=[0-9.]+ rt_misses_dynamic=[0-9]+$' \
 	<<<"$last"
 # The comparison assumes disks that keep time: when the emulator itself
 # says it completed requests more than 100 ms late, the host could not
