@@ -108,6 +108,11 @@ static int64_t run_delay(struct lane_miss *lm)
 	return rundelay_read(lm->rd_fd);
 }
 
+static void take_sample(struct lane_miss *lm, int64_t now)
+{
+	lm->rds[lm->nrd++ % RD_SAMPLES] = (struct rd_sample){ now, run_delay(lm) };
+}
+
 /* One sample per round: the round after a reap (which comes at once)
  * takes the reap's, so a request costs one pread, not two. */
 void lane_miss_sample(struct lane *l, int64_t now)
@@ -120,7 +125,7 @@ void lane_miss_sample(struct lane *l, int64_t now)
 		lm->fresh = false;
 		return;
 	}
-	lm->rds[lm->nrd++ % RD_SAMPLES] = (struct rd_sample){ now, run_delay(lm) };
+	take_sample(lm, now);
 }
 
 void lane_miss_reaped(struct lane *l, int64_t now)
@@ -129,7 +134,7 @@ void lane_miss_reaped(struct lane *l, int64_t now)
 
 	if (!lm)
 		return;
-	lm->rds[lm->nrd++ % RD_SAMPLES] = (struct rd_sample){ now, run_delay(lm) };
+	take_sample(lm, now);
 	lm->fresh = true;
 }
 
