@@ -33,6 +33,8 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 	cwc_add(o, "range_start", cw_ctl_json_u64(r->range_start_bytes));
 	cwc_add(o, "range_end", cw_ctl_json_u64(r->range_end_bytes));
 	cwc_add(o, "period_ns", json_object_new_int64(r->period_ns));
+	cwc_add(o, "due", cwc_jstr(r->due == CW_ADMIT_DUE_STREAM ? "stream" : "disk"));
+	cwc_add(o, "lead_ns", json_object_new_int64(r->lead_ns));
 	/* Times relative to now: the clock is the server's monotonic one. */
 	cwc_add(o, "starts_in_ns", r->span_start_ns ?
 		json_object_new_int64(r->span_start_ns - now) : NULL);
@@ -52,6 +54,7 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 			cwc_add(po, "disk", cwc_jstr(d.name));
 		cwc_add(po, "period_ns", json_object_new_int64(p->task.period_ns));
 		cwc_add(po, "service_ns", json_object_new_int64(p->task.service_ns));
+		cwc_add(po, "deadline_ns", json_object_new_int64(cw_task_deadline_ns(&p->task)));
 		cwc_add(po, "requests", cw_ctl_json_u64(p->requests));
 		cwc_add(po, "stride", cw_ctl_json_u64(p->stride));
 		json_object_array_add(parts, po);
@@ -102,6 +105,7 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	const struct cw_admit_resv *rv;
 	struct cw_admit_refusal ref;
 	uint64_t mid = 0;
+	const char *due;
 	int r;
 
 	cw_ctl_arg_uint(c->req, "rate", &rq.rate_bps);
@@ -115,6 +119,11 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	rq.start_in_ns = (int64_t)start;
 	rq.duration_ns = (int64_t)duration;
 	cw_ctl_arg_bool(c->req, "dry_run", &rq.dry_run);
+	due = cw_ctl_arg_str(c->req, "due");
+	if (due && !strcmp(due, "stream"))
+		rq.due = CW_ADMIT_DUE_STREAM;
+	else if (due && strcmp(due, "disk"))
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "due \"%s\": expected disk or stream", due);
 	/* Rule 2 the other way: a stream is admitted where its range lies,
 	 * and a running move would take it elsewhere. */
 	if (rq.part && cwc_move_taking(srv, rq.part, rq.range_start_bytes, rq.range_end_bytes,

@@ -50,6 +50,7 @@ static const char *why_name(enum cw_admit_why w)
 	case CW_ADMIT_OK: return "ok";
 	case CW_ADMIT_INVALID: return "invalid";
 	case CW_ADMIT_UTILIZATION: return "utilization";
+	case CW_ADMIT_DEMAND: return "demand";
 	default: return "blocking";
 	}
 }
@@ -77,8 +78,9 @@ int cwc_fail_refused(struct ctx *c, int r, const struct cw_admit_refusal *ref)
 	if (ref->who != CW_ADMIT_WHO_ALL) {
 		cwc_add(det, "period_ns", json_object_new_int64(ref->task.period_ns));
 		cwc_add(det, "service_ns", json_object_new_int64(ref->task.service_ns));
+		cwc_add(det, "deadline_ns", json_object_new_int64(cw_task_deadline_ns(&ref->task)));
 	}
-	if (ref->part.result.why == CW_ADMIT_BLOCKING) {
+	if (ref->part.result.why == CW_ADMIT_BLOCKING || ref->part.result.why == CW_ADMIT_DEMAND) {
 		cwc_add(det, "l_ns", json_object_new_int64(ref->part.result.fail_l_ns));
 		cwc_add(det, "need_ns", json_object_new_int64(ref->part.result.fail_need_ns));
 	}

@@ -425,6 +425,7 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 		sr->stream = p->resv->a->stream;
 		sr->same_job = !p->first_on_disk;
 		sr->period_ns = pt->task.period_ns;
+		sr->rel_deadline_ns = pt->task.deadline_ns;
 		/* a new model may change C while streams run (one store) */
 		sr->service_ns = __atomic_load_n(&pt->task.service_ns, __ATOMIC_RELAXED);
 	} else {
@@ -775,7 +776,8 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 	for (size_t j = 0; j < pl->n_streams; j++) {
 		const struct cw_sched_stream *ss = &pl->streams[j];
 
-		r = cw_sched_stream_admit(l->sched, ss->id, ss->period_ns, ss->service_ns);
+		r = cw_sched_stream_admit(l->sched, ss->id, ss->period_ns, ss->service_ns,
+					  ss->deadline_ns);
 		if (r < 0)
 			cwd_log(LOG_ERR, "disk %s: cannot track stream %" PRIu64 ": %s",
 				l->disk->name, ss->id, strerror(-r));

@@ -1372,6 +1372,7 @@ static struct lane_plan *lane_plan_new(struct pb *pb, const struct disk *d,
 					.id = pb->resvs[i]->a->stream,
 					.period_ns = pt->task.period_ns,
 					.service_ns = pt->task.service_ns,
+					.deadline_ns = pt->task.deadline_ns,
 				};
 		}
 	}

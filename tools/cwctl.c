@@ -297,19 +297,23 @@ static void print_exports(json_object *a)
 static void print_resv(json_object *r)
 {
 	json_object *pd = get(r, "per_disk");
-	struct table t = { .ncols = 5 };
-	char rate[CW_UNITS_BUF], blk[CW_UNITS_BUF], per[CW_UNITS_BUF];
+	struct table t = { .ncols = 6 };
+	char rate[CW_UNITS_BUF], blk[CW_UNITS_BUF], per[CW_UNITS_BUF], lead[CW_UNITS_BUF];
 
 	printf("reservation %s on %s: %s in %s blocks, one every %s\n", gs(r, "id"),
 	       gs(r, "part"), frate(r, "rate", rate), fsize(r, "block", blk),
 	       fdur(r, "period_ns", per));
-	table_row(&t, "DISK", "PERIOD", "SERVICE", "REQUESTS", "STRIDE");
+	/* The client's side of the guarantee: ask for each block this long
+	 * before it is needed. */
+	printf("each block is due %s after it is asked for (due %s): a client asks that far "
+	       "ahead of need\n", fdur(r, "lead_ns", lead), gs(r, "due"));
+	table_row(&t, "DISK", "PERIOD", "DEADLINE", "SERVICE", "REQUESTS", "STRIDE");
 	for (size_t i = 0; pd && i < json_object_array_length(pd); i++) {
 		json_object *p = json_object_array_get_idx(pd, i);
-		char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
+		char a[CW_UNITS_BUF], b[CW_UNITS_BUF], d[CW_UNITS_BUF];
 
-		table_row(&t, gs(p, "disk"), fdur(p, "period_ns", a), fdur(p, "service_ns", b),
-			  gs(p, "requests"), gs(p, "stride"));
+		table_row(&t, gs(p, "disk"), fdur(p, "period_ns", a), fdur(p, "deadline_ns", d),
+			  fdur(p, "service_ns", b), gs(p, "requests"), gs(p, "stride"));
 	}
 	table_print(&t, stdout);
 }
@@ -1201,7 +1205,8 @@ static int c_resv_create(int argc, char **argv)
 		{ "block", required_argument, NULL, 'b' }, { "range", required_argument, NULL, 'R' },
 		{ "start", required_argument, NULL, 's' },
 		{ "duration", required_argument, NULL, 'd' },
-		{ "dry-run", no_argument, NULL, 'n' }, { 0 }
+		{ "dry-run", no_argument, NULL, 'n' }, { "due", required_argument, NULL, 'D' },
+		{ 0 }
 	};
 	json_object *a = args_new();
 	uint64_t v;
@@ -1209,8 +1214,15 @@ static int c_resv_create(int argc, char **argv)
 	bool rate = false, block = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hr:b:R:s:d:n", lo)) != -1) {
+	while ((o = next_opt(argc, argv, "hr:b:R:s:d:nD:", lo)) != -1) {
 		switch (o) {
+		case 'D':
+			if (strcmp(optarg, "disk") && strcmp(optarg, "stream")) {
+				json_object_put(a);
+				return usage_error("--due \"%s\": expected disk or stream", optarg);
+			}
+			put_str(a, "due", optarg);
+			break;
 		case 'n':
 			json_object_object_add(a, "dry_run", json_object_new_boolean(1));
 			break;
@@ -2040,12 +2052,17 @@ static const struct command commands[] = {
 	  "Deletes a partition; refused while it is exported or reserved, and while\n"
 	  "it holds data unless --force (the refusal says how much).\n", c_part_delete },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
-	  "       [--duration TIME] [--dry-run]",
+	  "       [--duration TIME] [--due disk|stream] [--dry-run]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
 	  "PART (default: all of it), from TIME from now (default: now) for TIME\n"
 	  "(default: until released).  Every disk holding the range must admit its\n"
 	  "share (Jeffay's test), or the reservation is refused with the disk and the\n"
 	  "condition that failed, in words, and the largest rate that fits.\n"
+	  "A block is due its disk's period after it is asked for (--due disk, the\n"
+	  "default): on a partition striped over k disks a client asks k blocks\n"
+	  "ahead (the reservation's lead).  --due stream makes every block due one\n"
+	  "period after it is asked for, for clients that cannot read ahead; the\n"
+	  "disks then admit fewer such streams.\n"
 	  "--dry-run tests the reservation and books nothing.\n"
 	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
 	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },

@@ -6,10 +6,14 @@
  * by its deadline.
  *
  * The schedule is fixed when the stream starts, as a player's playout
- * clock is: block i is released at t0 + i*P and due at t0 + (i+1)*P with
- * P = block/rate (Bosch & Mullender's T = b/B).  A late block does not
- * move the later deadlines, so lateness shows as misses instead of being
- * absorbed by a drifting schedule.
+ * clock is: block i is released (asked for) at t0 + i*P and due at
+ * t0 + i*P + L with P = block/rate (Bosch & Mullender's T = b/B) and L
+ * the lead, how far ahead of need the player asks: P, or the
+ * reservation's lead (a partition striped over k disks gives each disk
+ * k periods per block, so the player asks k blocks ahead and starts
+ * playing L after its first request).  A late block does not move the
+ * later deadlines, so lateness shows as misses instead of being absorbed
+ * by a drifting schedule.
  *
  * Exit status: 0 every block on time, 4 the stream ran but missed
  * deadlines, 1 an error (connection, I/O, control socket), 2 bad usage.
@@ -34,6 +38,7 @@
 #include <clockwise/types.h>
 #include <clockwise/units.h>
 
+#include "common/util.h"
 #include "ctl-client.h"
 
 #define EXIT_MISSES 4
@@ -53,6 +58,9 @@ struct opts {
 	const char *socket;
 	int rt_priority;		/* --rt-priority: SCHED_FIFO; 0: none */
 	unsigned depth;			/* --depth: blocks in flight at most */
+	bool depth_set;
+	int64_t lead_ns;		/* --lead; 0: the reservation's, else a period */
+	const char *due;		/* --due for --reserve; NULL: the daemon's default */
 };
 
 #define DEPTH_DEFAULT 4
@@ -91,7 +99,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: cwstream play|record NBD-URI --rate RATE --block SIZE [--duration TIME]\n"
 		"                [--offset SIZE] [--resv ID | --reserve [--socket PATH]]\n"
-		"                [--depth N] [--rt-priority N] [--json] [--quiet]\n"
+		"                [--depth N] [--lead TIME] [--due disk|stream]\n"
+		"                [--rt-priority N] [--json] [--quiet]\n"
 		"       cwstream --help | --version\n\n"
 		"Reads (play) or writes (record) NBD-URI at RATE in SIZE-byte blocks and\n"
 		"reports each block's lateness against its deadline, then blocks, misses,\n"
@@ -107,10 +116,17 @@ static void usage(FILE *f)
 		"      --reserve        reserve RATE and SIZE through the control socket for\n"
 		"                       the export's partition, and release it at the end\n"
 		"  -s, --socket PATH    control socket (default /run/clockwise/control)\n"
-		"  -D, --depth N        blocks in flight at most (default 4, 1-64): each block\n"
-		"                       is requested at its release even while earlier ones\n"
-		"                       are still on their way, as a player with a buffer\n"
-		"                       does; 1 waits for each block before the next\n"
+		"  -D, --depth N        blocks in flight at most (default 4, or one more than\n"
+		"                       the lead holds, 1-64): each block is requested at its\n"
+		"                       release even while earlier ones are still on their\n"
+		"                       way, as a player with a buffer does; 1 waits for\n"
+		"                       each block before the next\n"
+		"  -L, --lead TIME      each block is due TIME after it is asked for, as a\n"
+		"                       player that starts playing TIME after its first\n"
+		"                       request; default: the reservation's lead with --resv\n"
+		"                       or --reserve (see cwctl resv show), else one period\n"
+		"      --due disk|stream  with --reserve: when the daemon makes each block\n"
+		"                       due (cwctl resv create --due); default disk\n"
 		"  -p, --rt-priority N  run at real-time priority N (SCHED_FIFO, 1-99) with\n"
 		"                       memory locked, as a media player would; refused\n"
 		"                       without the privilege (CAP_SYS_NICE)\n"
@@ -130,6 +146,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "reserve", no_argument, NULL, 'E' }, { "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
 		{ "rt-priority", required_argument, NULL, 'p' }, { "depth", required_argument, NULL, 'D' },
+		{ "lead", required_argument, NULL, 'L' }, { "due", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { 0 }
 	};
 	const char *env = getenv("CLOCKWISE_CONTROL");
@@ -139,7 +156,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->socket = env && *env ? env : "/run/clockwise/control";
 	o->depth = DEPTH_DEFAULT;
-	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:D:jqhV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:D:L:jqhV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (cw_units_parse_rate(optarg, &o->rate) < 0) {
@@ -198,8 +215,25 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->depth = (unsigned)v;
+			o->depth_set = true;
 			break;
 		}
+		case 'L':
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &o->lead_ns) < 0 ||
+			    o->lead_ns <= 0) {
+				fprintf(stderr, "cwstream: --lead \"%s\": expected "
+					CW_UNITS_DURATION_HELP ", more than 0\n", optarg);
+				return -1;
+			}
+			break;
+		case 'U':
+			if (strcmp(optarg, "disk") && strcmp(optarg, "stream")) {
+				fprintf(stderr, "cwstream: --due \"%s\": expected disk or stream\n",
+					optarg);
+				return -1;
+			}
+			o->due = optarg;
+			break;
 		case 'E': o->reserve = true; break;
 		case 's': o->socket = optarg; break;
 		case 'j': o->json = true; break;
@@ -219,6 +253,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (o->resv && o->reserve) {
 		fprintf(stderr, "cwstream: --resv and --reserve exclude each other\n");
+		return -1;
+	}
+	if (o->due && !o->reserve) {
+		fprintf(stderr, "cwstream: --due needs --reserve\n");
 		return -1;
 	}
 	o->record = strcmp(argv[optind], "record") == 0;
@@ -262,8 +300,10 @@ static int control_call(const char *socket, enum cw_ctl_cmd cmd, json_object *ar
 	return 0;
 }
 
-/* Reserves rate and block on the partition behind export_name. */
-static int reserve(const struct opts *o, const char *export_name, uint64_t *ret_id)
+/* Reserves rate and block on the partition behind export_name; its id
+ * and lead. */
+static int reserve(const struct opts *o, const char *export_name, uint64_t *ret_id,
+		   int64_t *ret_lead_ns)
 {
 	struct cw_ctl_reply rep;
 	json_object *args;
@@ -293,9 +333,12 @@ static int reserve(const struct opts *o, const char *export_name, uint64_t *ret_
 	json_object_object_add(args, "block", json_object_new_int64((int64_t)o->block));
 	if (o->duration_ns)
 		json_object_object_add(args, "duration", json_object_new_int64(o->duration_ns));
+	if (o->due)
+		json_object_object_add(args, "due", json_object_new_string(o->due));
 	if (control_call(o->socket, CW_CTL_CMD_RESV_CREATE, args, &rep) < 0)
 		return -1;
 	*ret_id = (uint64_t)json_object_get_int64(jget(rep.result, "id"));
+	*ret_lead_ns = json_object_get_int64(jget(rep.result, "lead_ns"));
 	cw_ctl_reply_done(&rep);
 	return 0;
 }
@@ -310,8 +353,9 @@ static void release(const struct opts *o, uint64_t id)
 		cw_ctl_reply_done(&rep);
 }
 
-/* --resv ID: the reservation must exist and cover the stream's rate. */
-static int check_resv(const struct opts *o)
+/* --resv ID: the reservation must exist and cover the stream's rate;
+ * its lead. */
+static int check_resv(const struct opts *o, int64_t *ret_lead_ns)
 {
 	struct cw_ctl_reply rep;
 	json_object *args = json_object_new_object();
@@ -322,6 +366,7 @@ static int check_resv(const struct opts *o)
 		return -1;
 	rate = (uint64_t)json_object_get_int64(jget(rep.result, "rate"));
 	block = (uint64_t)json_object_get_int64(jget(rep.result, "block"));
+	*ret_lead_ns = json_object_get_int64(jget(rep.result, "lead_ns"));
 	cw_ctl_reply_done(&rep);
 	if (rate < o->rate || block < o->block) {
 		char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
@@ -445,15 +490,15 @@ static void sleep_until(int64_t t_ns)
 		;
 }
 
-/* A late block, from the client's side: its request took longer than a
- * period from the moment it was sent (round_trip: the server or the way
+/* A late block, from the client's side: its request took longer than the
+ * lead from the moment it was sent (round_trip: the server or the way
  * to it and back), or it was requested late because --depth blocks were
  * still on their way at its release (behind: a late block's wake), or
  * the client itself did not run when the block was due (wakeup). */
 static enum miss_cause miss_cause(int64_t release, int64_t freed, int64_t start,
-				  int64_t done, int64_t period)
+				  int64_t done, int64_t lead)
 {
-	if (done - start > period)
+	if (done - start > lead)
 		return MISS_ROUND_TRIP;
 	if (freed > release)
 		return MISS_BEHIND;
@@ -485,7 +530,7 @@ static void print_block(const struct opts *o, uint64_t i, uint64_t off, int64_t 
 }
 
 static void print_summary(const struct opts *o, const struct totals *t, int64_t period,
-			  uint64_t resv)
+			  int64_t lead, uint64_t resv)
 {
 	double n = t->blocks ? (double)t->blocks : 1;
 	double mean = t->lat_sum / n, var = t->lat_sq / n - mean * mean;
@@ -498,11 +543,13 @@ static void print_summary(const struct opts *o, const struct totals *t, int64_t 
 		printf("{\"summary\":{\"mode\":\"%s\",\"blocks\":%" PRIu64 ",\"misses\":%" PRIu64
 		       ",\"worst_late_ns\":%" PRId64 ",\"jitter_ns\":%" PRId64
 		       ",\"mean_latency_ns\":%" PRId64 ",\"max_latency_ns\":%" PRId64
-		       ",\"period_ns\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"rate\":%" PRIu64
+		       ",\"period_ns\":%" PRId64 ",\"lead_ns\":%" PRId64 ",\"bytes\":%" PRIu64
+		       ",\"rate\":%" PRIu64
 		       ",\"achieved_rate\":%" PRIu64 ",\"worst_start_late_ns\":%" PRId64
 		       ",\"worst_round_trip_ns\":%" PRId64 ",\"miss_causes\":{",
 		       o->record ? "record" : "play", t->blocks, t->misses, t->worst_late_ns, jitter,
-		       (int64_t)llround(mean), t->max_latency_ns, period, t->bytes, o->rate, achieved,
+		       (int64_t)llround(mean), t->max_latency_ns, period, lead, t->bytes, o->rate,
+		       achieved,
 		       t->worst_start_late_ns, t->worst_round_trip_ns);
 		for (int k = 0; k < MISS_CAUSES; k++)
 			printf("%s\"%s\":%" PRIu64, k ? "," : "", miss_cause_name[k], t->miss_by[k]);
@@ -514,9 +561,10 @@ static void print_summary(const struct opts *o, const struct totals *t, int64_t 
 		printf(",\"interrupted\":%s}}\n", interrupted ? "true" : "false");
 		return;
 	}
-	printf("%s: %" PRIu64 " blocks of %s every %s (%s), %" PRIu64 " missed\n",
-	       o->record ? "record" : "play", t->blocks, cw_units_format_size(o->block, a),
-	       cw_units_format_duration(period, b), cw_units_format_rate(o->rate, c), t->misses);
+	printf("%s: %" PRIu64 " blocks of %s every %s (%s), each due %s after its request, %"
+	       PRIu64 " missed\n", o->record ? "record" : "play", t->blocks,
+	       cw_units_format_size(o->block, a), cw_units_format_duration(period, b),
+	       cw_units_format_rate(o->rate, c), cw_units_format_duration(lead, d), t->misses);
 	if (t->worst_late_ns > 0)
 		snprintf(a, sizeof(a), "%s", cw_units_format_duration(t->worst_late_ns, d));
 	else
@@ -525,7 +573,7 @@ static void print_summary(const struct opts *o, const struct totals *t, int64_t 
 	       cw_units_format_duration(jitter, e), cw_units_format_duration((int64_t)llround(mean), b),
 	       cw_units_format_duration(t->max_latency_ns, d), cw_units_format_rate(achieved, c));
 	if (t->misses)
-		printf("late blocks: %" PRIu64 " took longer than a period from their request "
+		printf("late blocks: %" PRIu64 " took longer than the lead from their request "
 		       "(round trip), %" PRIu64 " started late behind a late block, %" PRIu64
 		       " started late because the client was not running (wakeup); worst start "
 		       "%s after release, worst round trip %s\n", t->miss_by[MISS_ROUND_TRIP],
@@ -539,7 +587,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct totals t = { .worst_late_ns = INT64_MIN };
 	struct nbd_handle *h;
-	int64_t size, period, t0, max_req;
+	int64_t size, period, t0, max_req, lead, resv_lead = 0;
 	uint64_t resv_made = 0, nblocks;
 	struct slot *slots;
 	int status = 0;
@@ -596,15 +644,31 @@ int main(int argc, char **argv)
 	if (o.reserve) {
 		char *name = nbd_get_export_name(h);
 
-		if (!name || reserve(&o, name, &resv_made) < 0) {
+		if (!name || reserve(&o, name, &resv_made, &resv_lead) < 0) {
 			free(name);
 			nbd_close(h);
 			return 1;
 		}
 		free(name);
-	} else if (o.resv && check_resv(&o) < 0) {
+	} else if (o.resv && check_resv(&o, &resv_lead) < 0) {
 		nbd_close(h);
 		return 1;
+	}
+	/* The lead: how long before it is needed each block is asked for. */
+	lead = o.lead_ns ? o.lead_ns : CW_MAX(resv_lead, period);
+	if (o.lead_ns && o.lead_ns < resv_lead) {
+		char a[CW_UNITS_BUF], b[CW_UNITS_BUF];
+
+		fprintf(stderr, "cwstream: warning: --lead %s is shorter than the reservation's "
+			"lead %s: the daemon may serve a block after this client needs it\n",
+			cw_units_format_duration(o.lead_ns, a),
+			cw_units_format_duration(resv_lead, b));
+	}
+	/* Blocks asked for but not yet needed are in flight together. */
+	if (!o.depth_set && lead > period) {
+		int64_t want = (lead + period - 1) / period + 1;
+
+		o.depth = (unsigned)CW_MIN(CW_MAX(want, (int64_t)o.depth), DEPTH_MAX);
 	}
 	slots = calloc(o.depth, sizeof(*slots));
 	for (unsigned k = 0; slots && k < o.depth; k++) {
@@ -654,7 +718,7 @@ int main(int argc, char **argv)
 		/* Account for the blocks done, in order. */
 		while (first < next && slots[first % o.depth].done) {
 			struct slot *sl = &slots[first % o.depth];
-			int64_t deadline = sl->release + period, latency, late, round_trip;
+			int64_t deadline = sl->release + lead, latency, late, round_trip;
 			const char *cause = NULL;
 
 			if (sl->err) {
@@ -671,7 +735,7 @@ int main(int argc, char **argv)
 			t.bytes += o.block;
 			if (late > 0) {
 				enum miss_cause mc = miss_cause(sl->release, sl->freed, sl->start,
-								sl->done, period);
+								sl->done, lead);
 
 				t.misses++;
 				t.miss_by[mc]++;
@@ -724,7 +788,7 @@ out:
 	nbd_shutdown(h, 0);
 	nbd_close(h);
 	free_slots(slots, o.depth);
-	print_summary(&o, &t, period, resv_made ? resv_made : o.resv);
+	print_summary(&o, &t, period, lead, resv_made ? resv_made : o.resv);
 	if (resv_made)
 		release(&o, resv_made);
 	if (status)

@@ -159,6 +159,8 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 		return plan_fail(ret, -EINVAL, "missing argument");
 	if (q->bandwidth_bps == 0 || q->block_bytes == 0)
 		return plan_fail(ret, -EINVAL, "bandwidth and block size must be positive");
+	if (q->due != CW_ADMIT_DUE_STREAM && q->due != CW_ADMIT_DUE_DISK)
+		return plan_fail(ret, -EINVAL, "unknown deadline rule");
 	if (q->span_start_ns < 0 || q->span_end_ns < 0 ||
 	    (q->span_end_ns && q->span_end_ns <= q->span_start_ns))
 		return plan_fail(ret, -EINVAL, "time span must be 0 <= start < end (end 0: open)");
@@ -280,6 +282,10 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 		}
 		pt->task.period_ns = (int64_t)per;
 		pt->task.service_ns = a->c;
+		/* due a disk period after release (the client reads that far
+		 * ahead), or a stream period however seldom this disk serves
+		 * one */
+		pt->task.deadline_ns = q->due == CW_ADMIT_DUE_STREAM ? (int64_t)t0 : 0;
 		if (q->span_start_ns || q->span_end_ns) {
 			unsigned __int128 from = q->span_start_ns + t0 * a->first;
 			unsigned __int128 to = q->span_start_ns + t0 * (a->last + 1) + per;

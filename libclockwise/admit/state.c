@@ -359,7 +359,8 @@ static int resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
 		.part_id = rv->part_id, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
 		.range_start_bytes = rv->range_start_bytes, .range_end_bytes = rv->range_end_bytes,
 		.start_ns = shift_ns(rv->span_start_ns, by), .end_ns = shift_ns(rv->span_end_ns, by),
-		.period_ns = rv->period_ns, .n_disks = rv->n_parts, .disks = d,
+		.period_ns = rv->period_ns, .due = rv->due == CW_ADMIT_DUE_STREAM,
+		.n_disks = rv->n_parts, .disks = d,
 	};
 
 	if (!d)
@@ -375,6 +376,15 @@ static int resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
 		};
 	}
 	return cw_resv_add(st->pool, &rec, &rv->id);
+}
+
+/* How far ahead of need a client asks for a block: the longest deadline
+ * of its parts (at least b/B). */
+static void resv_set_lead(struct cw_admit_resv *rv)
+{
+	rv->lead_ns = rv->period_ns;
+	for (size_t i = 0; i < rv->n_parts; i++)
+		rv->lead_ns = CW_MAX(rv->lead_ns, cw_task_deadline_ns(&rv->parts[i].task));
 }
 
 /* Appends rv (owned from now on) to the list. */
@@ -420,6 +430,7 @@ static int resvs_load(struct cw_admit_state *st)
 			.range_end_bytes = rec->range_end_bytes,
 			.span_start_ns = shift_ns(rec->start_ns, -by),
 			.span_end_ns = shift_ns(rec->end_ns, -by), .period_ns = rec->period_ns,
+			.due = rec->due == 1 ? CW_ADMIT_DUE_STREAM : CW_ADMIT_DUE_DISK,
 			.n_parts = rec->n_disks, .parts = rv->parts,
 		};
 		for (size_t j = 0; j < np; j++)
@@ -431,10 +442,13 @@ static int resvs_load(struct cw_admit_state *st)
 			rv->parts[j] = (struct cw_admit_resv_part){
 				.disk_id = d->disk_id,
 				.task = { d->period_ns, d->service_ns, shift_ns(d->from_ns, -by),
-					  shift_ns(d->to_ns, -by) },
+					  shift_ns(d->to_ns, -by),
+					  /* as cw_admit_plan gave it */
+					  rv->due == CW_ADMIT_DUE_STREAM ? rec->period_ns : 0 },
 				.requests = d->requests, .stride = d->stride,
 			};
 		}
+		resv_set_lead(rv);
 		r = resv_append(st, rv);
 		if (r < 0)
 			resv_free(rv);
@@ -526,6 +540,19 @@ static void refusal_words(struct cw_admit_refusal *ref, const char *prefix, uint
 		       "of the streams with shorter periods come, it leaves them %s of disk work "
 		       "to do within %s, %s too much: one would miss its deadline (condition (2))",
 		       prefix, who, c, cw_units_format_duration3(res->fail_need_ns, need),
+		       cw_units_format_duration3(res->fail_l_ns, l),
+		       cw_units_format_duration3(res->fail_need_ns - res->fail_l_ns, per));
+	} else if (res->why == CW_ADMIT_DEMAND && ref->who != CW_ADMIT_WHO_ALL) {
+		refuse(ref, "%sone %s%srequest of %s takes %s, longer than the %s within which "
+		       "it is due%s%s (C > D)", prefix,
+		       block ? cw_units_format_size(block, b) : "", block ? " " : "", who, c,
+		       cw_units_format_duration3(res->fail_l_ns, l),
+		       rate ? " at " : "", rate ? cw_units_format_rate(rate, r) : "");
+	} else if (res->why == CW_ADMIT_DEMAND) {
+		refuse(ref, "%sits streams %s could ask for %s of disk work due within %s, %s "
+		       "too much: one would miss its deadline (the demand of requests due "
+		       "sooner than the stream's next one on this disk)", prefix, with,
+		       cw_units_format_duration3(res->fail_need_ns, need),
 		       cw_units_format_duration3(res->fail_l_ns, l),
 		       cw_units_format_duration3(res->fail_need_ns - res->fail_l_ns, per));
 	} else {
@@ -637,7 +664,11 @@ static int prepare(struct cw_admit_state *st, const struct cw_admit_request *req
 	r = prepare_disks(st, p);
 	if (r < 0)
 		return r;
-	p->q = (struct cw_admit_qos){ .block_bytes = req->block_bytes };
+	if (req->due != CW_ADMIT_DUE_DISK && req->due != CW_ADMIT_DUE_STREAM) {
+		refuse(ref, "unknown deadline rule");
+		return -EINVAL;
+	}
+	p->q = (struct cw_admit_qos){ .block_bytes = req->block_bytes, .due = req->due };
 	if (req->start_in_ns || req->duration_ns) {
 		p->q.span_start_ns = now + req->start_in_ns;
 		p->q.span_end_ns = req->duration_ns ? p->q.span_start_ns + req->duration_ns : 0;
@@ -890,6 +921,7 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 	rv->span_start_ns = p.q.span_start_ns;
 	rv->span_end_ns = p.q.span_end_ns;
 	rv->period_ns = plan.stream_period_ns;
+	rv->due = req->due;
 	rv->n_parts = plan.n_parts;
 	for (size_t i = 0; i < plan.n_parts; i++)
 		rv->parts[i] = (struct cw_admit_resv_part){
@@ -898,6 +930,7 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 			.requests = plan.parts[i].requests,
 			.stride = plan.parts[i].stride,
 		};
+	resv_set_lead(rv);
 	/* The database first (it gives the id), then memory. */
 	if (rv->persistent) {
 		r = resv_store(st, rv);
@@ -965,7 +998,8 @@ int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64
 	req = (struct cw_admit_request){ .part = rv->part, .rate_bps = rv->rate_bps,
 					 .block_bytes = rv->block_bytes,
 					 .range_start_bytes = rv->range_start_bytes,
-					 .range_end_bytes = rv->range_end_bytes, .dry_run = true };
+					 .range_end_bytes = rv->range_end_bytes, .dry_run = true,
+					 .due = rv->due };
 	r = prepare(st, &req, &p, ref);
 	if (r < 0)
 		return r;
@@ -1105,7 +1139,8 @@ static int part_service(struct cw_admit_state *st, const struct cw_admit_resv *r
 	_cleanup_(range_layout_done) struct range_layout rl = { 0 };
 	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
 	_cleanup_free_ struct cw_admit_disk *ad = NULL;
-	struct cw_admit_qos q = { .bandwidth_bps = rv->rate_bps, .block_bytes = rv->block_bytes };
+	struct cw_admit_qos q = { .bandwidth_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
+				  .due = rv->due };
 	struct cw_part *part;
 	int r;
 

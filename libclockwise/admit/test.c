@@ -9,24 +9,36 @@
  * Invariant kept: a set is reported schedulable only if every job of every
  * sporadic release pattern meets its deadline under non-preemptive EDF, and
  * delta_l_ns never exceeds the least distance between a job's end and its
- * deadline over all those patterns (it equals it when exact is true).
+ * deadline over all those patterns (it equals it when exact is true and
+ * every D = T).
  *
- * The mathematics.  Let D(x) = sum_j floor(x / T_j) C_j, the work of jobs
- * released at or after some instant with deadlines within x of it.  Take
- * any job that ends late by our measure and the last instant t1 before its
- * deadline d at which no job with deadline <= d was waiting; x = d - t1.
- * In [t1, d) the disk does that demand, at most D(x), plus at most one
- * request started before t1: a job of a task k with T_k > x + 1, of which
- * at most C_k - 1 remains.  So every job ends at least
- *   S(x) = x - D(x) - max(0, max over T_k > x + 1 of (C_k - 1))
- * before its deadline, and the pattern "task k starts at -1, all others
- * are released together at 0 and then as fast as allowed" makes the last
- * job due by x end exactly S(x) early.  Hence the exact slack is
- *   ΔL = min over x >= T_1 of S(x) = min(ΔL_m, ΔL_q) with
- *   ΔL_m = min over x >= T_1 of (x - D(x))
- *   ΔL_q = min over i and T_1 < L < T_i of (L - C_i - D(L - 1))
- * (substitute L = x + 1; D(L - 1) only counts tasks with T_j < L < T_i,
- * i.e. Jeffay's sum over j < i), and condition (2) is ΔL_q >= 0.
+ * The mathematics.  A task j is released at most once per T_j and each
+ * job is due D_j <= T_j after its release (D_j = T_j unless the task says
+ * otherwise).  Let D(x) = sum_j max(0, floor((x - D_j) / T_j) + 1) C_j,
+ * the work of jobs released at or after some instant with deadlines
+ * within x of it (= sum_j floor(x / T_j) C_j when D = T).  Take any job
+ * that ends late by our measure and the last instant t1 before its
+ * deadline d at which no job with deadline <= d was waiting or in
+ * service; x = d - t1.  In [t1, d) the disk does that demand, at most
+ * D(x), plus at most one request started before t1: a job due after d and
+ * released before t1, so of a task k with D_k > x + 1, of which at most
+ * C_k - 1 remains.  So every job ends at least
+ *   S(x) = x - D(x) - max(0, max over D_k > x + 1 of (C_k - 1))
+ * before its deadline.  With D = T the pattern "task k starts at -1, all
+ * others are released together at 0 and then as fast as allowed" makes
+ * the last job due by x end exactly S(x) early, so the slack below is
+ * exact; with shorter deadlines that pattern may leave the disk idle
+ * between releases, and the slack is a sound bound, not always reached:
+ *   ΔL = min over x >= D_1 of S(x) = min(ΔL_m, ΔL_q) with
+ *   ΔL_m = min over x >= D_1 of (x - D(x))
+ *   ΔL_q = min over i and D_1 < L < D_i of (L - C_i - D(L - 1))
+ * (substitute L = x + 1; D(L - 1) only counts tasks with D_j < L < D_i,
+ * i.e. Jeffay's sum over j < i), condition (2) is ΔL_q >= 0, and the set
+ * is schedulable iff ΔL >= 0.  With D = T, ΔL_m >= x (1 - U) >= 0 follows
+ * from condition (1); with shorter deadlines it does not (two tasks
+ * (T, D, C) = (10, 4, 3) have U = 0.6 and D(4) = 6 > 4), so ΔL_m >= 0 is
+ * checked as a condition of its own: George, Rivierre and Spuri's test
+ * for non-preemptive EDF with constrained deadlines.
  *
  * Where the paper is wrong.  Definition 1 takes L only up to T_n in ΔL_m,
  * claiming larger L only raise the slack.  They do not: x - D(x) keeps
@@ -34,18 +46,21 @@
  * 1.  For T = (10, 15, 15), C = (5, 3, 4) (U = 0.967) the paper gives
  * ΔL = 2, but at x = 30, 30 - D(30) = 30 - 15 - 6 - 8 = 1, and the release
  * pattern above makes a job end only 1 before its deadline (the unit test
- * simulates it).  We follow the mathematics: x runs on past T_n until
- * x (1 - U) >= the minimum found (x - D(x) >= x (1 - U) beyond T_n), with
- * ΔL_m = 0 when U = 1 exactly (D(H) = H at the hyperperiod H).  Definition
- * 1 also lets L run over [T_1, T_n] for every i in ΔL_q; the values outside
- * Jeffay's range (T_1, T_i) are never below min S(x), so ΔL is the same
- * either way, and we keep Jeffay's range so that ΔL_q >= 0 is condition
- * (2).
+ * simulates it).  We follow the mathematics: x runs on past D_n until
+ * x (1 - U) - K >= the minimum found, K = sum_j C_j (T_j - D_j) / T_j
+ * rounded up (x - D(x) >= x (1 - U) - K for every x, since floor(y) + 1
+ * <= y + 1), with ΔL_m = 0 when U = 1 exactly and every D = T (D(H) = H
+ * at the hyperperiod H); U = 1 with a shorter deadline is refused as not
+ * decided (the bound never rises and the hyperperiod may be vast).
+ * Definition 1 also lets L run over [T_1, T_n] for every i in ΔL_q; the
+ * values outside Jeffay's range (T_1, T_i) are never below min S(x), so
+ * ΔL is the same either way, and we keep Jeffay's range so that ΔL_q >= 0
+ * is condition (2).
  *
  * Speed.  x - D(x) rises by one per unit of x and falls only where a floor
- * term changes, at multiples of some T_j, so only those points are visited
- * (a heap over the distinct periods), with the prefix minimum giving
- * condition (2) for each task as the sweep passes T_i - 2.
+ * term changes, at D_j plus multiples of T_j, so only those points are
+ * visited (a heap over the distinct pairs (T, D)), with the prefix minimum
+ * giving condition (2) for each task as the sweep passes D_i - 2.
  */
 #include "config.h"
 
@@ -64,15 +79,20 @@ typedef unsigned __int128 u128;
 
 #define ONE_FX ((u128)1 << 64)	/* 1.0 in 64.64 fixed point */
 
-/* The sweep gives up beyond this many points: before T_n that is an error
+/* The sweep gives up beyond this many points: before D_n that is an error
  * (-E2BIG), after it ΔL_m is cut to a sound lower bound (exact = false). */
 #define MAX_POINTS (UINT64_C(1) << 25)
 
-static int cmp_period(const void *a, const void *b, void *arg)
+/* By deadline, then period: the order of condition (2) and of the sweep's
+ * first points. */
+static int cmp_deadline(const void *a, const void *b, void *arg)
 {
 	const struct cw_task *t = arg;
 	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int64_t di = cw_task_deadline_ns(&t[i]), dj = cw_task_deadline_ns(&t[j]);
 
+	if (di != dj)
+		return di < dj ? -1 : 1;
 	if (t[i].period_ns != t[j].period_ns)
 		return t[i].period_ns < t[j].period_ns ? -1 : 1;
 	return i < j ? -1 : i > j;
@@ -156,6 +176,7 @@ static void util_cmp(const struct cw_task *tasks, size_t n, struct util *ret)
 
 struct group {
 	int64_t period;
+	int64_t deadline;
 	int64_t sum_c;
 	int64_t max_c;
 	size_t max_idx;		/* input index of the task with max_c */
@@ -199,6 +220,23 @@ static void fail(struct cw_admit_result *r, enum cw_admit_why why, const char *f
 	va_end(ap);
 }
 
+/* K = sum_j C_j (T_j - D_j) / T_j, each term rounded up: D(x) <= x U + K
+ * for every x.  Saturates at INT64_MAX / 4. */
+static int64_t deadline_debt(const struct cw_task *tasks, size_t n)
+{
+	u128 k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		u128 c = (u128)tasks[i].service_ns, t = (u128)tasks[i].period_ns;
+		u128 gap = t - (u128)cw_task_deadline_ns(&tasks[i]);
+
+		k += (c * gap + t - 1) / t;	/* c, gap < 2^63: no overflow */
+		if (k > INT64_MAX / 4)
+			return INT64_MAX / 4;
+	}
+	return (int64_t)k;
+}
+
 int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result *ret)
 {
 	_cleanup_free_ size_t *order = NULL;
@@ -207,7 +245,7 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 	struct util util;
 	struct cw_admit_result r = { .exact = true };
 	size_t ng = 0, gi;
-	int64_t d = 0, pm = CW_ADMIT_NO_LIMIT, pm_x = 0, dlq = CW_ADMIT_NO_LIMIT;
+	int64_t d = 0, pm = CW_ADMIT_NO_LIMIT, pm_x = 0, dlq = CW_ADMIT_NO_LIMIT, debt;
 	uint64_t points = 0;
 
 	if (!ret || (n && !tasks))
@@ -216,10 +254,12 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 	for (size_t i = 0; i < n; i++) {
 		const struct cw_task *t = &tasks[i];
 
-		if (t->period_ns <= 0 || t->service_ns <= 0) {
+		if (t->period_ns <= 0 || t->service_ns <= 0 || t->deadline_ns < 0 ||
+		    t->deadline_ns > t->period_ns) {
 			r.fail_task = i;
-			fail(&r, CW_ADMIT_INVALID, "task %zu: T and C must be positive (T=%" PRId64
-			     " C=%" PRId64 ")", i, t->period_ns, t->service_ns);
+			fail(&r, CW_ADMIT_INVALID, "task %zu: T and C must be positive and D within "
+			     "[0, T] (T=%" PRId64 " C=%" PRId64 " D=%" PRId64 ")", i, t->period_ns,
+			     t->service_ns, t->deadline_ns);
 			*ret = r;
 			return 0;
 		}
@@ -228,6 +268,15 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 			r.utilization = (double)t->service_ns / (double)t->period_ns;
 			fail(&r, CW_ADMIT_UTILIZATION, "condition (1): task %zu alone has C > T (T=%"
 			     PRId64 " C=%" PRId64 ")", i, t->period_ns, t->service_ns);
+			*ret = r;
+			return 0;
+		}
+		if (t->service_ns > cw_task_deadline_ns(t)) {
+			r.fail_task = i;
+			r.fail_l_ns = t->deadline_ns;
+			r.fail_need_ns = t->service_ns;
+			fail(&r, CW_ADMIT_DEMAND, "demand: task %zu alone has C > D (D=%" PRId64
+			     " C=%" PRId64 ")", i, t->deadline_ns, t->service_ns);
 			*ret = r;
 			return 0;
 		}
@@ -253,6 +302,13 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 		*ret = r;
 		return 0;
 	}
+	debt = deadline_debt(tasks, n);
+	if (util.cmp == 0 && debt > 0) {
+		fail(&r, CW_ADMIT_UTILIZATION,
+		     "condition (1): U = 1 with a deadline shorter than its period is not decided");
+		*ret = r;
+		return 0;
+	}
 
 	order = malloc(n * sizeof(*order));
 	g = malloc(n * sizeof(*g));
@@ -261,12 +317,13 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
-	qsort_r(order, n, sizeof(*order), cmp_period, (void *)tasks);
+	qsort_r(order, n, sizeof(*order), cmp_deadline, (void *)tasks);
 	for (size_t k = 0; k < n; k++) {
 		const struct cw_task *t = &tasks[order[k]];
+		int64_t dl = cw_task_deadline_ns(t);
 
-		if (ng == 0 || g[ng - 1].period != t->period_ns)
-			g[ng++] = (struct group){ .period = t->period_ns, .max_c = 0 };
+		if (ng == 0 || g[ng - 1].period != t->period_ns || g[ng - 1].deadline != dl)
+			g[ng++] = (struct group){ .period = t->period_ns, .deadline = dl, .max_c = 0 };
 		g[ng - 1].sum_c += t->service_ns;
 		if (t->service_ns > g[ng - 1].max_c) {
 			g[ng - 1].max_c = t->service_ns;
@@ -274,17 +331,17 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 		}
 	}
 	for (size_t k = 0; k < ng; k++)
-		heap[k] = (struct ev){ .at = g[k].period, .g = k };	/* sorted: already a heap */
+		heap[k] = (struct ev){ .at = g[k].deadline, .g = k };	/* sorted: already a heap */
 
-	const int64_t t1 = g[0].period, tn = g[ng - 1].period;
+	const int64_t d1 = g[0].deadline, dn = g[ng - 1].deadline;
 
 	gi = 1;
 	for (;;) {
 		int64_t x = heap[0].at;
 
-		/* Every point <= T_i - 2 is in pm: condition (2) for group gi. */
-		while (gi < ng && g[gi].period - 2 < x) {
-			if (g[gi].period - 2 >= t1) {
+		/* Every point <= D_i - 2 is in pm: condition (2) for group gi. */
+		while (gi < ng && g[gi].deadline - 2 < x) {
+			if (g[gi].deadline - 2 >= d1) {
 				int64_t q = pm - (g[gi].max_c - 1);
 
 				if (q < 0) {
@@ -292,10 +349,10 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 					r.fail_l_ns = pm_x + 1;
 					r.fail_need_ns = pm_x + 1 - q;
 					fail(&r, CW_ADMIT_BLOCKING,
-					     "condition (2): task %zu (T=%" PRId64 " C=%" PRId64
-					     ") at L=%" PRId64 ": needs %" PRId64 " > L",
-					     g[gi].max_idx, g[gi].period, g[gi].max_c, pm_x + 1,
-					     pm_x + 1 - q);
+					     "condition (2): task %zu (T=%" PRId64 " D=%" PRId64
+					     " C=%" PRId64 ") at L=%" PRId64 ": needs %" PRId64 " > L",
+					     g[gi].max_idx, g[gi].period, g[gi].deadline, g[gi].max_c,
+					     pm_x + 1, pm_x + 1 - q);
 					*ret = r;
 					return 0;
 				}
@@ -303,19 +360,22 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 			}
 			gi++;
 		}
-		if (gi == ng && x > tn) {
-			/* Beyond T_n: x' - D(x') >= x' (1 - U) for every x' >= x. */
+		if (gi == ng && x > dn) {
+			/* Beyond D_n: x' - D(x') >= x' (1 - U) - K for every x' >= x. */
 			if (util.cmp == 0) {
-				pm = CW_MIN(pm, 0);	/* D(H) = H at the hyperperiod */
+				pm = CW_MIN(pm, 0);	/* D(H) = H at the hyperperiod (D = T) */
 				break;
 			}
 			u128 room = ONE_FX - util.hi_fx;	/* 2^64 (1 - U), rounded down */
-			u128 floor_here = ((u128)x * room) >> 64;
+			int64_t floor_here = (int64_t)(((u128)x * room) >> 64) - debt;
 
-			if (floor_here >= (u128)pm)
+			if (floor_here >= pm)
 				break;
 			if (points >= MAX_POINTS) {
-				pm = CW_MIN(pm, (int64_t)floor_here);
+				if (floor_here < pm) {
+					pm = floor_here;
+					pm_x = x;
+				}
 				r.exact = false;
 				break;
 			}
@@ -338,6 +398,20 @@ int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result 
 		points++;
 	}
 
+	if (pm < 0) {
+		/* only with deadlines shorter than periods (D = T: pm >= x (1 - U)) */
+		r.fail_task = SIZE_MAX;	/* the set, no one task */
+		r.fail_l_ns = pm_x;
+		r.fail_need_ns = pm_x - pm;
+		if (r.exact)
+			fail(&r, CW_ADMIT_DEMAND, "demand: %" PRId64 " of work is due within L=%"
+			     PRId64 " > L", pm_x - pm, pm_x);
+		else
+			fail(&r, CW_ADMIT_DEMAND, "demand: the work due within L cannot be shown "
+			     "to fit in L for every L (U = %.12g)", util.utilization);
+		*ret = r;
+		return 0;
+	}
 	r.schedulable = true;
 	r.why = CW_ADMIT_OK;
 	r.delta_l_m_ns = pm;

@@ -16,14 +16,14 @@
 #include "layout/layout-internal.h"
 
 static const char sql_resv_put[] =
-	"INSERT INTO resv(part, rate, block, range_start, range_end, start_ns, end_ns, period_ns)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+	"INSERT INTO resv(part, rate, block, range_start, range_end, start_ns, end_ns, period_ns,"
+	" due) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 static const char sql_resv_disk_put[] =
 	"INSERT INTO resv_disk(resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 static const char sql_resv_del[] = "DELETE FROM resv WHERE id = ?1";
 static const char sql_resv_all[] =
-	"SELECT id, part, rate, block, range_start, range_end, start_ns, end_ns, period_ns"
+	"SELECT id, part, rate, block, range_start, range_end, start_ns, end_ns, period_ns, due"
 	" FROM resv ORDER BY id";
 static const char sql_resv_disk_all[] =
 	"SELECT resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride"
@@ -107,6 +107,8 @@ static int check_resv(struct cw_pool *pool, const struct cw_resv_rec *r)
 	    r->rate_bps > INT64_MAX || r->block_bytes > INT64_MAX)
 		return lay_set_error(pool, -EINVAL, "a reservation needs a positive rate, block "
 				     "size and period");
+	if (r->due > 1)
+		return lay_set_error(pool, -EINVAL, "unknown deadline rule %u", r->due);
 	if (r->range_start_bytes >= r->range_end_bytes || r->range_end_bytes > size)
 		return lay_set_error(pool, -EINVAL, "range %llu:%llu is not inside partition '%s' "
 				     "(%llu bytes)", (unsigned long long)r->range_start_bytes,
@@ -148,6 +150,7 @@ static int resv_insert(struct meta *m, const struct cw_resv_rec *r, uint64_t *re
 	sqlite3_bind_int64(st, 6, r->start_ns);
 	sqlite3_bind_int64(st, 7, r->end_ns);
 	sqlite3_bind_int64(st, 8, r->period_ns);
+	sqlite3_bind_int64(st, 9, r->due);
 	rc = meta_step(st);
 	if (rc < 0)
 		return rc;
@@ -309,6 +312,7 @@ static int resv_load(struct meta *m, struct cw_resv_rec **ret, size_t *ret_n)
 			.start_ns = sqlite3_column_int64(st, 6),
 			.end_ns = sqlite3_column_int64(st, 7),
 			.period_ns = sqlite3_column_int64(st, 8),
+			.due = (unsigned)sqlite3_column_int64(st, 9),
 		};
 	}
 	if (r == 0 && rc != SQLITE_DONE)

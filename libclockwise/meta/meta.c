@@ -201,6 +201,10 @@ static const char *const migrations[] = {
 	"  block INTEGER NOT NULL CHECK (block >= 0),"
 	"  slot INTEGER NOT NULL CHECK (slot >= 0),"
 	"  PRIMARY KEY (part, block)) WITHOUT ROWID;",
+	/* 9 -> 10: when a reservation's requests are due after their release
+	 * (clockwise/admit.h, enum cw_admit_due): 0 a disk period, as every
+	 * reservation made before, 1 a stream period. */
+	"ALTER TABLE resv ADD COLUMN due INTEGER NOT NULL DEFAULT 0 CHECK (due IN (0, 1));",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

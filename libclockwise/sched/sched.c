@@ -23,14 +23,17 @@
  *
  * Releases (section 3.2) are computed here, not by the driver: a stream's
  * job is released at max(arrival, the stream's previous release + T), the
- * first at its arrival, and is due T later; the further pieces of a job
- * on this disk (same_job) share its window.  So every stream's jobs are
- * at least T apart and each is due T after its release, whatever the
- * driver sends: the sporadic task Jeffay's test admitted.
+ * first at its arrival, and is due D <= T later (D = T but for a striped
+ * stream's part, whose requests are due a stream period after release);
+ * the further pieces of a job on this disk (same_job) share its window.
+ * So every stream's jobs are at least T apart and each is due D after its
+ * release, whatever the driver sends: the sporadic task the admission
+ * test admitted.
  *
  * Why no admitted deadline is missed (admit.c gives the S(x) notation:
- * S(x) = x - D(x) - B(x), B(x) the largest C_k - 1 with T_k > x + 1, and
- * ΔL = min S, idle_be = 1 + min (x - D(x))).  Suppose an RT job with
+ * D(x) = sum_j max(0, floor((x - D_j) / T_j) + 1) C_j, S(x) = x - D(x) -
+ * B(x), B(x) the largest C_k - 1 with D_k > x + 1, and ΔL = min S >= 0,
+ * idle_be = 1 + min (x - D(x)); admission also holds D(x) <= x).  Suppose an RT job with
  * deadline d ends late; let t1 be the last instant before d at which no
  * released RT job with deadline <= d was unfinished, x = d - t1.  In
  * [t1, d) the disk is never idle and never starts an RT job due after d
@@ -39,7 +42,7 @@
  * happens in (t1, d) (a released RT job is always waiting), nor at t1 if
  * something is in service then.
  *  - In service at t1 an RT job due after d: it was released before t1,
- *    so T_k > x + 1 and at most C_k - 1 <= B(x) of it remains; the BE work
+ *    so D_k > x + 1 and at most C_k - 1 <= B(x) of it remains; the BE work
  *    after t1 is at most ΔL_r(t1) <= ΔL <= S(x).  Total <= x - D(x).
  *  - In service at t1 a BE request of actual length e started at s < t1:
  *    no refill in [s, d), so the BE work after t1 is at most
@@ -73,12 +76,13 @@
  *         (its C less the charges seen, due at its deadline);
  *   F(d)  the same for the work that may still be released: the waiting
  *         RT requests at their deadlines, and for each stream k,
- *         C_k floor((d - a_k) / T_k) with a_k = max(t + 1, r_k + T_k)
- *         (r_k its latest release; t + 1 for a stream with no job yet);
+ *         C_k max(0, floor((d - D_k - a_k) / T_k) + 1) with a_k =
+ *         max(t + 1, r_k + T_k) (r_k its latest release; t + 1 for a
+ *         stream with no job yet);
  *         for the server, whose jobs this code releases at decisions,
  *         a = max(t, its last release + its period).
- * (A stream whose admitted T and C differ from its latest job's counts
- * with the shorter T and the larger C.)  The rule: a best-effort request
+ * (A stream whose admitted T, C and D differ from its latest job's counts
+ * with the shorter T, the larger C and the shorter D.)  The rule: a best-effort request
  * (or an RT request before its release) of charged service s may start at
  * t iff for every d at which some of that work is due
  *     s + P(d) + F(d) <= d - t - (g if P(d) > 0, else 0)
@@ -106,25 +110,27 @@
  *      waiting request (in F(d)), a piece of a latest job not seen at t1
  *      (in P(d)), or a later job of stream k, released no earlier than
  *      a_k (its arrival is after t1 and its release at least r_k + T_k)
- *      and the next ones a period apart, so at most floor((d - a_k) / T_k)
- *      jobs of at most C_k each are due by d; the server's jobs likewise
+ *      and the next ones a period apart, each due D_k after its release,
+ *      so at most max(0, floor((d - D_k - a_k) / T_k) + 1) jobs of at
+ *      most C_k each are due by d; the server's jobs likewise
  *      (a server job released at t1 itself is counted from a = t1).  J
  *      unfinished at d means this work exceeds x: a contradiction.  The
  *      guard only makes the test stricter.
  *  (b) An RT request or server chunk of a job of task k due after d
  *      started at t1: EDF chose it, so no released job due by d waited at
  *      t1.  J was released after t1 (released by t1 and not started, it
- *      would have waited), so x > T_J >= T_1; the job started at t1 was
- *      released by t1 and is due after d, so T_k > x.  The rest of [t1, d)
- *      runs jobs released in [t1 + 1, d - T_j], at most D(x - 1) of work,
+ *      would have waited), so x > D_J >= D_1; the job started at t1 was
+ *      released by t1 and is due after d, so D_k > x.  The rest of [t1, d)
+ *      runs jobs released in [t1 + 1, d - D_j], at most D(x - 1) of work,
  *      and the job of k takes at most C_k, so J late means x < C_k +
- *      D(x - 1): Jeffay's condition (2) fails at L = x in (T_1, T_k).
+ *      D(x - 1): Jeffay's condition (2) fails at L = x in (D_1, D_k).
  *  (c) The disk idled at t1: it never idles with a released job (nor
  *      with a server job with budget and a request that fits), and a job
  *      released at t1 would have been seen at t1, so every job run in
- *      (t1, d) was released in [t1 + 1, d - T_j]: at most D(x - 1) <= x - 1
- *      of work (condition (1): D(y) <= y), while [t1 + 1, d) is busy and J
- *      is not done: more than x - 1.  A contradiction.
+ *      (t1, d) was released in [t1 + 1, d - D_j]: at most D(x - 1) <= x - 1
+ *      of work (ΔL_m >= 0: D(y) <= y; with D = T condition (1) gives it),
+ *      while [t1 + 1, d) is busy and J is not done: more than x - 1.  A
+ *      contradiction.
  * The idle rule is (a) with nothing released: room(t) is then at least
  * 1 + min (x - D(x)) = idle_be_ns (F(d) <= D(d - t - 1)), so dynamic
  * starts whatever delta-l's idle rule would, and more when streams'
@@ -138,9 +144,10 @@
  * Computing it.  d - t - P(d) - F(d) rises with d and falls only at
  * deadlines, so only they are visited, in order, from one heap of
  * sources (each pending or waiting request, each stream's next future
- * deadline); past the point where (d - t)(1 - U) - P_tot - g is at least
- * the least value found, no later d can be lower (F(d) <= U (d - t)), so
- * the scan stops.  With U = 1 it stops a hyperperiod H past the last
+ * deadline); past the point where (d - t)(1 - U) - P_tot - g - K is at
+ * least the least value found, no later d can be lower (F(d) <= U (d - t)
+ * + K, K = sum_k C_k (T_k - D_k) / T_k, 0 when every D = T), so the scan
+ * stops.  With U = 1 it stops a hyperperiod H past the last
  * pending deadline or fixed next release (beyond which the value gains
  * H (1 - U) >= 0 each H), or when H is too large after DYN_MAX_POINTS
  * deadlines with the bound 1 - P_tot - g, which D(y) <= y gives.  And it is rarely done: between
@@ -176,8 +183,9 @@ enum { ST_NONE = 0, ST_REL, ST_WAIT, ST_BE, ST_SERVICE };
 struct stream {
 	uint64_t id;
 	int64_t period, service, release;
+	int64_t dl;			/* D of the latest job: due dl after release */
 	int64_t seen;			/* service_ns of the latest job's pieces */
-	int64_t adm_period, adm_service;	/* cw_sched_stream_admit; 0: none */
+	int64_t adm_period, adm_service, adm_dl;	/* cw_sched_stream_admit; 0: none */
 	bool has_job;
 };
 
@@ -232,11 +240,18 @@ struct cw_sched {
 	bool dyn_burst;			/* refused with RT released: RT until none is */
 	bool u_ok;
 	double u_hi;			/* sum of C/T, rounded up */
+	double k_hi;			/* sum of C (T - D) / T, rounded up */
 	int64_t hyper;			/* their periods' common multiple (0: too large) */
 	struct dyn_src *src;
 	size_t src_cap;
 	struct cw_sched_stats st;
 };
+
+/* An RT request's D: due this long after its release. */
+static int64_t req_dl(const struct cw_sched_req *r)
+{
+	return r->rel_deadline_ns ? r->rel_deadline_ns : r->period_ns;
+}
 
 /* ---- heaps ------------------------------------------------------------- */
 
@@ -450,7 +465,7 @@ moved:
 static void stream_out(const struct stream *st, struct cw_sched_stream *ret)
 {
 	*ret = (struct cw_sched_stream){ .id = st->id, .period_ns = st->period,
-					 .service_ns = st->service,
+					 .service_ns = st->service, .deadline_ns = st->dl,
 					 .release_ns = st->has_job ? st->release : INT64_MIN };
 }
 
@@ -467,12 +482,16 @@ int cw_sched_stream_get(const struct cw_sched *s, uint64_t id, struct cw_sched_s
 	return 0;
 }
 
-int cw_sched_stream_admit(struct cw_sched *s, uint64_t id, int64_t period, int64_t service)
+int cw_sched_stream_admit(struct cw_sched *s, uint64_t id, int64_t period, int64_t service,
+			  int64_t deadline)
 {
 	struct stream *st;
 	int e;
 
-	if (!s || period <= 0 || service <= 0 || service > period || period > INT64_MAX / 4)
+	if (deadline == 0)
+		deadline = period;
+	if (!s || period <= 0 || service <= 0 || deadline < service || deadline > period ||
+	    period > INT64_MAX / 4)
 		return -EINVAL;
 	st = stream_find(s, id);
 	if (!st) {
@@ -482,9 +501,11 @@ int cw_sched_stream_admit(struct cw_sched *s, uint64_t id, int64_t period, int64
 		st = stream_add(s, id);
 		st->period = period;
 		st->service = service;
+		st->dl = deadline;
 	}
 	st->adm_period = period;
 	st->adm_service = service;
+	st->adm_dl = deadline;
 	s->dyn_ok = s->u_ok = false;
 	return 0;
 }
@@ -681,7 +702,7 @@ static void dyn_enqueued(struct cw_sched *s, const struct stream *old,
 	if (!s->dyn_ok)
 		return;
 	if (!old || !st || old->period != st->period || old->service != st->service ||
-	    st->seen > st->service || r->release_ns <= s->dyn_t0)
+	    old->dl != st->dl || st->seen > st->service || r->release_ns <= s->dyn_t0)
 		s->dyn_ok = false;
 	else if (r->release_ns <= now)
 		dyn_released(s);
@@ -693,11 +714,13 @@ static void dyn_enqueued(struct cw_sched *s, const struct stream *old,
  * (room for it is reserved). */
 static void release(struct cw_sched *s, struct stream *st, struct cw_sched_req *r)
 {
-	if (st && st->has_job && r->same_job && st->period == r->period_ns &&
+	int64_t dl = req_dl(r);
+
+	if (st && st->has_job && r->same_job && st->period == r->period_ns && st->dl == dl &&
 	    r->arrival_ns <= st->release) {
 		/* a further piece of the latest job: its window, nothing new */
 		r->release_ns = st->release;
-		r->deadline_ns = st->release + st->period;
+		r->deadline_ns = st->release + st->dl;
 		st->seen = CW_MIN(st->seen + r->service_ns, INT64_MAX / 4);
 		return;
 	}
@@ -711,11 +734,12 @@ static void release(struct cw_sched *s, struct stream *st, struct cw_sched_req *
 		if (NEVER(r->release_ns - st->release < st->period))
 			r->release_ns = st->release + st->period;
 	}
-	r->deadline_ns = r->release_ns + r->period_ns;
-	if (st->period != r->period_ns || st->service != r->service_ns)
+	r->deadline_ns = r->release_ns + dl;
+	if (st->period != r->period_ns || st->service != r->service_ns || st->dl != dl)
 		s->u_ok = false;
 	st->period = r->period_ns;
 	st->service = r->service_ns;
+	st->dl = dl;
 	st->release = r->release_ns;
 	st->seen = r->service_ns;
 	st->has_job = true;
@@ -739,7 +763,8 @@ int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 		r->priv_state_ = ST_BE;
 		return 0;
 	}
-	if (r->period_ns <= 0 || r->arrival_ns > INT64_MAX / 2 || r->period_ns > INT64_MAX / 4)
+	if (r->period_ns <= 0 || r->arrival_ns > INT64_MAX / 2 || r->period_ns > INT64_MAX / 4 ||
+	    r->rel_deadline_ns < 0 || r->rel_deadline_ns > r->period_ns)
 		return -EINVAL;
 	/* Room first, for the stream and for every RT request in either heap
 	 * (so that releasing one later, promote, never needs memory): once
@@ -758,7 +783,7 @@ int cw_sched_enqueue(struct cw_sched *s, struct cw_sched_req *r, int64_t now)
 		old = *st;
 	release(s, st, r);
 	dyn_enqueued(s, st ? &old : NULL, r, now);
-	(void)ALWAYS(r->release_ns >= r->arrival_ns && r->deadline_ns - r->release_ns == r->period_ns);
+	(void)ALWAYS(r->release_ns >= r->arrival_ns && r->deadline_ns - r->release_ns == req_dl(r));
 	e = heap_push(r->release_ns <= now ? &s->rel : &s->wait, r);
 	if (NEVER(e < 0))
 		return e;
@@ -825,7 +850,7 @@ static void check_dispatch(const struct cw_sched *s, const struct cw_sched_req *
 	switch (via) {
 	case CW_SCHED_VIA_RT:
 		(void)ALWAYS(r->priv_state_ == ST_REL && r == heap_top(h));
-		(void)ALWAYS(r->release_ns <= now && r->deadline_ns - r->release_ns == r->period_ns);
+		(void)ALWAYS(r->release_ns <= now && r->deadline_ns - r->release_ns == req_dl(r));
 		(void)NEVER((h->n > 1 && h->v[1]->deadline_ns < r->deadline_ns) ||
 			    (h->n > 2 && h->v[2]->deadline_ns < r->deadline_ns));
 		(void)NEVER(s->srv_active && s->srv_deadline <= r->deadline_ns);
@@ -996,6 +1021,12 @@ static int64_t fut_service(const struct stream *st)
 	return CW_MAX(st->service, st->adm_service);
 }
 
+/* ... and the shorter deadline */
+static int64_t fut_dl(const struct stream *st)
+{
+	return st->adm_dl ? CW_MIN(st->dl, st->adm_dl) : st->dl;
+}
+
 /* sum C/T over the streams and the server, rounded up so that the
  * cut-off below stays a lower bound */
 static int64_t lcm_capped(int64_t h, int64_t t)
@@ -1016,18 +1047,23 @@ static int64_t lcm_capped(int64_t h, int64_t t)
 static double dyn_util(struct cw_sched *s)
 {
 	if (!s->u_ok) {
-		double u = 0;
+		double u = 0, debt = 0;
 		int64_t h = 1;
 
 		for (uint32_t k = 0; k < s->nsv; k++) {
-			u += (double)fut_service(&s->sv[k]) / (double)fut_period(&s->sv[k]);
-			h = lcm_capped(h, fut_period(&s->sv[k]));
+			const struct stream *st = &s->sv[k];
+			double c = (double)fut_service(st), t = (double)fut_period(st);
+
+			u += c / t;
+			debt += c * (t - (double)fut_dl(st)) / t;
+			h = lcm_capped(h, fut_period(st));
 		}
 		if (s->o.server_slice_ns) {
 			u += (double)s->o.server_slice_ns / (double)s->o.server_period_ns;
 			h = lcm_capped(h, s->o.server_period_ns);
 		}
 		s->u_hi = u * (1 + 1e-12) + 1e-12;
+		s->k_hi = debt > 0 ? debt * (1 + 1e-12) + 1 : 0;
 		s->hyper = h;
 		s->u_ok = true;
 	}
@@ -1053,15 +1089,16 @@ static int src_reserve(struct cw_sched *s, size_t want)
  * run: released RT requests not started (pending), the server job's
  * budget, the latest jobs' pieces not seen yet, waiting RT requests at
  * their deadlines, and each stream's (and the server's) future jobs from
- * its earliest next release on, one a period.  Deadlines are visited in
- * order from a heap of sources; the scan stops where no later deadline
- * can go lower, (d - now)(1 - U) - P_tot - guard >= best, since the
- * future jobs due by d take at most U (d - now). */
+ * its earliest next release on, one a period, each due its D after its
+ * release.  Deadlines are visited in order from a heap of sources; the
+ * scan stops where no later deadline can go lower, (d - now)(1 - U) -
+ * P_tot - guard - K >= best, since the future jobs due by d take at most
+ * U (d - now) + K, K = sum C (T - D) / T. */
 static int dyn_scan(struct cw_sched *s, int64_t now, int64_t *ret)
 {
 	size_t n = 0, want = s->rel.n + s->wait.n + 2 * (size_t)s->nsv + 2;
 	int64_t ptot = 0, w = 0, best = INT64_MAX, g = s->o.guard_ns, far = now;
-	double u = dyn_util(s);
+	double u = dyn_util(s), debt = s->k_hi;
 	struct dyn_src *h;
 	bool pend = false;
 	unsigned points = 0;
@@ -1089,13 +1126,13 @@ static int dyn_scan(struct cw_sched *s, int64_t now, int64_t *ret)
 			a = CW_MAX(a, st->release + st->period);
 			if (st->seen < st->service) {
 				/* pieces of the latest job not seen yet */
-				h[n++] = (struct dyn_src){ .d = st->release + st->period,
+				h[n++] = (struct dyn_src){ .d = st->release + st->dl,
 							   .c = st->service - st->seen,
 							   .pend = st->release <= now };
 				ptot += st->service - st->seen;
 			}
 		}
-		h[n++] = (struct dyn_src){ .d = a + t, .c = fut_service(st), .t = t };
+		h[n++] = (struct dyn_src){ .d = a + fut_dl(st), .c = fut_service(st), .t = t };
 	}
 	if (s->o.server_slice_ns) {
 		/* the server's job is released by this code, at a decision:
@@ -1128,7 +1165,8 @@ static int dyn_scan(struct cw_sched *s, int64_t now, int64_t *ret)
 			continue;	/* all the work due at d first */
 		v = d - now - w - (pend ? g : 0);
 		best = CW_MIN(best, v);
-		if (u < 1 && (double)(d - now) * (1 - u) - (double)ptot - (double)g >= (double)best + 1)
+		if (u < 1 && (double)(d - now) * (1 - u) - (double)ptot - (double)g - debt >=
+		    (double)best + 1)
 			break;
 		/* past far nothing is pending or fixed: d - now - W(d) gains
 		 * H (1 - U) >= 0 a hyperperiod H later */

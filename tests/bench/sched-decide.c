@@ -81,7 +81,7 @@ static void run(enum cw_sched_policy p, const struct cw_task *t, const struct cw
 	if (cw_sched_new(&o, &s) < 0)
 		abort();
 	for (size_t k = 0; k < NSTREAMS; k++) {
-		if (cw_sched_stream_admit(s, k, t[k].period_ns, t[k].service_ns) < 0)
+		if (cw_sched_stream_admit(s, k, t[k].period_ns, t[k].service_ns, t[k].deadline_ns) < 0)
 			abort();
 		next_rt[k] = (int64_t)(urand() * (double)t[k].period_ns);
 	}

@@ -35,7 +35,7 @@ check "jitter reported" test "$(tail -n1 "$d/play.json" | jq '.summary.jitter_ns
 "$CWSTREAM" record "nbd+unix:///?socket=$d/mem" --rate 256KB/s --block 64K --duration 1.1s -q \
 	> "$d/rec.txt"; rc=$?
 check "recording exits 0" test "$rc" -eq 0
-check "the human summary" grep -q "^record: 4 blocks of 64K every 256ms (256KB/s), 0 missed" "$d/rec.txt"
+check "the human summary" grep -q "^record: 4 blocks of 64K every 256ms (256KB/s), each due 256ms after its request, 0 missed" "$d/rec.txt"
 nbdcopy "nbd+unix:///?socket=$d/mem" "$d/back.img"
 check "block 3 carries its stamp" test "$(od -An -tu8 -j $((3 * 65536)) -N8 "$d/back.img" | tr -d ' ')" = 3
 check "block 0 carries its stamp" test "$(od -An -tu8 -j 0 -N8 "$d/back.img" | tr -d ' ')" = 0

@@ -259,7 +259,7 @@ static int own_setup(struct sim_setup *s, enum sim_video video, size_t max_strea
 							   .n_tasks = s->n_tasks[d],
 							   .be_reserve = s->be_reserve };
 		q = (struct cw_admit_qos){ .bandwidth_bps = st.bandwidth_bps,
-					   .block_bytes = st.block_bytes };
+					   .block_bytes = st.block_bytes, .due = sc->due };
 		lay = (struct cw_admit_layout){ .pblock_bytes = st.block_bytes, .n_pblocks = s->clip,
 						.disk = st.disk, .disk_off = st.off,
 						.range_bytes = s->clip * st.block_bytes };
@@ -288,6 +288,7 @@ static int own_setup(struct sim_setup *s, enum sim_video video, size_t max_strea
 
 			st.disk_period_ns[p->disk] = p->task.period_ns;
 			st.disk_service_ns[p->disk] = p->task.service_ns;
+			st.disk_deadline_ns[p->disk] = p->task.deadline_ns;
 			e = sim_setup_add_task(s, p->disk, &p->task);
 		}
 		cw_admit_plan_done(&plan);
@@ -613,6 +614,7 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 		.stream = idx,
 		.arrival_ns = now,
 		.period_ns = st->disk_period_ns[disk],
+		.rel_deadline_ns = st->disk_deadline_ns[disk],
 		.service_ns = (int64_t)((double)st->disk_service_ns[disk] * r->d[disk].c_scale),
 	};
 	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
@@ -951,7 +953,7 @@ static int raise_margin(struct run *r, unsigned disk, double factor)
 		if (s->streams[i].disk_period_ns[disk])
 			e = cw_sched_stream_admit(d->s, i, s->streams[i].disk_period_ns[disk],
 						  (int64_t)((double)s->streams[i].disk_service_ns[disk] *
-							    scale));
+							    scale), s->streams[i].disk_deadline_ns[disk]);
 	return e;
 }
 
@@ -1174,7 +1176,8 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		for (size_t i = 0; i < r->n_streams && e == 0; i++)
 			if (s->streams[i].disk_period_ns[d])
 				e = cw_sched_stream_admit(r->d[d].s, i, s->streams[i].disk_period_ns[d],
-							  s->streams[i].disk_service_ns[d]);
+							  s->streams[i].disk_service_ns[d],
+							  s->streams[i].disk_deadline_ns[d]);
 		if (e == 0)
 			e = clients_setup(r, d, set, n, res);
 		if (e < 0)

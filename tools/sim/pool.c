@@ -299,6 +299,7 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 			}
 			sm.disk_period_ns[d] = rv->parts[k].task.period_ns;
 			sm.disk_service_ns[d] = rv->parts[k].task.service_ns;
+			sm.disk_deadline_ns[d] = rv->parts[k].task.deadline_ns;
 			e = sim_setup_add_task(s, d, &rv->parts[k].task);
 		}
 		for (uint64_t k = 0; k < s->clip && e == 0; k++)

@@ -368,6 +368,15 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 			return bad(where, key, "expected random or aligned");
 		return 0;
 	}
+	if (!strcmp(key, "due")) {
+		if (!strcmp(v, "disk"))
+			sc->due = CW_ADMIT_DUE_DISK;
+		else if (!strcmp(v, "stream"))
+			sc->due = CW_ADMIT_DUE_STREAM;
+		else
+			return bad(where, key, "expected disk or stream");
+		return 0;
+	}
 	if (!strcmp(key, "plan")) {
 		if (!strcmp(v, "daemon"))
 			sc->plan = SIM_PLAN_DAEMON;

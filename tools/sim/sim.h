@@ -100,6 +100,7 @@ struct sim_scenario {
 	unsigned be_area_pct;		/* inner share of each disk for BE data */
 	unsigned clip_blocks;		/* blocks per stream file, looped */
 	bool aligned;			/* all streams start at 0 (else a random phase) */
+	enum cw_admit_due due;		/* when a striped stream's request is due */
 	bool worst_case;		/* every request takes its admitted or expected time */
 	enum sim_be_source be;
 	char be_path[PATH_MAX];
@@ -206,6 +207,7 @@ struct sim_stream {
 	uint64_t *off;
 	int64_t disk_period_ns[SIM_MAX_DISKS];
 	int64_t disk_service_ns[SIM_MAX_DISKS];
+	int64_t disk_deadline_ns[SIM_MAX_DISKS];	/* D: a stream period */
 };
 
 /* A placement's streams, added in order until admission refused one. */

@@ -125,6 +125,9 @@ struct cw_admit_resv {
 	uint64_t range_start_bytes, range_end_bytes;	/* [start, end) of the partition */
 	int64_t span_start_ns, span_end_ns;	/* the state's clock; 0, 0: always; end 0: open */
 	int64_t period_ns;		/* b/B */
+	enum cw_admit_due due;		/* when its requests are due after release */
+	int64_t lead_ns;		/* how far ahead of need a client must ask for a
+					 * block: the longest part deadline */
 	size_t n_parts;
 	struct cw_admit_resv_part *parts;
 };
@@ -234,6 +237,7 @@ struct cw_admit_request {
 	bool persistent;		/* store it in the pool (else: the daemon's lifetime) */
 	const char *export_name;	/* not persistent: which export it is for */
 	bool dry_run;			/* plan and test, change nothing */
+	enum cw_admit_due due;		/* default: a disk period (the paper's) */
 };
 
 /* Admits a reservation: 0 with *ret_resv (NULL on a dry run), or -EBUSY

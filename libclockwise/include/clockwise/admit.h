@@ -7,22 +7,32 @@
  * Everything here is pure integer arithmetic on nanoseconds: no clock, no
  * I/O, no threads, no global state.
  *
- * The slack.  For a task set sorted by period, with demand
- *   D(x) = sum_j floor(x / T_j) C_j,
- * every job of every sporadic release pattern, scheduled by non-preemptive
- * EDF, finishes at least
+ * The slack.  For a task set with periods T_j and relative deadlines
+ * D_j <= T_j (a job is due D_j after its release; D_j = T_j unless a task
+ * says otherwise), sorted by deadline, with demand
+ *   D(x) = sum_j max(0, floor((x - D_j) / T_j) + 1) C_j
+ * (= sum_j floor(x / T_j) C_j when every D_j = T_j), every job of every
+ * sporadic release pattern, scheduled by non-preemptive EDF, finishes at
+ * least
  *   ΔL = min(ΔL_m, ΔL_q)
- *   ΔL_m = min over x >= T_1 of  x - D(x)                       (no upper limit)
- *   ΔL_q = min over i, T_1 < L < T_i of  L - C_i - D(L - 1)     (Jeffay's range)
+ *   ΔL_m = min over x >= D_1 of  x - D(x)                       (no upper limit)
+ *   ΔL_q = min over i, D_1 < L < D_i of  L - C_i - D(L - 1)     (Jeffay's range)
  * before its deadline, and some release pattern makes a job finish exactly
  * ΔL early (the value is tight).  The paper bounds L by T_n in ΔL_m; that
  * can overstate the slack (see admit.c and cwsim(1)).  Jeffay's condition
- * (2) is exactly ΔL_q >= 0.
+ * (2) is exactly ΔL_q >= 0; with D = T his condition (1), U <= 1, gives
+ * ΔL_m >= 0, and with shorter deadlines ΔL_m >= 0 is a condition of its
+ * own (the demand bound of George, Rivierre and Spuri's test for
+ * non-preemptive EDF).
+ *
+ * A striped stream's part on one disk is such a task: the disk serves
+ * every k-th request (T = k b/B) but each request is due b/B after it was
+ * released, as the player needs it (D = b/B).
  *
  * Best-effort work.  Under the ΔL dispatcher (clockwise/sched.h) at most
  * ΔL of best-effort work runs between two moments at which no real-time
  * request is released; on an idle disk one best-effort request of up to
- * idle_be_ns = 1 + min over x >= T_1 of (x - D(x)) may start.  Larger
+ * idle_be_ns = 1 + min over x >= D_1 of (x - D(x)) may start.  Larger
  * best-effort requests, or any when ΔL = 0, need the periodic server: a
  * task (period, slice) admitted like a stream (cw_admit_server_fit).
  */
@@ -37,22 +47,32 @@ extern "C" {
 #endif
 
 /* A periodic (sporadic) task on one disk: at most one job per period_ns,
- * each taking at most service_ns.  The window [from_ns, to_ns) is when the
- * task is active; from_ns == to_ns == 0 means always.  cw_admit_test
- * ignores windows; cw_admit_plan uses them. */
+ * each taking at most service_ns and due deadline_ns after its release.
+ * The window [from_ns, to_ns) is when the task is active; from_ns ==
+ * to_ns == 0 means always.  cw_admit_test ignores windows; cw_admit_plan
+ * uses them. */
 struct cw_task {
 	int64_t period_ns;	/* T > 0 */
 	int64_t service_ns;	/* C > 0 */
 	int64_t from_ns;
 	int64_t to_ns;
+	int64_t deadline_ns;	/* D, C <= D <= T; 0: D = T */
 };
+
+/* D of a task: deadline_ns, or its period when that is 0. */
+static inline int64_t cw_task_deadline_ns(const struct cw_task *t)
+{
+	return t->deadline_ns ? t->deadline_ns : t->period_ns;
+}
 
 /* Why a task set is refused. */
 enum cw_admit_why {
 	CW_ADMIT_OK = 0,
-	CW_ADMIT_INVALID,	/* a task with T <= 0 or C <= 0 (fail_task) */
+	CW_ADMIT_INVALID,	/* a task with T <= 0, C <= 0, D < 0 or D > T (fail_task) */
 	CW_ADMIT_UTILIZATION,	/* condition (1): U > 1 (or one task with C > T: fail_task) */
 	CW_ADMIT_BLOCKING,	/* condition (2) fails for task fail_task at L = fail_l_ns */
+	CW_ADMIT_DEMAND,	/* deadlines shorter than periods: D(L) > L at L =
+				 * fail_l_ns (or one task with C > D: fail_task) */
 };
 
 #define CW_ADMIT_REASON_MAX 200
@@ -70,21 +90,23 @@ struct cw_admit_result {
 	/* false when U is so close to 1 that the horizon of ΔL_m was cut:
 	 * the values are then sound lower bounds, not exact. */
 	bool exact;
-	/* On CW_ADMIT_BLOCKING / CW_ADMIT_INVALID: index into the input. */
+	/* On CW_ADMIT_BLOCKING / CW_ADMIT_INVALID and DEMAND: index into the
+	 * input (DEMAND of the whole set: SIZE_MAX). */
 	size_t fail_task;
 	int64_t fail_l_ns;
-	int64_t fail_need_ns;	/* CW_ADMIT_BLOCKING: the work due within fail_l_ns */
+	int64_t fail_need_ns;	/* BLOCKING, DEMAND: the work due within fail_l_ns */
 	char reason[CW_ADMIT_REASON_MAX];	/* one line, for people */
 };
 
 #define CW_ADMIT_NO_LIMIT INT64_MAX
 
-/* Jeffay's conditions (1) and (2) and the slack, in O(P log n) where P is
- * the number of points at which a floor term changes (not every L).
- * Returns 0 (the verdict is in ret_result, refusal included), -EINVAL for
- * bad arguments, -E2BIG when more than 2^25 points lie below the longest
- * period (periods some ten million times apart), -ERANGE when a multiple of
- * a period leaves int64_t, -ENOMEM. */
+/* Jeffay's conditions (1) and (2), the demand bound and the slack, in
+ * O(P log n) where P is the number of points at which a floor term
+ * changes (not every L).  Returns 0 (the verdict is in ret_result,
+ * refusal included), -EINVAL for bad arguments, -E2BIG when more than
+ * 2^25 points lie below the longest deadline (periods some ten million
+ * times apart), -ERANGE when a multiple of a period leaves int64_t,
+ * -ENOMEM. */
 int cw_admit_test(const struct cw_task *tasks, size_t n, struct cw_admit_result *ret_result);
 
 /* The periodic best-effort server (section 3.3): the largest slice, with
@@ -101,11 +123,25 @@ int cw_admit_server_fit(const struct cw_task *tasks, size_t n, int64_t period_ns
  * blocks are read when.  The stream reads the range in order, one user
  * block every b/B, starting at span_start_ns; span_end_ns == 0: no end
  * (the windows then follow from the range alone). */
+/* When a user request is due, after its release.  CW_ADMIT_DUE_DISK (the
+ * default, the paper's section 3.1): its disk's period, so a disk that
+ * serves every k-th request has k b/B for each, and a client must ask for
+ * a block k b/B before it needs it (the reservation's lead, the longest
+ * part period).  CW_ADMIT_DUE_STREAM: b/B on every disk, for a client
+ * that asks for each block only one period before it needs it; striping
+ * then adds no room for more streams, as the requests of all the streams
+ * on a disk may come within one period. */
+enum cw_admit_due {
+	CW_ADMIT_DUE_DISK = 0,
+	CW_ADMIT_DUE_STREAM,
+};
+
 struct cw_admit_qos {
 	uint64_t bandwidth_bps;		/* B, bytes per second */
 	uint64_t block_bytes;		/* b */
 	int64_t span_start_ns;
 	int64_t span_end_ns;
+	enum cw_admit_due due;
 };
 
 /* The reserved range as plain data (from the volume layer, not tied to it):
@@ -141,7 +177,8 @@ struct cw_admit_disk {
  * requests) between two requests touching the disk: a disk serving every
  * k-th block gets k times the period; with uneven strides the smallest
  * stride is taken, which is sound (releases are never closer) though
- * pessimistic for the longer gaps. */
+ * pessimistic for the longer gaps.  Its deadline is the stream period
+ * whatever the stride: each user request is due b/B after its release. */
 struct cw_admit_part {
 	uint32_t disk;
 	struct cw_task task;		/* T, C and the active window on this disk */

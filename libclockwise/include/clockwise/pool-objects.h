@@ -56,6 +56,7 @@ struct cw_resv_rec {
 	uint64_t range_end_bytes;
 	int64_t start_ns, end_ns;	/* CLOCK_REALTIME; 0, 0: always; end 0: open */
 	int64_t period_ns;		/* b/B */
+	unsigned due;			/* enum cw_admit_due: 0 a disk period, 1 b/B */
 	size_t n_disks;
 	struct cw_resv_disk *disks;	/* owned by the caller, or by the list */
 };

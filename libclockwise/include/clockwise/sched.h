@@ -24,16 +24,18 @@
  * driver's cw_sched_req.stream), the stream's period on this disk and the
  * release of its latest job.  A request gets release = max(arrival, that
  * release + T), the first of a stream its arrival, and deadline = release
- * + T; so a stream's jobs are released at least T apart whatever the
- * driver does, which is what Jeffay's test assumed when it admitted the
- * stream.  A request with same_job set is a further piece of the user
+ * + D (D = T unless the request says otherwise: a striped stream's
+ * request on one disk is due a stream period after its release though the
+ * disk sees only every k-th); so a stream's jobs are released at least T
+ * apart whatever the driver does, each due D later, which is what the
+ * admission test assumed when it admitted the stream.  A request with same_job set is a further piece of the user
  * request that started the stream's latest job on this disk: it gets that
  * job's release and deadline and does not start another (if the stream
  * has no such job, a job started with another period, or the piece
  * arrived after the job's release, it starts a job as a first piece
  * would).  A stream whose period changes keeps its latest job's window:
  * the next job is released no earlier than that job's deadline, and the
- * new period counts from there.
+ * new period counts from there (the new D from each new release).
  *
  * What stays the driver's: one stream id per admitted stream on this disk
  * (reused only after cw_sched_stream_forget), period_ns and service_ns the
@@ -126,6 +128,8 @@ struct cw_sched_req {
 	bool same_job;		/* RT: a further piece of the stream's latest job */
 	int64_t arrival_ns;	/* when it arrived (normally now) */
 	int64_t period_ns;	/* RT: T of the stream on this disk */
+	int64_t rel_deadline_ns;	/* RT: D, due this long after release, C <= D <= T;
+					 * 0: D = T (cw_task.deadline_ns) */
 	int64_t service_ns;	/* expected service time; RT: the admitted C */
 	void *user;		/* caller's pointer, untouched */
 	/* input for the BE queue's order (a FIFO ignores them) */
@@ -150,7 +154,7 @@ struct cw_sched_req {
 	void (*retrack)(struct cw_sched_req *req);
 	/* output, set by the scheduler */
 	int64_t release_ns;	/* RT: max(arrival, the stream's last release + T) */
-	int64_t deadline_ns;	/* RT: release + T */
+	int64_t deadline_ns;	/* RT: release + D */
 	int64_t start_ns;	/* when dispatched */
 	enum cw_sched_via via;
 	enum cw_sched_phase phase;	/* BE: why the BE order chose it */
@@ -264,6 +268,7 @@ struct cw_sched_stream {
 	int64_t service_ns;	/* C of the latest job */
 	int64_t release_ns;	/* its release; the next is no earlier than + T;
 				 * INT64_MIN: admitted, no job yet */
+	int64_t deadline_ns;	/* D of the latest job (relative) */
 };
 
 /* Streams tracked at once per struct cw_sched. */
@@ -274,13 +279,14 @@ struct cw_sched_stream {
  * Its requests still queued keep their release and deadline. */
 int cw_sched_stream_forget(struct cw_sched *s, uint64_t stream);
 
-/* An admitted stream on this disk, with its admitted T and C, before its
- * first request (the dynamic policy counts the jobs it may release; the
- * others do not need it).  A stream already known keeps its latest job;
- * its later jobs are counted with the shorter period and the larger C of
- * the two.  -EINVAL for T or C not positive or C > T, -ENOSPC, -ENOMEM. */
+/* An admitted stream on this disk, with its admitted T, C and D (0: T),
+ * before its first request (the dynamic policy counts the jobs it may
+ * release; the others do not need it).  A stream already known keeps its
+ * latest job; its later jobs are counted with the shorter period, the
+ * larger C and the shorter D of the two.  -EINVAL for T or C not positive
+ * or not C <= D <= T, -ENOSPC, -ENOMEM. */
 int cw_sched_stream_admit(struct cw_sched *s, uint64_t stream, int64_t period_ns,
-			  int64_t service_ns);
+			  int64_t service_ns, int64_t deadline_ns);
 
 /* The stream with this id: 0 or -ENOENT. */
 int cw_sched_stream_get(const struct cw_sched *s, uint64_t stream,

@@ -197,6 +197,38 @@ static void test_paper_counterexample(void)
 	CU_ASSERT_EQUAL(missed, 0);
 }
 
+/* The test's slack is the formulas' at every integer L. */
+static void assert_brute(const struct cw_admit_result *r, const struct brute *b)
+{
+	CU_ASSERT(r->exact);
+	CU_ASSERT_EQUAL(r->delta_l_m_ns, b->dl_m);
+	CU_ASSERT_EQUAL(r->delta_l_q_ns, b->dl_q);
+	CU_ASSERT_EQUAL(r->delta_l_ns, b->dl);
+	CU_ASSERT_EQUAL(r->idle_be_ns, b->dl_m + 1);
+}
+
+/* Random sporadic releases of tasks t before horizon (gaps >= T, some
+ * exactly T; actual times at most C), at most per_task jobs each. */
+static size_t sporadic_jobs(unsigned *rng, const struct cw_task *t, size_t n, int64_t per_task,
+			    int64_t horizon, struct sim_job *jobs)
+{
+	size_t nj = 0;
+
+	for (size_t k = 0; k < n; k++)
+		for (int64_t at = sim_rand(rng, 0, t[k].period_ns), j = 0;
+		     j < per_task && at < horizon; j++) {
+			int64_t actual = sim_rand(rng, 0, 3) ? t[k].service_ns :
+					 sim_rand(rng, 1, t[k].service_ns);
+
+			jobs[nj++] = (struct sim_job){ .arrival = at,
+				.period = t[k].period_ns, .service = t[k].service_ns,
+				.dl = t[k].deadline_ns, .actual = actual, .stream = k };
+			at += t[k].period_ns + (sim_rand(rng, 0, 1) ? 0 :
+						 sim_rand(rng, 0, t[k].period_ns));
+		}
+	return nj;
+}
+
 static void test_property_against_every_L(void)
 {
 	unsigned rng = 12345;
@@ -214,11 +246,7 @@ static void test_property_against_every_L(void)
 		if (!b.schedulable)
 			continue;
 		sched++;
-		CU_ASSERT(r.exact);
-		CU_ASSERT_EQUAL(r.delta_l_m_ns, b.dl_m);
-		CU_ASSERT_EQUAL(r.delta_l_q_ns, b.dl_q);
-		CU_ASSERT_EQUAL(r.delta_l_ns, b.dl);
-		CU_ASSERT_EQUAL(r.idle_be_ns, b.dl_m + 1);
+		assert_brute(&r, &b);
 		/* Definition 1 as printed is never below the truth ... */
 		CU_ASSERT(b.paper_dl >= b.dl);
 		paper_high += b.paper_dl > b.dl;
@@ -257,17 +285,7 @@ static void test_sporadic_releases_keep_delta_l(void)
 
 		if (!r.schedulable)
 			continue;
-		for (size_t k = 0; k < n; k++)
-			for (int64_t at = sim_rand(&rng, 0, t[k].period_ns), j = 0; j < 200 && at < 3000; j++) {
-				int64_t actual = sim_rand(&rng, 0, 3) ? t[k].service_ns :
-						 sim_rand(&rng, 1, t[k].service_ns);
-
-				jobs[nj++] = (struct sim_job){ .arrival = at,
-					.period = t[k].period_ns, .service = t[k].service_ns,
-					.actual = actual, .stream = k };
-				at += t[k].period_ns + (sim_rand(&rng, 0, 1) ? 0 :
-							 sim_rand(&rng, 0, t[k].period_ns));
-			}
+		nj = sporadic_jobs(&rng, t, n, 200, 3000, jobs);
 		cw_sched_opts_init(&o);
 		o.policy = CW_SCHED_EDF;
 		CU_ASSERT_FATAL(cw_sched_new(&o, &s) == 0);
@@ -281,6 +299,164 @@ static void test_sporadic_releases_keep_delta_l(void)
 		CU_ASSERT(st.min_slack_ns >= r.delta_l_ns);
 		cw_sched_free(s);
 	}
+}
+
+/* ---- deadlines shorter than periods ------------------------------------ */
+
+#define TD(p, c, d) { .period_ns = (p), .service_ns = (c), .deadline_ns = (d) }
+
+static void test_constrained_cases(void)
+{
+	/* U = 0.6, but both may be released together and due within 4 */
+	struct cw_task two[] = { TD(10, 3, 4), TD(10, 3, 4) };
+	struct cw_task fits[] = { TD(10, 3, 6), TD(10, 3, 6) };
+	struct cw_task c_over_d[] = { TD(10, 1, 0), TD(30, 5, 4) };
+	struct cw_task bad_d[] = { TD(10, 1, 11) };
+	struct cw_task neg_d[] = { TD(10, 1, -1) };
+	struct cw_task same[] = { TD(10, 5, 10), TD(15, 3, 15), TD(15, 4, 15) };
+	struct cw_task paper[] = { T(10, 5), T(15, 3), T(15, 4) };
+	/* a striped stream's part: period 3 T, due T, beside a stream with T */
+	struct cw_task striped[] = { TD(30, 4, 10), TD(10, 4, 0) };
+	struct cw_admit_result r = test(two, 2), q;
+
+	CU_ASSERT(!r.schedulable);
+	CU_ASSERT_EQUAL(r.why, CW_ADMIT_DEMAND);
+	CU_ASSERT_EQUAL(r.fail_l_ns, 4);
+	CU_ASSERT_EQUAL(r.fail_need_ns, 6);
+	CU_ASSERT(strstr(r.reason, "demand") != NULL);
+	CU_ASSERT_DOUBLE_EQUAL(r.utilization, 0.6, 1e-12);
+	r = test(fits, 2);
+	CU_ASSERT(r.schedulable);
+	CU_ASSERT_EQUAL(r.delta_l_m_ns, 0);	/* 6 - D(6) */
+	CU_ASSERT_EQUAL(r.delta_l_ns, 0);
+	CU_ASSERT_EQUAL(r.idle_be_ns, 1);
+	r = test(c_over_d, 2);
+	CU_ASSERT(!r.schedulable);
+	CU_ASSERT_EQUAL(r.why, CW_ADMIT_DEMAND);
+	CU_ASSERT_EQUAL(r.fail_task, 1);
+	r = test(bad_d, 1);
+	CU_ASSERT_EQUAL(r.why, CW_ADMIT_INVALID);
+	r = test(neg_d, 1);
+	CU_ASSERT_EQUAL(r.why, CW_ADMIT_INVALID);
+	/* D = T written out is D = T */
+	r = test(same, 3);
+	q = test(paper, 3);
+	CU_ASSERT(r.schedulable && q.schedulable);
+	CU_ASSERT_EQUAL(r.delta_l_ns, q.delta_l_ns);
+	CU_ASSERT_EQUAL(r.delta_l_m_ns, q.delta_l_m_ns);
+	CU_ASSERT_EQUAL(r.delta_l_q_ns, q.delta_l_q_ns);
+	/* 4 + 4 due within 10: slack 2 (with D = 30 it would be 6 - ...) */
+	r = test(striped, 2);
+	CU_ASSERT(r.schedulable);
+	CU_ASSERT_EQUAL(r.delta_l_m_ns, 2);
+	/* U = 1 with a shorter deadline is not decided: refused */
+	{
+		struct cw_task u1[] = { TD(4, 2, 3), TD(6, 3, 6) };
+
+		r = test(u1, 2);
+		CU_ASSERT(!r.schedulable);
+		CU_ASSERT_EQUAL(r.why, CW_ADMIT_UTILIZATION);
+	}
+}
+
+/* Runs jobs through the scheduler (policy p, a best-effort queue kept at
+ * one request of be_ns if be_ns > 0) and returns its stats. */
+static void run_jobs(enum cw_sched_policy p, const struct cw_admit_result *r,
+		     struct sim_job *jobs, size_t nj, int64_t be_ns, unsigned *rng,
+		     struct cw_sched_stats *ret)
+{
+	struct cw_sched_opts o;
+	struct cw_sched *s;
+	struct sim_out out;
+	struct sim_be be = { .keep = 1, .min_ns = be_ns, .max_ns = be_ns, .rng = rng };
+
+	cw_sched_opts_init(&o);
+	o.policy = p;
+	o.delta_l_ns = r->delta_l_ns;
+	o.idle_be_ns = r->idle_be_ns;
+	CU_ASSERT_FATAL(cw_sched_new(&o, &s) == 0);
+	sim_run(s, jobs, nj, be_ns > 0 ? &be : NULL, 0, &out);
+	CU_ASSERT_EQUAL(out.err, 0);
+	cw_sched_get_stats(s, ret);
+	cw_sched_free(s);
+}
+
+/* Random sets with deadlines shorter than periods: the test against the
+ * formulas at every integer L; an admitted set under random sporadic
+ * releases, EDF and delta-l with best effort in ΔL, never misses and
+ * keeps ΔL; a set refused for its demand misses under EDF when every
+ * task releases at 0 and then as fast as allowed. */
+static void test_constrained_against_every_L(void)
+{
+	unsigned rng = 4242, sched = 0, demand = 0, shown = 0;
+
+	for (int it = 0; it < 4000; it++) {
+		struct cw_task t[5];
+		struct brute b;
+		int64_t h, w = 0;
+		size_t n = sim_random_set(&rng, t, &h), nj = 0;
+		struct cw_admit_result r;
+		struct sim_job jobs[5 * 120];
+		struct cw_sched_stats st;
+
+		for (size_t k = 0; k < n; k++) {
+			t[k].deadline_ns = sim_rand(&rng, t[k].service_ns, t[k].period_ns);
+			w += h / t[k].period_ns * t[k].service_ns;
+		}
+		r = test(t, n);
+		if (w == h && r.why == CW_ADMIT_UTILIZATION)
+			continue;	/* U = 1 with D < T: refused as not decided */
+		brute_eval(t, n, h, t[n - 1].period_ns + h + 30, &b);
+		CU_ASSERT_EQUAL_FATAL(r.schedulable, b.schedulable);
+		if (!r.schedulable) {
+			if (r.why != CW_ADMIT_DEMAND || r.fail_task < n)
+				continue;
+			/* synchronous releases as fast as allowed, up to the
+			 * L whose demand does not fit: a job due by L misses */
+			struct sim_job *sj = NULL;
+			size_t cap = 0;
+
+			demand++;
+			for (size_t k = 0; k < n; k++)
+				for (int64_t at = 0; at <= r.fail_l_ns; at += t[k].period_ns) {
+					if (nj == cap) {
+						cap = cap ? 2 * cap : 256;
+						sj = realloc(sj, cap * sizeof(*sj));
+						CU_ASSERT_FATAL(sj != NULL);
+					}
+					sj[nj++] = (struct sim_job){ .arrival = at,
+						.period = t[k].period_ns, .service = t[k].service_ns,
+						.dl = t[k].deadline_ns, .actual = t[k].service_ns,
+						.stream = k };
+				}
+			run_jobs(CW_SCHED_EDF, &r, sj, nj, 0, &rng, &st);
+			free(sj);
+			CU_ASSERT(st.rt_missed > 0);
+			shown += st.rt_missed > 0;
+			continue;
+		}
+		sched++;
+		assert_brute(&r, &b);
+		if (it % 4)
+			continue;
+		nj = sporadic_jobs(&rng, t, n, 120, 2000, jobs);
+		run_jobs(CW_SCHED_EDF, &r, jobs, nj, 0, &rng, &st);
+		CU_ASSERT_EQUAL(st.rt_done, nj);
+		CU_ASSERT_EQUAL(st.rt_missed, 0);
+		CU_ASSERT(st.min_slack_ns >= r.delta_l_ns);
+		for (size_t k = 0; k < nj; k++)
+			CU_ASSERT_EQUAL(jobs[k].deadline - jobs[k].release, jobs[k].dl);
+		if (r.delta_l_ns > 0) {
+			run_jobs(CW_SCHED_DELTA_L, &r, jobs, nj, r.delta_l_ns, &rng, &st);
+			CU_ASSERT_EQUAL(st.rt_missed, 0);
+			CU_ASSERT(st.be_done > 0);
+		}
+	}
+	printf("\n  %u admitted sets, %u refused for their demand, %u of those missing "
+	       "under synchronous releases\n", sched, demand, shown);
+	CU_ASSERT(sched > 500);
+	CU_ASSERT(demand > 30);
+	CU_ASSERT_EQUAL(shown, demand);
 }
 
 /* ---- the paper's numbers ----------------------------------------------- */
@@ -382,11 +558,25 @@ static void test_plan_rotation(void)
 		CU_ASSERT_EQUAL(p.parts[d].task.service_ns, c);
 		/* one stream on a disk: ΔL = T - C, "slightly less than 3 s" */
 		CU_ASSERT_EQUAL(p.parts[d].result.delta_l_ns, 3 * t0 - c);
+		CU_ASSERT_EQUAL(cw_task_deadline_ns(&p.parts[d].task), 3 * t0);
 		CU_ASSERT_EQUAL(p.parts[d].task.from_ns, 0);
 		CU_ASSERT_EQUAL(p.parts[d].task.to_ns, 0);
 	}
 	cw_admit_plan_done(&p);
 	cw_admit_plan_done(&p);	/* idempotent */
+	/* Due a stream period after release: each disk's task keeps its
+	 * period but has T of slack-making room, not 3 T. */
+	q.due = CW_ADMIT_DUE_STREAM;
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT(p.admitted);
+	for (int d = 0; d < 3; d++) {
+		CU_ASSERT_EQUAL(p.parts[d].task.period_ns, 3 * t0);
+		CU_ASSERT_EQUAL(p.parts[d].task.deadline_ns, t0);
+		CU_ASSERT_EQUAL(p.parts[d].result.delta_l_ns, t0 - c);
+	}
+	cw_admit_plan_done(&p);
+	q.due = 7;
+	CU_ASSERT_EQUAL(cw_admit_plan(&q, &l, disks, 3, &p), -EINVAL);
 }
 
 static void test_plan_strides_and_pieces(void)
@@ -604,6 +794,8 @@ int main(void)
 	cwtest_add(s, "Definition 1 counterexample", test_paper_counterexample);
 	cwtest_add(s, "random sets against every L", test_property_against_every_L);
 	cwtest_add(s, "sporadic releases keep dL", test_sporadic_releases_keep_delta_l);
+	cwtest_add(s, "deadlines shorter than periods", test_constrained_cases);
+	cwtest_add(s, "constrained sets against every L", test_constrained_against_every_L);
 	cwtest_add(s, "the paper's numbers", test_paper_numbers);
 	cwtest_add(s, "BE server fit", test_server_fit);
 	cwtest_add(s, "plan: rotation", test_plan_rotation);

@@ -344,10 +344,20 @@ static void test_fill_and_reload(void)
 
 	setup();
 	st = state(NULL);
-	while ((r = cw_admit_state_reserve(st, &rq, &rv, NULL, NULL)) == 0)
+	/* every other one due a stream period (and so a shorter deadline) */
+	for (;;) {
+		rq.due = n % 2 ? CW_ADMIT_DUE_STREAM : CW_ADMIT_DUE_DISK;
+		r = cw_admit_state_reserve(st, &rq, &rv, NULL, NULL);
+		if (r)
+			break;
+		CU_ASSERT_EQUAL(rv->due, rq.due);
+		CU_ASSERT_EQUAL(rv->lead_ns, rq.due == CW_ADMIT_DUE_STREAM ? rv->period_ns :
+				cw_task_deadline_ns(&rv->parts[0].task));
 		n++;
+	}
 	CU_ASSERT_EQUAL(r, -EBUSY);
 	CU_ASSERT(n >= 2);
+	rq.due = CW_ADMIT_DUE_DISK;
 	CU_ASSERT_EQUAL(stored(), n);
 	rq = req(64 << 10);
 	rq.persistent = false;
@@ -369,6 +379,8 @@ static void test_fill_and_reload(void)
 		CU_ASSERT_EQUAL(x->id, y->id);
 		CU_ASSERT_EQUAL(x->n_parts, y->n_parts);
 		CU_ASSERT(memcmp(x->parts, y->parts, x->n_parts * sizeof(*x->parts)) == 0);
+		CU_ASSERT_EQUAL(x->due, y->due);
+		CU_ASSERT_EQUAL(x->lead_ns, y->lead_ns);
 	}
 	/* Without the start-up stream the plans are those of the stored ones. */
 	cw_admit_state_free(st);

@@ -93,6 +93,7 @@ static void test_round_trip(void)
 	CU_ASSERT_FATAL(cw_resv_add(t.pool, &want, &id1) == 0);
 	want.n_disks = 0;	/* a reservation may touch no disk worth a task */
 	want.start_ns = want.end_ns = 0;
+	want.due = 1;	/* due a stream period (enum cw_admit_due) */
 	CU_ASSERT_FATAL(cw_resv_add(t.pool, &want, &id2) == 0);
 	CU_ASSERT(id1 >= 1 && id2 > id1);
 	e1.part_id = e2.part_id = pid;
@@ -108,7 +109,9 @@ static void test_round_trip(void)
 	assert_same_resv(&list[0], &want);
 	want.n_disks = 0;
 	want.start_ns = want.end_ns = 0;
+	want.due = 1;
 	assert_same_resv(&list[1], &want);
+	CU_ASSERT(list[0].due == 0 && list[1].due == 1);
 	cw_resv_list_free(list, n);
 
 	CU_ASSERT_FATAL(cw_export_list(t.pool, &ex, &n) == 0);
@@ -174,6 +177,10 @@ static void test_refusals(void)
 	bad[1].disk_id = 2;
 	bad[1].service_ns = 0;
 	CU_ASSERT(cw_resv_add(t.pool, &r, &unused) == -EINVAL);
+	r = resv_on(p1);
+	r.due = 2;
+	CU_ASSERT(cw_resv_add(t.pool, &r, &unused) == -EINVAL);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "deadline rule") != NULL);
 	CU_ASSERT(unused == 0);
 	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM resv") == 0);
 	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM resv_disk") == 0);

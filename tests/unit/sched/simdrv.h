@@ -18,6 +18,7 @@
 
 struct sim_job {
 	int64_t arrival, period, service, actual;
+	int64_t dl;		/* D after release; 0: the period */
 	uint64_t stream;
 	bool same_job;		/* a further piece of the stream's latest job */
 	int64_t at;		/* the release the test means (sim_run ignores it) */
@@ -192,6 +193,7 @@ static inline void sim_run(struct cw_sched *s, struct sim_job *jobs, size_t n,
 				.cls = CW_SCHED_RT, .stream = jobs[i].stream,
 				.same_job = jobs[i].same_job, .arrival_ns = jobs[i].arrival,
 				.period_ns = jobs[i].period, .service_ns = jobs[i].service,
+				.rel_deadline_ns = jobs[i].dl,
 				.user = &jobs[i],
 			};
 			out->err = out->err ? out->err : cw_sched_enqueue(s, &rt[i], now);

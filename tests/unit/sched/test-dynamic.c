@@ -42,7 +42,7 @@ static struct cw_sched *new_sched(enum cw_sched_policy p, const struct cw_admit_
 	o.guard_ns = guard;
 	CU_ASSERT_FATAL(cw_sched_new(&o, &s) == 0);
 	for (size_t k = 0; k < n; k++)
-		CU_ASSERT_FATAL(cw_sched_stream_admit(s, k, t[k].period_ns, t[k].service_ns) == 0);
+		CU_ASSERT_FATAL(cw_sched_stream_admit(s, k, t[k].period_ns, t[k].service_ns, t[k].deadline_ns) == 0);
 	return s;
 }
 
@@ -59,8 +59,8 @@ struct bjob {
 /* min over every integer d > now at which work is due of
  * d - now - W(d) - (g if released work is due by d), W(d) the C of the
  * jobs enqueued and not started due by d plus, for each stream,
- * C floor((d - a) / T) with a its earliest next release: now + 1, or its
- * latest release + T if later. */
+ * C (floor((d - D - a) / T) + 1) for d >= a + D, with a its earliest next
+ * release: now + 1, or its latest release + T if later. */
 static int64_t brute_room(const struct cw_task *t, size_t n, const struct bjob *j, size_t nj,
 			  int64_t now, int64_t g)
 {
@@ -91,9 +91,12 @@ static int64_t brute_room(const struct cw_task *t, size_t n, const struct bjob *
 			if (j[i].in && !j[i].started && j[i].r.deadline_ns <= d)
 				p += j[i].r.service_ns;
 		w = p;
-		for (size_t k = 0; k < n; k++)
-			if (d >= a[k])
-				w += (d - a[k]) / t[k].period_ns * t[k].service_ns;
+		for (size_t k = 0; k < n; k++) {
+			int64_t dk = cw_task_deadline_ns(&t[k]);
+
+			if (d >= a[k] + dk)
+				w += ((d - a[k] - dk) / t[k].period_ns + 1) * t[k].service_ns;
+		}
 		if (w > 0)
 			room = CW_MIN(room, d - now - w - (p > 0 ? g : 0));
 	}
@@ -148,6 +151,7 @@ static void brute_run(enum cw_sched_policy p, const struct cw_task *t, size_t n,
 		for (; i < nj && j[i].at <= now; i++) {
 			j[i].r = (struct cw_sched_req){ .cls = CW_SCHED_RT, .stream = j[i].k,
 				.arrival_ns = now, .period_ns = t[j[i].k].period_ns,
+				.rel_deadline_ns = t[j[i].k].deadline_ns,
 				.service_ns = t[j[i].k].service_ns };
 			CU_ASSERT_EQUAL_FATAL(cw_sched_enqueue(s, &j[i].r, now), 0);
 			CU_ASSERT_EQUAL(j[i].r.release_ns, j[i].at);
@@ -306,6 +310,17 @@ static void brute_set(const struct cw_task *t, size_t n, int64_t h, const int64_
 	}
 }
 
+/* Every room right, every start within it, no miss under either policy. */
+static void assert_rule_kept(const struct bstats *bs)
+{
+	CU_ASSERT(bs->be_starts > 10000);
+	CU_ASSERT_EQUAL(bs->room_wrong, 0);
+	CU_ASSERT_EQUAL(bs->over_room, 0);
+	CU_ASSERT_EQUAL(bs->misses, 0);
+	CU_ASSERT_EQUAL(bs->dl_over, 0);
+	CU_ASSERT_EQUAL(bs->dl_misses, 0);
+}
+
 static void test_every_pattern(void)
 {
 	static const int64_t sizes[] = { 1, 2, 3, 0 /* idle_be */ };
@@ -344,18 +359,72 @@ static void test_every_pattern(void)
 	       sets, bs.runs, bs.be_starts, bs.room_checks, bs.room_wrong, bs.over_room, bs.misses,
 	       bs.dl_starts, bs.dl_over, bs.dl_misses);
 	CU_ASSERT(sets > 20);
-	CU_ASSERT(bs.be_starts > 10000);
-	CU_ASSERT_EQUAL(bs.room_wrong, 0);
-	CU_ASSERT_EQUAL(bs.over_room, 0);
-	CU_ASSERT_EQUAL(bs.misses, 0);
-	CU_ASSERT_EQUAL(bs.dl_over, 0);
-	CU_ASSERT_EQUAL(bs.dl_misses, 0);
+	assert_rule_kept(&bs);
 	CU_ASSERT(bs.be_starts > bs.dl_starts);
 	/* An overrun costs the jobs after it at most its own length. */
 	printf("  one best-effort request 2 over its charge: %lu runs, %lu with a miss, "
 	       "%lu with a job later than 2\n", bs.ovr_runs, bs.ovr_missed, bs.ovr_beyond);
 	CU_ASSERT(bs.ovr_runs > 10000);
 	CU_ASSERT(bs.ovr_missed > 0);
+	CU_ASSERT_EQUAL(bs.ovr_beyond, 0);
+}
+
+/* The same with deadlines shorter than periods (a striped stream's part
+ * on one disk: due a stream period after release, released every k):
+ * two streams, periods 2..5, every D <= T with one below, every C <= D
+ * that admission takes, and three-stream sets. */
+static void test_every_pattern_constrained(void)
+{
+	static const int64_t sizes[] = { 1, 2, 0 /* idle_be */ };
+	struct bstats bs = { 0 };
+	unsigned sets = 0, refused = 0;
+
+	for (int64_t t1 = 2; t1 <= 5; t1++)
+		for (int64_t t2 = t1; t2 <= 5; t2++)
+			for (int64_t d1 = 1; d1 <= t1; d1++)
+				for (int64_t d2 = 1; d2 <= t2; d2++)
+					for (int64_t c1 = 1; c1 <= d1; c1++)
+						for (int64_t c2 = 1; c2 <= d2; c2++) {
+							struct cw_task t[] = { { t1, c1, 0, 0, d1 },
+									       { t2, c2, 0, 0, d2 } };
+							struct cw_admit_result r;
+
+							if (d1 == t1 && d2 == t2)
+								continue;
+							CU_ASSERT_FATAL(cw_admit_test(t, 2, &r) == 0);
+							if (!r.schedulable) {
+								refused++;
+								continue;
+							}
+							sets++;
+							brute_set(t, 2, 2 * t2 + 1, sizes,
+								  CW_ARRAY_SIZE(sizes), &bs);
+						}
+	{
+		static const struct cw_task three[][3] = {
+			{ { 6, 1, 0, 0, 2 }, { 6, 1, 0, 0, 2 }, { 3, 1, 0, 0, 3 } },
+			{ { 4, 1, 0, 0, 2 }, { 6, 2, 0, 0, 4 }, { 8, 1, 0, 0, 3 } },
+			{ { 3, 1, 0, 0, 2 }, { 9, 1, 0, 0, 3 }, { 9, 1, 0, 0, 4 } },
+		};
+
+		for (size_t q = 0; q < CW_ARRAY_SIZE(three); q++) {
+			struct cw_admit_result r;
+
+			CU_ASSERT_FATAL(cw_admit_test(three[q], 3, &r) == 0);
+			CU_ASSERT(r.schedulable);
+			sets++;
+			brute_set(three[q], 3, 9, sizes, CW_ARRAY_SIZE(sizes), &bs);
+		}
+	}
+	printf("\n  %u sets (%u refused), %lu runs: dynamic %lu BE starts, %lu rooms checked "
+	       "(%lu wrong), %lu over the rule, %lu misses; delta-l %lu starts, %lu over the "
+	       "rule, %lu misses; overrun of 2: %lu runs, %lu with a job later than 2\n", sets,
+	       refused, bs.runs, bs.be_starts, bs.room_checks, bs.room_wrong, bs.over_room,
+	       bs.misses, bs.dl_starts, bs.dl_over, bs.dl_misses, bs.ovr_runs, bs.ovr_beyond);
+	CU_ASSERT(sets > 50);
+	CU_ASSERT(refused > 10);	/* short deadlines refuse sets U alone would take */
+	assert_rule_kept(&bs);
+	CU_ASSERT(bs.ovr_runs > 1000);
 	CU_ASSERT_EQUAL(bs.ovr_beyond, 0);
 }
 
@@ -437,6 +506,8 @@ int main(void)
 
 	cwtest_add(s, "policy name", test_policy_name);
 	cwtest_add(s, "every release pattern of small sets", test_every_pattern);
+	cwtest_add(s, "every release pattern, deadlines shorter than periods",
+		   test_every_pattern_constrained);
 	cwtest_add(s, "random sporadic releases, the server", test_random_sporadic);
 	return cwtest_run();
 }
