@@ -201,6 +201,12 @@ static const char *const migrations[] = {
 	"  block INTEGER NOT NULL CHECK (block >= 0),"
 	"  slot INTEGER NOT NULL CHECK (slot >= 0),"
 	"  PRIMARY KEY (part, block)) WITHOUT ROWID;",
+	/* 9 -> 10: the unfinished move a reservation is booked on both sides
+	 * of (rule 2 of moving data, clockwise/admit-state.h): while it runs,
+	 * the resv_disk rows are the parts of the range's blocks where they
+	 * are and where the move puts them; 0: none.  No reference: a
+	 * finished move's row may be forgotten before the booking settles. */
+	"ALTER TABLE resv ADD COLUMN move INTEGER NOT NULL DEFAULT 0 CHECK (move >= 0);",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

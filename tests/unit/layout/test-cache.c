@@ -345,7 +345,8 @@ static void test_migrate(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	CU_ASSERT_FATAL(sqlite3_open(t.db, &db) == SQLITE_OK);
-	CU_ASSERT_FATAL(sqlite3_exec(db, "DROP TABLE cache_block; DROP TABLE cache_slot;"
+	CU_ASSERT_FATAL(sqlite3_exec(db, "ALTER TABLE resv DROP COLUMN move;"
+				     " DROP TABLE cache_block; DROP TABLE cache_slot;"
 				     " ALTER TABLE part DROP COLUMN cache_mode;"
 				     " ALTER TABLE part DROP COLUMN cache_bytes;"
 				     " PRAGMA user_version = 8", NULL, NULL, NULL) == SQLITE_OK);
