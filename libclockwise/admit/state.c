@@ -1201,6 +1201,11 @@ int cw_admit_state_move_book(struct cw_admit_state *st, uint64_t stream, uint64_
 		refuse(ref, "no unfinished move %" PRIu64, move_id);
 	if (r < 0)
 		return r;
+	if (mi.part_id != rv->part_id) {
+		refuse(ref, "move %" PRIu64 " moves partition %s, not %s", move_id, mi.part,
+		       rv->part);
+		return -EINVAL;
+	}
 	r = prepare_resv(st, rv, move_id, &p, ref);
 	snprintf(with, sizeof(with), "with its blocks on both sides of move %" PRIu64, move_id);
 	if (r == 0)

@@ -287,8 +287,9 @@ int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64
  * is booked from where its blocks are now.  Nothing changes on refusal.
  * 0; -EBUSY with ref (the disk and whose deadline: "with its blocks on
  * both sides of move M, reservation N would be refused on disk D: ...");
- * -ENOENT: no such stream, or move_id is not unfinished; -ENODEV: a disk
- * without a model; -errno from the pool (ref says). */
+ * -ENOENT: no such stream, or move_id is not unfinished; -EINVAL: the
+ * move is of another partition; -ENODEV: a disk without a model; -errno
+ * from the pool (ref says). */
 int cw_admit_state_move_book(struct cw_admit_state *st, uint64_t stream, uint64_t move_id,
 			     struct cw_admit_refusal *ref, struct cw_admit_changes *ret_changes);
 

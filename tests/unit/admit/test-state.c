@@ -822,6 +822,19 @@ static void test_move_book(void)
 	CU_ASSERT_FATAL(cw_move_start_paused(part, 0, cw_part_nblocks(part), &mo, CW_MOVE_PART,
 					     "test", &mid) == 0);
 	CU_ASSERT_EQUAL(cw_admit_state_move_book(st, rv->stream + 99, mid, &ref, NULL), -ENOENT);
+	{
+		struct cw_part *other;
+		const struct cw_admit_resv *orv;
+		struct cw_admit_request orq = req(100000);
+
+		CU_ASSERT_FATAL(cw_part_create(T.pool, "other", 16 * MIB, NULL, &other) == 0);
+		orq.part = "other";
+		CU_ASSERT_FATAL(cw_admit_state_reserve(st, &orq, &orv, NULL, NULL) == 0);
+		CU_ASSERT_EQUAL(cw_admit_state_move_book(st, orv->stream, mid, &ref, NULL), -EINVAL);
+		CU_ASSERT(strstr(ref.reason, "moves partition media, not other") != NULL);
+		CU_ASSERT_EQUAL(orv->move_id, 0);
+		CU_ASSERT_FATAL(cw_admit_state_release(st, orv->id, NULL) == 0);
+	}
 	memset(&s.plans, 0, sizeof(s.plans));
 	CU_ASSERT_EQUAL_FATAL(cw_admit_state_move_book(st, rv->stream, mid, &ref, &ch), 0);
 	CU_ASSERT_EQUAL(rv->move_id, mid);
