@@ -132,9 +132,12 @@ int cwc_cmd_move_list(struct ctx *c, json_object **ret);
 int cwc_cmd_move_pause(struct ctx *c, json_object **ret);
 int cwc_cmd_move_resume(struct ctx *c, json_object **ret);
 int cwc_cmd_move_cancel(struct ctx *c, json_object **ret);
-/* Moves postponed by rule 2 (control-move.c) resume once no reservation
- * holds them any more: after a release. */
+/* Moves postponed by rule 2 (control-move.c) are tried again after a
+ * release: they resume once their streams fit on both sides of them. */
 void cwc_moves_retry_postponed(struct cwc_server *srv);
+/* Streams booked for moves that are over settle where their ranges lie
+ * (cw_admit_state_moves_settle): each round of the control thread. */
+void cwc_moves_settle(struct cwc_server *srv);
 /* A running move that takes bytes [start, end) (end 0: to its end) of
  * partition part to other disks: 1 with its id, 0 if none, -errno. */
 int cwc_move_taking(struct cwc_server *srv, const char *part, uint64_t start, uint64_t end,

@@ -99,16 +99,26 @@ static int reply_move(struct ctx *c, uint64_t id, json_object **ret)
  * Rule 2 of moving data: the guarantee never depends on where a block
  * happens to be.  A reservation was admitted on the disks its range lay
  * on, with each disk's share of its blocks.  A move that takes blocks of
- * that range elsewhere is journalled paused, then checked with the
- * admission state: the stream, with its range where the move puts it,
- * must still be admitted on every disk (cw_admit_state_move_check).
- *   - If it would not be, the move is cancelled at once and refused with
- *     admission's reason (the disk, whose deadline, by how much).
- *   - If it would be, the move is postponed: the stream's booking stays
- *     on the disks its range lies on now, so its blocks must stay there
- *     while it is active.  The move waits, paused with the reason, and
- *     resumes by itself when the last reservation that holds it is
- *     released (and on `move resume` once none does).
+ * that range elsewhere is journalled paused, then each such stream is
+ * booked for it with the admission state (cw_admit_state_move_book):
+ * while the move copies, each block of the range is on its source or its
+ * destination, so the stream is tested with every such block counted on
+ * both disks.
+ *   - If every disk of that union admits it, the stream is booked there
+ *     (the pool database first) and the move runs while the stream plays:
+ *     the data path serves each block as the stream's on the disk it is on
+ *     at that instant.  Once the move is done or cancelled, the booking
+ *     settles on the disks the range lies on then (cwc_moves_settle, on
+ *     each round of the control thread; at start after a crash).
+ *   - If the union is refused but the stream would be admitted with its
+ *     range where the move puts it (cw_admit_state_move_check), the move
+ *     is postponed: it waits, paused with the reason, and the stream stays
+ *     booked where its range lies now.  It is tried again after each
+ *     release (and on `move resume`): it runs once the union fits, or no
+ *     reservation holds it.  Refusing it would lose a move that only has
+ *     to wait for the stream; running it would break the stream.
+ *   - If even that is refused, the move is cancelled at once and refused
+ *     with admission's reason (the disk, whose deadline, by how much).
  * A move that leaves every reserved range where it is runs at once.
  */
 #define POSTPONED "postponed: "
@@ -172,16 +182,27 @@ int cwc_move_taking(struct cwc_server *srv, const char *part_name, uint64_t star
 	return r < 0 ? r : 0;
 }
 
-/* Checks the unfinished move id against every reservation whose range
- * it takes elsewhere.  0: none is touched; 1: postponed, the reason in
- * why; -EBUSY: admission refuses, the reason in why; -errno. */
+/* Streams booked for move id go back to where their ranges lie. */
+static void rule2_unbook(struct cwc_server *srv, uint64_t id)
+{
+	const struct cw_admit_resv *rv;
+
+	for (size_t i = 0; (rv = cw_admit_state_resv_at(srv->adm, i)); i++)
+		if (rv->move_id == id)
+			(void)cw_admit_state_move_settle(srv->adm, rv->stream, NULL);
+}
+
+/* Books every stream whose range the unfinished move id takes elsewhere
+ * on both sides of it.  0: each is booked (or none is touched): the move
+ * may run; 1: postponed, the reason in why; -EBUSY: admission refuses,
+ * the reason in why; -errno.  Unless 0, no stream stays booked for it. */
 static int rule2_check(struct ctx *c, uint64_t id, char *why, size_t len)
 {
 	struct cwc_server *srv = c->srv;
 	const struct cw_admit_resv *rv;
 	struct cw_move_info mi;
 	struct cw_part *part;
-	int r = cw_move_get(srv->pool, id, &mi), touched = 0;
+	int r = cw_move_get(srv->pool, id, &mi), held = 0;
 
 	if (r < 0)
 		return r;
@@ -189,7 +210,7 @@ static int rule2_check(struct ctx *c, uint64_t id, char *why, size_t len)
 		return 0;
 	for (size_t i = 0; (rv = cw_admit_state_resv_at(srv->adm, i)); i++) {
 		_cleanup_free_ uint32_t *after = NULL;
-		struct cw_admit_refusal ref;
+		struct cw_admit_refusal ref, alone;
 		char who[CW_NAME_MAX + 48];
 		uint64_t first, nb;
 
@@ -198,7 +219,7 @@ static int rule2_check(struct ctx *c, uint64_t id, char *why, size_t len)
 		r = range_taken(srv, id, part, rv->range_start_bytes, rv->range_end_bytes, &after,
 				&first, &nb);
 		if (r < 0)
-			return r;
+			goto undo;
 		if (r == 0)
 			continue;	/* its range stays where it is */
 		if (rv->persistent)
@@ -206,24 +227,43 @@ static int rule2_check(struct ctx *c, uint64_t id, char *why, size_t len)
 		else
 			snprintf(who, sizeof(who), "the start-up reservation of export %s",
 				 rv->export_name);
-		r = cw_admit_state_move_check(srv->adm, rv->stream, first, nb, after, &ref);
-		if (r == -EBUSY) {
-			snprintf(why, len, "%s", ref.reason);
-			return -EBUSY;
-		}
-		if (r < 0) {
-			snprintf(why, len, "checking %s: %s", who, ref.reason[0] ? ref.reason :
+		r = cw_admit_state_move_book(srv->adm, rv->stream, id, &ref, NULL);
+		if (r == 0)
+			continue;	/* it plays on while its blocks move */
+		if (r != -EBUSY) {
+			snprintf(why, len, "booking %s: %s", who, ref.reason[0] ? ref.reason :
 				 strerror(-r));
-			return r;
+			goto undo;
 		}
-		if (!touched++)
+		r = cw_admit_state_move_check(srv->adm, rv->stream, first, nb, after, &alone);
+		if (r == -EBUSY)
+			snprintf(why, len, "%s", alone.reason);
+		else if (r < 0)
+			snprintf(why, len, "checking %s: %s", who, alone.reason[0] ? alone.reason :
+				 strerror(-r));
+		if (r < 0)
+			goto undo;
+		if (!held++)
+			/* Short: the journal keeps 256 bytes of it. */
 			snprintf(why, len, POSTPONED "%s covers bytes %" PRIu64 "..%" PRIu64 " of %s, "
-				 "which the move takes to other disks; admission holds for its stream "
-				 "there, but its booking stays on the disks the range lies on now: "
-				 "the move waits until it is released", who, rv->range_start_bytes,
-				 rv->range_end_bytes, rv->part);
+				 "which the move takes to other disks; booked on both sides it would be "
+				 "refused on disk %s, where the move puts them it would not: the move "
+				 "waits for a release", who, rv->range_start_bytes, rv->range_end_bytes,
+				 rv->part, ref.disk);
 	}
-	return touched ? 1 : 0;
+	if (!held)
+		return 0;
+	r = 1;
+undo:
+	rule2_unbook(srv, id);
+	return r;
+}
+
+void cwc_moves_settle(struct cwc_server *srv)
+{
+	/* A database that refuses now is asked again next round. */
+	if (srv->adm)
+		(void)cw_admit_state_moves_settle(srv->adm, NULL);
 }
 
 /* Runs rule 2 for moves ids[0..n) just journalled paused: each runs at
@@ -245,14 +285,15 @@ static int rule2_moves(struct ctx *c, const uint64_t *ids, size_t n)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		(void)cw_move_cancel(c->srv->pool, ids[i]);
+	cwc_moves_settle(c->srv);	/* the streams the others had booked */
 	if (r == -EBUSY)
 		return cwc_fail(c, CW_CTL_E_BUSY, "the move is refused: %s", why);
 	return cwc_fail(c, cw_ctl_code_from_errno(r), "the move is refused: %s",
 			why[0] ? why : strerror(-r));
 }
 
-/* Moves postponed by rule 2 run once no reservation holds them any more
- * (after a release). */
+/* Moves postponed by rule 2 are tried again after a release: they run
+ * once their streams fit on both sides of them, or none holds them. */
 void cwc_moves_retry_postponed(struct cwc_server *srv)
 {
 	_cleanup_free_ struct cw_move_info *m = NULL;
@@ -429,5 +470,8 @@ int cwc_cmd_move_resume(struct ctx *c, json_object **ret)
 
 int cwc_cmd_move_cancel(struct ctx *c, json_object **ret)
 {
-	return move_change(c, ret, cw_move_cancel);
+	int r = move_change(c, ret, cw_move_cancel);
+
+	cwc_moves_settle(c->srv);	/* its streams leave its destinations */
+	return r;
 }

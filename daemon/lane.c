@@ -416,6 +416,13 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 	memset(sr, 0, sizeof(*sr));
 	sr->arrival_ns = p->req->arrival_ns;
 	sr->user = p;
+	if (p->rt && !resv_part(p->resv, d->id)) {
+		/* Mapped here while a move had the stream booked on the disk,
+		 * which it is no longer (cw_admit_state_move_settle): best
+		 * effort now, like any request the stream has no part for. */
+		p->rt = false;
+		lane_be_enter(l, p, now);
+	}
 	if (p->rt) {
 		const struct cw_admit_resv_part *pt = resv_part(p->resv, d->id);
 

@@ -205,14 +205,19 @@ struct submission {
 
 /* The pieces that repeat a write's piece p, its bytes from skip on, on
  * extent m (a moving block's destination, a block's cache copy): from n
- * on, at most room of them; returns how many, or -EIO without room. */
+ * on, at most room of them; returns how many, or -EIO without room.  A
+ * stream's piece repeated on a disk where a move booked the stream too
+ * (cw_admit_state_move_book counts the block there) is the stream's there
+ * (its first on the disk unless seen, by id, says the request has one). */
 static int copy_pieces(struct pb *pb, struct preq *q, const struct piece *p, uint64_t skip,
-		       const struct cw_extent *mp_ext, unsigned n, unsigned room, uint32_t *ret_di)
+		       const struct cw_extent *mp_ext, unsigned n, unsigned room, const bool *seen,
+		       uint32_t *ret_di)
 {
 	struct cw_extent m = *mp_ext;
 	uint64_t done = 0;
 	enum cw_io_op op = p->io.op;
 	bool zero = p->io.buf == pb->zeros;
+	bool rt = p->rt && resv_part(p->resv, m.disk_id);
 	unsigned k = 0;
 	int di;
 
@@ -224,7 +229,7 @@ static int copy_pieces(struct pb *pb, struct preq *q, const struct piece *p, uin
 		zero = true;
 	}
 	while (done < m.length) {
-		uint64_t len = CW_MIN(m.length - done, pb->disks[di].be_piece);
+		uint64_t len = rt ? m.length - done : CW_MIN(m.length - done, pb->disks[di].be_piece);
 		struct piece *mp = &q->p[n + k];
 
 		if (zero)
@@ -239,6 +244,11 @@ static int copy_pieces(struct pb *pb, struct preq *q, const struct piece *p, uin
 			       : (uint8_t *)p->io.buf + skip + done,
 			.user = mp,
 		};
+		if (rt) {
+			mp->rt = true;
+			mp->resv = p->resv;
+			mp->first_on_disk = k == 0 && !seen[m.disk_id];
+		}
 		done += len;
 		k++;
 	}
@@ -274,7 +284,7 @@ static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, u
 	nm = cw_part_write_mirrors(x->part, off, e, skips, ms, CW_MOVER_DEPTH_MAX);
 	for (int j = 0; j < nm; j++) {
 		uint32_t di = 0;
-		int r = copy_pieces(x->pb, q, p, skips[j], &ms[j], n + k, room - k, &di);
+		int r = copy_pieces(x->pb, q, p, skips[j], &ms[j], n + k, room - k, seen, &di);
 
 		if (r < 0)
 			return r;
@@ -416,7 +426,7 @@ static int submit(struct pbx *x, const struct submission *s)
 				uint32_t mdi = 0;
 
 				ce.length = e.length;
-				r = copy_pieces(pb, q, p, 0, &ce, n, (unsigned)(maxp - n), &mdi);
+				r = copy_pieces(pb, q, p, 0, &ce, n, (unsigned)(maxp - n), seen, &mdi);
 				if (r < 0)
 					goto fail;
 				if (r > 0)

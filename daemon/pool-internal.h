@@ -182,13 +182,13 @@ struct resv {
 	struct cwd_stats st;
 };
 
-/* The part of rv on disk id, or NULL: its period and admitted C. */
+/* The part of rv on disk id, or NULL: its period and admitted C.  A
+ * move re-books the stream while requests run (a part on its destination
+ * disks while it copies, none on its source once done): a request mapped
+ * to a disk is the stream's there only while it has a part there. */
 static inline const struct cw_admit_resv_part *resv_part(const struct resv *rv, uint32_t id)
 {
-	for (size_t i = 0; i < rv->a->n_parts; i++)
-		if (rv->a->parts[i].disk_id == id)
-			return &rv->a->parts[i];
-	return NULL;
+	return cw_admit_resv_part_on(rv->a, id);
 }
 
 /* An export's best-effort QoS on each disk (the admission state's

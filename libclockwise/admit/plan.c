@@ -9,7 +9,9 @@
  *
  * Invariant: each part's task is never lighter than what the stream can
  * ask of its disk (period rounded down, strides at their smallest, every
- * piece of a request charged its own seek and rotation), and a part is
+ * piece of a request charged its own seek and rotation; a block a move
+ * copies charged on both its disks, so that every layout the move passes
+ * through asks no more of any disk), and a part is
  * admitted only if every set of tasks that can be active together during
  * its window passes cw_admit_test.
  */
@@ -59,6 +61,47 @@ static void acc_piece(struct acc *a, uint64_t r, int64_t c)
 	a->last = r;
 	a->cur = r;
 	a->cur_c = c;
+}
+
+/* Whether partition block k may also be on another disk (a move copies it). */
+static bool moving(const struct cw_admit_layout *l, uint64_t k)
+{
+	return l->alt_disk && l->alt_disk[k] != l->disk[k];
+}
+
+/* Charges requests r .. r + run - 1 of b bytes (the last perhaps
+ * shorter), wholly inside partition block k, or (piece > 0, run 1) the
+ * piece of piece bytes request r has there, to the disk holding k (alt:
+ * the disk a move copies it to, where it may be anywhere). */
+static int charge_run(const struct cw_admit_layout *l, const struct cw_admit_disk *disks,
+		      struct acc *acc, uint64_t k, bool alt, uint64_t b, uint64_t piece, uint64_t r,
+		      uint64_t run)
+{
+	uint32_t d = alt ? l->alt_disk[k] : l->disk[k];
+	uint64_t lo = 0, hi = 0;
+	int64_t c;
+	int e;
+
+	if (l->disk_off && !alt) {
+		lo = l->disk_off[k];
+		hi = lo + l->pblock_bytes;
+	}
+	for (uint64_t j = 0; j < run; j++) {
+		uint64_t bytes = piece ? piece : CW_MIN((r + j + 1) * b, l->range_bytes) - (r + j) * b;
+
+		e = cw_model_service_ns(disks[d].model, lo, hi, bytes, &c);
+		if (e < 0)
+			return e;
+		acc_piece(&acc[d], r + j, c);
+		if (j == 1 && run > 3) {
+			/* requests 1 .. run-2 are full blocks of b with the
+			 * cost of request 1: skip to run-2 */
+			acc[d].count += run - 3;
+			acc[d].cur = acc[d].last = r + run - 2;
+			j = run - 2;
+		}
+	}
+	return 0;
 }
 
 static int plan_fail(struct cw_admit_plan *p, int err, const char *msg)
@@ -168,7 +211,8 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 	    !l->disk)
 		return plan_fail(ret, -EINVAL, "empty range or bad partition block size");
 	for (size_t k = 0; k < l->n_pblocks; k++)
-		if (l->disk[k] >= n_disks || !disks[l->disk[k]].model)
+		if (l->disk[k] >= n_disks || !disks[l->disk[k]].model ||
+		    (l->alt_disk && (l->alt_disk[k] >= n_disks || !disks[l->alt_disk[k]].model)))
 			return plan_fail(ret, -EINVAL, "layout names a disk without a model");
 	for (size_t d = 0; d < n_disks; d++) {
 		if (disks[d].n_tasks && !disks[d].tasks)
@@ -202,32 +246,15 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 			/* Requests wholly inside partition block k: the same disk
 			 * and cost for the whole run, handled at once. */
 			uint64_t run = 1;
-			uint32_t d = l->disk[k];
-			uint64_t lo = 0, hi = 0;
-			int64_t c;
 
-			if (l->disk_off) {
-				lo = l->disk_off[k];
-				hi = lo + l->pblock_bytes;
-			}
 			while (r + run < nreq &&
 			       l->first_bytes + CW_MIN((r + run + 1) * b, l->range_bytes) <= pend)
 				run++;
-			for (uint64_t j = 0; j < run; j++) {
-				uint64_t bytes = CW_MIN((r + j + 1) * b, l->range_bytes) - (r + j) * b;
-
-				e = cw_model_service_ns(disks[d].model, lo, hi, bytes, &c);
-				if (e < 0)
-					return plan_fail(ret, e, "a block lies outside its disk's model");
-				acc_piece(&acc[d], r + j, c);
-				if (j == 1 && run > 3) {
-					/* requests 1 .. run-2 are full blocks of b
-					 * with the cost of request 1: skip to run-2 */
-					acc[d].count += run - 3;
-					acc[d].cur = acc[d].last = r + run - 2;
-					j = run - 2;
-				}
-			}
+			e = charge_run(l, disks, acc, k, false, b, 0, r, run);
+			if (e == 0 && moving(l, k))
+				e = charge_run(l, disks, acc, k, true, b, 0, r, run);
+			if (e < 0)
+				return plan_fail(ret, e, "a block lies outside its disk's model");
 			r += run;
 			continue;
 		}
@@ -235,18 +262,12 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 		for (uint64_t off = s; off < end;) {
 			uint64_t kk = off / l->pblock_bytes;
 			uint64_t pe = CW_MIN(end, (kk + 1) * l->pblock_bytes);
-			uint32_t d = l->disk[kk];
-			uint64_t lo = 0, hi = 0;
-			int64_t c;
 
-			if (l->disk_off) {
-				lo = l->disk_off[kk];
-				hi = lo + l->pblock_bytes;
-			}
-			e = cw_model_service_ns(disks[d].model, lo, hi, pe - off, &c);
+			e = charge_run(l, disks, acc, kk, false, b, pe - off, r, 1);
+			if (e == 0 && moving(l, kk))
+				e = charge_run(l, disks, acc, kk, true, b, pe - off, r, 1);
 			if (e < 0)
 				return plan_fail(ret, e, "a block lies outside its disk's model");
-			acc_piece(&acc[d], r, c);
 			off = pe;
 		}
 		r++;

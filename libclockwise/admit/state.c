@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include <clockwise/admit-state.h>
+#include <clockwise/mover.h>
 #include <clockwise/pool-objects.h>
 #include <clockwise/sched-beq.h>
 #include <clockwise/units.h>
@@ -102,12 +103,56 @@ static void changes_add(struct cw_admit_changes *c, uint32_t id)
 		c->bits[id / 64] |= UINT64_C(1) << (id % 64);
 }
 
+/* A reservation and the parts arrays a move replaced (rebook): another
+ * thread may still read an old one (cw_admit_resv_part_on), so they go
+ * with the reservation.  Every parts array ends with a zero disk id. */
+struct resv_obj {
+	struct cw_admit_resv pub;	/* first: a resv's address is its object's */
+	struct retired {
+		struct retired *next;
+		struct cw_admit_resv_part *parts;
+	} *retired;
+};
+
+static struct cw_admit_resv *resv_new(void)
+{
+	struct resv_obj *o = calloc(1, sizeof(*o));
+
+	return o ? &o->pub : NULL;
+}
+
+/* Room for n parts and the zero disk id after them. */
+static struct cw_admit_resv_part *parts_new(size_t n)
+{
+	return calloc(n + 1, sizeof(struct cw_admit_resv_part));
+}
+
 static void resv_free(struct cw_admit_resv *r)
 {
+	struct resv_obj *o = (struct resv_obj *)r;
+
 	if (!r)
 		return;
+	while (o->retired) {
+		struct retired *t = o->retired;
+
+		o->retired = t->next;
+		free(t->parts);
+		free(t);
+	}
 	free(r->parts);
-	free(r);
+	free(o);
+}
+
+const struct cw_admit_resv_part *cw_admit_resv_part_on(const struct cw_admit_resv *rv,
+						       uint32_t disk_id)
+{
+	const struct cw_admit_resv_part *p = __atomic_load_n(&rv->parts, __ATOMIC_ACQUIRE);
+
+	for (; p && p->disk_id; p++)
+		if (p->disk_id == disk_id)
+			return p;
+	return NULL;
 }
 
 static void refuse(struct cw_admit_refusal *ref, const char *fmt, ...)
@@ -283,6 +328,7 @@ struct range_layout {
 	size_t n_disks;
 	uint32_t *disk_idx;
 	uint64_t *disk_off;
+	uint32_t *alt_idx;		/* where a move puts them (range_layout_move) */
 	struct cw_admit_layout l;
 };
 
@@ -291,6 +337,7 @@ static void range_layout_done(struct range_layout *rl)
 	free(rl->disks);
 	free(rl->disk_idx);
 	free(rl->disk_off);
+	free(rl->alt_idx);
 }
 
 static int range_layout(struct cw_admit_state *st, struct cw_part *part, uint64_t start,
@@ -344,6 +391,48 @@ static int range_layout(struct cw_admit_state *st, struct cw_part *part, uint64_
 	return 0;
 }
 
+/* The same range while the unfinished move move_id runs on part: each
+ * block also where the move puts it (clockwise/admit.h, alt_disk), the
+ * range laid out from start (rl->l as range_layout made it).  A move
+ * that is over (or unknown) adds nothing: 0 either way. */
+static int range_layout_move(struct cw_admit_state *st, struct cw_part *part, uint64_t move_id,
+			     uint64_t start, struct range_layout *rl,
+			     struct cw_admit_refusal *ref)
+{
+	uint64_t first = start / rl->l.pblock_bytes, n = rl->l.n_pblocks;
+	_cleanup_free_ uint32_t *after = calloc(n ? n : 1, sizeof(*after));
+	uint32_t idx_of[CW_DISKS_MAX + 1];
+	bool known[CW_DISKS_MAX + 1] = { false };
+	int r;
+
+	if (!after)
+		return -ENOMEM;
+	if (!move_id)
+		return 0;
+	r = cw_move_destinations(st->pool, move_id, part, first, n, after);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < rl->n_disks; i++) {
+		idx_of[rl->disks[i].id] = (uint32_t)i;
+		known[rl->disks[i].id] = true;
+	}
+	rl->alt_idx = calloc(n ? n : 1, sizeof(*rl->alt_idx));
+	if (!rl->alt_idx)
+		return -ENOMEM;
+	for (uint64_t k = 0; k < n; k++) {
+		if (after[k] > CW_DISKS_MAX || !known[after[k]] || !st->disks[after[k]]) {
+			refuse(ref, "move %" PRIu64 " takes partition block %" PRIu64 " to disk %"
+			       PRIu32 ", which has no model", move_id, first + k, after[k]);
+			return -ENODEV;
+		}
+		rl->alt_idx[k] = idx_of[after[k]];
+	}
+	rl->l.alt_disk = rl->alt_idx;
+	return 0;
+}
+
 /* ---- reservations ---- */
 
 static int64_t shift_ns(int64_t t, int64_t by)
@@ -351,22 +440,15 @@ static int64_t shift_ns(int64_t t, int64_t by)
 	return t ? t + by : 0;
 }
 
-static int resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
+/* Parts as the pool stores them (wall-clock times), malloc'ed. */
+static struct cw_resv_disk *parts_stored(const struct cw_admit_state *st,
+					 const struct cw_admit_resv_part *parts, size_t n)
 {
-	_cleanup_free_ struct cw_resv_disk *d = calloc(rv->n_parts ? rv->n_parts : 1, sizeof(*d));
+	struct cw_resv_disk *d = calloc(n ? n : 1, sizeof(*d));
 	int64_t by = st->o.wall_ns() - st->o.clock_ns();
-	struct cw_resv_rec rec = {
-		.part_id = rv->part_id, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
-		.range_start_bytes = rv->range_start_bytes, .range_end_bytes = rv->range_end_bytes,
-		.start_ns = shift_ns(rv->span_start_ns, by), .end_ns = shift_ns(rv->span_end_ns, by),
-		.period_ns = rv->period_ns, .due = rv->due == CW_ADMIT_DUE_STREAM,
-		.n_disks = rv->n_parts, .disks = d,
-	};
 
-	if (!d)
-		return -ENOMEM;
-	for (size_t i = 0; i < rv->n_parts; i++) {
-		const struct cw_admit_resv_part *p = &rv->parts[i];
+	for (size_t i = 0; d && i < n; i++) {
+		const struct cw_admit_resv_part *p = &parts[i];
 
 		d[i] = (struct cw_resv_disk){
 			.disk_id = p->disk_id, .period_ns = p->task.period_ns,
@@ -375,6 +457,23 @@ static int resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
 			.stride = p->stride,
 		};
 	}
+	return d;
+}
+
+static int resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
+{
+	_cleanup_free_ struct cw_resv_disk *d = parts_stored(st, rv->parts, rv->n_parts);
+	int64_t by = st->o.wall_ns() - st->o.clock_ns();
+	struct cw_resv_rec rec = {
+		.part_id = rv->part_id, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
+		.range_start_bytes = rv->range_start_bytes, .range_end_bytes = rv->range_end_bytes,
+		.start_ns = shift_ns(rv->span_start_ns, by), .end_ns = shift_ns(rv->span_end_ns, by),
+		.period_ns = rv->period_ns, .due = rv->due == CW_ADMIT_DUE_STREAM,
+		.n_disks = rv->n_parts, .disks = d, .move_id = rv->move_id,
+	};
+
+	if (!d)
+		return -ENOMEM;
 	return cw_resv_add(st->pool, &rec, &rv->id);
 }
 
@@ -415,10 +514,9 @@ static int resvs_load(struct cw_admit_state *st)
 		r = cw_part_list(st->pool, &parts, &np);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		const struct cw_resv_rec *rec = &recs[i];
-		struct cw_admit_resv *rv = calloc(1, sizeof(*rv));
+		struct cw_admit_resv *rv = resv_new();
 
-		if (!rv || !(rv->parts = calloc(rec->n_disks ? rec->n_disks : 1,
-						sizeof(*rv->parts)))) {
+		if (!rv || !(rv->parts = parts_new(rec->n_disks))) {
 			resv_free(rv);
 			r = -ENOMEM;
 			break;
@@ -431,7 +529,7 @@ static int resvs_load(struct cw_admit_state *st)
 			.span_start_ns = shift_ns(rec->start_ns, -by),
 			.span_end_ns = shift_ns(rec->end_ns, -by), .period_ns = rec->period_ns,
 			.due = rec->due == 1 ? CW_ADMIT_DUE_STREAM : CW_ADMIT_DUE_DISK,
-			.n_parts = rec->n_disks, .parts = rv->parts,
+			.n_parts = rec->n_disks, .parts = rv->parts, .move_id = rec->move_id,
 		};
 		for (size_t j = 0; j < np; j++)
 			if (parts[j].id == rec->part_id)
@@ -904,8 +1002,8 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 	if (req->dry_run)
 		return 0;
 
-	rv = calloc(1, sizeof(*rv));
-	if (!rv || !(rv->parts = calloc(plan.n_parts ? plan.n_parts : 1, sizeof(*rv->parts)))) {
+	rv = resv_new();
+	if (!rv || !(rv->parts = parts_new(plan.n_parts))) {
 		resv_free(rv);
 		return -ENOMEM;
 	}
@@ -974,38 +1072,256 @@ static void prepared_drop_owner(struct prepared *p, const struct cw_admit_resv *
 	}
 }
 
+/* A refusal of plan, rv's range laid out as p says a move would: the
+ * stream itself is an admitted one, not new; "WITH, reservation N would
+ * be refused on disk D: why". */
+static void refusal_moved(const struct prepared *p, const struct cw_admit_plan *plan,
+			  const struct cw_admit_resv *rv, const char *with,
+			  struct cw_admit_refusal *ref)
+{
+	char prefix[CW_NAME_MAX + 64], was[sizeof(ref->reason)];
+
+	if (!ref)
+		return;
+	refusal_of_plan(p, plan, rv->rate_bps, ref);
+	if (ref->who == CW_ADMIT_WHO_NEW) {
+		refusal_who(ref, ref->part.fail_disk_task, rv, &ref->part.task);
+		snprintf(prefix, sizeof(prefix), "refused on disk %s: ", ref->disk);
+		refusal_words(ref, prefix, rv->block_bytes, rv->rate_bps,
+			      "where its blocks would be");
+	}
+	memcpy(was, ref->reason, sizeof(was));
+	if (rv->persistent)
+		snprintf(prefix, sizeof(prefix), "reservation %" PRIu64, rv->id);
+	else
+		snprintf(prefix, sizeof(prefix), "the start-up stream of export %s",
+			 rv->export_name);
+	refuse(ref, "%s, %s would be %s", with, prefix, was);
+}
+
+/* The plan of rv's range as p lays it out, tested against the others on
+ * each disk; on refusal ref says so, after "with": "WITH, reservation N
+ * would be refused on disk D: ...". */
+static int plan_moved(const struct cw_admit_state *st, struct prepared *p,
+		      const struct cw_admit_resv *rv, const char *with, struct cw_admit_plan *plan,
+		      struct cw_admit_refusal *ref)
+{
+	int r;
+
+	p->q.span_start_ns = rv->span_start_ns;
+	p->q.span_end_ns = rv->span_end_ns;
+	prepared_drop_owner(p, rv);
+	r = plan_tested(st, p, rv->rate_bps, plan, ref);
+	if (r == -EBUSY && !plan->admitted)
+		refusal_moved(p, plan, rv, with, ref);
+	return r;
+}
+
+/* Replaces rv's parts (owned from now on) and its move: the pool's copy
+ * first, then memory under the lock (the old array stays readable until
+ * rv goes), then every disk whose task set changed gets its plan again. */
+static int rebook(struct cw_admit_state *st, struct cw_admit_resv *rv, uint64_t move_id,
+		  struct cw_admit_resv_part *parts, size_t n, struct cw_admit_refusal *ref,
+		  struct cw_admit_changes *changes)
+{
+	struct resv_obj *o = (struct resv_obj *)rv;
+	struct retired *t = calloc(1, sizeof(*t));
+	bool disk[CW_DISKS_MAX + 1] = { false };
+	int r = 0;
+
+	if (!t) {
+		free(parts);
+		return -ENOMEM;
+	}
+	if (rv->persistent) {
+		_cleanup_free_ struct cw_resv_disk *d = parts_stored(st, parts, n);
+
+		r = d ? cw_resv_rebook(st->pool, rv->id, move_id, d, n) : -ENOMEM;
+		if (r < 0) {
+			const struct cw_error *e = cw_pool_last_error(st->pool);
+
+			refuse(ref, "storing reservation %" PRIu64 ": %s", rv->id,
+			       e && e->code == r && e->msg[0] ? e->msg : strerror(-r));
+			free(parts);
+			free(t);
+			return r;
+		}
+	}
+	for (size_t i = 0; i < rv->n_parts; i++)
+		disk[rv->parts[i].disk_id] = true;
+	for (size_t i = 0; i < n; i++)
+		disk[parts[i].disk_id] = true;
+	pthread_mutex_lock(&st->lock);
+	t->parts = rv->parts;
+	t->next = o->retired;
+	o->retired = t;
+	__atomic_store_n(&rv->parts, parts, __ATOMIC_RELEASE);
+	rv->n_parts = n;
+	rv->move_id = move_id;
+	resv_set_lead(rv);
+	pthread_mutex_unlock(&st->lock);
+	for (uint32_t id = 1; id <= CW_DISKS_MAX && r == 0; id++)
+		if (disk[id])
+			r = replan(st, id, changes);
+	return r;
+}
+
+/* The parts of an admitted plan, as a reservation keeps them. */
+static struct cw_admit_resv_part *plan_parts(const struct prepared *p,
+					     const struct cw_admit_plan *plan)
+{
+	struct cw_admit_resv_part *parts = parts_new(plan->n_parts);
+
+	for (size_t i = 0; parts && i < plan->n_parts; i++)
+		parts[i] = (struct cw_admit_resv_part){
+			.disk_id = p->rl.disks[plan->parts[i].disk].id,
+			.task = plan->parts[i].task,
+			.requests = plan->parts[i].requests,
+			.stride = plan->parts[i].stride,
+		};
+	return parts;
+}
+
+static struct cw_admit_resv *resv_by_stream(const struct cw_admit_state *st, uint64_t stream)
+{
+	for (size_t i = 0; i < st->n_resvs; i++)
+		if (st->resvs[i]->stream == stream)
+			return st->resvs[i];
+	return NULL;
+}
+
+/* Lays out rv's range where its blocks are (and, with move_id, where
+ * that move puts them), its rate and span, for plan_moved. */
+static int prepare_resv(struct cw_admit_state *st, const struct cw_admit_resv *rv,
+			uint64_t move_id, struct prepared *p, struct cw_admit_refusal *ref)
+{
+	struct cw_admit_request req = {
+		.part = rv->part, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
+		.range_start_bytes = rv->range_start_bytes, .range_end_bytes = rv->range_end_bytes,
+		.dry_run = true, .due = rv->due,
+	};
+	struct cw_part *part;
+	int r = prepare(st, &req, p, ref);
+
+	if (r == 0 && move_id)
+		r = cw_part_lookup(st->pool, rv->part, &part);
+	if (r == 0 && move_id)
+		r = range_layout_move(st, part, move_id, rv->range_start_bytes, &p->rl, ref);
+	return r;
+}
+
+int cw_admit_state_move_book(struct cw_admit_state *st, uint64_t stream, uint64_t move_id,
+			     struct cw_admit_refusal *ref, struct cw_admit_changes *changes)
+{
+	_cleanup_(prepared_done) struct prepared p = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	struct cw_admit_resv *rv;
+	struct cw_move_info mi;
+	char with[64];
+	int r;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (!st || !move_id)
+		return -EINVAL;
+	rv = resv_by_stream(st, stream);
+	if (!rv)
+		return -ENOENT;
+	r = cw_move_get(st->pool, move_id, &mi);
+	if (r == 0 && (mi.state == CW_MOVE_DONE || mi.state == CW_MOVE_CANCELLED))
+		r = -ENOENT;
+	if (r == -ENOENT)
+		refuse(ref, "no unfinished move %" PRIu64, move_id);
+	if (r < 0)
+		return r;
+	if (mi.part_id != rv->part_id) {
+		refuse(ref, "move %" PRIu64 " moves partition %s, not %s", move_id, mi.part,
+		       rv->part);
+		return -EINVAL;
+	}
+	r = prepare_resv(st, rv, move_id, &p, ref);
+	snprintf(with, sizeof(with), "with its blocks on both sides of move %" PRIu64, move_id);
+	if (r == 0)
+		r = plan_moved(st, &p, rv, with, &plan, ref);
+	if (r < 0)
+		return r;
+	return rebook(st, rv, move_id, plan_parts(&p, &plan), plan.n_parts, ref, changes);
+}
+
+int cw_admit_state_move_settle(struct cw_admit_state *st, uint64_t stream,
+			       struct cw_admit_changes *changes)
+{
+	_cleanup_(prepared_done) struct prepared p = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	struct cw_admit_resv *rv;
+	int r;
+
+	if (!st)
+		return -EINVAL;
+	rv = resv_by_stream(st, stream);
+	if (!rv)
+		return -ENOENT;
+	if (!rv->move_id)
+		return 0;
+	/* Not tested: on each disk the range as it lies now asks at most
+	 * what the move's booking did (admit.h, alt_disk). */
+	r = prepare_resv(st, rv, 0, &p, NULL);
+	if (r == 0) {
+		p.q.span_start_ns = rv->span_start_ns;
+		p.q.span_end_ns = rv->span_end_ns;
+		r = plan_at(&p, rv->rate_bps, &plan);
+	}
+	if (r < 0)
+		return r;
+	return rebook(st, rv, 0, plan_parts(&p, &plan), plan.n_parts, NULL, changes);
+}
+
+int cw_admit_state_moves_settle(struct cw_admit_state *st, struct cw_admit_changes *changes)
+{
+	int n = 0;
+
+	if (!st)
+		return -EINVAL;
+	for (size_t i = 0; i < st->n_resvs; i++) {
+		struct cw_admit_resv *rv = st->resvs[i];
+		struct cw_move_info mi;
+		int r;
+
+		if (!rv->move_id)
+			continue;
+		r = cw_move_get(st->pool, rv->move_id, &mi);
+		if (r == 0 && mi.state != CW_MOVE_DONE && mi.state != CW_MOVE_CANCELLED)
+			continue;
+		if (r < 0 && r != -ENOENT)
+			return r;
+		r = cw_admit_state_move_settle(st, rv->stream, changes);
+		if (r < 0)
+			return r;
+		n++;
+	}
+	return n;
+}
+
 int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64_t first_block,
 			      uint64_t nblocks, const uint32_t *disk_ids,
 			      struct cw_admit_refusal *ref)
 {
 	_cleanup_(prepared_done) struct prepared p = { 0 };
 	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
-	const struct cw_admit_resv *rv = NULL;
+	const struct cw_admit_resv *rv;
 	uint32_t idx_of[CW_DISKS_MAX + 1] = { 0 };
 	bool known[CW_DISKS_MAX + 1] = { false };
-	struct cw_admit_request req;
 	uint64_t pb, first;
-	char prefix[CW_NAME_MAX + 64];
 	int r;
 
 	if (ref)
 		memset(ref, 0, sizeof(*ref));
-	for (size_t i = 0; i < st->n_resvs && !rv; i++)
-		if (st->resvs[i]->stream == stream)
-			rv = st->resvs[i];
+	rv = resv_by_stream(st, stream);
 	if (!rv)
 		return -ENOENT;
-	req = (struct cw_admit_request){ .part = rv->part, .rate_bps = rv->rate_bps,
-					 .block_bytes = rv->block_bytes,
-					 .range_start_bytes = rv->range_start_bytes,
-					 .range_end_bytes = rv->range_end_bytes, .dry_run = true,
-					 .due = rv->due };
-	r = prepare(st, &req, &p, ref);
+	r = prepare_resv(st, rv, 0, &p, ref);
 	if (r < 0)
 		return r;
-	/* Its span as it was admitted (prepare's is "always"). */
-	p.q.span_start_ns = rv->span_start_ns;
-	p.q.span_end_ns = rv->span_end_ns;
 	for (size_t i = 0; i < p.rl.n_disks; i++) {
 		idx_of[p.rl.disks[i].id] = (uint32_t)i;
 		known[p.rl.disks[i].id] = true;
@@ -1029,32 +1345,7 @@ int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64
 		p.rl.disk_idx[k] = idx_of[id];
 	}
 	p.rl.l.disk_off = NULL;
-	prepared_drop_owner(&p, rv);
-	r = plan_tested(st, &p, rv->rate_bps, &plan, ref);
-	if (r == -EBUSY && !plan.admitted) {
-		refusal_of_plan(&p, &plan, rv->rate_bps, ref);
-		if (ref && ref->who == CW_ADMIT_WHO_NEW) {
-			/* The stream itself misses: an admitted one, not new. */
-			refusal_who(ref, ref->part.fail_disk_task, rv, &ref->part.task);
-			snprintf(prefix, sizeof(prefix), "refused on disk %s: ", ref->disk);
-			refusal_words(ref, prefix, rv->block_bytes, rv->rate_bps,
-				      "where its blocks would be");
-		}
-		if (ref) {
-			char was[sizeof(ref->reason)];
-
-			memcpy(was, ref->reason, sizeof(was));
-			if (rv->persistent)
-				snprintf(prefix, sizeof(prefix), "reservation %" PRIu64, rv->id);
-			else
-				snprintf(prefix, sizeof(prefix), "the start-up stream of export %s",
-					 rv->export_name);
-			refuse(ref, "with its blocks where the move puts them, %s would be %s", prefix,
-			       was);
-		}
-		return -EBUSY;
-	}
-	return r;
+	return plan_moved(st, &p, rv, "with its blocks where the move puts them", &plan, ref);
 }
 
 int cw_admit_state_release(struct cw_admit_state *st, uint64_t id,
@@ -1147,6 +1438,8 @@ static int part_service(struct cw_admit_state *st, const struct cw_admit_resv *r
 	r = cw_part_lookup(st->pool, rv->part, &part);
 	if (r == 0)
 		r = range_layout(st, part, rv->range_start_bytes, rv->range_end_bytes, &rl, NULL);
+	if (r == 0)
+		r = range_layout_move(st, part, rv->move_id, rv->range_start_bytes, &rl, NULL);
 	if (r < 0)
 		return r;
 	ad = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*ad));
@@ -1397,7 +1690,7 @@ int cw_admit_state_resv_list(struct cw_admit_state *st, struct cw_admit_resv **r
 	v = calloc(n ? n : 1, sizeof(*v));
 	for (size_t i = 0; v && i < n; i++) {
 		v[i] = *st->resvs[i];
-		v[i].parts = malloc((v[i].n_parts ? v[i].n_parts : 1) * sizeof(*v[i].parts));
+		v[i].parts = parts_new(v[i].n_parts);
 		if (!v[i].parts) {
 			cw_admit_resv_list_free(v, i);
 			v = NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The control plane's reservations and exports in the pool database
- * (tables resv, resv_disk, export; schema 3), and the read-only look-up
+ * (tables resv, resv_disk, export; schema 3; resv.move, schema 10), and the read-only look-up
  * of a disk's model for tools that must not take the pool's lock. */
 #include "config.h"
 
@@ -17,13 +17,16 @@
 
 static const char sql_resv_put[] =
 	"INSERT INTO resv(part, rate, block, range_start, range_end, start_ns, end_ns, period_ns,"
-	" due) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+	" due, move) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+static const char sql_resv_move_set[] = "UPDATE resv SET move = ?2 WHERE id = ?1";
+static const char sql_resv_disk_del[] = "DELETE FROM resv_disk WHERE resv = ?1";
 static const char sql_resv_disk_put[] =
 	"INSERT INTO resv_disk(resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 static const char sql_resv_del[] = "DELETE FROM resv WHERE id = ?1";
 static const char sql_resv_all[] =
-	"SELECT id, part, rate, block, range_start, range_end, start_ns, end_ns, period_ns, due"
+	"SELECT id, part, rate, block, range_start, range_end, start_ns, end_ns, period_ns, due,"
+	" move"
 	" FROM resv ORDER BY id";
 static const char sql_resv_disk_all[] =
 	"SELECT resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride"
@@ -93,6 +96,29 @@ struct cw_part *lay_part_by_id(struct cw_pool *pool, uint64_t id)
 	return NULL;
 }
 
+/* The parts of a reservation: on disks of the pool, one per disk, each
+ * with a period and a service time. */
+static int check_parts(struct cw_pool *pool, const struct cw_resv_disk *disks, size_t n)
+{
+	if (n && !disks)
+		return lay_set_error(pool, -EINVAL, "reservation parts missing");
+	for (size_t i = 0; i < n; i++) {
+		const struct cw_resv_disk *d = &disks[i];
+
+		if (d->disk_id < 1 || d->disk_id > CW_DISKS_MAX || !pool->disks[d->disk_id])
+			return lay_set_error(pool, -ENOENT, "no disk %u in the pool", d->disk_id);
+		if (d->period_ns <= 0 || d->service_ns <= 0 || d->requests > INT64_MAX ||
+		    d->stride > INT64_MAX)
+			return lay_set_error(pool, -EINVAL, "the part on disk %u needs a positive "
+					     "period and service time", d->disk_id);
+		for (size_t j = 0; j < i; j++)
+			if (disks[j].disk_id == d->disk_id)
+				return lay_set_error(pool, -EINVAL, "disk %u has two parts",
+						     d->disk_id);
+	}
+	return 0;
+}
+
 static int check_resv(struct cw_pool *pool, const struct cw_resv_rec *r)
 {
 	const struct cw_part *p = lay_part_by_id(pool, r->part_id);
@@ -114,21 +140,19 @@ static int check_resv(struct cw_pool *pool, const struct cw_resv_rec *r)
 				     "(%llu bytes)", (unsigned long long)r->range_start_bytes,
 				     (unsigned long long)r->range_end_bytes, p->name,
 				     (unsigned long long)size);
-	if (r->n_disks && !r->disks)
-		return lay_set_error(pool, -EINVAL, "reservation parts missing");
-	for (size_t i = 0; i < r->n_disks; i++) {
-		const struct cw_resv_disk *d = &r->disks[i];
+	return check_parts(pool, r->disks, r->n_disks);
+}
 
-		if (d->disk_id < 1 || d->disk_id > CW_DISKS_MAX || !pool->disks[d->disk_id])
-			return lay_set_error(pool, -ENOENT, "no disk %u in the pool", d->disk_id);
-		if (d->period_ns <= 0 || d->service_ns <= 0 || d->requests > INT64_MAX ||
-		    d->stride > INT64_MAX)
-			return lay_set_error(pool, -EINVAL, "the part on disk %u needs a positive "
-					     "period and service time", d->disk_id);
-		for (size_t j = 0; j < i; j++)
-			if (r->disks[j].disk_id == d->disk_id)
-				return lay_set_error(pool, -EINVAL, "disk %u has two parts",
-						     d->disk_id);
+static int parts_insert(struct meta *m, int64_t id, const struct cw_resv_disk *disks, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct cw_resv_disk *d = &disks[i];
+		int rc = meta_exec(m, sql_resv_disk_put, 8, id, (int64_t)d->disk_id, d->period_ns,
+				   d->service_ns, d->from_ns, d->to_ns, (int64_t)d->requests,
+				   (int64_t)d->stride);
+
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -151,19 +175,14 @@ static int resv_insert(struct meta *m, const struct cw_resv_rec *r, uint64_t *re
 	sqlite3_bind_int64(st, 7, r->end_ns);
 	sqlite3_bind_int64(st, 8, r->period_ns);
 	sqlite3_bind_int64(st, 9, r->due);
+	sqlite3_bind_int64(st, 10, (int64_t)r->move_id);
 	rc = meta_step(st);
 	if (rc < 0)
 		return rc;
 	id = sqlite3_last_insert_rowid(m->db);
-	for (size_t i = 0; i < r->n_disks; i++) {
-		const struct cw_resv_disk *d = &r->disks[i];
-
-		rc = meta_exec(m, sql_resv_disk_put, 8, id, (int64_t)d->disk_id, d->period_ns,
-			       d->service_ns, d->from_ns, d->to_ns, (int64_t)d->requests,
-			       (int64_t)d->stride);
-		if (rc < 0)
-			return rc;
-	}
+	rc = parts_insert(m, id, r->disks, r->n_disks);
+	if (rc < 0)
+		return rc;
 	*ret_id = (uint64_t)id;
 	return 0;
 }
@@ -193,23 +212,71 @@ out:
 	return rc;
 }
 
+/* Begins a transaction on reservation id (doing: "removing", for the
+ * error): 0 inside it, or -errno with none open and the error set
+ * (-ENOENT: no such reservation). */
+static int resv_begin(struct cw_pool *pool, uint64_t id, const char *doing)
+{
+	char who[CW_NAME_MAX + 1];
+	int r = meta_begin(pool->meta);
+
+	if (r == 0) {
+		r = first_text(pool->meta, sql_resv_part, (int64_t)id, who, sizeof(who));
+		if (r > 0)
+			return 0;
+		meta_rollback(pool->meta);
+		if (r == 0)
+			return lay_set_error(pool, -ENOENT, "no reservation %llu",
+					     (unsigned long long)id);
+	}
+	return lay_set_error(pool, r, "%s reservation %llu: %s", doing, (unsigned long long)id,
+			     strerror(-r));
+}
+
+/* Ends resv_begin's transaction: committed if r is 0, else rolled back. */
+static int resv_end(struct cw_pool *pool, uint64_t id, int r, const char *doing)
+{
+	r = meta_end(pool->meta, r);
+	if (r < 0)
+		lay_set_error(pool, r, "%s reservation %llu: %s", doing, (unsigned long long)id,
+			      strerror(-r));
+	return r;
+}
+
+int cw_resv_rebook(struct cw_pool *pool, uint64_t id, uint64_t move_id,
+		   const struct cw_resv_disk *disks, size_t n)
+{
+	int r;
+
+	if (move_id > INT64_MAX)
+		return lay_set_error(pool, -EINVAL, "no move %llu", (unsigned long long)move_id);
+	pthread_mutex_lock(&pool->lock);
+	r = check_parts(pool, disks, n);
+	if (r == 0)
+		r = resv_begin(pool, id, "booking again");
+	if (r < 0)
+		goto out;
+	r = meta_exec(pool->meta, sql_resv_disk_del, 1, (int64_t)id);
+	if (r == 0)
+		r = meta_exec(pool->meta, sql_resv_move_set, 2, (int64_t)id, (int64_t)move_id);
+	if (r == 0)
+		r = parts_insert(pool->meta, (int64_t)id, disks, n);
+	r = resv_end(pool, id, r, "booking again");
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
 int cw_resv_remove(struct cw_pool *pool, uint64_t id)
 {
 	char who[CW_NAME_MAX + 1];
 	int r;
 
 	pthread_mutex_lock(&pool->lock);
-	r = meta_begin(pool->meta);
+	r = resv_begin(pool, id, "removing");
 	if (r < 0)
-		goto fail;
-	r = first_text(pool->meta, sql_resv_part, (int64_t)id, who, sizeof(who));
-	if (r == 0) {
-		meta_rollback(pool->meta);
-		r = lay_set_error(pool, -ENOENT, "no reservation %llu", (unsigned long long)id);
 		goto out;
-	}
-	if (r > 0)
-		r = first_text(pool->meta, sql_resv_users, (int64_t)id, who, sizeof(who));
+	r = first_text(pool->meta, sql_resv_users, (int64_t)id, who, sizeof(who));
 	if (r > 0) {
 		meta_rollback(pool->meta);
 		r = lay_set_error(pool, -EBUSY, "reservation %llu is bound to export %s",
@@ -218,12 +285,7 @@ int cw_resv_remove(struct cw_pool *pool, uint64_t id)
 	}
 	if (r == 0)
 		r = meta_exec(pool->meta, sql_resv_del, 1, (int64_t)id);
-	r = meta_end(pool->meta, r);
-	if (r == 0)
-		goto out;
-fail:
-	lay_set_error(pool, r, "removing reservation %llu: %s", (unsigned long long)id,
-		      strerror(-r));
+	r = resv_end(pool, id, r, "removing");
 out:
 	pthread_mutex_unlock(&pool->lock);
 	return r;
@@ -313,6 +375,7 @@ static int resv_load(struct meta *m, struct cw_resv_rec **ret, size_t *ret_n)
 			.end_ns = sqlite3_column_int64(st, 7),
 			.period_ns = sqlite3_column_int64(st, 8),
 			.due = (unsigned)sqlite3_column_int64(st, 9),
+			.move_id = (uint64_t)sqlite3_column_int64(st, 10),
 		};
 	}
 	if (r == 0 && rc != SQLITE_DONE)

@@ -203,8 +203,14 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (part, block)) WITHOUT ROWID;",
 	/* 9 -> 10: when a reservation's requests are due after their release
 	 * (clockwise/admit.h, enum cw_admit_due): 0 a disk period, as every
-	 * reservation made before, 1 a stream period. */
-	"ALTER TABLE resv ADD COLUMN due INTEGER NOT NULL DEFAULT 0 CHECK (due IN (0, 1));",
+	 * reservation made before, 1 a stream period; and the unfinished move
+	 * a reservation is booked on both sides of (rule 2 of moving data,
+	 * clockwise/admit-state.h): while it runs, the resv_disk rows are the
+	 * parts of the range's blocks where they are and where the move puts
+	 * them; 0: none.  No reference: a finished move's row may be forgotten
+	 * before the booking settles. */
+	"ALTER TABLE resv ADD COLUMN due INTEGER NOT NULL DEFAULT 0 CHECK (due IN (0, 1));"
+	"ALTER TABLE resv ADD COLUMN move INTEGER NOT NULL DEFAULT 0 CHECK (move >= 0);",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -26,9 +26,13 @@
  * daemon's main thread before it starts); cw_admit_state_resv_list() and
  * cw_admit_state_plan() may be called from any thread.  A reservation
  * object handed out stays valid until the event that releases it has
- * returned, and unchanged but for its parts' service times, which a new
- * model of their disk changes with one atomic store each (read them with
- * __atomic_load_n where another thread may change the model).
+ * returned, and unchanged but for its parts: a new model of their disk
+ * changes a part's service time with one atomic store (read it with
+ * __atomic_load_n where another thread may change the model), and a move
+ * books the stream on other disks (cw_admit_state_move_book) by putting a
+ * new parts array in place.  Another thread finds a disk's part with
+ * cw_admit_resv_part_on(); a part it found stays readable until the
+ * reservation is released.
  */
 #ifndef CLOCKWISE_ADMIT_STATE_H
 #define CLOCKWISE_ADMIT_STATE_H
@@ -129,8 +133,16 @@ struct cw_admit_resv {
 	int64_t lead_ns;		/* how far ahead of need a client must ask for a
 					 * block: the longest part deadline */
 	size_t n_parts;
-	struct cw_admit_resv_part *parts;
+	struct cw_admit_resv_part *parts;	/* followed by one with disk_id 0 */
+	/* The unfinished move the parts are booked for (its blocks counted
+	 * where they are and where it puts them); 0: none. */
+	uint64_t move_id;
 };
+
+/* The part of rv on disk_id, or NULL: safe against a move's re-booking
+ * in another thread (see the top of this file). */
+const struct cw_admit_resv_part *cw_admit_resv_part_on(const struct cw_admit_resv *rv,
+						       uint32_t disk_id);
 
 /* Whose guarantee a refusal is about. */
 enum cw_admit_who {
@@ -265,6 +277,38 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64_t first_block,
 			      uint64_t nblocks, const uint32_t *disk_ids,
 			      struct cw_admit_refusal *ref);
+
+/* Rule 2 carried out: books the admitted stream for the unfinished move
+ * move_id so that the move may run while the stream plays.  While a move
+ * copies a block, the block is on its source or its destination, so each
+ * block of the range the move takes elsewhere is counted on both disks
+ * (clockwise/admit.h, alt_disk; on the destination anywhere on it), and
+ * the stream is tested on each disk of that union against the other
+ * streams there and the exports' best-effort reservations.  If every disk
+ * admits it, its parts become the union's: in the pool first (with the
+ * move, cw_resv_rebook), then in memory, then the PLAN events of every
+ * disk whose task set changed; a stream booked for another, finished move
+ * is booked from where its blocks are now.  Nothing changes on refusal.
+ * 0; -EBUSY with ref (the disk and whose deadline: "with its blocks on
+ * both sides of move M, reservation N would be refused on disk D: ...");
+ * -ENOENT: no such stream, or move_id is not unfinished; -EINVAL: the
+ * move is of another partition; -ENODEV: a disk without a model; -errno
+ * from the pool (ref says). */
+int cw_admit_state_move_book(struct cw_admit_state *st, uint64_t stream, uint64_t move_id,
+			     struct cw_admit_refusal *ref, struct cw_admit_changes *ret_changes);
+
+/* The move the stream was booked for is over, or does not run after all
+ * (refused, postponed): its parts become those of its range where the
+ * blocks are now, stored with no move.  Never refused: on every disk
+ * that asks at most what the move's booking did.  0 also when it has no
+ * move; -ENOENT: no such stream; -errno. */
+int cw_admit_state_move_settle(struct cw_admit_state *st, uint64_t stream,
+			       struct cw_admit_changes *ret_changes);
+
+/* Settles every stream booked for a move the pool's journal no longer
+ * holds unfinished (done, cancelled, forgotten): after the mover finished
+ * one, and at start after a crash.  How many, or -errno. */
+int cw_admit_state_moves_settle(struct cw_admit_state *st, struct cw_admit_changes *ret_changes);
 
 /* The largest rate, in bytes per second, at which req (its rate and
  * dry_run ignored) would be admitted now: a bisection over the rate with

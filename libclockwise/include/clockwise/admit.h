@@ -148,7 +148,7 @@ struct cw_admit_qos {
  * the range starts at byte first_bytes of partition block 0 of this list
  * and is range_bytes long; partition block k lies on disk disk[k] (an index
  * into the disks array) at byte disk_off[k] of that disk (disk_off NULL:
- * anywhere on the disk). */
+ * anywhere on the disk), and perhaps on alt_disk[k] as well. */
 struct cw_admit_layout {
 	uint64_t pblock_bytes;		/* partition block size */
 	size_t n_pblocks;
@@ -156,6 +156,12 @@ struct cw_admit_layout {
 	const uint64_t *disk_off;
 	uint64_t first_bytes;		/* < pblock_bytes */
 	uint64_t range_bytes;
+	/* NULL, or: a move copies partition block k to disk alt_disk[k]
+	 * (alt_disk[k] == disk[k]: it stays), so while it runs the block is
+	 * on either.  Each request is charged on both disks, on alt_disk
+	 * anywhere (the model's worst case): no disk is asked more in any
+	 * layout the move passes through, whatever blocks it moved so far. */
+	const uint32_t *alt_disk;
 };
 
 /* One disk: its model, the tasks it has admitted (with windows) and its

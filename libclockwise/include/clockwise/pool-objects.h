@@ -59,6 +59,9 @@ struct cw_resv_rec {
 	unsigned due;			/* enum cw_admit_due: 0 a disk period, 1 b/B */
 	size_t n_disks;
 	struct cw_resv_disk *disks;	/* owned by the caller, or by the list */
+	/* The unfinished move whose both sides the parts cover (rule 2 of
+	 * moving data, clockwise/admit-state.h); 0: none. */
+	uint64_t move_id;
 };
 
 /* Stores an admitted reservation on partition r->part_id with its parts
@@ -66,6 +69,12 @@ struct cw_resv_rec {
  * not in the pool); -EINVAL: zero rate or block, an empty range or one past
  * the partition's end, a part without period or service time. */
 int cw_resv_add(struct cw_pool *pool, const struct cw_resv_rec *r, uint64_t *ret_id);
+/* Replaces the parts of reservation id and its move (0: none) in one
+ * transaction: a move re-books a stream on the disks its blocks go to.
+ * -ENOENT: no such reservation (or a part's disk is not in the pool);
+ * -EINVAL: a bad part, as for cw_resv_add. */
+int cw_resv_rebook(struct cw_pool *pool, uint64_t id, uint64_t move_id,
+		   const struct cw_resv_disk *disks, size_t n);
 /* -ENOENT: no such reservation; -EBUSY: an export is bound to it. */
 int cw_resv_remove(struct cw_pool *pool, uint64_t id);
 /* Every reservation in id order, each with its parts; free with

@@ -631,6 +631,76 @@ static void test_plan_strides_and_pieces(void)
 	cw_admit_plan_done(&p);
 }
 
+
+/* A move copying blocks: each is charged on both its disks (alt_disk),
+ * and no layout the move passes through (any subset of the blocks moved)
+ * asks any disk more: each of its parts has a period no shorter and a
+ * service time no longer than the union's part on that disk.  Requests
+ * of two blocks, the last one short, blocks at known offsets. */
+static void test_plan_moving(void)
+{
+	uint32_t dk[30], alt[30], mix[30];
+	uint64_t off[30];
+	struct cw_admit_qos q = { .bandwidth_bps = 2 * MiB, .block_bytes = MiB };
+	struct cw_admit_layout l = { .pblock_bytes = MiB, .n_pblocks = 30, .disk = dk,
+				     .disk_off = off, .range_bytes = 30 * MiB, .alt_disk = alt };
+	struct cw_admit_plan u, m;
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	int64_t worst;
+
+	disks_init();
+	for (int k = 0; k < 30; k++) {
+		dk[k] = (uint32_t)(k % 3);
+		off[k] = (uint64_t)k * MiB;	/* the outer zone: quicker than the worst */
+		alt[k] = dk[k] == 2 ? 0 : dk[k];	/* disk 2's blocks go to disk 0 */
+	}
+	CU_ASSERT_FATAL(cw_model_service_ns(&atlas[0], 0, 0, MiB, &worst) == 0);
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &u) == 0);
+	CU_ASSERT_EQUAL_FATAL(u.n_parts, 3);
+	CU_ASSERT_EQUAL(u.parts[0].requests, 20);
+	CU_ASSERT_EQUAL(u.parts[0].stride, 1);
+	CU_ASSERT_EQUAL(u.parts[0].task.service_ns, worst);	/* anywhere on its new disk */
+	CU_ASSERT_EQUAL(u.parts[1].stride, 3);
+	CU_ASSERT_EQUAL(u.parts[2].stride, 3);
+	CU_ASSERT(u.parts[2].task.service_ns < worst);	/* where it is */
+	cw_admit_plan_done(&u);
+	/* An alt disk without a model is bad input. */
+	alt[1] = 3;
+	CU_ASSERT_EQUAL(cw_admit_plan(&q, &l, disks, 3, &u), -EINVAL);
+	alt[1] = 1;
+
+	for (int round = 0; round < 3; round++) {
+		q.block_bytes = round == 0 ? MiB : round == 1 ? 2 * MiB : MiB / 3;
+		l.range_bytes = round == 1 ? 29 * MiB + MiB / 2 : 30 * MiB;
+		for (int k = 0; k < 30; k++)
+			alt[k] = (uint32_t)((k * 7 + round) % 3);
+		l.alt_disk = alt;
+		CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &u) == 0);
+		for (int trial = 0; trial < 40; trial++) {
+			l.alt_disk = NULL;
+			l.disk = mix;
+			for (int k = 0; k < 30; k++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				mix[k] = x & 1 ? alt[k] : dk[k];
+			}
+			CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &m) == 0);
+			for (size_t i = 0; i < m.n_parts; i++) {
+				size_t j;
+
+				for (j = 0; j < u.n_parts && u.parts[j].disk != m.parts[i].disk; j++)
+					;
+				CU_ASSERT_FATAL(j < u.n_parts);
+				CU_ASSERT(m.parts[i].task.period_ns >= u.parts[j].task.period_ns);
+				CU_ASSERT(m.parts[i].task.service_ns <= u.parts[j].task.service_ns);
+				CU_ASSERT(m.parts[i].requests <= u.parts[j].requests);
+			}
+			cw_admit_plan_done(&m);
+			l.disk = dk;
+		}
+		cw_admit_plan_done(&u);
+	}
+}
+
 static void test_plan_zones_windows_refusal(void)
 {
 	uint32_t dk[] = { 0, 1, 2, 0, 1, 2 };
@@ -800,6 +870,7 @@ int main(void)
 	cwtest_add(s, "BE server fit", test_server_fit);
 	cwtest_add(s, "plan: rotation", test_plan_rotation);
 	cwtest_add(s, "plan: strides and pieces", test_plan_strides_and_pieces);
+	cwtest_add(s, "plan: blocks a move copies", test_plan_moving);
 	cwtest_add(s, "plan: zones, windows, refusal", test_plan_zones_windows_refusal);
 	cwtest_add(s, "plan: bad input", test_plan_bad_input);
 	cwtest_add(s, "plan: best-effort reserve", test_plan_be_reserve);

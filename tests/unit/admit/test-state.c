@@ -12,6 +12,7 @@
 #include <inttypes.h>
 
 #include <clockwise/admit-state.h>
+#include <clockwise/mover.h>
 #include <clockwise/sched-beq.h>
 #include <clockwise/units.h>
 #include <clockwise/pool-objects.h>
@@ -749,6 +750,268 @@ static void test_move_check(void)
 	tp_fini(&T);
 }
 
+
+/* Runs the pool's moves to their end (no data: the files are sparse and
+ * nothing reads them here); how many blocks were copied. */
+static unsigned run_moves(void)
+{
+	struct cw_mover_task t;
+	unsigned n = 0;
+
+	for (;;) {
+		CU_ASSERT_FATAL(cw_mover_next(T.pool, &t) == 0);
+		if (t.action == CW_MOVER_IDLE)
+			return n;
+		CU_ASSERT_FATAL(t.action == CW_MOVER_COPY);
+		CU_ASSERT_FATAL(cw_mover_copied(T.pool, 0, 0) == 0);
+		n++;
+	}
+}
+
+/* The stored reservation id: its move and its part on disk (NULL: none). */
+static bool stored_part(uint64_t id, uint32_t disk, uint64_t *ret_move, struct cw_resv_disk *ret)
+{
+	struct cw_resv_rec *v;
+	bool found = false;
+	size_t n;
+
+	CU_ASSERT_FATAL(cw_resv_list(T.pool, &v, &n) == 0);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].id != id)
+			continue;
+		*ret_move = v[i].move_id;
+		for (size_t j = 0; j < v[i].n_disks; j++)
+			if (v[i].disks[j].disk_id == disk) {
+				*ret = v[i].disks[j];
+				found = true;
+			}
+	}
+	cw_resv_list_free(v, n);
+	return found;
+}
+
+/* Rule 2 carried out: a move onto disk 1 of a striped range books the
+ * stream on both sides (disk 1 then carries every block of the range,
+ * disk 2 still its own), in the pool first, so that a restart finds it
+ * so; once the move is done the booking settles where the blocks are:
+ * disk 1 alone.  A part found before a re-booking stays readable. */
+static void test_move_book(void)
+{
+	struct seen s = { 0 };
+	struct cw_admit_state *st, *st2;
+	const struct cw_admit_resv *rv, *rv2;
+	const struct cw_admit_resv_part *on1, *on2, *old2;
+	struct cw_admit_request rq = req(0);
+	struct cw_admit_refusal ref;
+	struct cw_admit_changes ch = { { 0 } };
+	struct cw_resv_disk sd;
+	struct cw_move_opts mo = { .placement = CW_PLACE_SINGLE };
+	const uint32_t one = 1;
+	struct cw_part *part;
+	struct cw_disk_plan p1;
+	int64_t c1, t1;
+	uint64_t max, mid, smove = 99;
+
+	setup();
+	st = state(&s);
+	CU_ASSERT_FATAL(cw_part_lookup(T.pool, "media", &part) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, NULL) == 0);
+	rq = req(max / 5);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(rv->n_parts == 2 && rv->move_id == 0);
+	on1 = cw_admit_resv_part_on(rv, 1);
+	old2 = cw_admit_resv_part_on(rv, 2);
+	CU_ASSERT_FATAL(on1 && old2 && !cw_admit_resv_part_on(rv, 3));
+	CU_ASSERT_EQUAL(on1->stride, 2);
+	c1 = on1->task.service_ns;
+	t1 = on1->task.period_ns;
+
+	/* Not a move: nothing to book for. */
+	CU_ASSERT_EQUAL(cw_admit_state_move_book(st, rv->stream, 12345, &ref, NULL), -ENOENT);
+	CU_ASSERT(strstr(ref.reason, "no unfinished move 12345") != NULL);
+	mo.disk_ids = &one;
+	mo.ndisks = 1;
+	CU_ASSERT_FATAL(cw_move_start_paused(part, 0, cw_part_nblocks(part), &mo, CW_MOVE_PART,
+					     "test", &mid) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_move_book(st, rv->stream + 99, mid, &ref, NULL), -ENOENT);
+	{
+		struct cw_part *other;
+		const struct cw_admit_resv *orv;
+		struct cw_admit_request orq = req(100000);
+
+		CU_ASSERT_FATAL(cw_part_create(T.pool, "other", 16 * MIB, NULL, &other) == 0);
+		orq.part = "other";
+		CU_ASSERT_FATAL(cw_admit_state_reserve(st, &orq, &orv, NULL, NULL) == 0);
+		CU_ASSERT_EQUAL(cw_admit_state_move_book(st, orv->stream, mid, &ref, NULL), -EINVAL);
+		CU_ASSERT(strstr(ref.reason, "moves partition media, not other") != NULL);
+		CU_ASSERT_EQUAL(orv->move_id, 0);
+		CU_ASSERT_FATAL(cw_admit_state_release(st, orv->id, NULL) == 0);
+	}
+	memset(&s.plans, 0, sizeof(s.plans));
+	CU_ASSERT_EQUAL_FATAL(cw_admit_state_move_book(st, rv->stream, mid, &ref, &ch), 0);
+	CU_ASSERT_EQUAL(rv->move_id, mid);
+	CU_ASSERT_EQUAL_FATAL(rv->n_parts, 2);
+	on1 = cw_admit_resv_part_on(rv, 1);
+	on2 = cw_admit_resv_part_on(rv, 2);
+	CU_ASSERT_FATAL(on1 && on2);
+	/* Disk 1: every request now (stride 1, the stream's period), each
+	 * charged at least what it was; disk 2: its own blocks still. */
+	CU_ASSERT_EQUAL(on1->stride, 1);
+	CU_ASSERT_EQUAL(on1->task.period_ns, rv->period_ns);
+	CU_ASSERT(on1->task.period_ns < t1 && on1->task.service_ns >= c1);
+	CU_ASSERT_EQUAL(on2->stride, 2);
+	CU_ASSERT(on2->task.service_ns >= old2->task.service_ns);
+	/* The array it replaced is still there for a reader that held it. */
+	CU_ASSERT_EQUAL(old2->disk_id, 2);
+	CU_ASSERT(cw_admit_changes_has(&ch, 1) && cw_admit_changes_has(&ch, 2));
+	CU_ASSERT(s.plans[1] == 1 && s.plans[2] == 1);
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, 1, &p1) == 0);
+	CU_ASSERT_EQUAL(p1.n_tasks, 1);
+	/* Stored with its move, so that a restart books it alike. */
+	CU_ASSERT_FATAL(stored_part(rv->id, 1, &smove, &sd));
+	CU_ASSERT_EQUAL(smove, mid);
+	CU_ASSERT_EQUAL(sd.stride, 1);
+	CU_ASSERT_EQUAL(sd.service_ns, on1->task.service_ns);
+	st2 = state(NULL);
+	rv2 = cw_admit_state_resv_find(st2, rv->id);
+	CU_ASSERT_FATAL(rv2 != NULL);
+	CU_ASSERT_EQUAL(rv2->move_id, mid);
+	CU_ASSERT_FATAL(cw_admit_resv_part_on(rv2, 1) != NULL);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv2, 1)->stride, 1);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv2, 1)->task.service_ns, on1->task.service_ns);
+	cw_admit_state_free(st2);
+	/* Booked again for the same move: the same. */
+	CU_ASSERT_EQUAL(cw_admit_state_move_book(st, rv->stream, mid, &ref, NULL), 0);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->task.service_ns, on1->task.service_ns);
+	/* A new model on disk 1 admits it again with its blocks on both sides. */
+	{
+		struct cw_model m;
+
+		CU_ASSERT_FATAL(cw_admit_state_get_model(st, 1, &m, NULL) == 0);
+		m.margin_ppm += 10000;
+		CU_ASSERT_EQUAL(cw_admit_state_set_model(st, 1, &m, CW_ADMIT_MODEL_STORED, NULL,
+							 &ref, NULL), 0);
+		CU_ASSERT(cw_admit_resv_part_on(rv, 1)->task.service_ns > on1->task.service_ns);
+		CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->stride, 1);
+	}
+
+	/* While the move is unfinished, nothing settles. */
+	CU_ASSERT_EQUAL(cw_admit_state_moves_settle(st, NULL), 0);
+	CU_ASSERT_EQUAL(rv->move_id, mid);
+	CU_ASSERT_FATAL(cw_move_resume(T.pool, mid) == 0);
+	CU_ASSERT(run_moves() == cw_part_nblocks(part) / 2);
+	memset(&s.plans, 0, sizeof(s.plans));
+	memset(&ch, 0, sizeof(ch));
+	CU_ASSERT_EQUAL(cw_admit_state_moves_settle(st, &ch), 1);
+	CU_ASSERT_EQUAL(rv->move_id, 0);
+	CU_ASSERT_EQUAL_FATAL(rv->n_parts, 1);
+	CU_ASSERT_FATAL(cw_admit_resv_part_on(rv, 1) != NULL);
+	CU_ASSERT(cw_admit_resv_part_on(rv, 2) == NULL);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->stride, 1);
+	CU_ASSERT(cw_admit_changes_has(&ch, 1) && cw_admit_changes_has(&ch, 2));
+	CU_ASSERT_EQUAL(s.last[2].n_tasks, 0);
+	CU_ASSERT_EQUAL(s.last[1].n_tasks, 1);
+	CU_ASSERT(!stored_part(rv->id, 2, &smove, &sd));
+	CU_ASSERT(stored_part(rv->id, 1, &smove, &sd));
+	CU_ASSERT_EQUAL(smove, 0);
+	/* Disk 2 serves no stream any more: it may go. */
+	CU_ASSERT_EQUAL(cw_admit_state_disk_streams(st, 2), 0);
+	CU_ASSERT_EQUAL(cw_admit_state_moves_settle(st, NULL), 0);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+/* A stream that does not fit with its blocks on both sides of a move is
+ * not booked for it: the refusal says the move, the disk and whose
+ * deadline, and nothing changes, in memory or stored.  A move cancelled
+ * after a restart (the booking found stored) settles with the blocks it
+ * had moved. */
+static void test_move_book_refused(void)
+{
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(0);
+	struct cw_admit_refusal ref;
+	struct cw_move_opts mo = { .placement = CW_PLACE_SINGLE };
+	const uint32_t one = 1;
+	struct cw_resv_disk sd;
+	struct cw_part *part;
+	struct cw_disk_plan p1, p1b;
+	uint64_t max, mid, smove = 99;
+	int64_t c1;
+	char want[128];
+
+	setup();
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_part_lookup(T.pool, "media", &part) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, NULL) == 0);
+	rq = req(max * 75 / 100);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	c1 = cw_admit_resv_part_on(rv, 1)->task.service_ns;
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, 1, &p1) == 0);
+	mo.disk_ids = &one;
+	mo.ndisks = 1;
+	CU_ASSERT_FATAL(cw_move_start_paused(part, 0, cw_part_nblocks(part), &mo, CW_MOVE_PART,
+					     "test", &mid) == 0);
+	CU_ASSERT_EQUAL_FATAL(cw_admit_state_move_book(st, rv->stream, mid, &ref, NULL), -EBUSY);
+	printf("\n  both sides: %s\n", ref.reason);
+	snprintf(want, sizeof(want), "with its blocks on both sides of move %" PRIu64
+		 ", reservation %" PRIu64 " would be refused on disk disk1: ", mid, rv->id);
+	CU_ASSERT(strstr(ref.reason, want) != NULL);
+	CU_ASSERT_EQUAL(ref.disk_id, 1);
+	CU_ASSERT(ref.who != CW_ADMIT_WHO_NEW);
+	CU_ASSERT_EQUAL(rv->move_id, 0);
+	CU_ASSERT_EQUAL(rv->n_parts, 2);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->task.service_ns, c1);
+	CU_ASSERT_FATAL(cw_admit_state_plan(st, 1, &p1b) == 0);
+	CU_ASSERT_EQUAL(p1b.delta_l_ns, p1.delta_l_ns);
+	CU_ASSERT_FATAL(stored_part(rv->id, 1, &smove, &sd));
+	CU_ASSERT_EQUAL(smove, 0);
+	CU_ASSERT_EQUAL(sd.service_ns, c1);
+	CU_ASSERT_EQUAL(sd.stride, 2);
+	CU_ASSERT_FATAL(cw_admit_state_release(st, rv->id, NULL) == 0);
+
+	/* A small one is booked; the daemon dies; the move runs half-way
+	 * and is cancelled: after the restart its booking settles on where
+	 * the blocks are then, both disks, as before. */
+	rq = req(max / 10);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_move_book(st, rv->stream, mid, &ref, NULL) == 0);
+	cw_admit_state_free(st);
+	CU_ASSERT_FATAL(cw_move_resume(T.pool, mid) == 0);
+	{
+		struct cw_mover_task t;
+
+		for (int i = 0; i < 5; i++) {
+			CU_ASSERT_FATAL(cw_mover_next(T.pool, &t) == 0 && t.action == CW_MOVER_COPY);
+			CU_ASSERT_FATAL(cw_mover_copied(T.pool, 0, 0) == 0);
+		}
+	}
+	CU_ASSERT_FATAL(cw_move_cancel(T.pool, mid) == 0);
+	tp_reopen(&T);
+	CU_ASSERT_FATAL(cw_part_lookup(T.pool, "media", &part) == 0);
+	st = state(NULL);
+	rv = cw_admit_state_resv_at(st, 0);
+	CU_ASSERT_FATAL(rv != NULL);
+	CU_ASSERT_EQUAL(rv->move_id, mid);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->stride, 1);
+	CU_ASSERT_EQUAL(cw_admit_state_moves_settle(st, NULL), 1);
+	CU_ASSERT_EQUAL(rv->move_id, 0);
+	CU_ASSERT_EQUAL_FATAL(rv->n_parts, 2);
+	/* Five of disk 2's blocks are on disk 1 now: requests 1, 3 .. 9 in a
+	 * row there, the rest every other one. */
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->stride, 1);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 2)->stride, 2);
+	CU_ASSERT(cw_admit_resv_part_on(rv, 2)->requests < cw_admit_resv_part_on(rv, 1)->requests);
+	CU_ASSERT_FATAL(stored_part(rv->id, 2, &smove, &sd));
+	CU_ASSERT_EQUAL(smove, 0);
+	/* Settling a stream without a move changes nothing. */
+	CU_ASSERT_EQUAL(cw_admit_state_move_settle(st, rv->stream, NULL), 0);
+	CU_ASSERT_EQUAL(cw_admit_state_move_settle(st, rv->stream + 7, NULL), -ENOENT);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
@@ -765,5 +1028,7 @@ int main(void)
 	cwtest_add(s, "headroom", test_headroom);
 	cwtest_add(s, "a refusal names the stream", test_refusal_names_stream);
 	cwtest_add(s, "a move checked against a stream's admission", test_move_check);
+	cwtest_add(s, "a move books the stream on both sides, then settles", test_move_book);
+	cwtest_add(s, "refused on both sides; cancelled after a restart", test_move_book_refused);
 	return cwtest_run();
 }

@@ -345,7 +345,7 @@ static void test_migrate(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	CU_ASSERT_FATAL(sqlite3_open(t.db, &db) == SQLITE_OK);
-	CU_ASSERT_FATAL(sqlite3_exec(db, "ALTER TABLE resv DROP COLUMN due;"
+	CU_ASSERT_FATAL(sqlite3_exec(db, "ALTER TABLE resv DROP COLUMN due; ALTER TABLE resv DROP COLUMN move;"
 				     " DROP TABLE cache_block; DROP TABLE cache_slot;"
 				     " ALTER TABLE part DROP COLUMN cache_mode;"
 				     " ALTER TABLE part DROP COLUMN cache_bytes;"

@@ -162,7 +162,7 @@ static void test_migrate_from_schema_3(void)
 	CU_ASSERT_FATAL(cw_part_create(t.pool, "old", 4 * BS, NULL, &p) == 0);
 	cw_pool_close(t.pool);
 	t.pool = NULL;
-	sql_run(t.db, "ALTER TABLE resv DROP COLUMN due;"
+	sql_run(t.db, "ALTER TABLE resv DROP COLUMN due; ALTER TABLE resv DROP COLUMN move;"
 		      " DROP TABLE cache_block; DROP TABLE cache_slot; ALTER TABLE part DROP COLUMN cache_mode;"
 		      " ALTER TABLE part DROP COLUMN cache_bytes;"
 		      " DROP TABLE move_block; DROP TABLE move; ALTER TABLE part DROP COLUMN tier_fallback;"

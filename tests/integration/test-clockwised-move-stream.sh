@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Description: rule 2 of moving data, carried out.  A stream plays a
+# reserved partition through its export (cwstream, at its rate) on two
+# disks that keep an HDD's time, while `cwctl part move` takes the whole
+# partition to the other disk.  The move runs at once (not postponed):
+# the reservation is booked on both disks while it copies, the stream is
+# served as real-time on whichever disk holds each block, keeps its rate
+# and the daemon counts no missed deadline; once the move is done the
+# reservation is booked on the new disk alone.  Moved back, the daemon is
+# killed (-9) in the middle: after the restart the move resumes and the
+# reservation is booked on both disks while it runs, on the destination
+# alone once it is done.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ctl-lib.sh"
+requires jq qemu-io
+CWSTREAM=$top_builddir/tools/cwstream
+d=$cw_tmp
+MB=${CW_MOVE_STREAM_MB:-96}
+BLOCK=256K
+
+ctl_start "$d" --no-export-all --emulate hdd7200
+for i in hdd0 hdd1; do	# written out: no holes under the emulation
+	check "fill $i" dd if=/dev/zero of="$d/$i.img" bs=1M seek=1 count=255 conv=notrunc \
+		oflag=direct status=none
+done
+check "part create media on hdd0" cwctl part create media --size "${MB}M" --policy single --disk hdd0
+check "record media" ctl_fill media "${MB}M"
+
+# A quarter of the largest stream admitted on one disk (at most 4 MB/s),
+# so that it fits on both disks at once.
+lo=100000
+hi=$((lo * 2))
+while ctl_admits media $hi $BLOCK && [ $hi -lt 100000000000 ]; do lo=$hi; hi=$((hi * 2)); done
+rate=$((lo / 4))
+[ $rate -le 4000000 ] || rate=4000000
+rid=$(cwctl --json resv create media --rate "$rate" --block $BLOCK | jq -e .id)
+check "a stream of $rate B/s admitted on media" test -n "$rid"
+check "export it bound to the reservation" cwctl export add media --name s0 --resv "$rid"
+
+disks_of() { cwctl --json resv show "$rid" | jq -c '[.per_disk[].disk] | sort'; }
+state_of() { cwctl --json move list | jq -r ".[] | select(.id == $1) | .state"; }
+rt_on() { cwctl --json stats | jq "[.disks[] | select(.disk == \"$1\") | .rt_requests] | add // 0"; }
+misses() { cwctl --json stats | jq '[.disks[].rt_misses] | add'; }
+
+check "booked on hdd0 alone" test "$(disks_of)" = '["hdd0"]'
+secs=30
+"$CWSTREAM" play "nbd+unix:///s0?socket=$CTL_NBD" --rate "$rate" --block $BLOCK \
+	--duration "${secs}s" --json --quiet >"$d/s0.json" 2>"$d/s0.err" &
+play=$!
+cleanup_add "kill $play 2>/dev/null"
+t0=$(date +%s.%N)
+check "the stream plays on hdd0" wait_for "real-time requests on hdd0" 20 \
+	bash -c '[ "$("$0" --socket "$1" --json stats | jq "[.disks[] | select(.disk == \"hdd0\") | .rt_requests] | add")" -ge 4 ]' \
+	"$CWCTL" "$CTL_SOCK"
+
+out=$(cwctl --json part move media --disks hdd1 --policy single)
+mid=$(jq -e .id <<<"$out")
+check "the move runs at once, not postponed" jq -e '.state == "running" or .state == "done"' <<<"$out"
+both=$(disks_of)
+state=$(state_of "$mid")
+echo "while moving ($state): reservation $rid on $both"
+if [ "$state" = running ]; then
+	check "while it runs the reservation is on both disks" test "$both" = '["hdd0","hdd1"]'
+fi
+check "the move finishes" cwctl move list --watch --interval 0.2
+check "it is done" test "$(state_of "$mid")" = done
+t1=$(date +%s.%N)
+check "the stream still plays after the move" kill -0 "$play"
+check "the reservation is on hdd1 alone" test "$(disks_of)" = '["hdd1"]'
+check "media is on hdd1 alone" \
+	test "$(cwctl --json part show media | jq -c '[.per_disk[].disk]')" = '["hdd1"]'
+rt1=$(rt_on hdd1)
+check "hdd1 serves the stream as real-time" wait_for "real-time requests on hdd1" 20 \
+	bash -c '[ "$("$0" --socket "$1" --json stats | jq "[.disks[] | select(.disk == \"hdd1\") | .rt_requests] | add")" -ge $(("$2" + 4)) ]' \
+	"$CWCTL" "$CTL_SOCK" "$rt1"
+wait "$play"; rc=$?
+summary=$(tail -n1 "$d/s0.json" | jq -c .summary)
+rt=$(cwctl --json stats | jq '[.disks[].rt_requests] | add')
+missed=$(misses)
+resv_missed=$(cwctl --json stats | jq "[.reservations[] | select(.id == $rid) | .misses] | add")
+echo "move of ${MB} MiB in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s" \
+	"beside the stream; real-time requests $rt (hdd0 $(rt_on hdd0), hdd1 $(rt_on hdd1))," \
+	"missed $missed (reservation: $resv_missed); cwstream: $summary"
+check "cwstream played (exit 0 or 4)" test "$rc" -eq 0 -o "$rc" -eq 4
+blocks=$(jq .blocks <<<"$summary")
+want=$(awk -v r="$rate" -v s="$secs" 'BEGIN { printf "%d", 0.9 * r * s / 262144 }')
+check "the stream kept its rate: $blocks blocks, $want at least" test "$blocks" -ge "$want"
+check "the daemon missed no deadline" test "$missed" -eq 0
+check "nor the reservation" test "$resv_missed" -eq 0
+
+# ---- kill -9 in the middle of a move of the reserved range ----
+out=$(cwctl --json part move media --disks hdd0 --policy single)
+mid=$(jq -e .id <<<"$out")
+check "the move back runs" jq -e '.state == "running"' <<<"$out"
+kill -9 "$CTL_PID"; wait "$CTL_PID" 2>/dev/null
+check "the daemon restarts" ctl_start "$d" --no-export-all --emulate hdd7200
+both=$(disks_of)
+state=$(state_of "$mid")
+echo "after kill -9: move $mid $state, reservation $rid on $both"
+check "the move is unfinished or done after the restart" \
+	bash -c '[ "$0" = running ] || [ "$0" = done ]' "$state"
+if [ "$state" = running ]; then
+	check "and the reservation is still on both disks" test "$both" = '["hdd0","hdd1"]'
+fi
+check "the move finishes" cwctl move list --watch --interval 0.2
+check "it is done" test "$(state_of "$mid")" = done
+check "the reservation is on hdd0 alone" test "$(disks_of)" = '["hdd0"]'
+check "the stream plays again after the restart" \
+	"$CWSTREAM" play "nbd+unix:///s0?socket=$CTL_NBD" --rate "$rate" --block $BLOCK \
+	--duration 2s --quiet
+check "without a missed deadline" test "$(misses)" -eq 0
+check "the server stops" ctl_stop
