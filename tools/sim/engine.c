@@ -1549,6 +1549,9 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 	e = sim_move_result(r.mv, &res);
 	if (e < 0)
 		goto out;
+	for (uint64_t g = 0; r.be_blocks && g < sc->be_partitions * (setup->be_part_bytes /
+								      sc->be_pblock_bytes); g++)
+		res.be_blocks_on[r.be_blocks[g].disk]++;
 	clients_result(&r, &res);
 	res.wall_s = (double)(cw_now_ns() - t0) / 1e9;
 	*ret = res;

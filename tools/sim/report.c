@@ -79,7 +79,10 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 				(r->move_end_s - r->move_start_s) : 0);
 		else
 			fprintf(f, "unfinished at the end of the run\n");
-		fprintf(f, "  BE latency by arrival:");
+		fprintf(f, "  BE blocks per disk at the end:");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, " %" PRIu64, r->be_blocks_on[d]);
+		fprintf(f, "\n  BE latency by arrival:");
 		for (unsigned ph = 0; ph < 3; ph++)
 			fprintf(f, "%s %s the move %" PRIu64 " requests, mean %.2f ms, p99 %.2f",
 				ph ? ";" : "", phase[ph], r->be_phase_n[ph], r->be_phase_mean_ms[ph],
@@ -159,6 +162,10 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 			fprintf(f, "%.3f", r->move_end_s);
 		else
 			fprintf(f, "null");
+		fprintf(f, ", \"be_blocks_per_disk\": [");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, "%s%" PRIu64, d ? ", " : "", r->be_blocks_on[d]);
+		fprintf(f, "]");
 		for (unsigned ph = 0; ph < 3; ph++) {
 			fprintf(f, ", \"be_%s\": {\"requests\": %" PRIu64 ", \"mean_ms\": %.4f"
 				", \"p99_ms\": %.4f}", phase[ph], r->be_phase_n[ph],

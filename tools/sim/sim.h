@@ -341,6 +341,7 @@ struct sim_result {
 	double move_start_s, move_end_s;
 	uint64_t be_phase_n[3];
 	double be_phase_mean_ms[3], be_phase_p99_ms[3];
+	uint64_t be_blocks_on[SIM_MAX_DISKS];	/* BE blocks on each disk at the end */
 	double util[SIM_MAX_DISKS];
 	int64_t end_ns;
 	uint64_t events;
