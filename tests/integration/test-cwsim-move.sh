@@ -11,7 +11,6 @@
 requires jq sha256sum truncate
 
 cwsim=${top_builddir:-.}/tools/cwsim
-cwpool=${top_builddir:-.}/tools/cwpool
 scn=${top_srcdir:-.}/tools/scenarios/move.scn
 t=$cw_tmp
 export TMPDIR=$t
@@ -45,12 +44,7 @@ check "puts every block there" \
 	       .move.be_blocks_per_disk[2] == 0 and .move.be_blocks_per_disk[0] > 0' "$t/to0.json"
 
 # On a pool: the run moves a copy; the pool stays as it was.
-cap=$("$cwsim" model atlas2 | sed -n 's/.* cap=\([0-9]*\) .*/\1/p')
-"$cwpool" create "$t/pool.db" >/dev/null
-for i in 0 1 2; do
-	truncate -s "$((cap / 4096 * 4096))" "$t/d$i.img"
-	"$cwpool" add-disk "$t/pool.db" "$t/d$i.img" hdd "d$i" atlas2 >/dev/null
-done
+sim_pool "$t/pool.db" atlas2 3 || exit 1
 check "cwsim setup on the pool" bash -c "'$cwsim' setup '$scn' --set 'pool=$t/pool.db' >/dev/null"
 sum=$(cat "$t/pool.db" "$t"/d*.img | sha256sum)
 check "the move on the pool" bash -c "'$cwsim' run --json --set 'pool=$t/pool.db' '$scn' >'$t/pool.json'"
