@@ -1167,6 +1167,15 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static double mean_ms(const int64_t *v, size_t n)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += (double)v[i];
+	return n ? sum / (double)n / 1e6 : 0;
+}
+
 static double pct_ms(const int64_t *v, size_t n, unsigned pct)
 {
 	size_t i;
@@ -1536,14 +1545,25 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 		res.be_max_ms = (double)r.lat[r.n_lat - 1] / 1e6;
 		res.be_part0_mean_ms = r.part0_n ? r.part0_sum / (double)r.part0_n / 1e6 : 0;
 	}
-	for (unsigned ph = 0; ph < 3; ph++) {
-		double sum = 0;
+	/* every BE request's (the trace's and the clients'), in all phases */
+	{
+		size_t n = r.n_plat[0] + r.n_plat[1] + r.n_plat[2], k = 0;
+		_cleanup_free_ int64_t *all = malloc(CW_MAX(n, 1) * sizeof(*all));
 
+		if (!all) {
+			e = -ENOMEM;
+			goto out;
+		}
+		for (unsigned ph = 0; ph < 3; k += r.n_plat[ph++])
+			memcpy(all + k, r.plat[ph], r.n_plat[ph] * sizeof(*all));
+		qsort(all, n, sizeof(*all), cmp_i64);
+		res.be_all_mean_ms = mean_ms(all, n);
+		res.be_all_p99_ms = pct_ms(all, n, 99);
+	}
+	for (unsigned ph = 0; ph < 3; ph++) {
 		qsort(r.plat[ph], r.n_plat[ph], sizeof(int64_t), cmp_i64);
-		for (size_t i = 0; i < r.n_plat[ph]; i++)
-			sum += (double)r.plat[ph][i];
 		res.be_phase_n[ph] = r.n_plat[ph];
-		res.be_phase_mean_ms[ph] = r.n_plat[ph] ? sum / (double)r.n_plat[ph] / 1e6 : 0;
+		res.be_phase_mean_ms[ph] = mean_ms(r.plat[ph], r.n_plat[ph]);
 		res.be_phase_p99_ms[ph] = pct_ms(r.plat[ph], r.n_plat[ph], 99);
 	}
 	e = sim_move_result(r.mv, &res);

@@ -152,7 +152,8 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		r->cache_misses, r->cache_promotions, r->cache_demotions);
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);
-	fprintf(f, "]");
+	fprintf(f, "], \"be_all_mean_ms\": %.4f, \"be_all_p99_ms\": %.4f", r->be_all_mean_ms,
+		r->be_all_p99_ms);
 	if (sc->move_at_ns >= 0) {
 		fprintf(f, ", \"move\": {\"blocks\": %" PRIu64 ", \"done\": %" PRIu64
 			", \"failed\": %" PRIu64 ", \"copies\": %" PRIu64 ", \"start_s\": %.3f"

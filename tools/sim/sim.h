@@ -342,6 +342,8 @@ struct sim_result {
 	uint64_t be_phase_n[3];
 	double be_phase_mean_ms[3], be_phase_p99_ms[3];
 	uint64_t be_blocks_on[SIM_MAX_DISKS];	/* BE blocks on each disk at the end */
+	/* every BE request's, the trace's and the clients', move or not */
+	double be_all_mean_ms, be_all_p99_ms;
 	double util[SIM_MAX_DISKS];
 	int64_t end_ns;
 	uint64_t events;
