@@ -1555,13 +1555,15 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 			goto out;
 		}
 		for (unsigned ph = 0; ph < 3; k += r.n_plat[ph++])
-			memcpy(all + k, r.plat[ph], r.n_plat[ph] * sizeof(*all));
+			if (r.n_plat[ph])
+				memcpy(all + k, r.plat[ph], r.n_plat[ph] * sizeof(*all));
 		qsort(all, n, sizeof(*all), cmp_i64);
 		res.be_all_mean_ms = mean_ms(all, n);
 		res.be_all_p99_ms = pct_ms(all, n, 99);
 	}
 	for (unsigned ph = 0; ph < 3; ph++) {
-		qsort(r.plat[ph], r.n_plat[ph], sizeof(int64_t), cmp_i64);
+		if (r.n_plat[ph])
+			qsort(r.plat[ph], r.n_plat[ph], sizeof(int64_t), cmp_i64);
 		res.be_phase_n[ph] = r.n_plat[ph];
 		res.be_phase_mean_ms[ph] = mean_ms(r.plat[ph], r.n_plat[ph]);
 		res.be_phase_p99_ms[ph] = pct_ms(r.plat[ph], r.n_plat[ph], 99);
