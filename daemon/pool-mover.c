@@ -161,11 +161,9 @@ static uint64_t others_busy_ns(struct pb *pb, unsigned di, int64_t now)
 	return sum;
 }
 
-/* The mover's pace on each disk slot: when it may start its next batch
- * there, and the others' busy time when its last batch there ended. */
+/* The mover's pace on each disk slot (cw_mover_pace_after). */
 struct pace {
-	int64_t next_ns[PB_DISKS_CAP];
-	uint64_t others_ns[PB_DISKS_CAP];
+	struct cw_mover_pace d[PB_DISKS_CAP];
 };
 
 /* Waits until the disks of the batch's tasks let the mover go on. */
@@ -178,7 +176,7 @@ static void pace_wait(struct pb *pb, struct pace *pc, const struct cw_mover_task
 			int di = pb_disk_index(pb, k ? t[i].dst_disk_id : t[i].src_disk_id);
 
 			if (di >= 0)
-				until = CW_MAX(until, pc->next_ns[di]);
+				until = CW_MAX(until, pc->d[di].next_ns);
 		}
 	while ((now = cw_now_ns()) < until && !atomic_load(&pb->mover_stop)) {
 		int64_t ns = CW_MIN(until - now, 100 * CW_NS_PER_MS);
@@ -188,37 +186,26 @@ static void pace_wait(struct pb *pb, struct pace *pc, const struct cw_mover_task
 	}
 }
 
-/* After a batch: on each disk without streams that other clients used
- * meanwhile, the mover's next batch waits so long that the batch's cost
- * there was mover_share percent of the time. */
+/* After a batch: each disk it touched sets the mover's pace there. */
 static void pace_after(struct pb *pb, struct pace *pc, const struct cw_mover_task *t, unsigned n)
 {
-	unsigned share = pb->cfg->mover_share;
-	int64_t cost[PB_DISKS_CAP] = { 0 }, now = cw_now_ns();
+	int64_t now = cw_now_ns();
 	bool seen[PB_DISKS_CAP] = { false };
 
 	for (unsigned i = 0; i < n; i++)
 		for (int k = 0; k < 2; k++) {
-			int di = pb_disk_index(pb, k ? t[i].dst_disk_id : t[i].src_disk_id);
-			int64_t ns = 0;
+			uint32_t id = k ? t[i].dst_disk_id : t[i].src_disk_id;
+			int di = pb_disk_index(pb, id);
 
-			if (di < 0)
+			if (di < 0 || seen[di])
 				continue;
 			seen[di] = true;
-			if (cw_model_mean_ns(disk_model(&pb->disks[di]), t[i].length, &ns) == 0)
-				cost[di] += ns;
+			cw_mover_pace_after(&pc->d[di], pb->cfg->mover_share,
+					    atomic_load_explicit(&pb->disks[di].live_streams,
+								 memory_order_relaxed),
+					    cw_mover_batch_cost_ns(t, n, id, disk_model(&pb->disks[di])),
+					    others_busy_ns(pb, (unsigned)di, now), now);
 		}
-	for (unsigned di = 0; di < PB_DISKS_CAP; di++) {
-		uint64_t others;
-
-		if (!seen[di])
-			continue;
-		others = others_busy_ns(pb, di, now);
-		if (share < 100 && others != pc->others_ns[di] &&
-		    !atomic_load_explicit(&pb->disks[di].live_streams, memory_order_relaxed))
-			pc->next_ns[di] = now + cost[di] * (100 - share) / share;
-		pc->others_ns[di] = others;
-	}
 }
 
 /* ---- one batch ---- */

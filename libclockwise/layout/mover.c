@@ -45,6 +45,8 @@
 #include "common/util.h"
 #include "layout/layout-internal.h"
 
+#include <clockwise/model.h>
+
 /* A block rewritten faster than it can be copied this many times in a
  * row pauses its move, with the reason. */
 #define MOVER_RETRIES 64
@@ -518,6 +520,28 @@ int cw_mover_copied(struct cw_pool *pool, int read_err, int write_err)
 	struct cw_mover_outcome o = { read_err, write_err };
 
 	return cw_mover_copied_batch(pool, &o, 1);
+}
+
+int64_t cw_mover_batch_cost_ns(const struct cw_mover_task *t, unsigned n, uint32_t disk_id,
+			       const struct cw_model *m)
+{
+	int64_t sum = 0, ns;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned here = (t[i].src_disk_id == disk_id) + (t[i].dst_disk_id == disk_id);
+
+		if (here && cw_model_mean_ns(m, t[i].length, &ns) == 0)
+			sum += (int64_t)here * ns;
+	}
+	return sum;
+}
+
+void cw_mover_pace_after(struct cw_mover_pace *pc, unsigned share_pct, bool streams,
+			 int64_t cost_ns, uint64_t others_ns, int64_t now_ns)
+{
+	if (share_pct && share_pct < 100 && others_ns != pc->others_ns && !streams)
+		pc->next_ns = now_ns + cost_ns * (100 - share_pct) / share_pct;
+	pc->others_ns = others_ns;
 }
 
 bool cw_mover_busy(struct cw_pool *pool)

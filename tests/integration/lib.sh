@@ -60,6 +60,19 @@ wait_for() {
 	done
 }
 
+# sim_pool DB MODEL N: a pool at DB of N sparse disks d0.img... beside it,
+# each as large as MODEL (a cwsim preset) and emulating it.
+sim_pool() {
+	local db=$1 model=$2 n=$3 cap i
+	cap=$("$top_builddir/tools/cwsim" model "$model" | sed -n 's/.* cap=\([0-9]*\) .*/\1/p')
+	"$top_builddir/tools/cwpool" create "$db" >/dev/null || return 1
+	for ((i = 0; i < n; i++)); do
+		truncate -s "$((cap / 4096 * 4096))" "$(dirname "$db")/d$i.img" || return 1
+		"$top_builddir/tools/cwpool" add-disk "$db" "$(dirname "$db")/d$i.img" hdd "d$i" \
+			"$model" >/dev/null || return 1
+	done
+}
+
 cw_finish() {
 	local c
 	for c in "${cw_cleanups[@]}"; do eval "$c" || true; done

@@ -20,12 +20,7 @@ requires jq truncate sha256sum
 cwsim=$top_builddir/tools/cwsim
 cwpool=$top_builddir/tools/cwpool
 d=$cw_tmp
-cap=$("$cwsim" model atlas2 | sed -n 's/.* cap=\([0-9]*\) .*/\1/p')
-"$cwpool" create "$d/pool.db" >/dev/null
-for i in 0 1 2; do
-	truncate -s "$((cap / 4096 * 4096))" "$d/d$i.img"
-	"$cwpool" add-disk "$d/pool.db" "$d/d$i.img" hdd "d$i" atlas2 >/dev/null
-done
+sim_pool "$d/pool.db" atlas2 3 || exit 1
 cat >"$d/s.scn" <<EOF
 model = atlas2
 placement = rotation

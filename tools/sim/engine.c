@@ -387,7 +387,7 @@ fail:
 
 /* ---- the event loop ---------------------------------------------------- */
 
-enum { EV_RT, EV_BE, EV_DONE, EV_WAKE, EV_CLIENT, EV_HIT };
+enum { EV_RT, EV_BE, EV_DONE, EV_WAKE, EV_CLIENT, EV_HIT, EV_MOVE, EV_MOVER };
 
 struct ev {
 	int64_t t;
@@ -456,6 +456,8 @@ struct sreq {
 	bool client;		/* from a BE client, not the trace */
 	bool promote;		/* the cache's read of the block it promotes */
 	unsigned disk;		/* a cache hit: the disk it did not need */
+	bool mover;		/* a piece of the mover's I/O mio */
+	struct sim_move_io mio;
 	struct sreq *next_free;	/* also: the next cache hit in flight */
 };
 
@@ -526,7 +528,46 @@ struct run {
 	uint32_t prom_slot;
 	struct sreq *hit_head, *hit_tail;
 	uint64_t c_hits, c_misses, c_promotions, c_demotions;
+	/* The move (sc->move_at_ns >= 0, move.c), where the BE blocks are
+	 * (the set-up's, or the move's map), the pieces of each of the
+	 * mover's I/Os still out, its pending wake-up, and per disk the
+	 * time other best-effort requests took there (its pace). */
+	struct sim_move *mv;
+	const struct sim_pblock *be_blocks;
+	unsigned m_pending[CW_MOVER_DEPTH_MAX];
+	int64_t m_wake;
+	uint64_t others_ns[SIM_MAX_DISKS];
+	/* BE latencies by arrival: before the move, while it runs, after */
+	int64_t *plat[3];
+	size_t n_plat[3], cap_plat[3];
 };
+
+/* Appends x to the growing array *v. */
+static int lat_push(int64_t **v, size_t *n, size_t *cap, int64_t x)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 1024;
+		int64_t *nv = realloc(*v, c * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = x;
+	return 0;
+}
+
+/* A BE request that arrived at arrival is done at now. */
+static int be_latency(struct run *r, int64_t arrival, int64_t now)
+{
+	int64_t end = r->mv ? sim_move_end_ns(r->mv) : -1;
+	unsigned ph = 0;
+
+	if (r->mv && arrival >= r->sc->move_at_ns)
+		ph = end >= 0 && arrival >= end ? 2 : 1;
+	return lat_push(&r->plat[ph], &r->n_plat[ph], &r->cap_plat[ph], now - arrival);
+}
 
 static struct sreq *sreq_get(struct run *r)
 {
@@ -656,8 +697,13 @@ static int cache_step(struct run *r, int64_t now)
 	q = sreq_get(r);
 	if (!q)
 		return -ENOMEM;
-	disk = (unsigned)(d.block % sc->disks);
-	q->off = be_start(sc) + d.block / sc->disks * pb;
+	if (r->be_blocks) {
+		disk = r->be_blocks[d.block].disk;
+		q->off = r->be_blocks[d.block].off;
+	} else {
+		disk = (unsigned)(d.block % sc->disks);
+		q->off = be_start(sc) + d.block / sc->disks * pb;
+	}
 	q->bytes = pb;
 	q->parent = 0;
 	q->client = false;
@@ -715,10 +761,67 @@ static int cache_read(struct run *r, uint64_t g, unsigned disk, uint64_t bytes, 
 		-ENOMEM : 1;
 }
 
+/* Queues a BE piece of n bytes at off of disk (the pool's, or cwsim's
+ * own layout) as the request parent's (a mover's piece when mio is not
+ * NULL): 1, or 0 when it was refused as larger than any slack could ever
+ * run. */
+static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint64_t client,
+		    uint32_t parent, bool from_client, const struct sim_move_io *mio, int64_t now)
+{
+	const struct sim_scenario *sc = r->sc;
+	const struct sim_setup *s = r->setup;
+	uint64_t area = sc->model.capacity_bytes - be_start(sc);
+	struct sreq *q = sreq_get(r);
+	int64_t c, cost;
+	int e;
+
+	if (!q)
+		return -ENOMEM;
+	q->off = off;
+	q->bytes = n;
+	q->parent = parent;
+	q->client = from_client;
+	q->mover = mio != NULL;
+	if (mio)
+		q->mio = *mio;
+	if (r->be_blocks) {
+		/* the pool's block, charged as clockwised charges it:
+		 * the bound anywhere on the disk, the mean access */
+		e = cw_model_service_ns(&s->adm_model[disk], 0, 0, n, &c);
+		if (e == 0)
+			e = cw_model_mean_ns(&s->adm_model[disk], n, &cost);
+	} else {
+		e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
+		/* what it costs its client: the mean access (a seek
+		 * over a third of the BE area, half a turn), not the
+		 * bound that ΔL charges */
+		if (e == 0)
+			e = cw_model_access_ns(&sc->model, off >= area / 3 ? off - area / 3 :
+					       off + area / 3, off, n, 500000, &cost);
+	}
+	if (e < 0)
+		return e;
+	q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
+				      .cost_ns = CW_MIN(cost, c), .client = client,
+				      .offset_bytes = off, .length_bytes = n };
+	if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
+		return e;
+	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
+	if (e == -E2BIG) {
+		sreq_put(r, q);
+		return 0;
+	}
+	if (e < 0)
+		return e;
+	e = kick(r, disk, now);
+	return e < 0 ? e : 1;
+}
+
 /* Splits a BE request of partition part into pieces per disk (blocks are
  * striped over the disks) and queues them: *ret_pending counts the pieces
  * queued, *ret_rejected says whether one was refused as larger than any
- * slack could ever run. */
+ * slack could ever run.  A write to a block the mover copies goes to its
+ * destination as well. */
 static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes, bool write,
 		     uint64_t client, uint32_t parent, bool from_client, int64_t now,
 		     uint32_t *ret_pending, bool *ret_rejected)
@@ -726,7 +829,6 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 	const struct sim_scenario *sc = r->sc;
 	const struct sim_setup *s = r->setup;
 	uint64_t pb = sc->be_pblock_bytes, ppp = s->be_part_bytes / pb;
-	uint64_t area = sc->model.capacity_bytes - be_start(sc);
 	int e;
 
 	*ret_pending = 0;
@@ -735,68 +837,97 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		/* to the end of the partition block, and no longer than a
 		 * piece of the plan */
 		uint64_t n = CW_MIN(CW_MIN(end, (pos / pb + 1) * pb) - pos, s->be_piece_bytes);
-		unsigned disk = s->be_blocks ? s->be_blocks[g].disk : (unsigned)(g % sc->disks);
-		struct sreq *q;
-		int64_t c, cost;
+		unsigned disk = r->be_blocks ? r->be_blocks[g].disk : (unsigned)(g % sc->disks);
+		uint64_t at = r->be_blocks ? r->be_blocks[g].off + pos % pb :
+			      be_start(sc) + g / sc->disks * pb + pos % pb;
+		struct sim_move_io mir[CW_MOVER_DEPTH_MAX];
+		int nm = 0;
 
 		/* A read of a cached block: the SSD's (writes go through). */
 		e = write ? 0 : cache_read(r, g, disk, n, parent, from_client, now);
+		if (e == 0 && write && r->mv)
+			e = nm = sim_move_mirrors(r->mv, part, pos, n, mir, CW_MOVER_DEPTH_MAX);
 		if (e < 0)
 			return e;
-		if (e == 1) {
+		if (e == 1 && !write) {
 			pos += n;
 			(*ret_pending)++;
 			continue;
 		}
-		q = sreq_get(r);
-		if (!q)
-			return -ENOMEM;
-		q->bytes = n;
-		q->parent = parent;
-		q->client = from_client;
-		q->promote = false;
-		q->disk = 0;
-		if (s->be_blocks) {
-			/* the pool's block, charged as clockwised charges it:
-			 * the bound anywhere on the disk, the mean access */
-			q->off = s->be_blocks[g].off + pos % pb;
-			e = cw_model_service_ns(&s->adm_model[disk], 0, 0, n, &c);
-			if (e == 0)
-				e = cw_model_mean_ns(&s->adm_model[disk], n, &cost);
-		} else {
-			q->off = be_start(sc) + g / sc->disks * pb + pos % pb;
-			e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
-			/* what it costs its client: the mean access (a seek
-			 * over a third of the BE area, half a turn), not the
-			 * bound that ΔL charges */
-			if (e == 0)
-				e = cw_model_access_ns(&sc->model, q->off >= area / 3 ?
-						       q->off - area / 3 : q->off + area / 3,
-						       q->off, n, 500000, &cost);
-		}
-		if (e < 0)
-			return e;
-		q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
-					      .cost_ns = CW_MIN(cost, c), .client = client,
-					      .offset_bytes = q->off, .length_bytes = n };
-		pos += n;
-		if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
-			return e;
-		e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
-		if (e == -E2BIG) {
+		for (int k = -1; k < nm; k++) {
+			e = k < 0 ? be_piece(r, disk, at, n, client, parent, from_client, NULL, now) :
+			    be_piece(r, mir[k].disk, mir[k].off, mir[k].bytes, client, parent,
+				     from_client, NULL, now);
+			if (e < 0)
+				return e;
 			/* larger than any slack delta-l could ever give it */
-			*ret_rejected = true;
-			sreq_put(r, q);
-			continue;
+			*ret_rejected |= e == 0;
+			*ret_pending += (uint32_t)e;
 		}
-		if (e < 0)
-			return e;
-		(*ret_pending)++;
-		e = kick(r, disk, now);
-		if (e < 0)
-			return e;
+		pos += n;
 	}
 	return cache_step(r, now);
+}
+
+/* Queues one of the mover's I/Os, in the pieces of the plan, as the
+ * mover's own client's (the one after the scenario's). */
+static int mover_queue(struct run *r, const struct sim_move_io *io, int64_t now)
+{
+	uint64_t piece = r->setup->be_piece_bytes;
+	unsigned n = 0;
+	int e;
+
+	for (uint64_t at = 0; at < io->bytes; at += piece) {
+		e = be_piece(r, io->disk, io->off + at, CW_MIN(piece, io->bytes - at),
+			     r->sc->n_clients + 1, 0, false, io, now);
+		if (e < 0)
+			return e;
+		n += (unsigned)e;
+	}
+	r->m_pending[io->task] = n;
+	if (n == 0) {
+		/* too large for the slack: the block stays where it is */
+		struct sim_move_io next;
+		unsigned nn;
+
+		e = sim_move_io_done(r->mv, io, -E2BIG, now, r->others_ns, &next, &nn);
+		if (e == 0 && nn)
+			e = mover_queue(r, &next, now);
+		return e;
+	}
+	return 0;
+}
+
+/* The mover's next step: its next batch's reads, or a wake-up. */
+static int mover_kick(struct run *r, int64_t now)
+{
+	struct sim_move_io io[CW_MOVER_DEPTH_MAX];
+	unsigned n = 0;
+	int64_t wake = 0;
+	int e = sim_move_next(r->mv, now, io, &n, &wake);
+
+	if (e == 0 && wake > now && wake != r->m_wake) {
+		r->m_wake = wake;
+		e = ev_push(&r->q, wake, EV_MOVER, 0);
+	}
+	for (unsigned k = 0; k < n && e == 0; k++)
+		e = mover_queue(r, &io[k], now);
+	return e;
+}
+
+/* A piece of the mover's I/O is done: after the I/O's last, its next. */
+static int mover_piece_done(struct run *r, const struct sreq *q, int64_t now)
+{
+	struct sim_move_io next;
+	unsigned nn = 0;
+	int e;
+
+	if (--r->m_pending[q->mio.task])
+		return 0;
+	e = sim_move_io_done(r->mv, &q->mio, 0, now, r->others_ns, &next, &nn);
+	if (e == 0 && nn)
+		e = mover_queue(r, &next, now);
+	return e < 0 ? e : mover_kick(r, now);
 }
 
 static int on_be(struct run *r, uint32_t idx, int64_t now)
@@ -889,17 +1020,10 @@ static int client_done(struct run *r, unsigned disk, const struct sreq *q, int64
 	if (--c->pending[slot])
 		return 0;
 	c->requests++;
-	if (c->n_lat == c->cap_lat) {
-		size_t cap = c->cap_lat ? c->cap_lat * 2 : 1024;
-		int64_t *v = realloc(c->lat, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->lat = v;
-		c->cap_lat = cap;
-	}
-	c->lat[c->n_lat++] = now - c->arrival[slot];
-	return on_client(r, q->parent, now);
+	e = lat_push(&c->lat, &c->n_lat, &c->cap_lat, now - c->arrival[slot]);
+	if (e == 0)
+		e = be_latency(r, c->arrival[slot], now);
+	return e < 0 ? e : on_client(r, q->parent, now);
 }
 
 /* The watch proposed a margin (factor) for disk's model: as clockwised
@@ -970,6 +1094,7 @@ static int piece_done(struct run *r, unsigned disk, struct sreq *q, int64_t now)
 
 		if (--b->pending == 0 && !b->rejected) {
 			r->lat[r->n_lat++] = now - b->arrival;
+			e = be_latency(r, b->arrival, now);
 			if (r->trace->v[q->parent].part == 0) {
 				r->part0_sum += (double)(now - b->arrival);
 				r->part0_n++;
@@ -999,6 +1124,15 @@ static int on_done(struct run *r, unsigned disk, int64_t now)
 	}
 	if (q->r.cls == CW_SCHED_BE)
 		r->be_overruns += d->cur_actual > q->r.service_ns;
+	if (q->mover) {
+		if (r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->r)) < 0)
+			return e;
+		e = mover_piece_done(r, q, now);
+		sreq_put(r, q);
+		return e < 0 ? e : kick(r, disk, now);
+	}
+	if (q->r.cls == CW_SCHED_BE && !q->promote)
+		r->others_ns[disk] += (uint64_t)d->cur_actual;
 	if (q->promote) {
 		r->cslot[r->prom_block] = r->prom_slot;
 		cw_cache_policy_cached(r->cache, r->prom_slot, r->prom_block);
@@ -1035,6 +1169,15 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static double mean_ms(const int64_t *v, size_t n)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += (double)v[i];
+	return n ? sum / (double)n / 1e6 : 0;
+}
+
 static double pct_ms(const int64_t *v, size_t n, unsigned pct)
 {
 	size_t i;
@@ -1066,6 +1209,9 @@ static void run_free(struct run *r)
 	cw_sched_tracker_free(r->trk);
 	cw_cache_policy_free(r->cache);
 	free(r->cslot);
+	sim_move_free(r->mv);
+	for (unsigned i = 0; i < 3; i++)
+		free(r->plat[i]);
 }
 
 /* The clients' QoS on one disk, admitted against the best-effort capacity
@@ -1303,6 +1449,14 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 		for (uint64_t b = 0; e == 0 && b < nb; b++)
 			r.cslot[b] = UINT32_MAX;
 	}
+	r.be_blocks = setup->be_blocks;
+	if (e == 0 && sc->move_at_ns >= 0) {
+		e = sim_move_open(setup, r.n_streams, &r.mv);
+		if (e == 0) {
+			r.be_blocks = sim_move_blocks(r.mv);
+			e = ev_push(&r.q, sc->move_at_ns, EV_MOVE, 0);
+		}
+	}
 	if (e < 0)
 		goto out;
 	for (size_t i = 0; i < r.n_streams && e == 0; i++)
@@ -1333,6 +1487,17 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 			break;
 		case EV_HIT:
 			e = on_hit(&r, now);
+			break;
+		case EV_MOVE:
+			e = sim_move_begin(r.mv, now);
+			if (e == 0)
+				e = mover_kick(&r, now);
+			break;
+		case EV_MOVER:
+			if (r.m_wake == now) {
+				r.m_wake = 0;
+				e = mover_kick(&r, now);
+			}
 			break;
 		case EV_WAKE:
 			if (r.d[ev.idx].wake_at == now) {
@@ -1383,6 +1548,35 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 		res.be_max_ms = (double)r.lat[r.n_lat - 1] / 1e6;
 		res.be_part0_mean_ms = r.part0_n ? r.part0_sum / (double)r.part0_n / 1e6 : 0;
 	}
+	/* every BE request's (the trace's and the clients'), in all phases */
+	{
+		size_t n = r.n_plat[0] + r.n_plat[1] + r.n_plat[2], k = 0;
+		_cleanup_free_ int64_t *all = malloc(CW_MAX(n, 1) * sizeof(*all));
+
+		if (!all) {
+			e = -ENOMEM;
+			goto out;
+		}
+		for (unsigned ph = 0; ph < 3; k += r.n_plat[ph++])
+			if (r.n_plat[ph])
+				memcpy(all + k, r.plat[ph], r.n_plat[ph] * sizeof(*all));
+		qsort(all, n, sizeof(*all), cmp_i64);
+		res.be_all_mean_ms = mean_ms(all, n);
+		res.be_all_p99_ms = pct_ms(all, n, 99);
+	}
+	for (unsigned ph = 0; ph < 3; ph++) {
+		if (r.n_plat[ph])
+			qsort(r.plat[ph], r.n_plat[ph], sizeof(int64_t), cmp_i64);
+		res.be_phase_n[ph] = r.n_plat[ph];
+		res.be_phase_mean_ms[ph] = mean_ms(r.plat[ph], r.n_plat[ph]);
+		res.be_phase_p99_ms[ph] = pct_ms(r.plat[ph], r.n_plat[ph], 99);
+	}
+	e = sim_move_result(r.mv, &res);
+	if (e < 0)
+		goto out;
+	for (uint64_t g = 0; r.be_blocks && g < sc->be_partitions * (setup->be_part_bytes /
+								      sc->be_pblock_bytes); g++)
+		res.be_blocks_on[r.be_blocks[g].disk]++;
 	clients_result(&r, &res);
 	res.wall_s = (double)(cw_now_ns() - t0) / 1e9;
 	*ret = res;

@@ -19,9 +19,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
@@ -312,4 +314,150 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 			return e;
 	}
 	return 0;
+}
+
+/* ---- the scratch pool of a move ---- */
+
+static char scratch_dir[PATH_MAX / 2];
+
+static void scratch_remove(void)
+{
+	static const char *const tails[] = { "pool.db", "pool.db-wal", "pool.db-shm", "run.db",
+					     "run.db-wal", "run.db-shm" };
+	char path[PATH_MAX + 32];
+
+	if (!scratch_dir[0])
+		return;
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", scratch_dir, tails[i]);
+		unlink(path);
+	}
+	for (unsigned d = 0; d < SIM_MAX_DISKS; d++) {
+		snprintf(path, sizeof(path), "%s/d%u.img", scratch_dir, d);
+		unlink(path);
+	}
+	rmdir(scratch_dir);
+	scratch_dir[0] = '\0';
+}
+
+/* A sparse file of bytes at path. */
+static int sparse_file(const char *path, uint64_t bytes)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int e = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes) < 0)
+		e = -errno;
+	close(fd);
+	return e;
+}
+
+int sim_pool_scratch(struct sim_scenario *sc)
+{
+	const char *tmp = getenv("TMPDIR");
+	_cleanup_(sim_pool_closep) struct cw_pool *pool = NULL;
+	struct cw_error err = { 0 };
+	char path[PATH_MAX + 32];
+	int e;
+
+	if (scratch_dir[0]) {
+		fprintf(stderr, "cwsim: one scratch pool per run\n");
+		return -EBUSY;
+	}
+	snprintf(scratch_dir, sizeof(scratch_dir), "%s/cwsim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(scratch_dir)) {
+		fprintf(stderr, "cwsim: a scratch pool for the move: %s: %m\n", scratch_dir);
+		scratch_dir[0] = '\0';
+		return -errno;
+	}
+	atexit(scratch_remove);
+	snprintf(path, sizeof(path), "%s/pool.db", scratch_dir);
+	e = cw_pool_create(path, (uint32_t)CW_MIN(sc->be_pblock_bytes, UINT32_MAX), &err, &pool);
+	if (e < 0) {
+		fprintf(stderr, "cwsim: a scratch pool for the move: %s\n",
+			err.msg[0] ? err.msg : strerror(-e));
+		return e;
+	}
+	for (unsigned d = 0; d < sc->disks; d++) {
+		uint32_t id;
+
+		snprintf(path, sizeof(path), "%s/d%u.img", scratch_dir, d);
+		e = sparse_file(path, sc->model.capacity_bytes / 4096 * 4096);
+		if (e == 0)
+			e = cw_disk_add(pool, path, sc->model.tier, NULL, &id);
+		if (e == 0)
+			e = cw_disk_emulate_set(pool, id, &sc->model);
+		if (e < 0) {
+			fprintf(stderr, "cwsim: a scratch pool for the move: disk %u: %s\n", d,
+				strerror(-e));
+			return e;
+		}
+	}
+	snprintf(sc->pool_path, sizeof(sc->pool_path), "%s/pool.db", scratch_dir);
+	return 0;
+}
+
+/* Copies the file from to to (which must not exist); a missing from is
+ * nothing to copy. */
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out, e = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return errno == ENOENT ? 0 : -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		e = -errno;
+		close(in);
+		return e;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			e = errno ? -errno : -EIO;
+			break;
+		}
+	if (n < 0)
+		e = -errno;
+	close(in);
+	close(out);
+	return e;
+}
+
+int sim_pool_run_copy(const struct sim_scenario *sc, struct cw_pool **ret)
+{
+	static const char *const tails[] = { "", "-wal" };
+	char from[PATH_MAX + 8], to[PATH_MAX + 32];
+	int e = 0;
+
+	if (!scratch_dir[0]) {
+		/* the scenario's own pool: the copy goes to a scratch dir */
+		snprintf(scratch_dir, sizeof(scratch_dir), "%s/cwsim-XXXXXX",
+			 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		if (!mkdtemp(scratch_dir)) {
+			e = -errno;
+			fprintf(stderr, "cwsim: a copy of the pool for the move: %s: %m\n", scratch_dir);
+			scratch_dir[0] = '\0';
+			return e;
+		}
+		atexit(scratch_remove);
+	}
+	for (size_t i = 0; i < 2 && e == 0; i++) {
+		snprintf(from, sizeof(from), "%s%s", sc->pool_path, tails[i]);
+		snprintf(to, sizeof(to), "%s/run.db%s", scratch_dir, tails[i]);
+		unlink(to);
+		e = copy_file(from, to);
+	}
+	snprintf(to, sizeof(to), "%s/run.db-shm", scratch_dir);
+	unlink(to);
+	if (e < 0) {
+		fprintf(stderr, "cwsim: a copy of pool %s for the move: %s\n", sc->pool_path,
+			strerror(-e));
+		return e;
+	}
+	snprintf(to, sizeof(to), "%s/run.db", scratch_dir);
+	return pool_open(to, ret);
 }

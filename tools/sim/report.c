@@ -25,6 +25,9 @@ static void ms_or_null(FILE *f, int64_t ns)
 		fprintf(f, "%.3f", (double)ns / 1e6);
 }
 
+/* Best effort's latency by arrival, against the move (sim_result). */
+static const char *const phase[3] = { "before", "during", "after" };
+
 void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
 {
 	fprintf(f, "%s %s: %zu streams, RT load %.2f MiB/s\n", sim_placement_name(r->placement),
@@ -64,6 +67,28 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 			r->cache_hits + r->cache_misses ?
 			(double)r->cache_hits / (double)(r->cache_hits + r->cache_misses) : 0,
 			r->cache_hits, r->cache_misses, r->cache_promotions, r->cache_demotions);
+	if (sc->move_at_ns >= 0) {
+		fprintf(f, "  move from %.1f s: %" PRIu64 " of %" PRIu64 " blocks moved, %" PRIu64
+			" failed, %" PRIu64 " copies, ", r->move_start_s, r->move_done,
+			r->move_blocks, r->move_failed, r->move_copies);
+		if (r->move_end_s >= 0)
+			fprintf(f, "done at %.1f s (%.1f s, %.2f MiB/s)\n", r->move_end_s,
+				r->move_end_s - r->move_start_s,
+				r->move_end_s > r->move_start_s ?
+				(double)r->move_done * (double)sc->be_pblock_bytes / SIM_MIB /
+				(r->move_end_s - r->move_start_s) : 0);
+		else
+			fprintf(f, "unfinished at the end of the run\n");
+		fprintf(f, "  BE blocks per disk at the end:");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, " %" PRIu64, r->be_blocks_on[d]);
+		fprintf(f, "\n  BE latency by arrival:");
+		for (unsigned ph = 0; ph < 3; ph++)
+			fprintf(f, "%s %s the move %" PRIu64 " requests, mean %.2f ms, p99 %.2f",
+				ph ? ";" : "", phase[ph], r->be_phase_n[ph], r->be_phase_mean_ms[ph],
+				r->be_phase_p99_ms[ph]);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "  BE dispatched in slack %" PRIu64 ", on idle disks %" PRIu64
 		", by the server %" PRIu64 "\n", r->be_slack, r->be_idle, r->be_server);
 	if (r->rt_overruns || r->be_overruns)
@@ -127,7 +152,29 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		r->cache_misses, r->cache_promotions, r->cache_demotions);
 	for (unsigned d = 0; d < sc->disks; d++)
 		fprintf(f, "%s%.4f", d ? ", " : "", r->util[d]);
-	fprintf(f, "], \"be_order\": \"%s\", \"be_capacity\": %.6f, \"clients\": [",
+	fprintf(f, "], \"be_all_mean_ms\": %.4f, \"be_all_p99_ms\": %.4f", r->be_all_mean_ms,
+		r->be_all_p99_ms);
+	if (sc->move_at_ns >= 0) {
+		fprintf(f, ", \"move\": {\"blocks\": %" PRIu64 ", \"done\": %" PRIu64
+			", \"failed\": %" PRIu64 ", \"copies\": %" PRIu64 ", \"start_s\": %.3f"
+			", \"end_s\": ", r->move_blocks, r->move_done, r->move_failed,
+			r->move_copies, r->move_start_s);
+		if (r->move_end_s >= 0)
+			fprintf(f, "%.3f", r->move_end_s);
+		else
+			fprintf(f, "null");
+		fprintf(f, ", \"be_blocks_per_disk\": [");
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, "%s%" PRIu64, d ? ", " : "", r->be_blocks_on[d]);
+		fprintf(f, "]");
+		for (unsigned ph = 0; ph < 3; ph++) {
+			fprintf(f, ", \"be_%s\": {\"requests\": %" PRIu64 ", \"mean_ms\": %.4f"
+				", \"p99_ms\": %.4f}", phase[ph], r->be_phase_n[ph],
+				r->be_phase_mean_ms[ph], r->be_phase_p99_ms[ph]);
+		}
+		fprintf(f, "}");
+	}
+	fprintf(f, ", \"be_order\": \"%s\", \"be_capacity\": %.6f, \"clients\": [",
 		sim_be_order_name(r->be_order), r->be_capacity);
 	for (size_t i = 0; i < r->n_clients; i++) {
 		const struct sim_client_result *x = &r->clients[i];

@@ -19,6 +19,7 @@
 #include "sim.h"
 
 #include <clockwise/layout.h>
+#include <clockwise/mover.h>
 #include <clockwise/pool-objects.h>
 #include <clockwise/units.h>
 
@@ -88,6 +89,11 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.be_partitions = 8,
 		.be_pblock_bytes = SIM_MIB,
 		.cache_ssd_us = 100,
+		.move_at_ns = -1,
+		.move_part = -1,
+		.move_off = -1,
+		.mover_depth = 16,	/* clockwised.conf(5)'s default */
+		.mover_share = 100,
 		.loads = 40,
 		.be_orders = 1u << SIM_BEQ_FIFO,
 		.sfc_curve = CW_SFC_HILBERT,
@@ -216,6 +222,68 @@ static int parse_pct(const char *v, double *ret, bool *ret_of_be)
 }
 
 /* "NAME key=value ...": a best-effort client. */
+/* "WHAT at TIME": cuts v to WHAT and reads TIME (seconds, or with a
+ * unit) into *ret_ns. */
+static int parse_at(char *v, int64_t *ret_ns)
+{
+	char *at = strstr(v, " at ");
+
+	if (!at)
+		return -EINVAL;
+	*at = '\0';
+	at += 4;
+	at += strspn(at, " \t");
+	return parse_time(at, CW_UNITS_S, CW_UNITS_S * 86400 * 7, ret_ns);
+}
+
+/* move = PART to DISK[,DISK...] at TIME, PART be<N> or be (every one);
+ * evacuate = DISK at TIME. */
+static int parse_move(struct sim_scenario *sc, const char *key, const char *v,
+		      const char *where)
+{
+	_cleanup_free_ char *copy = strdup(v);
+	char *to, *save = NULL;
+	uint64_t u, mask = 0;
+	int64_t at;
+	int part = -1;
+
+	if (!copy)
+		return -ENOMEM;
+	if (!strcmp(key, "evacuate")) {
+		if (parse_at(copy, &at) < 0 || parse_u64(copy, 0, SIM_MAX_DISKS - 1, &u) < 0)
+			return bad(where, key, "expected DISK at SECONDS (DISK: 0 for the first)");
+		sc->move_off = (int)u;
+		sc->move_disks = 0;
+		sc->move_part = -1;
+		sc->move_at_ns = at;
+		return 0;
+	}
+	if (parse_at(copy, &at) < 0 || !(to = strstr(copy, " to ")))
+		return bad(where, key, "expected PART to DISK[,DISK...] at SECONDS");
+	*to = '\0';
+	to += 4;
+	if (strcmp(copy, "be")) {
+		if (strncmp(copy, "be", 2) || parse_u64(copy + 2, 0, 1023, &u) < 0)
+			return bad(where, key, "PART: expected be (every best-effort partition) "
+				   "or be<N> (0 for the first)");
+		part = (int)u;
+	}
+	for (char *t = strtok_r(to, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		t += strspn(t, " \t");
+		t[strcspn(t, " \t")] = '\0';
+		if (parse_u64(t, 0, SIM_MAX_DISKS - 1, &u) < 0)
+			return bad(where, key, "DISK: expected a disk of the scenario (0 for the first)");
+		mask |= UINT64_C(1) << u;
+	}
+	if (!mask)
+		return bad(where, key, "expected PART to DISK[,DISK...] at SECONDS");
+	sc->move_part = part;
+	sc->move_disks = mask;
+	sc->move_off = -1;
+	sc->move_at_ns = at;
+	return 0;
+}
+
 static int parse_client(struct sim_scenario *sc, const char *v, const char *where)
 {
 	_cleanup_free_ char *copy = strdup(v);
@@ -413,6 +481,8 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 	UINT_KEY("cache_pct", cache_pct, 0, 100, "expected 0..100 (percent of the BE blocks)")
 	UINT_KEY("cache_ssd_us", cache_ssd_us, 1, 1000000, "expected 1..1000000 (microseconds)")
 	UINT_KEY("loads", loads, 1, 1000, "expected 1..1000")
+	UINT_KEY("mover_depth", mover_depth, 1, CW_MOVER_DEPTH_MAX, "expected 1..64 (blocks)")
+	UINT_KEY("mover_share", mover_share, 1, 100, "expected 1..100 (percent)")
 #undef UINT_KEY
 	if (!strcmp(key, "be")) {
 		if (!strcmp(v, "none"))
@@ -429,6 +499,13 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		} else
 			return bad(where, key, "expected none, cello, csv:PATH or blkparse:PATH");
 		return 0;
+	}
+	if (!strcmp(key, "move") || !strcmp(key, "evacuate")) {
+		if (!strcmp(v, "none")) {
+			sc->move_at_ns = -1;
+			return 0;
+		}
+		return parse_move(sc, key, v, where);
 	}
 	if (!strcmp(key, "be_rate"))
 		return parse_double(v, 0.001, 1e6, &sc->be_rate) < 0 ?
@@ -611,6 +688,20 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		fprintf(stderr, "cwsim: be_peak must be at least be_rate\n");
 		return -EINVAL;
 	}
+	if (sc->move_at_ns >= 0) {
+		/* the mover runs on a pool: the scenario's, or a scratch one */
+		if (__builtin_popcount(sc->placements) != 1) {
+			fprintf(stderr, "cwsim: move: one placement, not several\n");
+			return -EINVAL;
+		}
+		if (sc->server_period_ns) {
+			fprintf(stderr, "cwsim: move: runs on a pool, whose admission keeps its own "
+				"best-effort room; server_period_ms does not apply\n");
+			return -EINVAL;
+		}
+		if (!sc->pool_path[0] && sim_pool_scratch(sc) < 0)
+			return -EINVAL;
+	}
 	if (sc->pool_path[0]) {
 		/* the pool's disks and blocks, laid out by one placement */
 		if (__builtin_popcount(sc->placements) != 1) {
@@ -625,6 +716,25 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		}
 		if (sim_pool_probe(sc->pool_path, &sc->disks, &sc->be_pblock_bytes) < 0)
 			return -EINVAL;
+	}
+	if (sc->move_at_ns >= 0) {
+		if (sc->move_off >= (int)sc->disks || (sc->disks < 64 && sc->move_disks >> sc->disks)) {
+			fprintf(stderr, "cwsim: move: the scenario has disks 0 to %u\n", sc->disks - 1);
+			return -EINVAL;
+		}
+		if (sc->move_off >= 0 && sc->disks < 2) {
+			fprintf(stderr, "cwsim: evacuate: no other disk to move to\n");
+			return -EINVAL;
+		}
+		if (sc->move_part >= (int)sc->be_partitions) {
+			fprintf(stderr, "cwsim: move: the scenario has best-effort partitions be0 to "
+				"be%u\n", sc->be_partitions - 1);
+			return -EINVAL;
+		}
+		if (sc->move_at_ns >= sc->duration_ns) {
+			fprintf(stderr, "cwsim: move: starts after the run ends (duration_s)\n");
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -24,6 +24,7 @@
 #include <clockwise/admit.h>
 #include <clockwise/admit-state.h>
 #include <clockwise/model.h>
+#include <clockwise/mover.h>
 #include <clockwise/sched.h>
 #include <clockwise/sched-beq.h>
 
@@ -116,6 +117,19 @@ struct sim_scenario {
 	 * read of a cached block takes there. */
 	unsigned cache_pct;
 	unsigned cache_ssd_us;
+	/* A move of best-effort partitions, carried out by the library's
+	 * mover (clockwise/mover.h) in batches of mover_depth blocks, each
+	 * block a best-effort read and write, as clockwised's mover does:
+	 * move_part (-1: every one) to the disks of move_disks (a mask of
+	 * scenario disks), or off disk move_off (-1: none), from move_at_ns
+	 * on (-1: no move).  A move runs on a pool: the scenario's, else a
+	 * scratch pool cwsim makes (removed at exit). */
+	int64_t move_at_ns;
+	int move_part;
+	uint64_t move_disks;
+	int move_off;
+	unsigned mover_depth;
+	unsigned mover_share;
 	uint64_t bus_bps;		/* 0: no bus limit */
 	int64_t server_period_ns;	/* periodic BE server on every disk, 0: none */
 	int64_t server_slice_ns;
@@ -321,6 +335,17 @@ struct sim_result {
 	/* The cache: pieces read from it and from the disks, blocks promoted
 	 * (a best-effort read of the block each) and demoted. */
 	uint64_t cache_hits, cache_misses, cache_promotions, cache_demotions;
+	/* The move (move =, evacuate =): block copies planned, switched,
+	 * failed, and made (a block written while copied is copied again);
+	 * when it began and ended (-1: unfinished); best effort's latency
+	 * by the requests' arrival: before it began, while it ran, after. */
+	uint64_t move_blocks, move_done, move_failed, move_copies;
+	double move_start_s, move_end_s;
+	uint64_t be_phase_n[3];
+	double be_phase_mean_ms[3], be_phase_p99_ms[3];
+	uint64_t be_blocks_on[SIM_MAX_DISKS];	/* BE blocks on each disk at the end */
+	/* every BE request's, the trace's and the clients', move or not */
+	double be_all_mean_ms, be_all_p99_ms;
 	double util[SIM_MAX_DISKS];
 	int64_t end_ns;
 	uint64_t events;
@@ -354,6 +379,57 @@ int sim_pool_probe(const char *path, unsigned *ret_disks, uint64_t *ret_block_by
  * returns -errno. */
 int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams,
 		   sim_curve_fn curve, void *userdata);
+
+/* A scratch pool for a move (sc->move_at_ns >= 0) without pool =: in a
+ * new directory of $TMPDIR, sc->disks sparse files of the model's size
+ * that emulate it, blocks of be_pblock_bytes; sets sc->pool_path.  The
+ * directory goes at exit.  Prints why not and returns -errno. */
+int sim_pool_scratch(struct sim_scenario *sc);
+/* A run's own copy of the scenario's pool, opened (a move changes the
+ * pool's map and journal; the scenario's pool stays as it was).  Prints
+ * why not and returns -errno. */
+int sim_pool_run_copy(const struct sim_scenario *sc, struct cw_pool **ret);
+
+/* ---- move.c ------------------------------------------------------------ */
+
+/* An I/O of the mover (or a write mirrored to a block's destination while
+ * it is copied: task UINT32_MAX), on scenario disk disk. */
+struct sim_move_io {
+	unsigned disk;
+	uint64_t off, bytes;
+	uint32_t task;
+	bool write;
+};
+
+struct sim_move;
+/* The move of the scenario on a copy of the set-up's pool, the first
+ * n_streams streams playing; -EINVAL without a pool set-up. */
+int sim_move_open(const struct sim_setup *s, size_t n_streams, struct sim_move **ret);
+void sim_move_free(struct sim_move *m);	/* NULL-safe */
+/* Where each best-effort block is now (as sim_setup.be_blocks). */
+const struct sim_pblock *sim_move_blocks(const struct sim_move *m);
+/* Journals the move (cw_move_start per partition): prints why not and
+ * returns -EINVAL when it is refused. */
+int sim_move_begin(struct sim_move *m, int64_t now);
+bool sim_move_running(const struct sim_move *m);	/* begun, not done */
+int64_t sim_move_end_ns(const struct sim_move *m);	/* -1: not done */
+/* What the mover does at now: *ret_n reads to queue (up to
+ * CW_MOVER_DEPTH_MAX), or with *ret_wake_ns set, nothing before then. */
+int sim_move_next(struct sim_move *m, int64_t now, struct sim_move_io *ret, unsigned *ret_n,
+		  int64_t *ret_wake_ns);
+/* One of the batch's I/Os is done (err: 0 or -errno): the block's write
+ * to queue in *ret (*ret_n 1), or nothing; after the batch's last, the
+ * library switches its blocks and the mover's pace on each disk follows
+ * others_ns (per disk: other best-effort clients' busy time so far). */
+int sim_move_io_done(struct sim_move *m, const struct sim_move_io *io, int err, int64_t now,
+		     const uint64_t *others_ns, struct sim_move_io *ret, unsigned *ret_n);
+/* A write of bytes at off of best-effort partition part: the writes
+ * mirrored to blocks being copied (which marks their copies dirty), at
+ * most max; returns how many. */
+int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t bytes,
+		     struct sim_move_io *ret, unsigned max);
+/* The move's counts into res (nothing if it never began). */
+int sim_move_result(struct sim_move *m, struct sim_result *res);
 
 /* ---- report.c ---------------------------------------------------------- */
 

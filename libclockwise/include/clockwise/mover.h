@@ -186,6 +186,34 @@ int cw_mover_copied_batch(struct cw_pool *pool, const struct cw_mover_outcome *o
  * outstanding. */
 int cw_mover_copied(struct cw_pool *pool, int read_err, int write_err);
 
+/* ---- the mover's pace on a disk without streams ---- */
+
+/* On a disk with streams the mover's copies run in the slack like any
+ * best-effort request; on one without, the driver keeps it to share_pct
+ * percent of the disk's time while other best-effort clients use it.
+ * The cost counts as the best-effort order counts it: the model's mean
+ * service time of each request.  One per disk; zero-initialised. */
+struct cw_mover_pace {
+	int64_t next_ns;	/* the mover's next batch there starts no sooner */
+	uint64_t others_ns;	/* the others' busy time there after the last batch */
+};
+
+struct cw_model;
+
+/* The cost of the batch t[0..n) on disk_id, with m that disk's model:
+ * the mean service time of each block it reads there and of each it
+ * writes there (0 when the batch does not touch the disk). */
+int64_t cw_mover_batch_cost_ns(const struct cw_mover_task *t, unsigned n, uint32_t disk_id,
+			       const struct cw_model *m);
+
+/* After a batch that cost cost_ns on a disk: others_ns is the time other
+ * best-effort clients had requests there so far, streams whether the disk
+ * has streams.  If others used the disk since the last batch, the disk has
+ * no streams and share_pct < 100, the next batch there waits until this
+ * one was share_pct percent of the time since it ended. */
+void cw_mover_pace_after(struct cw_mover_pace *pc, unsigned share_pct, bool streams,
+			 int64_t cost_ns, uint64_t others_ns, int64_t now_ns);
+
 /* Whether anything runs or waits (for a driver deciding to sleep). */
 bool cw_mover_busy(struct cw_pool *pool);
 

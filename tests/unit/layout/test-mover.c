@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <clockwise/model.h>
 #include <clockwise/mover.h>
 
 #include "pooltest.h"
@@ -897,6 +898,46 @@ static void test_batch_stops(void)
 AT_DEPTH(test_threads_batched, test_threads, 8)
 AT_DEPTH(test_kill9_batched, test_kill9, 6)
 
+/* The mover's pace on a disk without streams: the batch's cost there is
+ * the model's mean per block read and per block written; with company
+ * since the last batch the next waits cost * (100 - share) / share, not
+ * with none, nor on a disk with streams, nor with the whole share. */
+static void test_pace(void)
+{
+	struct cw_mover_task t[3] = {
+		{ .src_disk_id = 1, .dst_disk_id = 2, .length = 1 << 20 },
+		{ .src_disk_id = 1, .dst_disk_id = 2, .length = 1 << 20 },
+		{ .src_disk_id = 3, .dst_disk_id = 3, .length = 1 << 20 },
+	};
+	struct cw_mover_pace pc = { 0 };
+	struct cw_model m;
+	int64_t mean, cost;
+
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &m) == 0);
+	CU_ASSERT_FATAL(cw_model_mean_ns(&m, 1 << 20, &mean) == 0 && mean > 0);
+	CU_ASSERT_EQUAL(cw_mover_batch_cost_ns(t, 3, 1, &m), 2 * mean);
+	CU_ASSERT_EQUAL(cw_mover_batch_cost_ns(t, 3, 2, &m), 2 * mean);
+	CU_ASSERT_EQUAL(cw_mover_batch_cost_ns(t, 3, 3, &m), 2 * mean);
+	CU_ASSERT_EQUAL(cw_mover_batch_cost_ns(t, 3, 4, &m), 0);
+	cost = 2 * mean;
+	/* company (the others' time moved from 0): 25% means 3 x cost idle */
+	cw_mover_pace_after(&pc, 25, false, cost, 1000, 5000);
+	CU_ASSERT_EQUAL(pc.next_ns, 5000 + 3 * cost);
+	CU_ASSERT_EQUAL(pc.others_ns, 1000);
+	/* alone since: no wait beyond the last */
+	cw_mover_pace_after(&pc, 25, false, cost, 1000, 9000);
+	CU_ASSERT_EQUAL(pc.next_ns, 5000 + 3 * cost);
+	/* streams on the disk: the slack paces it, not the share */
+	cw_mover_pace_after(&pc, 25, true, cost, 2000, 10000);
+	CU_ASSERT_EQUAL(pc.next_ns, 5000 + 3 * cost);
+	CU_ASSERT_EQUAL(pc.others_ns, 2000);
+	/* the whole disk */
+	cw_mover_pace_after(&pc, 100, false, cost, 3000, 20000);
+	CU_ASSERT_EQUAL(pc.next_ns, 5000 + 3 * cost);
+	cw_mover_pace_after(&pc, 50, false, cost, 4000, 20000);
+	CU_ASSERT_EQUAL(pc.next_ns, 20000 + cost);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("mover", NULL, NULL);
@@ -914,5 +955,6 @@ int main(void)
 	cwtest_add(s, "batches: pause, cancel, errors", test_batch_stops);
 	cwtest_add(s, "batches of 8 under writer threads", test_threads_batched);
 	cwtest_add(s, "kill -9 during batches of 6 under writes", test_kill9_batched);
+	cwtest_add(s, "the pace on a disk without streams", test_pace);
 	return cwtest_run();
 }

@@ -14,6 +14,7 @@
 #include "../../../tools/sim/scenario.c"
 #include "../../../tools/sim/trace.c"
 #include "../../../tools/sim/engine.c"
+#include "../../../tools/sim/move.c"
 #include "../../../tools/sim/pool.c"
 
 static void scenario(struct sim_scenario *sc, int64_t secs, enum sim_be_source be)

@@ -17,6 +17,7 @@
 #include "../../../tools/sim/scenario.c"
 #include "../../../tools/sim/trace.c"
 #include "../../../tools/sim/engine.c"
+#include "../../../tools/sim/move.c"
 #include "../../../tools/sim/pool.c"
 #include "../../../tools/sim/plan.c"
 
