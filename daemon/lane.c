@@ -12,6 +12,15 @@
  * fast disk its requests are done and answered before it blocks, with no
  * thread woken.  A lane with streams is only ever dispatched by its own
  * thread, so the policy alone decides when its requests start.
+ *
+ * On an engine whose completions come on threads of their own (an RBD
+ * image: cw_io_can_wait), the dispatcher of a lane without streams waits
+ * for them without the lock, so a reader books and submits its requests
+ * itself even while others are in flight, and leaves them there: their
+ * completion wakes the dispatcher, which reaps and answers them.  It is
+ * woken for nothing else, where it looked at its record every
+ * POLL_NS_RBD (five times during a 1 MiB read) and a request booked
+ * while others ran waited for one of them to end.
  */
 #include "config.h"
 
@@ -137,9 +146,19 @@ static void futex_wait(atomic_int *addr, int val, int64_t timeout_ns)
 static void lane_wake(struct lane *l)
 {
 	/* seq_cst on both sides (here after the booking, and in lane_park
-	 * before it looks at the record) so one of them sees the other. */
+	 * and lane_engine_wait before they look at the record) so one of
+	 * them sees the other. */
 	if (atomic_load(&l->sleeping) && atomic_exchange(&l->sleeping, 0))
 		syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	else if (atomic_load(&l->eng_waiting))
+		cw_io_kick(l->eng);
+}
+
+/* Whether the lane's dispatcher waits in its engine (lane_engine_wait)
+ * rather than in lane_park; dispatcher, or under the dispatch lock. */
+static bool lane_waits_in_engine(const struct lane *l)
+{
+	return !l->sched && cw_io_can_wait(l->eng);
 }
 
 /* Set in dispatcher threads. */
@@ -312,6 +331,21 @@ static void lane_park(struct lane *l, int64_t timeout_ns)
 	}
 	futex_wait(&l->sleeping, 1, timeout_ns);
 	atomic_store(&l->sleeping, 0);
+}
+
+/* lane_park's counterpart on a lane that waits in its engine, the
+ * dispatch lock not held: a completion ends the wait as a booking, a
+ * stop or a plan do (lane_wake).  A reader that left requests in flight
+ * (handback) needs no look: their completions come here.  busy: requests
+ * were in flight when the lock was let go, and a stop or a plan waits for
+ * them, so their completion is what to wait for. */
+static void lane_engine_wait(struct lane *l, int64_t timeout_ns, bool busy)
+{
+	atomic_store(&l->eng_waiting, true);
+	if (!lane_has_bookings(l) &&
+	    (busy || (!atomic_load(&l->stop) && !atomic_load(&l->plan))))
+		(void)cw_io_wait(l->eng, timeout_ns);
+	atomic_store(&l->eng_waiting, false);
 }
 
 /* The dispatch lock (Drepper's futex mutex): a reader only ever tries it;
@@ -630,6 +664,8 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl)
 	free(atomic_exchange(&l->plan, pl));
 	atomic_store(&l->sleeping, 0);
 	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (atomic_load(&l->eng_waiting))
+		cw_io_kick(l->eng);
 }
 
 /* The real-time threads' footing (pool-backend.h). */
@@ -818,9 +854,17 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 			timeout = -1;
 		else
 			timeout = l->fifo ? 0 : l->disk->poll_ns ? l->disk->poll_ns : POLL_NS;
+		/* Waits for a completion without the lock (lane_main):
+		 * what completed so far, then nothing to do here. */
+		if (lane_waits_in_engine(l))
+			timeout = 0;
 		if (timeout)
 			lane_unplug_replies(l);
 		n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
+		if (n == 0 && lane_waits_in_engine(l) && !l->fifo) {
+			lane_unplug_replies(l);
+			return STEP_PARK;
+		}
 		*now = cw_now_ns();
 		if (n > 0 && l->sched)
 			lane_miss_reaped(l, *now);
@@ -854,8 +898,9 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 void *lane_main(void *arg)
 {
 	struct lane *l = arg;
-	int64_t wait_until = -1, now;
+	int64_t wait_until = -1, now, timeout;
 	enum step st;
+	bool busy, in_engine;
 
 	in_dispatcher = true;
 	if (l->sched) {
@@ -871,11 +916,18 @@ void *lane_main(void *arg)
 		dlock_take(l);
 		atomic_store(&l->handback, false);
 		st = lane_step(l, &wait_until, &now);
+		busy = l->inflight > 0;
+		in_engine = lane_waits_in_engine(l);
 		dlock_drop(l);
 		if (st == STEP_EXIT)
 			break;
-		if (st == STEP_PARK)
-			lane_park(l, wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0));
+		if (st != STEP_PARK)
+			continue;
+		timeout = wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0);
+		if (in_engine)
+			lane_engine_wait(l, timeout, busy);
+		else
+			lane_park(l, timeout);
 	}
 	return NULL;
 }
@@ -893,7 +945,8 @@ void *lane_main(void *arg)
  * flight when it leaves are handed back to the dispatcher.  Returns false
  * when the dispatcher must be woken: the lock was taken, the disk has
  * streams (their dispatcher alone applies the policy), a plan or a stop
- * waits, or work is left.
+ * waits, or work is left that no completion will bring the dispatcher
+ * back to (on an engine it waits in, requests in flight will).
  */
 static bool lane_borrow(struct lane *l)
 {
@@ -927,6 +980,8 @@ static bool lane_borrow(struct lane *l)
 	idle = !l->inflight && !l->fifo && !lane_beq_count(l);
 	if (!idle)
 		atomic_store(&l->handback, true);
+	if (l->inflight && cw_io_can_wait(l->eng))
+		idle = true;
 	dlock_drop(l);
 	return idle;
 }
@@ -941,4 +996,6 @@ void lane_stop(struct lane *l)
 	atomic_store(&l->stop, true);
 	atomic_store(&l->sleeping, 0);
 	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (atomic_load(&l->eng_waiting))
+		cw_io_kick(l->eng);
 }

@@ -90,6 +90,9 @@ struct lane {
 	atomic_int_fast64_t booked_end;	/* highest booked slot + 1, a hint */
 	_Atomic(struct piece *) overflow;	/* pushed by dispatchers on a full window */
 	atomic_int sleeping;
+	/* The dispatcher waits in its engine (cw_io_wait) without the
+	 * dispatch lock: waking it is a kick of the engine (lane.c). */
+	atomic_bool eng_waiting;
 	/* Whoever holds it runs the lane's dispatch (the fields below): its
 	 * dispatcher, or a connection's reader while the dispatcher is idle
 	 * (lane_unplug).  0 free, 1 held, 2 held with the dispatcher waiting. */
