@@ -494,8 +494,8 @@ static void lane_intake(struct lane *l, int64_t now)
 }
 
 /* Whether the disk is a file cut shorter than its blocks (see struct
- * disk): looked at before each submission, said once. */
-bool pb_disk_shrunk(struct disk *d)
+ * disk), said once. */
+bool pb_disk_shrunk(struct disk *d, int64_t now)
 {
 	struct stat st;
 
@@ -503,6 +503,7 @@ bool pb_disk_shrunk(struct disk *d)
 		return false;
 	if (atomic_load_explicit(&d->shrunk, memory_order_relaxed))
 		return true;
+	atomic_store_explicit(&d->size_ns, now, memory_order_relaxed);
 	if (fstat(d->fd, &st) < 0 || (uint64_t)st.st_size >= d->need_bytes)
 		return false;
 	if (!atomic_exchange(&d->shrunk, true))
@@ -513,18 +514,29 @@ bool pb_disk_shrunk(struct disk *d)
 	return true;
 }
 
-/* cw_io_submit, unless the disk shrank: then -EIO.  Only a write can
- * take a file past its end (a read there fails by itself), and a flush
- * must not say written what was cut: those look at the file's size; a
- * batch of reads only at what was found before. */
-static int lane_submit(struct lane *l, struct cw_io_req **batch, unsigned n)
+/* cw_io_submit, unless the disk shrank: then -EIO.  A flush must not say
+ * written what was cut: it looks at the file's size.  Only a write can
+ * take a file past its end (a read there fails by itself, and then looks
+ * at the size: lane_reaped), and it costs an fstat, as much CPU as a 4 KiB
+ * copy from tmpfs: writes look at the size once SHRUNK_CHECK_NS passed
+ * since it was last looked at, and so a file cut while they run may be
+ * written past its end for that long.  Reads only look at what was found
+ * before. */
+static int lane_submit(struct lane *l, struct cw_io_req **batch, unsigned n, int64_t now)
 {
+	struct disk *d = l->disk;
 	bool look = false;
 
-	for (unsigned i = 0; i < n && !look; i++)
-		look = batch[i]->op != CW_IO_READ;
-	if (look ? pb_disk_shrunk(l->disk)
-		 : atomic_load_explicit(&l->disk->shrunk, memory_order_relaxed))
+	if (atomic_load_explicit(&d->shrunk, memory_order_relaxed))
+		return -EIO;
+	if (d->regular) {
+		bool due = now - atomic_load_explicit(&d->size_ns, memory_order_relaxed) >=
+			   SHRUNK_CHECK_NS;
+
+		for (unsigned i = 0; i < n && !look; i++)
+			look = batch[i]->op == CW_IO_FSYNC || (due && batch[i]->op != CW_IO_READ);
+	}
+	if (look && pb_disk_shrunk(d, now))
 		return -EIO;
 	return cw_io_submit(l->eng, batch, n);
 }
@@ -537,7 +549,7 @@ static int submit_one(struct lane *l, struct piece *p, int64_t now)
 	p->start_ns = now;
 	p->alone = l->inflight == 0;
 	p->start_seq = ++l->starts;
-	r = lane_submit(l, &io, 1);
+	r = lane_submit(l, &io, 1, now);
 	if (r == 1) {
 		l->inflight++;
 		return 0;
@@ -594,7 +606,7 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 			batch[n++] = &p->io;
 			p = p->next;
 		}
-		r = lane_submit(l, batch, n);
+		r = lane_submit(l, batch, n, now);
 		if (r <= 0) {
 			if (r < 0 && r != -EAGAIN && r != -EBUSY) {
 				struct piece *f = l->fifo;
@@ -634,15 +646,16 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 	l->inflight--;
 	if (io->res < 0) {
 		err = (int)io->res;
+		(void)pb_disk_shrunk(l->disk, now);	/* the cause, perhaps */
 	} else if (io->op != CW_IO_FSYNC && (size_t)io->res < io->len) {
-		if (io->res == 0) {
+		if (pb_disk_shrunk(l->disk, now) || io->res == 0) {
 			err = -EIO;	/* past the end of the disk */
 		} else {
 			/* A short transfer: carry on with the rest. */
 			io->buf = (uint8_t *)io->buf + io->res;
 			io->len -= (size_t)io->res;
 			io->off += (uint64_t)io->res;
-			if (lane_submit(l, &io, 1) == 1) {
+			if (lane_submit(l, &io, 1, now) == 1) {
 				l->inflight++;
 				return;
 			}
