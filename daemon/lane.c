@@ -874,7 +874,8 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 		if (timeout)
 			lane_unplug_replies(l);
 		n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
-		if (n == 0 && lane_waits_in_engine(l) && !l->fifo) {
+		if (n == 0 && lane_waits_in_engine(l) &&
+		    (!l->fifo || l->inflight >= l->pb->cfg->queue_depth)) {
 			lane_unplug_replies(l);
 			return STEP_PARK;
 		}
