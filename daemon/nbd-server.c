@@ -85,12 +85,6 @@
  * top but the main one's), and malloc's own threshold is set high for
  * librbd's sake (main.c). */
 #define BUF_MAP_BYTES (256u << 10)
-/* The send buffer asked for on a unix socket (the kernel caps it at
- * net.core.wmem_max): room for a large read's reply, so that its sender
- * hands it over in one call instead of waiting for the client to drain
- * the default 208 KiB four times over (each time waking this connection's
- * reader too, which sleeps on the same socket). */
-#define UNIX_SNDBUF_BYTES (4 << 20)
 #define REPLY_MEMORY_DEFAULT (UINT64_C(256) << 20)
 #define HANDSHAKE_TIMEOUT_DEFAULT_NS (INT64_C(10) * 1000000000)
 /* A client over a connection limit is told so within this, by at most
@@ -1789,12 +1783,8 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 		return;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (srv->unix_paths[li]) {
-		int sndbuf = UNIX_SNDBUF_BYTES;
-
-		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	if (srv->unix_paths[li])
 		peer_from_socket(fd, &peer);
-	}
 	now = cw_now_ns();
 
 	pthread_mutex_lock(&srv->lock);
