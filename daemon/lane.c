@@ -12,6 +12,15 @@
  * fast disk its requests are done and answered before it blocks, with no
  * thread woken.  A lane with streams is only ever dispatched by its own
  * thread, so the policy alone decides when its requests start.
+ *
+ * On an engine whose completions come on threads of their own (an RBD
+ * image: cw_io_can_wait), the dispatcher of a lane without streams waits
+ * for them without the lock, so a reader books and submits its requests
+ * itself even while others are in flight, and leaves them there: their
+ * completion wakes the dispatcher, which reaps and answers them.  It is
+ * woken for nothing else, where it looked at its record every
+ * POLL_NS_RBD (five times during a 1 MiB read) and a request booked
+ * while others ran waited for one of them to end.
  */
 #include "config.h"
 
@@ -137,9 +146,19 @@ static void futex_wait(atomic_int *addr, int val, int64_t timeout_ns)
 static void lane_wake(struct lane *l)
 {
 	/* seq_cst on both sides (here after the booking, and in lane_park
-	 * before it looks at the record) so one of them sees the other. */
+	 * and lane_engine_wait before they look at the record) so one of
+	 * them sees the other. */
 	if (atomic_load(&l->sleeping) && atomic_exchange(&l->sleeping, 0))
 		syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	else if (atomic_load(&l->eng_waiting))
+		cw_io_kick(l->eng);
+}
+
+/* Whether the lane's dispatcher waits in its engine (lane_engine_wait)
+ * rather than in lane_park; dispatcher, or under the dispatch lock. */
+static bool lane_waits_in_engine(const struct lane *l)
+{
+	return !l->sched && cw_io_can_wait(l->eng);
 }
 
 /* Set in dispatcher threads. */
@@ -314,6 +333,21 @@ static void lane_park(struct lane *l, int64_t timeout_ns)
 	atomic_store(&l->sleeping, 0);
 }
 
+/* lane_park's counterpart on a lane that waits in its engine, the
+ * dispatch lock not held: a completion ends the wait as a booking, a
+ * stop or a plan do (lane_wake).  A reader that left requests in flight
+ * (handback) needs no look: their completions come here.  busy: requests
+ * were in flight when the lock was let go, and a stop or a plan waits for
+ * them, so their completion is what to wait for. */
+static void lane_engine_wait(struct lane *l, int64_t timeout_ns, bool busy)
+{
+	atomic_store(&l->eng_waiting, true);
+	if (!lane_has_bookings(l) &&
+	    (busy || (!atomic_load(&l->stop) && !atomic_load(&l->plan))))
+		(void)cw_io_wait(l->eng, timeout_ns);
+	atomic_store(&l->eng_waiting, false);
+}
+
 /* The dispatch lock (Drepper's futex mutex): a reader only ever tries it;
  * the dispatcher waits for it. */
 static bool dlock_try(struct lane *l)
@@ -468,8 +502,8 @@ static void lane_intake(struct lane *l, int64_t now)
 }
 
 /* Whether the disk is a file cut shorter than its blocks (see struct
- * disk): looked at before each submission, said once. */
-bool pb_disk_shrunk(struct disk *d)
+ * disk), said once. */
+bool pb_disk_shrunk(struct disk *d, int64_t now)
 {
 	struct stat st;
 
@@ -477,6 +511,7 @@ bool pb_disk_shrunk(struct disk *d)
 		return false;
 	if (atomic_load_explicit(&d->shrunk, memory_order_relaxed))
 		return true;
+	atomic_store_explicit(&d->size_ns, now, memory_order_relaxed);
 	if (fstat(d->fd, &st) < 0 || (uint64_t)st.st_size >= d->need_bytes)
 		return false;
 	if (!atomic_exchange(&d->shrunk, true))
@@ -487,18 +522,29 @@ bool pb_disk_shrunk(struct disk *d)
 	return true;
 }
 
-/* cw_io_submit, unless the disk shrank: then -EIO.  Only a write can
- * take a file past its end (a read there fails by itself), and a flush
- * must not say written what was cut: those look at the file's size; a
- * batch of reads only at what was found before. */
-static int lane_submit(struct lane *l, struct cw_io_req **batch, unsigned n)
+/* cw_io_submit, unless the disk shrank: then -EIO.  A flush must not say
+ * written what was cut: it looks at the file's size.  Only a write can
+ * take a file past its end (a read there fails by itself, and then looks
+ * at the size: lane_reaped), and it costs an fstat, as much CPU as a 4 KiB
+ * copy from tmpfs: writes look at the size once SHRUNK_CHECK_NS passed
+ * since it was last looked at, and so a file cut while they run may be
+ * written past its end for that long.  Reads only look at what was found
+ * before. */
+static int lane_submit(struct lane *l, struct cw_io_req **batch, unsigned n, int64_t now)
 {
+	struct disk *d = l->disk;
 	bool look = false;
 
-	for (unsigned i = 0; i < n && !look; i++)
-		look = batch[i]->op != CW_IO_READ;
-	if (look ? pb_disk_shrunk(l->disk)
-		 : atomic_load_explicit(&l->disk->shrunk, memory_order_relaxed))
+	if (atomic_load_explicit(&d->shrunk, memory_order_relaxed))
+		return -EIO;
+	if (d->regular) {
+		bool due = now - atomic_load_explicit(&d->size_ns, memory_order_relaxed) >=
+			   SHRUNK_CHECK_NS;
+
+		for (unsigned i = 0; i < n && !look; i++)
+			look = batch[i]->op == CW_IO_FSYNC || (due && batch[i]->op != CW_IO_READ);
+	}
+	if (look && pb_disk_shrunk(d, now))
 		return -EIO;
 	return cw_io_submit(l->eng, batch, n);
 }
@@ -511,7 +557,7 @@ static int submit_one(struct lane *l, struct piece *p, int64_t now)
 	p->start_ns = now;
 	p->alone = l->inflight == 0;
 	p->start_seq = ++l->starts;
-	r = lane_submit(l, &io, 1);
+	r = lane_submit(l, &io, 1, now);
 	if (r == 1) {
 		l->inflight++;
 		return 0;
@@ -568,7 +614,7 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 			batch[n++] = &p->io;
 			p = p->next;
 		}
-		r = lane_submit(l, batch, n);
+		r = lane_submit(l, batch, n, now);
 		if (r <= 0) {
 			if (r < 0 && r != -EAGAIN && r != -EBUSY) {
 				struct piece *f = l->fifo;
@@ -608,15 +654,16 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 	l->inflight--;
 	if (io->res < 0) {
 		err = (int)io->res;
+		(void)pb_disk_shrunk(l->disk, now);	/* the cause, perhaps */
 	} else if (io->op != CW_IO_FSYNC && (size_t)io->res < io->len) {
-		if (io->res == 0) {
+		if (pb_disk_shrunk(l->disk, now) || io->res == 0) {
 			err = -EIO;	/* past the end of the disk */
 		} else {
 			/* A short transfer: carry on with the rest. */
 			io->buf = (uint8_t *)io->buf + io->res;
 			io->len -= (size_t)io->res;
 			io->off += (uint64_t)io->res;
-			if (lane_submit(l, &io, 1) == 1) {
+			if (lane_submit(l, &io, 1, now) == 1) {
 				l->inflight++;
 				return;
 			}
@@ -638,6 +685,8 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl)
 	free(atomic_exchange(&l->plan, pl));
 	atomic_store(&l->sleeping, 0);
 	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (atomic_load(&l->eng_waiting))
+		cw_io_kick(l->eng);
 }
 
 /* The real-time threads' footing (pool-backend.h). */
@@ -827,9 +876,18 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 			timeout = -1;
 		else
 			timeout = l->fifo ? 0 : l->disk->poll_ns ? l->disk->poll_ns : POLL_NS;
+		/* Waits for a completion without the lock (lane_main):
+		 * what completed so far, then nothing to do here. */
+		if (lane_waits_in_engine(l))
+			timeout = 0;
 		if (timeout)
 			lane_unplug_replies(l);
 		n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
+		if (n == 0 && lane_waits_in_engine(l) &&
+		    (!l->fifo || l->inflight >= l->pb->cfg->queue_depth)) {
+			lane_unplug_replies(l);
+			return STEP_PARK;
+		}
 		*now = cw_now_ns();
 		if (n > 0 && l->sched)
 			lane_miss_reaped(l, *now);
@@ -863,8 +921,9 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 void *lane_main(void *arg)
 {
 	struct lane *l = arg;
-	int64_t wait_until = -1, now;
+	int64_t wait_until = -1, now, timeout;
 	enum step st;
+	bool busy, in_engine;
 
 	in_dispatcher = true;
 	if (l->sched) {
@@ -880,11 +939,18 @@ void *lane_main(void *arg)
 		dlock_take(l);
 		atomic_store(&l->handback, false);
 		st = lane_step(l, &wait_until, &now);
+		busy = l->inflight > 0;
+		in_engine = lane_waits_in_engine(l);
 		dlock_drop(l);
 		if (st == STEP_EXIT)
 			break;
-		if (st == STEP_PARK)
-			lane_park(l, wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0));
+		if (st != STEP_PARK)
+			continue;
+		timeout = wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0);
+		if (in_engine)
+			lane_engine_wait(l, timeout, busy);
+		else
+			lane_park(l, timeout);
 	}
 	return NULL;
 }
@@ -902,7 +968,8 @@ void *lane_main(void *arg)
  * flight when it leaves are handed back to the dispatcher.  Returns false
  * when the dispatcher must be woken: the lock was taken, the disk has
  * streams (their dispatcher alone applies the policy), a plan or a stop
- * waits, or work is left.
+ * waits, or work is left that no completion will bring the dispatcher
+ * back to (on an engine it waits in, requests in flight will).
  */
 static bool lane_borrow(struct lane *l)
 {
@@ -936,6 +1003,8 @@ static bool lane_borrow(struct lane *l)
 	idle = !l->inflight && !l->fifo && !lane_beq_count(l);
 	if (!idle)
 		atomic_store(&l->handback, true);
+	if (l->inflight && cw_io_can_wait(l->eng))
+		idle = true;
 	dlock_drop(l);
 	return idle;
 }
@@ -950,4 +1019,6 @@ void lane_stop(struct lane *l)
 	atomic_store(&l->stop, true);
 	atomic_store(&l->sleeping, 0);
 	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (atomic_load(&l->eng_waiting))
+		cw_io_kick(l->eng);
 }

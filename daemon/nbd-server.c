@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -78,6 +79,12 @@
  * all kept buffers fit in half the reply memory); larger ones are
  * released so an idle connection does not pin 32 MiB a slot. */
 #define BUF_KEEP_BYTES (1u << 20)
+/* Slot buffers from this size on are mappings of their own, given back
+ * whole when dropped: from malloc's arenas, a load's large buffers were
+ * kept scattered there long after it (malloc_trim gives back no arena's
+ * top but the main one's), and malloc's own threshold is set high for
+ * librbd's sake (main.c). */
+#define BUF_MAP_BYTES (256u << 10)
 #define REPLY_MEMORY_DEFAULT (UINT64_C(256) << 20)
 #define HANDSHAKE_TIMEOUT_DEFAULT_NS (INT64_C(10) * 1000000000)
 /* A client over a connection limit is told so within this, by at most
@@ -535,10 +542,31 @@ static int reply_iov(struct conn *c, struct slot *s, struct iovec *iov)
 	return 1;
 }
 
+/* A slot buffer of cap bytes (a multiple of the page size), aligned to
+ * BUF_ALIGN; NULL without memory. */
+static void *buf_alloc(size_t cap)
+{
+	void *p;
+
+	if (cap >= BUF_MAP_BYTES) {
+		p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	return posix_memalign(&p, BUF_ALIGN, cap) == 0 ? p : NULL;
+}
+
+static void buf_free(void *p, size_t cap)
+{
+	if (p && cap >= BUF_MAP_BYTES)
+		munmap(p, cap);
+	else
+		free(p);
+}
+
 static void drop_buf(struct nbdsrv *srv, struct slot *s)
 {
 	atomic_fetch_sub_explicit(&srv->buf_bytes, s->buf_cap, memory_order_relaxed);
-	free(s->io.buf);
+	buf_free(s->io.buf, s->buf_cap);
 	s->io.buf = NULL;
 	s->buf_cap = 0;
 }
@@ -1218,7 +1246,8 @@ static int ensure_buf(struct slot *s, uint32_t length)
 	if (s->buf_cap >= length)
 		return 0;
 	cap = ((size_t)length + 65535) & ~(size_t)65535;
-	if (posix_memalign(&p, BUF_ALIGN, cap) != 0)
+	p = buf_alloc(cap);
+	if (!p)
 		return -ENOMEM;
 	drop_buf(srv, s);
 	s->io.buf = p;

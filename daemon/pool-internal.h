@@ -46,6 +46,8 @@
  * looking at the record 20000 times a second while they run takes CPU
  * from what serves them when the OSDs share the host. */
 #define POLL_NS_RBD (500 * CW_NS_PER_US)
+/* Writes to a disk file look at its size at most this often (lane.c). */
+#define SHRUNK_CHECK_NS CW_NS_PER_MS
 #define PREQ_SMALL_PIECES 4	/* requests this small are reused (lane_preq_get) */
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
@@ -90,6 +92,9 @@ struct lane {
 	atomic_int_fast64_t booked_end;	/* highest booked slot + 1, a hint */
 	_Atomic(struct piece *) overflow;	/* pushed by dispatchers on a full window */
 	atomic_int sleeping;
+	/* The dispatcher waits in its engine (cw_io_wait) without the
+	 * dispatch lock: waking it is a kick of the engine (lane.c). */
+	atomic_bool eng_waiting;
 	/* Whoever holds it runs the lane's dispatch (the fields below): its
 	 * dispatcher, or a connection's reader while the dispatcher is idle
 	 * (lane_unplug).  0 free, 1 held, 2 held with the dispatcher waiting. */
@@ -164,13 +169,17 @@ struct disk {
 	atomic_uint_fast64_t margin_proposal_ppm;
 	atomic_bool no_slack;		/* no margin fits: best effort gets no slack */
 	/* A regular file must stay at least need_bytes long (label and
-	 * blocks): one truncated under the daemon is found before the next
-	 * submission (lane.c), and from then on shrunk fails every request
-	 * on it with EIO, so that nothing is written past its end (a write
-	 * there would grow it again, and what was cut would read as zeros). */
+	 * blocks): one truncated under the daemon is found before its next
+	 * flush, before its next write once SHRUNK_CHECK_NS passed since its
+	 * size was last looked at (size_ns), and at the first request on it
+	 * that fails or comes short (lane.c); from then on shrunk fails every
+	 * request on it with EIO, so that nothing more is written past its
+	 * end (a write there would grow it again, and what was cut would
+	 * read as zeros). */
 	bool regular;
 	uint64_t need_bytes;
 	atomic_bool shrunk;
+	atomic_int_fast64_t size_ns;
 };
 
 /* The data path's side of an admitted reservation: the admission state's
@@ -479,9 +488,10 @@ int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio);
 /* Whether cw_io_punch works on the disk's open descriptor (its io_kind
  * known). */
 bool pb_disk_can_punch(const struct disk *d);
-/* The disk is a file cut shorter than its blocks need: logged the first
- * time; its requests fail with EIO from then on (struct disk). */
-bool pb_disk_shrunk(struct disk *d);
+/* The disk is a file cut shorter than its blocks need (one fstat, at now):
+ * logged the first time; its requests fail with EIO from then on (struct
+ * disk). */
+bool pb_disk_shrunk(struct disk *d, int64_t now);
 int pb_alloc_start(struct pb *pb);
 void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
 /* Returns once the keeper is past every batch begun before the call:

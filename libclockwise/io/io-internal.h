@@ -30,6 +30,12 @@ struct cw_io_ops {
 	 * <= max, and <= inflight when deadline_ns < 0. */
 	int (*reap)(struct cw_io_engine *e, unsigned min_complete, int64_t deadline_ns,
 		    struct cw_io_req **ret_reqs, unsigned max);
+	/* Optional, both or neither (cw_io_can_wait): sleeps until a
+	 * completion or a kick, or deadline_ns (CW_IO_FOREVER or an
+	 * absolute CLOCK_MONOTONIC time); touches only what a concurrent
+	 * submit and reap leave to it.  kick: any thread. */
+	void (*wait)(struct cw_io_engine *e, int64_t deadline_ns);
+	void (*kick)(struct cw_io_engine *e);
 };
 
 struct cw_io_engine {

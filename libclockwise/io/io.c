@@ -194,6 +194,30 @@ unsigned cw_io_inflight(const struct cw_io_engine *e)
 	return e ? e->inflight : 0;
 }
 
+bool cw_io_can_wait(const struct cw_io_engine *e)
+{
+	return e && e->ops->wait;
+}
+
+/* Reads nothing of e but its ops: its owner may be reaping meanwhile. */
+int cw_io_wait(struct cw_io_engine *e, int64_t timeout_ns)
+{
+	if (!e)
+		return -EINVAL;
+	if (!e->ops->wait)
+		return -EOPNOTSUPP;
+	if (timeout_ns == 0)
+		return 0;
+	e->ops->wait(e, timeout_ns < 0 ? CW_IO_FOREVER : cw_now_ns() + timeout_ns);
+	return 0;
+}
+
+void cw_io_kick(struct cw_io_engine *e)
+{
+	if (e && e->ops->kick)
+		e->ops->kick(e);
+}
+
 int64_t cw_io_sync(struct cw_io_engine *e, int fd, enum cw_io_op op, void *buf,
 		   size_t len, uint64_t off)
 {

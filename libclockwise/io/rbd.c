@@ -20,10 +20,16 @@
  *
  * The engine.  Each request becomes one rbd_aio_* call whose completion
  * callback, on a librbd thread, pushes its slot on the engine's lock-free
- * list of finished slots and bumps the engine's eventfd; reap takes the
- * list, waits on the eventfd when it is empty.  A callback per engine
- * rather than rbd_poll_io_events: the events are the image's, and several
- * lanes (engines) share one image handle.
+ * list of finished slots; reap takes the list, and sleeps on a futex word
+ * when it is empty.  The callback wakes it only when it sleeps: a reaper
+ * busy with other completions costs librbd's thread no system call, and
+ * one that sleeps costs one wake-up (an eventfd cost a write there, a
+ * ppoll and a read here).  The same word lets the engine's owner wait for
+ * a completion without reaping it (cw_io_wait, while another thread may
+ * submit and reap), and any thread end that wait (cw_io_kick).  A
+ * callback per engine rather than
+ * rbd_poll_io_events: the events are the image's, and several lanes
+ * (engines) share one image handle.
  *
  * Invariant: a request's image handle is the one its descriptor stood for
  * when it was submitted, and it stays open until the request is reaped:
@@ -40,13 +46,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -543,7 +550,14 @@ struct rslot {
 
 struct rbd_engine {
 	struct cw_io_engine head;	/* first: the front end's view */
-	int efd;			/* bumped by every completion */
+	/* 1 while the reaper sleeps (or is about to): a completion clears
+	 * it and wakes the reaper.  seq_cst here and on the done list, so
+	 * that the reaper sees the push or the callback sees the flag. */
+	atomic_int sleeping;
+	atomic_bool kicked;		/* cw_io_kick: the next or current wait ends */
+	/* Callbacks between their push and their last look at the engine:
+	 * it is freed only when none is (rbd_engine_free). */
+	atomic_int in_callback;
 	struct rslot *slots;
 	unsigned *free_slots, n_free;
 	_Atomic(struct rslot *) done;	/* pushed by librbd's threads */
@@ -565,12 +579,9 @@ static int rbd_engine_new(unsigned depth, struct cw_io_engine **ret_engine)
 
 	if (!x)
 		return -ENOMEM;
-	x->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	x->slots = calloc(depth, sizeof(*x->slots));
 	x->free_slots = calloc(depth, sizeof(*x->free_slots));
-	if (x->efd < 0 || !x->slots || !x->free_slots) {
-		if (x->efd >= 0)
-			close(x->efd);
+	if (!x->slots || !x->free_slots) {
 		free(x->slots);
 		free(x->free_slots);
 		free(x);
@@ -582,6 +593,9 @@ static int rbd_engine_new(unsigned depth, struct cw_io_engine **ret_engine)
 	}
 	x->cached_fd = -1;
 	atomic_init(&x->done, NULL);
+	atomic_init(&x->sleeping, 0);
+	atomic_init(&x->kicked, false);
+	atomic_init(&x->in_callback, 0);
 	*ret_engine = &x->head;
 	return 0;
 }
@@ -590,10 +604,21 @@ static void rbd_engine_free(struct cw_io_engine *e)
 {
 	struct rbd_engine *x = to_rbd(e);
 
-	close(x->efd);
+	/* Every request was reaped, but the callback of the last may still
+	 * be between its push and its wake-up. */
+	while (atomic_load_explicit(&x->in_callback, memory_order_acquire))
+		sched_yield();
 	free(x->slots);
 	free(x->free_slots);
 	free(x);
+}
+
+/* Wakes the reaper or the owner's cw_io_wait if it sleeps. */
+static void wake(struct rbd_engine *x)
+{
+	if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst) &&
+	    atomic_exchange_explicit(&x->sleeping, 0, memory_order_seq_cst))
+		syscall(SYS_futex, &x->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* librbd's thread: the request is finished. */
@@ -602,17 +627,15 @@ static void rbd_complete(rbd_completion_t c, void *arg)
 	struct rslot *s = arg;
 	struct rbd_engine *x = s->e;
 	struct rslot *head = atomic_load_explicit(&x->done, memory_order_relaxed);
-	uint64_t one = 1;
 
 	s->ret = rbd_aio_get_return_value(c);
+	atomic_fetch_add_explicit(&x->in_callback, 1, memory_order_relaxed);
 	do
 		s->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&x->done, &head, s, memory_order_release,
+	while (!atomic_compare_exchange_weak_explicit(&x->done, &head, s, memory_order_seq_cst,
 						      memory_order_relaxed));
-	/* Only the push onto an empty list wakes the reaper: whoever made
-	 * the list non-empty did, and the reaper takes the list whole. */
-	if (!head)
-		(void)!write(x->efd, &one, sizeof(one));	/* fails only at 2^64 - 1 */
+	wake(x);
+	atomic_fetch_sub_explicit(&x->in_callback, 1, memory_order_release);
 }
 
 /* The image fd stands for; NULL: fd is not a stand-in. */
@@ -706,24 +729,38 @@ static void take_done(struct rbd_engine *x)
 	*tail = rev;
 }
 
-static int wait_done(struct rbd_engine *x, int64_t deadline_ns)
+/* Sleeps until a completion is pushed, or a kick came when kickable, or
+ * deadline_ns (CLOCK_MONOTONIC, as the futex's absolute timeout takes it)
+ * passes.  The flag goes up before the list (and kick) are looked at, and
+ * wakers publish before they look at the flag, all seq_cst: one of the
+ * two sides sees the other. */
+static void wait_done(struct rbd_engine *x, int64_t deadline_ns, bool kickable)
 {
-	struct pollfd p = { .fd = x->efd, .events = POLLIN };
-	struct timespec ts;
-	uint64_t v;
-	int r;
+	struct timespec ts = { .tv_sec = deadline_ns / CW_NS_PER_S,
+			       .tv_nsec = deadline_ns % CW_NS_PER_S };
 
-	if (deadline_ns == CW_IO_FOREVER)
-		r = ppoll(&p, 1, NULL, NULL);
-	else if (!cw_io_remaining(deadline_ns, &ts))
-		return 0;
-	else
-		r = ppoll(&p, 1, &ts, NULL);
-	if (r < 0 && errno != EINTR)
-		return -errno;
-	/* the count only wakes us: the list says what finished */
-	(void)!read(x->efd, &v, sizeof(v));
-	return 0;
+	atomic_store_explicit(&x->sleeping, 1, memory_order_seq_cst);
+	if (!atomic_load_explicit(&x->done, memory_order_seq_cst) &&
+	    !(kickable && atomic_load_explicit(&x->kicked, memory_order_seq_cst)))
+		syscall(SYS_futex, &x->sleeping, FUTEX_WAIT_BITSET_PRIVATE, 1,
+			deadline_ns == CW_IO_FOREVER ? NULL : &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+	atomic_store_explicit(&x->sleeping, 0, memory_order_relaxed);
+	if (kickable)
+		atomic_store_explicit(&x->kicked, false, memory_order_relaxed);
+}
+
+/* Touches only the atomics: the thread that reaps may be at work. */
+static void rbd_wait(struct cw_io_engine *e, int64_t deadline_ns)
+{
+	wait_done(to_rbd(e), deadline_ns, true);
+}
+
+static void rbd_kick(struct cw_io_engine *e)
+{
+	struct rbd_engine *x = to_rbd(e);
+
+	atomic_store_explicit(&x->kicked, true, memory_order_seq_cst);
+	wake(x);
 }
 
 static int rbd_reap(struct cw_io_engine *e, unsigned min_complete, int64_t deadline_ns,
@@ -761,14 +798,7 @@ static int rbd_reap(struct cw_io_engine *e, unsigned min_complete, int64_t deadl
 		if (got >= min_complete || got == max || deadline_ns == CW_IO_POLL ||
 		    (deadline_ns != CW_IO_FOREVER && cw_now_ns() >= deadline_ns))
 			return (int)got;
-		if (atomic_load_explicit(&x->done, memory_order_acquire))
-			continue;
-		{
-			int r = wait_done(x, deadline_ns);
-
-			if (r < 0)
-				return got ? (int)got : r;
-		}
+		wait_done(x, deadline_ns, false);
 	}
 }
 
@@ -778,6 +808,8 @@ const struct cw_io_ops cw_io_rbd_ops = {
 	.engine_free = rbd_engine_free,
 	.submit = rbd_submit,
 	.reap = rbd_reap,
+	.wait = rbd_wait,
+	.kick = rbd_kick,
 };
 
 #else /* !HAVE_LIBRBD */

@@ -88,6 +88,23 @@ int cw_io_reap(struct cw_io_engine *e, unsigned min_complete, int64_t timeout_ns
 /* Number of requests submitted and not yet reaped. */
 unsigned cw_io_inflight(const struct cw_io_engine *e);
 
+/* Whether e's completions can be waited for apart from reaping them
+ * (cw_io_wait, cw_io_kick): an engine whose requests finish on threads of
+ * their own (CW_IO_RBD) can. */
+bool cw_io_can_wait(const struct cw_io_engine *e);
+
+/* Sleeps until a request of e may have finished since the last reap, a
+ * cw_io_kick() came (since the last wait), or timeout_ns passed (< 0: no
+ * limit); reaps nothing.  Unlike the other calls on an engine, it may run
+ * while one other thread submits and reaps on e, so that the thread that
+ * owns e can wait without holding what guards it.  -EOPNOTSUPP where
+ * cw_io_can_wait() is false. */
+int cw_io_wait(struct cw_io_engine *e, int64_t timeout_ns);
+
+/* Ends the cw_io_wait() in progress on e, or else the next one, at once;
+ * any thread. */
+void cw_io_kick(struct cw_io_engine *e);
+
 /* Convenience for one synchronous request through the engine (calibration,
  * labels): submits it, waits for it, returns res. */
 int64_t cw_io_sync(struct cw_io_engine *e, int fd, enum cw_io_op op, void *buf,

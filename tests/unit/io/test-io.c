@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,50 @@ static void test_rbd_names(void)
 	CU_ASSERT_EQUAL(cw_io_close(fd), 0);
 	CU_ASSERT_EQUAL(cw_io_close(-1), 0);
 	unlink(path);
+}
+
+static void *kick_later(void *arg)
+{
+	usleep(20000);
+	cw_io_kick(arg);
+	return NULL;
+}
+
+/* An engine whose completions come on threads of their own can be waited
+ * on apart from reaping: the wait ends at its timeout, or at a kick, from
+ * before the wait or from another thread during it; other engines say
+ * they cannot.  (Completions ending it are the RBD tests' business.) */
+static void test_wait_kick(void)
+{
+	struct cw_io_engine *e = engine(4);
+	pthread_t t;
+	int64_t t0;
+
+	CU_ASSERT(!cw_io_can_wait(e));
+	CU_ASSERT_EQUAL(cw_io_wait(e, 1000), -EOPNOTSUPP);
+	cw_io_kick(e);	/* nothing to end: harmless */
+	cw_io_engine_free(e);
+	if (!cw_io_rbd_supported())
+		return;
+	CU_ASSERT_FATAL(cw_io_engine_new(CW_IO_RBD, 4, &e) == 0);
+	CU_ASSERT(cw_io_can_wait(e));
+	t0 = cw_now_ns();
+	CU_ASSERT_EQUAL(cw_io_wait(e, 0), 0);
+	CU_ASSERT_EQUAL(cw_io_wait(e, 10 * CW_NS_PER_MS), 0);
+	CU_ASSERT(cw_now_ns() - t0 >= 10 * CW_NS_PER_MS);
+	/* a kick ends the next wait at once, and that one only */
+	cw_io_kick(e);
+	t0 = cw_now_ns();
+	CU_ASSERT_EQUAL(cw_io_wait(e, 60 * CW_NS_PER_S), 0);
+	CU_ASSERT(cw_now_ns() - t0 < 30 * CW_NS_PER_S);
+	t0 = cw_now_ns();
+	CU_ASSERT_EQUAL(cw_io_wait(e, 10 * CW_NS_PER_MS), 0);
+	CU_ASSERT(cw_now_ns() - t0 >= 10 * CW_NS_PER_MS);
+	/* a kick from another thread ends a wait without a limit */
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, kick_later, e) == 0);
+	CU_ASSERT_EQUAL(cw_io_wait(e, -1), 0);
+	pthread_join(t, NULL);
+	cw_io_engine_free(e);
 }
 
 /* Partial transfers and transient errors, one kernel result at a time. */
@@ -814,6 +859,7 @@ static void add_engine_tests(CU_pSuite s)
 	cwtest_add(s, "errors", test_errors);
 	cwtest_add(s, "buffered fallback", test_buffered_fallback);
 	cwtest_add(s, "loop device", test_loop_device);
+	cwtest_add(s, "waits apart from reaping", test_wait_kick);
 }
 
 int main(void)
