@@ -33,7 +33,7 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 	cwc_add(o, "range_start", cw_ctl_json_u64(r->range_start_bytes));
 	cwc_add(o, "range_end", cw_ctl_json_u64(r->range_end_bytes));
 	cwc_add(o, "period_ns", json_object_new_int64(r->period_ns));
-	cwc_add(o, "due", cwc_jstr(r->due == CW_ADMIT_DUE_STREAM ? "stream" : "disk"));
+	cwc_add(o, "due", cwc_jstr(cw_admit_due_name(r->due)));
 	cwc_add(o, "lead_ns", json_object_new_int64(r->lead_ns));
 	/* Times relative to now: the clock is the server's monotonic one. */
 	cwc_add(o, "starts_in_ns", r->span_start_ns ?
@@ -120,9 +120,7 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	rq.duration_ns = (int64_t)duration;
 	cw_ctl_arg_bool(c->req, "dry_run", &rq.dry_run);
 	due = cw_ctl_arg_str(c->req, "due");
-	if (due && !strcmp(due, "stream"))
-		rq.due = CW_ADMIT_DUE_STREAM;
-	else if (due && strcmp(due, "disk"))
+	if (due && cw_admit_due_parse(due, &rq.due) < 0)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "due \"%s\": expected disk or stream", due);
 	/* Rule 2 the other way: a stream is admitted where its range lies,
 	 * and a running move would take it elsewhere. */

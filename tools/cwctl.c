@@ -1212,12 +1212,13 @@ static int c_resv_create(int argc, char **argv)
 	uint64_t v;
 	int64_t ns;
 	bool rate = false, block = false;
+	enum cw_admit_due due;
 	int o;
 
 	while ((o = next_opt(argc, argv, "hr:b:R:s:d:nD:", lo)) != -1) {
 		switch (o) {
 		case 'D':
-			if (strcmp(optarg, "disk") && strcmp(optarg, "stream")) {
+			if (cw_admit_due_parse(optarg, &due) < 0) {
 				json_object_put(a);
 				return usage_error("--due \"%s\": expected disk or stream", optarg);
 			}

@@ -35,6 +35,7 @@
 
 #include <libnbd.h>
 
+#include <clockwise/admit.h>
 #include <clockwise/types.h>
 #include <clockwise/units.h>
 
@@ -226,14 +227,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			break;
-		case 'U':
-			if (strcmp(optarg, "disk") && strcmp(optarg, "stream")) {
+		case 'U': {
+			enum cw_admit_due due;
+
+			if (cw_admit_due_parse(optarg, &due) < 0) {
 				fprintf(stderr, "cwstream: --due \"%s\": expected disk or stream\n",
 					optarg);
 				return -1;
 			}
 			o->due = optarg;
 			break;
+		}
 		case 'E': o->reserve = true; break;
 		case 's': o->socket = optarg; break;
 		case 'j': o->json = true; break;

@@ -18,6 +18,13 @@ static inline bool admit_window_overlaps(const struct cw_task *t, int64_t from, 
 /* Who a refused test result blames, with idx[i] naming set[i] for the
  * caller: one task, or CW_ADMIT_FAIL_ALL when the set as a whole needs
  * more than the disk (U > 1, no task alone). */
+/* D of a part of a reservation due this way, with stream period t0
+ * (0: the part's own period). */
+static inline int64_t admit_part_deadline(enum cw_admit_due due, int64_t t0)
+{
+	return due == CW_ADMIT_DUE_STREAM ? t0 : 0;
+}
+
 static inline size_t admit_culprit(const struct cw_admit_result *r, const struct cw_task *set,
 				   size_t n, const size_t *idx)
 {

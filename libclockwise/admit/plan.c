@@ -202,7 +202,7 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 		return plan_fail(ret, -EINVAL, "missing argument");
 	if (q->bandwidth_bps == 0 || q->block_bytes == 0)
 		return plan_fail(ret, -EINVAL, "bandwidth and block size must be positive");
-	if (q->due != CW_ADMIT_DUE_STREAM && q->due != CW_ADMIT_DUE_DISK)
+	if (!cw_admit_due_name(q->due))
 		return plan_fail(ret, -EINVAL, "unknown deadline rule");
 	if (q->span_start_ns < 0 || q->span_end_ns < 0 ||
 	    (q->span_end_ns && q->span_end_ns <= q->span_start_ns))
@@ -306,7 +306,7 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 		/* due a disk period after release (the client reads that far
 		 * ahead), or a stream period however seldom this disk serves
 		 * one */
-		pt->task.deadline_ns = q->due == CW_ADMIT_DUE_STREAM ? (int64_t)t0 : 0;
+		pt->task.deadline_ns = admit_part_deadline(q->due, (int64_t)t0);
 		if (q->span_start_ns || q->span_end_ns) {
 			unsigned __int128 from = q->span_start_ns + t0 * a->first;
 			unsigned __int128 to = q->span_start_ns + t0 * (a->last + 1) + per;
@@ -349,6 +349,24 @@ int cw_admit_be_reserve(const struct cw_model *m, uint64_t piece_bytes, struct c
 		return -ERANGE;
 	*ret = (struct cw_task){ CW_MAX(CW_ADMIT_BE_PERIOD_NS, CW_ADMIT_BE_SHARE * c), c, 0, 0 };
 	return 0;
+}
+
+int cw_admit_due_parse(const char *name, enum cw_admit_due *ret)
+{
+	if (!name || !ret)
+		return -EINVAL;
+	if (!strcmp(name, "disk"))
+		*ret = CW_ADMIT_DUE_DISK;
+	else if (!strcmp(name, "stream"))
+		*ret = CW_ADMIT_DUE_STREAM;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *cw_admit_due_name(enum cw_admit_due due)
+{
+	return due == CW_ADMIT_DUE_DISK ? "disk" : due == CW_ADMIT_DUE_STREAM ? "stream" : NULL;
 }
 
 uint64_t cw_admit_be_piece(enum cw_tier tier, uint64_t block)

@@ -468,7 +468,7 @@ static int resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
 		.part_id = rv->part_id, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
 		.range_start_bytes = rv->range_start_bytes, .range_end_bytes = rv->range_end_bytes,
 		.start_ns = shift_ns(rv->span_start_ns, by), .end_ns = shift_ns(rv->span_end_ns, by),
-		.period_ns = rv->period_ns, .due = rv->due == CW_ADMIT_DUE_STREAM,
+		.period_ns = rv->period_ns, .due = (unsigned)rv->due,
 		.n_disks = rv->n_parts, .disks = d, .move_id = rv->move_id,
 	};
 
@@ -528,7 +528,7 @@ static int resvs_load(struct cw_admit_state *st)
 			.range_end_bytes = rec->range_end_bytes,
 			.span_start_ns = shift_ns(rec->start_ns, -by),
 			.span_end_ns = shift_ns(rec->end_ns, -by), .period_ns = rec->period_ns,
-			.due = rec->due == 1 ? CW_ADMIT_DUE_STREAM : CW_ADMIT_DUE_DISK,
+			.due = (enum cw_admit_due)rec->due,
 			.n_parts = rec->n_disks, .parts = rv->parts, .move_id = rec->move_id,
 		};
 		for (size_t j = 0; j < np; j++)
@@ -542,7 +542,7 @@ static int resvs_load(struct cw_admit_state *st)
 				.task = { d->period_ns, d->service_ns, shift_ns(d->from_ns, -by),
 					  shift_ns(d->to_ns, -by),
 					  /* as cw_admit_plan gave it */
-					  rv->due == CW_ADMIT_DUE_STREAM ? rec->period_ns : 0 },
+					  admit_part_deadline(rv->due, rec->period_ns) },
 				.requests = d->requests, .stride = d->stride,
 			};
 		}
@@ -762,7 +762,7 @@ static int prepare(struct cw_admit_state *st, const struct cw_admit_request *req
 	r = prepare_disks(st, p);
 	if (r < 0)
 		return r;
-	if (req->due != CW_ADMIT_DUE_DISK && req->due != CW_ADMIT_DUE_STREAM) {
+	if (!cw_admit_due_name(req->due)) {
 		refuse(ref, "unknown deadline rule");
 		return -EINVAL;
 	}

@@ -437,13 +437,8 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		return 0;
 	}
 	if (!strcmp(key, "due")) {
-		if (!strcmp(v, "disk"))
-			sc->due = CW_ADMIT_DUE_DISK;
-		else if (!strcmp(v, "stream"))
-			sc->due = CW_ADMIT_DUE_STREAM;
-		else
-			return bad(where, key, "expected disk or stream");
-		return 0;
+		return cw_admit_due_parse(v, &sc->due) < 0 ?
+		       bad(where, key, "expected disk or stream") : 0;
 	}
 	if (!strcmp(key, "plan")) {
 		if (!strcmp(v, "daemon"))

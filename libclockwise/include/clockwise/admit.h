@@ -136,6 +136,10 @@ enum cw_admit_due {
 	CW_ADMIT_DUE_STREAM,
 };
 
+/* "disk" or "stream"; -EINVAL otherwise. */
+int cw_admit_due_parse(const char *name, enum cw_admit_due *ret_due);
+const char *cw_admit_due_name(enum cw_admit_due due);	/* NULL if unknown */
+
 struct cw_admit_qos {
 	uint64_t bandwidth_bps;		/* B, bytes per second */
 	uint64_t block_bytes;		/* b */
