@@ -51,12 +51,14 @@ check "worst lateness over 200ms" test "$(tail -n1 "$d/slow.json" | jq '.summary
 check "late blocks say so" test "$(jq -r 'select(.block != null) | .on_time' "$d/slow.json" | sort -u)" = false
 
 # 3b. --depth: each block is requested at its release while earlier ones
-#     are on their way (reads take 150ms, a period of 65.5ms), so blocks
-#     are late by their round trip and none waits for the one before it;
-#     --depth 1 waits, and its blocks start late.
+#     are on their way (reads take 300ms, a period of 65.5ms: 8 blocks in
+#     0.5s, so a depth of 8 keeps every one of them from waiting; at the
+#     default depth of 4 the fifth would wait 300 - 4 x 65.5 = 38ms for the
+#     first), so blocks are late by their round trip and none waits for the
+#     one before it; --depth 1 waits, and its blocks start late.
 "$CWSTREAM" play "nbd+unix:///?socket=$d/slow" --rate 4MB/s --block 256K --duration 0.5s \
-	--json > "$d/deep.json"
-check "at depth 4 every block is late by its round trip" \
+	--depth 8 --json > "$d/deep.json"
+check "at depth 8 every block is late by its round trip" \
 	test "$(tail -n1 "$d/deep.json" | jq '.summary.miss_causes.round_trip == .summary.misses and .summary.misses > 0')" = true
 check "and was requested at its release" \
 	test "$(tail -n1 "$d/deep.json" | jq '.summary.worst_start_late_ns < 50000000')" = true
