@@ -32,6 +32,7 @@
 #define OVERRUNS 64		/* overruns kept (power of two) */
 #define MISS_LOG 64		/* miss records waiting to be logged (power of two) */
 #define DELIVERY_LOG 16		/* late replies waiting to be logged */
+#define SLEEPS 64		/* the dispatcher's sleeps kept (power of two) */
 
 struct rd_sample {
 	int64_t t, rd;
@@ -42,6 +43,10 @@ struct overrun {
 	bool rt;
 };
 
+struct sleep {
+	int64_t from, to, until;
+};
+
 struct miss_rec {
 	struct cw_sched_miss m;
 	enum cw_sched_miss_class cls;
@@ -50,6 +55,7 @@ struct miss_rec {
 	size_t len;
 	int64_t overrun_at;		/* done time of the overrun blamed, or 0 */
 	bool overrun_rt;
+	struct sleep longest;		/* the dispatcher's longest sleep in slept_ns */
 };
 
 struct lane_miss {
@@ -59,6 +65,8 @@ struct lane_miss {
 	bool fresh;			/* the latest sample is the reap's, not yet a round's */
 	struct overrun ovr[OVERRUNS];
 	uint64_t novr;
+	struct sleep sleeps[SLEEPS];
+	uint64_t nsleeps;
 	struct cw_sched_overrun_watch watch;
 	/* the log ring: the dispatcher writes at head, the drainer reads
 	 * at tail */
@@ -165,6 +173,41 @@ void lane_miss_started(struct lane *l, struct piece *p)
 		p->rd_start = rd_last(l->miss);
 }
 
+void lane_miss_slept(struct lane *l, int64_t from, int64_t to, int64_t until)
+{
+	struct lane_miss *lm = l->miss;
+
+	/* the dispatcher sleeps between rounds: a sleep of no length is
+	 * not one worth a slot */
+	if (lm && to - from >= CW_MISS_CPU_TOLERANCE_NS)
+		lm->sleeps[lm->nsleeps++ % SLEEPS] = (struct sleep){ from, to, until };
+}
+
+/* How long the dispatcher slept within [from, to), and its longest sleep
+ * there. */
+static int64_t slept_in(const struct lane_miss *lm, int64_t from, int64_t to, struct sleep *longest)
+{
+	uint64_t n = CW_MIN(lm->nsleeps, (uint64_t)SLEEPS);
+	int64_t sum = 0, best = 0;
+
+	*longest = (struct sleep){ 0, 0, -1 };
+	for (uint64_t i = 1; i <= n; i++) {
+		const struct sleep *s = &lm->sleeps[(lm->nsleeps - i) % SLEEPS];
+		int64_t a = CW_MAX(s->from, from), b = CW_MIN(s->to, to);
+
+		if (s->to <= from)
+			break;
+		if (b <= a)
+			continue;
+		sum += b - a;
+		if (b - a > best) {
+			best = b - a;
+			*longest = *s;
+		}
+	}
+	return sum;
+}
+
 /* The largest overrun of another request in service in [from, to). */
 static const struct overrun *worst_overrun(const struct lane_miss *lm, int64_t from, int64_t to,
 					   int64_t start_self)
@@ -230,11 +273,15 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.cpu_wait_service_ns = cpu_service,
 			.cpu_wait_window_ns = CW_MAX(rd - rd_at(lm, sr->release_ns), 0),
 			.cpu_wait_reader_ns = p->req->reader_wait_ns,
+			.booked_ns = p->booked_ns, .taken_ns = p->taken_ns,
 		};
+		struct sleep longest;
 		const struct overrun *o = worst_overrun(lm, sr->release_ns, now, p->start_ns);
 		enum cw_sched_miss_class c;
 		uint64_t h;
 
+		m.slept_ns = slept_in(lm, p->booked_ns ? p->booked_ns : sr->release_ns, p->start_ns,
+				      &longest);
 		m.other_overrun_ns = o ? o->over : 0;
 		m.other_overrun_rt = o && o->rt;
 		c = cw_sched_miss_classify(&m);
@@ -248,7 +295,7 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 		lm->log[h % MISS_LOG] = (struct miss_rec){
 			.m = m, .cls = c, .stream = p->resv->a->stream,
 			.resv = p->resv->a->persistent ? p->resv->a->id : 0, .len = p->io.len,
-			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt };
+			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt, .longest = longest };
 		atomic_store_explicit(&lm->head, h + 1, memory_order_release);
 	}
 }
@@ -314,7 +361,7 @@ void lane_miss_drain(struct lane *l)
 	for (t = atomic_load_explicit(&lm->tail, memory_order_relaxed); t < h; t++) {
 		const struct miss_rec *r = &lm->log[t % MISS_LOG];
 		const struct cw_sched_miss *m = &r->m;
-		char why[160] = "";
+		char why[160] = "", path[96] = "", slept[192] = "";
 
 		if (m->other_overrun_ns > 0 && (r->cls == CW_MISS_OVERRUN || r->cls == CW_MISS_MODEL))
 			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
@@ -324,14 +371,28 @@ void lane_miss_drain(struct lane *l)
 			snprintf(why, sizeof(why), "; it waited %.0f us on its connection before the "
 				 "daemon read it, the reader waiting for a CPU",
 				 US(m->cpu_wait_reader_ns));
+		if (m->booked_ns && m->taken_ns)
+			snprintf(path, sizeof(path), ", booked at %.0f, taken at %.0f",
+				 US(m->booked_ns - m->release_ns), US(m->taken_ns - m->release_ns));
+		if (m->slept_ns > 0 && r->longest.until >= 0)
+			snprintf(slept, sizeof(slept), "; the dispatcher slept %.0f us meanwhile, at "
+				 "most %.0f us from %.0f us for the policy's wake-up at %.0f us",
+				 US(m->slept_ns), US(r->longest.to - r->longest.from),
+				 US(r->longest.from - m->release_ns), US(r->longest.until - m->release_ns));
+		else if (m->slept_ns > 0)
+			snprintf(slept, sizeof(slept), "; the dispatcher slept %.0f us meanwhile, at "
+				 "most %.0f us from %.0f us with no wake-up set",
+				 US(m->slept_ns), US(r->longest.to - r->longest.from),
+				 US(r->longest.from - m->release_ns));
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
-			"a deadline by %.0f us (%s): released at 0, due at %.0f, started at %.0f, "
+			"a deadline by %.0f us (%s): released at 0%s, due at %.0f, started at %.0f, "
 			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "
-			"for a CPU in its window, %.0f us in its service%s",
+			"for a CPU in its window, %.0f us in its service%s%s",
 			l->disk->name, r->stream, r->resv, US(m->done_ns - m->deadline_ns),
-			cw_sched_miss_class_name(r->cls), US(m->deadline_ns - m->release_ns),
+			cw_sched_miss_class_name(r->cls), path, US(m->deadline_ns - m->release_ns),
 			US(m->start_ns - m->release_ns), US(m->done_ns - m->release_ns), r->len,
-			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), why);
+			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), slept,
+			why);
 	}
 	atomic_store_explicit(&lm->tail, h, memory_order_release);
 	drain_delivery(l, lm);

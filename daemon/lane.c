@@ -280,6 +280,8 @@ int lane_push(struct pb *pb, struct piece *p)
 		}
 		if (r < 0)
 			return r;
+		if (rt)
+			p->booked_ns = cw_now_ns();
 		r = cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)p);
 		if (r == 0)
 			break;
@@ -450,6 +452,7 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 	memset(sr, 0, sizeof(*sr));
 	sr->arrival_ns = p->req->arrival_ns;
 	sr->user = p;
+	p->taken_ns = now;
 	if (p->rt && !resv_part(p->resv, d->id)) {
 		/* Mapped here while a move had the stream booked on the disk,
 		 * which it is no longer (cw_admit_state_move_settle): best
@@ -951,6 +954,8 @@ void *lane_main(void *arg)
 			lane_engine_wait(l, timeout, busy);
 		else
 			lane_park(l, timeout);
+		if (l->miss)
+			lane_miss_slept(l, now, cw_now_ns(), wait_until);
 	}
 	return NULL;
 }

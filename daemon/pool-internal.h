@@ -376,6 +376,8 @@ struct piece {
 	struct resv *resv;
 	struct cw_sched_req sr;
 	struct cw_io_req io;
+	int64_t booked_ns;		/* RT: in its lane's record (lane_push) */
+	int64_t taken_ns;		/* RT: taken from the record by the dispatcher */
 	int64_t start_ns;
 	int64_t rd_start;		/* the dispatcher's run delay at its start */
 	int64_t done_ns;		/* RT: when its lane saw it done */
@@ -425,6 +427,9 @@ void lane_miss_free(struct lane *l);
 void lane_miss_sample(struct lane *l, int64_t now);	/* each round */
 void lane_miss_reaped(struct lane *l, int64_t now);	/* after a reap, before lane_miss_done */
 void lane_miss_started(struct lane *l, struct piece *p);
+/* The dispatcher slept from..to (a futex or its engine); until: the
+ * policy's wake-up time it slept for, -1 none. */
+void lane_miss_slept(struct lane *l, int64_t from, int64_t to, int64_t until);
 void lane_miss_done(struct lane *l, struct piece *p, int64_t now);
 /* any thread: the reply of an RT request whose data was ready at ready_ns
  * left at sent_ns, after its deadline */

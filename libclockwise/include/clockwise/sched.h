@@ -386,6 +386,11 @@ struct cw_sched_miss {
 	/* time the request waited on its connection before the daemon read
 	 * it, the reading thread runnable but not running */
 	int64_t cpu_wait_reader_ns;
+	/* its path to the dispatcher (0: not known): put in the dispatcher's
+	 * record by the thread that read it, taken from there into the
+	 * policy's queue; and how long the dispatcher slept (not in
+	 * service, not runnable) while it was in the record or the queue */
+	int64_t booked_ns, taken_ns, slept_ns;
 };
 
 /* CPU waits shorter than this are noise of the clock, not a cause. */
