@@ -56,6 +56,7 @@ struct miss_rec {
 	int64_t overrun_at;		/* done time of the overrun blamed, or 0 */
 	bool overrun_rt;
 	struct sleep longest;		/* the dispatcher's longest sleep in slept_ns */
+	bool parked_memory;		/* the reader parked for memory, not a slot */
 };
 
 struct lane_miss {
@@ -272,8 +273,9 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.start_ns = p->start_ns, .done_ns = now, .charged_ns = sr->service_ns,
 			.cpu_wait_service_ns = cpu_service,
 			.cpu_wait_window_ns = CW_MAX(rd - rd_at(lm, sr->release_ns), 0),
-			.cpu_wait_reader_ns = p->req->reader_wait_ns,
+			.cpu_wait_reader_ns = p->req->reader_cpu_ns,
 			.booked_ns = p->booked_ns, .taken_ns = p->taken_ns,
+			.reader_parked_ns = p->req->parked_ns,
 		};
 		struct sleep longest;
 		const struct overrun *o = worst_overrun(lm, sr->release_ns, now, p->start_ns);
@@ -295,7 +297,8 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 		lm->log[h % MISS_LOG] = (struct miss_rec){
 			.m = m, .cls = c, .stream = p->resv->a->stream,
 			.resv = p->resv->a->persistent ? p->resv->a->id : 0, .len = p->io.len,
-			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt, .longest = longest };
+			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt, .longest = longest,
+			.parked_memory = p->req->parked_memory };
 		atomic_store_explicit(&lm->head, h + 1, memory_order_release);
 	}
 }
@@ -361,16 +364,17 @@ void lane_miss_drain(struct lane *l)
 	for (t = atomic_load_explicit(&lm->tail, memory_order_relaxed); t < h; t++) {
 		const struct miss_rec *r = &lm->log[t % MISS_LOG];
 		const struct cw_sched_miss *m = &r->m;
-		char why[160] = "", path[96] = "", slept[192] = "";
+		char why[160] = "", path[96] = "", slept[192] = "", reader[160] = "";
 
 		if (m->other_overrun_ns > 0 && (r->cls == CW_MISS_OVERRUN || r->cls == CW_MISS_MODEL))
 			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
 				 "overran its charge by %.0f us", r->overrun_rt ? "real-time" : "best-effort",
 				 US(r->overrun_at - m->release_ns), US(m->other_overrun_ns));
-		else if (m->cpu_wait_reader_ns > 0)
-			snprintf(why, sizeof(why), "; it waited %.0f us on its connection before the "
-				 "daemon read it, the reader waiting for a CPU",
-				 US(m->cpu_wait_reader_ns));
+		if (m->cpu_wait_reader_ns > 0 || m->reader_parked_ns > 0)
+			snprintf(reader, sizeof(reader), "; its reader waited %.0f us for a CPU and "
+				 "was parked %.0f us for %s before it booked it",
+				 US(m->cpu_wait_reader_ns), US(m->reader_parked_ns),
+				 r->parked_memory ? "reply memory" : "a free slot of its connection");
 		if (m->booked_ns && m->taken_ns)
 			snprintf(path, sizeof(path), ", booked at %.0f, taken at %.0f",
 				 US(m->booked_ns - m->release_ns), US(m->taken_ns - m->release_ns));
@@ -387,12 +391,12 @@ void lane_miss_drain(struct lane *l)
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (%s): released at 0%s, due at %.0f, started at %.0f, "
 			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "
-			"for a CPU in its window, %.0f us in its service%s%s",
+			"for a CPU in its window, %.0f us in its service%s%s%s",
 			l->disk->name, r->stream, r->resv, US(m->done_ns - m->deadline_ns),
 			cw_sched_miss_class_name(r->cls), path, US(m->deadline_ns - m->release_ns),
 			US(m->start_ns - m->release_ns), US(m->done_ns - m->release_ns), r->len,
 			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), slept,
-			why);
+			reader, why);
 	}
 	atomic_store_explicit(&lm->tail, h, memory_order_release);
 	drain_delivery(l, lm);

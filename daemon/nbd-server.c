@@ -165,6 +165,9 @@ struct conn {
 	 * been waiting for a CPU. */
 	int rd_fd;
 	int64_t rd_ns, rd_at_ns, rbuf_at_ns;
+	int64_t rbuf_rd_ns;		/* the run delay as of rbuf_at_ns */
+	int64_t park_ns;		/* take_slot's park for the request in hand */
+	bool park_memory;
 	/* The export's minimum block when the client, not having asked,
 	 * was promised 1; else 0.  Buffers of the requests it takes. */
 	uint32_t rmw_align;
@@ -882,6 +885,7 @@ static void note_arrival(struct conn *c)
 	c->rd_ns = rd;
 	c->rd_at_ns = now;
 	c->rbuf_at_ns = now - wait;
+	c->rbuf_rd_ns = rd - wait;
 }
 
 /* Reads exactly n bytes, first from the buffer, large remainders straight
@@ -1216,8 +1220,10 @@ static int handshake(struct conn *c)
 static struct slot *take_slot(struct conn *c, uint32_t bytes)
 {
 	struct slot *s;
+	int64_t t0 = 0;
 
 	c->want_bytes = bytes;
+	c->park_ns = 0;
 	for (;;) {
 		if (!c->free_local)
 			c->free_local = atomic_exchange_explicit(&c->free_shared, NULL,
@@ -1226,9 +1232,17 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 			break;
 		if (atomic_load(&c->send_broken))
 			return NULL;
+		/* a real-time request says what held it (its miss's timeline) */
+		if (c->rd_fd >= 0) {
+			c->park_memory = c->free_local != NULL;
+			if (!t0)
+				t0 = cw_now_ns();
+		}
 		flush_wake(c);
 		park(&c->reader_sleeping, reader_ready, c);
 	}
+	if (t0)
+		c->park_ns = cw_now_ns() - t0;
 	s = c->free_local;
 	c->free_local = s->next;
 	atomic_fetch_add_explicit(&c->inflight, 1, memory_order_seq_cst);
@@ -1507,10 +1521,13 @@ static int transmission(struct conn *c)
 		struct cw_nbd_verdict v;
 		struct slot *s;
 		uint32_t bytes;
+		int64_t at, at_rd;
 
 		r = conn_read(c, h, sizeof(h));
 		if (r < 0)
 			return r == -ECONNRESET ? 0 : r;
+		at = c->rbuf_at_ns;
+		at_rd = c->rbuf_rd_ns;
 		r = cw_nbd_decode_request(h, &req);
 		if (r < 0) {
 			client_log(c->srv, LOG_WARNING, "export %s: bad request magic, closing",
@@ -1543,7 +1560,10 @@ static int transmission(struct conn *c)
 		s->io.n_extents = 0;
 		s->io.backend_data = NULL;
 		s->io.deadline_ns = 0;
-		s->io.arrived_ns = c->rbuf_at_ns;
+		s->io.arrived_ns = at;
+		s->io.parked_ns = c->park_ns;
+		s->io.parked_memory = c->park_ns && c->park_memory;
+		s->io.reader_cpu_ns = 0;
 		s->io.client_class = conn_class(c);
 		s->io.conn_data = &c->backend_conn;
 
@@ -1590,6 +1610,8 @@ static int transmission(struct conn *c)
 		}
 		if (modifies(s->io.op))
 			write_enter(c, s);
+		if (c->rd_fd >= 0 && at)
+			s->io.reader_cpu_ns = CW_MAX(rundelay_read(c->rd_fd) - at_rd, 0);
 		/* After submit() the slot is the back end's: not a byte of
 		 * it may be touched here. */
 		r = submit(c, s);

@@ -69,6 +69,12 @@ struct nbdsrv_io {
 	/* When the request was on the connection, if known (else 0): before
 	 * the server read it when its reader had been waiting for a CPU. */
 	int64_t arrived_ns;
+	/* On a real-time connection, from arrived_ns until the back end was
+	 * called: the reader's wait for a CPU, and how long it was parked
+	 * for a free slot of its connection or for reply memory (a client
+	 * with too much in flight, or the server's memory all in use). */
+	int64_t reader_cpu_ns, parked_ns;
+	bool parked_memory;		/* parked for memory, not for a slot */
 	/* The connection class the client named ("EXPORT@CLASS"), or NULL;
 	 * and a word the back end may keep per connection (NULL at first;
 	 * it must stay valid until the export goes). */

@@ -396,6 +396,9 @@ struct preq {
 	struct pbx_client *cl;		/* whose best effort it is */
 	int64_t arrival_ns;		/* on the connection (nbdsrv_io.arrived_ns) */
 	int64_t reader_wait_ns;		/* from then until the daemon read it */
+	int64_t reader_cpu_ns;		/* of that, the reader's wait for a CPU */
+	int64_t parked_ns;		/* and its park (nbdsrv_io.parked_ns) */
+	bool parked_memory;
 	atomic_uint pending;
 	atomic_int err;
 	struct cw_part *gate;		/* in its I/O gate (clockwise/mover.h), or NULL */

@@ -24,20 +24,41 @@
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 {
 	int64_t own = m->done_ns - m->start_ns - m->cpu_wait_service_ns - m->charged_ns;
+	int64_t late = m->done_ns - m->deadline_ns;
+	int64_t cpu = 0, most;
+	enum cw_sched_miss_class c, by_most;
 
 	if (m->done_ns <= m->deadline_ns && m->reply_ns > m->deadline_ns)
 		return CW_MISS_DELIVERY;
-	/* Its own excess explains the miss only if, served in its C, it
-	 * would have been in time; a request started late that then took a
-	 * few microseconds over its C was made late by something else. */
-	if (own > 0 && own >= m->done_ns - m->deadline_ns)
-		return CW_MISS_MODEL;
-	if (m->other_overrun_ns > 0)	/* a stream's own overrun is the model's error */
-		return m->other_overrun_rt ? CW_MISS_MODEL : CW_MISS_OVERRUN;
 	if (m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS ||
 	    m->cpu_wait_reader_ns > CW_MISS_CPU_TOLERANCE_NS)
+		cpu = m->cpu_wait_window_ns + m->cpu_wait_reader_ns;
+	/* A cause that alone made it as late as it was explains it, tried in
+	 * this order.  Its own excess first: served in its C, it would have
+	 * been in time (a request started late that then took a few
+	 * microseconds over its C was made late by something else). */
+	if (own > 0 && own >= late)
+		return CW_MISS_MODEL;
+	c = m->other_overrun_rt ? CW_MISS_MODEL : CW_MISS_OVERRUN;	/* a stream's is the model's */
+	if (m->other_overrun_ns > 0 && m->other_overrun_ns >= late)
+		return c;
+	if (cpu > 0 && cpu >= late)
 		return CW_MISS_CPU;
-	return own > 0 ? CW_MISS_MODEL : CW_MISS_SCHED;
+	/* None alone: the largest of those seen (an overrun of 0.7 ms does
+	 * not explain a miss by 30 ms that a reader's 30 ms do). */
+	by_most = CW_MISS_SCHED;
+	most = 0;
+	if (m->other_overrun_ns > most) {
+		by_most = c;
+		most = m->other_overrun_ns;
+	}
+	if (cpu > most) {
+		by_most = CW_MISS_CPU;
+		most = cpu;
+	}
+	if (own > most)
+		by_most = CW_MISS_MODEL;
+	return by_most;
 }
 
 const char *cw_sched_miss_class_name(enum cw_sched_miss_class c)

@@ -391,16 +391,20 @@ struct cw_sched_miss {
 	 * policy's queue; and how long the dispatcher slept (not in
 	 * service, not runnable) while it was in the record or the queue */
 	int64_t booked_ns, taken_ns, slept_ns;
+	/* how long its reader was parked, before it booked it, waiting for
+	 * a free slot of the connection or for reply memory */
+	int64_t reader_parked_ns;
 };
 
 /* CPU waits shorter than this are noise of the clock, not a cause. */
 #define CW_MISS_CPU_TOLERANCE_NS (20 * 1000)
 
-/* The class of a miss, in this order: delivery (done in time), model
- * (its own service, CPU waits left out, exceeded C by at least how late it
- * was), overrun (of a best-effort request; a stream's is the model's), CPU (a wait of the dispatcher or of the connection's
- * reader above the tolerance), model again (it exceeded C at all), else a
- * scheduling error. */
+/* The class of a miss: delivery (done in time); else the first cause that
+ * alone made it as late as it was, in this order: model (its own service,
+ * CPU waits left out, exceeded C), overrun (of a best-effort request; a
+ * stream's is the model's), CPU (waits of the dispatcher and of the
+ * connection's reader, counted when one is above the tolerance); else
+ * the largest of those that showed at all; else a scheduling error. */
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m);
 /* "model", "overrun", "cpu", "delivery", "sched"; NULL past the end. */
 const char *cw_sched_miss_class_name(enum cw_sched_miss_class c);

@@ -1,7 +1,8 @@
 /*
  * Description: misses explained (libclockwise/sched/miss.c).  Each class
  * from a timeline that shows its cause, the order the classes are tried
- * in when several causes show, the CPU tolerance; the overrun watch
+ * in when several causes show, the largest cause when none alone is as
+ * large as the lateness, the CPU tolerance; the overrun watch
  * proposes no margin for a model that holds, and for one that does not
  * the margin that covers all but the tolerated overruns, window by
  * window.
@@ -77,6 +78,23 @@ static void test_classes(void)
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_SCHED);
 	m.cpu_wait_reader_ns = 8 * MS;
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
+	/* No cause alone as large as the lateness: the largest explains.
+	 * Booked 30 ms after its release by a reader that waited 29 ms for
+	 * a CPU, then behind a stream's request 0.7 ms over its C: late by
+	 * 31 ms, the CPU's doing, not the model's. */
+	m = (struct cw_sched_miss){ .release_ns = 0, .deadline_ns = 4 * MS, .start_ns = 34 * MS,
+				    .done_ns = 35 * MS, .charged_ns = MS, .booked_ns = 30 * MS,
+				    .cpu_wait_reader_ns = 29 * MS, .other_overrun_ns = 700 * US,
+				    .other_overrun_rt = true };
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
+	/* With only 0.5 ms of CPU wait the overrun is the larger. */
+	m.cpu_wait_reader_ns = 500 * US;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_MODEL);
+	m.other_overrun_rt = false;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_OVERRUN);
+	/* Its own excess, 0.2 ms, smaller than both: still not the model. */
+	m.done_ns += 200 * US;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_OVERRUN);
 	/* Done in time, the reply late: delivery, whatever else showed. */
 	m = late(9 * MS);
 	m.reply_ns = 10 * MS + 1;
