@@ -57,6 +57,8 @@ struct miss_rec {
 	bool overrun_rt;
 	struct sleep longest;		/* the dispatcher's longest sleep in slept_ns */
 	bool parked_memory;		/* the reader parked for memory, not a slot */
+	int64_t push_wait_ns;		/* it waited for room in the lane's record */
+	int64_t arrival_ns;		/* its request on the connection */
 };
 
 struct lane_miss {
@@ -273,7 +275,7 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.start_ns = p->start_ns, .done_ns = now, .charged_ns = sr->service_ns,
 			.cpu_wait_service_ns = cpu_service,
 			.cpu_wait_window_ns = CW_MAX(rd - rd_at(lm, sr->release_ns), 0),
-			.cpu_wait_reader_ns = p->req->reader_cpu_ns,
+			.cpu_wait_reader_ns = p->reader_cpu_ns,
 			.booked_ns = p->booked_ns, .taken_ns = p->taken_ns,
 			.reader_parked_ns = p->req->parked_ns,
 		};
@@ -298,7 +300,8 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.m = m, .cls = c, .stream = p->resv->a->stream,
 			.resv = p->resv->a->persistent ? p->resv->a->id : 0, .len = p->io.len,
 			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt, .longest = longest,
-			.parked_memory = p->req->parked_memory };
+			.parked_memory = p->req->parked_memory, .push_wait_ns = p->push_wait_ns,
+			.arrival_ns = p->req->arrival_ns };
 		atomic_store_explicit(&lm->head, h + 1, memory_order_release);
 	}
 }
@@ -364,20 +367,22 @@ void lane_miss_drain(struct lane *l)
 	for (t = atomic_load_explicit(&lm->tail, memory_order_relaxed); t < h; t++) {
 		const struct miss_rec *r = &lm->log[t % MISS_LOG];
 		const struct cw_sched_miss *m = &r->m;
-		char why[160] = "", path[96] = "", slept[192] = "", reader[160] = "";
+		char why[160] = "", path[128] = "", slept[192] = "", reader[192] = "";
 
 		if (m->other_overrun_ns > 0 && (r->cls == CW_MISS_OVERRUN || r->cls == CW_MISS_MODEL))
 			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
 				 "overran its charge by %.0f us", r->overrun_rt ? "real-time" : "best-effort",
 				 US(r->overrun_at - m->release_ns), US(m->other_overrun_ns));
-		if (m->cpu_wait_reader_ns > 0 || m->reader_parked_ns > 0)
-			snprintf(reader, sizeof(reader), "; its reader waited %.0f us for a CPU and "
-				 "was parked %.0f us for %s before it booked it",
-				 US(m->cpu_wait_reader_ns), US(m->reader_parked_ns),
-				 r->parked_memory ? "reply memory" : "a free slot of its connection");
+		if (m->cpu_wait_reader_ns > 0 || m->reader_parked_ns > 0 || r->push_wait_ns > 0)
+			snprintf(reader, sizeof(reader), "; before it booked it its reader waited "
+				 "%.0f us for a CPU, was parked %.0f us for %s and waited %.0f us "
+				 "for room in the disk's record", US(m->cpu_wait_reader_ns),
+				 US(m->reader_parked_ns), r->parked_memory ? "reply memory" :
+				 "a free slot of its connection", US(r->push_wait_ns));
 		if (m->booked_ns && m->taken_ns)
-			snprintf(path, sizeof(path), ", booked at %.0f, taken at %.0f",
-				 US(m->booked_ns - m->release_ns), US(m->taken_ns - m->release_ns));
+			snprintf(path, sizeof(path), ", arrived at %.0f, booked at %.0f, taken at %.0f",
+				 US(r->arrival_ns - m->release_ns), US(m->booked_ns - m->release_ns),
+				 US(m->taken_ns - m->release_ns));
 		if (m->slept_ns > 0 && r->longest.until >= 0)
 			snprintf(slept, sizeof(slept), "; the dispatcher slept %.0f us meanwhile, at "
 				 "most %.0f us from %.0f us for the policy's wake-up at %.0f us",

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "daemon/pool-internal.h"
+#include "daemon/rundelay.h"
 
 /* ---- intake: the lane's slot reservation record ----
  *
@@ -240,7 +241,7 @@ int lane_push(struct pb *pb, struct piece *p)
 	struct cw_slots_ctx *ctx = thread_ctx(pb);
 	struct cw_slots_req rq = { 0 };
 	struct cw_slots_booking b;
-	int64_t svc = 0, end, cur;
+	int64_t svc = 0, end, cur, full_since = 0;
 	int r;
 
 	if (!ctx)
@@ -274,14 +275,23 @@ int lane_push(struct pb *pb, struct piece *p)
 		if (r == CW_SLOTS_FAIL) {
 			/* The lane has a whole window of work queued: wait
 			 * for its dispatcher to take some. */
+			if (rt && !full_since)
+				full_since = cw_now_ns();
 			lane_wake(l);
 			sched_yield();
 			continue;
 		}
 		if (r < 0)
 			return r;
-		if (rt)
+		if (rt) {
+			const struct nbdsrv_io *nio = p->req->nio;
+
 			p->booked_ns = cw_now_ns();
+			p->push_wait_ns = full_since ? p->booked_ns - full_since : 0;
+			/* on the reader's thread: its CPU wait since arrival */
+			p->reader_cpu_ns = nio && nio->reader_rd_fd >= 0 ?
+				CW_MAX(rundelay_read(nio->reader_rd_fd) - nio->arrived_rd_ns, 0) : 0;
+		}
 		r = cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)p);
 		if (r == 0)
 			break;

@@ -1563,7 +1563,8 @@ static int transmission(struct conn *c)
 		s->io.arrived_ns = at;
 		s->io.parked_ns = c->park_ns;
 		s->io.parked_memory = c->park_ns && c->park_memory;
-		s->io.reader_cpu_ns = 0;
+		s->io.reader_rd_fd = at ? c->rd_fd : -1;
+		s->io.arrived_rd_ns = at_rd;
 		s->io.client_class = conn_class(c);
 		s->io.conn_data = &c->backend_conn;
 
@@ -1610,8 +1611,6 @@ static int transmission(struct conn *c)
 		}
 		if (modifies(s->io.op))
 			write_enter(c, s);
-		if (c->rd_fd >= 0 && at)
-			s->io.reader_cpu_ns = CW_MAX(rundelay_read(c->rd_fd) - at_rd, 0);
 		/* After submit() the slot is the back end's: not a byte of
 		 * it may be touched here. */
 		r = submit(c, s);

@@ -69,11 +69,15 @@ struct nbdsrv_io {
 	/* When the request was on the connection, if known (else 0): before
 	 * the server read it when its reader had been waiting for a CPU. */
 	int64_t arrived_ns;
-	/* On a real-time connection, from arrived_ns until the back end was
-	 * called: the reader's wait for a CPU, and how long it was parked
+	/* On a real-time connection: the reader's run-delay descriptor
+	 * (rundelay.h; -1 on others), valid while the back end's call
+	 * runs on the reader's thread, and its run delay as of arrived_ns,
+	 * so the back end can tell how long the reader waited for a CPU
+	 * before it booked the request; and how long the reader was parked
 	 * for a free slot of its connection or for reply memory (a client
 	 * with too much in flight, or the server's memory all in use). */
-	int64_t reader_cpu_ns, parked_ns;
+	int reader_rd_fd;
+	int64_t arrived_rd_ns, parked_ns;
 	bool parked_memory;		/* parked for memory, not for a slot */
 	/* The connection class the client named ("EXPORT@CLASS"), or NULL;
 	 * and a word the back end may keep per connection (NULL at first;

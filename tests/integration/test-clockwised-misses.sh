@@ -95,7 +95,7 @@ unbind model
 block=256K
 sleep 1.5	# the log is written once a second
 check "each miss is logged with its timeline" \
-	grep -Eq 'disk hdd0: stream [0-9]+ \(reservation [0-9]+\) missed a deadline by [0-9]+ us \(model\): released at 0, booked at -?[0-9]+, taken at -?[0-9]+, due at [0-9]+, started at [0-9]+, done at [0-9]+ us' \
+	grep -Eq 'disk hdd0: stream [0-9]+ \(reservation [0-9]+\) missed a deadline by [0-9]+ us \(model\): released at 0, arrived at -?[0-9]+, booked at -?[0-9]+, taken at -?[0-9]+, due at [0-9]+, started at [0-9]+, done at [0-9]+ us' \
 	"$(cwd_log)"
 check "stop" cwd_stop
 
