@@ -19,10 +19,7 @@ MB=${CW_MOVE_STREAM_MB:-96}
 BLOCK=256K
 
 ctl_start "$d" --no-export-all --emulate hdd7200
-for i in hdd0 hdd1; do	# written out: no holes under the emulation
-	check "fill $i" dd if=/dev/zero of="$d/$i.img" bs=1M seek=1 count=255 conv=notrunc \
-		oflag=direct status=none
-done
+check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$d"
 check "part create media on hdd0" cwctl part create media --size "${MB}M" --policy single --disk hdd0
 check "record media" ctl_fill media "${MB}M"
 
