@@ -92,13 +92,16 @@ void cwc_caches_sync(struct cwc_server *srv, const char *part_name, bool retry)
 	}
 	/* Said once: when a stream's refusal is new or changed. */
 	for (size_t i = 0; r > 0 && (rv = cw_admit_state_resv_at(srv->adm, i)); i++) {
-		char msg[sizeof(rv->cache_refused) + 128];
+		char msg[sizeof(rv->cache_refused) + 2 * CW_NAME_MAX + 128], who[CW_NAME_MAX + 48];
 
-		if (!rv->cache_refused[0] || !srv->o.hooks.notice)
+		if (!rv->cache_refused_new || !srv->o.hooks.notice)
 			continue;
-		snprintf(msg, sizeof(msg), "cache: the blocks of %s%" PRIu64 " on %s stay off the "
-			 "SSD: %s", rv->persistent ? "reservation " : "the start-up stream ",
-			 rv->persistent ? rv->id : rv->stream, rv->part, rv->cache_refused);
+		if (rv->persistent)
+			snprintf(who, sizeof(who), "reservation %" PRIu64, rv->id);
+		else
+			snprintf(who, sizeof(who), "the start-up stream of export %s", rv->export_name);
+		snprintf(msg, sizeof(msg), "cache: the blocks of %s on %s stay off the SSD: %s", who,
+			 rv->part, rv->cache_refused);
 		srv->o.hooks.notice(srv->o.hooks.userdata, msg);
 	}
 	if (cw_part_list(srv->pool, &parts, &n) < 0)

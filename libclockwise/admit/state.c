@@ -1395,6 +1395,7 @@ static void set_cache_refused(struct cw_admit_state *st, struct cw_admit_resv *r
 {
 	pthread_mutex_lock(&st->lock);
 	snprintf(rv->cache_refused, sizeof(rv->cache_refused), "%s", why);
+	rv->cache_refused_new = why[0] != '\0';
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -1449,6 +1450,11 @@ int cw_admit_state_cache_sync(struct cw_admit_state *st, const char *part, bool 
 
 		if (part && strcmp(rv->part, part) != 0)
 			continue;
+		if (rv->cache_refused_new) {
+			pthread_mutex_lock(&st->lock);
+			rv->cache_refused_new = false;
+			pthread_mutex_unlock(&st->lock);
+		}
 		if (cw_part_lookup(st->pool, rv->part, &pt) == 0)
 			nw = cw_part_cache_disks(pt, want);
 		for (size_t j = 0; j < nh; j++)

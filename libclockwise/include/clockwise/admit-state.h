@@ -144,6 +144,7 @@ struct cw_admit_resv {
 	 * empty when it is booked on every disk of the cache, or there is
 	 * none. */
 	char cache_refused[CW_ADMIT_REASON_MAX + 384];
+	bool cache_refused_new;		/* the last cache sync set or changed it */
 };
 
 /* The part of rv on disk_id, or NULL: safe against a move's re-booking
@@ -342,7 +343,8 @@ int cw_admit_state_moves_settle(struct cw_admit_state *st, struct cw_admit_chang
  * the pool first (cw_resv_rebook, each part's copy flag), and PLAN
  * events follow as for any rebooking.  After it, a stream's blocks may
  * be cached iff its cache_refused is empty.  The number of streams
- * whose refusal was set or changed, or -errno. */
+ * whose refusal was set or changed (each then has cache_refused_new
+ * until the next sync of its partition), or -errno. */
 int cw_admit_state_cache_sync(struct cw_admit_state *st, const char *part, bool retry,
 			      struct cw_admit_changes *ret_changes);
 

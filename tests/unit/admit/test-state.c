@@ -1120,8 +1120,10 @@ static void test_cache_book(void)
 	CU_ASSERT(strstr(rv->cache_refused, want) != NULL);
 	CU_ASSERT(cw_admit_resv_part_on(rv, 3) == NULL && rv->n_parts == 2);
 	CU_ASSERT(!stored_part(rv->id, 3, &mv, &sd));
+	CU_ASSERT(rv->cache_refused_new);
 	/* Not said again; not tried again without retry. */
 	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, true, NULL), 0);
+	CU_ASSERT(!rv->cache_refused_new);
 	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, false, NULL), 0);
 	CU_ASSERT(rv->cache_refused[0]);
 	/* The SSD as fast as it was: booked once tried again. */
