@@ -4,6 +4,16 @@
  * cache (clockwise/cache.h), and the "caches" table of stats.  The
  * daemon's worker applies a setting; a change here wakes it through the
  * moves_changed hook.
+ *
+ * Rule 2 for caches: a cached block is read from the SSD and written to
+ * both disks, so a block of a reserved range may be cached only while its
+ * stream is booked on the cache's disks too.  The admission state books
+ * it there when they admit it (cw_admit_state_cache_sync); this file keeps
+ * every other reserved range pinned in its partition's cache
+ * (cw_cache_pin): not promoted, and demoted if it was cached before.  The
+ * order keeps it true at every instant: a range is pinned before anything
+ * could cache it where its stream is not booked (a new reservation, a
+ * cache taking new SSD blocks), and unpinned only once it is booked.
  */
 #include "config.h"
 
@@ -19,8 +29,117 @@
 #include "common/util.h"
 #include "control-internal.h"
 
-static json_object *cache_json(const char *name, const struct cw_cache_conf *want,
-			       const struct cw_cache_stats *st)
+/* Adds blocks [a, b) to the k pins; beyond 64 the last covers them all. */
+static size_t pin_add(uint64_t *first, uint64_t *n, size_t k, uint64_t a, uint64_t b)
+{
+	if (k == 64) {
+		uint64_t lo = CW_MIN(first[k - 1], a);
+
+		n[k - 1] = CW_MAX(first[k - 1] + n[k - 1], b) - lo;
+		first[k - 1] = lo;
+		return k;
+	}
+	first[k] = a;
+	n[k] = b - a;
+	return k + 1;
+}
+
+/* Pins the reserved ranges of part (id part_id) whose streams its cache
+ * may not hold, and bytes [start, end) of it when end > start. */
+static int cache_pin(struct cwc_server *srv, struct cw_part *part, uint64_t part_id,
+		     uint64_t start, uint64_t end)
+{
+	uint64_t first[64], n[64], bs = cw_pool_block_size(srv->pool);
+	const struct cw_admit_resv *rv;
+	size_t k = 0;
+
+	for (size_t i = 0; (rv = cw_admit_state_resv_at(srv->adm, i)); i++)
+		if (rv->part_id == part_id && rv->cache_refused[0])
+			k = pin_add(first, n, k, rv->range_start_bytes / bs,
+				    CW_DIV_ROUND_UP(rv->range_end_bytes, bs));
+	if (end > start)
+		k = pin_add(first, n, k, start / bs, CW_DIV_ROUND_UP(end, bs));
+	return cw_cache_pin(part, first, n, k);
+}
+
+void cwc_cache_pin_range(struct cwc_server *srv, const char *part_name, uint64_t start,
+			 uint64_t end)
+{
+	struct cw_part_info pi;
+	struct cw_part *part;
+
+	if (part_name && cw_part_lookup(srv->pool, part_name, &part) == 0 &&
+	    cw_part_info(part, &pi) == 0)
+		(void)cache_pin(srv, part, pi.id, start, end ? end : pi.size_bytes);
+}
+
+void cwc_caches_sync(struct cwc_server *srv, const char *part_name, bool retry)
+{
+	_cleanup_free_ struct cw_part_info *parts = NULL;
+	const struct cw_admit_resv *rv;
+	size_t n = 0;
+	int r;
+
+	if (!srv->adm)
+		return;
+	r = cw_admit_state_cache_sync(srv->adm, part_name, retry, NULL);
+	if (r < 0 && retry && srv->o.hooks.notice) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "cache: booking reserved streams on SSD caches: %s",
+			 strerror(-r));
+		srv->o.hooks.notice(srv->o.hooks.userdata, msg);
+	}
+	/* Said once: when a stream's refusal is new or changed. */
+	for (size_t i = 0; r > 0 && (rv = cw_admit_state_resv_at(srv->adm, i)); i++) {
+		char msg[sizeof(rv->cache_refused) + 2 * CW_NAME_MAX + 128], who[CW_NAME_MAX + 48];
+
+		if (!rv->cache_refused_new || !srv->o.hooks.notice)
+			continue;
+		if (rv->persistent)
+			snprintf(who, sizeof(who), "reservation %" PRIu64, rv->id);
+		else
+			snprintf(who, sizeof(who), "the start-up stream of export %s", rv->export_name);
+		snprintf(msg, sizeof(msg), "cache: the blocks of %s on %s stay off the SSD: %s", who,
+			 rv->part, rv->cache_refused);
+		srv->o.hooks.notice(srv->o.hooks.userdata, msg);
+	}
+	if (cw_part_list(srv->pool, &parts, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct cw_part *part;
+
+		if ((!part_name || !strcmp(part_name, parts[i].name)) &&
+		    cw_part_lookup(srv->pool, parts[i].name, &part) == 0)
+			(void)cache_pin(srv, part, parts[i].id, 0, 0);
+	}
+}
+
+/* The reservations of part whose blocks its cache may not hold, and why. */
+static json_object *pinned_json(struct cwc_server *srv, const char *part)
+{
+	json_object *a = json_object_new_array();
+	const struct cw_admit_resv *rv;
+
+	for (size_t i = 0; srv->adm && (rv = cw_admit_state_resv_at(srv->adm, i)); i++) {
+		json_object *o;
+
+		if (strcmp(rv->part, part) != 0 || !rv->cache_refused[0])
+			continue;
+		o = json_object_new_object();
+		cwc_add(o, "resv", rv->persistent ? cw_ctl_json_u64(rv->id) : NULL);
+		if (!rv->persistent)
+			cwc_add(o, "export", cwc_jstr(rv->export_name));
+		cwc_add(o, "range_start", cw_ctl_json_u64(rv->range_start_bytes));
+		cwc_add(o, "range_end", cw_ctl_json_u64(rv->range_end_bytes));
+		cwc_add(o, "why", cwc_jstr(rv->cache_refused));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+static json_object *cache_json(struct cwc_server *srv, const char *name,
+			       const struct cw_cache_conf *want, const struct cw_cache_stats *st)
 {
 	json_object *o = json_object_new_object();
 	uint64_t reads = st->hits + st->misses;
@@ -42,9 +161,7 @@ static json_object *cache_json(const char *name, const struct cw_cache_conf *wan
 	cwc_add(o, "dirty", json_object_new_int64(st->dirty));
 	cwc_add(o, "armed", json_object_new_int64(st->armed));
 	cwc_add(o, "refused_reserved", cw_ctl_json_u64(st->refused_reserved));
-	if (st->refused_reserved)
-		cwc_add(o, "refused_why", cwc_jstr("blocks of an active reservation stay where they "
-						   "are: admission is not tested on the SSD"));
+	cwc_add(o, "pinned", pinned_json(srv, name));
 	return o;
 }
 
@@ -64,7 +181,7 @@ json_object *cwc_caches_json(struct cwc_server *srv)
 		if (cw_part_lookup(srv->pool, parts[i].name, &part) < 0 ||
 		    cw_part_cache_stats(part, &st) < 0 || cw_part_cache_get(part, &want) < 0)
 			continue;
-		json_object_array_add(a, cache_json(parts[i].name, &want, &st));
+		json_object_array_add(a, cache_json(srv, parts[i].name, &want, &st));
 	}
 	return a;
 }
@@ -89,7 +206,11 @@ int cwc_cmd_part_cache(struct ctx *c, json_object **ret)
 	if (!mode && !cw_ctl_arg_uint(c->req, "size", &conf.size_bytes))
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "part.cache: give \"size\" (0: no "
 				"cache), \"mode\" or both");
+	/* Every reserved range pinned while the cache may take new SSD
+	 * blocks its streams are not booked on (rule 2, at the top). */
+	cwc_cache_pin_range(c->srv, name, 0, 0);
 	r = cw_part_cache_set(part, &conf);
+	cwc_caches_sync(c->srv, name, true);
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);
 	if (c->srv->o.hooks.moves_changed)
@@ -98,6 +219,6 @@ int cwc_cmd_part_cache(struct ctx *c, json_object **ret)
 	if (cw_part_cache_stats(part, &st) < 0)
 		memset(&st, 0, sizeof(st));
 	st.pending = cw_part_cache(part) ? st.pending : now.size_bytes != 0;
-	*ret = cache_json(name, &now, &st);
+	*ret = cache_json(c->srv, name, &now, &st);
 	return 0;
 }

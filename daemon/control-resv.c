@@ -41,6 +41,18 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 	cwc_add(o, "ends_in_ns", r->span_end_ns ? json_object_new_int64(r->span_end_ns - now)
 						: NULL);
 	cwc_add(o, "disks", json_object_new_int64((int64_t)r->n_parts));
+	if (r->move_id)
+		cwc_add(o, "move", cw_ctl_json_u64(r->move_id));
+	/* Rule 2 for its partition's SSD cache (control-cache.c). */
+	for (size_t i = 0; i < r->n_parts; i++)
+		if (r->parts[i].copy) {
+			cwc_add(o, "cache", cwc_jstr("booked"));
+			break;
+		}
+	if (r->cache_refused[0]) {
+		cwc_add(o, "cache", cwc_jstr("refused"));
+		cwc_add(o, "cache_refused", cwc_jstr(r->cache_refused));
+	}
 	if (!full)
 		return o;
 	parts = json_object_new_array();
@@ -57,6 +69,7 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 		cwc_add(po, "deadline_ns", json_object_new_int64(cw_task_deadline_ns(&p->task)));
 		cwc_add(po, "requests", cw_ctl_json_u64(p->requests));
 		cwc_add(po, "stride", cw_ctl_json_u64(p->stride));
+		cwc_add(po, "cache", json_object_new_boolean(p->copy));
 		json_object_array_add(parts, po);
 	}
 	cwc_add(o, "per_disk", parts);
@@ -68,6 +81,8 @@ void cwc_resv_expire(struct cwc_server *srv)
 	int64_t now = srv->o.clock_ns();
 	const struct cw_admit_resv *r;
 
+	bool released = false;
+
 	/* A reservation whose time span is over holds nothing any more;
 	 * one an export is still bound to stays until the export goes; a
 	 * start-up one stays with the daemon.  A database that refuses now
@@ -75,10 +90,14 @@ void cwc_resv_expire(struct cwc_server *srv)
 	for (size_t i = 0; (r = cw_admit_state_resv_at(srv->adm, i));) {
 		if (r->persistent && r->span_end_ns && r->span_end_ns <= now &&
 		    !cwc_resv_export(srv, r->id) &&
-		    cw_admit_state_release(srv->adm, r->id, NULL) == 0)
+		    cw_admit_state_release(srv->adm, r->id, NULL) == 0) {
+			released = true;
 			continue;
+		}
 		i++;
 	}
+	if (released)	/* the room they leave on SSD caches */
+		cwc_caches_sync(srv, NULL, true);
 }
 
 /* A dry run admitted: what was asked, and how far the rate could go. */
@@ -122,14 +141,19 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	due = cw_ctl_arg_str(c->req, "due");
 	if (due && cw_admit_due_parse(due, &rq.due) < 0)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "due \"%s\": expected disk or stream", due);
-	/* Rule 2 the other way: a stream is admitted where its range lies,
-	 * and a running move would take it elsewhere. */
+	/* Rule 2 the other way: a running move takes blocks of the range to
+	 * other disks, so the stream is booked on both sides of it, as one
+	 * admitted before the move began; it settles when the move ends. */
 	if (rq.part && cwc_move_taking(srv, rq.part, rq.range_start_bytes, rq.range_end_bytes,
 				       &mid) == 1)
-		return cwc_fail(c, CW_CTL_E_BUSY, "move %" PRIu64 " is taking blocks of that range "
-				"of %s to other disks: admission would book the stream where they "
-				"are now; pause or cancel the move, or wait for its end", mid, rq.part);
+		rq.move_id = mid;
+	/* Its range stays out of the SSD cache until its stream is booked
+	 * there (control-cache.c). */
+	if (!rq.dry_run)
+		cwc_cache_pin_range(srv, rq.part, rq.range_start_bytes, rq.range_end_bytes);
 	r = cw_admit_state_reserve(srv->adm, &rq, &rv, &ref, NULL);
+	if (!rq.dry_run && rq.part)
+		cwc_caches_sync(srv, rq.part, false);
 	if (r == -ENOENT && !ref.reason[0])
 		return cwc_fail(c, CW_CTL_E_NOT_FOUND, "no partition \"%s\"", rq.part);
 	if (r == -ENOMEM)
@@ -193,6 +217,7 @@ int cwc_cmd_resv_release(struct ctx *c, json_object **ret)
 	if (rc < 0)
 		return cwc_fail_pool(c, rc, "releasing the reservation");
 	cwc_moves_retry_postponed(c->srv);
+	cwc_caches_sync(c->srv, NULL, true);	/* the room it leaves on SSD caches */
 	*ret = json_object_new_object();
 	cwc_add(*ret, "id", cw_ctl_json_u64(id));
 	return 0;

@@ -529,8 +529,10 @@ int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 	n = epoll_wait(srv->epoll_fd, ev, (int)CW_ARRAY_SIZE(srv->batch), timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
-	/* Before any request sees them: bookings of moves the mover ended. */
+	/* Before any request sees them: bookings of moves the mover ended,
+	 * of cache disks a cache gave back. */
 	cwc_moves_settle(srv);
+	cwc_caches_sync(srv, NULL, false);
 	srv->batch_n = n;
 	for (int i = 0; i < n; i++) {
 		void *p = ev[i].data.ptr;
@@ -719,6 +721,7 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 	 * bookings of moves that ended just before a crash. */
 	cwc_resv_expire(srv);
 	cwc_moves_settle(srv);
+	cwc_caches_sync(srv, NULL, true);
 	*ret_server = srv;
 	return 0;
 fail:

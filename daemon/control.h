@@ -170,6 +170,9 @@ struct cwc_hooks {
 	/* A move was started, resumed, paused or cancelled: the mover looks
 	 * at the journal again. */
 	void (*moves_changed)(void *userdata);
+	/* Optional: a fact for the log, said once (a reserved stream whose
+	 * blocks a cache may not hold, and why). */
+	void (*notice)(void *userdata, const char *msg);
 };
 
 #define CWC_TICK_MS 1000

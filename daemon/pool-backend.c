@@ -375,16 +375,17 @@ static int submit(struct pbx *x, const struct submission *s)
 		if (cache)
 			cr = cw_cache_route(cache, off, e.length, op != CW_IO_READ, &ce);
 		if (cr == CW_CACHE_SSD) {
-			/* Served by the cache copy, as best effort: the SSD has no
-			 * part in a reservation (cache.h, rule 2). */
+			/* Served by the cache copy: the stream's where it is booked
+			 * on the cache's disk (rule 2, cw_admit_state_cache_sync),
+			 * else best effort. */
 			di = pb_disk_index(pb, ce.disk_id);
 			if (di < 0) {
 				r = di;
 				goto fail;
 			}
 			e = ce;
-			prt = false;
-			if (e.length > pb->disks[di].be_piece)
+			prt = rt && resv_part(rv, e.disk_id);
+			if (!prt && e.length > pb->disks[di].be_piece)
 				e.length = pb->disks[di].be_piece;
 		}
 		if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {

@@ -6,10 +6,9 @@
  * I/O (pb_mover_io: the daemon's own best-effort requests through the
  * lanes, so on a disk with streams in the slack ΔL, never as RT).
  *
- * Before each round it tells every cache which blocks the active
- * reservations cover: those are not moved (rule 2 of the design: a block
- * of a reserved range may move only where admission holds for its
- * stream, and nothing tests admission on the SSD yet).
+ * Which reserved ranges a cache may hold is the control thread's to say
+ * (control-cache.c, cw_cache_pin): rule 2 of the design, a block of a
+ * reserved range is cached only where admission holds for its stream.
  */
 #include "config.h"
 
@@ -18,46 +17,6 @@
 /* Steps in one round before the mover looks at its moves again. */
 #define CACHE_ROUND_STEPS 256
 #define CACHE_DRAIN_NS (100 * CW_NS_PER_US)
-
-static void take_cache_disk(struct pb *pb, struct cw_part *part, uint32_t disk_id);
-
-/* The reserved ranges of each partition, as its cache's pins; and its
- * cache's disks in its exports' disk lists (a cache that restarted with
- * armed blocks serves them before any promotion). */
-static void pin_reserved(struct pb *pb)
-{
-	_cleanup_free_ struct cw_part_info *parts = NULL;
-	size_t nparts = 0;
-
-	if (cw_part_list(pb->pool, &parts, &nparts) < 0)
-		return;
-	for (size_t i = 0; i < nparts; i++) {
-		uint64_t first[64], n[64], bs = pb->block_size;
-		struct cw_part *part;
-		size_t k = 0;
-
-		uint32_t ids[CW_DISKS_MAX];
-		size_t nd;
-
-		if (cw_part_lookup(pb->pool, parts[i].name, &part) < 0 || !cw_part_cache(part))
-			continue;
-		nd = cw_part_cache_disks(part, ids);
-		for (size_t j = 0; j < nd; j++)
-			take_cache_disk(pb, part, ids[j]);
-		pthread_mutex_lock(&pb->resv_lock);
-		for (size_t r = 0; r < pb->nresvs && k < 64; r++) {
-			const struct cw_admit_resv *a = pb->resvs[r] ? pb->resvs[r]->a : NULL;
-
-			if (!a || a->part_id != parts[i].id)
-				continue;
-			first[k] = a->range_start_bytes / bs;
-			n[k] = (a->range_end_bytes + bs - 1) / bs - first[k];
-			k++;
-		}
-		pthread_mutex_unlock(&pb->resv_lock);
-		cw_cache_pin(part, first, n, k);
-	}
-}
 
 /* The cache's disk joins the disk list of the partition's exports, so a
  * client's FLUSH syncs what is written there. */
@@ -68,6 +27,29 @@ static void take_cache_disk(struct pb *pb, struct cw_part *part, uint32_t disk_i
 	for (struct pbx *x = pb->exports; x && di >= 0; x = x->next)
 		if (x->part == part)
 			pb_export_take_disk(pb, x, (uint32_t)di);
+}
+
+/* Each cache's disks join the disk lists of its partition's exports (a
+ * cache that restarted with armed blocks serves them before any
+ * promotion). */
+static void take_cache_disks(struct pb *pb)
+{
+	_cleanup_free_ struct cw_part_info *parts = NULL;
+	size_t nparts = 0;
+
+	if (cw_part_list(pb->pool, &parts, &nparts) < 0)
+		return;
+	for (size_t i = 0; i < nparts; i++) {
+		uint32_t ids[CW_DISKS_MAX];
+		struct cw_part *part;
+		size_t nd;
+
+		if (cw_part_lookup(pb->pool, parts[i].name, &part) < 0 || !cw_part_cache(part))
+			continue;
+		nd = cw_part_cache_disks(part, ids);
+		for (size_t j = 0; j < nd; j++)
+			take_cache_disk(pb, part, ids[j]);
+	}
 }
 
 static void cache_copy(struct pb *pb, const struct cw_cache_task *t, void *buf)
@@ -98,7 +80,7 @@ bool pb_cache_work(struct pb *pb, void *buf)
 {
 	bool worked = false;
 
-	pin_reserved(pb);
+	take_cache_disks(pb);
 	for (unsigned i = 0; i < CACHE_ROUND_STEPS && !atomic_load(&pb->mover_stop); i++) {
 		struct cw_cache_task t;
 		int r = cw_cache_next(pb->pool, cw_now_ns(), &t);

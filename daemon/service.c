@@ -344,6 +344,12 @@ static void hook_moves_changed(void *userdata)
 	pb_mover_kick(svc->pb);
 }
 
+static void hook_notice(void *userdata, const char *msg)
+{
+	(void)userdata;
+	cwd_log(LOG_WARNING, "%s", msg);
+}
+
 /* ---- the server ---- */
 
 static void *svc_main(void *arg)
@@ -390,6 +396,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 		.guarantee = hook_guarantee,
 		.export_clients = hook_export_clients,
 		.moves_changed = hook_moves_changed,
+		.notice = hook_notice,
 	};
 	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {

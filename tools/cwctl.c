@@ -307,12 +307,21 @@ static void print_resv(json_object *r)
 	 * before it is needed. */
 	printf("each block is due %s after it is asked for (due %s): a client asks that far "
 	       "ahead of need\n", fdur(r, "lead_ns", lead), gs(r, "due"));
+	if (get(r, "move"))
+		printf("booked on both sides of move %s while it runs\n", gs(r, "move"));
+	if (get(r, "cache_refused"))
+		printf("its blocks stay off the partition's SSD cache: %s\n",
+		       gs(r, "cache_refused"));
+	else if (get(r, "cache"))
+		printf("booked on the partition's SSD cache too: its blocks may be cached\n");
 	table_row(&t, "DISK", "PERIOD", "DEADLINE", "SERVICE", "REQUESTS", "STRIDE");
 	for (size_t i = 0; pd && i < json_object_array_length(pd); i++) {
 		json_object *p = json_object_array_get_idx(pd, i);
-		char a[CW_UNITS_BUF], b[CW_UNITS_BUF], d[CW_UNITS_BUF];
+		char a[CW_UNITS_BUF], b[CW_UNITS_BUF], d[CW_UNITS_BUF], disk[CW_NAME_MAX + 16];
 
-		table_row(&t, gs(p, "disk"), fdur(p, "period_ns", a), fdur(p, "deadline_ns", d),
+		snprintf(disk, sizeof(disk), "%s%s", gs(p, "disk"),
+			 json_object_get_boolean(get(p, "cache")) ? " (cache)" : "");
+		table_row(&t, disk, fdur(p, "period_ns", a), fdur(p, "deadline_ns", d),
 			  fdur(p, "service_ns", b), gs(p, "requests"), gs(p, "stride"));
 	}
 	table_print(&t, stdout);
@@ -381,6 +390,23 @@ static void print_be_exports(json_object *a, const char *rate_key)
 	table_print(&t, stdout);
 }
 
+/* The reserved ranges a cache leaves alone, and why (rule 2). */
+static void print_pinned(json_object *c)
+{
+	json_object *a = get(c, "pinned");
+
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *p = json_object_array_get_idx(a, i);
+
+		if (get(p, "resv"))
+			printf("  reservation %s", gs(p, "resv"));
+		else
+			printf("  the start-up stream of export %s", gs(p, "export"));
+		printf(" (bytes %s..%s of %s) stays off the SSD: %s\n", gs(p, "range_start"),
+		       gs(p, "range_end"), gs(c, "part"), gs(p, "why"));
+	}
+}
+
 /* SSD caches: how often reads found their block there, and what moved. */
 static void print_caches(json_object *a)
 {
@@ -405,8 +431,9 @@ static void print_caches(json_object *a)
 	}
 	table_print(&t, stdout);
 	if (refused)
-		printf("REFUSED: blocks of an active reservation stay where they are (admission "
-		       "is not tested on the SSD)\n");
+		printf("REFUSED: promotions of blocks of a reservation the SSD does not admit\n");
+	for (size_t i = 0; i < json_object_array_length(a); i++)
+		print_pinned(json_object_array_get_idx(a, i));
 }
 
 static void print_stats(json_object *s)
@@ -1117,6 +1144,7 @@ static void print_cache(json_object *c)
 	printf("partition %s: SSD cache %s, %s%s\n", gs(c, "part"), fsize(c, "size", size),
 	       gs(c, "mode"), json_object_get_boolean(get(c, "pending")) ?
 	       " (the daemon applies it: the old cache's blocks are demoted first)" : "");
+	print_pinned(c);
 }
 
 static int c_part_cache(int argc, char **argv)

@@ -11,7 +11,8 @@
  * ask of its disk (period rounded down, strides at their smallest, every
  * piece of a request charged its own seek and rotation; a block a move
  * copies charged on both its disks, so that every layout the move passes
- * through asks no more of any disk), and a part is
+ * through asks no more of any disk; every block charged on each disk of
+ * a cache that may hold a copy of it), and a part is
  * admitted only if every set of tasks that can be active together during
  * its window passes cw_admit_test.
  */
@@ -71,18 +72,18 @@ static bool moving(const struct cw_admit_layout *l, uint64_t k)
 
 /* Charges requests r .. r + run - 1 of b bytes (the last perhaps
  * shorter), wholly inside partition block k, or (piece > 0, run 1) the
- * piece of piece bytes request r has there, to the disk holding k (alt:
- * the disk a move copies it to, where it may be anywhere). */
+ * piece of piece bytes request r has there, to disk d: the disk holding
+ * k (where disk_off says), or (elsewhere) one where it may be anywhere:
+ * the disk a move copies it to, a cache's. */
 static int charge_run(const struct cw_admit_layout *l, const struct cw_admit_disk *disks,
-		      struct acc *acc, uint64_t k, bool alt, uint64_t b, uint64_t piece, uint64_t r,
-		      uint64_t run)
+		      struct acc *acc, uint64_t k, uint32_t d, bool elsewhere, uint64_t b,
+		      uint64_t piece, uint64_t r, uint64_t run)
 {
-	uint32_t d = alt ? l->alt_disk[k] : l->disk[k];
 	uint64_t lo = 0, hi = 0;
 	int64_t c;
 	int e;
 
-	if (l->disk_off && !alt) {
+	if (l->disk_off && !elsewhere) {
 		lo = l->disk_off[k];
 		hi = lo + l->pblock_bytes;
 	}
@@ -102,6 +103,21 @@ static int charge_run(const struct cw_admit_layout *l, const struct cw_admit_dis
 		}
 	}
 	return 0;
+}
+
+/* Charges the run everywhere block k may be: its disk, where a move
+ * copies it, and each cache disk. */
+static int charge_block(const struct cw_admit_layout *l, const struct cw_admit_disk *disks,
+			struct acc *acc, uint64_t k, uint64_t b, uint64_t piece, uint64_t r,
+			uint64_t run)
+{
+	int e = charge_run(l, disks, acc, k, l->disk[k], false, b, piece, r, run);
+
+	if (e == 0 && moving(l, k))
+		e = charge_run(l, disks, acc, k, l->alt_disk[k], true, b, piece, r, run);
+	for (size_t i = 0; e == 0 && i < l->n_copy; i++)
+		e = charge_run(l, disks, acc, k, l->copy_disk[i], true, b, piece, r, run);
+	return e;
 }
 
 static int plan_fail(struct cw_admit_plan *p, int err, const char *msg)
@@ -214,6 +230,9 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 		if (l->disk[k] >= n_disks || !disks[l->disk[k]].model ||
 		    (l->alt_disk && (l->alt_disk[k] >= n_disks || !disks[l->alt_disk[k]].model)))
 			return plan_fail(ret, -EINVAL, "layout names a disk without a model");
+	for (size_t i = 0; i < l->n_copy; i++)
+		if (!l->copy_disk || l->copy_disk[i] >= n_disks || !disks[l->copy_disk[i]].model)
+			return plan_fail(ret, -EINVAL, "layout names a cache disk without a model");
 	for (size_t d = 0; d < n_disks; d++) {
 		if (disks[d].n_tasks && !disks[d].tasks)
 			return plan_fail(ret, -EINVAL, "disk task set missing");
@@ -250,9 +269,7 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 			while (r + run < nreq &&
 			       l->first_bytes + CW_MIN((r + run + 1) * b, l->range_bytes) <= pend)
 				run++;
-			e = charge_run(l, disks, acc, k, false, b, 0, r, run);
-			if (e == 0 && moving(l, k))
-				e = charge_run(l, disks, acc, k, true, b, 0, r, run);
+			e = charge_block(l, disks, acc, k, b, 0, r, run);
 			if (e < 0)
 				return plan_fail(ret, e, "a block lies outside its disk's model");
 			r += run;
@@ -263,9 +280,7 @@ int cw_admit_plan(const struct cw_admit_qos *q, const struct cw_admit_layout *l,
 			uint64_t kk = off / l->pblock_bytes;
 			uint64_t pe = CW_MIN(end, (kk + 1) * l->pblock_bytes);
 
-			e = charge_run(l, disks, acc, kk, false, b, pe - off, r, 1);
-			if (e == 0 && moving(l, kk))
-				e = charge_run(l, disks, acc, kk, true, b, pe - off, r, 1);
+			e = charge_block(l, disks, acc, kk, b, pe - off, r, 1);
 			if (e < 0)
 				return plan_fail(ret, e, "a block lies outside its disk's model");
 			off = pe;

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include <clockwise/admit-state.h>
+#include <clockwise/cache.h>
 #include <clockwise/mover.h>
 #include <clockwise/pool-objects.h>
 #include <clockwise/sched-beq.h>
@@ -166,6 +167,26 @@ static void refuse(struct cw_admit_refusal *ref, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(ref->reason, sizeof(ref->reason), fmt, ap);
 	va_end(ap);
+}
+
+/* Puts the words fmt says before ref's reason. */
+static void refusal_prefix(struct cw_admit_refusal *ref, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void refusal_prefix(struct cw_admit_refusal *ref, const char *fmt, ...)
+{
+	char was[sizeof(ref->reason)], pre[160];
+	va_list ap;
+
+	if (!ref)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(pre, sizeof(pre), fmt, ap);
+	va_end(ap);
+	memcpy(was, ref->reason, sizeof(was));
+	/* cut at the buffer's end, as refuse() does */
+	strncpy(ref->reason, pre, sizeof(ref->reason) - 1);
+	ref->reason[sizeof(ref->reason) - 1] = '\0';
+	strncat(ref->reason, was, sizeof(ref->reason) - 1 - strlen(ref->reason));
 }
 
 /* ---- models and plans ---- */
@@ -329,6 +350,8 @@ struct range_layout {
 	uint32_t *disk_idx;
 	uint64_t *disk_off;
 	uint32_t *alt_idx;		/* where a move puts them (range_layout_move) */
+	uint32_t copy_idx[CW_DISKS_MAX];	/* a cache's disks (range_layout_copies) */
+	bool copy_id[CW_DISKS_MAX + 1];		/* the same, by disk id */
 	struct cw_admit_layout l;
 };
 
@@ -433,6 +456,40 @@ static int range_layout_move(struct cw_admit_state *st, struct cw_part *part, ui
 	return 0;
 }
 
+/* The same range with a copy of each block perhaps on each of disks
+ * ids[0..n) (clockwise/admit.h, copy_disk): a cache's. */
+static int range_layout_copies(struct cw_admit_state *st, struct range_layout *rl,
+			       const uint32_t *ids, size_t n, struct cw_admit_refusal *ref)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < rl->n_disks && rl->disks[k].id != ids[i]; k++)
+			;
+		if (k == rl->n_disks || !st->disks[ids[i]]) {
+			refuse(ref, "the cache's disk %" PRIu32 " has no model", ids[i]);
+			return -ENODEV;
+		}
+		rl->copy_idx[i] = (uint32_t)k;
+		rl->copy_id[ids[i]] = true;
+	}
+	rl->l.copy_disk = rl->copy_idx;
+	rl->l.n_copy = n;
+	return 0;
+}
+
+/* The disks rv is booked on for its partition's cache copies, into ids
+ * (room for CW_DISKS_MAX); how many. */
+static size_t resv_copies(const struct cw_admit_resv *rv, uint32_t *ids)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rv->n_parts; i++)
+		if (rv->parts[i].copy)
+			ids[n++] = rv->parts[i].disk_id;
+	return n;
+}
+
 /* ---- reservations ---- */
 
 static int64_t shift_ns(int64_t t, int64_t by)
@@ -454,7 +511,7 @@ static struct cw_resv_disk *parts_stored(const struct cw_admit_state *st,
 			.disk_id = p->disk_id, .period_ns = p->task.period_ns,
 			.service_ns = p->task.service_ns, .from_ns = shift_ns(p->task.from_ns, by),
 			.to_ns = shift_ns(p->task.to_ns, by), .requests = p->requests,
-			.stride = p->stride,
+			.stride = p->stride, .copy = p->copy,
 		};
 	}
 	return d;
@@ -543,7 +600,7 @@ static int resvs_load(struct cw_admit_state *st)
 					  shift_ns(d->to_ns, -by),
 					  /* as cw_admit_plan gave it */
 					  admit_part_deadline(rv->due, rec->period_ns) },
-				.requests = d->requests, .stride = d->stride,
+				.requests = d->requests, .stride = d->stride, .copy = d->copy,
 			};
 		}
 		resv_set_lead(rv);
@@ -774,6 +831,22 @@ static int prepare(struct cw_admit_state *st, const struct cw_admit_request *req
 	return 0;
 }
 
+/* prepare(), and with req->move_id each block of the range also where
+ * that move puts it (none if the move is over). */
+static int prepare_req(struct cw_admit_state *st, const struct cw_admit_request *req,
+		       struct prepared *p, struct cw_admit_refusal *ref)
+{
+	struct cw_part *part;
+	int r = prepare(st, req, p, ref);
+
+	if (r < 0 || !req->move_id)
+		return r;
+	r = cw_part_lookup(st->pool, req->part, &part);
+	if (r == 0)
+		r = range_layout_move(st, part, req->move_id, req->range_start_bytes, &p->rl, ref);
+	return r;
+}
+
 /* A stream of block-byte requests on disk id alone, anywhere on it. */
 static int prepare_disk(struct cw_admit_state *st, uint32_t id, uint64_t block,
 			struct prepared *p, struct cw_admit_refusal *ref)
@@ -929,7 +1002,7 @@ int cw_admit_state_headroom(struct cw_admit_state *st, const struct cw_admit_req
 
 	if (ref)
 		memset(ref, 0, sizeof(*ref));
-	return headroom(&p, prepare(st, req, &p, ref), ret_rate_bps, ref);
+	return headroom(&p, prepare_req(st, req, &p, ref), ret_rate_bps, ref);
 }
 
 int cw_admit_state_disk_headroom(struct cw_admit_state *st, uint32_t id, uint64_t block,
@@ -980,7 +1053,7 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 		memset(ref, 0, sizeof(*ref));
 	if (ret_resv)
 		*ret_resv = NULL;
-	r = prepare(st, req, &p, ref);
+	r = prepare_req(st, req, &p, ref);
 	if (r < 0)
 		return r;
 	if (req->rate_bps == 0) {
@@ -995,8 +1068,14 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 	if (r == -EBUSY && !plan.admitted) {
 		refusal_of_plan(&p, &plan, req->rate_bps, ref);
 		r = refusal_max_rate(&p, ref);
+		if (r == 0 && p.rl.l.alt_disk)
+			refusal_prefix(ref, "with its blocks on both sides of move %" PRIu64
+				       " (it takes them to other disks): ", req->move_id);
 		return r < 0 ? r : -EBUSY;
 	}
+	if (r == -EBUSY && p.rl.l.alt_disk)
+		refusal_prefix(ref, "with its blocks on both sides of move %" PRIu64 ": ",
+			       req->move_id);
 	if (r < 0)
 		return r;
 	if (req->dry_run)
@@ -1020,6 +1099,7 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 	rv->span_end_ns = p.q.span_end_ns;
 	rv->period_ns = plan.stream_period_ns;
 	rv->due = req->due;
+	rv->move_id = p.rl.l.alt_disk ? req->move_id : 0;
 	rv->n_parts = plan.n_parts;
 	for (size_t i = 0; i < plan.n_parts; i++)
 		rv->parts[i] = (struct cw_admit_resv_part){
@@ -1178,6 +1258,7 @@ static struct cw_admit_resv_part *plan_parts(const struct prepared *p,
 			.task = plan->parts[i].task,
 			.requests = plan->parts[i].requests,
 			.stride = plan->parts[i].stride,
+			.copy = p->rl.copy_id[p->rl.disks[plan->parts[i].disk].id],
 		};
 	return parts;
 }
@@ -1191,9 +1272,11 @@ static struct cw_admit_resv *resv_by_stream(const struct cw_admit_state *st, uin
 }
 
 /* Lays out rv's range where its blocks are (and, with move_id, where
- * that move puts them), its rate and span, for plan_moved. */
+ * that move puts them; with copies on disks ids[0..n), a cache's), its
+ * rate and span, for plan_moved. */
 static int prepare_resv(struct cw_admit_state *st, const struct cw_admit_resv *rv,
-			uint64_t move_id, struct prepared *p, struct cw_admit_refusal *ref)
+			uint64_t move_id, const uint32_t *ids, size_t n, struct prepared *p,
+			struct cw_admit_refusal *ref)
 {
 	struct cw_admit_request req = {
 		.part = rv->part, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
@@ -1207,7 +1290,18 @@ static int prepare_resv(struct cw_admit_state *st, const struct cw_admit_resv *r
 		r = cw_part_lookup(st->pool, rv->part, &part);
 	if (r == 0 && move_id)
 		r = range_layout_move(st, part, move_id, rv->range_start_bytes, &p->rl, ref);
+	if (r == 0)
+		r = range_layout_copies(st, &p->rl, ids, n, ref);
 	return r;
+}
+
+/* The same with the cache copies rv is booked for. */
+static int prepare_resv_as(struct cw_admit_state *st, const struct cw_admit_resv *rv,
+			   uint64_t move_id, struct prepared *p, struct cw_admit_refusal *ref)
+{
+	uint32_t ids[CW_DISKS_MAX];
+
+	return prepare_resv(st, rv, move_id, ids, resv_copies(rv, ids), p, ref);
 }
 
 int cw_admit_state_move_book(struct cw_admit_state *st, uint64_t stream, uint64_t move_id,
@@ -1239,7 +1333,7 @@ int cw_admit_state_move_book(struct cw_admit_state *st, uint64_t stream, uint64_
 		       rv->part);
 		return -EINVAL;
 	}
-	r = prepare_resv(st, rv, move_id, &p, ref);
+	r = prepare_resv_as(st, rv, move_id, &p, ref);
 	snprintf(with, sizeof(with), "with its blocks on both sides of move %" PRIu64, move_id);
 	if (r == 0)
 		r = plan_moved(st, &p, rv, with, &plan, ref);
@@ -1248,13 +1342,31 @@ int cw_admit_state_move_book(struct cw_admit_state *st, uint64_t stream, uint64_
 	return rebook(st, rv, move_id, plan_parts(&p, &plan), plan.n_parts, ref, changes);
 }
 
-int cw_admit_state_move_settle(struct cw_admit_state *st, uint64_t stream,
-			       struct cw_admit_changes *changes)
+/* Books rv again without a test, for move_id (0: none) and with copies
+ * on disks ids[0..n): a booking that on every disk asks at most what
+ * rv's does now. */
+static int rebook_lighter(struct cw_admit_state *st, struct cw_admit_resv *rv, uint64_t move_id,
+			  const uint32_t *ids, size_t n, struct cw_admit_changes *changes)
 {
 	_cleanup_(prepared_done) struct prepared p = { 0 };
 	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	int r = prepare_resv(st, rv, move_id, ids, n, &p, NULL);
+
+	if (r == 0) {
+		p.q.span_start_ns = rv->span_start_ns;
+		p.q.span_end_ns = rv->span_end_ns;
+		r = plan_at(&p, rv->rate_bps, &plan);
+	}
+	if (r < 0)
+		return r;
+	return rebook(st, rv, move_id, plan_parts(&p, &plan), plan.n_parts, NULL, changes);
+}
+
+int cw_admit_state_move_settle(struct cw_admit_state *st, uint64_t stream,
+			       struct cw_admit_changes *changes)
+{
 	struct cw_admit_resv *rv;
-	int r;
+	uint32_t ids[CW_DISKS_MAX];
 
 	if (!st)
 		return -EINVAL;
@@ -1265,15 +1377,110 @@ int cw_admit_state_move_settle(struct cw_admit_state *st, uint64_t stream,
 		return 0;
 	/* Not tested: on each disk the range as it lies now asks at most
 	 * what the move's booking did (admit.h, alt_disk). */
-	r = prepare_resv(st, rv, 0, &p, NULL);
-	if (r == 0) {
-		p.q.span_start_ns = rv->span_start_ns;
-		p.q.span_end_ns = rv->span_end_ns;
-		r = plan_at(&p, rv->rate_bps, &plan);
+	return rebook_lighter(st, rv, 0, ids, resv_copies(rv, ids), changes);
+}
+
+/* ---- a partition's SSD cache (rule 2) ---- */
+
+static bool id_in(const uint32_t *ids, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+static void set_cache_refused(struct cw_admit_state *st, struct cw_admit_resv *rv,
+			      const char *why)
+{
+	pthread_mutex_lock(&st->lock);
+	snprintf(rv->cache_refused, sizeof(rv->cache_refused), "%s", why);
+	rv->cache_refused_new = why[0] != '\0';
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* Tests rv with copies on disks want[0..nw) and books it so if every disk
+ * admits it; else books it with keep[0..nk) (those it has that the cache
+ * still has) and says why in *ref.  1 when refused, 0 when booked. */
+static int cache_book(struct cw_admit_state *st, struct cw_admit_resv *rv, const uint32_t *want,
+		      size_t nw, const uint32_t *keep, size_t nk, size_t nh,
+		      struct cw_admit_refusal *ref, struct cw_admit_changes *changes)
+{
+	_cleanup_(prepared_done) struct prepared p = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	char with[64 + CW_DISKS_MAX * (CW_NAME_MAX + 2)] = "with its blocks cached on disk";
+	int r;
+
+	memset(ref, 0, sizeof(*ref));
+	for (size_t i = 0; i < nw; i++) {
+		size_t len = strlen(with);
+
+		snprintf(with + len, sizeof(with) - len, "%s %s", i ? "," : "",
+			 st->disks[want[i]] ? st->disks[want[i]]->name : "?");
 	}
-	if (r < 0)
+	r = prepare_resv(st, rv, rv->move_id, want, nw, &p, ref);
+	if (r == 0)
+		r = plan_moved(st, &p, rv, with, &plan, ref);
+	if (r == 0)
+		return rebook(st, rv, rv->move_id, plan_parts(&p, &plan), plan.n_parts, ref,
+			      changes);
+	if (r != -EBUSY && r != -ENODEV)
 		return r;
-	return rebook(st, rv, 0, plan_parts(&p, &plan), plan.n_parts, NULL, changes);
+	if (!ref->reason[0])
+		refuse(ref, "%s, it could not be booked: %s", with, strerror(-r));
+	r = nk == nh ? 0 : rebook_lighter(st, rv, rv->move_id, keep, nk, changes);
+	return r < 0 ? r : 1;
+}
+
+int cw_admit_state_cache_sync(struct cw_admit_state *st, const char *part, bool retry,
+			      struct cw_admit_changes *changes)
+{
+	int n = 0;
+
+	if (!st)
+		return -EINVAL;
+	for (size_t i = 0; i < st->n_resvs; i++) {
+		struct cw_admit_resv *rv = st->resvs[i];
+		uint32_t want[CW_DISKS_MAX], have[CW_DISKS_MAX], keep[CW_DISKS_MAX];
+		size_t nw = 0, nh = resv_copies(rv, have), nk = 0;
+		struct cw_admit_refusal ref;
+		struct cw_part *pt;
+		bool covered = true;
+		int r = 0;
+
+		if (part && strcmp(rv->part, part) != 0)
+			continue;
+		if (rv->cache_refused_new) {
+			pthread_mutex_lock(&st->lock);
+			rv->cache_refused_new = false;
+			pthread_mutex_unlock(&st->lock);
+		}
+		if (cw_part_lookup(st->pool, rv->part, &pt) == 0)
+			nw = cw_part_cache_disks(pt, want);
+		for (size_t j = 0; j < nh; j++)
+			if (id_in(want, nw, have[j]))
+				keep[nk++] = have[j];
+		for (size_t j = 0; j < nw; j++)
+			covered &= id_in(have, nh, want[j]);
+		if (covered || (!retry && rv->cache_refused[0])) {
+			/* Copies the cache can no longer have are not booked. */
+			if (nk != nh)
+				r = rebook_lighter(st, rv, rv->move_id, keep, nk, changes);
+			if (r == 0 && covered && rv->cache_refused[0])
+				set_cache_refused(st, rv, "");
+			if (r < 0)
+				return r;
+			continue;
+		}
+		r = cache_book(st, rv, want, nw, keep, nk, nh, &ref, changes);
+		if (r < 0)
+			return r;
+		if (strcmp(rv->cache_refused, r ? ref.reason : "") != 0) {
+			n += r;
+			set_cache_refused(st, rv, r ? ref.reason : "");
+		}
+	}
+	return n;
 }
 
 int cw_admit_state_moves_settle(struct cw_admit_state *st, struct cw_admit_changes *changes)
@@ -1319,7 +1526,7 @@ int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64
 	rv = resv_by_stream(st, stream);
 	if (!rv)
 		return -ENOENT;
-	r = prepare_resv(st, rv, 0, &p, ref);
+	r = prepare_resv_as(st, rv, 0, &p, ref);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < p.rl.n_disks; i++) {
@@ -1432,6 +1639,7 @@ static int part_service(struct cw_admit_state *st, const struct cw_admit_resv *r
 	_cleanup_free_ struct cw_admit_disk *ad = NULL;
 	struct cw_admit_qos q = { .bandwidth_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
 				  .due = rv->due };
+	uint32_t ids[CW_DISKS_MAX];
 	struct cw_part *part;
 	int r;
 
@@ -1440,6 +1648,8 @@ static int part_service(struct cw_admit_state *st, const struct cw_admit_resv *r
 		r = range_layout(st, part, rv->range_start_bytes, rv->range_end_bytes, &rl, NULL);
 	if (r == 0)
 		r = range_layout_move(st, part, rv->move_id, rv->range_start_bytes, &rl, NULL);
+	if (r == 0)
+		r = range_layout_copies(st, &rl, ids, resv_copies(rv, ids), NULL);
 	if (r < 0)
 		return r;
 	ad = calloc(rl.n_disks ? rl.n_disks : 1, sizeof(*ad));

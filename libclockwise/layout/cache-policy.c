@@ -72,6 +72,7 @@ struct cw_cache_policy {
 	int64_t last_tick_ns;
 	uint64_t pin_first[PINS_MAX], pin_end[PINS_MAX];
 	size_t npins;
+	uint32_t pin_scan;		/* slots below it hold no pinned block */
 	uint64_t refused;
 };
 
@@ -320,6 +321,18 @@ void cw_cache_policy_next(struct cw_cache_policy *p, struct cw_cache_decision *r
 	uint32_t best_heat = 0, victim;
 
 	ret->kind = CW_CACHE_NONE;
+	/* A block cached before its range was pinned leaves first: it
+	 * must be where its stream is booked. */
+	for (; p->pin_scan < p->nslots; p->pin_scan++) {
+		uint64_t b = p->slot_block[p->pin_scan];
+
+		if (b != UINT64_MAX && cw_cache_policy_pinned(p, b)) {
+			ret->kind = CW_CACHE_EVICT;
+			ret->block = b;
+			ret->slot = p->pin_scan;
+			return;
+		}
+	}
 	if (p->keep && !is_cached(p, p->keep - 1)) {
 		best = p->keep;
 		best_heat = cand_heat(p, best - 1);
@@ -382,6 +395,8 @@ void cw_cache_policy_cached(struct cw_cache_policy *p, uint32_t slot, uint64_t b
 	p->slot_level[slot] = (uint8_t)l;
 	list_add(p, slot, l);
 	p->used++;
+	if (cw_cache_policy_pinned(p, block))	/* pinned while it was copied */
+		p->pin_scan = CW_MIN(p->pin_scan, slot);
 }
 
 void cw_cache_policy_uncached(struct cw_cache_policy *p, uint32_t slot)
@@ -412,6 +427,7 @@ int cw_cache_policy_pin(struct cw_cache_policy *p, const uint64_t *first, const 
 		p->pin_end[i] = first[i] + n[i] < first[i] ? UINT64_MAX : first[i] + n[i];
 	}
 	p->npins = nranges;
+	p->pin_scan = 0;
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The control plane's reservations and exports in the pool database
- * (tables resv, resv_disk, export; schema 3; resv.move, schema 10), and the read-only look-up
+ * (tables resv, resv_disk, export; schema 3; resv.move, schema 10;
+ * resv_disk.copy, schema 11), and the read-only look-up
  * of a disk's model for tools that must not take the pool's lock. */
 #include "config.h"
 
@@ -21,15 +22,16 @@ static const char sql_resv_put[] =
 static const char sql_resv_move_set[] = "UPDATE resv SET move = ?2 WHERE id = ?1";
 static const char sql_resv_disk_del[] = "DELETE FROM resv_disk WHERE resv = ?1";
 static const char sql_resv_disk_put[] =
-	"INSERT INTO resv_disk(resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+	"INSERT INTO resv_disk(resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride,"
+	" copy)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 static const char sql_resv_del[] = "DELETE FROM resv WHERE id = ?1";
 static const char sql_resv_all[] =
 	"SELECT id, part, rate, block, range_start, range_end, start_ns, end_ns, period_ns, due,"
 	" move"
 	" FROM resv ORDER BY id";
 static const char sql_resv_disk_all[] =
-	"SELECT resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride"
+	"SELECT resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride, copy"
 	" FROM resv_disk ORDER BY resv, disk";
 static const char sql_resv_part[] = "SELECT part FROM resv WHERE id = ?1";
 static const char sql_export_put[] =
@@ -147,9 +149,9 @@ static int parts_insert(struct meta *m, int64_t id, const struct cw_resv_disk *d
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct cw_resv_disk *d = &disks[i];
-		int rc = meta_exec(m, sql_resv_disk_put, 8, id, (int64_t)d->disk_id, d->period_ns,
+		int rc = meta_exec(m, sql_resv_disk_put, 9, id, (int64_t)d->disk_id, d->period_ns,
 				   d->service_ns, d->from_ns, d->to_ns, (int64_t)d->requests,
-				   (int64_t)d->stride);
+				   (int64_t)d->stride, (int64_t)d->copy);
 
 		if (rc < 0)
 			return rc;
@@ -348,6 +350,7 @@ static int add_part(struct cw_resv_rec *list, size_t n, sqlite3_stmt *st)
 		.to_ns = sqlite3_column_int64(st, 5),
 		.requests = (uint64_t)sqlite3_column_int64(st, 6),
 		.stride = (uint64_t)sqlite3_column_int64(st, 7),
+		.copy = sqlite3_column_int64(st, 8) != 0,
 	};
 	return 0;
 }

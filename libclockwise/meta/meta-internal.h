@@ -19,7 +19,7 @@
 #include <clockwise/layout.h>
 
 /* Schema version this library writes. */
-#define META_SCHEMA_VERSION 10
+#define META_SCHEMA_VERSION 11
 
 struct meta {
 	sqlite3 *db;

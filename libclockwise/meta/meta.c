@@ -211,6 +211,11 @@ static const char *const migrations[] = {
 	 * before the booking settles. */
 	"ALTER TABLE resv ADD COLUMN due INTEGER NOT NULL DEFAULT 0 CHECK (due IN (0, 1));"
 	"ALTER TABLE resv ADD COLUMN move INTEGER NOT NULL DEFAULT 0 CHECK (move >= 0);",
+	/* 10 -> 11: a part of a reservation booked for the copies its
+	 * partition's SSD cache may hold on that disk (rule 2 for caches,
+	 * cw_admit_state_cache_sync): every block of the range is charged
+	 * there; 0 for every part booked before. */
+	"ALTER TABLE resv_disk ADD COLUMN copy INTEGER NOT NULL DEFAULT 0 CHECK (copy IN (0, 1));",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

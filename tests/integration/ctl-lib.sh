@@ -23,6 +23,11 @@
 #                            hole, which is read without a disk access
 #   ctl_admits PART RATE BLOCK  whether such a reservation is admitted now
 #                            (released again at once)
+#   ctl_write_disks DIR      write hdd0 and hdd1 out (past their labels):
+#                            an emulated or calibrated disk is then
+#                            measured, not its holes
+#   ctl_max_rate PART BLOCK  the largest rate admitted now for a stream of
+#                            BLOCK blocks over PART (a dry run's max_rate)
 #   ctl_disks DIR            the three disks: already in clockwised's pool
 #                            (checked), added through cwctl for the stand-in
 CTL_SERVER=${CTL_SERVER:-$top_builddir/tests/unit/daemon/ctl-test-server}
@@ -119,6 +124,18 @@ ctl_admits() {
 	local id
 	id=$(cwctl --json resv create "$1" --rate "$2" --block "$3" 2>/dev/null | jq -e .id) || return 1
 	cwctl resv release "$id" >/dev/null
+}
+
+ctl_write_disks() {
+	local i
+	for i in hdd0 hdd1; do
+		dd if=/dev/zero of="$1/$i.img" bs=1M seek=1 count=255 conv=notrunc oflag=direct \
+			status=none || return 1
+	done
+}
+
+ctl_max_rate() {
+	cwctl --json resv create "$1" --rate 1000 --block "$2" --dry-run | jq -e .max_rate
 }
 
 # The code in parentheses at the end of cwctl's error line.

@@ -15,10 +15,7 @@ d=$cw_tmp
 
 check "clockwised starts" ctl_start "$d"
 # Written out, so that the calibration measures the disk, not holes.
-for i in hdd0 hdd1; do
-	check "fill $i" dd if=/dev/zero of="$d/$i.img" bs=1M seek=1 count=255 conv=notrunc \
-		oflag=direct status=none
-done
+check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$d"
 check "calibrate hdd0" cwctl disk calibrate hdd0
 check "calibrate hdd1" cwctl disk calibrate hdd1
 check "the data path takes hdd0's new model" grep -q "disk hdd0: new model: " "$CTL_LOG"

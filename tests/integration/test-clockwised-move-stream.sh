@@ -9,7 +9,10 @@
 # reservation is booked on the new disk alone.  Moved back, the daemon is
 # killed (-9) in the middle: after the restart the move resumes and the
 # reservation is booked on both disks while it runs, on the destination
-# alone once it is done.
+# alone once it is done.  A reservation made while a move takes the
+# range to the other disk is booked on both at once (one that does not fit
+# on both is refused, naming the move), plays without a miss while the
+# move runs, and settles on the destination.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
 requires jq qemu-io
@@ -19,10 +22,7 @@ MB=${CW_MOVE_STREAM_MB:-96}
 BLOCK=256K
 
 ctl_start "$d" --no-export-all --emulate hdd7200
-for i in hdd0 hdd1; do	# written out: no holes under the emulation
-	check "fill $i" dd if=/dev/zero of="$d/$i.img" bs=1M seek=1 count=255 conv=notrunc \
-		oflag=direct status=none
-done
+check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$d"
 check "part create media on hdd0" cwctl part create media --size "${MB}M" --policy single --disk hdd0
 check "record media" ctl_fill media "${MB}M"
 
@@ -109,4 +109,38 @@ check "the stream plays again after the restart" \
 	"$CWSTREAM" play "nbd+unix:///s0?socket=$CTL_NBD" --rate "$rate" --block $BLOCK \
 	--duration 2s --quiet
 check "without a missed deadline" test "$(misses)" -eq 0
+
+# ---- a reservation made while a move takes its range elsewhere ----
+out=$(cwctl --json part move media --disks hdd1 --policy single)
+mid=$(jq -e .id <<<"$out")
+check "a move to hdd1 runs" jq -e '.state == "running"' <<<"$out"
+rid2=$(cwctl --json resv create media --rate "$rate" --block $BLOCK | jq -e .id)
+check "a reservation over the range it takes is admitted at once" test -n "$rid2"
+state=$(state_of "$mid")
+disks2=$(cwctl --json resv show "$rid2" | jq -c '[.per_disk[].disk] | sort')
+echo "made while move $mid ran ($state): reservation $rid2 on $disks2"
+if [ "$state" = running ]; then
+	check "booked on both disks" test "$disks2" = '["hdd0","hdd1"]'
+	check "for that move" test "$(cwctl --json resv show "$rid2" | jq .move)" = "$mid"
+fi
+# Twice the most one disk admitted alone: not on both sides either.
+out=$(cwctl --json resv create media --rate "$hi" --block $BLOCK 2>&1)
+echo "a stream of $hi B/s: $(jq -r .message <<<"$out")"
+if [ "$(state_of "$mid")" = running ]; then
+	check "one that does not fit on both sides is refused" jq -e '.code == "refused"' <<<"$out"
+	check "naming the move" \
+		jq -e --arg m "$mid" '.message | test("with its blocks on both sides of move " + $m)' \
+		<<<"$out"
+fi
+check "export it bound to the new reservation" cwctl export add media --name s1 --resv "$rid2"
+check "it plays while the move runs, without a miss" \
+	"$CWSTREAM" play "nbd+unix:///s1?socket=$CTL_NBD" --rate "$rate" --block $BLOCK \
+	--duration 6s --quiet
+check "the move finishes" cwctl move list --watch --interval 0.2
+check "it is done" test "$(state_of "$mid")" = done
+check "the new reservation is on hdd1 alone" \
+	wait_for "its booking to settle" 10 \
+	bash -c '[ "$("$0" --socket "$1" --json resv show "$2" | jq -c "[.per_disk[].disk]")" = "[\"hdd1\"]" ]' \
+	"$CWCTL" "$CTL_SOCK" "$rid2"
+check "and no deadline was missed" test "$(misses)" -eq 0
 check "the server stops" ctl_stop

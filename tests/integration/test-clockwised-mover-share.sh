@@ -41,10 +41,7 @@ during() {
 }
 
 ctl_start "$d" --no-export-all --emulate hdd7200
-for i in hdd0 hdd1; do	# written out: no holes under the emulation
-	check "fill $i" dd if=/dev/zero of="$d/$i.img" bs=1M seek=1 count=255 conv=notrunc \
-		oflag=direct status=none
-done
+check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$d"
 check "part create data" cwctl part create data --size "${MB}M" --policy single --disk hdd0
 check "part create scratch-hdd0" cwctl part create scratch-hdd0 --size 32M --policy single --disk hdd0
 check "part create scratch-hdd1" cwctl part create scratch-hdd1 --size 32M --policy single --disk hdd1

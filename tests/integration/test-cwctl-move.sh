@@ -14,7 +14,9 @@
 # at once when admission holds for the stream with its blocks on both
 # sides of the move (the stream is booked there, then where its range
 # lies once the move is done or cancelled), and is refused with
-# admission's reason when it would not hold where the move puts them.
+# admission's reason when it would not hold where the move puts them.  A
+# reservation made while a move takes its range elsewhere is booked on both
+# sides at once, or refused naming the move.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
 requires jq truncate qemu-io
@@ -152,9 +154,10 @@ check "cancelling a finished move is refused" test "$(ctl_code cwctl move cancel
 check "an unknown move is not found" test "$(ctl_code cwctl move pause 999)" = not-found
 check "the server stops cleanly" ctl_stop
 
-# ---- rule 2 the other way: no stream is admitted over a range a
-# running move takes elsewhere.  The control server alone has no mover:
-# its moves stay running.
+# ---- rule 2 both ways: a move of a reserved range books its stream on
+# both sides, and so does a reservation made over a range a running move
+# takes elsewhere.  The control server alone has no mover: its moves stay
+# running.
 mkdir -p "$d/standin"
 ctl_start_standin "$d/standin"
 check "stand-in disks" ctl_disks "$d/standin"
@@ -176,16 +179,15 @@ check "it is still on hdd0 alone" test "$(disks_of "$sid")" = '["hdd0"]'
 check "part create duo on hdd0" cwctl part create duo --size 40M --policy single --disk hdd0
 check "move duo onto hdd1" cwctl part move duo --disks hdd1 --policy single
 check "it runs (nothing copies here)" test "$(cwctl --json move list | jq -r '.[-1].state')" = running
-out=$(cwctl --json resv create duo --rate 1MB/s --block 1M 2>&1 >/dev/null)
-check "a reservation over what it takes is refused: busy" jq -e '.code == "busy"' <<<"$out"
-check "naming the move" jq -e '.message | test("move [0-9]+ is taking blocks of that range of duo")' <<<"$out"
-check "a dry run is refused alike" test "$(ctl_code cwctl resv create duo --rate 1MB/s --block 1M --dry-run)" = busy
-check "pause the move" cwctl move pause "$(cwctl --json move list | jq '.[-1].id')"
-check "now the reservation is admitted" cwctl resv create duo --rate 1MB/s --block 1M
-check "and resuming the move books it on both sides" \
-	cwctl move resume "$(cwctl --json move list | jq '.[-1].id')"
-did=$(cwctl --json resv list | jq '.[] | select(.part == "duo") | .id')
+did=$(cwctl --json resv create duo --rate 1MB/s --block 1M | jq -e .id)
+check "a reservation over what it takes is admitted at once" test -n "$did"
 check "on hdd0 and hdd1" test "$(disks_of "$did")" = '["hdd0","hdd1"]'
+check "booked for that move" \
+	test "$(cwctl --json resv show "$did" | jq .move)" = "$(cwctl --json move list | jq '.[-1].id')"
+out=$(cwctl --json resv create duo --rate 400MB/s --block 1M 2>&1)
+check "one that does not fit on both sides is refused" jq -e '.code == "refused"' <<<"$out"
+check "naming the move" jq -e '.message | test("with its blocks on both sides of move [0-9]+")' <<<"$out"
+check "a dry run is admitted alike" cwctl resv create duo --rate 1MB/s --block 1M --dry-run
 check "a stand-in restart keeps the move and the booking" ctl_stop
 ctl_start_standin "$d/standin"
 check "still on hdd0 and hdd1 while the move runs" test "$(disks_of "$did")" = '["hdd0","hdd1"]'

@@ -115,6 +115,8 @@ struct cw_admit_resv_part {
 	struct cw_task task;		/* times on the state's clock */
 	uint64_t requests;
 	uint64_t stride;
+	bool copy;			/* booked for its partition's cache copies here
+					 * (cw_admit_state_cache_sync) */
 };
 
 struct cw_admit_resv {
@@ -137,6 +139,12 @@ struct cw_admit_resv {
 	/* The unfinished move the parts are booked for (its blocks counted
 	 * where they are and where it puts them); 0: none. */
 	uint64_t move_id;
+	/* Why its partition's SSD cache may not hold its blocks: admission
+	 * refused the stream on a cache disk (cw_admit_state_cache_sync);
+	 * empty when it is booked on every disk of the cache, or there is
+	 * none. */
+	char cache_refused[CW_ADMIT_REASON_MAX + 384];
+	bool cache_refused_new;		/* the last cache sync set or changed it */
 };
 
 /* The part of rv on disk_id, or NULL: safe against a move's re-booking
@@ -250,6 +258,11 @@ struct cw_admit_request {
 	const char *export_name;	/* not persistent: which export it is for */
 	bool dry_run;			/* plan and test, change nothing */
 	enum cw_admit_due due;		/* default: a disk period (the paper's) */
+	/* A running move taking blocks of the range to other disks: the
+	 * stream is booked on both sides of it at once (as
+	 * cw_admit_state_move_book would), and settles where the blocks lie
+	 * once it is over (cw_admit_state_moves_settle); 0: none. */
+	uint64_t move_id;
 };
 
 /* Admits a reservation: 0 with *ret_resv (NULL on a dry run), or -EBUSY
@@ -309,6 +322,31 @@ int cw_admit_state_move_settle(struct cw_admit_state *st, uint64_t stream,
  * holds unfinished (done, cancelled, forgotten): after the mover finished
  * one, and at start after a crash.  How many, or -errno. */
 int cw_admit_state_moves_settle(struct cw_admit_state *st, struct cw_admit_changes *ret_changes);
+
+/* Rule 2 for a partition's SSD cache (clockwise/cache.h): a cached block
+ * is read from the SSD and written to both disks, so a stream whose
+ * blocks the cache may hold must be booked on the cache's disks too
+ * (cw_part_cache_disks: the disks of every slot the cache owns, which
+ * hold every copy it may have), each of its requests charged there
+ * (clockwise/admit.h, copy_disk).  For the reservations of partition part
+ * (NULL: every partition), each stream is brought to that:
+ *   - booked on every cache disk already: kept, or (the cache left some
+ *     disks, or is gone) settled on those it has, never refused;
+ *   - else, if retry or it was never refused: tested with the cache's
+ *     disks (against the other streams and the exports' best-effort
+ *     reservations there); booked on them if every disk admits it, else
+ *     cache_refused says why ("with its blocks cached on disk D,
+ *     reservation N would be refused on disk D: ...") and its parts keep
+ *     only the cache disks the cache still has;
+ *   - else it stays refused.
+ * A stream booked for a move keeps that booking beside.  Bookings go to
+ * the pool first (cw_resv_rebook, each part's copy flag), and PLAN
+ * events follow as for any rebooking.  After it, a stream's blocks may
+ * be cached iff its cache_refused is empty.  The number of streams
+ * whose refusal was set or changed (each then has cache_refused_new
+ * until the next sync of its partition), or -errno. */
+int cw_admit_state_cache_sync(struct cw_admit_state *st, const char *part, bool retry,
+			      struct cw_admit_changes *ret_changes);
 
 /* The largest rate, in bytes per second, at which req (its rate and
  * dry_run ignored) would be admitted now: a bisection over the rate with

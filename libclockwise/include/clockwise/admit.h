@@ -166,6 +166,13 @@ struct cw_admit_layout {
 	 * anywhere (the model's worst case): no disk is asked more in any
 	 * layout the move passes through, whatever blocks it moved so far. */
 	const uint32_t *alt_disk;
+	/* Disks (indices into the disks array) that may hold a copy of any
+	 * block of the range: an SSD cache (clockwise/cache.h), which reads a
+	 * cached block from the copy and writes both.  Each request is
+	 * charged on each of them too, anywhere on it (the model's worst
+	 * case): any block may be cached, in any slot. */
+	const uint32_t *copy_disk;
+	size_t n_copy;
 };
 
 /* One disk: its model, the tasks it has admitted (with windows) and its

@@ -29,8 +29,11 @@
  * long as the SSD copy may be newer than the HDD), so a kill -9 loses
  * nothing.
  *
- * Rule 2: blocks in the range of an active reservation are neither
- * promoted nor demoted (cw_cache_pin); they are counted as refused.
+ * Rule 2: a block in the range of an active reservation is cached only
+ * while its stream is booked on the cache's disks too
+ * (cw_admit_state_cache_sync); the daemon pins the other ranges
+ * (cw_cache_pin): their blocks are not promoted (counted as refused),
+ * and those cached before the pin are demoted first.
  */
 #ifndef CLOCKWISE_CACHE_H
 #define CLOCKWISE_CACHE_H
@@ -88,17 +91,18 @@ struct cw_cache_decision {
 	uint32_t slot;
 };
 
-/* What to do next.  A candidate hotter than the coldest cached block by
- * the threshold evicts it (the candidate is kept for the next call);
- * candidates in a pinned range are refused and counted. */
+/* What to do next.  A cached block in a pinned range is evicted first;
+ * then a candidate hotter than the coldest cached block by the threshold
+ * evicts it (the candidate is kept for the next call); candidates in a
+ * pinned range are refused and counted. */
 void cw_cache_policy_next(struct cw_cache_policy *p, struct cw_cache_decision *ret);
 
 /* The worker tells the policy what became of a slot. */
 void cw_cache_policy_cached(struct cw_cache_policy *p, uint32_t slot, uint64_t block);
 void cw_cache_policy_uncached(struct cw_cache_policy *p, uint32_t slot);
 
-/* Block ranges that must not move (rule 2): [first[i], first[i] + n[i]).
- * Replaces the previous set; at most 64 ranges (-E2BIG). */
+/* Block ranges that must not be cached (rule 2): [first[i], first[i] +
+ * n[i]).  Replaces the previous set; at most 64 ranges (-E2BIG). */
 int cw_cache_policy_pin(struct cw_cache_policy *p, const uint64_t *first, const uint64_t *n,
 			size_t nranges);
 bool cw_cache_policy_pinned(const struct cw_cache_policy *p, uint64_t block);

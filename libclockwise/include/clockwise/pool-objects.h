@@ -45,6 +45,7 @@ struct cw_resv_disk {
 	int64_t to_ns;
 	uint64_t requests;		/* user requests touching the disk */
 	uint64_t stride;		/* smallest stride, in user requests */
+	bool copy;			/* booked for a cache's copies (schema 11) */
 };
 
 struct cw_resv_rec {

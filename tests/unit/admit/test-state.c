@@ -12,6 +12,7 @@
 #include <inttypes.h>
 
 #include <clockwise/admit-state.h>
+#include <clockwise/cache.h>
 #include <clockwise/mover.h>
 #include <clockwise/sched-beq.h>
 #include <clockwise/units.h>
@@ -1012,6 +1013,211 @@ static void test_move_book_refused(void)
 	tp_fini(&T);
 }
 
+/* The copy parts of rv: how many, and its part on disk 3 (the SSD). */
+static size_t copies(const struct cw_admit_resv *rv)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rv->n_parts; i++)
+		n += rv->parts[i].copy;
+	return n;
+}
+
+/* A move of all of part onto disk 1, journalled paused: its id. */
+static uint64_t move_to_disk1(struct cw_part *part)
+{
+	static const uint32_t one = 1;
+	struct cw_move_opts mo = { .placement = CW_PLACE_SINGLE, .disk_ids = &one, .ndisks = 1 };
+	uint64_t mid;
+
+	CU_ASSERT_FATAL(cw_move_start_paused(part, 0, cw_part_nblocks(part), &mo, CW_MOVE_PART,
+					     "test", &mid) == 0);
+	return mid;
+}
+
+/* Rule 2 for a partition's SSD cache: a stream is booked on the cache's
+ * disk too (every request charged there) when the SSD admits it, stored
+ * so and reloaded alike; refused (the SSD full of another partition's
+ * stream), it says why, once, and is booked when a release makes room;
+ * a cache given back leaves the SSD only once its slots are gone; a move
+ * books the stream with its cache copies beside. */
+static void test_cache_book(void)
+{
+	static const enum cw_tier tiers[] = { CW_TIER_HDD, CW_TIER_HDD, CW_TIER_SSD };
+	const uint64_t n[3] = { 1024, 1024, 512 };
+	struct cw_part_opts hdd = { .tier = CW_TIER_PREF_HDD };
+	struct cw_cache_conf conf = { 64 * MIB, CW_CACHE_WRITE_THROUGH };
+	struct cw_admit_state *st, *st2;
+	const struct cw_admit_resv *rv, *rv2;
+	const struct cw_admit_resv_part *on3;
+	struct cw_admit_request rq = req(0);
+	struct cw_model slow, fastm;
+	struct cw_admit_changes ch = { { 0 } };
+	struct cw_cache_task t;
+	struct cw_resv_disk sd;
+	struct cw_part *part;
+	uint64_t max, mv;
+	char want[160];
+
+	tp_pool(&T, 0, 3, n, tiers);
+	CU_ASSERT_FATAL(cw_part_create(T.pool, "media", 256 * MIB, &hdd, &part) == 0);
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, NULL) == 0);
+	rq = req(max / 5);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(rv->n_parts == 2);
+	/* No cache: nothing to book. */
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, true, NULL), 0);
+	CU_ASSERT(copies(rv) == 0 && !rv->cache_refused[0]);
+
+	CU_ASSERT_FATAL(cw_part_cache_set(part, &conf) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, "media", false, &ch), 0);
+	CU_ASSERT_EQUAL_FATAL(rv->n_parts, 3);
+	on3 = cw_admit_resv_part_on(rv, 3);
+	CU_ASSERT_FATAL(on3 != NULL);
+	/* Any block may be cached: every request charged on the SSD. */
+	CU_ASSERT(on3->copy && on3->stride == 1 && on3->task.period_ns == rv->period_ns);
+	CU_ASSERT(!cw_admit_resv_part_on(rv, 1)->copy && cw_admit_resv_part_on(rv, 1)->stride == 2);
+	CU_ASSERT(cw_admit_changes_has(&ch, 3));
+	CU_ASSERT(!rv->cache_refused[0]);
+	CU_ASSERT_FATAL(stored_part(rv->id, 3, &mv, &sd));
+	CU_ASSERT(sd.copy && sd.stride == 1);
+	/* Reloaded as booked; nothing to do again. */
+	st2 = state(NULL);
+	rv2 = cw_admit_state_resv_find(st2, rv->id);
+	CU_ASSERT_FATAL(rv2 && cw_admit_resv_part_on(rv2, 3));
+	CU_ASSERT(cw_admit_resv_part_on(rv2, 3)->copy);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv2, 3)->task.service_ns, on3->task.service_ns);
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st2, NULL, true, NULL), 0);
+	CU_ASSERT_EQUAL(copies(rv2), 1);
+	cw_admit_state_free(st2);
+	/* A new model of the SSD admits it again there, as a copy. */
+	{
+		struct cw_model m;
+		int64_t c3 = on3->task.service_ns;
+
+		CU_ASSERT_FATAL(cw_admit_state_get_model(st, 3, &m, NULL) == 0);
+		m.margin_ppm += 10000;
+		CU_ASSERT_EQUAL(cw_admit_state_set_model(st, 3, &m, CW_ADMIT_MODEL_STORED, NULL,
+							 NULL, NULL), 0);
+		CU_ASSERT(cw_admit_resv_part_on(rv, 3)->task.service_ns > c3);
+		CU_ASSERT(cw_admit_resv_part_on(rv, 3)->copy);
+	}
+
+	/* An SSD as slow as an HDD: it would carry every request of a
+	 * stream its HDDs share; refused, it says why. */
+	CU_ASSERT_FATAL(cw_admit_state_release(st, rv->id, NULL) == 0);
+	CU_ASSERT_FATAL(cw_model_preset("hdd7200", &slow) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_get_model(st, 3, &fastm, NULL) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_set_model(st, 3, &slow, CW_ADMIT_MODEL_STORED, NULL, NULL,
+						 NULL) == 0);
+	rq = req(max * 3 / 4);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, false, NULL), 1);
+	printf("\n  cache refused: %s\n", rv->cache_refused);
+	snprintf(want, sizeof(want), "with its blocks cached on disk disk3, reservation %" PRIu64
+		 " would be refused on disk disk3: ", rv->id);
+	CU_ASSERT(strstr(rv->cache_refused, want) != NULL);
+	CU_ASSERT(cw_admit_resv_part_on(rv, 3) == NULL && rv->n_parts == 2);
+	CU_ASSERT(!stored_part(rv->id, 3, &mv, &sd));
+	CU_ASSERT(rv->cache_refused_new);
+	/* Not said again; not tried again without retry. */
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, true, NULL), 0);
+	CU_ASSERT(!rv->cache_refused_new);
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, false, NULL), 0);
+	CU_ASSERT(rv->cache_refused[0]);
+	/* The SSD as fast as it was: booked once tried again. */
+	CU_ASSERT_FATAL(cw_admit_state_set_model(st, 3, &fastm, CW_ADMIT_MODEL_STORED, NULL, NULL,
+						 NULL) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, false, NULL), 0);
+	CU_ASSERT(rv->cache_refused[0]);
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, true, NULL), 0);
+	CU_ASSERT(!rv->cache_refused[0]);
+	CU_ASSERT_FATAL(cw_admit_resv_part_on(rv, 3) && cw_admit_resv_part_on(rv, 3)->copy);
+
+	/* A move books the stream with its copies beside, and settles so. */
+	{
+		struct cw_admit_refusal ref;
+		uint64_t mid;
+
+		CU_ASSERT_FATAL(cw_admit_state_release(st, rv->id, NULL) == 0);
+		rq = req(max / 5);
+		CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+		CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, "media", false, NULL), 0);
+		CU_ASSERT(copies(rv) == 1);
+		mid = move_to_disk1(part);
+		CU_ASSERT_EQUAL_FATAL(cw_admit_state_move_book(st, rv->stream, mid, &ref, NULL), 0);
+		CU_ASSERT(rv->n_parts == 3 && copies(rv) == 1 && cw_admit_resv_part_on(rv, 3)->copy);
+		CU_ASSERT_FATAL(cw_move_resume(T.pool, mid) == 0);
+		run_moves();
+		CU_ASSERT_EQUAL(cw_admit_state_moves_settle(st, NULL), 1);
+		CU_ASSERT(rv->n_parts == 2 && cw_admit_resv_part_on(rv, 1) &&
+			  cw_admit_resv_part_on(rv, 3) && cw_admit_resv_part_on(rv, 3)->copy);
+	}
+
+	/* The cache given back: the SSD stays booked while its slots are
+	 * there (the worker demotes first), and not once they are gone. */
+	conf.size_bytes = 0;
+	CU_ASSERT_FATAL(cw_part_cache_set(part, &conf) == 0);
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, false, NULL), 0);
+	CU_ASSERT(cw_admit_resv_part_on(rv, 3) != NULL);
+	CU_ASSERT_FATAL(cw_cache_next(T.pool, 0, &t) == 0);
+	CU_ASSERT_EQUAL(t.action, CW_CACHE_IDLE);
+	CU_ASSERT_EQUAL(cw_admit_state_cache_sync(st, NULL, false, NULL), 0);
+	CU_ASSERT(cw_admit_resv_part_on(rv, 3) == NULL && copies(rv) == 0);
+	CU_ASSERT(!stored_part(rv->id, 3, &mv, &sd));
+	CU_ASSERT_EQUAL(cw_admit_state_disk_streams(st, 3), 0);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+/* Rule 2 for a new stream: created while a move takes its range to
+ * another disk, it is booked on both sides at once (stored with the
+ * move), and settles on the destination when the move is done; one that
+ * does not fit on both sides is refused, naming the move. */
+static void test_reserve_during_move(void)
+{
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(0);
+	struct cw_admit_refusal ref;
+	struct cw_resv_disk sd;
+	struct cw_part *part;
+	uint64_t max, both, mid, mv = 0;
+	char want[96];
+
+	setup();
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_part_lookup(T.pool, "media", &part) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, NULL) == 0);
+	mid = move_to_disk1(part);
+	CU_ASSERT_FATAL(cw_move_resume(T.pool, mid) == 0);
+	rq.move_id = mid;
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &both, NULL) == 0);
+	printf("\n  headroom %" PRIu64 " B/s, on both sides of the move %" PRIu64 "\n", max,
+	       both);
+	CU_ASSERT(both < max && both > 0);
+	rq = req(both + both / 20 + 1);
+	rq.move_id = mid;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -EBUSY);
+	printf("  refused: %s\n", ref.reason);
+	snprintf(want, sizeof(want), "with its blocks on both sides of move %" PRIu64, mid);
+	CU_ASSERT(strstr(ref.reason, want) == ref.reason);
+	CU_ASSERT_EQUAL(stored(), 0);
+	rq.rate_bps = both / 2;
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL) == 0);
+	CU_ASSERT_EQUAL(rv->move_id, mid);
+	CU_ASSERT_FATAL(rv->n_parts == 2);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->stride, 1);
+	CU_ASSERT_FATAL(stored_part(rv->id, 1, &mv, &sd));
+	CU_ASSERT_EQUAL(mv, mid);
+	run_moves();
+	CU_ASSERT_EQUAL(cw_admit_state_moves_settle(st, NULL), 1);
+	CU_ASSERT(rv->n_parts == 1 && cw_admit_resv_part_on(rv, 1) && rv->move_id == 0);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
@@ -1030,5 +1236,8 @@ int main(void)
 	cwtest_add(s, "a move checked against a stream's admission", test_move_check);
 	cwtest_add(s, "a move books the stream on both sides, then settles", test_move_book);
 	cwtest_add(s, "refused on both sides; cancelled after a restart", test_move_book_refused);
+	cwtest_add(s, "a cached partition's stream is booked on the SSD or says why",
+		   test_cache_book);
+	cwtest_add(s, "a stream made during a move is booked on both sides", test_reserve_during_move);
 	return cwtest_run();
 }

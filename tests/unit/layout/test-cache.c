@@ -146,6 +146,24 @@ static void test_policy_pin_bounds(void)
 
 		CU_ASSERT(cw_cache_policy_pin(p, f, k, 65) == -E2BIG);
 	}
+	/* A block cached before its range is pinned is evicted first (its
+	 * stream is not booked on the SSD), with nothing kept to promote;
+	 * one cached while the pin was set (a promotion under way) too. */
+	first = 0;
+	n = 0;
+	CU_ASSERT(cw_cache_policy_pin(p, &first, &n, 0) == 0);
+	cw_cache_policy_cached(p, 2, 45);
+	first = 40;
+	n = 10;
+	CU_ASSERT(cw_cache_policy_pin(p, &first, &n, 1) == 0);
+	cw_cache_policy_next(p, &d);
+	CU_ASSERT(d.kind == CW_CACHE_EVICT && d.block == 45 && d.slot == 2);
+	cw_cache_policy_uncached(p, 2);
+	cw_cache_policy_next(p, &d);
+	CU_ASSERT(d.kind == CW_CACHE_NONE);
+	cw_cache_policy_cached(p, 1, 41);
+	cw_cache_policy_next(p, &d);
+	CU_ASSERT(d.kind == CW_CACHE_EVICT && d.block == 41 && d.slot == 1);
 	cw_cache_policy_free(p);
 }
 
@@ -346,6 +364,7 @@ static void test_migrate(void)
 	t.pool = NULL;
 	CU_ASSERT_FATAL(sqlite3_open(t.db, &db) == SQLITE_OK);
 	CU_ASSERT_FATAL(sqlite3_exec(db, "ALTER TABLE resv DROP COLUMN due; ALTER TABLE resv DROP COLUMN move;"
+				     " ALTER TABLE resv_disk DROP COLUMN copy;"
 				     " DROP TABLE cache_block; DROP TABLE cache_slot;"
 				     " ALTER TABLE part DROP COLUMN cache_mode;"
 				     " ALTER TABLE part DROP COLUMN cache_bytes;"

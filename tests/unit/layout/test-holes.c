@@ -163,6 +163,7 @@ static void test_migrate_from_schema_3(void)
 	cw_pool_close(t.pool);
 	t.pool = NULL;
 	sql_run(t.db, "ALTER TABLE resv DROP COLUMN due; ALTER TABLE resv DROP COLUMN move;"
+		      " ALTER TABLE resv_disk DROP COLUMN copy;"
 		      " DROP TABLE cache_block; DROP TABLE cache_slot; ALTER TABLE part DROP COLUMN cache_mode;"
 		      " ALTER TABLE part DROP COLUMN cache_bytes;"
 		      " DROP TABLE move_block; DROP TABLE move; ALTER TABLE part DROP COLUMN tier_fallback;"
