@@ -695,6 +695,15 @@ static int c_simple(int argc, char **argv)
 }
 
 
+static char *frate_floor(json_object *o, const char *k, char *buf)
+{
+	json_object *v = get(o, k);
+
+	if (!v || json_object_is_type(v, json_type_null))
+		return strcpy(buf, "-");
+	return cw_units_format_rate(cw_units_floor_rate((uint64_t)json_object_get_int64(v)), buf);
+}
+
 static void print_status(json_object *s)
 {
 	json_object *p = get(s, "pool");
@@ -708,6 +717,17 @@ static void print_status(json_object *s)
 		printf("\ndeadline guarantee: conditional: %s", gs(s, "guarantee_lacks"));
 	else if (get(s, "guarantee"))
 		printf("\ndeadline guarantee: %s", gs(s, "guarantee"));
+	if (get(s, "host")) {
+		json_object *h = get(s, "host");
+		char rate[CW_UNITS_BUF];
+
+		printf("\nhost: %.0f%% of %s CPUs for streams (%.3f CPUs), the streams need %.3f; "
+		       "a request costs %s ns, a byte %s ps (%s of copies a CPU-second)",
+		       100 * json_object_get_double(get(h, "share")), gs(h, "cpus"),
+		       json_object_get_double(get(h, "cpu_given")),
+		       json_object_get_double(get(h, "cpu_need")), gs(h, "request_ns"),
+		       gs(h, "byte_ps"), frate_floor(h, "copy_rate", rate));
+	}
 	printf("\n\ndisks:\n");
 	print_disks(get(s, "disks"));
 	printf("\npartitions:\n");
@@ -867,15 +887,6 @@ static int c_disk_plan(int argc, char **argv)
 
 /* A rate the server says fits, rounded down so that it still fits when
  * typed back; "-" when there is none to say. */
-static char *frate_floor(json_object *o, const char *k, char *buf)
-{
-	json_object *v = get(o, k);
-
-	if (!v || json_object_is_type(v, json_type_null))
-		return strcpy(buf, "-");
-	return cw_units_format_rate(cw_units_floor_rate((uint64_t)json_object_get_int64(v)), buf);
-}
-
 static void print_headroom(json_object *h)
 {
 	struct table t = { .ncols = 8 }, u = { .ncols = 5 };
@@ -914,7 +925,8 @@ static void print_headroom(json_object *h)
 		}
 		table_row(&u, gs(o, "part"), fsize(o, "size", size), disks[0] ? disks : "-",
 			  frate_floor(o, "max_rate", r), get(o, "limited_by") ?
-			  gs(o, "limited_by") : get(o, "error") ? gs(o, "error") : "-");
+			  gs(o, "limited_by") : get(o, "limited_by_host") ? "the host's CPUs" :
+			  get(o, "error") ? gs(o, "error") : "-");
 	}
 	table_print(&u, stdout);
 }

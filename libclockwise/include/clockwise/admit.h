@@ -246,6 +246,12 @@ uint64_t cw_host_demand_ps(const struct cw_host_model *h, uint64_t rate_bps,
 /* What the streams are given, in ps per second (UINT64_MAX: no model). */
 uint64_t cw_host_capacity_ps(const struct cw_host_model *h);
 
+/* Measures this host's costs with its own CPUs and kernel: a request's
+ * system calls and thread hand-offs, and a byte's copies (a tmpfs read,
+ * a write into a pipe and the read out of it), as CPU time (median of
+ * several trials; some 0.1 s of CPU).  0 or -errno. */
+int cw_host_measure(int64_t *ret_request_ns, uint64_t *ret_byte_ps);
+
 /* The host's verdict on a new stream beside streams needing others_ps. */
 struct cw_host_result {
 	bool refused;
