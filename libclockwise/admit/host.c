@@ -97,8 +97,8 @@ void cw_host_result_words(const struct cw_host_model *h, const struct cw_host_re
 {
 	double cpu = (double)CW_HOST_PS_PER_CPU_S;
 
-	snprintf(buf, len, "the streams would need %.3f CPUs of real-time work (%" PRId64 " ns "
-		 "a request, %.3f ns a byte), %.3f are given to streams (%.1f%% of %" PRIu32
+	snprintf(buf, len, "the streams would need %.4g CPUs of real-time work (%" PRId64 " ns "
+		 "a request, %.3f ns a byte), %.4g are given to streams (%.1f%% of %" PRIu32
 		 " CPUs)", (double)res->need_ps / cpu, h->request_ns, (double)h->byte_ps / 1000,
 		 (double)res->given_ps / cpu, (double)h->share_ppm / 10000, h->cpus);
 }
@@ -116,9 +116,11 @@ int cw_admit_plan_host(struct cw_admit_plan *plan, const struct cw_admit_qos *qo
 	if (r < 0)
 		return r;
 	if (plan->host.refused) {
+		char words[CW_ADMIT_REASON_MAX];
+
 		plan->admitted = false;
-		snprintf(plan->reason, sizeof(plan->reason), "host: the streams would need more "
-			 "CPU than is given to them");
+		cw_host_result_words(h, &plan->host, words, sizeof(words));
+		snprintf(plan->reason, sizeof(plan->reason), "host: %s", words);
 	}
 	return 0;
 }
