@@ -1975,7 +1975,9 @@ static const char size_help[] =
 static const struct command commands[] = {
 	{ NULL, "status", "",
 	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
-	  "has booked on each), partitions, reservations and exports.\n", NULL, CW_CTL_CMD_STATUS, NULL,
+	  "has booked on each), partitions, reservations and exports, and the host:\n"
+	  "the share of its CPUs given to streams and what they need of it.\n", NULL,
+	  CW_CTL_CMD_STATUS, NULL,
 	  print_status },
 	{ "disk", "add", "PATH [--tier hdd|ssd|rbd] [--name NAME] [--emulate MODEL]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
