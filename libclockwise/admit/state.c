@@ -838,7 +838,6 @@ static int prepare_disk(struct cw_admit_state *st, uint32_t id, uint64_t block,
 static int plan_at(const struct prepared *p, uint64_t rate, struct cw_admit_plan *plan)
 {
 	struct cw_admit_qos q = p->q;
-
 	int r;
 
 	q.bandwidth_bps = rate;
