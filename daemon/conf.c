@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <libconfig.h>
 
+#include <clockwise/admit.h>
 #include <clockwise/layout.h>
 #include <clockwise/mover.h>
 #include <clockwise/units.h>
@@ -1470,6 +1471,92 @@ static int key_disks(struct parse *p, const config_setting_t *s, void *obj)
 	return 0;
 }
 
+/* ---- host ---- */
+
+/* host.share: a percentage of the CPUs, "50%" or 50, above 0 and at most
+ * 100 (a fraction of a percent allowed: "12.5%"). */
+static int host_share(struct parse *p, const config_setting_t *s, void *obj)
+{
+	double v;
+	const char *str = NULL;
+	char *end = NULL;
+
+	(void)obj;
+	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64)
+		v = (double)config_setting_get_int64(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
+		v = config_setting_get_float(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		str = config_setting_get_string(s);
+		v = strtod(str, &end);
+		if (end == str || (*end && strcmp(end, "%") != 0))
+			v = -1;
+	} else {
+		return wrong_type(p, s, "a percentage of the CPUs, like \"50%\"");
+	}
+	if (!(v > 0 && v <= 100))
+		return fail(p, s, "%s is not a share of the CPUs; expected a percentage above 0 "
+			    "and at most 100, like \"50%%\"", WHERE(s));
+	p->c->host.share_ppm = (uint32_t)(v * 10000 + 0.5);
+	return 0;
+}
+
+static int host_request_cost(struct parse *p, const config_setting_t *s, void *obj)
+{
+	const char *str;
+	int64_t ns;
+
+	(void)obj;
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return wrong_type(p, s, "a duration such as \"20us\"");
+	str = config_setting_get_string(s);
+	if (cw_units_parse_duration(str, CW_UNITS_S, &ns) < 0 || ns <= 0 || ns > CW_NS_PER_S)
+		return fail(p, s, "%s = \"%s\" is not a request's CPU time; expected a duration "
+			    "above 0 and at most 1s, such as \"20us\"", WHERE(s), str);
+	p->c->host.request_ns = ns;
+	return 0;
+}
+
+static int host_copy_rate(struct parse *p, const config_setting_t *s, void *obj)
+{
+	const char *str;
+	uint64_t v;
+
+	(void)obj;
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return wrong_type(p, s, "a rate such as \"4GB/s\"");
+	str = config_setting_get_string(s);
+	if (cw_units_parse_rate(str, &v) < 0 || v == 0)
+		return fail(p, s, "%s = \"%s\" is not a rate; expected " CW_UNITS_RATE_HELP,
+			    WHERE(s), str);
+	p->c->host.copy_rate_bps = v;
+	return 0;
+}
+
+static int host_test(struct parse *p, const config_setting_t *s, void *obj)
+{
+	bool on = true;
+	int r = get_bool(p, s, &on);
+
+	(void)obj;
+	if (r == 0)
+		p->c->host.off = !on;
+	return r;
+}
+
+static const struct key host_keys[] = {
+	{ "test", host_test },
+	{ "share", host_share },
+	{ "request_cost", host_request_cost },
+	{ "copy_rate", host_copy_rate },
+	{ NULL, NULL },
+};
+
+static int key_host(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return parse_group(p, s, host_keys, NULL);
+}
+
 static const struct key top_keys[] = {
 	{ "pool", key_pool },
 	{ "policy", key_policy },
@@ -1492,6 +1579,7 @@ static const struct key top_keys[] = {
 	{ "exports", key_exports },
 	{ "access", key_access },
 	{ "limits", key_limits },
+	{ "host", key_host },
 	{ "disks", key_disks },
 	{ NULL, NULL },
 };
@@ -1648,6 +1736,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->mover_share = 100;
 	c->rt_priority = DEFAULT_RT_PRIORITY;
 	c->lock_memory = true;
+	c->host.share_ppm = CW_HOST_SHARE_DEFAULT_PPM;
 	c->busy_poll_us = DEFAULT_BUSY_POLL_US;
 	c->control_idle_timeout_s = 30;
 	c->log_level = LOG_INFO;

@@ -154,6 +154,15 @@ struct cwd_config {
 		unsigned idle_timeout_s;	/* 0: never */
 		uint64_t reply_memory_bytes;	/* payload of all connections */
 	} limits;
+	/* The host as a resource of admission (clockwise/admit.h, "the
+	 * host"): the share of the CPUs given to streams' real-time work and
+	 * what a request and a byte cost; a cost of 0 is measured at start. */
+	struct {
+		uint32_t share_ppm;		/* of the CPUs; default half */
+		int64_t request_ns;		/* 0: measured */
+		uint64_t copy_rate_bps;		/* bytes a CPU carries a second; 0: measured */
+		bool off;			/* no host test */
+	} host;
 	struct cwd_config_disk *disks;
 	size_t n_disks;
 };

@@ -26,6 +26,9 @@ static void add_rate(json_object *o, int r, uint64_t rate, const struct cw_admit
 	cwc_add(o, "max_rate", r == 0 ? cw_ctl_json_u64(rate) : NULL);
 	if (r == 0 && ref->disk[0])
 		cwc_add(o, "limited_by", cwc_jstr(ref->disk));
+	/* the disks would take more; the CPUs given to streams would not */
+	if (r == 0 && ref->part.result.why == CW_ADMIT_HOST)
+		cwc_add(o, "limited_by_host", json_object_new_boolean(1));
 	if (r == 0 && ref->reason[0])
 		cwc_add(o, "limit", cwc_jstr(ref->reason));
 	if (r < 0)

@@ -86,6 +86,9 @@ int cwc_fail(struct ctx *c, enum cw_ctl_code code, const char *fmt, ...)
 int cwc_fail_pool(struct ctx *c, int r, const char *what);
 /* A refused admission: the sentence and its facts as details. */
 int cwc_fail_refused(struct ctx *c, int r, const struct cw_admit_refusal *ref);
+/* {"cpu_need": CPUs, "cpu_given": CPUs, "cpu_need_ps": n, "cpu_given_ps": n}
+ * (ps of CPU a second): what streams need of the host and are given. */
+json_object *cwc_host_json(uint64_t need_ps, uint64_t given_ps);
 json_object *cwc_jstr(const char *s);
 json_object *cwc_jns(int64_t ns);	/* NULL (JSON null) for CW_ADMIT_NO_LIMIT */
 static inline void cwc_add(json_object *o, const char *k, json_object *v)

@@ -15,6 +15,25 @@
 #include "common/util.h"
 #include "control-internal.h"
 
+/* The host's model and what the streams need of it; null: no host test. */
+static json_object *host_json(struct cwc_server *srv)
+{
+	struct cw_host_model h;
+	uint64_t need;
+	json_object *o;
+
+	cw_admit_state_host(srv->adm, &h, &need);
+	if (cw_host_model_none(&h))
+		return NULL;
+	o = cwc_host_json(need, cw_host_capacity_ps(&h));
+	cwc_add(o, "cpus", json_object_new_int64(h.cpus));
+	cwc_add(o, "share", json_object_new_double(h.share_ppm / 1e6));
+	cwc_add(o, "request_ns", json_object_new_int64(h.request_ns));
+	cwc_add(o, "byte_ps", cw_ctl_json_u64(h.byte_ps));
+	cwc_add(o, "copy_rate", cw_ctl_json_u64(h.byte_ps ? CW_HOST_PS_PER_CPU_S / h.byte_ps : 0));
+	return o;
+}
+
 int cwc_cmd_status(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
@@ -52,6 +71,7 @@ int cwc_cmd_status(struct ctx *c, json_object **ret)
 	cwc_cmd_export_list(c, &v);
 	cwc_add(*ret, "exports", v);
 	cwc_add(*ret, "data_path", json_object_new_boolean(srv->o.hooks.export_add != NULL));
+	cwc_add(*ret, "host", host_json(srv));
 	if (srv->o.hooks.guarantee) {
 		char why[512];
 

@@ -51,20 +51,51 @@ static const char *why_name(enum cw_admit_why w)
 	case CW_ADMIT_INVALID: return "invalid";
 	case CW_ADMIT_UTILIZATION: return "utilization";
 	case CW_ADMIT_DEMAND: return "demand";
+	case CW_ADMIT_HOST: return "host";
 	default: return "blocking";
 	}
+}
+
+json_object *cwc_host_json(uint64_t need_ps, uint64_t given_ps)
+{
+	json_object *o = json_object_new_object();
+	double cpu = (double)CW_HOST_PS_PER_CPU_S;
+
+	cwc_add(o, "cpu_need", json_object_new_double((double)need_ps / cpu));
+	cwc_add(o, "cpu_given", json_object_new_double((double)given_ps / cpu));
+	cwc_add(o, "cpu_need_ps", cw_ctl_json_u64(need_ps));
+	cwc_add(o, "cpu_given_ps", cw_ctl_json_u64(given_ps));
+	return o;
+}
+
+/* The host refused: what the streams would need of the CPUs and what is
+ * given, beside the condition and the largest rate every refusal has. */
+static void host_details(json_object *det, const struct cw_admit_refusal *ref)
+{
+	json_object *h = cwc_host_json(ref->host.need_ps, ref->host.given_ps);
+
+	cwc_add(h, "stream_cpu", json_object_new_double((double)ref->host.stream_ps /
+							 (double)CW_HOST_PS_PER_CPU_S));
+	cwc_add(det, "host", h);
 }
 
 int cwc_fail_refused(struct ctx *c, int r, const struct cw_admit_refusal *ref)
 {
 	json_object *det;
+	bool host = ref->part.result.why == CW_ADMIT_HOST;
 
-	if (r != -EBUSY || !ref->disk_id)
+	if (r != -EBUSY || (!ref->disk_id && !host))
 		return cwc_fail(c, r == -EBUSY ? CW_CTL_E_REFUSED :
 				r == -EINVAL || r == -ERANGE ? CW_CTL_E_BAD_REQUEST :
 				cw_ctl_code_from_errno(r), "%s",
 				ref->reason[0] ? ref->reason : strerror(-r));
 	det = json_object_new_object();
+	if (host) {
+		cwc_add(det, "stream", cwc_jstr(cw_admit_who_name(ref->who)));
+		cwc_add(det, "condition", cwc_jstr(why_name(ref->part.result.why)));
+		host_details(det, ref);
+		goto rate;
+	}
 	cwc_add(det, "disk", cwc_jstr(ref->disk));
 	cwc_add(det, "disk_id", json_object_new_int64(ref->disk_id));
 	/* Whose deadline: the same stream the sentence names. */
@@ -84,6 +115,7 @@ int cwc_fail_refused(struct ctx *c, int r, const struct cw_admit_refusal *ref)
 		cwc_add(det, "l_ns", json_object_new_int64(ref->part.result.fail_l_ns));
 		cwc_add(det, "need_ns", json_object_new_int64(ref->part.result.fail_need_ns));
 	}
+rate:
 	if (ref->has_max_rate)
 		cwc_add(det, "max_rate", cw_ctl_json_u64(ref->max_rate_bps));
 	c->details = det;

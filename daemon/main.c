@@ -32,6 +32,7 @@
 #include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
 #include <clockwise/pool-objects.h>
+#include <clockwise/units.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -406,6 +407,59 @@ static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 	return 0;
 }
 
+/* The host as a resource of admission: the CPUs the real-time threads
+ * may run on (rt_cpus, else every online one), the share of them given
+ * to streams, and the costs the configuration names or, for those it
+ * does not, measured now.  Measured at every start rather than stored:
+ * they are the host's and its kernel's, not the pool's, and a pool's
+ * disks may move to another host.  Before the start-up streams, which it
+ * tests like the others. */
+static int admit_config_host(struct cw_admit_state *adm, const struct cwd_config *cfg)
+{
+	struct cw_host_model h = { .request_ns = cfg->host.request_ns,
+				   .share_ppm = cfg->host.share_ppm };
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	char rate[CW_UNITS_BUF];
+	bool measured = !h.request_ns || !cfg->host.copy_rate_bps;
+	int r;
+
+	if (cfg->host.off) {
+		cwd_log(LOG_INFO, "admission does not test the host's CPUs (host.test = false)");
+		return 0;
+	}
+	h.cpus = cfg->rt_cpus ? (uint32_t)__builtin_popcountll(cfg->rt_cpus) :
+		 (uint32_t)(online > 0 ? online : 1);
+	if (cfg->host.copy_rate_bps)	/* ps a byte, rounded up */
+		h.byte_ps = (UINT64_C(1000000000000) + cfg->host.copy_rate_bps - 1) /
+			    cfg->host.copy_rate_bps;
+	if (measured) {
+		int64_t req_ns;
+		uint64_t byte_ps;
+
+		r = cw_host_measure(&req_ns, &byte_ps);
+		if (r < 0) {
+			cwd_log(LOG_ERR, "cannot measure the host's CPU costs: %s (set "
+				"host.request_cost and host.copy_rate)", strerror(-r));
+			return r;
+		}
+		if (!h.request_ns)
+			h.request_ns = req_ns;
+		if (!h.byte_ps)
+			h.byte_ps = byte_ps;
+	}
+	r = cw_admit_state_set_host(adm, &h);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "bad host model: %s", strerror(-r));
+		return r;
+	}
+	cwd_log(LOG_INFO, "host: %.1f%% of %" PRIu32 " CPUs for streams; a request costs %"
+		PRId64 " ns, a byte %" PRIu64 " ps (%s of copies a CPU-second)%s",
+		h.share_ppm / 1e4, h.cpus, h.request_ns, h.byte_ps,
+		cw_units_format_rate(UINT64_C(1000000000000) / h.byte_ps, rate),
+		measured ? ", measured" : "");
+	return 0;
+}
+
 /* What the deadline guarantee rests on: memory that is never paged out
  * (locked as it is touched, so an idle daemon stays small) and real-time
  * priority for the threads that keep time, tried here once on this
@@ -564,6 +618,9 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out;
 	r = admit_config_qos(pool, adm, cfg);
+	if (r < 0)
+		goto out;
+	r = admit_config_host(adm, cfg);
 	if (r < 0)
 		goto out;
 	for (i = 0; i < nresv; i++) {

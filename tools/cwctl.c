@@ -722,6 +722,15 @@ static int c_simple(int argc, char **argv)
 }
 
 
+static char *frate_floor(json_object *o, const char *k, char *buf)
+{
+	json_object *v = get(o, k);
+
+	if (!v || json_object_is_type(v, json_type_null))
+		return strcpy(buf, "-");
+	return cw_units_format_rate(cw_units_floor_rate((uint64_t)json_object_get_int64(v)), buf);
+}
+
 static void print_status(json_object *s)
 {
 	json_object *p = get(s, "pool");
@@ -735,6 +744,17 @@ static void print_status(json_object *s)
 		printf("\ndeadline guarantee: conditional: %s", gs(s, "guarantee_lacks"));
 	else if (get(s, "guarantee"))
 		printf("\ndeadline guarantee: %s", gs(s, "guarantee"));
+	if (get(s, "host")) {
+		json_object *h = get(s, "host");
+		char rate[CW_UNITS_BUF];
+
+		printf("\nhost: %.0f%% of %s CPUs for streams (%.3f CPUs), the streams need %.3f; "
+		       "a request costs %s ns, a byte %s ps (%s of copies a CPU-second)",
+		       100 * json_object_get_double(get(h, "share")), gs(h, "cpus"),
+		       json_object_get_double(get(h, "cpu_given")),
+		       json_object_get_double(get(h, "cpu_need")), gs(h, "request_ns"),
+		       gs(h, "byte_ps"), frate_floor(h, "copy_rate", rate));
+	}
 	printf("\n\ndisks:\n");
 	print_disks(get(s, "disks"));
 	printf("\npartitions:\n");
@@ -894,15 +914,6 @@ static int c_disk_plan(int argc, char **argv)
 
 /* A rate the server says fits, rounded down so that it still fits when
  * typed back; "-" when there is none to say. */
-static char *frate_floor(json_object *o, const char *k, char *buf)
-{
-	json_object *v = get(o, k);
-
-	if (!v || json_object_is_type(v, json_type_null))
-		return strcpy(buf, "-");
-	return cw_units_format_rate(cw_units_floor_rate((uint64_t)json_object_get_int64(v)), buf);
-}
-
 static void print_headroom(json_object *h)
 {
 	struct table t = { .ncols = 8 }, u = { .ncols = 5 };
@@ -941,7 +952,8 @@ static void print_headroom(json_object *h)
 		}
 		table_row(&u, gs(o, "part"), fsize(o, "size", size), disks[0] ? disks : "-",
 			  frate_floor(o, "max_rate", r), get(o, "limited_by") ?
-			  gs(o, "limited_by") : get(o, "error") ? gs(o, "error") : "-");
+			  gs(o, "limited_by") : get(o, "limited_by_host") ? "the host's CPUs" :
+			  get(o, "error") ? gs(o, "error") : "-");
 	}
 	table_print(&u, stdout);
 }
@@ -1991,7 +2003,9 @@ static const char size_help[] =
 static const struct command commands[] = {
 	{ NULL, "status", "",
 	  "The pool, its disks (with the slack delta-L and the utilization admission\n"
-	  "has booked on each), partitions, reservations and exports.\n", NULL, CW_CTL_CMD_STATUS, NULL,
+	  "has booked on each), partitions, reservations and exports, and the host:\n"
+	  "the share of its CPUs given to streams and what they need of it.\n", NULL,
+	  CW_CTL_CMD_STATUS, NULL,
 	  print_status },
 	{ "disk", "add", "PATH [--tier hdd|ssd|rbd] [--name NAME] [--emulate MODEL]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"

@@ -62,6 +62,7 @@ struct cw_admit_state {
 	/* Exports' best-effort QoS; the changing thread's alone. */
 	struct cw_admit_be **bes;
 	size_t n_bes;
+	struct cw_host_model host;	/* none until set */
 };
 
 static int be_streams_check(const struct cw_admit_state *st, uint32_t disk_id,
@@ -727,6 +728,10 @@ struct prepared {
 	struct cw_part_info pi;
 	uint64_t end;
 	struct cw_admit_qos q;		/* bandwidth set by each plan */
+	/* The host's model and what the streams admitted need of it; NULL
+	 * when the host is not asked (no model; a stream booked again). */
+	const struct cw_host_model *host;
+	uint64_t host_others_ps;
 };
 
 static void prepared_done(struct prepared *p)
@@ -766,6 +771,26 @@ static int prepare_disks(const struct cw_admit_state *st, struct prepared *p)
 		p->ad[i].be_reserve = d->plan.be_reserve;
 	}
 	return 0;
+}
+
+static uint64_t host_need(const struct cw_admit_state *st)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < st->n_resvs; i++) {
+		uint64_t d = cw_host_demand_ps(&st->host, st->resvs[i]->rate_bps,
+					       st->resvs[i]->block_bytes);
+
+		sum = d > UINT64_MAX - sum ? UINT64_MAX : sum + d;
+	}
+	return sum;
+}
+
+/* A new stream is tested against the host too. */
+static void prepare_host(const struct cw_admit_state *st, struct prepared *p)
+{
+	p->host = cw_host_model_none(&st->host) ? NULL : &st->host;
+	p->host_others_ps = p->host ? host_need(st) : 0;
 }
 
 /* Everything of req but its rate, checked; the range laid out. */
@@ -823,6 +848,7 @@ static int prepare(struct cw_admit_state *st, const struct cw_admit_request *req
 		refuse(ref, "unknown deadline rule");
 		return -EINVAL;
 	}
+	prepare_host(st, p);
 	p->q = (struct cw_admit_qos){ .block_bytes = req->block_bytes, .due = req->due };
 	if (req->start_in_ns || req->duration_ns) {
 		p->q.span_start_ns = now + req->start_in_ns;
@@ -878,33 +904,59 @@ static int prepare_disk(struct cw_admit_state *st, uint32_t id, uint64_t block,
 	p->rl.l = (struct cw_admit_layout){ .pblock_bytes = st->block, .n_pblocks = n,
 					    .disk = p->rl.disk_idx, .range_bytes = block };
 	p->q = (struct cw_admit_qos){ .block_bytes = block };
+	prepare_host(st, p);
 	return prepare_disks(st, p);
 }
 
 static int plan_at(const struct prepared *p, uint64_t rate, struct cw_admit_plan *plan)
 {
 	struct cw_admit_qos q = p->q;
+	int r;
 
 	q.bandwidth_bps = rate;
 	cw_admit_plan_done(plan);
-	return cw_admit_plan(&q, &p->rl.l, p->ad, p->rl.n_disks, plan);
+	r = cw_admit_plan(&q, &p->rl.l, p->ad, p->rl.n_disks, plan);
+	if (r == 0 && p->host)
+		r = cw_admit_plan_host(plan, &q, p->host, p->host_others_ps);
+	return r;
+}
+
+/* The host refused what every disk admitted: no disk, the new stream. */
+static void refusal_host(const struct prepared *p, const struct cw_admit_plan *plan,
+			 struct cw_admit_refusal *ref)
+{
+	char words[CW_ADMIT_REASON_MAX + 64];
+
+	ref->who = CW_ADMIT_WHO_NEW;
+	ref->part.result.why = CW_ADMIT_HOST;
+	ref->host = plan->host;
+	cw_host_result_words(p->host, &plan->host, words, sizeof(words));
+	refuse(ref, "refused for the host: %s", words);
 }
 
 /* Fills ref from plan's refused part, for the stream p asked at rate. */
 static void refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *plan,
 			    uint64_t rate, struct cw_admit_refusal *ref)
 {
-	const struct cw_admit_part *pt = &plan->parts[plan->failed_part];
-	const struct cw_disk_info *d = &p->rl.disks[pt->disk];
-	size_t f = pt->fail_disk_task;
+	const struct cw_admit_part *pt;
+	const struct cw_disk_info *d;
+	size_t f;
 	const struct cw_admit_resv *owner = NULL;
-	const struct cw_task *task = &pt->task;
+	const struct cw_task *task;
 	uint64_t block = p->q.block_bytes;
 	char prefix[CW_NAME_MAX + 32];
 
 	if (!ref)
 		return;
 	memset(ref, 0, sizeof(*ref));
+	if (plan->host.refused) {
+		refusal_host(p, plan, ref);
+		return;
+	}
+	pt = &plan->parts[plan->failed_part];
+	d = &p->rl.disks[pt->disk];
+	f = pt->fail_disk_task;
+	task = &pt->task;
 	ref->disk_id = d->id;
 	snprintf(ref->disk, sizeof(ref->disk), "%s", d->name);
 	ref->part = *pt;
@@ -2490,4 +2542,24 @@ static int bes_load(struct cw_admit_state *st)
 		}
 	}
 	return r;
+}
+
+/* ---- the host ---- */
+
+int cw_admit_state_set_host(struct cw_admit_state *st, const struct cw_host_model *h)
+{
+	if (!st || !h || h->request_ns < 0 || h->share_ppm > 1000000 ||
+	    (!cw_host_model_none(h) && h->cpus == 0))
+		return -EINVAL;
+	st->host = *h;
+	return 0;
+}
+
+void cw_admit_state_host(const struct cw_admit_state *st, struct cw_host_model *ret_model,
+			 uint64_t *ret_need_ps)
+{
+	if (ret_model)
+		*ret_model = st->host;
+	if (ret_need_ps)
+		*ret_need_ps = host_need(st);
 }

@@ -264,6 +264,8 @@ static int own_setup(struct sim_setup *s, enum sim_video video, size_t max_strea
 						.disk = st.disk, .disk_off = st.off,
 						.range_bytes = s->clip * st.block_bytes };
 		e = cw_admit_plan(&q, &lay, disks, n, &plan);
+		if (e == 0)	/* the daemon's test of the host, when the scenario has one */
+			e = cw_admit_plan_host(&plan, &q, &sc->host, s->host_need_ps);
 		if (e < 0) {
 			fprintf(stderr, "cwsim: stream %zu: %s\n", i, plan.reason);
 			sim_stream_free(&st);
@@ -281,6 +283,7 @@ static int own_setup(struct sim_setup *s, enum sim_video video, size_t max_strea
 			sim_stream_free(&st);
 			break;
 		}
+		s->host_need_ps += cw_host_demand_ps(&sc->host, q.bandwidth_bps, q.block_bytes);
 		st.period_ns = plan.stream_period_ns;
 		st.phase_ns = sc->aligned ? 0 : (int64_t)(phase_draw % (uint64_t)st.period_ns);
 		for (size_t k = 0; k < plan.n_parts && e == 0; k++) {

@@ -221,6 +221,9 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 			sc->pool_path, strerror(-e));
 		return e;
 	}
+	e = cw_admit_state_set_host(st, &sc->host);
+	if (e < 0)
+		return e;
 	if (cw_admit_state_resv_at(st, 0)) {
 		fprintf(stderr, "cwsim: pool %s holds reservations; cwsim admits its own streams: "
 			"release them first (cwctl resv release)\n", sc->pool_path);

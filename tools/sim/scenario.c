@@ -105,6 +105,7 @@ int sim_scenario_preset(const char *name, struct sim_scenario *sc)
 {
 	sim_scenario_defaults(sc);
 	sc->bus_bps = 20000000;	/* Fast-Wide SCSI-2, one bus per disk */
+	sc->host = (struct cw_host_model){ .cpus = 1, .share_ppm = CW_HOST_SHARE_DEFAULT_PPM };
 	sc->plan = SIM_PLAN_PAPER;	/* the figures are the paper's */
 	if (!strcmp(name, "paper"))
 		return 0;
@@ -536,6 +537,27 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		}
 		return set_path(sc->pool_path, sizeof(sc->pool_path), sc->base_dir, v) < 0 ?
 		       bad(where, key, "bad path") : 0;
+	}
+	if (!strcmp(key, "host_request_us"))
+		return parse_time(v, CW_UNITS_US, CW_UNITS_S, &sc->host.request_ns) < 0 ?
+		       bad(where, key, "expected microseconds of CPU a request (or 800ns; 0: free)") : 0;
+	if (!strcmp(key, "host_copy_mb_s")) {
+		if (parse_double(v, 0, 1e9, &x) < 0)
+			return bad(where, key, "expected MB/s (10^6 bytes) one CPU copies, 0 for free");
+		sc->host.byte_ps = x > 0 ? (uint64_t)ceil(1e6 / x) : 0;
+		return 0;
+	}
+	if (!strcmp(key, "host_cpus")) {
+		if (parse_u64(v, 1, 4096, &u) < 0)
+			return bad(where, key, "expected 1..4096");
+		sc->host.cpus = (uint32_t)u;
+		return 0;
+	}
+	if (!strcmp(key, "host_share_pct")) {
+		if (parse_double(v, 0.0001, 100, &x) < 0)
+			return bad(where, key, "expected a percentage of the CPUs, above 0 up to 100");
+		sc->host.share_ppm = (uint32_t)llround(x * 1e4);
+		return 0;
 	}
 	if (!strcmp(key, "server_period_ms"))
 		return parse_time(v, CW_UNITS_MS, CW_UNITS_S * 3600, &sc->server_period_ns) < 0 ?

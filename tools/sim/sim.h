@@ -131,6 +131,10 @@ struct sim_scenario {
 	unsigned mover_depth;
 	unsigned mover_share;
 	uint64_t bus_bps;		/* 0: no bus limit */
+	/* The host's CPUs as a resource of admission (clockwise/admit.h):
+	 * host_request_us, host_copy_mb_s, host_cpus, host_share_pct; none
+	 * unless a cost is given. */
+	struct cw_host_model host;
 	int64_t server_period_ns;	/* periodic BE server on every disk, 0: none */
 	int64_t server_slice_ns;
 	/* A pool database: its disks, the partitions cwsim lays out in it
@@ -233,6 +237,7 @@ struct sim_setup {
 	size_t cap;
 	struct sim_stream *streams;
 	char refusal[CW_ADMIT_REASON_MAX + 192];	/* why the next one was refused */
+	uint64_t host_need_ps;		/* what the admitted streams need of the host */
 	uint64_t next_bps, next_block;	/* the refused one's QoS (0: none refused) */
 	/* per disk: tasks in admission order (the server first, if any) */
 	struct cw_task *tasks[SIM_MAX_DISKS];

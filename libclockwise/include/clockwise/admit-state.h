@@ -173,6 +173,7 @@ struct cw_admit_refusal {
 	char export_name[CW_NAME_MAX + 1];	/* CW_ADMIT_WHO_STARTUP: its export */
 	struct cw_admit_part part;	/* the refused part (task and test result) */
 	struct cw_task task;		/* the task who names (T and C on this disk) */
+	struct cw_host_result host;	/* part.result.why CW_ADMIT_HOST: the host's verdict */
 	bool has_max_rate;		/* a refused reservation: max_rate_bps is known */
 	uint64_t max_rate_bps;		/* the largest rate that fits (0: none at this block) */
 	char reason[CW_ADMIT_REASON_MAX + 384];
@@ -390,6 +391,19 @@ int cw_admit_state_disk_add(struct cw_admit_state *st, uint32_t disk_id,
  * reservation has a part on it; else it is forgotten. */
 int cw_admit_state_disk_remove(struct cw_admit_state *st, uint32_t disk_id,
 			       struct cw_admit_refusal *ret_refusal);
+
+/* The host (clockwise/admit.h, "the host"): every new stream
+ * (cw_admit_state_reserve, the headroom functions) is tested against it
+ * once every disk admits it, and refused with part.result.why
+ * CW_ADMIT_HOST and ref.host when the streams would need more CPU than is
+ * given.  None at first.  Setting one re-tests nothing: the streams
+ * admitted stay, and cw_admit_state_host says what they need (perhaps
+ * more than is given).  -EINVAL for a bad model. */
+int cw_admit_state_set_host(struct cw_admit_state *st, const struct cw_host_model *h);
+/* The model (zero: none) and what the admitted streams need of it, in ps
+ * of CPU per second.  Either may be NULL. */
+void cw_admit_state_host(const struct cw_admit_state *st, struct cw_host_model *ret_model,
+			 uint64_t *ret_need_ps);
 
 /* A disk's plan now; -ENOENT for a disk the state does not know. */
 int cw_admit_state_plan(struct cw_admit_state *st, uint32_t disk_id,

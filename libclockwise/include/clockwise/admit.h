@@ -73,6 +73,8 @@ enum cw_admit_why {
 	CW_ADMIT_BLOCKING,	/* condition (2) fails for task fail_task at L = fail_l_ns */
 	CW_ADMIT_DEMAND,	/* deadlines shorter than periods: D(L) > L at L =
 				 * fail_l_ns (or one task with C > D: fail_task) */
+	CW_ADMIT_HOST,		/* the disks admit it, the host's CPUs do not
+				 * (struct cw_host_model); no disk's test */
 };
 
 #define CW_ADMIT_REASON_MAX 200
@@ -213,6 +215,69 @@ struct cw_admit_part {
 #define CW_ADMIT_FAIL_RESERVE (SIZE_MAX - 1)	/* the disk's best-effort reserve */
 #define CW_ADMIT_FAIL_ALL (SIZE_MAX - 2)	/* no one task: the set (U > 1) */
 
+/* ---- the host: CPU time on the real-time path -------------------------
+ *
+ * A disk's test charges a request the disk's time; the request also takes
+ * CPU time on the daemon's path (the connection's reader, the disk's
+ * dispatcher, the copies of its bytes from the engine into a buffer and
+ * from the buffer onto the socket, the reply's writer).  Those threads run
+ * at real-time priority, so they wait only for one another and the kernel:
+ * the streams are served in time only if their real-time CPU work fits in
+ * the share of the CPUs given to them, a utilization bound like
+ * condition (1) with the CPUs as the resource.  A stream at rate B in
+ * blocks of b asks B/b requests and B bytes a second, so it needs
+ *     B/b * request_ns + B * byte_ps / 1000   ns of CPU per second,
+ * counted here exactly in picoseconds of CPU per second, each stream's
+ * share rounded up; a set is admitted when the sum is at most
+ *     cpus * share_ppm * 10^6   ps per second.
+ * A model with request_ns and byte_ps both 0 is "none": no test. */
+struct cw_host_model {
+	int64_t request_ns;	/* CPU time of one request, its bytes aside */
+	uint64_t byte_ps;	/* CPU time of one byte, every copy counted, in ps */
+	uint32_t cpus;		/* CPUs of the host */
+	uint32_t share_ppm;	/* of them given to streams, in millionths */
+};
+
+#define CW_HOST_SHARE_DEFAULT_PPM 500000	/* half the CPUs */
+#define CW_HOST_PS_PER_CPU_S UINT64_C(1000000000000)	/* one CPU for a second */
+
+static inline bool cw_host_model_none(const struct cw_host_model *h)
+{
+	return !h || (h->request_ns <= 0 && h->byte_ps == 0);
+}
+
+/* The CPU time a stream needs, in ps per second (rounded up, UINT64_MAX
+ * when it does not fit); 0 with no model or no block. */
+uint64_t cw_host_demand_ps(const struct cw_host_model *h, uint64_t rate_bps,
+			   uint64_t block_bytes);
+/* What the streams are given, in ps per second (UINT64_MAX: no model). */
+uint64_t cw_host_capacity_ps(const struct cw_host_model *h);
+
+/* Measures this host's costs with its own CPUs and kernel: a request's
+ * system calls and thread hand-offs, and a byte's copies (a tmpfs read,
+ * a write into a pipe and the read out of it), as CPU time (median of
+ * several trials; some 0.1 s of CPU).  0 or -errno. */
+int cw_host_measure(int64_t *ret_request_ns, uint64_t *ret_byte_ps);
+
+/* The host's verdict on a new stream beside streams needing others_ps. */
+struct cw_host_result {
+	bool refused;
+	uint64_t stream_ps;		/* the new stream's demand */
+	uint64_t need_ps;		/* every stream's, the new one's included */
+	uint64_t given_ps;		/* cw_host_capacity_ps */
+	uint64_t max_rate_bps;		/* the largest rate in these blocks that fits */
+};
+
+/* Tests a stream of rate_bps in block_bytes blocks beside others_ps: 0
+ * (the verdict in ret), -EINVAL for a bad model or stream. */
+int cw_host_test(const struct cw_host_model *h, uint64_t others_ps, uint64_t rate_bps,
+		 uint64_t block_bytes, struct cw_host_result *ret);
+
+/* "the streams would need 1.20 CPUs of real-time work (...), 1.00 is given
+ * (50% of 2 CPUs)": one sentence for a refused result, no full stop. */
+void cw_host_result_words(const struct cw_host_model *h, const struct cw_host_result *res,
+			  char *buf, size_t len);
+
 struct cw_admit_plan {
 	bool admitted;			/* every part admitted */
 	size_t n_parts;
@@ -220,6 +285,9 @@ struct cw_admit_plan {
 	size_t failed_part;		/* first refused part when !admitted */
 	int64_t stream_period_ns;	/* b/B */
 	char reason[CW_ADMIT_REASON_MAX + 64];	/* "disk 2: ..." */
+	/* cw_admit_plan_host's verdict (zero: the host was not asked); a
+	 * refusal there leaves every part admitted and admitted false. */
+	struct cw_host_result host;
 };
 
 /* The best-effort reserve clockwised keeps on every disk: one request of
@@ -248,6 +316,12 @@ int cw_admit_plan(const struct cw_admit_qos *qos, const struct cw_admit_layout *
 		  const struct cw_admit_disk *disks, size_t n_disks,
 		  struct cw_admit_plan *ret_plan);
 void cw_admit_plan_done(struct cw_admit_plan *plan);	/* NULL-safe, idempotent */
+
+/* The host's test of an admitted plan (qos as planned) beside streams
+ * needing others_ps: a refusal sets plan->admitted false and plan->host.
+ * A refused plan, or no model, is left as it is.  0 or -EINVAL. */
+int cw_admit_plan_host(struct cw_admit_plan *plan, const struct cw_admit_qos *qos,
+		       const struct cw_host_model *h, uint64_t others_ps);
 
 #ifdef __cplusplus
 }

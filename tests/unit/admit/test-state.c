@@ -1218,6 +1218,124 @@ static void test_reserve_during_move(void)
 	tp_fini(&T);
 }
 
+/* The host's bound in exact arithmetic: a stream of blocks of 1000 bytes
+ * at 1 us a request and 1 ns a byte needs 2000 ps of CPU per byte a
+ * second, so half of 2 CPUs (10^12 ps a second) takes 5 * 10^8 B/s and
+ * not one byte a second more. */
+static void test_host_bound(void)
+{
+	struct cw_host_model h = { .request_ns = 1000, .byte_ps = 1000, .cpus = 2,
+				   .share_ppm = 500000 };
+	struct cw_host_result res;
+	char words[256];
+
+	CU_ASSERT_EQUAL(cw_host_capacity_ps(&h), CW_HOST_PS_PER_CPU_S);
+	CU_ASSERT_EQUAL(cw_host_demand_ps(&h, 1, 1000), 2000);
+	CU_ASSERT_EQUAL(cw_host_test(&h, 0, 500000000, 1000, &res), 0);
+	CU_ASSERT_FALSE(res.refused);
+	CU_ASSERT_EQUAL(res.need_ps, res.given_ps);
+	CU_ASSERT_EQUAL(res.max_rate_bps, 500000000);
+	CU_ASSERT_EQUAL(cw_host_test(&h, 0, 500000001, 1000, &res), 0);
+	CU_ASSERT_TRUE(res.refused);
+	CU_ASSERT_EQUAL(res.need_ps, CW_HOST_PS_PER_CPU_S + 2000);
+	CU_ASSERT_EQUAL(res.max_rate_bps, 500000000);
+	/* beside streams that leave 3999 ps: one byte a second fits, two do not */
+	CU_ASSERT_EQUAL(cw_host_test(&h, CW_HOST_PS_PER_CPU_S - 3999, 1, 1000, &res), 0);
+	CU_ASSERT_FALSE(res.refused);
+	CU_ASSERT_EQUAL(res.max_rate_bps, 1);
+	CU_ASSERT_EQUAL(cw_host_test(&h, CW_HOST_PS_PER_CPU_S - 3999, 2, 1000, &res), 0);
+	CU_ASSERT_TRUE(res.refused);
+	CU_ASSERT_EQUAL(cw_host_test(&h, CW_HOST_PS_PER_CPU_S, 1, 1000, &res), 0);
+	CU_ASSERT_EQUAL(res.max_rate_bps, 0);
+	/* a request's share is rounded up, once per stream */
+	h = (struct cw_host_model){ .request_ns = 1, .cpus = 1, .share_ppm = 1 };
+	CU_ASSERT_EQUAL(cw_host_demand_ps(&h, 1, 3), 334);
+	CU_ASSERT_EQUAL(cw_host_demand_ps(&h, 3, 3), 1000);
+	CU_ASSERT_EQUAL(cw_host_capacity_ps(&h), 1000000);
+	CU_ASSERT_EQUAL(cw_host_test(&h, 0, 3000, 3, &res), 0);
+	CU_ASSERT_FALSE(res.refused);
+	CU_ASSERT_EQUAL(cw_host_test(&h, 0, 3001, 3, &res), 0);
+	CU_ASSERT_TRUE(res.refused);
+	CU_ASSERT_EQUAL(res.max_rate_bps, 3000);
+	cw_host_result_words(&h, &res, words, sizeof(words));
+	CU_ASSERT(strstr(words, "CPUs of real-time work") != NULL);
+	/* no model: no test */
+	h = (struct cw_host_model){ .cpus = 1, .share_ppm = 1 };
+	CU_ASSERT_EQUAL(cw_host_test(&h, UINT64_MAX, UINT64_MAX, 1, &res), 0);
+	CU_ASSERT_FALSE(res.refused);
+	CU_ASSERT_EQUAL(cw_host_test(&h, 0, 1, 0, &res), -EINVAL);
+}
+
+/* The state asks the host once the disks admit a stream: the largest
+ * rate is the host's when it is the lower, a stream one byte a second
+ * above it is refused for the host (no disk, the CPUs in its facts), and
+ * one at it is admitted and counted. */
+static void test_host_state(void)
+{
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(0);
+	struct cw_admit_refusal ref;
+	struct cw_host_model h;
+	uint64_t disk_max, max, need;
+	char want[160], r[CW_UNITS_BUF];
+
+	setup();
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &disk_max, NULL) == 0);
+	/* a host that takes a third of what the disks would: 1 ms a request,
+	 * nothing a byte, on one CPU */
+	h = (struct cw_host_model){ .request_ns = 1000000, .cpus = 1 };
+	h.share_ppm = (uint32_t)(1000000ull * (disk_max / 3) / MIB / 1000);
+	CU_ASSERT_FATAL(h.share_ppm > 0);
+	CU_ASSERT_EQUAL(cw_admit_state_set_host(st, &(struct cw_host_model){ .request_ns = -1 }),
+			-EINVAL);
+	CU_ASSERT_FATAL(cw_admit_state_set_host(st, &h) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, &ref) == 0);
+	CU_ASSERT(max < disk_max);
+	CU_ASSERT_EQUAL(ref.part.result.why, CW_ADMIT_HOST);
+	CU_ASSERT_EQUAL(ref.disk_id, 0);
+	/* exact: ceil(rate * 10^9 / 2^20) ps <= share_ppm * 10^6 */
+	CU_ASSERT((unsigned __int128)max * 1000000000 <= (unsigned __int128)h.share_ppm * 1000000 * MIB);
+	CU_ASSERT((unsigned __int128)(max + 1) * 1000000000 >
+		  (unsigned __int128)h.share_ppm * 1000000 * MIB);
+
+	rq = req(max + 1);
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -EBUSY);
+	CU_ASSERT_EQUAL(ref.part.result.why, CW_ADMIT_HOST);
+	CU_ASSERT_EQUAL(ref.disk_id, 0);
+	CU_ASSERT_EQUAL(ref.who, CW_ADMIT_WHO_NEW);
+	CU_ASSERT_TRUE(ref.host.refused);
+	CU_ASSERT(ref.host.need_ps > ref.host.given_ps);
+	CU_ASSERT_EQUAL(ref.host.given_ps, (uint64_t)h.share_ppm * 1000000);
+	CU_ASSERT(ref.has_max_rate);
+	CU_ASSERT_EQUAL(ref.max_rate_bps, max);
+	CU_ASSERT(strncmp(ref.reason, "refused for the host: the streams would need", 44) == 0);
+	snprintf(want, sizeof(want), "the largest rate that fits with 1M blocks is %s",
+		 cw_units_format_rate(cw_units_floor_rate(max), r));
+	CU_ASSERT(strstr(ref.reason, want) != NULL);
+	CU_ASSERT_EQUAL(stored(), 0);
+
+	rq = req(max);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL) == 0);
+	cw_admit_state_host(st, NULL, &need);
+	CU_ASSERT_EQUAL(need, cw_host_demand_ps(&h, max, MIB));
+	/* nothing left on the host, though the disks have room */
+	rq = req(0);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, &ref) == 0);
+	CU_ASSERT(max < 1100);	/* what the rounding of one request leaves */
+	CU_ASSERT_EQUAL(ref.part.result.why, CW_ADMIT_HOST);
+	CU_ASSERT_FATAL(cw_admit_state_disk_headroom(st, 1, MIB, &max, &ref) == 0);
+	CU_ASSERT_EQUAL(ref.part.result.why, CW_ADMIT_HOST);
+	/* no model: the disks alone again */
+	CU_ASSERT_FATAL(cw_admit_state_set_host(st, &(struct cw_host_model){ 0 }) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, &ref) == 0);
+	CU_ASSERT(max > disk_max / 2);
+	CU_ASSERT(ref.disk_id != 0);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
@@ -1239,5 +1357,7 @@ int main(void)
 	cwtest_add(s, "a cached partition's stream is booked on the SSD or says why",
 		   test_cache_book);
 	cwtest_add(s, "a stream made during a move is booked on both sides", test_reserve_during_move);
+	cwtest_add(s, "the host's bound, exact at the edge", test_host_bound);
+	cwtest_add(s, "the host refuses what the disks admit", test_host_state);
 	return cwtest_run();
 }

@@ -87,6 +87,10 @@ static void test_defaults(void)
 		CU_ASSERT_EQUAL(x->busy_poll_us, 50);
 		CU_ASSERT_TRUE(x->lock_memory);
 		CU_ASSERT_EQUAL(x->rt_cpus, 0);
+		CU_ASSERT_FALSE(x->host.off);
+		CU_ASSERT_EQUAL(x->host.share_ppm, 500000);
+		CU_ASSERT_EQUAL(x->host.request_ns, 0);	/* measured */
+		CU_ASSERT_EQUAL(x->host.copy_rate_bps, 0);
 		/* A unix socket for the daemon's groups, and no TCP at all. */
 		CU_ASSERT_EQUAL_FATAL(x->n_listen_unix, 1);
 		CU_ASSERT_STRING_EQUAL(x->listen_unix[0], "/run/clockwise/nbd.sock");
@@ -144,7 +148,9 @@ static void test_full(void)
 		"control_idle_timeout_s = 0;\n"
 		"log_level = \"error\";\n"
 		"exports = { read_only = true; block_size = 512; max_request_bytes = 0x100000; "
-		"multi_conn = false; all = true; activation_mode = \"partial\"; };\n");
+		"multi_conn = false; all = true; activation_mode = \"partial\"; };\n"
+		"host = { test = false; share = \"12.5%\"; request_cost = \"20us\"; "
+		"copy_rate = \"4GB/s\"; };\n");
 
 	CU_ASSERT_STRING_EQUAL(c->pool, "/srv/pool.db");
 	CU_ASSERT_EQUAL(c->io_engine, CW_IO_AIO);
@@ -154,6 +160,10 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->busy_poll_us, 0);
 	CU_ASSERT_FALSE(c->lock_memory);
 	CU_ASSERT_EQUAL(c->rt_cpus, (UINT64_C(1) << 63) | 5);
+	CU_ASSERT_TRUE(c->host.off);
+	CU_ASSERT_EQUAL(c->host.share_ppm, 125000);
+	CU_ASSERT_EQUAL(c->host.request_ns, 20000);
+	CU_ASSERT_EQUAL(c->host.copy_rate_bps, 4000000000u);
 	CU_ASSERT_EQUAL(c->policy, CWD_POLICY_EDF);
 	CU_ASSERT_STRING_EQUAL(c->control_socket, "/run/cw/ctl");
 	CU_ASSERT_STRING_EQUAL(c->control_read_group, "video");
@@ -250,7 +260,7 @@ static void test_bad_top(void)
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, be_order, io_engine, queue_depth, "
 		 "mover_depth, mover_share, rt_priority, lock_memory, rt_cpus, busy_poll_us, listen, tls, control_socket, control_read_group, control_admin_group, control_idle_timeout_s, log_level, exports, "
-		 "access, limits or disks");
+		 "access, limits, host or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
 	load_bad("control_idle_timeout_s = 3601;\n", "1: control_idle_timeout_s = 3601 is out of range; "
@@ -269,6 +279,12 @@ static void test_bad_top(void)
 	load_bad("\n\nrt_cpus = [ ];\n", "3: rt_cpus is empty; expected at least one CPU number");
 	load_bad("rt_cpus = [ 1, 64 ];\n", "1: rt_cpus[1] = 64 is out of range; expected an integer from 0 to 63");
 	load_bad("rt_cpus = 1;\n", "1: rt_cpus is an integer; expected an array of CPU numbers, like [ 1, 3 ]");
+	load_bad("\nhost = { share = 0; };\n", "2: host.share is not a share of the CPUs; expected a percentage above 0 and at most 100, like \"50%\"");
+	load_bad("host = { share = \"50 %\"; };\n", "1: host.share is not a share of the CPUs; expected a percentage above 0 and at most 100, like \"50%\"");
+	load_bad("host = { request_cost = \"2s\"; };\n", "1: host.request_cost = \"2s\" is not a request's CPU time; expected a duration above 0 and at most 1s, such as \"20us\"");
+	load_bad("host = { request_cost = 20; };\n", "1: host.request_cost is an integer; expected a duration such as \"20us\"");
+	load_bad("host = { copy_rate = \"fast\"; };\n", "1: host.copy_rate = \"fast\" is not a rate; expected " CW_UNITS_RATE_HELP);
+	load_bad("host = 1;\n", "1: host is an integer; expected a group { name = value; ... }");
 	load_bad("lock_memory = 1;\n", "1: lock_memory is an integer; expected true or false");
 	load_bad("busy_poll_us = -1;\n",
 		 "1: busy_poll_us = -1 is out of range; expected an integer from 0 to 10000");
@@ -779,7 +795,7 @@ static char *slurp(const char *path)
 
 static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys,
 					      access_keys, access_export_keys, limit_keys,
-					      tls_keys, unix_entry_keys, tcp_entry_keys };
+					      tls_keys, unix_entry_keys, tcp_entry_keys, host_keys };
 
 /* Asserts that text holds every key the parser knows, each as
  * before KEY after; names on stdout those it lacks ("KEY is not ..."). */
