@@ -275,7 +275,7 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.start_ns = p->start_ns, .done_ns = now, .charged_ns = sr->service_ns,
 			.cpu_wait_service_ns = cpu_service,
 			.cpu_wait_window_ns = CW_MAX(rd - rd_at(lm, sr->release_ns), 0),
-			.cpu_wait_reader_ns = p->reader_cpu_ns,
+			.cpu_wait_reader_ns = CW_MAX(p->req->reader_cpu_ns, 0),
 			.booked_ns = p->booked_ns, .taken_ns = p->taken_ns,
 			.reader_parked_ns = p->req->parked_ns,
 		};

@@ -284,13 +284,16 @@ int lane_push(struct pb *pb, struct piece *p)
 		if (r < 0)
 			return r;
 		if (rt) {
-			const struct nbdsrv_io *nio = p->req->nio;
+			struct preq *q = p->req;
+			const struct nbdsrv_io *nio = q->nio;
 
 			p->booked_ns = cw_now_ns();
 			p->push_wait_ns = full_since ? p->booked_ns - full_since : 0;
-			/* on the reader's thread: its CPU wait since arrival */
-			p->reader_cpu_ns = nio && nio->reader_rd_fd >= 0 ?
-				CW_MAX(rundelay_read(nio->reader_rd_fd) - nio->arrived_rd_ns, 0) : 0;
+			/* the reader's CPU wait since arrival, read once a
+			 * request (its first piece, on the reader's thread) */
+			if (q->reader_cpu_ns < 0)
+				q->reader_cpu_ns = nio && nio->reader_rd_fd >= 0 ?
+					CW_MAX(rundelay_read(nio->reader_rd_fd) - nio->arrived_rd_ns, 0) : 0;
 		}
 		r = cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)p);
 		if (r == 0)

@@ -114,12 +114,12 @@ static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *
 	q->arrival_ns = cw_now_ns();
 	/* A request that waited on its connection while the reader could
 	 * not run is released from when it came. */
-	q->reader_wait_ns = q->parked_ns = 0;
+	q->parked_ns = 0;
+	q->reader_cpu_ns = -1;
 	q->parked_memory = false;
 	if (nio && nio->arrived_ns > 0 && nio->arrived_ns < q->arrival_ns) {
-		q->reader_wait_ns = q->arrival_ns - nio->arrived_ns;
+		q->parked_ns = CW_MIN(nio->parked_ns, q->arrival_ns - nio->arrived_ns);
 		q->arrival_ns = nio->arrived_ns;
-		q->parked_ns = CW_MIN(nio->parked_ns, q->reader_wait_ns);
 		q->parked_memory = nio->parked_memory;
 	}
 	atomic_init(&q->err, 0);

@@ -377,10 +377,9 @@ struct piece {
 	struct cw_sched_req sr;
 	struct cw_io_req io;
 	int64_t booked_ns;		/* RT: in its lane's record (lane_push) */
-	/* RT: its reader's wait for a CPU from the request's arrival to
-	 * the booking, and the part of it spent waiting for room in the
-	 * lane's record (a full window: lane_push) */
-	int64_t reader_cpu_ns, push_wait_ns;
+	/* RT: its wait for room in the lane's record (a full window:
+	 * lane_push) */
+	int64_t push_wait_ns;
 	int64_t taken_ns;		/* RT: taken from the record by the dispatcher */
 	int64_t start_ns;
 	int64_t rd_start;		/* the dispatcher's run delay at its start */
@@ -399,8 +398,10 @@ struct preq {
 	struct pbx *x;
 	struct pbx_client *cl;		/* whose best effort it is */
 	int64_t arrival_ns;		/* on the connection (nbdsrv_io.arrived_ns) */
-	int64_t reader_wait_ns;		/* from then until the daemon read it */
-	int64_t parked_ns;		/* of that, its park (nbdsrv_io.parked_ns) */
+	/* From then until the daemon read it: its reader's park
+	 * (nbdsrv_io.parked_ns), and its reader's wait for a CPU up to the
+	 * booking of its first real-time piece (lane_push; -1 until then) */
+	int64_t parked_ns, reader_cpu_ns;
 	bool parked_memory;
 	atomic_uint pending;
 	atomic_int err;
