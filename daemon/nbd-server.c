@@ -71,6 +71,7 @@
 #include "nbd-server.h"
 #include "nbd-tls.h"
 #include "rundelay.h"
+#include "thread-name.h"
 
 #define MAX_LISTEN 8
 #define RBUF_BYTES (64 * 1024)
@@ -1740,12 +1741,14 @@ static void *conn_main(void *arg)
 	if (r < 0)
 		goto out;
 	conn_go_realtime(c);
+	thread_name(pthread_self(), "cw-r:%s", c->exp->e.name);
 	r = -pthread_create(&c->writer, NULL, writer_main, c);
 	if (r < 0) {
 		srv_log(c->srv, LOG_ERR, "cannot start a writer thread: %s",
 			strerrordesc_np(-r) ?: "error");
 		goto out;
 	}
+	thread_name(c->writer, "cw-w:%s", c->exp->e.name);
 	tls_reader = c;
 	r = transmission(c);
 	flush_wake(c);
@@ -2285,6 +2288,7 @@ int nbdsrv_start(struct nbdsrv *srv)
 	r = -pthread_create(&srv->acceptor, NULL, acceptor_main, srv);
 	if (r < 0)
 		return r;
+	thread_name(srv->acceptor, "cw-accept");
 	srv->started = true;
 	return 0;
 }

@@ -52,6 +52,7 @@
 #include <linux/falloc.h>
 
 #include "daemon/pool-internal.h"
+#include "daemon/thread-name.h"
 
 /* Block ranges one batch records: room for the largest request on the
  * smallest pool blocks (1 GiB in 64 KiB blocks, every other one a hole). */
@@ -529,6 +530,8 @@ int pb_alloc_start(struct pb *pb)
 	if (!pb->alloc_batch)
 		return -ENOMEM;
 	r = -pthread_create(&pb->alloc_thread, NULL, alloc_main, pb);
+	if (r == 0)
+		thread_name(pb->alloc_thread, "cw-alloc");
 	pb->alloc_started = r == 0;
 	if (r < 0) {
 		free(pb->alloc_batch);

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "daemon/pool-internal.h"
+#include "daemon/thread-name.h"
 
 static const struct nbdsrv_backend_ops pb_ops;
 
@@ -1465,6 +1466,7 @@ static int disk_start(struct pb *pb, struct disk *d)
 		r = -pthread_create(&l->thread, NULL, lane_main, l);
 		if (r < 0)
 			return r;
+		thread_name(l->thread, "cw-d:%s/%zu", d->name, j);
 		l->started = true;
 	}
 	return 0;

@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include "daemon/pool-internal.h"
+#include "daemon/thread-name.h"
 
 /* How long the mover waits while I/O on a block drains, and while
  * nothing runs (a command wakes it at once). */
@@ -447,6 +448,8 @@ int pb_mover_start(struct pb *pb)
 	pthread_cond_init(&pb->mover_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	r = -pthread_create(&pb->mover_thread, NULL, mover_main, pb);
+	if (r == 0)
+		thread_name(pb->mover_thread, "cw-mover");
 	pb->mover_started = r == 0;
 	return r;
 }

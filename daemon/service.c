@@ -23,6 +23,7 @@
 
 #include "daemon/control.h"
 #include "daemon/service.h"
+#include "daemon/thread-name.h"
 #include "daemon/pool-internal.h"
 
 struct svc {
@@ -445,8 +446,10 @@ int svc_start(struct svc *svc)
 {
 	int r = -pthread_create(&svc->thread, NULL, svc_main, svc);
 
-	if (r == 0)
+	if (r == 0) {
+		thread_name(svc->thread, "cw-control");
 		svc->running = true;
+	}
 	return r;
 }
 
