@@ -1866,6 +1866,10 @@ void pb_free(struct pb *pb)
 	pb_alloc_stop(pb);
 	for (i = 0; i < pb->ndisks; i++)
 		disk_stop(&pb->disks[i]);
+	/* The misses since the last tick, each logged once (the log's promise). */
+	for (i = 0; i < pb->ndisks; i++)
+		for (unsigned j = 0; pb->disks[i].lanes && j < pb->disks[i].nlanes; j++)
+			lane_miss_drain(&pb->disks[i].lanes[j]);
 	free(pb->mover_x);	/* its last requests are done: the lanes stopped */
 	pb->mover_x = NULL;
 	for (i = 0; pb->disks && i < pb->ndisks; i++)
