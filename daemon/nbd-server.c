@@ -154,6 +154,9 @@ struct conn {
 	struct slot *slots;
 	unsigned n_slots;
 	struct slot *free_local;
+	/* Slots never used, taken only when no used one is free: a used
+	 * slot has its buffer, mapped and faulted in (take_slot). */
+	struct slot *free_fresh;
 	uint32_t want_bytes;		/* what take_slot() waits to fit */
 	bool wake_pending;		/* completions the writer has not heard of */
 	uint8_t *rbuf;
@@ -504,7 +507,8 @@ static bool bytes_fit(struct conn *c, uint32_t bytes)
 
 static bool reader_ready(struct conn *c)
 {
-	return (c->free_local || atomic_load_explicit(&c->free_shared, memory_order_seq_cst)) &&
+	return (c->free_local || c->free_fresh ||
+		atomic_load_explicit(&c->free_shared, memory_order_seq_cst)) &&
 	       bytes_fit(c, c->want_bytes);
 }
 
@@ -1229,13 +1233,27 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 		if (!c->free_local)
 			c->free_local = atomic_exchange_explicit(&c->free_shared, NULL,
 								 memory_order_seq_cst);
+		/* A slot used before, while there is one: taking the never
+		 * used ones in turn gave each of a connection's 64 slots a
+		 * buffer; 13 streams of 256 KiB blocks then held more than
+		 * half the reply memory, every recycled buffer was dropped,
+		 * and every request mapped a new one, whose pages the
+		 * dispatcher faulted in during its copy while writers unmapped
+		 * others (the process's mmap lock): 256 KiB reads from tmpfs
+		 * took 1-5 ms instead of 0.1, and streams missed deadlines
+		 * (class model). */
+		if (!c->free_local && c->free_fresh) {
+			c->free_local = c->free_fresh;
+			c->free_fresh = c->free_fresh->next;
+			c->free_local->next = NULL;
+		}
 		if (c->free_local && bytes_fit(c, bytes))
 			break;
 		if (atomic_load(&c->send_broken))
 			return NULL;
 		/* a real-time request says what held it (its miss's timeline) */
 		if (c->rd_fd >= 0) {
-			c->park_memory = c->free_local != NULL;
+			c->park_memory = c->free_local || c->free_fresh;
 			if (!t0)
 				t0 = cw_now_ns();
 		}
@@ -1687,7 +1705,7 @@ static int conn_setup_slots(struct conn *c)
 		c->slots[i].conn = c;
 		c->slots[i].next = i + 1 < c->n_slots ? &c->slots[i + 1] : NULL;
 	}
-	c->free_local = c->slots;
+	c->free_fresh = c->slots;
 	return 0;
 }
 

@@ -46,3 +46,21 @@ cwd_start
 check "nbdcopy out after the restart" nbdcopy "$(cwd_uri vol)" "$cw_tmp/back"
 check "the first 32 MiB are what was written" cmp -n $((32 << 20)) "$cw_tmp/data" "$cw_tmp/back"
 check "stop" cwd_stop
+
+# A connection reuses the buffers of the slots it used before: with 4
+# requests of 256 KiB in flight it keeps about 4 buffers, under a reply
+# memory whose half (4 MiB) its 64 slots would pass if each got one in
+# turn.  Then every recycled buffer was dropped and each request mapped
+# and faulted in a new one (64 pages of 4 KiB): the daemon's minor faults
+# over 384 such reads count them.
+cwd_conf 'limits = { reply_memory_bytes = 8388608; };'
+cwd_start
+faults() { awk '{ print $10 }' "/proc/$cwd_pid/stat"; }
+f0=$(faults)
+check "nbdcopy out: 96 MiB in 256 KiB requests, 4 in flight" nbdcopy --connections=1 \
+	--requests=4 --request-size=262144 "$(cwd_uri vol)" null:
+f1=$(faults)
+echo "minor faults over 384 reads: $((f1 - f0))"
+check "the slots' buffers are reused (under 2048 faults, not one buffer a request)" \
+	test $((f1 - f0)) -lt 2048
+check "stop" cwd_stop
