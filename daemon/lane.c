@@ -565,6 +565,34 @@ static int lane_submit(struct lane *l, struct cw_io_req **batch, unsigned n, int
 	return cw_io_submit(l->eng, batch, n);
 }
 
+/*
+ * On a memory disk (tmpfs, ramfs) a read or a write is a copy the
+ * dispatcher does itself, inside submit, on its CPU and at its priority.
+ * For a stream's request that is right; best effort's copies at the
+ * dispatcher's priority took the CPUs from the streams' connection
+ * threads and from local players: with 2 GB/s of best effort on two such
+ * disks of a 2-core host, the dispatchers copied for 0.7 of a CPU at
+ * priority 11, and streams' replies left late and players woke late
+ * (misses classed delivery and cpu, and the players' round trips).  So a
+ * dispatcher starts a best-effort request there one below rt_priority,
+ * where every connection thread of a stream preempts it, and goes back
+ * up before a stream's request or a sleep (the wake-up must find it at
+ * its priority).  Best effort's copy may then take longer than charged
+ * (by what the streams' threads ran meanwhile: they are bounded by the
+ * host's share), which overrun charging takes out of the slack.
+ */
+static void lane_copy_priority(struct lane *l, bool be)
+{
+	unsigned rt = l->pb->cfg->rt_priority;
+	struct sched_param sp;
+
+	if (!l->realtime || l->be_low == be || l->disk->io_kind != CW_IO_MEM)
+		return;
+	sp.sched_priority = (int)(be ? CW_MAX(rt, 2u) - 1 : CW_MIN(rt + 1, 99u));
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0)
+		l->be_low = be;
+}
+
 static int submit_one(struct lane *l, struct piece *p, int64_t now)
 {
 	struct cw_io_req *io = &p->io;
@@ -603,6 +631,7 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 			return;
 		}
 		p = dec.req->user;
+		lane_copy_priority(l, !p->rt);
 		r = submit_one(l, p, now);
 		if (r < 0) {
 			cw_sched_complete(l->sched, &p->sr, now, 0);
@@ -754,7 +783,8 @@ static void lane_go_realtime(struct lane *l)
 	static atomic_bool told;
 	int r = pb_thread_realtime(l->pb, 1);
 
-	if (r == 0 && l->pb->cfg->rt_priority)
+	l->realtime = r == 0 && l->pb->cfg->rt_priority;
+	if (l->realtime)
 		cwd_log(LOG_INFO, "disk %s: its dispatcher runs at real-time priority %u",
 			l->disk->name, CW_MIN(l->pb->cfg->rt_priority + 1, 99u));
 	else if (r < 0 && !atomic_exchange(&told, true))
@@ -962,6 +992,7 @@ void *lane_main(void *arg)
 			break;
 		if (st != STEP_PARK)
 			continue;
+		lane_copy_priority(l, false);
 		timeout = wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0);
 		if (in_engine)
 			lane_engine_wait(l, timeout, busy);

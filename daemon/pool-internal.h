@@ -118,6 +118,9 @@ struct lane {
 	unsigned inflight;
 	uint64_t starts;		/* requests handed to the engine, ever */
 	bool busy;			/* a request in service under cw_sched */
+	bool realtime;			/* the dispatcher runs SCHED_FIFO */
+	bool be_low;			/* ... below the connections, for best effort's
+					 * copies (lane_copy_priority) */
 };
 
 struct disk_model {

@@ -39,6 +39,27 @@ check "fio randrw verify over two connections" \
 	--iodepth=16 --numjobs=2 --size=16M --offset_increment=48M --io_size=8M \
 	--verify=crc32c --verify_fatal=1 --output="$cw_tmp/fio.out"
 
+# Beside the stream (-r), best effort's copies on a memory disk run below
+# the streams' connection threads: the dispatcher of m1 (at
+# rt_priority + 1 = 11 for the stream) is seen at 9 while fio's load
+# runs, and at no other priority.
+tid=$(grep -lx 'cw-d:m1/0' /proc/"$cwd_pid"/task/*/comm | cut -d/ -f5)
+check "the dispatcher of m1 is named" test -n "$tid"
+env -C "$cw_tmp" fio --name=be --ioengine=nbd --uri="$(cwd_uri vol)" --rw=randrw --bs=64k \
+	--iodepth=16 --time_based --runtime=3 --output=/dev/null & fio_pid=$!
+declare -A seen=()
+for _ in $(seq 1 3000); do
+	read -r st <"/proc/$cwd_pid/task/$tid/stat" || break
+	st=${st##*) }	# after the name: field 3 on
+	read -r -a f <<<"$st"
+	seen[${f[37]}]=1	# field 40, rt_priority
+	kill -0 "$fio_pid" 2>/dev/null || break
+done
+wait "$fio_pid"
+echo "priorities of the dispatcher of m1 seen: ${!seen[*]}"
+check "best effort copied at rt_priority - 1" test -n "${seen[9]:-}"
+check "no priority but 11 and 9" test "$(printf '%s\n' "${!seen[@]}" | grep -cvxE '9|11')" -eq 0
+
 head -c 32M /dev/urandom >"$cw_tmp/data"
 check "nbdcopy in (flushes at the end)" nbdcopy "$cw_tmp/data" "$(cwd_uri vol)"
 check "kill -9" cwd_kill9
