@@ -52,7 +52,7 @@ check "p50 <= p99" jqe '.disks[] | .be_p50_ns <= .be_p99_ns' "$cw_tmp/json"
 
 check "text: two intervals, each with its time" test "$(grep -cE \
 	'^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{4}  \([0-9.]+ms\)$' "$cw_tmp/text")" -eq 2
-check "text: the disk table's header" test "$(grep -c \
+check "text: the disk table's header" test "$(grep -cE \
 	'^DISK +IOPS +READ +WRITTEN +RT-MISSES +BE-P50 +BE-P99 +SLACK-USED$' "$cw_tmp/text")" -eq 2
 check "text: the reservation's row" test "$(grep -cE "^$id +[0-9]+ " "$cw_tmp/text")" -eq 2
 check "text: a disk's row" grep -qE '^hdd0 +[0-9]+ +[0-9.]+[KMG]?B/s +[0-9.]+[KMG]?B/s +[0-9]+ ' \
