@@ -163,6 +163,12 @@ struct conn {
 	size_t rpos, rlen;
 	uint32_t wait_avg;		/* recent waits for input, smoothed (ns) */
 	bool realtime;			/* runs SCHED_FIFO: never polls */
+	/* A real-time connection's threads' CPU clocks, for the host's
+	 * watch (nbdsrv_rt_cpu_ns): set once both threads run; the writer's
+	 * last CPU time once it ended. */
+	clockid_t reader_clk, writer_clk;
+	atomic_bool clocks, writer_ended;
+	atomic_uint_fast64_t writer_cpu_end;
 	/* A real-time reader's run delay (rundelay.h) and when it last
 	 * received; the bytes in rbuf were on the socket at rbuf_at_ns
 	 * (0: not known), earlier than they were read if the reader had
@@ -228,6 +234,7 @@ struct nbdsrv {
 	atomic_uint_fast64_t payload_bytes;	/* in flight, all connections */
 	atomic_uint_fast64_t buf_bytes;		/* slot buffers allocated */
 	int64_t last_trim_ns;			/* under lock */
+	uint64_t rt_cpu_gone_ns;		/* under lock: of ended real-time connections */
 
 	/* Messages about clients, limited (client_log). */
 	pthread_mutex_t log_lock;
@@ -755,6 +762,16 @@ void nbdsrv_io_plug_end(void)
 	tls_plug.on = false;
 }
 
+/* A thread's CPU clock in ns (0 once the thread is gone). */
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	if (clock_gettime(clk, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * CW_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
 static void *writer_main(void *arg)
 {
 	struct conn *c = arg;
@@ -774,6 +791,10 @@ static void *writer_main(void *arg)
 			break;
 		}
 		park(&c->writer_sleeping, writer_ready, c);
+	}
+	if (c->realtime) {
+		atomic_store(&c->writer_cpu_end, clock_ns(CLOCK_THREAD_CPUTIME_ID));
+		atomic_store(&c->writer_ended, true);
 	}
 	return NULL;
 }
@@ -1642,6 +1663,7 @@ static int transmission(struct conn *c)
  * so this is the last look at it.  Returns whether the memory of the
  * ended connections is to be given back to the system now: when the
  * last one ended, or a second after the last time. */
+/* Called on the reader's thread. */
 static bool conn_unlink(struct conn *c)
 {
 	struct nbdsrv *srv = c->srv;
@@ -1649,6 +1671,9 @@ static bool conn_unlink(struct conn *c)
 	bool trim = false;
 
 	pthread_mutex_lock(&srv->lock);
+	if (atomic_load(&c->clocks))
+		srv->rt_cpu_gone_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) +
+				       atomic_load(&c->writer_cpu_end);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -1767,6 +1792,9 @@ static void *conn_main(void *arg)
 		goto out;
 	}
 	thread_name(c->writer, "cw-w:%s", c->exp->e.name);
+	if (c->realtime && pthread_getcpuclockid(pthread_self(), &c->reader_clk) == 0 &&
+	    pthread_getcpuclockid(c->writer, &c->writer_clk) == 0)
+		atomic_store(&c->clocks, true);
 	tls_reader = c;
 	r = transmission(c);
 	flush_wake(c);
@@ -2309,6 +2337,23 @@ int nbdsrv_start(struct nbdsrv *srv)
 	thread_name(srv->acceptor, "cw-accept");
 	srv->started = true;
 	return 0;
+}
+
+uint64_t nbdsrv_rt_cpu_ns(struct nbdsrv *srv)
+{
+	uint64_t ns;
+
+	pthread_mutex_lock(&srv->lock);
+	ns = srv->rt_cpu_gone_ns;
+	for (struct conn *c = srv->conns; c; c = c->next) {
+		if (!atomic_load(&c->clocks))
+			continue;
+		ns += clock_ns(c->reader_clk);
+		ns += atomic_load(&c->writer_ended) ? atomic_load(&c->writer_cpu_end) :
+						      clock_ns(c->writer_clk);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return ns;
 }
 
 unsigned nbdsrv_connections(struct nbdsrv *srv)

@@ -313,5 +313,9 @@ void nbdsrv_free(struct nbdsrv *srv);
 
 /* Connections open now (for status and tests). */
 unsigned nbdsrv_connections(struct nbdsrv *srv);
+/* CPU time the reader and writer threads of real-time connections (those
+ * of exports bound to a reservation, at rt_priority) have used, ended
+ * connections included: the host's watch (pb_host_tick). */
+uint64_t nbdsrv_rt_cpu_ns(struct nbdsrv *srv);
 
 #endif

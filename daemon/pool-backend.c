@@ -1654,6 +1654,7 @@ static void resv_drop(struct pb *pb, const struct cw_admit_resv *a)
 			for (struct pbx *x = pb->exports; x; x = x->next)
 				if (x->resv == pb->resvs[i])
 					x->resv = NULL;
+			pb_host_resv_gone(pb, pb->resvs[i]);
 			free(pb->resvs[i]);
 			pb->resvs[i] = NULL;
 		}

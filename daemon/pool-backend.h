@@ -88,6 +88,11 @@ void pb_log_stats(struct pb *pb);
  * the dispatchers explained, and raises the margin of a disk whose
  * requests keep overrunning their model (re-admitting its streams). */
 void pb_misses_tick(struct pb *pb);
+/* The host's watch, on the same thread once a second: conn_cpu_ns is
+ * what the real-time connections' threads used so far
+ * (nbdsrv_rt_cpu_ns); raises the host model when the streams' path keeps
+ * costing more than it says (pool-host.c). */
+void pb_host_tick(struct pb *pb, uint64_t conn_cpu_ns);
 
 /* What the guarantee rests on and the system refused: the guarantee is
  * then conditional (a busy CPU, paging can make a stream late). */

@@ -367,6 +367,12 @@ struct pb {
 	/* Links and unlinks of exports (control thread) against the mover's
 	 * walks of the list: an export is freed once unlinked. */
 	pthread_mutex_t exports_lock;
+	/* The host's watch (pool-host.c): what released reservations were
+	 * served (under resv_lock), and the control thread's last look. */
+	uint64_t host_requests_gone, host_bytes_gone;
+	struct cw_host_watch host_watch;
+	uint64_t host_req, host_bytes, host_cpu;
+	bool host_seen;
 };
 
 struct piece {
@@ -546,5 +552,9 @@ static inline const struct cw_model *disk_model(const struct disk *d)
 {
 	return &atomic_load_explicit(&d->model, memory_order_acquire)->m;
 }
+
+/* pool-host.c: a released reservation's counters stay in the host's
+ * count (under resv_lock). */
+void pb_host_resv_gone(struct pb *pb, const struct resv *rv);
 
 #endif

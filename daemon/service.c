@@ -336,6 +336,7 @@ static void hook_tick(void *userdata)
 	struct svc *svc = userdata;
 
 	pb_misses_tick(svc->pb);
+	pb_host_tick(svc->pb, nbdsrv_rt_cpu_ns(svc->nbd));
 }
 
 static void hook_moves_changed(void *userdata)

@@ -39,6 +39,9 @@ struct cwd_stats {
 	 * model's C for their size, and those that took longer than C. */
 	atomic_uint_fast64_t alone, over_c;
 	atomic_uint_fast64_t over_c_ratio[CWD_STATS_RATIO_BUCKETS];
+	/* The dispatcher's CPU time starting real-time requests (a memory
+	 * disk's copy is done inside the start): the host's watch. */
+	atomic_uint_fast64_t rt_cpu_ns;
 };
 
 static inline void cwd_stats_add(atomic_uint_fast64_t *c, uint64_t v)

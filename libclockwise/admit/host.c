@@ -124,3 +124,48 @@ int cw_admit_plan_host(struct cw_admit_plan *plan, const struct cw_admit_qos *qo
 	}
 	return 0;
 }
+
+uint64_t cw_host_charge_ns(const struct cw_host_model *h, uint64_t requests, uint64_t bytes)
+{
+	unsigned __int128 ps;
+
+	if (cw_host_model_none(h))
+		return 0;
+	/* two of the three copies of a byte are the daemon's */
+	ps = (unsigned __int128)requests * (uint64_t)(h->request_ns > 0 ? h->request_ns : 0) * 1000 +
+	     (unsigned __int128)bytes * h->byte_ps * 2 / 3;
+	return sat(ps / 1000);
+}
+
+int cw_host_watch_add(struct cw_host_watch *w, const struct cw_host_model *h,
+		      uint64_t requests, uint64_t bytes, uint64_t spent_ns,
+		      uint64_t *ret_factor_ppm)
+{
+	uint64_t charged, ppm;
+
+	if (!w || !ret_factor_ppm)
+		return -EINVAL;
+	charged = cw_host_charge_ns(h, requests, bytes);
+	/* too little to judge, or within the noise: no run of evidence */
+	if (charged < CW_HOST_WATCH_MIN_NS || (unsigned __int128)spent_ns * 4 <= (unsigned __int128)charged * 5) {
+		*w = (struct cw_host_watch){ 0 };
+		return 0;
+	}
+	ppm = sat((unsigned __int128)spent_ns * 1000000 / charged);
+	w->least_ppm = w->over++ ? (ppm < w->least_ppm ? ppm : w->least_ppm) : ppm;
+	if (w->over < CW_HOST_WATCH_INTERVALS)
+		return 0;
+	*ret_factor_ppm = w->least_ppm < CW_HOST_WATCH_MAX_PPM ? w->least_ppm : CW_HOST_WATCH_MAX_PPM;
+	*w = (struct cw_host_watch){ 0 };
+	return 1;
+}
+
+void cw_host_model_scale(struct cw_host_model *h, uint64_t factor_ppm)
+{
+	if (!h)
+		return;
+	if (h->request_ns > 0)
+		h->request_ns = (int64_t)sat(((unsigned __int128)(uint64_t)h->request_ns * factor_ppm +
+					      999999) / 1000000);
+	h->byte_ps = sat(((unsigned __int128)h->byte_ps * factor_ppm + 999999) / 1000000);
+}

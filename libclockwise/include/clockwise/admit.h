@@ -253,6 +253,38 @@ uint64_t cw_host_demand_ps(const struct cw_host_model *h, uint64_t rate_bps,
 /* What the streams are given, in ps per second (UINT64_MAX: no model). */
 uint64_t cw_host_capacity_ps(const struct cw_host_model *h);
 
+/* ---- a host whose streams keep costing more than its model ----------
+ *
+ * The daemon sees two of a stream's three copies of a byte (the engine's
+ * read into the buffer and the reply's write onto the socket; the
+ * client's read is the client's) and every request's own CPU: an
+ * interval's charge is requests * request_ns + bytes * byte_ps * 2/3.
+ * Fed each interval's charge and the CPU the real-time path really spent
+ * (its connection threads, and the dispatchers' starts of real-time
+ * requests, inline copies included), it says when the model no longer
+ * holds: after CW_HOST_WATCH_INTERVALS intervals in a row, each charged
+ * at least CW_HOST_WATCH_MIN_NS, that spent more than 5/4 of their
+ * charge, it proposes the factor (the least of those intervals'
+ * spent/charged, in ppm, at most CW_HOST_WATCH_MAX_PPM) by which to scale
+ * the model (cw_host_model_scale), and starts again. */
+#define CW_HOST_WATCH_INTERVALS 3
+#define CW_HOST_WATCH_MIN_NS 5000000	/* 0.5% of a CPU over a second */
+#define CW_HOST_WATCH_MAX_PPM 4000000u	/* at most four times a step */
+struct cw_host_watch {
+	uint32_t over;			/* intervals over in a row */
+	uint64_t least_ppm;		/* the least spent/charged among them */
+};
+
+/* What the model charges the daemon's side for requests and bytes, ns. */
+uint64_t cw_host_charge_ns(const struct cw_host_model *h, uint64_t requests, uint64_t bytes);
+/* Adds an interval; 1 and *ret_factor_ppm (> 10^6) when the model should
+ * grow, 0 when not, -EINVAL. */
+int cw_host_watch_add(struct cw_host_watch *w, const struct cw_host_model *h,
+		      uint64_t requests, uint64_t bytes, uint64_t spent_ns,
+		      uint64_t *ret_factor_ppm);
+/* Both costs of h times factor_ppm / 10^6 (rounded up). */
+void cw_host_model_scale(struct cw_host_model *h, uint64_t factor_ppm);
+
 /* Measures this host's costs with its own CPUs and kernel: a request's
  * system calls and thread hand-offs, and a byte's copies (a tmpfs read,
  * a write into a pipe and the read out of it), as CPU time (median of

@@ -1266,6 +1266,41 @@ static void test_host_bound(void)
 	CU_ASSERT_EQUAL(cw_host_test(&h, 0, 1, 0, &res), -EINVAL);
 }
 
+/* The host's watch: the daemon's side of the charge (two of three copies),
+ * three intervals in a row over 5/4 of it propose the least of their
+ * ratios, an interval within 5/4 or too small to judge starts again, a
+ * proposal is at most four times, and scaling rounds up. */
+static void test_host_watch(void)
+{
+	struct cw_host_model h = { .request_ns = 10000, .byte_ps = 300, .cpus = 2,
+				   .share_ppm = CW_HOST_SHARE_DEFAULT_PPM };
+	struct cw_host_watch w = { 0 };
+	uint64_t f = 0;
+
+	/* 1000 requests, 100 MB: 10 ms + 100e6 * 200 ps = 30 ms */
+	CU_ASSERT_EQUAL(cw_host_charge_ns(&h, 1000, 100000000), 30000000);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 60000000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 45000000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 90000000, &f), 1);
+	CU_ASSERT_EQUAL(f, 1500000);	/* the least: 45 of 30 */
+	/* 5/4 exactly is within: the run starts again */
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 60000000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 60000000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 37500000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 60000000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 60000000, &f), 0);
+	/* too little served to judge: 1 ms charged */
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 100, 0, 900000000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 600000000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 600000000, &f), 0);
+	CU_ASSERT_EQUAL(cw_host_watch_add(&w, &h, 1000, 100000000, 600000000, &f), 1);
+	CU_ASSERT_EQUAL(f, CW_HOST_WATCH_MAX_PPM);	/* 20 times, at most 4 */
+	cw_host_model_scale(&h, 1500001);
+	CU_ASSERT_EQUAL(h.request_ns, 15001);
+	CU_ASSERT_EQUAL(h.byte_ps, 451);
+	CU_ASSERT_EQUAL(cw_host_watch_add(NULL, &h, 1, 1, 1, &f), -EINVAL);
+}
+
 /* The state asks the host once the disks admit a stream: the largest
  * rate is the host's when it is the lower, a stream one byte a second
  * above it is refused for the host (no disk, the CPUs in its facts), and
@@ -1358,6 +1393,7 @@ int main(void)
 		   test_cache_book);
 	cwtest_add(s, "a stream made during a move is booked on both sides", test_reserve_during_move);
 	cwtest_add(s, "the host's bound, exact at the edge", test_host_bound);
+	cwtest_add(s, "the host's watch proposes what was spent", test_host_watch);
 	cwtest_add(s, "the host refuses what the disks admit", test_host_state);
 	return cwtest_run();
 }
