@@ -913,6 +913,9 @@ static void lane_unplug_replies(struct lane *l)
 
 enum step { STEP_AGAIN, STEP_PARK, STEP_EXIT };
 
+/* A plan applied slower than this is said (lane_step). */
+#define PLAN_SLOW_NS (1 * CW_NS_PER_MS)
+
 /* One round of the dispatcher, under the dispatch lock. */
 static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 {
@@ -922,7 +925,15 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 
 	*now = cw_now_ns();
 	lane_miss_sample(l, *now);
-	lane_apply_plan(l, *now);
+	if (atomic_load(&l->plan)) {
+		int64_t t = cw_now_ns();
+
+		lane_apply_plan(l, *now);
+		t = cw_now_ns() - t;
+		if (t > PLAN_SLOW_NS)
+			cwd_log(LOG_NOTICE, "disk %s: its dispatcher took %.1f ms to apply a new plan "
+				"(its streams waited meanwhile)", l->disk->name, t / 1e6);
+	}
 	lane_intake(l, *now);
 	lane_dispatch(l, *now, wait_until);
 	if (l->inflight) {
@@ -1005,6 +1016,10 @@ void *lane_main(void *arg)
 		if (st != STEP_PARK)
 			continue;
 		lane_copy_priority(l, false);
+		/* From the park, not from the step's start: a long step
+		 * would sleep past the wake-up the policy set, and show in a
+		 * miss's timeline as sleep. */
+		now = cw_now_ns();
 		timeout = wait_until < 0 ? -1 : CW_MAX(wait_until - now, 0);
 		if (in_engine)
 			lane_engine_wait(l, timeout, busy);
