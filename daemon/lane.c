@@ -581,14 +581,6 @@ static int lane_submit(struct lane *l, struct cw_io_req **batch, unsigned n, int
  * (by what the streams' threads ran meanwhile: they are bounded by the
  * host's share), which overrun charging takes out of the slack.
  */
-static int64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * CW_NS_PER_S + ts.tv_nsec;
-}
-
 static void lane_copy_priority(struct lane *l, bool be)
 {
 	unsigned rt = l->pb->cfg->rt_priority;
@@ -641,10 +633,11 @@ static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 		}
 		p = dec.req->user;
 		lane_copy_priority(l, !p->rt);
-		cpu = p->rt ? thread_cpu_ns() : 0;
+		cpu = p->rt ? cw_clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
 		r = submit_one(l, p, now);
 		if (p->rt)
-			cwd_stats_add(&l->st.rt_cpu_ns, (uint64_t)CW_MAX(thread_cpu_ns() - cpu, 0));
+			cwd_stats_add(&l->st.rt_cpu_ns,
+				      (uint64_t)CW_MAX(cw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu, 0));
 		if (r < 0) {
 			cw_sched_complete(l->sched, &p->sr, now, 0);
 			lane_fail(l, p, r);

@@ -165,9 +165,9 @@ struct conn {
 	bool realtime;			/* runs SCHED_FIFO: never polls */
 	/* A real-time connection's threads' CPU clocks, for the host's
 	 * watch (nbdsrv_rt_cpu_ns): set once both threads run; the writer's
-	 * last CPU time once it ended. */
+	 * last CPU time once it ended (0 before). */
 	clockid_t reader_clk, writer_clk;
-	atomic_bool clocks, writer_ended;
+	atomic_bool clocks;
 	atomic_uint_fast64_t writer_cpu_end;
 	/* A real-time reader's run delay (rundelay.h) and when it last
 	 * received; the bytes in rbuf were on the socket at rbuf_at_ns
@@ -762,16 +762,6 @@ void nbdsrv_io_plug_end(void)
 	tls_plug.on = false;
 }
 
-/* A thread's CPU clock in ns (0 once the thread is gone). */
-static uint64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	if (clock_gettime(clk, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * CW_NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
 static void *writer_main(void *arg)
 {
 	struct conn *c = arg;
@@ -792,10 +782,9 @@ static void *writer_main(void *arg)
 		}
 		park(&c->writer_sleeping, writer_ready, c);
 	}
-	if (c->realtime) {
-		atomic_store(&c->writer_cpu_end, clock_ns(CLOCK_THREAD_CPUTIME_ID));
-		atomic_store(&c->writer_ended, true);
-	}
+	if (c->realtime)
+		atomic_store(&c->writer_cpu_end,
+			     (uint64_t)CW_MAX(cw_clock_ns(CLOCK_THREAD_CPUTIME_ID), 1));
 	return NULL;
 }
 
@@ -1662,8 +1651,8 @@ static int transmission(struct conn *c)
 /* Takes c off the server's list: from here on the server may be freed,
  * so this is the last look at it.  Returns whether the memory of the
  * ended connections is to be given back to the system now: when the
- * last one ended, or a second after the last time. */
-/* Called on the reader's thread. */
+ * last one ended, or a second after the last time.  On the reader's
+ * thread (it counts its own CPU time). */
 static bool conn_unlink(struct conn *c)
 {
 	struct nbdsrv *srv = c->srv;
@@ -1672,7 +1661,7 @@ static bool conn_unlink(struct conn *c)
 
 	pthread_mutex_lock(&srv->lock);
 	if (atomic_load(&c->clocks))
-		srv->rt_cpu_gone_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) +
+		srv->rt_cpu_gone_ns += (uint64_t)cw_clock_ns(CLOCK_THREAD_CPUTIME_ID) +
 				       atomic_load(&c->writer_cpu_end);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -2346,11 +2335,13 @@ uint64_t nbdsrv_rt_cpu_ns(struct nbdsrv *srv)
 	pthread_mutex_lock(&srv->lock);
 	ns = srv->rt_cpu_gone_ns;
 	for (struct conn *c = srv->conns; c; c = c->next) {
+		uint64_t w;
+
 		if (!atomic_load(&c->clocks))
 			continue;
-		ns += clock_ns(c->reader_clk);
-		ns += atomic_load(&c->writer_ended) ? atomic_load(&c->writer_cpu_end) :
-						      clock_ns(c->writer_clk);
+		w = atomic_load(&c->writer_cpu_end);
+		ns += (uint64_t)cw_clock_ns(c->reader_clk) +
+		      (w ? w : (uint64_t)cw_clock_ns(c->writer_clk));
 	}
 	pthread_mutex_unlock(&srv->lock);
 	return ns;

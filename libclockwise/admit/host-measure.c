@@ -56,14 +56,6 @@
 #define LARGE_ROUNDS 64	/* a quarter of the file a trial */
 #define HANDOFFS 2000
 
-static int64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * CW_NS_PER_S + ts.tv_nsec;
-}
-
 static int cmp64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -95,7 +87,7 @@ static int full_read(int fd, char *buf, size_t n)
 static int copy_ns(int file, const int pfd[2], char *a, char *b, size_t n, unsigned first,
 		   unsigned rounds, int64_t *ret)
 {
-	int64_t t0 = thread_cpu_ns();
+	int64_t t0 = cw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
 	for (unsigned i = first; i < first + rounds; i++) {
 		size_t at = (size_t)i * n % BUF_BYTES;
@@ -109,7 +101,7 @@ static int copy_ns(int file, const int pfd[2], char *a, char *b, size_t n, unsig
 		if (r < 0)
 			return r;
 	}
-	*ret = thread_cpu_ns() - t0;
+	*ret = cw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	return 0;
 }
 
@@ -121,7 +113,7 @@ struct ping {
 static void *pong(void *arg)
 {
 	struct ping *p = arg;
-	int64_t t0 = thread_cpu_ns();
+	int64_t t0 = cw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	uint64_t v;
 
 	for (unsigned i = 0; i < HANDOFFS; i++) {
@@ -129,7 +121,7 @@ static void *pong(void *arg)
 		    write(p->back, &v, sizeof(v)) != sizeof(v))
 			break;
 	}
-	p->cpu_ns = thread_cpu_ns() - t0;
+	p->cpu_ns = cw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	return NULL;
 }
 
@@ -149,12 +141,12 @@ static int handoff_ns(int64_t *ret)
 	r = -pthread_create(&t, NULL, pong, &p);
 	if (r < 0)
 		goto out;
-	t0 = thread_cpu_ns();
+	t0 = cw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	for (unsigned i = 0; i < HANDOFFS && r == 0; i++)
 		if (write(p.to, &v, sizeof(v)) != sizeof(v) ||
 		    read(p.back, &v, sizeof(v)) != sizeof(v))
 			r = -EIO;
-	t0 = thread_cpu_ns() - t0;
+	t0 = cw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	if (r < 0)	/* let the other thread go */
 		(void)write(p.to, &v, sizeof(v));
 	pthread_join(t, NULL);

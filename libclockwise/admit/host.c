@@ -164,8 +164,11 @@ void cw_host_model_scale(struct cw_host_model *h, uint64_t factor_ppm)
 {
 	if (!h)
 		return;
-	if (h->request_ns > 0)
-		h->request_ns = (int64_t)sat(((unsigned __int128)(uint64_t)h->request_ns * factor_ppm +
-					      999999) / 1000000);
+	if (h->request_ns > 0) {
+		uint64_t ns = sat(((unsigned __int128)(uint64_t)h->request_ns * factor_ppm + 999999) /
+				  1000000);
+
+		h->request_ns = ns > INT64_MAX ? INT64_MAX : (int64_t)ns;
+	}
 	h->byte_ps = sat(((unsigned __int128)h->byte_ps * factor_ppm + 999999) / 1000000);
 }

@@ -12,6 +12,7 @@
 #define CLOCKWISE_TYPES_H
 
 #include <stdint.h>
+#include <time.h>
 #include <stddef.h>
 #include <stdbool.h>
 
@@ -38,6 +39,9 @@ const char *cw_version(void);
 /* The current CLOCK_MONOTONIC time.  Only drivers (the daemon, tools) call
  * this: the scheduling core always takes the time as an argument. */
 int64_t cw_now_ns(void);
+/* Any clock in ns, e.g. CLOCK_THREAD_CPUTIME_ID or a thread's
+ * (pthread_getcpuclockid); 0 when it cannot be read (a thread gone). */
+int64_t cw_clock_ns(clockid_t clk);
 
 #ifdef __cplusplus
 }
