@@ -84,7 +84,11 @@ policy = "$policy";
 log_level = "info";
 $conf$disks
 EOC
-	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" "${resv[@]}" 2>"$CTL_LOG" &
+	# Emptied here, not by the background job's redirection: on a restart
+	# the old log's ready line (and the killed daemon's sockets) would
+	# otherwise pass for the new daemon's until that job runs.
+	: >"$CTL_LOG"
+	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" "${resv[@]}" 2>>"$CTL_LOG" &
 	CTL_PID=$!
 	cleanup_add "kill $CTL_PID 2>/dev/null; wait $CTL_PID 2>/dev/null; [ \$cw_failed -eq 0 ] || cat '$CTL_LOG' >&2"
 	wait_for "clockwised to be ready" 30 ctl_ready || { cat "$CTL_LOG" >&2; return 1; }
