@@ -481,6 +481,8 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 		sr->cls = CW_SCHED_RT;
 		sr->stream = p->resv->a->stream;
 		sr->same_job = !p->first_on_disk;
+		sr->offset_bytes = p->io.off;	/* where dynamic's burst leaves the arm */
+		sr->length_bytes = p->io.len;
 		sr->period_ns = pt->task.period_ns;
 		sr->rel_deadline_ns = pt->task.deadline_ns;
 		/* a new model may change C while streams run (one store) */

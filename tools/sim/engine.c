@@ -660,6 +660,8 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 		.period_ns = st->disk_period_ns[disk],
 		.rel_deadline_ns = st->disk_deadline_ns[disk],
 		.service_ns = (int64_t)((double)st->disk_service_ns[disk] * r->d[disk].c_scale),
+		.offset_bytes = q->off,
+		.length_bytes = q->bytes,
 	};
 	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
 	if (e < 0)

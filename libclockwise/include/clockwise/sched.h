@@ -136,8 +136,9 @@ struct cw_sched_req {
 	uint64_t client;	/* BE: whose request (cw_sched_set_client); 0 is a client too */
 	int64_t cost_ns;	/* BE: what it costs its client's share, the disk model's
 				 * mean service time; 0: service_ns (a bound, for ΔL) */
-	uint64_t offset_bytes;	/* where on the disk it starts, and how long: */
-	uint64_t length_bytes;	/* the SFC order's position dimension */
+	uint64_t offset_bytes;	/* where on the disk it starts, and how long (RT */
+	uint64_t length_bytes;	/* too): the SFC order's position dimension, and
+				 * where dynamic's bursts leave the arm */
 	int64_t be_deadline_ns;	/* BE: 0 = none; else the SFC order's deadline dimension */
 	int64_t other_ns;	/* BE over several disks (RBFQ's delta): cost served to */
 	int64_t other_resv_ns;	/* this client elsewhere since its previous request here,

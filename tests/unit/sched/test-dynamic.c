@@ -491,6 +491,120 @@ static void test_random_sporadic(void)
 	CU_ASSERT(be > 100);
 }
 
+/* ---- where a burst ends --------------------------------------------------- */
+
+struct burst_out {
+	unsigned ends, ends_short;	/* burst ends with RT still released; of
+					 * them, with a room under 32 requests */
+	unsigned switches;		/* RT dispatches followed by a BE one */
+	int64_t least_end_room;		/* least room at such an end */
+	uint64_t missed, be_done;
+};
+
+/* N streams of C = 40, periods 1000 + 170 k and first releases 137 k
+ * apart, beside a best-effort queue kept at one request of 10; the
+ * streams' blocks at offset rt_off, best effort's at be_off; 50,000 long. */
+static void burst_run(uint64_t rt_off, uint64_t be_off, struct burst_out *o)
+{
+	enum { N = 8, C = 40, B = 10, END = 50000, JOBS = END / 1000 + 1 };
+	static struct cw_sched_req rt[N][JOBS], be[END / B + 1];
+	const struct cw_sched_req be0 = { .cls = CW_SCHED_BE, .service_ns = B,
+					  .offset_bytes = be_off, .length_bytes = 4096 };
+	struct cw_admit_result res = { 0 };
+	struct cw_task t[N];
+	int64_t next[N];
+	unsigned jobs[N] = { 0 }, nbe = 0;
+	struct cw_sched *s;
+	struct cw_sched_req *cur = NULL;
+	struct cw_sched_stats st;
+	int64_t now = 0, done_at = 0;
+	bool last_rt = false;
+
+	for (int k = 0; k < N; k++) {
+		t[k] = (struct cw_task){ .period_ns = 1000 + 170 * k, .service_ns = C };
+		next[k] = 137 * k;
+	}
+	s = new_sched(CW_SCHED_DYNAMIC, &res, t, N, 0);
+	*o = (struct burst_out){ .least_end_room = INT64_MAX };
+	be[nbe] = be0;
+	CU_ASSERT_FATAL(cw_sched_enqueue(s, &be[nbe++], now) == 0);
+	while (now < END) {
+		int64_t soon = INT64_MAX;
+
+		if (cur && now >= done_at) {
+			CU_ASSERT_FATAL(cw_sched_complete(s, cur, done_at, cur->service_ns) == 0);
+			cur = NULL;
+		}
+		for (int k = 0; k < N; k++) {
+			if (next[k] <= now) {
+				struct cw_sched_req *r = &rt[k][jobs[k]++];
+
+				*r = (struct cw_sched_req){ .cls = CW_SCHED_RT, .stream = k,
+					.arrival_ns = now, .period_ns = t[k].period_ns, .service_ns = C,
+					.offset_bytes = rt_off + 4096 * k, .length_bytes = 4096 };
+				CU_ASSERT_FATAL(cw_sched_enqueue(s, r, now) == 0);
+				next[k] += t[k].period_ns;
+			}
+			soon = CW_MIN(soon, next[k]);
+		}
+		if (!cur) {
+			struct cw_sched_decision d;
+			int64_t room;
+
+			CU_ASSERT_FATAL(cw_sched_room_ns(s, now, &room) == 0);
+			CU_ASSERT_FATAL(cw_sched_next(s, now, &d) == 0);
+			if (d.verdict != CW_SCHED_DISPATCH) {
+				now = d.verdict == CW_SCHED_WAIT ? CW_MIN(d.until_ns, soon) : soon;
+				continue;
+			}
+			cw_sched_get_stats(s, &st);
+			if (d.req->cls == CW_SCHED_BE && last_rt) {
+				o->switches++;
+				if (st.rt_released > 0) {
+					o->ends++;
+					o->ends_short += room < 32 * B;
+					o->least_end_room = CW_MIN(o->least_end_room, room);
+				}
+			}
+			if (d.req->cls == CW_SCHED_BE) {	/* keep one queued */
+				be[nbe] = be0;
+				be[nbe].arrival_ns = now;
+				CU_ASSERT_FATAL(cw_sched_enqueue(s, &be[nbe++], now) == 0);
+			}
+			last_rt = d.req->cls == CW_SCHED_RT;
+			cur = d.req;
+			done_at = now + cur->service_ns;
+		}
+		now = CW_MIN(done_at > now ? done_at : INT64_MAX, soon);
+	}
+	cw_sched_get_stats(s, &st);
+	o->missed = st.rt_missed;
+	o->be_done = st.be_done;
+	cw_sched_free(s);
+}
+
+static void test_burst_end(void)
+{
+	struct burst_out near, far;
+
+	/* the streams' blocks far from best effort's: after a refusal the
+	 * arm serves the released streams until the room holds 32 requests */
+	burst_run(0, UINT64_C(1) << 40, &near);
+	/* all in one place: the burst ends once the room holds 16 */
+	burst_run(0, 0, &far);
+	printf("\n  streams apart: %u switches, %u burst ends with RT released (%u under 32 requests, "
+	       "least room %ld); together: %u switches, %u ends (%u under 32, least room %ld)\n",
+	       near.switches, near.ends, near.ends_short, (long)near.least_end_room, far.switches,
+	       far.ends, far.ends_short, (long)far.least_end_room);
+	CU_ASSERT_EQUAL(near.missed, 0);
+	CU_ASSERT_EQUAL(far.missed, 0);
+	CU_ASSERT(near.be_done > 100 && far.be_done > 100);
+	CU_ASSERT(far.ends > 0 && far.ends_short > 0);
+	CU_ASSERT(far.least_end_room >= 16 * 10);
+	CU_ASSERT_EQUAL(near.ends_short, 0);
+	CU_ASSERT(near.switches < far.switches);
+}
+
 static void test_policy_name(void)
 {
 	enum cw_sched_policy p;
@@ -509,5 +623,6 @@ int main(void)
 	cwtest_add(s, "every release pattern, deadlines shorter than periods",
 		   test_every_pattern_constrained);
 	cwtest_add(s, "random sporadic releases, the server", test_random_sporadic);
+	cwtest_add(s, "a burst ends where the arm is", test_burst_end);
 	return cwtest_run();
 }
