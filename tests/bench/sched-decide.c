@@ -178,8 +178,10 @@ int main(void)
 	rng = 2026;
 	for (;;) {
 		for (size_t k = 0; k < NSTREAMS; k++) {
-			t[k].period_ns = CW_NS_PER_S + (int64_t)(urand() * 3e9);
-			t[k].service_ns = t[k].period_ns * 3 / 4 / NSTREAMS;
+			int64_t p = CW_NS_PER_S + (int64_t)(urand() * 3e9);
+
+			/* D = T (deadline_ns 0): the rest of the task zeroed */
+			t[k] = (struct cw_task){ .period_ns = p, .service_ns = p * 3 / 4 / NSTREAMS };
 		}
 		if (cw_admit_test(t, NSTREAMS, &ar) == 0 && ar.schedulable)
 			break;
