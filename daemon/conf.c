@@ -1728,7 +1728,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	    !(c->access[0].read_only[0] = strdup("@" CWD_DEFAULT_READ_GROUP)))
 		goto oom;
 	c->access[0].n_read_write = c->access[0].n_read_only = 1;
-	c->policy = CWD_POLICY_DELTA_L;
+	c->policy = CWD_POLICY_DYNAMIC;
 	c->be_order = CWD_BE_RBFQ;
 	c->io_engine = CW_IO_URING;
 	c->queue_depth = DEFAULT_QUEUE_DEPTH;

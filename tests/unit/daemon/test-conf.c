@@ -79,7 +79,7 @@ static void test_defaults(void)
 	CU_ASSERT_STRING_EQUAL(d->file, "/etc/clockwise/clockwised.conf");
 	for (struct cwd_config *x = c; x; x = x == c ? d : NULL) {
 		CU_ASSERT_STRING_EQUAL(x->pool, "/var/lib/clockwise/pool.db");
-		CU_ASSERT_EQUAL(x->policy, CWD_POLICY_DELTA_L);
+		CU_ASSERT_EQUAL(x->policy, CWD_POLICY_DYNAMIC);
 		CU_ASSERT_EQUAL(x->io_engine, CW_IO_URING);
 		CU_ASSERT_EQUAL(x->queue_depth, 32);
 		CU_ASSERT_EQUAL(x->mover_depth, 16);
