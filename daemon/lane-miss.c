@@ -33,6 +33,8 @@
 #define MISS_LOG 64		/* miss records waiting to be logged (power of two) */
 #define DELIVERY_LOG 16		/* late replies waiting to be logged */
 #define SLEEPS 64		/* the dispatcher's sleeps kept (power of two) */
+#define ROUNDS 16		/* its long rounds kept (power of two) */
+#define ROUND_LONG_NS CW_NS_PER_MS	/* a round this long is kept */
 
 struct rd_sample {
 	int64_t t, rd;
@@ -47,6 +49,12 @@ struct sleep {
 	int64_t from, to, until;
 };
 
+/* A long round of the dispatcher: from before it took the dispatch lock
+ * to after it let it go, locked the instant it had the lock. */
+struct round {
+	int64_t from, locked, to;
+};
+
 struct miss_rec {
 	struct cw_sched_miss m;
 	enum cw_sched_miss_class cls;
@@ -56,6 +64,7 @@ struct miss_rec {
 	int64_t overrun_at;		/* done time of the overrun blamed, or 0 */
 	bool overrun_rt;
 	struct sleep longest;		/* the dispatcher's longest sleep in slept_ns */
+	struct round round;		/* its longest round from booking to start */
 	bool parked_memory;		/* the reader parked for memory, not a slot */
 	int64_t push_wait_ns;		/* it waited for room in the lane's record */
 	int64_t arrival_ns;		/* its request on the connection */
@@ -70,6 +79,8 @@ struct lane_miss {
 	uint64_t novr;
 	struct sleep sleeps[SLEEPS];
 	uint64_t nsleeps;
+	struct round rounds[ROUNDS];
+	uint64_t nrounds;
 	struct cw_sched_overrun_watch watch;
 	/* the log ring: the dispatcher writes at head, the drainer reads
 	 * at tail */
@@ -186,6 +197,33 @@ void lane_miss_slept(struct lane *l, int64_t from, int64_t to, int64_t until)
 		lm->sleeps[lm->nsleeps++ % SLEEPS] = (struct sleep){ from, to, until };
 }
 
+void lane_miss_round(struct lane *l, int64_t from, int64_t locked, int64_t to)
+{
+	struct lane_miss *lm = l->miss;
+
+	if (lm && from > 0 && to - from >= ROUND_LONG_NS)
+		lm->rounds[lm->nrounds++ % ROUNDS] = (struct round){ from, locked, to };
+}
+
+/* The dispatcher's longest round overlapping [from, to) ({0} if none was
+ * long): a miss whose request waited while it was busy or blocked in a
+ * round, not asleep, shows it. */
+static struct round longest_round(const struct lane_miss *lm, int64_t from, int64_t to)
+{
+	uint64_t n = CW_MIN(lm->nrounds, (uint64_t)ROUNDS);
+	struct round best = { 0 };
+
+	for (uint64_t i = 1; i <= n; i++) {
+		const struct round *r = &lm->rounds[(lm->nrounds - i) % ROUNDS];
+
+		if (r->to <= from)
+			break;
+		if (r->from < to && r->to - r->from > best.to - best.from)
+			best = *r;
+	}
+	return best;
+}
+
 /* How long the dispatcher slept within [from, to), and its longest sleep
  * there. */
 static int64_t slept_in(const struct lane_miss *lm, int64_t from, int64_t to, struct sleep *longest)
@@ -300,6 +338,8 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.m = m, .cls = c, .stream = p->resv->a->stream,
 			.resv = p->resv->a->persistent ? p->resv->a->id : 0, .len = p->io.len,
 			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt, .longest = longest,
+			.round = longest_round(lm, p->booked_ns ? p->booked_ns : sr->release_ns,
+					       p->start_ns),
 			.parked_memory = p->req->parked_memory, .push_wait_ns = p->push_wait_ns,
 			.arrival_ns = p->req->arrival_ns };
 		atomic_store_explicit(&lm->head, h + 1, memory_order_release);
@@ -368,6 +408,7 @@ void lane_miss_drain(struct lane *l)
 		const struct miss_rec *r = &lm->log[t % MISS_LOG];
 		const struct cw_sched_miss *m = &r->m;
 		char why[160] = "", path[128] = "", slept[192] = "", reader[192] = "";
+		char round[160] = "";
 
 		if (m->other_overrun_ns > 0 && (r->cls == CW_MISS_OVERRUN || r->cls == CW_MISS_MODEL))
 			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
@@ -393,15 +434,20 @@ void lane_miss_drain(struct lane *l)
 				 "most %.0f us from %.0f us with no wake-up set",
 				 US(m->slept_ns), US(r->longest.to - r->longest.from),
 				 US(r->longest.from - m->release_ns));
+		if (r->round.to > r->round.from)
+			snprintf(round, sizeof(round), "; one round of the dispatcher took %.0f us "
+				 "from %.0f us, %.0f us of it waiting for the dispatch lock",
+				 US(r->round.to - r->round.from), US(r->round.from - m->release_ns),
+				 US(r->round.locked - r->round.from));
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (%s): released at 0%s, due at %.0f, started at %.0f, "
 			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "
-			"for a CPU in its window, %.0f us in its service%s%s%s",
+			"for a CPU in its window, %.0f us in its service%s%s%s%s",
 			l->disk->name, r->stream, r->resv, US(m->done_ns - m->deadline_ns),
 			cw_sched_miss_class_name(r->cls), path, US(m->deadline_ns - m->release_ns),
 			US(m->start_ns - m->release_ns), US(m->done_ns - m->release_ns), r->len,
 			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), slept,
-			reader, why);
+			round, reader, why);
 	}
 	atomic_store_explicit(&lm->tail, h, memory_order_release);
 	drain_delivery(l, lm);

@@ -446,6 +446,8 @@ void lane_miss_started(struct lane *l, struct piece *p);
 /* The dispatcher slept from..to (a futex or its engine); until: the
  * policy's wake-up time it slept for, -1 none. */
 void lane_miss_slept(struct lane *l, int64_t from, int64_t to, int64_t until);
+/* A round of the dispatcher: before the dispatch lock, with it, after it. */
+void lane_miss_round(struct lane *l, int64_t from, int64_t locked, int64_t to);
 void lane_miss_done(struct lane *l, struct piece *p, int64_t now);
 /* any thread: the reply of an RT request whose data was ready at ready_ns
  * left at sent_ns, after its deadline */

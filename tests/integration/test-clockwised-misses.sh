@@ -141,6 +141,11 @@ sleep 1.5
 check "the log names the best-effort request that overran" \
 	grep -Eq 'missed a deadline by [0-9]+ us \(overrun\):.*a best-effort request ending [0-9]+ us after the release overran its charge by [0-9]+ us' \
 	"$(cwd_log)"
+# The dispatcher waited for that request's end within one round: the
+# line says how long the round was, and that it was not the lock.
+check "and the dispatcher's long round it waited in" \
+	grep -Eq 'missed a deadline by [0-9]+ us \(overrun\):.*one round of the dispatcher took [0-9]+ us from -?[0-9]+ us, [0-9]+ us of it waiting for the dispatch lock' \
+	"$(cwd_log)"
 check "stop" cwd_stop
 
 # ---- cpu: the dispatcher held off its CPU
