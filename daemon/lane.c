@@ -1000,17 +1000,19 @@ void *lane_main(void *arg)
 	nbdsrv_io_plug();
 
 	for (;;) {
-		/* with streams, each round's length, for the misses' timelines */
-		int64_t from = l->miss ? cw_now_ns() : 0;
+		/* with streams, each round's length and its wait for the
+		 * lock, for the misses' timelines (lane_step moves now on) */
+		int64_t from = l->miss ? cw_now_ns() : 0, locked;
 
 		dlock_take(l);
+		locked = from ? cw_now_ns() : 0;
 		atomic_store(&l->handback, false);
 		st = lane_step(l, &wait_until, &now);
 		busy = l->inflight > 0;
 		in_engine = lane_waits_in_engine(l);
 		dlock_drop(l);
 		if (from)
-			lane_miss_round(l, from, now, cw_now_ns());
+			lane_miss_round(l, from, locked, cw_now_ns());
 		if (st == STEP_EXIT)
 			break;
 		if (st != STEP_PARK)
