@@ -201,7 +201,7 @@ void lane_miss_round(struct lane *l, int64_t from, int64_t locked, int64_t to)
 {
 	struct lane_miss *lm = l->miss;
 
-	if (lm && from > 0 && to - from >= ROUND_LONG_NS)
+	if (lm && to - from >= ROUND_LONG_NS)
 		lm->rounds[lm->nrounds++ % ROUNDS] = (struct round){ from, locked, to };
 }
 

@@ -237,7 +237,8 @@ struct cw_sched {
 	bool dyn_ok, dyn_guarded;	/* guarded: the guard taken off dyn_room0 */
 	int64_t dyn_t0, dyn_room0;
 	int64_t dyn_decided;		/* the room the current decision used */
-	bool dyn_burst;			/* refused with RT released: RT until none is */
+	bool dyn_burst;			/* refused with RT released: RT until none
+					 * is or the room holds a batch (dyn_resume) */
 	uint64_t head_bytes;		/* where the latest request dispatched ended */
 	bool u_ok;
 	double u_hi;			/* sum of C/T, rounded up */
