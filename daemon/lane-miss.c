@@ -35,6 +35,7 @@
 #define SLEEPS 64		/* the dispatcher's sleeps kept (power of two) */
 #define ROUNDS 16		/* its long rounds kept (power of two) */
 #define ROUND_LONG_NS CW_NS_PER_MS	/* a round this long is kept */
+#define LATE_WAKES 16		/* late wake-ups kept (power of two) */
 
 struct rd_sample {
 	int64_t t, rd;
@@ -55,6 +56,12 @@ struct round {
 	int64_t from, locked, to;
 };
 
+/* A reader that booked an RT request at booked and woke the dispatcher
+ * only at woke, having waited rd of that for a CPU. */
+struct late_wake {
+	int64_t booked, woke, rd;
+};
+
 struct miss_rec {
 	struct cw_sched_miss m;
 	enum cw_sched_miss_class cls;
@@ -68,6 +75,8 @@ struct miss_rec {
 	bool parked_memory;		/* the reader parked for memory, not a slot */
 	int64_t push_wait_ns;		/* it waited for room in the lane's record */
 	int64_t arrival_ns;		/* its request on the connection */
+	int64_t woke_ns;		/* its reader woke the dispatcher late (0: not) */
+	int64_t woke_rd_ns;		/* the reader's CPU wait before that wake-up */
 };
 
 struct lane_miss {
@@ -94,6 +103,11 @@ struct lane_miss {
 		uint64_t stream, resv;
 		int64_t deadline_ns, ready_ns, sent_ns;
 	} dl[DELIVERY_LOG];
+	/* late wake-ups: any reader adds one if it gets the lock at once,
+	 * the dispatcher looks a missed request's up the same way */
+	atomic_flag lw_lock;
+	uint64_t nlw;
+	struct late_wake lw[LATE_WAKES];
 };
 
 int lane_miss_new(struct lane *l)
@@ -107,6 +121,7 @@ int lane_miss_new(struct lane *l)
 		return -ENOMEM;
 	lm->rd_fd = rundelay_open();
 	atomic_flag_clear(&lm->dl_lock);
+	atomic_flag_clear(&lm->lw_lock);
 	cw_sched_overrun_watch_init(&lm->watch);
 	l->miss = lm;
 	atomic_store_explicit(&l->miss_pub, lm, memory_order_release);
@@ -249,6 +264,43 @@ static int64_t slept_in(const struct lane_miss *lm, int64_t from, int64_t to, st
 	return sum;
 }
 
+void lane_miss_woke(struct lane *l, int64_t booked_ns, int rd_fd, int64_t rd_booked)
+{
+	struct lane_miss *lm;
+	int64_t now = cw_now_ns(), rd = 0;
+
+	if (now - booked_ns <= CW_MISS_CPU_TOLERANCE_NS)
+		return;
+	lm = atomic_load_explicit(&l->miss_pub, memory_order_acquire);
+	if (!lm)
+		return;
+	if (rd_fd >= 0)
+		rd = CW_MAX(rundelay_read(rd_fd) - rd_booked, 0);
+	/* another reader writing, or the dispatcher reading: not kept */
+	if (atomic_flag_test_and_set_explicit(&lm->lw_lock, memory_order_acquire))
+		return;
+	lm->lw[lm->nlw++ % LATE_WAKES] = (struct late_wake){ booked_ns, now, rd };
+	atomic_flag_clear_explicit(&lm->lw_lock, memory_order_release);
+}
+
+/* The late wake-up of the request booked at booked ({0}: none kept). */
+static struct late_wake late_wake_of(struct lane_miss *lm, int64_t booked)
+{
+	struct late_wake w = { 0 };
+	uint64_t n;
+
+	if (!booked || atomic_flag_test_and_set_explicit(&lm->lw_lock, memory_order_acquire))
+		return w;
+	n = CW_MIN(lm->nlw, (uint64_t)LATE_WAKES);
+	for (uint64_t i = 1; i <= n; i++)
+		if (lm->lw[(lm->nlw - i) % LATE_WAKES].booked == booked) {
+			w = lm->lw[(lm->nlw - i) % LATE_WAKES];
+			break;
+		}
+	atomic_flag_clear_explicit(&lm->lw_lock, memory_order_release);
+	return w;
+}
+
 /* The largest overrun of another request in service in [from, to). */
 static const struct overrun *worst_overrun(const struct lane_miss *lm, int64_t from, int64_t to,
 					   int64_t start_self)
@@ -319,8 +371,15 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 		};
 		struct sleep longest;
 		const struct overrun *o = worst_overrun(lm, sr->release_ns, now, p->start_ns);
+		struct late_wake w = late_wake_of(lm, p->booked_ns);
 		enum cw_sched_miss_class c;
 		uint64_t h;
+
+		/* A reader that woke the dispatcher late delayed the request
+		 * only as long as the dispatcher slept meanwhile, not knowing
+		 * of it. */
+		if (w.woke)
+			m.cpu_wait_wake_ns = CW_MIN(w.rd, slept_in(lm, w.booked, w.woke, &longest));
 
 		m.slept_ns = slept_in(lm, p->booked_ns ? p->booked_ns : sr->release_ns, p->start_ns,
 				      &longest);
@@ -341,7 +400,8 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.round = longest_round(lm, p->booked_ns ? p->booked_ns : sr->release_ns,
 					       p->start_ns),
 			.parked_memory = p->req->parked_memory, .push_wait_ns = p->push_wait_ns,
-			.arrival_ns = p->req->arrival_ns };
+			.arrival_ns = p->req->arrival_ns, .woke_ns = w.woke,
+			.woke_rd_ns = w.rd };
 		atomic_store_explicit(&lm->head, h + 1, memory_order_release);
 	}
 }
@@ -408,7 +468,7 @@ void lane_miss_drain(struct lane *l)
 		const struct miss_rec *r = &lm->log[t % MISS_LOG];
 		const struct cw_sched_miss *m = &r->m;
 		char why[160] = "", path[128] = "", slept[192] = "", reader[192] = "";
-		char round[160] = "";
+		char round[160] = "", woke[160] = "";
 
 		if (m->other_overrun_ns > 0 && (r->cls == CW_MISS_OVERRUN || r->cls == CW_MISS_MODEL))
 			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
@@ -439,15 +499,19 @@ void lane_miss_drain(struct lane *l)
 				 "from %.0f us, %.0f us of it waiting for the dispatch lock",
 				 US(r->round.to - r->round.from), US(r->round.from - m->release_ns),
 				 US(r->round.locked - r->round.from));
+		if (r->woke_ns)
+			snprintf(woke, sizeof(woke), "; having booked it, its reader woke the "
+				 "dispatcher only at %.0f us, after waiting %.0f us for a CPU",
+				 US(r->woke_ns - m->release_ns), US(r->woke_rd_ns));
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (%s): released at 0%s, due at %.0f, started at %.0f, "
 			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "
-			"for a CPU in its window, %.0f us in its service%s%s%s%s",
+			"for a CPU in its window, %.0f us in its service%s%s%s%s%s",
 			l->disk->name, r->stream, r->resv, US(m->done_ns - m->deadline_ns),
 			cw_sched_miss_class_name(r->cls), path, US(m->deadline_ns - m->release_ns),
 			US(m->start_ns - m->release_ns), US(m->done_ns - m->release_ns), r->len,
 			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), slept,
-			round, reader, why);
+			woke, round, reader, why);
 	}
 	atomic_store_explicit(&lm->tail, h, memory_order_release);
 	drain_delivery(l, lm);

@@ -241,8 +241,8 @@ int lane_push(struct pb *pb, struct piece *p)
 	struct cw_slots_ctx *ctx = thread_ctx(pb);
 	struct cw_slots_req rq = { 0 };
 	struct cw_slots_booking b;
-	int64_t svc = 0, end, cur, full_since = 0;
-	int r;
+	int64_t svc = 0, end, cur, full_since = 0, booked = 0, rd_booked = 0;
+	int r, rd_fd = -1;
 
 	if (!ctx)
 		return -EUSERS;
@@ -294,6 +294,13 @@ int lane_push(struct pb *pb, struct piece *p)
 			if (q->reader_cpu_ns < 0)
 				q->reader_cpu_ns = nio && nio->reader_rd_fd >= 0 ?
 					CW_MAX(rundelay_read(nio->reader_rd_fd) - nio->arrived_rd_ns, 0) : 0;
+			/* what lane_miss_woke needs, read while p is ours: the
+			 * run delay at the request's first booking */
+			booked = p->booked_ns;
+			if (nio && nio->reader_rd_fd >= 0) {
+				rd_fd = nio->reader_rd_fd;
+				rd_booked = nio->arrived_rd_ns + q->reader_cpu_ns;
+			}
 		}
 		r = cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)p);
 		if (r == 0)
@@ -306,6 +313,12 @@ int lane_push(struct pb *pb, struct piece *p)
 	cur = atomic_load(&l->booked_end);
 	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
 		;
+	/* A reader that lost its CPU between the booking and the wake-up
+	 * leaves the dispatcher asleep with no wake-up set: a miss then
+	 * says so (the CPU's, not the schedule's).  Before the wake-up, which
+	 * may hand this CPU to the dispatcher. */
+	if (rt)
+		lane_miss_woke(l, booked, rd_fd, rd_booked);
 	lane_wake_later(l, rt, len);
 	return 0;
 }

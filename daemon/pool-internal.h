@@ -449,6 +449,11 @@ void lane_miss_slept(struct lane *l, int64_t from, int64_t to, int64_t until);
 /* A round of the dispatcher: before the dispatch lock, with it, after it. */
 void lane_miss_round(struct lane *l, int64_t from, int64_t locked, int64_t to);
 void lane_miss_done(struct lane *l, struct piece *p, int64_t now);
+/* a reader, about to wake the dispatcher for an RT request it booked at
+ * booked_ns: kept when the wake-up comes late, with the reader's CPU wait
+ * since the booking (its run delay from rd_fd, rd_booked at the booking;
+ * rd_fd -1: not known) */
+void lane_miss_woke(struct lane *l, int64_t booked_ns, int rd_fd, int64_t rd_booked);
 /* any thread: the reply of an RT request whose data was ready at ready_ns
  * left at sent_ns, after its deadline */
 void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, int64_t ready_ns,

@@ -31,8 +31,9 @@ enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 	if (m->done_ns <= m->deadline_ns && m->reply_ns > m->deadline_ns)
 		return CW_MISS_DELIVERY;
 	if (m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS ||
-	    m->cpu_wait_reader_ns > CW_MISS_CPU_TOLERANCE_NS)
-		cpu = m->cpu_wait_window_ns + m->cpu_wait_reader_ns;
+	    m->cpu_wait_reader_ns > CW_MISS_CPU_TOLERANCE_NS ||
+	    m->cpu_wait_wake_ns > CW_MISS_CPU_TOLERANCE_NS)
+		cpu = m->cpu_wait_window_ns + m->cpu_wait_reader_ns + m->cpu_wait_wake_ns;
 	/* A cause that alone made it as late as it was explains it, tried in
 	 * this order.  Its own excess first: served in its C, it would have
 	 * been in time (a request started late that then took a few

@@ -387,6 +387,9 @@ struct cw_sched_miss {
 	/* time the request waited on its connection before the daemon read
 	 * it, the reading thread runnable but not running */
 	int64_t cpu_wait_reader_ns;
+	/* time its reader, having booked it, waited for a CPU before it
+	 * woke the dispatcher (which, asleep, did not know of it) */
+	int64_t cpu_wait_wake_ns;
 	/* its path to the dispatcher (0: not known): put in the dispatcher's
 	 * record by the thread that read it, taken from there into the
 	 * policy's queue; and how long the dispatcher slept (not in
@@ -404,7 +407,9 @@ struct cw_sched_miss {
  * alone made it as late as it was, in this order: model (its own service,
  * CPU waits left out, exceeded C), overrun (of a best-effort request; a
  * stream's is the model's), CPU (waits of the dispatcher and of the
- * connection's reader, counted when one is above the tolerance); else
+ * connection's reader, before it booked the request or between its booking
+ * and its wake-up of the dispatcher, counted when one is above the
+ * tolerance); else
  * the largest of those that showed at all; else a scheduling error. */
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m);
 /* "model", "overrun", "cpu", "delivery", "sched"; NULL past the end. */

@@ -10,7 +10,8 @@
  * then moves the FIFO's queue into cw_sched, which serves one request at
  * a time; RT pieces take their release and deadline from cw_sched (the
  * further pieces of a request share its job), a piece done after its
- * deadline is a miss for the lane and the reservation; a plan's stream
+ * deadline is a miss for the lane and the reservation (the CPU's when
+ * the reader that booked it woke the sleeping dispatcher late); a plan's stream
  * list makes cw_sched forget released streams; errors reach the request.
  */
 #include "daemon/lane.c"
@@ -466,6 +467,66 @@ static void test_rt_release_deadline_and_misses(void)
 	teardown();
 }
 
+/* A stream's request booked while the dispatcher slept with no wake-up
+ * set, its reader then off the CPU for 5 ms before it woke the
+ * dispatcher: started after its deadline, the miss is the CPU's.  The
+ * same miss without the reader's record of its late wake-up has no cause
+ * the dispatcher saw, and is the schedule's. */
+static void late_wake_miss(bool kept)
+{
+	const struct cw_admit_resv *a;
+	struct cw_io_req *done[1];
+	struct piece *p;
+	struct preq *q;
+	struct resv *rv;
+	int64_t t0, now, wait_until;
+	int fd = rundelay_open();
+
+	setup("policy = \"edf\";");
+	a = reserve();
+	rv = resv_of(a);
+	t0 = cw_now_ns();
+	lane_post_plan(L, plan_now());
+	lane_apply_plan(L, t0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(L->miss);
+
+	q = req_new(1, t0);
+	p = piece_rt(q, 0, 2 * BS, rv, true);
+	book(&q, 1, false);
+	CU_ASSERT_FATAL(p->booked_ns >= t0);
+	usleep(2000);
+	/* the reader's run delay since the booking: 5 ms */
+	if (kept && fd >= 0)
+		lane_miss_woke(L, p->booked_ns, fd, rundelay_read(fd) - 5 * CW_NS_PER_MS);
+	now = cw_now_ns();
+	lane_miss_slept(L, t0 - 100 * CW_NS_PER_US, now, -1);
+
+	lane_intake(L, now);
+	now = CW_MAX(now, p->sr.deadline_ns + 400 * CW_NS_PER_US);
+	lane_dispatch(L, now, &wait_until);
+	CU_ASSERT_TRUE_FATAL(L->busy);
+	CU_ASSERT_EQUAL_FATAL(cw_io_reap(L->eng, 1, -1, done, 1), 1);
+	lane_reaped(L, done[0], now + 100 * CW_NS_PER_US);
+	CU_ASSERT_EQUAL(finished(), 1);
+	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.rt_missed), 1);
+	if (kept && fd >= 0) {
+		CU_ASSERT_EQUAL(cwd_stats_get(&L->st.miss[CW_MISS_CPU]), 1);
+		CU_ASSERT_EQUAL(cwd_stats_get(&rv->st.miss[CW_MISS_CPU]), 1);
+	} else if (!kept) {
+		CU_ASSERT_EQUAL(cwd_stats_get(&L->st.miss[CW_MISS_SCHED]), 1);
+	}
+	lane_miss_drain(L);
+	if (fd >= 0)
+		close(fd);
+	teardown();
+}
+
+static void test_late_wake_is_the_cpus(void)
+{
+	late_wake_miss(true);
+	late_wake_miss(false);
+}
+
 /* On a lane with a stream, best effort runs in what the stream leaves,
  * and its time counts as slack used, whether ΔL_r or an idle disk gave
  * the room: the operator's SLACK-USED. */
@@ -716,6 +777,7 @@ int main(void)
 	cwtest_add(s, "the first plan takes the FIFO's queue into cw_sched",
 		   test_first_plan_takes_the_fifo);
 	cwtest_add(s, "RT release, deadline, same job, misses", test_rt_release_deadline_and_misses);
+	cwtest_add(s, "a reader's late wake-up: a miss the CPU's", test_late_wake_is_the_cpus);
 	cwtest_add(s, "a plan forgets released streams", test_plan_forgets_released_streams);
 	cwtest_add(s, "best effort beside a stream counts as slack used", test_be_counts_slack);
 	cwtest_add(s, "errors reach the request", test_errors_reach_the_request);

@@ -78,6 +78,16 @@ static void test_classes(void)
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_SCHED);
 	m.cpu_wait_reader_ns = 8 * MS;
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
+	/* Booked in time, but its reader lost its CPU before it woke the
+	 * dispatcher, which slept on with no wake-up set: the CPU's. */
+	m = late(11 * MS);
+	m.start_ns = 9 * MS;
+	m.booked_ns = 1 * MS;
+	m.slept_ns = 8 * MS;
+	m.cpu_wait_wake_ns = CW_MISS_CPU_TOLERANCE_NS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_SCHED);
+	m.cpu_wait_wake_ns = 8 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
 	/* No cause alone as large as the lateness: the largest explains.
 	 * Booked 30 ms after its release by a reader that waited 29 ms for
 	 * a CPU, then behind a stream's request 0.7 ms over its C: late by
