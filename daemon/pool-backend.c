@@ -26,6 +26,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "daemon/pool-internal.h"
@@ -872,6 +873,55 @@ static int disk_emulated(struct pb *pb, struct disk *d, const struct cwd_config_
 	return 0;
 }
 
+/* How long a disk's open waits for the I/O of a daemon before it. */
+#define FENCE_WAIT_S 60
+
+/*
+ * A daemon killed with -9 may leave writes in flight in the kernel: the
+ * teardown of an io_uring may run after its process is gone, and a
+ * request punted to a kernel worker ends when it ends.  Such a write was
+ * never acknowledged, so it may land or not; but landing after this
+ * daemon served the block, it would change data under a client that read
+ * it, and a move could copy it on.  Each request in flight holds a
+ * reference to the file the dead daemon opened, so the flock() that
+ * daemon took on it lasts until its last request ended: the disk is taken
+ * only once that lock can be had.  false: still held after FENCE_WAIT_S
+ * (said; the disk is left out, like a missing one).
+ */
+static bool disk_fence(const struct disk *d)
+{
+	int64_t t0 = cw_now_ns(), waited;
+	bool said = false;
+
+	while (flock(d->fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK) {
+			/* a file system without flock: nothing to wait for */
+			cwd_log(LOG_DEBUG, "disk %s: no lock on %s: %s", d->name, d->path,
+				strerror(errno));
+			return true;
+		}
+		if (!said)
+			cwd_log(LOG_NOTICE, "disk %s: %s is locked by another process, a daemon "
+				"before this one perhaps, whose writes are still in flight: waiting "
+				"for it (at most %d s)", d->name, d->path, FENCE_WAIT_S);
+		said = true;
+		if (cw_now_ns() - t0 > FENCE_WAIT_S * CW_NS_PER_S) {
+			cwd_log(LOG_ERR, "disk %s: %s is still locked by another process after "
+				"%d s; its partitions are not exported (fuser %s says which)",
+				d->name, d->path, FENCE_WAIT_S, d->path);
+			return false;
+		}
+		usleep(10000);
+	}
+	waited = cw_now_ns() - t0;
+	if (said)
+		cwd_log(LOG_NOTICE, "disk %s: the lock on %s came after %.0f ms", d->name,
+			d->path, waited / 1e6);
+	return true;
+}
+
 static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
 {
 	const struct cwd_config *cfg = pb->cfg;
@@ -945,6 +995,11 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	d->fd = r;
 	if (cw_io_path_is_rbd(info->path) && !cfg->exports.read_only)
 		pb_rbd_take_lock(pb, d);
+	else if (!cw_io_path_is_rbd(info->path) && !disk_fence(d)) {
+		cw_io_close(d->fd);
+		d->fd = -1;
+		return 0;
+	}
 	{
 		struct stat st;
 

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Description: data acknowledged after a flush (or with FUA) survives
-# kill -9 of the daemon and a restart.
+# kill -9 of the daemon and a restart; and a restart takes a disk only once
+# the lock a daemon before it holds on the disk file is gone (what writes
+# of a killed daemon still in flight keep: disk_fence).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires qemu-io
@@ -18,4 +20,20 @@ qio_ok() { qemu-io -f raw "$@" "$uri" 2>&1 | tee -a "$cw_tmp/qio.out" | grep -q 
 	! grep -q 'Pattern verification failed' "$cw_tmp/qio.out"; }
 check "flushed data intact" qio_ok -c 'read -P 0xa1 0 3M' -c 'read -P 0xb2 9M 1M'
 check "FUA data intact" qio_ok -c 'read -P 0xc3 20M 64k'
+check "clean stop" cwd_stop
+# Another process holds a disk's lock for 2 s, as the open file of a
+# killed daemon does while its last writes end.
+f=$cw_tmp/a.disk
+flock "$f" sleep 2 &
+holder=$!
+check "the disk's lock is held" wait_for "the lock" 10 bash -c "! flock -n '$f' true"
+t0=$(date +%s%N)
+cwd_start
+waited_ms=$((($(date +%s%N) - t0) / 1000000))
+echo "the start took $waited_ms ms"
+check "the start waited for the lock" grep -q "a.disk is locked by another process" "$(cwd_log)"
+check "and says when it came" grep -Eq "disk a: the lock on .* came after [0-9]+ ms" "$(cwd_log)"
+check "the holder's time, at least" test "$waited_ms" -ge 1000
+check "then serves the data" qio_ok -c 'read -P 0xa1 0 3M'
+wait "$holder"
 check "clean stop" cwd_stop

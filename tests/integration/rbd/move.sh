@@ -80,6 +80,33 @@ stop_writer() {
 	done
 }
 reads() { qemu-io -f raw -c "read -P $1 $(($2 * STRIDE * MB)) 1M" "$uri" 2>&1 | grep -q '^read '; }
+# What region $1 holds, as runs of one byte value (pattern n is byte n).
+holds() {
+	qemu-io -f raw -c "read -v $(($1 * STRIDE * MB)) 1M" "$uri" 2>&1 | awk '
+	BEGIN { for (i = 0; i < 256; i++) h[sprintf("%02x", i)] = i }
+	/^[0-9a-f]+:  / { n = split(substr($0, index($0, ":") + 3, 48), b, " ")
+		for (i = 1; i <= n; i++) { v = h[b[i]]
+			if (at == 0 || v != cur) { if (at) printf "%d..%d: %d; ", from, at - 1, cur
+				cur = v; from = at }
+			at++ } }
+	END { if (at) printf "%d..%d: %d\n", from, at - 1, cur; else print "nothing read" }'
+}
+# The writes planned for region $1, oldest first: batch:pattern, with
+# what qemu-io said of it (ok: acknowledged, -: in flight or not reached).
+history() {
+	local k n i r p out=""
+	for ((k = 0; k <= batch; k++)); do
+		[ -e "$d/plan.$k" ] || continue
+		n=$(grep -c '^wrote ' "$d/out.$k" 2>/dev/null)
+		i=0
+		while read -r r p; do
+			i=$((i + 1))
+			[ "$r" = "$1" ] || continue
+			out+="$k:$p$([ "$i" -le "${n:-0}" ] && echo ok || echo -) "
+		done <"$d/plan.$k"
+	done
+	echo "${out% }"
+}
 verify() {
 	local r bad=0 args=()
 	for r in $(seq 0 $((REGIONS - 1))); do args+=(-c "read -P ${acked[r]} $((r * STRIDE * MB)) 1M"); done
@@ -89,7 +116,8 @@ verify() {
 		if [ -n "${maybe[r]}" ] && reads "${maybe[r]}" "$r"; then
 			acked[r]=${maybe[r]}
 		else
-			echo "region $r: not pattern ${acked[r]} (acknowledged) nor '${maybe[r]}'" >&2
+			echo "region $r: not pattern ${acked[r]} (acknowledged) nor '${maybe[r]}';" \
+			     "it holds (bytes: pattern) $(holds "$r"); its writes: $(history "$r")" >&2
 			bad=1
 		fi
 	done
@@ -135,6 +163,9 @@ stop_writer
 echo "blocks moved at the kill: $done_at_kill of $PART"
 check "the kill came before the move's end" test "$done_at_kill" -lt "$PART"
 cwd_start
+# Writes of the killed daemon still in flight on a local disk: the restart
+# waits for them (disk_fence) rather than let them land later.
+grep -h 'lock on .* came after' "$(cwd_log)" || true
 check "after the restart every acknowledged write reads back" verify
 check "the move resumes by itself and ends" cwctl move list --watch --interval 0.2
 check "it is done, with every block moved and none failed" \
