@@ -152,6 +152,12 @@ check "vol is on the local disks again" test "$(disks_of)" = l0,l1
 check "every acknowledged write reads back after the move back" verify
 
 # ---- kill -9 in the middle of a move to the cluster ----
+# A paced mover (a fifth of the disks' time beside the writer, 4 blocks a
+# batch), so that on a loaded host the kill still lands mid-move: at full
+# speed the move could end between the poll below and the kill.
+check "stop" cwd_stop
+cwd_conf "mover_share = 20; mover_depth = 4;"
+cwd_start
 start_writer
 check "a move to the cluster again" cwctl part move vol --disks r0,r1
 id=$(cwctl --json move list | jq '.[-1].id')
@@ -162,6 +168,7 @@ check "kill -9 in the middle of the move" cwd_kill9
 stop_writer
 echo "blocks moved at the kill: $done_at_kill of $PART"
 check "the kill came before the move's end" test "$done_at_kill" -lt "$PART"
+cwd_conf	# the resumed move at full speed
 cwd_start
 # Writes of the killed daemon still in flight on a local disk: the restart
 # waits for them (disk_fence) rather than let them land later.
