@@ -19,14 +19,19 @@
 #define CACHE_DRAIN_NS (100 * CW_NS_PER_US)
 
 /* The cache's disk joins the disk list of the partition's exports, so a
- * client's FLUSH syncs what is written there. */
+ * client's FLUSH syncs what is written there.  The list is the control
+ * thread's to change (an export added meanwhile), under its lock. */
 static void take_cache_disk(struct pb *pb, struct cw_part *part, uint32_t disk_id)
 {
 	int di = pb_disk_index(pb, disk_id);
 
-	for (struct pbx *x = pb->exports; x && di >= 0; x = x->next)
+	if (di < 0)
+		return;
+	pthread_mutex_lock(&pb->exports_lock);
+	for (struct pbx *x = pb->exports; x; x = x->next)
 		if (x->part == part)
 			pb_export_take_disk(pb, x, (uint32_t)di);
+	pthread_mutex_unlock(&pb->exports_lock);
 }
 
 /* Each cache's disks join the disk lists of its partition's exports (a
