@@ -18,22 +18,6 @@
 #define CACHE_ROUND_STEPS 256
 #define CACHE_DRAIN_NS (100 * CW_NS_PER_US)
 
-/* The cache's disk joins the disk list of the partition's exports, so a
- * client's FLUSH syncs what is written there.  The list is the control
- * thread's to change (an export added meanwhile), under its lock. */
-static void take_cache_disk(struct pb *pb, struct cw_part *part, uint32_t disk_id)
-{
-	int di = pb_disk_index(pb, disk_id);
-
-	if (di < 0)
-		return;
-	pthread_mutex_lock(&pb->exports_lock);
-	for (struct pbx *x = pb->exports; x; x = x->next)
-		if (x->part == part)
-			pb_export_take_disk(pb, x, (uint32_t)di);
-	pthread_mutex_unlock(&pb->exports_lock);
-}
-
 /* Each cache's disks join the disk lists of its partition's exports (a
  * cache that restarted with armed blocks serves them before any
  * promotion). */
@@ -53,7 +37,7 @@ static void take_cache_disks(struct pb *pb)
 			continue;
 		nd = cw_part_cache_disks(part, ids);
 		for (size_t j = 0; j < nd; j++)
-			take_cache_disk(pb, part, ids[j]);
+			pb_part_take_disk(pb, part, ids[j]);
 	}
 }
 
@@ -63,7 +47,7 @@ static void cache_copy(struct pb *pb, const struct cw_cache_task *t, void *buf)
 	int rerr, werr = 0;
 
 	if (t->promote)
-		take_cache_disk(pb, t->part, t->dst_disk_id);
+		pb_part_take_disk(pb, t->part, t->dst_disk_id);
 	rerr = pb_mover_io(pb, t->src_disk_id, CW_IO_READ, t->src_offset, t->length, buf);
 	if (rerr == 0)
 		werr = pb_mover_io(pb, t->dst_disk_id, CW_IO_WRITE, t->dst_offset, t->length, buf);

@@ -487,8 +487,10 @@ void lane_be_leave(struct lane *l, struct piece *p, int64_t now);
  * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
 int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
 
-/* pool-backend.c: adds disk slot di to x's disk list (FLUSH syncs it). */
+/* pool-mover.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
+/* the same for every export of part, disk given by id (under exports_lock) */
+void pb_part_take_disk(struct pb *pb, const struct cw_part *part, uint32_t disk_id);
 /* Takes disk slot di out of x's disk list, once no block of x's
  * partition is there (moved away) and nothing is being copied there;
  * returns once no FLUSH can still reach it.  Control thread. */

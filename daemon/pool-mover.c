@@ -126,16 +126,18 @@ static int batch_submit(struct pb *pb, struct batch_io *b, struct io_tag *tag, u
 	return r;
 }
 
-/* The destination disk joins the disk list of the partition's exports. */
-static void take_dst(struct pb *pb, const struct cw_mover_task *t)
+/* Disk disk_id joins the disk list of part's exports, so that a client's
+ * FLUSH syncs what the mover or a cache writes there.  The list is the
+ * control thread's to change, under its lock. */
+void pb_part_take_disk(struct pb *pb, const struct cw_part *part, uint32_t disk_id)
 {
-	int di = pb_disk_index(pb, t->dst_disk_id);
+	int di = pb_disk_index(pb, disk_id);
 
 	if (di < 0)
 		return;
 	pthread_mutex_lock(&pb->exports_lock);
 	for (struct pbx *x = pb->exports; x; x = x->next)
-		if (x->part == t->part)
+		if (x->part == part)
 			pb_export_take_disk(pb, x, (uint32_t)di);
 	pthread_mutex_unlock(&pb->exports_lock);
 }
@@ -222,7 +224,7 @@ static void copy_batch(struct pb *pb, const struct cw_mover_task *t, unsigned n,
 	int r;
 
 	for (unsigned i = 0; i < n; i++) {
-		take_dst(pb, &t[i]);
+		pb_part_take_disk(pb, t[i].part, t[i].dst_disk_id);
 		tags[i].idx = i;
 		r = batch_submit(pb, &b, &tags[i], t[i].src_disk_id, CW_IO_READ, t[i].src_offset,
 				 t[i].length, bufs[i]);
