@@ -132,26 +132,18 @@ void lane_preq_put(struct pb *pb, struct preq *q)
 	} while (!atomic_compare_exchange_weak(&pb->spare, &head, q));
 }
 
-static void futex_wait(atomic_int *addr, int val, int64_t timeout_ns)
+static void futex_wait(atomic_int *addr, int val)
 {
-	struct timespec ts, *tsp = NULL;
-
-	if (timeout_ns >= 0) {
-		ts.tv_sec = timeout_ns / CW_NS_PER_S;
-		ts.tv_nsec = timeout_ns % CW_NS_PER_S;
-		tsp = &ts;
-	}
-	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, tsp, NULL, 0);
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
 
 static void lane_wake(struct lane *l)
 {
 	/* seq_cst on both sides (here after the booking, and in lane_park
 	 * and lane_engine_wait before they look at the record) so one of
-	 * them sees the other. */
-	if (atomic_load(&l->sleeping) && atomic_exchange(&l->sleeping, 0))
-		syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	else if (atomic_load(&l->eng_waiting))
+	 * them sees the other; every booking that finds the dispatcher
+	 * parked wakes it (daemon/park.h). */
+	if (!park_wake(&l->park) && atomic_load(&l->eng_waiting))
 		cw_io_kick(l->eng);
 }
 
@@ -351,14 +343,14 @@ static struct piece *lane_take(struct lane *l)
 
 static void lane_park(struct lane *l, int64_t timeout_ns)
 {
-	atomic_store(&l->sleeping, 1);
+	int seq = park_prepare(&l->park);
+
 	if (lane_has_bookings(l) || atomic_load(&l->stop) || atomic_load(&l->plan) ||
 	    atomic_load(&l->handback)) {
-		atomic_store(&l->sleeping, 0);
+		park_cancel(&l->park);
 		return;
 	}
-	futex_wait(&l->sleeping, 1, timeout_ns);
-	atomic_store(&l->sleeping, 0);
+	park_sleep(&l->park, seq, timeout_ns);
 }
 
 /* lane_park's counterpart on a lane that waits in its engine, the
@@ -390,7 +382,7 @@ static void dlock_take(struct lane *l)
 	if (dlock_try(l))
 		return;
 	while (atomic_exchange(&l->dlock, 2) != 0)
-		futex_wait(&l->dlock, 2, -1);
+		futex_wait(&l->dlock, 2);
 }
 
 static void dlock_drop(struct lane *l)
@@ -748,8 +740,7 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 void lane_post_plan(struct lane *l, struct lane_plan *pl)
 {
 	free(atomic_exchange(&l->plan, pl));
-	atomic_store(&l->sleeping, 0);
-	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	park_wake_always(&l->park);
 	if (atomic_load(&l->eng_waiting))
 		cw_io_kick(l->eng);
 }
@@ -1108,8 +1099,7 @@ void lane_init_once(void)
 void lane_stop(struct lane *l)
 {
 	atomic_store(&l->stop, true);
-	atomic_store(&l->sleeping, 0);
-	syscall(SYS_futex, &l->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	park_wake_always(&l->park);
 	if (atomic_load(&l->eng_waiting))
 		cw_io_kick(l->eng);
 }

@@ -70,6 +70,7 @@
 #include "common/util.h"
 #include "nbd-server.h"
 #include "nbd-tls.h"
+#include "park.h"
 #include "rundelay.h"
 #include "thread-name.h"
 
@@ -191,8 +192,8 @@ struct conn {
 	atomic_uint inflight;			/* slots out of the free stacks */
 	atomic_uint completers;			/* threads inside nbdsrv_io_complete() */
 	atomic_uint inflight_bytes;
-	atomic_int writer_sleeping;		/* futex words */
-	atomic_int reader_sleeping;
+	struct park writer_park;		/* where each sleeps (park.h) */
+	struct park reader_park;
 	atomic_bool reader_done;		/* no more submissions */
 	atomic_bool send_broken;		/* client stopped taking replies */
 	pthread_t writer;
@@ -327,26 +328,18 @@ static void write_leave(struct export *x)
 		futex_wake(&x->writes);
 }
 
-/* Wakes a thread parked by park(); cheap when nobody sleeps. */
-static void unpark(atomic_int *sleeping)
+/* Sleeps until park_wake() unless ready() turns true first (park.h:
+ * wakers publish before they look, and every one that finds the thread
+ * parked wakes it). */
+static void park(struct park *pk, bool (*ready)(struct conn *), struct conn *c)
 {
-	if (atomic_load_explicit(sleeping, memory_order_seq_cst) &&
-	    atomic_exchange_explicit(sleeping, 0, memory_order_seq_cst))
-		futex_wake(sleeping);
-}
+	int seq = park_prepare(pk);
 
-/* Sleeps until unpark() unless ready() turns true first.  The flag is
- * raised before ready() is checked and wakers publish before they look at
- * the flag (both seq_cst), so a wake-up cannot fall between the two. */
-static void park(atomic_int *sleeping, bool (*ready)(struct conn *), struct conn *c)
-{
-	atomic_store_explicit(sleeping, 1, memory_order_seq_cst);
 	if (ready(c)) {
-		atomic_store_explicit(sleeping, 0, memory_order_relaxed);
+		park_cancel(pk);
 		return;
 	}
-	futex_wait(sleeping, 1);
-	atomic_store_explicit(sleeping, 0, memory_order_relaxed);
+	park_sleep(pk, seq, -1);
 }
 
 static void push(_Atomic(struct slot *) *head, struct slot *s, struct slot **ret_old)
@@ -447,10 +440,10 @@ void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 			tls_plug.conns[tls_plug.n++] = c;
 			return;
 		} else {
-			unpark(&c->writer_sleeping);
+			park_wake(&c->writer_park);
 		}
 	} else if (!old) {
-		unpark(&c->writer_sleeping);
+		park_wake(&c->writer_park);
 	}
 	atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
 	/* c may be gone from here on. */
@@ -468,7 +461,7 @@ void nbdsrv_io_unplug(void)
 	for (i = 0; i < tls_plug.n; i++) {
 		struct conn *c = tls_plug.conns[i];
 
-		unpark(&c->writer_sleeping);
+		park_wake(&c->writer_park);
 		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
 	}
 	tls_plug.n = 0;
@@ -481,7 +474,7 @@ static void flush_wake(struct conn *c)
 		c->exp->e.ops->unplug(c->exp->e.backend);
 	if (c->wake_pending) {
 		c->wake_pending = false;
-		unpark(&c->writer_sleeping);
+		park_wake(&c->writer_park);
 	}
 }
 
@@ -601,7 +594,7 @@ static void recycle(struct conn *c, struct slot *s)
 	atomic_fetch_sub_explicit(&srv->payload_bytes, bytes, memory_order_relaxed);
 	push(&c->free_shared, s, &old);
 	atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_seq_cst);
-	unpark(&c->reader_sleeping);
+	park_wake(&c->reader_park);
 }
 
 /* Sends what is left of the batch in out_iov: 0 once all of it is out,
@@ -721,7 +714,7 @@ static void send_locked(struct conn *c, bool may_block)
 	do {
 		if (pump(c, may_block ? 0 : MSG_DONTWAIT) == -EAGAIN) {
 			atomic_store_explicit(&c->handoff, 1, memory_order_seq_cst);
-			unpark(&c->writer_sleeping);
+			park_wake(&c->writer_park);
 			return;
 		}
 		atomic_store_explicit(&c->send_lock, 0, memory_order_seq_cst);
@@ -744,12 +737,12 @@ void nbdsrv_io_unplug_send(void)
 		 * TLS record cannot be left half sent for the writer: it
 		 * sends those. */
 		if (tls_plug.big[i] || c->sess) {
-			unpark(&c->writer_sleeping);
+			park_wake(&c->writer_park);
 		} else if (send_trylock(c)) {
 			send_locked(c, false);
 			/* The writer waits for its last slot to come back. */
 			if (atomic_load_explicit(&c->reader_done, memory_order_seq_cst))
-				unpark(&c->writer_sleeping);
+				park_wake(&c->writer_park);
 		}
 		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
 	}
@@ -780,7 +773,7 @@ static void *writer_main(void *arg)
 				sched_yield();
 			break;
 		}
-		park(&c->writer_sleeping, writer_ready, c);
+		park(&c->writer_park, writer_ready, c);
 	}
 	if (c->realtime)
 		atomic_store(&c->writer_cpu_end,
@@ -1268,7 +1261,7 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 				t0 = cw_now_ns();
 		}
 		flush_wake(c);
-		park(&c->reader_sleeping, reader_ready, c);
+		park(&c->reader_park, reader_ready, c);
 	}
 	if (t0)
 		c->park_ns = cw_now_ns() - t0;
@@ -1357,7 +1350,7 @@ static void wait_others_answered(struct conn *c)
 {
 	while (!others_answered(c)) {
 		flush_wake(c);
-		park(&c->reader_sleeping, others_answered, c);
+		park(&c->reader_park, others_answered, c);
 	}
 }
 
@@ -1797,7 +1790,7 @@ static void *conn_main(void *arg)
 			   strerrordesc_np(-r) ?: "error");
 	/* Let every request in flight finish and its reply go out. */
 	atomic_store_explicit(&c->reader_done, true, memory_order_seq_cst);
-	unpark(&c->writer_sleeping);
+	park_wake(&c->writer_park);
 	pthread_join(c->writer, NULL);
 out:
 	conn_drop_bufs(c);

@@ -98,10 +98,8 @@ int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio)
 	} while (!atomic_compare_exchange_weak_explicit(&pb->alloc_q, &old, j,
 							memory_order_seq_cst,
 							memory_order_relaxed));
-	if (!old && atomic_load_explicit(&pb->alloc_sleeping, memory_order_seq_cst)) {
-		atomic_store_explicit(&pb->alloc_sleeping, 0, memory_order_seq_cst);
-		syscall(SYS_futex, &pb->alloc_sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	}
+	if (!old)
+		park_wake(&pb->alloc_park);
 	return 0;
 }
 
@@ -479,6 +477,7 @@ static void *alloc_main(void *arg)
 	nbdsrv_io_plug();
 	for (;;) {
 		struct alloc_job *jobs = rest, *taken, *rev = NULL;
+		int seq;
 
 		/* Busy before looking at a job: a disk unlisted before this
 		 * store is not found by the batch (pb_alloc_quiesce), one
@@ -513,11 +512,12 @@ static void *alloc_main(void *arg)
 		atomic_store_explicit(&pb->alloc_busy, false, memory_order_release);
 		if (atomic_load(&pb->alloc_stop))
 			break;
-		atomic_store_explicit(&pb->alloc_sleeping, 1, memory_order_seq_cst);
+		seq = park_prepare(&pb->alloc_park);
 		if (!atomic_load_explicit(&pb->alloc_q, memory_order_seq_cst) &&
 		    !atomic_load(&pb->alloc_stop))
-			syscall(SYS_futex, &pb->alloc_sleeping, FUTEX_WAIT_PRIVATE, 1, NULL, NULL, 0);
-		atomic_store_explicit(&pb->alloc_sleeping, 0, memory_order_seq_cst);
+			park_sleep(&pb->alloc_park, seq, -1);
+		else
+			park_cancel(&pb->alloc_park);
 	}
 	return NULL;
 }
@@ -558,8 +558,7 @@ void pb_alloc_stop(struct pb *pb)
 	if (!pb->alloc_started)
 		return;
 	atomic_store(&pb->alloc_stop, true);
-	atomic_store_explicit(&pb->alloc_sleeping, 0, memory_order_seq_cst);
-	syscall(SYS_futex, &pb->alloc_sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	park_wake_always(&pb->alloc_park);
 	pthread_join(pb->alloc_thread, NULL);
 	pb->alloc_started = false;
 	free(pb->alloc_batch);

@@ -33,6 +33,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "daemon/log.h"
+#include "daemon/park.h"
 #include "daemon/pool-backend.h"
 #include "daemon/stats.h"
 
@@ -91,7 +92,7 @@ struct lane {
 	int64_t slot_ns;
 	atomic_int_fast64_t booked_end;	/* highest booked slot + 1, a hint */
 	_Atomic(struct piece *) overflow;	/* pushed by dispatchers on a full window */
-	atomic_int sleeping;
+	struct park park;		/* the dispatcher's, in lane_park */
 	/* The dispatcher waits in its engine (cw_io_wait) without the
 	 * dispatch lock: waking it is a kick of the engine (lane.c). */
 	atomic_bool eng_waiting;
@@ -346,7 +347,7 @@ struct pb {
 	/* The keeper of holes (pool-alloc.c): its queue, pushed by the
 	 * connections' threads, taken whole by its thread. */
 	_Atomic(struct alloc_job *) alloc_q;
-	atomic_int alloc_sleeping;
+	struct park alloc_park;
 	atomic_bool alloc_busy;		/* inside a batch (pb_alloc_quiesce) */
 	atomic_uint_fast64_t alloc_batches;	/* batches ended */
 	atomic_bool alloc_stop;

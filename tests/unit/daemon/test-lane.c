@@ -12,8 +12,14 @@
  * further pieces of a request share its job), a piece done after its
  * deadline is a miss for the lane and the reservation (the CPU's when
  * the reader that booked it woke the sleeping dispatcher late); a plan's stream
- * list makes cw_sched forget released streams; errors reach the request.
+ * list makes cw_sched forget released streams; errors reach the request;
+ * a booking wakes the parked dispatcher while a plan's poster is held
+ * between its look and its wake-up.
  */
+#include "config.h"
+
+#include "park-hold.h"
+
 #include "daemon/lane.c"
 
 #include "cwtest.h"
@@ -765,6 +771,61 @@ static void test_dispatcher_thread(void)
 	teardown();
 }
 
+/*
+ * A dispatcher parked with nothing to do; a thread posting a plan loses
+ * its CPU between its look at the dispatcher and its wake-up (held here);
+ * a reader books a request meanwhile.  The request is served at once, not
+ * when the poster runs again: a dispatcher slept 134 ms through a stream's
+ * bookings that way (under the control thread's plan, on a loaded host),
+ * when the poster lowered the flag the readers look at before its wake-up.
+ */
+static void *held_poster(void *arg)
+{
+	park_held = true;
+	lane_post_plan(L, arg);
+	return NULL;
+}
+
+static void test_held_waker_holds_back_no_booking(void)
+{
+	struct preq *q[2];
+	pthread_t disp, poster;
+	int64_t t;
+
+	setup(NULL);
+	CU_ASSERT_FATAL(park_hold_init() == 0);
+	for (unsigned i = 0; i < 2; i++) {
+		q[i] = req_new(1, cw_now_ns());
+		piece_set(q[i], 0, CW_IO_WRITE, disk1->fd, BS + i * PIECE, PIECE);
+	}
+	CU_ASSERT_FATAL(pthread_create(&disp, NULL, lane_main, L) == 0);
+	lane_post_plan(L, plan_now());
+	book(&q[0], 1, false);
+	CU_ASSERT_FATAL(wait_finished(1));
+	/* parked, and (given the time) asleep */
+	for (int i = 0; i < 5000 && !atomic_load(&L->park.parked); i++)
+		nanosleep(&(struct timespec){ 0, CW_NS_PER_MS }, NULL);
+	CU_ASSERT_FATAL(atomic_load(&L->park.parked));
+	nanosleep(&(struct timespec){ 0, 50 * CW_NS_PER_MS }, NULL);
+
+	CU_ASSERT_FATAL(pthread_create(&poster, NULL, held_poster, plan_now()) == 0);
+	park_hold_reached();
+	t = cw_now_ns();
+	book(&q[1], 1, false);
+	while (finished() < 2 && cw_now_ns() - t < 2 * CW_NS_PER_S)
+		nanosleep(&(struct timespec){ 0, CW_NS_PER_MS }, NULL);
+	CU_ASSERT_EQUAL(finished(), 2);
+
+	park_hold_release();
+	pthread_join(poster, NULL);
+	CU_ASSERT(wait_finished(2));
+	lane_stop(L);
+	pthread_join(disp, NULL);
+	CU_ASSERT_EQUAL(fin.err[1], 0);
+	park_hold_fini();
+	teardown();
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("daemon lane", NULL, NULL);
@@ -783,5 +844,6 @@ int main(void)
 	cwtest_add(s, "errors reach the request", test_errors_reach_the_request);
 	cwtest_add(s, "a reader serves its burst on an idle lane", test_reader_serves_its_burst);
 	cwtest_add(s, "the dispatcher thread with concurrent bookings", test_dispatcher_thread);
+	cwtest_add(s, "a held waker holds back no booking", test_held_waker_holds_back_no_booking);
 	return cwtest_run();
 }

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A thread's parking spot: one thread (a lane's dispatcher, a connection's
+ * reader or writer, the allocator) sleeps there until another has work
+ * for it.  Cheap when nobody sleeps: a waker only loads a flag.
+ *
+ * The sleeper raises its flag, then looks for work, then sleeps on a
+ * counter it read before raising the flag; a waker publishes its work,
+ * then looks at the flag (both seq_cst, so one of them sees the other),
+ * and if the sleeper is parked moves the counter on and wakes it.  Every
+ * waker that finds the sleeper parked wakes it itself.  The spot used to
+ * be one word a waker cleared before its wake-up, and a waker that lost
+ * its CPU between the two (a best-effort reader, the control thread
+ * posting a plan, preempted by real-time threads) left the sleeper parked
+ * with the flag down, so every later waker, a stream's reader among them,
+ * took it for awake: a dispatcher slept 134 ms through four bookings of
+ * a stream that way, and its requests missed their deadlines.  Now a
+ * waker that stalls delays only itself; what it costs is that several
+ * wakers may each make the system call while the sleeper gets up.
+ */
+#ifndef CLOCKWISED_PARK_H
+#define CLOCKWISED_PARK_H
+
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct park {
+	atomic_int parked;	/* the sleeper is about to sleep or asleep */
+	atomic_int seq;		/* the futex word: moved on by every wake-up */
+};
+
+/* Where a test holds a waker between its look at the flag and its
+ * wake-up; nothing in the daemon. */
+#ifndef park_wake_gap
+#define park_wake_gap() ((void)0)
+#endif
+
+/* The sleeper, before it looks for work: what park_sleep() waits on. */
+static inline int park_prepare(struct park *pk)
+{
+	int seq = atomic_load_explicit(&pk->seq, memory_order_seq_cst);
+
+	atomic_store_explicit(&pk->parked, 1, memory_order_seq_cst);
+	return seq;
+}
+
+/* The sleeper found work after park_prepare(). */
+static inline void park_cancel(struct park *pk)
+{
+	atomic_store_explicit(&pk->parked, 0, memory_order_relaxed);
+}
+
+/* The sleeper found none: sleeps until a wake-up after park_prepare(),
+ * or timeout_ns (< 0: none), or a signal. */
+static inline void park_sleep(struct park *pk, int seq, int64_t timeout_ns)
+{
+	struct timespec ts, *tsp = NULL;
+
+	if (timeout_ns >= 0) {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		tsp = &ts;
+	}
+	syscall(SYS_futex, &pk->seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL, 0);
+	atomic_store_explicit(&pk->parked, 0, memory_order_relaxed);
+}
+
+/* Wakes the sleeper whether or not it is parked (a stop, a plan). */
+static inline void park_wake_always(struct park *pk)
+{
+	atomic_fetch_add_explicit(&pk->seq, 1, memory_order_seq_cst);
+	park_wake_gap();
+	syscall(SYS_futex, &pk->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* After publishing work: wakes the sleeper if it is parked.  Returns
+ * whether it was. */
+static inline bool park_wake(struct park *pk)
+{
+	if (!atomic_load_explicit(&pk->parked, memory_order_seq_cst))
+		return false;
+	park_wake_always(pk);
+	return true;
+}
+
+#endif
