@@ -776,8 +776,9 @@ static void test_dispatcher_thread(void)
  * its CPU between its look at the dispatcher and its wake-up (held here);
  * a reader books a request meanwhile.  The request is served at once, not
  * when the poster runs again: a dispatcher slept 134 ms through a stream's
- * bookings that way (under the control thread's plan, on a loaded host),
- * when the poster lowered the flag the readers look at before its wake-up.
+ * bookings that way on a loaded host, each time the host's model had
+ * grown (a plan the service thread posts), while a waker lowered the flag
+ * the readers look at before its wake-up.
  */
 static void *held_poster(void *arg)
 {
