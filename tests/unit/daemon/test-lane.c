@@ -775,10 +775,11 @@ static void test_dispatcher_thread(void)
  * A dispatcher parked with nothing to do; a thread posting a plan loses
  * its CPU between its look at the dispatcher and its wake-up (held here);
  * a reader books a request meanwhile.  The request is served at once, not
- * when the poster runs again: a dispatcher slept 134 ms through a stream's
- * bookings that way on a loaded host, each time the host's model had
- * grown (a plan the service thread posts), while a waker lowered the flag
- * the readers look at before its wake-up.
+ * when the poster runs again.  On a loaded host a dispatcher slept up to
+ * 134 ms through four of a stream's bookings that way (three runs in
+ * 111 of test-clockwised-host's stream): a waker that is not real-time (most
+ * likely one posting a plan: the control or the service thread) had lowered
+ * the flag the readers look at and not yet made its wake-up call.
  */
 static void *held_poster(void *arg)
 {
