@@ -343,14 +343,9 @@ static struct piece *lane_take(struct lane *l)
 
 static void lane_park(struct lane *l, int64_t timeout_ns)
 {
-	int seq = park_prepare(&l->park);
-
-	if (lane_has_bookings(l) || atomic_load(&l->stop) || atomic_load(&l->plan) ||
-	    atomic_load(&l->handback)) {
-		park_cancel(&l->park);
-		return;
-	}
-	park_sleep(&l->park, seq, timeout_ns);
+	park_unless(&l->park, lane_has_bookings(l) || atomic_load(&l->stop) ||
+			      atomic_load(&l->plan) || atomic_load(&l->handback),
+		    timeout_ns);
 }
 
 /* lane_park's counterpart on a lane that waits in its engine, the

@@ -328,20 +328,6 @@ static void write_leave(struct export *x)
 		futex_wake(&x->writes);
 }
 
-/* Sleeps until park_wake() unless ready() turns true first (park.h:
- * wakers publish before they look, and every one that finds the thread
- * parked wakes it). */
-static void park(struct park *pk, bool (*ready)(struct conn *), struct conn *c)
-{
-	int seq = park_prepare(pk);
-
-	if (ready(c)) {
-		park_cancel(pk);
-		return;
-	}
-	park_sleep(pk, seq, -1);
-}
-
 static void push(_Atomic(struct slot *) *head, struct slot *s, struct slot **ret_old)
 {
 	struct slot *old = atomic_load_explicit(head, memory_order_relaxed);
@@ -773,7 +759,7 @@ static void *writer_main(void *arg)
 				sched_yield();
 			break;
 		}
-		park(&c->writer_park, writer_ready, c);
+		park_unless(&c->writer_park, writer_ready(c), -1);
 	}
 	if (c->realtime)
 		atomic_store(&c->writer_cpu_end,
@@ -1261,7 +1247,7 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 				t0 = cw_now_ns();
 		}
 		flush_wake(c);
-		park(&c->reader_park, reader_ready, c);
+		park_unless(&c->reader_park, reader_ready(c), -1);
 	}
 	if (t0)
 		c->park_ns = cw_now_ns() - t0;
@@ -1350,7 +1336,7 @@ static void wait_others_answered(struct conn *c)
 {
 	while (!others_answered(c)) {
 		flush_wake(c);
-		park(&c->reader_park, others_answered, c);
+		park_unless(&c->reader_park, others_answered(c), -1);
 	}
 }
 

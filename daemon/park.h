@@ -70,6 +70,17 @@ static inline void park_sleep(struct park *pk, int seq, int64_t timeout_ns)
 	atomic_store_explicit(&pk->parked, 0, memory_order_relaxed);
 }
 
+/* The sleeper's whole wait: sleeps unless the expression ready, looked
+ * at once the flag is up, is true (a statement; ready is evaluated once). */
+#define park_unless(pk, ready, timeout_ns)                                  \
+	do {                                                                 \
+		int park_seq_ = park_prepare(pk);                            \
+		if (ready)                                                   \
+			park_cancel(pk);                                     \
+		else                                                         \
+			park_sleep(pk, park_seq_, timeout_ns);               \
+	} while (0)
+
 /* Wakes the sleeper whether or not it is parked (a stop, a plan). */
 static inline void park_wake_always(struct park *pk)
 {

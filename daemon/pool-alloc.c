@@ -477,7 +477,6 @@ static void *alloc_main(void *arg)
 	nbdsrv_io_plug();
 	for (;;) {
 		struct alloc_job *jobs = rest, *taken, *rev = NULL;
-		int seq;
 
 		/* Busy before looking at a job: a disk unlisted before this
 		 * store is not found by the batch (pb_alloc_quiesce), one
@@ -512,12 +511,9 @@ static void *alloc_main(void *arg)
 		atomic_store_explicit(&pb->alloc_busy, false, memory_order_release);
 		if (atomic_load(&pb->alloc_stop))
 			break;
-		seq = park_prepare(&pb->alloc_park);
-		if (!atomic_load_explicit(&pb->alloc_q, memory_order_seq_cst) &&
-		    !atomic_load(&pb->alloc_stop))
-			park_sleep(&pb->alloc_park, seq, -1);
-		else
-			park_cancel(&pb->alloc_park);
+		park_unless(&pb->alloc_park, atomic_load_explicit(&pb->alloc_q, memory_order_seq_cst) ||
+					     atomic_load(&pb->alloc_stop),
+			    -1);
 	}
 	return NULL;
 }

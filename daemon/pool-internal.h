@@ -490,7 +490,7 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 
 /* pool-mover.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
-/* the same for every export of part, disk given by id (under exports_lock) */
+/* the same for every export of part, disk given by id (takes exports_lock) */
 void pb_part_take_disk(struct pb *pb, const struct cw_part *part, uint32_t disk_id);
 /* Takes disk slot di out of x's disk list, once no block of x's
  * partition is there (moved away) and nothing is being copied there;
