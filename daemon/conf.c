@@ -1323,6 +1323,29 @@ static int disk_emulate(struct parse *p, const config_setting_t *s, void *obj)
 	return 0;
 }
 
+/* fault = "fail-write=3,cut-file=/run/cut": for tests, the disk's I/O
+ * goes through the fault-injecting engine (clockwise/fault.h). */
+static int disk_fault(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config_disk *d = obj;
+	const char *v = NULL;
+	struct cw_io_fault_opts o;
+	char why[512];
+	int r = get_string(p, s, "fault settings in quotes", &v);
+
+	if (r < 0)
+		return r;
+	r = cw_io_fault_parse(v, &o, why, sizeof(why));
+	if (r < 0)
+		return fail(p, s, "%s: %s", WHERE(s), why);
+	free(d->fault);
+	d->fault = malloc(sizeof(*d->fault));
+	if (!d->fault)
+		return -ENOMEM;
+	*d->fault = o;
+	return 0;
+}
+
 static int disk_tier(struct parse *p, const config_setting_t *s, void *obj)
 {
 	int v, r = get_choice(p, s, tiers, "a tier", &v);
@@ -1398,6 +1421,7 @@ static const struct key disk_keys[] = {
 	{ "lanes", disk_lanes },
 	{ "model", disk_model },
 	{ "emulate", disk_emulate },
+	{ "fault", disk_fault },
 	{ NULL, NULL },
 };
 
@@ -1676,6 +1700,7 @@ void cwd_config_free(struct cwd_config *c)
 		free(c->disks[i].name);
 		free(c->disks[i].model);
 		free(c->disks[i].emulate);
+		free(c->disks[i].fault);
 	}
 	free(c->disks);
 	free(c->file);

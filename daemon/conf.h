@@ -19,6 +19,7 @@
 
 #include <clockwise/types.h>
 #include <clockwise/io.h>
+#include <clockwise/fault.h>
 #include <clockwise/model.h>
 #include <clockwise/pool-objects.h>
 
@@ -58,6 +59,8 @@ struct cwd_config_disk {
 	unsigned lanes;		/* dispatchers; 1 on an HDD */
 	char *model;		/* model preset name, or NULL: the pool's calibrated model */
 	struct cw_model *emulate;	/* the disk its I/O keeps the time of, or NULL */
+	/* For tests: faults its I/O suffers (clockwise/fault.h), or NULL */
+	struct cw_io_fault_opts *fault;
 	unsigned line;		/* where it is configured, for later messages */
 };
 

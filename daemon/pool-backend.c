@@ -945,6 +945,7 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 	r = disk_emulated(pb, d, cd);
 	if (r < 0)
 		return r;
+	d->fault = cd ? cd->fault : NULL;
 	r = disk_first_model(pb, d);
 	if (r < 0)
 		return r;
@@ -1023,6 +1024,9 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		d->nlanes == 1 ? "" : "s", d->direct ? "direct" : "buffered",
 		cw_io_kind_name(d->io_kind), d->emulate ? ", emulating " : "",
 		d->emulate ? d->emulate->name : "");
+	if (d->fault)
+		cwd_log(LOG_WARNING, "disk %s: its I/O goes through the fault-injecting engine "
+			"(a testing feature: faults and power cuts as configured)", d->name);
 	return 0;
 }
 
@@ -1513,6 +1517,12 @@ static int disk_start(struct pb *pb, struct disk *d)
 			r = cw_io_emu_new(d->emulate, &eo, pb->cfg->queue_depth, &l->eng);
 		} else
 			r = cw_io_engine_new(d->io_kind, pb->cfg->queue_depth, &l->eng);
+		if (r == 0 && d->fault) {
+			struct cw_io_engine *inner = l->eng;
+
+			l->eng = NULL;	/* the fault engine owns it, even on failure */
+			r = cw_io_fault_new(inner, d->fault, &l->eng);
+		}
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot set up %s: %s", d->name,
 				cw_io_kind_name(d->io_kind), strerror(-r));

@@ -147,6 +147,8 @@ struct disk {
 	enum cw_io_kind io_kind;	/* the engine its lanes use */
 	int64_t poll_ns;		/* POLL_NS, or POLL_NS_RBD on an image */
 	struct cw_model *emulate;	/* the model its engine keeps the time of, or NULL */
+	/* for tests: its engines inject these faults (clockwise/fault.h), or NULL */
+	const struct cw_io_fault_opts *fault;
 	atomic_int_fast64_t emu_warned_ns;	/* when the host last fell behind it */
 	size_t align;
 	/* The model, replaced whole when the disk is calibrated again
