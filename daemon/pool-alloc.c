@@ -14,37 +14,47 @@
  *   1. zeroes every hole a write touches but does not cover (punching the
  *      block where the disk can, else writing zeros around the write),
  *      so the bytes around the write read as zeros once the block holds
- *      data, and syncs those disks;
- *   2. records the batch's changes in one transaction: blocks written,
- *      and the whole blocks a TRIM or a WRITE_ZEROES without NO_HOLE
- *      covers as holes;
- *   3. then, in arrival order, books the writes (their replies follow
- *      the lanes as usual), punches the space of the new holes and of
- *      the partial blocks a TRIM or zero covers, and answers the rest
- *      once that is done.
+ *      data;
+ *   2. writes the data of the batch's writes, and syncs every disk steps
+ *      1 and 2 wrote (with the destinations of blocks being moved and the
+ *      partition's cache disks);
+ *   3. records the batch's changes in one transaction: blocks written (by
+ *      the writes that succeeded), and the whole blocks a TRIM or a
+ *      WRITE_ZEROES without NO_HOLE covers as holes;
+ *   4. then answers the writes, and, in arrival order, punches the space
+ *      of the new holes and of the partial blocks a TRIM or zero covers,
+ *      and answers those once that is done.
  *
- * Every disk access of steps 1 and 3 — the zeros, the punches, the syncs
- * — is the daemon's own best-effort I/O through the lanes
- * (pb->submit_internal, pb->flush_internal): on a disk with streams it
- * runs in the slack, charged like any best-effort request, so making and
- * freeing blocks never takes disk time the admission test did not leave.
- * This thread waits for each step's I/O before the next, so no zeroing of
- * a batch overlaps a write or a punch of another.  The commit of step 2
- * is the one thing done here, on the pool database's disk.
+ * Every disk access of steps 1, 2 and 4 — the zeros, the data, the
+ * punches, the syncs — is the daemon's own best-effort I/O through the
+ * lanes (pb->submit_internal, pb->flush_internal): on a disk with streams
+ * it runs in the slack, charged like any best-effort request, so making
+ * and freeing blocks never takes disk time the admission test did not
+ * leave.  This thread waits for each step's I/O before the next, so no
+ * zeroing of a batch overlaps a write or a punch of another.  The commit
+ * of step 3 is the one thing done here, on the pool database's disk.
  *
- * So a write to a hole is acknowledged after its block is marked written
- * and never shows stale bytes, and a block is marked a hole before its
- * space is given back: after a kill -9 the database never hides an
- * acknowledged write and never shows bytes of a block it calls a hole.
- * A batch stops before a request that touches a block an earlier one of
- * it changes the other way (a write and a trim of one block in flight
- * together): the next batch then sees the first's outcome.
+ * A block freed by one partition and given to another keeps the first's
+ * bytes until it is written: so it is marked written only once the bytes
+ * a reader will see there (zeros around, the write's data) are on its
+ * disks and synced.  A write that fails leaves its new blocks holes (and
+ * fails the writes of the batch that share a block with it); a kill -9 or
+ * a power cut before the commit leaves holes over whatever reached the
+ * disk, which read as zeros; one after it finds the data synced.  So a
+ * write to a hole is acknowledged after its block is marked written and
+ * never shows stale bytes, and a block is marked a hole before its space
+ * is given back: after a crash the database never hides an acknowledged
+ * write and never shows bytes of a block it calls a hole, nor another
+ * partition's.  A batch stops before a request that touches a block an
+ * earlier one of it changes the other way (a write and a trim of one
+ * block in flight together): the next batch then sees the first's
+ * outcome.
  *
- * Costs: one commit (and a sync of the zeroed disks) per batch, not per
+ * Costs: one sync of the disks written and one commit per batch, not per
  * request; zeroing happens once per block.  A stream's first write to a
- * block waits for that batch (best effort and a commit its admission did
- * not count): writing a reserved range once before it is streamed avoids
- * it.
+ * block waits for that batch (best effort, a sync and a commit its
+ * admission did not count): writing a reserved range once before it is
+ * streamed avoids it.
  */
 #include "config.h"
 
@@ -146,23 +156,30 @@ static void op_failed(struct alloc_job *j, int err)
 	op_done(j, err);
 }
 
-/* Books bytes [off, off + len) of j's export as op (PUNCH or WRITE of
- * zeros) with flags; the outcome goes to j. */
-static void op_range(struct alloc_job *j, struct pbx *x, uint64_t off, uint64_t len,
-		     unsigned flags)
+/* Books bytes [off, off + len) of j's export as op from buf with flags
+ * (pb->submit_internal); the outcome goes to j. */
+static void io_range(struct alloc_job *j, struct pbx *x, uint64_t off, uint64_t len,
+		     enum cw_io_op op, void *buf, unsigned flags)
 {
 	struct pb *pb = x->pb;
 	int r;
 
 	atomic_fetch_add_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
-	r = pb->submit_internal(x, off, len, CW_IO_PUNCH, NULL, flags, op_done, j);
+	r = pb->submit_internal(x, off, len, op, buf, flags, op_done, j);
 	if (r < 0) {
 		atomic_fetch_sub_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
 		op_failed(j, r);
 	}
 }
 
-/* Waits until every request booked by op_range or flush_disks ended. */
+/* A PUNCH (with PB_SUB_ZERO: zeros where a disk cannot punch). */
+static void op_range(struct alloc_job *j, struct pbx *x, uint64_t off, uint64_t len,
+		     unsigned flags)
+{
+	io_range(j, x, off, len, CW_IO_PUNCH, NULL, flags);
+}
+
+/* Waits until every request booked by io_range or flush_disks ended. */
 static void ops_wait(struct pb *pb)
 {
 	int n;
@@ -191,55 +208,117 @@ static void flush_disks(struct alloc_job *j, const bool *touched)
 
 struct batch {
 	struct cw_alloc_change ch[CHANGES_MAX];
+	struct alloc_job *owner[CHANGES_MAX];	/* the request each change is for */
 	size_t n;
-	bool zeroed[PB_DISKS_CAP];	/* disks written by step 1 */
+	bool zeroed[PB_DISKS_CAP];	/* disks written by steps 1 and 2 */
 	bool any_zeroed;
-	struct alloc_job step1;		/* step 1's outcome (x: the first job's) */
+	struct alloc_job step1;		/* steps 1 and 2's zeros and syncs (x: a job's) */
 };
 
-/* Marks in touched[] (by slot) the disks the blocks of the batch's
- * changes are on now and, for a block being moved, its destination:
- * step 1's zeros went there too (pool-backend.c mirrors every write to
- * a block in a copy slot).  Done once the zeros are written, inside the
- * partition's I/O gate, so it sees the block's copy slot or its mapping
- * switched: a zero write mirrored after the mover synced the
- * destination (and too late to make the copy dirty, between its last
- * look and the switch) is synced here before step 2 records the block
- * as written.  Without it, a power loss after that commit could leave
- * the destination, which the block maps to from the switch on, without
- * the zeros.  A kill -9 never could: the page cache keeps them. */
-static int mark_moved_disks(struct pb *pb, const struct batch *bt, bool *touched)
+/* Marks in touched[] (by slot) every disk the batch's writes (and step
+ * 1's zeros around them) went to: the disks their blocks are on now, for
+ * a block being moved its destination (pool-backend.c mirrors every
+ * write to a block in a copy slot), and the partition's cache disks (a
+ * write-back block is written there only).  Done once the writes are
+ * done, inside the partition's I/O gate, so it sees the block's copy
+ * slot or its mapping switched: a write mirrored after the mover synced
+ * the destination (and too late to make the copy dirty, between its
+ * last look and the switch) is synced here before step 3 records the
+ * block as written.  Without it, a power loss after that commit could
+ * leave the destination, which the block maps to from the switch on,
+ * without the data.  A kill -9 never could: the page cache keeps it. */
+static int mark_written_disks(struct pb *pb, struct alloc_job *done, bool *touched)
 {
 	uint64_t bs = pb->block_size;
 
-	for (size_t i = 0; i < bt->n; i++) {
-		const struct cw_alloc_change *c = &bt->ch[i];
-		uint64_t off = c->first_block * bs, end = off + c->nblocks * bs;
+	for (struct alloc_job *j = done; j; j = j->next) {
+		struct cw_part *part = j->x->part;
+		uint64_t off = j->nio->offset / bs * bs;
+		uint64_t end = (j->nio->offset + j->nio->length + bs - 1) / bs * bs;
+		uint32_t ids[CW_DISKS_MAX];
+		size_t nc;
 		unsigned t;
+		int di;
 
-		if (!c->allocated)
+		if (!is_write(j->nio))
 			continue;
-		t = cw_part_io_begin(c->part);
+		t = cw_part_io_begin(part);
+		nc = cw_part_cache_disks(part, ids);
+		for (size_t k = 0; k < nc; k++)
+			if ((di = pb_disk_index(pb, ids[k])) >= 0)
+				touched[di] = true;
 		while (off < end) {
 			struct cw_extent e, ms[CW_MOVER_DEPTH_MAX];
 			uint64_t skips[CW_MOVER_DEPTH_MAX];
-			int r = cw_part_map(c->part, off, end - off, &e), di, nm;
+			int r = cw_part_map(part, off, end - off, &e), nm;
 
 			if (r < 0) {
-				cw_part_io_end(c->part, t);
+				cw_part_io_end(part, t);
 				return r;
 			}
 			if ((di = pb_disk_index(pb, e.disk_id)) >= 0)
 				touched[di] = true;
-			nm = cw_part_write_mirrors(c->part, off, &e, skips, ms, CW_MOVER_DEPTH_MAX);
+			nm = cw_part_write_mirrors(part, off, &e, skips, ms, CW_MOVER_DEPTH_MAX);
 			for (int k = 0; k < nm; k++)
 				if ((di = pb_disk_index(pb, ms[k].disk_id)) >= 0)
 					touched[di] = true;
 			off += e.length;
 		}
-		cw_part_io_end(c->part, t);
+		cw_part_io_end(part, t);
 	}
 	return 0;
+}
+
+/* Step 2 for a write: its data (zeros for a WRITE_ZEROES that keeps its
+ * blocks), as the daemon's own I/O; the outcome goes to j. */
+static void write_data(struct alloc_job *j)
+{
+	struct nbdsrv_io *nio = j->nio;
+	bool data = nio->op == NBDSRV_IO_WRITE;
+
+	io_range(j, j->x, nio->offset, nio->length, CW_IO_WRITE, data ? nio->buf : NULL,
+		 data ? 0 : PB_SUB_ZERO);
+}
+
+/* Whether j's blocks and change c's overlap. */
+static bool job_touches(const struct alloc_job *j, uint64_t bs, const struct cw_alloc_change *c)
+{
+	uint64_t b0 = j->nio->offset / bs, b1 = (j->nio->offset + j->nio->length - 1) / bs + 1;
+
+	return c->part == j->x->part && b0 < c->first_block + c->nblocks && c->first_block < b1;
+}
+
+/* Step 3's part for writes that failed: their changes are dropped (their
+ * new blocks stay holes), and a write that shares a block with a dropped
+ * change fails too (the block's bytes around it are not all its own or
+ * zeros), dropping its changes in turn. */
+static void drop_failed(struct pb *pb, struct batch *bt, struct alloc_job *done)
+{
+	bool again = true;
+	size_t k = 0;
+
+	while (again) {
+		again = false;
+		for (struct alloc_job *j = done; j; j = j->next) {
+			if (!is_write(j->nio) || atomic_load(&j->err) < 0)
+				continue;
+			for (size_t i = 0; i < bt->n; i++) {
+				int e = atomic_load(&bt->owner[i]->err);
+
+				if (e < 0 && job_touches(j, pb->block_size, &bt->ch[i])) {
+					atomic_store(&j->err, e);
+					again = true;
+					break;
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < bt->n; i++)
+		if (atomic_load(&bt->owner[i]->err) >= 0) {
+			bt->owner[k] = bt->owner[i];
+			bt->ch[k++] = bt->ch[i];
+		}
+	bt->n = k;
 }
 
 /* Block b of part is marked written by a change of this batch. */
@@ -263,18 +342,19 @@ static bool batch_conflicts(const struct batch *bt, const struct cw_part *part, 
 	return false;
 }
 
-static void batch_add(struct batch *bt, struct cw_part *part, uint64_t b0, uint64_t n,
+static void batch_add(struct batch *bt, struct alloc_job *j, uint64_t b0, uint64_t n,
 		      bool allocated)
 {
 	struct cw_alloc_change *last = bt->n ? &bt->ch[bt->n - 1] : NULL;
 
-	if (last && last->part == part && last->allocated == allocated &&
+	if (last && bt->owner[bt->n - 1] == j && last->allocated == allocated &&
 	    last->first_block + last->nblocks == b0) {
 		last->nblocks += n;
 		return;
 	}
-	bt->ch[bt->n++] = (struct cw_alloc_change){ .part = part, .first_block = b0, .nblocks = n,
-						    .allocated = allocated };
+	bt->owner[bt->n] = j;
+	bt->ch[bt->n++] = (struct cw_alloc_change){ .part = j->x->part, .first_block = b0,
+						    .nblocks = n, .allocated = allocated };
 }
 
 /* The whole blocks [ret_b0, ret_b1) inside [off, end). */
@@ -339,7 +419,7 @@ static int plan_job(struct batch *bt, struct alloc_job *j)
 		 * already changes nothing and costs no commit. */
 		if (b1 > b0 && !(cw_part_allocated(x->part, b0 * bs, (b1 - b0) * bs, &run) == 0 &&
 				 run == (b1 - b0) * bs))
-			batch_add(bt, x->part, b0, b1 - b0, false);
+			batch_add(bt, j, b0, b1 - b0, false);
 		return 0;
 	}
 	for (uint64_t b = b0; b < b1; b++) {
@@ -356,7 +436,7 @@ static int plan_job(struct batch *bt, struct alloc_job *j)
 		}
 		if (bt->n == CHANGES_MAX)
 			return -ENOSPC;	/* cannot happen: need was checked */
-		batch_add(bt, x->part, b, 1, true);
+		batch_add(bt, j, b, 1, true);
 	}
 	return 0;
 }
@@ -397,14 +477,17 @@ static void book_dealloc(struct alloc_job *j)
 static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc_job *jobs)
 {
 	struct alloc_job *j, *done = NULL, **tail = &done, *rest = NULL, *next;
+	bool any_write = false;
 	int r;
 
 	bt->n = 0;
 	bt->any_zeroed = false;
+	bt->step1.x = NULL;
 	memset(bt->zeroed, 0, sizeof(bt->zeroed));
 	atomic_init(&bt->step1.err, 0);
 	/* Step 1: plan, and book the zeroing as it is found. */
 	while ((j = jobs)) {
+		atomic_init(&j->err, 0);
 		r = plan_job(bt, j);
 		if (r == 1) {
 			rest = j;
@@ -416,53 +499,52 @@ static struct alloc_job *run_batch(struct pb *pb, struct batch *bt, struct alloc
 			free(j);
 			continue;
 		}
+		any_write |= is_write(j->nio);
 		j->next = NULL;
 		*tail = j;
 		tail = &j->next;
 	}
-	if (bt->any_zeroed) {
+	if (bt->any_zeroed)
 		ops_wait(pb);
-		r = mark_moved_disks(pb, bt, bt->zeroed);
+	r = atomic_load(&bt->step1.err);
+	/* Step 2: the data once the zeros are there, then the syncs. */
+	if (r == 0 && any_write) {
+		for (j = done; j; j = j->next) {
+			if (!is_write(j->nio))
+				continue;
+			if (!bt->any_zeroed && !bt->step1.x)
+				bt->step1.x = j->x;	/* the syncs' client */
+			write_data(j);
+		}
+		ops_wait(pb);
+		r = mark_written_disks(pb, done, bt->zeroed);
 		if (r < 0)
 			op_failed(&bt->step1, r);
-		if (atomic_load(&bt->step1.err) == 0)
+		else
 			flush_disks(&bt->step1, bt->zeroed);
 		ops_wait(pb);
+		r = atomic_load(&bt->step1.err);
 	}
-	r = atomic_load(&bt->step1.err);
-	/* Step 2. */
+	/* Step 3. */
+	if (r == 0)
+		drop_failed(pb, bt, done);
 	if (r == 0 && bt->n) {
 		r = cw_part_set_allocated(pb->pool, bt->ch, bt->n);
 		if (r < 0)
 			cwd_log(LOG_ERR, "recording which blocks hold data: %s",
 				cw_pool_last_error(pb->pool)->msg);
 	}
-	/* Step 3: the writes go, the punches are booked and waited for. */
+	/* Step 4: the writes are done; the punches are booked and waited for. */
 	for (j = done; j; j = j->next) {
-		struct nbdsrv_io *nio = j->nio;
-		/* Read before booking: a booked write may complete (and its
-		 * request be reused) before the submission returns. */
-		bool data = nio->op == NBDSRV_IO_WRITE;
-		int e;
-
-		atomic_init(&j->err, r);
 		if (r < 0)
-			continue;
-		if (is_write(nio)) {
-			e = j->x->pb->submit(j->x, nio, CW_IO_WRITE, !data);
-			/* A booked write completes from its lanes. */
-			atomic_init(&j->err, e < 0 ? e : 1);
-		} else {
+			atomic_store(&j->err, r);
+		else if (!is_write(j->nio))
 			book_dealloc(j);
-		}
 	}
 	ops_wait(pb);
 	for (j = done; j; j = next) {
-		int e = atomic_load(&j->err);
-
 		next = j->next;
-		if (e <= 0)
-			nbdsrv_io_complete(j->nio, e);
+		nbdsrv_io_complete(j->nio, atomic_load(&j->err));
 		free(j);
 	}
 	return rest;

@@ -1081,7 +1081,6 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 	pb->pool = pool;
 	pb->adm = adm;
 	pb->req_finish = preq_finish;
-	pb->submit = pb_submit_rw;
 	pb->submit_internal = pb_submit_internal;
 	pb->flush_internal = pb_flush_internal;
 	pb->submit_disk = pb_submit_disk;

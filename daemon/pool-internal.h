@@ -293,7 +293,7 @@ struct alloc_job {
 	struct alloc_job *next;
 	struct pbx *x;
 	struct nbdsrv_io *nio;
-	atomic_int err;			/* its outcome once booked (1: a write's own) */
+	atomic_int err;			/* its outcome: 0 or the first -errno */
 };
 
 struct pb {
@@ -301,8 +301,6 @@ struct pb {
 	struct cw_admit_state *adm;
 	/* Completes a request whose pieces are all done (lane.c calls it). */
 	void (*req_finish)(struct preq *q);
-	/* Maps, splits and books a request (pool-alloc.c's keeper calls it). */
-	int (*submit)(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
 	/* The daemon's own I/O on x's bytes [off, off + len): best effort,
 	 * charged to x's client, never a stream's, through the lanes like
 	 * any request (so in the slack on disks with streams).  op READ or

@@ -14,10 +14,11 @@
  * kill -9 the database says what was committed, and the caller's ordering
  * makes that safe:
  *   - a write to a hole is acknowledged only after the block is marked
- *     written here (committed, synchronous=FULL), and the block's bytes
- *     outside that write were zeroed before the mark; so a block marked
- *     written never shows stale bytes, and an acknowledged write is never
- *     hidden by a hole;
+ *     written here (committed, synchronous=FULL), and the block is marked
+ *     only once the block's bytes outside that write were zeroed and the
+ *     write's own data written, both synced; so a block marked written
+ *     never shows stale bytes (not even after a failed write or a power
+ *     cut), and an acknowledged write is never hidden by a hole;
  *   - a block is marked a hole before its space is given back (punched),
  *     so a crash between the two leaves a hole over stale bytes, which
  *     reads as zeros: the hole bit wins.
