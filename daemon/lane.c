@@ -698,6 +698,31 @@ static void served_alone(struct lane *l, const struct piece *p, int64_t now)
 		cwd_stats_alone_add(&l->st, now - p->start_ns, c_ns);
 }
 
+/*
+ * An fdatasync's error is reported once: the kernel marks the pages whose
+ * writeback failed clean and tells the next fdatasync of the file (each
+ * open file once), not every one that covered the lost writes.  Two
+ * flushes in flight over one failed write, or a flush after a failed one,
+ * would see the second succeed over data that is gone.  So the first
+ * error sticks to the disk: every flush of it fails from then on, until
+ * the daemon restarts and reads back what the disk really holds
+ * (PostgreSQL learned the same: retrying fsync is not safe).  Returns the
+ * error an fdatasync that returned err reports.
+ */
+static int flush_error(struct lane *l, int err)
+{
+	struct disk *d = l->disk;
+	int none = 0;
+
+	if (!err)
+		return atomic_load_explicit(&d->flush_err, memory_order_acquire);
+	if (atomic_compare_exchange_strong(&d->flush_err, &none, err))
+		cwd_log(LOG_ERR, "disk %s (%s): an fdatasync failed (%s): writes it covered may be "
+			"lost; every later flush of this disk fails too, until the daemon restarts",
+			d->name, d->path, strerror(-err));
+	return err;
+}
+
 static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 {
 	struct piece *p = io->user;
@@ -722,6 +747,8 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 			err = -EIO;
 		}
 	}
+	if (io->op == CW_IO_FSYNC)
+		err = flush_error(l, err);
 	if (l->sched) {
 		lane_miss_done(l, p, now);
 		cw_sched_complete(l->sched, &p->sr, now, now - p->start_ns);

@@ -149,6 +149,9 @@ struct disk {
 	struct cw_model *emulate;	/* the model its engine keeps the time of, or NULL */
 	/* for tests: its engines inject these faults (clockwise/fault.h), or NULL */
 	const struct cw_io_fault_opts *fault;
+	/* The first error an fdatasync of it returned, or 0: every later one
+	 * fails with it too (lane.c, flush_error). */
+	atomic_int flush_err;
 	atomic_int_fast64_t emu_warned_ns;	/* when the host last fell behind it */
 	size_t align;
 	/* The model, replaced whole when the disk is calibrated again
