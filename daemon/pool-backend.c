@@ -1345,6 +1345,7 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 		free(x);
 		return r;
 	}
+	pb_export_take_pending(pb, x);
 	nd = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
 	x->align = align;
 	snprintf(x->name, sizeof(x->name), "%s", info.name);

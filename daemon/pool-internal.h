@@ -495,6 +495,12 @@ int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool ze
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
 /* the same for every export of part, disk given by id (takes exports_lock) */
 void pb_part_take_disk(struct pb *pb, const struct cw_part *part, uint32_t disk_id);
+/* The disks besides its block map's that x's partition may
+ * have unsynced data on join x's list, so that a FLUSH syncs them: its
+ * cache's, and where its unfinished moves copy to.  An export made while
+ * a move runs (the mover takes the caches' disks only when idle), or at
+ * a start that resumes one, needs them from its first request on. */
+void pb_export_take_pending(struct pb *pb, struct pbx *x);
 /* Takes disk slot di out of x's disk list, once no block of x's
  * partition is there (moved away) and nothing is being copied there;
  * returns once no FLUSH can still reach it.  Control thread. */

@@ -142,6 +142,36 @@ void pb_part_take_disk(struct pb *pb, const struct cw_part *part, uint32_t disk_
 	pthread_mutex_unlock(&pb->exports_lock);
 }
 
+void pb_export_take_pending(struct pb *pb, struct pbx *x)
+{
+	uint64_t nblocks = cw_part_nblocks(x->part);
+	_cleanup_free_ struct cw_move_info *mv = NULL;
+	_cleanup_free_ uint32_t *dst = NULL;
+	bool seen[CW_DISKS_MAX + 1] = { false };
+	uint32_t ids[CW_DISKS_MAX];
+	size_t n = cw_part_cache_disks(x->part, ids), nm = 0;
+
+	for (size_t k = 0; k < n; k++)
+		seen[ids[k]] = true;
+	if (nblocks && cw_move_list(pb->pool, &mv, &nm) == 0 &&
+	    (dst = calloc(nblocks, sizeof(*dst))))
+		for (size_t i = 0; i < nm; i++) {
+			/* a move of other blocks leaves these where they are */
+			if (mv[i].finished_ns ||
+			    cw_move_destinations(pb->pool, mv[i].id, x->part, 0, nblocks, dst) < 0)
+				continue;
+			for (uint64_t b = 0; b < nblocks; b++)
+				if (dst[b] <= CW_DISKS_MAX)
+					seen[dst[b]] = true;
+		}
+	for (uint32_t id = 1; id <= CW_DISKS_MAX; id++) {
+		int di = seen[id] ? pb_disk_index(pb, id) : -1;
+
+		if (di >= 0)
+			pb_export_take_disk(pb, x, (uint32_t)di);
+	}
+}
+
 /* ---- the share on disks without streams ---- */
 
 /* The time best-effort clients other than the mover had pieces on disk

@@ -4,8 +4,9 @@
  *
  *   nbd-durable URI ops OP...
  *       runs each OP in turn on one connection and prints "OP ok" or
- *       "OP error: ..." for each: wOFF+LEN (a write), WOFF+LEN (with FUA),
- *       f (FLUSH); sizes in bytes with k or M.
+ *       "OP error: ..." for each: wOFF+LEN (a write of records), WOFF+LEN
+ *       (with FUA), rOFF+LEN (a read that checks those records), f
+ *       (FLUSH); sizes in bytes with k or M.
  *   nbd-durable URI write LOG GEN SLOTS SLOT_BYTES FLUSH_EVERY
  *       writes SLOT_BYTES records to random slots of the export's first
  *       SLOTS * SLOT_BYTES bytes, generations GEN, GEN + 1, ..., every
@@ -119,6 +120,23 @@ static int ops(const char *uri, int argc, char **argv)
 			record(buf, off, len, 1);
 			r = nbd_pwrite(h, buf, len, off, op[0] == 'W' ? LIBNBD_CMD_FLAG_FUA : 0);
 			free(buf);
+		} else if (op[0] == 'r') {
+			const char *plus = strchr(op, '+');
+			uint64_t off = size_arg(op + 1), len = plus ? size_arg(plus + 1) : 0, g = 0;
+			uint8_t *buf = malloc(len ? len : 1);
+
+			if (!buf || !plus || len % UNIT)
+				return 2;
+			r = nbd_pread(h, buf, len, off, 0);
+			for (uint64_t u = 0; r == 0 && u < len / UNIT; u++)
+				if (unit_is(buf + u * UNIT, off + u * UNIT, &g) != 1 || g != 1) {
+					printf("%s error: not the record written at %" PRIu64 "\n", op,
+					       off + u * UNIT);
+					r = 1;
+				}
+			free(buf);
+			if (r > 0)
+				continue;
 		} else {
 			fprintf(stderr, "nbd-durable: unknown op %s\n", op);
 			return 2;
