@@ -128,6 +128,7 @@ static struct ffile *file_of(int fd)
 	struct ffile *f;
 	struct stat st;
 	char path[64];
+	int flags;
 
 	if (io_rbd_is(fd) || fstat(fd, &st) < 0)
 		return NULL;
@@ -139,10 +140,13 @@ static struct ffile *file_of(int fd)
 		return NULL;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
-	/* A descriptor of its own without O_DIRECT: base pages and the
-	 * cut's writes need no alignment. */
+	/* A descriptor of its own, direct where fd is: a buffered read
+	 * beside direct writes may find pages the page cache kept from
+	 * before them, and base pages must be what the disk holds.  Base
+	 * pages and logged writes are aligned to a page for it. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	f->fd = open(path, O_RDWR | O_CLOEXEC);
+	flags = fcntl(fd, F_GETFL);
+	f->fd = open(path, O_RDWR | O_CLOEXEC | (flags > 0 ? flags & O_DIRECT : 0));
 	f->next = g_files;
 	g_files = f;
 	return f;
@@ -175,7 +179,7 @@ static struct fwrite *log_write(struct ffile *f, const void *buf, uint64_t off, 
 	struct fwrite *w = calloc(1, sizeof(*w));
 	uint64_t i;
 
-	if (!w || !(w->data = malloc(len ? len : 1))) {
+	if (!w || posix_memalign((void **)&w->data, PAGE, len ? len : 1) != 0) {
 		free(w);
 		return NULL;
 	}
@@ -189,7 +193,7 @@ static struct fwrite *log_write(struct ffile *f, const void *buf, uint64_t off, 
 			ssize_t n;
 
 			p = calloc(1, sizeof(*p));
-			if (p && !(p->base = calloc(1, PAGE))) {
+			if (p && posix_memalign((void **)&p->base, PAGE, PAGE) != 0) {
 				free(p);
 				p = NULL;
 			}
@@ -199,6 +203,8 @@ static struct fwrite *log_write(struct ffile *f, const void *buf, uint64_t off, 
 				return NULL;
 			}
 			n = pread(f->fd, p->base, PAGE, (off_t)(i * PAGE));
+			if (n < PAGE)
+				memset(p->base + (n > 0 ? n : 0), 0, PAGE - (size_t)(n > 0 ? n : 0));
 			p->idx = i;
 			p->len = n > 0 ? (uint32_t)n : 0;
 			*s = p;
@@ -243,19 +249,40 @@ static uint64_t rnd(uint64_t *s)
 	return *s;
 }
 
+/* Writes buf back at off: directly where it can, else (a length the
+ * direct descriptor cannot take) through a buffered one, synced. */
+static int put(struct ffile *f, const void *buf, uint64_t len, uint64_t off)
+{
+	char path[64];
+	int fd, r = 0;
+
+	if (pwrite(f->fd, buf, len, (off_t)off) == (ssize_t)len)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (pwrite(fd, buf, len, (off_t)off) != (ssize_t)len || fdatasync(fd) < 0)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
 /* The cut for one file: the base pages back, then with tear some of the
  * completed writes again, synced; the log is emptied (the writes still in
  * flight are forgotten, they are as good as lost or landed). */
 static int cut_file(struct ffile *f, bool tear, uint64_t *seed)
 {
-	int r = 0;
+	int r = 0, e;
 
 	if (f->fd < 0)
 		return 0;
 	for (unsigned b = 0; b < NBUCKETS; b++)
 		for (struct fpage *p = f->pages[b]; p; p = p->next)
-			if (p->len && pwrite(f->fd, p->base, p->len, (off_t)(p->idx * PAGE)) < 0)
-				r = -errno;
+			if (p->len && (e = put(f, p->base, p->len, p->idx * PAGE)) < 0)
+				r = e;
 	for (struct fwrite *w = f->done.head; tear && w; w = w->next) {
 		uint64_t how = rnd(seed) % 3, len = w->len;
 
@@ -263,8 +290,8 @@ static int cut_file(struct ffile *f, bool tear, uint64_t *seed)
 			continue;
 		if (how == 1)
 			len = rnd(seed) % (len / SECTOR + 1) * SECTOR;
-		if (len && pwrite(f->fd, w->data, len, (off_t)w->off) < 0)
-			r = -errno;
+		if (len && (e = put(f, w->data, len, w->off)) < 0)
+			r = e;
 	}
 	if (fdatasync(f->fd) < 0)
 		r = -errno;
