@@ -7,11 +7,11 @@
  *       "OP error: ..." for each: wOFF+LEN (a write of records), WOFF+LEN
  *       (with FUA), rOFF+LEN (a read that checks those records), f
  *       (FLUSH); sizes in bytes with k or M.
- *   nbd-durable URI write LOG GEN SLOTS SLOT_BYTES FLUSH_EVERY
+ *   nbd-durable URI write LOG GEN SLOTS SLOT_BYTES FLUSH_EVERY [MAX]
  *       writes SLOT_BYTES records to random slots of the export's first
  *       SLOTS * SLOT_BYTES bytes, generations GEN, GEN + 1, ..., every
  *       fifth with FUA, and a FLUSH after every FLUSH_EVERY others,
- *       until the connection fails; LOG gets a line
+ *       until the connection fails (or MAX writes); LOG gets a line
  *       "i SLOT GEN" before each write and "d SLOT GEN" once a FLUSH or
  *       FUA acknowledged it.
  *   nbd-durable URI verify LOG SLOTS SLOT_BYTES
@@ -151,7 +151,7 @@ static int ops(const char *uri, int argc, char **argv)
 }
 
 static int write_loop(const char *uri, const char *log_path, uint64_t gen, uint64_t slots,
-		      uint64_t slot_bytes, unsigned flush_every)
+		      uint64_t slot_bytes, unsigned flush_every, uint64_t max)
 {
 	struct nbd_handle *h = open_uri(uri);
 	FILE *log = fopen(log_path, "a");
@@ -164,7 +164,7 @@ static int write_loop(const char *uri, const char *log_path, uint64_t gen, uint6
 	if (!log || !buf || !pend_slot || !pend_gen)
 		return 2;
 	setvbuf(log, NULL, _IOLBF, 0);
-	for (;; gen++, n++) {
+	for (; n < max; gen++, n++) {
 		uint64_t slot = (rnd = mix(rnd + n)) % slots;
 		bool fua = n % 5 == 4;
 
@@ -254,12 +254,13 @@ int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[2], "ops"))
 		return ops(argv[1], argc - 3, argv + 3);
-	if (argc == 8 && !strcmp(argv[2], "write"))
+	if ((argc == 8 || argc == 9) && !strcmp(argv[2], "write"))
 		return write_loop(argv[1], argv[3], size_arg(argv[4]), size_arg(argv[5]),
-				  size_arg(argv[6]), (unsigned)size_arg(argv[7]));
+				  size_arg(argv[6]), (unsigned)size_arg(argv[7]),
+				  argc == 9 ? size_arg(argv[8]) : UINT64_MAX);
 	if (argc == 6 && !strcmp(argv[2], "verify"))
 		return verify(argv[1], argv[3], size_arg(argv[4]), size_arg(argv[5]));
 	fprintf(stderr, "usage: nbd-durable URI ops OP... | write LOG GEN SLOTS SLOT_BYTES "
-		"FLUSH_EVERY | verify LOG SLOTS SLOT_BYTES\n");
+		"FLUSH_EVERY [MAX] | verify LOG SLOTS SLOT_BYTES\n");
 	return 2;
 }
