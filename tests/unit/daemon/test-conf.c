@@ -453,7 +453,11 @@ static void test_bad_disks(void)
 		 "1: disks[0].path = \"dev/a\" is not an absolute path; expected a path starting with /");
 	load_bad("disks = (\n  { path = \"/dev/a\";\n    speed = 7200; name = \"a\"; } );\n",
 		 "3: unknown setting \"speed\" in disks[0]; expected path, name, tier, policy, be_order, slot_us, "
-		 "lanes, model or emulate");
+		 "lanes, model, emulate or fault");
+	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; fault = \"cut-write=x\"; } );\n",
+		 "1: disks[0].fault: bad fault setting at \"cut-write=x\" (known: fail=N, fail-write=N, "
+		 "fail-fsync=N, tear-write=N, fail-range=OFF+LEN, fail-count=N, cut-write=N, "
+		 "cut-file=PATH, cut=drop|tear, seed=N)");
 	load_bad("disks = { };\n", "1: disks is a group; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = [ 5 ];\n", "1: disks is an array; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = (\n 5 );\n", "2: disks[0] is an integer; expected a group { name = value; ... }");
@@ -866,7 +870,8 @@ static void test_example(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
 	q[0] = '#';
 	c = load_ok(text);
-	CU_ASSERT_EQUAL(c->n_disks, 4);
+	CU_ASSERT_EQUAL(c->n_disks, 5);
+	CU_ASSERT(c->n_disks == 5 && c->disks[4].fault && c->disks[4].fault->cut_write == 100);
 	cwd_config_free(c);
 	free(text);
 }
