@@ -526,12 +526,25 @@ static int key_log_level(struct parse *p, const config_setting_t *s, void *obj)
 
 /* ---- listen ---- */
 
+/* The server holds LISTEN_MAX listeners, unix and TCP together: one
+ * more is an error here, with its line, not a listener dropped later. */
+static int listener_room(struct parse *p, const config_setting_t *e)
+{
+	if (p->c->n_listen_unix + p->c->n_listen_tcp < LISTEN_MAX)
+		return 0;
+	return fail(p, e, "%s is one listener too many: the daemon listens on at most %d "
+		    "(unix and tcp together)", WHERE(e), LISTEN_MAX);
+}
+
 static int add_unix(struct parse *p, const config_setting_t *e, const char *v)
 {
 	struct cwd_config *c = p->c;
 	char *path = NULL;
 	int r;
 
+	r = listener_room(p, e);
+	if (r < 0)
+		return r;
 	r = get_path(p, e, sizeof(((struct sockaddr_un *)0)->sun_path) - 1, &path);
 	if (r < 0)
 		return r;
@@ -564,6 +577,8 @@ static int add_tcp(struct parse *p, const config_setting_t *e, const char *v)
 	const char *port = NULL, *colon = strrchr(v, ':');
 	long n = CWD_DEFAULT_NBD_PORT;
 
+	if (listener_room(p, e) < 0)
+		return -EINVAL;
 	if (v[0] == '[') {
 		const char *end = strchr(v, ']');
 

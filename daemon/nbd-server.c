@@ -74,7 +74,6 @@
 #include "rundelay.h"
 #include "thread-name.h"
 
-#define MAX_LISTEN 8
 #define RBUF_BYTES (64 * 1024)
 #define BUF_ALIGN 4096
 /* Slot buffers up to this size stay allocated between requests (while
@@ -218,9 +217,9 @@ struct nbdsrv {
 	size_t *live;				/* infos[i] is exports[live[i]] */
 	size_t n_live;
 
-	int listen_fds[MAX_LISTEN];
-	char *unix_paths[MAX_LISTEN];
-	enum cw_nbd_tls listen_tls[MAX_LISTEN];
+	int listen_fds[NBDSRV_LISTEN_MAX];
+	char *unix_paths[NBDSRV_LISTEN_MAX];
+	enum cw_nbd_tls listen_tls[NBDSRV_LISTEN_MAX];
 	unsigned n_listen;
 	int wake_fd;				/* eventfd: stop the acceptor */
 	pthread_t acceptor;
@@ -1905,7 +1904,7 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 static void *acceptor_main(void *arg)
 {
 	struct nbdsrv *srv = arg;
-	struct pollfd pfd[MAX_LISTEN + 1];
+	struct pollfd pfd[NBDSRV_LISTEN_MAX + 1];
 	unsigned i;
 
 	for (i = 0; i < srv->n_listen; i++)
@@ -2174,7 +2173,7 @@ int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size)
 static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path,
 			enum cw_nbd_tls tls)
 {
-	if (srv->n_listen >= MAX_LISTEN) {
+	if (srv->n_listen >= NBDSRV_LISTEN_MAX) {
 		close(fd);
 		return -EMFILE;
 	}
@@ -2298,6 +2297,11 @@ int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port,
 			continue;
 		}
 		r = add_listener(srv, fd, NULL, tls);
+		/* Full: an error, not an address left out in silence. */
+		if (r == -EMFILE) {
+			freeaddrinfo(res);
+			return r;
+		}
 		if (r < 0) {
 			last = r;
 			continue;

@@ -245,6 +245,12 @@ struct nbdsrv_config {
 	const struct nbdtls_creds *tls_creds;
 };
 
+/* Connections kept for root and the server's own user (on a unix
+ * socket) once the others reached max_connections - this. */
+#define NBDSRV_ADMIN_RESERVE 2u
+/* Listeners one server holds (a TCP address may resolve to several). */
+#define NBDSRV_LISTEN_MAX 16
+
 struct nbdsrv;
 
 int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv);

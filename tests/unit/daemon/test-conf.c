@@ -578,6 +578,13 @@ static void test_bad_listen(void)
 	load_bad("listen = { tcp = [ \"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", \"8\", \"9\", \"10\", \"11\","
 		 " \"12\", \"13\", \"14\", \"15\", \"16\", \"17\" ]; };\n",
 		 "1: listen.tcp has 17 entries; expected at most 16");
+	/* Unix and TCP together: the server holds 16 listeners. */
+	load_bad("listen = {\n unix = [ \"/a1\", \"/a2\", \"/a3\", \"/a4\", \"/a5\", \"/a6\", \"/a7\","
+		 " \"/a8\", \"/a9\" ];\n"
+		 " tcp = [ \"127.0.0.1:1\", \"127.0.0.1:2\", \"127.0.0.1:3\", \"127.0.0.1:4\","
+		 " \"127.0.0.1:5\", \"127.0.0.1:6\", \"127.0.0.1:7\", \"127.0.0.1:8\" ]; };\n",
+		 "3: listen.tcp[7] is one listener too many: the daemon listens on at most 16 "
+		 "(unix and tcp together)");
 }
 
 static void count_warning(void *userdata, const char *msg)
