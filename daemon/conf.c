@@ -1253,6 +1253,11 @@ static int limit_idle(struct parse *p, const config_setting_t *s, void *obj)
 	return get_unsigned(p, s, 0, IDLE_TIMEOUT_S_MAX, &p->c->limits.idle_timeout_s);
 }
 
+static int limit_stall(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_unsigned(p, s, 1, 3600, &p->c->limits.stall_timeout_s);
+}
+
 static int limit_reply_memory(struct parse *p, const config_setting_t *s, void *obj)
 {
 	long long v;
@@ -1268,6 +1273,7 @@ static const struct key limit_keys[] = {
 	{ "connections_per_user", limit_per_user },
 	{ "handshake_timeout_s", limit_handshake },
 	{ "idle_timeout_s", limit_idle },
+	{ "stall_timeout_s", limit_stall },
 	{ "reply_memory_bytes", limit_reply_memory },
 	{ NULL, NULL },
 };
@@ -1763,6 +1769,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->limits.connections_per_user = 32;
 	c->limits.handshake_timeout_s = 10;
 	c->limits.idle_timeout_s = 0;
+	c->limits.stall_timeout_s = 30;
 	c->limits.reply_memory_bytes = UINT64_C(256) << 20;
 	*ret_config = c;
 	return 0;

@@ -644,6 +644,7 @@ int main(int argc, char **argv)
 	scfg.max_per_user = cfg->limits.connections_per_user;
 	scfg.handshake_timeout_ns = (int64_t)cfg->limits.handshake_timeout_s * CW_NS_PER_S;
 	scfg.idle_timeout_ns = (int64_t)cfg->limits.idle_timeout_s * CW_NS_PER_S;
+	scfg.stall_timeout_ns = (int64_t)cfg->limits.stall_timeout_s * CW_NS_PER_S;
 	scfg.reply_memory_bytes = cfg->limits.reply_memory_bytes;
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
 	scfg.log = log_nbd;

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,8 +194,16 @@ int nbdtls_accept(const struct nbdtls_creds *c, int fd, int64_t timeout_ns,
 		return say(err, errlen, g == GNUTLS_E_TIMEDOUT ? -ETIMEDOUT : -EPROTO,
 			   "TLS handshake", gnutls_strerror(g));
 	}
+	nbdtls_set_timeout(t, timeout_ns);
 	*ret_tls = t;
 	return 0;
+}
+
+void nbdtls_set_timeout(struct nbdtls *t, int64_t timeout_ns)
+{
+	/* Whole milliseconds, at least one: 0 would mean none. */
+	gnutls_record_set_timeout(t->s, (unsigned)CW_MIN(CW_MAX((timeout_ns + 999999) / 1000000,
+								INT64_C(1)), INT64_C(UINT_MAX - 1)));
 }
 
 ssize_t nbdtls_recv(struct nbdtls *t, void *buf, size_t n)
@@ -204,8 +213,13 @@ ssize_t nbdtls_recv(struct nbdtls *t, void *buf, size_t n)
 
 		if (r >= 0)
 			return r;
+		/* GnuTLS says AGAIN on a blocking socket too, after a
+		 * record that carried no data (TLS 1.3's post-handshake
+		 * messages). */
 		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
 			continue;
+		if (r == GNUTLS_E_TIMEDOUT)
+			return -ETIME;
 		/* A client that closes without saying goodbye has ended the
 		 * stream all the same. */
 		if (r == GNUTLS_E_PREMATURE_TERMINATION)
@@ -224,8 +238,12 @@ static int send_all(struct nbdtls *t, const uint8_t *p, size_t n)
 	while (n > 0) {
 		ssize_t r = gnutls_record_send(t->s, p, n);
 
-		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+		if (r == GNUTLS_E_INTERRUPTED)
 			continue;
+		/* The socket is blocking: only its SO_SNDTIMEO ends a send
+		 * with EAGAIN. */
+		if (r == GNUTLS_E_AGAIN)
+			return -ETIMEDOUT;
 		if (r < 0)
 			return -EPIPE;
 		p += r;
@@ -252,9 +270,9 @@ int nbdtls_sendv(struct nbdtls *t, const struct iovec *iov, int n)
 
 		do {
 			g = gnutls_record_uncork(t->s, GNUTLS_RECORD_WAIT);
-		} while (g == GNUTLS_E_AGAIN || g == GNUTLS_E_INTERRUPTED);
+		} while (g == GNUTLS_E_INTERRUPTED);
 		if (r == 0 && g < 0)
-			r = -EPIPE;
+			r = g == GNUTLS_E_AGAIN ? -ETIMEDOUT : -EPIPE;
 	}
 	return r;
 }

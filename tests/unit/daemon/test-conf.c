@@ -718,10 +718,12 @@ static void test_limits(void)
 	CU_ASSERT_EQUAL(c->limits.connections_per_user, 32);
 	CU_ASSERT_EQUAL(c->limits.handshake_timeout_s, 10);
 	CU_ASSERT_EQUAL(c->limits.idle_timeout_s, 0);
+	CU_ASSERT_EQUAL(c->limits.stall_timeout_s, 30);
 	CU_ASSERT_EQUAL(c->limits.reply_memory_bytes, UINT64_C(256) << 20);
 	cwd_config_free(c);
 	c = load_ok("limits = { connections = 10; idle_timeout_s = 600; handshake_timeout_s = 3;"
-		    " reply_memory_bytes = 1048576; };\n");
+		    " reply_memory_bytes = 1048576; stall_timeout_s = 5; };\n");
+	CU_ASSERT_EQUAL(c->limits.stall_timeout_s, 5);
 	CU_ASSERT_EQUAL(c->limits.connections, 10);
 	CU_ASSERT_EQUAL(c->limits.connections_per_user, 5);	/* half, by default */
 	CU_ASSERT_EQUAL(c->limits.idle_timeout_s, 600);
@@ -744,7 +746,7 @@ static void test_limits(void)
 		 "1048576 to 68719476736");
 	load_bad("limits = { idle = 5; };\n",
 		 "1: unknown setting \"idle\" in limits; expected connections, connections_per_user, "
-		 "handshake_timeout_s, idle_timeout_s or reply_memory_bytes");
+		 "handshake_timeout_s, idle_timeout_s, stall_timeout_s or reply_memory_bytes");
 }
 
 /* An error inside an @include'd file names that file and its line. */
