@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -58,6 +59,28 @@ static int need_file(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* A secret (a private key, pre-shared keys): readable, and by no one but
+ * its owner and group; a key every user can read is no secret, and is
+ * refused rather than served with. */
+static int need_secret(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	char why[128];
+	int r = need_file(path, err, errlen);
+
+	if (r < 0)
+		return r;
+	if (stat(path, &st) < 0)
+		return say(err, errlen, -errno, path, strerror(errno));
+	if (st.st_mode & (S_IROTH | S_IWOTH)) {
+		snprintf(why, sizeof(why), "a secret that every user may %s (mode %04o); "
+			 "chmod o-rwx it", st.st_mode & S_IROTH ? "read" : "change",
+			 (unsigned)(st.st_mode & 07777));
+		return say(err, errlen, -EPERM, path, why);
+	}
+	return 0;
+}
+
 static int load_x509(struct nbdtls_creds *c, const char *dir, char *err, size_t errlen)
 {
 	char ca[4200], cert[4200], key[4200], crl[4200];
@@ -71,7 +94,7 @@ static int load_x509(struct nbdtls_creds *c, const char *dir, char *err, size_t 
 	if (r == 0)
 		r = need_file(cert, err, errlen);
 	if (r == 0)
-		r = need_file(key, err, errlen);
+		r = need_secret(key, err, errlen);
 	if (r < 0)
 		return r;
 	g = gnutls_certificate_allocate_credentials(&c->x509);
@@ -95,7 +118,7 @@ static int load_x509(struct nbdtls_creds *c, const char *dir, char *err, size_t 
 
 static int load_psk(struct nbdtls_creds *c, const char *file, char *err, size_t errlen)
 {
-	int g, r = need_file(file, err, errlen);
+	int g, r = need_secret(file, err, errlen);
 
 	if (r < 0)
 		return r;

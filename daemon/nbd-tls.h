@@ -24,7 +24,8 @@ struct nbdtls;
  * server-cert.pem, server-key.pem, and ca-crl.pem if present), or the
  * pre-shared keys of psk_file (psktool's "username:hexkey" lines); one of
  * the two, not both.  verify_peer (certificates only): a client must
- * present a certificate the CA signed.  -errno, with the reason in err. */
+ * present a certificate the CA signed.  -errno, with the reason in err;
+ * -EPERM for a private key or PSK file that every user may read. */
 int nbdtls_creds_new(const char *cert_dir, const char *psk_file, bool verify_peer,
 		      struct nbdtls_creds **ret_creds, char *err, size_t errlen);
 void nbdtls_creds_free(struct nbdtls_creds *creds);	/* NULL-safe */

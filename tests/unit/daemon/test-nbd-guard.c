@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -33,6 +34,7 @@
 #include <clockwise/nbd.h>
 
 #include "daemon/nbd-server.h"
+#include "daemon/nbd-tls.h"
 #include "cwtest.h"
 
 #define SIZE   (16u << 20)
@@ -491,6 +493,31 @@ static void test_admin_reserve(void)
 	nbdsrv_free(srv);
 }
 
+/* A PSK file every user may read is refused, with the reason; the same
+ * file, the owner's alone, is taken. */
+static void test_secret_file_mode(void)
+{
+	struct nbdtls_creds *creds = NULL;
+	char path[128], err[512] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/keys.psk", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("alice:00112233445566778899aabbccddeeff\n", f);
+	fclose(f);
+	CU_ASSERT_EQUAL(chmod(path, 0644), 0);
+	CU_ASSERT_EQUAL(nbdtls_creds_new(NULL, path, false, &creds, err, sizeof(err)), -EPERM);
+	printf("\n  mode 0644: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "every user may read (mode 0644)"));
+	if (!err[0])
+		nbdtls_creds_free(creds);
+	CU_ASSERT_EQUAL(chmod(path, 0640), 0);
+	CU_ASSERT_EQUAL(nbdtls_creds_new(NULL, path, false, &creds, err, sizeof(err)), 0);
+	nbdtls_creds_free(creds);
+	unlink(path);
+}
+
 static int setup(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/cw-nbd-guard.XXXXXX");
@@ -520,5 +547,6 @@ int main(void)
 	cwtest_add(s, "unaligned WRITE_ZEROES keeps NO_HOLE", test_unaligned_zero_no_hole);
 	cwtest_add(s, "handshakes that never end give way", test_handshake_gives_way);
 	cwtest_add(s, "connections kept for root", test_admin_reserve);
+	cwtest_add(s, "a key file every user may read", test_secret_file_mode);
 	return cwtest_run();
 }
