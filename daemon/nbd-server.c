@@ -157,8 +157,11 @@ struct conn {
 	char addr[64];			/* a TCP peer's address:port; else "" */
 	int64_t since_ns;		/* accepted then */
 	const char *refuse;		/* over a limit: why; else NULL */
-	/* Still in its handshake, it gave way to a newcomer (accept_one):
-	 * no longer counted; under srv->lock. */
+	/* Accepted over a limit while others stalled in their handshake:
+	 * not counted until it makes progress (claim_place).  Still in its
+	 * handshake, it gave way to another (evict): no longer counted.
+	 * Both under srv->lock. */
+	bool provisional;
 	bool evicted;
 	int64_t deadline_ns;		/* the handshake's end; 0: none */
 	struct conn *prev, *next;	/* server list, under srv->lock */
@@ -248,6 +251,7 @@ struct nbdsrv {
 	struct conn *conns;
 	unsigned n_conns;			/* served (not refused) */
 	unsigned n_refusing;
+	unsigned n_provisional;			/* over a limit, in the handshake */
 	atomic_uint n_active;			/* n_conns, for shares without the lock */
 	atomic_uint_fast64_t payload_bytes;	/* in flight, all connections */
 	/* Reply memory: each connection's floor, and the pool above the
@@ -268,6 +272,7 @@ struct nbdsrv {
 /* small helpers */
 
 static const char *peer_name(const struct nbdsrv_peer *p, char *buf, size_t n);
+static const char *claim_place(struct conn *c);
 
 static void srv_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -1222,6 +1227,11 @@ static int handshake(struct conn *c)
 		 * sees the list of the moment, and the export is chosen
 		 * under the same lock that removal takes. */
 		pthread_mutex_lock(&srv->lock);
+		/* Where TLS is required, only a client that got through
+		 * its TLS handshake has shown it is not stalling. */
+		if (c->provisional && !c->evicted && opt.option != CW_NBD_OPT_STARTTLS &&
+		    (c->tls_mode != CW_NBD_TLS_REQUIRE || c->sess))
+			hs.refuse = claim_place(c);
 		hs.exports = srv->infos;
 		hs.n_exports = srv->n_live;
 		if (srv->cfg.n_access) {
@@ -1232,7 +1242,7 @@ static int handshake(struct conn *c)
 			hs.access = access;
 		}
 		r = cw_nbd_hs_option(&hs, &opt, payload, &out);
-		/* It gave way to a newcomer (evict_one): it is not counted. */
+		/* It gave way to another (evict): it is not counted. */
 		if (c->evicted)
 			r = -ECONNABORTED;
 		if (r == CW_NBD_HS_TRANSMIT) {
@@ -1720,6 +1730,8 @@ static bool conn_unlink(struct conn *c)
 		c->next->prev = c->prev;
 	if (c->refuse) {
 		srv->n_refusing--;
+	} else if (c->provisional && !c->evicted) {
+		srv->n_provisional--;
 	} else if (!c->evicted) {
 		srv->n_conns--;
 		atomic_fetch_sub_explicit(&srv->n_active, 1, memory_order_relaxed);
@@ -1887,14 +1899,19 @@ out:
 /* ------------------------------------------------------------------ */
 /* accepting */
 
-/* Connections being served to the same user as peer; under srv->lock. */
+static bool same_user(const struct nbdsrv_peer *a, const struct nbdsrv_peer *b)
+{
+	return a->known == b->known && (!a->known || a->uid == b->uid);
+}
+
+/* Counted connections (served, or in a handshake that had a place) of
+ * the same user as peer; under srv->lock. */
 static unsigned user_conns(struct nbdsrv *srv, const struct nbdsrv_peer *peer)
 {
 	unsigned n = 0;
 
 	for (struct conn *c = srv->conns; c; c = c->next)
-		if (!c->refuse && !c->evicted && c->peer.known == peer->known &&
-		    (!peer->known || c->peer.uid == peer->uid))
+		if (!c->refuse && !c->evicted && !c->provisional && same_user(&c->peer, peer))
 			n++;
 	return n;
 }
@@ -1906,32 +1923,81 @@ static bool peer_is_admin(const struct nbdsrv_peer *p)
 	return p->known && (p->uid == 0 || p->uid == geteuid());
 }
 
-/* The server is full for a newcomer: the oldest connection still in its
- * handshake (no export chosen, so not yet authenticated) of the same
- * user (peer), or of anyone but an admin (peer NULL), gives way, so that
- * clients that never finish a handshake cannot keep the others out; a
- * flood of them mostly pushes out its own.  Under srv->lock; false if
- * there is none. */
-static bool evict_one(struct nbdsrv *srv, const struct nbdsrv_peer *peer)
+/* Why peer may not have one more counted connection, or NULL; *ret_by_user
+ * says whether it is its user's share that is full.  The last places are
+ * kept for admins.  Under srv->lock. */
+static const char *over_limit(struct nbdsrv *srv, const struct nbdsrv_peer *peer,
+			      bool *ret_by_user)
+{
+	unsigned cap = srv->cfg.max_connections;
+
+	*ret_by_user = false;
+	if (!peer_is_admin(peer))
+		cap -= CW_MIN(NBDSRV_ADMIN_RESERVE, cap - 1);
+	if (srv->n_conns >= cap)
+		return "too many connections to this server";
+	*ret_by_user = true;
+	if (user_conns(srv, peer) >= srv->cfg.max_per_user)
+		return peer->known ? "too many connections of this user" :
+				     "too many connections from the network";
+	return NULL;
+}
+
+/* The oldest counted connection still in its handshake (no export chosen,
+ * so not yet authenticated), of peer's user when by_user, else of anyone
+ * but an admin: the one to give way to a client that made progress.
+ * Under srv->lock. */
+static struct conn *stalled(struct nbdsrv *srv, const struct nbdsrv_peer *peer, bool by_user)
 {
 	struct conn *victim = NULL;
 
 	/* The list holds the newest first. */
 	for (struct conn *c = srv->conns; c; c = c->next) {
-		if (c->refuse || c->evicted || c->exp)
+		if (c->refuse || c->evicted || c->provisional || c->exp)
 			continue;
-		if (peer ? c->peer.known != peer->known || (peer->known && c->peer.uid != peer->uid)
-			 : peer_is_admin(&c->peer))
+		if (by_user ? !same_user(&c->peer, peer) : peer_is_admin(&c->peer))
 			continue;
 		victim = c;
 	}
-	if (!victim)
-		return false;
-	victim->evicted = true;
-	srv->n_conns--;
-	atomic_fetch_sub_explicit(&srv->n_active, 1, memory_order_relaxed);
-	shutdown(victim->fd, SHUT_RDWR);
-	return true;
+	return victim;
+}
+
+/* Ends c's handshake from the outside: it counts no more.  Under srv->lock. */
+static void evict(struct nbdsrv *srv, struct conn *c)
+{
+	c->evicted = true;
+	if (c->provisional) {
+		srv->n_provisional--;
+	} else {
+		srv->n_conns--;
+		atomic_fetch_sub_explicit(&srv->n_active, 1, memory_order_relaxed);
+	}
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+/* A connection accepted over a limit (provisional) sent an option other
+ * than STARTTLS (under TLS, where TLS is required), so it is no client
+ * stalled in its handshake: it takes a
+ * counted place, a free one or that of the oldest stalled connection.
+ * NULL, or why it cannot.  Under srv->lock. */
+static const char *claim_place(struct conn *c)
+{
+	struct nbdsrv *srv = c->srv;
+	const char *why;
+	struct conn *v;
+	bool by_user;
+
+	while ((why = over_limit(srv, &c->peer, &by_user))) {
+		v = stalled(srv, &c->peer, by_user);
+		if (!v)
+			return why;
+		evict(srv, v);
+	}
+	c->provisional = false;
+	srv->n_provisional--;
+	srv->n_conns++;
+	atomic_fetch_add_explicit(&srv->n_active, 1, memory_order_relaxed);
+	return NULL;
 }
 
 static void accept_one(struct nbdsrv *srv, unsigned li)
@@ -1941,8 +2007,7 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	struct conn *c;
 	pthread_attr_t attr;
 	int64_t now;
-	unsigned cap;
-	bool admin;
+	bool by_user, provisional = false;
 	int fd, one = 1, r;
 
 	fd = accept4(srv->listen_fds[li], NULL, NULL, SOCK_CLOEXEC);
@@ -1957,18 +2022,25 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	now = cw_now_ns();
 
 	pthread_mutex_lock(&srv->lock);
-	/* The last few connections are kept for admins, who are held to
-	 * no per-user share. */
-	admin = peer_is_admin(&peer);
-	cap = srv->cfg.max_connections;
-	if (!admin)
-		cap -= CW_MIN(NBDSRV_ADMIN_RESERVE, cap - 1);
-	if (srv->n_conns >= cap && !evict_one(srv, NULL))
-		refuse = "too many connections to this server";
-	else if (!admin && user_conns(srv, &peer) >= srv->cfg.max_per_user &&
-		 !evict_one(srv, &peer))
-		refuse = peer.known ? "too many connections of this user" :
-				      "too many connections from the network";
+	/* Over a limit while connections stall in their handshake (a
+	 * partial TLS record, or nothing at all), a newcomer gets a
+	 * provisional place: if it makes progress it takes the place of the
+	 * oldest of them (claim_place), so clients that never finish a
+	 * handshake cannot lock out those that do.  The provisional places
+	 * are few: the oldest gives way to the newest. */
+	refuse = over_limit(srv, &peer, &by_user);
+	if (refuse && !srv->stopped && stalled(srv, &peer, by_user)) {
+		refuse = NULL;
+		provisional = true;
+		if (srv->n_provisional >= REFUSING_MAX) {
+			struct conn *oldest = NULL;
+
+			for (c = srv->conns; c; c = c->next)
+				if (c->provisional && !c->evicted)
+					oldest = c;
+			evict(srv, oldest);
+		}
+	}
 	/* A client over a limit is told so, by a few threads at most: a
 	 * flood of them is closed without a word. */
 	if (srv->stopped || (refuse && srv->n_refusing >= REFUSING_MAX)) {
@@ -2003,8 +2075,11 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	if (c->next)
 		c->next->prev = c;
 	srv->conns = c;
+	c->provisional = provisional;
 	if (refuse) {
 		srv->n_refusing++;
+	} else if (provisional) {
+		srv->n_provisional++;
 	} else {
 		srv->n_conns++;
 		atomic_fetch_add_explicit(&srv->n_active, 1, memory_order_relaxed);
@@ -2537,7 +2612,7 @@ void nbdsrv_stop(struct nbdsrv *srv)
 	pthread_mutex_lock(&srv->lock);
 	for (c = srv->conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
-	while (srv->n_conns + srv->n_refusing > 0) {
+	while (srv->n_conns + srv->n_refusing + srv->n_provisional > 0) {
 		if (pthread_cond_timedwait(&srv->conns_gone, &srv->lock, &deadline) == ETIMEDOUT) {
 			/* A client that takes no replies must not hold
 			 * the daemon: cut its sends too. */

@@ -214,12 +214,14 @@ typedef void (*nbdsrv_log_fn)(void *userdata, int priority, const char *msg);
 struct nbdsrv_config {
 	uint32_t max_request;		/* largest READ/WRITE; 0: 32 MiB */
 	/* Connections served at once; 0: 64.  A client over a limit is
-	 * told so (NBD_REP_ERR_POLICY to its options) and closed; but when
-	 * the server is full, a connection still in its handshake (not yet
-	 * authenticated, no export chosen) gives way to the newcomer, the
-	 * oldest first, so clients that never finish their handshake cannot
-	 * lock the others out.  The last NBDSRV_ADMIN_RESERVE connections
-	 * are kept for root and the server's own user on a unix socket. */
+	 * told so (NBD_REP_ERR_POLICY to its options) and closed; but while
+	 * connections stall in their handshake (not yet authenticated, no
+	 * export chosen), a newcomer is let in provisionally, and once it
+	 * sends an option (after STARTTLS, where TLS is on) it takes the
+	 * place of the oldest of them, so clients that never finish their
+	 * handshake cannot lock the others out.  The last
+	 * NBDSRV_ADMIN_RESERVE connections are kept for root and the
+	 * server's own user on a unix socket. */
 	unsigned max_connections;
 	/* Of those, per user (every TCP client counts as one user); 0:
 	 * half of max_connections, so one user cannot lock out the rest. */

@@ -269,6 +269,20 @@ static int reply(int fd, void *data, uint32_t len)
 
 /* ---- tests ---- */
 
+/* Whether a new client gets through the handshake and a read. */
+static bool served(bool tcp)
+{
+	uint8_t buf[BLOCK];
+	int fd = nbd_open("a", tcp);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = request(fd, CW_NBD_CMD_READ, 0, 1, 0, BLOCK, NULL) && reply(fd, buf, BLOCK) == 0;
+	close(fd);
+	return ok;
+}
+
 struct writer {
 	const char *export;
 	uint32_t from, len;	/* the piece of each block it writes */
@@ -445,7 +459,7 @@ static void test_unaligned_zero_no_hole(void)
 static void test_handshake_gives_way(void)
 {
 	struct nbdsrv_config cfg = { .max_connections = 8, .max_per_user = 4 };
-	int stuck[8], fd;
+	int stuck[8];
 	uint8_t g[18];
 
 	start(&cfg, true);
@@ -454,13 +468,7 @@ static void test_handshake_gives_way(void)
 		CU_ASSERT_FATAL(stuck[i] >= 0);
 		CU_ASSERT(get(stuck[i], g, sizeof(g)));	/* greeted, then silent */
 	}
-	fd = nbd_open("a", true);
-	CU_ASSERT(fd >= 0);
-	if (fd >= 0) {
-		CU_ASSERT(request(fd, CW_NBD_CMD_READ, 0, 1, 0, BLOCK, NULL));
-		CU_ASSERT_EQUAL(reply(fd, (uint8_t[BLOCK]){ 0 }, BLOCK), 0);
-		close(fd);
-	}
+	CU_ASSERT(served(true));
 	for (int i = 0; i < 8; i++)
 		close(stuck[i]);
 	nbdsrv_free(srv);
@@ -471,22 +479,16 @@ static void test_handshake_gives_way(void)
 static void test_admin_reserve(void)
 {
 	struct nbdsrv_config cfg = { .max_connections = 6, .max_per_user = 6 };
-	int net[6], served = 0, fd;
+	int net[6], n_served = 0;
 
 	start(&cfg, true);
 	for (int i = 0; i < 6; i++) {
 		net[i] = nbd_open("a", true);
-		served += net[i] >= 0;
+		n_served += net[i] >= 0;
 	}
-	printf("\n  network clients served: %d of 6 (%u kept)\n", served, NBDSRV_ADMIN_RESERVE);
-	CU_ASSERT_EQUAL(served, 6 - (int)NBDSRV_ADMIN_RESERVE);
-	fd = nbd_open("a", false);
-	CU_ASSERT(fd >= 0);
-	if (fd >= 0) {
-		CU_ASSERT(request(fd, CW_NBD_CMD_READ, 0, 1, 0, BLOCK, NULL));
-		CU_ASSERT_EQUAL(reply(fd, (uint8_t[BLOCK]){ 0 }, BLOCK), 0);
-		close(fd);
-	}
+	printf("\n  network clients served: %d of 6 (%u kept)\n", n_served, NBDSRV_ADMIN_RESERVE);
+	CU_ASSERT_EQUAL(n_served, 6 - (int)NBDSRV_ADMIN_RESERVE);
+	CU_ASSERT(served(false));
 	for (int i = 0; i < 6; i++)
 		if (net[i] >= 0)
 			close(net[i]);
