@@ -526,12 +526,25 @@ static int key_log_level(struct parse *p, const config_setting_t *s, void *obj)
 
 /* ---- listen ---- */
 
+/* The server holds LISTEN_MAX listeners, unix and TCP together: one
+ * more is an error here, with its line, not a listener dropped later. */
+static int listener_room(struct parse *p, const config_setting_t *e)
+{
+	if (p->c->n_listen_unix + p->c->n_listen_tcp < LISTEN_MAX)
+		return 0;
+	return fail(p, e, "%s is one listener too many: the daemon listens on at most %d "
+		    "(unix and tcp together)", WHERE(e), LISTEN_MAX);
+}
+
 static int add_unix(struct parse *p, const config_setting_t *e, const char *v)
 {
 	struct cwd_config *c = p->c;
 	char *path = NULL;
 	int r;
 
+	r = listener_room(p, e);
+	if (r < 0)
+		return r;
 	r = get_path(p, e, sizeof(((struct sockaddr_un *)0)->sun_path) - 1, &path);
 	if (r < 0)
 		return r;
@@ -564,6 +577,8 @@ static int add_tcp(struct parse *p, const config_setting_t *e, const char *v)
 	const char *port = NULL, *colon = strrchr(v, ':');
 	long n = CWD_DEFAULT_NBD_PORT;
 
+	if (listener_room(p, e) < 0)
+		return -EINVAL;
 	if (v[0] == '[') {
 		const char *end = strchr(v, ']');
 
@@ -1238,6 +1253,11 @@ static int limit_idle(struct parse *p, const config_setting_t *s, void *obj)
 	return get_unsigned(p, s, 0, IDLE_TIMEOUT_S_MAX, &p->c->limits.idle_timeout_s);
 }
 
+static int limit_stall(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_unsigned(p, s, 1, 3600, &p->c->limits.stall_timeout_s);
+}
+
 static int limit_reply_memory(struct parse *p, const config_setting_t *s, void *obj)
 {
 	long long v;
@@ -1253,6 +1273,7 @@ static const struct key limit_keys[] = {
 	{ "connections_per_user", limit_per_user },
 	{ "handshake_timeout_s", limit_handshake },
 	{ "idle_timeout_s", limit_idle },
+	{ "stall_timeout_s", limit_stall },
 	{ "reply_memory_bytes", limit_reply_memory },
 	{ NULL, NULL },
 };
@@ -1773,6 +1794,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->limits.connections_per_user = 32;
 	c->limits.handshake_timeout_s = 10;
 	c->limits.idle_timeout_s = 0;
+	c->limits.stall_timeout_s = 30;
 	c->limits.reply_memory_bytes = UINT64_C(256) << 20;
 	*ret_config = c;
 	return 0;

@@ -23,6 +23,8 @@
 #include <clockwise/model.h>
 #include <clockwise/pool-objects.h>
 
+#include "nbd-server.h"
+
 #define CWD_CONFIG_DEFAULT_PATH "/etc/clockwise/clockwised.conf"
 
 #define CWD_DEFAULT_POOL "/var/lib/clockwise/pool.db"
@@ -72,8 +74,8 @@ struct cwd_config_tcp {
 	int tls;
 };
 
-/* The most unix sockets, and the most TCP addresses, NBD listens on. */
-#define CWD_LISTEN_MAX 16
+/* Listeners, unix and TCP together: as many as the server holds. */
+#define CWD_LISTEN_MAX NBDSRV_LISTEN_MAX
 
 /* Who may use an export: entries of the access lists are "*" (anyone,
  * TCP clients too), "USER" or "@GROUP" (names or numbers), resolved when
@@ -155,6 +157,9 @@ struct cwd_config {
 		unsigned connections_per_user;	/* TCP clients count as one user */
 		unsigned handshake_timeout_s;	/* for the whole handshake */
 		unsigned idle_timeout_s;	/* 0: never */
+		/* A client that takes no replies (or leaves a TLS record
+		 * unfinished) this long is closed. */
+		unsigned stall_timeout_s;
 		uint64_t reply_memory_bytes;	/* payload of all connections */
 	} limits;
 	/* The host as a resource of admission (clockwise/admit.h, "the

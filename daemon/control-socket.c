@@ -434,6 +434,29 @@ static void job_read(struct cwc_server *srv, struct calib_job *job)
 	}
 }
 
+/* Connections of uid open now. */
+static unsigned uid_clients(const struct cwc_server *srv, uid_t uid)
+{
+	unsigned n = 0;
+
+	for (const struct client *cl = srv->clients; cl; cl = cl->next)
+		n += !cl->dead && cl->uid == uid;
+	return n;
+}
+
+/* Tells a client over a limit why, and closes it. */
+static void refuse_busy(int fd, const char *why)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "{\"ok\":false,\"error\":{\"code\":\"busy\","
+			 "\"message\":\"%s\"}}\n", why);
+
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* nothing more to tell it */
+	}
+	close(fd);
+}
+
 static void server_accept(struct cwc_server *srv)
 {
 	for (;;) {
@@ -444,21 +467,13 @@ static void server_accept(struct cwc_server *srv)
 		socklen_t glen = sizeof(groups);
 		struct client *cl;
 		struct epoll_event ev = { .events = EPOLLIN };
-		bool in_read = false, in_admin = false;
+		bool in_read = false, in_admin = false, admin;
+		unsigned cap = srv->o.max_clients;
 
 		if (fd < 0)
 			return;
-		if (srv->n_clients >= srv->o.max_clients ||
-		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
-		    !(cl = calloc(1, sizeof(*cl)))) {
-			static const char busy[] =
-				"{\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":"
-				"\"too many control connections\"}}\n";
-
-			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-				/* nothing more to tell it */
-			}
-			close(fd);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			refuse_busy(fd, "who is connecting is not known");
 			continue;
 		}
 		/* The primary group, then the supplementary ones where the
@@ -470,6 +485,23 @@ static void server_accept(struct cwc_server *srv)
 				in_read |= groups[i] == srv->o.read_gid;
 				in_admin |= groups[i] == srv->o.admin_gid;
 			}
+		}
+		/* The last connections are an admin's; root has no share. */
+		admin = cred.uid == 0 || (srv->o.admin_gid != CWC_NO_GID && in_admin);
+		if (!admin)
+			cap -= CW_MIN(CWC_ADMIN_RESERVE, cap - 1);
+		if (srv->n_clients >= cap) {
+			refuse_busy(fd, "too many control connections");
+			continue;
+		}
+		if (cred.uid != 0 && uid_clients(srv, cred.uid) >= srv->o.max_per_uid) {
+			refuse_busy(fd, "too many control connections of this user");
+			continue;
+		}
+		cl = calloc(1, sizeof(*cl));
+		if (!cl) {
+			refuse_busy(fd, "out of memory");
+			continue;
 		}
 		cl->kind = EV_CLIENT;
 		cl->fd = fd;
@@ -667,6 +699,8 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 	srv->o.socket_path = srv->path;
 	if (!srv->o.max_clients)
 		srv->o.max_clients = 1;
+	if (!srv->o.max_per_uid)
+		srv->o.max_per_uid = CW_MAX(srv->o.max_clients / 4, 1u);
 	if (!srv->o.rate_per_s)
 		srv->o.rate_per_s = 1;
 	if (!srv->o.rate_burst)

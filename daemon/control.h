@@ -179,6 +179,7 @@ struct cwc_hooks {
 
 #define CWC_CALIB_MARGIN_PPM 250000	/* +25% */
 #define CWC_IDLE_TIMEOUT_NS (INT64_C(30) * 1000000000)
+#define CWC_ADMIN_RESERVE 2u
 
 struct cwc_server_opts {
 	const char *socket_path;	/* default CWC_DEFAULT_SOCKET */
@@ -186,7 +187,12 @@ struct cwc_server_opts {
 	gid_t socket_gid;		/* chown the socket to this group; CWC_NO_GID: leave */
 	gid_t read_gid;			/* may read; CWC_NO_GID: root only */
 	gid_t admin_gid;		/* may read and change; CWC_NO_GID: root only */
-	unsigned max_clients;		/* default 64 */
+	/* Connections at once; default 64.  The last CWC_ADMIN_RESERVE are
+	 * kept for root and members of admin_gid; one user other than root
+	 * holds at most max_per_uid (0: a quarter of max_clients), so
+	 * neither one user nor many can lock an admin out. */
+	unsigned max_clients;
+	unsigned max_per_uid;
 	unsigned rate_burst;		/* requests; default 200 */
 	unsigned rate_per_s;		/* refill; default 100 */
 	size_t out_max;			/* reply bytes buffered per client; default 8 MiB */

@@ -382,7 +382,8 @@ static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 					   (enum cw_nbd_tls)cfg->listen_unix_tls[i]);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "cannot listen on %s: %s", cfg->listen_unix[i],
-				r == -EADDRINUSE ? "in use: a server answers on it" : strerror(-r));
+				r == -EADDRINUSE ? "in use: a server answers on it" :
+				r == -EMFILE ? "more listeners than the daemon holds" : strerror(-r));
 			return r;
 		}
 		cwd_log(LOG_INFO, "listening on %s%s", cfg->listen_unix[i],
@@ -398,7 +399,9 @@ static int listen_all(const struct cwd_config *cfg, struct nbdsrv *srv)
 		snprintf(port, sizeof(port), "%u", cfg->listen_tcp[i].port);
 		r = nbdsrv_listen_tcp(srv, host, port, (enum cw_nbd_tls)cfg->listen_tcp[i].tls);
 		if (r < 0) {
-			cwd_log(LOG_ERR, "cannot listen on %s:%s: %s", host, port, strerror(-r));
+			cwd_log(LOG_ERR, "cannot listen on %s:%s: %s", host, port,
+				r == -EMFILE ? "more listeners than the daemon holds (its addresses "
+					       "count one each)" : strerror(-r));
 			return r;
 		}
 		cwd_log(LOG_INFO, "listening on %s:%s%s", host, port,
@@ -641,6 +644,7 @@ int main(int argc, char **argv)
 	scfg.max_per_user = cfg->limits.connections_per_user;
 	scfg.handshake_timeout_ns = (int64_t)cfg->limits.handshake_timeout_s * CW_NS_PER_S;
 	scfg.idle_timeout_ns = (int64_t)cfg->limits.idle_timeout_s * CW_NS_PER_S;
+	scfg.stall_timeout_ns = (int64_t)cfg->limits.stall_timeout_s * CW_NS_PER_S;
 	scfg.reply_memory_bytes = cfg->limits.reply_memory_bytes;
 	scfg.busy_poll_ns = cfg->busy_poll_us * 1000u;
 	scfg.log = log_nbd;

@@ -74,7 +74,6 @@
 #include "rundelay.h"
 #include "thread-name.h"
 
-#define MAX_LISTEN 8
 #define RBUF_BYTES (64 * 1024)
 #define BUF_ALIGN 4096
 /* Slot buffers up to this size stay allocated between requests (while
@@ -89,6 +88,10 @@
 #define BUF_MAP_BYTES (256u << 10)
 #define REPLY_MEMORY_DEFAULT (UINT64_C(256) << 20)
 #define HANDSHAKE_TIMEOUT_DEFAULT_NS (INT64_C(10) * 1000000000)
+#define STALL_TIMEOUT_DEFAULT_NS (INT64_C(30) * 1000000000)
+/* A reader waiting for reply memory that only others can free looks
+ * again this often (nothing of its own comes back to wake it). */
+#define MEMORY_RECHECK_NS (INT64_C(5) * 1000000)
 /* A client over a connection limit is told so within this, by at most
  * REFUSING_MAX threads at once; more are closed without a word. */
 #define REFUSE_TIMEOUT_NS (INT64_C(2) * 1000000000)
@@ -105,16 +108,25 @@
  * reused, which only happens once no connection uses it. */
 #define EXPORTS_MAX 256
 
-struct export {
-	struct nbdsrv_export e;	/* name and description owned */
-	struct cw_nbd_limits lim;
-	bool removed;
+/* What the exports that reach the same bytes share (the exports of one
+ * partition: nbdsrv_export.data_key), so that a read-modify-write
+ * through one export cannot undo a write through another. */
+struct rmw_dom {
+	const void *key;
+	unsigned refs;			/* exports using it, under srv->lock */
 	/* One read-modify-write at a time (see serve_unaligned). */
-	pthread_mutex_t rmw_lock;
+	pthread_mutex_t lock;
 	/* Writes, zeros and trims of every connection in flight, and
 	 * whether a read-modify-write holds them off (write_enter). */
 	atomic_int writes;
 	atomic_int rmw_active;
+};
+
+struct export {
+	struct nbdsrv_export e;	/* name and description owned */
+	struct cw_nbd_limits lim;
+	bool removed;
+	struct rmw_dom *dom;	/* never NULL once added */
 };
 
 struct slot {
@@ -133,6 +145,7 @@ struct slot {
 	bool sync;
 	atomic_int sync_done;
 	bool counted;			/* in its export's writes */
+	uint32_t pool_bytes;		/* of its payload, what it took of the pool */
 };
 
 struct conn {
@@ -144,6 +157,12 @@ struct conn {
 	char addr[64];			/* a TCP peer's address:port; else "" */
 	int64_t since_ns;		/* accepted then */
 	const char *refuse;		/* over a limit: why; else NULL */
+	/* Accepted over a limit while others stalled in their handshake:
+	 * not counted until it makes progress (claim_place).  Still in its
+	 * handshake, it gave way to another (evict): no longer counted.
+	 * Both under srv->lock. */
+	bool provisional;
+	bool evicted;
 	int64_t deadline_ns;		/* the handshake's end; 0: none */
 	struct conn *prev, *next;	/* server list, under srv->lock */
 	const struct export *exp;
@@ -214,13 +233,14 @@ struct nbdsrv {
 	struct nbdsrv_config cfg;
 	struct export *exports;
 	size_t n_exports;
+	struct rmw_dom *doms;			/* EXPORTS_MAX of them */
 	struct cw_nbd_export_info *infos;	/* the handshake's view, under lock */
 	size_t *live;				/* infos[i] is exports[live[i]] */
 	size_t n_live;
 
-	int listen_fds[MAX_LISTEN];
-	char *unix_paths[MAX_LISTEN];
-	enum cw_nbd_tls listen_tls[MAX_LISTEN];
+	int listen_fds[NBDSRV_LISTEN_MAX];
+	char *unix_paths[NBDSRV_LISTEN_MAX];
+	enum cw_nbd_tls listen_tls[NBDSRV_LISTEN_MAX];
 	unsigned n_listen;
 	int wake_fd;				/* eventfd: stop the acceptor */
 	pthread_t acceptor;
@@ -231,8 +251,13 @@ struct nbdsrv {
 	struct conn *conns;
 	unsigned n_conns;			/* served (not refused) */
 	unsigned n_refusing;
+	unsigned n_provisional;			/* over a limit, in the handshake */
 	atomic_uint n_active;			/* n_conns, for shares without the lock */
 	atomic_uint_fast64_t payload_bytes;	/* in flight, all connections */
+	/* Reply memory: each connection's floor, and the pool above the
+	 * floors (bytes_fit); pool_used is what slots took of it. */
+	uint64_t floor_bytes, pool_bytes;
+	atomic_uint_fast64_t pool_used;
 	atomic_uint_fast64_t buf_bytes;		/* slot buffers allocated */
 	int64_t last_trim_ns;			/* under lock */
 	uint64_t rt_cpu_gone_ns;		/* under lock: of ended real-time connections */
@@ -245,6 +270,9 @@ struct nbdsrv {
 
 /* ------------------------------------------------------------------ */
 /* small helpers */
+
+static const char *peer_name(const struct nbdsrv_peer *p, char *buf, size_t n);
+static const char *claim_place(struct conn *c);
 
 static void srv_log(struct nbdsrv *srv, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -319,13 +347,13 @@ static void futex_wake(atomic_int *addr)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-/* A write (or zero, or trim) leaves its export's count; the last one out
+/* A write (or zero, or trim) leaves its bytes' count; the last one out
  * wakes a read-modify-write waiting for them (serve_unaligned). */
-static void write_leave(struct export *x)
+static void write_leave(struct rmw_dom *d)
 {
-	if (atomic_fetch_sub_explicit(&x->writes, 1, memory_order_seq_cst) == 1 &&
-	    atomic_load_explicit(&x->rmw_active, memory_order_seq_cst))
-		futex_wake(&x->writes);
+	if (atomic_fetch_sub_explicit(&d->writes, 1, memory_order_seq_cst) == 1 &&
+	    atomic_load_explicit(&d->rmw_active, memory_order_seq_cst))
+		futex_wake(&d->writes);
 }
 
 static void push(_Atomic(struct slot *) *head, struct slot *s, struct slot **ret_old)
@@ -383,7 +411,7 @@ void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 
 	if (s->counted) {
 		s->counted = false;
-		write_leave((struct export *)c->exp);
+		write_leave(c->exp->dom);
 	}
 	/* Read before the push: from then on the slot may be answered and reused. */
 	bool big = s->io.op == NBDSRV_IO_READ && s->io.length > INLINE_SEND_MAX;
@@ -474,21 +502,41 @@ static bool writer_ready(struct conn *c)
 		atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0);
 }
 
-/* Bound the payload memory in flight: all connections together within
- * the budget, each within its share of it.  The only request of a
- * connection is never refused: an idle connection must make progress,
- * and a waiting one is woken by its own replies going out. */
+/* What a request of bytes would take of the pool: what goes over the
+ * connection's floor. */
+static uint64_t pool_part(const struct conn *c, uint32_t bytes)
+{
+	uint64_t own = atomic_load_explicit(&c->inflight_bytes, memory_order_seq_cst);
+	uint64_t floor = c->srv->floor_bytes;
+
+	if (own + bytes <= floor)
+		return 0;
+	return own >= floor ? bytes : own + bytes - floor;
+}
+
+/* Bound the payload memory in flight.  Half of the budget is split
+ * evenly among max_connections: a floor every connection may always
+ * use, whatever the others hold.  The other half, the pool, goes to
+ * whoever asks, each connection within budget / connections open.  So
+ * clients that read much and take no replies (until the stall timeout
+ * drops them) hold at most the pool: the others keep their floor, and
+ * their requests in flight with it.  A connection with nothing in
+ * flight gets the whole pool if nobody holds any of it, so a request
+ * larger than floor and share still runs. */
 static bool bytes_fit(struct conn *c, uint32_t bytes)
 {
 	struct nbdsrv *srv = c->srv;
-	uint64_t budget = srv->cfg.reply_memory_bytes;
+	uint64_t part = pool_part(c, bytes), used, share;
 	unsigned n = atomic_load_explicit(&srv->n_active, memory_order_relaxed);
 
-	if (atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0)
+	if (part == 0)
 		return true;
-	return atomic_load_explicit(&c->inflight_bytes, memory_order_seq_cst) + (uint64_t)bytes <=
-	       budget / (n ? n : 1) &&
-	       atomic_load_explicit(&srv->payload_bytes, memory_order_relaxed) + bytes <= budget;
+	used = atomic_load_explicit(&srv->pool_used, memory_order_seq_cst);
+	if (used == 0 && atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0)
+		return true;
+	share = CW_MAX(srv->cfg.reply_memory_bytes / (n ? n : 1), srv->floor_bytes);
+	return atomic_load_explicit(&c->inflight_bytes, memory_order_seq_cst) + bytes <= share &&
+	       used + part <= srv->pool_bytes;
 }
 
 static bool reader_ready(struct conn *c)
@@ -578,6 +626,8 @@ static void recycle(struct conn *c, struct slot *s)
 		drop_buf(srv, s);
 	atomic_fetch_sub_explicit(&c->inflight_bytes, bytes, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&srv->payload_bytes, bytes, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&srv->pool_used, s->pool_bytes, memory_order_seq_cst);
+	s->pool_bytes = 0;
 	push(&c->free_shared, s, &old);
 	atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_seq_cst);
 	park_wake(&c->reader_park);
@@ -604,7 +654,11 @@ static int send_batch(struct conn *c, int flags)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+			/* A blocking send gives up after the stall timeout
+			 * (SO_SNDTIMEO) with nothing sent. */
+			if (errno == EWOULDBLOCK)
+				return flags & MSG_DONTWAIT ? -EAGAIN : -ETIMEDOUT;
+			return -errno;
 		}
 		while (c->out_n > 0 && (size_t)r >= iov->iov_len) {
 			r -= (ssize_t)iov->iov_len;
@@ -652,11 +706,19 @@ static int pump(struct conn *c, int flags)
 			if (r == -EAGAIN)
 				return r;
 			if (r < 0) {
-				/* The client is gone: keep draining so the
-				 * back end's completions still land, and make
-				 * the reader stop. */
+				/* The client is gone, or took no reply for the
+				 * stall timeout: keep draining so the back
+				 * end's completions still land (and their
+				 * memory is freed), and make the reader stop. */
+				if (r == -ETIMEDOUT)
+					client_log(c->srv, LOG_WARNING, "export %s: a client of %s "
+						   "took no replies for %lld s, closed",
+						   c->exp->e.name,
+						   peer_name(&c->peer, (char[32]){ 0 }, 32),
+						   (long long)(c->srv->cfg.stall_timeout_ns /
+							       1000000000));
 				atomic_store(&c->send_broken, true);
-				shutdown(c->fd, SHUT_RD);
+				shutdown(c->fd, SHUT_RDWR);
 			}
 			c->out_n = 0;
 			late_replies(c, r < 0);
@@ -838,26 +900,32 @@ static ssize_t conn_recv(struct conn *c)
  * for the idle timeout (which only ends a connection with nothing in
  * flight): 0 once there is some, -ETIMEDOUT when time is up.  One
  * deadline for the whole handshake, so a client cannot stretch it by
- * sending a byte now and then. */
+ * sending a byte now and then.  Under TLS it waits (for ever without an
+ * idle timeout) for a record's first byte: the record timeout then runs
+ * to its last (nbdtls_set_timeout), not while the client is idle. */
 static int wait_input(struct conn *c)
 {
 	int64_t idle = c->exp ? c->srv->cfg.idle_timeout_ns : 0;
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
-	if ((!c->deadline_ns && !idle) || (c->sess && nbdtls_pending(c->sess)))
+	if (c->sess && nbdtls_pending(c->sess))
+		return 0;
+	if (!c->deadline_ns && !idle && !c->sess)
 		return 0;
 	for (;;) {
+		bool forever = !c->deadline_ns && !idle;
 		int64_t left = c->deadline_ns ? c->deadline_ns - cw_now_ns() : idle;
 		int r;
 
-		if (left <= 0)
+		if (!forever && left <= 0)
 			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)CW_MIN((left + 999999) / 1000000, (int64_t)INT_MAX));
+		r = poll(&p, 1, forever ? -1 : (int)CW_MIN((left + 999999) / 1000000,
+							     (int64_t)INT_MAX));
 		if (r > 0)
 			return 0;
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		if (r == 0 && !c->deadline_ns &&
+		if (r == 0 && !c->deadline_ns && idle &&
 		    atomic_load_explicit(&c->inflight, memory_order_seq_cst) == 0)
 			return -ETIMEDOUT;
 	}
@@ -1159,6 +1227,11 @@ static int handshake(struct conn *c)
 		 * sees the list of the moment, and the export is chosen
 		 * under the same lock that removal takes. */
 		pthread_mutex_lock(&srv->lock);
+		/* Where TLS is required, only a client that got through
+		 * its TLS handshake has shown it is not stalling. */
+		if (c->provisional && !c->evicted && opt.option != CW_NBD_OPT_STARTTLS &&
+		    (c->tls_mode != CW_NBD_TLS_REQUIRE || c->sess))
+			hs.refuse = claim_place(c);
 		hs.exports = srv->infos;
 		hs.n_exports = srv->n_live;
 		if (srv->cfg.n_access) {
@@ -1169,6 +1242,9 @@ static int handshake(struct conn *c)
 			hs.access = access;
 		}
 		r = cw_nbd_hs_option(&hs, &opt, payload, &out);
+		/* It gave way to another (evict): it is not counted. */
+		if (c->evicted)
+			r = -ECONNABORTED;
 		if (r == CW_NBD_HS_TRANSMIT) {
 			c->exp = &srv->exports[srv->live[hs.export_index]];
 			memcpy(c->client_class, hs.client_class, sizeof(c->client_class));
@@ -1204,7 +1280,11 @@ static int handshake(struct conn *c)
 	}
 	free(out.data);
 	c->deadline_ns = 0;
-	set_sndtimeo(c->fd, 0);
+	/* From here on a client that takes no replies, or leaves a TLS
+	 * record unfinished, for the stall timeout is closed. */
+	set_sndtimeo(c->fd, srv->cfg.stall_timeout_ns);
+	if (c->sess)
+		nbdtls_set_timeout(c->sess, srv->cfg.stall_timeout_ns);
 	return r == 1 ? 0 : r;
 }
 
@@ -1247,12 +1327,16 @@ static struct slot *take_slot(struct conn *c, uint32_t bytes)
 				t0 = cw_now_ns();
 		}
 		flush_wake(c);
-		park_unless(&c->reader_park, reader_ready(c), -1);
+		/* Memory others hold comes back with no word to this reader. */
+		park_unless(&c->reader_park, reader_ready(c),
+			    c->free_local && atomic_load(&c->srv->pool_used) ? MEMORY_RECHECK_NS : -1);
 	}
 	if (t0)
 		c->park_ns = cw_now_ns() - t0;
 	s = c->free_local;
 	c->free_local = s->next;
+	s->pool_bytes = (uint32_t)pool_part(c, bytes);
+	atomic_fetch_add_explicit(&c->srv->pool_used, s->pool_bytes, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&c->inflight, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&c->inflight_bytes, bytes, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->srv->payload_bytes, bytes, memory_order_relaxed);
@@ -1316,29 +1400,19 @@ static int submit(struct conn *c, struct slot *s)
  * the whole blocks inside it (a trim may do less than asked).
  *
  * Two read-modify-writes of one block must not interleave, or one undoes
- * the other's bytes: they take the export's rmw_lock, and before each the
- * reader waits until its connection's other requests are answered.  Nor
- * may another connection's write land between the read and the write of
- * the patch, or the patch, written back with the bytes as they were read,
- * would undo it: every write, zero and trim is counted in its export
- * (write_enter), and a read-modify-write holds new ones off and waits for
- * those in flight (rmw_hold_writes).  The count costs each write two
- * atomic operations on a word of its export; only unaligned requests
+ * the other's bytes: they take the lock of the bytes (struct rmw_dom,
+ * shared by every export of one partition, not only by the connections
+ * of one export).  Nor may another write land between the read and the
+ * write of the patch, or the patch, written back with the bytes as they
+ * were read, would undo it: every write, zero and trim is counted in its
+ * bytes' domain (write_enter), and a read-modify-write holds new ones off
+ * and waits for those in flight (rmw_hold_writes), its own connection's
+ * included.  It waits for their completions only, never for a reply to
+ * be sent: a client that takes no replies must not hold the lock, and
+ * with it every other client's unaligned writes.  The count costs each
+ * write two atomic operations on a shared word; only unaligned requests
  * ever wait.  Kernel clients send whole logical blocks (512 bytes), so
  * on exports whose disks take 512-byte I/O this path is never taken. */
-
-static bool others_answered(struct conn *c)
-{
-	return atomic_load_explicit(&c->inflight, memory_order_seq_cst) <= 1;
-}
-
-static void wait_others_answered(struct conn *c)
-{
-	while (!others_answered(c)) {
-		flush_wake(c);
-		park_unless(&c->reader_park, others_answered(c), -1);
-	}
-}
 
 static const char *conn_class(const struct conn *c)
 {
@@ -1347,7 +1421,7 @@ static const char *conn_class(const struct conn *c)
 
 /* One back-end request the reader waits for. */
 static int sync_io(struct conn *c, enum nbdsrv_io_op op, uint64_t off, uint32_t len, void *buf,
-		   bool fua)
+		   bool fua, bool may_trim)
 {
 	struct slot *t = &c->rmw;
 	const struct nbdsrv_export *e = &c->exp->e;
@@ -1356,7 +1430,7 @@ static int sync_io(struct conn *c, enum nbdsrv_io_op op, uint64_t off, uint32_t 
 	t->conn = c;
 	t->sync = true;
 	t->io = (struct nbdsrv_io){ .op = op, .offset = off, .length = len, .buf = buf, .fua = fua,
-				 .may_trim = true, .client_class = conn_class(c),
+				 .may_trim = may_trim, .client_class = conn_class(c),
 				 .conn_data = &c->backend_conn };
 	atomic_store_explicit(&t->sync_done, 0, memory_order_relaxed);
 	r = submit(c, t);
@@ -1394,14 +1468,14 @@ static int patch_block(struct conn *c, uint64_t blk, const uint8_t *src, uint64_
 		c->blk_buf = NULL;
 		return -ENOMEM;
 	}
-	r = sync_io(c, NBDSRV_IO_READ, blk, a, c->blk_buf, false);
+	r = sync_io(c, NBDSRV_IO_READ, blk, a, c->blk_buf, false, false);
 	if (r < 0)
 		return r;
 	if (src)
 		memcpy(c->blk_buf + (from - blk), src, n);
 	else
 		memset(c->blk_buf + (from - blk), 0, n);
-	return sync_io(c, NBDSRV_IO_WRITE, blk, a, c->blk_buf, fua);
+	return sync_io(c, NBDSRV_IO_WRITE, blk, a, c->blk_buf, fua, false);
 }
 
 /* A write (src) or zero (src NULL) of [off, end) not aligned to a. */
@@ -1420,25 +1494,27 @@ static int rmw(struct conn *c, const struct slot *s, const uint8_t *src)
 				s->io.fua);
 	if (r < 0 || a0 == b0)
 		return r;
+	/* NO_HOLE (may_trim false) holds for the whole blocks too. */
 	if (!src)
-		return sync_io(c, NBDSRV_IO_ZERO, a0, (uint32_t)(b0 - a0), NULL, s->io.fua);
+		return sync_io(c, NBDSRV_IO_ZERO, a0, (uint32_t)(b0 - a0), NULL, s->io.fua,
+			       s->io.may_trim);
 	/* The payload's middle is not at an aligned address in its buffer. */
 	if (!aligned_buf(&c->rmw_buf, &c->rmw_cap, b0 - a0))
 		return -ENOMEM;
 	memcpy(c->rmw_buf, src + (a0 - off), b0 - a0);
-	return sync_io(c, NBDSRV_IO_WRITE, a0, (uint32_t)(b0 - a0), c->rmw_buf, s->io.fua);
+	return sync_io(c, NBDSRV_IO_WRITE, a0, (uint32_t)(b0 - a0), c->rmw_buf, s->io.fua, false);
 }
 
-/* Holds off new writes of every connection to x and waits for those in
- * flight (Dekker's pattern with write_enter: each side raises its flag,
- * then looks at the other's). */
-static void rmw_hold_writes(struct export *x)
+/* Holds off new writes of every connection to d's bytes and waits for
+ * those in flight (Dekker's pattern with write_enter: each side raises
+ * its flag, then looks at the other's). */
+static void rmw_hold_writes(struct rmw_dom *d)
 {
 	int n;
 
-	atomic_store_explicit(&x->rmw_active, 1, memory_order_seq_cst);
-	while ((n = atomic_load_explicit(&x->writes, memory_order_seq_cst)) != 0)
-		futex_wait(&x->writes, n);
+	atomic_store_explicit(&d->rmw_active, 1, memory_order_seq_cst);
+	while ((n = atomic_load_explicit(&d->writes, memory_order_seq_cst)) != 0)
+		futex_wait(&d->writes, n);
 }
 
 static int serve_unaligned(struct conn *c, struct slot *s)
@@ -1446,19 +1522,21 @@ static int serve_unaligned(struct conn *c, struct slot *s)
 	uint64_t a = c->rmw_align, off = s->io.offset, end = off + s->io.length;
 	uint64_t lo = off & ~(a - 1), hi = (end + a - 1) & ~(a - 1);
 	uint64_t a0 = (off + a - 1) & ~(a - 1), b0 = end & ~(a - 1);
-	struct export *x = (struct export *)c->exp;
+	struct rmw_dom *d = c->exp->dom;
 	int r;
 
 	switch (s->io.op) {
 	case NBDSRV_IO_READ:
 		r = ensure_buf(s, (uint32_t)(hi - lo));
 		if (r == 0)
-			r = sync_io(c, NBDSRV_IO_READ, lo, (uint32_t)(hi - lo), s->io.buf, false);
+			r = sync_io(c, NBDSRV_IO_READ, lo, (uint32_t)(hi - lo), s->io.buf, false,
+				    false);
 		if (r == 0)
 			memmove(s->io.buf, (uint8_t *)s->io.buf + (off - lo), s->io.length);
 		break;
 	case NBDSRV_IO_TRIM:
-		r = a0 < b0 ? sync_io(c, NBDSRV_IO_TRIM, a0, (uint32_t)(b0 - a0), NULL, s->io.fua) : 0;
+		r = a0 < b0 ? sync_io(c, NBDSRV_IO_TRIM, a0, (uint32_t)(b0 - a0), NULL, s->io.fua,
+				      true) : 0;
 		break;
 	case NBDSRV_IO_ZERO:
 		/* Read, patch and write back is never fast. */
@@ -1468,13 +1546,15 @@ static int serve_unaligned(struct conn *c, struct slot *s)
 		}
 		/* fall through */
 	case NBDSRV_IO_WRITE:
-		pthread_mutex_lock(&x->rmw_lock);
-		wait_others_answered(c);
-		rmw_hold_writes(x);
+		/* What this reader holds back goes out first: the wait
+		 * below is for completions, which it may hold (flush_wake). */
+		flush_wake(c);
+		pthread_mutex_lock(&d->lock);
+		rmw_hold_writes(d);
 		r = rmw(c, s, s->io.op == NBDSRV_IO_WRITE ? s->io.buf : NULL);
-		atomic_store_explicit(&x->rmw_active, 0, memory_order_seq_cst);
-		syscall(SYS_futex, &x->rmw_active, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-		pthread_mutex_unlock(&x->rmw_lock);
+		atomic_store_explicit(&d->rmw_active, 0, memory_order_seq_cst);
+		syscall(SYS_futex, &d->rmw_active, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		pthread_mutex_unlock(&d->lock);
 		break;
 	default:
 		r = -EINVAL;
@@ -1498,22 +1578,22 @@ static bool modifies(enum nbdsrv_io_op op)
 	return op == NBDSRV_IO_WRITE || op == NBDSRV_IO_ZERO || op == NBDSRV_IO_TRIM;
 }
 
-/* Counts a write in its export before it is submitted; while a
+/* Counts a write in its bytes' domain before it is submitted; while a
  * read-modify-write runs on the export, waits for it to end first. */
 static void write_enter(struct conn *c, struct slot *s)
 {
-	struct export *x = (struct export *)c->exp;
+	struct rmw_dom *d = c->exp->dom;
 
 	for (;;) {
-		atomic_fetch_add_explicit(&x->writes, 1, memory_order_seq_cst);
-		if (!atomic_load_explicit(&x->rmw_active, memory_order_seq_cst))
+		atomic_fetch_add_explicit(&d->writes, 1, memory_order_seq_cst);
+		if (!atomic_load_explicit(&d->rmw_active, memory_order_seq_cst))
 			break;
-		write_leave(x);
+		write_leave(d);
 		/* What this reader holds back goes first: the
 		 * read-modify-write waits for it. */
 		flush_wake(c);
-		while (atomic_load_explicit(&x->rmw_active, memory_order_seq_cst))
-			futex_wait(&x->rmw_active, 1);
+		while (atomic_load_explicit(&d->rmw_active, memory_order_seq_cst))
+			futex_wait(&d->rmw_active, 1);
 	}
 	s->counted = true;
 }
@@ -1650,7 +1730,9 @@ static bool conn_unlink(struct conn *c)
 		c->next->prev = c->prev;
 	if (c->refuse) {
 		srv->n_refusing--;
-	} else {
+	} else if (c->provisional && !c->evicted) {
+		srv->n_provisional--;
+	} else if (!c->evicted) {
 		srv->n_conns--;
 		atomic_fetch_sub_explicit(&srv->n_active, 1, memory_order_relaxed);
 		if (c->exp && (srv->n_conns == 0 || now - srv->last_trim_ns >= 1000000000)) {
@@ -1790,6 +1872,11 @@ static void *conn_main(void *arg)
 	if (r == -ETIMEDOUT)
 		client_log(c->srv, LOG_INFO, "export %s: a client of %s was idle too long, closed",
 			   c->exp->e.name, peer_name(&c->peer, (char[32]){ 0 }, 32));
+	else if (r == -ETIME)
+		client_log(c->srv, LOG_WARNING, "export %s: a client of %s left a TLS record "
+			   "unfinished for %lld s, closed", c->exp->e.name,
+			   peer_name(&c->peer, (char[32]){ 0 }, 32),
+			   (long long)(c->srv->cfg.stall_timeout_ns / 1000000000));
 	else if (r < 0 && r != -EPIPE && r != -EPROTO && r != -EBADMSG)
 		client_log(c->srv, LOG_INFO, "export %s: connection ended: %s", c->exp->e.name,
 			   strerrordesc_np(-r) ?: "error");
@@ -1812,16 +1899,105 @@ out:
 /* ------------------------------------------------------------------ */
 /* accepting */
 
-/* Connections being served to the same user as peer; under srv->lock. */
+static bool same_user(const struct nbdsrv_peer *a, const struct nbdsrv_peer *b)
+{
+	return a->known == b->known && (!a->known || a->uid == b->uid);
+}
+
+/* Counted connections (served, or in a handshake that had a place) of
+ * the same user as peer; under srv->lock. */
 static unsigned user_conns(struct nbdsrv *srv, const struct nbdsrv_peer *peer)
 {
 	unsigned n = 0;
 
 	for (struct conn *c = srv->conns; c; c = c->next)
-		if (!c->refuse && c->peer.known == peer->known &&
-		    (!peer->known || c->peer.uid == peer->uid))
+		if (!c->refuse && !c->evicted && !c->provisional && same_user(&c->peer, peer))
 			n++;
 	return n;
+}
+
+/* Root and the server's own user: the ones who must be able to get in
+ * to set things right. */
+static bool peer_is_admin(const struct nbdsrv_peer *p)
+{
+	return p->known && (p->uid == 0 || p->uid == geteuid());
+}
+
+/* Why peer may not have one more counted connection, or NULL; *ret_by_user
+ * says whether it is its user's share that is full.  The last places are
+ * kept for admins.  Under srv->lock. */
+static const char *over_limit(struct nbdsrv *srv, const struct nbdsrv_peer *peer,
+			      bool *ret_by_user)
+{
+	unsigned cap = srv->cfg.max_connections;
+
+	*ret_by_user = false;
+	if (!peer_is_admin(peer))
+		cap -= CW_MIN(NBDSRV_ADMIN_RESERVE, cap - 1);
+	if (srv->n_conns >= cap)
+		return "too many connections to this server";
+	*ret_by_user = true;
+	if (user_conns(srv, peer) >= srv->cfg.max_per_user)
+		return peer->known ? "too many connections of this user" :
+				     "too many connections from the network";
+	return NULL;
+}
+
+/* The oldest counted connection still in its handshake (no export chosen,
+ * so not yet authenticated), of peer's user when by_user, else of anyone
+ * but an admin: the one to give way to a client that made progress.
+ * Under srv->lock. */
+static struct conn *stalled(struct nbdsrv *srv, const struct nbdsrv_peer *peer, bool by_user)
+{
+	struct conn *victim = NULL;
+
+	/* The list holds the newest first. */
+	for (struct conn *c = srv->conns; c; c = c->next) {
+		if (c->refuse || c->evicted || c->provisional || c->exp)
+			continue;
+		if (by_user ? !same_user(&c->peer, peer) : peer_is_admin(&c->peer))
+			continue;
+		victim = c;
+	}
+	return victim;
+}
+
+/* Ends c's handshake from the outside: it counts no more.  Under srv->lock. */
+static void evict(struct nbdsrv *srv, struct conn *c)
+{
+	c->evicted = true;
+	if (c->provisional) {
+		srv->n_provisional--;
+	} else {
+		srv->n_conns--;
+		atomic_fetch_sub_explicit(&srv->n_active, 1, memory_order_relaxed);
+	}
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+/* A connection accepted over a limit (provisional) sent an option other
+ * than STARTTLS (under TLS, where TLS is required), so it is no client
+ * stalled in its handshake: it takes a
+ * counted place, a free one or that of the oldest stalled connection.
+ * NULL, or why it cannot.  Under srv->lock. */
+static const char *claim_place(struct conn *c)
+{
+	struct nbdsrv *srv = c->srv;
+	const char *why;
+	struct conn *v;
+	bool by_user;
+
+	while ((why = over_limit(srv, &c->peer, &by_user))) {
+		v = stalled(srv, &c->peer, by_user);
+		if (!v)
+			return why;
+		evict(srv, v);
+	}
+	c->provisional = false;
+	srv->n_provisional--;
+	srv->n_conns++;
+	atomic_fetch_add_explicit(&srv->n_active, 1, memory_order_relaxed);
+	return NULL;
 }
 
 static void accept_one(struct nbdsrv *srv, unsigned li)
@@ -1831,6 +2007,7 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	struct conn *c;
 	pthread_attr_t attr;
 	int64_t now;
+	bool by_user, provisional = false;
 	int fd, one = 1, r;
 
 	fd = accept4(srv->listen_fds[li], NULL, NULL, SOCK_CLOEXEC);
@@ -1845,11 +2022,25 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	now = cw_now_ns();
 
 	pthread_mutex_lock(&srv->lock);
-	if (srv->n_conns >= srv->cfg.max_connections)
-		refuse = "too many connections to this server";
-	else if (user_conns(srv, &peer) >= srv->cfg.max_per_user)
-		refuse = peer.known ? "too many connections of this user" :
-				      "too many connections from the network";
+	/* Over a limit while connections stall in their handshake (a
+	 * partial TLS record, or nothing at all), a newcomer gets a
+	 * provisional place: if it makes progress it takes the place of the
+	 * oldest of them (claim_place), so clients that never finish a
+	 * handshake cannot lock out those that do.  The provisional places
+	 * are few: the oldest gives way to the newest. */
+	refuse = over_limit(srv, &peer, &by_user);
+	if (refuse && !srv->stopped && stalled(srv, &peer, by_user)) {
+		refuse = NULL;
+		provisional = true;
+		if (srv->n_provisional >= REFUSING_MAX) {
+			struct conn *oldest = NULL;
+
+			for (c = srv->conns; c; c = c->next)
+				if (c->provisional && !c->evicted)
+					oldest = c;
+			evict(srv, oldest);
+		}
+	}
 	/* A client over a limit is told so, by a few threads at most: a
 	 * flood of them is closed without a word. */
 	if (srv->stopped || (refuse && srv->n_refusing >= REFUSING_MAX)) {
@@ -1884,8 +2075,11 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	if (c->next)
 		c->next->prev = c;
 	srv->conns = c;
+	c->provisional = provisional;
 	if (refuse) {
 		srv->n_refusing++;
+	} else if (provisional) {
+		srv->n_provisional++;
 	} else {
 		srv->n_conns++;
 		atomic_fetch_add_explicit(&srv->n_active, 1, memory_order_relaxed);
@@ -1905,7 +2099,7 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 static void *acceptor_main(void *arg)
 {
 	struct nbdsrv *srv = arg;
-	struct pollfd pfd[MAX_LISTEN + 1];
+	struct pollfd pfd[NBDSRV_LISTEN_MAX + 1];
 	unsigned i;
 
 	for (i = 0; i < srv->n_listen; i++)
@@ -1957,6 +2151,10 @@ int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv)
 		srv->cfg.handshake_timeout_ns = HANDSHAKE_TIMEOUT_DEFAULT_NS;
 	if (!srv->cfg.reply_memory_bytes)
 		srv->cfg.reply_memory_bytes = REPLY_MEMORY_DEFAULT;
+	if (!srv->cfg.stall_timeout_ns)
+		srv->cfg.stall_timeout_ns = STALL_TIMEOUT_DEFAULT_NS;
+	srv->floor_bytes = srv->cfg.reply_memory_bytes / 2 / srv->cfg.max_connections;
+	srv->pool_bytes = srv->cfg.reply_memory_bytes - srv->floor_bytes * srv->cfg.max_connections;
 	if (!srv->cfg.max_inflight)
 		srv->cfg.max_inflight = 64;
 	if (srv->cfg.max_inflight > 4096 || srv->cfg.max_request > (1u << 30)) {
@@ -1971,10 +2169,12 @@ int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv)
 		return r;
 	}
 	srv->exports = calloc(EXPORTS_MAX, sizeof(*srv->exports));
+	srv->doms = calloc(EXPORTS_MAX, sizeof(*srv->doms));
 	srv->infos = calloc(EXPORTS_MAX, sizeof(*srv->infos));
 	srv->live = calloc(EXPORTS_MAX, sizeof(*srv->live));
-	if (!srv->exports || !srv->infos || !srv->live) {
+	if (!srv->exports || !srv->doms || !srv->infos || !srv->live) {
 		free(srv->exports);
+		free(srv->doms);
 		free(srv->infos);
 		free(srv->live);
 		close(srv->wake_fd);
@@ -2022,6 +2222,30 @@ static bool export_in_use(struct nbdsrv *srv, const struct export *x)
 		if (c->exp == x)
 			return true;
 	return false;
+}
+
+/* The domain of the bytes behind key, shared with the exports that use
+ * it already; under srv->lock.  There are as many domains as export
+ * slots, so one is always free. */
+static struct rmw_dom *dom_take(struct nbdsrv *srv, const void *key)
+{
+	struct rmw_dom *d, *free_d = NULL;
+
+	for (d = srv->doms; d < srv->doms + EXPORTS_MAX; d++) {
+		if (d->refs && d->key == key)
+			break;
+		if (!d->refs && !free_d)
+			free_d = d;
+	}
+	if (d == srv->doms + EXPORTS_MAX) {
+		d = free_d;
+		d->key = key;
+		pthread_mutex_init(&d->lock, NULL);
+		atomic_init(&d->writes, 0);
+		atomic_init(&d->rmw_active, 0);
+	}
+	d->refs++;
+	return d;
 }
 
 int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp)
@@ -2072,6 +2296,9 @@ int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp)
 	}
 	free((char *)x->e.name);
 	free((char *)x->e.description);
+	/* No connection uses the slot any more: nor its domain. */
+	if (x->dom && --x->dom->refs == 0)
+		pthread_mutex_destroy(&x->dom->lock);
 	*x = (struct export){ .e = *exp };
 	x->e.name = CW_TAKE_PTR(name);
 	x->e.description = CW_TAKE_PTR(desc);
@@ -2083,7 +2310,7 @@ int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp)
 		.min_block = min,
 		.max_request = max,
 	};
-	pthread_mutex_init(&x->rmw_lock, NULL);
+	x->dom = dom_take(srv, exp->data_key ? exp->data_key : (const void *)x);
 	rebuild_infos(srv);
 out:
 	pthread_mutex_unlock(&srv->lock);
@@ -2174,7 +2401,7 @@ int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size)
 static int add_listener(struct nbdsrv *srv, int fd, const char *unix_path,
 			enum cw_nbd_tls tls)
 {
-	if (srv->n_listen >= MAX_LISTEN) {
+	if (srv->n_listen >= NBDSRV_LISTEN_MAX) {
 		close(fd);
 		return -EMFILE;
 	}
@@ -2298,6 +2525,11 @@ int nbdsrv_listen_tcp(struct nbdsrv *srv, const char *host, const char *port,
 			continue;
 		}
 		r = add_listener(srv, fd, NULL, tls);
+		/* Full: an error, not an address left out in silence. */
+		if (r == -EMFILE) {
+			freeaddrinfo(res);
+			return r;
+		}
 		if (r < 0) {
 			last = r;
 			continue;
@@ -2380,7 +2612,7 @@ void nbdsrv_stop(struct nbdsrv *srv)
 	pthread_mutex_lock(&srv->lock);
 	for (c = srv->conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
-	while (srv->n_conns + srv->n_refusing > 0) {
+	while (srv->n_conns + srv->n_refusing + srv->n_provisional > 0) {
 		if (pthread_cond_timedwait(&srv->conns_gone, &srv->lock, &deadline) == ETIMEDOUT) {
 			/* A client that takes no replies must not hold
 			 * the daemon: cut its sends too. */
@@ -2411,6 +2643,7 @@ void nbdsrv_free(struct nbdsrv *srv)
 		free((char *)srv->exports[i].e.description);
 	}
 	free(srv->exports);
+	free(srv->doms);
 	free(srv->infos);
 	free(srv->live);
 	close(srv->wake_fd);

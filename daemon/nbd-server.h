@@ -158,6 +158,11 @@ struct nbdsrv_export {
 	/* Block size constraints; 0 picks 1, 4096 and the server's
 	 * max_request.  min is a power of two up to 64 KiB. */
 	uint32_t min_block, pref_block, max_block;
+	/* Exports with the same key (not NULL) reach the same bytes (two
+	 * exports of one partition): their read-modify-writes of blocks
+	 * smaller than min_block are serialized together.  NULL: the
+	 * export's bytes are its own. */
+	const void *data_key;
 	const struct nbdsrv_backend_ops *ops;
 	void *backend;
 };
@@ -209,7 +214,14 @@ typedef void (*nbdsrv_log_fn)(void *userdata, int priority, const char *msg);
 struct nbdsrv_config {
 	uint32_t max_request;		/* largest READ/WRITE; 0: 32 MiB */
 	/* Connections served at once; 0: 64.  A client over a limit is
-	 * told so (NBD_REP_ERR_POLICY to its options) and closed. */
+	 * told so (NBD_REP_ERR_POLICY to its options) and closed; but while
+	 * connections stall in their handshake (not yet authenticated, no
+	 * export chosen), a newcomer is let in provisionally, and once it
+	 * sends an option (after STARTTLS, where TLS is on) it takes the
+	 * place of the oldest of them, so clients that never finish their
+	 * handshake cannot lock the others out.  The last
+	 * NBDSRV_ADMIN_RESERVE connections are kept for root and the
+	 * server's own user on a unix socket. */
 	unsigned max_connections;
 	/* Of those, per user (every TCP client counts as one user); 0:
 	 * half of max_connections, so one user cannot lock out the rest. */
@@ -219,10 +231,17 @@ struct nbdsrv_config {
 	/* A connection with nothing in flight that sends no request for
 	 * this long is closed; 0: never. */
 	int64_t idle_timeout_ns;
+	/* A client that takes none of its replies, or sends no byte of a
+	 * TLS record it began, for this long is closed and its reply memory
+	 * freed; 0: 30 s. */
+	int64_t stall_timeout_ns;
 	/* Payload bytes (read data waiting to be sent, write data being
 	 * written) of all connections together; a connection over its share
-	 * is not read until it drains.  Buffers kept for reuse are bounded
-	 * by half of it.  0: 256 MiB. */
+	 * is not read until it drains.  Half of it is split evenly among
+	 * max_connections, a floor each connection may always use; the
+	 * other half goes to whoever asks, each within budget / connections
+	 * open, so clients that take no replies cannot hold all of it.
+	 * Buffers kept for reuse are bounded by half of it.  0: 256 MiB. */
 	uint64_t reply_memory_bytes;
 	unsigned max_inflight;		/* requests per connection; 0: 64 */
 	/* A reader whose recent waits for the next request were shorter
@@ -244,6 +263,12 @@ struct nbdsrv_config {
 	 * copied: it must outlive the server); NULL: none may. */
 	const struct nbdtls_creds *tls_creds;
 };
+
+/* Connections kept for root and the server's own user (on a unix
+ * socket) once the others reached max_connections - this. */
+#define NBDSRV_ADMIN_RESERVE 2u
+/* Listeners one server holds (a TCP address may resolve to several). */
+#define NBDSRV_LISTEN_MAX 16
 
 struct nbdsrv;
 

@@ -13,10 +13,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -57,6 +59,28 @@ static int need_file(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* A secret (a private key, pre-shared keys): readable, and by no one but
+ * its owner and group; a key every user can read is no secret, and is
+ * refused rather than served with. */
+static int need_secret(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	char why[128];
+	int r = need_file(path, err, errlen);
+
+	if (r < 0)
+		return r;
+	if (stat(path, &st) < 0)
+		return say(err, errlen, -errno, path, strerror(errno));
+	if (st.st_mode & (S_IROTH | S_IWOTH)) {
+		snprintf(why, sizeof(why), "a secret that every user may %s (mode %04o); "
+			 "chmod o-rwx it", st.st_mode & S_IROTH ? "read" : "change",
+			 (unsigned)(st.st_mode & 07777));
+		return say(err, errlen, -EPERM, path, why);
+	}
+	return 0;
+}
+
 static int load_x509(struct nbdtls_creds *c, const char *dir, char *err, size_t errlen)
 {
 	char ca[4200], cert[4200], key[4200], crl[4200];
@@ -70,7 +94,7 @@ static int load_x509(struct nbdtls_creds *c, const char *dir, char *err, size_t 
 	if (r == 0)
 		r = need_file(cert, err, errlen);
 	if (r == 0)
-		r = need_file(key, err, errlen);
+		r = need_secret(key, err, errlen);
 	if (r < 0)
 		return r;
 	g = gnutls_certificate_allocate_credentials(&c->x509);
@@ -94,7 +118,7 @@ static int load_x509(struct nbdtls_creds *c, const char *dir, char *err, size_t 
 
 static int load_psk(struct nbdtls_creds *c, const char *file, char *err, size_t errlen)
 {
-	int g, r = need_file(file, err, errlen);
+	int g, r = need_secret(file, err, errlen);
 
 	if (r < 0)
 		return r;
@@ -193,8 +217,16 @@ int nbdtls_accept(const struct nbdtls_creds *c, int fd, int64_t timeout_ns,
 		return say(err, errlen, g == GNUTLS_E_TIMEDOUT ? -ETIMEDOUT : -EPROTO,
 			   "TLS handshake", gnutls_strerror(g));
 	}
+	nbdtls_set_timeout(t, timeout_ns);
 	*ret_tls = t;
 	return 0;
+}
+
+void nbdtls_set_timeout(struct nbdtls *t, int64_t timeout_ns)
+{
+	/* Whole milliseconds, at least one: 0 would mean none. */
+	gnutls_record_set_timeout(t->s, (unsigned)CW_MIN(CW_MAX((timeout_ns + 999999) / 1000000,
+								INT64_C(1)), INT64_C(UINT_MAX - 1)));
 }
 
 ssize_t nbdtls_recv(struct nbdtls *t, void *buf, size_t n)
@@ -204,8 +236,13 @@ ssize_t nbdtls_recv(struct nbdtls *t, void *buf, size_t n)
 
 		if (r >= 0)
 			return r;
+		/* GnuTLS says AGAIN on a blocking socket too, after a
+		 * record that carried no data (TLS 1.3's post-handshake
+		 * messages). */
 		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
 			continue;
+		if (r == GNUTLS_E_TIMEDOUT)
+			return -ETIME;
 		/* A client that closes without saying goodbye has ended the
 		 * stream all the same. */
 		if (r == GNUTLS_E_PREMATURE_TERMINATION)
@@ -224,8 +261,12 @@ static int send_all(struct nbdtls *t, const uint8_t *p, size_t n)
 	while (n > 0) {
 		ssize_t r = gnutls_record_send(t->s, p, n);
 
-		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+		if (r == GNUTLS_E_INTERRUPTED)
 			continue;
+		/* The socket is blocking: only its SO_SNDTIMEO ends a send
+		 * with EAGAIN. */
+		if (r == GNUTLS_E_AGAIN)
+			return -ETIMEDOUT;
 		if (r < 0)
 			return -EPIPE;
 		p += r;
@@ -252,9 +293,9 @@ int nbdtls_sendv(struct nbdtls *t, const struct iovec *iov, int n)
 
 		do {
 			g = gnutls_record_uncork(t->s, GNUTLS_RECORD_WAIT);
-		} while (g == GNUTLS_E_AGAIN || g == GNUTLS_E_INTERRUPTED);
+		} while (g == GNUTLS_E_INTERRUPTED);
 		if (r == 0 && g < 0)
-			r = -EPIPE;
+			r = g == GNUTLS_E_AGAIN ? -ETIMEDOUT : -EPIPE;
 	}
 	return r;
 }

@@ -1384,6 +1384,8 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 		.min_block = (uint32_t)align,
 		.pref_block = CW_MAX(pb->cfg->exports.block_size, (uint32_t)align),
 		.max_block = pb->cfg->exports.max_request_bytes,
+		/* Every export of the partition reaches the same blocks. */
+		.data_key = part,
 		.ops = &pb_ops,
 		.backend = x,
 	};

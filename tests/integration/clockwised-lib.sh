@@ -69,6 +69,41 @@ cwd_start() {
 	cwd_is_ready
 }
 
+# cwd_start_tcp CONF: starts the daemon on a loopback port free a moment
+# ago, after `CONF PORT` wrote its configuration; the port in cwd_port
+# (empty, and false, if five tries found none).
+cwd_start_tcp() {
+	local p try
+	cwd_port=
+	for try in 1 2 3 4 5; do
+		p=$((20000 + RANDOM % 40000))
+		"$1" "$p"
+		cwd_start 2>/dev/null || continue
+		if grep -q "listening on 127.0.0.1:$p" "$(cwd_log)"; then cwd_port=$p; return 0; fi
+		cwd_stop
+	done
+	return 1
+}
+
+# tls_ca DIR: a CA in DIR (ca-key.pem, ca-cert.pem), made with certtool.
+tls_ca() {
+	certtool --generate-privkey --outfile "$1/ca-key.pem" 2>/dev/null &&
+	printf 'cn = clockwise test CA\nca\ncert_signing_key\nexpiration_days = 2\n' >"$1/ca.info" &&
+	certtool --generate-self-signed --load-privkey "$1/ca-key.pem" --template "$1/ca.info" \
+		--outfile "$1/ca-cert.pem" 2>/dev/null
+}
+
+# tls_signed CADIR KEY CERT ROLE: a key and a certificate for localhost
+# the CA signed; ROLE tls_www_server or tls_www_client.
+tls_signed() {
+	certtool --generate-privkey --outfile "$2" 2>/dev/null &&
+	printf 'organization = clockwise test\ncn = localhost\ndns_name = localhost\n%s\nencryption_key\nsigning_key\nexpiration_days = 2\n' \
+		"$4" >"$2.info" &&
+	certtool --generate-certificate --load-ca-certificate "$1/ca-cert.pem" \
+		--load-ca-privkey "$1/ca-key.pem" --load-privkey "$2" --template "$2.info" \
+		--outfile "$3" 2>/dev/null
+}
+
 cwd_stop() {
 	local rc=0
 	kill -TERM "$cwd_pid" && wait "$cwd_pid" || rc=$?

@@ -22,26 +22,13 @@ client=$top_builddir/tests/integration/nbd-proto-client
 pki=$cw_tmp/pki
 other=$cw_tmp/other-ca
 mkdir -p "$pki" "$other" "$cw_tmp/client" "$cw_tmp/stranger"
-ca() { # DIR: a CA in DIR (ca-key.pem, ca-cert.pem)
-	certtool --generate-privkey --outfile "$1/ca-key.pem" 2>/dev/null &&
-	printf 'cn = clockwise test CA\nca\ncert_signing_key\nexpiration_days = 2\n' >"$1/ca.info" &&
-	certtool --generate-self-signed --load-privkey "$1/ca-key.pem" --template "$1/ca.info" \
-		--outfile "$1/ca-cert.pem" 2>/dev/null
-}
-signed() { # CADIR KEY CERT ROLE: a key and a certificate the CA signed
-	certtool --generate-privkey --outfile "$2" 2>/dev/null &&
-	printf 'organization = clockwise test\ncn = localhost\ndns_name = localhost\n%s\nencryption_key\nsigning_key\nexpiration_days = 2\n' \
-		"$4" >"$2.info" &&
-	certtool --generate-certificate --load-ca-certificate "$1/ca-cert.pem" \
-		--load-ca-privkey "$1/ca-key.pem" --load-privkey "$2" --template "$2.info" \
-		--outfile "$3" 2>/dev/null
-}
-check "a CA" ca "$pki"
-check "the server's certificate" signed "$pki" "$pki/server-key.pem" "$pki/server-cert.pem" tls_www_server
+check "a CA" tls_ca "$pki"
+check "the server's certificate" tls_signed "$pki" "$pki/server-key.pem" "$pki/server-cert.pem" \
+	tls_www_server
 cp "$pki/ca-cert.pem" "$cw_tmp/client/"
-check "a client certificate" signed "$pki" "$cw_tmp/client/client-key.pem" \
+check "a client certificate" tls_signed "$pki" "$cw_tmp/client/client-key.pem" \
 	"$cw_tmp/client/client-cert.pem" tls_www_client
-check "another CA" ca "$other"
+check "another CA" tls_ca "$other"
 cp "$other/ca-cert.pem" "$cw_tmp/stranger/"
 check "a PSK for alice" psktool -u alice -p "$cw_tmp/keys.psk"
 mkdir -p "$cw_tmp/alice" "$cw_tmp/mallory"
@@ -151,14 +138,8 @@ tls = { certificates = "$pki"; };
 access = { read_write = [ "*" ]; };
 EOC
 }
-port=
-for try in 1 2 3 4 5; do
-	p=$((20000 + RANDOM % 40000))
-	tcp_conf $p
-	cwd_start 2>/dev/null || continue
-	if grep -q "listening on 127.0.0.1:$p" "$(cwd_log)"; then port=$p; break; fi
-	cwd_stop
-done
+cwd_start_tcp tcp_conf
+port=$cwd_port
 check "a TCP listener that requires TLS" test -n "$port"
 tcp_uri() { echo "nbds://localhost:$port/vol?tls-certificates=$1"; }
 check "tcp: nbdinfo over TLS, the server's certificate verified" \

@@ -582,6 +582,13 @@ static void test_bad_listen(void)
 	load_bad("listen = { tcp = [ \"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", \"8\", \"9\", \"10\", \"11\","
 		 " \"12\", \"13\", \"14\", \"15\", \"16\", \"17\" ]; };\n",
 		 "1: listen.tcp has 17 entries; expected at most 16");
+	/* Unix and TCP together: the server holds 16 listeners. */
+	load_bad("listen = {\n unix = [ \"/a1\", \"/a2\", \"/a3\", \"/a4\", \"/a5\", \"/a6\", \"/a7\","
+		 " \"/a8\", \"/a9\" ];\n"
+		 " tcp = [ \"127.0.0.1:1\", \"127.0.0.1:2\", \"127.0.0.1:3\", \"127.0.0.1:4\","
+		 " \"127.0.0.1:5\", \"127.0.0.1:6\", \"127.0.0.1:7\", \"127.0.0.1:8\" ]; };\n",
+		 "3: listen.tcp[7] is one listener too many: the daemon listens on at most 16 "
+		 "(unix and tcp together)");
 }
 
 static void count_warning(void *userdata, const char *msg)
@@ -715,10 +722,12 @@ static void test_limits(void)
 	CU_ASSERT_EQUAL(c->limits.connections_per_user, 32);
 	CU_ASSERT_EQUAL(c->limits.handshake_timeout_s, 10);
 	CU_ASSERT_EQUAL(c->limits.idle_timeout_s, 0);
+	CU_ASSERT_EQUAL(c->limits.stall_timeout_s, 30);
 	CU_ASSERT_EQUAL(c->limits.reply_memory_bytes, UINT64_C(256) << 20);
 	cwd_config_free(c);
 	c = load_ok("limits = { connections = 10; idle_timeout_s = 600; handshake_timeout_s = 3;"
-		    " reply_memory_bytes = 1048576; };\n");
+		    " reply_memory_bytes = 1048576; stall_timeout_s = 5; };\n");
+	CU_ASSERT_EQUAL(c->limits.stall_timeout_s, 5);
 	CU_ASSERT_EQUAL(c->limits.connections, 10);
 	CU_ASSERT_EQUAL(c->limits.connections_per_user, 5);	/* half, by default */
 	CU_ASSERT_EQUAL(c->limits.idle_timeout_s, 600);
@@ -741,7 +750,7 @@ static void test_limits(void)
 		 "1048576 to 68719476736");
 	load_bad("limits = { idle = 5; };\n",
 		 "1: unknown setting \"idle\" in limits; expected connections, connections_per_user, "
-		 "handshake_timeout_s, idle_timeout_s or reply_memory_bytes");
+		 "handshake_timeout_s, idle_timeout_s, stall_timeout_s or reply_memory_bytes");
 }
 
 /* An error inside an @include'd file names that file and its line. */

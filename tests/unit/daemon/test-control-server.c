@@ -797,6 +797,71 @@ static void test_idle_timeout(void)
 	fx_stop(&f);
 }
 
+/* Connects n times as euid uid (the kernel's SO_PEERCRED names the
+ * effective user); returns how many the server kept after a dispatch. */
+static int connect_as(struct fixture *f, const char *path, uid_t uid, int *fds, int n)
+{
+	int kept = 0;
+
+	CU_ASSERT_FATAL(seteuid(uid) == 0);
+	for (int i = 0; i < n; i++)
+		fds[i] = connect_to(path);
+	CU_ASSERT_FATAL(seteuid(0) == 0);
+	drain(f->srv);
+	for (int i = 0; i < n; i++) {
+		char buf[512];
+		ssize_t r = recv(fds[i], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+
+		if (r > 0) {
+			buf[r] = '\0';
+			CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"busy\""));
+		} else {
+			kept++;
+		}
+	}
+	return kept;
+}
+
+/* One user kept 64 control connections alive and root got "busy": now a
+ * user holds at most a quarter of them, and the last two are root's. */
+static void test_shares_and_root_reserve(void)
+{
+	struct fixture f;
+	char path[160], buf[4096];
+	int fds[5][20], root, kept[5];
+	size_t len = 0;
+
+	if (geteuid() != 0) {
+		printf("skipped: connecting as other users needs root\n");
+		return;
+	}
+	fx_start(&f, true);
+	tp_path(&f.t, "ctl", path, sizeof(path));
+	CU_ASSERT_FATAL(chmod(f.t.dir, 0711) == 0 && chmod(path, 0666) == 0);
+	/* Five users, 20 connections each. */
+	printf("\n  kept of 20:");
+	for (int u = 0; u < 5; u++) {
+		kept[u] = connect_as(&f, path, (uid_t)(65534 - u), fds[u], 20);
+		printf(" %d", kept[u]);
+	}
+	printf("\n");
+	CU_ASSERT_EQUAL(kept[0], 16);
+	CU_ASSERT_EQUAL(kept[1], 16);
+	CU_ASSERT_EQUAL(kept[2], 16);
+	CU_ASSERT_EQUAL(kept[3], 64 - 2 - 3 * 16);
+	CU_ASSERT_EQUAL(kept[4], 0);
+	root = connect_to(path);
+	CU_ASSERT_FATAL(send(root, "{\"cmd\":\"part.list\"}\n", 20, MSG_NOSIGNAL) == 20);
+	drain(f.srv);
+	read_lines(root, buf, sizeof(buf), &len, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ok\":true"));
+	close(root);
+	for (int u = 0; u < 5; u++)
+		for (int i = 0; i < 20; i++)
+			close(fds[u][i]);
+	fx_stop(&f);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("control-server", NULL, NULL);
@@ -811,5 +876,6 @@ int main(void)
 	cwtest_add(s, "a database that refuses changes nothing", test_database_refuses);
 	cwtest_add(s, "a start that fails takes back its hooks", test_start_fails_cleanly);
 	cwtest_add(s, "silent connections are closed", test_idle_timeout);
+	cwtest_add(s, "a share per user, a reserve for root", test_shares_and_root_reserve);
 	return cwtest_run();
 }
