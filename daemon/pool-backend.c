@@ -736,6 +736,15 @@ static int pb_rt_priority(void *backend)
 	return (int)x->pb->cfg->rt_priority;
 }
 
+/* The reader of a connection asks now and then: one that holds the
+ * export's real-time priority spends what its stream was admitted for. */
+static uint64_t pb_cpu_budget(void *backend, bool rt, struct cw_host_model *ret_model)
+{
+	struct pbx *x = backend;
+
+	return pb_host_budget(x->pb, rt ? x->resv : NULL, ret_model);
+}
+
 void pb_guarantee_lacks(struct pb *pb, unsigned cond)
 {
 	atomic_fetch_or(&pb->conditions, cond);
@@ -771,6 +780,7 @@ static void pb_reply_late(void *backend, const struct nbdsrv_io *io, int64_t sen
 
 static const struct nbdsrv_backend_ops pb_ops = {
 	.rt_priority = pb_rt_priority,
+	.cpu_budget = pb_cpu_budget,
 	.reply_late = pb_reply_late,
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
@@ -1585,6 +1595,7 @@ int pb_start(struct pb *pb)
 	r = pb_mover_start(pb);
 	if (r < 0)
 		return r;
+	pb_host_publish(pb);
 	pb->started = true;
 	return 0;
 }
