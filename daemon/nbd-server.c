@@ -1584,14 +1584,23 @@ static void conn_go_best_effort(struct conn *c)
  * holds the real-time priority spends no more than its stream was
  * admitted for, or becomes best effort; every other connection waits
  * while all of them together have spent what admission leaves to best
- * effort. */
-static int cpu_spend(struct conn *c, uint32_t bytes)
+ * effort on what no disk serves (what a disk serves it books, in the
+ * order its weights give: charged here too, a disk faster than that
+ * budget lost the weights). */
+static int cpu_spend(struct conn *c, const struct cw_nbd_request *req, uint32_t bytes)
 {
 	const struct nbdsrv_export *e = &c->exp->e;
 	int64_t now = cw_now_ns();
 
 	if (!e->ops->cpu_budget)
 		return 0;
+	if (!c->rt_holder && bytes && req->type == CW_NBD_CMD_WRITE)
+		return 0;
+	if (!c->rt_holder && bytes && e->ops->diskless_bytes) {
+		bytes = (uint32_t)e->ops->diskless_bytes(e->backend, req->offset, bytes);
+		if (!bytes)
+			return 0;
+	}
 	for (;;) {
 		_Atomic int64_t *tat = c->rt_holder ? &c->cpu_tat_ns : &c->srv->be_tat_ns;
 		int64_t old, next, w;
@@ -1659,7 +1668,7 @@ static int transmission(struct conn *c)
 		}
 		bytes = (req.type == CW_NBD_CMD_READ || req.type == CW_NBD_CMD_WRITE) &&
 			v.action == CW_NBD_EXEC ? req.length : 0;
-		r = cpu_spend(c, bytes);
+		r = cpu_spend(c, &req, bytes);
 		if (r < 0)
 			return r == -ECONNRESET ? 0 : r;
 		s = take_slot(c, bytes);

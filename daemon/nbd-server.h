@@ -127,6 +127,12 @@ struct nbdsrv_backend_ops {
 	 * together; UINT64_MAX: no bound.  The reader asks now and then; it
 	 * must not block. */
 	uint64_t (*cpu_budget)(void *backend, bool rt, struct cw_host_model *ret_model);
+	/* Optional, with cpu_budget.  How many bytes of a READ of
+	 * [offset, offset + length) no disk serves (holes, read as zeros):
+	 * a best-effort request's bytes that a disk serves are booked in
+	 * the disk's time and order, and not charged again; without it
+	 * every byte is. */
+	uint64_t (*diskless_bytes)(void *backend, uint64_t offset, uint64_t length);
 	/* Optional.  The reply to io, which had a deadline, was sent at
 	 * sent_ns, after it (called by the thread that sent it, before io
 	 * is reused: it must not block). */
