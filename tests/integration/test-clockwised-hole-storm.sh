@@ -11,14 +11,11 @@
 # for; the others are best effort, whose CPU the daemon bounds to what
 # admission leaves free.  The stream misses nothing, in either phase,
 # and while it plays only its connection's two threads run at real-time
-# priority.  The player runs at real-time priority 5, as a media player
-# would, below the daemon's threads (10, and 11 for the dispatchers),
-# where the system allows it: a host busy with other work delays a player
-# at normal priority by itself.  (On 5ff71f3, where every connection of
-# the stream's export ran at real-time priority, all ten of its threads
-# did, and the stream missed 6 blocks beside the holes read on the other
-# export, the daemon 4 deadlines, 238-356 ms late, and 1 beside those on
-# its own.)
+# priority.  The player runs at real-time priority 10, as a media player
+# would (and as tests/bench/guarantee's do), where the system allows it:
+# a host busy with other work delays a player at normal priority by
+# itself.  (On 5ff71f3, where every connection of the stream's export ran
+# at real-time priority, all ten of its threads did.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
 requires fio jq qemu-io
@@ -28,8 +25,8 @@ d=$cw_tmp
 SECS=${CW_HOLE_STORM_SECS:-12}
 BLOCK=256K
 rt_opt=() assert=1
-if chrt -f 5 true 2>/dev/null; then
-	rt_opt=(--rt-priority 5)
+if chrt -f 10 true 2>/dev/null; then
+	rt_opt=(--rt-priority 10)
 else
 	echo "(no real-time priority here: misses are reported, not asserted)"
 	assert=
