@@ -173,6 +173,8 @@ struct conn {
 	 * real-time priority, else the server's best-effort one; the rate
 	 * and model the back end last gave, at cpu_at_ns. */
 	bool rt_holder;
+	bool rt_demoted;		/* may not take it (again) */
+	bool writer_started;
 	_Atomic int64_t cpu_tat_ns;
 	int64_t cpu_at_ns;
 	uint64_t cpu_rate_ps;
@@ -1532,6 +1534,8 @@ static void write_enter(struct conn *c, struct slot *s)
 	s->counted = true;
 }
 
+static void conn_go_realtime(struct conn *c);
+
 /* Waits up to ns, or until the client hangs up or the server stops
  * reading it: -ECONNRESET when the server stops. */
 static int cpu_wait(struct conn *c, int64_t ns)
@@ -1562,6 +1566,7 @@ static void conn_go_best_effort(struct conn *c)
 	struct sched_param sp = { 0 };
 
 	c->rt_holder = false;
+	c->rt_demoted = true;
 	c->cpu_at_ns = 0;
 	(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
 	(void)pthread_setschedparam(c->writer, SCHED_OTHER, &sp);
@@ -1594,6 +1599,12 @@ static int cpu_spend(struct conn *c, const struct cw_nbd_request *req, uint32_t 
 
 	if (!e->ops->cpu_budget)
 		return 0;
+	/* the priority let go by another connection (it ended, or asked
+	 * for more than its budget): the stream's player may have come
+	 * while that one held it */
+	if (!c->rt_holder && !c->rt_demoted && e->ops->rt_priority &&
+	    !atomic_load(&((struct export *)c->exp)->rt_held))
+		conn_go_realtime(c);
 	if (!c->rt_holder && bytes && req->type == CW_NBD_CMD_WRITE)
 		return 0;
 	if (!c->rt_holder && bytes && e->ops->diskless_bytes) {
@@ -1847,9 +1858,12 @@ static void heap_trim(void)
  * the data after.  Without the privilege it says so once.  Only one
  * connection of the export at a time, the first, holds that priority and
  * the stream's CPU budget (cpu_spend), until it ends or asks for more
- * than that: any client of an export bound to a reservation could
- * otherwise read holes at real-time priority, pure CPU that starved the
- * streams' threads; the others are best effort. */
+ * than that (then another may take it, at its next request): any client
+ * of an export bound to a reservation could otherwise read holes at
+ * real-time priority, pure CPU that starved the streams' threads; the
+ * others are best effort.  Taken later, the writer is raised too; the
+ * CPU its threads spent before is not the stream's, and is left out of
+ * the host's watch (their clocks are not set). */
 static void conn_go_realtime(struct conn *c)
 {
 	static atomic_bool told;
@@ -1863,12 +1877,16 @@ static void conn_go_realtime(struct conn *c)
 	sp.sched_priority = e->ops->rt_priority(e->backend);
 	if (sp.sched_priority <= 0) {
 		atomic_store(&x->rt_held, false);
+		c->rt_demoted = true;	/* none to take: not asked again */
 		return;
 	}
 	c->rt_holder = true;
+	c->cpu_at_ns = 0;
 	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (r == 0 && c->writer_started)
+		(void)pthread_setschedparam(c->writer, SCHED_FIFO, &sp);
 	c->realtime = r == 0;
-	if (c->realtime)
+	if (c->realtime && c->rd_fd < 0)
 		c->rd_fd = rundelay_open();
 	if (r && !atomic_exchange(&told, true))
 		srv_log(c->srv, LOG_NOTICE, "export %s: connections stay at normal priority: %s",
@@ -1907,6 +1925,7 @@ static void *conn_main(void *arg)
 			strerrordesc_np(-r) ?: "error");
 		goto out;
 	}
+	c->writer_started = true;
 	thread_name(c->writer, "cw-w:%s", c->exp->e.name);
 	if (c->realtime && pthread_getcpuclockid(pthread_self(), &c->reader_clk) == 0 &&
 	    pthread_getcpuclockid(c->writer, &c->writer_clk) == 0)
