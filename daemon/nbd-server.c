@@ -65,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <clockwise/admit.h>
 #include <clockwise/nbd.h>
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -101,6 +102,8 @@
 #define CLIENT_LOGS_PER_S 5
 /* A stop waits this long for clients to take their last replies. */
 #define STOP_GRACE_S 10
+/* A reader asks its back end for its CPU budget this often. */
+#define CPU_BUDGET_REFRESH_NS (100 * 1000000)
 #define BATCH_MAX 256
 
 /* Exports live in a fixed array, so a connection's pointer to its export
@@ -127,6 +130,8 @@ struct export {
 	struct cw_nbd_limits lim;
 	bool removed;
 	struct rmw_dom *dom;	/* never NULL once added */
+	/* A connection holds its real-time priority (conn_go_realtime). */
+	atomic_bool rt_held;
 };
 
 struct slot {
@@ -183,6 +188,16 @@ struct conn {
 	size_t rpos, rlen;
 	uint32_t wait_avg;		/* recent waits for input, smoothed (ns) */
 	bool realtime;			/* runs SCHED_FIFO: never polls */
+	/* Its CPU budget (cpu_spend): its own while it holds the export's
+	 * real-time priority, else the server's best-effort one; the rate
+	 * and model the back end last gave, at cpu_at_ns. */
+	bool rt_holder;
+	bool rt_demoted;		/* may not take it (again) */
+	bool writer_started;
+	_Atomic int64_t cpu_tat_ns;
+	int64_t cpu_at_ns;
+	uint64_t cpu_rate_ps;
+	struct cw_host_model cpu_model;
 	/* A real-time connection's threads' CPU clocks, for the host's
 	 * watch (nbdsrv_rt_cpu_ns): set once both threads run; the writer's
 	 * last CPU time once it ended (0 before). */
@@ -261,6 +276,7 @@ struct nbdsrv {
 	atomic_uint_fast64_t buf_bytes;		/* slot buffers allocated */
 	int64_t last_trim_ns;			/* under lock */
 	uint64_t rt_cpu_gone_ns;		/* under lock: of ended real-time connections */
+	_Atomic int64_t be_tat_ns;		/* every best-effort connection's budget */
 
 	/* Messages about clients, limited (client_log). */
 	pthread_mutex_t log_lock;
@@ -1598,6 +1614,118 @@ static void write_enter(struct conn *c, struct slot *s)
 	s->counted = true;
 }
 
+static void conn_go_realtime(struct conn *c);
+
+/* Waits up to ns, or until the client hangs up or the server stops
+ * reading it: -ECONNRESET when the server stops. */
+static int cpu_wait(struct conn *c, int64_t ns)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+	struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+	bool stopped;
+
+	if (ppoll(&p, 1, &ts, NULL) <= 0)
+		return 0;
+	pthread_mutex_lock(&c->srv->lock);
+	stopped = c->srv->stopped;
+	pthread_mutex_unlock(&c->srv->lock);
+	if (stopped)
+		return -ECONNRESET;
+	/* a client that only stopped sending still has its requests served */
+	clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+	return 0;
+}
+
+/* The connection that held its export's real-time priority asked for
+ * more than the stream was admitted for: it is best effort from now on,
+ * its threads at normal priority and its CPU no longer the streams', and
+ * the next connection to the export may hold the priority. */
+static void conn_go_best_effort(struct conn *c)
+{
+	struct nbdsrv *srv = c->srv;
+	struct sched_param sp = { 0 };
+
+	c->rt_holder = false;
+	c->rt_demoted = true;
+	c->cpu_at_ns = 0;
+	(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	(void)pthread_setschedparam(c->writer, SCHED_OTHER, &sp);
+	pthread_mutex_lock(&srv->lock);
+	if (atomic_load(&c->clocks)) {
+		srv->rt_cpu_gone_ns += (uint64_t)cw_clock_ns(c->reader_clk) +
+				       (uint64_t)cw_clock_ns(c->writer_clk);
+		atomic_store(&c->clocks, false);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	atomic_store(&((struct export *)c->exp)->rt_held, false);
+	client_log(srv, LOG_NOTICE, "export %s: a client of %s asked for more than its "
+		   "reservation was admitted for: best effort from now on", c->exp->e.name,
+		   peer_name(&c->peer, (char[32]){ 0 }, 32));
+}
+
+/* Before a request starts, its connection pays for it from its CPU
+ * budget (clockwise/admit.h): a read of holes costs no disk time, only
+ * CPU and socket time, which no disk's test books.  The connection that
+ * holds the real-time priority spends no more than its stream was
+ * admitted for, or becomes best effort; every other connection waits
+ * while all of them together have spent what admission leaves to best
+ * effort on what no disk serves (what a disk serves it books, in the
+ * order its weights give: charged here too, a disk faster than that
+ * budget lost the weights). */
+static int cpu_spend(struct conn *c, const struct cw_nbd_request *req, uint32_t bytes)
+{
+	const struct nbdsrv_export *e = &c->exp->e;
+	int64_t now = cw_now_ns();
+
+	if (!e->ops->cpu_budget)
+		return 0;
+	/* the priority let go by another connection (it ended, or asked
+	 * for more than its budget): the stream's player may have come
+	 * while that one held it */
+	if (!c->rt_holder && !c->rt_demoted && e->ops->rt_priority &&
+	    !atomic_load(&((struct export *)c->exp)->rt_held))
+		conn_go_realtime(c);
+	if (!c->rt_holder && bytes && req->type == CW_NBD_CMD_WRITE)
+		return 0;
+	if (!c->rt_holder && bytes && e->ops->diskless_bytes) {
+		bytes = (uint32_t)e->ops->diskless_bytes(e->backend, req->offset, bytes);
+		if (!bytes)
+			return 0;
+	}
+	for (;;) {
+		_Atomic int64_t *tat = c->rt_holder ? &c->cpu_tat_ns : &c->srv->be_tat_ns;
+		int64_t old, next, w;
+		int r;
+
+		if (!c->cpu_at_ns || now - c->cpu_at_ns >= CPU_BUDGET_REFRESH_NS) {
+			c->cpu_rate_ps = e->ops->cpu_budget(e->backend, c->rt_holder, &c->cpu_model);
+			c->cpu_at_ns = now;
+		}
+		if (c->cpu_rate_ps == UINT64_MAX)
+			return 0;
+		old = atomic_load_explicit(tat, memory_order_relaxed);
+		w = cw_host_budget_take(old, now, c->cpu_rate_ps, cw_host_cost_ps(&c->cpu_model, 1, bytes),
+					c->rt_holder ? CW_HOST_RT_BURST_NS : CW_HOST_BE_BURST_NS, &next);
+		if (w < 0)	/* no rate: no bound */
+			return 0;
+		if (w == 0) {
+			if (atomic_compare_exchange_weak_explicit(tat, &old, next, memory_order_relaxed,
+								  memory_order_relaxed))
+				return 0;
+			continue;
+		}
+		if (c->rt_holder) {
+			conn_go_best_effort(c);
+			continue;
+		}
+		flush_wake(c);
+		r = cpu_wait(c, w);
+		if (r < 0)
+			return r;
+		now = cw_now_ns();
+	}
+}
+
 /* Reads and dispatches requests until the client leaves or errs. */
 static int transmission(struct conn *c)
 {
@@ -1631,6 +1759,9 @@ static int transmission(struct conn *c)
 		}
 		bytes = (req.type == CW_NBD_CMD_READ || req.type == CW_NBD_CMD_WRITE) &&
 			v.action == CW_NBD_EXEC ? req.length : 0;
+		r = cpu_spend(c, &req, bytes);
+		if (r < 0)
+			return r == -ECONNRESET ? 0 : r;
 		s = take_slot(c, bytes);
 		if (!s)
 			return -EPIPE;
@@ -1806,22 +1937,38 @@ static void heap_trim(void)
 /* A connection to an export whose requests have deadlines reads and
  * replies at real-time priority (its writer inherits it): a busy CPU would
  * otherwise delay the requests before the disk's dispatcher sees them and
- * the data after.  Without the privilege it says so once. */
+ * the data after.  Without the privilege it says so once.  Only one
+ * connection of the export at a time, the first, holds that priority and
+ * the stream's CPU budget (cpu_spend), until it ends or asks for more
+ * than that (then another may take it, at its next request): any client
+ * of an export bound to a reservation could otherwise read holes at
+ * real-time priority, pure CPU that starved the streams' threads; the
+ * others are best effort.  Taken later, the writer is raised too; the
+ * CPU its threads spent before is not the stream's, and is left out of
+ * the host's watch (their clocks are not set). */
 static void conn_go_realtime(struct conn *c)
 {
 	static atomic_bool told;
 	const struct nbdsrv_export *e = &c->exp->e;
+	struct export *x = (struct export *)c->exp;
 	struct sched_param sp = { 0 };
 	int r;
 
-	if (!e->ops->rt_priority)
+	if (!e->ops->rt_priority || atomic_exchange(&x->rt_held, true))
 		return;
 	sp.sched_priority = e->ops->rt_priority(e->backend);
-	if (sp.sched_priority <= 0)
+	if (sp.sched_priority <= 0) {
+		atomic_store(&x->rt_held, false);
+		c->rt_demoted = true;	/* none to take: not asked again */
 		return;
+	}
+	c->rt_holder = true;
+	c->cpu_at_ns = 0;
 	r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (r == 0 && c->writer_started)
+		(void)pthread_setschedparam(c->writer, SCHED_FIFO, &sp);
 	c->realtime = r == 0;
-	if (c->realtime)
+	if (c->realtime && c->rd_fd < 0)
 		c->rd_fd = rundelay_open();
 	if (r && !atomic_exchange(&told, true))
 		srv_log(c->srv, LOG_NOTICE, "export %s: connections stay at normal priority: %s",
@@ -1860,6 +2007,7 @@ static void *conn_main(void *arg)
 			strerrordesc_np(-r) ?: "error");
 		goto out;
 	}
+	c->writer_started = true;
 	thread_name(c->writer, "cw-w:%s", c->exp->e.name);
 	if (c->realtime && pthread_getcpuclockid(pthread_self(), &c->reader_clk) == 0 &&
 	    pthread_getcpuclockid(c->writer, &c->writer_clk) == 0)
@@ -1884,6 +2032,8 @@ static void *conn_main(void *arg)
 	atomic_store_explicit(&c->reader_done, true, memory_order_seq_cst);
 	park_wake(&c->writer_park);
 	pthread_join(c->writer, NULL);
+	if (c->rt_holder)
+		atomic_store(&((struct export *)c->exp)->rt_held, false);
 out:
 	conn_drop_bufs(c);
 	trim = conn_unlink(c);

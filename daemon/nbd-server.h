@@ -26,6 +26,8 @@
 
 #include <clockwise/nbd.h>
 
+struct cw_host_model;
+
 struct nbdtls_creds;
 
 enum nbdsrv_io_op {
@@ -112,8 +114,25 @@ struct nbdsrv_backend_ops {
 	void (*unplug)(void *backend);
 	/* Optional.  A real-time priority (SCHED_FIFO, 1 to 99) for the
 	 * threads of a connection to this export, whose requests have
-	 * deadlines; 0: none.  Asked once the client has chosen the export. */
+	 * deadlines; 0: none.  Asked once the client has chosen the export,
+	 * of one connection of the export at a time: the first to choose it
+	 * holds it (a stream's player; the others are best effort) until it
+	 * ends or asks for more than its budget (cpu_budget) allows. */
 	int (*rt_priority)(void *backend);
+	/* Optional.  What a connection's requests may spend in CPU
+	 * (clockwise/admit.h, "the host's CPU beyond what the streams were
+	 * admitted for"): the host's model in ret_model and the budget's
+	 * rate, ps a second, of the connection that holds the real-time
+	 * priority when rt, else of every other connection of the server
+	 * together; UINT64_MAX: no bound.  The reader asks now and then; it
+	 * must not block. */
+	uint64_t (*cpu_budget)(void *backend, bool rt, struct cw_host_model *ret_model);
+	/* Optional, with cpu_budget.  How many bytes of a READ of
+	 * [offset, offset + length) no disk serves (holes, read as zeros):
+	 * a best-effort request's bytes that a disk serves are booked in
+	 * the disk's time and order, and not charged again; without it
+	 * every byte is. */
+	uint64_t (*diskless_bytes)(void *backend, uint64_t offset, uint64_t length);
 	/* Optional.  The reply to io, which had a deadline, was sent at
 	 * sent_ns, after it (called by the thread that sent it, before io
 	 * is reused: it must not block). */

@@ -736,6 +736,34 @@ static int pb_rt_priority(void *backend)
 	return (int)x->pb->cfg->rt_priority;
 }
 
+/* The reader of a connection asks now and then: one that holds the
+ * export's real-time priority spends what its stream was admitted for. */
+static uint64_t pb_cpu_budget(void *backend, bool rt, struct cw_host_model *ret_model)
+{
+	struct pbx *x = backend;
+
+	return pb_host_budget(x->pb, rt ? x->resv : NULL, ret_model);
+}
+
+/* A read's holes, from the hole bits (no lock): read as zeros by the
+ * connection's reader, no disk's time. */
+static uint64_t pb_diskless_bytes(void *backend, uint64_t off, uint64_t len)
+{
+	struct pbx *x = backend;
+	uint64_t end = off + len, n = 0, run;
+
+	while (off < end) {
+		int r = cw_part_allocated(x->part, off, end - off, &run);
+
+		if (r < 0 || run == 0)
+			return n + (end - off);
+		if (r == 0)
+			n += run;
+		off += run;
+	}
+	return n;
+}
+
 void pb_guarantee_lacks(struct pb *pb, unsigned cond)
 {
 	atomic_fetch_or(&pb->conditions, cond);
@@ -771,6 +799,8 @@ static void pb_reply_late(void *backend, const struct nbdsrv_io *io, int64_t sen
 
 static const struct nbdsrv_backend_ops pb_ops = {
 	.rt_priority = pb_rt_priority,
+	.cpu_budget = pb_cpu_budget,
+	.diskless_bytes = pb_diskless_bytes,
 	.reply_late = pb_reply_late,
 	.pread = pb_pread,
 	.pwrite = pb_pwrite,
@@ -1597,6 +1627,7 @@ int pb_start(struct pb *pb)
 	r = pb_mover_start(pb);
 	if (r < 0)
 		return r;
+	pb_host_publish(pb);
 	pb->started = true;
 	return 0;
 }

@@ -9,6 +9,12 @@
  * new streams are admitted against it; streams already admitted that it
  * no longer covers are said, as a disk's raised margin says them.  The
  * model is measured again at every start.
+ *
+ * The model it keeps is also what the connections' CPU budgets charge
+ * their requests (pb_host_budget; the NBD server spends them): the one
+ * connection that holds a reservation's real-time priority what its
+ * stream was admitted for, every other connection together best
+ * effort's part of what admission does not give to streams.
  */
 #include "config.h"
 
@@ -89,7 +95,36 @@ void pb_host_tick(struct pb *pb, uint64_t conn_cpu_ns)
 			"them: they may be late, and no new stream is admitted until enough end",
 			need / 1e12, cw_host_capacity_ps(&h) / 1e12);
 keep:
+	pb_host_publish(pb);
 	pb->host_req = req;
 	pb->host_bytes = bytes;
 	pb->host_cpu = cpu;
+}
+
+void pb_host_publish(struct pb *pb)
+{
+	struct cw_host_model h;
+
+	cw_admit_state_host(pb->adm, &h, NULL);
+	atomic_store_explicit(&pb->host_pub_request_ns, h.request_ns, memory_order_relaxed);
+	atomic_store_explicit(&pb->host_pub_byte_ps, h.byte_ps, memory_order_relaxed);
+	atomic_store_explicit(&pb->host_pub_cpus, h.cpus, memory_order_relaxed);
+	atomic_store_explicit(&pb->host_pub_share_ppm, h.share_ppm, memory_order_relaxed);
+}
+
+/* Read field by field: a model changed in between charges one request
+ * by half of each, which no budget needs better than. */
+uint64_t pb_host_budget(struct pb *pb, const struct resv *rv, struct cw_host_model *ret_model)
+{
+	struct cw_host_model *h = ret_model;
+
+	h->request_ns = atomic_load_explicit(&pb->host_pub_request_ns, memory_order_relaxed);
+	h->byte_ps = atomic_load_explicit(&pb->host_pub_byte_ps, memory_order_relaxed);
+	h->cpus = atomic_load_explicit(&pb->host_pub_cpus, memory_order_relaxed);
+	h->share_ppm = atomic_load_explicit(&pb->host_pub_share_ppm, memory_order_relaxed);
+	if (cw_host_model_none(h))
+		return UINT64_MAX;
+	if (!rv)
+		return cw_host_be_capacity_ps(h);
+	return CW_MAX(cw_host_demand_ps(h, rv->a->rate_bps, rv->a->block_bytes), UINT64_C(1));
 }

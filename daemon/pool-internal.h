@@ -377,6 +377,11 @@ struct pb {
 	struct cw_host_watch host_watch;
 	uint64_t host_req, host_bytes, host_cpu;
 	bool host_seen;
+	/* The host's model the connections' CPU budgets charge by
+	 * (pb_host_budget), as the control thread last set it. */
+	_Atomic int64_t host_pub_request_ns;
+	atomic_uint_fast64_t host_pub_byte_ps;
+	atomic_uint host_pub_cpus, host_pub_share_ppm;
 };
 
 struct piece {
@@ -575,5 +580,11 @@ static inline const struct cw_model *disk_model(const struct disk *d)
 /* pool-host.c: a released reservation's counters stay in the host's
  * count (under resv_lock). */
 void pb_host_resv_gone(struct pb *pb, const struct resv *rv);
+/* The admission state's host model to the connections' budgets. */
+void pb_host_publish(struct pb *pb);
+/* A connection's CPU budget, ps a second (clockwise/admit.h): the
+ * stream's demand for the one that holds reservation rv, the best-effort
+ * capacity for the others (rv NULL); UINT64_MAX: no bound. */
+uint64_t pb_host_budget(struct pb *pb, const struct resv *rv, struct cw_host_model *ret_model);
 
 #endif

@@ -291,6 +291,51 @@ void cw_host_model_scale(struct cw_host_model *h, uint64_t factor_ppm);
  * several trials; some 0.1 s of CPU).  0 or -errno. */
 int cw_host_measure(int64_t *ret_request_ns, uint64_t *ret_byte_ps);
 
+/* ---- the host's CPU beyond what the streams were admitted for --------
+ *
+ * A request no disk serves (a read of a hole, zeros, a page-cache hit)
+ * costs only CPU and socket time, which no disk's test books; served at
+ * real-time priority, or without bound at normal priority, such requests
+ * take the CPUs the streams' paths and players need.  So every connection
+ * spends CPU from a budget, charged what the model says a request costs
+ * (cw_host_cost_ps: request_ns, and byte_ps for each byte it reads or
+ * writes, every copy counted: its client's, on a host serving local
+ * clients, runs on the same CPUs):
+ *  - the one connection that holds an export's reservation runs at
+ *    real-time priority and spends at most what the stream was admitted
+ *    for (cw_host_demand_ps of its rate and block), at most
+ *    CW_HOST_RT_BURST_NS of it ahead;
+ *  - every other connection is best effort, at normal priority, and all
+ *    of them together spend at most cw_host_be_capacity_ps: a part
+ *    (CW_HOST_BE_SHARE_PPM) of the CPUs admission does not give to
+ *    streams, the rest left to the host (the clients and players, and
+ *    whatever else it runs), at most CW_HOST_BE_BURST_NS of it ahead.
+ * A budget is a generic cell rate algorithm: one time, when the work
+ * charged so far is paid for at the budget's rate (its "theoretical
+ * arrival time", tat).  A request may start while tat is no more than the
+ * burst ahead of now, and moves tat on by its cost at the rate; so one
+ * time in one word is the whole state, which a compare-and-swap keeps
+ * when several threads spend one budget. */
+#define CW_HOST_BE_SHARE_PPM 500000		/* of the CPUs streams are not given */
+#define CW_HOST_BE_MIN_PS (CW_HOST_PS_PER_CPU_S / 100)	/* 1% of a CPU at least */
+#define CW_HOST_BE_BURST_NS (20 * CW_NS_PER_MS)
+#define CW_HOST_RT_BURST_NS CW_NS_PER_S
+
+/* The CPU every best-effort connection together may spend, ps a second:
+ * CW_HOST_BE_SHARE_PPM of cpus * (10^6 - share_ppm) ppm, at least
+ * CW_HOST_BE_MIN_PS; UINT64_MAX (no bound) without a model. */
+uint64_t cw_host_be_capacity_ps(const struct cw_host_model *h);
+/* What requests carrying bytes (read or written) cost on the host, ps
+ * (UINT64_MAX when it does not fit); 0 without a model. */
+uint64_t cw_host_cost_ps(const struct cw_host_model *h, uint64_t requests, uint64_t bytes);
+/* A request of cost_ps on a budget of rate_ps a second whose work is paid
+ * for until tat_ns, at now_ns: 0 when it may start now, *ret_tat_ns then
+ * the budget's new time; else how long (ns, > 0) to wait before asking
+ * again, *ret_tat_ns untouched.  A rate of UINT64_MAX is no bound; 0 is
+ * refused as -EINVAL, and so are a negative burst and a NULL ret. */
+int64_t cw_host_budget_take(int64_t tat_ns, int64_t now_ns, uint64_t rate_ps, uint64_t cost_ps,
+			    int64_t burst_ns, int64_t *ret_tat_ns);
+
 /* The host's verdict on a new stream beside streams needing others_ps. */
 struct cw_host_result {
 	bool refused;
