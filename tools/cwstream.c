@@ -525,14 +525,16 @@ static void sleep_until(int64_t t_ns)
 }
 
 /* A late block, from the client's side: its request took longer than the
- * lead from the moment it was sent (round_trip: the server or the way
+ * lead from the moment it was sent, or from its release if it was sent
+ * ahead of it (round_trip: the server or the way
  * to it and back), or it was requested late because --depth blocks were
  * still on their way at its release (behind: a late block's wake), or
  * the client itself did not run when the block was due (wakeup). */
 static enum miss_cause miss_cause(int64_t release, int64_t freed, int64_t start,
 				  int64_t done, int64_t lead)
 {
-	if (done - start > lead)
+	/* a block asked for ahead (--ahead) waited for its release first */
+	if (done - CW_MAX(start, release) > lead)
 		return MISS_ROUND_TRIP;
 	if (freed > release)
 		return MISS_BEHIND;
