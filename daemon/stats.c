@@ -43,8 +43,12 @@ void cwd_stats_alone_add(struct cwd_stats *c, int64_t svc_ns, int64_t c_ns)
 {
 	double b = c_ns > 0 ? (log2((double)CW_MAX(svc_ns, (int64_t)1) / (double)c_ns) +
 			       CWD_STATS_RATIO_OCTAVES / 2) * 8 : CWD_STATS_RATIO_BUCKETS;
-	unsigned k = b <= 0 ? 0 : b >= CWD_STATS_RATIO_BUCKETS - 1 ? CWD_STATS_RATIO_BUCKETS - 1 :
-		     (unsigned)b;
+	/* Bucket k holds ratios up to its upper edge, inclusive (the edge
+	 * cwd_stats_ratio_quantile reports): a request that took exactly its
+	 * C, as an emulated SSD's write does, shows 1.00 rather than the
+	 * next edge up, 1.09. */
+	unsigned k = b <= 1 ? 0 : b >= CWD_STATS_RATIO_BUCKETS ? CWD_STATS_RATIO_BUCKETS - 1 :
+		     (unsigned)ceil(b) - 1;
 
 	cwd_stats_add(&c->alone, 1);
 	cwd_stats_add(&c->over_c_ratio[k], 1);

@@ -61,10 +61,25 @@ struct opts {
 	unsigned depth;			/* --depth: blocks in flight at most */
 	bool depth_set;
 	int64_t lead_ns;		/* --lead; 0: the reservation's, else a period */
+	int64_t ahead_ns;		/* --ahead; -1: AHEAD_DEFAULT_NS, at most a quarter period */
 	const char *due;		/* --due for --reserve; NULL: the daemon's default */
 };
 
 #define DEPTH_DEFAULT 4
+/*
+ * How long before its release a block is asked for: the player's
+ * allowance for its own wake-up.  The daemon serves a stream's request
+ * at most its period T after the request's release, and releases a
+ * request that comes late when it comes: with the lead equal to T a
+ * player that woke 11.6 ms late got its block 11.6 ms late whenever the
+ * daemon used its whole window, as dynamic slack does (the players of a
+ * stream set, all due at the same instants, and the daemon's connection
+ * threads share the CPUs at one priority and wake in turn).  A request
+ * that comes before the stream's release waits for it in the daemon (as
+ * best effort may serve it earlier), so asking ahead costs the daemon
+ * nothing and absorbs a late wake-up up to the allowance.
+ */
+#define AHEAD_DEFAULT_NS (50 * CW_NS_PER_MS)
 #define DEPTH_MAX 64
 
 /* Why a block was late, as the client can tell (see miss_cause()). */
@@ -122,6 +137,11 @@ static void usage(FILE *f)
 		"                       release even while earlier ones are still on their\n"
 		"                       way, as a player with a buffer does; 1 waits for\n"
 		"                       each block before the next\n"
+		"  -A, --ahead TIME     ask for each block up to TIME before its release, an\n"
+		"                       allowance for the player's own wake-up (the daemon\n"
+		"                       holds an early request until the stream's release);\n"
+		"                       default: 50ms or a quarter period, the shorter; 0: at\n"
+		"                       the release\n"
 		"  -L, --lead TIME      each block is due TIME after it is asked for, as a\n"
 		"                       player that starts playing TIME after its first\n"
 		"                       request; default: the reservation's lead with --resv\n"
@@ -148,6 +168,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
 		{ "rt-priority", required_argument, NULL, 'p' }, { "depth", required_argument, NULL, 'D' },
 		{ "lead", required_argument, NULL, 'L' }, { "due", required_argument, NULL, 'U' },
+		{ "ahead", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { 0 }
 	};
 	const char *env = getenv("CLOCKWISE_CONTROL");
@@ -157,7 +178,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->socket = env && *env ? env : "/run/clockwise/control";
 	o->depth = DEPTH_DEFAULT;
-	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:D:L:jqhV", lo, NULL)) != -1) {
+	o->ahead_ns = -1;
+	while ((c = getopt_long(argc, argv, "r:b:d:o:R:s:p:D:L:A:jqhV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (cw_units_parse_rate(optarg, &o->rate) < 0) {
@@ -224,6 +246,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			    o->lead_ns <= 0) {
 				fprintf(stderr, "cwstream: --lead \"%s\": expected "
 					CW_UNITS_DURATION_HELP ", more than 0\n", optarg);
+				return -1;
+			}
+			break;
+		case 'A':
+			if (cw_units_parse_duration(optarg, CW_UNITS_S, &o->ahead_ns) < 0 ||
+			    o->ahead_ns < 0) {
+				fprintf(stderr, "cwstream: --ahead \"%s\": expected "
+					CW_UNITS_DURATION_HELP ", 0 or more\n", optarg);
 				return -1;
 			}
 			break;
@@ -495,14 +525,16 @@ static void sleep_until(int64_t t_ns)
 }
 
 /* A late block, from the client's side: its request took longer than the
- * lead from the moment it was sent (round_trip: the server or the way
+ * lead from the moment it was sent, or from its release if it was sent
+ * ahead of it (round_trip: the server or the way
  * to it and back), or it was requested late because --depth blocks were
  * still on their way at its release (behind: a late block's wake), or
  * the client itself did not run when the block was due (wakeup). */
 static enum miss_cause miss_cause(int64_t release, int64_t freed, int64_t start,
 				  int64_t done, int64_t lead)
 {
-	if (done - start > lead)
+	/* a block asked for ahead (--ahead) waited for its release first */
+	if (done - CW_MAX(start, release) > lead)
 		return MISS_ROUND_TRIP;
 	if (freed > release)
 		return MISS_BEHIND;
@@ -534,7 +566,7 @@ static void print_block(const struct opts *o, uint64_t i, uint64_t off, int64_t 
 }
 
 static void print_summary(const struct opts *o, const struct totals *t, int64_t period,
-			  int64_t lead, uint64_t resv)
+			  int64_t lead, int64_t ahead, uint64_t resv)
 {
 	double n = t->blocks ? (double)t->blocks : 1;
 	double mean = t->lat_sum / n, var = t->lat_sq / n - mean * mean;
@@ -547,12 +579,13 @@ static void print_summary(const struct opts *o, const struct totals *t, int64_t 
 		printf("{\"summary\":{\"mode\":\"%s\",\"blocks\":%" PRIu64 ",\"misses\":%" PRIu64
 		       ",\"worst_late_ns\":%" PRId64 ",\"jitter_ns\":%" PRId64
 		       ",\"mean_latency_ns\":%" PRId64 ",\"max_latency_ns\":%" PRId64
-		       ",\"period_ns\":%" PRId64 ",\"lead_ns\":%" PRId64 ",\"bytes\":%" PRIu64
+		       ",\"period_ns\":%" PRId64 ",\"lead_ns\":%" PRId64 ",\"ahead_ns\":%" PRId64
+		       ",\"bytes\":%" PRIu64
 		       ",\"rate\":%" PRIu64
 		       ",\"achieved_rate\":%" PRIu64 ",\"worst_start_late_ns\":%" PRId64
 		       ",\"worst_round_trip_ns\":%" PRId64 ",\"miss_causes\":{",
 		       o->record ? "record" : "play", t->blocks, t->misses, t->worst_late_ns, jitter,
-		       (int64_t)llround(mean), t->max_latency_ns, period, lead, t->bytes, o->rate,
+		       (int64_t)llround(mean), t->max_latency_ns, period, lead, ahead, t->bytes, o->rate,
 		       achieved,
 		       t->worst_start_late_ns, t->worst_round_trip_ns);
 		for (int k = 0; k < MISS_CAUSES; k++)
@@ -591,7 +624,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct totals t = { .worst_late_ns = INT64_MIN };
 	struct nbd_handle *h;
-	int64_t size, period, t0, max_req, lead, resv_lead = 0;
+	int64_t size, period, t0, max_req, lead, ahead, resv_lead = 0;
 	uint64_t resv_made = 0, nblocks;
 	struct slot *slots;
 	int status = 0;
@@ -668,9 +701,10 @@ int main(int argc, char **argv)
 			cw_units_format_duration(o.lead_ns, a),
 			cw_units_format_duration(resv_lead, b));
 	}
+	ahead = o.ahead_ns >= 0 ? o.ahead_ns : CW_MIN(AHEAD_DEFAULT_NS, period / 4);
 	/* Blocks asked for but not yet needed are in flight together. */
-	if (!o.depth_set && lead > period) {
-		int64_t want = (lead + period - 1) / period + 1;
+	if (!o.depth_set && lead + ahead > period) {
+		int64_t want = (lead + ahead + period - 1) / period + 1;
 
 		o.depth = (unsigned)CW_MIN(CW_MAX(want, (int64_t)o.depth), DEPTH_MAX);
 	}
@@ -699,9 +733,10 @@ int main(int argc, char **argv)
 		int64_t now = cw_now_ns(), due = 0;
 		bool moved = false;
 
-		/* Request every block released by now, --depth at most in flight. */
+		/* Request every block released by now (or within the
+		 * allowance), --depth at most in flight. */
 		while (next < nblocks && !interrupted && next - first < o.depth &&
-		       t0 + (int64_t)next * period <= now) {
+		       t0 + (int64_t)next * period - ahead <= now) {
 			struct slot *sl = &slots[next % o.depth];
 
 			sl->i = next;
@@ -764,7 +799,7 @@ int main(int argc, char **argv)
 		if (moved)
 			continue;
 		if (next < nblocks && !interrupted && next - first < o.depth)
-			due = t0 + (int64_t)next * period;
+			due = t0 + (int64_t)next * period - ahead;
 		if (first == next) {
 			if (!due)
 				break;
@@ -792,7 +827,7 @@ out:
 	nbd_shutdown(h, 0);
 	nbd_close(h);
 	free_slots(slots, o.depth);
-	print_summary(&o, &t, period, lead, resv_made ? resv_made : o.resv);
+	print_summary(&o, &t, period, lead, ahead, resv_made ? resv_made : o.resv);
 	if (resv_made)
 		release(&o, resv_made);
 	if (status)

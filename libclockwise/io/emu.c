@@ -372,6 +372,7 @@ static unsigned collect(struct emu_engine *x, int64_t now, struct cw_io_req **ou
 		if (!best)
 			break;
 		account_late(x, now - best->done_ns);
+		best->req->disk_ns = best->done_ns - best->arrival_ns;
 		out[got++] = best->req;
 		best->used = false;
 		x->free_slots[x->n_free++] = (unsigned)(best - x->slots);

@@ -117,6 +117,7 @@ static inline void cw_io_req_start(struct cw_io_req *r)
 {
 	r->priv_ = 0;
 	r->res = 0;
+	r->disk_ns = 0;
 }
 
 /* Folds one kernel result into r.  Returns true when r is finished (r->res

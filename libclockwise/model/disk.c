@@ -37,7 +37,7 @@ void cw_model_disk_opts_init(struct cw_model_disk_opts *o)
 		.size = sizeof(*o),
 		.channels = 4,
 		.stripe_bytes = 128 << 10,
-		.write_ppm = 2000000,
+		.write_ppm = MODEL_WRITE_PPM_DEFAULT,
 	};
 }
 

@@ -11,4 +11,8 @@
  * the n samples do not exceed (sorts samples). */
 int64_t model_percentile(int64_t *samples, size_t n, unsigned pct);
 
+/* What a write costs an SSD per 10^6 of a read when its model does not
+ * say (cw_model.write_ppm 0): the mechanics' default and the charge's. */
+#define MODEL_WRITE_PPM_DEFAULT UINT32_C(2000000)
+
 #endif

@@ -204,6 +204,16 @@ int cw_model_service_ns(const struct cw_model *m, uint64_t lo, uint64_t hi, uint
 	t = transfer_ns(bytes, slowest_rate(m, lo, hi));
 	t += (uint64_t)m->overhead_ns + (uint64_t)cw_model_seek_ns(m, far) +
 	     (uint64_t)m->rotation_ns;
+	/* An SSD's write costs write_ppm of the read (its mechanics,
+	 * cw_model_disk_ssd_finish): the worst request of this size is a
+	 * write.  Charged as a read, every write on an emulated SSD took
+	 * twice its C. */
+	if (m->tier == CW_TIER_SSD) {
+		uint32_t w = m->write_ppm ? m->write_ppm : MODEL_WRITE_PPM_DEFAULT;
+
+		if (w > 1000000)
+			t = (t * w + 999999) / 1000000;
+	}
 	for (unsigned i = 0; i < m->n_bsizes; i++)
 		if (m->bsize[i].bytes == bytes && (unsigned __int128)m->bsize[i].worst_ns > t)
 			t = (uint64_t)m->bsize[i].worst_ns;

@@ -13,8 +13,8 @@
 #    connection (the reader cannot run), or are started or reaped late
 #    (the dispatcher cannot).
 #  - overrun: an emulated SSD whose writes cost 50 reads while admission
-#    charges a write like a read: best-effort writes overrun their charge
-#    and the stream's reads wait behind them.
+#    charges a write as the preset's two reads: best-effort writes overrun
+#    their charge and the stream's reads wait behind them.
 # A disk and a stream that keep time count nothing.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
@@ -117,7 +117,7 @@ check "stop" cwd_stop
 
 # ---- overrun: best effort that takes longer than it is charged
 # An SSD whose writes cost 50 reads (write=50) while admission charges a
-# write like a read: each best-effort write overruns its charge by far
+# write as the preset's two reads: each best-effort write overruns its charge by far
 # more than the slack the plan keeps, and the stream's reads, each within
 # its own C, wait behind it.
 conf "model = \"ssd\"; emulate = \"ssd write=50\";"
@@ -130,8 +130,9 @@ kill "$be" 2>/dev/null; wait "$be" 2>/dev/null
 echo "overrun: $(classes)"
 check "the stream saw misses" jq -e '.summary.misses > 0' "$cw_tmp/overrun.json"
 check "the disk counts them as overruns" test "$(classes | jq '.overrun')" -gt 0
-# A read of this SSD takes exactly its C, so an emulator woken late on a
-# loaded host makes an odd one the model's: nearly all must be overruns.
+# A read of this SSD takes half its C (C covers a write of two reads), so
+# only an emulator woken late on a loaded host makes an odd one the
+# model's: nearly all must be overruns.
 check "nearly none as the model's" test "$(classes | jq '.overrun > 10 * (.model + .sched)')" = true
 check "so does the reservation" test "$(resv_classes | jq '[.[].overrun] | add')" -gt 0
 check "best-effort overruns are counted" \

@@ -2,7 +2,8 @@
 # Description: cwstream against real NBD servers (nbdkit, clockwised): at a rate the
 # server easily sustains every block is on time; behind nbdkit's delay
 # filter, with a delay longer than the period, every block is late and
-# the run says so (exit 4); recording writes what it says it wrote;
+# the run says so (exit 4), unless the player asks ahead (--ahead) by
+# more than the delay exceeds the period; recording writes what it says it wrote;
 # --reserve books the stream through the control socket for the export's
 # partition and releases it at the end.
 . "$(dirname "$0")/lib.sh"
@@ -71,6 +72,29 @@ check "at depth 1 blocks wait for the one before" \
 "$CWSTREAM" play "nbd+unix:///?socket=$d/slow" --rate 4MB/s --block 256K --depth 0 2>"$d/depth.err"; rc=$?
 check "--depth 0 is bad usage" test "$rc" -eq 2
 check "and says what it expects" grep -q "expected 1 to 64" "$d/depth.err"
+
+# 3c. --ahead: a block is asked for up to the allowance before its
+#     release, still due a lead after the release.  Reads take 140ms, a
+#     period (and lead) of 131ms: asked at the release every block is
+#     9ms late; asked ahead by the default (a quarter period, 33ms) only
+#     the first is, which cannot be asked before the stream starts.
+start_nbdkit "$d/late" --filter=delay memory 64M rdelay=140ms
+"$CWSTREAM" play "nbd+unix:///?socket=$d/late" --rate 2MB/s --block 256K --duration 1s \
+	--ahead 0 --json > "$d/at-release.json"
+check "asked at its release, every block is late" \
+	test "$(tail -n1 "$d/at-release.json" | jq '.summary.misses == .summary.blocks and .summary.ahead_ns == 0')" = true
+"$CWSTREAM" play "nbd+unix:///?socket=$d/late" --rate 2MB/s --block 256K --duration 1s \
+	--json > "$d/ahead.json"
+check "asked ahead, only the first block is late" \
+	test "$(tail -n1 "$d/ahead.json" | jq '.summary.misses == 1 and .summary.blocks > 5')" = true
+check "the default allowance is a quarter period" \
+	test "$(tail -n1 "$d/ahead.json" | jq '.summary.ahead_ns == (.summary.period_ns / 4 | floor)')" = true
+check "blocks after the first were asked for before their release" \
+	test "$(jq -r 'select(.block != null and .block > 0) | .start_late_ns < 0' "$d/ahead.json" | sort -u)" = true
+"$CWSTREAM" play "nbd+unix:///?socket=$d/late" --rate 2MB/s --block 256K --ahead -1ms \
+	2>"$d/ahead.err"; rc=$?
+check "a negative --ahead is bad usage" test "$rc" -eq 2
+check "and says what it expects" grep -q "0 or more" "$d/ahead.err"
 
 # 4. --reserve: the stream books its reservation on the control socket
 #    for the export's partition and releases it when done.

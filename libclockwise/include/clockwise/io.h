@@ -53,6 +53,11 @@ struct cw_io_req {
 	uint64_t off;
 	void *user;		/* caller's cookie, untouched */
 	int64_t res;
+	/* Set by the emulating engine as it hands the request back: how long
+	 * the emulated disk took, from the request's arrival to when the
+	 * disk finished it (the host's lag after that, waking or its file's
+	 * own I/O, left out); 0 from the other engines. */
+	int64_t disk_ns;
 	/* private to the engine */
 	uint64_t priv_;
 };

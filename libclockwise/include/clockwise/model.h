@@ -70,7 +70,7 @@ struct cw_model {
 	unsigned tail_permille;
 	/* The mechanics an emulated or simulated disk runs
 	 * (cw_model_disk_opts_of; 0: cw_model_disk_opts_init's default).
-	 * Admission does not read them. */
+	 * Admission reads only write_ppm (C covers a write). */
 	unsigned channels;		/* SSD: parallel channels, 1..CW_MODEL_MAX_CHANNELS */
 	uint64_t stripe_bytes;		/* SSD: channel interleave */
 	uint32_t write_ppm;		/* SSD: a write's cost per 10^6 of a read's */
@@ -112,7 +112,9 @@ int64_t cw_model_seek_ns(const struct cw_model *m, uint64_t distance_bytes);
  * that lies anywhere in [lo_bytes, hi_bytes) of the disk while the head may
  * be anywhere on it: overhead + the seek from the farthest point of the
  * disk + one rotation + bytes at the slowest rate among the zones the range
- * touches; never less than a measured worst case for that block size.
+ * touches; on an SSD the whole of that times what a write costs
+ * (write_ppm, 2 reads when the model does not say), since the request may
+ * be a write; never less than a measured worst case for that block size.
  * hi_bytes == 0 means the whole disk.  -EINVAL for an empty request or a
  * range outside the disk; -ERANGE on overflow. */
 int cw_model_service_ns(const struct cw_model *m, uint64_t lo_bytes, uint64_t hi_bytes,

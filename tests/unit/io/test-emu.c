@@ -284,6 +284,36 @@ static int64_t late(struct cw_io_engine *e)
 	return st.late_max_ns + slack_ns;
 }
 
+/* A request handed back carries the emulated disk's own time for it
+ * (disk_ns: what the model says, the host's lag left out), what the
+ * daemon sets against C; a plain engine's requests carry 0. */
+static void test_disk_time(void)
+{
+	struct cw_model m;
+	struct cw_io_engine *e = emu_spec("ssd", &m), *plain = NULL;
+	_cleanup_free_ void *buf = cw_io_alloc(64 << 10);
+	struct cw_io_req r = { .fd = fd, .op = CW_IO_WRITE, .len = 64 << 10, .off = 0 },
+			 *q = &r, *done;
+	int64_t one = least(&m, 0, 0, 64 << 10), t0;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(buf, 0x5a, 64 << 10);
+	r.buf = buf;
+	t0 = cw_now_ns();
+	CU_ASSERT_FATAL(cw_io_submit(e, &q, 1) == 1);
+	CU_ASSERT_FATAL(cw_io_reap(e, 1, -1, &done, 1) == 1);
+	printf("\n  a 64K write: disk_ns %" PRId64 " us, seen after %" PRId64 " us (a read %" PRId64
+	       " us)\n", r.disk_ns / 1000, (cw_now_ns() - t0) / 1000, one / 1000);
+	CU_ASSERT(r.disk_ns >= 2 * one - 1 && r.disk_ns <= 2 * one + 1);
+	cw_io_engine_free(e);
+	CU_ASSERT_FATAL(cw_io_engine_new(CW_IO_AIO, 4, &plain) == 0);
+	r.disk_ns = 12345;
+	CU_ASSERT_FATAL(cw_io_submit(plain, &q, 1) == 1);
+	CU_ASSERT_FATAL(cw_io_reap(plain, 1, -1, &done, 1) == 1);
+	CU_ASSERT_EQUAL(r.disk_ns, 0);
+	cw_io_engine_free(plain);
+}
+
 static void test_ssd_mechanics_set(void)
 {
 	struct cw_model m;
@@ -427,6 +457,7 @@ int main(void)
 	cwtest_add(su, "a flush waits for earlier writes", test_flush_barrier);
 	cwtest_add(su, "SSD channels overlap", test_ssd_channels);
 	cwtest_add(su, "a model string's channels, write cost, gc and bus", test_ssd_mechanics_set);
+	cwtest_add(su, "a request carries the emulated disk's time", test_disk_time);
 	cwtest_add(su, "lateness is measured and warned about", test_lateness_warned);
 	cwtest_add(su, "past the emulated capacity", test_capacity);
 	cwtest_add(su, "the data is really there", test_data_is_real);

@@ -150,6 +150,34 @@ static void test_ssd_channels(void)
 	CU_ASSERT(w >= alone * 2 - 1 && w <= alone * 2 + 1);
 }
 
+/* The charge C of an SSD covers a write alone, which its mechanics make
+ * cost write_ppm reads (the default two, or what the model says): charged
+ * as a read, every write on an emulated SSD took twice its C. */
+static void test_ssd_charge_covers_write(void)
+{
+	static const char *const specs[] = { "ssd", "ssd write=3.5", "ssd write=0.5" };
+
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		struct cw_model m;
+		struct cw_model_disk d;
+		struct cw_model_disk_opts o;
+		int64_t c, r, w, t0 = 1000000;
+
+		CU_ASSERT_FATAL(cw_model_from_string(specs[i], &m) == 0);
+		cw_model_disk_opts_of(&m, &o);
+		CU_ASSERT_FATAL(cw_model_disk_init(&d, &m, &o) == 0);
+		CU_ASSERT_FATAL(cw_model_service_ns(&m, 0, 0, 65536, &c) == 0);
+		r = cw_model_disk_ssd_finish(&d, t0, 0, 65536, false) - t0;
+		w = cw_model_disk_ssd_finish(&d, 10 * t0, 0, 65536, true) - 10 * t0;
+		printf("  %s: C %" PRId64 " ns, a 64K read alone %" PRId64 ", a write %" PRId64 "\n",
+		       specs[i], c, r, w);
+		CU_ASSERT(w <= c);
+		CU_ASSERT(r <= c);
+		/* and no more than the worse of the two */
+		CU_ASSERT(c <= (w > r ? w : r) + 1);
+	}
+}
+
 static void test_ssd_gc(void)
 {
 	struct cw_model m;
@@ -289,6 +317,7 @@ int main(void)
 	cwtest_add(s, "a slow bus breaks the bound", test_slow_bus_breaks_bound);
 	cwtest_add(s, "seek and rotation cost time", test_costs);
 	cwtest_add(s, "SSD channels and writes", test_ssd_channels);
+	cwtest_add(s, "SSD charge covers a write", test_ssd_charge_covers_write);
 	cwtest_add(s, "SSD garbage collection", test_ssd_gc);
 	cwtest_add(s, "a model's mechanics: channels, stripe, write, gc, bus",
 		   test_model_mechanics);
