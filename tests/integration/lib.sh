@@ -5,6 +5,8 @@
 #   expect_fail DESC CMD...  the same, but CMD must fail
 #   cleanup_add CMD     run CMD (eval'd) at exit, last added first
 #   wait_for DESC SECS CMD...  poll CMD until it succeeds (no fixed sleeps)
+#   cw_budget SECS      SECS, or five times that in a sanitizer build: the
+#                       time to wait for what a slower build does later
 #
 # At exit it prints "cw-counts: passed=N failed=M" for scripts/check and
 # exits 1 if anything failed.
@@ -58,6 +60,13 @@ wait_for() {
 		fi
 		sleep 0.05
 	done
+}
+
+# A sanitizer build runs the daemon several times slower (and a busy
+# host slower still): a wait for something it does, not for a deadline it
+# keeps, gets more time there.  CW_SANITIZED is set by Makefile.am.
+cw_budget() {
+	if [ -n "${CW_SANITIZED:-}" ]; then echo $(($1 * 5)); else echo "$1"; fi
 }
 
 # sim_pool DB MODEL N: a pool at DB of N sparse disks d0.img... beside it,
