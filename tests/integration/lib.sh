@@ -5,6 +5,9 @@
 #   expect_fail DESC CMD...  the same, but CMD must fail
 #   cleanup_add CMD     run CMD (eval'd) at exit, last added first
 #   wait_for DESC SECS CMD...  poll CMD until it succeeds (no fixed sleeps)
+#   cw_keep_logs FILE...  at exit, if anything failed: print the daemon's
+#                       miss lines of each FILE (a glob is expanded then),
+#                       then each FILE, and keep them beside the test's log
 #   cw_budget SECS      SECS, or five times that in a sanitizer build: the
 #                       time to wait for what a slower build does later
 #
@@ -60,6 +63,27 @@ wait_for() {
 		fi
 		sleep 0.05
 	done
+}
+
+# The daemon's logs, shown and kept when the test fails: its miss lines
+# (class and timeline, see daemon/lane-miss.c) first, so that a failed
+# "no deadline missed" says which request missed and why; the logs are
+# copied to TEST.daemon.log beside the test's own log (cw_tmp goes).
+cw_keep_logs() { cleanup_add "cw_show_logs $*"; }
+cw_show_logs() {
+	local f keep
+	[ "$cw_failed" -eq 0 ] && return 0
+	keep=$top_builddir/tests/integration/$(basename "$0" .sh).daemon.log
+	: >"$keep" 2>/dev/null || keep=/dev/null
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		echo "---- the daemon's misses in ${f##*/}:" >&2
+		grep -E 'missed a deadline|misses not logged' "$f" >&2 || echo "(none logged)" >&2
+		echo "---- ${f##*/}:" >&2
+		cat "$f" >&2
+		{ echo "---- ${f##*/}"; cat "$f"; } >>"$keep"
+	done
+	[ "$keep" = /dev/null ] || echo "---- the daemon's logs are kept in $keep" >&2
 }
 
 # A sanitizer build runs the daemon several times slower (and a busy
