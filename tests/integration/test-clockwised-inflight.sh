@@ -57,10 +57,16 @@ echo $$ >"$cg_leave"
 uri=$(cwd_uri vol)
 echo "# $(grep "disk slow: $loop," "$(cwd_log)")"
 
-# 8 MiB in flight at 1 MiB/s, and the kill a second into it.
+# 8 MiB in flight at 1 MiB/s, and the kill once the first of it reached
+# the loop device (a fixed second was, on a busy host, before qemu-io
+# had written anything: then nothing was in flight at the kill).
+sectors() { awk '{ print $7 }' "/sys/block/${loop#/dev/}/stat"; }
+before=$(sectors)
 qemu-io -f raw -c 'write -P 0x5a 0 8M' "$uri" >"$cw_tmp/write.out" 2>&1 &
 writer=$!
-sleep 1
+check "the write reaches the disk" \
+	wait_for "the first writes" "$(cw_budget 20)" bash -c '[ "$(awk "{ print \$7 }" "$0")" -gt "$1" ]' \
+	"/sys/block/${loop#/dev/}/stat" "$before"
 check "kill -9 while the write runs" cwd_kill9
 wait "$writer"
 dev() { dd if="$loop" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1; }
