@@ -95,7 +95,8 @@ EOC
 	fi
 	: >"$CTL_LOG"
 	[ -n "${CTL_LOGS_KEPT:-}" ] || { cw_keep_logs "$CTL_LOG.[0-9]* $CTL_LOG"; CTL_LOGS_KEPT=1; }
-	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" "${resv[@]}" 2>>"$CTL_LOG" &
+	cw_rt_lock -s	# no test's real-time spinner beside its streams
+	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" "${resv[@]}" 2>>"$CTL_LOG" {cw_rt_fd}>&- &
 	CTL_PID=$!
 	cleanup_add "kill $CTL_PID 2>/dev/null; wait $CTL_PID 2>/dev/null"
 	wait_for "clockwised to be ready" 30 ctl_ready || { cat "$CTL_LOG" >&2; return 1; }

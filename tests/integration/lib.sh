@@ -8,6 +8,9 @@
 #   cw_keep_logs FILE...  at exit, if anything failed: print the daemon's
 #                       miss lines of each FILE (a glob is expanded then),
 #                       then each FILE, and keep them beside the test's log
+#   cw_rt_lock -s|-x    share (-s) or take alone (-x) the host's CPUs at
+#                       real-time priority with the other tests of this build
+#                       (-u: let go)
 #   cw_budget SECS      SECS, or five times that in a sanitizer build: the
 #                       time to wait for what a slower build does later
 #
@@ -86,6 +89,16 @@ cw_show_logs() {
 	[ "$keep" = /dev/null ] || echo "---- the daemon's logs are kept in $keep" >&2
 }
 
+# A test that spins at real-time priority to make a stream miss (the
+# CPU cause of test-clockwised-misses) does the same to the stream of any
+# test that make check -j runs beside it: the streams' tests take this
+# lock shared for their whole run (ctl_start), the spinner alone (-x)
+# while it spins.  Held until the test's shell exits.
+cw_rt_lock() {
+	[ -n "${cw_rt_fd:-}" ] || exec {cw_rt_fd}>>"$top_builddir/tests/integration/rt-hog.lock"
+	flock -w 600 "$1" "$cw_rt_fd" || echo "(went on without the real-time lock after 600 s)"
+}
+
 # A sanitizer build runs the daemon several times slower (and a busy
 # host slower still): a wait for something it does, not for a deadline it
 # keeps, gets more time there.  CW_SANITIZED is set by Makefile.am.
@@ -109,6 +122,8 @@ sim_pool() {
 cw_finish() {
 	local c
 	for c in "${cw_cleanups[@]}"; do eval "$c" || true; done
+	# (released for every process that inherited it, too)
+	[ -z "${cw_rt_fd:-}" ] || flock -u "$cw_rt_fd"
 	rm -rf "$cw_tmp"
 	echo "cw-counts: passed=$cw_passed failed=$cw_failed"
 	[ "$cw_failed" -eq 0 ] || exit 1

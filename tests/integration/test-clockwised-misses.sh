@@ -156,7 +156,9 @@ if [ "$(nproc)" -ge 2 ] && chrt -f 50 true 2>/dev/null; then
 	fastest
 	# The player on CPU 1; on CPU 0, five bursts of a spinner above
 	# every daemon thread, each stopped from CPU 1 (a spinner cannot be
-	# stopped by a timer that shares its CPU and priority).
+	# stopped by a timer that shares its CPU and priority).  No other
+	# test's stream plays meanwhile (cw_rt_lock).
+	cw_rt_lock -x
 	(
 		sleep 0.5
 		for _ in 1 2 3 4 5; do
@@ -172,6 +174,7 @@ if [ "$(nproc)" -ge 2 ] && chrt -f 50 true 2>/dev/null; then
 	be=$!
 	stream cpu "$rate" 3 taskset -c 1 >"$cw_tmp/cpu.json"
 	wait "$hog"
+	cw_rt_lock -u
 	kill "$be" 2>/dev/null; wait "$be" 2>/dev/null
 	echo "cpu: $(classes)"
 	check "the stream saw misses" jq -e '.summary.misses > 0' "$cw_tmp/cpu.json"
