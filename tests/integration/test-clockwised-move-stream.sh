@@ -116,12 +116,16 @@ mid=$(jq -e .id <<<"$out")
 check "a move to hdd1 runs" jq -e '.state == "running"' <<<"$out"
 rid2=$(cwctl --json resv create media --rate "$rate" --block $BLOCK | jq -e .id)
 check "a reservation over the range it takes is admitted at once" test -n "$rid2"
+# The reservation first, then the move's state: a move still running
+# after the reservation was read was running when it was read (read the
+# other way round, a move that ended in between looked unfinished).
+shown=$(cwctl --json resv show "$rid2")
 state=$(state_of "$mid")
-disks2=$(cwctl --json resv show "$rid2" | jq -c '[.per_disk[].disk] | sort')
+disks2=$(jq -c '[.per_disk[].disk] | sort' <<<"$shown")
 echo "made while move $mid ran ($state): reservation $rid2 on $disks2"
 if [ "$state" = running ]; then
 	check "booked on both disks" test "$disks2" = '["hdd0","hdd1"]'
-	check "for that move" test "$(cwctl --json resv show "$rid2" | jq .move)" = "$mid"
+	check "for that move" test "$(jq .move <<<"$shown")" = "$mid"
 fi
 # Twice the most one disk admitted alone: not on both sides either.
 out=$(cwctl --json resv create media --rate "$hi" --block $BLOCK 2>&1)
