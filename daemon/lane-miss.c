@@ -26,6 +26,7 @@
 #include <sched.h>
 
 #include "daemon/pool-internal.h"
+#include "daemon/rt-neighbours.h"
 #include "daemon/rundelay.h"
 
 #define RD_SAMPLES 256		/* run-delay samples kept (power of two) */
@@ -460,6 +461,8 @@ void lane_miss_drain(struct lane *l)
 	/* set by the dispatcher once, when its disk first gets streams */
 	struct lane_miss *lm = atomic_load_explicit(&l->miss_pub, memory_order_acquire);
 	uint64_t t, h, dropped;
+	char rt[320] = "";
+	bool rt_looked = false;
 
 	if (!lm)
 		return;
@@ -469,6 +472,17 @@ void lane_miss_drain(struct lane *l)
 		const struct cw_sched_miss *m = &r->m;
 		char why[160] = "", path[128] = "", slept[192] = "", reader[192] = "";
 		char round[160] = "", woke[160] = "";
+		/* A thread of the stream waited for a CPU: who else runs at
+		 * real-time priority here, once a batch (see rt-neighbours.h) */
+		bool cpu_waited = m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS ||
+				  m->cpu_wait_service_ns > CW_MISS_CPU_TOLERANCE_NS ||
+				  m->cpu_wait_reader_ns > CW_MISS_CPU_TOLERANCE_NS ||
+				  r->woke_rd_ns > CW_MISS_CPU_TOLERANCE_NS;
+
+		if (cpu_waited && !rt_looked) {
+			rt_neighbours(rt, sizeof(rt), CW_MAX((int)l->pb->cfg->rt_priority, 1));
+			rt_looked = true;
+		}
 
 		if (m->other_overrun_ns > 0 && (r->cls == CW_MISS_OVERRUN || r->cls == CW_MISS_MODEL))
 			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
@@ -506,12 +520,12 @@ void lane_miss_drain(struct lane *l)
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (%s): released at 0%s, due at %.0f, started at %.0f, "
 			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "
-			"for a CPU in its window, %.0f us in its service%s%s%s%s%s",
+			"for a CPU in its window, %.0f us in its service%s%s%s%s%s%s",
 			l->disk->name, r->stream, r->resv, US(m->done_ns - m->deadline_ns),
 			cw_sched_miss_class_name(r->cls), path, US(m->deadline_ns - m->release_ns),
 			US(m->start_ns - m->release_ns), US(m->done_ns - m->release_ns), r->len,
 			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), slept,
-			woke, round, reader, why);
+			woke, round, reader, why, cpu_waited ? rt : "");
 	}
 	atomic_store_explicit(&lm->tail, h, memory_order_release);
 	drain_delivery(l, lm);

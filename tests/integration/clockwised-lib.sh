@@ -64,7 +64,8 @@ cwd_start() {
 	cwd_run=$((cwd_run + 1))
 	"$cwd_bin" -f -c "$cwd_cfg" "$@" 2>"$(cwd_log)" &
 	cwd_pid=$!
-	cleanup_add "kill -9 $cwd_pid 2>/dev/null; [ \$cw_failed -eq 0 ] || cat '$(cwd_log)' >&2"
+	[ "$cwd_run" -gt 1 ] || cw_keep_logs "$cw_tmp/clockwised.[0-9]*.log"
+	cleanup_add "kill -9 $cwd_pid 2>/dev/null"
 	wait_for "clockwised to be ready" 30 cwd_is_ready || { cat "$(cwd_log)"; exit 1; }
 	cwd_is_ready
 }

@@ -5,6 +5,14 @@
 #   expect_fail DESC CMD...  the same, but CMD must fail
 #   cleanup_add CMD     run CMD (eval'd) at exit, last added first
 #   wait_for DESC SECS CMD...  poll CMD until it succeeds (no fixed sleeps)
+#   cw_keep_logs FILE...  at exit, if anything failed: print the daemon's
+#                       miss lines of each FILE (a glob is expanded then),
+#                       then each FILE, and keep them beside the test's log
+#   cw_rt_lock -s|-x    share (-s) or take alone (-x) the host's CPUs at
+#                       real-time priority with the other tests of this build
+#                       (-u: let go)
+#   cw_budget SECS      SECS, or five times that in a sanitizer build: the
+#                       time to wait for what a slower build does later
 #
 # At exit it prints "cw-counts: passed=N failed=M" for scripts/check and
 # exits 1 if anything failed.
@@ -60,6 +68,44 @@ wait_for() {
 	done
 }
 
+# The daemon's logs, shown and kept when the test fails: its miss lines
+# (class and timeline, see daemon/lane-miss.c) first, so that a failed
+# "no deadline missed" says which request missed and why; the logs are
+# copied to TEST.daemon.log beside the test's own log (cw_tmp goes).
+cw_keep_logs() { cleanup_add "cw_show_logs $*"; }
+cw_show_logs() {
+	local f keep
+	[ "$cw_failed" -eq 0 ] && return 0
+	keep=$top_builddir/tests/integration/$(basename "$0" .sh).daemon.log
+	: >"$keep" 2>/dev/null || keep=/dev/null
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		echo "---- the daemon's misses in ${f##*/}:" >&2
+		grep -E 'missed a deadline|misses not logged' "$f" >&2 || echo "(none logged)" >&2
+		echo "---- ${f##*/}:" >&2
+		cat "$f" >&2
+		{ echo "---- ${f##*/}"; cat "$f"; } >>"$keep"
+	done
+	[ "$keep" = /dev/null ] || echo "---- the daemon's logs are kept in $keep" >&2
+}
+
+# A test that spins at real-time priority to make a stream miss (the
+# CPU cause of test-clockwised-misses) does the same to the stream of any
+# test that make check -j runs beside it: the streams' tests take this
+# lock shared for their whole run (ctl_start), the spinner alone (-x)
+# while it spins.  Held until the test's shell exits.
+cw_rt_lock() {
+	[ -n "${cw_rt_fd:-}" ] || exec {cw_rt_fd}>>"$top_builddir/tests/integration/rt-hog.lock"
+	flock -w 600 "$1" "$cw_rt_fd" || echo "(went on without the real-time lock after 600 s)"
+}
+
+# A sanitizer build runs the daemon several times slower (and a busy
+# host slower still): a wait for something it does, not for a deadline it
+# keeps, gets more time there.  CW_SANITIZED is set by Makefile.am.
+cw_budget() {
+	if [ -n "${CW_SANITIZED:-}" ]; then echo $(($1 * 5)); else echo "$1"; fi
+}
+
 # sim_pool DB MODEL N: a pool at DB of N sparse disks d0.img... beside it,
 # each as large as MODEL (a cwsim preset) and emulating it.
 sim_pool() {
@@ -76,6 +122,8 @@ sim_pool() {
 cw_finish() {
 	local c
 	for c in "${cw_cleanups[@]}"; do eval "$c" || true; done
+	# (released for every process that inherited it, too)
+	[ -z "${cw_rt_fd:-}" ] || flock -u "$cw_rt_fd"
 	rm -rf "$cw_tmp"
 	echo "cw-counts: passed=$cw_passed failed=$cw_failed"
 	[ "$cw_failed" -eq 0 ] || exit 1

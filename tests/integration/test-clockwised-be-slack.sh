@@ -89,7 +89,15 @@ if chrt -f 1 true 2>/dev/null; then
 	check "the dispatchers with streams run at real-time priority" \
 		grep -q "disk hdd0: its dispatcher runs at real-time priority 11" "$CTL_LOG"
 fi
-check "the daemon missed (almost) no deadline" test $((missed * 50)) -le "$rt"
+# A sanitizer build runs the daemon several times slower than the model
+# that admitted the stream (Makefile.am: timing is reported, not asserted,
+# there): its misses are only shown.
+if [ -n "${CW_SANITIZED:-}" ]; then
+	echo "under a sanitizer: $missed of $rt missed (not asserted); the daemon's miss lines:"
+	ctl_miss_lines
+else
+	ctl_no_miss "the daemon missed (almost) no deadline" "$missed" $((rt / 50))
+fi
 
 # After a restart the daemon starts from the stored, calibrated model.
 check "stop" ctl_stop

@@ -56,8 +56,8 @@ check "the reserved blocks were promoted" jq -e '.promotions > 0' <<<"$cache"
 check "and read from the cache" jq -e '.hits > 0' <<<"$cache"
 check "none was refused" jq -e '.refused_reserved == 0' <<<"$cache"
 check "the SSD served the stream as real-time" test "$(rt_on ssd0)" -gt 0
-check "the daemon missed no deadline" test "$missed" -eq 0
-check "nor the reservation" test "$resv_missed" -eq 0
+ctl_no_miss "the daemon missed no deadline" "$missed"
+ctl_no_miss "nor the reservation" "$resv_missed"
 
 check "a restart" ctl_stop
 check "the daemon restarts" ctl_start "$d" --no-export-all --emulate hdd7200 --emulate-ssd ssd
@@ -105,5 +105,5 @@ cache=$(cache_of media)
 echo "slow SSD, pinned: cache $(jq -c '{promotions, hits, refused_reserved}' <<<"$cache")"
 check "nothing of it was promoted" jq -e '.promotions == 0 and .hits == 0' <<<"$cache"
 check "its blocks were refused" jq -e '.refused_reserved > 0' <<<"$cache"
-check "no deadline missed" test "$(cwctl --json stats | jq '[.disks[].rt_misses] | add')" -eq 0
+ctl_no_miss "no deadline missed" "$(cwctl --json stats | jq '[.disks[].rt_misses] | add')"
 check "the server stops" ctl_stop

@@ -94,7 +94,17 @@ check "the refusal admitted nothing" test "$(cwctl --json resv list | jq length)
 check "a bound reservation is not released" test "$(ctl_code cwctl resv release "$id")" = busy
 check "export remove media" cwctl export remove media
 check "resv release" cwctl resv release "$id"
-check "be still serves reads" "$CWSTREAM" play "$(uri be)" --rate 1MB/s --block 64K --duration 0.3s -q
+# (be has no reservation and so no deadline: a block late on a busy host
+# is cwstream's exit 4, not a read refused; the blocks must all come)
+be_reads() {
+	local rc
+	"$CWSTREAM" play "$(uri be)" --rate 1MB/s --block 64K --duration 0.3s --json --quiet \
+		>"$cw_tmp/be.json"
+	rc=$?
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 4 ] || return "$rc"
+	tail -n1 "$cw_tmp/be.json" | jq -e '.summary.blocks >= 4'
+}
+check "be still serves reads" be_reads
 check "clockwised stops cleanly" ctl_stop
 
 # --- exports.all: the partitions in the pool are exported at start (the

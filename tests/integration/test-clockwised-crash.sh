@@ -21,10 +21,15 @@ qio_ok() { qemu-io -f raw "$@" "$uri" 2>&1 | tee -a "$cw_tmp/qio.out" | grep -q 
 check "flushed data intact" qio_ok -c 'read -P 0xa1 0 3M' -c 'read -P 0xb2 9M 1M'
 check "FUA data intact" qio_ok -c 'read -P 0xc3 20M 64k'
 check "clean stop" cwd_stop
-# Another process holds a disk's lock for 2 s, as the open file of a
-# killed daemon does while its last writes end.
+# Another process holds a disk's lock, as the open file of a killed
+# daemon does while its last writes end: until the next daemon says it
+# waits for it, and a second more.  (A lock held for a fixed 2 s was gone
+# before the daemon, started slowly on a busy host, first tried it.)
 f=$cw_tmp/a.disk
-flock "$f" sleep 2 &
+next_log=$cw_tmp/clockwised.$((cwd_run + 1)).log
+timeout "$(cw_budget 30)" flock "$f" bash -c \
+	'until grep -q "is locked by another process" "$0" 2>/dev/null; do sleep 0.05; done; sleep 1' \
+	"$next_log" &
 holder=$!
 check "the disk's lock is held" wait_for "the lock" 10 bash -c "! flock -n '$f' true"
 t0=$(date +%s%N)

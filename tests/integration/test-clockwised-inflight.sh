@@ -2,7 +2,7 @@
 # Description: writes of a daemon killed with -9 that are still in the
 # kernel land after the process is gone, and a restarted daemon serves
 # the disk only once they have.  The disk is a loop device whose writes
-# the daemon's block-I/O cgroup throttles (1 MiB/s), so a write of 8 MiB
+# the daemon's block-I/O cgroup throttles (512 KiB/s), so a write of 8 MiB
 # is still in flight when the daemon is killed: the device changes after
 # the process was reaped, the restart waits for the disk's lock (held by
 # those writes: disk_fence), and what it serves then does not change any
@@ -21,7 +21,10 @@ skip() {
 	exit 77
 }
 [ "$(id -u)" = 0 ] || skip "not root: no loop device or cgroup"
-BPS=1048576
+# 8 MiB at 512 KiB/s: 16 s in flight, which the kill, the read of the
+# device and the restart must take less than (at 1 MiB/s a busy host's
+# restart alone took 8.7 s, and found every write landed)
+BPS=524288
 
 truncate -s 64M "$cw_tmp/backing" || exit 1
 loop=$(losetup -f --show "$cw_tmp/backing" 2>/dev/null) || skip "no loop device"
@@ -57,10 +60,16 @@ echo $$ >"$cg_leave"
 uri=$(cwd_uri vol)
 echo "# $(grep "disk slow: $loop," "$(cwd_log)")"
 
-# 8 MiB in flight at 1 MiB/s, and the kill a second into it.
+# 8 MiB in flight at BPS, and the kill once the first of it reached
+# the loop device (a fixed second was, on a busy host, before qemu-io
+# had written anything: then nothing was in flight at the kill).
+sectors() { awk '{ print $7 }' "/sys/block/${loop#/dev/}/stat"; }
+before=$(sectors)
 qemu-io -f raw -c 'write -P 0x5a 0 8M' "$uri" >"$cw_tmp/write.out" 2>&1 &
 writer=$!
-sleep 1
+check "the write reaches the disk" \
+	wait_for "the first writes" "$(cw_budget 20)" bash -c '[ "$(awk "{ print \$7 }" "$0")" -gt "$1" ]' \
+	"/sys/block/${loop#/dev/}/stat" "$before"
 check "kill -9 while the write runs" cwd_kill9
 wait "$writer"
 dev() { dd if="$loop" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1; }

@@ -6,8 +6,11 @@
 # /var/lib are overlays (nothing written reaches the machine's) and /run is
 # empty.  With XDG_CONFIG_HOME=/etc, XDG_STATE_HOME=/var/lib and
 # XDG_RUNTIME_DIR=/run the unit's directories are the system ones.  Only
-# ExecStart's path changes, to the daemon just built (and /var/lib/clockwise
-# is made beforehand: a user manager puts StateDirectory elsewhere).  Checked: start
+# ExecStart's path changes, to a copy of the daemon just built outside the
+# build tree (which PrivateTmp or ProtectHome may hide: a tree under /tmp
+# or /home), with an Environment= line for its library (and
+# /var/lib/clockwise is made beforehand: a user manager puts
+# StateDirectory elsewhere).  Checked: start
 # waits for READY=1 and the pool is created (--init) in StateDirectory;
 # STATUS; the bounding set, no-new-privileges, the seccomp filter, locked
 # memory (CAP_IPC_LOCK), a read-only / and a private /tmp; the control
@@ -22,7 +25,7 @@ skip() { echo "SKIP: $*"; rm -rf "$cw_tmp"; trap - EXIT; exit 77; }
 
 # ---- inside the mount namespace ----
 inner() {
-	local sd pid u=/run/systemd/user
+	local sd pid u=/run/systemd/user bin=/var/lib/cwtest-unit
 	t=$CW_UNIT_TMP
 	sdctl() { XDG_RUNTIME_DIR=/run systemctl --user "$@"; }
 	prop() { sdctl show -P "$2" "$1"; }
@@ -41,9 +44,18 @@ inner() {
 	# 252), not $XDG_STATE_HOME: /var/lib/clockwise is made here, as the
 	# system manager would.
 	mkdir -p /run/systemd/system "$u" /etc/clockwise /var/lib/clockwise
-	# as make install puts them
+	# as make install puts them; the daemon and its library are copied
+	# out of the build tree, which the unit may not see (PrivateTmp hides
+	# a tree under /tmp, ProtectHome one under /home or /root): to
+	# /var/lib/cwtest-unit, on the overlay, the library found through
+	# LD_LIBRARY_PATH as an installed one would be through ld.so's path
+	if ! copy_daemon "$bin"; then
+		echo "cannot copy the daemon and libclockwise out of $top_builddir" >"$t/skip"
+		exit 77
+	fi
 	cp "$top_srcdir/etc/clockwised.conf" /etc/clockwise/
-	sed "s|^ExecStart=[^ ]*|ExecStart=$top_builddir/daemon/clockwised|" \
+	sed -e "s|^ExecStart=[^ ]*|ExecStart=$bin/clockwised|" \
+		-e "s|^\\[Service\\]\$|&\\nEnvironment=LD_LIBRARY_PATH=$bin|" \
 		"$top_builddir/etc/clockwised.service" >"$u/clockwised.service"
 	printf '[Unit]\nDescription=nothing but the manager\n' >"$u/cwtest.target"
 	check "sysusers snippet" systemd-sysusers "$top_srcdir/etc/clockwise.sysusers.conf"
@@ -78,7 +90,7 @@ inner() {
 	check "CAP_IPC_LOCK and CAP_SYS_NICE in effect" caps_in_effect "$pid" 0x804000
 	# A sanitizer's shadow memory (terabytes reserved) cannot be locked:
 	# the daemon says so and goes on; any other build locks its memory.
-	if ldd "$top_builddir/daemon/.libs/clockwised" 2>/dev/null | grep -q 'lib[at]san'; then
+	if ldd "$bin/clockwised" 2>/dev/null | grep -q 'lib[at]san'; then
 		echo "memory not locked: a sanitizer build"
 	else
 		check "memory locked (lock_memory)" \
@@ -128,6 +140,18 @@ inner() {
 	: >"$t/manager.pid"
 	umount /var/lib /etc /run 2>/dev/null
 	:
+}
+# copy_daemon DIR: the daemon just built (the program behind libtool's
+# wrapper) and the libclockwise it runs with, into DIR.
+copy_daemon() {
+	local real lib
+	real=$("$top_builddir/libtool" --mode=execute echo "$top_builddir/daemon/clockwised") &&
+		[ -x "$real" ] || return 1
+	mkdir -p "$1" && cp "$real" "$1/clockwised" || return 1
+	lib=$(LD_LIBRARY_PATH=$top_builddir/libclockwise/.libs ldd "$real" |
+		awk '$1 ~ /^libclockwise\.so/ { print $3 }')
+	[ -n "$lib" ] && cp -L "$lib" "$1/" || return 1
+	LD_LIBRARY_PATH=$1 ldd "$1/clockwised" | grep -q "libclockwise.* => $1/"
 }
 if [ "${CW_UNIT_INNER:-}" ]; then
 	inner
