@@ -19,7 +19,9 @@
  *       holds a record of its slot of a generation issued for it and not
  *       older than the last one acknowledged durable, or zeros when none
  *       was (lost otherwise); and nothing else (foreign).  Prints
- *       "checked=N lost=N foreign=N" and exits 1 unless both are 0.
+ *       "checked=N lost=N foreign=N" and exits 1 unless both are 0; exits
+ *       2 when the log gives one slot a generation twice (the writes of
+ *       every run need generations of their own: GEN must grow).
  *
  * A record: each 512-byte unit holds "CWDURBL1", its offset in the
  * export, its generation, and bytes that follow from those.
@@ -216,6 +218,15 @@ static int verify(const char *uri, const char *log_path, uint64_t slots, uint64_
 				durable[slot] = gen;
 			checked++;
 		} else {
+			/* A generation written twice makes "older than the last
+			 * one acknowledged" meaningless: refuse the log. */
+			for (uint64_t i = 0; i < issued_n[slot]; i++)
+				if (issued[slot][i] == gen) {
+					fprintf(stderr, "nbd-durable: %s: generation %" PRIu64
+						" written twice to slot %" PRIu64 ": each write "
+						"needs a generation of its own\n", log_path, gen, slot);
+					return 2;
+				}
 			issued[slot] = realloc(issued[slot], (issued_n[slot] + 1) * sizeof(**issued));
 			if (!issued[slot])
 				return 2;
