@@ -275,6 +275,12 @@ static int rule2_moves(struct ctx *c, const uint64_t *ids, size_t n)
 	int r = 0;
 
 	for (size_t i = 0; i < n && r >= 0; i++) {
+		struct cw_move_info m;
+
+		/* A move with nothing to copy is journalled as done: no
+		 * stream's blocks go anywhere, and there is nothing to resume. */
+		if (cw_move_get(c->srv->pool, ids[i], &m) == 0 && m.state == CW_MOVE_DONE)
+			continue;
 		r = rule2_check(c, ids[i], why, sizeof(why));
 		if (r == 0)
 			r = cw_move_resume(c->srv->pool, ids[i]);
