@@ -532,8 +532,8 @@ static int listener_room(struct parse *p, const config_setting_t *e)
 {
 	if (p->c->n_listen_unix + p->c->n_listen_tcp < LISTEN_MAX)
 		return 0;
-	return fail(p, e, "%s is one listener too many: the daemon listens on at most %d "
-		    "(unix and tcp together)", WHERE(e), LISTEN_MAX);
+	return fail(p, e, "%s is one listener too many; expected at most %d listeners, unix "
+		    "and tcp together", WHERE(e), LISTEN_MAX);
 }
 
 static int add_unix(struct parse *p, const config_setting_t *e, const char *v)

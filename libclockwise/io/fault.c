@@ -445,9 +445,9 @@ int cw_io_fault_parse(const char *spec, struct cw_io_fault_opts *o, char *why, s
 	return 0;
 bad:
 	if (why && why_len)
-		snprintf(why, why_len, "bad fault setting at \"%.*s\" (known: fail=N, "
+		snprintf(why, why_len, "bad fault setting at \"%.*s\"; expected fail=N, "
 			 "fail-write=N, fail-fsync=N, tear-write=N, fail-range=OFF+LEN, "
-			 "fail-count=N, cut-write=N, cut-file=PATH, cut=drop|tear, seed=N)",
+			 "fail-count=N, cut-write=N, cut-file=PATH, cut=drop|tear or seed=N",
 			 (int)strcspn(s, ","), s);
 	return -EINVAL;
 }

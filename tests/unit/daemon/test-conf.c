@@ -455,9 +455,9 @@ static void test_bad_disks(void)
 		 "3: unknown setting \"speed\" in disks[0]; expected path, name, tier, policy, be_order, slot_us, "
 		 "lanes, model, emulate or fault");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; fault = \"cut-write=x\"; } );\n",
-		 "1: disks[0].fault: bad fault setting at \"cut-write=x\" (known: fail=N, fail-write=N, "
+		 "1: disks[0].fault: bad fault setting at \"cut-write=x\"; expected fail=N, fail-write=N, "
 		 "fail-fsync=N, tear-write=N, fail-range=OFF+LEN, fail-count=N, cut-write=N, "
-		 "cut-file=PATH, cut=drop|tear, seed=N)");
+		 "cut-file=PATH, cut=drop|tear or seed=N");
 	load_bad("disks = { };\n", "1: disks is a group; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = [ 5 ];\n", "1: disks is an array; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = (\n 5 );\n", "2: disks[0] is an integer; expected a group { name = value; ... }");
@@ -587,8 +587,8 @@ static void test_bad_listen(void)
 		 " \"/a8\", \"/a9\" ];\n"
 		 " tcp = [ \"127.0.0.1:1\", \"127.0.0.1:2\", \"127.0.0.1:3\", \"127.0.0.1:4\","
 		 " \"127.0.0.1:5\", \"127.0.0.1:6\", \"127.0.0.1:7\", \"127.0.0.1:8\" ]; };\n",
-		 "3: listen.tcp[7] is one listener too many: the daemon listens on at most 16 "
-		 "(unix and tcp together)");
+		 "3: listen.tcp[7] is one listener too many; expected at most 16 listeners, unix "
+		 "and tcp together");
 }
 
 static void count_warning(void *userdata, const char *msg)
