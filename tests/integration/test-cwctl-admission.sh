@@ -20,7 +20,7 @@ largest stream rates that would be admitted now, in 1M blocks
 DISK  TIER  STATE    STREAMS  UTIL  DELTA-L  BE-BUDGET  MAX-RATE
 hdd0  hdd   present  0        0%    none     none       16.1MB/s
 hdd1  hdd   present  0        0%    none     none       16.1MB/s
-ssd0  ssd   present  0        0%    none     none       238.6MB/s
+ssd0  ssd   present  0        0%    none     none       119.3MB/s
 
 PART   SIZE  DISKS           MAX-RATE  LIMITED-BY
 media  200M  hdd0,hdd1,ssd0  52.4MB/s  hdd0
@@ -31,7 +31,7 @@ cat >"$cw_tmp/want" <<'EOT'
 largest stream rates that would be admitted now, in 64K blocks
 
 DISK  TIER  STATE    STREAMS  UTIL  DELTA-L  BE-BUDGET  MAX-RATE
-ssd0  ssd   present  0        0%    none     none       26.9MB/s
+ssd0  ssd   present  0        0%    none     none       13.4MB/s
 
 PART   SIZE  DISKS           MAX-RATE  LIMITED-BY
 media  200M  hdd0,hdd1,ssd0  1.1MB/s   hdd0
