@@ -56,7 +56,8 @@ stream() {
 	shift 3
 	bind "$name" "$rate" || return 1
 	"$@" "$cwstream" play "$(cwd_uri "$name")" --rate "$rate" --block "$block" \
-		--duration "$secs" --resv "$id" --socket "$cw_tmp/control" --json --quiet | tail -n1
+		--duration "$secs" --resv "$id" --socket "$cw_tmp/control" "${stream_opts[@]}" \
+		--json --quiet | tail -n1
 }
 # fastest NAME: binds NAME at the fastest of a few rates the disk admits
 fastest() {
@@ -65,6 +66,7 @@ fastest() {
 	done
 	return 1
 }
+stream_opts=()	# more options of cwstream play
 classes() { ctl --json stats | jq -c '.disks[] | select(.disk == "hdd0") | .rt_miss_classes'; }
 resv_classes() { ctl --json stats | jq -c '[.reservations[].miss_classes]'; }
 
@@ -173,7 +175,12 @@ if [ "$(nproc)" -ge 2 ] && chrt -f 50 true 2>/dev/null; then
 	# request waiting or in service rather than an idle disk.
 	( while :; do taskset -c 1 nbdcopy "$(cwd_uri media)" /dev/null || exit; done ) &
 	be=$!
+	# Asked at its release (--ahead 0), a block's request meets the
+	# spinner in the dispatcher's window; asked ahead, the dispatcher has
+	# served it before the burst, and only its reply can be late.
+	stream_opts=(--ahead 0)
 	stream cpu "$rate" 3 taskset -c 1 >"$cw_tmp/cpu.json"
+	stream_opts=()
 	wait "$hog"
 	cw_rt_lock -u
 	kill "$be" 2>/dev/null; wait "$be" 2>/dev/null
