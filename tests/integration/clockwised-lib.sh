@@ -62,7 +62,8 @@ cwd_is_ready() {
 
 cwd_start() {
 	cwd_run=$((cwd_run + 1))
-	"$cwd_bin" -f -c "$cwd_cfg" "$@" 2>"$(cwd_log)" &
+	cw_rt_lock -s	# see ctl_start
+	"$cwd_bin" -f -c "$cwd_cfg" "$@" 2>"$(cwd_log)" {cw_rt_fd}>&- &
 	cwd_pid=$!
 	[ "$cwd_run" -gt 1 ] || cw_keep_logs "$cw_tmp/clockwised.[0-9]*.log"
 	cleanup_add "kill -9 $cwd_pid 2>/dev/null"

@@ -13,6 +13,7 @@ fio --enghelp 2>/dev/null | grep -qw nbd || skip "fio lacks the nbd engine"
 CWSTREAM=$top_builddir/tools/cwstream
 d=$cw_tmp
 
+CTL_RT_LOCK=-x	# its stream beside no other daemon of the suite (ctl_start)
 check "clockwised starts" ctl_start "$d"
 # Written out, so that the calibration measures the disk, not holes.
 check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$d"

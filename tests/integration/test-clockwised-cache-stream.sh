@@ -16,6 +16,7 @@ CWSTREAM=$top_builddir/tools/cwstream
 d=$cw_tmp
 BLOCK=256K
 
+CTL_RT_LOCK=-x	# its stream beside no other daemon of the suite (ctl_start)
 ctl_start "$d" --no-export-all --emulate hdd7200 --emulate-ssd ssd
 check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$d"
 check "part create media on hdd0" cwctl part create media --size 16M --policy single --disk hdd0

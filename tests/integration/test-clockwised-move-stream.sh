@@ -21,6 +21,7 @@ d=$cw_tmp
 MB=${CW_MOVE_STREAM_MB:-96}
 BLOCK=256K
 
+CTL_RT_LOCK=-x	# its stream beside no other daemon of the suite (ctl_start)
 ctl_start "$d" --no-export-all --emulate hdd7200
 check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$d"
 check "part create media on hdd0" cwctl part create media --size "${MB}M" --policy single --disk hdd0
