@@ -195,6 +195,9 @@ static int write_loop(const char *uri, const char *log_path, uint64_t gen, uint6
 		"then: %s\n", n, acked, nbd_get_error() ? nbd_get_error() : "?");
 	fclose(log);
 	nbd_close(h);
+	free(pend_gen);
+	free(pend_slot);
+	free(buf);
 	return 0;
 }
 
@@ -258,6 +261,13 @@ static int verify(const char *uri, const char *log_path, uint64_t slots, uint64_
 	}
 	printf("checked=%" PRIu64 " lost=%" PRIu64 " foreign=%" PRIu64 "\n", checked, lost, foreign);
 	nbd_close(h);
+	fclose(log);
+	for (slot = 0; slot < slots; slot++)
+		free(issued[slot]);
+	free(issued);
+	free(issued_n);
+	free(durable);
+	free(buf);
 	return lost || foreign ? 1 : 0;
 }
 
