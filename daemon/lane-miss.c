@@ -44,6 +44,9 @@ struct rd_sample {
 
 struct overrun {
 	int64_t start, done, over;
+	int64_t charged;		/* its charge */
+	size_t len;
+	enum cw_io_op op;
 	bool rt;
 };
 
@@ -70,6 +73,9 @@ struct miss_rec {
 	uint64_t resv;			/* its id (0: a start-up one) */
 	size_t len;
 	int64_t overrun_at;		/* done time of the overrun blamed, or 0 */
+	int64_t overrun_charged;	/* its charge */
+	size_t overrun_len;
+	enum cw_io_op overrun_op;
 	bool overrun_rt;
 	struct sleep longest;		/* the dispatcher's longest sleep in slept_ns */
 	struct round round;		/* its longest round from booking to start */
@@ -349,7 +355,9 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 	if (sr->service_ns > 0 && over > 0) {
 		/* A flush overrunning its charge (that of a small request)
 		 * spends slack like any other request and is blamed like one. */
-		lm->ovr[lm->novr++ % OVERRUNS] = (struct overrun){ p->start_ns, now, over, p->rt };
+		lm->ovr[lm->novr++ % OVERRUNS] = (struct overrun){
+			.start = p->start_ns, .done = now, .over = over, .charged = sr->service_ns,
+			.len = p->io.len, .op = p->io.op, .rt = p->rt };
 		if (!p->rt) {
 			cwd_stats_add(&l->st.be_overruns, 1);
 			cwd_stats_add(&l->st.be_overrun_ns, (uint64_t)over);
@@ -397,7 +405,9 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 		lm->log[h % MISS_LOG] = (struct miss_rec){
 			.m = m, .cls = c, .stream = p->resv->a->stream,
 			.resv = p->resv->a->persistent ? p->resv->a->id : 0, .len = p->io.len,
-			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt, .longest = longest,
+			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt,
+			.overrun_charged = o ? o->charged : 0, .overrun_len = o ? o->len : 0,
+			.overrun_op = o ? o->op : CW_IO_READ, .longest = longest,
 			.round = longest_round(lm, p->booked_ns ? p->booked_ns : sr->release_ns,
 					       p->start_ns),
 			.parked_memory = p->req->parked_memory, .push_wait_ns = p->push_wait_ns,
@@ -434,6 +444,17 @@ void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, 
 }
 
 #define US(ns) ((double)(ns) / 1000.0)
+
+static const char *io_op_name(enum cw_io_op op)
+{
+	switch (op) {
+	case CW_IO_READ: return "read";
+	case CW_IO_WRITE: return "write";
+	case CW_IO_FSYNC: return "flush";
+	case CW_IO_PUNCH: return "punch";
+	}
+	return "request";
+}
 
 /* The late replies recorded so far, each logged once. */
 static void drain_delivery(struct lane *l, struct lane_miss *lm)
@@ -485,9 +506,11 @@ void lane_miss_drain(struct lane *l)
 		}
 
 		if (m->other_overrun_ns > 0 && (r->cls == CW_MISS_OVERRUN || r->cls == CW_MISS_MODEL))
-			snprintf(why, sizeof(why), "; a %s request ending %.0f us after the release "
-				 "overran its charge by %.0f us", r->overrun_rt ? "real-time" : "best-effort",
-				 US(r->overrun_at - m->release_ns), US(m->other_overrun_ns));
+			snprintf(why, sizeof(why), "; a %s %s of %zu bytes ending %.0f us after the "
+				 "release overran its charge of %.0f us by %.0f us",
+				 r->overrun_rt ? "real-time" : "best-effort", io_op_name(r->overrun_op),
+				 r->overrun_len, US(r->overrun_at - m->release_ns),
+				 US(r->overrun_charged), US(m->other_overrun_ns));
 		if (m->cpu_wait_reader_ns > 0 || m->reader_parked_ns > 0 || r->push_wait_ns > 0)
 			snprintf(reader, sizeof(reader), "; before it booked it its reader waited "
 				 "%.0f us for a CPU, was parked %.0f us for %s and waited %.0f us "

@@ -26,7 +26,10 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/file.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 
 #include "daemon/pool-internal.h"
@@ -952,6 +955,58 @@ static bool disk_fence(const struct disk *d)
 	return true;
 }
 
+/* The whole disk a device number lies on: a partition's parent (from
+ * sysfs), else dev itself; 0 for none (tmpfs, a network file system). */
+static dev_t whole_device(dev_t dev)
+{
+	char path[96], real[PATH_MAX], buf[32];
+	unsigned maj, min;
+	char *slash;
+	FILE *f;
+
+	if (major(dev) == 0)
+		return 0;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	if (!realpath(path, real) || access(strcat(strcpy(path, real), "/partition"), F_OK) != 0)
+		return dev;
+	slash = strrchr(real, '/');
+	if (!slash)
+		return dev;
+	*slash = '\0';
+	if (strlen(real) + sizeof("/dev") > sizeof(path))
+		return dev;
+	snprintf(path, sizeof(path), "%s/dev", real);
+	f = fopen(path, "re");
+	if (!f)
+		return dev;
+	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%u:%u", &maj, &min) != 2) {
+		fclose(f);
+		return dev;
+	}
+	fclose(f);
+	return makedev(maj, min);
+}
+
+/* Admission books each disk's time as its own: two disks of the pool on
+ * one device delay each other's requests by what neither was charged.
+ * An emulated disk keeps its model's time and is left out. */
+static void shared_device_warn(const struct pb *pb, const struct disk *d)
+{
+	if (!d->device || d->emulate)
+		return;
+	for (size_t i = 0; i < pb->ndisks; i++) {
+		const struct disk *o = &pb->disks[i];
+
+		if (o == d || o->fd < 0 || o->emulate || o->device != d->device)
+			continue;
+		cwd_log(LOG_WARNING, "disk %s: %s lies on the same device (%u:%u) as disk %s: "
+			"the requests of one delay the other's, which admission does not book; "
+			"a stream on either can miss its deadlines", d->name, d->path,
+			major(d->device), minor(d->device), o->name);
+		return;
+	}
+}
+
 static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
 {
 	const struct cwd_config *cfg = pb->cfg;
@@ -1037,7 +1092,10 @@ static int disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *i
 		d->regular = fstat(d->fd, &st) == 0 && S_ISREG(st.st_mode);
 		d->need_bytes = info->data_offset_bytes +
 				info->data_blocks * cw_pool_block_size(pb->pool);
+		d->device = d->regular ? whole_device(st.st_dev) :
+			    S_ISBLK(st.st_mode) ? whole_device(st.st_rdev) : 0;
 	}
+	shared_device_warn(pb, d);
 	/* io_uring punts reads it cannot do without blocking to kernel
 	 * workers: a file on tmpfs gets the memory engine (the copy done
 	 * inline), one on another such file system libaio. */

@@ -186,6 +186,7 @@ struct disk {
 	 * end (a write there would grow it again, and what was cut would
 	 * read as zeros). */
 	bool regular;
+	dev_t device;			/* the whole disk under it (0: none known) */
 	uint64_t need_bytes;
 	atomic_bool shrunk;
 	atomic_int_fast64_t size_ns;

@@ -16,6 +16,10 @@ ctl_start "$d"
 uri() { echo "nbd+unix:///$1?socket=$CTL_NBD"; }
 has_export() { nbdinfo --list "nbd+unix:///?socket=$CTL_NBD" 2>/dev/null | grep -q "^export=\"$1\":"; }
 
+# The test's disk images share one device: the daemon says what that
+# does to streams.
+check "disks on one device: the daemon warns" \
+	grep -q "disk hdd1: .* lies on the same device ([0-9]*:[0-9]*) as disk hdd0" "$CTL_LOG"
 check "an empty pool: no export at start" test "$(cwctl --json export list | jq length)" -eq 0
 check "part create media" cwctl part create media --size 64M
 check "part create be" cwctl part create be --size 64M

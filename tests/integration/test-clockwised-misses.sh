@@ -142,7 +142,7 @@ check "best-effort overruns are counted" \
 unbind overrun
 sleep 1.5
 check "the log names the best-effort request that overran" \
-	grep -Eq 'missed a deadline by [0-9]+ us \(overrun\):.*a best-effort request ending [0-9]+ us after the release overran its charge by [0-9]+ us' \
+	grep -Eq 'missed a deadline by [0-9]+ us \(overrun\):.*a best-effort (read|write) of [0-9]+ bytes ending [0-9]+ us after the release overran its charge of [0-9]+ us by [0-9]+ us' \
 	"$(cwd_log)"
 # The dispatcher waited for that request's end within one round: the
 # line says how long the round was, and that it was not the lock.
