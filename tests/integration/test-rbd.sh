@@ -16,5 +16,7 @@ echo "cluster up in $((SECONDS - t0)) s"
 export CW_CEPH_CONF=$ceph_conf
 for t in "$top_srcdir"/tests/integration/rbd/*.sh; do
 	echo "== $(basename "$t")"
+	t0=$SECONDS
 	check "$(basename "$t" .sh)" bash "$t"
+	echo "($(basename "$t" .sh): $((SECONDS - t0)) s)"
 done
