@@ -26,7 +26,6 @@
 #include "config.h"
 
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/sysmacros.h>
@@ -959,31 +958,33 @@ static bool disk_fence(const struct disk *d)
  * sysfs), else dev itself; 0 for none (tmpfs, a network file system). */
 static dev_t whole_device(dev_t dev)
 {
-	char path[96], real[PATH_MAX], buf[32];
+	char path[64], buf[32];
 	unsigned maj, min;
-	char *slash;
-	FILE *f;
+	ssize_t n;
+	int dfd, fd;
 
 	if (major(dev) == 0)
 		return 0;
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
-	if (!realpath(path, real) || access(strcat(strcpy(path, real), "/partition"), F_OK) != 0)
+	/* the link's target, a directory: ".." from it is its parent */
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return dev;
-	slash = strrchr(real, '/');
-	if (!slash)
-		return dev;
-	*slash = '\0';
-	if (strlen(real) + sizeof("/dev") > sizeof(path))
-		return dev;
-	snprintf(path, sizeof(path), "%s/dev", real);
-	f = fopen(path, "re");
-	if (!f)
-		return dev;
-	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%u:%u", &maj, &min) != 2) {
-		fclose(f);
+	if (faccessat(dfd, "partition", F_OK, 0) != 0) {
+		close(dfd);
 		return dev;
 	}
-	fclose(f);
+	fd = openat(dfd, "../dev", O_RDONLY | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0)
+		return dev;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return dev;
+	buf[n] = '\0';
+	if (sscanf(buf, "%u:%u", &maj, &min) != 2)
+		return dev;
 	return makedev(maj, min);
 }
 
