@@ -71,12 +71,23 @@ struct cwc_export {
 /* Live counters from the data path (the stats hook fills them). */
 #define CWC_HIST_BUCKETS 24	/* bucket i: latencies in [2^(i-1), 2^i) us; 0: under 1 us */
 
+/* One dispatcher's share of its disk's counters. */
+struct cwc_lane_stats {
+	uint64_t rt_requests, be_requests;
+	uint64_t read_bytes, written_bytes;
+	uint64_t queued;
+};
+
 struct cwc_disk_stats {
 	uint32_t disk_id;
 	uint64_t rt_requests, rt_misses;
 	uint64_t be_requests;
 	int64_t be_p50_ns, be_p99_ns, be_max_ns;	/* BE latency */
 	uint64_t be_hist[CWC_HIST_BUCKETS];	/* BE latency: a client diffs two for an interval's */
+	int64_t be_lat_sum_ns;			/* the latencies the histogram counts, summed */
+	uint64_t queued;			/* requests booked, not yet complete, now */
+	unsigned lanes;				/* dispatchers summed here */
+	struct cwc_lane_stats *lane;		/* each of them (malloc'ed, freed by the server) */
 	int64_t slack_used_ns;			/* BE service run in the streams' slack */
 	uint64_t read_bytes, written_bytes;
 	uint64_t misses[CW_MISS_CLASSES];	/* RT misses by class */
@@ -93,7 +104,8 @@ struct cwc_disk_stats {
 };
 
 struct cwc_resv_stats {
-	uint64_t resv_id;
+	uint64_t resv_id;	/* 0: a start-up stream (clockwised -r) */
+	char export_name[CW_NAME_MAX + 1];	/* a start-up stream's export */
 	uint64_t requests, misses;
 	uint64_t read_bytes, written_bytes;
 	int64_t worst_late_ns;
@@ -127,6 +139,8 @@ struct nbdsrv_client;
 /* Frees what the stats hook filled, and zeroes it. */
 static inline void cwc_stats_free(struct cwc_stats *st)
 {
+	for (size_t i = 0; i < st->n_disks; i++)
+		free(st->disks[i].lane);
 	free(st->disks);
 	free(st->resvs);
 	for (size_t i = 0; i < st->n_exports; i++)
