@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <clockwise/admit-state.h>
@@ -235,6 +236,14 @@ struct cwc_server_opts {
 	 * missing disk may be exported (the data path fails those blocks
 	 * with EIO); false: it is offline, and export add refuses it. */
 	bool activation_partial;
+	/* Where the metrics (OpenMetrics/Prometheus text, GET /metrics) are
+	 * served: unix sockets, made like the control socket and readable
+	 * by whoever may read through it, and TCP addresses (the caller
+	 * keeps them to loopback).  n_metrics 0: none.  The arrays stay the
+	 * caller's and must outlive cwc_server_new(). */
+	const struct sockaddr_storage *metrics_addr;
+	const socklen_t *metrics_addrlen;
+	size_t n_metrics;
 	struct cwc_hooks hooks;
 };
 

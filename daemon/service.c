@@ -405,6 +405,9 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	o.socket_gid = o.read_gid;
 	o.idle_timeout_ns = (int64_t)cfg->control_idle_timeout_s * CW_NS_PER_S;
 	o.activation_partial = cfg->exports.partial;
+	o.metrics_addr = cfg->metrics.addr;
+	o.metrics_addrlen = cfg->metrics.addrlen;
+	o.n_metrics = cfg->metrics.n;
 	o.hooks = (struct cwc_hooks){
 		.userdata = svc,
 		.export_add = hook_export_add,
@@ -421,8 +424,8 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	};
 	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {
-		cwd_log(LOG_ERR, "cannot create the control socket %s: %s", cfg->control_socket,
-			strerror(-r));
+		cwd_log(LOG_ERR, "cannot create the control socket %s%s: %s", cfg->control_socket,
+			cfg->metrics.n ? " or the metrics listeners" : "", strerror(-r));
 		svc_free(svc);
 		return r;
 	}
