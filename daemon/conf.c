@@ -567,6 +567,20 @@ static bool host_is_loopback(const char *host)
 	return false;
 }
 
+/* The port of address v, its text from port on, into *ret. */
+static int get_port(struct parse *p, const config_setting_t *e, const char *v, const char *port,
+		    long *ret)
+{
+	char *endp;
+
+	errno = 0;
+	*ret = strtol(port, &endp, 10);
+	if (!*port || *endp || errno || *ret < 1 || *ret > 65535 || *port == '-' || *port == '+')
+		return fail(p, e, "%s = \"%s\" has no valid port; expected a port from 1 to 65535",
+			    WHERE(e), v);
+	return 0;
+}
+
 #define TCP_EXPECTED "HOST:PORT, [IPV6]:PORT or HOST (port 10809)"
 
 /* "host:port", "[v6]:port", "host", "[v6]" or a bare IPv6 address. */
@@ -595,15 +609,8 @@ static int add_tcp(struct parse *p, const config_setting_t *e, const char *v)
 		host = strdup(v);	/* no port, or an IPv6 address */
 	if (!host)
 		return -ENOMEM;
-	if (port) {
-		char *endp;
-
-		errno = 0;
-		n = strtol(port, &endp, 10);
-		if (!*port || *endp || errno || n < 1 || n > 65535 || *port == '-' || *port == '+')
-			return fail(p, e, "%s = \"%s\" has no valid port; expected a port from 1 to 65535",
-				    WHERE(e), v);
-	}
+	if (port && get_port(p, e, v, port, &n) < 0)
+		return -EINVAL;
 	if (strpbrk(host, "[]/ \t") || (strchr(host, ':') && inet_pton(AF_INET6, host, &(struct in6_addr){ 0 }) != 1))
 		return fail(p, e, "%s = \"%s\" is not a TCP address; expected " TCP_EXPECTED, WHERE(e), v);
 	if (!strcmp(host, "*"))
@@ -1602,6 +1609,118 @@ static int key_host(struct parse *p, const config_setting_t *s, void *obj)
 	return parse_group(p, s, host_keys, NULL);
 }
 
+/* ---- metrics ---- */
+
+#define METRICS_EXPECTED "an absolute path, 127.X.X.X:PORT or [::1]:PORT (port %d when none)"
+
+/* A unix socket, or a numeric loopback address: TCP beyond loopback
+ * would show the counters to the network, and on loopback to anyone on
+ * the host (the unix socket keeps the control socket's read group). */
+static int add_metrics(struct parse *p, const config_setting_t *e)
+{
+	struct cwd_config_metrics *m = &p->c->metrics;
+	struct sockaddr_storage *ss = &m->addr[m->n];
+	char host[INET6_ADDRSTRLEN + 1] = "";
+	const char *v = NULL, *port = NULL;
+	long n = CWD_DEFAULT_METRICS_PORT;
+	int r;
+
+	if (m->n == CWD_METRICS_LISTEN_MAX)
+		return fail(p, e, "%s is one address too many; expected at most %d", WHERE(e),
+			    CWD_METRICS_LISTEN_MAX);
+	r = get_string(p, e, "a string", &v);
+	if (r < 0)
+		return r;
+	memset(ss, 0, sizeof(*ss));
+	if (v[0] == '/') {
+		struct sockaddr_un *sa = (struct sockaddr_un *)ss;
+		_cleanup_free_ char *path = NULL;
+
+		r = get_path(p, e, sizeof(sa->sun_path) - 1, &path);
+		if (r < 0)
+			return r;
+		sa->sun_family = AF_UNIX;
+		memcpy(sa->sun_path, path, strlen(path) + 1);
+		m->addrlen[m->n++] = sizeof(*sa);
+		return 0;
+	}
+	if (v[0] == '[') {
+		const char *end = strchr(v, ']');
+
+		if (end && (size_t)(end - v - 1) < sizeof(host) && (!end[1] || end[1] == ':')) {
+			memcpy(host, v + 1, (size_t)(end - v - 1));
+			port = end[1] ? end + 2 : NULL;
+		}
+	} else {
+		const char *colon = strchr(v, ':');
+		size_t len = colon ? (size_t)(colon - v) : strlen(v);
+
+		if (len < sizeof(host)) {
+			memcpy(host, v, len);
+			port = colon ? colon + 1 : NULL;
+		}
+	}
+	if (port && get_port(p, e, v, port, &n) < 0)
+		return -EINVAL;
+	if (v[0] == '[') {
+		struct sockaddr_in6 *sa = (struct sockaddr_in6 *)ss;
+
+		if (inet_pton(AF_INET6, host, &sa->sin6_addr) == 1) {
+			if (!IN6_IS_ADDR_LOOPBACK(&sa->sin6_addr))
+				goto remote;
+			sa->sin6_family = AF_INET6;
+			sa->sin6_port = htons((uint16_t)n);
+			m->addrlen[m->n++] = sizeof(*sa);
+			return 0;
+		}
+	} else {
+		struct sockaddr_in *sa = (struct sockaddr_in *)ss;
+
+		if (inet_pton(AF_INET, host, &sa->sin_addr) == 1) {
+			if (ntohl(sa->sin_addr.s_addr) >> 24 != 127)
+				goto remote;
+			sa->sin_family = AF_INET;
+			sa->sin_port = htons((uint16_t)n);
+			m->addrlen[m->n++] = sizeof(*sa);
+			return 0;
+		}
+	}
+	return fail(p, e, "%s = \"%s\" is not an address; expected " METRICS_EXPECTED, WHERE(e), v,
+		    CWD_DEFAULT_METRICS_PORT);
+remote:
+	return fail(p, e, "%s = \"%s\" is not a loopback address: anyone who reaches it would "
+		    "read the counters; expected a unix socket, 127.X.X.X or [::1]", WHERE(e), v);
+}
+
+static int key_metrics_listen(struct parse *p, const config_setting_t *s, void *obj)
+{
+	int n, r;
+
+	p->c->metrics.n = 0;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING)
+		return add_metrics(p, s);
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
+		return wrong_type(p, s, "an array of addresses [ \"127.0.0.1:9477\", "
+				  "\"/run/clockwise/metrics.sock\" ]");
+	n = config_setting_length(s);
+	for (int i = 0; i < n; i++) {
+		r = add_metrics(p, config_setting_get_elem(s, (unsigned)i));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static const struct key metrics_keys[] = {
+	{ "listen", key_metrics_listen },
+	{ NULL, NULL },
+};
+
+static int key_metrics(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return parse_group(p, s, metrics_keys, NULL);
+}
+
 static const struct key top_keys[] = {
 	{ "pool", key_pool },
 	{ "policy", key_policy },
@@ -1625,6 +1744,7 @@ static const struct key top_keys[] = {
 	{ "access", key_access },
 	{ "limits", key_limits },
 	{ "host", key_host },
+	{ "metrics", key_metrics },
 	{ "disks", key_disks },
 	{ NULL, NULL },
 };

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <clockwise/types.h>
 #include <clockwise/io.h>
@@ -77,6 +78,17 @@ struct cwd_config_tcp {
 /* Listeners, unix and TCP together: as many as the server holds. */
 #define CWD_LISTEN_MAX NBDSRV_LISTEN_MAX
 
+/* metrics.listen: where the OpenMetrics exposition is served, unix
+ * sockets and loopback TCP addresses. */
+#define CWD_METRICS_LISTEN_MAX 8
+#define CWD_DEFAULT_METRICS_PORT 9477
+
+struct cwd_config_metrics {
+	struct sockaddr_storage addr[CWD_METRICS_LISTEN_MAX];
+	socklen_t addrlen[CWD_METRICS_LISTEN_MAX];
+	size_t n;		/* 0: no metrics (the default) */
+};
+
 /* Who may use an export: entries of the access lists are "*" (anyone,
  * TCP clients too), "USER" or "@GROUP" (names or numbers), resolved when
  * the daemon starts (cwd_config_access()). */
@@ -137,6 +149,7 @@ struct cwd_config {
 	char *control_read_group;	/* may read through the control socket */
 	char *control_admin_group;	/* may also change things */
 	unsigned control_idle_timeout_s;	/* a silent control connection is closed; 0: never */
+	struct cwd_config_metrics metrics;
 	int log_level;		/* a syslog priority, LOG_ERR .. LOG_DEBUG */
 	struct {
 		bool read_only;

@@ -19,11 +19,20 @@
 
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/un.h>
 
 #include "control.h"
 
 struct client;
 struct calib_job;
+struct cwc_http;
+
+/* What an epoll event of the server points at (its first member). */
+enum cwc_ev_kind {
+	CWC_EV_CLIENT = 1,
+	CWC_EV_JOB,
+	CWC_EV_HTTP,
+};
 
 struct cwc_server {
 	struct cwc_server_opts o;
@@ -38,6 +47,7 @@ struct cwc_server {
 	struct calib_job *jobs;
 	struct epoll_event batch[16];	/* the events being dispatched */
 	int batch_n;
+	struct cwc_http *http;		/* the metrics listeners */
 
 	struct cwc_export *exports;
 	size_t n_exports;
@@ -65,6 +75,38 @@ struct calib {
 	struct cw_model model;
 	int result;
 };
+
+/* ---- control-socket.c ---- */
+
+/* Who is at the other end of unix socket fd (SO_PEERCRED, and
+ * SO_PEERGROUPS where the kernel has it) and what the server lets them
+ * do: change things (root, the admin group), read (those, and the read
+ * group).  -errno when the kernel does not say. */
+struct cwc_peer {
+	uid_t uid;
+	gid_t gid;
+	bool can_read, can_change;
+};
+int cwc_peer_rights(const struct cwc_server *srv, int fd, struct cwc_peer *ret);
+/* Removes a socket file at path that nothing answers on (a previous
+ * run's); -EADDRINUSE when something does, -EEXIST for another file. */
+int cwc_clear_stale(const char *path, const struct sockaddr_un *sa);
+
+/* ---- control-http.c: the metrics endpoint ---- */
+
+/* Binds the metrics addresses of the options and serves them in the
+ * server's epoll; -errno (what started stays for cwc_http_free). */
+int cwc_http_start(struct cwc_server *srv);
+/* Serves what is ready on any metrics listener; the milliseconds until
+ * one has a timeout due (-1: none). */
+int cwc_http_run(struct cwc_server *srv);
+void cwc_http_free(struct cwc_server *srv);
+
+/* ---- control-metrics.c ---- */
+
+/* The exposition, Prometheus text (0.0.4) or OpenMetrics (1.0.0), in a
+ * malloc'ed buffer; 0 or -errno. */
+int cwc_metrics_text(struct cwc_server *srv, bool openmetrics, char **ret, size_t *ret_len);
 
 /* ---- control-cmd.c ---- */
 
@@ -179,6 +221,11 @@ int cwc_export_load(struct cwc_server *srv);
 void cwc_export_unload(struct cwc_server *srv, size_t served);
 
 int cwc_cmd_status(struct ctx *c, json_object **ret);
+/* Each export's best effort in st against what it was due, over one
+ * interval since the first of them was exported (cw_sched_share_table):
+ * *ret malloc'ed, one row per export, *ret_n of them (0: nothing known). */
+void cwc_export_shares(const struct cwc_server *srv, const struct cwc_stats *st,
+		       struct cw_sched_share_out **ret, size_t *ret_n);
 int cwc_cmd_stats(struct ctx *c, json_object **ret);
 
 #endif

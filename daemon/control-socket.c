@@ -25,16 +25,10 @@
 #include "common/util.h"
 #include "control-internal.h"
 
-/* What an epoll event points at. */
-enum ev_kind {
-	EV_CLIENT = 1,
-	EV_JOB,
-};
-
 struct calib_job;
 
 struct client {
-	enum ev_kind kind;	/* first: EV_CLIENT */
+	enum cwc_ev_kind kind;	/* first: CWC_EV_CLIENT */
 	int fd;
 	bool can_read, can_change;
 	uid_t uid;
@@ -281,7 +275,7 @@ static void client_settle(struct cwc_server *srv, struct client *cl)
 /* ---- calibration in a thread ------------------------------------------- */
 
 struct calib_job {
-	enum ev_kind kind;		/* first: EV_JOB */
+	enum cwc_ev_kind kind;		/* first: CWC_EV_JOB */
 	struct cwc_server *srv;
 	struct client *cl;		/* NULL once the client has gone */
 	int fd;				/* our end of the progress channel */
@@ -342,7 +336,7 @@ static void job_start(struct cwc_server *srv, struct client *cl, const struct cw
 		free(job);
 		return;
 	}
-	job->kind = EV_JOB;
+	job->kind = CWC_EV_JOB;
 	job->srv = srv;
 	job->cl = cl;
 	job->fd = sv[0];
@@ -457,44 +451,56 @@ static void refuse_busy(int fd, const char *why)
 	close(fd);
 }
 
+int cwc_peer_rights(const struct cwc_server *srv, int fd, struct cwc_peer *ret)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	gid_t groups[256];
+	socklen_t glen = sizeof(groups);
+	bool in_read, in_admin;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	/* The primary group, then the supplementary ones where the
+	 * kernel reports them (SO_PEERGROUPS, Linux 4.13). */
+	in_read = cred.gid == srv->o.read_gid;
+	in_admin = cred.gid == srv->o.admin_gid;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
+		for (size_t i = 0; i < glen / sizeof(gid_t); i++) {
+			in_read |= groups[i] == srv->o.read_gid;
+			in_admin |= groups[i] == srv->o.admin_gid;
+		}
+	}
+	ret->uid = cred.uid;
+	ret->gid = cred.gid;
+	ret->can_change = cred.uid == 0 || (srv->o.admin_gid != CWC_NO_GID && in_admin);
+	ret->can_read = ret->can_change || (srv->o.read_gid != CWC_NO_GID && in_read);
+	return 0;
+}
+
 static void server_accept(struct cwc_server *srv)
 {
 	for (;;) {
 		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct ucred cred;
-		socklen_t len = sizeof(cred);
-		gid_t groups[256];
-		socklen_t glen = sizeof(groups);
+		struct cwc_peer peer;
 		struct client *cl;
 		struct epoll_event ev = { .events = EPOLLIN };
-		bool in_read = false, in_admin = false, admin;
 		unsigned cap = srv->o.max_clients;
 
 		if (fd < 0)
 			return;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		if (cwc_peer_rights(srv, fd, &peer) < 0) {
 			refuse_busy(fd, "who is connecting is not known");
 			continue;
 		}
-		/* The primary group, then the supplementary ones where the
-		 * kernel reports them (SO_PEERGROUPS, Linux 4.13). */
-		in_read = cred.gid == srv->o.read_gid;
-		in_admin = cred.gid == srv->o.admin_gid;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
-			for (size_t i = 0; i < glen / sizeof(gid_t); i++) {
-				in_read |= groups[i] == srv->o.read_gid;
-				in_admin |= groups[i] == srv->o.admin_gid;
-			}
-		}
 		/* The last connections are an admin's; root has no share. */
-		admin = cred.uid == 0 || (srv->o.admin_gid != CWC_NO_GID && in_admin);
-		if (!admin)
+		if (!peer.can_change)
 			cap -= CW_MIN(CWC_ADMIN_RESERVE, cap - 1);
 		if (srv->n_clients >= cap) {
 			refuse_busy(fd, "too many control connections");
 			continue;
 		}
-		if (cred.uid != 0 && uid_clients(srv, cred.uid) >= srv->o.max_per_uid) {
+		if (peer.uid != 0 && uid_clients(srv, peer.uid) >= srv->o.max_per_uid) {
 			refuse_busy(fd, "too many control connections of this user");
 			continue;
 		}
@@ -503,13 +509,13 @@ static void server_accept(struct cwc_server *srv)
 			refuse_busy(fd, "out of memory");
 			continue;
 		}
-		cl->kind = EV_CLIENT;
+		cl->kind = CWC_EV_CLIENT;
 		cl->fd = fd;
 		cl->srv = srv;
-		cl->uid = cred.uid;
-		cl->gid = cred.gid;
-		cl->can_change = cred.uid == 0 || (srv->o.admin_gid != CWC_NO_GID && in_admin);
-		cl->can_read = cl->can_change || (srv->o.read_gid != CWC_NO_GID && in_read);
+		cl->uid = peer.uid;
+		cl->gid = peer.gid;
+		cl->can_change = peer.can_change;
+		cl->can_read = peer.can_read;
 		cl->tokens = srv->o.rate_burst;
 		cl->refill_ns = cl->active_ns = srv->o.clock_ns();
 		ev.data.ptr = cl;
@@ -554,8 +560,10 @@ static int clients_expire(struct cwc_server *srv)
 int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 {
 	struct epoll_event *ev = srv->batch;
-	int due_ms = clients_expire(srv), n;
+	int due_ms = clients_expire(srv), http_ms = cwc_http_run(srv), n;
 
+	if (http_ms >= 0 && (due_ms < 0 || http_ms < due_ms))
+		due_ms = http_ms;
 	if (due_ms >= 0 && (timeout_ms < 0 || due_ms < timeout_ms))
 		timeout_ms = due_ms;
 	n = epoll_wait(srv->epoll_fd, ev, (int)CW_ARRAY_SIZE(srv->batch), timeout_ms);
@@ -583,10 +591,12 @@ int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 				srv->stopping = true;
 			continue;
 		}
-		if (*(enum ev_kind *)p == EV_JOB) {
+		if (*(enum cwc_ev_kind *)p == CWC_EV_JOB) {
 			job_read(srv, p);
 			continue;
 		}
+		if (*(enum cwc_ev_kind *)p == CWC_EV_HTTP)
+			continue;	/* cwc_http_run serves them all below */
 		cl = p;
 		if (ev[i].events & EPOLLOUT)
 			client_flush(cl);
@@ -602,6 +612,8 @@ int cwc_server_dispatch(struct cwc_server *srv, int timeout_ms)
 		client_settle(srv, cl);
 	}
 	srv->batch_n = 0;
+	if (srv->http)
+		cwc_http_run(srv);
 	return 0;
 }
 
@@ -643,8 +655,7 @@ int cwc_server_fd(const struct cwc_server *srv)
 	return srv->epoll_fd;
 }
 
-/* Replaces a socket file nobody answers on (a previous run's). */
-static int clear_stale(const char *path, const struct sockaddr_un *sa)
+int cwc_clear_stale(const char *path, const struct sockaddr_un *sa)
 {
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct stat st;
@@ -709,7 +720,7 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 		srv->o.out_max = CW_CTL_LINE_MAX;
 	memcpy(sa.sun_path, srv->path, strlen(srv->path) + 1);
 
-	r = clear_stale(srv->path, &sa);
+	r = cwc_clear_stale(srv->path, &sa);
 	if (r < 0)
 		goto fail;
 	srv->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -745,6 +756,11 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 		unlink(srv->path);
 		goto fail;
 	}
+	r = cwc_http_start(srv);
+	if (r < 0) {
+		unlink(srv->path);
+		goto fail;
+	}
 	/* Last, so that nothing fails after the hooks were told. */
 	r = cwc_export_load(srv);
 	if (r < 0) {
@@ -759,6 +775,7 @@ int cwc_server_new(const struct cwc_server_opts *opts, struct cw_pool *pool,
 	*ret_server = srv;
 	return 0;
 fail:
+	cwc_http_free(srv);
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
 	if (srv->epoll_fd >= 0)
@@ -792,6 +809,7 @@ void cwc_server_free(struct cwc_server *srv)
 	}
 	while (srv->clients)
 		client_close(srv, srv->clients);
+	cwc_http_free(srv);
 	close(srv->listen_fd);
 	close(srv->epoll_fd);
 	close(srv->wake_fd);

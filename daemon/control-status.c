@@ -104,18 +104,15 @@ static json_object *classes_json(const uint64_t *n)
 	return o;
 }
 
-/* Each export's best effort on its disks since it was exported, and what
- * that was against what it was due (cw_sched_share_table over every
- * export's counters on every disk; frees st's exports). */
-static json_object *exports_json(const struct cwc_server *srv, struct cwc_stats *st)
+void cwc_export_shares(const struct cwc_server *srv, const struct cwc_stats *st,
+		       struct cw_sched_share_out **ret, size_t *ret_n)
 {
-	json_object *a = json_object_new_array();
-	int64_t now = srv->o.clock_ns();
-	size_t n = 0, k = 0, nrows = 0;
-	struct cw_sched_share_in *in;
-	struct cw_sched_share_out *rows = NULL;
-	int64_t since = now;
+	int64_t now = srv->o.clock_ns(), since = now;
+	size_t n = 0, k = 0;
+	_cleanup_free_ struct cw_sched_share_in *in = NULL;
 
+	*ret = NULL;
+	*ret_n = 0;
 	for (size_t i = 0; i < st->n_exports; i++) {
 		n += st->exports[i].n_disks;
 		since = CW_MIN(since, st->exports[i].since_ns);
@@ -125,8 +122,23 @@ static json_object *exports_json(const struct cwc_server *srv, struct cwc_stats 
 		for (size_t j = 0; j < st->exports[i].n_disks; j++)
 			in[k++] = st->exports[i].disks[j].in;
 	/* one interval for all: since the first of them was exported */
-	if (!in || now <= since || cw_sched_share_table(in, n, now - since, &rows, &nrows) < 0)
-		nrows = 0;
+	if (!in || now <= since || cw_sched_share_table(in, n, now - since, ret, ret_n) < 0) {
+		free(*ret);
+		*ret = NULL;
+		*ret_n = 0;
+	}
+}
+
+/* Each export's best effort on its disks since it was exported, and what
+ * that was against what it was due (cwc_export_shares; frees st's
+ * exports). */
+static json_object *exports_json(const struct cwc_server *srv, struct cwc_stats *st)
+{
+	json_object *a = json_object_new_array();
+	struct cw_sched_share_out *rows = NULL;
+	size_t nrows = 0;
+
+	cwc_export_shares(srv, st, &rows, &nrows);
 	for (size_t i = 0; i < st->n_exports; i++) {
 		const struct cwc_export_stats *es = &st->exports[i];
 		json_object *o = json_object_new_object(), *d = json_object_new_array();
@@ -155,7 +167,6 @@ static json_object *exports_json(const struct cwc_server *srv, struct cwc_stats 
 		json_object_array_add(a, o);
 	}
 	free(rows);
-	free(in);
 	cwc_stats_free(st);
 	return a;
 }

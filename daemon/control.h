@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <clockwise/admit-state.h>
@@ -71,12 +72,23 @@ struct cwc_export {
 /* Live counters from the data path (the stats hook fills them). */
 #define CWC_HIST_BUCKETS 24	/* bucket i: latencies in [2^(i-1), 2^i) us; 0: under 1 us */
 
+/* One dispatcher's share of its disk's counters. */
+struct cwc_lane_stats {
+	uint64_t rt_requests, be_requests;
+	uint64_t read_bytes, written_bytes;
+	uint64_t queued;
+};
+
 struct cwc_disk_stats {
 	uint32_t disk_id;
 	uint64_t rt_requests, rt_misses;
 	uint64_t be_requests;
 	int64_t be_p50_ns, be_p99_ns, be_max_ns;	/* BE latency */
 	uint64_t be_hist[CWC_HIST_BUCKETS];	/* BE latency: a client diffs two for an interval's */
+	int64_t be_lat_sum_ns;			/* the latencies the histogram counts, summed */
+	uint64_t queued;			/* requests booked, not yet complete, now */
+	unsigned lanes;				/* dispatchers summed here */
+	struct cwc_lane_stats *lane;		/* each of them (malloc'ed, freed by the server) */
 	int64_t slack_used_ns;			/* BE service run in the streams' slack */
 	uint64_t read_bytes, written_bytes;
 	uint64_t misses[CW_MISS_CLASSES];	/* RT misses by class */
@@ -93,7 +105,8 @@ struct cwc_disk_stats {
 };
 
 struct cwc_resv_stats {
-	uint64_t resv_id;
+	uint64_t resv_id;	/* 0: a start-up stream (clockwised -r) */
+	char export_name[CW_NAME_MAX + 1];	/* a start-up stream's export */
 	uint64_t requests, misses;
 	uint64_t read_bytes, written_bytes;
 	int64_t worst_late_ns;
@@ -127,6 +140,8 @@ struct nbdsrv_client;
 /* Frees what the stats hook filled, and zeroes it. */
 static inline void cwc_stats_free(struct cwc_stats *st)
 {
+	for (size_t i = 0; i < st->n_disks; i++)
+		free(st->disks[i].lane);
 	free(st->disks);
 	free(st->resvs);
 	for (size_t i = 0; i < st->n_exports; i++)
@@ -221,6 +236,14 @@ struct cwc_server_opts {
 	 * missing disk may be exported (the data path fails those blocks
 	 * with EIO); false: it is offline, and export add refuses it. */
 	bool activation_partial;
+	/* Where the metrics (OpenMetrics/Prometheus text, GET /metrics) are
+	 * served: unix sockets, made like the control socket and readable
+	 * by whoever may read through it, and TCP addresses (the caller
+	 * keeps them to loopback).  n_metrics 0: none.  The arrays stay the
+	 * caller's and must outlive cwc_server_new(). */
+	const struct sockaddr_storage *metrics_addr;
+	const socklen_t *metrics_addrlen;
+	size_t n_metrics;
 	struct cwc_hooks hooks;
 };
 

@@ -434,6 +434,7 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 		lane_be_leave(l, p, now);
 		cwd_stats_add(&l->st.be_done, 1);
 		cwd_stats_hist_add(l->st.be_lat, now - q->arrival_ns);
+		cwd_stats_add(&l->st.be_lat_sum_ns, (uint64_t)CW_MAX(now - q->arrival_ns, (int64_t)0));
 		if (!err && p->io.op != CW_IO_FSYNC)
 			lane_be_done(l, p);
 		/* Slack is what the streams leave: ΔL_r between their

@@ -211,6 +211,9 @@ static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
 		ds->misses[k] += cwd_stats_get(&c->miss[k]);
 	ds->be_overruns += cwd_stats_get(&c->be_overruns);
 	ds->be_overrun_ns += (int64_t)cwd_stats_get(&c->be_overrun_ns);
+	ds->be_lat_sum_ns += (int64_t)cwd_stats_get(&c->be_lat_sum_ns);
+	ds->queued += cwd_stats_get(&c->queued);
+	ds->lanes++;
 	for (unsigned b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
 		hist[b] += cwd_stats_get(&c->be_lat[b]);
 }
@@ -282,8 +285,22 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		if (d->fd < 0)
 			continue;
 		ds->disk_id = d->id;
-		for (j = 0; j < d->nlanes; j++)
-			lane_sum(ds, &d->lanes[j].st, hist, ratio);
+		ds->lane = calloc(d->nlanes ? d->nlanes : 1, sizeof(*ds->lane));
+		if (!ds->lane)
+			return -ENOMEM;
+		ret->n_disks++;	/* from here on, its lanes are the caller's to free */
+		for (j = 0; j < d->nlanes; j++) {
+			const struct cwd_stats *c = &d->lanes[j].st;
+
+			lane_sum(ds, c, hist, ratio);
+			ds->lane[j] = (struct cwc_lane_stats){
+				.rt_requests = cwd_stats_get(&c->rt_done),
+				.be_requests = cwd_stats_get(&c->be_done),
+				.read_bytes = cwd_stats_get(&c->read_bytes),
+				.written_bytes = cwd_stats_get(&c->write_bytes),
+				.queued = cwd_stats_get(&c->queued),
+			};
+		}
 		ds->p50_over_c = cwd_stats_ratio_quantile(ratio, 0.5);
 		ds->p999_over_c = cwd_stats_ratio_quantile(ratio, 0.999);
 		ds->tail_permille = disk_model(d)->tail_permille ? disk_model(d)->tail_permille : 999;
@@ -296,7 +313,6 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		ds->be_p50_ns = cwd_stats_hist_quantile(hist, 0.5);
 		ds->be_p99_ns = cwd_stats_hist_quantile(hist, 0.99);
 		ds->be_max_ns = cwd_stats_hist_quantile(hist, 1.0);
-		ret->n_disks++;
 	}
 	pthread_mutex_lock(&pb->resv_lock);
 	ret->resvs = calloc(pb->nresvs ? pb->nresvs : 1, sizeof(*ret->resvs));
@@ -318,6 +334,9 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		};
 		for (unsigned k = 0; k < CW_MISS_CLASSES; k++)
 			ret->resvs[n - 1].miss_class[k] = cwd_stats_get(&rv->st.miss[k]);
+		if (!rv->a->persistent)
+			snprintf(ret->resvs[n - 1].export_name, sizeof(ret->resvs[n - 1].export_name),
+				 "%s", rv->a->export_name);
 	}
 	ret->n_resvs = n;
 	pthread_mutex_unlock(&pb->resv_lock);
@@ -386,6 +405,9 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	o.socket_gid = o.read_gid;
 	o.idle_timeout_ns = (int64_t)cfg->control_idle_timeout_s * CW_NS_PER_S;
 	o.activation_partial = cfg->exports.partial;
+	o.metrics_addr = cfg->metrics.addr;
+	o.metrics_addrlen = cfg->metrics.addrlen;
+	o.n_metrics = cfg->metrics.n;
 	o.hooks = (struct cwc_hooks){
 		.userdata = svc,
 		.export_add = hook_export_add,
@@ -402,8 +424,8 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	};
 	r = cwc_server_new(&o, pool, &svc->srv);
 	if (r < 0) {
-		cwd_log(LOG_ERR, "cannot create the control socket %s: %s", cfg->control_socket,
-			strerror(-r));
+		cwd_log(LOG_ERR, "cannot create the control socket %s%s: %s", cfg->control_socket,
+			cfg->metrics.n ? " or the metrics listeners" : "", strerror(-r));
 		svc_free(svc);
 		return r;
 	}

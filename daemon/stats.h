@@ -30,6 +30,7 @@ struct cwd_stats {
 	atomic_uint_fast64_t queued;		/* booked, not yet complete, now */
 	atomic_uint_fast64_t queued_max;
 	atomic_uint_fast64_t be_lat[CWD_STATS_HIST_BUCKETS];	/* arrival to completion */
+	atomic_uint_fast64_t be_lat_sum_ns;	/* their sum (a histogram's _sum) */
 	/* RT misses by class (enum cw_sched_miss_class), and the BE
 	 * requests that took longer than they were charged */
 	atomic_uint_fast64_t miss[CWD_STATS_MISS_CLASSES];

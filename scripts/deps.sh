@@ -5,6 +5,7 @@ CW_DEB_PACKAGES="build-essential autoconf automake libtool pkg-config
  libsystemd-dev libjson-c-dev libnbd-dev libnbd-bin nbdkit qemu-utils fio
  e2fsprogs util-linux procps groff-base gnuplot-nox jq systemd
  qemu-system-common fuse3 python3 libgnutls28-dev gnutls-bin
+ libmicrohttpd-dev curl prometheus
  ceph-mon ceph-osd ceph-common librbd-dev librados-dev"
 
 cw_install_deps() {

@@ -255,12 +255,53 @@ static void test_listen(void)
 	cwd_config_free(c);
 }
 
+static void test_metrics(void)
+{
+	struct cwd_config *c = load_ok("# no metrics unless asked\n");
+	const struct sockaddr_in *in;
+	const struct sockaddr_in6 *in6;
+
+	CU_ASSERT_EQUAL(c->metrics.n, 0);
+	cwd_config_free(c);
+	c = load_ok("metrics = {\n"
+		    "  listen = [ \"127.0.0.1:9477\", \"/run/clockwise/metrics.sock\", \"[::1]:1\","
+		    " \"127.9.8.7\" ];\n"
+		    "};\n");
+	CU_ASSERT_EQUAL_FATAL(c->metrics.n, 4);
+	in = (const struct sockaddr_in *)&c->metrics.addr[0];
+	CU_ASSERT_EQUAL(in->sin_family, AF_INET);
+	CU_ASSERT_EQUAL(ntohs(in->sin_port), 9477);
+	CU_ASSERT_EQUAL(c->metrics.addr[1].ss_family, AF_UNIX);
+	CU_ASSERT_STRING_EQUAL(((const struct sockaddr_un *)&c->metrics.addr[1])->sun_path,
+			       "/run/clockwise/metrics.sock");
+	in6 = (const struct sockaddr_in6 *)&c->metrics.addr[2];
+	CU_ASSERT_EQUAL(in6->sin6_family, AF_INET6);
+	CU_ASSERT_EQUAL(ntohs(in6->sin6_port), 1);
+	in = (const struct sockaddr_in *)&c->metrics.addr[3];
+	CU_ASSERT_EQUAL(ntohs(in->sin_port), CWD_DEFAULT_METRICS_PORT);
+	cwd_config_free(c);
+
+	load_bad("\nmetrics = { listen = \"0.0.0.0:9477\"; };\n",
+		 "2: metrics.listen = \"0.0.0.0:9477\" is not a loopback address: anyone who "
+		 "reaches it would read the counters; expected a unix socket, 127.X.X.X or [::1]");
+	load_bad("metrics = {\n listen = [ \"/run/m.sock\",\n \"[2001:db8::1]:80\" ]; };\n",
+		 "3: metrics.listen[1] = \"[2001:db8::1]:80\" is not a loopback address: anyone who "
+		 "reaches it would read the counters; expected a unix socket, 127.X.X.X or [::1]");
+	load_bad("metrics = { listen = \"localhost:9477\"; };\n",
+		 "1: metrics.listen = \"localhost:9477\" is not an address; expected an absolute "
+		 "path, 127.X.X.X:PORT or [::1]:PORT (port 9477 when none)");
+	load_bad("metrics = { listen = \"127.0.0.1:0\"; };\n",
+		 "1: metrics.listen = \"127.0.0.1:0\" has no valid port; expected a port from 1 to 65535");
+	load_bad("metrics = { port = 9477; };\n",
+		 "1: unknown setting \"port\" in metrics; expected listen");
+}
+
 static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, be_order, io_engine, queue_depth, "
 		 "mover_depth, mover_share, rt_priority, lock_memory, rt_cpus, busy_poll_us, listen, tls, control_socket, control_read_group, control_admin_group, control_idle_timeout_s, log_level, exports, "
-		 "access, limits, host or disks");
+		 "access, limits, host, metrics or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
 	load_bad("control_idle_timeout_s = 3601;\n", "1: control_idle_timeout_s = 3601 is out of range; "
@@ -915,6 +956,7 @@ int main(void)
 	cwtest_add(s, "defaults", test_defaults);
 	cwtest_add(s, "every setting", test_full);
 	cwtest_add(s, "listen addresses", test_listen);
+	cwtest_add(s, "metrics addresses", test_metrics);
 	cwtest_add(s, "bad top-level values", test_bad_top);
 	cwtest_add(s, "syntax errors", test_syntax);
 	cwtest_add(s, "bad exports", test_bad_exports);
