@@ -431,10 +431,13 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 		}
 		p->done_ns = now;
 	} else {
+		int64_t lat;
+
 		lane_be_leave(l, p, now);
 		cwd_stats_add(&l->st.be_done, 1);
-		cwd_stats_hist_add(l->st.be_lat, now - q->arrival_ns);
-		cwd_stats_add(&l->st.be_lat_sum_ns, (uint64_t)CW_MAX(now - q->arrival_ns, (int64_t)0));
+		lat = CW_MAX(now - q->arrival_ns, (int64_t)0);
+		cwd_stats_hist_add(l->st.be_lat, lat);
+		cwd_stats_add(&l->st.be_lat_sum_ns, (uint64_t)lat);
 		if (!err && p->io.op != CW_IO_FSYNC)
 			lane_be_done(l, p);
 		/* Slack is what the streams leave: ΔL_r between their

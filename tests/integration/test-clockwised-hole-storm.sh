@@ -117,15 +117,16 @@ storm() {
 		miss_lines "$name"
 		return
 	fi
-	if [ "$(jq .misses <<<"$summary")" -ne 0 ] || [ "$missed" -ne 0 ] || [ "$rm" -ne 0 ]; then
+	# the daemon's miss lines of this phase, and the player's count
+	local lines played_missed
+	lines=$(tail -n "+$((log_at + 1))" "$CTL_LOG" | grep -E 'missed a deadline|misses not logged')
+	played_missed=$(jq .misses <<<"$summary")
+	if [ "$played_missed" -ne 0 ] || [ "$missed" -ne 0 ] || [ "$rm" -ne 0 ]; then
 		echo "the daemon's miss lines:"; miss_lines "$name"
 		# As ctl_no_miss: misses while real-time threads of other
 		# processes held the CPUs (every daemon miss line names them,
 		# and some ran while the stream played) are the host's, which
 		# admission does not book: said, not failed.
-		local lines
-		lines=$(tail -n "+$((log_at + 1))" "$CTL_LOG" |
-			grep -E 'missed a deadline|misses not logged')
 		if [ -s "$d/others-$name" ] && { [ "$missed" -eq 0 ] || { [ -n "$lines" ] &&
 			! grep -qv 'real-time threads of other processes' <<<"$lines"; }; }; then
 			check "holes read on $name: the misses are the host's, not the daemon's" true
@@ -143,19 +144,18 @@ storm() {
 	# of class cpu or delivery (or that the daemon did not see: the
 	# player's own wake-up) is shown as OPEN; a miss of any other class
 	# (the model, an overrun, the schedule) fails.
-	local other_class= lines
-	lines=$(tail -n "+$((log_at + 1))" "$CTL_LOG" | grep -E 'missed a deadline|misses not logged')
+	local other_class=
 	if grep -Ev 'missed a deadline by [0-9]+ us \((cpu|delivery)\)' <<<"$lines" | grep -q .; then
 		other_class=1
 	fi
-	if [ "$(jq .misses <<<"$summary")" -ne 0 ] && [ -z "$other_class" ]; then
-		echo "OPEN: holes read on $name: the player missed $(jq .misses <<<"$summary")" \
+	if [ "$played_missed" -ne 0 ] && [ -z "$other_class" ]; then
+		echo "OPEN: holes read on $name: the player missed $played_missed" \
 			"($(jq -c .miss_causes <<<"$summary")), the daemon $missed (reservation $rm)," \
 			"none of class model, overrun or sched (issue 31, items 1 and 10)"
 	else
-		check "holes read on $name: cwstream missed no block" test "$(jq .misses <<<"$summary")" -eq 0
+		check "holes read on $name: cwstream missed no block" test "$played_missed" -eq 0
 	fi
-	if { [ "$missed" -ne 0 ] || [ "$rm" -ne 0 ]; } && [ "$(jq .misses <<<"$summary")" -eq 0 ]; then
+	if { [ "$missed" -ne 0 ] || [ "$rm" -ne 0 ]; } && [ "$played_missed" -eq 0 ]; then
 		echo "OPEN: holes read on $name: the daemon missed $missed of its deadlines" \
 			"(reservation $rm), the player none"
 	fi
