@@ -31,6 +31,7 @@ static const cwc_handler_fn handlers[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_RESV_LIST] = cwc_cmd_resv_list,
 	[CW_CTL_CMD_RESV_SHOW] = cwc_cmd_resv_show,
 	[CW_CTL_CMD_RESV_RELEASE] = cwc_cmd_resv_release,
+	[CW_CTL_CMD_RESV_CLAIM] = cwc_cmd_resv_claim,
 	[CW_CTL_CMD_EXPORT_LIST] = cwc_cmd_export_list,
 	[CW_CTL_CMD_EXPORT_ADD] = cwc_cmd_export_add,
 	[CW_CTL_CMD_EXPORT_REMOVE] = cwc_cmd_export_remove,
@@ -82,10 +83,10 @@ bool cwc_request_admit(struct cwc_server *srv, const char *line, size_t len, boo
 	return true;
 }
 
-void cwc_request_run(struct cwc_server *srv, const struct cw_ctl_request *req, cwc_emit_fn emit,
-			void *userdata)
+void cwc_request_run(struct cwc_server *srv, const struct cw_ctl_request *req, pid_t pid,
+		     cwc_emit_fn emit, void *userdata)
 {
-	struct ctx c = { .srv = srv, .req = req, .emit = emit, .emit_data = userdata };
+	struct ctx c = { .srv = srv, .req = req, .pid = pid, .emit = emit, .emit_data = userdata };
 	json_object *result = NULL;
 	_cleanup_free_ char *out = NULL;
 
@@ -110,7 +111,7 @@ void cwc_server_handle_line(struct cwc_server *srv, const char *line, size_t len
 
 	if (!cwc_request_admit(srv, line, len, can_read, can_change, emit, userdata, &req))
 		return;
-	cwc_request_run(srv, &req, emit, userdata);
+	cwc_request_run(srv, &req, 0, emit, userdata);
 	cw_ctl_request_done(&req);
 }
 

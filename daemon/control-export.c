@@ -35,7 +35,7 @@ static json_object *export_json(const struct cwc_export *e)
 /* Who is connected to export e: o gets "served" (false: listed, but its
  * partition cannot be served now), "connections" and "clients" (the
  * first CLIENTS_LISTED: uid and pid on a unix socket, address on TCP,
- * seconds connected).  Returns the connections, or -errno. */
+ * seconds connected, whether it holds the real-time priority).  Returns the connections, or -errno. */
 static int export_clients_json(struct cwc_server *srv, const struct cwc_export *e,
 			       json_object *o)
 {
@@ -62,6 +62,8 @@ static int export_clients_json(struct cwc_server *srv, const struct cwc_export *
 			cwc_add(k, "address", cwc_jstr(cl[i].addr));
 		}
 		cwc_add(k, "connected_s", json_object_new_int64((now - cl[i].since_ns) / CW_NS_PER_S));
+		if (cl[i].realtime)	/* holds the export's real-time priority */
+			cwc_add(k, "realtime", json_object_new_boolean(true));
 		json_object_array_add(a, k);
 	}
 	cwc_add(o, "connections", cw_ctl_json_u64(n));

@@ -57,6 +57,7 @@ struct cwc_server {
 struct ctx {
 	struct cwc_server *srv;
 	const struct cw_ctl_request *req;
+	pid_t pid;			/* the caller's process on the socket, else 0 */
 	cwc_emit_fn emit;
 	void *emit_data;
 	enum cw_ctl_code code;
@@ -84,6 +85,7 @@ struct calib {
  * group).  -errno when the kernel does not say. */
 struct cwc_peer {
 	uid_t uid;
+	pid_t pid;		/* the process that connected */
 	gid_t gid;
 	bool can_read, can_change;
 };
@@ -115,8 +117,9 @@ int cwc_metrics_text(struct cwc_server *srv, bool openmetrics, char **ret, size_
 bool cwc_request_admit(struct cwc_server *srv, const char *line, size_t len, bool can_read,
 		       bool can_change, cwc_emit_fn emit, void *userdata, struct cw_ctl_request *req);
 /* Runs a request and emits its reply. */
-void cwc_request_run(struct cwc_server *srv, const struct cw_ctl_request *req, cwc_emit_fn emit,
-		     void *userdata);
+/* pid: the caller's process (0: not known), for resv.claim. */
+void cwc_request_run(struct cwc_server *srv, const struct cw_ctl_request *req, pid_t pid,
+		     cwc_emit_fn emit, void *userdata);
 void cwc_emit_error(cwc_emit_fn emit, void *data, enum cw_ctl_code code, const char *msg,
 		    json_object *details);
 
@@ -204,6 +207,7 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret);
 int cwc_cmd_resv_list(struct ctx *c, json_object **ret);
 int cwc_cmd_resv_show(struct ctx *c, json_object **ret);
 int cwc_cmd_resv_release(struct ctx *c, json_object **ret);
+int cwc_cmd_resv_claim(struct ctx *c, json_object **ret);
 /* Releases the stored reservations whose time span is over. */
 void cwc_resv_expire(struct cwc_server *srv);
 

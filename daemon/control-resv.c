@@ -22,6 +22,8 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 {
 	json_object *o = json_object_new_object(), *parts;
 	int64_t now = srv->o.clock_ns();
+	const struct cwc_export *e;
+	pid_t claimant = 0;
 
 	cwc_add(o, "id", cw_ctl_json_u64(r->id));
 	cwc_add(o, "part", cwc_jstr(r->part));
@@ -53,6 +55,12 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 		cwc_add(o, "cache", cwc_jstr("refused"));
 		cwc_add(o, "cache_refused", cwc_jstr(r->cache_refused));
 	}
+	/* The process whose connections alone may hold its export's
+	 * real-time priority (resv.claim), while it lives. */
+	e = cwc_resv_export(srv, r->id);
+	if (e && srv->o.hooks.export_claim &&
+	    srv->o.hooks.export_claim(srv->o.hooks.userdata, e, -1, &claimant) == 0 && claimant)
+		cwc_add(o, "claimed_by", json_object_new_int64(claimant));
 	if (!full)
 		return o;
 	parts = json_object_new_array();
@@ -220,5 +228,57 @@ int cwc_cmd_resv_release(struct ctx *c, json_object **ret)
 	cwc_caches_sync(c->srv, NULL, true);	/* the room it leaves on SSD caches */
 	*ret = json_object_new_object();
 	cwc_add(*ret, "id", cw_ctl_json_u64(id));
+	return 0;
+}
+
+/* Only the connections of one process (the caller's by default, on a
+ * unix socket) may hold the real-time priority of the reservation's
+ * export from now on, until that process ends: without a claim the first
+ * connection to ask holds it, and a client that connects before the
+ * player, or again and again, takes it from the player. */
+int cwc_cmd_resv_claim(struct ctx *c, json_object **ret)
+{
+	const struct cw_admit_resv *r = resv_arg(c);
+	const struct cwc_export *e;
+	uint64_t arg = 0;
+	bool drop = false;
+	pid_t pid, now = 0;
+	int rc;
+
+	if (!r)
+		return -1;
+	e = cwc_resv_export(c->srv, r->id);
+	if (!e)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "reservation %" PRIu64 " is bound to no "
+				"export: nothing to claim (cwctl export add PART --resv %" PRIu64 ")",
+				r->id, r->id);
+	if (!c->srv->o.hooks.export_claim)
+		return cwc_fail(c, CW_CTL_E_NOT_SUPPORTED, "this server serves no exports");
+	cw_ctl_arg_bool(c->req, "drop", &drop);
+	if (cw_ctl_arg_uint(c->req, "pid", &arg) && drop)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "pid and drop exclude each other");
+	if (drop)
+		pid = 0;
+	else if (arg)
+		pid = arg <= INT32_MAX ? (pid_t)arg : -1;
+	else
+		pid = c->pid;
+	if (pid < 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "pid %" PRIu64 ": not a process id", arg);
+	if (!drop && pid == 0)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "the caller's process is not known: give "
+				"its pid");
+	rc = c->srv->o.hooks.export_claim(c->srv->o.hooks.userdata, e, pid, &now);
+	if (rc == -ESRCH)
+		return cwc_fail(c, CW_CTL_E_NOT_FOUND, "no process %d", (int)pid);
+	if (rc == -ENOENT)
+		return cwc_fail(c, CW_CTL_E_UNAVAILABLE, "export %s is not served (its partition "
+				"has blocks on a missing disk)", e->name);
+	if (rc < 0)
+		return cwc_fail_pool(c, rc, "claiming the reservation");
+	*ret = json_object_new_object();
+	cwc_add(*ret, "id", cw_ctl_json_u64(r->id));
+	cwc_add(*ret, "export", cwc_jstr(e->name));
+	cwc_add(*ret, "claimed_by", now ? json_object_new_int64(now) : NULL);
 	return 0;
 }

@@ -33,6 +33,7 @@ struct client {
 	bool can_read, can_change;
 	uid_t uid;
 	gid_t gid;
+	pid_t pid;
 	char in[CW_CTL_LINE_MAX];
 	size_t in_len;
 	bool skipping;		/* discarding the rest of a too-long line */
@@ -197,7 +198,7 @@ static void client_line(struct cwc_server *srv, struct client *cl, const char *l
 	if (req.cmd == CW_CTL_CMD_DISK_CALIBRATE)
 		job_start(srv, cl, &req);
 	else
-		cwc_request_run(srv, &req, client_emit, cl);
+		cwc_request_run(srv, &req, cl->pid, client_emit, cl);
 	cw_ctl_request_done(&req);
 }
 
@@ -473,6 +474,7 @@ int cwc_peer_rights(const struct cwc_server *srv, int fd, struct cwc_peer *ret)
 	}
 	ret->uid = cred.uid;
 	ret->gid = cred.gid;
+	ret->pid = cred.pid;
 	ret->can_change = cred.uid == 0 || (srv->o.admin_gid != CWC_NO_GID && in_admin);
 	ret->can_read = ret->can_change || (srv->o.read_gid != CWC_NO_GID && in_read);
 	return 0;
@@ -514,6 +516,7 @@ static void server_accept(struct cwc_server *srv)
 		cl->srv = srv;
 		cl->uid = peer.uid;
 		cl->gid = peer.gid;
+		cl->pid = peer.pid;
 		cl->can_change = peer.can_change;
 		cl->can_read = peer.can_read;
 		cl->tokens = srv->o.rate_burst;

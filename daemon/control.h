@@ -182,6 +182,12 @@ struct cwc_hooks {
 	 * served (its partition is on a missing disk). */
 	int (*export_clients)(void *userdata, const struct cwc_export *e,
 			      struct nbdsrv_client *ret, size_t max, size_t *ret_n);
+	/* Optional: only the connections of process pid may hold export
+	 * e's real-time priority (nbdsrv_export_claim: 0 lifts the claim,
+	 * -1 only looks); the claimant after the call in *ret_pid (0: none).
+	 * -ENOENT: e is not served; -ESRCH: no such process. */
+	int (*export_claim)(void *userdata, const struct cwc_export *e, pid_t pid,
+			    pid_t *ret_pid);
 	/* A move was started, resumed, paused or cancelled: the mover looks
 	 * at the journal again. */
 	void (*moves_changed)(void *userdata);

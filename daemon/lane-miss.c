@@ -426,6 +426,8 @@ void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, 
 
 	cwd_stats_add(&l->st.miss[CW_MISS_DELIVERY], 1);
 	cwd_stats_add(&rv->st.miss[CW_MISS_DELIVERY], 1);
+	if (sent_ns > deadline_ns)
+		cwd_stats_max(&rv->st.rt_late_max_ns, (uint64_t)(sent_ns - deadline_ns));
 	if (!lm)
 		return;
 	/* A writer never waits here: with the record busy or full the miss

@@ -428,6 +428,7 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 		if (now > p->sr.deadline_ns) {
 			cwd_stats_add(&l->st.rt_missed, 1);
 			cwd_stats_add(&p->resv->st.rt_missed, 1);
+			cwd_stats_max(&p->resv->st.rt_late_max_ns, (uint64_t)(now - p->sr.deadline_ns));
 		}
 		p->done_ns = now;
 	} else {

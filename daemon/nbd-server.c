@@ -56,6 +56,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -132,6 +133,12 @@ struct export {
 	struct rmw_dom *dom;	/* never NULL once added */
 	/* A connection holds its real-time priority (conn_go_realtime). */
 	atomic_bool rt_held;
+	/* The process whose connections alone may hold it (claim_allows),
+	 * 0 for any; its pidfd (under the server's lock, -1 for none) says
+	 * when it has gone.  claim_gen grows with every change. */
+	atomic_int claim_pid;
+	int claim_pidfd;
+	atomic_uint claim_gen;
 };
 
 struct slot {
@@ -191,8 +198,9 @@ struct conn {
 	/* Its CPU budget (cpu_spend): its own while it holds the export's
 	 * real-time priority, else the server's best-effort one; the rate
 	 * and model the back end last gave, at cpu_at_ns. */
-	bool rt_holder;
+	atomic_bool rt_holder;		/* read by nbdsrv_export_clients */
 	bool rt_demoted;		/* may not take it (again) */
+	unsigned claim_gen;		/* the export's, when last looked at */
 	bool writer_started;
 	_Atomic int64_t cpu_tat_ns;
 	int64_t cpu_at_ns;
@@ -1640,7 +1648,7 @@ static int cpu_wait(struct conn *c, int64_t ns)
  * more than the stream was admitted for: it is best effort from now on,
  * its threads at normal priority and its CPU no longer the streams', and
  * the next connection to the export may hold the priority. */
-static void conn_go_best_effort(struct conn *c)
+static void conn_go_best_effort(struct conn *c, const char *why)
 {
 	struct nbdsrv *srv = c->srv;
 	struct sched_param sp = { 0 };
@@ -1658,9 +1666,42 @@ static void conn_go_best_effort(struct conn *c)
 	}
 	pthread_mutex_unlock(&srv->lock);
 	atomic_store(&((struct export *)c->exp)->rt_held, false);
-	client_log(srv, LOG_NOTICE, "export %s: a client of %s asked for more than its "
-		   "reservation was admitted for: best effort from now on", c->exp->e.name,
-		   peer_name(&c->peer, (char[32]){ 0 }, 32));
+	client_log(srv, LOG_NOTICE, "export %s: a client of %s %s: best effort from now on",
+		   c->exp->e.name, peer_name(&c->peer, (char[32]){ 0 }, 32), why);
+}
+
+/* Whether the claimant of a claim on x has gone (under the server's
+ * lock): its claim then ends. */
+static bool claim_gone(struct export *x)
+{
+	struct pollfd p = { .fd = x->claim_pidfd, .events = POLLIN };
+
+	if (!atomic_load(&x->claim_pid) || x->claim_pidfd < 0 || poll(&p, 1, 0) == 0)
+		return false;
+	close(x->claim_pidfd);
+	x->claim_pidfd = -1;
+	atomic_store(&x->claim_pid, 0);
+	atomic_fetch_add(&x->claim_gen, 1);
+	return true;
+}
+
+/* Whether c may hold its export's real-time priority: any connection
+ * while no process claims the export (nbdsrv_export_claim), else only
+ * the claimant's, known by the kernel's word on a unix socket.  A claim
+ * whose process has gone is dropped here. */
+static bool claim_allows(struct conn *c)
+{
+	struct export *x = (struct export *)c->exp;
+	pid_t pid;
+
+	c->claim_gen = atomic_load(&x->claim_gen);
+	pid = atomic_load(&x->claim_pid);
+	if (!pid || (c->peer.known && c->peer.pid == pid))
+		return true;
+	pthread_mutex_lock(&c->srv->lock);
+	(void)claim_gone(x);
+	pthread_mutex_unlock(&c->srv->lock);
+	return atomic_load(&x->claim_pid) == 0;
 }
 
 /* Before a request starts, its connection pays for it from its CPU
@@ -1679,6 +1720,11 @@ static int cpu_spend(struct conn *c, const struct cw_nbd_request *req, uint32_t 
 
 	if (!e->ops->cpu_budget)
 		return 0;
+	/* a process claimed the priority since: only its connections keep it */
+	if (c->rt_holder &&
+	    atomic_load_explicit(&((struct export *)c->exp)->claim_gen, memory_order_relaxed) !=
+		    c->claim_gen && !claim_allows(c))
+		conn_go_best_effort(c, "held the real-time priority that another process claimed");
 	/* the priority let go by another connection (it ended, or asked
 	 * for more than its budget): the stream's player may have come
 	 * while that one held it */
@@ -1715,7 +1761,7 @@ static int cpu_spend(struct conn *c, const struct cw_nbd_request *req, uint32_t 
 			continue;
 		}
 		if (c->rt_holder) {
-			conn_go_best_effort(c);
+			conn_go_best_effort(c, "asked for more than its reservation was admitted for");
 			continue;
 		}
 		flush_wake(c);
@@ -1943,7 +1989,10 @@ static void heap_trim(void)
  * than that (then another may take it, at its next request): any client
  * of an export bound to a reservation could otherwise read holes at
  * real-time priority, pure CPU that starved the streams' threads; the
- * others are best effort.  Taken later, the writer is raised too; the
+ * others are best effort.  First come is a weak rule (a client that
+ * connects before the player, or again and again, takes the priority
+ * first): a player's process claims it (cwctl resv claim; cwstream does
+ * with --resv), and then only its connections hold it (claim_allows).  Taken later, the writer is raised too; the
  * CPU its threads spent before is not the stream's, and is left out of
  * the host's watch (their clocks are not set). */
 static void conn_go_realtime(struct conn *c)
@@ -1954,7 +2003,13 @@ static void conn_go_realtime(struct conn *c)
 	struct sched_param sp = { 0 };
 	int r;
 
-	if (!e->ops->rt_priority || atomic_exchange(&x->rt_held, true))
+	if (!e->ops->rt_priority)
+		return;
+	if (!claim_allows(c)) {
+		c->rt_demoted = true;	/* another process's: not asked again */
+		return;
+	}
+	if (atomic_exchange(&x->rt_held, true))
 		return;
 	sp.sched_priority = e->ops->rt_priority(e->backend);
 	if (sp.sched_priority <= 0) {
@@ -2444,12 +2499,14 @@ int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp)
 		}
 		x = &srv->exports[srv->n_exports++];
 	}
+	if (x->e.name && x->claim_pidfd >= 0)	/* a slot used before (a new one is zeroed) */
+		close(x->claim_pidfd);
 	free((char *)x->e.name);
 	free((char *)x->e.description);
 	/* No connection uses the slot any more: nor its domain. */
 	if (x->dom && --x->dom->refs == 0)
 		pthread_mutex_destroy(&x->dom->lock);
-	*x = (struct export){ .e = *exp };
+	*x = (struct export){ .e = *exp, .claim_pidfd = -1 };
 	x->e.name = CW_TAKE_PTR(name);
 	x->e.description = CW_TAKE_PTR(desc);
 	x->e.min_block = min;
@@ -2511,7 +2568,8 @@ int nbdsrv_export_clients(struct nbdsrv *srv, const char *name, struct nbdsrv_cl
 			continue;
 		if (n < max) {
 			ret[n] = (struct nbdsrv_client){ .known = c->peer.known, .uid = c->peer.uid,
-							 .pid = c->peer.pid, .since_ns = c->since_ns };
+							 .pid = c->peer.pid, .since_ns = c->since_ns,
+							 .realtime = atomic_load(&c->rt_holder) };
 			snprintf(ret[n].addr, sizeof(ret[n].addr), "%s", c->addr);
 		}
 		n++;
@@ -2521,6 +2579,40 @@ int nbdsrv_export_clients(struct nbdsrv *srv, const char *name, struct nbdsrv_cl
 		return -ENOENT;
 	*ret_n = n;
 	return 0;
+}
+
+int nbdsrv_export_claim(struct nbdsrv *srv, const char *name, pid_t pid, pid_t *ret_pid)
+{
+	struct export *x = NULL;
+	int fd = -1, r = 0;
+
+	if (pid > 0) {
+		fd = pidfd_open(pid, 0);
+		if (fd < 0)
+			return -errno;
+	}
+	pthread_mutex_lock(&srv->lock);
+	for (size_t i = 0; i < srv->n_exports && !x; i++)
+		if (!srv->exports[i].removed && strcmp(srv->exports[i].e.name, name) == 0)
+			x = &srv->exports[i];
+	if (!x) {
+		r = -ENOENT;
+	} else if (pid < 0) {
+		(void)claim_gone(x);
+	} else {
+		if (x->claim_pidfd >= 0)
+			close(x->claim_pidfd);
+		x->claim_pidfd = fd;
+		fd = -1;
+		atomic_store(&x->claim_pid, pid);
+		atomic_fetch_add(&x->claim_gen, 1);
+	}
+	if (x && ret_pid)
+		*ret_pid = atomic_load(&x->claim_pid);
+	pthread_mutex_unlock(&srv->lock);
+	if (fd >= 0)
+		close(fd);
+	return r;
 }
 
 int nbdsrv_set_export_size(struct nbdsrv *srv, const char *name, uint64_t size)
@@ -2791,6 +2883,8 @@ void nbdsrv_free(struct nbdsrv *srv)
 	for (i = 0; i < srv->n_exports; i++) {
 		free((char *)srv->exports[i].e.name);
 		free((char *)srv->exports[i].e.description);
+		if (srv->exports[i].claim_pidfd >= 0)
+			close(srv->exports[i].claim_pidfd);
 	}
 	free(srv->exports);
 	free(srv->doms);

@@ -117,7 +117,8 @@ struct nbdsrv_backend_ops {
 	 * deadlines; 0: none.  Asked once the client has chosen the export,
 	 * of one connection of the export at a time: the first to choose it
 	 * holds it (a stream's player; the others are best effort) until it
-	 * ends or asks for more than its budget (cpu_budget) allows. */
+	 * ends or asks for more than its budget (cpu_budget) allows; where a
+	 * process claimed it (nbdsrv_export_claim), only that one's. */
 	int (*rt_priority)(void *backend);
 	/* Optional.  What a connection's requests may spend in CPU
 	 * (clockwise/admit.h, "the host's CPU beyond what the streams were
@@ -311,6 +312,7 @@ struct nbdsrv_client {
 	pid_t pid;
 	char addr[64];		/* a TCP client's "address:port" ("[v6]:port"); else "" */
 	int64_t since_ns;	/* when it connected (CLOCK_MONOTONIC) */
+	bool realtime;		/* holds the export's real-time priority */
 };
 
 /* The clients connected to export name now: the first max of them in
@@ -318,6 +320,17 @@ struct nbdsrv_client {
  * -ENOENT if there is no such export. */
 int nbdsrv_export_clients(struct nbdsrv *srv, const char *name, struct nbdsrv_client *ret,
 			  size_t max, size_t *ret_n);
+
+/* Only the connections of process pid, on a unix socket (the kernel's
+ * word), may hold export name's real-time priority from now on, until
+ * that process ends or another claim replaces this one; a connection of
+ * another process that holds it now lets it go at its next request, and
+ * one that asks for it is best effort for good.  Without a claim the
+ * first connection to ask holds it.  pid 0 lifts the claim, -1 only
+ * looks.  The claimant after the call (0: none) in *ret_pid if not NULL.
+ * -ENOENT if there is no such export, -ESRCH if there is no such
+ * process. */
+int nbdsrv_export_claim(struct nbdsrv *srv, const char *name, pid_t pid, pid_t *ret_pid);
 
 /* Changes the size new connections to an export get (a partition that
  * grew).  Connections open now keep the size they were told: NBD has no

@@ -167,6 +167,14 @@ static int hook_export_clients(void *userdata, const struct cwc_export *e,
 	return nbdsrv_export_clients(svc->nbd, e->name, ret, max, ret_n);
 }
 
+static int hook_export_claim(void *userdata, const struct cwc_export *e, pid_t pid,
+			     pid_t *ret_pid)
+{
+	struct svc *svc = userdata;
+
+	return nbdsrv_export_claim(svc->nbd, e->name, pid, ret_pid);
+}
+
 static int hook_export_resize(void *userdata, const struct cwc_export *e, struct cw_part *part,
 			      char *err, size_t errlen)
 {
@@ -331,6 +339,7 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 			.misses = cwd_stats_get(&rv->st.rt_missed),
 			.read_bytes = cwd_stats_get(&rv->st.read_bytes),
 			.written_bytes = cwd_stats_get(&rv->st.write_bytes),
+			.worst_late_ns = (int64_t)cwd_stats_get(&rv->st.rt_late_max_ns),
 		};
 		for (unsigned k = 0; k < CW_MISS_CLASSES; k++)
 			ret->resvs[n - 1].miss_class[k] = cwd_stats_get(&rv->st.miss[k]);
@@ -419,6 +428,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 		.tick = hook_tick,
 		.guarantee = hook_guarantee,
 		.export_clients = hook_export_clients,
+		.export_claim = hook_export_claim,
 		.moves_changed = hook_moves_changed,
 		.notice = hook_notice,
 	};

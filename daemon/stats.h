@@ -25,6 +25,7 @@ struct cwd_stats {
 	atomic_uint_fast64_t flushes;
 	atomic_uint_fast64_t errors;		/* pieces that failed */
 	atomic_uint_fast64_t rt_done, rt_missed;
+	atomic_uint_fast64_t rt_late_max_ns;	/* the latest of them, done or sent */
 	atomic_uint_fast64_t be_done;
 	atomic_uint_fast64_t slack_used_ns;	/* BE service run in ΔL slack */
 	atomic_uint_fast64_t queued;		/* booked, not yet complete, now */
@@ -48,6 +49,16 @@ struct cwd_stats {
 static inline void cwd_stats_add(atomic_uint_fast64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* *c = max(*c, v). */
+static inline void cwd_stats_max(atomic_uint_fast64_t *c, uint64_t v)
+{
+	uint64_t old = atomic_load_explicit(c, memory_order_relaxed);
+
+	while (old < v && !atomic_compare_exchange_weak_explicit(c, &old, v, memory_order_relaxed,
+								 memory_order_relaxed))
+		;
 }
 
 static inline uint64_t cwd_stats_get(const atomic_uint_fast64_t *c)

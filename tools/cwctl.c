@@ -252,7 +252,8 @@ static void print_resvs(json_object *a)
 	table_print(&t, stdout);
 }
 
-/* An export's clients in a few words: "uid 1000 pid 42, 10.0.0.2:5555",
+/* An export's clients in a few words: "uid 1000 pid 42 (real-time),
+ * 10.0.0.2:5555",
  * "-" for none, "unavailable" when it is not served. */
 static const char *clients_text(json_object *e, char *buf, size_t n)
 {
@@ -272,6 +273,10 @@ static const char *clients_text(json_object *e, char *buf, size_t n)
 						 gs(k, "address"));
 
 		at += w > 0 ? (size_t)w : 0;
+		if (json_object_get_boolean(get(k, "realtime")) && at < n) {
+			w = snprintf(buf + at, n - at, " (real-time)");
+			at += w > 0 ? (size_t)w : 0;
+		}
 	}
 	if (gi(e, "connections") > (int64_t)listed && at < n)
 		snprintf(buf + at, n - at, " and %" PRId64 " more", gi(e, "connections") - (int64_t)listed);
@@ -314,6 +319,9 @@ static void print_resv(json_object *r)
 		       gs(r, "cache_refused"));
 	else if (get(r, "cache"))
 		printf("booked on the partition's SSD cache too: its blocks may be cached\n");
+	if (get(r, "claimed_by"))
+		printf("claimed by process %s: only its connections run at real-time priority\n",
+		       gs(r, "claimed_by"));
 	table_row(&t, "DISK", "PERIOD", "DEADLINE", "SERVICE", "REQUESTS", "STRIDE");
 	for (size_t i = 0; pd && i < json_object_array_length(pd); i++) {
 		json_object *p = json_object_array_get_idx(pd, i);
@@ -1326,8 +1334,58 @@ static void print_released(json_object *r)
 	printf("released reservation %s\n", gs(r, "id"));
 }
 
+static void print_claimed(json_object *r)
+{
+	if (get(r, "claimed_by"))
+		printf("reservation %s: only process %s may hold the real-time priority of export "
+		       "%s\n", gs(r, "id"), gs(r, "claimed_by"), gs(r, "export"));
+	else
+		printf("reservation %s: no claim; the first client of export %s to ask holds its "
+		       "real-time priority\n", gs(r, "id"), gs(r, "export"));
+}
 
+static int c_resv_claim(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "pid", required_argument, NULL, 'p' },
+		{ "drop", no_argument, NULL, 'd' }, { 0 }
+	};
+	json_object *a = args_new();
+	uint64_t v = 0;
+	bool pid = false, drop = false;
+	int o;
 
+	while ((o = next_opt(argc, argv, "hp:d", lo)) != -1) {
+		switch (o) {
+		case 'p':
+			if (!id_arg(optarg, &v))
+				return json_object_put(a), EXIT_USAGE;
+			if (v > INT32_MAX)
+				return json_object_put(a),
+				       usage_error("--pid \"%s\": not a process id", optarg);
+			put_u64(a, "pid", v);
+			pid = true;
+			break;
+		case 'd':
+			json_object_object_add(a, "drop", json_object_new_boolean(true));
+			drop = true;
+			break;
+		default:
+			return json_object_put(a), EXIT_USAGE;
+		}
+	}
+	if (pid && drop)
+		return json_object_put(a), usage_error("--pid and --drop exclude each other");
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one reservation ID");
+	if (!id_arg(argv[optind], &v))
+		return json_object_put(a), EXIT_USAGE;
+	put_u64(a, "id", v);
+	/* cwctl itself ends at once: the claim is for whoever ran it */
+	if (!pid && !drop)
+		put_u64(a, "pid", (uint64_t)getppid());
+	return call(CW_CTL_CMD_RESV_CLAIM, a, print_claimed);
+}
 
 
 static void print_export_added(json_object *e)
@@ -2116,6 +2174,14 @@ static const struct command commands[] = {
 	{ "resv", "release", "ID",
 	  "Releases a reservation; refused while an export is bound to it.\n", NULL,
 	  CW_CTL_CMD_RESV_RELEASE, "id", print_released },
+	{ "resv", "claim", "ID [--pid PID | --drop]",
+	  "Only the connections of process PID (default: this one's parent, the\n"
+	  "shell or player that runs cwctl) may hold the real-time priority of the\n"
+	  "export bound to reservation ID, until that process ends; --drop lifts\n"
+	  "the claim.  Without a claim the first client of the export to ask holds\n"
+	  "it, and any client that connects before the player takes it first.\n"
+	  "Connections on a unix socket only (the kernel names their process).\n"
+	  "cwstream claims its reservation itself with --resv.\n", c_resv_claim },
 	{ "export", "list", "",
 	  "Lists the NBD exports and the clients connected to each (uid and pid on\n"
 	  "a unix socket, address on TCP); \"unavailable\": listed, but its partition\n"

@@ -128,7 +128,8 @@ static void usage(FILE *f)
 		"  -d, --duration TIME  stream for TIME (90, 1.5s, 250ms, 10m), wrapping at\n"
 		"                       the end of the export; default: once through it\n"
 		"  -o, --offset SIZE    start at this byte of the export (default 0)\n"
-		"  -R, --resv ID        the reservation the stream runs under (checked)\n"
+		"  -R, --resv ID        the reservation the stream runs under (checked, and\n"
+		"                       claimed: cwctl resv claim)\n"
 		"      --reserve        reserve RATE and SIZE through the control socket for\n"
 		"                       the export's partition, and release it at the end\n"
 		"  -s, --socket PATH    control socket (default /run/clockwise/control)\n"
@@ -413,6 +414,25 @@ static int check_resv(const struct opts *o, int64_t *ret_lead_ns)
 	return 0;
 }
 
+/* --resv ID: only this process's connections may hold the real-time
+ * priority of the reservation's export (cwctl resv claim), so that no
+ * other client of the export takes it first.  Not fatal: the stream
+ * plays, the priority then the first asker's. */
+static void claim_resv(const struct opts *o)
+{
+	struct cw_ctl_reply rep;
+	json_object *args = json_object_new_object();
+
+	json_object_object_add(args, "id", json_object_new_int64((int64_t)o->resv));
+	json_object_object_add(args, "pid", json_object_new_int64(getpid()));
+	if (control_call(o->socket, CW_CTL_CMD_RESV_CLAIM, args, &rep) < 0) {
+		fprintf(stderr, "cwstream: warning: reservation %" PRIu64 " not claimed: another "
+			"client of its export may hold its real-time priority\n", o->resv);
+		return;
+	}
+	cw_ctl_reply_done(&rep);
+}
+
 /* ---- the stream ---------------------------------------------------------- */
 
 /* A block on its way: requested (in pieces of at most max_req) at start,
@@ -687,9 +707,12 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		free(name);
-	} else if (o.resv && check_resv(&o, &resv_lead) < 0) {
-		nbd_close(h);
-		return 1;
+	} else if (o.resv) {
+		if (check_resv(&o, &resv_lead) < 0) {
+			nbd_close(h);
+			return 1;
+		}
+		claim_resv(&o);
 	}
 	/* The lead: how long before it is needed each block is asked for. */
 	lead = o.lead_ns ? o.lead_ns : CW_MAX(resv_lead, period);

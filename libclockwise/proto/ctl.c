@@ -101,6 +101,9 @@ static const struct cw_ctl_arg_spec part_move[] = {
 	SR("name"), S("policy"), S("tier"), S("zone"), S("disks"), END
 };
 static const struct cw_ctl_arg_spec id_opt[] = { U("id"), END };
+/* pid: the process whose connections alone may hold the reservation's
+ * real-time priority (default the caller's); drop: none from now on. */
+static const struct cw_ctl_arg_spec resv_claim[] = { UR("id"), U("pid"), B("drop"), END };
 /* size: bytes of SSD (0: none); mode: write-through or write-back. */
 static const struct cw_ctl_arg_spec part_cache[] = { SR("name"), U("size"), S("mode"), END };
 /* One of size (the new size), grow or shrink (by so many bytes); a
@@ -152,6 +155,7 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_RESV_LIST] = { "resv.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_RESV_SHOW] = { "resv.show", CW_CTL_ACCESS_READ, id_only },
 	[CW_CTL_CMD_RESV_RELEASE] = { "resv.release", CW_CTL_ACCESS_CHANGE, id_only },
+	[CW_CTL_CMD_RESV_CLAIM] = { "resv.claim", CW_CTL_ACCESS_CHANGE, resv_claim },
 	[CW_CTL_CMD_EXPORT_LIST] = { "export.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_EXPORT_ADD] = { "export.add", CW_CTL_ACCESS_CHANGE, export_add },
 	[CW_CTL_CMD_EXPORT_REMOVE] = { "export.remove", CW_CTL_ACCESS_CHANGE, name_force },

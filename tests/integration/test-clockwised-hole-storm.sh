@@ -98,6 +98,17 @@ storm() {
 		check "holes read on $name: two connection threads at real-time priority" \
 			test "$(awk '$2 == "FF" { n += $1 } END { print n + 0 }' "$d/threads-$name")" -eq 2
 	fi
+	# ... and they are the player's: it claimed its reservation (on
+	# the stream's own export the clients connected first, and the
+	# first of them held the priority until the claim)
+	local holders
+	holders=$(cwctl --json export list | jq -c '[.[] | select(.name == "s0") |
+		.clients[] | select(.realtime) | .pid]')
+	echo "clients of s0 at real-time priority (pids): $holders; the player: $play_pid"
+	check "holes read on $name: only the player's connection holds the priority" \
+		test "$holders" = "[$play_pid]"
+	check "holes read on $name: the reservation is claimed by the player" \
+		test "$(cwctl --json resv show "$rid" | jq .claimed_by)" = "$play_pid"
 	wait "$play_pid"
 	rc=$?
 	wait "$fio_pid"

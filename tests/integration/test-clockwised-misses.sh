@@ -93,6 +93,7 @@ echo "model: $(classes)"
 check "the disk counts them as the model's" sh -c "test \"\$(echo '$(classes)' | jq '.model')\" -gt 0"
 check "only as the model's" test "$(classes | jq '.overrun + .cpu + .sched')" -eq 0
 check "so does the reservation" test "$(resv_classes | jq '[.[].model] | add')" -gt 0
+check "and its worst lateness" test "$(ctl --json stats | jq '[.reservations[].worst_late_ns] | max')" -gt 0
 unbind model
 block=256K
 sleep 1.5	# the log is written once a second
@@ -111,6 +112,8 @@ echo "delivery: $(classes)"
 check "its late replies count as delivery misses" test "$(classes | jq '.delivery')" -gt 0
 check "and nothing else" test "$(classes | jq '.model + .overrun + .cpu + .sched')" -eq 0
 check "so does the reservation" test "$(resv_classes | jq '[.[].delivery] | add')" -gt 0
+check "and its worst lateness: the late reply's" \
+	test "$(ctl --json stats | jq '[.reservations[].worst_late_ns] | max')" -gt 0
 sleep 1.5	# the log is written once a second
 check "each late reply is logged with its times" \
 	grep -Eq 'disk hdd0: stream [0-9]+ \(reservation [0-9]+\) missed a deadline by [0-9]+ us \(delivery\): its data was ready [0-9]+ us before the deadline, only its reply was late' \

@@ -101,7 +101,26 @@ check "shrinking under a reservation: busy" test "$(ctl_code cwctl part resize m
 check "status shows per-disk delta-L" bash -c '"$0" --socket "$1" status | grep -q "DELTA-L"' "$CWCTL" "$CTL_SOCK"
 
 # --- exports
+check "claiming a reservation bound to no export: bad-request" \
+	test "$(ctl_code cwctl resv claim 1)" = bad-request
 check "export add media bound to reservation 1" cwctl export add media --resv 1
+# --- resv claim: which process's connections hold the export's priority
+sleep 300 & claimant=$!
+cleanup_add "kill $claimant 2>/dev/null"
+check "claim reservation 1 for a process" cwctl resv claim 1 --pid "$claimant"
+check "resv show names the claimant" test "$(cwctl --json resv show 1 | jq .claimed_by)" = "$claimant"
+check "resv show says it in words" bash -c '"$0" --socket "$1" resv show 1 | grep -q "claimed by process $2"' \
+	"$CWCTL" "$CTL_SOCK" "$claimant"
+check "claiming for no process: not-found" test "$(ctl_code cwctl resv claim 1 --pid 999999999)" = not-found
+check "the claim stays when refused" test "$(cwctl --json resv show 1 | jq .claimed_by)" = "$claimant"
+check "--pid and --drop together: usage" test "$(cwctl resv claim 1 --pid 1 --drop >/dev/null 2>&1; echo $?)" = 2
+check "claiming an unknown reservation: not-found" test "$(ctl_code cwctl resv claim 999)" = not-found
+kill "$claimant"; wait "$claimant" 2>/dev/null
+check "a claim ends with its process" test "$(cwctl --json resv show 1 | jq .claimed_by)" = null
+check "claim it for the shell that runs cwctl" cwctl resv claim 1
+check "... which is this script" test "$(cwctl --json resv show 1 | jq .claimed_by)" = "$$"
+check "drop the claim" cwctl resv claim 1 --drop
+check "no claim after --drop" test "$(cwctl --json resv show 1 | jq .claimed_by)" = null
 check "the same name again: exists" test "$(ctl_code cwctl export add media)" = exists
 check "export add read-only under another name" cwctl export add be --name be-ro --readonly
 check "a reservation of another partition: bad-request" test "$(ctl_code cwctl export add be --name x --resv 1)" = bad-request

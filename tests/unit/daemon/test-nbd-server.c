@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -574,6 +575,123 @@ static void test_access_rules(void)
 	CU_ASSERT_EQUAL(nbdsrv_access_for(rules, 3, &p, "closed"), CW_NBD_ACCESS_RW);
 }
 
+/* ---- the real-time priority and its claim ---- */
+
+static int rt_prio(void *b)
+{
+	(void)b;
+	return 1;
+}
+
+static uint64_t no_cpu_bound(void *b, bool rt, struct cw_host_model *m)
+{
+	(void)b, (void)rt, (void)m;
+	return UINT64_MAX;
+}
+
+/* Which of the export's clients hold its real-time priority: a bit per
+ * client, the oldest the lowest; *ret_n the count. */
+static unsigned rt_holders(size_t *ret_n)
+{
+	struct nbdsrv_client cl[8];
+	unsigned bits = 0;
+
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_export_clients(srv, "rt", cl, 8, ret_n), 0);
+	for (size_t i = 0; i < *ret_n && i < 8; i++)
+		if (cl[i].realtime)
+			bits |= 1u << (*ret_n - 1 - i);	/* listed newest first */
+	return bits;
+}
+
+static struct nbd_handle *rt_client(void)
+{
+	struct nbd_handle *h = nbd_create();
+	char b[512];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	nbd_set_export_name(h, "rt");
+	CU_ASSERT_EQUAL_FATAL(nbd_connect_unix(h, sock), 0);
+	CU_ASSERT_EQUAL(nbd_pread(h, b, sizeof(b), 0, 0), 0);	/* asks again */
+	return h;
+}
+
+/* The first client of an export whose back end gives a priority holds
+ * it, until a claim names another process: then it lets it go at its
+ * next request, and only the claimant's connections take it; a claim
+ * ends with its process.  (Issue 31, item 10: a client that connected
+ * before the player held the stream's priority.) */
+static void test_rt_claim(void)
+{
+	static const struct nbdsrv_backend_ops rt_ops = {
+		.pread = m_submit, .pwrite = m_submit, .flush = m_submit, .zero = m_submit,
+		.rt_priority = rt_prio, .cpu_budget = no_cpu_bound,
+	};
+	struct nbdsrv_export e = { .name = "rt", .size = SIZE, .min_block = 512, .ops = &rt_ops };
+	struct nbdsrv_config cfg = { .max_connections = 8, .max_per_user = 8 };
+	struct nbd_handle *a, *b, *c;
+	char buf[512];
+	pid_t other, now = 99;
+	size_t n;
+
+	start_server(&cfg, true);
+	CU_ASSERT_EQUAL_FATAL(nbdsrv_add_export(srv, &e), 0);
+	CU_ASSERT_EQUAL(nbdsrv_export_claim(srv, "rt", -1, &now), 0);
+	CU_ASSERT_EQUAL(now, 0);
+	CU_ASSERT_EQUAL(nbdsrv_export_claim(srv, "nope", -1, &now), -ENOENT);
+
+	a = rt_client();
+	b = rt_client();
+	CU_ASSERT_EQUAL(rt_holders(&n), 1u);	/* first come: a */
+	CU_ASSERT_EQUAL(n, 2);
+
+	/* another process claims it: a lets it go at its next request, and
+	 * neither a nor b nor a new client takes it */
+	other = fork();
+	CU_ASSERT_FATAL(other >= 0);
+	if (other == 0) {
+		pause();
+		_exit(0);
+	}
+	CU_ASSERT_EQUAL(nbdsrv_export_claim(srv, "rt", other, &now), 0);
+	CU_ASSERT_EQUAL(now, other);
+	CU_ASSERT_EQUAL(rt_holders(&n), 1u);	/* not yet: no request since */
+	CU_ASSERT_EQUAL(nbd_pread(a, buf, sizeof(buf), 0, 0), 0);
+	CU_ASSERT_EQUAL(nbd_pread(b, buf, sizeof(buf), 0, 0), 0);
+	c = rt_client();
+	CU_ASSERT_EQUAL(nbd_pread(a, buf, sizeof(buf), 0, 0), 0);
+	CU_ASSERT_EQUAL(rt_holders(&n), 0u);
+	CU_ASSERT_EQUAL(n, 3);
+	nbd_close(c);
+
+	/* the claimant ends: so does its claim, and a new client takes the
+	 * priority again (those refused stay best effort) */
+	kill(other, SIGTERM);
+	CU_ASSERT_EQUAL(waitpid(other, NULL, 0), other);
+	CU_ASSERT_EQUAL(nbdsrv_export_claim(srv, "rt", -1, &now), 0);
+	CU_ASSERT_EQUAL(now, 0);
+	CU_ASSERT_EQUAL(nbdsrv_export_claim(srv, "rt", other, &now), -ESRCH);
+	while (nbdsrv_connections(srv) > 2)
+		pause_briefly();
+	c = rt_client();
+	CU_ASSERT_EQUAL(nbd_pread(a, buf, sizeof(buf), 0, 0), 0);
+	CU_ASSERT_EQUAL(rt_holders(&n), 4u);	/* c, the third */
+
+	/* this process claims it: c, its connection, keeps it */
+	CU_ASSERT_EQUAL(nbdsrv_export_claim(srv, "rt", getpid(), &now), 0);
+	CU_ASSERT_EQUAL(now, getpid());
+	CU_ASSERT_EQUAL(nbd_pread(c, buf, sizeof(buf), 0, 0), 0);
+	CU_ASSERT_EQUAL(rt_holders(&n), 4u);
+	/* lifted: the priority stays where it is */
+	CU_ASSERT_EQUAL(nbdsrv_export_claim(srv, "rt", 0, &now), 0);
+	CU_ASSERT_EQUAL(now, 0);
+	CU_ASSERT_EQUAL(nbd_pread(c, buf, sizeof(buf), 0, 0), 0);
+	CU_ASSERT_EQUAL(rt_holders(&n), 4u);
+	nbd_close(a);
+	nbd_close(b);
+	nbd_close(c);
+	nbdsrv_free(srv);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("nbd server", setup, teardown);
@@ -588,5 +706,6 @@ int main(void)
 	cwtest_add(s, "access rules", test_access_rules);
 	cwtest_add(s, "connections per user", test_per_user_limit);
 	cwtest_add(s, "handshake deadline and idle timeout", test_handshake_deadline_and_idle);
+	cwtest_add(s, "a claim binds the real-time priority", test_rt_claim);
 	return cwtest_run();
 }
