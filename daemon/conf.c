@@ -45,6 +45,8 @@
 #define DEFAULT_MOVER_DEPTH 16
 #define DEFAULT_RT_PRIORITY 10
 #define DEFAULT_BUSY_POLL_US 50
+#define DEFAULT_STALL_PROBE_US 1000
+#define STALL_PROBE_US_MAX 100000
 #define BUSY_POLL_US_MAX 10000
 #define DEFAULT_SLOT_US_HDD 1000
 #define DEFAULT_SLOT_US_SSD 100
@@ -488,6 +490,17 @@ static int key_busy_poll_us(struct parse *p, const config_setting_t *s, void *ob
 	(void)obj;
 	if (r == 0)
 		p->c->busy_poll_us = (unsigned)v;
+	return r;
+}
+
+static int key_stall_probe_us(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = get_int(p, s, 0, STALL_PROBE_US_MAX, &v);
+
+	(void)obj;
+	if (r == 0)
+		p->c->stall_probe_us = (unsigned)v;
 	return r;
 }
 
@@ -1733,6 +1746,7 @@ static const struct key top_keys[] = {
 	{ "lock_memory", key_lock_memory },
 	{ "rt_cpus", key_rt_cpus },
 	{ "busy_poll_us", key_busy_poll_us },
+	{ "stall_probe_us", key_stall_probe_us },
 	{ "listen", key_listen },
 	{ "tls", key_tls },
 	{ "control_socket", key_control_socket },
@@ -1904,6 +1918,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->lock_memory = true;
 	c->host.share_ppm = CW_HOST_SHARE_DEFAULT_PPM;
 	c->busy_poll_us = DEFAULT_BUSY_POLL_US;
+	c->stall_probe_us = DEFAULT_STALL_PROBE_US;
 	c->control_idle_timeout_s = 30;
 	c->log_level = LOG_INFO;
 	c->exports.block_size = 4096;

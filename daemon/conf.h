@@ -122,6 +122,7 @@ struct cwd_config {
 	bool lock_memory;	/* mlockall at start (default true) */
 	uint64_t rt_cpus;	/* CPUs (bit i: CPU i) of the real-time threads; 0: any */
 	unsigned busy_poll_us;	/* a reader polls its socket before sleeping; 0: never */
+	unsigned stall_probe_us;	/* the host's stall probes wake this often; 0: none */
 	char **listen_unix;	/* NBD on unix sockets */
 	int listen_unix_tls[CWD_LISTEN_MAX];	/* what each offers of TLS */
 	size_t n_listen_unix;

@@ -458,6 +458,21 @@ static const char *io_op_name(enum cw_io_op op)
 	return "request";
 }
 
+/* Where the host held every thread below the stall probes' priority off
+ * a CPU during [from_ns, to_ns] (stall-probe.h), as a clause for a miss's
+ * line, times relative to base_ns; "" when nowhere. */
+static void host_stalls(struct pb *pb, int64_t from_ns, int64_t to_ns, int64_t base_ns, char *buf,
+			size_t len)
+{
+	char cpus[200];
+
+	buf[0] = '\0';
+	if (stall_probe_during(pb->probe, from_ns, to_ns, CW_MISS_CPU_TOLERANCE_NS, base_ns, cpus,
+			       sizeof(cpus)))
+		snprintf(buf, len, "; the host held every thread below real-time priority %d off "
+			 "%s", stall_probe_priority(pb->probe), cpus);
+}
+
 /* The late replies recorded so far, each logged once. */
 static void drain_delivery(struct lane *l, struct lane_miss *lm)
 {
@@ -470,11 +485,17 @@ static void drain_delivery(struct lane *l, struct lane_miss *lm)
 	memcpy(dl, lm->dl, n * sizeof(dl[0]));
 	lm->n_dl = 0;
 	atomic_flag_clear_explicit(&lm->dl_lock, memory_order_release);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		char stalls[320];
+
+		host_stalls(l->pb, dl[i].ready_ns, dl[i].sent_ns, dl[i].deadline_ns, stalls,
+			    sizeof(stalls));
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (delivery): its data was ready %.0f us before the "
-			"deadline, only its reply was late", l->disk->name, dl[i].stream, dl[i].resv,
-			US(dl[i].sent_ns - dl[i].deadline_ns), US(dl[i].deadline_ns - dl[i].ready_ns));
+			"deadline, only its reply was late%s", l->disk->name, dl[i].stream, dl[i].resv,
+			US(dl[i].sent_ns - dl[i].deadline_ns), US(dl[i].deadline_ns - dl[i].ready_ns),
+			stalls);
+	}
 }
 
 
@@ -494,7 +515,7 @@ void lane_miss_drain(struct lane *l)
 		const struct miss_rec *r = &lm->log[t % MISS_LOG];
 		const struct cw_sched_miss *m = &r->m;
 		char why[160] = "", path[128] = "", slept[192] = "", reader[192] = "";
-		char round[160] = "", woke[160] = "";
+		char round[160] = "", woke[160] = "", stalls[320] = "";
 		/* A thread of the stream waited for a CPU: who else runs at
 		 * real-time priority here, once a batch (see rt-neighbours.h) */
 		bool cpu_waited = m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS ||
@@ -538,6 +559,9 @@ void lane_miss_drain(struct lane *l)
 				 "from %.0f us, %.0f us of it waiting for the dispatch lock",
 				 US(r->round.to - r->round.from), US(r->round.from - m->release_ns),
 				 US(r->round.locked - r->round.from));
+		if (cpu_waited)
+			host_stalls(l->pb, CW_MIN(r->arrival_ns, m->release_ns), m->done_ns,
+				    m->release_ns, stalls, sizeof(stalls));
 		if (r->woke_ns)
 			snprintf(woke, sizeof(woke), "; having booked it, its reader woke the "
 				 "dispatcher only at %.0f us, after waiting %.0f us for a CPU",
@@ -545,12 +569,12 @@ void lane_miss_drain(struct lane *l)
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (%s): released at 0%s, due at %.0f, started at %.0f, "
 			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "
-			"for a CPU in its window, %.0f us in its service%s%s%s%s%s%s",
+			"for a CPU in its window, %.0f us in its service%s%s%s%s%s%s%s",
 			l->disk->name, r->stream, r->resv, US(m->done_ns - m->deadline_ns),
 			cw_sched_miss_class_name(r->cls), path, US(m->deadline_ns - m->release_ns),
 			US(m->start_ns - m->release_ns), US(m->done_ns - m->release_ns), r->len,
 			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), slept,
-			woke, round, reader, why, cpu_waited ? rt : "");
+			woke, round, reader, why, cpu_waited ? rt : "", stalls);
 	}
 	atomic_store_explicit(&lm->tail, h, memory_order_release);
 	drain_delivery(l, lm);

@@ -1670,6 +1670,24 @@ static void disk_close(struct disk *d)
 	cw_io_closep(&d->fd);
 }
 
+/* The stall probes, above every thread of the daemon (the dispatchers
+ * run at rt_priority + 1), where the daemon may use real-time priority. */
+static void stall_probe_begin(struct pb *pb)
+{
+	const struct cwd_config *cfg = pb->cfg;
+	char err[160];
+	int r;
+
+	if (!cfg->stall_probe_us || !cfg->rt_priority)
+		return;
+	r = stall_probe_start((int64_t)cfg->stall_probe_us * 1000,
+			      (int)CW_MIN(cfg->rt_priority + 2, 99u), cfg->rt_cpus, &pb->probe, err,
+			      sizeof(err));
+	if (r < 0)
+		cwd_log(LOG_NOTICE, "no stall probes (%s): a miss whose thread waited for a CPU "
+			"cannot say whether the host held every thread off it", err);
+}
+
 int pb_start(struct pb *pb)
 {
 	size_t i;
@@ -1687,6 +1705,7 @@ int pb_start(struct pb *pb)
 	if (r < 0)
 		return r;
 	pb_host_publish(pb);
+	stall_probe_begin(pb);
 	pb->started = true;
 	return 0;
 }
@@ -1898,6 +1917,24 @@ static void raise_margin(struct pb *pb, struct disk *d, uint64_t proposal_ppm)
 		lane_post_plan(&d->lanes[0], pl);
 }
 
+/* The longest stall of the host since the last tick, said when it is
+ * long enough to matter to a stream (a real machine has none). */
+static void host_stalls_log(struct pb *pb)
+{
+	uint64_t n;
+	int cpu;
+	int64_t worst = stall_probe_worst_since(pb->probe, &cpu, &n);
+
+	if (worst >= HOST_STALL_LOG_NS)
+		cwd_log(LOG_NOTICE, "host: CPU %d ran no thread below real-time priority %d for "
+			"%.0f us (%" PRIu64 " stalls over %d ms since the last look): another "
+			"process's real-time thread, the kernel (one built without preemption "
+			"ends a system call before it switches) or the hypervisor held it; the "
+			"streams' threads wait for such a stall too", cpu,
+			stall_probe_priority(pb->probe), (double)worst / 1000.0, n,
+			STALL_PROBE_MIN_NS / 1000000);
+}
+
 void pb_misses_tick(struct pb *pb)
 {
 	for (size_t i = 0; i < pb->ndisks; i++) {
@@ -1912,6 +1949,7 @@ void pb_misses_tick(struct pb *pb)
 		if (ppm && !atomic_load(&d->no_slack))
 			raise_margin(pb, d, ppm);
 	}
+	host_stalls_log(pb);
 }
 
 void pb_admit_event(void *userdata, const struct cw_admit_event *ev)
@@ -2028,6 +2066,8 @@ void pb_free(struct pb *pb)
 	for (i = 0; i < pb->ndisks; i++)
 		for (unsigned j = 0; pb->disks[i].lanes && j < pb->disks[i].nlanes; j++)
 			lane_miss_drain(&pb->disks[i].lanes[j]);
+	stall_probe_stop(pb->probe);
+	pb->probe = NULL;
 	free(pb->mover_x);	/* its last requests are done: the lanes stopped */
 	pb->mover_x = NULL;
 	for (i = 0; pb->disks && i < pb->ndisks; i++)

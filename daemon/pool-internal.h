@@ -35,6 +35,7 @@
 #include "daemon/log.h"
 #include "daemon/park.h"
 #include "daemon/pool-backend.h"
+#include "daemon/stall-probe.h"
 #include "daemon/stats.h"
 
 #define ZERO_CHUNK (UINT32_C(1) << 20)	/* WRITE_ZEROES is written in pieces of this */
@@ -133,6 +134,8 @@ struct disk_model {
  * warning a lane logs (at most every EMU_WARN_NS) when cw_io_emu_behind()
  * says the host fell behind (pool-backend.c). */
 #define EMU_WARN_NS (10 * CW_NS_PER_S)
+/* A stall of the host (stall-probe.h) this long is logged at the tick. */
+#define HOST_STALL_LOG_NS (10 * 1000 * 1000)
 /* pool-emu.c */
 void pb_disk_emu_stats(const struct disk *d, struct cw_io_emu_stats *ret);
 void pb_disk_emu_warn(struct disk *d);
@@ -303,6 +306,9 @@ struct alloc_job {
 struct pb {
 	struct cw_pool *pool;
 	struct cw_admit_state *adm;
+	/* The host's stalls (stall-probe.h), NULL without: the misses'
+	 * lines say where the host held every thread off a CPU. */
+	struct stall_probe *probe;
 	/* Completes a request whose pieces are all done (lane.c calls it). */
 	void (*req_finish)(struct preq *q);
 	/* The daemon's own I/O on x's bytes [off, off + len): best effort,

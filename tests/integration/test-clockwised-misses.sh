@@ -203,6 +203,13 @@ if [ "$(nproc)" -ge 2 ] && chrt -f 50 true 2>/dev/null; then
 	check "and names the other process's real-time thread that held it" \
 		grep -Eq '\(cpu\):.*; real-time threads of other processes on this host: .*sh\[[0-9]+\] FIFO 50' \
 		"$(cwd_log)"
+	# and the stall probe on CPU 0 (above every daemon thread, below the
+	# spinner) saw CPU 0 held for the burst: 150 ms, give or take
+	check "and says the host held CPU 0 off every daemon thread meanwhile" \
+		grep -Eq '\(cpu\):.*; the host held every thread below real-time priority [0-9]+ off cpu 0 for [0-9]{5,6} us' \
+		"$(cwd_log)"
+	check "the log says the longest stall of its second" \
+		grep -Eq 'host: CPU 0 ran no thread below real-time priority [0-9]+ for [0-9]{5,6} us' "$(cwd_log)"
 	check "stop" cwd_stop
 	block=256K
 else

@@ -85,6 +85,7 @@ static void test_defaults(void)
 		CU_ASSERT_EQUAL(x->mover_depth, 16);
 		CU_ASSERT_EQUAL(x->mover_share, 100);
 		CU_ASSERT_EQUAL(x->busy_poll_us, 50);
+		CU_ASSERT_EQUAL(x->stall_probe_us, 1000);
 		CU_ASSERT_TRUE(x->lock_memory);
 		CU_ASSERT_EQUAL(x->rt_cpus, 0);
 		CU_ASSERT_FALSE(x->host.off);
@@ -132,7 +133,7 @@ static void test_full(void)
 		"pool = \"/srv/pool.db\";\n"
 		"io_engine = \"libaio\";\n"
 		"queue_depth = 4096L; mover_depth = 64; mover_share = 25;\n"
-		"busy_poll_us = 0; lock_memory = false; rt_cpus = [ 0, 2, 63 ];\n"
+		"busy_poll_us = 0; lock_memory = false; rt_cpus = [ 0, 2, 63 ]; stall_probe_us = 0;\n"
 		"disks = (\n"
 		"  { path = \"/dev/loop0\"; name = \"hdd0\"; slot_us = 2500; model = \"atlas2\"; },\n"
 		"  { path = \"/dev/loop1\"; name = \"ssd.0_a-b\"; tier = \"ssd\"; policy = \"lst\"; "
@@ -158,6 +159,7 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->mover_depth, 64);
 	CU_ASSERT_EQUAL(c->mover_share, 25);
 	CU_ASSERT_EQUAL(c->busy_poll_us, 0);
+	CU_ASSERT_EQUAL(c->stall_probe_us, 0);
 	CU_ASSERT_FALSE(c->lock_memory);
 	CU_ASSERT_EQUAL(c->rt_cpus, (UINT64_C(1) << 63) | 5);
 	CU_ASSERT_TRUE(c->host.off);
@@ -300,7 +302,7 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, be_order, io_engine, queue_depth, "
-		 "mover_depth, mover_share, rt_priority, lock_memory, rt_cpus, busy_poll_us, listen, tls, control_socket, control_read_group, control_admin_group, control_idle_timeout_s, log_level, exports, "
+		 "mover_depth, mover_share, rt_priority, lock_memory, rt_cpus, busy_poll_us, stall_probe_us, listen, tls, control_socket, control_read_group, control_admin_group, control_idle_timeout_s, log_level, exports, "
 		 "access, limits, host, metrics or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
@@ -327,6 +329,8 @@ static void test_bad_top(void)
 	load_bad("host = { copy_rate = \"fast\"; };\n", "1: host.copy_rate = \"fast\" is not a rate; expected " CW_UNITS_RATE_HELP);
 	load_bad("host = 1;\n", "1: host is an integer; expected a group { name = value; ... }");
 	load_bad("lock_memory = 1;\n", "1: lock_memory is an integer; expected true or false");
+	load_bad("stall_probe_us = 100001;\n",
+		 "1: stall_probe_us = 100001 is out of range; expected an integer from 0 to 100000");
 	load_bad("busy_poll_us = -1;\n",
 		 "1: busy_poll_us = -1 is out of range; expected an integer from 0 to 10000");
 	load_bad("queue_depth = 3.0;\n",
