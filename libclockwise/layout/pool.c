@@ -318,6 +318,10 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
 	if (r < 0) {
 		lay_set_error(pool, r, "%s: %s", path, r == -EPROTONOSUPPORT ?
 			      "this build has no support for disks on a Ceph cluster (librbd)" :
+			      r == -ELIBACC ? "disks on a Ceph cluster need librados2 and librbd1, "
+			      "which are not installed (apt-get install librbd1)" :
+			      r == -ELIBBAD ? "the installed librados2 or librbd1 lacks a call "
+			      "this build uses (too old)" :
 			      r == -EINVAL && cw_io_path_is_rbd(path) ?
 			      "not a valid image name; expected rbd:POOL/IMAGE[?conf=FILE&id=NAME]" :
 			      strerror(-r));

@@ -125,7 +125,9 @@ int64_t cw_io_sync(struct cw_io_engine *e, int fd, enum cw_io_op op, void *buf,
  * for the image: the cw_io_* calls below and the engines
  * (CW_IO_RBD, see cw_io_kind_for_fd) take it, plain system calls on it
  * fail.  Close it with cw_io_close.  -EINVAL for a malformed name,
- * -EPROTONOSUPPORT when libclockwise was built without librbd, else what
+ * -EPROTONOSUPPORT when libclockwise was built without librbd, -ELIBACC
+ * when librados2 and librbd1 are not installed (they are loaded at the
+ * first image, not linked), -ELIBBAD when they are too old, else what
  * librados or librbd answered (-ETIMEDOUT: no cluster; -ENOENT: no such
  * pool or image). */
 int cw_io_open(const char *path, bool writable, bool *ret_direct);
@@ -135,7 +137,8 @@ int cw_io_open(const char *path, bool writable, bool *ret_direct);
 int cw_io_open_dev(const char *path, int flags);
 
 /* Whether path names an RBD image (starts with "rbd:"), and whether this
- * build can open one. */
+ * build can open one (built with librbd, and librados2 and librbd1
+ * installed: the first call loads them). */
 bool cw_io_path_is_rbd(const char *path);
 bool cw_io_rbd_supported(void);
 
