@@ -106,26 +106,30 @@ static void counter(struct out *o, const char *name, double v, ...)
 	va_end(ap);
 }
 
+/* The edges, in ns, of the exposition's latency buckets: from 50 us to
+ * 10 s, 1-2.5-5 a decade (the daemon keeps finer ones, clockwise/hist.h,
+ * and counts each edge's samples from them). */
+static const uint64_t le_ns[] = {
+	50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 25000000,
+	50000000, 100000000, 250000000, 500000000, 1000000000, 2500000000, 5000000000,
+	10000000000,
+};
+
 /* The best-effort latency histogram of one disk as cumulative "le"
- * buckets, their sum and count.  The one place that knows the daemon's
- * buckets (control.h): bucket 0 holds latencies under 1 us, bucket i
- * those in [2^(i-1), 2^i) us, the last everything longer; so the upper
- * edge of bucket i is 2^i us, and the last one's is +Inf. */
+ * buckets, their sum and count: the one place that writes them. */
 static void be_histogram(struct out *o, const char *name, const struct cwc_disk_stats *s,
 			 const char *disk)
 {
 	char le[32], bucket[128];
-	uint64_t n = 0;
+	uint64_t n = cw_hist_total(s->be_hist);
 
 	snprintf(bucket, sizeof(bucket), "%s_bucket", name);
-	for (unsigned b = 0; b < CWC_HIST_BUCKETS; b++) {
-		n += s->be_hist[b];
-		if (b == CWC_HIST_BUCKETS - 1)
-			snprintf(le, sizeof(le), "+Inf");
-		else
-			snprintf(le, sizeof(le), "%.9g", (double)(UINT64_C(1) << b) / 1e6);
-		sample(o, bucket, (double)n, "disk", disk, "le", le, NULL);
+	for (size_t b = 0; b < CW_ARRAY_SIZE(le_ns); b++) {
+		snprintf(le, sizeof(le), "%.9g", (double)le_ns[b] / 1e9);
+		sample(o, bucket, (double)cw_hist_count_le(s->be_hist, le_ns[b]), "disk", disk,
+		       "le", le, NULL);
 	}
+	sample(o, bucket, (double)n, "disk", disk, "le", "+Inf", NULL);
 	snprintf(bucket, sizeof(bucket), "%s_sum", name);
 	sample(o, bucket, sec(s->be_lat_sum_ns), "disk", disk, NULL);
 	snprintf(bucket, sizeof(bucket), "%s_count", name);

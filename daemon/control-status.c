@@ -83,13 +83,23 @@ int cwc_cmd_status(struct ctx *c, json_object **ret)
 	return 0;
 }
 
-/* The best-effort latency histogram, counts by bucket (control.h). */
+/* The best-effort latency histogram: [bucket, count] for each bucket of
+ * clockwise/hist.h that holds any (a client diffs two replies' counts,
+ * bucket by bucket, for an interval's percentiles). */
 static json_object *hist_json(const uint64_t *h)
 {
 	json_object *a = json_object_new_array();
 
-	for (unsigned b = 0; b < CWC_HIST_BUCKETS; b++)
-		json_object_array_add(a, cw_ctl_json_u64(h[b]));
+	for (unsigned b = 0; b < CWC_HIST_BUCKETS; b++) {
+		json_object *pair;
+
+		if (!h[b])
+			continue;
+		pair = json_object_new_array();
+		json_object_array_add(pair, json_object_new_int64(b));
+		json_object_array_add(pair, cw_ctl_json_u64(h[b]));
+		json_object_array_add(a, pair);
+	}
 	return a;
 }
 

@@ -50,6 +50,7 @@
 #include <sys/types.h>
 
 #include <clockwise/admit-state.h>
+#include <clockwise/hist.h>
 #include <clockwise/layout.h>
 #include <clockwise/model.h>
 #include <clockwise/sched.h>
@@ -70,7 +71,8 @@ struct cwc_export {
 };
 
 /* Live counters from the data path (the stats hook fills them). */
-#define CWC_HIST_BUCKETS 24	/* bucket i: latencies in [2^(i-1), 2^i) us; 0: under 1 us */
+/* Latencies in ns, in clockwise/hist.h's log-linear buckets. */
+#define CWC_HIST_BUCKETS CW_HIST_BUCKETS
 
 /* One dispatcher's share of its disk's counters. */
 struct cwc_lane_stats {

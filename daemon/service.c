@@ -201,8 +201,7 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 
 /* ---- stats ---- */
 
-static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
-		     atomic_uint_fast64_t *hist, uint64_t *ratio)
+static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c, uint64_t *ratio)
 {
 	ds->alone_requests += cwd_stats_get(&c->alone);
 	ds->over_c += cwd_stats_get(&c->over_c);
@@ -222,8 +221,9 @@ static void lane_sum(struct cwc_disk_stats *ds, const struct cwd_stats *c,
 	ds->be_lat_sum_ns += (int64_t)cwd_stats_get(&c->be_lat_sum_ns);
 	ds->queued += cwd_stats_get(&c->queued);
 	ds->lanes++;
+	_Static_assert(CWC_HIST_BUCKETS == CWD_STATS_HIST_BUCKETS, "one histogram");
 	for (unsigned b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
-		hist[b] += cwd_stats_get(&c->be_lat[b]);
+		ds->be_hist[b] += cwd_stats_get(&c->be_lat[b]);
 }
 
 /* Each export's (and class's) best effort on each of the export's disks. */
@@ -286,7 +286,6 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		return -ENOMEM;
 	for (i = 0; i < pb->ndisks; i++) {
 		struct cwc_disk_stats *ds = &ret->disks[ret->n_disks];
-		atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS] = { 0 };
 		uint64_t ratio[CWD_STATS_RATIO_BUCKETS] = { 0 };
 		struct disk *d = &pb->disks[i];
 
@@ -300,7 +299,7 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		for (j = 0; j < d->nlanes; j++) {
 			const struct cwd_stats *c = &d->lanes[j].st;
 
-			lane_sum(ds, c, hist, ratio);
+			lane_sum(ds, c, ratio);
 			ds->lane[j] = (struct cwc_lane_stats){
 				.rt_requests = cwd_stats_get(&c->rt_done),
 				.be_requests = cwd_stats_get(&c->be_done),
@@ -315,12 +314,9 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 		ds->tail_over_c = cwd_stats_ratio_quantile(ratio, ds->tail_permille / 1000.0);
 		if (cw_model_service_ns(disk_model(d), 0, 0, pb->block_size, &ds->c_block_ns) < 0)
 			ds->c_block_ns = 0;
-		_Static_assert(CWC_HIST_BUCKETS == CWD_STATS_HIST_BUCKETS, "one histogram");
-		for (unsigned b = 0; b < CWC_HIST_BUCKETS; b++)
-			ds->be_hist[b] = cwd_stats_get(&hist[b]);
-		ds->be_p50_ns = cwd_stats_hist_quantile(hist, 0.5);
-		ds->be_p99_ns = cwd_stats_hist_quantile(hist, 0.99);
-		ds->be_max_ns = cwd_stats_hist_quantile(hist, 1.0);
+		ds->be_p50_ns = (int64_t)cw_hist_quantile(ds->be_hist, 0.5);
+		ds->be_p99_ns = (int64_t)cw_hist_quantile(ds->be_hist, 0.99);
+		ds->be_max_ns = (int64_t)cw_hist_quantile(ds->be_hist, 1.0);
 	}
 	pthread_mutex_lock(&pb->resv_lock);
 	ret->resvs = calloc(pb->nresvs ? pb->nresvs : 1, sizeof(*ret->resvs));

@@ -10,33 +10,16 @@
 
 void cwd_stats_hist_add(atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], int64_t ns)
 {
-	uint64_t us = ns > 0 ? (uint64_t)ns / 1000 : 0;
-	unsigned b = 0;
-
-	while (us && b < CWD_STATS_HIST_BUCKETS - 1) {
-		us >>= 1;
-		b++;
-	}
-	cwd_stats_add(&hist[b], 1);
+	cwd_stats_add(&hist[cw_hist_index(ns > 0 ? (uint64_t)ns : 0)], 1);
 }
 
 int64_t cwd_stats_hist_quantile(const atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], double q)
 {
-	uint64_t total = 0, seen = 0;
-	unsigned b;
+	uint64_t h[CWD_STATS_HIST_BUCKETS];
 
-	for (b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
-		total += cwd_stats_get(&hist[b]);
-	if (!total)
-		return 0;
-	for (b = 0; b < CWD_STATS_HIST_BUCKETS; b++) {
-		seen += cwd_stats_get(&hist[b]);
-		if ((double)seen >= q * (double)total)
-			break;
-	}
-	if (b >= CWD_STATS_HIST_BUCKETS)
-		b = CWD_STATS_HIST_BUCKETS - 1;
-	return (int64_t)(UINT64_C(1) << b) * 1000;
+	for (size_t b = 0; b < CWD_STATS_HIST_BUCKETS; b++)
+		h[b] = cwd_stats_get(&hist[b]);
+	return (int64_t)cw_hist_quantile(h, q);
 }
 
 void cwd_stats_alone_add(struct cwd_stats *c, int64_t svc_ns, int64_t c_ns)
@@ -103,7 +86,9 @@ void cwd_stats_log(const char *what, const struct cwd_stats *c)
 		cwd_stats_get(&c->flushes), cwd_stats_get(&c->errors), cwd_stats_get(&c->rt_done),
 		cwd_stats_get(&c->rt_missed), cwd_stats_get(&c->be_done), cwd_stats_get(&c->slack_used_ns) / 1000,
 		cwd_stats_get(&c->queued), cwd_stats_get(&c->queued_max),
-		cwd_stats_hist_quantile(c->be_lat, 0.5) / 1000, cwd_stats_hist_quantile(c->be_lat, 0.99) / 1000,
+		/* rounded up: the log says "<=" */
+		(cwd_stats_hist_quantile(c->be_lat, 0.5) + 999) / 1000,
+		(cwd_stats_hist_quantile(c->be_lat, 0.99) + 999) / 1000,
 		cwd_stats_get(&c->miss[0]), cwd_stats_get(&c->miss[1]), cwd_stats_get(&c->miss[2]),
 		cwd_stats_get(&c->miss[3]), cwd_stats_get(&c->miss[4]), cwd_stats_get(&c->be_overruns));
 }

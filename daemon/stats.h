@@ -10,9 +10,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* Latency histogram: bucket i counts latencies in [2^(i-1), 2^i) us
- * (bucket 0: under 1 us; the last bucket: everything longer). */
-#define CWD_STATS_HIST_BUCKETS 24
+#include <clockwise/hist.h>
+
+/* Best-effort latencies in ns, in clockwise/hist.h's log-linear buckets
+ * (a percentile at most 1.6% above the measured one). */
+#define CWD_STATS_HIST_BUCKETS CW_HIST_BUCKETS
 #define CWD_STATS_MISS_CLASSES 5	/* CW_MISS_CLASSES */
 /* Service time over C: eight buckets per doubling from 2^-10 to 2^10
  * (bucket 0 also takes what is below, the last what is above). */
@@ -68,8 +70,9 @@ static inline uint64_t cwd_stats_get(const atomic_uint_fast64_t *c)
 
 void cwd_stats_hist_add(atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], int64_t ns);
 
-/* The latency under which a fraction q (0..1) of the samples lie, as the
- * upper edge of its bucket in ns; 0 without samples. */
+/* The latency under which a fraction q (0..1) of the samples lie, in ns:
+ * the largest value of its bucket, never below the measured percentile
+ * and at most 1.6% above it (cw_hist_quantile); 0 without samples. */
 int64_t cwd_stats_hist_quantile(const atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], double q);
 
 /* One request served alone took svc_ns where the model's C is c_ns. */

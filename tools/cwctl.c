@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <clockwise/hist.h>
 #include <clockwise/io.h>
 #include <clockwise/types.h>
 #include <clockwise/pool-objects.h>
@@ -1537,28 +1538,35 @@ static uint64_t grew(json_object *now, json_object *was, const char *k)
 	return a >= b ? a - b : a;	/* less: the daemon started again */
 }
 
+/* Adds (sign 1) or takes away (-1) a stats reply's sparse best-effort
+ * histogram, [[bucket, count], ...] (clockwise/hist.h's buckets), to d. */
+static void hist_add(uint64_t *d, json_object *h, int sign)
+{
+	for (size_t i = 0; h && i < json_object_array_length(h); i++) {
+		json_object *p = json_object_array_get_idx(h, i);
+		int64_t b = json_object_get_int64(json_object_array_get_idx(p, 0));
+		uint64_t n = (uint64_t)json_object_get_int64(json_object_array_get_idx(p, 1));
+
+		if (b >= 0 && b < CW_HIST_BUCKETS)
+			d[b] = sign > 0 ? d[b] + n : d[b] >= n ? d[b] - n : 0;
+	}
+}
+
 /* The latency under which a fraction q of an interval's best-effort
- * requests finished: the upper edge of the bucket (stats: bucket i holds
- * latencies under 2^i us); 0 without any. */
+ * requests finished (within 1.6% above; cw_hist_quantile), from the
+ * growth of the histogram between two replies; 0 without any. */
 static int64_t interval_quantile(json_object *now, json_object *was, double q)
 {
-	json_object *h = get(now, "be_hist"), *g = get(was, "be_hist");
-	size_t n = h ? json_object_array_length(h) : 0;
-	uint64_t d[64] = { 0 }, total = 0, seen = 0;
+	static uint64_t d[CW_HIST_BUCKETS], w[CW_HIST_BUCKETS];
 
-	for (size_t b = 0; b < n && b < 64; b++) {
-		uint64_t x = (uint64_t)json_object_get_int64(json_object_array_get_idx(h, b));
-		uint64_t y = g ? (uint64_t)json_object_get_int64(json_object_array_get_idx(g, b)) : 0;
-
-		d[b] = x >= y ? x - y : x;
-		total += d[b];
-	}
-	for (size_t b = 0; total && b < n && b < 64; b++) {
-		seen += d[b];
-		if ((double)seen >= q * (double)total)
-			return (int64_t)(UINT64_C(1) << b) * 1000;
-	}
-	return 0;
+	memset(d, 0, sizeof(d));
+	memset(w, 0, sizeof(w));
+	hist_add(d, get(now, "be_hist"), 1);
+	hist_add(w, get(was, "be_hist"), 1);
+	/* fewer now than then: the daemon started again, now's are the interval's */
+	if (cw_hist_total(d) >= cw_hist_total(w))
+		hist_add(d, get(was, "be_hist"), -1);
+	return (int64_t)cw_hist_quantile(d, q);
 }
 
 /* The entry of array a whose string key k equals that of o, or NULL. */

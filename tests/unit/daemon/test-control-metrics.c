@@ -40,17 +40,20 @@ static void test_histogram(void)
 	struct cwc_disk_stats s = { 0 };
 	struct out o = open_out(false);
 
-	s.be_hist[0] = 3;			/* under 1 us */
-	s.be_hist[10] = 5;			/* [512, 1024) us */
-	s.be_hist[CWC_HIST_BUCKETS - 1] = 2;	/* the longest */
+	s.be_hist[cw_hist_index(20000)] = 3;		/* 20 us */
+	s.be_hist[cw_hist_index(700000)] = 5;		/* 700 us */
+	s.be_hist[cw_hist_index(2000000)] = 1;		/* 2 ms */
+	s.be_hist[CWC_HIST_BUCKETS - 1] = 1;		/* beyond the range */
 	s.be_lat_sum_ns = 1500000000;
 	be_histogram(&o, "h", &s, "hdd0");
 	fclose(o.f);
-	CU_ASSERT_EQUAL(count_lines(text, "h_bucket{disk=\"hdd0\",le="), CWC_HIST_BUCKETS);
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"1e-06\"} 3\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"0.000512\"} 3\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"0.001024\"} 8\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"4.194304\"} 8\n"));
+	/* 50 us to 10 s, 1-2.5-5 a decade, and +Inf */
+	CU_ASSERT_EQUAL(count_lines(text, "h_bucket{disk=\"hdd0\",le="), 18);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"5e-05\"} 3\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"0.0005\"} 3\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"0.001\"} 8\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"0.0025\"} 9\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"10\"} 9\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_bucket{disk=\"hdd0\",le=\"+Inf\"} 10\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_sum{disk=\"hdd0\"} 1.5\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "h_count{disk=\"hdd0\"} 10\n"));
