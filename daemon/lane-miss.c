@@ -473,10 +473,13 @@ static void host_stalls(struct pb *pb, int64_t from_ns, int64_t to_ns, int64_t b
 			 "%s", stall_probe_priority(pb->probe), cpus);
 }
 
-/* The late replies recorded so far, each logged once. */
+/* The late replies recorded so far, each logged once, with the real-time
+ * threads of other processes that may have held the CPU the reply's
+ * writer waited for (looked at once a batch, as the misses' lines do). */
 static void drain_delivery(struct lane *l, struct lane_miss *lm)
 {
 	struct delivery_rec dl[DELIVERY_LOG];
+	char rt[320] = "";
 	unsigned n;
 
 	while (atomic_flag_test_and_set_explicit(&lm->dl_lock, memory_order_acquire))
@@ -485,6 +488,8 @@ static void drain_delivery(struct lane *l, struct lane_miss *lm)
 	memcpy(dl, lm->dl, n * sizeof(dl[0]));
 	lm->n_dl = 0;
 	atomic_flag_clear_explicit(&lm->dl_lock, memory_order_release);
+	if (n)
+		rt_neighbours(rt, sizeof(rt), CW_MAX((int)l->pb->cfg->rt_priority, 1));
 	for (unsigned i = 0; i < n; i++) {
 		char stalls[320];
 
@@ -492,9 +497,9 @@ static void drain_delivery(struct lane *l, struct lane_miss *lm)
 			    sizeof(stalls));
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (delivery): its data was ready %.0f us before the "
-			"deadline, only its reply was late%s", l->disk->name, dl[i].stream, dl[i].resv,
+			"deadline, only its reply was late%s%s", l->disk->name, dl[i].stream, dl[i].resv,
 			US(dl[i].sent_ns - dl[i].deadline_ns), US(dl[i].deadline_ns - dl[i].ready_ns),
-			stalls);
+			rt, stalls);
 	}
 }
 

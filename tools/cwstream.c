@@ -36,6 +36,7 @@
 #include <libnbd.h>
 
 #include <clockwise/admit.h>
+#include <clockwise/hist.h>
 #include <clockwise/types.h>
 #include <clockwise/units.h>
 
@@ -100,6 +101,7 @@ struct totals {
 	int64_t max_latency_ns;
 	double lat_sum, lat_sq;		/* for the mean and the jitter */
 	int64_t elapsed_ns;
+	uint64_t round_trips[CW_HIST_BUCKETS];	/* done - start: percentiles */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -603,11 +605,13 @@ static void print_summary(const struct opts *o, const struct totals *t, int64_t 
 		       ",\"bytes\":%" PRIu64
 		       ",\"rate\":%" PRIu64
 		       ",\"achieved_rate\":%" PRIu64 ",\"worst_start_late_ns\":%" PRId64
-		       ",\"worst_round_trip_ns\":%" PRId64 ",\"miss_causes\":{",
+		       ",\"worst_round_trip_ns\":%" PRId64 ",\"round_trip_p50_ns\":%" PRIu64
+		       ",\"round_trip_p99_ns\":%" PRIu64 ",\"miss_causes\":{",
 		       o->record ? "record" : "play", t->blocks, t->misses, t->worst_late_ns, jitter,
 		       (int64_t)llround(mean), t->max_latency_ns, period, lead, ahead, t->bytes, o->rate,
 		       achieved,
-		       t->worst_start_late_ns, t->worst_round_trip_ns);
+		       t->worst_start_late_ns, t->worst_round_trip_ns,
+		       cw_hist_quantile(t->round_trips, 0.5), cw_hist_quantile(t->round_trips, 0.99));
 		for (int k = 0; k < MISS_CAUSES; k++)
 			printf("%s\"%s\":%" PRIu64, k ? "," : "", miss_cause_name[k], t->miss_by[k]);
 		printf("},\"resv\":");
@@ -629,6 +633,9 @@ static void print_summary(const struct opts *o, const struct totals *t, int64_t 
 	printf("worst lateness %s, jitter %s, mean latency %s, max latency %s, achieved %s\n", a,
 	       cw_units_format_duration(jitter, e), cw_units_format_duration((int64_t)llround(mean), b),
 	       cw_units_format_duration(t->max_latency_ns, d), cw_units_format_rate(achieved, c));
+	printf("round trip (request to reply) p50 %s, p99 %s\n",
+	       cw_units_format_duration((int64_t)cw_hist_quantile(t->round_trips, 0.5), a),
+	       cw_units_format_duration((int64_t)cw_hist_quantile(t->round_trips, 0.99), b));
 	if (t->misses)
 		printf("late blocks: %" PRIu64 " took longer than the lead from their request "
 		       "(round trip), %" PRIu64 " started late behind a late block, %" PRIu64
@@ -674,6 +681,13 @@ int main(int argc, char **argv)
 		}
 		sched_setscheduler(0, SCHED_OTHER, &normal);
 	}
+	/* --resv: checked and claimed before the connection is made, so that
+	 * it is the claimant's from its first request */
+	if (o.resv) {
+		if (check_resv(&o, &resv_lead) < 0)
+			return 1;
+		claim_resv(&o);
+	}
 	h = nbd_create();
 	if (!h || nbd_connect_uri(h, o.uri) < 0) {
 		fprintf(stderr, "cwstream: %s: %s\n", o.uri, nbd_get_error());
@@ -707,12 +721,6 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		free(name);
-	} else if (o.resv) {
-		if (check_resv(&o, &resv_lead) < 0) {
-			nbd_close(h);
-			return 1;
-		}
-		claim_resv(&o);
 	}
 	/* The lead: how long before it is needed each block is asked for. */
 	lead = o.lead_ns ? o.lead_ns : CW_MAX(resv_lead, period);
@@ -807,6 +815,7 @@ int main(int argc, char **argv)
 				t.worst_start_late_ns = sl->start - sl->release;
 			if (round_trip > t.worst_round_trip_ns)
 				t.worst_round_trip_ns = round_trip;
+			t.round_trips[cw_hist_index(round_trip > 0 ? (uint64_t)round_trip : 0)]++;
 			if (late > t.worst_late_ns)
 				t.worst_late_ns = late;
 			if (latency > t.max_latency_ns)
