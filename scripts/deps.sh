@@ -1,16 +1,28 @@
-# Sourced by scripts/check and scripts/quickstart: the Debian packages
-# Clockwise builds and tests with, installed when missing.
-CW_DEB_PACKAGES="build-essential autoconf automake libtool pkg-config
- liburing-dev libaio-dev libsqlite3-dev sqlite3 libconfig-dev libcunit1-dev
- libsystemd-dev libjson-c-dev libnbd-dev libnbd-bin nbdkit qemu-utils fio
- e2fsprogs util-linux procps groff-base gnuplot-nox jq systemd
- qemu-system-common fuse3 python3 libgnutls28-dev gnutls-bin
- libmicrohttpd-dev curl prometheus
- ceph-mon ceph-osd ceph-common librbd-dev librados-dev"
+# Sourced by scripts/check, scripts/quickstart and .ci/run: the Debian
+# packages Clockwise builds and tests with, in two lists.
+#
+# CW_DEB_BUILD: what building (configure requires each; librbd-dev and
+# librados-dev give disks on a Ceph cluster, the client libraries only)
+# and the quick start need (nbdcopy and nbdinfo, qemu-img, fio, jq).
+# CW_DEB_TEST: what only some tests need: a Ceph cluster of their own
+# (ceph-mon, ceph-osd), nbdkit, QEMU's FUSE export, systemd, TLS tools,
+# Prometheus and gnuplot.  scripts/check installs both.
+CW_DEB_BUILD="build-essential autoconf automake libtool pkg-config
+ liburing-dev libaio-dev libsqlite3-dev libconfig-dev libcunit1-dev
+ libsystemd-dev libjson-c-dev libnbd-dev libgnutls28-dev libmicrohttpd-dev
+ librbd-dev librados-dev
+ libnbd-bin qemu-utils fio jq procps util-linux"
+CW_DEB_TEST="sqlite3 nbdkit e2fsprogs groff-base gnuplot-nox systemd
+ qemu-system-common fuse3 python3 gnutls-bin curl prometheus
+ ceph-mon ceph-osd ceph-common"
+CW_DEB_PACKAGES="$CW_DEB_BUILD $CW_DEB_TEST"
 
+# cw_install_deps [build|all]: installs what is missing of one list (the
+# build's and the quick start's) or of both (the default).
 cw_install_deps() {
-	local missing=() p
-	for p in $CW_DEB_PACKAGES; do
+	local missing=() p list=$CW_DEB_PACKAGES
+	[ "${1:-all}" = build ] && list=$CW_DEB_BUILD
+	for p in $list; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing+=("$p")
 	done
