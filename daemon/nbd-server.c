@@ -1672,12 +1672,15 @@ static void conn_go_best_effort(struct conn *c, const char *why)
 
 /* Whether the claimant of a claim on x has gone (under the server's
  * lock): its claim then ends. */
-static bool claim_gone(struct export *x)
+static bool claim_gone(struct nbdsrv *srv, struct export *x)
 {
 	struct pollfd p = { .fd = x->claim_pidfd, .events = POLLIN };
 
 	if (!atomic_load(&x->claim_pid) || x->claim_pidfd < 0 || poll(&p, 1, 0) == 0)
 		return false;
+	srv_log(srv, LOG_INFO, "export %s: process %d, whose claim on the real-time priority "
+		"it was, has ended (revents %#x)", x->e.name, (int)atomic_load(&x->claim_pid),
+		(unsigned)p.revents);
 	close(x->claim_pidfd);
 	x->claim_pidfd = -1;
 	atomic_store(&x->claim_pid, 0);
@@ -1699,7 +1702,7 @@ static bool claim_allows(struct conn *c)
 	if (!pid || (c->peer.known && c->peer.pid == pid))
 		return true;
 	pthread_mutex_lock(&c->srv->lock);
-	(void)claim_gone(x);
+	(void)claim_gone(c->srv, x);
 	pthread_mutex_unlock(&c->srv->lock);
 	return atomic_load(&x->claim_pid) == 0;
 }
@@ -2598,7 +2601,7 @@ int nbdsrv_export_claim(struct nbdsrv *srv, const char *name, pid_t pid, pid_t *
 	if (!x) {
 		r = -ENOENT;
 	} else if (pid < 0) {
-		(void)claim_gone(x);
+		(void)claim_gone(srv, x);
 	} else {
 		if (x->claim_pidfd >= 0)
 			close(x->claim_pidfd);
@@ -2612,6 +2615,12 @@ int nbdsrv_export_claim(struct nbdsrv *srv, const char *name, pid_t pid, pid_t *
 	pthread_mutex_unlock(&srv->lock);
 	if (fd >= 0)
 		close(fd);
+	if (r == 0 && pid > 0)
+		srv_log(srv, LOG_INFO, "export %s: the real-time priority is claimed by process %d",
+			name, (int)pid);
+	else if (r == 0 && pid == 0)
+		srv_log(srv, LOG_INFO, "export %s: the claim on the real-time priority is dropped",
+			name);
 	return r;
 }
 
