@@ -2529,16 +2529,22 @@ out:
 	return r;
 }
 
+/* The export served as name, or NULL (under the server's lock). */
+static struct export *export_named(struct nbdsrv *srv, const char *name)
+{
+	for (size_t i = 0; i < srv->n_exports; i++)
+		if (!srv->exports[i].removed && strcmp(srv->exports[i].e.name, name) == 0)
+			return &srv->exports[i];
+	return NULL;
+}
+
 int nbdsrv_remove_export(struct nbdsrv *srv, const char *name)
 {
-	struct export *x = NULL;
+	struct export *x;
 	struct conn *c;
-	size_t i;
 
 	pthread_mutex_lock(&srv->lock);
-	for (i = 0; i < srv->n_exports && !x; i++)
-		if (!srv->exports[i].removed && strcmp(srv->exports[i].e.name, name) == 0)
-			x = &srv->exports[i];
+	x = export_named(srv, name);
 	if (!x) {
 		pthread_mutex_unlock(&srv->lock);
 		return -ENOENT;
@@ -2559,13 +2565,11 @@ int nbdsrv_remove_export(struct nbdsrv *srv, const char *name)
 int nbdsrv_export_clients(struct nbdsrv *srv, const char *name, struct nbdsrv_client *ret,
 			  size_t max, size_t *ret_n)
 {
-	const struct export *x = NULL;
+	const struct export *x;
 	size_t n = 0;
 
 	pthread_mutex_lock(&srv->lock);
-	for (size_t i = 0; i < srv->n_exports && !x; i++)
-		if (!srv->exports[i].removed && strcmp(srv->exports[i].e.name, name) == 0)
-			x = &srv->exports[i];
+	x = export_named(srv, name);
 	for (const struct conn *c = srv->conns; x && c; c = c->next) {
 		if (c->exp != x)
 			continue;
@@ -2586,7 +2590,7 @@ int nbdsrv_export_clients(struct nbdsrv *srv, const char *name, struct nbdsrv_cl
 
 int nbdsrv_export_claim(struct nbdsrv *srv, const char *name, pid_t pid, pid_t *ret_pid)
 {
-	struct export *x = NULL;
+	struct export *x;
 	int fd = -1, r = 0;
 
 	if (pid > 0) {
@@ -2595,9 +2599,7 @@ int nbdsrv_export_claim(struct nbdsrv *srv, const char *name, pid_t pid, pid_t *
 			return -errno;
 	}
 	pthread_mutex_lock(&srv->lock);
-	for (size_t i = 0; i < srv->n_exports && !x; i++)
-		if (!srv->exports[i].removed && strcmp(srv->exports[i].e.name, name) == 0)
-			x = &srv->exports[i];
+	x = export_named(srv, name);
 	if (!x) {
 		r = -ENOENT;
 	} else if (pid < 0) {
