@@ -503,7 +503,7 @@ void lane_be_leave(struct lane *l, struct piece *p, int64_t now);
  * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
 int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
 
-/* pool-mover.c: adds disk slot di to x's disk list (FLUSH syncs it). */
+/* pool-xdisks.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
 /* the same for every export of part, disk given by id (takes exports_lock) */
 void pb_part_take_disk(struct pb *pb, const struct cw_part *part, uint32_t disk_id);
@@ -522,12 +522,13 @@ void pb_export_drop_disk(struct pb *pb, struct pbx *x, uint32_t di);
  * back from this pool's previous daemon if it died holding it. */
 void pb_rbd_take_lock(struct pb *pb, const struct disk *d);
 
-/* pool-mover.c: the thread that carries out the pool's moves (and the
- * caches' steps, pool-cache.c, when no move runs).  pb_mover_io: one of
- * its I/Os, waited for. */
+/* pool-ownio.c: one I/O of the mover's or a cache's, waited for. */
 int pb_mover_io(struct pb *pb, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
 		void *buf);
+/* pool-cache.c: the caches' steps, on the mover's thread when no move
+ * runs; whether there was any. */
 bool pb_cache_work(struct pb *pb, void *buf);
+/* pool-mover.c: the thread that carries out the pool's moves. */
 int pb_mover_start(struct pb *pb);
 void pb_mover_stop(struct pb *pb);
 
