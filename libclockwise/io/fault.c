@@ -130,7 +130,7 @@ static struct ffile *file_of(int fd)
 	char path[64];
 	int flags;
 
-	if (io_rbd_is(fd) || fstat(fd, &st) < 0)
+	if (io_dev_of(fd) || fstat(fd, &st) < 0)
 		return NULL;
 	for (f = g_files; f; f = f->next)
 		if (f->dev == st.st_dev && f->ino == st.st_ino)

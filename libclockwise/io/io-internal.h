@@ -49,6 +49,31 @@ extern const struct cw_io_ops cw_io_aio_ops;
 extern const struct cw_io_ops cw_io_mem_ops;
 extern const struct cw_io_ops cw_io_rbd_ops;
 
+/* ---- dev.c: kinds of device other than a file or a block device ---- */
+
+/* A kind of device behind stand-in descriptors of its own. */
+struct io_dev_ops {
+	const char *name;
+	bool (*claims_path)(const char *path);	/* a path of this kind */
+	bool (*owns)(int fd);			/* one of its descriptors */
+	/* the stand-in descriptor, or -errno */
+	int (*open)(const char *path, bool writable);
+	int (*close)(int fd);
+	int (*size)(int fd, uint64_t *ret_bytes);
+	int (*identity)(int fd, uint64_t *ret_dev, uint64_t *ret_ino);
+	/* a synchronous read, write (both return the bytes moved) or flush */
+	ssize_t (*sync)(int fd, enum cw_io_op op, void *buf, size_t len, uint64_t off);
+	int (*punch)(int fd, uint64_t off, uint64_t len);
+	enum cw_io_kind engine;			/* the engine that serves it */
+};
+
+/* The kind fd is a stand-in of, or that path names; NULL: a file or a
+ * block device. */
+const struct io_dev_ops *io_dev_of(int fd);
+const struct io_dev_ops *io_dev_for_path(const char *path);
+
+extern const struct io_dev_ops io_dev_rbd;
+
 /* ---- rbd.c: cluster images behind stand-in descriptors ---- */
 
 struct io_rbd_spec {

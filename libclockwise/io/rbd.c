@@ -1014,3 +1014,16 @@ const struct cw_io_ops cw_io_rbd_ops = {
 };
 
 #endif
+
+const struct io_dev_ops io_dev_rbd = {
+	.name = "rbd",
+	.claims_path = cw_io_path_is_rbd,
+	.owns = io_rbd_is,
+	.open = io_rbd_open,
+	.close = io_rbd_close,
+	.size = io_rbd_size,
+	.identity = io_rbd_identity,
+	.sync = io_rbd_sync,
+	.punch = io_rbd_punch,
+	.engine = CW_IO_RBD,
+};

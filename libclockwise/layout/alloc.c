@@ -236,3 +236,51 @@ void lay_move_drop(struct cw_pool *pool, struct cw_move *m)
 		lay_free_entries(pool, &m->new[m->steps[k].block - m->first], 1);
 	lay_move_free(m);
 }
+
+/* The disks a placement may use (layout-internal.h): partitions, moves
+ * and caches all choose from here. */
+int lay_candidates(struct cw_pool *pool, const struct cw_part_opts *o, const uint32_t *only,
+		   size_t nonly, bool strict, uint64_t n, struct placement *pl, struct disk **buf)
+{
+	enum cw_tier want = o->tier == CW_TIER_PREF_SSD ? CW_TIER_SSD : CW_TIER_HDD;
+
+	pl->policy = o->placement;
+	pl->zone = o->zone;
+	pl->disks = buf;
+	pl->ndisks = 0;
+	pl->after_disk = 0;
+	for (size_t k = 0; k < nonly; k++) {
+		uint32_t id = only[k];
+
+		if (id < 1 || id > CW_DISKS_MAX || !pool->disks[id])
+			return lay_set_error(pool, -ENOENT, "no disk %u in the pool", id);
+		if (pool->disks[id]->state != CW_DISK_PRESENT)
+			return lay_set_error(pool, -ENODEV, "disk %u (%s) is missing", id,
+					     pool->disks[id]->name);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t tier_free = 0, most = 0;
+
+		pl->ndisks = 0;
+		for (uint32_t i = 1; i <= CW_DISKS_MAX; i++) {
+			struct disk *d = pool->disks[i];
+			bool listed = !only;
+
+			for (size_t k = 0; only && k < nonly; k++)
+				listed |= only[k] == i;
+			if (!d || d->state != CW_DISK_PRESENT || !listed)
+				continue;
+			if (pass == 0 && o->tier != CW_TIER_PREF_NONE && d->tier != want)
+				continue;
+			buf[pl->ndisks++] = d;
+			tier_free += d->free;
+			most = CW_MAX(most, d->free);
+		}
+		if (o->tier == CW_TIER_PREF_NONE || strict)
+			break;
+		/* The preferred tier has room: keep to it; else any disk. */
+		if ((o->placement == CW_PLACE_SINGLE ? most : tier_free) >= n)
+			break;
+	}
+	return 0;
+}

@@ -94,7 +94,7 @@ int lay_alloc(struct cw_pool *pool, const struct placement *pl, uint64_t n,
  * anything is allocated for a request, so an absurd size costs nothing. */
 uint64_t lay_available(const struct placement *pl);
 void lay_free_entries(struct cw_pool *pool, const uint64_t *entries, uint64_t n);
-/* part.c: the present disks that may take n new blocks under o, limited
+/* alloc.c: the present disks that may take n new blocks under o, limited
  * to only[] when given; a tier preference falls back to every disk unless
  * strict.  buf holds CW_DISKS_MAX pointers. */
 int lay_candidates(struct cw_pool *pool, const struct cw_part_opts *o, const uint32_t *only,
