@@ -4,13 +4,8 @@
  * implements dynamic partitions and uses the Clockwise schedulability test
  * and scheduler to schedule simulated I/O requests").
  *
- * Set-up: each stream's file is a clip of blocks placed by the scenario's
- * placement (rotation, random, single); RT data goes to the outer
- * rt_area_pct of every disk, BE partitions are striped over the inner
- * be_area_pct.  Streams are offered to cw_admit_plan one after the other
- * (a video stream, its CD-audio stream, the next video, ...) until it
- * refuses one, exactly as a daemon would be asked: with the disk's
- * best-effort reserve when the scenario's plan keeps one.
+ * Set-up (which streams, their blocks and tasks) is setup.c's and
+ * stream.c's; this file runs one.
  *
  * Plan: each disk runs with cw_admit_disk_plan() of its admitted tasks —
  * the function clockwised's admission state uses — so the dispatcher gets
@@ -45,348 +40,6 @@
 
 #include <clockwise/cache.h>
 #include <clockwise/units.h>
-
-/* ---- set-up ------------------------------------------------------------ */
-
-static uint64_t rt_end(const struct sim_scenario *sc)
-{
-	return sc->model.capacity_bytes / 100 * sc->rt_area_pct;
-}
-
-static uint64_t be_start(const struct sim_scenario *sc)
-{
-	return sc->model.capacity_bytes - sc->model.capacity_bytes / 100 * sc->be_area_pct;
-}
-
-void sim_stream_free(struct sim_stream *st)
-{
-	free(st->disk);
-	free(st->off);
-	st->disk = NULL;
-	st->off = NULL;
-}
-
-void sim_setup_done(struct sim_setup *s)
-{
-	for (size_t i = 0; i < s->n_streams; i++)
-		sim_stream_free(&s->streams[i]);
-	free(s->streams);
-	for (unsigned d = 0; d < SIM_MAX_DISKS; d++)
-		free(s->tasks[d]);
-	free(s->adm_model);
-	free(s->mech_model);
-	free(s->be_blocks);
-	*s = (struct sim_setup){ 0 };
-}
-
-double sim_setup_load_mb_s(const struct sim_setup *s, size_t n)
-{
-	double sum = 0;
-
-	for (size_t i = 0; i < n && i < s->n_streams; i++)
-		sum += (double)s->streams[i].bandwidth_bps;
-	return sum / (double)SIM_MIB;
-}
-
-int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
-		   struct cw_disk_plan *ret)
-{
-	const struct sim_scenario *sc = s->sc;
-	const struct cw_model *m = &s->adm_model[d];
-	_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
-	size_t n = 0, t;
-	int e;
-
-	if (!set)
-		return -ENOMEM;
-	/* the server's task and then the first n_streams' tasks on d,
-	 * which were appended in stream order */
-	for (; n < s->server_tasks; n++)
-		set[n] = s->tasks[d][n];
-	t = n;
-	for (size_t i = 0; i < n_streams && i < s->n_streams; i++)
-		if (s->streams[i].disk_period_ns[d])
-			set[n++] = s->tasks[d][t++];
-	e = cw_admit_disk_plan(&s->plan_opts, m, m->tier, sc->be_pblock_bytes, set, n, ret);
-	if (e < 0)
-		return e;
-	ret->disk_id = d;
-	if (s->server_tasks) {
-		ret->n_tasks--;
-		ret->server_slice_ns = sc->server_slice_ns;
-		ret->server_period_ns = sc->server_period_ns;
-		ret->be_starved = CW_MAX(CW_MAX(ret->be_budget_ns, ret->idle_be_ns),
-					 ret->server_slice_ns) < ret->be_max_ns;
-	}
-	return 0;
-}
-
-int sim_setup_add_task(struct sim_setup *s, unsigned d, const struct cw_task *t)
-{
-	struct cw_task *v = realloc(s->tasks[d], (s->n_tasks[d] + 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	v[s->n_tasks[d]++] = *t;
-	s->tasks[d] = v;
-	return 0;
-}
-
-/* Places a stream's clip: fills st->disk and st->off. */
-static void place(const struct sim_scenario *sc, enum sim_placement pl, size_t idx,
-		  uint64_t clip, struct sim_rng *rng, uint64_t *cursor, struct sim_stream *st)
-{
-	unsigned n = sc->disks;
-	uint64_t b = st->block_bytes, area = rt_end(sc) / b * b;
-
-	for (uint64_t k = 0; k < clip; k++) {
-		unsigned d = pl == SIM_SINGLE ? (unsigned)(idx % n) : (unsigned)((idx + k) % n);
-
-		st->disk[k] = d;
-		if (pl == SIM_RANDOM) {
-			/* anywhere on the disk: the inner zones too */
-			st->off[k] = sim_rng_below(rng, sc->model.capacity_bytes / b) * b;
-		} else {
-			/* consecutive in the fast zones; a full RT area wraps
-			 * (blocks then share space, which costs nothing here) */
-			if (cursor[d] + b > area)
-				cursor[d] = 0;
-			st->off[k] = cursor[d];
-			cursor[d] += b;
-		}
-	}
-}
-
-int sim_stream_draw(const struct sim_scenario *sc, enum sim_video video, size_t i,
-		    uint64_t clip, struct sim_rng *kinds, struct sim_stream *st,
-		    uint64_t *ret_phase_draw)
-{
-	bool is_video = i % 2 == 0;
-	/* the draw happens for every pair, whatever the scenario, so that
-	 * phases are the same for video=mix, 817 and 245 */
-	bool big = sim_rng_below(kinds, 2) == 0;
-
-	*st = (struct sim_stream){ .video = is_video };
-	*ret_phase_draw = sim_rng_next(kinds);
-	if (video == SIM_VIDEO_817)
-		big = true;
-	else if (video == SIM_VIDEO_245)
-		big = false;
-	if (!is_video) {
-		st->bandwidth_bps = 172 * SIM_KIB;
-		st->block_bytes = 256 * SIM_KIB;
-	} else if (big) {
-		st->bandwidth_bps = 817 * SIM_KIB;
-		st->block_bytes = SIM_MIB;
-	} else {
-		st->bandwidth_bps = 245 * SIM_KIB;
-		st->block_bytes = 256 * SIM_KIB;
-	}
-	st->block_bytes *= sc->buffer_scale;
-	st->disk = calloc(clip, sizeof(*st->disk));
-	st->off = calloc(clip, sizeof(*st->off));
-	if (!st->disk || !st->off) {
-		sim_stream_free(st);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-int sim_setup_push(struct sim_setup *s, struct sim_stream *st, sim_curve_fn curve,
-		   void *userdata)
-{
-	int64_t min = CW_ADMIT_NO_LIMIT;
-
-	if (s->n_streams == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
-		struct sim_stream *v = realloc(s->streams, cap * sizeof(*v));
-
-		if (!v) {
-			sim_stream_free(st);
-			return -ENOMEM;
-		}
-		s->streams = v;
-		s->cap = cap;
-	}
-	s->streams[s->n_streams++] = *st;
-	if (!curve)
-		return 0;
-	for (unsigned d = 0; d < s->sc->disks; d++) {
-		struct cw_disk_plan dp;
-		int e = sim_setup_plan(s, d, s->n_streams, &dp);
-
-		if (e < 0)
-			return e;
-		min = CW_MIN(min, dp.delta_l_ns);
-	}
-	curve(userdata, s->n_streams, sim_setup_load_mb_s(s, s->n_streams), min);
-	return 0;
-}
-
-/* cwsim's own layout and admission: the scenario's placement over the
- * RT area, cw_admit_plan against each disk's tasks and reserve. */
-static int own_setup(struct sim_setup *s, enum sim_video video, size_t max_streams,
-		     sim_curve_fn curve, void *userdata)
-{
-	const struct sim_scenario *sc = s->sc;
-	enum sim_placement pl = s->placement;
-	struct cw_admit_disk disks[SIM_MAX_DISKS];
-	uint64_t cursor[SIM_MAX_DISKS] = { 0 };
-	struct sim_rng kinds, offs;
-	unsigned n = sc->disks;
-	int e = 0;
-
-	if (rt_end(sc) < SIM_MIB * sc->buffer_scale) {
-		fprintf(stderr, "cwsim: the RT area is smaller than one block\n");
-		return -EINVAL;
-	}
-	sim_rng_seed(&kinds, sc->seed, 1);
-	sim_rng_seed(&offs, sc->seed, 16 + pl);
-	for (size_t i = 0; !max_streams || i < max_streams; i++) {
-		struct sim_stream st;
-		struct cw_admit_plan plan;
-		struct cw_admit_qos q;
-		struct cw_admit_layout lay;
-		uint64_t phase_draw;
-
-		e = sim_stream_draw(sc, video, i, s->clip, &kinds, &st, &phase_draw);
-		if (e < 0)
-			return e;
-		place(sc, pl, i, s->clip, &offs, cursor, &st);
-		for (unsigned d = 0; d < n; d++)
-			disks[d] = (struct cw_admit_disk){ .model = &s->adm_model[d],
-							   .tasks = s->tasks[d],
-							   .n_tasks = s->n_tasks[d],
-							   .be_reserve = s->be_reserve };
-		q = (struct cw_admit_qos){ .bandwidth_bps = st.bandwidth_bps,
-					   .block_bytes = st.block_bytes, .due = sc->due };
-		lay = (struct cw_admit_layout){ .pblock_bytes = st.block_bytes, .n_pblocks = s->clip,
-						.disk = st.disk, .disk_off = st.off,
-						.range_bytes = s->clip * st.block_bytes };
-		e = cw_admit_plan(&q, &lay, disks, n, &plan);
-		if (e == 0)	/* the daemon's test of the host, when the scenario has one */
-			e = cw_admit_plan_host(&plan, &q, &sc->host, s->host_need_ps);
-		if (e < 0) {
-			fprintf(stderr, "cwsim: stream %zu: %s\n", i, plan.reason);
-			sim_stream_free(&st);
-			return e;
-		}
-		if (!plan.admitted) {
-			char rate[CW_UNITS_BUF];
-
-			snprintf(s->refusal, sizeof(s->refusal), "stream %zu (%s %s): %s", i,
-				 st.video ? "video" : "audio",
-				 cw_units_format_rate(st.bandwidth_bps, rate), plan.reason);
-			s->next_bps = st.bandwidth_bps;
-			s->next_block = st.block_bytes;
-			cw_admit_plan_done(&plan);
-			sim_stream_free(&st);
-			break;
-		}
-		s->host_need_ps += cw_host_demand_ps(&sc->host, q.bandwidth_bps, q.block_bytes);
-		st.period_ns = plan.stream_period_ns;
-		st.phase_ns = sc->aligned ? 0 : (int64_t)(phase_draw % (uint64_t)st.period_ns);
-		for (size_t k = 0; k < plan.n_parts && e == 0; k++) {
-			const struct cw_admit_part *p = &plan.parts[k];
-
-			st.disk_period_ns[p->disk] = p->task.period_ns;
-			st.disk_service_ns[p->disk] = p->task.service_ns;
-			st.disk_deadline_ns[p->disk] = p->task.deadline_ns;
-			e = sim_setup_add_task(s, p->disk, &p->task);
-		}
-		cw_admit_plan_done(&plan);
-		if (e < 0) {
-			sim_stream_free(&st);
-			return e;
-		}
-		e = sim_setup_push(s, &st, curve, userdata);
-		if (e < 0)
-			return e;
-	}
-	return 0;
-}
-
-int sim_be_part_bytes(const struct sim_scenario *sc, uint64_t *ret)
-{
-	uint64_t be_slots = (sc->model.capacity_bytes - be_start(sc)) / sc->be_pblock_bytes;
-
-	*ret = be_slots * sc->disks / sc->be_partitions * sc->be_pblock_bytes;
-	if (*ret == 0) {
-		fprintf(stderr, "cwsim: the BE area cannot hold %u partitions\n", sc->be_partitions);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-int sim_setup_build(const struct sim_scenario *sc, enum sim_placement pl, enum sim_video video,
-		    size_t max_streams, sim_curve_fn curve, void *userdata, struct sim_setup *ret)
-{
-	struct sim_setup s = { .sc = sc, .placement = pl };
-	struct cw_disk_plan empty;
-	uint64_t clip = sc->clip_blocks, n = sc->disks;
-	int e = 0;
-
-	*ret = s;
-	/* rotation and random use every disk in turn: whole rounds keep
-	 * the stride the same across the clip's wrap */
-	if (pl != SIM_SINGLE)
-		clip = CW_DIV_ROUND_UP(clip, n) * n;
-	s.clip = clip;
-	e = sim_be_part_bytes(sc, &s.be_part_bytes);
-	if (e < 0)
-		return e;
-	s.adm_model = calloc(n, sizeof(*s.adm_model));
-	s.mech_model = calloc(n, sizeof(*s.mech_model));
-	if (!s.adm_model || !s.mech_model) {
-		e = -ENOMEM;
-		goto fail;
-	}
-	for (unsigned d = 0; d < n; d++)
-		s.adm_model[d] = s.mech_model[d] = sc->model;
-	sim_scenario_plan_opts(sc, &s.plan_opts);
-	e = cw_admit_disk_plan(&s.plan_opts, &sc->model, sc->model.tier, sc->be_pblock_bytes, NULL,
-			       0, &empty);
-	if (e < 0) {
-		fprintf(stderr, "cwsim: the model cannot serve a best-effort piece: %s\n",
-			strerror(-e));
-		e = -EINVAL;
-		goto fail;
-	}
-	s.be_reserve = empty.be_reserve;
-	s.be_piece_bytes = sc->plan == SIM_PLAN_PAPER ? sc->be_pblock_bytes : empty.be_piece_bytes;
-	if (sc->server_period_ns) {
-		struct cw_task srv = { .period_ns = sc->server_period_ns,
-				       .service_ns = sc->server_slice_ns };
-
-		for (unsigned d = 0; d < n; d++)
-			if ((e = sim_setup_add_task(&s, d, &srv)) < 0)
-				goto fail;
-		s.server_tasks = 1;
-	}
-	for (unsigned d = 0; d < n; d++) {
-		struct cw_admit_result r;
-
-		e = cw_admit_test(s.tasks[d], s.n_tasks[d], &r);
-		if (e < 0)
-			goto fail;
-		if (!r.schedulable) {
-			fprintf(stderr, "cwsim: disk %u: the BE server alone is refused: %s\n", d,
-				r.reason);
-			e = -EINVAL;
-			goto fail;
-		}
-	}
-	snprintf(s.refusal, sizeof(s.refusal), "no more streams asked for");
-	e = sc->pool_path[0] ? sim_pool_setup(&s, video, max_streams, curve, userdata) :
-			       own_setup(&s, video, max_streams, curve, userdata);
-	if (e < 0)
-		goto fail;
-	*ret = s;
-	return 0;
-fail:
-	sim_setup_done(&s);
-	return e;
-}
 
 /* ---- the event loop ---------------------------------------------------- */
 
@@ -707,14 +360,14 @@ static int cache_step(struct run *r, int64_t now)
 		q->off = r->be_blocks[d.block].off;
 	} else {
 		disk = (unsigned)(d.block % sc->disks);
-		q->off = be_start(sc) + d.block / sc->disks * pb;
+		q->off = sim_be_start(sc) + d.block / sc->disks * pb;
 	}
 	q->bytes = pb;
 	q->parent = 0;
 	q->client = false;
 	q->promote = true;
 	q->disk = 0;
-	e = cw_model_service_ns(&sc->model, be_start(sc), 0, pb, &c);
+	e = cw_model_service_ns(&sc->model, sim_be_start(sc), 0, pb, &c);
 	if (e < 0)
 		return e;
 	q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
@@ -775,7 +428,7 @@ static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint
 {
 	const struct sim_scenario *sc = r->sc;
 	const struct sim_setup *s = r->setup;
-	uint64_t area = sc->model.capacity_bytes - be_start(sc);
+	uint64_t area = sc->model.capacity_bytes - sim_be_start(sc);
 	struct sreq *q = sreq_get(r);
 	int64_t c, cost;
 	int e;
@@ -796,7 +449,7 @@ static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint
 		if (e == 0)
 			e = cw_model_mean_ns(&s->adm_model[disk], n, &cost);
 	} else {
-		e = cw_model_service_ns(&sc->model, be_start(sc), 0, n, &c);
+		e = cw_model_service_ns(&sc->model, sim_be_start(sc), 0, n, &c);
 		/* what it costs its client: the mean access (a seek
 		 * over a third of the BE area, half a turn), not the
 		 * bound that ΔL charges */
@@ -844,7 +497,7 @@ static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes,
 		uint64_t n = CW_MIN(CW_MIN(end, (pos / pb + 1) * pb) - pos, s->be_piece_bytes);
 		unsigned disk = r->be_blocks ? r->be_blocks[g].disk : (unsigned)(g % sc->disks);
 		uint64_t at = r->be_blocks ? r->be_blocks[g].off + pos % pb :
-			      be_start(sc) + g / sc->disks * pb + pos % pb;
+			      sim_be_start(sc) + g / sc->disks * pb + pos % pb;
 		struct sim_move_io mir[CW_MOVER_DEPTH_MAX];
 		int nm = 0;
 

@@ -2,8 +2,9 @@
 /*
  * cwsim's private header: the trace-driven simulator of Bosch & Mullender,
  * section 4.  Sections follow the files: scenario.c (what to simulate),
- * trace.c (best-effort load), engine.c (layout,
- * admission and the event loop over virtual time), report.c (text, JSON,
+ * trace.c (best-effort load), stream.c and setup.c (layout and
+ * admission), engine.c (the event loop over virtual time), move.c and
+ * pool.c (a pool's moves and layout), report.c (text, JSON,
  * CSV and plots), cmd.c (the run, sweep and model subcommands), plan.c
  * (the plan subcommand).
  *
@@ -206,7 +207,12 @@ struct sim_trace {
 int sim_trace_load(const struct sim_scenario *sc, uint64_t part_bytes, struct sim_trace *ret);
 void sim_trace_done(struct sim_trace *t);
 
-/* ---- engine.c ---------------------------------------------------------- */
+/* ---- stream.c, setup.c (the set-up), engine.c (the run) ----------------- */
+
+/* The end of the RT area (the outer rt_area_pct of a disk) and the start
+ * of the BE area (its inner be_area_pct), in bytes. */
+uint64_t sim_rt_end(const struct sim_scenario *sc);
+uint64_t sim_be_start(const struct sim_scenario *sc);
 
 /* Where a partition block of a BE partition lies. */
 struct sim_pblock {
@@ -271,7 +277,7 @@ void sim_setup_done(struct sim_setup *s);
 /* The size of each BE partition: the BE area of every disk, in pool
  * blocks, shared out.  Prints why not and returns -EINVAL. */
 int sim_be_part_bytes(const struct sim_scenario *sc, uint64_t *ret);
-/* What the setters of a set-up share (engine.c for cwsim's own layout,
+/* What the setters of a set-up share (setup.c for cwsim's own layout,
  * pool.c for a pool's).  Stream i's kind (video or audio, its rate and
  * block, clip entries of disk and off allocated) and the draw its
  * phase comes from (modulo its period): every pair of streams draws the

@@ -16,6 +16,8 @@
 #include "cwtest.h"
 #include "../../../tools/sim/scenario.c"
 #include "../../../tools/sim/trace.c"
+#include "../../../tools/sim/stream.c"
+#include "../../../tools/sim/setup.c"
 #include "../../../tools/sim/engine.c"
 #include "../../../tools/sim/move.c"
 #include "../../../tools/sim/pool.c"
