@@ -932,19 +932,13 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		struct cw_sched_sfc_conf sfc;
 		struct cw_model_disk_opts mo;
 		struct cw_disk_plan p;
-		size_t n = 0, t = 0;
+		size_t n;
 		int e;
 
 		if (!set)
 			return -ENOMEM;
-		/* the server's task and then the first n_streams' tasks on d,
-		 * which were appended in stream order: what the clients share */
-		for (; n < s->server_tasks; n++)
-			set[n] = s->tasks[d][n];
-		t = n;
-		for (size_t i = 0; i < r->n_streams; i++)
-			if (s->streams[i].disk_period_ns[d])
-				set[n++] = s->tasks[d][t++];
+		/* what the clients share */
+		n = sim_setup_tasks(s, d, r->n_streams, set);
 		e = sim_setup_plan(r->setup, d, r->n_streams, &p);
 		if (e == -EBUSY)
 			return -EDOM;	/* a prefix of an admitted set: cannot happen */

@@ -291,6 +291,10 @@ int sim_setup_add_task(struct sim_setup *s, unsigned d, const struct cw_task *t)
  * on failure st is freed. */
 int sim_setup_push(struct sim_setup *s, struct sim_stream *st, sim_curve_fn curve,
 		   void *userdata);
+/* The server's task (if any) and the first n_streams streams' tasks on
+ * disk d into ret (room for s->n_tasks[d]); returns how many. */
+size_t sim_setup_tasks(const struct sim_setup *s, unsigned d, size_t n_streams,
+		       struct cw_task *ret);
 /* The plan of disk d carrying the server (if any) and the first n_streams
  * streams, as clockwised would run it (cw_admit_disk_plan); an explicit
  * server shows as the plan's server, and is not one of its n_tasks. */

@@ -56,25 +56,33 @@ double sim_setup_load_mb_s(const struct sim_setup *s, size_t n)
 	return sum / (double)SIM_MIB;
 }
 
+size_t sim_setup_tasks(const struct sim_setup *s, unsigned d, size_t n_streams,
+		       struct cw_task *ret)
+{
+	size_t n = 0, t;
+
+	/* the server's task, then the streams', appended in stream order */
+	for (; n < s->server_tasks; n++)
+		ret[n] = s->tasks[d][n];
+	t = n;
+	for (size_t i = 0; i < n_streams && i < s->n_streams; i++)
+		if (s->streams[i].disk_period_ns[d])
+			ret[n++] = s->tasks[d][t++];
+	return n;
+}
+
 int sim_setup_plan(const struct sim_setup *s, unsigned d, size_t n_streams,
 		   struct cw_disk_plan *ret)
 {
 	const struct sim_scenario *sc = s->sc;
 	const struct cw_model *m = &s->adm_model[d];
 	_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
-	size_t n = 0, t;
+	size_t n;
 	int e;
 
 	if (!set)
 		return -ENOMEM;
-	/* the server's task and then the first n_streams' tasks on d,
-	 * which were appended in stream order */
-	for (; n < s->server_tasks; n++)
-		set[n] = s->tasks[d][n];
-	t = n;
-	for (size_t i = 0; i < n_streams && i < s->n_streams; i++)
-		if (s->streams[i].disk_period_ns[d])
-			set[n++] = s->tasks[d][t++];
+	n = sim_setup_tasks(s, d, n_streams, set);
 	e = cw_admit_disk_plan(&s->plan_opts, m, m->tier, sc->be_pblock_bytes, set, n, ret);
 	if (e < 0)
 		return e;
