@@ -39,7 +39,6 @@
 #define BLOCK_SIZE_MAX 65536
 #define MAX_REQUEST_MAX (32u << 20)
 #define LISTEN_MAX CWD_LISTEN_MAX
-#define DISKS_MAX 1024
 
 #define DEFAULT_QUEUE_DEPTH 32
 #define DEFAULT_MOVER_DEPTH 16
@@ -749,7 +748,6 @@ static int key_insecure(struct parse *p, const config_setting_t *s, void *obj)
 
 #define PRINCIPAL_NAME_MAX 32
 #define PRINCIPALS_MAX 64
-#define ACCESS_EXPORTS_MAX 256
 #define PRINCIPAL_EXPECTED "\"*\", a user or \"@group\" (a name or a number)"
 
 /* A user or group name as useradd(8) allows, or a number. */
@@ -1195,7 +1193,7 @@ static int access_exports(struct parse *p, const config_setting_t *s, void *obj)
 	int n = 0, i, r;
 
 	r = get_list(p, s, "a list ( { name = ...; read_write = [ ... ]; }, ... )",
-		     ACCESS_EXPORTS_MAX, &n);
+		     CW_EXPORTS_MAX, &n);
 	if (r < 0)
 		return r;
 	/* Entries of an earlier exports list are replaced, the default kept. */
@@ -1504,7 +1502,7 @@ static int key_disks(struct parse *p, const config_setting_t *s, void *obj)
 	struct cwd_config *c = p->c;
 	int n = 0, i, r;
 
-	r = get_list(p, s, "a list ( { path = ...; name = ...; }, ... )", DISKS_MAX, &n);
+	r = get_list(p, s, "a list ( { path = ...; name = ...; }, ... )", CW_DISKS_MAX, &n);
 	if (r < 0)
 		return r;
 	c->disks = calloc((size_t)n + 1, sizeof(*c->disks));
@@ -1866,7 +1864,7 @@ void cwd_config_free(struct cwd_config *c)
 	free(c->unix_owner);
 	free(c->unix_group);
 	qos_free(c);
-	for (i = 0; c->access && i < ACCESS_EXPORTS_MAX + 1; i++)
+	for (i = 0; c->access && i < CW_EXPORTS_MAX + 1; i++)
 		access_clear(&c->access[i]);
 	free(c->access);
 	free(c);
@@ -1897,7 +1895,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->unix_group = strdup(CWD_DEFAULT_READ_GROUP);
 	/* As on the control socket: the admin group changes, the read
 	 * group reads (root and the daemon's user always may). */
-	c->access = calloc(ACCESS_EXPORTS_MAX + 1, sizeof(*c->access));
+	c->access = calloc(CW_EXPORTS_MAX + 1, sizeof(*c->access));
 	if (!c->unix_group || !c->access)
 		goto oom;
 	c->n_access = 1;

@@ -18,7 +18,6 @@
 
 #include <clockwise/pool-objects.h>
 
-#define EXPORT_MAX 256
 #define CLIENTS_LISTED 64	/* per export in export.list; "connections" counts all */
 
 static json_object *export_json(const struct cwc_export *e)
@@ -129,8 +128,8 @@ static int export_add(struct ctx *c, const char *pname, const char *ename, bool 
 	for (size_t i = 0; i < srv->n_exports; i++)
 		if (strcmp(srv->exports[i].name, ename) == 0)
 			return cwc_fail(c, CW_CTL_E_EXISTS, "export %s exists", ename), -EEXIST;
-	if (srv->n_exports >= EXPORT_MAX)
-		return cwc_fail(c, CW_CTL_E_NO_SPACE, "too many exports (%d)", EXPORT_MAX), -ENOSPC;
+	if (srv->n_exports >= CW_EXPORTS_MAX)
+		return cwc_fail(c, CW_CTL_E_NO_SPACE, "too many exports (%d)", CW_EXPORTS_MAX), -ENOSPC;
 	snprintf(e.name, sizeof(e.name), "%s", ename);
 	snprintf(e.part, sizeof(e.part), "%s", pi.name);
 	if (with_resv) {

@@ -67,6 +67,7 @@
 #include <unistd.h>
 
 #include <clockwise/admit.h>
+#include <clockwise/layout.h>
 #include <clockwise/nbd.h>
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -110,7 +111,6 @@
 /* Exports live in a fixed array, so a connection's pointer to its export
  * never moves; a removed one stays (name and all) until its slot is
  * reused, which only happens once no connection uses it. */
-#define EXPORTS_MAX 256
 
 /* What the exports that reach the same bytes share (the exports of one
  * partition: nbdsrv_export.data_key), so that a read-modify-write
@@ -256,7 +256,7 @@ struct nbdsrv {
 	struct nbdsrv_config cfg;
 	struct export *exports;
 	size_t n_exports;
-	struct rmw_dom *doms;			/* EXPORTS_MAX of them */
+	struct rmw_dom *doms;			/* CW_EXPORTS_MAX of them */
 	struct cw_nbd_export_info *infos;	/* the handshake's view, under lock */
 	size_t *live;				/* infos[i] is exports[live[i]] */
 	size_t n_live;
@@ -1203,7 +1203,7 @@ static int handshake(struct conn *c)
 	struct cw_nbd_handshake hs = {
 		.default_export = srv->cfg.default_export,
 	};
-	uint8_t access[EXPORTS_MAX];
+	uint8_t access[CW_EXPORTS_MAX];
 	_cleanup_free_ uint8_t *data = NULL;
 	struct cw_nbd_buf out = { 0 };
 	uint8_t b[CW_NBD_GREETING_BYTES];
@@ -2376,10 +2376,10 @@ int nbdsrv_new(const struct nbdsrv_config *cfg, struct nbdsrv **ret_srv)
 		free(srv);
 		return r;
 	}
-	srv->exports = calloc(EXPORTS_MAX, sizeof(*srv->exports));
-	srv->doms = calloc(EXPORTS_MAX, sizeof(*srv->doms));
-	srv->infos = calloc(EXPORTS_MAX, sizeof(*srv->infos));
-	srv->live = calloc(EXPORTS_MAX, sizeof(*srv->live));
+	srv->exports = calloc(CW_EXPORTS_MAX, sizeof(*srv->exports));
+	srv->doms = calloc(CW_EXPORTS_MAX, sizeof(*srv->doms));
+	srv->infos = calloc(CW_EXPORTS_MAX, sizeof(*srv->infos));
+	srv->live = calloc(CW_EXPORTS_MAX, sizeof(*srv->live));
 	if (!srv->exports || !srv->doms || !srv->infos || !srv->live) {
 		free(srv->exports);
 		free(srv->doms);
@@ -2439,13 +2439,13 @@ static struct rmw_dom *dom_take(struct nbdsrv *srv, const void *key)
 {
 	struct rmw_dom *d, *free_d = NULL;
 
-	for (d = srv->doms; d < srv->doms + EXPORTS_MAX; d++) {
+	for (d = srv->doms; d < srv->doms + CW_EXPORTS_MAX; d++) {
 		if (d->refs && d->key == key)
 			break;
 		if (!d->refs && !free_d)
 			free_d = d;
 	}
-	if (d == srv->doms + EXPORTS_MAX) {
+	if (d == srv->doms + CW_EXPORTS_MAX) {
 		d = free_d;
 		d->key = key;
 		pthread_mutex_init(&d->lock, NULL);
@@ -2496,7 +2496,7 @@ int nbdsrv_add_export(struct nbdsrv *srv, const struct nbdsrv_export *exp)
 			x = &srv->exports[i];
 	}
 	if (!x) {
-		if (srv->n_exports == EXPORTS_MAX) {
+		if (srv->n_exports == CW_EXPORTS_MAX) {
 			r = -ENOSPC;
 			goto out;
 		}

@@ -52,6 +52,7 @@ extern "C" {
 #define CW_BLOCK_SIZE_MAX	(UINT32_C(1) << 30)
 #define CW_NAME_MAX		63	/* disk and partition names, bytes */
 #define CW_DISKS_MAX		255	/* disk ids are 1..CW_DISKS_MAX */
+#define CW_EXPORTS_MAX		256	/* exports a daemon serves at once */
 #define CW_ZONES		3	/* outer, middle, inner */
 #define CW_UUID_STRING_LEN	36	/* 8-4-4-4-12, without the NUL */
 

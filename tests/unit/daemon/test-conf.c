@@ -507,17 +507,17 @@ static void test_bad_disks(void)
 	load_bad("disks = [ 5 ];\n", "1: disks is an array; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = (\n 5 );\n", "2: disks[0] is an integer; expected a group { name = value; ... }");
 	{
-		/* a limit on how many disks one file may describe */
-		size_t cap = 1025 * 48 + 64, len;
+		/* as many disks as a pool can hold (CW_DISKS_MAX), no more */
+		size_t cap = (CW_DISKS_MAX + 1) * 48 + 64, len;
 		char *text = malloc(cap);
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 		len = (size_t)snprintf(text, cap, "disks = (\n");
-		for (int i = 0; i < 1025; i++)
+		for (int i = 0; i < CW_DISKS_MAX + 1; i++)
 			len += (size_t)snprintf(text + len, cap - len, "%s{ path = \"/d%d\"; name = \"d%d\"; }",
 						i ? ", " : "", i, i);
 		snprintf(text + len, cap - len, " );\n");
-		load_bad(text, "1: disks has 1025 entries; expected at most 1024");
+		load_bad(text, "1: disks has 256 entries; expected at most 255");
 		free(text);
 	}
 }
