@@ -131,8 +131,12 @@ struct export {
 	struct cw_nbd_limits lim;
 	bool removed;
 	struct rmw_dom *dom;	/* never NULL once added */
-	/* A connection holds its real-time priority (conn_go_realtime). */
-	atomic_bool rt_held;
+	/* The connection that holds its real-time priority (NULL: none;
+	 * conn_go_realtime), and its process (holder_pid, under the
+	 * server's lock; 0: not known).  Given back by the holder alone,
+	 * taken over only by the claimant's connection. */
+	_Atomic(struct conn *) holder;
+	pid_t holder_pid;
 	/* The process whose connections alone may hold it (claim_allows),
 	 * 0 for any; its pidfd (under the server's lock, -1 for none) says
 	 * when it has gone.  claim_gen grows with every change. */
@@ -1644,6 +1648,15 @@ static int cpu_wait(struct conn *c, int64_t ns)
 	return 0;
 }
 
+/* c holds its export's real-time priority no more: given back, unless
+ * the claimant's connection took it over meanwhile. */
+static void conn_give_back(struct conn *c)
+{
+	struct conn *self = c;
+
+	(void)atomic_compare_exchange_strong(&((struct export *)c->exp)->holder, &self, NULL);
+}
+
 /* The connection that held its export's real-time priority asked for
  * more than the stream was admitted for: it is best effort from now on,
  * its threads at normal priority and its CPU no longer the streams', and
@@ -1665,7 +1678,7 @@ static void conn_go_best_effort(struct conn *c, const char *why)
 		atomic_store(&c->clocks, false);
 	}
 	pthread_mutex_unlock(&srv->lock);
-	atomic_store(&((struct export *)c->exp)->rt_held, false);
+	conn_give_back(c);
 	client_log(srv, LOG_NOTICE, "export %s: a client of %s %s: best effort from now on",
 		   c->exp->e.name, peer_name(&c->peer, (char[32]){ 0 }, 32), why);
 }
@@ -1723,16 +1736,18 @@ static int cpu_spend(struct conn *c, const struct cw_nbd_request *req, uint32_t 
 
 	if (!e->ops->cpu_budget)
 		return 0;
-	/* a process claimed the priority since: only its connections keep it */
+	/* a process claimed the priority since: only its connections keep
+	 * it, and its connection took it over already or will */
 	if (c->rt_holder &&
-	    atomic_load_explicit(&((struct export *)c->exp)->claim_gen, memory_order_relaxed) !=
-		    c->claim_gen && !claim_allows(c))
+	    (atomic_load_explicit(&((struct export *)c->exp)->holder, memory_order_relaxed) != c ||
+	     (atomic_load_explicit(&((struct export *)c->exp)->claim_gen, memory_order_relaxed) !=
+		      c->claim_gen && !claim_allows(c))))
 		conn_go_best_effort(c, "held the real-time priority that another process claimed");
 	/* the priority let go by another connection (it ended, or asked
 	 * for more than its budget): the stream's player may have come
 	 * while that one held it */
 	if (!c->rt_holder && !c->rt_demoted && e->ops->rt_priority &&
-	    !atomic_load(&((struct export *)c->exp)->rt_held))
+	    !atomic_load(&((struct export *)c->exp)->holder))
 		conn_go_realtime(c);
 	if (!c->rt_holder && bytes && req->type == CW_NBD_CMD_WRITE)
 		return 0;
@@ -1983,6 +1998,33 @@ static void heap_trim(void)
 #endif
 }
 
+/* Whether c takes its export's real-time priority: when nobody holds
+ * it, or, for the claimant's connection, from a connection of another
+ * process (the fio client that connected before the player: it notices
+ * at its next request, cpu_spend).  Left as it is when the claimant's
+ * own connection holds it.  Under the server's lock, so that two
+ * claimant connections do not take it from each other. */
+static bool conn_take(struct conn *c)
+{
+	struct export *x = (struct export *)c->exp;
+	pid_t claim = atomic_load(&x->claim_pid);
+	bool mine = claim && c->peer.known && c->peer.pid == claim, took;
+	struct conn *cur;
+
+	pthread_mutex_lock(&c->srv->lock);
+	do {
+		cur = atomic_load(&x->holder);
+		took = false;
+		if (cur && (!mine || x->holder_pid == claim))
+			break;
+		took = atomic_compare_exchange_weak(&x->holder, &cur, c);
+	} while (!took);
+	if (took)
+		x->holder_pid = c->peer.known ? c->peer.pid : 0;
+	pthread_mutex_unlock(&c->srv->lock);
+	return took;
+}
+
 /* A connection to an export whose requests have deadlines reads and
  * replies at real-time priority (its writer inherits it): a busy CPU would
  * otherwise delay the requests before the disk's dispatcher sees them and
@@ -1995,14 +2037,15 @@ static void heap_trim(void)
  * others are best effort.  First come is a weak rule (a client that
  * connects before the player, or again and again, takes the priority
  * first): a player's process claims it (cwctl resv claim; cwstream does
- * with --resv), and then only its connections hold it (claim_allows).  Taken later, the writer is raised too; the
- * CPU its threads spent before is not the stream's, and is left out of
- * the host's watch (their clocks are not set). */
+ * with --resv), and then only its connections hold it (claim_allows), its
+ * connection taking it over at once from another process's (conn_take).
+ * Taken later, the writer is raised too; the CPU its threads spent before
+ * is not the stream's, and is left out of the host's watch (their clocks
+ * are not set). */
 static void conn_go_realtime(struct conn *c)
 {
 	static atomic_bool told;
 	const struct nbdsrv_export *e = &c->exp->e;
-	struct export *x = (struct export *)c->exp;
 	struct sched_param sp = { 0 };
 	int r;
 
@@ -2012,11 +2055,11 @@ static void conn_go_realtime(struct conn *c)
 		c->rt_demoted = true;	/* another process's: not asked again */
 		return;
 	}
-	if (atomic_exchange(&x->rt_held, true))
+	if (!conn_take(c))
 		return;
 	sp.sched_priority = e->ops->rt_priority(e->backend);
 	if (sp.sched_priority <= 0) {
-		atomic_store(&x->rt_held, false);
+		conn_give_back(c);
 		c->rt_demoted = true;	/* none to take: not asked again */
 		return;
 	}
@@ -2091,7 +2134,7 @@ static void *conn_main(void *arg)
 	park_wake(&c->writer_park);
 	pthread_join(c->writer, NULL);
 	if (c->rt_holder)
-		atomic_store(&((struct export *)c->exp)->rt_held, false);
+		conn_give_back(c);
 out:
 	conn_drop_bufs(c);
 	trim = conn_unlink(c);
