@@ -138,6 +138,17 @@ check "it finishes" cwctl move list --watch --interval 0.2
 check "it is done" test "$(cwctl --json move list | jq -r ".[] | select(.id == $id) | .state")" = done
 check "the data is intact after the restart" verify
 
+# ---- a whole partition moved under another policy keeps it ----
+check "part create spread (rotation)" cwctl part create spread --size 8M
+check "export spread" cwctl export add spread
+check "spread written" qemu-io -f raw -c "write -P 7 0 8M" "nbd+unix:///spread?socket=$CTL_NBD"
+check "move spread onto hdd1 alone" cwctl part move spread --disks hdd1 --policy single
+check "that move finishes" cwctl move list --watch --interval 0.2
+check "part show gives its policy as single now" \
+	test "$(cwctl --json part show spread | jq -r .policy)" = single
+check "and its blocks on hdd1 alone" \
+	test "$(cwctl --json part show spread | jq -c '[.per_disk[].disk]')" = '["hdd1"]'
+
 # ---- kill -9 under writes, then the move resumes ----
 check "a move onto the SSD" cwctl part move media --tier ssd
 id=$(cwctl --json move list | jq '.[-1].id')
