@@ -250,7 +250,8 @@ static void disk_metrics(struct out *o, const struct cwc_stats *st, char (*names
 	}
 	lane_metrics(o, st, names);
 	family(o, "clockwise_disk_deadline_misses_by_cause", "counter",
-	       "Deadline misses the daemon explained, by cause (model, overrun, cpu, delivery, sched).");
+	       "Deadline misses the daemon explained, by cause (model, overrun, cpu, delivery, sched, "
+	       "emulator).");
 	FOR_DISKS(st, i, s, d)
 		for (unsigned k = 0; k < CW_MISS_CLASSES; k++)
 			counter(o, "clockwise_disk_deadline_misses_by_cause", (double)s->misses[k],

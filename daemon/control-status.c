@@ -103,7 +103,7 @@ static json_object *hist_json(const uint64_t *h)
 	return a;
 }
 
-/* {"model": n, "overrun": n, "cpu": n, "delivery": n, "sched": n} */
+/* {"model": n, "overrun": n, "cpu": n, "delivery": n, "sched": n, "emulator": n} */
 static json_object *classes_json(const uint64_t *n)
 {
 	json_object *o = json_object_new_object();

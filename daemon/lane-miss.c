@@ -32,6 +32,9 @@
 #define RD_SAMPLES 256		/* run-delay samples kept (power of two) */
 #define OVERRUNS 64		/* overruns kept (power of two) */
 #define MISS_LOG 64		/* miss records waiting to be logged (power of two) */
+/* An emulator's lag below this is its timer's and the clock's noise (its
+ * own warning starts at 1 ms too, pool-emu.c). */
+#define EMU_LAG_MIN_NS CW_NS_PER_MS
 #define DELIVERY_LOG 16		/* late replies waiting to be logged */
 #define SLEEPS 64		/* the dispatcher's sleeps kept (power of two) */
 #define ROUNDS 16		/* its long rounds kept (power of two) */
@@ -44,6 +47,9 @@ struct rd_sample {
 
 struct overrun {
 	int64_t start, done, over;
+	/* on an emulated disk: how long after the emulated disk had done it
+	 * the request came back (its backing store's lag, the host's) */
+	int64_t lag;
 	int64_t charged;		/* its charge */
 	size_t len;
 	enum cw_io_op op;
@@ -72,6 +78,10 @@ struct miss_rec {
 	uint64_t stream;		/* the reservation's stream id */
 	uint64_t resv;			/* its id (0: a start-up one) */
 	size_t len;
+	int64_t lag_at;			/* done time of the lag blamed (0: none) */
+	int64_t lag_len;
+	enum cw_io_op lag_op;
+	bool lag_rt;
 	int64_t overrun_at;		/* done time of the overrun blamed, or 0 */
 	int64_t overrun_charged;	/* its charge */
 	size_t overrun_len;
@@ -308,21 +318,23 @@ static struct late_wake late_wake_of(struct lane_miss *lm, int64_t booked)
 	return w;
 }
 
-/* The largest overrun of another request in service in [from, to). */
+/* The largest overrun (lag: the largest emulator's lag) of another
+ * request in service in [from, to); NULL if none was over. */
 static const struct overrun *worst_overrun(const struct lane_miss *lm, int64_t from, int64_t to,
-					   int64_t start_self)
+					   int64_t start_self, bool lag)
 {
 	uint64_t n = CW_MIN(lm->novr, (uint64_t)OVERRUNS);
 	const struct overrun *w = NULL;
 
 	for (uint64_t i = 1; i <= n; i++) {
 		const struct overrun *o = &lm->ovr[(lm->novr - i) % OVERRUNS];
+		int64_t v = lag ? o->lag : o->over;
 
 		if (o->done <= from)
 			break;
-		if (o->start == start_self || o->start >= to)
+		if (o->start == start_self || o->start >= to || v <= 0)
 			continue;
-		if (!w || o->over > w->over)
+		if (!w || v > (lag ? w->lag : w->over))
 			w = o;
 	}
 	return w;
@@ -343,7 +355,7 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 {
 	struct lane_miss *lm = l->miss;
 	const struct cw_sched_req *sr = &p->sr;
-	int64_t rd, cpu_service, disk_ns, over;
+	int64_t rd, cpu_service, disk_ns, over, lag = 0;
 	double margin;
 
 	if (!lm)
@@ -351,13 +363,24 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 	rd = rd_last(lm);	/* lane_miss_reaped's, taken at now */
 	cpu_service = CW_MAX(rd - p->rd_start, 0);
 	disk_ns = CW_MAX(now - p->start_ns - cpu_service, 0);
+	/* An emulated disk's time is the emulator's (disk_ns of its engine);
+	 * what the request took beyond it is its backing store's lag, the
+	 * host's, and no overrun of the disk's (served_alone alike). */
+	if (l->disk->emulate && p->io.disk_ns > 0) {
+		lag = CW_MAX(disk_ns - p->io.disk_ns, 0);
+		disk_ns = p->io.disk_ns;
+		if (lag < EMU_LAG_MIN_NS)
+			lag = 0;
+	}
 	over = disk_ns - sr->service_ns;
-	if (sr->service_ns > 0 && over > 0) {
+	if (sr->service_ns > 0 && (over > 0 || lag > 0)) {
 		/* A flush overrunning its charge (that of a small request)
 		 * spends slack like any other request and is blamed like one. */
 		lm->ovr[lm->novr++ % OVERRUNS] = (struct overrun){
-			.start = p->start_ns, .done = now, .over = over, .charged = sr->service_ns,
-			.len = p->io.len, .op = p->io.op, .rt = p->rt };
+			.start = p->start_ns, .done = now, .over = CW_MAX(over, 0), .lag = lag,
+			.charged = sr->service_ns, .len = p->io.len, .op = p->io.op, .rt = p->rt };
+	}
+	if (sr->service_ns > 0 && over > 0) {
 		if (!p->rt) {
 			cwd_stats_add(&l->st.be_overruns, 1);
 			cwd_stats_add(&l->st.be_overrun_ns, (uint64_t)over);
@@ -379,7 +402,8 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 			.reader_parked_ns = p->req->parked_ns,
 		};
 		struct sleep longest;
-		const struct overrun *o = worst_overrun(lm, sr->release_ns, now, p->start_ns);
+		const struct overrun *o = worst_overrun(lm, sr->release_ns, now, p->start_ns, false);
+		const struct overrun *g = worst_overrun(lm, sr->release_ns, now, p->start_ns, true);
 		struct late_wake w = late_wake_of(lm, p->booked_ns);
 		enum cw_sched_miss_class c;
 		uint64_t h;
@@ -394,6 +418,8 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 				      &longest);
 		m.other_overrun_ns = o ? o->over : 0;
 		m.other_overrun_rt = o && o->rt;
+		m.emu_lag_own_ns = lag;
+		m.emu_lag_ns = CW_MAX(lag, g ? g->lag : 0);
 		c = cw_sched_miss_classify(&m);
 		cwd_stats_add(&l->st.miss[c], 1);
 		cwd_stats_add(&p->resv->st.miss[c], 1);
@@ -405,6 +431,10 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 		lm->log[h % MISS_LOG] = (struct miss_rec){
 			.m = m, .cls = c, .stream = p->resv->a->stream,
 			.resv = p->resv->a->persistent ? p->resv->a->id : 0, .len = p->io.len,
+			.lag_at = g && g->lag > lag ? g->done : lag ? now : 0,
+			.lag_len = g && g->lag > lag ? (int64_t)g->len : (int64_t)p->io.len,
+			.lag_op = g && g->lag > lag ? g->op : p->io.op,
+			.lag_rt = g && g->lag > lag ? g->rt : true,
 			.overrun_at = o ? o->done : 0, .overrun_rt = o && o->rt,
 			.overrun_charged = o ? o->charged : 0, .overrun_len = o ? o->len : 0,
 			.overrun_op = o ? o->op : CW_IO_READ, .longest = longest,
@@ -520,7 +550,7 @@ void lane_miss_drain(struct lane *l)
 		const struct miss_rec *r = &lm->log[t % MISS_LOG];
 		const struct cw_sched_miss *m = &r->m;
 		char why[160] = "", path[128] = "", slept[192] = "", reader[192] = "";
-		char round[160] = "", woke[160] = "", stalls[320] = "";
+		char round[160] = "", woke[160] = "", stalls[320] = "", emu[224] = "";
 		/* A thread of the stream waited for a CPU: who else runs at
 		 * real-time priority here, once a batch (see rt-neighbours.h) */
 		bool cpu_waited = m->cpu_wait_window_ns > CW_MISS_CPU_TOLERANCE_NS ||
@@ -539,6 +569,16 @@ void lane_miss_drain(struct lane *l)
 				 r->overrun_rt ? "real-time" : "best-effort", io_op_name(r->overrun_op),
 				 r->overrun_len, US(r->overrun_at - m->release_ns),
 				 US(r->overrun_charged), US(m->other_overrun_ns));
+		if (m->emu_lag_ns > 0 && m->emu_lag_own_ns == m->emu_lag_ns)
+			snprintf(emu, sizeof(emu), "; it came back %.0f us after the emulated disk "
+				 "had done it (its backing store, the host's disk or CPU, was slower)",
+				 US(m->emu_lag_ns));
+		else if (m->emu_lag_ns > 0 && r->lag_at)
+			snprintf(emu, sizeof(emu), "; a %s %s of %" PRId64 " bytes ending %.0f us "
+				 "after the release came back %.0f us after the emulated disk had "
+				 "done it (its backing store, the host's disk or CPU, was slower)",
+				 r->lag_rt ? "real-time" : "best-effort", io_op_name(r->lag_op),
+				 r->lag_len, US(r->lag_at - m->release_ns), US(m->emu_lag_ns));
 		if (m->cpu_wait_reader_ns > 0 || m->reader_parked_ns > 0 || r->push_wait_ns > 0)
 			snprintf(reader, sizeof(reader), "; before it booked it its reader waited "
 				 "%.0f us for a CPU, was parked %.0f us for %s and waited %.0f us "
@@ -574,12 +614,12 @@ void lane_miss_drain(struct lane *l)
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (%s): released at 0%s, due at %.0f, started at %.0f, "
 			"done at %.0f us, %zu bytes charged %.0f us; the dispatcher waited %.0f us "
-			"for a CPU in its window, %.0f us in its service%s%s%s%s%s%s%s",
+			"for a CPU in its window, %.0f us in its service%s%s%s%s%s%s%s%s",
 			l->disk->name, r->stream, r->resv, US(m->done_ns - m->deadline_ns),
 			cw_sched_miss_class_name(r->cls), path, US(m->deadline_ns - m->release_ns),
 			US(m->start_ns - m->release_ns), US(m->done_ns - m->release_ns), r->len,
 			US(m->charged_ns), US(m->cpu_wait_window_ns), US(m->cpu_wait_service_ns), slept,
-			woke, round, reader, why, cpu_waited ? rt : "", stalls);
+			woke, round, reader, why, emu, cpu_waited ? rt : "", stalls);
 	}
 	atomic_store_explicit(&lm->tail, h, memory_order_release);
 	drain_delivery(l, lm);

@@ -69,16 +69,37 @@ static inline bool rt_thread_stat(int dirfd, const char *tid, char comm[17], cha
 	return *policy >= 0;
 }
 
+struct rt_neighbour {
+	char comm[17], pid[12];
+	int prio, policy;
+	bool running;
+};
+
+/* The order they are named in: running first, then the highest priority
+ * (those that can hold a stream's threads off a CPU). */
+static inline int rt_neighbour_cmp(const void *a, const void *b)
+{
+	const struct rt_neighbour *x = a, *y = b;
+
+	if (x->running != y->running)
+		return x->running ? -1 : 1;
+	return (y->prio > x->prio) - (y->prio < x->prio);
+}
+
+#define RT_NEIGHBOURS_SEEN 64	/* threads sorted; more are counted only */
+
 /* Names in buf ("; real-time threads of other processes on this host:
- * NAME[PID] FIFO 50 running, ...") every user-space thread of another
- * process at SCHED_FIFO or SCHED_RR with a priority of min_prio or more;
- * buf is left empty when there is none.  Returns how many there are. */
+ * NAME[PID] FIFO 50 running, ...") the user-space threads of other
+ * processes at SCHED_FIFO or SCHED_RR with a priority of min_prio or
+ * more, running ones and then the highest first; buf is left empty when
+ * there is none.  Returns how many there are. */
 static inline unsigned rt_neighbours(char *buf, size_t len, int min_prio)
 {
 	DIR *proc = opendir("/proc"), *tasks;
 	struct dirent *pe, *te;
+	struct rt_neighbour seen[RT_NEIGHBOURS_SEEN];
 	pid_t self = getpid();
-	unsigned found = 0;
+	unsigned found = 0, n = 0;
 	size_t off = 0;
 
 	if (len)
@@ -103,25 +124,35 @@ static inline unsigned rt_neighbours(char *buf, size_t len, int min_prio)
 		while ((te = readdir(tasks))) {
 			char comm[17], state = '?';
 			unsigned long flags = 0;
-			int prio, policy, w;
+			int prio, policy;
 
 			if (!isdigit((unsigned char)te->d_name[0]) ||
 			    !rt_thread_stat(dirfd, te->d_name, comm, &state, &flags, &prio, &policy) ||
 			    (flags & PF_KTHREAD_FLAG) ||
 			    (policy != SCHED_FIFO && policy != SCHED_RR) || prio < min_prio)
 				continue;
-			if (++found > RT_NEIGHBOURS_NAMED || off >= len)
+			found++;
+			if (n == RT_NEIGHBOURS_SEEN)
 				continue;
-			w = snprintf(buf + off, len - off, "%s%s[%s] %s %d%s",
-				     found == 1 ? "; real-time threads of other processes on this "
-						  "host: " : ", ",
-				     comm, pe->d_name, policy == SCHED_FIFO ? "FIFO" : "RR", prio,
-				     state == 'R' ? " running" : "");
-			off = w < 0 || off + (size_t)w > len ? len : off + (size_t)w;
+			seen[n] = (struct rt_neighbour){ .prio = prio, .policy = policy,
+							 .running = state == 'R' };
+			snprintf(seen[n].comm, sizeof(seen[n].comm), "%s", comm);
+			snprintf(seen[n].pid, sizeof(seen[n].pid), "%.11s", pe->d_name);
+			n++;
 		}
 		closedir(tasks);
 	}
 	closedir(proc);
+	qsort(seen, n, sizeof(seen[0]), rt_neighbour_cmp);
+	for (unsigned i = 0; i < n && i < RT_NEIGHBOURS_NAMED && off < len; i++) {
+		int w = snprintf(buf + off, len - off, "%s%s[%s] %s %d%s",
+				 i == 0 ? "; real-time threads of other processes on this host: " :
+					  ", ",
+				 seen[i].comm, seen[i].pid, seen[i].policy == SCHED_FIFO ? "FIFO" : "RR",
+				 seen[i].prio, seen[i].running ? " running" : "");
+
+		off = w < 0 || off + (size_t)w > len ? len : off + (size_t)w;
+	}
 	if (found > RT_NEIGHBOURS_NAMED && off < len)
 		snprintf(buf + off, len - off, " and %u more", found - RT_NEIGHBOURS_NAMED);
 	return found;

@@ -81,7 +81,8 @@ void cwd_stats_log(const char *what, const struct cwd_stats *c)
 		" be_done=%" PRIu64 " slack_used_us=%" PRIu64 " queued=%" PRIu64
 		" queued_max=%" PRIu64 " be_p50_us<=%" PRId64 " be_p99_us<=%" PRId64
 		" misses_model=%" PRIu64 " misses_overrun=%" PRIu64 " misses_cpu=%" PRIu64
-		" misses_delivery=%" PRIu64 " misses_sched=%" PRIu64 " be_overruns=%" PRIu64,
+		" misses_delivery=%" PRIu64 " misses_sched=%" PRIu64 " misses_emulator=%" PRIu64
+		" be_overruns=%" PRIu64,
 		what, cwd_stats_get(&c->requests), cwd_stats_get(&c->read_bytes), cwd_stats_get(&c->write_bytes),
 		cwd_stats_get(&c->flushes), cwd_stats_get(&c->errors), cwd_stats_get(&c->rt_done),
 		cwd_stats_get(&c->rt_missed), cwd_stats_get(&c->be_done), cwd_stats_get(&c->slack_used_ns) / 1000,
@@ -90,5 +91,6 @@ void cwd_stats_log(const char *what, const struct cwd_stats *c)
 		(cwd_stats_hist_quantile(c->be_lat, 0.5) + 999) / 1000,
 		(cwd_stats_hist_quantile(c->be_lat, 0.99) + 999) / 1000,
 		cwd_stats_get(&c->miss[0]), cwd_stats_get(&c->miss[1]), cwd_stats_get(&c->miss[2]),
-		cwd_stats_get(&c->miss[3]), cwd_stats_get(&c->miss[4]), cwd_stats_get(&c->be_overruns));
+		cwd_stats_get(&c->miss[3]), cwd_stats_get(&c->miss[4]), cwd_stats_get(&c->miss[5]),
+		cwd_stats_get(&c->be_overruns));
 }

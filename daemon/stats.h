@@ -15,7 +15,7 @@
 /* Best-effort latencies in ns, in clockwise/hist.h's log-linear buckets
  * (a percentile at most 1.6% above the measured one). */
 #define CWD_STATS_HIST_BUCKETS CW_HIST_BUCKETS
-#define CWD_STATS_MISS_CLASSES 5	/* CW_MISS_CLASSES */
+#define CWD_STATS_MISS_CLASSES 6	/* CW_MISS_CLASSES */
 /* Service time over C: eight buckets per doubling from 2^-10 to 2^10
  * (bucket 0 also takes what is below, the last what is above). */
 #define CWD_STATS_RATIO_OCTAVES 20

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <clockwise/fault.h>
@@ -85,6 +86,7 @@ struct fslot {
 	struct fwrite *w;
 	uint64_t fseq;			/* an fsync: the writes it covers */
 	int64_t fail;			/* a torn write's result */
+	int64_t due;			/* delay_us: not handed back before */
 };
 
 struct fault_engine {
@@ -95,6 +97,8 @@ struct fault_engine {
 	unsigned *free_slots, n_free;
 	struct cw_io_fifo done;		/* failed at submission */
 	struct cw_io_req **scratch;
+	/* delay_us: slots whose inner request is done, not yet due */
+	unsigned *held, n_held;
 };
 
 /* ---- the shadow (under g_lock) ---- */
@@ -392,6 +396,7 @@ int cw_io_fault_parse(const char *spec, struct cw_io_fault_opts *o, char *why, s
 		{ "fail-count", offsetof(struct cw_io_fault_opts, fail_count) },
 		{ "cut-write", offsetof(struct cw_io_fault_opts, cut_write) },
 		{ "seed", offsetof(struct cw_io_fault_opts, seed) },
+		{ "delay-us", offsetof(struct cw_io_fault_opts, delay_us) },
 	};
 	const char *s = spec;
 
@@ -447,7 +452,8 @@ bad:
 	if (why && why_len)
 		snprintf(why, why_len, "bad fault setting at \"%.*s\"; expected fail=N, "
 			 "fail-write=N, fail-fsync=N, tear-write=N, fail-range=OFF+LEN, "
-			 "fail-count=N, cut-write=N, cut-file=PATH, cut=drop|tear or seed=N",
+			 "fail-count=N, cut-write=N, cut-file=PATH, cut=drop|tear, seed=N or "
+			 "delay-us=N",
 			 (int)strcspn(s, ","), s);
 	return -EINVAL;
 }
@@ -468,6 +474,7 @@ static void fault_free(struct cw_io_engine *e)
 	free(x->free_slots);
 	free(x->done.q);
 	free(x->scratch);
+	free(x->held);
 	free(x);
 }
 
@@ -512,6 +519,8 @@ static int fault_submit(struct cw_io_engine *e, struct cw_io_req **reqs, unsigne
 		int what = 0, r;
 
 		*s = (struct fslot){ .req = q };
+		if (x->o.delay_us)
+			s->due = cw_now_ns() + (int64_t)(x->o.delay_us * 1000);
 		s->inner = (struct cw_io_req){ .fd = q->fd, .op = q->op, .buf = q->buf,
 					       .len = q->len, .off = q->off, .user = s };
 		pthread_mutex_lock(&g_lock);
@@ -570,46 +579,99 @@ static void ended(struct fslot *s, int64_t res)
 		synced(f, s->fseq);
 }
 
+/* Held slots that are due by now go to ret (up to max); returns how many,
+ * and the earliest due of those left in *ret_next (INT64_MAX: none). */
+static unsigned release_due(struct fault_engine *x, int64_t now, struct cw_io_req **ret,
+			    unsigned max, int64_t *ret_next)
+{
+	unsigned got = 0, i = 0;
+
+	*ret_next = INT64_MAX;
+	while (i < x->n_held) {
+		struct fslot *s = &x->slots[x->held[i]];
+
+		if (s->due > now || got == max) {
+			*ret_next = CW_MIN(*ret_next, s->due);
+			i++;
+			continue;
+		}
+		ret[got++] = s->req;
+		x->free_slots[x->n_free++] = x->held[i];
+		x->held[i] = x->held[--x->n_held];
+	}
+	return got;
+}
+
 static int fault_reap(struct cw_io_engine *e, unsigned min_complete, int64_t deadline_ns,
 		      struct cw_io_req **ret_reqs, unsigned max)
 {
 	struct fault_engine *x = to_fault(e);
 	unsigned got = cw_io_fifo_pop(&x->done, e->depth, ret_reqs, max), inner_n;
-	int64_t timeout_ns = 0;
+	int64_t timeout_ns = 0, now = cw_now_ns(), next;
 	int k;
 
-	inner_n = cw_io_inflight(x->inner);
-	if (got == max || inner_n == 0)
-		return (int)got;
-	if (got < min_complete) {
-		if (deadline_ns == CW_IO_FOREVER)
-			timeout_ns = -1;
-		else if (deadline_ns != CW_IO_POLL)
-			timeout_ns = CW_MAX(deadline_ns - cw_now_ns(), (int64_t)0);
-	}
-	k = cw_io_reap(x->inner, got < min_complete ? CW_MIN(min_complete - got, inner_n) : 0,
-		       timeout_ns, x->scratch, max - got);
-	if (k < 0)
-		return got ? (int)got : k;
-	pthread_mutex_lock(&g_lock);
-	for (int i = 0; i < k; i++) {
-		struct fslot *s = x->scratch[i]->user;
+	for (;;) {
+		got += release_due(x, now, ret_reqs + got, max - got, &next);
+		inner_n = cw_io_inflight(x->inner);
+		if (got == max || (inner_n == 0 && next == INT64_MAX))
+			return (int)got;
+		timeout_ns = 0;
+		if (got < min_complete) {
+			int64_t until = next;
 
-		ended(s, s->inner.res);
-		s->req->res = s->inner.res < 0 ? s->inner.res : s->fail ? s->fail : s->inner.res;
-		ret_reqs[got++] = s->req;
-		x->free_slots[x->n_free++] = (unsigned)(s - x->slots);
+			if (deadline_ns != CW_IO_FOREVER)
+				until = CW_MIN(until, deadline_ns == CW_IO_POLL ? now : deadline_ns);
+			timeout_ns = until == INT64_MAX ? -1 : CW_MAX(until - now, (int64_t)0);
+		}
+		if (inner_n == 0) {
+			/* only held ones: sleep until the first is due */
+			struct timespec ts = { timeout_ns / CW_NS_PER_S, timeout_ns % CW_NS_PER_S };
+
+			if (timeout_ns <= 0)
+				return (int)got;
+			nanosleep(&ts, NULL);
+			now = cw_now_ns();
+			continue;
+		}
+		k = cw_io_reap(x->inner, got < min_complete && next == INT64_MAX ?
+				       CW_MIN(min_complete - got, inner_n) : timeout_ns ? 1 : 0,
+			       timeout_ns, x->scratch, max - got);
+		if (k < 0)
+			return got ? (int)got : k;
+		now = cw_now_ns();
+		pthread_mutex_lock(&g_lock);
+		for (int i = 0; i < k; i++) {
+			struct fslot *s = x->scratch[i]->user;
+
+			ended(s, s->inner.res);
+			s->req->res = s->inner.res < 0 ? s->inner.res :
+				      s->fail ? s->fail : s->inner.res;
+			s->req->disk_ns = s->inner.disk_ns;	/* an emulator's, below */
+			if (s->due > now) {
+				x->held[x->n_held++] = (unsigned)(s - x->slots);
+				continue;
+			}
+			ret_reqs[got++] = s->req;
+			x->free_slots[x->n_free++] = (unsigned)(s - x->slots);
+		}
+		pthread_mutex_unlock(&g_lock);
+		if (got >= min_complete || timeout_ns == 0)
+			return (int)got;
 	}
-	pthread_mutex_unlock(&g_lock);
-	return (int)got;
 }
 
 static void fault_wait(struct cw_io_engine *e, int64_t deadline_ns)
 {
 	struct fault_engine *x = to_fault(e);
+	int64_t now = cw_now_ns(), next = INT64_MAX;
 
+	/* a held request is due at its time: no later than that */
+	for (unsigned i = 0; i < x->n_held; i++)
+		next = CW_MIN(next, x->slots[x->held[i]].due);
+	if (next != INT64_MAX)
+		deadline_ns = deadline_ns == CW_IO_FOREVER ? next : CW_MIN(deadline_ns, next);
 	cw_io_wait(x->inner, deadline_ns == CW_IO_FOREVER ? -1 :
-			     CW_MAX(deadline_ns - cw_now_ns(), (int64_t)1));
+			     CW_MAX(deadline_ns - now, (int64_t)1));
 }
 
 static void fault_kick(struct cw_io_engine *e)
@@ -652,8 +714,9 @@ int cw_io_fault_new(struct cw_io_engine *inner, const struct cw_io_fault_opts *o
 		x->free_slots = calloc(depth, sizeof(*x->free_slots));
 		x->done.q = calloc(depth, sizeof(*x->done.q));
 		x->scratch = calloc(depth, sizeof(*x->scratch));
+		x->held = calloc(depth, sizeof(*x->held));
 	}
-	if (!x || !x->slots || !x->free_slots || !x->done.q || !x->scratch) {
+	if (!x || !x->slots || !x->free_slots || !x->done.q || !x->scratch || !x->held) {
 		if (x)
 			fault_free(&x->head);
 		else

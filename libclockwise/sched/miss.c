@@ -10,8 +10,10 @@
  * evidence's strength: a reply sent late for a request done in time
  * (delivery); the request's own service, the dispatcher's CPU waits left
  * out, above its C (model); another request of its window over its
- * charge (overrun); a CPU wait above the clock's noise (cpu).  What is
- * left is a decision the proof says cannot happen (sched): a bug.
+ * charge (overrun); on an emulated disk, its backing store falling behind
+ * the emulated time (emulator: the host's, as a CPU wait is); a CPU wait
+ * above the clock's noise (cpu).  What is left is a decision the proof
+ * says cannot happen (sched): a bug.
  */
 #include "config.h"
 
@@ -23,7 +25,8 @@
 
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 {
-	int64_t own = m->done_ns - m->start_ns - m->cpu_wait_service_ns - m->charged_ns;
+	int64_t own = m->done_ns - m->start_ns - m->cpu_wait_service_ns - m->emu_lag_own_ns -
+		      m->charged_ns;
 	int64_t late = m->done_ns - m->deadline_ns;
 	int64_t cpu = 0, most;
 	enum cw_sched_miss_class c, by_most;
@@ -43,6 +46,8 @@ enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 	c = m->other_overrun_rt ? CW_MISS_MODEL : CW_MISS_OVERRUN;	/* a stream's is the model's */
 	if (m->other_overrun_ns > 0 && m->other_overrun_ns >= late)
 		return c;
+	if (m->emu_lag_ns > 0 && m->emu_lag_ns >= late)
+		return CW_MISS_EMULATOR;
 	if (cpu > 0 && cpu >= late)
 		return CW_MISS_CPU;
 	/* None alone: the largest of those seen (an overrun of 0.7 ms does
@@ -52,6 +57,10 @@ enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 	if (m->other_overrun_ns > most) {
 		by_most = c;
 		most = m->other_overrun_ns;
+	}
+	if (m->emu_lag_ns > most) {
+		by_most = CW_MISS_EMULATOR;
+		most = m->emu_lag_ns;
 	}
 	if (cpu > most) {
 		by_most = CW_MISS_CPU;
@@ -65,7 +74,7 @@ enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m)
 const char *cw_sched_miss_class_name(enum cw_sched_miss_class c)
 {
 	static const char *const names[CW_MISS_CLASSES] = { "model", "overrun", "cpu",
-							    "delivery", "sched" };
+							    "delivery", "sched", "emulator" };
 
 	return (unsigned)c < CW_MISS_CLASSES ? names[c] : NULL;
 }

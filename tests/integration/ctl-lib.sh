@@ -237,16 +237,19 @@ ctl_no_miss() {
 }
 # ctl_lines_hosts LINES: whether every miss line names a cause outside
 # the daemon: a stall of the host that held every thread off a CPU (the
-# daemon's stall probes saw it; a miss of class cpu or delivery), or a
-# real-time thread of another process than the stream's own player.
+# daemon's stall probes saw it; a miss of class cpu or delivery), an
+# emulated disk's backing store that fell behind the emulated time (class
+# emulator: the host's disk or CPU), or a real-time thread of another
+# process than the stream's own player (another daemon's stall probes,
+# which sleep but for microseconds, do not count).
 ctl_lines_hosts() {
 	local l others
 	while IFS= read -r l; do
-		if grep -Eq '\((cpu|delivery)\):.*the host held every thread' <<<"$l"; then
+		if grep -Eq '\((cpu|delivery)\):.*the host held every thread|\(emulator\):' <<<"$l"; then
 			continue
 		fi
 		others=$(sed -nE 's/.*real-time threads of other processes on this host: ([^;]*).*/\1/p' \
-			<<<"$l" | tr ',' '\n' | grep -v 'cwstream\[' | grep -c .)
+			<<<"$l" | tr ',' '\n' | grep -v 'cwstream\[' | grep -v 'cw-probe/' | grep -c .)
 		[ "$others" -gt 0 ] || return 1
 	done <<<"$1"
 	return 0

@@ -172,7 +172,7 @@ storm() {
 	worst_stall=$(sed -nE 's/.* for ([0-9]+) us .*/\1/p' <<<"$stall_lines" | sort -n | tail -n1)
 	player_late=$(( $(jq .worst_late_ns <<<"$summary") / 1000 ))
 	if [ -n "$lines" ] && grep -Ev 'missed a deadline by [0-9]+ us \((cpu|delivery)\):.*the host held every thread' \
-		<<<"$lines" | grep -q .; then
+		<<<"$lines" | grep -Ev 'missed a deadline by [0-9]+ us \(emulator\):' | grep -q .; then
 		host=
 	fi
 	if [ "$played_missed" -ne 0 ] && [ "$missed" -eq 0 ] &&

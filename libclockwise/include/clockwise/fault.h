@@ -56,6 +56,10 @@ struct cw_io_fault_opts {
 	char cut_file[256];
 	bool cut_tear;			/* unsynced writes torn, not all undone */
 	uint64_t seed;			/* for cut_tear */
+	/* Every request comes back no sooner than this long after it was
+	 * submitted (0: as soon as the inner engine has it): a slow
+	 * backing store, such as a busy host's disk under an emulator. */
+	uint64_t delay_us;
 };
 
 /* No faults (a cut may still come from another engine or cw_io_fault_cut). */

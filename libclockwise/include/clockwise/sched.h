@@ -368,8 +368,10 @@ enum cw_sched_miss_class {
 	CW_MISS_CPU,		/* the dispatcher waited for a CPU when it was due */
 	CW_MISS_DELIVERY,	/* done in time; the reply left after the deadline */
 	CW_MISS_SCHED,		/* none of those: a wrong decision */
+	CW_MISS_EMULATOR,	/* an emulated disk's backing store (the host's
+				 * disk or CPU) fell behind the emulated time */
 };
-#define CW_MISS_CLASSES 5
+#define CW_MISS_CLASSES 6
 
 struct cw_sched_miss {
 	int64_t release_ns, deadline_ns;
@@ -398,6 +400,12 @@ struct cw_sched_miss {
 	/* how long its reader was parked, before it booked it, waiting for
 	 * a free slot of the connection or for reply memory */
 	int64_t reader_parked_ns;
+	/* On an emulated disk, time a request came back after the emulated
+	 * disk had finished it, its backing store (the host's disk or CPU)
+	 * being slower: its own (left out of its service, as the CPU waits
+	 * are), and the most of any request in service in its window, its
+	 * own included (0: none, or not an emulated disk). */
+	int64_t emu_lag_own_ns, emu_lag_ns;
 };
 
 /* CPU waits shorter than this are noise of the clock, not a cause. */
@@ -405,14 +413,16 @@ struct cw_sched_miss {
 
 /* The class of a miss: delivery (done in time); else the first cause that
  * alone made it as late as it was, in this order: model (its own service,
- * CPU waits left out, exceeded C), overrun (of a best-effort request; a
- * stream's is the model's), CPU (waits of the dispatcher and of the
+ * CPU waits and an emulator's lag left out, exceeded C), overrun (of a
+ * best-effort request; a stream's is the model's), emulator (the lag of an
+ * emulated disk's backing store), CPU (waits of the dispatcher and of the
  * connection's reader, before it booked the request or between its booking
  * and its wake-up of the dispatcher, counted when one is above the
- * tolerance); else
- * the largest of those that showed at all; else a scheduling error. */
+ * tolerance); else the largest of those that showed at all; else a
+ * scheduling error. */
 enum cw_sched_miss_class cw_sched_miss_classify(const struct cw_sched_miss *m);
-/* "model", "overrun", "cpu", "delivery", "sched"; NULL past the end. */
+/* "model", "overrun", "cpu", "delivery", "sched", "emulator"; NULL past
+ * the end. */
 const char *cw_sched_miss_class_name(enum cw_sched_miss_class c);
 
 /* ---- a disk whose requests keep overrunning (sched/miss.c) ----

@@ -99,11 +99,11 @@ static void test_parse(void)
 	CU_ASSERT_EQUAL(o.fail_write + o.cut_write + o.fail_len, 0);
 	CU_ASSERT_EQUAL(cw_io_fault_parse("fail-write=3,fail-range=1M+64k,fail-count=2,cut=tear,"
 					  "cut-file=/run/x,cut-write=7,seed=9,fail-fsync=2,"
-					  "tear-write=4,fail=5", &o, why, sizeof(why)), 0);
+					  "tear-write=4,fail=5,delay-us=250", &o, why, sizeof(why)), 0);
 	CU_ASSERT(o.fail_write == 3 && o.fail_off == 1u << 20 && o.fail_len == 65536 &&
 		  o.fail_count == 2 && o.cut_tear && !strcmp(o.cut_file, "/run/x") &&
 		  o.cut_write == 7 && o.seed == 9 && o.fail_fsync == 2 && o.tear_write == 4 &&
-		  o.fail_nth == 5);
+		  o.fail_nth == 5 && o.delay_us == 250);
 	CU_ASSERT_EQUAL(cw_io_fault_parse("fail-write=x", &o, why, sizeof(why)), -EINVAL);
 	CU_ASSERT(strstr(why, "fail-write=x") != NULL);
 	CU_ASSERT_EQUAL(cw_io_fault_parse("cut=maybe", &o, why, sizeof(why)), -EINVAL);
@@ -296,8 +296,53 @@ static int use_mem(void)
 	return 0;
 }
 
+/* delay-us: a request comes back no sooner than that after its submit,
+ * whatever the inner engine did, and then with its result; a poll before
+ * then finds nothing; with one held, the next is not held longer. */
+static void test_delay(void)
+{
+	char path[256];
+	int fd = new_file(path, sizeof(path));
+	struct cw_io_engine *e = fault_engine("delay-us=60000");
+	void *buf = cw_io_alloc(2 * BLK);
+	struct cw_io_req q[2] = { { .fd = fd, .op = CW_IO_WRITE, .buf = buf, .len = BLK },
+				  { .fd = fd, .op = CW_IO_READ, .buf = (char *)buf + BLK,
+				    .len = BLK, .off = BLK } };
+	struct cw_io_req *qs[2] = { &q[0], &q[1] }, *done[2];
+	int64_t t0, t1;
+	int n = 0, r;
+
+	memset(buf, 0x42, 2 * BLK);
+	t0 = cw_now_ns();
+	CU_ASSERT_EQUAL_FATAL(cw_io_submit(e, qs, 1), 1);
+	usleep(20000);
+	CU_ASSERT_EQUAL(cw_io_submit(e, qs + 1, 1), 1);
+	CU_ASSERT_EQUAL(cw_io_reap(e, 0, 0, done, 2), 0);
+	r = cw_io_reap(e, 1, -1, done, 2);
+	t1 = cw_now_ns();
+	CU_ASSERT_EQUAL(r, 1);
+	CU_ASSERT(r >= 1 && done[0] == &q[0] && q[0].res == BLK);
+	CU_ASSERT(t1 - t0 >= 60 * 1000 * 1000);
+	n = r;
+	while (n < 2 && (r = cw_io_reap(e, 1, -1, done + n, 2 - n)) > 0)
+		n += r;
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT(q[1].res == BLK && cw_now_ns() - t0 >= 80 * 1000 * 1000);
+	CU_ASSERT(cw_now_ns() - t0 < 1000 * 1000 * 1000);
+	/* a bounded wait ends at its bound, the request still held */
+	CU_ASSERT_EQUAL_FATAL(cw_io_submit(e, qs, 1), 1);
+	t0 = cw_now_ns();
+	CU_ASSERT_EQUAL(cw_io_reap(e, 1, 10 * 1000 * 1000, done, 2), 0);
+	CU_ASSERT(cw_now_ns() - t0 < 55 * 1000 * 1000);
+	CU_ASSERT_EQUAL(cw_io_reap(e, 1, -1, done, 2), 1);
+	free(buf);
+	cw_io_engine_free(e);
+	close(fd);
+}
+
 static void add_tests(CU_pSuite su)
 {
+	cwtest_add(su, "delay-us holds each request back", test_delay);
 	cwtest_add(su, "settings parse, bad ones say why", test_parse);
 	cwtest_add(su, "the nth write or fsync and a range fail", test_fail_nth_and_range);
 	cwtest_add(su, "a torn write leaves its first half", test_torn_write);

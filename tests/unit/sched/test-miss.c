@@ -114,12 +114,38 @@ static void test_classes(void)
 	m = late(12 * MS);
 	m.reply_ns = 13 * MS;
 	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_MODEL);
+	/* An emulated disk whose backing store kept the request 10 ms past
+	 * the emulated disk's time: not the model's, the emulator's. */
+	m = late(12 * MS);
+	m.emu_lag_own_ns = m.emu_lag_ns = 10 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_EMULATOR);
+	/* ... with 1 ms of the lag its own, the other 9 ms over C are. */
+	m.emu_lag_own_ns = MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_MODEL);
+	/* Started late behind a flush that came back 9 ms after the
+	 * emulated disk had done it, within its own C: the emulator's. */
+	m = late(11 * MS);
+	m.start_ns = 9 * MS;
+	m.emu_lag_ns = 9 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_EMULATOR);
+	/* ... an overrun of the emulated disk's own, as large, first. */
+	m.other_overrun_ns = 9 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_OVERRUN);
+	/* ... and of two that do not alone explain it, the larger. */
+	m = late(30 * MS);
+	m.start_ns = 27 * MS;
+	m.emu_lag_ns = 12 * MS;
+	m.cpu_wait_window_ns = 8 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_EMULATOR);
+	m.cpu_wait_window_ns = 14 * MS;
+	CU_ASSERT_EQUAL(cw_sched_miss_classify(&m), CW_MISS_CPU);
 	/* Names. */
 	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_MODEL), "model");
 	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_OVERRUN), "overrun");
 	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_CPU), "cpu");
 	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_DELIVERY), "delivery");
 	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_SCHED), "sched");
+	CU_ASSERT_STRING_EQUAL(cw_sched_miss_class_name(CW_MISS_EMULATOR), "emulator");
 	CU_ASSERT_PTR_NULL(cw_sched_miss_class_name(CW_MISS_CLASSES));
 }
 
