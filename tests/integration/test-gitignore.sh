@@ -12,7 +12,9 @@ if ! git -C "$top_srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	trap - EXIT
 	exit 77
 fi
-progs=$(make -s --no-print-directory -C "$top_builddir" print-programs)
+# (not the make check it runs under: its flags would print directories)
+progs=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$top_builddir" \
+	print-programs | grep -v '^make')
 check "the build names its programs" test -n "$progs"
 n=0
 for p in $progs; do
