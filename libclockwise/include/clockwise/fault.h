@@ -68,7 +68,7 @@ void cw_io_fault_opts_init(struct cw_io_fault_opts *opts);
 /* Parses a comma-separated list of settings into opts (which it
  * initializes first): fail=N, fail-write=N, fail-fsync=N, tear-write=N,
  * fail-range=OFF+LEN, fail-count=N, cut-write=N, cut-file=PATH,
- * cut=drop|tear, seed=N; sizes take the suffixes k, M, G.  "" is valid
+ * cut=drop|tear, seed=N, delay-us=N; sizes take the suffixes k, M, G.  "" is valid
  * (no faults).  -EINVAL with the reason in why. */
 int cw_io_fault_parse(const char *spec, struct cw_io_fault_opts *opts, char *why, size_t why_len);
 

@@ -502,7 +502,7 @@ static void test_bad_disks(void)
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; fault = \"cut-write=x\"; } );\n",
 		 "1: disks[0].fault: bad fault setting at \"cut-write=x\"; expected fail=N, fail-write=N, "
 		 "fail-fsync=N, tear-write=N, fail-range=OFF+LEN, fail-count=N, cut-write=N, "
-		 "cut-file=PATH, cut=drop|tear or seed=N");
+		 "cut-file=PATH, cut=drop|tear, seed=N or delay-us=N");
 	load_bad("disks = { };\n", "1: disks is a group; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = [ 5 ];\n", "1: disks is an array; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = (\n 5 );\n", "2: disks[0] is an integer; expected a group { name = value; ... }");
