@@ -71,11 +71,11 @@
 #include <clockwise/nbd.h>
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "nbd-server.h"
-#include "nbd-tls.h"
-#include "park.h"
-#include "rundelay.h"
-#include "thread-name.h"
+#include "daemon/nbd/nbd-server.h"
+#include "daemon/nbd/nbd-tls.h"
+#include "daemon/park.h"
+#include "daemon/rundelay.h"
+#include "daemon/thread-name.h"
 
 #define RBUF_BYTES (64 * 1024)
 #define BUF_ALIGN 4096
