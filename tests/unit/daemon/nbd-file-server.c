@@ -1,6 +1,6 @@
 /*
  * nbd-file-server — serves plain files through clockwised's NBD front end
- * (daemon/nbd/nbd-server.c) with a synchronous back end over pread, pwrite
+ * (daemon/nbd/) with a synchronous back end over pread, pwrite
  * and fdatasync.
  *
  * CACHE is posix_fadvise(WILLNEED); BLOCK_STATUS reports the file's own

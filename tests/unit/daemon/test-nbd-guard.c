@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Description: no NBD client can undo another's writes or lock the others
- * out through the front end (daemon/nbd/nbd-server.c): read-modify-writes are
+ * out through the front end (daemon/nbd/): read-modify-writes are
  * serialized per partition, not per export; a client that takes no
  * replies holds neither the read-modify-write lock nor the reply memory
  * of the others, and is closed after the stall timeout; clients stuck in
