@@ -28,7 +28,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "daemon/conf.h"
-#include "daemon/nbd-server.h"
+#include "daemon/nbd/nbd-server.h"
 
 #define NAME_MAX_BYTES 63	/* layout's CW_NAME_MAX */
 #define MODEL_MAX_BYTES 31	/* model's CW_MODEL_NAME_MAX - 1 */

@@ -24,7 +24,7 @@
 #include <clockwise/model.h>
 #include <clockwise/pool-objects.h>
 
-#include "nbd-server.h"
+#include "daemon/nbd/nbd-server.h"
 
 #define CWD_CONFIG_DEFAULT_PATH "/etc/clockwise/clockwised.conf"
 

@@ -39,9 +39,9 @@
 #include "daemon/conf.h"
 #include "daemon/service.h"
 #include "daemon/log.h"
-#include "daemon/nbd-server.h"
-#include "daemon/nbd-tls.h"
-#include "daemon/pool-backend.h"
+#include "daemon/nbd/nbd-server.h"
+#include "daemon/nbd/nbd-tls.h"
+#include "daemon/path/pool-backend.h"
 
 #define MAX_RESERVATIONS 64
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The control socket inside clockwised: daemon/control.h's server on the
+ * The control socket inside clockwised: daemon/control/control.h's server on the
  * configured socket, run in a thread of its own, plugged into the data
  * path through struct cwc_hooks.
  *
@@ -21,10 +21,10 @@
 
 #include <grp.h>
 
-#include "daemon/control.h"
+#include "daemon/control/control.h"
 #include "daemon/service.h"
 #include "daemon/thread-name.h"
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 
 struct svc {
 	struct pb *pb;

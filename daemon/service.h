@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * service.h — clockwised's control socket (daemon/control.h) wired into
+ * service.h — clockwised's control socket (daemon/control/control.h) wired into
  * its data path (pool-backend.h) and NBD server (nbd-server.h).
  */
 #ifndef CWD_SERVICE_H
@@ -11,8 +11,8 @@
 #include <clockwise/layout.h>
 
 #include "daemon/conf.h"
-#include "daemon/nbd-server.h"
-#include "daemon/pool-backend.h"
+#include "daemon/nbd/nbd-server.h"
+#include "daemon/path/pool-backend.h"
 
 struct svc;
 

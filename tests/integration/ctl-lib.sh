@@ -209,7 +209,7 @@ ctl_reads() { qemu-io -f raw -c "read -P $2 $(($3 * 1048576)) 1M" "$1" 2>&1 | gr
 # than BOUND (0) deadlines, MISSED from its stats, with one exception: a
 # miss whose every line in the daemon's logs names real-time threads of
 # other processes (but the player's own) that held the CPU its stream's
-# threads waited for (daemon/rt-neighbours.h), or a stall of the host
+# threads waited for (daemon/path/rt-neighbours.h), or a stall of the host
 # (the kernel or the hypervisor held every thread off a CPU: the daemon's
 # stall probes), is caused outside what admission books (a second daemon,
 # a `chrt -f` loop on the host, a kernel without preemption): then the

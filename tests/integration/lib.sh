@@ -69,7 +69,7 @@ wait_for() {
 }
 
 # The daemon's logs, shown and kept when the test fails: its miss lines
-# (class and timeline, see daemon/lane-miss.c) first, so that a failed
+# (class and timeline, see daemon/path/lane-miss.c) first, so that a failed
 # "no deadline missed" says which request missed and why; the logs are
 # copied to TEST.daemon.log beside the test's own log (cw_tmp goes).
 cw_keep_logs() { cleanup_add "cw_show_logs $*"; }

@@ -252,7 +252,7 @@ if [ "$(nproc)" -ge 2 ] && chrt -f 50 true 2>/dev/null; then
 		grep -Eq 'missed a deadline by [0-9]+ us \(cpu\):.*the dispatcher waited [1-9][0-9]* us for a CPU' \
 		"$(cwd_log)"
 	# the spinner is another process's real-time thread: named, as the
-	# cause outside what admission books (daemon/rt-neighbours.h)
+	# cause outside what admission books (daemon/path/rt-neighbours.h)
 	check "and names the other process's real-time thread that held it" \
 		grep -Eq '\(cpu\):.*; real-time threads of other processes on this host: .*sh\[[0-9]+\] FIFO 50' \
 		"$(cwd_log)"

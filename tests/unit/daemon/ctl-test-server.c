@@ -1,7 +1,7 @@
 /*
  * Description: the control server of clockwised on its own, for tests of
  * the control plane before and apart from the data path.  It opens (or
- * creates) a real pool, serves the control socket with daemon/control.c
+ * creates) a real pool, serves the control socket with daemon/control/
  * and stops on SIGTERM or SIGINT.
  *
  *   ctl-test-server --pool DB --socket PATH [--mode OCTAL] [--read-gid GID]
@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/control.h"
+#include "daemon/control/control.h"
 
 static struct cwc_server *srv;
 static const char *calibrate_preset;

@@ -1,6 +1,6 @@
 /*
  * nbd-file-server — serves plain files through clockwised's NBD front end
- * (daemon/nbd-server.c) with a synchronous back end over pread, pwrite
+ * (daemon/nbd/) with a synchronous back end over pread, pwrite
  * and fdatasync.
  *
  * CACHE is posix_fadvise(WILLNEED); BLOCK_STATUS reports the file's own
@@ -40,7 +40,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "daemon/nbd-server.h"
+#include "daemon/nbd/nbd-server.h"
 
 struct file {
 	int fd;

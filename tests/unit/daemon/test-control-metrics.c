@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Description: the metrics exposition's pieces (daemon/control-metrics.c,
+ * Description: the metrics exposition's pieces (daemon/control/control-metrics.c,
  * included for its statics): the best-effort latency histogram becomes
  * cumulative "le" buckets at the daemon's bucket edges in seconds, with
  * +Inf, _sum and _count; a counter's family is named with _total in the
  * Prometheus format and without it in OpenMetrics; label values are
  * escaped, and an empty one is left out.
  */
-#include "daemon/control-metrics.c"
+#include "daemon/control/control-metrics.c"
 
 #include "cwtest.h"
 

@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "daemon/control.h"
+#include "daemon/control/control.h"
 #include "layout/pooltest.h"
 
 static int64_t now_ns = 1000 * CW_NS_PER_S;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Description: a lane's dispatcher (daemon/lane.c) over the memory I/O
+ * Description: a lane's dispatcher (daemon/path/lane.c) over the memory I/O
  * engine on a real pool's disk file.  Pieces are booked through the slot
  * record by short-lived threads, as connections book them; the test then
  * runs the dispatcher's steps itself, with the times it chooses, or runs
@@ -20,7 +20,7 @@
 
 #include "park-hold.h"
 
-#include "daemon/lane.c"
+#include "daemon/path/lane.c"
 
 #include "cwtest.h"
 #include "datapath.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Description: no NBD client can undo another's writes or lock the others
- * out through the front end (daemon/nbd-server.c): read-modify-writes are
+ * out through the front end (daemon/nbd/): read-modify-writes are
  * serialized per partition, not per export; a client that takes no
  * replies holds neither the read-modify-write lock nor the reply memory
  * of the others, and is closed after the stall timeout; clients stuck in
@@ -33,8 +33,8 @@
 
 #include <clockwise/nbd.h>
 
-#include "daemon/nbd-server.h"
-#include "daemon/nbd-tls.h"
+#include "daemon/nbd/nbd-server.h"
+#include "daemon/nbd/nbd-tls.h"
 #include "cwtest.h"
 
 #define SIZE   (16u << 20)

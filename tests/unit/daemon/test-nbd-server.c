@@ -24,7 +24,7 @@
 
 #include <clockwise/nbd.h>
 
-#include "daemon/nbd-server.h"
+#include "daemon/nbd/nbd-server.h"
 #include "cwtest.h"
 
 #define SIZE      (4u << 20)

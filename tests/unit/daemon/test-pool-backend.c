@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Description: clockwised's data path (daemon/pool-backend.c) on a real
+ * Description: clockwised's data path (daemon/path/pool-backend.c) on a real
  * pool of disk files on tmpfs (the memory I/O engine), served by the real
  * NBD server and driven by libnbd.  A tap on the back end's request
  * completion (pb->req_finish, which then completes the request as usual)
@@ -19,7 +19,7 @@
  * name a start-up reservation was given for; a write to a block being
  * moved is repeated on its destination.
  */
-#include "daemon/pool-backend.c"
+#include "daemon/path/pool-backend.c"
 
 #include <libnbd.h>
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Description: the data path's counters (daemon/stats.c): each latency
+ * Description: the data path's counters (daemon/path/stats.c): each latency
  * falls in the log-linear bucket (clockwise/hist.h) that holds it, a
  * quantile is never below the exact one of a known sample and at most
  * 1.6% above it, the queue length's maximum survives its ups and downs
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "daemon/stats.h"
+#include "daemon/path/stats.h"
 #include "cwtest.h"
 
 #define US 1000

@@ -29,7 +29,7 @@
  */
 #include "config.h"
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 
 int lane_beq_new(struct lane *l)
 {

@@ -24,7 +24,7 @@
  */
 #include "config.h"
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 #include "daemon/thread-name.h"
 
 /* How long the mover waits while I/O on a block drains, and while

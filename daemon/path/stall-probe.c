@@ -19,7 +19,7 @@
 
 #include <clockwise/types.h>
 #include "common/util.h"
-#include "daemon/stall-probe.h"
+#include "daemon/path/stall-probe.h"
 #include "daemon/thread-name.h"
 
 #define RING 256		/* stalls kept per CPU */

@@ -23,7 +23,7 @@
 
 #include <clockwise/units.h>
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 
 void pb_host_resv_gone(struct pb *pb, const struct resv *rv)
 {

@@ -23,7 +23,7 @@
 #include <clockwise/layout.h>
 
 #include "daemon/conf.h"
-#include "daemon/nbd-server.h"
+#include "daemon/nbd/nbd-server.h"
 
 struct pb;
 
@@ -82,7 +82,7 @@ void pb_free(struct pb *pb);
 /* Wakes the mover: a move was started or resumed (pool-mover.c). */
 void pb_mover_kick(struct pb *pb);
 
-/* Logs the per-disk and per-reservation counters (daemon/stats.c). */
+/* Logs the per-disk and per-reservation counters (daemon/path/stats.c). */
 void pb_log_stats(struct pb *pb);
 /* The data path's periodic work on the control thread: logs the misses
  * the dispatchers explained, and raises the margin of a disk whose

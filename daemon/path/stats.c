@@ -6,7 +6,7 @@
 
 #include "common/util.h"
 #include "daemon/log.h"
-#include "daemon/stats.h"
+#include "daemon/path/stats.h"
 
 void cwd_stats_hist_add(atomic_uint_fast64_t hist[CWD_STATS_HIST_BUCKETS], int64_t ns)
 {

@@ -14,7 +14,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "control-internal.h"
-#include "daemon/nbd-server.h"
+#include "daemon/nbd/nbd-server.h"
 
 #include <clockwise/pool-objects.h>
 

@@ -25,8 +25,8 @@
 #include <fcntl.h>
 #include <sched.h>
 
-#include "daemon/pool-internal.h"
-#include "daemon/rt-neighbours.h"
+#include "daemon/path/pool-internal.h"
+#include "daemon/path/rt-neighbours.h"
 #include "daemon/rundelay.h"
 
 #define RD_SAMPLES 256		/* run-delay samples kept (power of two) */

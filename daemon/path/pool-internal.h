@@ -34,9 +34,9 @@
 #include "common/util.h"
 #include "daemon/log.h"
 #include "daemon/park.h"
-#include "daemon/pool-backend.h"
-#include "daemon/stall-probe.h"
-#include "daemon/stats.h"
+#include "daemon/path/pool-backend.h"
+#include "daemon/path/stall-probe.h"
+#include "daemon/path/stats.h"
 
 #define ZERO_CHUNK (UINT32_C(1) << 20)	/* WRITE_ZEROES is written in pieces of this */
 #define REAP_BATCH 64

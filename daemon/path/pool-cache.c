@@ -12,7 +12,7 @@
  */
 #include "config.h"
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 
 /* Steps in one round before the mover looks at its moves again. */
 #define CACHE_ROUND_STEPS 256

@@ -25,7 +25,7 @@
 #include <gnutls/gnutls.h>
 
 #include "common/util.h"
-#include "daemon/nbd-tls.h"
+#include "daemon/nbd/nbd-tls.h"
 
 /* The library's defaults, plus the key exchanges a pre-shared key needs. */
 #define PRIORITY_CERT "NORMAL"

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 
 /* A waited I/O of the mover's or a cache's. */
 struct wait1 {

@@ -7,7 +7,7 @@
  */
 #include "config.h"
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 
 void pb_disk_emu_stats(const struct disk *d, struct cw_io_emu_stats *ret)
 {

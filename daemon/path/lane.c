@@ -26,7 +26,7 @@
 
 #include <sys/stat.h>
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 #include "daemon/rundelay.h"
 
 /* ---- intake: the lane's slot reservation record ----

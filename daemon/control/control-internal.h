@@ -7,7 +7,7 @@
  * command uses), and one file per command family: control-disk.c,
  * control-part.c, control-resv.c, control-export.c, control-qos.c, control-status.c,
  * control-headroom.c.
- * Private to daemon/.
+ * Private to daemon/control/.
  *
  * The calls point one way: control-socket.c -> control-cmd.c -> the families ->
  * control-util.c; control-status.c asks the other families for their

@@ -22,7 +22,7 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 
 #define OWNERS_SUFFIX "-rbd-owners"
 #define OWNERS_LINE_MAX 4352

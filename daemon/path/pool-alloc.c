@@ -61,7 +61,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 #include "daemon/thread-name.h"
 
 /* Block ranges one batch records: room for the largest request on the

@@ -31,7 +31,7 @@
 #include <sys/sysmacros.h>
 #include <sys/stat.h>
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 #include "daemon/thread-name.h"
 
 static const struct nbdsrv_backend_ops pb_ops;

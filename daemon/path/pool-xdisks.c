@@ -9,7 +9,7 @@
 
 #include <sched.h>
 
-#include "daemon/pool-internal.h"
+#include "daemon/path/pool-internal.h"
 
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di)
 {
