@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Partition commands (the server's are in daemon/control-part.c): list,
+ * create, show, resize and delete.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <clockwise/layout.h>
+#include <clockwise/units.h>
+
+#include "ctl/ctl.h"
+#include "table.h"
+
+/* "yes"; or for a partition with blocks on missing disks its state and
+ * the disks: "partial: b missing", "offline: b, c missing". */
+static const char *part_available(json_object *p, char *buf, size_t n)
+{
+	json_object *md = get(p, "missing_disks");
+	size_t at;
+
+	if (json_object_get_boolean(get(p, "available")))
+		return "yes";
+	at = (size_t)snprintf(buf, n, "%s:", get(p, "state") ? gs(p, "state") : "no");
+	for (size_t i = 0; md && i < json_object_array_length(md) && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : " ",
+				       json_object_get_string(json_object_array_get_idx(md, i)));
+	if (at < n)
+		snprintf(buf + at, n - at, " missing");
+	return buf;
+}
+
+void print_parts(json_object *a)
+{
+	struct table t = { .ncols = 6 };
+
+	table_row(&t, "NAME", "SIZE", "POLICY", "TIER", "ZONE", "AVAILABLE");
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *p = json_object_array_get_idx(a, i);
+		char size[CW_UNITS_BUF], av[256];
+
+		table_row(&t, gs(p, "name"), fsize(p, "size", size), gs(p, "policy"),
+			  gs(p, "tier"), gs(p, "zone"), part_available(p, av, sizeof(av)));
+	}
+	table_print(&t, stdout);
+}
+
+static void print_part_done(json_object *p)
+{
+	char size[CW_UNITS_BUF];
+
+	printf("partition %s: %s, policy %s, tier %s, zone %s\n", gs(p, "name"),
+	       fsize(p, "size", size), gs(p, "policy"), gs(p, "tier"), gs(p, "zone"));
+}
+
+int c_part_create(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		HELP_OPT, { "size", required_argument, NULL, 's' },
+		{ "policy", required_argument, NULL, 'p' }, { "tier", required_argument, NULL, 't' },
+		{ "zone", required_argument, NULL, 'z' }, { "disk", required_argument, NULL, 'd' },
+		{ "tier-fallback", no_argument, NULL, 'F' }, { 0 }
+	};
+	json_object *a = args_new();
+	uint64_t size;
+	bool have_size = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hs:p:t:z:d:F", lo)) != -1) {
+		switch (o) {
+		case 's':
+			if (!size_arg("--size", optarg, &size))
+				return json_object_put(a), EXIT_USAGE;
+			put_u64(a, "size", size);
+			have_size = true;
+			break;
+		case 'p': put_str(a, "policy", optarg); break;
+		case 't': put_str(a, "tier", optarg); break;
+		case 'z': put_str(a, "zone", optarg); break;
+		case 'd': put_str(a, "disk", optarg); break;
+		case 'F': json_object_object_add(a, "tier_fallback", json_object_new_boolean(1)); break;
+		default: return json_object_put(a), EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition NAME");
+	if (!have_size)
+		return json_object_put(a), usage_error("--size is required");
+	put_str(a, "name", argv[optind]);
+	return call(CW_CTL_CMD_PART_CREATE, a, print_part_done);
+}
+
+static bool show_all_runs;	/* part show --all */
+
+static void print_part_show(json_object *p)
+{
+	struct table t = { .ncols = 3 }, u = { .ncols = 4 };
+	json_object *pd = get(p, "per_disk"), *runs = get(p, "runs");
+	size_t shown = show_all_runs ? SIZE_MAX : 16;
+	char bs[CW_UNITS_BUF];
+
+	print_part_done(p);
+	printf("%s blocks of %s", gs(p, "blocks"), fsize(p, "block_size", bs));
+	if (!json_object_get_boolean(get(p, "available"))) {
+		char av[256];
+
+		/* partial: its other blocks are served; offline: none */
+		printf(", %s blocks on missing disks: %s (%s)", gs(p, "missing_blocks"),
+		       part_available(p, av, sizeof(av)),
+		       !strcmp(gs(p, "state"), "partial") ? "they fail with EIO, the rest is served"
+							   : "not served");
+	}
+	printf("\n\n");
+	table_row(&t, "DISK", "BLOCKS", "BYTES");
+	for (size_t i = 0; pd && i < json_object_array_length(pd); i++) {
+		json_object *d = json_object_array_get_idx(pd, i);
+		char b[CW_UNITS_BUF], name[CW_NAME_MAX + 16];
+
+		snprintf(name, sizeof(name), "%s%s", gs(d, "disk"),
+			 get(d, "missing") ? " (missing)" : "");
+		table_row(&t, name, gs(d, "blocks"), fsize(d, "bytes", b));
+	}
+	table_print(&t, stdout);
+	printf("\n");
+	table_row(&u, "FIRST-BLOCK", "BLOCKS", "DISK", "DISK-OFFSET");
+	/* A striped partition has a run per block: the first few tell the
+	 * pattern; --all lists them all. */
+	for (size_t i = 0; runs && i < json_object_array_length(runs) && i < shown; i++) {
+		json_object *r = json_object_array_get_idx(runs, i);
+
+		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk"), gs(r, "offset"));
+	}
+	table_print(&u, stdout);
+	if (runs && (size_t)gi(p, "runs_total") > json_object_array_length(runs))
+		printf("(%" PRId64 " runs in all; --all lists them)\n", gi(p, "runs_total"));
+	else if (runs && json_object_array_length(runs) > shown)
+		printf("(%" PRId64 " runs in all; --all lists them)\n", gi(p, "runs_total"));
+}
+
+/* part show NAME [--all]: a reply holds a page of runs (a few hundred,
+ * so that it stays one readable line); --all follows next_block until
+ * it has them all. */
+int c_part_show(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "all", no_argument, NULL, 'a' }, { 0 } };
+	struct cw_ctl_reply rep, more;
+	json_object *a, *next;
+	int o, r;
+
+	while ((o = next_opt(argc, argv, "ha", lo)) != -1) {
+		if (o != 'a')
+			return EXIT_USAGE;
+		show_all_runs = true;
+	}
+	if (argc - optind != 1)
+		return usage_error("expected one partition NAME");
+	a = args_new();
+	put_str(a, "name", argv[optind]);
+	r = fetch(CW_CTL_CMD_PART_SHOW, a, &rep);
+	if (r)
+		return r;
+	while (show_all_runs && (next = get(rep.result, "next_block"))) {
+		json_object *runs = get(rep.result, "runs"), *page;
+
+		a = args_new();
+		put_str(a, "name", argv[optind]);
+		put_u64(a, "from_block", (uint64_t)json_object_get_int64(next));
+		r = fetch(CW_CTL_CMD_PART_SHOW, a, &more);
+		if (r) {
+			cw_ctl_reply_done(&rep);
+			return r;
+		}
+		page = get(more.result, "runs");
+		for (size_t i = 0; page && i < json_object_array_length(page); i++)
+			json_object_array_add(runs, json_object_get(json_object_array_get_idx(page, i)));
+		json_object_object_del(rep.result, "next_block");
+		if ((next = get(more.result, "next_block")))
+			json_object_object_add(rep.result, "next_block", json_object_get(next));
+		cw_ctl_reply_done(&more);
+	}
+	print_result(&rep, print_part_show);
+	return 0;
+}
+
+int c_part_resize(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "size", required_argument, NULL, 's' },
+					    { "force", no_argument, NULL, 'f' }, { 0 } };
+	json_object *a = args_new();
+	uint64_t size;
+	bool have_size = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hs:f", lo)) != -1) {
+		/* +SIZE grows by it, -SIZE shrinks by it, SIZE is the size. */
+		const char *key = optarg && *optarg == '+' ? "grow" :
+				  optarg && *optarg == '-' ? "shrink" : "size";
+
+		if (o == 'f') {
+			json_object_object_add(a, "force", json_object_new_boolean(1));
+			continue;
+		}
+		if (o != 's' || !size_arg("--size", optarg + (strcmp(key, "size") != 0), &size))
+			return json_object_put(a), EXIT_USAGE;
+		if (have_size)
+			return json_object_put(a), usage_error("--size given twice");
+		put_u64(a, key, size);
+		have_size = true;
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition NAME");
+	if (!have_size)
+		return json_object_put(a), usage_error("--size is required");
+	put_str(a, "name", argv[optind]);
+	return call(CW_CTL_CMD_PART_RESIZE, a, print_part_done);
+}
+
+int c_part_delete(int argc, char **argv)
+{
+	return name_force(argc, argv, CW_CTL_CMD_PART_DELETE, "partition");
+}
