@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * part cache (the server's is in daemon/control-cache.c): a partition's
+ * part cache (the server's is in daemon/control/control-cache.c): a partition's
  * SSD cache; and the caches' table of stats, with the reserved ranges
  * each cache leaves alone (rule 2).
  */

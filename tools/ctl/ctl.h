@@ -2,7 +2,7 @@
 /*
  * Private to cwctl (tools/cwctl.c: main, the table of commands, the help):
  * one file per command family, as the control server has one per family
- * of the requests it answers (daemon/control-*.c), and util.c for what
+ * of the requests it answers (daemon/control/control-*.c), and util.c for what
  * every command uses.  Calls run one way: cwctl.c calls the families
  * through its table, status.c prints with the tables of disk.c, part.c,
  * resv.c, export.c and cache.c, and every file calls util.c, which calls

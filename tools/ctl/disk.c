@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Disk commands (the server's are in daemon/control-disk.c): list, add,
+ * Disk commands (the server's are in daemon/control/control-disk.c): list, add,
  * calibrate and plan; disk remove is c_simple's.
  */
 #include "config.h"

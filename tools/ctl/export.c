@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Export commands (the server's are in daemon/control-export.c): list,
+ * Export commands (the server's are in daemon/control/control-export.c): list,
  * add and remove.
  */
 #include "config.h"

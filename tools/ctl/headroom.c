@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * disk headroom (the server's is daemon/control-headroom.c): the largest
+ * disk headroom (the server's is daemon/control/control-headroom.c): the largest
  * rates admission would still take, per disk and per partition.
  */
 #include "config.h"

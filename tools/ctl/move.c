@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Moves (the server's are in daemon/control-move.c): disk evacuate, part
+ * Moves (the server's are in daemon/control/control-move.c): disk evacuate, part
  * move and the move commands; --watch follows moves to their end.
  */
 #include "config.h"

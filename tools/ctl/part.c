@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Partition commands (the server's are in daemon/control-part.c): list,
+ * Partition commands (the server's are in daemon/control/control-part.c): list,
  * create, show, resize and delete.
  */
 #include "config.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * export qos (the server's is daemon/control-qos.c): an export's best
+ * export qos (the server's is daemon/control/control-qos.c): an export's best
  * effort between exports, its reservation, weight and limit.
  */
 #include "config.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Reservation commands (the server's are in daemon/control-resv.c):
+ * Reservation commands (the server's are in daemon/control/control-resv.c):
  * create, list, show, release and claim.
  */
 #include "config.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * status and stats (the server's are in daemon/control-status.c): the
+ * status and stats (the server's are in daemon/control/control-status.c): the
  * pool at once; the data path's counters since the daemon started, or
  * with stats --watch per interval, computed here from two replies.
  */

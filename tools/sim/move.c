@@ -2,7 +2,7 @@
 /*
  * A move in the simulation (move =, evacuate =): the library's journalled
  * move and its mover (clockwise/mover.h) carried out in virtual time, as
- * clockwised's mover (daemon/pool-mover.c) carries them out with real I/O.
+ * clockwised's mover (daemon/path/pool-mover.c) carries them out with real I/O.
  * The move is journalled by cw_move_start() at its time; the mover asks
  * cw_mover_next_batch() for up to mover_depth blocks, reads them all at
  * once, writes each as soon as it is read, and tells
