@@ -15,7 +15,10 @@ cwctl() { "$top_builddir/tools/cwctl" --socket "$cw_tmp/control" "$@"; }
 
 check "pool" cwd_pool 160M a
 check "partition" cwd_part media 96M single
+# The disk emulates a 7200 rpm drive, so that it, not the clients (a
+# sanitized daemon, a loaded host), is the bottleneck the weights share.
 cwd_conf "be_order = \"rbfq\"; queue_depth = 2;
+disks = ( { path = \"$cw_tmp/a.disk\"; name = \"a\"; emulate = \"hdd7200\"; } );
 exports = { all = true; qos = ( { name = \"media\"; weight = 4; },
                     { name = \"media@backup\"; weight = 1; } ); };"
 check "start" cwd_start
