@@ -63,6 +63,8 @@ void conn_free(struct conn *c)
 {
 	if (c->rd_fd >= 0)
 		close(c->rd_fd);
+	if (c->wr_fd >= 0)
+		close(c->wr_fd);
 	nbdtls_free(c->sess);
 	free(c->slots);
 	free(c->rbuf);

@@ -199,6 +199,11 @@ struct conn {
 	atomic_int handoff;
 	struct slot *out_head, *out_end;	/* the batch in out_iov, then more */
 	int out_pos, out_n;			/* iovecs of the batch still to send */
+	int64_t out_began_ns;			/* when a batch with deadlines began */
+	/* A real-time connection's writer: its run delay (rundelay.h),
+	 * read by the writer only, and its value when it last slept. */
+	int wr_fd;
+	int64_t wr_rd_parked;
 	struct iovec out_iov[2 * BATCH_MAX];
 };
 

@@ -96,6 +96,18 @@ struct nbdsrv_io {
  * flush must make every write completed before it stable; trim and zero
  * may be NULL, and the export then does not offer them.
  */
+/* Where the time of a late reply went: its data was ready at the io's
+ * ready_ns; its batch began to be sent at began_ns (its sender woke and
+ * took the send lock meanwhile) and was out at sent_ns (the time in
+ * between was the socket's: a full one is a client that does not read).
+ * cpu_wait_ns: how long the connection's writer, when it was the sender,
+ * waited for a CPU since it last slept (its run delay); -1 when another
+ * thread sent or the kernel does not say. */
+struct nbdsrv_late {
+	int64_t began_ns, sent_ns;
+	int64_t cpu_wait_ns;
+};
+
 struct nbdsrv_backend_ops {
 	int (*pread)(void *backend, struct nbdsrv_io *io);
 	int (*pwrite)(void *backend, struct nbdsrv_io *io);
@@ -134,10 +146,11 @@ struct nbdsrv_backend_ops {
 	 * the disk's time and order, and not charged again; without it
 	 * every byte is. */
 	uint64_t (*diskless_bytes)(void *backend, uint64_t offset, uint64_t length);
-	/* Optional.  The reply to io, which had a deadline, was sent at
-	 * sent_ns, after it (called by the thread that sent it, before io
-	 * is reused: it must not block). */
-	void (*reply_late)(void *backend, const struct nbdsrv_io *io, int64_t sent_ns);
+	/* Optional.  The reply to io, which had a deadline, left after it
+	 * (called by the thread that sent it, before io is reused: it must
+	 * not block); late says when and what held it. */
+	void (*reply_late)(void *backend, const struct nbdsrv_io *io,
+			   const struct nbdsrv_late *late);
 };
 
 /* Ends a request: err is 0 or a negative errno (sent as its NBD value;

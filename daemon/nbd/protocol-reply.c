@@ -19,6 +19,7 @@
 
 #include "common/util.h"
 #include "daemon/nbd/nbd-internal.h"
+#include "daemon/rundelay.h"
 
 /* The connection whose reader runs on this thread, if any. */
 __thread struct conn *tls_reader;
@@ -205,17 +206,24 @@ static int send_batch(struct conn *c, int flags)
 static void late_replies(struct conn *c, bool lost)
 {
 	const struct nbdsrv_export *e = c->exp ? &c->exp->e : NULL;
-	int64_t now = 0;
+	struct nbdsrv_late late = { .sent_ns = 0 };
 
 	if (!e || !e->ops->reply_late)
 		return;
 	for (struct slot *s = c->out_head; s != c->out_end; s = s->next) {
 		if (!s->io.deadline_ns || lost)
 			continue;
-		if (!now)
-			now = cw_now_ns();
-		if (now > s->io.deadline_ns)
-			e->ops->reply_late(e->backend, &s->io, now);
+		if (!late.sent_ns)
+			late.sent_ns = cw_now_ns();
+		if (late.sent_ns <= s->io.deadline_ns)
+			continue;
+		if (!late.began_ns) {
+			late.began_ns = c->out_began_ns ? c->out_began_ns : late.sent_ns;
+			late.cpu_wait_ns = -1;
+			if (c->wr_fd >= 0 && pthread_equal(pthread_self(), c->writer))
+				late.cpu_wait_ns = CW_MAX(rundelay_read(c->wr_fd) - c->wr_rd_parked, 0);
+		}
+		e->ops->reply_late(e->backend, &s->io, &late);
 	}
 }
 
@@ -268,8 +276,12 @@ static int pump(struct conn *c, int flags)
 				c->out_head = s;
 			}
 		}
-		for (s = c->out_head, n = 0, k = 0; s && k < BATCH_MAX; s = s->next, k++)
+		c->out_began_ns = 0;
+		for (s = c->out_head, n = 0, k = 0; s && k < BATCH_MAX; s = s->next, k++) {
 			n += reply_iov(c, s, c->out_iov + n);
+			if (s->io.deadline_ns && !c->out_began_ns)
+				c->out_began_ns = cw_now_ns();
+		}
 		c->out_end = s;
 		c->out_pos = 0;
 		c->out_n = n;
@@ -348,6 +360,13 @@ void *writer_main(void *arg)
 			while (atomic_load_explicit(&c->completers, memory_order_acquire))
 				sched_yield();
 			break;
+		}
+		if (c->realtime) {
+			/* what it waits for a CPU from its wake-up on
+			 * (late_replies) */
+			if (c->wr_fd < 0)
+				c->wr_fd = rundelay_open();
+			c->wr_rd_parked = rundelay_read(c->wr_fd);
 		}
 		park_unless(&c->writer_park, writer_ready(c), -1);
 	}

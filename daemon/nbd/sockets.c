@@ -146,6 +146,7 @@ static void accept_one(struct nbdsrv *srv, unsigned li)
 	c->srv = srv;
 	c->fd = fd;
 	c->rd_fd = -1;
+	c->wr_fd = -1;
 	c->tls_mode = srv->listen_tls[li];
 	c->peer = peer;
 	c->since_ns = now;

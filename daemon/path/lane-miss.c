@@ -118,7 +118,7 @@ struct lane_miss {
 	unsigned n_dl;
 	struct delivery_rec {
 		uint64_t stream, resv;
-		int64_t deadline_ns, ready_ns, sent_ns;
+		int64_t deadline_ns, ready_ns, began_ns, sent_ns, cpu_wait_ns;
 	} dl[DELIVERY_LOG];
 	/* late wake-ups: any reader adds one if it gets the lock at once,
 	 * the dispatcher looks a missed request's up the same way */
@@ -450,7 +450,7 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now)
 /* A reply of an RT request sent after its deadline, its pieces done in
  * time: a delivery miss, counted on the lane of its last RT piece. */
 void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, int64_t ready_ns,
-			  int64_t sent_ns)
+			  int64_t began_ns, int64_t sent_ns, int64_t cpu_wait_ns)
 {
 	struct lane_miss *lm = atomic_load_explicit(&l->miss_pub, memory_order_acquire);
 
@@ -469,7 +469,8 @@ void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, 
 	if (lm->n_dl < DELIVERY_LOG)
 		lm->dl[lm->n_dl++] = (struct delivery_rec){
 			.stream = rv->a->stream, .resv = rv->a->persistent ? rv->a->id : 0,
-			.deadline_ns = deadline_ns, .ready_ns = ready_ns, .sent_ns = sent_ns };
+			.deadline_ns = deadline_ns, .ready_ns = ready_ns, .began_ns = began_ns,
+			.sent_ns = sent_ns, .cpu_wait_ns = cpu_wait_ns };
 	else
 		cwd_stats_add(&lm->dropped, 1);
 	atomic_flag_clear_explicit(&lm->dl_lock, memory_order_release);
@@ -521,15 +522,25 @@ static void drain_delivery(struct lane *l, struct lane_miss *lm)
 	if (n)
 		rt_neighbours(rt, sizeof(rt), CW_MAX((int)l->pb->cfg->rt_priority, 1));
 	for (unsigned i = 0; i < n; i++) {
-		char stalls[320];
+		char stalls[320], cpu[96] = "";
 
 		host_stalls(l->pb, dl[i].ready_ns, dl[i].sent_ns, dl[i].deadline_ns, stalls,
 			    sizeof(stalls));
+		if (dl[i].cpu_wait_ns >= 0)
+			snprintf(cpu, sizeof(cpu), "; its writer waited %.0f us for a CPU since it "
+				 "last slept", US(dl[i].cpu_wait_ns));
+		else
+			snprintf(cpu, sizeof(cpu), "; a dispatcher sent it");
+		/* Where the time went: to the sender (its wake-up, the send
+		 * lock), then to the socket (a full one: a client that does
+		 * not read), then whether the sender waited for a CPU. */
 		cwd_log(LOG_WARNING, "disk %s: stream %" PRIu64 " (reservation %" PRIu64 ") missed "
 			"a deadline by %.0f us (delivery): its data was ready %.0f us before the "
-			"deadline, only its reply was late%s%s", l->disk->name, dl[i].stream, dl[i].resv,
+			"deadline, only its reply was late: its send began %.0f us after the data "
+			"was ready and took %.0f us%s%s%s", l->disk->name, dl[i].stream, dl[i].resv,
 			US(dl[i].sent_ns - dl[i].deadline_ns), US(dl[i].deadline_ns - dl[i].ready_ns),
-			rt, stalls);
+			US(CW_MAX(dl[i].began_ns - dl[i].ready_ns, 0)),
+			US(dl[i].sent_ns - dl[i].began_ns), cpu, rt, stalls);
 	}
 }
 

@@ -790,13 +790,14 @@ void pb_guarantee(struct pb *pb, char *buf, size_t len)
 /* The reply of an RT request done in time left late: a delivery miss of
  * its reservation (the export's binding cannot go while its connections
  * have requests in flight). */
-static void pb_reply_late(void *backend, const struct nbdsrv_io *io, int64_t sent_ns)
+static void pb_reply_late(void *backend, const struct nbdsrv_io *io,
+			  const struct nbdsrv_late *late)
 {
 	struct pbx *x = backend;
 
 	if (io->backend_data && x->resv)
 		lane_miss_reply_late(io->backend_data, x->resv, io->deadline_ns, io->ready_ns,
-				     sent_ns);
+				     late->began_ns, late->sent_ns, late->cpu_wait_ns);
 }
 
 static const struct nbdsrv_backend_ops pb_ops = {

@@ -471,9 +471,11 @@ void lane_miss_done(struct lane *l, struct piece *p, int64_t now);
  * rd_fd -1: not known) */
 void lane_miss_woke(struct lane *l, int64_t booked_ns, int rd_fd, int64_t rd_booked);
 /* any thread: the reply of an RT request whose data was ready at ready_ns
- * left at sent_ns, after its deadline */
+ * began to be sent at began_ns and left at sent_ns, after its deadline;
+ * its sender waited cpu_wait_ns for a CPU since it last slept (-1: not
+ * known) */
 void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, int64_t ready_ns,
-			  int64_t sent_ns);
+			  int64_t began_ns, int64_t sent_ns, int64_t cpu_wait_ns);
 void lane_miss_drain(struct lane *l);	/* logs the misses; not the dispatcher */
 
 /* lane-beq.c: the best-effort order of a lane */

@@ -122,8 +122,13 @@ check "and its worst lateness: the late reply's" \
 	test "$(ctl --json stats | jq '[.reservations[].worst_late_ns] | max')" -gt 0
 sleep 1.5	# the log is written once a second
 check "each late reply is logged with its times" \
-	grep -Eq 'disk hdd0: stream [0-9]+ \(reservation [0-9]+\) missed a deadline by [0-9]+ us \(delivery\): its data was ready [0-9]+ us before the deadline, only its reply was late' \
+	grep -Eq 'disk hdd0: stream [0-9]+ \(reservation [0-9]+\) missed a deadline by [0-9]+ us \(delivery\): its data was ready [0-9]+ us before the deadline, only its reply was late: its send began [0-9]+ us after the data was ready and took [0-9]+ us; (its writer waited [0-9]+ us for a CPU since it last slept|a dispatcher sent it)' \
 	"$(cwd_log)"
+# the client read nothing for a second: the time went to the full socket
+took=$(sed -nE 's/.*\(delivery\):.* and took ([0-9]+) us.*/\1/p' "$(cwd_log)" | sort -n | tail -n 1)
+echo "delivery: the longest send took ${took:-?} us"
+check "  and says the send waited on the client's socket (100 ms or more)" \
+	test "${took:-0}" -ge 100000
 check "stop" cwd_stop
 
 # ---- overrun: best effort that takes longer than it is charged
