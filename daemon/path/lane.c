@@ -26,6 +26,7 @@
 
 #include <sys/stat.h>
 
+#include "common/atomic.h"
 #include "common/futex.h"
 #include "daemon/path/pool-internal.h"
 #include "daemon/rundelay.h"
@@ -479,7 +480,7 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 		sr->period_ns = pt->task.period_ns;
 		sr->rel_deadline_ns = pt->task.deadline_ns;
 		/* a new model may change C while streams run (one store) */
-		sr->service_ns = __atomic_load_n(&pt->task.service_ns, __ATOMIC_RELAXED);
+		sr->service_ns = cw_pr_load_relaxed(&pt->task.service_ns);
 	} else {
 		sr->cls = CW_SCHED_BE;
 		r = cw_model_service_ns(disk_model(d), 0, 0, p->io.len ? p->io.len : 4096, &svc);

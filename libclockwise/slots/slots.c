@@ -196,9 +196,9 @@ static void occ_mark(struct cw_slots *rec, int64_t p, int64_t n, bool set)
 
 		v = cw_pr_load_relaxed(w);
 		if (set && (v & m) != m)
-			__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST);
+			cw_pr_for_seq(w, m);
 		else if (!set && (v & m))
-			__atomic_fetch_and(w, ~m, __ATOMIC_SEQ_CST);
+			cw_pr_fand_seq(w, ~m);
 		p += len;
 		n -= len;
 	}
@@ -1908,8 +1908,7 @@ int cw_slots_ctx_new(struct cw_slots_domain *d, struct cw_slots_ctx **ret_ctx)
 	for (id = 0; id < d->max_threads; id++) {
 		uint32_t free_mark = 0;
 
-		if (__atomic_compare_exchange_n(&d->desc[id].claimed, &free_mark, 1, false,
-						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		if (cw_pr_cas_seq(&d->desc[id].claimed, &free_mark, 1))
 			break;
 	}
 	if (id == d->max_threads) {
@@ -1919,8 +1918,7 @@ int cw_slots_ctx_new(struct cw_slots_domain *d, struct cw_slots_ctx **ret_ctx)
 	}
 	ctx->id = id;
 	hi = cw_pr_load_acquire(&d->hiwater);
-	while (hi < id + 1 && !__atomic_compare_exchange_n(&d->hiwater, &hi, id + 1, false,
-							   __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+	while (hi < id + 1 && !cw_pr_cas_seq(&d->hiwater, &hi, id + 1))
 		;
 	*ret_ctx = CW_TAKE_PTR(ctx);
 	return 0;
