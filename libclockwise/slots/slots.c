@@ -1707,11 +1707,6 @@ uint32_t cw_slots_ctx_id(const struct cw_slots_ctx *ctx)
 	return ctx->id;
 }
 
-enum cw_slots_mode cw_slots_domain_mode(const struct cw_slots_domain *d)
-{
-	return d->mode;
-}
-
 int cw_slots_mode_parse(const char *name, enum cw_slots_mode *ret_mode)
 {
 	static const struct {
