@@ -28,6 +28,7 @@
 
 #include "common/atomic.h"
 #include "common/futex.h"
+#include "common/invariant.h"
 #include "daemon/path/pool-internal.h"
 #include "daemon/rundelay.h"
 
@@ -371,7 +372,12 @@ static void dlock_take(struct lane *l)
 
 static void dlock_drop(struct lane *l)
 {
-	if (atomic_exchange(&l->dlock, 0) == 2)
+	int was = atomic_exchange(&l->dlock, 0);
+
+	/* Only its holder drops it: whoever holds it dispatches (above). */
+	if (NEVER(was == 0))
+		return;
+	if (was == 2)
 		cw_futex_wake(&l->dlock);
 }
 
@@ -730,7 +736,10 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 	struct piece *p = io->user;
 	int err = 0;
 
-	l->inflight--;
+	/* What the engine gives back this lane submitted, under the lock
+	 * its dispatching thread holds: the count has it. */
+	if (!NEVER(l->inflight == 0))
+		l->inflight--;
 	if (io->res < 0) {
 		err = (int)io->res;
 		(void)pb_disk_shrunk(l->disk, now);	/* the cause, perhaps */

@@ -106,6 +106,7 @@
 
 #include "common/util.h"
 #include "common/cleanup.h"
+#include "common/invariant.h"
 #include "slots/slots-internal.h"
 
 #define HELP_DEPTH 3
@@ -687,7 +688,9 @@ static int position_blocked(struct cw_slots_ctx *ctx, const struct rview *rv, ui
 		uint64_t v = cw_pr_load_acquire(cell_at(rec, p));
 		enum cls c = classify(rec, p, v, rv->id, k, &ov);
 
-		if (c == K_HELD && *nobs < ctx->obs_cap)
+		/* At most nd a position, over at most max_window + max_slots
+		 * positions (check_req): obs_cap holds them all. */
+		if (c == K_HELD && !NEVER(*nobs >= ctx->obs_cap))
 			ctx->obs[(*nobs)++] = (struct obs){ cell_at(rec, p), v };
 		if (c == K_HELD || c == K_PAST) {
 			if (!snake)
@@ -1602,6 +1605,8 @@ int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot)
 		cw_pr_faa_relaxed(&rec->load, -dropped);
 	publish_now(rec, now_slot);
 	p = cw_pr_load_acquire(&rec->now);
+	/* I3's now only moves on: every slot before now_slot is passed. */
+	(void)ALWAYS(p >= now_slot);
 	mode_unlock(rec->dom);
 	return p;
 }
