@@ -17,17 +17,19 @@
  * a stream that way, and its requests missed their deadlines.  Now a
  * waker that stalls delays only itself; what it costs is that several
  * wakers may each make the system call while the sleeper gets up.
+ *
+ * The futex itself is libclockwise/common/futex.h's.  Below the spot, a
+ * thread's batch of held wake-ups (struct wake_batch), the one way a
+ * thread that wakes many sleepers in a burst wakes each once.
  */
 #ifndef CLOCKWISED_PARK_H
 #define CLOCKWISED_PARK_H
 
-#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "common/futex.h"
 
 struct park {
 	atomic_int parked;	/* the sleeper is about to sleep or asleep */
@@ -59,14 +61,7 @@ static inline void park_cancel(struct park *pk)
  * or timeout_ns (< 0: none), or a signal. */
 static inline void park_sleep(struct park *pk, int seq, int64_t timeout_ns)
 {
-	struct timespec ts, *tsp = NULL;
-
-	if (timeout_ns >= 0) {
-		ts.tv_sec = timeout_ns / 1000000000;
-		ts.tv_nsec = timeout_ns % 1000000000;
-		tsp = &ts;
-	}
-	syscall(SYS_futex, &pk->seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL, 0);
+	cw_futex_wait_for(&pk->seq, seq, timeout_ns);
 	atomic_store_explicit(&pk->parked, 0, memory_order_relaxed);
 }
 
@@ -86,7 +81,7 @@ static inline void park_wake_always(struct park *pk)
 {
 	atomic_fetch_add_explicit(&pk->seq, 1, memory_order_seq_cst);
 	park_wake_gap();
-	syscall(SYS_futex, &pk->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	cw_futex_wake(&pk->seq);
 }
 
 /* After publishing work: wakes the sleeper if it is parked.  Returns
@@ -97,6 +92,41 @@ static inline bool park_wake(struct park *pk)
 		return false;
 	park_wake_always(pk);
 	return true;
+}
+
+/* A thread's held wake-ups: a thread that hands work to several sleepers
+ * in a burst (a reader booking into lanes, a dispatcher completing
+ * replies for connections) holds each one's wake-up here and gives them
+ * once, when it is about to block, so a burst costs each sleeper one
+ * wake-up.  Who is a lane or a connection; big marks one whose work is
+ * large enough that the holder should wake it rather than do the work
+ * itself when it flushes.  The flush is the user's (what it does with
+ * each entry differs); it sets n back to 0. */
+#define WAKE_BATCH_MAX 16
+struct wake_batch {
+	bool on;		/* the thread holds wake-ups (plugged) */
+	unsigned n;
+	void *who[WAKE_BATCH_MAX];
+	bool big[WAKE_BATCH_MAX];
+};
+
+/* Holds who's wake-up, up to max (<= WAKE_BATCH_MAX) entries.  Returns 1
+ * if who is held now, 0 if it was already (big is added to its mark),
+ * -1 if the batch is full (nothing held). */
+static inline int wake_batch_hold(struct wake_batch *b, unsigned max, void *who, bool big)
+{
+	unsigned i;
+
+	for (i = 0; i < b->n; i++)
+		if (b->who[i] == who) {
+			b->big[i] |= big;
+			return 0;
+		}
+	if (b->n == max)
+		return -1;
+	b->who[b->n] = who;
+	b->big[b->n++] = big;
+	return 1;
 }
 
 #endif

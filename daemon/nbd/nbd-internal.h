@@ -27,12 +27,10 @@
 #ifndef CW_DAEMON_NBD_INTERNAL_H
 #define CW_DAEMON_NBD_INTERNAL_H
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -41,6 +39,7 @@
 #include <clockwise/admit.h>
 #include <clockwise/layout.h>
 #include <clockwise/nbd.h>
+#include "common/futex.h"
 #include "daemon/nbd/nbd-server.h"
 #include "daemon/nbd/nbd-tls.h"
 #include "daemon/park.h"
@@ -250,23 +249,13 @@ struct nbdsrv {
 /* ------------------------------------------------------------------ */
 /* small helpers, inline: every file below may use them */
 
-static inline void futex_wait(atomic_int *addr, int val)
-{
-	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-
-static inline void futex_wake(atomic_int *addr)
-{
-	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
 /* A write (or zero, or trim) leaves its bytes' count; the last one out
  * wakes a read-modify-write waiting for them (serve_unaligned). */
 static inline void write_leave(struct rmw_dom *d)
 {
 	if (atomic_fetch_sub_explicit(&d->writes, 1, memory_order_seq_cst) == 1 &&
 	    atomic_load_explicit(&d->rmw_active, memory_order_seq_cst))
-		futex_wake(&d->writes);
+		cw_futex_wake(&d->writes);
 }
 
 /* Pushes s on a lock-free stack (a connection's free or done stack). */

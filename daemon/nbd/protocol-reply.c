@@ -24,18 +24,17 @@
 /* The connection whose reader runs on this thread, if any. */
 __thread struct conn *tls_reader;
 
-/* Writers whose wake-up this thread holds (nbdsrv_io_plug). */
-#define PLUG_MAX 16
+/* Writers whose wake-up this thread holds (nbdsrv_io_plug), in the same
+ * kind of batch as a reader's lanes (daemon/path/lane.c); here each held
+ * connection also keeps a count in c->completers until the flush, and
+ * the flush may send the replies itself (nbdsrv_io_unplug_send). */
+#define PLUG_MAX WAKE_BATCH_MAX
 /* Replies with more read data than this are left to the writer even by
  * nbdsrv_io_unplug_send(): the copy into the socket costs more than the
  * wake-up, and the writer sends while the completing thread goes on. */
 #define INLINE_SEND_MAX (128u << 10)
-static __thread struct {
-	bool on;
-	unsigned n;
-	struct conn *conns[PLUG_MAX];
-	bool big[PLUG_MAX];		/* a reply over INLINE_SEND_MAX */
-} tls_plug;
+/* Big: a reply over INLINE_SEND_MAX. */
+static __thread struct wake_batch tls_plug;
 
 void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 {
@@ -56,7 +55,7 @@ void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 		atomic_fetch_add_explicit(&c->completers, 1, memory_order_relaxed);
 		s->err = err;
 		atomic_store_explicit(&s->sync_done, 1, memory_order_release);
-		futex_wake(&s->sync_done);
+		cw_futex_wake(&s->sync_done);
 		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
 		return;
 	}
@@ -74,21 +73,14 @@ void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 	if (tls_reader == c && !tls_plug.on) {
 		c->wake_pending = true;
 	} else if (tls_plug.on) {
-		unsigned i;
+		/* Newly held, c keeps the count taken above until the
+		 * unplug; held already, the count it keeps is enough. */
+		int held = wake_batch_hold(&tls_plug, PLUG_MAX, c, big);
 
-		/* Keep c alive (the count taken above) until the unplug. */
-		for (i = 0; i < tls_plug.n; i++)
-			if (tls_plug.conns[i] == c)
-				break;
-		if (i < tls_plug.n) {
-			tls_plug.big[i] |= big;	/* already held once */
-		} else if (tls_plug.n < PLUG_MAX) {
-			tls_plug.big[i] = big;
-			tls_plug.conns[tls_plug.n++] = c;
+		if (held > 0)
 			return;
-		} else {
+		if (held < 0)
 			park_wake(&c->writer_park);
-		}
 	} else if (!old) {
 		park_wake(&c->writer_park);
 	}
@@ -106,7 +98,7 @@ void nbdsrv_io_unplug(void)
 	unsigned i;
 
 	for (i = 0; i < tls_plug.n; i++) {
-		struct conn *c = tls_plug.conns[i];
+		struct conn *c = tls_plug.who[i];
 
 		park_wake(&c->writer_park);
 		atomic_fetch_sub_explicit(&c->completers, 1, memory_order_release);
@@ -318,7 +310,7 @@ void nbdsrv_io_unplug_send(void)
 	unsigned i;
 
 	for (i = 0; i < tls_plug.n; i++) {
-		struct conn *c = tls_plug.conns[i];
+		struct conn *c = tls_plug.who[i];
 
 		/* If the lock is taken, its holder looks at the done stack
 		 * once more after letting it go, and sends these too.  A

@@ -53,7 +53,7 @@ static int sync_io(struct conn *c, enum nbdsrv_io_op op, uint64_t off, uint32_t 
 	if (e->ops->unplug)
 		e->ops->unplug(e->backend);
 	while (!atomic_load_explicit(&t->sync_done, memory_order_acquire))
-		futex_wait(&t->sync_done, 0);
+		cw_futex_wait(&t->sync_done, 0);
 	return t->err;
 }
 
@@ -128,7 +128,7 @@ static void rmw_hold_writes(struct rmw_dom *d)
 
 	atomic_store_explicit(&d->rmw_active, 1, memory_order_seq_cst);
 	while ((n = atomic_load_explicit(&d->writes, memory_order_seq_cst)) != 0)
-		futex_wait(&d->writes, n);
+		cw_futex_wait(&d->writes, n);
 }
 
 int serve_unaligned(struct conn *c, struct slot *s)
@@ -167,7 +167,7 @@ int serve_unaligned(struct conn *c, struct slot *s)
 		rmw_hold_writes(d);
 		r = rmw(c, s, s->io.op == NBDSRV_IO_WRITE ? s->io.buf : NULL);
 		atomic_store_explicit(&d->rmw_active, 0, memory_order_seq_cst);
-		syscall(SYS_futex, &d->rmw_active, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		cw_futex_wake_all(&d->rmw_active);
 		pthread_mutex_unlock(&d->lock);
 		break;
 	default:
@@ -202,7 +202,7 @@ void write_enter(struct conn *c, struct slot *s)
 		 * read-modify-write waits for it. */
 		flush_wake(c);
 		while (atomic_load_explicit(&d->rmw_active, memory_order_seq_cst))
-			futex_wait(&d->rmw_active, 1);
+			cw_futex_wait(&d->rmw_active, 1);
 	}
 	s->counted = true;
 }

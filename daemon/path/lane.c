@@ -26,6 +26,9 @@
 
 #include <sys/stat.h>
 
+#include "common/atomic.h"
+#include "common/futex.h"
+#include "common/invariant.h"
 #include "daemon/path/pool-internal.h"
 #include "daemon/rundelay.h"
 
@@ -132,11 +135,6 @@ void lane_preq_put(struct pb *pb, struct preq *q)
 	} while (!atomic_compare_exchange_weak(&pb->spare, &head, q));
 }
 
-static void futex_wait(atomic_int *addr, int val)
-{
-	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-
 static void lane_wake(struct lane *l)
 {
 	/* seq_cst on both sides (here after the booking, and in lane_park
@@ -166,16 +164,14 @@ static __thread bool in_dispatcher;
  * copy costs more than the wake-up, and the dispatcher reads while the
  * reader takes the next requests (1M sequential reads lost a tenth). */
 #define BORROW_PIECE_MAX (128u << 10)
-static __thread struct {
-	bool plugged;
-	unsigned n;
-	struct lane *lanes[WAKE_LATER_MAX];
-	bool big[WAKE_LATER_MAX];	/* a piece over BORROW_PIECE_MAX */
-} tls_wake;
+/* Big: a piece over BORROW_PIECE_MAX.  The reader's flush (lane_unplug)
+ * borrows an idle lane's dispatcher; nbd/protocol-reply.c holds its
+ * writers' wake-ups in the same kind of batch. */
+static __thread struct wake_batch tls_wake;
 
 void lane_plug(void)
 {
-	tls_wake.plugged = true;
+	tls_wake.on = true;
 }
 
 static bool lane_borrow(struct lane *l);
@@ -187,8 +183,8 @@ void lane_unplug(void)
 	unsigned i;
 
 	for (i = 0; i < tls_wake.n; i++)
-		if (tls_wake.big[i] || !lane_borrow(tls_wake.lanes[i]))
-			lane_wake(tls_wake.lanes[i]);
+		if (tls_wake.big[i] || !lane_borrow(tls_wake.who[i]))
+			lane_wake(tls_wake.who[i]);
 	tls_wake.n = 0;
 }
 
@@ -197,26 +193,20 @@ void lane_unplug(void)
  * burst, time the admission test does not count. */
 static void lane_wake_later(struct lane *l, bool rt, size_t len)
 {
+	bool big = len > BORROW_PIECE_MAX;
 	unsigned i;
 
-	if (rt || in_dispatcher || !tls_wake.plugged) {
+	if (rt || in_dispatcher || !tls_wake.on) {
 		lane_wake(l);
 		return;
 	}
-	for (i = 0; i < tls_wake.n; i++)
-		if (tls_wake.lanes[i] == l)
-			break;
-	if (i == tls_wake.n) {
-		if (tls_wake.n == WAKE_LATER_MAX) {
-			for (i = 0; i < tls_wake.n; i++)
-				lane_wake(tls_wake.lanes[i]);
-			tls_wake.n = i = 0;
-		}
-		tls_wake.lanes[i] = l;
-		tls_wake.big[i] = false;
-		tls_wake.n++;
+	if (wake_batch_hold(&tls_wake, WAKE_LATER_MAX, l, big) < 0) {
+		/* Full: the held lanes are woken now, l is held. */
+		for (i = 0; i < tls_wake.n; i++)
+			lane_wake(tls_wake.who[i]);
+		tls_wake.n = 0;
+		(void)wake_batch_hold(&tls_wake, WAKE_LATER_MAX, l, big);
 	}
-	tls_wake.big[i] |= len > BORROW_PIECE_MAX;
 }
 
 static bool lane_has_bookings(struct lane *l)
@@ -377,13 +367,18 @@ static void dlock_take(struct lane *l)
 	if (dlock_try(l))
 		return;
 	while (atomic_exchange(&l->dlock, 2) != 0)
-		futex_wait(&l->dlock, 2);
+		cw_futex_wait(&l->dlock, 2);
 }
 
 static void dlock_drop(struct lane *l)
 {
-	if (atomic_exchange(&l->dlock, 0) == 2)
-		syscall(SYS_futex, &l->dlock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	int was = atomic_exchange(&l->dlock, 0);
+
+	/* Only its holder drops it: whoever holds it dispatches (above). */
+	if (NEVER(was == 0))
+		return;
+	if (was == 2)
+		cw_futex_wake(&l->dlock);
 }
 
 /* ---- completion ---- */
@@ -491,7 +486,7 @@ static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
 		sr->period_ns = pt->task.period_ns;
 		sr->rel_deadline_ns = pt->task.deadline_ns;
 		/* a new model may change C while streams run (one store) */
-		sr->service_ns = __atomic_load_n(&pt->task.service_ns, __ATOMIC_RELAXED);
+		sr->service_ns = cw_pr_load_relaxed(&pt->task.service_ns);
 	} else {
 		sr->cls = CW_SCHED_BE;
 		r = cw_model_service_ns(disk_model(d), 0, 0, p->io.len ? p->io.len : 4096, &svc);
@@ -741,7 +736,10 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 	struct piece *p = io->user;
 	int err = 0;
 
-	l->inflight--;
+	/* What the engine gives back this lane submitted, under the lock
+	 * its dispatching thread holds: the count has it. */
+	if (!NEVER(l->inflight == 0))
+		l->inflight--;
 	if (io->res < 0) {
 		err = (int)io->res;
 		(void)pb_disk_shrunk(l->disk, now);	/* the cause, perhaps */

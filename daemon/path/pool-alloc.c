@@ -61,6 +61,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 
+#include "common/futex.h"
 #include "daemon/path/pool-internal.h"
 #include "daemon/thread-name.h"
 
@@ -147,7 +148,7 @@ static void op_done(void *arg, int err)
 	if (err)
 		atomic_compare_exchange_strong(&j->err, &none, err);
 	if (atomic_fetch_sub_explicit(&pb->alloc_inflight, 1, memory_order_acq_rel) == 1)
-		syscall(SYS_futex, &pb->alloc_inflight, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		cw_futex_wake(&pb->alloc_inflight);
 }
 
 static void op_failed(struct alloc_job *j, int err)
@@ -188,7 +189,7 @@ static void ops_wait(struct pb *pb)
 	lane_unplug();
 	nbdsrv_io_unplug_send();
 	while ((n = atomic_load_explicit(&pb->alloc_inflight, memory_order_acquire)) != 0)
-		syscall(SYS_futex, &pb->alloc_inflight, FUTEX_WAIT_PRIVATE, n, NULL, NULL, 0);
+		cw_futex_wait(&pb->alloc_inflight, n);
 }
 
 static void flush_disks(struct alloc_job *j, const bool *touched)

@@ -107,12 +107,6 @@ static int be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64
 	return 0;
 }
 
-int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64_t piece,
-		       uint32_t share, struct cw_sched_client *ret)
-{
-	return be_client(q, m, piece, share, false, ret);
-}
-
 /* The parts of an export's QoS: one client per disk its partition has
  * blocks on. */
 static int be_parts(const struct cw_admit_state *st, struct cw_part *part,

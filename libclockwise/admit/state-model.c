@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "admit/state-internal.h"
+#include "common/atomic.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 
@@ -215,8 +216,8 @@ int cw_admit_state_set_model(struct cw_admit_state *st, uint32_t id, const struc
 			if (rv->parts[j].disk_id == id)
 				/* The data path reads it while it runs
 				 * (admit-state.h): one atomic store. */
-				__atomic_store_n(&rv->parts[j].task.service_ns,
-						 tasks[i].service_ns, __ATOMIC_RELAXED);
+				cw_pr_store_relaxed(&rv->parts[j].task.service_ns,
+						    tasks[i].service_ns);
 	}
 	pthread_mutex_unlock(&st->lock);
 	if (ret_taken)

@@ -22,6 +22,7 @@
 #include <clockwise/mover.h>
 
 #include "admit/state-internal.h"
+#include "common/atomic.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 
@@ -124,7 +125,7 @@ int ast_rebook(struct cw_admit_state *st, struct cw_admit_resv *rv, uint64_t mov
 	t->parts = rv->parts;
 	t->next = o->retired;
 	o->retired = t;
-	__atomic_store_n(&rv->parts, parts, __ATOMIC_RELEASE);
+	cw_pr_store_release(&rv->parts, parts);
 	rv->n_parts = n;
 	rv->move_id = move_id;
 	ast_resv_set_lead(rv);

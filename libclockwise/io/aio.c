@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <libaio.h>
 
+#include "common/atomic.h"
 #include "common/util.h"
 #include "io/io-internal.h"
 
@@ -208,12 +209,12 @@ static unsigned aio_peek(struct aio_engine *a, unsigned max)
 		return r > 0 ? (unsigned)r : 0;
 	}
 	head = ring->head;
-	tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+	tail = cw_pr_load_acquire(&ring->tail);
 	while (head != tail && n < max) {
 		a->events[n++] = ring->io_events[head];
 		head = (head + 1) % ring->nr;
 	}
-	__atomic_store_n(&ring->head, head, __ATOMIC_RELEASE);
+	cw_pr_store_release(&ring->head, head);
 	return n;
 }
 

@@ -39,7 +39,7 @@
 #include <clockwise/emu.h>
 #include "common/util.h"
 #include "io/io-internal.h"
-#include "slots/atomic.h"
+#include "common/atomic.h"
 
 #define NOT_YET INT64_MAX	/* done_ns of a request waiting for the arm */
 

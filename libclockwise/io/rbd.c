@@ -51,11 +51,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/futex.h"
 #include "common/util.h"
 #include "io/io-internal.h"
 
@@ -731,7 +730,7 @@ static void wake(struct rbd_engine *x)
 {
 	if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst) &&
 	    atomic_exchange_explicit(&x->sleeping, 0, memory_order_seq_cst))
-		syscall(SYS_futex, &x->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		cw_futex_wake(&x->sleeping);
 }
 
 /* librbd's thread: the request is finished. */
@@ -849,14 +848,10 @@ static void take_done(struct rbd_engine *x)
  * two sides sees the other. */
 static void wait_done(struct rbd_engine *x, int64_t deadline_ns, bool kickable)
 {
-	struct timespec ts = { .tv_sec = deadline_ns / CW_NS_PER_S,
-			       .tv_nsec = deadline_ns % CW_NS_PER_S };
-
 	atomic_store_explicit(&x->sleeping, 1, memory_order_seq_cst);
 	if (!atomic_load_explicit(&x->done, memory_order_seq_cst) &&
 	    !(kickable && atomic_load_explicit(&x->kicked, memory_order_seq_cst)))
-		syscall(SYS_futex, &x->sleeping, FUTEX_WAIT_BITSET_PRIVATE, 1,
-			deadline_ns == CW_IO_FOREVER ? NULL : &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+		cw_futex_wait_until(&x->sleeping, 1, deadline_ns);
 	atomic_store_explicit(&x->sleeping, 0, memory_order_relaxed);
 	if (kickable)
 		atomic_store_explicit(&x->kicked, false, memory_order_relaxed);

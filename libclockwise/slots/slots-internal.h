@@ -9,7 +9,7 @@
 
 #include <pthread.h>
 #include <clockwise/slots.h>
-#include "slots/atomic.h"
+#include "common/atomic.h"
 
 /*
  * A slot word (64 bits): state, commit flag, lap, owner, round.

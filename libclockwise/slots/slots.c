@@ -106,6 +106,7 @@
 
 #include "common/util.h"
 #include "common/cleanup.h"
+#include "common/invariant.h"
 #include "slots/slots-internal.h"
 
 #define HELP_DEPTH 3
@@ -196,9 +197,9 @@ static void occ_mark(struct cw_slots *rec, int64_t p, int64_t n, bool set)
 
 		v = cw_pr_load_relaxed(w);
 		if (set && (v & m) != m)
-			__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST);
+			cw_pr_for_seq(w, m);
 		else if (!set && (v & m))
-			__atomic_fetch_and(w, ~m, __ATOMIC_SEQ_CST);
+			cw_pr_fand_seq(w, ~m);
 		p += len;
 		n -= len;
 	}
@@ -687,7 +688,9 @@ static int position_blocked(struct cw_slots_ctx *ctx, const struct rview *rv, ui
 		uint64_t v = cw_pr_load_acquire(cell_at(rec, p));
 		enum cls c = classify(rec, p, v, rv->id, k, &ov);
 
-		if (c == K_HELD && *nobs < ctx->obs_cap)
+		/* At most nd a position, over at most max_window + max_slots
+		 * positions (check_req): obs_cap holds them all. */
+		if (c == K_HELD && !NEVER(*nobs >= ctx->obs_cap))
 			ctx->obs[(*nobs)++] = (struct obs){ cell_at(rec, p), v };
 		if (c == K_HELD || c == K_PAST) {
 			if (!snake)
@@ -1602,6 +1605,8 @@ int64_t cw_slots_advance(struct cw_slots *rec, int64_t now_slot)
 		cw_pr_faa_relaxed(&rec->load, -dropped);
 	publish_now(rec, now_slot);
 	p = cw_pr_load_acquire(&rec->now);
+	/* I3's now only moves on: every slot before now_slot is passed. */
+	(void)ALWAYS(p >= now_slot);
 	mode_unlock(rec->dom);
 	return p;
 }
@@ -1705,11 +1710,6 @@ int cw_slots_valid(struct cw_slots *rec)
 uint32_t cw_slots_ctx_id(const struct cw_slots_ctx *ctx)
 {
 	return ctx->id;
-}
-
-enum cw_slots_mode cw_slots_domain_mode(const struct cw_slots_domain *d)
-{
-	return d->mode;
 }
 
 int cw_slots_mode_parse(const char *name, enum cw_slots_mode *ret_mode)
@@ -1908,8 +1908,7 @@ int cw_slots_ctx_new(struct cw_slots_domain *d, struct cw_slots_ctx **ret_ctx)
 	for (id = 0; id < d->max_threads; id++) {
 		uint32_t free_mark = 0;
 
-		if (__atomic_compare_exchange_n(&d->desc[id].claimed, &free_mark, 1, false,
-						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		if (cw_pr_cas_seq(&d->desc[id].claimed, &free_mark, 1))
 			break;
 	}
 	if (id == d->max_threads) {
@@ -1919,8 +1918,7 @@ int cw_slots_ctx_new(struct cw_slots_domain *d, struct cw_slots_ctx **ret_ctx)
 	}
 	ctx->id = id;
 	hi = cw_pr_load_acquire(&d->hiwater);
-	while (hi < id + 1 && !__atomic_compare_exchange_n(&d->hiwater, &hi, id + 1, false,
-							   __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+	while (hi < id + 1 && !cw_pr_cas_seq(&d->hiwater, &hi, id + 1))
 		;
 	*ret_ctx = CW_TAKE_PTR(ctx);
 	return 0;

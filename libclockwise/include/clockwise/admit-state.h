@@ -489,12 +489,6 @@ const struct cw_admit_be *cw_admit_state_be_find(const struct cw_admit_state *st
 						 const char *export_name);
 const struct cw_admit_be *cw_admit_state_be_at(const struct cw_admit_state *st, size_t i);
 
-/* The pure step: an export's QoS on one disk whose model is m, with
- * share_ppm of the partition's blocks and best-effort pieces of
- * piece_bytes.  0, -EINVAL (bad QoS) or -ERANGE (more than the disk). */
-int cw_admit_be_client(const struct cw_be_qos *q, const struct cw_model *m, uint64_t piece_bytes,
-		       uint32_t share_ppm, struct cw_sched_client *ret_client);
-
 #ifdef __cplusplus
 }
 #endif

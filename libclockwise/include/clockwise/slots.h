@@ -147,7 +147,6 @@ struct cw_slots_entry {
 int cw_slots_domain_new(const struct cw_slots_domain_opts *opts,
 			struct cw_slots_domain **ret_domain);
 void cw_slots_domain_free(struct cw_slots_domain *d);	/* NULL-safe */
-enum cw_slots_mode cw_slots_domain_mode(const struct cw_slots_domain *d);
 
 /* Parses "lf"/"lockfree", "wf"/"waitfree" or "mutex". */
 int cw_slots_mode_parse(const char *name, enum cw_slots_mode *ret_mode);

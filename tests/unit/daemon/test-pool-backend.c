@@ -603,7 +603,7 @@ static void hold(struct lane *l)
 static void unhold(struct lane *l)
 {
 	if (atomic_exchange(&l->dlock, 0) == 2)
-		syscall(SYS_futex, &l->dlock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		cw_futex_wake(&l->dlock);
 }
 
 /* The plan posted to disk id's first lane and not yet taken carries the

@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * atomic.h — the one set of atomic operations the slots module uses
- * (Concurrency Kit's ck_pr.h shape): every access to shared state goes
- * through a wrapper whose name says its memory order, so the ordering
- * argument in slots.c can be checked against the code line by line.
+ * atomic.h — atomic operations on words that are not _Atomic
+ * (Concurrency Kit's ck_pr.h shape): every such access goes through a
+ * wrapper whose name says its memory order, so an ordering argument (the
+ * one slots.c opens with) can be checked against the code line by line.
+ *
+ * The tree's atomics are C11's <stdatomic.h> on _Atomic objects; these
+ * wrappers, the one place the compiler's __atomic builtins are used, are
+ * for the words C11 cannot name: the slot records and descriptors (plain
+ * words laid out for cmpxchg16b pairs and read in bulk), fields of
+ * installed structs that a C++ or pre-C11 user also includes (struct
+ * cw_admit_resv's parts and a part's task.service_ns, admit-state.h),
+ * and memory the kernel writes (the AIO completion ring).
  */
-#ifndef CW_SLOTS_ATOMIC_H
-#define CW_SLOTS_ATOMIC_H
+#ifndef CW_COMMON_ATOMIC_H
+#define CW_COMMON_ATOMIC_H
 
 #include <stdint.h>
 #include <stdbool.h>
@@ -23,19 +31,24 @@
 #define cw_pr_store_seq(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define cw_pr_faa_seq(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define cw_pr_faa_relaxed(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define cw_pr_for_seq(p, v) __atomic_fetch_or((p), (v), __ATOMIC_SEQ_CST)
+#define cw_pr_fand_seq(p, v) __atomic_fetch_and((p), (v), __ATOMIC_SEQ_CST)
+/* Compare-and-swap of any word: seq_cst on success, acquire on failure
+ * (*expected then holds the value found). */
+#define cw_pr_cas_seq(p, expected, desired) \
+	__atomic_compare_exchange_n((p), (expected), (desired), false, __ATOMIC_SEQ_CST, \
+				    __ATOMIC_ACQUIRE)
 
 /* Compare-and-swap, sequentially consistent on success and acquire on
  * failure; on failure *expected holds the value found. */
 static inline bool cw_pr_cas_seq_u64(uint64_t *p, uint64_t *expected, uint64_t desired)
 {
-	return __atomic_compare_exchange_n(p, expected, desired, false,
-					   __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE);
+	return cw_pr_cas_seq(p, expected, desired);
 }
 
 static inline bool cw_pr_cas_seq_i64(int64_t *p, int64_t *expected, int64_t desired)
 {
-	return __atomic_compare_exchange_n(p, expected, desired, false,
-					   __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE);
+	return cw_pr_cas_seq(p, expected, desired);
 }
 
 /*
