@@ -5,12 +5,24 @@
  * nothing.  The shipped example and the man page are checked against the
  * parser's own key tables.
  */
-#include "daemon/conf.c"	/* the key tables are static */
+#include "config.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <clockwise/layout.h>
+#include <clockwise/units.h>
+
+#include "common/util.h"
+#include "daemon/conf-internal.h"	/* the key tables */
 #include "cwtest.h"
 #include "tests/unit/daemon/lsan-libconfig.h"
 
@@ -851,9 +863,11 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys,
-					      access_keys, access_export_keys, limit_keys,
-					      tls_keys, unix_entry_keys, tcp_entry_keys, host_keys };
+static const struct key *const all_keys[] = {
+	conf_top_keys, conf_listen_keys, conf_export_keys, conf_disk_keys, conf_access_keys,
+	conf_access_export_keys, conf_limit_keys, conf_tls_keys, conf_unix_entry_keys,
+	conf_tcp_entry_keys, conf_host_keys
+};
 
 /* Asserts that text holds every key the parser knows, each as
  * before KEY after; names on stdout those it lacks ("KEY is not ..."). */
