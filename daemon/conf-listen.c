@@ -227,10 +227,9 @@ static int key_insecure(struct parse *p, const config_setting_t *s, void *obj)
 	return conf_get_bool(p, s, &p->c->insecure);
 }
 
-
 /* ---- who may connect on the unix sockets ---- */
 
-
+/* A user or group name (or number), copied into *ret. */
 static int get_account(struct parse *p, const config_setting_t *s, const char *what, char **ret)
 {
 	const char *v = NULL;
@@ -351,7 +350,6 @@ int conf_key_listen(struct parse *p, const config_setting_t *s, void *obj)
 			    "insecure = true in listen if that is meant", WHERE(old));
 	return conf_parse_group(p, s, conf_listen_keys, NULL);
 }
-
 
 /* ---- metrics ---- */
 
