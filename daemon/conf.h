@@ -190,18 +190,20 @@ struct cwd_config {
 };
 
 /* A stream given at start (clockwised -r): the paper's QoS for an export —
- * bandwidth, user block size, the range [offset, offset + length) of its
- * partition (length 0: to its end) and the time span [start, end) in
+ * bandwidth, user block size, the range [range_start, range_end) of its
+ * partition (range_end 0: to its end) and the time span [start, end) in
  * seconds after the daemon started (end 0: no end). */
 struct cwd_config_resv {
 	char export_name[64];		/* CW_NAME_MAX + 1 */
-	uint64_t rate_bps, block_bytes, offset, length;
+	uint64_t rate_bps, block_bytes, range_start, range_end;
 	int64_t span_start_s, span_end_s;
 };
 
-/* Parses "EXPORT:RATE:BLOCK[:OFFSET:LENGTH[:START:END]]" (clockwise/units.h:
- * RATE a rate, the sizes sizes, START and END whole seconds).  -EINVAL
- * with the reason in err. */
+/* Parses "EXPORT:RATE:BLOCK[,range=RANGE][,span=START:END]" (clockwise/units.h:
+ * RATE a rate, BLOCK a size, RANGE a byte range as cwctl --range takes it,
+ * START and END whole seconds).  The older EXPORT:RATE:BLOCK:OFFSET:LENGTH
+ * form is refused, its message giving the same reservation in this one.
+ * -EINVAL with the reason in err. */
 int cwd_config_parse_resv(const char *spec, struct cwd_config_resv *ret, char *err, size_t errlen);
 
 /* The defaults, as an empty file gives them. */

@@ -57,8 +57,8 @@ static void usage(FILE *f)
 		"  -f, --foreground         stay in the foreground, log to stderr\n"
 		"  -i, --init               create an empty pool where the configuration\n"
 		"                           names one and there is none (a first start)\n"
-		"  -r, --reserve SPEC       admit a stream at start:\n"
-		"                           EXPORT:BANDWIDTH:BLOCK[:OFFSET:LENGTH[:START_S:END_S]]\n"
+		"  -r, --reserve SPEC       admit a stream at start: EXPORT:BANDWIDTH:BLOCK\n"
+		"                           [,range=START:END|START+LENGTH][,span=START_S:END_S]\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n", CWD_CONFIG_DEFAULT_PATH);
 }
@@ -97,8 +97,7 @@ static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
 	struct cw_admit_refusal ref;
 	struct cw_admit_request rq = {
 		.rate_bps = sr->rate_bps, .block_bytes = sr->block_bytes,
-		.range_start_bytes = sr->offset,
-		.range_end_bytes = sr->length ? sr->offset + sr->length : 0,
+		.range_start_bytes = sr->range_start, .range_end_bytes = sr->range_end,
 		.export_name = sr->export_name,
 	};
 	const struct cw_admit_resv *rv;
@@ -521,7 +520,7 @@ int main(int argc, char **argv)
 	struct pb *pb = NULL;
 	struct svc *svc = NULL;
 	const char *conf_path = NULL;
-	char *err = NULL, msg[512];
+	char *err = NULL, msg[1024];
 	bool foreground = false, init = false;
 	size_t nresv = 0, nexports = 0, nunserved = 0, i;
 	uint64_t wd_usec = 0;

@@ -121,10 +121,10 @@ static const struct command commands[] = {
 	{ "part", "delete", "NAME [--force]",
 	  "Deletes a partition; refused while it is exported or reserved, and while\n"
 	  "it holds data unless --force (the refusal says how much).\n", c_part_delete },
-	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END] [--start TIME]\n"
-	  "       [--duration TIME] [--due disk|stream] [--dry-run]",
+	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END|START+LENGTH]\n"
+	  "       [--start TIME] [--duration TIME] [--due disk|stream] [--dry-run]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
-	  "PART (default: all of it), from TIME from now (default: now) for TIME\n"
+	  "PART (default: all of it; START: to its end), from TIME from now (default: now) for TIME\n"
 	  "(default: until released).  Every disk holding the range must admit its\n"
 	  "share (Jeffay's test), or the reservation is refused with the disk and the\n"
 	  "condition that failed, in words, and the largest rate that fits.\n"

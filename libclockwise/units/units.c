@@ -242,6 +242,53 @@ int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns)
 	return 0;
 }
 
+/* One side of a range, n bytes of text: 0 when empty. */
+static int range_side(const char *s, size_t n, uint64_t *ret)
+{
+	char buf[64];
+
+	*ret = 0;
+	if (n == 0)
+		return 0;
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return cw_units_parse_size(buf, ret);
+}
+
+int cw_units_parse_range(const char *s, uint64_t *ret_start, uint64_t *ret_end)
+{
+	const char *sep;
+	uint64_t a, b;
+	int r;
+
+	if (!s || !ret_start || !ret_end)
+		return -EINVAL;
+	sep = strpbrk(s, ":+");
+	if (!sep || strpbrk(sep + 1, ":+"))
+		return -EINVAL;
+	r = range_side(s, (size_t)(sep - s), &a);
+	if (r == 0)
+		r = range_side(sep + 1, strlen(sep + 1), &b);
+	if (r < 0)
+		return r;
+	if (*sep == '+') {
+		if (!sep[1])
+			return -EINVAL;	/* START+ says no length */
+		if (b == 0)
+			return -EDOM;
+		if (b > (uint64_t)INT64_MAX - a)
+			return -ERANGE;
+		b += a;
+	} else if (sep[1] && b <= a) {
+		return -EDOM;
+	}
+	*ret_start = a;
+	*ret_end = b;
+	return 0;
+}
+
 /* value/unit with one decimal, rounded, the ".0" dropped, then suffix. */
 static char *one_decimal(uint64_t value, uint64_t unit, const char *suffix, char *buf,
 			 size_t len)

@@ -13,7 +13,7 @@ check "partition" cwd_part vol 64M rotation
 for engine in io_uring libaio; do
 	for policy in delta-l edf lst; do
 		cwd_conf "io_engine = \"$engine\"; policy = \"$policy\";"
-		cwd_start -r vol:1M:64k:0:16M
+		cwd_start -r vol:1M:64k,range=0:16M
 		# (in the temp dir: fio leaves verify state files in its cwd)
 		check "$engine $policy: fio randrw verify" \
 			env -C "$cw_tmp" fio --name=v --ioengine=nbd --uri="$(cwd_uri vol)" --rw=randrw --bs=4k,64k \

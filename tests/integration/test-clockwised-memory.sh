@@ -30,7 +30,7 @@ for d in m0:ssd m1:hdd; do
 done
 check "partition" cwd_part vol 96M
 cwd_conf
-cwd_start -r vol:512K:64k:0:8M
+cwd_start -r vol:512K:64k,range=0:8M
 check "the daemon chose the memory engine for both disks" \
 	test "$(grep -c 'memory I/O' "$(cwd_log)")" -eq 2
 

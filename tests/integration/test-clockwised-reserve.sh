@@ -32,21 +32,32 @@ cwd_start
 check "record" qemu-io -f raw -c 'write -P 0x5a 0 32M' "$(cwd_uri vol)"
 check "stop" cwd_stop
 
-cwd_start -r vol:1M:64k:0:8M
+# The range as cwctl --range takes it: START:END.
+cwd_start -r vol:1M:64k,range=8M:16M
 check "admitted" grep -q 'reservation vol: disk a T=' "$(cwd_log)"
-check "reads inside the range" reads 0
+check "reads inside the range" reads $((8 << 20))
 check "are real-time" test "$(stat_of 'reservation vol' rt_done)" -eq 8
-check "reads outside the range" reads $((16 << 20))
+check "reads after the range" reads $((16 << 20))
 check "are not" test "$(stat_of 'reservation vol' rt_done)" -eq 8
+check "reads before the range" reads 0
+check "are not either" test "$(stat_of 'reservation vol' rt_done)" -eq 8
 check "a read across the range's end is best-effort" \
-	qemu-io -f raw -c "read $(( (8 << 20) - 65536 )) 128k" "$(cwd_uri vol)"
+	qemu-io -f raw -c "read $(( (16 << 20) - 65536 )) 128k" "$(cwd_uri vol)"
 check "still 8" test "$(stat_of 'reservation vol' rt_done)" -eq 8
 check "no deadline missed" test "$(stat_of 'reservation vol' rt_missed)" -eq 0
 check "stop" cwd_stop
 stats_n=0
 
-# A span that starts in an hour: nothing is real-time yet.
-cwd_start -r vol:1M:64k:0:8M:3600:7200
-check "reads inside the range before the span" reads 0
+# The older OFFSET:LENGTH form would now name other bytes: refused, with
+# the same reservation written the new way.
+expect_fail "-r EXPORT:RATE:BLOCK:OFFSET:LENGTH is refused" \
+	"$cwd_bin" -f -c "$cwd_cfg" -r vol:1M:64k:8M:8M
+check "the refusal gives the new form" bash -c \
+	"'$cwd_bin' -f -c '$cwd_cfg' -r vol:1M:64k:8M:8M 2>&1 | grep -q 'here vol:1M:64k,range=8M+8M$'"
+
+# A span that starts in an hour: nothing is real-time yet (the range as
+# START+LENGTH).
+cwd_start -r vol:1M:64k,range=8M+8M,span=3600:7200
+check "reads inside the range before the span" reads $((8 << 20))
 check "are best-effort" test "$(stat_of 'reservation vol' rt_done)" -eq 0
 check "stop" cwd_stop

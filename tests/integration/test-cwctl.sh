@@ -71,6 +71,15 @@ check "one task per disk" test "$(cwctl --json resv show 1 | jq '.per_disk | len
 check "range, start and duration" cwctl resv create media --rate 817KB/s --block 64K \
 	--range 0:10M --start 1s --duration 1h
 check "the range is kept" test "$(cwctl --json resv show 2 | jq .range_end)" -eq $((10 << 20))
+# The range in either form, the same as clockwised -r takes after range=.
+id=$(cwctl --json resv create media --rate 64KB/s --block 64K --range 1M+9M | jq .id)
+check "--range START+LENGTH is START:START+LENGTH" test \
+	"$(cwctl --json resv show "$id" | jq -r '"\(.range_start):\(.range_end)"')" = \
+	"$((1 << 20)):$((10 << 20))"
+check "release it" cwctl resv release "$id"
+out=$(cwctl resv create media --rate 1MB/s --block 1M --range 2M:1M 2>&1); rc=$?
+check "an empty --range exits 2 and says so" bash -c \
+	'[ "$1" -eq 2 ] && grep -q "an empty range; expected a byte range START:END" <<<"$0"' "$out" "$rc"
 # One meaning per suffix: 8M is 8 MiB/s as with clockwised -r, 8MB/s is 10^6.
 for spec in 8M:$((8 << 20)) 8MiB/s:$((8 << 20)) 8MB/s:8000000; do
 	id=$(cwctl --json resv create media --rate "${spec%%:*}" --block 1M | jq .id)

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,21 +132,19 @@ int c_resv_create(int argc, char **argv)
 			block = true;
 			break;
 		case 'R': {
-			char *colon = strchr(optarg, ':');
+			uint64_t end;
+			int r = cw_units_parse_range(optarg, &v, &end);
 
-			if (!colon) {
+			if (r < 0) {
 				json_object_put(a);
-				return usage_error("--range \"%s\": expected START:END", optarg);
+				return usage_error("--range \"%s\": %s; expected " CW_UNITS_RANGE_HELP,
+						   optarg, r == -EDOM ? "an empty range" :
+						   r == -ERANGE ? "too large" : "not a range");
 			}
-			*colon = '\0';
-			if (*optarg && !size_arg("--range start", optarg, &v))
-				return json_object_put(a), EXIT_USAGE;
-			if (*optarg)
+			if (v)
 				put_u64(a, "range_start", v);
-			if (colon[1] && !size_arg("--range end", colon + 1, &v))
-				return json_object_put(a), EXIT_USAGE;
-			if (colon[1])
-				put_u64(a, "range_end", v);
+			if (end)
+				put_u64(a, "range_end", end);
 			break;
 		}
 		case 's':

@@ -20,6 +20,14 @@
  *   A rate of zero is refused.  A lone "b" is neither bits nor bytes and is
  *   refused, as is anything else these rules do not name.
  *
+ * Byte ranges (of a partition), the same in cwctl --range and clockwised -r:
+ *   START:END      bytes START up to END (END not included); either may be
+ *                  left out: ":END" from the start, "START:" to the end,
+ *                  ":" the whole
+ *   START+LENGTH   LENGTH bytes from START ("+LENGTH" from the start)
+ *   START, END and LENGTH are sizes.  An empty range (END not after
+ *   START, LENGTH 0) is -EDOM.
+ *
  * Durations: ns, us, ms, s, m (or min), h.  A bare number counts in a unit
  *   the caller names (bare_ns): seconds on every command line and in the
  *   configuration file (CW_UNITS_S); a scenario key of cwsim that names
@@ -51,6 +59,8 @@ int cw_units_parse_rate(const char *s, uint64_t *ret_bytes_per_s);
 int cw_units_parse_iorate(const char *s, uint64_t *ret_per_s, bool *ret_iops);
 /* bare_ns > 0: what a number without a suffix counts in. */
 int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns);
+/* A byte range into [*ret_start, *ret_end); *ret_end 0: to the end. */
+int cw_units_parse_range(const char *s, uint64_t *ret_start, uint64_t *ret_end);
 
 /* What a program says when a quantity does not parse, the same in every
  * one: "--rate \"8Mb\": expected " CW_UNITS_RATE_HELP. */
@@ -60,6 +70,8 @@ int cw_units_parse_duration(const char *s, int64_t bare_ns, int64_t *ret_ns);
 	"(8000000 bytes per second) or 8Mbit/s"
 #define CW_UNITS_IORATE_HELP "a rate such as 20MB/s or 8M (bytes per second) or 200iops " \
 	"(requests per second)"
+#define CW_UNITS_RANGE_HELP "a byte range START:END or START+LENGTH, such as 1G:3G, 1G+2G " \
+	"or 1G: (to the end)"
 #define CW_UNITS_DURATION_HELP "a duration such as 90 (seconds), 1.5s, 250ms, 10m or 2h"
 
 /* Short forms in the same units, e.g. "64M", "1MB", "8MiB/s", "1.5MB/s",

@@ -5,12 +5,24 @@
  * nothing.  The shipped example and the man page are checked against the
  * parser's own key tables.
  */
-#include "daemon/conf.c"	/* the key tables are static */
+#include "config.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <clockwise/layout.h>
+#include <clockwise/units.h>
+
+#include "common/util.h"
+#include "daemon/conf-internal.h"	/* the key tables */
 #include "cwtest.h"
 #include "tests/unit/daemon/lsan-libconfig.h"
 
@@ -836,6 +848,71 @@ static void test_missing(void)
 	CU_ASSERT_EQUAL(cwd_config_parse(NULL, "mem", &c, &err), -EINVAL);
 }
 
+/* clockwised -r: the range in cwctl's forms; the older OFFSET:LENGTH
+ * form is refused with the same reservation written the new way, never
+ * read as other bytes. */
+static void test_start_resv(void)
+{
+	static const struct {
+		const char *spec;
+		uint64_t start, end;
+		int64_t from, to;
+	} ok[] = {
+		{ "media:8M:1M", 0, 0, 0, 0 },
+		{ "media:8M:1M,range=1G:3G", UINT64_C(1) << 30, UINT64_C(3) << 30, 0, 0 },
+		{ "media:8M:1M,range=1G+2G", UINT64_C(1) << 30, UINT64_C(3) << 30, 0, 0 },
+		{ "media:8M:1M,range=1G:", UINT64_C(1) << 30, 0, 0, 0 },
+		{ "media:8M:1M,span=1h:2h", 0, 0, 3600, 7200 },
+		{ "media:8M:1M,span=30:,range=:8M", 0, 8 << 20, 30, 0 },
+	};
+	static const struct {
+		const char *spec, *msg;
+	} bad[] = {
+		{ "vol:1M:64k:1G:2G", "reservation \"vol:1M:64k:1G:2G\": OFFSET:LENGTH after the "
+		  "block size is no longer taken (cwctl's --range START:END would read other bytes "
+		  "there); expected EXPORT:BANDWIDTH:BLOCK[,range=START:END|START+LENGTH]"
+		  "[,span=START_S:END_S], here vol:1M:64k,range=1G+2G" },
+		{ "vol:1M:64k:1G:0:3600:7200", "reservation \"vol:1M:64k:1G:0:3600:7200\": "
+		  "OFFSET:LENGTH after the block size is no longer taken (cwctl's --range START:END "
+		  "would read other bytes there); expected EXPORT:BANDWIDTH:BLOCK[,range=START:END|"
+		  "START+LENGTH][,span=START_S:END_S], here vol:1M:64k,range=1G:,span=3600:7200" },
+		{ "vol:1M:64k,range=2G:1G", "reservation \"vol:1M:64k,range=2G:1G\": range \"2G:1G\": "
+		  "an empty range; expected " CW_UNITS_RANGE_HELP },
+		{ "vol:1M:64k,range=1G", "reservation \"vol:1M:64k,range=1G\": range \"1G\": not a "
+		  "range; expected " CW_UNITS_RANGE_HELP },
+		{ "vol:1M:64k,range=1G:2G,range=0:1G", "reservation \"vol:1M:64k,range=1G:2G,"
+		  "range=0:1G\": \"range=0:1G\": expected range=... or span=..., each at most once: "
+		  "EXPORT:BANDWIDTH:BLOCK[,range=START:END|START+LENGTH][,span=START_S:END_S]" },
+		{ "vol:1M:64k,span=20:10", "reservation \"vol:1M:64k,span=20:10\": the span ends "
+		  "before it starts" },
+		{ "vol:1M:0", "reservation \"vol:1M:0\": \"0\": expected " CW_UNITS_SIZE_HELP
+		  ", more than 0" },
+		{ "vol:1M", "reservation \"vol:1M\": expected EXPORT:BANDWIDTH:BLOCK"
+		  "[,range=START:END|START+LENGTH][,span=START_S:END_S]" },
+	};
+	struct cwd_config_resv r;
+	char err[1024];
+
+	for (size_t i = 0; i < CW_ARRAY_SIZE(ok); i++) {
+		err[0] = '\0';
+		CU_ASSERT_EQUAL_FATAL(cwd_config_parse_resv(ok[i].spec, &r, err, sizeof(err)), 0);
+		CU_ASSERT_STRING_EQUAL(r.export_name, "media");
+		CU_ASSERT_EQUAL(r.rate_bps, 8 << 20);
+		CU_ASSERT_EQUAL(r.block_bytes, 1 << 20);
+		CU_ASSERT_EQUAL(r.range_start, ok[i].start);
+		CU_ASSERT_EQUAL(r.range_end, ok[i].end);
+		CU_ASSERT_EQUAL(r.span_start_s, ok[i].from);
+		CU_ASSERT_EQUAL(r.span_end_s, ok[i].to);
+	}
+	for (size_t i = 0; i < CW_ARRAY_SIZE(bad); i++) {
+		err[0] = '\0';
+		CU_ASSERT_EQUAL(cwd_config_parse_resv(bad[i].spec, &r, err, sizeof(err)), -EINVAL);
+		if (strcmp(err, bad[i].msg) != 0)
+			printf("\nunexpected: %s\n", err);
+		CU_ASSERT_STRING_EQUAL(err, bad[i].msg);
+	}
+}
+
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -851,9 +928,11 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-static const struct key *const all_keys[] = { top_keys, listen_keys, export_keys, disk_keys,
-					      access_keys, access_export_keys, limit_keys,
-					      tls_keys, unix_entry_keys, tcp_entry_keys, host_keys };
+static const struct key *const all_keys[] = {
+	conf_top_keys, conf_listen_keys, conf_export_keys, conf_disk_keys, conf_access_keys,
+	conf_access_export_keys, conf_limit_keys, conf_tls_keys, conf_unix_entry_keys,
+	conf_tcp_entry_keys, conf_host_keys
+};
 
 /* Asserts that text holds every key the parser knows, each as
  * before KEY after; names on stdout those it lacks ("KEY is not ..."). */
@@ -973,6 +1052,7 @@ int main(void)
 	cwtest_add(s, "exports' best-effort QoS", test_qos);
 	cwtest_add(s, "errors in included files", test_include);
 	cwtest_add(s, "missing file", test_missing);
+	cwtest_add(s, "clockwised -r", test_start_resv);
 	cwtest_add(s, "shipped example", test_example);
 	cwtest_add(s, "man page", test_man_page);
 	return cwtest_run_in_tmpdir(tmpdir);

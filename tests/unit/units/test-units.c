@@ -3,14 +3,15 @@
  * powers of 1024, KB/MB... powers of 1000, a bare number is bytes.  Rates:
  * a size per second ("8M" = 8 MiB/s, "8MB/s" = 8000000) or bits per
  * second ("8Mbit/s" = 1000000).  Durations in any unit, a bare number in
- * the caller's.  Fractions of a byte or nanosecond, junk and overflow are
- * refused without touching the result; exact values format and parse
- * back to themselves.
+ * the caller's.  Byte ranges as START:END or START+LENGTH.  Fractions of
+ * a byte or nanosecond, junk and overflow are refused without touching
+ * the result; exact values format and parse back to themselves.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "clockwise/units.h"
@@ -99,6 +100,53 @@ static void test_rates(void)
 			CU_ASSERT_EQUAL(v, size);
 		}
 	}
+}
+
+/* Byte ranges: START:END and START+LENGTH name the same bytes; empty
+ * sides are the start and the end; an empty range is -EDOM. */
+static void test_ranges(void)
+{
+	static const struct {
+		const char *s;
+		uint64_t start, end;
+	} ok[] = {
+		{ "1G:3G", UINT64_C(1) << 30, UINT64_C(3) << 30 },
+		{ "1G+2G", UINT64_C(1) << 30, UINT64_C(3) << 30 },
+		{ "0:8M", 0, 8 << 20 }, { "0+8M", 0, 8 << 20 }, { "+8M", 0, 8 << 20 },
+		{ ":8M", 0, 8 << 20 }, { "1G:", UINT64_C(1) << 30, 0 }, { ":", 0, 0 },
+		{ "1.5K:2KB", 1536, 2000 }, { "4096+1", 4096, 4097 },
+		{ "8388606T+1T", UINT64_C(8388606) << 40, UINT64_C(8388607) << 40 },
+	};
+	static const char *const bad[] = {
+		"", "1G", "1G:2G:3G", "1G+2G+1", "1G:+2G", "1G+", "x:1G", "1G:y", "1G-3G",
+		"1G :3G", "-1:2", "0.5:1K",
+		"1111111111111111111111111111111111111111111111111111111111111111:1",
+	};
+	static const char *const empty[] = { "1G:1G", "3G:1G", "1G+0", ":0", "0:0" };
+	uint64_t a, b;
+
+	for (size_t i = 0; i < N(ok); i++) {
+		a = b = 777;
+		CU_ASSERT_EQUAL_FATAL(cw_units_parse_range(ok[i].s, &a, &b), 0);
+		CU_ASSERT_EQUAL(a, ok[i].start);
+		CU_ASSERT_EQUAL(b, ok[i].end);
+	}
+	for (size_t i = 0; i < N(bad); i++) {
+		a = b = 777;
+		if (cw_units_parse_range(bad[i], &a, &b) != -EINVAL)
+			printf("\n\"%s\" is not refused as a malformed range\n", bad[i]);
+		CU_ASSERT_EQUAL(cw_units_parse_range(bad[i], &a, &b), -EINVAL);
+		CU_ASSERT(a == 777 && b == 777);
+	}
+	for (size_t i = 0; i < N(empty); i++) {
+		a = b = 777;
+		CU_ASSERT_EQUAL(cw_units_parse_range(empty[i], &a, &b), -EDOM);
+		CU_ASSERT(a == 777 && b == 777);
+	}
+	CU_ASSERT_EQUAL(cw_units_parse_range("9T:9000000T", &a, &b), -ERANGE);
+	CU_ASSERT_EQUAL(cw_units_parse_range("8388607T+1T", &a, &b), -ERANGE);
+	CU_ASSERT_EQUAL(cw_units_parse_range(NULL, &a, &b), -EINVAL);
+	CU_ASSERT_EQUAL(cw_units_parse_range("1:2", NULL, &b), -EINVAL);
 }
 
 static void test_durations(void)
@@ -231,6 +279,7 @@ int main(void)
 
 	cwtest_add(s, "sizes", test_sizes);
 	cwtest_add(s, "rates", test_rates);
+	cwtest_add(s, "byte ranges", test_ranges);
 	cwtest_add(s, "durations", test_durations);
 	cwtest_add(s, "format", test_format);
 	cwtest_add(s, "round trip", test_round_trip);
