@@ -31,6 +31,8 @@
 #include <sys/sysmacros.h>
 #include <sys/stat.h>
 
+#include <clockwise/path.h>
+
 #include "daemon/path/pool-internal.h"
 #include "daemon/thread-name.h"
 
@@ -190,11 +192,6 @@ static void preq_finish(struct preq *q)
 	preq_free(q);
 }
 
-static bool in_span(const struct cw_admit_resv *a, int64_t now)
-{
-	return now >= a->span_start_ns && (a->span_end_ns == 0 || now < a->span_end_ns);
-}
-
 /* What one submission asks for: a client's request (nio, done NULL) or
  * the daemon's own I/O (pb_submit_internal).  Bytes [off, off + len) of
  * the export, from or into buf; zero: written from the shared zero buffer
@@ -210,123 +207,87 @@ struct submission {
 	void *done_arg;
 };
 
-/* The pieces that repeat a write's piece p, its bytes from skip on, on
- * extent m (a moving block's destination, a block's cache copy): from n
- * on, at most room of them; returns how many, or -EIO without room.  A
- * stream's piece repeated on a disk where a move booked the stream too
- * (cw_admit_state_move_book counts the block there) is the stream's there
- * (its first on the disk unless seen, by id, says the request has one). */
-static int copy_pieces(struct pb *pb, struct preq *q, const struct piece *p, uint64_t skip,
-		       const struct cw_extent *mp_ext, unsigned n, unsigned room, const bool *seen,
-		       uint32_t *ret_di)
+/* A disk as the split sees it (cw_path_part's disk question). */
+static int split_disk(void *arg, uint32_t disk_id, struct cw_path_disk *ret)
 {
-	struct cw_extent m = *mp_ext;
-	uint64_t done = 0;
-	enum cw_io_op op = p->io.op;
-	bool zero = p->io.buf == pb->zeros;
-	bool rt = p->rt && resv_part(p->resv, m.disk_id);
-	unsigned k = 0;
-	int di;
+	struct pb *pb = arg;
+	int di = pb_disk_index(pb, disk_id);
 
-	di = pb_disk_index(pb, m.disk_id);
 	if (di < 0)
 		return di;
-	if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
-		op = CW_IO_WRITE;	/* the destination cannot punch: zeros */
-		zero = true;
-	}
-	while (done < m.length) {
-		uint64_t len = rt ? m.length - done : CW_MIN(m.length - done, pb->disks[di].be_piece);
-		struct piece *mp = &q->p[n + k];
-
-		if (zero)
-			len = CW_MIN(len, ZERO_CHUNK);
-		if (k >= room)
-			return -EIO;
-		*mp = (struct piece){ .req = q,
-				      .lane = piece_lane(pb, (uint32_t)di, m.phys_offset + done) };
-		mp->io = (struct cw_io_req){
-			.fd = pb->disks[di].fd, .op = op, .len = len, .off = m.phys_offset + done,
-			.buf = op == CW_IO_PUNCH ? NULL : zero ? pb->zeros
-			       : (uint8_t *)p->io.buf + skip + done,
-			.user = mp,
-		};
-		if (rt) {
-			mp->rt = true;
-			mp->resv = p->resv;
-			mp->first_on_disk = k == 0 && !seen[m.disk_id];
-		}
-		done += len;
-		k++;
-	}
-	*ret_di = (uint32_t)di;
-	return (int)k;
+	*ret = (struct cw_path_disk){ .be_piece = pb->disks[di].be_piece,
+				      .can_punch = pb->disks[di].can_punch };
+	return 0;
 }
 
-/* The disk (by slot) a write's copy went to, marked in seen (by id) and
- * appended to touched once. */
-static void note_touched(struct pb *pb, uint32_t di, bool *seen, uint32_t *touched, unsigned *nt)
-{
-	if (!seen[pb->disks[di].id]) {
-		seen[pb->disks[di].id] = true;
-		touched[(*nt)++] = di;
-	}
-}
+/* The request being split: its pieces so far and the disks they touch. */
+struct split_out {
+	struct pb *pb;
+	struct preq *q;
+	const struct submission *s;
+	struct resv *rv;
+	unsigned n, maxp, nt;
+	bool seen[CW_DISKS_MAX + 1];
+	uint32_t touched[CW_DISKS_MAX];
+};
 
-/* The pieces that repeat a write's piece p (at partition offset off, on
- * extent e) on the destinations of blocks being moved: from n on, at most
- * room of them; returns how many, or -EIO without room.  The disks they
- * go to are marked in seen (by id) and appended to touched (by slot). */
-static int mirror_pieces(struct pbx *x, struct preq *q, const struct piece *p, uint64_t off,
-			 const struct cw_extent *e, unsigned n, unsigned room, bool *seen,
-			 uint32_t *touched, unsigned *nt)
+/* A piece of the split, booked as the lane's: a hole reads as zeros
+ * here, without I/O. */
+static int split_emit(void *arg, const struct cw_path_piece *sp)
 {
-	struct cw_extent ms[CW_MOVER_DEPTH_MAX];
-	uint64_t skips[CW_MOVER_DEPTH_MAX];
-	unsigned k = 0;
-	int nm;
+	struct split_out *o = arg;
+	struct pb *pb = o->pb;
+	struct piece *p;
+	int di;
 
-	if (p->io.op != CW_IO_WRITE && p->io.op != CW_IO_PUNCH)
+	if (sp->kind == CW_PATH_HOLE) {
+		memset((uint8_t *)o->s->buf + sp->buf_offset, 0, sp->length);
 		return 0;
-	nm = cw_part_write_mirrors(x->part, off, e, skips, ms, CW_MOVER_DEPTH_MAX);
-	for (int j = 0; j < nm; j++) {
-		uint32_t di = 0;
-		int r = copy_pieces(x->pb, q, p, skips[j], &ms[j], n + k, room - k, seen, &di);
-
-		if (r < 0)
-			return r;
-		k += (unsigned)r;
-		if (r > 0)
-			note_touched(x->pb, di, seen, touched, nt);
 	}
-	return (int)k;
+	di = pb_disk_index(pb, sp->disk_id);
+	if (di < 0)
+		return di;
+	if (o->n >= o->maxp)	/* cannot happen: cw_path_split_max bounds it */
+		return -EIO;
+	p = &o->q->p[o->n++];
+	*p = (struct piece){ .req = o->q, .lane = piece_lane(pb, (uint32_t)di, sp->phys_offset),
+			     .first_on_disk = sp->first_on_disk };
+	p->io = (struct cw_io_req){
+		.fd = pb->disks[di].fd, .op = sp->op, .len = sp->length, .off = sp->phys_offset,
+		.buf = sp->op == CW_IO_PUNCH ? NULL
+		       : sp->zero ? pb->zeros : (uint8_t *)o->s->buf + sp->buf_offset,
+		.user = p,
+	};
+	if (sp->rt) {
+		p->rt = true;
+		p->resv = o->rv;
+	}
+	if (!o->seen[sp->disk_id]) {
+		o->seen[sp->disk_id] = true;
+		o->touched[o->nt++] = (uint32_t)di;
+	}
+	return 0;
 }
 
-
-/* Maps, splits and books a submission.  A READ skips holes (zeros, no
- * I/O).  Pieces end at pool blocks, zero chunks and BE piece limits.  It
- * passes the partition's I/O gate, and a write to a block being moved is
- * repeated on its destination (clockwise/mover.h). */
+/* Splits (cw_path_split) and books a submission, inside the partition's
+ * I/O gate. */
 static int submit(struct pbx *x, const struct submission *s)
 {
 	struct pb *pb = x->pb;
-	uint64_t off = s->off, end = s->off + s->len;
-	uint32_t chunk = s->zero ? ZERO_CHUNK : UINT32_MAX;
-	uint64_t least = CW_MIN(CW_MIN(pb->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
-	/* The mirrors of moving blocks: as many pieces again, and a block's;
-	 * a partition with a cache may write everything once more. */
 	struct cw_cache *cache = cw_part_cache(x->part);
-	size_t base = s->len / least + s->len / pb->block_size + 3;
-	size_t maxp = base + (s->op == CW_IO_READ ? 0 : base + pb->block_size / least + 2) +
-		      (cache && s->op != CW_IO_READ ? base : 0);
+	struct resv *rv = s->be_only ? NULL : x->resv;
+	struct cw_path_part lay = { .part = x->part, .cache = cache, .disk = split_disk,
+				    .disk_arg = pb };
+	struct cw_path_req rq = { .offset = s->off, .length = s->len, .op = s->op,
+				  .zero = s->zero, .cached = cache != NULL,
+				  .block_size = pb->block_size, .zero_chunk = ZERO_CHUNK,
+				  .resv = rv ? rv->a : NULL };
+	size_t maxp = cw_path_split_max(&rq);
 	/* FUA flushes each disk touched, and there are no more of those
 	 * than pieces (disks may be added meanwhile: not pb->ndisks). */
-	unsigned nflush = s->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, n = 0, i;
-	struct resv *rv = s->be_only ? NULL : x->resv;
+	unsigned nflush = s->fua ? (unsigned)CW_MIN(maxp, CW_DISKS_MAX) : 0, i;
+	struct split_out *o;
 	struct preq *q;
-	bool seen[CW_DISKS_MAX + 1] = { false };
-	uint32_t touched[CW_DISKS_MAX];
-	unsigned nt = 0;
 	int r;
 
 	q = preq_start(x, maxp + nflush, s->nio, s->done, s->done_arg);
@@ -340,126 +301,27 @@ static int submit(struct pbx *x, const struct submission *s)
 		preq_free(q);
 		return submit(x, s);	/* the cache changed meanwhile */
 	}
+	o = &(struct split_out){ .pb = pb, .q = q, .s = s, .rv = rv, .maxp = (unsigned)maxp };
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
-	bool rt = rv && off >= rv->a->range_start_bytes && end <= rv->a->range_end_bytes &&
-		  in_span(rv->a, q->arrival_ns);
-
-	while (off < end) {
-		uint64_t want = CW_MIN(end - off, chunk);
-		struct cw_extent e, ce;
-		struct piece *p = &q->p[n];
-		enum cw_io_op op = s->op;
-		enum cw_cache_route cr = CW_CACHE_ORIGIN;
-		bool prt;
-		int di;
-
-		if (cache)	/* one block at a time: each has its own route */
-			want = CW_MIN(want, pb->block_size - (off & (pb->block_size - 1)));
-		if (op == CW_IO_READ) {
-			r = cw_part_allocated(x->part, off, want, &want);
-			if (r < 0)
-				goto fail;
-			if (r == 0) {
-				memset((uint8_t *)s->buf + (off - s->off), 0, want);
-				off += want;
-				continue;
-			}
-		}
-		r = cw_part_map(x->part, off, want, &e);
-		if (r < 0)
-			goto fail;
-		di = pb_disk_index(pb, e.disk_id);
-		if (di < 0) {
-			r = di;
-			goto fail;
-		}
-		prt = rt && resv_part(rv, e.disk_id);
-		if (!prt && e.length > pb->disks[di].be_piece)
-			e.length = pb->disks[di].be_piece;	/* fits in less slack */
-		if (cache)
-			cr = cw_cache_route(cache, off, e.length, op != CW_IO_READ, &ce);
-		if (cr == CW_CACHE_SSD) {
-			/* Served by the cache copy: the stream's where it is booked
-			 * on the cache's disk (rule 2, cw_admit_state_cache_sync),
-			 * else best effort. */
-			di = pb_disk_index(pb, ce.disk_id);
-			if (di < 0) {
-				r = di;
-				goto fail;
-			}
-			e = ce;
-			prt = rt && resv_part(rv, e.disk_id);
-			if (!prt && e.length > pb->disks[di].be_piece)
-				e.length = pb->disks[di].be_piece;
-		}
-		if (op == CW_IO_PUNCH && !pb->disks[di].can_punch) {
-			if (!s->zero) {
-				off += e.length;	/* nothing to give back here */
-				continue;
-			}
-			op = CW_IO_WRITE;
-			if (e.length > ZERO_CHUNK)
-				e.length = ZERO_CHUNK;
-		}
-		if (n >= maxp) {	/* cannot happen: pieces end at blocks */
-			r = -EIO;
-			goto fail;
-		}
-		*p = (struct piece){ .req = q, .lane = piece_lane(pb, (uint32_t)di, e.phys_offset) };
-		p->io = (struct cw_io_req){
-			.fd = pb->disks[di].fd, .op = op, .len = e.length, .off = e.phys_offset,
-			.buf = op == CW_IO_PUNCH ? NULL
-			       : s->zero ? pb->zeros : (uint8_t *)s->buf + (off - s->off),
-			.user = p,
-		};
-		if (!seen[e.disk_id]) {
-			seen[e.disk_id] = true;
-			p->first_on_disk = true;
-			touched[nt++] = (uint32_t)di;
-		}
-		if (prt) {
-			p->rt = true;
-			p->resv = rv;
-		}
-		n++;
-		if (op != CW_IO_READ) {
-			e.length = p->io.len;
-			/* Blocks being moved, and a cache copy that stays equal. */
-			r = mirror_pieces(x, q, p, off, &e, n, (unsigned)(maxp - n), seen, touched,
-					  &nt);
-			if (r < 0)
-				goto fail;
-			n += (unsigned)r;
-			if (cr == CW_CACHE_BOTH) {
-				uint32_t mdi = 0;
-
-				ce.length = e.length;
-				r = copy_pieces(pb, q, p, 0, &ce, n, (unsigned)(maxp - n), seen, &mdi);
-				if (r < 0)
-					goto fail;
-				if (r > 0)
-					note_touched(pb, mdi, seen, touched, &nt);
-				n += (unsigned)r;
-			}
-		}
-		off += e.length;
+	rq.arrival_ns = q->arrival_ns;
+	r = cw_path_split(&cw_path_part_ops, &lay, &rq, split_emit, o);
+	if (r < 0) {
+		cw_part_io_end(x->part, q->gate_ticket);
+		preq_free(q);
+		return r;
 	}
-	if (n == 0) {	/* holes only, or nothing to punch */
+	if (o->n == 0) {	/* holes only, or nothing to punch */
 		preq_finish(q);
 		return 0;
 	}
-	q->npieces = n;
+	q->npieces = o->n;
 	/* FUA: once every piece is written, fdatasync the disks it touched. */
-	q->nflush = nflush ? nt : 0;
+	q->nflush = nflush ? o->nt : 0;
 	q->fua = q->nflush > 0;
 	for (i = 0; i < q->nflush; i++)
-		piece_init_flush(q, &q->p[n + i], pb, touched[i]);
-	push_pieces(q, 0, n);
+		piece_init_flush(q, &q->p[o->n + i], pb, o->touched[i]);
+	push_pieces(q, 0, o->n);
 	return 0;
-fail:
-	cw_part_io_end(x->part, q->gate_ticket);
-	preq_free(q);
-	return r;
 }
 
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or

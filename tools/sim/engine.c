@@ -389,27 +389,16 @@ static int cache_step(struct run *r, int64_t now)
 	return kick(r, disk, now);
 }
 
-/* A piece of block g read from the cache: done after the SSD's time,
- * without its disk; 0 when g is not cached (counted as a miss). */
-static int cache_read(struct run *r, uint64_t g, unsigned disk, uint64_t bytes, uint32_t parent,
-		      bool from_client, int64_t now)
+/* A piece served by the cache's SSD: done after the SSD's time, without
+ * a disk. */
+static int cache_piece(struct run *r, uint64_t bytes, uint32_t parent, bool from_client,
+		       int64_t now)
 {
-	struct sreq *q;
-	uint32_t slot;
+	struct sreq *q = sreq_get(r);
 
-	if (!r->cache)
-		return 0;
-	slot = r->cslot[g];
-	cw_cache_policy_hit(r->cache, g, slot);
-	if (slot == UINT32_MAX) {
-		r->c_misses++;
-		return 0;
-	}
-	r->c_hits++;
-	q = sreq_get(r);
 	if (!q)
 		return -ENOMEM;
-	*q = (struct sreq){ .bytes = bytes, .parent = parent, .client = from_client, .disk = disk };
+	*q = (struct sreq){ .bytes = bytes, .parent = parent, .client = from_client };
 	if (r->hit_tail)
 		r->hit_tail->next_free = q;
 	else
@@ -475,56 +464,54 @@ static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint
 	return e < 0 ? e : 1;
 }
 
-/* Splits a BE request of partition part into pieces per disk (blocks are
- * striped over the disks) and queues them: *ret_pending counts the pieces
- * queued, *ret_rejected says whether one was refused as larger than any
- * slack could ever run.  A write to a block the mover copies goes to its
- * destination as well. */
+/* A BE request being split: whose it is, what it queued. */
+struct be_out {
+	struct run *r;
+	uint64_t client;
+	uint32_t parent;
+	bool from_client;
+	int64_t now;
+	uint32_t pending;
+	bool rejected;
+};
+
+/* A piece of the split, queued on its disk or the cache's SSD. */
+static int be_emit(void *arg, const struct cw_path_piece *p)
+{
+	struct be_out *o = arg;
+	int e;
+
+	if (p->disk_id == SIM_PATH_SSD)
+		e = cache_piece(o->r, p->length, o->parent, o->from_client, o->now);
+	else
+		e = be_piece(o->r, p->disk_id - 1, p->phys_offset, p->length, o->client, o->parent,
+			     o->from_client, NULL, o->now);
+	if (e < 0)
+		return e;
+	/* larger than any slack delta-l could ever give it */
+	o->rejected |= e == 0;
+	o->pending += (uint32_t)e;
+	return 0;
+}
+
+/* Splits a BE request of partition part with clockwised's split
+ * (cw_path_split on cwsim's layout, path.c) and queues its pieces:
+ * *ret_pending counts the pieces queued, *ret_rejected says whether one
+ * was refused as larger than any slack could ever run. */
 static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes, bool write,
 		     uint64_t client, uint32_t parent, bool from_client, int64_t now,
 		     uint32_t *ret_pending, bool *ret_rejected)
 {
-	const struct sim_scenario *sc = r->sc;
-	const struct sim_setup *s = r->setup;
-	uint64_t pb = sc->be_pblock_bytes, ppp = s->be_part_bytes / pb;
-	int e;
+	struct sim_path lay = { .s = r->setup, .blocks = r->be_blocks, .part = part,
+				.cache = r->cache, .cslot = r->cslot, .hits = &r->c_hits,
+				.misses = &r->c_misses, .mv = r->mv };
+	struct be_out o = { .r = r, .client = client, .parent = parent,
+			    .from_client = from_client, .now = now };
+	int e = sim_path_split(&lay, off, bytes, write, be_emit, &o);
 
-	*ret_pending = 0;
-	for (uint64_t pos = off, end = off + bytes; pos < end;) {
-		uint64_t g = part * ppp + pos / pb;
-		/* to the end of the partition block, and no longer than a
-		 * piece of the plan */
-		uint64_t n = CW_MIN(CW_MIN(end, (pos / pb + 1) * pb) - pos, s->be_piece_bytes);
-		unsigned disk = r->be_blocks ? r->be_blocks[g].disk : (unsigned)(g % sc->disks);
-		uint64_t at = r->be_blocks ? r->be_blocks[g].off + pos % pb :
-			      sim_be_start(sc) + g / sc->disks * pb + pos % pb;
-		struct sim_move_io mir[CW_MOVER_DEPTH_MAX];
-		int nm = 0;
-
-		/* A read of a cached block: the SSD's (writes go through). */
-		e = write ? 0 : cache_read(r, g, disk, n, parent, from_client, now);
-		if (e == 0 && write && r->mv)
-			e = nm = sim_move_mirrors(r->mv, part, pos, n, mir, CW_MOVER_DEPTH_MAX);
-		if (e < 0)
-			return e;
-		if (e == 1 && !write) {
-			pos += n;
-			(*ret_pending)++;
-			continue;
-		}
-		for (int k = -1; k < nm; k++) {
-			e = k < 0 ? be_piece(r, disk, at, n, client, parent, from_client, NULL, now) :
-			    be_piece(r, mir[k].disk, mir[k].off, mir[k].bytes, client, parent,
-				     from_client, NULL, now);
-			if (e < 0)
-				return e;
-			/* larger than any slack delta-l could ever give it */
-			*ret_rejected |= e == 0;
-			*ret_pending += (uint32_t)e;
-		}
-		pos += n;
-	}
-	return cache_step(r, now);
+	*ret_pending = o.pending;
+	*ret_rejected |= o.rejected;
+	return e < 0 ? e : cache_step(r, now);
 }
 
 /* Queues one of the mover's I/Os, in the pieces of the plan, as the

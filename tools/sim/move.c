@@ -297,10 +297,9 @@ int sim_move_io_done(struct sim_move *m, const struct sim_move_io *io, int err, 
 }
 
 int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t bytes,
-		     struct sim_move_io *ret, unsigned max)
+		     uint64_t *ret_skips, struct cw_extent *ret, unsigned max)
 {
-	uint64_t skips[CW_MOVER_DEPTH_MAX];
-	struct cw_extent x, mir[CW_MOVER_DEPTH_MAX];
+	struct cw_extent x;
 	int n, e;
 
 	if (!sim_move_running(m) || part >= m->s->sc->be_partitions)
@@ -309,16 +308,14 @@ int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t b
 	if (e < 0)
 		return e;
 	x.length = CW_MIN(x.length, bytes);
-	n = cw_part_write_mirrors(m->parts[part], off, &x, skips, mir,
+	n = cw_part_write_mirrors(m->parts[part], off, &x, ret_skips, ret,
 				  CW_MIN(max, (unsigned)CW_MOVER_DEPTH_MAX));
 	for (int k = 0; k < n; k++) {
-		int d = disk_index(m->s, mir[k].disk_id);
+		int d = disk_index(m->s, ret[k].disk_id);
 
 		if (d < 0)
 			return d;
-		ret[k] = (struct sim_move_io){ .disk = (unsigned)d, .off = mir[k].phys_offset,
-					       .bytes = mir[k].length, .write = true,
-					       .task = UINT32_MAX };
+		ret[k].disk_id = (uint32_t)d + 1;
 	}
 	return n;
 }

@@ -26,6 +26,7 @@
 #include <clockwise/admit-state.h>
 #include <clockwise/model.h>
 #include <clockwise/mover.h>
+#include <clockwise/path.h>
 #include <clockwise/sched.h>
 #include <clockwise/sched-beq.h>
 
@@ -438,13 +439,35 @@ int sim_move_next(struct sim_move *m, int64_t now, struct sim_move_io *ret, unsi
  * others_ns (per disk: other best-effort clients' busy time so far). */
 int sim_move_io_done(struct sim_move *m, const struct sim_move_io *io, int err, int64_t now,
 		     const uint64_t *others_ns, struct sim_move_io *ret, unsigned *ret_n);
-/* A write of bytes at off of best-effort partition part: the writes
- * mirrored to blocks being copied (which marks their copies dirty), at
- * most max; returns how many. */
+/* A write of bytes at off of best-effort partition part: where it goes
+ * as well, on blocks being copied (which marks their copies dirty), at
+ * most max, as cw_part_write_mirrors() answers (disk ids are cwsim's
+ * disk index plus one); returns how many. */
 int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t bytes,
-		     struct sim_move_io *ret, unsigned max);
+		     uint64_t *ret_skips, struct cw_extent *ret, unsigned max);
 /* The move's counts into res (nothing if it never began). */
 int sim_move_result(struct sim_move *m, struct sim_result *res);
+
+/* ---- path.c ------------------------------------------------------------ */
+
+/* The request split's layout (clockwise/path.h) for best-effort
+ * partition part: the set-up's or the move's blocks (NULL: cwsim's own
+ * striping), the cache (NULL: none) with its slots and counts, the move
+ * (NULL: none). */
+struct sim_path {
+	const struct sim_setup *s;
+	const struct sim_pblock *blocks;
+	uint32_t part;
+	struct cw_cache_policy *cache;
+	const uint32_t *cslot;
+	uint64_t *hits, *misses;
+	struct sim_move *mv;
+};
+#define SIM_PATH_SSD (SIM_MAX_DISKS + 1)	/* the cache's disk id */
+extern const struct cw_path_ops sim_path_ops;
+/* cw_path_split() of a READ or WRITE of bytes at off of p's partition. */
+int sim_path_split(struct sim_path *p, uint64_t off, uint64_t bytes, bool write,
+		   int (*emit)(void *arg, const struct cw_path_piece *piece), void *arg);
 
 /* ---- report.c ---------------------------------------------------------- */
 

@@ -17,7 +17,9 @@
  * under cw_sched; a disk the data path has not opened ignores the events;
  * a new model reaches the disk; exports bind by reservation id or by the
  * name a start-up reservation was given for; a write to a block being
- * moved is repeated on its destination.
+ * moved is repeated on its destination.  cwsim's split (tools/sim/path.c,
+ * the one its engine runs) of a table of requests on the same pool gives
+ * the pieces the daemon booked for them.
  */
 #include "daemon/path/pool-backend.c"
 
@@ -25,6 +27,7 @@
 
 #include "cwtest.h"
 #include "datapath.h"
+#include "sim/sim.h"
 
 #define KIB (UINT64_C(1) << 10)
 #define BS (4 * MIB)		/* pool block: above the zero chunk and the HDD BE piece */
@@ -1117,6 +1120,99 @@ static void test_keeper_zeros_moving(void)
 	teardown();
 }
 
+/* ---- cwsim splits as clockwised does ---- */
+
+/* cwsim's own striping and its move, which a layout copied from the
+ * pool's map, without a move, never asks for. */
+uint64_t sim_be_start(const struct sim_scenario *sc)
+{
+	(void)sc;
+	CU_FAIL("cwsim's own striping");
+	return 0;
+}
+
+int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t bytes,
+		     uint64_t *ret_skips, struct cw_extent *ret, unsigned max)
+{
+	(void)m, (void)part, (void)off, (void)bytes, (void)ret_skips, (void)ret, (void)max;
+	CU_FAIL("cwsim's move");
+	return -ENOSYS;
+}
+
+struct sim_pieces {
+	unsigned n;
+	struct cw_path_piece p[256];
+};
+
+static int sim_emit(void *arg, const struct cw_path_piece *p)
+{
+	struct sim_pieces *o = arg;
+
+	CU_ASSERT_FATAL(o->n < CW_ARRAY_SIZE(o->p));
+	o->p[o->n++] = *p;
+	return 0;
+}
+
+/* A table of reads and writes on media, across blocks and disks, through
+ * the daemon (its NBD server, submit(), the lanes) and through cwsim's
+ * split on media's map as cwsim's pool set-up copies it (sim/pool.c):
+ * the same pieces, in the same order. */
+static void test_sim_splits_the_same(void)
+{
+	static const struct { uint64_t off, len; bool write; } tab[] = {
+		{ 0, 4 * KIB, false },
+		{ BS - 4 * KIB, 8 * KIB, true },
+		{ 2 * MIB, 12 * MIB, true },
+		{ BS / 2, 3 * BS, false },
+		{ 7 * BS + 300 * KIB, 700 * KIB, false },
+		{ 5 * BS + 100 * KIB, 2 * BS + 12 * KIB, true },
+		{ MEDIA_BYTES - 1 * MIB, 1 * MIB, false },
+	};
+	const struct sim_scenario sc = { .disks = 3, .be_pblock_bytes = BS };
+	const struct sim_setup ss = { .sc = &sc, .be_part_bytes = MEDIA_BYTES,
+				      .be_piece_bytes = CW_ADMIT_BE_PIECE_HDD };
+	struct sim_pblock blocks[MEDIA_BYTES / BS];
+	struct sim_path lay = { .s = &ss, .blocks = blocks, .part = 0 };
+	struct nbd_handle *h;
+	uint8_t *buf = malloc(16 * MIB);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	setup();
+	serve();
+	CU_ASSERT_EQUAL_FATAL(disk_by_id(1)->be_piece, CW_ADMIT_BE_PIECE_HDD);
+	CU_ASSERT_EQUAL_FATAL(disk_by_id(2)->be_piece, CW_ADMIT_BE_PIECE_HDD);
+	for (uint64_t k = 0; k < CW_ARRAY_SIZE(blocks); k++) {
+		struct cw_extent e;
+
+		CU_ASSERT_FATAL(cw_part_map(media->part, k * BS, BS, &e) == 0);
+		blocks[k] = (struct sim_pblock){ .disk = e.disk_id - 1, .off = e.phys_offset };
+	}
+	h = client("media");
+	for (size_t t = 0; t < CW_ARRAY_SIZE(tab); t++) {
+		struct sim_pieces sim = { 0 };
+		struct rec *r;
+
+		CU_ASSERT_EQUAL_FATAL(tab[t].write ? nbd_pwrite(h, buf, tab[t].len, tab[t].off, 0) :
+				      nbd_pread(h, buf, tab[t].len, tab[t].off, 0), 0);
+		r = taken();
+		CU_ASSERT_FATAL(sim_path_split(&lay, tab[t].off, tab[t].len, tab[t].write, sim_emit,
+					       &sim) == 0);
+		CU_ASSERT_EQUAL(sim.n, r->npieces);
+		for (unsigned i = 0; i < CW_MIN(sim.n, r->npieces); i++) {
+			const struct piece *p = &r->p[i];
+
+			CU_ASSERT_EQUAL(sim.p[i].disk_id, p->lane->disk->id);
+			CU_ASSERT_EQUAL(sim.p[i].phys_offset, p->io.off);
+			CU_ASSERT_EQUAL(sim.p[i].length, p->io.len);
+			CU_ASSERT_EQUAL(sim.p[i].op, p->io.op);
+		}
+		free(r);
+	}
+	bye(h);
+	free(buf);
+	teardown();
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("daemon pool back end", NULL, NULL);
@@ -1136,6 +1232,7 @@ int main(void)
 	cwtest_add(s, "exports bind by id or by start-up name", test_export_bind);
 	cwtest_add(s, "the keeper of holes works through the lanes", test_keeper_io);
 	cwtest_add(s, "a write to a moving block is mirrored", test_mirror_while_moving);
+	cwtest_add(s, "cwsim splits requests into the daemon's pieces", test_sim_splits_the_same);
 	cwtest_add(s, "a partition served partially: EIO on a missing disk's blocks", test_partial);
 	cwtest_add(s, "the keeper's zeros on a moving block are synced there",
 		   test_keeper_zeros_moving);

@@ -17,6 +17,7 @@
 #include "../../../tools/sim/setup.c"
 #include "../../../tools/sim/engine.c"
 #include "../../../tools/sim/move.c"
+#include "../../../tools/sim/path.c"
 #include "../../../tools/sim/pool.c"
 
 static void scenario(struct sim_scenario *sc, int64_t secs, enum sim_be_source be)

@@ -20,6 +20,7 @@
 #include "../../../tools/sim/setup.c"
 #include "../../../tools/sim/engine.c"
 #include "../../../tools/sim/move.c"
+#include "../../../tools/sim/path.c"
 #include "../../../tools/sim/pool.c"
 #include "../../../tools/sim/plan.c"
 

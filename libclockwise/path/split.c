@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The request split (clockwise/path.h): one pass over a request's bytes,
+ * run by run, asking the layout what it needs at each step, in this
+ * order — whether the run holds data (a READ of a hole is zeros), where
+ * the map puts it, whether it is the stream's on that disk (Bosch &
+ * Mullender section 3: a reservation's requests inside its range and
+ * span are real-time on the disks it books), the best-effort cut at the
+ * disk's piece, the cache's route (a read of a cached block is the SSD
+ * copy's; a write keeps the copy equal), a disk that cannot punch, and,
+ * for a write, the destinations of blocks being moved and the cache copy.
+ *
+ * Invariants: the pieces of kind IO and HOLE cover [offset, offset +
+ * length) exactly once, in order (but for a PUNCH skipped where a disk
+ * cannot punch and zero is not set); a COPY follows the IO piece it
+ * repeats, with its buffer bytes; a piece is longer than its disk's BE
+ * piece only when real-time; a zero write is at most zero_chunk long.
+ */
+#include "config.h"
+
+#include <errno.h>
+
+#include <clockwise/mover.h>
+#include <clockwise/path.h>
+
+#include "common/util.h"
+
+bool cw_path_in_resv(const struct cw_admit_resv *a, uint64_t offset, uint64_t length,
+		     int64_t now)
+{
+	return a && offset >= a->range_start_bytes && offset + length <= a->range_end_bytes &&
+	       now >= a->span_start_ns && (a->span_end_ns == 0 || now < a->span_end_ns);
+}
+
+size_t cw_path_split_max(const struct cw_path_req *rq)
+{
+	uint64_t chunk = rq->zero ? rq->zero_chunk : UINT32_MAX;
+	uint64_t least = CW_MIN(CW_MIN((uint64_t)rq->block_size, chunk), CW_ADMIT_BE_PIECE_HDD);
+	/* a piece per least bytes and per block; the mirrors of moving
+	 * blocks as many again and a block's; the cache copies as many */
+	size_t base = rq->length / least + rq->length / rq->block_size + 3;
+
+	if (rq->op == CW_IO_READ)	/* holes end at blocks */
+		return base + rq->length / rq->block_size + 2;
+	return base + base + rq->block_size / least + 2 + (rq->cached ? base : 0);
+}
+
+/* What the split keeps between pieces. */
+struct split {
+	const struct cw_path_ops *ops;
+	void *lay;
+	const struct cw_path_req *rq;
+	int (*emit)(void *arg, const struct cw_path_piece *p);
+	void *arg;
+	bool seen[CW_DISKS_MAX + 1];	/* by disk id: the request has a piece there */
+};
+
+static bool rt_on(const struct split *s, bool rt, uint32_t disk_id)
+{
+	return rt && cw_admit_resv_part_on(s->rq->resv, disk_id);
+}
+
+static int disk_of(const struct split *s, uint32_t disk_id, struct cw_path_disk *ret)
+{
+	if (disk_id > CW_DISKS_MAX)
+		return -ENODEV;
+	return s->ops->disk(s->lay, disk_id, ret);
+}
+
+/* The pieces that repeat the write p, its bytes from skip on, on extent
+ * m (a moving block's destination, the block's cache copy).  A stream's
+ * piece repeated on a disk where its reservation is booked too (a move
+ * books it where the block goes) is the stream's there. */
+static int copy(struct split *s, const struct cw_path_piece *p, uint64_t skip,
+		const struct cw_extent *m)
+{
+	struct cw_path_disk d;
+	enum cw_io_op op = p->op;
+	bool zero = p->zero;
+	bool rt = rt_on(s, p->rt, m->disk_id);
+	uint64_t done = 0;
+	int r = disk_of(s, m->disk_id, &d);
+
+	if (r < 0)
+		return r;
+	if (op == CW_IO_PUNCH && !d.can_punch) {
+		op = CW_IO_WRITE;	/* the destination cannot punch: zeros */
+		zero = true;
+	}
+	while (done < m->length) {
+		uint64_t len = rt ? m->length - done : CW_MIN(m->length - done, d.be_piece);
+		struct cw_path_piece c = {
+			.kind = CW_PATH_COPY, .op = op, .disk_id = m->disk_id,
+			.phys_offset = m->phys_offset + done, .buf_offset = p->buf_offset + skip + done,
+			.zero = zero, .rt = rt, .first_on_disk = rt && done == 0 && !s->seen[m->disk_id],
+		};
+
+		if (zero)
+			len = CW_MIN(len, s->rq->zero_chunk);
+		c.length = len;
+		r = s->emit(s->arg, &c);
+		if (r < 0)
+			return r;
+		done += len;
+	}
+	if (m->length)
+		s->seen[m->disk_id] = true;
+	return 0;
+}
+
+/* The write p (at partition offset off, on extent e) repeated on the
+ * destinations of the blocks of e being moved. */
+static int mirrors(struct split *s, const struct cw_path_piece *p, uint64_t off,
+		   const struct cw_extent *e)
+{
+	struct cw_extent ms[CW_MOVER_DEPTH_MAX];
+	uint64_t skips[CW_MOVER_DEPTH_MAX];
+	int nm, r;
+
+	if (!s->ops->mirrors)
+		return 0;
+	nm = s->ops->mirrors(s->lay, off, e, skips, ms, CW_MOVER_DEPTH_MAX);
+	if (nm < 0)
+		return nm;
+	for (int j = 0; j < nm; j++)
+		if ((r = copy(s, p, skips[j], &ms[j])) < 0)
+			return r;
+	return 0;
+}
+
+int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path_req *rq,
+		  int (*emit)(void *arg, const struct cw_path_piece *p), void *arg)
+{
+	struct split s = { .ops = ops, .lay = lay, .rq = rq, .emit = emit, .arg = arg };
+	uint64_t off = rq->offset, end = rq->offset + rq->length;
+	uint64_t chunk = rq->zero ? rq->zero_chunk : UINT32_MAX;
+	uint64_t bs = rq->block_size;
+	bool rt = cw_path_in_resv(rq->resv, rq->offset, rq->length, rq->arrival_ns);
+	int r;
+
+	if (end < off || bs == 0 || (rq->zero && rq->zero_chunk == 0))
+		return -EINVAL;
+	while (off < end) {
+		uint64_t want = CW_MIN(end - off, chunk);
+		struct cw_extent e, ce;
+		struct cw_path_disk d;
+		enum cw_io_op op = rq->op;
+		enum cw_cache_route cr = CW_CACHE_ORIGIN;
+		struct cw_path_piece p;
+		bool prt;
+
+		if (rq->cached)	/* one block at a time: each has its own route */
+			want = CW_MIN(want, bs - off % bs);
+		if (op == CW_IO_READ) {
+			r = ops->allocated(lay, off, want, &want);
+			if (r < 0)
+				return r;
+			if (r == 0) {
+				p = (struct cw_path_piece){ .kind = CW_PATH_HOLE, .op = op,
+							    .length = want,
+							    .buf_offset = off - rq->offset };
+				if ((r = emit(arg, &p)) < 0)
+					return r;
+				off += want;
+				continue;
+			}
+		}
+		r = ops->map(lay, off, want, &e);
+		if (r < 0)
+			return r;
+		if ((r = disk_of(&s, e.disk_id, &d)) < 0)
+			return r;
+		prt = rt_on(&s, rt, e.disk_id);
+		if (!prt && e.length > d.be_piece)
+			e.length = d.be_piece;	/* fits in less slack */
+		if (rq->cached)
+			cr = ops->route(lay, off, e.length, op != CW_IO_READ, &ce);
+		if (cr == CW_CACHE_SSD) {
+			/* Served by the cache copy: the stream's where it is booked
+			 * on the cache's disk (cw_admit_state_cache_sync), else
+			 * best effort. */
+			if ((r = disk_of(&s, ce.disk_id, &d)) < 0)
+				return r;
+			e = ce;
+			prt = rt_on(&s, rt, e.disk_id);
+			if (!prt && e.length > d.be_piece)
+				e.length = d.be_piece;
+		}
+		if (op == CW_IO_PUNCH && !d.can_punch) {
+			if (!rq->zero) {
+				off += e.length;	/* nothing to give back here */
+				continue;
+			}
+			op = CW_IO_WRITE;
+			e.length = CW_MIN(e.length, (uint64_t)rq->zero_chunk);
+		}
+		p = (struct cw_path_piece){
+			.kind = CW_PATH_IO, .op = op, .disk_id = e.disk_id,
+			.phys_offset = e.phys_offset, .length = e.length,
+			.buf_offset = off - rq->offset, .zero = rq->zero && op != CW_IO_PUNCH,
+			.rt = prt, .first_on_disk = !s.seen[e.disk_id],
+		};
+		s.seen[e.disk_id] = true;
+		if ((r = emit(arg, &p)) < 0)
+			return r;
+		if (op != CW_IO_READ) {
+			/* Blocks being moved, and a cache copy that stays equal. */
+			if ((r = mirrors(&s, &p, off, &e)) < 0)
+				return r;
+			if (cr == CW_CACHE_BOTH) {
+				ce.length = e.length;
+				if ((r = copy(&s, &p, 0, &ce)) < 0)
+					return r;
+			}
+		}
+		off += e.length;
+	}
+	return 0;
+}
+
+/* ---- a real partition's answers ---- */
+
+static int part_allocated(void *lay, uint64_t offset, uint64_t length, uint64_t *ret_length)
+{
+	return cw_part_allocated(((struct cw_path_part *)lay)->part, offset, length, ret_length);
+}
+
+static int part_map(void *lay, uint64_t offset, uint64_t length, struct cw_extent *ret)
+{
+	return cw_part_map(((struct cw_path_part *)lay)->part, offset, length, ret);
+}
+
+static enum cw_cache_route part_route(void *lay, uint64_t offset, uint64_t length, bool write,
+				      struct cw_extent *ret_ssd)
+{
+	struct cw_cache *c = ((struct cw_path_part *)lay)->cache;
+
+	return c ? cw_cache_route(c, offset, length, write, ret_ssd) : CW_CACHE_ORIGIN;
+}
+
+static int part_mirrors(void *lay, uint64_t offset, const struct cw_extent *ext,
+			uint64_t *ret_skips, struct cw_extent *ret_mirrors, unsigned max)
+{
+	return cw_part_write_mirrors(((struct cw_path_part *)lay)->part, offset, ext, ret_skips,
+				     ret_mirrors, max);
+}
+
+static int part_disk(void *lay, uint32_t disk_id, struct cw_path_disk *ret)
+{
+	struct cw_path_part *pp = lay;
+
+	return pp->disk(pp->disk_arg, disk_id, ret);
+}
+
+const struct cw_path_ops cw_path_part_ops = {
+	.allocated = part_allocated,
+	.map = part_map,
+	.route = part_route,
+	.mirrors = part_mirrors,
+	.disk = part_disk,
+};

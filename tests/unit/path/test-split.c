@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Description: cw_path_split on a real pool of two file disks (its map
+ * and holes through cw_path_part_ops), and with the cache's route and a
+ * move's mirrors answered by the test: holes, a map over two disks, a
+ * request crossing blocks, the best-effort cut, real-time against best
+ * effort by the reservation's range, span and disks, a cache hit and miss
+ * and a write to both copies, a write to a block being moved, and a
+ * punch where a disk cannot punch.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <clockwise/path.h>
+
+#include "cwtest.h"
+#include "layout/pooltest.h"
+
+#define BS TP_BS
+#define SSD_ID 7	/* the cache's disk in the tests that route */
+
+static struct tp t;
+static struct cw_part *part;
+static uint64_t be_piece = BS;
+static bool punch_ok = true;
+
+static int disk(void *arg, uint32_t id, struct cw_path_disk *ret)
+{
+	(void)arg;
+	if (id != 1 && id != 2 && id != SSD_ID)
+		return -ENODEV;
+	*ret = (struct cw_path_disk){ .be_piece = be_piece, .can_punch = punch_ok || id == 2 };
+	return 0;
+}
+
+static struct cw_path_part lay;
+
+#define MAXP 64
+static struct cw_path_piece got[MAXP];
+static size_t n;
+
+static int emit(void *arg, const struct cw_path_piece *p)
+{
+	(void)arg;
+	CU_ASSERT_FATAL(n < MAXP);
+	got[n++] = *p;
+	return 0;
+}
+
+static int split_with(const struct cw_path_ops *ops, struct cw_path_req rq)
+{
+	rq.block_size = BS;
+	rq.zero_chunk = BS / 2;
+	n = 0;
+	return cw_path_split(ops, &lay, &rq, emit, NULL);
+}
+
+static int split(struct cw_path_req rq)
+{
+	return split_with(&cw_path_part_ops, rq);
+}
+
+static struct cw_extent block_at(uint64_t off)
+{
+	struct cw_extent e;
+
+	CU_ASSERT_FATAL(cw_part_map(part, off, 1, &e) == 0);
+	return e;
+}
+
+static void written(uint64_t first, uint64_t nb, bool data)
+{
+	struct cw_alloc_change c = { .part = part, .first_block = first, .nblocks = nb,
+				     .allocated = data };
+
+	CU_ASSERT_FATAL(cw_part_set_allocated(t.pool, &c, 1) == 0);
+}
+
+/* The pool, made by the first test that runs. */
+static void setup(void)
+{
+	uint64_t nb[] = { 64, 64 };
+
+	if (part)
+		return;
+	tp_pool(&t, BS, 2, nb, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 8 * BS, NULL, &part) == 0);
+	lay = (struct cw_path_part){ .part = part, .disk = disk };
+}
+
+static void reset(void)
+{
+	setup();
+	be_piece = BS;
+	punch_ok = true;
+	written(0, 8, true);
+}
+
+/* A read of a hole is zeros without I/O; the data between is read. */
+static void test_holes(void)
+{
+	reset();
+	written(0, 1, false);
+	written(3, 1, false);
+	CU_ASSERT_FATAL(split((struct cw_path_req){ .offset = 0, .length = 4 * BS,
+						    .op = CW_IO_READ }) == 0);
+	CU_ASSERT_FATAL(n == 4);
+	CU_ASSERT_EQUAL(got[0].kind, CW_PATH_HOLE);
+	CU_ASSERT_EQUAL(got[0].length, BS);
+	CU_ASSERT_EQUAL(got[1].kind, CW_PATH_IO);
+	CU_ASSERT_EQUAL(got[1].buf_offset, BS);
+	CU_ASSERT_EQUAL(got[2].kind, CW_PATH_IO);
+	CU_ASSERT_EQUAL(got[3].kind, CW_PATH_HOLE);
+	CU_ASSERT_EQUAL(got[3].buf_offset, 3 * BS);
+	/* a write goes to its blocks, holes or not */
+	CU_ASSERT_FATAL(split((struct cw_path_req){ .offset = 0, .length = BS,
+						    .op = CW_IO_WRITE }) == 0);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT_EQUAL(got[0].kind, CW_PATH_IO);
+}
+
+/* Rotation puts neighbouring blocks on the two disks: a piece each,
+ * where the map says, the first on each disk marked. */
+static void test_two_disks(void)
+{
+	reset();
+	CU_ASSERT_FATAL(split((struct cw_path_req){ .offset = 0, .length = 4 * BS,
+						    .op = CW_IO_WRITE }) == 0);
+	CU_ASSERT_FATAL(n == 4);
+	for (unsigned i = 0; i < 4; i++) {
+		struct cw_extent e = block_at(i * BS);
+
+		CU_ASSERT_EQUAL(got[i].kind, CW_PATH_IO);
+		CU_ASSERT_EQUAL(got[i].op, CW_IO_WRITE);
+		CU_ASSERT_EQUAL(got[i].disk_id, e.disk_id);
+		CU_ASSERT_EQUAL(got[i].phys_offset, e.phys_offset);
+		CU_ASSERT_EQUAL(got[i].length, BS);
+		CU_ASSERT_EQUAL(got[i].buf_offset, i * BS);
+		CU_ASSERT_EQUAL(got[i].first_on_disk, i < 2);
+		CU_ASSERT_FALSE(got[i].rt);
+	}
+	CU_ASSERT_NOT_EQUAL(got[0].disk_id, got[1].disk_id);
+}
+
+/* A request from the middle of one block into the next ends its first
+ * piece at the block's end. */
+static void test_crossing(void)
+{
+	reset();
+	CU_ASSERT_FATAL(split((struct cw_path_req){ .offset = BS / 2, .length = BS,
+						    .op = CW_IO_READ }) == 0);
+	CU_ASSERT_FATAL(n == 2);
+	CU_ASSERT_EQUAL(got[0].phys_offset, block_at(0).phys_offset + BS / 2);
+	CU_ASSERT_EQUAL(got[0].length, BS / 2);
+	CU_ASSERT_EQUAL(got[1].phys_offset, block_at(BS).phys_offset);
+	CU_ASSERT_EQUAL(got[1].length, BS / 2);
+	CU_ASSERT_EQUAL(got[1].buf_offset, BS / 2);
+}
+
+/* Best effort is cut at the disk's piece. */
+static void test_be_cut(void)
+{
+	reset();
+	be_piece = BS / 4;
+	CU_ASSERT_FATAL(split((struct cw_path_req){ .offset = 0, .length = BS,
+						    .op = CW_IO_READ }) == 0);
+	CU_ASSERT_FATAL(n == 4);
+	for (unsigned i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(got[i].length, BS / 4);
+		CU_ASSERT_EQUAL(got[i].phys_offset, block_at(0).phys_offset + i * BS / 4);
+		CU_ASSERT_EQUAL(got[i].first_on_disk, i == 0);
+	}
+}
+
+/* Inside the reservation's range and span its pieces on the disks it
+ * books are the stream's, whole; elsewhere best effort, cut. */
+static void test_class(void)
+{
+	struct cw_admit_resv_part parts[2] = { { .disk_id = block_at(0).disk_id }, { 0 } };
+	struct cw_admit_resv rv = { .range_start_bytes = 0, .range_end_bytes = 2 * BS,
+				    .span_start_ns = 100, .parts = parts };
+	struct cw_path_req rq = { .offset = 0, .length = 2 * BS, .op = CW_IO_READ, .resv = &rv,
+				  .arrival_ns = 100 };
+
+	reset();
+	be_piece = BS / 2;
+	CU_ASSERT_FATAL(split(rq) == 0);
+	CU_ASSERT_FATAL(n == 3);
+	CU_ASSERT_TRUE(got[0].rt);
+	CU_ASSERT_EQUAL(got[0].length, BS);
+	CU_ASSERT_FALSE(got[1].rt);	/* the other disk is not booked */
+	CU_ASSERT_EQUAL(got[1].length, BS / 2);
+	/* past the range's end */
+	rq.length = 3 * BS;
+	CU_ASSERT_FATAL(split(rq) == 0);
+	for (size_t i = 0; i < n; i++)
+		CU_ASSERT_FALSE(got[i].rt);
+	/* before the span */
+	rq.length = BS;
+	rq.arrival_ns = 99;
+	CU_ASSERT_FATAL(split(rq) == 0);
+	CU_ASSERT_FATAL(n == 2);
+	CU_ASSERT_FALSE(got[0].rt);
+	CU_ASSERT_FALSE(cw_path_in_resv(&rv, 0, BS, 99));
+	CU_ASSERT_TRUE(cw_path_in_resv(&rv, BS, BS, 100));
+}
+
+/* The cache, answered by the test: block 0 is cached at slot 5 of
+ * SSD_ID, the others are not. */
+static enum cw_cache_route route(void *l, uint64_t off, uint64_t len, bool write,
+				 struct cw_extent *ret_ssd)
+{
+	(void)l;
+	if (off >= BS)
+		return CW_CACHE_ORIGIN;
+	*ret_ssd = (struct cw_extent){ .disk_id = SSD_ID, .phys_offset = 5 * BS + off,
+				       .length = len };
+	return write ? CW_CACHE_BOTH : CW_CACHE_SSD;
+}
+
+static void test_cache(void)
+{
+	struct cw_path_ops ops = cw_path_part_ops;
+
+	ops.route = route;
+	reset();
+	CU_ASSERT_FATAL(split_with(&ops, (struct cw_path_req){ .offset = 0, .length = 2 * BS,
+							       .op = CW_IO_READ,
+							       .cached = true }) == 0);
+	CU_ASSERT_FATAL(n == 2);
+	CU_ASSERT_EQUAL(got[0].disk_id, SSD_ID);	/* a hit */
+	CU_ASSERT_EQUAL(got[0].phys_offset, 5 * BS);
+	CU_ASSERT_EQUAL(got[1].disk_id, block_at(BS).disk_id);	/* a miss */
+	/* a write keeps the copy equal */
+	CU_ASSERT_FATAL(split_with(&ops, (struct cw_path_req){ .offset = BS / 2, .length = BS / 4,
+							       .op = CW_IO_WRITE,
+							       .cached = true }) == 0);
+	CU_ASSERT_FATAL(n == 2);
+	CU_ASSERT_EQUAL(got[0].kind, CW_PATH_IO);
+	CU_ASSERT_EQUAL(got[0].disk_id, block_at(0).disk_id);
+	CU_ASSERT_EQUAL(got[1].kind, CW_PATH_COPY);
+	CU_ASSERT_EQUAL(got[1].disk_id, SSD_ID);
+	CU_ASSERT_EQUAL(got[1].phys_offset, 5 * BS + BS / 2);
+	CU_ASSERT_EQUAL(got[1].length, BS / 4);
+	CU_ASSERT_EQUAL(got[1].buf_offset, 0);
+}
+
+/* A move, answered by the test: block 1 is being copied to disk 2 at
+ * block 40. */
+static int mirrors(void *l, uint64_t off, const struct cw_extent *e, uint64_t *skips,
+		   struct cw_extent *ret, unsigned max)
+{
+	uint64_t end = off + e->length;
+
+	(void)l;
+	(void)max;
+	if (end <= BS || off >= 2 * BS)
+		return 0;
+	skips[0] = off < BS ? BS - off : 0;
+	ret[0] = (struct cw_extent){ .disk_id = 2, .phys_offset = 40 * BS + (off > BS ? off - BS : 0),
+				     .length = (end < 2 * BS ? end : 2 * BS) - (off > BS ? off : BS) };
+	return 1;
+}
+
+static void test_move(void)
+{
+	struct cw_path_ops ops = cw_path_part_ops;
+
+	ops.mirrors = mirrors;
+	reset();
+	CU_ASSERT_FATAL(split_with(&ops, (struct cw_path_req){ .offset = 0, .length = 3 * BS,
+							       .op = CW_IO_WRITE }) == 0);
+	CU_ASSERT_FATAL(n == 4);
+	CU_ASSERT_EQUAL(got[1].kind, CW_PATH_IO);
+	CU_ASSERT_EQUAL(got[1].buf_offset, BS);
+	CU_ASSERT_EQUAL(got[2].kind, CW_PATH_COPY);	/* both copies */
+	CU_ASSERT_EQUAL(got[2].disk_id, 2);
+	CU_ASSERT_EQUAL(got[2].phys_offset, 40 * BS);
+	CU_ASSERT_EQUAL(got[2].length, BS);
+	CU_ASSERT_EQUAL(got[2].buf_offset, BS);
+	CU_ASSERT_EQUAL(got[3].kind, CW_PATH_IO);
+	/* a read goes to the block where it is */
+	CU_ASSERT_FATAL(split_with(&ops, (struct cw_path_req){ .offset = BS, .length = BS,
+							       .op = CW_IO_READ }) == 0);
+	CU_ASSERT_FATAL(n == 1);
+}
+
+/* A disk that cannot punch is skipped, or written with zeros in chunks. */
+static void test_punch(void)
+{
+	reset();
+	punch_ok = false;	/* disk 1 cannot, disk 2 can */
+	CU_ASSERT_FATAL(split((struct cw_path_req){ .offset = 0, .length = 2 * BS,
+						    .op = CW_IO_PUNCH }) == 0);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT_EQUAL(got[0].disk_id, 2);
+	CU_ASSERT_EQUAL(got[0].op, CW_IO_PUNCH);
+	CU_ASSERT_FATAL(split((struct cw_path_req){ .offset = 0, .length = 2 * BS,
+						    .op = CW_IO_PUNCH, .zero = true }) == 0);
+	CU_ASSERT_FATAL(n == 4);	/* every piece at most a zero chunk */
+	for (size_t i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(got[i].op, got[i].disk_id == 1 ? CW_IO_WRITE : CW_IO_PUNCH);
+		CU_ASSERT_EQUAL(got[i].zero, got[i].disk_id == 1);
+		CU_ASSERT_EQUAL(got[i].length, BS / 2);
+	}
+}
+
+/* The bound holds for the worst of these. */
+static void test_bound(void)
+{
+	struct cw_path_req rq = { .offset = 0, .length = 8 * BS, .op = CW_IO_WRITE,
+				  .block_size = BS, .zero_chunk = BS / 2, .zero = true };
+
+	reset();
+	be_piece = BS / 4;
+	CU_ASSERT_FATAL(split(rq) == 0);
+	CU_ASSERT(n <= cw_path_split_max(&rq));
+	CU_ASSERT_EQUAL(split((struct cw_path_req){ .offset = 7 * BS, .length = 2 * BS,
+						    .op = CW_IO_READ }), -ERANGE);
+}
+
+int main(void)
+{
+	CU_pSuite s = cwtest_suite("path-split", NULL, NULL);
+	int r;
+
+	cwtest_add(s, "holes", test_holes);
+	cwtest_add(s, "map over two disks", test_two_disks);
+	cwtest_add(s, "crossing blocks", test_crossing);
+	cwtest_add(s, "best-effort cut", test_be_cut);
+	cwtest_add(s, "class by reservation", test_class);
+	cwtest_add(s, "cache route", test_cache);
+	cwtest_add(s, "block under move", test_move);
+	cwtest_add(s, "punch", test_punch);
+	cwtest_add(s, "bound", test_bound);
+	r = cwtest_run();
+	if (part)
+		tp_fini(&t);
+	return r;
+}
