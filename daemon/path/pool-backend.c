@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The data path of clockwised (DESIGN.md rule 3; Bosch & Mullender,
- * section 3): NBD request -> partition block map -> one piece per disk run
- * -> the lane's slot record -> its dispatcher -> the policy -> the I/O engine.
+ * The data path of clockwised (Bosch & Mullender, section 3): NBD
+ * request -> partition block map -> one piece per disk run -> the lane's
+ * slot record -> its dispatcher -> the policy -> the I/O engine.
  *
  * Submission takes no mutex.  The connection thread maps the request with
  * the lock-free cw_part_map(), then books every piece in its lane's slot

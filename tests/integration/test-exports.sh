@@ -28,7 +28,9 @@ nm -D --defined-only "$so" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | 
 check "the library exports symbols" test -s "$cw_tmp/exported"
 undeclared=
 while read -r s; do
-	grep -Eq "(^|[^A-Za-z0-9_])$s[[:space:]]*\(" "$cw_tmp/all.i" || undeclared="$undeclared $s"
+	# a function, or an object declared extern
+	grep -Eq "(^|[^A-Za-z0-9_])$s[[:space:]]*\(|^extern .*[^A-Za-z0-9_]$s[[:space:]]*(;|\[)" \
+		"$cw_tmp/all.i" || undeclared="$undeclared $s"
 done <"$cw_tmp/exported"
 [ -z "$undeclared" ] || echo "exported, declared in no installed header:$undeclared"
 check "every exported symbol is declared in an installed header" test -z "$undeclared"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * clockwise/path.h — the request split of the data path (DESIGN.md rule
- * 1, one core): a request on a partition's bytes becomes the pieces the
- * disks serve.  One pass over the extent answers, run by run: holes (a
+ * clockwise/path.h — the request split of the data path (one core: the
+ * daemon and the simulator call the same function): a request on a
+ * partition's bytes becomes the pieces the disks serve.  One pass over the extent answers, run by run: holes (a
  * READ of one reads zeros without I/O), the block map, the SSD cache's
  * route, the destinations of blocks being moved (a write goes to both
  * copies), the class (real-time inside a reservation's range and span on
