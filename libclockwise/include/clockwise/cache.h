@@ -192,6 +192,9 @@ int cw_cache_copied(struct cw_pool *pool, int read_err, int write_err);
 /* Pins the blocks of part in the given ranges (rule 2), see
  * cw_cache_policy_pin. */
 int cw_cache_pin(struct cw_part *part, const uint64_t *first, const uint64_t *n, size_t nranges);
+/* Whether block of part is in a range pinned now (whether its cache is in
+ * service or not). */
+bool cw_cache_pinned(struct cw_part *part, uint64_t block);
 
 struct cw_cache_stats {
 	struct cw_cache_conf conf;	/* in service */
