@@ -31,7 +31,7 @@
  *
  * Rule 2: a block in the range of an active reservation is cached only
  * while its stream is booked on the cache's disks too
- * (cw_admit_state_cache_sync); the daemon pins the other ranges
+ * (cw_admit_state_cache_sync); the admission state pins the other ranges
  * (cw_cache_pin): their blocks are not promoted (counted as refused),
  * and those cached before the pin are demoted first.
  */
