@@ -130,10 +130,13 @@ static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
 		struct cw_disk_info d = { 0 };
 
 		(void)cw_disk_info(pool, rv->parts[i].disk_id, &d);
-		cwd_log(LOG_INFO, "reservation %s: disk %s T=%" PRId64 " us C=%" PRId64 " us",
+		cwd_log(LOG_INFO, "reservation %s: disk %s T=%" PRId64 " us C=%" PRId64 " us%s",
 			sr->export_name, d.name, rv->parts[i].task.period_ns / 1000,
-			rv->parts[i].task.service_ns / 1000);
+			rv->parts[i].task.service_ns / 1000, rv->parts[i].copy ? " (cache)" : "");
 	}
+	if (rv->cache_refused[0])	/* rule 2, kept by cw_admit_state_reserve */
+		cwd_log(LOG_NOTICE, "reservation %s: its blocks stay off the SSD: %s",
+			sr->export_name, rv->cache_refused);
 	return 0;
 }
 

@@ -7,13 +7,11 @@
  *
  * Rule 2 for caches: a cached block is read from the SSD and written to
  * both disks, so a block of a reserved range may be cached only while its
- * stream is booked on the cache's disks too.  The admission state books
- * it there when they admit it (cw_admit_state_cache_sync); this file keeps
- * every other reserved range pinned in its partition's cache
- * (cw_cache_pin): not promoted, and demoted if it was cached before.  The
- * order keeps it true at every instant: a range is pinned before anything
- * could cache it where its stream is not booked (a new reservation, a
- * cache taking new SSD blocks), and unpinned only once it is booked.
+ * stream is booked on the cache's disks too.  The admission state keeps
+ * it (libclockwise/admit/state-stream.c, cw_admit_state_cache_set): it
+ * books the stream there when they admit it and keeps every other
+ * reserved range pinned in its partition's cache (cw_cache_pin).  This
+ * file asks it and says what it refused.
  */
 #include "config.h"
 
@@ -29,69 +27,12 @@
 #include "common/util.h"
 #include "control-internal.h"
 
-/* Adds blocks [a, b) to the k pins; beyond 64 the last covers them all. */
-static size_t pin_add(uint64_t *first, uint64_t *n, size_t k, uint64_t a, uint64_t b)
+void cwc_caches_notice(struct cwc_server *srv)
 {
-	if (k == 64) {
-		uint64_t lo = CW_MIN(first[k - 1], a);
-
-		n[k - 1] = CW_MAX(first[k - 1] + n[k - 1], b) - lo;
-		first[k - 1] = lo;
-		return k;
-	}
-	first[k] = a;
-	n[k] = b - a;
-	return k + 1;
-}
-
-/* Pins the reserved ranges of part (id part_id) whose streams its cache
- * may not hold, and bytes [start, end) of it when end > start. */
-static int cache_pin(struct cwc_server *srv, struct cw_part *part, uint64_t part_id,
-		     uint64_t start, uint64_t end)
-{
-	uint64_t first[64], n[64], bs = cw_pool_block_size(srv->pool);
 	const struct cw_admit_resv *rv;
-	size_t k = 0;
 
-	for (size_t i = 0; (rv = cw_admit_state_resv_at(srv->adm, i)); i++)
-		if (rv->part_id == part_id && rv->cache_refused[0])
-			k = pin_add(first, n, k, rv->range_start_bytes / bs,
-				    CW_DIV_ROUND_UP(rv->range_end_bytes, bs));
-	if (end > start)
-		k = pin_add(first, n, k, start / bs, CW_DIV_ROUND_UP(end, bs));
-	return cw_cache_pin(part, first, n, k);
-}
-
-void cwc_cache_pin_range(struct cwc_server *srv, const char *part_name, uint64_t start,
-			 uint64_t end)
-{
-	struct cw_part_info pi;
-	struct cw_part *part;
-
-	if (part_name && cw_part_lookup(srv->pool, part_name, &part) == 0 &&
-	    cw_part_info(part, &pi) == 0)
-		(void)cache_pin(srv, part, pi.id, start, end ? end : pi.size_bytes);
-}
-
-void cwc_caches_sync(struct cwc_server *srv, const char *part_name, bool retry)
-{
-	_cleanup_free_ struct cw_part_info *parts = NULL;
-	const struct cw_admit_resv *rv;
-	size_t n = 0;
-	int r;
-
-	if (!srv->adm)
-		return;
-	r = cw_admit_state_cache_sync(srv->adm, part_name, retry, NULL);
-	if (r < 0 && retry && srv->o.hooks.notice) {
-		char msg[256];
-
-		snprintf(msg, sizeof(msg), "cache: booking reserved streams on SSD caches: %s",
-			 strerror(-r));
-		srv->o.hooks.notice(srv->o.hooks.userdata, msg);
-	}
 	/* Said once: when a stream's refusal is new or changed. */
-	for (size_t i = 0; r > 0 && (rv = cw_admit_state_resv_at(srv->adm, i)); i++) {
+	for (size_t i = 0; srv->adm && (rv = cw_admit_state_resv_at(srv->adm, i)); i++) {
 		char msg[sizeof(rv->cache_refused) + 2 * CW_NAME_MAX + 128], who[CW_NAME_MAX + 48];
 
 		if (!rv->cache_refused_new || !srv->o.hooks.notice)
@@ -104,15 +45,24 @@ void cwc_caches_sync(struct cwc_server *srv, const char *part_name, bool retry)
 			 rv->part, rv->cache_refused);
 		srv->o.hooks.notice(srv->o.hooks.userdata, msg);
 	}
-	if (cw_part_list(srv->pool, &parts, &n) < 0)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		struct cw_part *part;
+}
 
-		if ((!part_name || !strcmp(part_name, parts[i].name)) &&
-		    cw_part_lookup(srv->pool, parts[i].name, &part) == 0)
-			(void)cache_pin(srv, part, parts[i].id, 0, 0);
+void cwc_caches_sync(struct cwc_server *srv, const char *part_name, bool retry)
+{
+	int r;
+
+	if (!srv->adm)
+		return;
+	r = cw_admit_state_cache_sync(srv->adm, part_name, retry, NULL);
+	if (r < 0 && retry && srv->o.hooks.notice) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "cache: booking reserved streams on SSD caches: %s",
+			 strerror(-r));
+		srv->o.hooks.notice(srv->o.hooks.userdata, msg);
 	}
+	if (r > 0)
+		cwc_caches_notice(srv);
 }
 
 /* The reservations of part whose blocks its cache may not hold, and why. */
@@ -206,11 +156,9 @@ int cwc_cmd_part_cache(struct ctx *c, json_object **ret)
 	if (!mode && !cw_ctl_arg_uint(c->req, "size", &conf.size_bytes))
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "part.cache: give \"size\" (0: no "
 				"cache), \"mode\" or both");
-	/* Every reserved range pinned while the cache may take new SSD
-	 * blocks its streams are not booked on (rule 2, at the top). */
-	cwc_cache_pin_range(c->srv, name, 0, 0);
-	r = cw_part_cache_set(part, &conf);
-	cwc_caches_sync(c->srv, name, true);
+	/* Rule 2 (at the top) is the admission state's to keep. */
+	r = cw_admit_state_cache_set(c->srv->adm, name, &conf, NULL);
+	cwc_caches_notice(c->srv);
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);
 	if (c->srv->o.hooks.moves_changed)

@@ -178,15 +178,14 @@ int cwc_cmd_part_cache(struct ctx *c, json_object **ret);
 json_object *cwc_caches_json(struct cwc_server *srv);
 /* Rule 2 for SSD caches: books the streams of partition part (NULL:
  * all) on its cache's disks where admission lets it (retry: also those
- * refused before; cw_admit_state_cache_sync), tells a new refusal once
- * (the notice hook), and pins the ranges of the others.  After a change
- * of reservations or caches, each round of the control thread (without
- * retry: a cache that left disks), and at start. */
+ * refused before) and pins the ranges of the others
+ * (cw_admit_state_cache_sync), and tells a new refusal once.  Each round
+ * of the control thread (without retry: a cache that left disks), and at
+ * start. */
 void cwc_caches_sync(struct cwc_server *srv, const char *part, bool retry);
-/* Pins bytes [start, end) (end 0: to its end) of partition part in its
- * cache beside the ranges pinned now: before something may book them. */
-void cwc_cache_pin_range(struct cwc_server *srv, const char *part, uint64_t start,
-			 uint64_t end);
+/* Tells, through the notice hook, each stream whose cache refusal is new
+ * (cache_refused_new): after a call that synced caches. */
+void cwc_caches_notice(struct cwc_server *srv);
 int cwc_cmd_move_list(struct ctx *c, json_object **ret);
 int cwc_cmd_move_pause(struct ctx *c, json_object **ret);
 int cwc_cmd_move_resume(struct ctx *c, json_object **ret);

@@ -89,23 +89,20 @@ void cwc_resv_expire(struct cwc_server *srv)
 	int64_t now = srv->o.clock_ns();
 	const struct cw_admit_resv *r;
 
-	bool released = false;
-
 	/* A reservation whose time span is over holds nothing any more;
 	 * one an export is still bound to stays until the export goes; a
 	 * start-up one stays with the daemon.  A database that refuses now
-	 * is asked again next time. */
+	 * is asked again next time.  The room they leave on SSD caches is
+	 * the admission state's to give (cw_admit_state_release). */
 	for (size_t i = 0; (r = cw_admit_state_resv_at(srv->adm, i));) {
 		if (r->persistent && r->span_end_ns && r->span_end_ns <= now &&
 		    !cwc_resv_export(srv, r->id) &&
 		    cw_admit_state_release(srv->adm, r->id, NULL) == 0) {
-			released = true;
+			cwc_caches_notice(srv);
 			continue;
 		}
 		i++;
 	}
-	if (released)	/* the room they leave on SSD caches */
-		cwc_caches_sync(srv, NULL, true);
 }
 
 /* A dry run admitted: what was asked, and how far the rate could go. */
@@ -156,12 +153,9 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 				       &mid) == 1)
 		rq.move_id = mid;
 	/* Its range stays out of the SSD cache until its stream is booked
-	 * there (control-cache.c). */
-	if (!rq.dry_run)
-		cwc_cache_pin_range(srv, rq.part, rq.range_start_bytes, rq.range_end_bytes);
+	 * there: the admission state's rule (cw_admit_state_reserve). */
 	r = cw_admit_state_reserve(srv->adm, &rq, &rv, &ref, NULL);
-	if (!rq.dry_run && rq.part)
-		cwc_caches_sync(srv, rq.part, false);
+	cwc_caches_notice(srv);
 	if (r == -ENOENT && !ref.reason[0])
 		return cwc_fail(c, CW_CTL_E_NOT_FOUND, "no partition \"%s\"", rq.part);
 	if (r == -ENOMEM)
@@ -225,7 +219,7 @@ int cwc_cmd_resv_release(struct ctx *c, json_object **ret)
 	if (rc < 0)
 		return cwc_fail_pool(c, rc, "releasing the reservation");
 	cwc_moves_retry_postponed(c->srv);
-	cwc_caches_sync(c->srv, NULL, true);	/* the room it leaves on SSD caches */
+	cwc_caches_notice(c->srv);
 	*ret = json_object_new_object();
 	cwc_add(*ret, "id", cw_ctl_json_u64(id));
 	return 0;

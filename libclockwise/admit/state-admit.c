@@ -6,7 +6,8 @@
  * tested against the streams there and the exports' best-effort
  * reservations, and booked, or refused with the largest rate that fits
  * (found by bisection, as the headroom is).  Releasing a reservation is
- * here too.
+ * here too.  The public reserve and release (state-stream.c) wrap these
+ * steps with the SSD cache's rule.
  *
  * Invariant: a disk's task set is exactly the parts on it of the
  * reservations in st->resvs, and each part was admitted (cw_admit_plan's
@@ -397,20 +398,21 @@ int ast_plan_tested(const struct cw_admit_state *st, const struct prepared *p, u
 	return 0;
 }
 
-int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
-			   const struct cw_admit_resv **ret_resv, struct cw_admit_refusal *ref,
-			   struct cw_admit_changes *changes)
+void ast_admitted_done(struct admitted *a)
 {
-	_cleanup_(ast_prepared_done) struct prepared p = { 0 };
-	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
-	struct cw_admit_resv *rv = NULL;
+	cw_admit_plan_done(&a->plan);
+	ast_prepared_done(&a->p);
+}
+
+int ast_admit(struct cw_admit_state *st, const struct cw_admit_request *req, struct admitted *a,
+	      struct cw_admit_refusal *ref)
+{
+	struct prepared *p = &a->p;
 	int r;
 
 	if (ref)
 		memset(ref, 0, sizeof(*ref));
-	if (ret_resv)
-		*ret_resv = NULL;
-	r = prepare_req(st, req, &p, ref);
+	r = prepare_req(st, req, p, ref);
 	if (r < 0)
 		return r;
 	if (req->rate_bps == 0) {
@@ -421,49 +423,56 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 		ast_refuse(ref, "too many reservations (%d)", RESV_MAX);
 		return -ENOSPC;
 	}
-	r = ast_plan_tested(st, &p, req->rate_bps, &plan, ref);
-	if (r == -EBUSY && !plan.admitted) {
-		ast_refusal_of_plan(&p, &plan, req->rate_bps, ref);
-		r = refusal_max_rate(&p, ref);
-		if (r == 0 && p.rl.l.alt_disk)
+	r = ast_plan_tested(st, p, req->rate_bps, &a->plan, ref);
+	if (r == -EBUSY && !a->plan.admitted) {
+		ast_refusal_of_plan(p, &a->plan, req->rate_bps, ref);
+		r = refusal_max_rate(p, ref);
+		if (r == 0 && p->rl.l.alt_disk)
 			refusal_prefix(ref, "with its blocks on both sides of move %" PRIu64
 				       " (it takes them to other disks): ", req->move_id);
 		return r < 0 ? r : -EBUSY;
 	}
-	if (r == -EBUSY && p.rl.l.alt_disk)
+	if (r == -EBUSY && p->rl.l.alt_disk)
 		refusal_prefix(ref, "with its blocks on both sides of move %" PRIu64 ": ",
 			       req->move_id);
-	if (r < 0)
-		return r;
-	if (req->dry_run)
-		return 0;
+	return r;
+}
+
+int ast_book(struct cw_admit_state *st, const struct cw_admit_request *req,
+	     const struct admitted *a, const struct cw_admit_resv **ret_resv,
+	     struct cw_admit_refusal *ref, struct cw_admit_changes *changes)
+{
+	const struct prepared *p = &a->p;
+	const struct cw_admit_plan *plan = &a->plan;
+	struct cw_admit_resv *rv;
+	int r;
 
 	rv = ast_resv_new();
-	if (!rv || !(rv->parts = ast_parts_new(plan.n_parts))) {
+	if (!rv || !(rv->parts = ast_parts_new(plan->n_parts))) {
 		ast_resv_free(rv);
 		return -ENOMEM;
 	}
-	snprintf(rv->part, sizeof(rv->part), "%s", p.pi.name);
-	rv->part_id = p.pi.id;
+	snprintf(rv->part, sizeof(rv->part), "%s", p->pi.name);
+	rv->part_id = p->pi.id;
 	rv->persistent = req->persistent;
 	if (!req->persistent && req->export_name)
 		snprintf(rv->export_name, sizeof(rv->export_name), "%s", req->export_name);
 	rv->rate_bps = req->rate_bps;
 	rv->block_bytes = req->block_bytes;
 	rv->range_start_bytes = req->range_start_bytes;
-	rv->range_end_bytes = p.end;
-	rv->span_start_ns = p.q.span_start_ns;
-	rv->span_end_ns = p.q.span_end_ns;
-	rv->period_ns = plan.stream_period_ns;
+	rv->range_end_bytes = p->end;
+	rv->span_start_ns = p->q.span_start_ns;
+	rv->span_end_ns = p->q.span_end_ns;
+	rv->period_ns = plan->stream_period_ns;
 	rv->due = req->due;
-	rv->move_id = p.rl.l.alt_disk ? req->move_id : 0;
-	rv->n_parts = plan.n_parts;
-	for (size_t i = 0; i < plan.n_parts; i++)
+	rv->move_id = p->rl.l.alt_disk ? req->move_id : 0;
+	rv->n_parts = plan->n_parts;
+	for (size_t i = 0; i < plan->n_parts; i++)
 		rv->parts[i] = (struct cw_admit_resv_part){
-			.disk_id = p.rl.disks[plan.parts[i].disk].id,
-			.task = plan.parts[i].task,
-			.requests = plan.parts[i].requests,
-			.stride = plan.parts[i].stride,
+			.disk_id = p->rl.disks[plan->parts[i].disk].id,
+			.task = plan->parts[i].task,
+			.requests = plan->parts[i].requests,
+			.stride = plan->parts[i].stride,
 		};
 	ast_resv_set_lead(rv);
 	/* The database first (it gives the id), then memory. */
@@ -495,8 +504,7 @@ int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_requ
 
 /* ---- releasing ---- */
 
-int cw_admit_state_release(struct cw_admit_state *st, uint64_t id,
-			   struct cw_admit_changes *changes)
+int ast_release(struct cw_admit_state *st, uint64_t id, struct cw_admit_changes *changes)
 {
 	struct cw_admit_resv *rv = NULL;
 	size_t i;

@@ -6,6 +6,7 @@
  * into one that calls it, directly or not):
  *
  *   state.c        -> state-disk.c, state-resv.c, state-be.c
+ *   state-stream.c -> state-admit.c, state-cache.c
  *   state-cache.c  -> state-move.c, state-admit.c, state-range.c,
  *                     state-refusal.c
  *   state-move.c   -> state-admit.c, state-disk.c, state-resv.c,
@@ -183,6 +184,26 @@ int ast_plan_tested(const struct cw_admit_state *st, const struct prepared *p, u
 void ast_refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *plan,
 			 uint64_t rate, struct cw_admit_refusal *ref);
 
+/* A request admitted (ast_admit) and not yet booked (ast_book). */
+struct admitted {
+	struct prepared p;
+	struct cw_admit_plan plan;
+};
+
+void ast_admitted_done(struct admitted *a);
+/* The tests of cw_admit_state_reserve, changing nothing: 0 when every
+ * disk and the host admit req, else its errors and refusal. */
+int ast_admit(struct cw_admit_state *st, const struct cw_admit_request *req, struct admitted *a,
+	      struct cw_admit_refusal *ref);
+/* Books what ast_admit admitted: the pool first, then memory, the
+ * RESV_ADDED event, the PLAN events.  Nothing of the SSD cache. */
+int ast_book(struct cw_admit_state *st, const struct cw_admit_request *req,
+	     const struct admitted *a, const struct cw_admit_resv **ret_resv,
+	     struct cw_admit_refusal *ref, struct cw_admit_changes *changes);
+/* Lets reservation id go: the pool first, then memory, the event, the
+ * PLAN events.  Nothing of the SSD cache. */
+int ast_release(struct cw_admit_state *st, uint64_t id, struct cw_admit_changes *changes);
+
 /* ---- state-move.c: a reservation booked again (moves) ---- */
 
 int ast_prepare_resv(struct cw_admit_state *st, const struct cw_admit_resv *rv,
@@ -198,5 +219,12 @@ struct cw_admit_resv_part *ast_plan_parts(const struct prepared *p,
 					  const struct cw_admit_plan *plan);
 int ast_rebook_lighter(struct cw_admit_state *st, struct cw_admit_resv *rv, uint64_t move_id,
 		       const uint32_t *ids, size_t n, struct cw_admit_changes *changes);
+
+/* ---- state-cache.c: a partition's SSD cache and its reservations ---- */
+
+/* Pins, in partition part's cache, the range of every reservation of it
+ * whose stream is not booked on every disk of the cache, and bytes
+ * [start, end) when end > start (rule 2: cw_admit_state_reserve). */
+int ast_cache_pin(struct cw_admit_state *st, const char *part, uint64_t start, uint64_t end);
 
 #endif

@@ -388,6 +388,17 @@ int cw_cache_pin(struct cw_part *p, const uint64_t *first, const uint64_t *n, si
 	return r;
 }
 
+bool cw_cache_pinned(struct cw_part *p, uint64_t block)
+{
+	bool in = false;
+
+	pthread_mutex_lock(&p->pool->lock);
+	for (size_t i = 0; i < p->cache_npins && !in; i++)
+		in = block >= p->cache_pin_first[i] && block - p->cache_pin_first[i] < p->cache_pin_n[i];
+	pthread_mutex_unlock(&p->pool->lock);
+	return in;
+}
+
 int cw_part_cache_stats(struct cw_part *p, struct cw_cache_stats *ret)
 {
 	struct cw_cache *c;

@@ -149,6 +149,20 @@ ctl_write_disks() {
 	done
 }
 
+# ctl_cached_media DIR SSD_MODEL PART_CREATE_ARGS...: a daemon on DIR's
+# pool (the HDDs emulating hdd7200 and written out, the SSD emulating
+# SSD_MODEL) with partition media of 16 MiB (PART_CREATE_ARGS), recorded,
+# and an SSD cache as large.
+ctl_cached_media() {
+	local dir=$1 ssd=$2
+	shift 2
+	ctl_start "$dir" --no-export-all --emulate hdd7200 --emulate-ssd "$ssd" || return 1
+	check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$dir"
+	check "part create media $*" cwctl part create media --size 16M "$@"
+	check "record media" ctl_fill media 16M
+	check "give it an SSD cache as large" cwctl part cache media --size 16M
+}
+
 ctl_max_rate() {
 	cwctl --json resv create "$1" --rate 1000 --block "$2" --dry-run | jq -e .max_rate
 }

@@ -17,11 +17,7 @@ d=$cw_tmp
 BLOCK=256K
 
 CTL_RT_LOCK=-x	# its stream beside no other daemon of the suite (ctl_start)
-ctl_start "$d" --no-export-all --emulate hdd7200 --emulate-ssd ssd
-check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$d"
-check "part create media on hdd0" cwctl part create media --size 16M --policy single --disk hdd0
-check "record media" ctl_fill media 16M
-check "give it an SSD cache as large" cwctl part cache media --size 16M
+ctl_cached_media "$d" ssd --policy single --disk hdd0
 
 max=$(ctl_max_rate media $BLOCK)
 rate=$((max / 4))
@@ -74,12 +70,7 @@ check "the server stops" ctl_stop
 # ---- an SSD that cannot take the stream ----
 s=$d/slow
 mkdir -p "$s"
-ctl_start "$s" --no-export-all --emulate hdd7200 --emulate-ssd hdd7200
-check "write hdd0 and hdd1 out (no holes)" ctl_write_disks "$s"
-check "part create striped over hdd0 and hdd1" \
-	cwctl part create media --size 16M --policy rotation --tier hdd
-check "record media" ctl_fill media 16M
-check "give it an SSD cache" cwctl part cache media --size 16M
+ctl_cached_media "$s" hdd7200 --policy rotation --tier hdd
 # In 1 MiB blocks: the SSD, serving every one (each HDD every other),
 # holds about a third of what the HDDs do.
 BLOCK=1M

@@ -272,7 +272,13 @@ struct cw_admit_request {
  * -EINVAL for a block larger than the range, -ENOENT (no such partition),
  * -EINVAL/-ERANGE (bad request: refusal.reason says what), -ENODEV (the
  * range lies on a missing disk), -ENOSPC (too many), -errno from the
- * pool.  ret_changes and ret_refusal may be NULL. */
+ * pool.  ret_changes and ret_refusal may be NULL.
+ * Rule 2 for the partition's SSD cache is kept on the way (the one path
+ * for every caller): the range is pinned in the cache before the stream
+ * is booked, and unpinned only once the stream is booked on the cache's
+ * disks too (cw_admit_state_cache_sync of the partition, without retry:
+ * when they refuse, cache_refused says why and the range stays pinned).
+ * A refusal or a dry run pins nothing. */
 int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
 			   const struct cw_admit_resv **ret_resv,
 			   struct cw_admit_refusal *ret_refusal,
@@ -345,9 +351,22 @@ int cw_admit_state_moves_settle(struct cw_admit_state *st, struct cw_admit_chang
  * events follow as for any rebooking.  After it, a stream's blocks may
  * be cached iff its cache_refused is empty.  The number of streams
  * whose refusal was set or changed (each then has cache_refused_new
- * until the next sync of its partition), or -errno. */
+ * until the next sync of its partition), or -errno.
+ * Then the pins (cw_cache_pin) of each partition synced are set to the
+ * ranges of its reservations not booked on every disk of its cache, also
+ * after an error. */
 int cw_admit_state_cache_sync(struct cw_admit_state *st, const char *part, bool retry,
 			      struct cw_admit_changes *ret_changes);
+
+struct cw_cache_conf;
+
+/* Sets partition part's SSD cache (cw_part_cache_set) with rule 2 kept:
+ * the whole partition pinned while the cache may take SSD blocks its
+ * streams are not booked on, then cw_admit_state_cache_sync with retry.
+ * cw_part_cache_set's errors, -ENOENT (no such partition). */
+int cw_admit_state_cache_set(struct cw_admit_state *st, const char *part,
+			     const struct cw_cache_conf *conf,
+			     struct cw_admit_changes *ret_changes);
 
 /* The largest rate, in bytes per second, at which req (its rate and
  * dry_run ignored) would be admitted now: a bisection over the rate with
@@ -366,7 +385,10 @@ int cw_admit_state_disk_headroom(struct cw_admit_state *st, uint32_t disk_id,
 				 struct cw_admit_refusal *ret_refusal);
 
 /* Releases a reservation by id (stored ones) — -ENOENT, or the pool's
- * -EBUSY while an export is bound to it. */
+ * -EBUSY while an export is bound to it.  Then every partition's cache
+ * is synced with retry (cw_admit_state_cache_sync): a stream refused on
+ * a cache before may fit in the room it leaves, and its range is no
+ * longer pinned. */
 int cw_admit_state_release(struct cw_admit_state *st, uint64_t id,
 			   struct cw_admit_changes *ret_changes);
 

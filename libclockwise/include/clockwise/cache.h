@@ -31,7 +31,7 @@
  *
  * Rule 2: a block in the range of an active reservation is cached only
  * while its stream is booked on the cache's disks too
- * (cw_admit_state_cache_sync); the daemon pins the other ranges
+ * (cw_admit_state_cache_sync); the admission state pins the other ranges
  * (cw_cache_pin): their blocks are not promoted (counted as refused),
  * and those cached before the pin are demoted first.
  */
@@ -192,6 +192,9 @@ int cw_cache_copied(struct cw_pool *pool, int read_err, int write_err);
 /* Pins the blocks of part in the given ranges (rule 2), see
  * cw_cache_policy_pin. */
 int cw_cache_pin(struct cw_part *part, const uint64_t *first, const uint64_t *n, size_t nranges);
+/* Whether block of part is in a range pinned now (whether its cache is in
+ * service or not). */
+bool cw_cache_pinned(struct cw_part *part, uint64_t block);
 
 struct cw_cache_stats {
 	struct cw_cache_conf conf;	/* in service */
