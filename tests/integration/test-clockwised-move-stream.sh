@@ -42,6 +42,26 @@ disks_of() { cwctl --json resv show "$rid" | jq -c '[.per_disk[].disk] | sort'; 
 state_of() { cwctl --json move list | jq -r ".[] | select(.id == $1) | .state"; }
 rt_on() { cwctl --json stats | jq "[.disks[] | select(.disk == \"$1\") | .rt_requests] | add // 0"; }
 misses() { cwctl --json stats | jq '[.disks[].rt_misses] | add'; }
+# play_ok DESC URI DURATION: a stream played to its end.  Exit 0: no
+# block missed.  Exit 4 (blocks missed) passes here only when the daemon
+# counted misses of its own meanwhile, which ctl_no_miss then judges
+# (the host's, or a failure); a miss the player saw and the daemon did
+# not is the player's own lateness, and fails.
+play_ok() {
+	local desc=$1 uri=$2 dur=$3 before rc after
+	before=$(misses)
+	"$CWSTREAM" play "$uri" --rate "$rate" --block $BLOCK --duration "$dur" --json --quiet \
+		>"$d/play.json"; rc=$?
+	after=$(misses)
+	if [ "$rc" -eq 4 ] && [ "$after" -gt "$before" ]; then
+		echo "$desc: cwstream $(tail -n1 "$d/play.json" | jq -c .summary);" \
+			"the daemon missed $((after - before)) meanwhile (judged below)"
+		check "$desc (its misses are the daemon's, judged below)" true
+	else
+		[ "$rc" -eq 0 ] || echo "cwstream $(tail -n1 "$d/play.json" | jq -c .summary)"
+		check "$desc" test "$rc" -eq 0
+	fi
+}
 
 check "booked on hdd0 alone" test "$(disks_of)" = '["hdd0"]'
 secs=30
@@ -106,9 +126,7 @@ fi
 check "the move finishes" cwctl move list --watch --interval 0.2
 check "it is done" test "$(state_of "$mid")" = done
 check "the reservation is on hdd0 alone" test "$(disks_of)" = '["hdd0"]'
-check "the stream plays again after the restart" \
-	"$CWSTREAM" play "nbd+unix:///s0?socket=$CTL_NBD" --rate "$rate" --block $BLOCK \
-	--duration 2s --quiet
+play_ok "the stream plays again after the restart" "nbd+unix:///s0?socket=$CTL_NBD" 2s
 ctl_no_miss "without a missed deadline" "$(misses)"
 
 # ---- a reservation made while a move takes its range elsewhere ----
@@ -138,9 +156,7 @@ if [ "$(state_of "$mid")" = running ]; then
 		<<<"$out"
 fi
 check "export it bound to the new reservation" cwctl export add media --name s1 --resv "$rid2"
-check "it plays while the move runs, without a miss" \
-	"$CWSTREAM" play "nbd+unix:///s1?socket=$CTL_NBD" --rate "$rate" --block $BLOCK \
-	--duration 6s --quiet
+play_ok "it plays while the move runs, without a miss" "nbd+unix:///s1?socket=$CTL_NBD" 6s
 check "the move finishes" cwctl move list --watch --interval 0.2
 check "it is done" test "$(state_of "$mid")" = done
 check "the new reservation is on hdd1 alone" \
