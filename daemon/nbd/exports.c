@@ -216,16 +216,61 @@ int nbdsrv_export_clients(struct nbdsrv *srv, const char *name, struct nbdsrv_cl
 
 /* Whether the claimant of a claim on x has gone (under the server's
  * lock): its claim then ends. */
+/* When process pid started (field 22 of /proc/PID/stat, in clock ticks
+ * since boot), or 0 when it is not there or has ended (a zombie): with
+ * the pid, what names one live process for good (a pid alone may be
+ * reused). */
+static unsigned long long proc_start_time(pid_t pid)
+{
+	char path[32], buf[512], *p, state = 0;
+	unsigned long long t = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		/* after the name: state is field 3, start time field 22 */
+		(void)sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d "
+			     "%*d %*d %*d %*d %*d %llu", &state, &t);
+	fclose(f);
+	return state == 'Z' || state == 'X' ? 0 : t;
+}
+
 bool claim_gone(struct nbdsrv *srv, struct export *x)
 {
 	struct pollfd p = { .fd = x->claim_pidfd, .events = POLLIN };
+	pid_t pid = atomic_load(&x->claim_pid);
+	char link[48], what[64] = "";
+	ssize_t n;
 
-	if (!atomic_load(&x->claim_pid) || x->claim_pidfd < 0 || poll(&p, 1, 0) == 0)
+	if (!pid || x->claim_pidfd < 0 || poll(&p, 1, 0) == 0)
 		return false;
+	/* The descriptor says the process ended.  Seen under load: it said
+	 * so (POLLIN|POLLHUP, which a pidfd gives only once no task is
+	 * left) of a player that went on playing.  So the process's own
+	 * start time decides; and a descriptor that is no pidfd any more
+	 * (closed by someone else, its number reused) is not ours to close. */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", x->claim_pidfd);
+	n = readlink(link, what, sizeof(what) - 1);
+	what[n > 0 ? n : 0] = '\0';
+	if (x->claim_start && proc_start_time(pid) == x->claim_start) {
+		int fd = pidfd_open(pid, 0);
+
+		srv_log(srv, LOG_WARNING, "export %s: the descriptor of process %d's claim on the "
+			"real-time priority said it had ended (revents %#x, descriptor %d: %s), but "
+			"it runs: the claim stays", x->e.name, (int)pid, (unsigned)p.revents,
+			x->claim_pidfd, what[0] ? what : "closed");
+		if (strstr(what, "pidfd"))
+			close(x->claim_pidfd);
+		x->claim_pidfd = fd;
+		return false;
+	}
 	srv_log(srv, LOG_INFO, "export %s: process %d, whose claim on the real-time priority "
-		"it was, has ended (revents %#x)", x->e.name, (int)atomic_load(&x->claim_pid),
-		(unsigned)p.revents);
-	close(x->claim_pidfd);
+		"it was, has ended (revents %#x)", x->e.name, (int)pid, (unsigned)p.revents);
+	if (!what[0] || strstr(what, "pidfd"))
+		close(x->claim_pidfd);
 	x->claim_pidfd = -1;
 	atomic_store(&x->claim_pid, 0);
 	atomic_fetch_add(&x->claim_gen, 1);
@@ -253,6 +298,7 @@ int nbdsrv_export_claim(struct nbdsrv *srv, const char *name, pid_t pid, pid_t *
 			close(x->claim_pidfd);
 		x->claim_pidfd = fd;
 		fd = -1;
+		x->claim_start = proc_start_time(pid);
 		atomic_store(&x->claim_pid, pid);
 		atomic_fetch_add(&x->claim_gen, 1);
 	}

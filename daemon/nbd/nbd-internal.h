@@ -87,6 +87,7 @@ struct export {
 	 * when it has gone.  claim_gen grows with every change. */
 	atomic_int claim_pid;
 	int claim_pidfd;
+	unsigned long long claim_start;	/* its start time (proc_start_time) */
 	atomic_uint claim_gen;
 };
 

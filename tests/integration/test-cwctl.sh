@@ -130,6 +130,23 @@ check "claim it for the shell that runs cwctl" cwctl resv claim 1
 check "... which is this script" test "$(cwctl --json resv show 1 | jq .claimed_by)" = "$$"
 check "drop the claim" cwctl resv claim 1 --drop
 check "no claim after --drop" test "$(cwctl --json resv show 1 | jq .claimed_by)" = null
+# A claimant that ended without being reaped (a zombie: its parent never
+# waits) has ended too; the claim goes with it.
+python3 -c 'import os, sys, time
+p = os.fork()
+if p == 0:
+    time.sleep(0.5)
+    os._exit(0)
+print(p, flush=True)
+time.sleep(60)' >"$d/zombie" &
+zparent=$!
+cleanup_add "kill $zparent 2>/dev/null"
+check "a child that will end unreaped" wait_for "its pid" 10 test -s "$d/zombie"
+zpid=$(cat "$d/zombie")
+check "claim it for that child" cwctl resv claim 1 --pid "$zpid"
+check "it ends, a zombie" wait_for "the zombie" 10 grep -q '^State:.*Z' "/proc/$zpid/status"
+check "the claim ends with it" test "$(cwctl --json resv show 1 | jq .claimed_by)" = null
+kill "$zparent"; wait "$zparent" 2>/dev/null
 check "the same name again: exists" test "$(ctl_code cwctl export add media)" = exists
 check "export add read-only under another name" cwctl export add be --name be-ro --readonly
 check "a reservation of another partition: bad-request" test "$(ctl_code cwctl export add be --name x --resv 1)" = bad-request
