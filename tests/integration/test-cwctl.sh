@@ -5,7 +5,7 @@
 # stable codes, and that a refusal changes nothing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
-requires jq truncate
+requires jq truncate python3
 
 d=$cw_tmp
 ctl_start "$d"
