@@ -145,6 +145,7 @@ struct conn {
 	size_t rpos, rlen;
 	uint32_t wait_avg;		/* recent waits for input, smoothed (ns) */
 	bool realtime;			/* runs SCHED_FIFO: never polls */
+	atomic_bool rt_seen;		/* realtime, as the writer may read it */
 	/* Its CPU budget (cpu_spend): its own while it holds the export's
 	 * real-time priority, else the server's best-effort one; the rate
 	 * and model the back end last gave, at cpu_at_ns. */

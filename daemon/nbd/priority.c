@@ -239,6 +239,8 @@ void conn_go_realtime(struct conn *c)
 	if (r == 0 && c->writer_started)
 		(void)pthread_setschedparam(c->writer, SCHED_FIFO, &sp);
 	c->realtime = r == 0;
+	if (c->realtime)
+		atomic_store_explicit(&c->rt_seen, true, memory_order_release);
 	if (c->realtime && c->rd_fd < 0)
 		c->rd_fd = rundelay_open();
 	if (r && !atomic_exchange(&told, true))

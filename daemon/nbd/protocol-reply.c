@@ -212,7 +212,8 @@ static void late_replies(struct conn *c, bool lost)
 		if (!late.began_ns) {
 			late.began_ns = c->out_began_ns ? c->out_began_ns : late.sent_ns;
 			late.cpu_wait_ns = -1;
-			if (c->wr_fd >= 0 && pthread_equal(pthread_self(), c->writer))
+			/* wr_fd is the writer's own: no other thread reads it */
+			if (pthread_equal(pthread_self(), c->writer) && c->wr_fd >= 0)
 				late.cpu_wait_ns = CW_MAX(rundelay_read(c->wr_fd) - c->wr_rd_parked, 0);
 		}
 		e->ops->reply_late(e->backend, &s->io, &late);
@@ -353,7 +354,7 @@ void *writer_main(void *arg)
 				sched_yield();
 			break;
 		}
-		if (c->realtime) {
+		if (atomic_load_explicit(&c->rt_seen, memory_order_acquire)) {
 			/* what it waits for a CPU from its wake-up on
 			 * (late_replies) */
 			if (c->wr_fd < 0)
