@@ -94,7 +94,11 @@ EOC
 		mv "$CTL_LOG" "$CTL_LOG.$n"
 	fi
 	: >"$CTL_LOG"
-	[ -n "${CTL_LOGS_KEPT:-}" ] || { cw_keep_logs "$CTL_LOG.[0-9]* $CTL_LOG"; CTL_LOGS_KEPT=1; }
+	# Each daemon directory's logs are kept (a test may run several).
+	case " ${CTL_LOGS_KEPT:-} " in
+	*" $dir "*) ;;
+	*) cw_keep_logs "$CTL_LOG.[0-9]* $CTL_LOG"; CTL_LOGS_KEPT="${CTL_LOGS_KEPT:-} $dir" ;;
+	esac
 	# No test's real-time spinner beside its streams; a test that counts
 	# its stream's misses (CTL_RT_LOCK=-x) runs beside no other daemon
 	# of the suite, whose real-time threads admission here cannot book.
@@ -248,6 +252,42 @@ ctl_no_miss() {
 		echo "$lines"
 		check "$desc" test "$missed" -le "$bound"
 	fi
+}
+# ctl_misses_hosts SUMMARY MISSED LOG_AT: whether the misses of a stream
+# that the player (cwstream's --json summary) and the daemon (MISSED, its
+# count over the play) both watched are all the host's, on the daemon's
+# log from line LOG_AT on: there was at least one; every daemon miss line
+# is of class cpu or delivery naming a stall of the host, or of class
+# emulator; and a miss the player saw and the daemon did not (the
+# player's own wake-up, or its reply's way back through the kernel) came
+# with a stall the daemon's probes logged at least as long as the player
+# was late.  Prints what it judged by.  Anything else (or no miss at all)
+# returns 1: the caller's checks then fail on the misses.
+ctl_misses_hosts() {
+	local summary=$1 missed=$2 log_at=$3 played lines stall_lines worst_stall late host=1
+	played=$(jq .misses <<<"$summary")
+	[ "$played" -ne 0 ] || [ "$missed" -ne 0 ] || return 1
+	# the control thread logs the misses it drains a tick later
+	[ "$missed" -eq 0 ] ||
+		wait_for "$missed miss lines" "$(cw_budget 5)" ctl_miss_lines_at_least "$missed" >/dev/null
+	lines=$(tail -n "+$((log_at + 1))" "$CTL_LOG" | grep -E 'missed a deadline|misses not logged')
+	stall_lines=$(tail -n "+$((log_at + 1))" "$CTL_LOG" | grep -E 'host: CPU [0-9]+ ran no thread')
+	worst_stall=$(sed -nE 's/.* for ([0-9]+) us .*/\1/p' <<<"$stall_lines" | sort -n | tail -n1)
+	late=$(($(jq .worst_late_ns <<<"$summary") / 1000))
+	echo "cwstream missed $played (worst ${late} us late), the daemon $missed"
+	[ -z "$lines" ] || { echo "the daemon's miss lines:"; echo "$lines"; }
+	[ -z "$stall_lines" ] || { echo "the host's stalls meanwhile:"; echo "$stall_lines" | tail -n 10; }
+	if [ "$missed" -ne 0 ] && { [ -z "$lines" ] ||
+		grep -Ev 'missed a deadline by [0-9]+ us \((cpu|delivery)\):.*the host held every thread' \
+			<<<"$lines" | grep -Ev 'missed a deadline by [0-9]+ us \(emulator\):' | grep -q .; }; then
+		host=
+	fi
+	if [ "$played" -ne 0 ] && [ "$missed" -eq 0 ] &&
+		{ [ -z "$worst_stall" ] || [ "$worst_stall" -lt "$late" ]; }; then
+		host=
+	fi
+	[ -n "$host" ] && echo "each came with the host's stalls (longest ${worst_stall:-?} us)"
+	[ -n "$host" ]
 }
 # ctl_lines_hosts LINES: whether every miss line names a cause outside
 # the daemon: a stall of the host that held every thread off a CPU (the

@@ -74,17 +74,24 @@ wait_for() {
 # copied to TEST.daemon.log beside the test's own log (cw_tmp goes).
 cw_keep_logs() { cleanup_add "cw_show_logs $*"; }
 cw_show_logs() {
-	local f keep
+	local f n keep
 	[ "$cw_failed" -eq 0 ] && return 0
 	keep=$top_builddir/tests/integration/$(basename "$0" .sh).daemon.log
-	: >"$keep" 2>/dev/null || keep=/dev/null
+	# emptied by the first call at exit; a test with several daemons'
+	# directories calls it once for each
+	if [ -z "${cw_logs_shown:-}" ]; then
+		: >"$keep" 2>/dev/null || keep=/dev/null
+		cw_logs_shown=1
+	fi
+	[ -w "$keep" ] || keep=/dev/null
 	for f in "$@"; do
 		[ -f "$f" ] || continue
-		echo "---- the daemon's misses in ${f##*/}:" >&2
+		n=${f%/*}; n=${n##*/}/${f##*/}	# its directory too: a test may run several
+		echo "---- the daemon's misses in $n:" >&2
 		grep -E 'missed a deadline|misses not logged' "$f" >&2 || echo "(none logged)" >&2
-		echo "---- ${f##*/}:" >&2
+		echo "---- $n:" >&2
 		cat "$f" >&2
-		{ echo "---- ${f##*/}"; cat "$f"; } >>"$keep"
+		{ echo "---- $n"; cat "$f"; } >>"$keep"
 	done
 	[ "$keep" = /dev/null ] || echo "---- the daemon's logs are kept in $keep" >&2
 }
