@@ -5,7 +5,7 @@
  * follow the files.  Calls between the files run one way (no file calls
  * into one that calls it, directly or not):
  *
- *   state.c        -> state-disk.c, state-resv.c, state-be.c
+ *   state-new.c    -> state-disk.c, state-resv.c, state-be.c
  *   state-stream.c -> state-admit.c, state-cache.c
  *   state-cache.c  -> state-move.c, state-admit.c, state-range.c,
  *                     state-refusal.c
@@ -18,6 +18,11 @@
  *   state-be.c     -> state-disk.c, state-refusal.c
  *   state-disk.c, state-range.c -> state-refusal.c
  *   state-resv.c, state-host.c, state-refusal.c: none of the others
+ *
+ * Every file stands on this header: the state's types and the two inlines
+ * each section uses to tell of what changed (ast_changes_add, ast_emit)
+ * are its own, not any file's; the state's life is state-new.c, so that
+ * no state.c pairs with it.
  *
  * Functions shared between the files are ast_* ("admission state"); the
  * library exports only cw_* (libclockwise.sym).
