@@ -140,6 +140,11 @@ int ast_range_layout(struct cw_admit_state *st, struct cw_part *part, uint64_t s
 		     uint64_t end, struct range_layout *rl, struct cw_admit_refusal *ref);
 int ast_range_layout_move(struct cw_admit_state *st, struct cw_part *part, uint64_t move_id,
 			  uint64_t start, struct range_layout *rl, struct cw_admit_refusal *ref);
+/* The running move of part that takes any block of bytes [start, end)
+ * to another disk, in *ret_id (0: none; the first in the journal's order
+ * when several do). */
+int ast_range_moving(struct cw_admit_state *st, struct cw_part *part, uint64_t start,
+		     uint64_t end, uint64_t *ret_id, struct cw_admit_refusal *ref);
 int ast_range_layout_copies(struct cw_admit_state *st, struct range_layout *rl,
 			    const uint32_t *ids, size_t n, struct cw_admit_refusal *ref);
 size_t ast_resv_copies(const struct cw_admit_resv *rv, uint32_t *ids);
@@ -173,6 +178,9 @@ struct prepared {
 	const struct cw_admit_resv ***owner;
 	struct cw_part_info pi;
 	uint64_t end;
+	/* The unfinished move the range is laid out on both sides of
+	 * (rl.l.alt_disk), 0: none. */
+	uint64_t move_id;
 	struct cw_admit_qos q;		/* bandwidth set by each plan */
 	/* The host's model and what the streams admitted need of it; NULL
 	 * when the host is not asked (no model; a stream booked again). */
