@@ -17,7 +17,7 @@
 #include <clockwise/units.h>
 
 #include "common/util.h"
-#include "daemon/conf-internal.h"
+#include "daemon/conf-groups.h"
 
 #define MODEL_MAX_BYTES 31	/* model's CW_MODEL_NAME_MAX - 1 */
 #define SLOT_US_MAX 1000000	/* one second */
@@ -53,7 +53,7 @@ static int disk_path(struct parse *p, const config_setting_t *s, void *obj)
 
 static int disk_name(struct parse *p, const config_setting_t *s, void *obj)
 {
-	return conf_get_name(p, s, NAME_MAX_BYTES, &((struct cwd_config_disk *)obj)->name);
+	return conf_get_name(p, s, CWD_NAME_MAX_BYTES, &((struct cwd_config_disk *)obj)->name);
 }
 
 static int disk_model(struct parse *p, const config_setting_t *s, void *obj)

@@ -17,7 +17,7 @@
 #include <clockwise/units.h>
 
 #include "common/util.h"
-#include "daemon/conf-internal.h"
+#include "daemon/conf-groups.h"
 
 #define BLOCK_SIZE_MIN 512
 #define BLOCK_SIZE_MAX 65536
@@ -95,7 +95,7 @@ static int key_block_size(struct parse *p, const config_setting_t *s, void *obj)
 
 static int key_max_request(struct parse *p, const config_setting_t *s, void *obj)
 {
-	return get_pow2(p, s, BLOCK_SIZE_MIN, MAX_REQUEST_MAX, &p->c->exports.max_request_bytes);
+	return get_pow2(p, s, BLOCK_SIZE_MIN, CWD_REQUEST_MAX_BYTES, &p->c->exports.max_request_bytes);
 }
 
 /* ---- exports' best-effort QoS ---- */
@@ -322,7 +322,7 @@ static int access_export_name(struct parse *p, const config_setting_t *s, void *
 {
 	struct cwd_config_access *a = obj;
 
-	return conf_get_name(p, s, NAME_MAX_BYTES, &a->export);
+	return conf_get_name(p, s, CWD_NAME_MAX_BYTES, &a->export);
 }
 
 const struct key conf_access_export_keys[] = {

@@ -4,8 +4,8 @@
  * the listen group (unix sockets with their mode, owner and group, TCP
  * addresses, each listener's TLS mode), the TLS credentials, and the
  * metrics group's addresses.  A TCP listener beyond loopback without TLS
- * is refused unless the file says insecure (checked in conf.c once the
- * whole file is read).
+ * is refused unless the file says insecure (checked in conf-load.c once
+ * the whole file is read).
  */
 #include "config.h"
 
@@ -17,18 +17,18 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "daemon/conf-internal.h"
+#include "daemon/conf-groups.h"
 
 /* ---- listen ---- */
 
-/* The server holds LISTEN_MAX listeners, unix and TCP together: one
+/* The server holds CWD_LISTEN_MAX listeners, unix and TCP together: one
  * more is an error here, with its line, not a listener dropped later. */
 static int listener_room(struct parse *p, const config_setting_t *e)
 {
-	if (p->c->n_listen_unix + p->c->n_listen_tcp < LISTEN_MAX)
+	if (p->c->n_listen_unix + p->c->n_listen_tcp < CWD_LISTEN_MAX)
 		return 0;
 	return conf_fail(p, e, "%s is one listener too many; expected at most %d listeners, unix "
-		    "and tcp together", WHERE(e), LISTEN_MAX);
+		    "and tcp together", WHERE(e), CWD_LISTEN_MAX);
 }
 
 static int add_unix(struct parse *p, const config_setting_t *e, const char *v)
@@ -63,7 +63,7 @@ static bool host_is_loopback(const char *host)
 }
 
 /* The port of address v, its text from port on, into *ret. */
-int conf_get_port(struct parse *p, const config_setting_t *e, const char *v, const char *port,
+static int get_port(struct parse *p, const config_setting_t *e, const char *v, const char *port,
 		    long *ret)
 {
 	char *endp;
@@ -104,7 +104,7 @@ static int add_tcp(struct parse *p, const config_setting_t *e, const char *v)
 		host = strdup(v);	/* no port, or an IPv6 address */
 	if (!host)
 		return -ENOMEM;
-	if (port && conf_get_port(p, e, v, port, &n) < 0)
+	if (port && get_port(p, e, v, port, &n) < 0)
 		return -EINVAL;
 	if (strpbrk(host, "[]/ \t") || (strchr(host, ':') && inet_pton(AF_INET6, host, &(struct in6_addr){ 0 }) != 1))
 		return conf_fail(p, e, "%s = \"%s\" is not a TCP address; expected " TCP_EXPECTED, WHERE(e), v);
@@ -178,8 +178,9 @@ static int for_each_listener(struct parse *p, const config_setting_t *s, const c
 	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
 		return conf_wrong_type(p, s, expected);
 	n = config_setting_length(s);
-	if (n > LISTEN_MAX)
-		return conf_fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n, LISTEN_MAX);
+	if (n > CWD_LISTEN_MAX)
+		return conf_fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n,
+				 CWD_LISTEN_MAX);
 	for (i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
 		struct listener_entry le = { .what = entry_keys[0].name, .add = add, .tls = -1 };
@@ -402,7 +403,7 @@ static int add_metrics(struct parse *p, const config_setting_t *e)
 			port = colon ? colon + 1 : NULL;
 		}
 	}
-	if (port && conf_get_port(p, e, v, port, &n) < 0)
+	if (port && get_port(p, e, v, port, &n) < 0)
 		return -EINVAL;
 	if (v[0] == '[') {
 		struct sockaddr_in6 *sa = (struct sockaddr_in6 *)ss;

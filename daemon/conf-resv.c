@@ -13,7 +13,7 @@
 
 #include <clockwise/units.h>
 
-#include "daemon/conf-internal.h"
+#include "daemon/conf-schema.h"
 
 #define RESV_FORM "EXPORT:BANDWIDTH:BLOCK[,range=START:END|START+LENGTH][,span=START_S:END_S]"
 

@@ -3,9 +3,10 @@
  * conf-schema.c — the configuration's vocabulary: the typed getters (an
  * integer in range, a boolean, a choice, an absolute path, a name) and
  * the group walker that runs each key's parser, every one failing with
- * "FILE:LINE: <what>; expected <what>" at the setting's line.  The
- * sections (conf.c, conf-listen.c, conf-exports.c, conf-disks.c) say
- * what each key means.
+ * "FILE:LINE: <what>; expected <what>" at the setting's line, and the
+ * spellings of the dispatch policies and best-effort orders.  The groups
+ * (conf-load.c's top level, conf-listen.c, conf-exports.c, conf-disks.c)
+ * say what each key means; this file calls none of them.
  */
 #include "config.h"
 
@@ -16,9 +17,42 @@
 #include <string.h>
 
 #include "common/cleanup.h"
-#include "daemon/conf-internal.h"
+#include "daemon/conf-schema.h"
 
 #define PRINCIPAL_NAME_MAX 32
+
+const struct choice conf_policies[] = {
+	{ "delta-l", CWD_POLICY_DELTA_L, false },
+	{ "edf", CWD_POLICY_EDF, false },
+	{ "lst", CWD_POLICY_LST, false },
+	{ "dynamic", CWD_POLICY_DYNAMIC, false },
+	{ NULL, 0, false },
+};
+
+const struct choice conf_be_orders[] = {
+	{ "fifo", CWD_BE_FIFO, false },
+	{ "rbfq", CWD_BE_RBFQ, false },
+	{ "sfc", CWD_BE_SFC, false },
+	{ NULL, 0, false },
+};
+
+const char *conf_choice_name(const struct choice *t, int value)
+{
+	for (; t->name; t++)
+		if (t->value == value && !t->alias)
+			return t->name;
+	return NULL;
+}
+
+const char *cwd_config_policy_name(enum cwd_config_policy p)
+{
+	return conf_choice_name(conf_policies, (int)p);
+}
+
+const char *cwd_config_be_order_name(enum cwd_config_be_order o)
+{
+	return conf_choice_name(conf_be_orders, (int)o);
+}
 
 /* "disks[2].tier", "listen.tcp[0]": where a setting sits in the file. */
 void conf_setting_path(const config_setting_t *s, char *buf, size_t n)
@@ -81,9 +115,6 @@ int conf_fail(struct parse *p, const config_setting_t *s, const char *fmt, ...)
 	}
 	return -EINVAL;
 }
-
-#define PATH_BUF 256
-#define WHERE(s) ({ static __thread char _w[PATH_BUF]; conf_setting_path((s), _w, sizeof(_w)); _w; })
 
 int conf_wrong_type(struct parse *p, const config_setting_t *s, const char *expected)
 {

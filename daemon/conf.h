@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * clockwised's configuration: /etc/clockwise/clockwised.conf, in libconfig
- * syntax, documented in clockwised.conf(5).  (The files are conf.[ch] so
+ * syntax, documented in clockwised.conf(5).  (The files are conf*.[ch] so
  * that "config.h" stays autoconf's for every file in daemon/.)
+ *
+ * This header is the configuration as the rest of the daemon sees it: the
+ * model (struct cwd_config and its parts, their limits and defaults) and
+ * the functions that make and read it, each section naming the file that
+ * defines them.  It is beneath every conf*.c: there is no conf.c, the
+ * loader is conf-load.c, on top of the groups' parsers (conf-groups.h)
+ * and their vocabulary (conf-schema.h).
  *
  * Loading is all or nothing: the first unknown key or bad value stops it
  * with one message of the form
@@ -34,6 +41,11 @@
 #define CWD_DEFAULT_ADMIN_GROUP "clockwise-admin"
 #define CWD_DEFAULT_NBD_SOCKET "/run/clockwise/nbd.sock"
 #define CWD_DEFAULT_NBD_PORT 10809
+
+/* Names of exports and disks: layout's CW_NAME_MAX. */
+#define CWD_NAME_MAX_BYTES 63
+/* The largest READ/WRITE payload exports.max_request_size allows. */
+#define CWD_REQUEST_MAX_BYTES (32u << 20)
 
 /* Dispatch policy.  The values are those of enum cw_sched_policy in
  * clockwise/sched.h, one for one. */
@@ -199,12 +211,16 @@ struct cwd_config_resv {
 	int64_t span_start_s, span_end_s;
 };
 
+/* ---- conf-resv.c: clockwised -r ---- */
+
 /* Parses "EXPORT:RATE:BLOCK[,range=RANGE][,span=START:END]" (clockwise/units.h:
  * RATE a rate, BLOCK a size, RANGE a byte range as cwctl --range takes it,
  * START and END whole seconds).  The older EXPORT:RATE:BLOCK:OFFSET:LENGTH
  * form is refused, its message giving the same reservation in this one.
  * -EINVAL with the reason in err. */
 int cwd_config_parse_resv(const char *spec, struct cwd_config_resv *ret, char *err, size_t errlen);
+
+/* ---- conf-load.c: the loader ---- */
 
 /* The defaults, as an empty file gives them. */
 int cwd_config_new(struct cwd_config **ret_config);
@@ -220,6 +236,10 @@ int cwd_config_parse(const char *text, const char *name, struct cwd_config **ret
 		     char **ret_error);
 
 void cwd_config_free(struct cwd_config *c);	/* NULL-safe */
+
+const char *cwd_config_log_level_name(int level);
+
+/* ---- conf-accounts.c: the names the file gives, resolved at start ---- */
 
 struct nbdsrv_access;
 struct nbdsrv_unix_perm;
@@ -238,6 +258,8 @@ void cwd_config_access_free(struct nbdsrv_access *rules, size_t n);
 void cwd_config_unix_perm(const struct cwd_config *c, cwd_config_warn_fn warn, void *userdata,
 			  struct nbdsrv_unix_perm *ret_perm);
 
+/* ---- conf-disks.c ---- */
+
 /* The dispatchers of a disk whose lanes are not configured: one on an
  * HDD; on an SSD one per two CPUs, at most 4 (each lane is a thread, and
  * each connection brings a reader and a writer: more dispatchers than
@@ -245,9 +267,11 @@ void cwd_config_unix_perm(const struct cwd_config *c, cwd_config_warn_fn warn, v
  * that cannot run at once; on 2 CPUs, 4 lanes served 4k reads at half the
  * rate of 1). */
 unsigned cwd_config_default_lanes(enum cw_tier tier);
+
+/* ---- conf-schema.c: the names the file gives the model's values ---- */
+
 const char *cwd_config_policy_name(enum cwd_config_policy p);
 /* "fifo", "rbfq", "sfc": the name cw_sched_beq_by_name() takes. */
 const char *cwd_config_be_order_name(enum cwd_config_be_order o);
-const char *cwd_config_log_level_name(int level);
 
 #endif

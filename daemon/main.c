@@ -134,6 +134,9 @@ static int admit_start_resv(struct cw_pool *pool, struct cw_admit_state *adm,
 			sr->export_name, d.name, rv->parts[i].task.period_ns / 1000,
 			rv->parts[i].task.service_ns / 1000, rv->parts[i].copy ? " (cache)" : "");
 	}
+	if (rv->move_id)	/* rule 2 for moves, kept by cw_admit_state_reserve too */
+		cwd_log(LOG_INFO, "reservation %s: booked on both sides of move %" PRIu64
+			" until it is over", sr->export_name, rv->move_id);
 	if (rv->cache_refused[0])	/* rule 2, kept by cw_admit_state_reserve */
 		cwd_log(LOG_NOTICE, "reservation %s: its blocks stay off the SSD: %s",
 			sr->export_name, rv->cache_refused);

@@ -196,10 +196,6 @@ void cwc_moves_retry_postponed(struct cwc_server *srv);
 /* Streams booked for moves that are over settle where their ranges lie
  * (cw_admit_state_moves_settle): each round of the control thread. */
 void cwc_moves_settle(struct cwc_server *srv);
-/* A running move that takes bytes [start, end) (end 0: to its end) of
- * partition part to other disks: 1 with its id, 0 if none, -errno. */
-int cwc_move_taking(struct cwc_server *srv, const char *part, uint64_t start, uint64_t end,
-		    uint64_t *ret_id);
 int cwc_cmd_part_delete(struct ctx *c, json_object **ret);
 
 int cwc_cmd_resv_create(struct ctx *c, json_object **ret);

@@ -126,60 +126,29 @@ static int reply_move(struct ctx *c, uint64_t id, json_object **ret)
 /* Whether the unfinished move id (of part) takes any of bytes [start,
  * end) of part to other disks: 1 with the disks the range's blocks
  * (from *ret_first on, *ret_n of them) will be on in *ret_after
- * (malloc'ed), 0 if not, -errno. */
+ * (malloc'ed), 0 if not, -errno.  (A stream reserved while a move runs
+ * is the admission state's to book on both sides of it: it finds the
+ * move itself, cw_admit_state_reserve.) */
 static int range_taken(struct cwc_server *srv, uint64_t id, struct cw_part *part, uint64_t start,
 		       uint64_t end, uint32_t **ret_after, uint64_t *ret_first, uint64_t *ret_n)
 {
 	uint64_t bs = cw_pool_block_size(srv->pool), first = start / bs, nb;
-	_cleanup_free_ uint32_t *now = NULL, *after = NULL;
+	_cleanup_free_ uint32_t *after = NULL;
 	int r;
 
 	if (end <= start)
 		return 0;
 	nb = (end - 1) / bs - first + 1;
-	now = calloc(nb, sizeof(*now));
 	after = calloc(nb, sizeof(*after));
-	if (!now || !after)
+	if (!after)
 		return -ENOMEM;
-	r = cw_part_block_disks(part, first, nb, now);
-	if (r == 0)
-		r = cw_move_destinations(srv->pool, id, part, first, nb, after);
-	if (r < 0)
+	r = cw_move_takes(srv->pool, id, part, first, nb, after);
+	if (r <= 0)
 		return r;
-	if (memcmp(now, after, nb * sizeof(*now)) == 0)
-		return 0;
 	*ret_after = CW_TAKE_PTR(after);
 	*ret_first = first;
 	*ret_n = nb;
 	return 1;
-}
-
-int cwc_move_taking(struct cwc_server *srv, const char *part_name, uint64_t start, uint64_t end,
-		    uint64_t *ret_id)
-{
-	_cleanup_free_ struct cw_move_info *m = NULL;
-	struct cw_part *part;
-	size_t n = 0;
-	int r;
-
-	if (cw_part_lookup(srv->pool, part_name, &part) < 0)
-		return 0;
-	if (!end)
-		end = cw_part_size_bytes(part);
-	r = cw_move_list(srv->pool, &m, &n);
-	for (size_t i = 0; r >= 0 && i < n; i++) {
-		_cleanup_free_ uint32_t *after = NULL;
-		uint64_t first, nb;
-
-		if (m[i].state != CW_MOVE_RUNNING || strcmp(m[i].part, part_name) != 0)
-			continue;
-		r = range_taken(srv, m[i].id, part, start, end, &after, &first, &nb);
-		if (r == 1) {
-			*ret_id = m[i].id;
-			return 1;
-		}
-	}
-	return r < 0 ? r : 0;
 }
 
 /* Streams booked for move id go back to where their ranges lie. */

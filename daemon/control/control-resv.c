@@ -128,7 +128,6 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	struct cw_admit_request rq = { .part = cw_ctl_arg_str(c->req, "part"), .persistent = true };
 	const struct cw_admit_resv *rv;
 	struct cw_admit_refusal ref;
-	uint64_t mid = 0;
 	const char *due;
 	int r;
 
@@ -146,14 +145,10 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	due = cw_ctl_arg_str(c->req, "due");
 	if (due && cw_admit_due_parse(due, &rq.due) < 0)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "due \"%s\": expected disk or stream", due);
-	/* Rule 2 the other way: a running move takes blocks of the range to
-	 * other disks, so the stream is booked on both sides of it, as one
-	 * admitted before the move began; it settles when the move ends. */
-	if (rq.part && cwc_move_taking(srv, rq.part, rq.range_start_bytes, rq.range_end_bytes,
-				       &mid) == 1)
-		rq.move_id = mid;
-	/* Its range stays out of the SSD cache until its stream is booked
-	 * there: the admission state's rule (cw_admit_state_reserve). */
+	/* The admission state keeps the rules on the way, for every caller:
+	 * its range stays out of the SSD cache until its stream is booked
+	 * there, and a running move that takes blocks of the range to other
+	 * disks has it booked on both sides (cw_admit_state_reserve). */
 	r = cw_admit_state_reserve(srv->adm, &rq, &rv, &ref, NULL);
 	cwc_caches_notice(srv);
 	if (r == -ENOENT && !ref.reason[0])
@@ -218,6 +213,10 @@ int cwc_cmd_resv_release(struct ctx *c, json_object **ret)
 	rc = cw_admit_state_release(c->srv->adm, id, NULL);
 	if (rc < 0)
 		return cwc_fail_pool(c, rc, "releasing the reservation");
+	/* The room it leaves may let a move postponed by rule 2 run.  That
+	 * stays here: moves are journalled, paused and resumed by the control
+	 * server (control-move.c), which wakes the daemon's mover; admission
+	 * only books streams, and a -r stream is never released. */
 	cwc_moves_retry_postponed(c->srv);
 	cwc_caches_notice(c->srv);
 	*ret = json_object_new_object();

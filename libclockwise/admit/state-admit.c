@@ -162,19 +162,30 @@ int ast_prepare(struct cw_admit_state *st, const struct cw_admit_request *req,
 	return 0;
 }
 
-/* ast_prepare(), and with req->move_id each block of the range also where
- * that move puts it (none if the move is over). */
+/* ast_prepare(), and each block of the range also where a move puts it:
+ * req->move_id's (none if that move is over), or else the running move
+ * that takes blocks of the range to other disks.  That is rule 2 the
+ * other way: a stream reserved while a move runs is booked on both sides
+ * of it, as one admitted before the move began, and settles where its
+ * blocks lie once the move is over (cw_admit_state_moves_settle).  Here,
+ * not in a caller, so that cwctl, clockwised -r and cwsim take one path;
+ * a move that is paused (postponed by the rule) is no move yet: the
+ * stream is booked where its range lies, and the move books it on both
+ * sides when it is tried again. */
 static int prepare_req(struct cw_admit_state *st, const struct cw_admit_request *req,
 		       struct prepared *p, struct cw_admit_refusal *ref)
 {
 	struct cw_part *part;
 	int r = ast_prepare(st, req, p, ref);
 
-	if (r < 0 || !req->move_id)
+	if (r < 0)
 		return r;
 	r = cw_part_lookup(st->pool, req->part, &part);
-	if (r == 0)
-		r = ast_range_layout_move(st, part, req->move_id, req->range_start_bytes, &p->rl,
+	p->move_id = req->move_id;
+	if (r == 0 && !p->move_id)
+		r = ast_range_moving(st, part, req->range_start_bytes, p->end, &p->move_id, ref);
+	if (r == 0 && p->move_id)
+		r = ast_range_layout_move(st, part, p->move_id, req->range_start_bytes, &p->rl,
 					  ref);
 	return r;
 }
@@ -429,12 +440,12 @@ int ast_admit(struct cw_admit_state *st, const struct cw_admit_request *req, str
 		r = refusal_max_rate(p, ref);
 		if (r == 0 && p->rl.l.alt_disk)
 			refusal_prefix(ref, "with its blocks on both sides of move %" PRIu64
-				       " (it takes them to other disks): ", req->move_id);
+				       " (it takes them to other disks): ", p->move_id);
 		return r < 0 ? r : -EBUSY;
 	}
 	if (r == -EBUSY && p->rl.l.alt_disk)
 		refusal_prefix(ref, "with its blocks on both sides of move %" PRIu64 ": ",
-			       req->move_id);
+			       p->move_id);
 	return r;
 }
 
@@ -465,7 +476,7 @@ int ast_book(struct cw_admit_state *st, const struct cw_admit_request *req,
 	rv->span_end_ns = p->q.span_end_ns;
 	rv->period_ns = plan->stream_period_ns;
 	rv->due = req->due;
-	rv->move_id = p->rl.l.alt_disk ? req->move_id : 0;
+	rv->move_id = p->rl.l.alt_disk ? p->move_id : 0;
 	rv->n_parts = plan->n_parts;
 	for (size_t i = 0; i < plan->n_parts; i++)
 		rv->parts[i] = (struct cw_admit_resv_part){

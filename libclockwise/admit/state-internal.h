@@ -5,7 +5,7 @@
  * follow the files.  Calls between the files run one way (no file calls
  * into one that calls it, directly or not):
  *
- *   state.c        -> state-disk.c, state-resv.c, state-be.c
+ *   state-new.c    -> state-disk.c, state-resv.c, state-be.c
  *   state-stream.c -> state-admit.c, state-cache.c
  *   state-cache.c  -> state-move.c, state-admit.c, state-range.c,
  *                     state-refusal.c
@@ -18,6 +18,11 @@
  *   state-be.c     -> state-disk.c, state-refusal.c
  *   state-disk.c, state-range.c -> state-refusal.c
  *   state-resv.c, state-host.c, state-refusal.c: none of the others
+ *
+ * Every file stands on this header: the state's types and the two inlines
+ * each section uses to tell of what changed (ast_changes_add, ast_emit)
+ * are its own, not any file's; the state's life is state-new.c, so that
+ * no state.c pairs with it.
  *
  * Functions shared between the files are ast_* ("admission state"); the
  * library exports only cw_* (libclockwise.sym).
@@ -135,6 +140,11 @@ int ast_range_layout(struct cw_admit_state *st, struct cw_part *part, uint64_t s
 		     uint64_t end, struct range_layout *rl, struct cw_admit_refusal *ref);
 int ast_range_layout_move(struct cw_admit_state *st, struct cw_part *part, uint64_t move_id,
 			  uint64_t start, struct range_layout *rl, struct cw_admit_refusal *ref);
+/* The running move of part that takes any block of bytes [start, end)
+ * to another disk, in *ret_id (0: none; the first in the journal's order
+ * when several do). */
+int ast_range_moving(struct cw_admit_state *st, struct cw_part *part, uint64_t start,
+		     uint64_t end, uint64_t *ret_id, struct cw_admit_refusal *ref);
 int ast_range_layout_copies(struct cw_admit_state *st, struct range_layout *rl,
 			    const uint32_t *ids, size_t n, struct cw_admit_refusal *ref);
 size_t ast_resv_copies(const struct cw_admit_resv *rv, uint32_t *ids);
@@ -168,6 +178,9 @@ struct prepared {
 	const struct cw_admit_resv ***owner;
 	struct cw_part_info pi;
 	uint64_t end;
+	/* The unfinished move the range is laid out on both sides of
+	 * (rl.l.alt_disk), 0: none. */
+	uint64_t move_id;
 	struct cw_admit_qos q;		/* bandwidth set by each plan */
 	/* The host's model and what the streams admitted need of it; NULL
 	 * when the host is not asked (no model; a stream booked again). */

@@ -4,7 +4,8 @@
  * cw_admit_layout): the disk and disk offset of each partition block it
  * touches; with an unfinished move, where the move puts each block too
  * (alt_disk); with the partition's SSD cache, the cache's disks
- * (copy_disk).
+ * (copy_disk).  And which running move takes blocks of a range to other
+ * disks, asked of the pool's journal (clockwise/mover.h).
  */
 #include "config.h"
 
@@ -119,6 +120,42 @@ int ast_range_layout_move(struct cw_admit_state *st, struct cw_part *part, uint6
 	}
 	rl->l.alt_disk = rl->alt_idx;
 	return 0;
+}
+
+int ast_range_moving(struct cw_admit_state *st, struct cw_part *part, uint64_t start,
+		     uint64_t end, uint64_t *ret_id, struct cw_admit_refusal *ref)
+{
+	_cleanup_free_ struct cw_move_info *m = NULL;
+	_cleanup_free_ uint32_t *after = NULL;
+	uint64_t first = start / st->block, n;
+	struct cw_part_info pi = { 0 };
+	size_t nm = 0;
+	int r;
+
+	*ret_id = 0;
+	if (end <= start)
+		return 0;
+	n = (end - 1) / st->block - first + 1;
+	after = calloc(n, sizeof(*after));
+	if (!after)
+		return -ENOMEM;
+	r = cw_part_info(part, &pi);
+	if (r == 0)
+		r = cw_move_list(st->pool, &m, &nm);
+	for (size_t i = 0; r == 0 && i < nm; i++) {
+		if (m[i].state != CW_MOVE_RUNNING || strcmp(m[i].part, pi.name) != 0)
+			continue;
+		r = cw_move_takes(st->pool, m[i].id, part, first, n, after);
+		if (r == 1) {
+			*ret_id = m[i].id;
+			return 0;
+		}
+		if (r == -ENOENT)	/* it ended since the list was read */
+			r = 0;
+	}
+	if (r < 0)
+		ast_refuse(ref, "reading the moves of partition %s: %s", pi.name, strerror(-r));
+	return r;
 }
 
 /* The same range with a copy of each block perhaps on each of disks

@@ -28,6 +28,11 @@
  * A failed sync leaves what it did not book pinned (the pins follow the
  * bookings, not the refusals), so an error never unpins a range whose
  * stream the cache's disks do not carry.
+ *
+ * Rule 2 for moves rides on the same path: admit finds a running move
+ * that takes blocks of the range to other disks and tests the stream,
+ * and book stores it, on both sides of that move (state-admit.c,
+ * prepare_req), so no caller has to ask the journal first.
  */
 #include "config.h"
 

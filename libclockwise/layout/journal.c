@@ -538,12 +538,15 @@ int cw_move_failed_blocks(struct cw_pool *pool, uint64_t id, uint64_t **ret_bloc
 	return r;
 }
 
-int cw_move_destinations(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
-			 uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids)
+/* cw_move_destinations(), and whether a block of them changes disk. */
+static int destinations(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
+			uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids,
+			bool *ret_taken)
 {
 	struct jmove *jm;
 	int r;
 
+	*ret_taken = false;
 	pthread_mutex_lock(&pool->lock);
 	r = cw_part_block_disks(part, first_block, nblocks, ret_disk_ids);
 	if (r < 0) {
@@ -562,12 +565,33 @@ int cw_move_destinations(struct cw_pool *pool, uint64_t id, const struct cw_part
 	for (size_t k = jm->next; k < jm->nsteps; k++) {
 		uint64_t b = jm->steps[k].block;
 
-		if (b >= first_block && b - first_block < nblocks)
-			ret_disk_ids[b - first_block] = ENTRY_DISK(jm->steps[k].dst);
+		if (b >= first_block && b - first_block < nblocks) {
+			uint32_t to = ENTRY_DISK(jm->steps[k].dst);
+
+			*ret_taken |= ret_disk_ids[b - first_block] != to;
+			ret_disk_ids[b - first_block] = to;
+		}
 	}
 out:
 	pthread_mutex_unlock(&pool->lock);
 	return r;
+}
+
+int cw_move_destinations(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
+			 uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids)
+{
+	bool taken;
+
+	return destinations(pool, id, part, first_block, nblocks, ret_disk_ids, &taken);
+}
+
+int cw_move_takes(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
+		  uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids)
+{
+	bool taken;
+	int r = destinations(pool, id, part, first_block, nblocks, ret_disk_ids, &taken);
+
+	return r < 0 ? r : taken;
 }
 
 /* ---- pause, resume, cancel ---- */

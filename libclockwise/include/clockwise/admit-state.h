@@ -262,7 +262,10 @@ struct cw_admit_request {
 	/* A running move taking blocks of the range to other disks: the
 	 * stream is booked on both sides of it at once (as
 	 * cw_admit_state_move_book would), and settles where the blocks lie
-	 * once it is over (cw_admit_state_moves_settle); 0: none. */
+	 * once it is over (cw_admit_state_moves_settle).  0: the admission
+	 * state finds it itself, the first running move of the partition
+	 * that takes blocks of the range elsewhere (none: the stream is
+	 * booked where its range lies). */
 	uint64_t move_id;
 };
 
@@ -278,7 +281,10 @@ struct cw_admit_request {
  * is booked, and unpinned only once the stream is booked on the cache's
  * disks too (cw_admit_state_cache_sync of the partition, without retry:
  * when they refuse, cache_refused says why and the range stays pinned).
- * A refusal or a dry run pins nothing. */
+ * A refusal or a dry run pins nothing.  So is rule 2 for moves: while a
+ * move runs that takes blocks of the range to other disks, the stream is
+ * tested and booked on both sides of it (move_id above), and the
+ * headroom (cw_admit_state_headroom) is the one on both sides too. */
 int cw_admit_state_reserve(struct cw_admit_state *st, const struct cw_admit_request *req,
 			   const struct cw_admit_resv **ret_resv,
 			   struct cw_admit_refusal *ret_refusal,

@@ -108,6 +108,11 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
  * move id; -ERANGE: blocks outside the partition. */
 int cw_move_destinations(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
 			 uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids);
+/* The same, and whether the move takes any of those blocks to another
+ * disk: 1 if it does, 0 if it leaves each where it is; errors as
+ * cw_move_destinations'. */
+int cw_move_takes(struct cw_pool *pool, uint64_t id, const struct cw_part *part,
+		  uint64_t first_block, uint64_t nblocks, uint32_t *ret_disk_ids);
 
 /* Every move the journal holds, in id order (malloc'ed; free()). */
 int cw_move_list(struct cw_pool *pool, struct cw_move_info **ret, size_t *ret_n);

@@ -1171,6 +1171,25 @@ static void test_cache_book(void)
 	tp_fini(&T);
 }
 
+/* rv, made during move mid onto disk 1, is booked on both sides of it
+ * (disk 1 carries every request), stored with the move, and settles on
+ * disk 1 alone once the move is done. */
+static void booked_for_move(struct cw_admit_state *st, const struct cw_admit_resv *rv,
+			    uint64_t mid)
+{
+	struct cw_resv_disk sd;
+	uint64_t mv = 0;
+
+	CU_ASSERT_EQUAL(rv->move_id, mid);
+	CU_ASSERT_FATAL(rv->n_parts == 2);
+	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->stride, 1);
+	CU_ASSERT_FATAL(stored_part(rv->id, 1, &mv, &sd));
+	CU_ASSERT_EQUAL(mv, mid);
+	run_moves();
+	CU_ASSERT_EQUAL(cw_admit_state_moves_settle(st, NULL), 1);
+	CU_ASSERT(rv->n_parts == 1 && cw_admit_resv_part_on(rv, 1) && rv->move_id == 0);
+}
+
 /* Rule 2 for a new stream: created while a move takes its range to
  * another disk, it is booked on both sides at once (stored with the
  * move), and settles on the destination when the move is done; one that
@@ -1181,9 +1200,8 @@ static void test_reserve_during_move(void)
 	const struct cw_admit_resv *rv;
 	struct cw_admit_request rq = req(0);
 	struct cw_admit_refusal ref;
-	struct cw_resv_disk sd;
 	struct cw_part *part;
-	uint64_t max, both, mid, mv = 0;
+	uint64_t max, both, mid;
 	char want[96];
 
 	setup();
@@ -1206,14 +1224,60 @@ static void test_reserve_during_move(void)
 	CU_ASSERT_EQUAL(stored(), 0);
 	rq.rate_bps = both / 2;
 	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL) == 0);
-	CU_ASSERT_EQUAL(rv->move_id, mid);
-	CU_ASSERT_FATAL(rv->n_parts == 2);
-	CU_ASSERT_EQUAL(cw_admit_resv_part_on(rv, 1)->stride, 1);
-	CU_ASSERT_FATAL(stored_part(rv->id, 1, &mv, &sd));
-	CU_ASSERT_EQUAL(mv, mid);
-	run_moves();
-	CU_ASSERT_EQUAL(cw_admit_state_moves_settle(st, NULL), 1);
-	CU_ASSERT(rv->n_parts == 1 && cw_admit_resv_part_on(rv, 1) && rv->move_id == 0);
+	booked_for_move(st, rv, mid);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
+/* The same rule found by admission itself: a reservation that names no
+ * move, made while a move takes its range to another disk, is booked on
+ * both sides of it through cw_admit_state_reserve alone (as cwctl,
+ * clockwised -r and cwsim make it), stored with the move, with the
+ * headroom of both sides; a range the move leaves where it is, or a move
+ * still paused (postponed), books the stream where its range lies. */
+static void test_reserve_finds_move(void)
+{
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(0);
+	struct cw_part *part;
+	uint64_t max, both, found, mid, on1;
+	uint32_t d[2];
+
+	setup();
+	st = state(NULL);
+	CU_ASSERT_FATAL(cw_part_lookup(T.pool, "media", &part) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &max, NULL) == 0);
+	mid = move_to_disk1(part);
+	/* Journalled paused, as rule 2 postpones one: no move yet. */
+	rq = req(max / 8);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	CU_ASSERT_EQUAL(rv->move_id, 0);
+	CU_ASSERT_FATAL(cw_admit_state_release(st, rv->id, NULL) == 0);
+
+	CU_ASSERT_FATAL(cw_move_resume(T.pool, mid) == 0);
+	rq = req(0);
+	rq.move_id = mid;
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &both, NULL) == 0);
+	rq.move_id = 0;
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &found, NULL) == 0);
+	printf("\n  headroom %" PRIu64 " B/s; asked during move %" PRIu64 " with it named %" PRIu64
+	       ", without %" PRIu64 "\n", max, mid, both, found);
+	CU_ASSERT(both < max);
+	CU_ASSERT_EQUAL(found, both);
+	/* One block already on disk 1: the move leaves it there. */
+	CU_ASSERT_FATAL(cw_part_block_disks(part, 0, 2, d) == 0);
+	on1 = d[0] == 1 ? 0 : 1;
+	rq = req(100000);
+	rq.range_start_bytes = on1 * MIB;
+	rq.range_end_bytes = (on1 + 1) * MIB;
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	CU_ASSERT(rv->move_id == 0 && rv->n_parts == 1 && cw_admit_resv_part_on(rv, 1));
+	CU_ASSERT_FATAL(cw_admit_state_release(st, rv->id, NULL) == 0);
+
+	rq = req(both / 2);
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, NULL, NULL) == 0);
+	booked_for_move(st, rv, mid);
 	cw_admit_state_free(st);
 	tp_fini(&T);
 }
@@ -1392,6 +1456,8 @@ int main(void)
 	cwtest_add(s, "a cached partition's stream is booked on the SSD or says why",
 		   test_cache_book);
 	cwtest_add(s, "a stream made during a move is booked on both sides", test_reserve_during_move);
+	cwtest_add(s, "a stream made during a move finds it and is booked on both sides",
+		   test_reserve_finds_move);
 	cwtest_add(s, "the host's bound, exact at the edge", test_host_bound);
 	cwtest_add(s, "the host's watch proposes what was spent", test_host_watch);
 	cwtest_add(s, "the host refuses what the disks admit", test_host_state);

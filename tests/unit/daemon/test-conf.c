@@ -22,7 +22,7 @@
 #include <clockwise/units.h>
 
 #include "common/util.h"
-#include "daemon/conf-internal.h"	/* the key tables */
+#include "daemon/conf-groups.h"	/* the key tables */
 #include "cwtest.h"
 #include "tests/unit/daemon/lsan-libconfig.h"
 

@@ -15,11 +15,11 @@
  *   - each disk's plan is cw_admit_disk_plan() of its task set and model,
  *     recomputed (and announced) whenever either changes.
  *
- * This file holds the state's life: loading it from the pool (its disks,
+ * This file holds the state's life: made new from the pool (its disks,
  * the stored reservations and best-effort QoS, each disk's plan) and
- * freeing it.  The rest is split along its sections, each file keeping
- * the invariant it is about; state-internal.h says which file holds what
- * and which calls which.
+ * freed; it calls the sections that load those.  The rest is split along
+ * its sections, each file keeping the invariant it is about;
+ * state-internal.h says which file holds what and which calls which.
  */
 #include "config.h"
 

@@ -5,12 +5,13 @@
  * "FILE:LINE: <what is wrong>; expected <what>"; nothing is half applied,
  * because the result is only handed out when the whole file is good.
  *
- * This file holds the top level (its keys, the defaults, the checks that
- * need the whole file, loading); the groups' keys are in conf-listen.c
- * (listen, tls, metrics), conf-exports.c (exports, access, limits) and
- * conf-disks.c (disks, host), on the getters of conf-schema.c
- * (conf-internal.h joins them).  conf-accounts.c resolves the names the
- * file gives at start; conf-resv.c reads clockwised -r.
+ * This file is the loader, on top of the others: the top level (its
+ * keys, the defaults, the checks that need the whole file, loading); the
+ * groups' keys are in conf-listen.c (listen, tls, metrics),
+ * conf-exports.c (exports, access, limits) and conf-disks.c (disks,
+ * host), whose entry points conf-groups.h declares, on the getters of
+ * conf-schema.c, on the model of conf.h.  conf-accounts.c resolves the
+ * names the file gives at start; conf-resv.c reads clockwised -r.
  */
 #include "config.h"
 
@@ -26,7 +27,7 @@
 #include <clockwise/mover.h>
 
 #include "common/util.h"
-#include "daemon/conf-internal.h"
+#include "daemon/conf-groups.h"
 
 #define QUEUE_DEPTH_MAX 4096
 #define DEFAULT_QUEUE_DEPTH 32
@@ -36,21 +37,6 @@
 #define DEFAULT_STALL_PROBE_US 1000
 #define STALL_PROBE_US_MAX 100000
 #define BUSY_POLL_US_MAX 10000
-
-const struct choice conf_policies[] = {
-	{ "delta-l", CWD_POLICY_DELTA_L, false },
-	{ "edf", CWD_POLICY_EDF, false },
-	{ "lst", CWD_POLICY_LST, false },
-	{ "dynamic", CWD_POLICY_DYNAMIC, false },
-	{ NULL, 0, false },
-};
-
-const struct choice conf_be_orders[] = {
-	{ "fifo", CWD_BE_FIFO, false },
-	{ "rbfq", CWD_BE_RBFQ, false },
-	{ "sfc", CWD_BE_SFC, false },
-	{ NULL, 0, false },
-};
 
 static const struct choice engines[] = {
 	{ "io_uring", CW_IO_URING, false },
@@ -69,27 +55,9 @@ static const struct choice log_levels[] = {
 	{ NULL, 0, false },
 };
 
-static const char *choice_name(const struct choice *t, int value)
-{
-	for (; t->name; t++)
-		if (t->value == value && !t->alias)
-			return t->name;
-	return NULL;
-}
-
-const char *cwd_config_policy_name(enum cwd_config_policy p)
-{
-	return choice_name(conf_policies, (int)p);
-}
-
-const char *cwd_config_be_order_name(enum cwd_config_be_order o)
-{
-	return choice_name(conf_be_orders, (int)o);
-}
-
 const char *cwd_config_log_level_name(int level)
 {
-	return choice_name(log_levels, level);
+	return conf_choice_name(log_levels, level);
 }
 
 /* ---- top level ---- */
@@ -326,8 +294,8 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->control_socket = strdup(CWD_DEFAULT_CONTROL);
 	c->control_read_group = strdup(CWD_DEFAULT_READ_GROUP);
 	c->control_admin_group = strdup(CWD_DEFAULT_ADMIN_GROUP);
-	c->listen_unix = calloc(LISTEN_MAX, sizeof(*c->listen_unix));
-	c->listen_tcp = calloc(LISTEN_MAX, sizeof(*c->listen_tcp));
+	c->listen_unix = calloc(CWD_LISTEN_MAX, sizeof(*c->listen_unix));
+	c->listen_tcp = calloc(CWD_LISTEN_MAX, sizeof(*c->listen_tcp));
 	if (!c->file || !c->pool || !c->control_socket || !c->control_read_group ||
 	    !c->control_admin_group || !c->listen_unix || !c->listen_tcp)
 		goto oom;
@@ -365,7 +333,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->control_idle_timeout_s = 30;
 	c->log_level = LOG_INFO;
 	c->exports.block_size = 4096;
-	c->exports.max_request_bytes = MAX_REQUEST_MAX;
+	c->exports.max_request_bytes = CWD_REQUEST_MAX_BYTES;
 	c->exports.multi_conn = true;
 	c->exports.all = false;
 	c->limits.connections = 64;

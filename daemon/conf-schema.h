@@ -1,22 +1,27 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * conf-internal.h — what the files of the configuration parser share
- * (conf*.c, private to daemon/): the parse in progress, the schema's key
- * and choice tables, the typed getters (conf-schema.c) and each section's
- * entry point, in the sections of the files that define them.
+ * conf-schema.h — the configuration's vocabulary (conf-schema.c), what
+ * every group's parser stands on: the parse in progress, the schema's key
+ * and choice tables, the typed getters, and the spellings of the model's
+ * enumerations that more than one group takes.  Private to daemon/conf*.c.
+ *
+ * The files of the configuration call one way:
+ *   conf-load.c (top level, defaults, whole-file checks, loading)
+ *     -> conf-listen.c, conf-exports.c, conf-disks.c (the groups; their
+ *        entry points in conf-groups.h)
+ *     -> conf-schema.c (this vocabulary)
+ *     -> conf.h (the model: struct cwd_config, its limits and defaults)
+ * conf-resv.c (clockwised -r) takes the schema's name check;
+ * conf-accounts.c (the names resolved at start) needs the model alone.
  */
-#ifndef CWD_CONF_INTERNAL_H
-#define CWD_CONF_INTERNAL_H
+#ifndef CWD_CONF_SCHEMA_H
+#define CWD_CONF_SCHEMA_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <libconfig.h>
 
 #include "daemon/conf.h"
-
-#define NAME_MAX_BYTES 63	/* layout's CW_NAME_MAX */
-#define MAX_REQUEST_MAX (32u << 20)
-#define LISTEN_MAX CWD_LISTEN_MAX
 
 struct parse {
 	const char *file;	/* for messages when libconfig has no file name */
@@ -27,8 +32,8 @@ struct parse {
 	const config_setting_t *listen;
 	/* Each TCP address (for messages); the TLS mode each listener names
 	 * (plus one, 0: none), and listen.tls for the others. */
-	const config_setting_t *tcp_setting[LISTEN_MAX];
-	int unix_tls[LISTEN_MAX], tcp_tls[LISTEN_MAX];
+	const config_setting_t *tcp_setting[CWD_LISTEN_MAX];
+	int unix_tls[CWD_LISTEN_MAX], tcp_tls[CWD_LISTEN_MAX];
 	int listen_tls;
 	const config_setting_t *listen_tls_setting;
 	const config_setting_t *limit_per_user;	/* set explicitly */
@@ -52,7 +57,7 @@ struct key {
 	int (*parse)(struct parse *p, const config_setting_t *s, void *obj);
 };
 
-/* ---- conf-schema.c: the typed getters every section uses ---- */
+/* ---- the typed getters every group uses ---- */
 
 /* "disks[2].tier", "listen.tcp[0]": where a setting sits in the file. */
 void conf_setting_path(const config_setting_t *s, char *buf, size_t n);
@@ -84,37 +89,12 @@ int conf_get_list(struct parse *p, const config_setting_t *s, const char *expect
 /* A user or group name as useradd(8) allows, or a number. */
 bool conf_valid_account(const char *v);
 
-/* ---- conf.c: the top level ---- */
+/* ---- the model's enumerations, as the file spells them ---- */
 
+/* Dispatch policies and best-effort orders: the top level sets them for
+ * every disk, a disk for itself (conf-disks.c). */
 extern const struct choice conf_policies[], conf_be_orders[];
-extern const struct key conf_top_keys[];
-
-/* ---- conf-listen.c: NBD listeners, their unix sockets, TLS, metrics ---- */
-
-/* The port of address v, its text from port on, into *ret. */
-int conf_get_port(struct parse *p, const config_setting_t *e, const char *v, const char *port,
-		  long *ret);
-int conf_key_listen(struct parse *p, const config_setting_t *s, void *obj);
-int conf_key_tls(struct parse *p, const config_setting_t *s, void *obj);
-int conf_key_metrics(struct parse *p, const config_setting_t *s, void *obj);
-void conf_clear_listen(struct cwd_config *c);
-extern const struct key conf_listen_keys[], conf_unix_entry_keys[], conf_tcp_entry_keys[],
-	conf_tls_keys[], conf_metrics_keys[];
-
-/* ---- conf-exports.c: exports, their QoS, access lists, limits ---- */
-
-int conf_key_exports(struct parse *p, const config_setting_t *s, void *obj);
-int conf_key_access(struct parse *p, const config_setting_t *s, void *obj);
-int conf_key_limits(struct parse *p, const config_setting_t *s, void *obj);
-void conf_qos_free(struct cwd_config *c);
-void conf_access_clear(struct cwd_config_access *a);
-extern const struct key conf_export_keys[], conf_qos_keys[], conf_access_keys[],
-	conf_access_export_keys[], conf_limit_keys[];
-
-/* ---- conf-disks.c: disks and the host's CPUs ---- */
-
-int conf_key_disks(struct parse *p, const config_setting_t *s, void *obj);
-int conf_key_host(struct parse *p, const config_setting_t *s, void *obj);
-extern const struct key conf_disk_keys[], conf_host_keys[];
+/* The canonical spelling of value in t, or NULL. */
+const char *conf_choice_name(const struct choice *t, int value);
 
 #endif
