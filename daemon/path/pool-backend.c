@@ -20,8 +20,9 @@
  *
  * Completion.  The last piece of a request to finish completes it (one
  * atomic decrement); a FUA write then runs a second phase, an fdatasync on
- * every disk it touched, before the reply.  FLUSH is an fdatasync on every
- * disk of the partition.
+ * every disk it touched, before the reply (lane.c), and the request ends
+ * below the lanes (preq.c).  FLUSH is an fdatasync on every disk of the
+ * partition.
  */
 #include "config.h"
 
@@ -68,41 +69,6 @@ static void add_flush_pieces(struct preq *q, unsigned at, unsigned n)
 		piece_init_flush(q, &q->p[at + i], x->pb, x->disks[i]);
 }
 
-static void push_pieces(struct preq *q, unsigned from, unsigned n)
-{
-	struct pb *pb = q->x->pb;
-	unsigned i;
-
-	atomic_store(&q->pending, n);
-	for (i = 0; i < n; i++)
-		cwd_stats_queue_change(&q->p[from + i].lane->st, 1);
-	for (i = 0; i < n; i++) {
-		struct piece *p = &q->p[from + i];
-		int r = lane_push(pb, p);
-
-		if (r < 0) {
-			p->rt = false;
-			lane_piece_done(p->lane, p, r, cw_now_ns());
-		}
-	}
-}
-
-static struct preq *preq_new(struct pb *pb, size_t npieces)
-{
-	struct preq *q;
-
-	if (npieces <= PREQ_SMALL_PIECES) {
-		q = lane_preq_get(pb);
-		if (q)
-			q->small = true;
-		return q;
-	}
-	q = malloc(sizeof(*q) + npieces * sizeof(struct piece));
-	if (q)
-		q->small = false;
-	return q;
-}
-
 /* A request of npieces pieces for x: a client's (nio) or the daemon's
  * own (done(arg, err) when it ends), arriving now, no flush phase yet. */
 static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *nio,
@@ -134,62 +100,6 @@ static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *
 	q->npieces = 0;
 	q->nflush = 0;
 	return q;
-}
-
-static void preq_free(struct preq *q)
-{
-	if (q->small)
-		lane_preq_put(q->x->pb, q);
-	else
-		free(q);
-}
-
-/* An RT request whose pieces were all done in time must have its reply
- * leave in time too: the latest deadline of its pieces and one of their
- * lanes go with it to the NBD server, which says when it did not
- * (pb_reply_late).  Every piece is done: their fields are settled. */
-static void rt_deadline(struct preq *q)
-{
-	int64_t deadline = 0, ready = 0;
-	struct lane *l = NULL;
-
-	for (unsigned i = 0; i < q->npieces; i++) {
-		const struct piece *p = &q->p[i];
-
-		if (!p->rt)
-			continue;
-		if (p->done_ns > p->sr.deadline_ns)
-			return;	/* counted as the lane's miss already */
-		deadline = CW_MAX(deadline, p->sr.deadline_ns);
-		ready = CW_MAX(ready, p->done_ns);
-		l = p->lane;
-	}
-	if (l) {
-		q->nio->deadline_ns = deadline;
-		q->nio->ready_ns = ready;
-		q->nio->backend_data = l;
-	}
-}
-
-static void preq_finish(struct preq *q)
-{
-	int err = atomic_load(&q->err);
-
-	if (q->fua && !err) {
-		q->fua = false;
-		push_pieces(q, q->npieces, q->nflush);
-		return;
-	}
-	if (q->gate)
-		cw_part_io_end(q->gate, q->gate_ticket);
-	if (q->done) {
-		q->done(q->done_arg, err);
-	} else {
-		if (!err)
-			rt_deadline(q);
-		nbdsrv_io_complete(q->nio, err);
-	}
-	preq_free(q);
 }
 
 /* What one submission asks for: a client's request (nio, done NULL) or
@@ -320,7 +230,7 @@ static int submit(struct pbx *x, const struct submission *s)
 	q->fua = q->nflush > 0;
 	for (i = 0; i < q->nflush; i++)
 		piece_init_flush(q, &q->p[o->n + i], pb, o->touched[i]);
-	push_pieces(q, 0, o->n);
+	lane_push_pieces(q, 0, o->n);
 	return 0;
 }
 
@@ -368,7 +278,7 @@ static int pb_flush_internal(struct pbx *x, const bool *touched,
 	for (i = 0, n = 0; i < PB_DISKS_CAP; i++)
 		if (touched[i])
 			piece_init_flush(q, &q->p[n++], pb, i);
-	push_pieces(q, 0, n);
+	lane_push_pieces(q, 0, n);
 	return 0;
 }
 
@@ -402,7 +312,7 @@ static int pb_submit_disk(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uin
 		at += l;
 	}
 	q->npieces = n;
-	push_pieces(q, 0, n);
+	lane_push_pieces(q, 0, n);
 	return 0;
 }
 
@@ -498,7 +408,7 @@ static int pb_flush(void *backend, struct nbdsrv_io *nio)
 	lane_plug();
 	q->npieces = nd;
 	add_flush_pieces(q, 0, nd);
-	push_pieces(q, 0, q->npieces);
+	lane_push_pieces(q, 0, q->npieces);
 out:
 	atomic_fetch_sub(&x->flush_readers, 1);
 	return r;
@@ -1032,7 +942,6 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 		return -ENOMEM;
 	pb->pool = pool;
 	pb->adm = adm;
-	pb->req_finish = preq_finish;
 	pb->submit_internal = pb_submit_internal;
 	pb->flush_internal = pb_flush_internal;
 	pb->submit_disk = pb_submit_disk;
@@ -1044,7 +953,7 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 	pb->start_ns = cw_now_ns();
 	for (i = 0; i <= CW_DISKS_MAX; i++)
 		atomic_init(&pb->slot_of[i], -1);
-	lane_init_once();
+	pb_thread_ctx_init_once();
 	{
 		struct cw_slots_domain_opts dopts = { .size = sizeof(dopts),
 						      .mode = CW_SLOTS_LOCKFREE,

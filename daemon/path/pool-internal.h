@@ -50,7 +50,7 @@
 #define POLL_NS_RBD (500 * CW_NS_PER_US)
 /* Writes to a disk file look at its size at most this often (lane.c). */
 #define SHRUNK_CHECK_NS CW_NS_PER_MS
-#define PREQ_SMALL_PIECES 4	/* requests this small are reused (lane_preq_get) */
+#define PREQ_SMALL_PIECES 4	/* requests this small are reused (preq_new) */
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
 #define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */
@@ -309,8 +309,6 @@ struct pb {
 	/* The host's stalls (stall-probe.h), NULL without: the misses'
 	 * lines say where the host held every thread off a CPU. */
 	struct stall_probe *probe;
-	/* Completes a request whose pieces are all done (lane.c calls it). */
-	void (*req_finish)(struct preq *q);
 	/* The daemon's own I/O on x's bytes [off, off + len): best effort,
 	 * charged to x's client, never a stream's, through the lanes like
 	 * any request (so in the slack on disks with streams).  op READ or
@@ -439,11 +437,23 @@ struct preq {
 	struct piece p[];		/* npieces, then nflush */
 };
 
+/* preq.c: a request's memory and its end */
+void pb_thread_ctx_init_once(void);	/* the per-thread booking descriptors */
+/* The calling thread's booking descriptor in pb's slot domain, made on
+ * first use; NULL out of memory. */
+struct cw_slots_ctx *pb_thread_ctx(struct pb *pb);
+/* A request with room for npieces pieces (a small one reused); its fields
+ * are the caller's to set.  NULL: ENOMEM. */
+struct preq *preq_new(struct pb *pb, size_t npieces);
+void preq_free(struct preq *q);
+/* Ends a request whose pieces are all done (the lanes', or its
+ * submitter's when it has none): leaves its I/O gate, completes it (its
+ * done, or its NBD request with its reply's deadline) and frees it. */
+void preq_finish(struct preq *q);
+
 /* lane.c */
-void lane_init_once(void);		/* the per-thread booking descriptors */
-int lane_push(struct pb *pb, struct piece *p);
-struct preq *lane_preq_get(struct pb *pb);	/* room for PREQ_SMALL_PIECES; NULL: ENOMEM */
-void lane_preq_put(struct pb *pb, struct preq *q);
+/* Books pieces [from, from + n) of q on their lanes (q->pending = n). */
+void lane_push_pieces(struct preq *q, unsigned from, unsigned n);
 void lane_plug(void);			/* this thread's wake-ups wait for lane_unplug() */
 void lane_unplug(void);
 void *lane_main(void *arg);
