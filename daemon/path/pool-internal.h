@@ -67,7 +67,7 @@ struct piece;
 struct preq;
 struct lane_miss;
 
-/* Flags of pb->submit_internal. */
+/* Flags of pb_submit_internal. */
 #define PB_SUB_ZERO 1u
 #define PB_SUB_FUA 2u
 
@@ -309,28 +309,6 @@ struct pb {
 	/* The host's stalls (stall-probe.h), NULL without: the misses'
 	 * lines say where the host held every thread off a CPU. */
 	struct stall_probe *probe;
-	/* The daemon's own I/O on x's bytes [off, off + len): best effort,
-	 * charged to x's client, never a stream's, through the lanes like
-	 * any request (so in the slack on disks with streams).  op READ or
-	 * WRITE from/into buf (a READ of holes gives zeros without I/O),
-	 * WRITE with PB_SUB_ZERO writes zeros, PUNCH gives the space back
-	 * where a disk can (with PB_SUB_ZERO, zeros are written where it
-	 * cannot; without, such disks are skipped); PB_SUB_FUA: the disks
-	 * are synced before done.  done(arg, 0 or -errno) is called once,
-	 * from any thread, perhaps before the call returns; a negative
-	 * return means it will not be. */
-	int (*submit_internal)(struct pbx *x, uint64_t off, uint64_t len, enum cw_io_op op,
-			       void *buf, unsigned flags, void (*done)(void *arg, int err),
-			       void *arg);
-	/* An fdatasync of each disk slot marked in touched[PB_DISKS_CAP],
-	 * best effort through the lanes, charged to x's client. */
-	int (*flush_internal)(struct pbx *x, const bool *touched,
-			      void (*done)(void *arg, int err), void *arg);
-	/* The daemon's own I/O on one disk by physical offset (the mover's
-	 * copies): op READ, WRITE or FSYNC, best effort, charged to x's
-	 * client; done as for submit_internal. */
-	int (*submit_disk)(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uint64_t off,
-			   uint64_t len, void *buf, void (*done)(void *arg, int err), void *arg);
 	struct cw_slots_domain *domain;
 	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
@@ -510,10 +488,32 @@ void lane_be_done(struct lane *l, struct piece *p);
 void lane_be_enter(struct lane *l, struct piece *p, int64_t now);
 void lane_be_leave(struct lane *l, struct piece *p, int64_t now);
 
-/* pool-backend.c */
+/* submit.c: requests split into pieces and booked in the lanes */
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or
  * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
 int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
+/* A client's FLUSH: an fdatasync of every disk in x's list. */
+int pb_submit_flush(struct pbx *x, struct nbdsrv_io *nio);
+/* The daemon's own I/O on x's bytes [off, off + len): best effort,
+ * charged to x's client, never a stream's, through the lanes like any
+ * request (so in the slack on disks with streams).  op READ or WRITE
+ * from/into buf (a READ of holes gives zeros without I/O), WRITE with
+ * PB_SUB_ZERO writes zeros, PUNCH gives the space back where a disk can
+ * (with PB_SUB_ZERO, zeros are written where it cannot; without, such
+ * disks are skipped); PB_SUB_FUA: the disks are synced before done.
+ * done(arg, 0 or -errno) is called once, from any thread, perhaps before
+ * the call returns; a negative return means it will not be. */
+int pb_submit_internal(struct pbx *x, uint64_t off, uint64_t len, enum cw_io_op op, void *buf,
+		       unsigned flags, void (*done)(void *arg, int err), void *arg);
+/* An fdatasync of each disk slot marked in touched[PB_DISKS_CAP], best
+ * effort through the lanes, charged to x's client. */
+int pb_flush_internal(struct pbx *x, const bool *touched, void (*done)(void *arg, int err),
+		      void *arg);
+/* The daemon's own I/O on one disk by physical offset (the mover's
+ * copies): op READ, WRITE or FSYNC, best effort, charged to x's client;
+ * done as for pb_submit_internal. */
+int pb_submit_disk(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
+		   void *buf, void (*done)(void *arg, int err), void *arg);
 
 /* pool-xdisks.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
