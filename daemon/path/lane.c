@@ -785,11 +785,6 @@ static void lane_go_realtime(struct lane *l)
 			"the CPUs are not busy", strerror(-r));
 }
 
-static int64_t no_limit(int64_t ns)
-{
-	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
-}
-
 /* Streams released since the last plan leave the scheduler's table. */
 static void forget_streams(struct lane *l, const struct lane_plan *pl)
 {

@@ -71,6 +71,13 @@ struct lane_miss;
 #define PB_SUB_ZERO 1u
 #define PB_SUB_FUA 2u
 
+/* A plan's "no limit" (CW_ADMIT_NO_LIMIT) as a time the scheduling core
+ * can add to without overflow. */
+static inline int64_t no_limit(int64_t ns)
+{
+	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
+}
+
 /* A disk's plan from the admission state, handed to its first lane's
  * dispatcher when streams are admitted or released while it runs
  * (lane_post_plan). */
@@ -514,6 +521,25 @@ int pb_flush_internal(struct pbx *x, const bool *touched, void (*done)(void *arg
  * done as for pb_submit_internal. */
 int pb_submit_disk(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
 		   void *buf, void (*done)(void *arg, int err), void *arg);
+
+/* pool-disk.c: the disks, their lanes and dispatchers */
+/* Opens disk d of the pool (info) into its slot: its model, its lanes and
+ * slot records; a disk that cannot be served is left with fd -1 (logged)
+ * and 0 returned.  -errno when the data path cannot be set up. */
+int pb_disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info);
+/* Makes an opened disk's slot visible to the I/O threads. */
+void pb_disk_publish(struct pb *pb, size_t di);
+/* Starts the dispatchers of disk d (an engine and a thread per lane, the
+ * scheduling core of a disk with streams). */
+int pb_disk_start(struct pb *pb, struct disk *d);
+void pb_disk_stop(struct disk *d);	/* each dispatcher drains what it was given first */
+void pb_disk_close(struct disk *d);	/* frees what a stopped disk holds, closes it */
+/* Makes m the disk's model (a copy) from now on; -ENOMEM. */
+int pb_disk_set_model(struct disk *d, const struct cw_model *m);
+/* A plan for disk d's first lane: the disk's plan and its streams (takes
+ * resv_lock); NULL: ENOMEM. */
+struct lane_plan *lane_plan_new(struct pb *pb, const struct disk *d,
+				const struct cw_disk_plan *plan);
 
 /* pool-xdisks.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
