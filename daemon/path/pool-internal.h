@@ -541,6 +541,22 @@ int pb_disk_set_model(struct disk *d, const struct cw_model *m);
 struct lane_plan *lane_plan_new(struct pb *pb, const struct disk *d,
 				const struct cw_disk_plan *plan);
 
+/* pool-export.c: the exports and their best-effort clients */
+/* Makes the export of part, listed in pb->exports, with its disks, its
+ * clients and their QoS: its size in ret_size (whole blocks of its
+ * alignment), whether a disk of it is an HDD in ret_rotational.  -ENODEV
+ * when a disk of it is missing (logged), -EINVAL when its disks need
+ * more than 64 KiB alignment. */
+int pb_export_new(struct pb *pb, struct cw_part *part, uint64_t *ret_size, bool *ret_rotational,
+		  struct pbx **ret_x);
+/* The admission state's best-effort QoS be set (set) or cleared reaches
+ * the client of its name in every export.  Control thread. */
+void pb_export_be_event(struct pb *pb, const struct cw_admit_be *be, bool set);
+/* The client a request of x on the connection of nio belongs to: the
+ * class it named if that has a QoS of its own, else the export (the
+ * answer is kept in the connection's word).  Lock-free. */
+struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio);
+
 /* pool-xdisks.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
 /* the same for every export of part, disk given by id (takes exports_lock) */
@@ -590,11 +606,6 @@ void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
  * write it booked can complete, and its export go, before the keeper
  * wakes the lane).  Control thread. */
 void pb_alloc_quiesce(struct pb *pb);
-
-/* The client a request of x on the connection of nio belongs to: the
- * class it named if that has a QoS of its own, else the export (the
- * answer is kept in the connection's word).  Lock-free. */
-struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio);
 
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 static inline int pb_disk_index(struct pb *pb, uint32_t id)
