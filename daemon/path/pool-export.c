@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include "common/atomic.h"
 #include "daemon/path/pool-internal.h"
 
 /* Adds the disks of blocks [from, to) of x's partition to x->disks; each
@@ -128,7 +129,7 @@ struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio)
 
 	if (!nio || !nio->client_class || !nio->conn_data)
 		return &x->main;
-	c = __atomic_load_n(nio->conn_data, __ATOMIC_ACQUIRE);
+	c = cw_pr_load_acquire(nio->conn_data);
 	if (c)
 		return c;
 	/* a class without a QoS of its own, now, is the export's for this
@@ -136,7 +137,7 @@ struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio)
 	c = class_get(x->pb, x, nio->client_class, false);
 	if (!c)
 		c = &x->main;
-	__atomic_store_n(nio->conn_data, c, __ATOMIC_RELEASE);
+	cw_pr_store_release(nio->conn_data, c);
 	return c;
 }
 
