@@ -218,7 +218,7 @@ struct batch {
 
 /* Marks in touched[] (by slot) every disk the batch's writes (and step
  * 1's zeros around them) went to: the disks their blocks are on now, for
- * a block being moved its destination (pool-backend.c mirrors every
+ * a block being moved its destination (submit.c's split mirrors every
  * write to a block in a copy slot), and the partition's cache disks (a
  * write-back block is written there only).  Done once the writes are
  * done, inside the partition's I/O gate, so it sees the block's copy

@@ -4,9 +4,23 @@
  * request -> partition block map -> one piece per disk run -> the lane's
  * slot record -> its dispatcher -> the policy -> the I/O engine.
  *
+ * This file is the NBD back end of a pool (its ops, and an export's
+ * descriptor for the NBD server), the set-up and teardown of the whole,
+ * the admission state's events and the counters.  The rest, each file
+ * calling only files further down this list:
+ *
+ *   pool-mover.c, pool-cache.c, pool-ownio.c   the mover's copies
+ *   pool-disk.c     a disk opened, its lanes and dispatchers started
+ *   pool-alloc.c    the keeper of holes
+ *   submit.c        a request split into pieces, booked in the lanes
+ *   pool-export.c   an export's disks, best-effort clients, reservation
+ *   lane.c          intake, dispatch and completion (lane-beq.c: the
+ *                   best-effort order; lane-miss.c: misses explained)
+ *   preq.c          a request's memory and its end
+ *
  * Submission takes no mutex.  The connection thread maps the request with
  * the lock-free cw_part_map(), then books every piece in its lane's slot
- * reservation record (see "intake" below) and wakes the lane only if it
+ * reservation record (see "intake" in lane.c) and wakes the lane only if it
  * sleeps.  The dispatcher takes the committed bookings in slot order (or,
  * on an idle lane without streams, the reader itself: see lane.c).
  *
@@ -28,14 +42,8 @@
 
 #include <fcntl.h>
 #include <stdio.h>
-#include <sys/file.h>
-#include <sys/sysmacros.h>
-#include <sys/stat.h>
-
-#include <clockwise/path.h>
 
 #include "daemon/path/pool-internal.h"
-#include "daemon/thread-name.h"
 
 /* For an export served partially: whether the block at off is on a
  * disk the data path does not have, and in *ret_len how many bytes from

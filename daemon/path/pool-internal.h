@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pool-internal.h — what the data path's files share: the lanes and their
- * dispatchers (lane.c), submission and set-up (pool-backend.c), and
- * reservations (reserve.c).  Never used outside daemon/.
+ * pool-internal.h — what the data path's files share (the map of them is
+ * pool-backend.c's opening comment): struct pb, its disks, lanes, exports,
+ * requests and pieces, and each file's functions for the others, in a
+ * section named after the file.  Never used outside daemon/.
  */
 #ifndef CWD_POOL_INTERNAL_H
 #define CWD_POOL_INTERNAL_H
