@@ -47,94 +47,6 @@
  * committed is refused at commit (-ETIMEDOUT) and booked again.
  */
 
-static pthread_key_t ctx_key;
-static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
-
-/* A thread's booking descriptor; freed when the thread ends. */
-struct tctx {
-	struct cw_slots_ctx *ctx;
-	struct pb *pb;
-	struct preq *spare;	/* small requests to reuse (lane_preq_get) */
-};
-
-static void ctx_free(void *arg)
-{
-	struct tctx *t = arg;
-	struct pb *pb = t->pb;
-
-	while (t->spare) {
-		struct preq *q = t->spare;
-
-		t->spare = q->next_spare;
-		free(q);
-	}
-	cw_slots_ctx_free(t->ctx);
-	free(t);
-	atomic_fetch_sub(&pb->live_ctx, 1);	/* pb_free waits for this */
-}
-
-static void ctx_key_init(void)
-{
-	if (pthread_key_create(&ctx_key, ctx_free) != 0)
-		abort();	/* only at start, with no key left: nothing can run */
-}
-
-/* This thread's descriptor in the domain, made on first use and freed when
- * the thread ends (connection threads come and go). */
-static struct tctx *thread_tctx(struct pb *pb)
-{
-	struct tctx *t = pthread_getspecific(ctx_key);
-
-	if (t)
-		return t;
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	t->pb = pb;
-	if (cw_slots_ctx_new(pb->domain, &t->ctx) < 0) {
-		free(t);
-		return NULL;
-	}
-	atomic_fetch_add(&pb->live_ctx, 1);
-	pthread_setspecific(ctx_key, t);
-	return t;
-}
-
-static struct cw_slots_ctx *thread_ctx(struct pb *pb)
-{
-	struct tctx *t = thread_tctx(pb);
-
-	return t ? t->ctx : NULL;
-}
-
-/* Small requests (PREQ_SMALL_PIECES pieces) are not freed but kept for the
- * next one: a dispatcher returns them to the pool's stack (one CAS push),
- * and a submitting thread takes that whole stack at once into its own list
- * when its list is empty.  So a request costs no malloc once warm, and the
- * stack, only ever taken whole, cannot suffer ABA. */
-struct preq *lane_preq_get(struct pb *pb)
-{
-	struct tctx *t = thread_tctx(pb);
-	struct preq *q;
-
-	if (t && !t->spare)
-		t->spare = atomic_exchange(&pb->spare, NULL);
-	if (!t || !t->spare)
-		return malloc(sizeof(*q) + PREQ_SMALL_PIECES * sizeof(struct piece));
-	q = t->spare;
-	t->spare = q->next_spare;
-	return q;
-}
-
-void lane_preq_put(struct pb *pb, struct preq *q)
-{
-	struct preq *head = atomic_load(&pb->spare);
-
-	do {
-		q->next_spare = head;
-	} while (!atomic_compare_exchange_weak(&pb->spare, &head, q));
-}
-
 static void lane_wake(struct lane *l)
 {
 	/* seq_cst on both sides (here after the booking, and in lane_park
@@ -215,12 +127,12 @@ static bool lane_has_bookings(struct lane *l)
 }
 
 /* Books piece p on its lane; 0 or a negative errno. */
-int lane_push(struct pb *pb, struct piece *p)
+static int lane_push(struct pb *pb, struct piece *p)
 {
 	struct lane *l = p->lane;
 	bool rt = p->rt;	/* once committed, p is the dispatcher's */
 	size_t len = p->io.len;
-	struct cw_slots_ctx *ctx = thread_ctx(pb);
+	struct cw_slots_ctx *ctx = pb_thread_ctx(pb);
 	struct cw_slots_req rq = { 0 };
 	struct cw_slots_booking b;
 	int64_t svc = 0, end, cur, full_since = 0, booked = 0, rd_booked = 0;
@@ -303,6 +215,28 @@ int lane_push(struct pb *pb, struct piece *p)
 		lane_miss_woke(l, booked, rd_fd, rd_booked);
 	lane_wake_later(l, rt, len);
 	return 0;
+}
+
+/* Books pieces [from, from + n) of q, each on its lane; one that cannot be
+ * booked is done at once with the error.  Submission's, and a FUA write's
+ * flush phase (lane_req_done). */
+void lane_push_pieces(struct preq *q, unsigned from, unsigned n)
+{
+	struct pb *pb = q->x->pb;
+	unsigned i;
+
+	atomic_store(&q->pending, n);
+	for (i = 0; i < n; i++)
+		cwd_stats_queue_change(&q->p[from + i].lane->st, 1);
+	for (i = 0; i < n; i++) {
+		struct piece *p = &q->p[from + i];
+		int r = lane_push(pb, p);
+
+		if (r < 0) {
+			p->rt = false;
+			lane_piece_done(p->lane, p, r, cw_now_ns());
+		}
+	}
 }
 
 /* Every committed booking so far, in slot order, then what overflowed. */
@@ -395,6 +329,20 @@ static void log_io_error(struct lane *l, const struct piece *p, int err)
 			ops[p->io.op], p->io.len, p->io.off, strerror(-err), p->req->x->name, n);
 }
 
+/* Every piece of q is done.  A FUA write whose writes all succeeded then
+ * runs its second phase, an fdatasync on every disk it touched (its
+ * flush pieces, after the writes), before the reply; any other request
+ * ends (preq.c). */
+static void lane_req_done(struct preq *q)
+{
+	if (q->fua && !atomic_load(&q->err)) {
+		q->fua = false;
+		lane_push_pieces(q, q->npieces, q->nflush);
+		return;
+	}
+	preq_finish(q);
+}
+
 /* Called on the dispatcher thread when a piece is done (err 0 or -errno). */
 void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 {
@@ -444,7 +392,7 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 			cwd_stats_add(&l->st.slack_used_ns, (uint64_t)(now - p->start_ns));
 	}
 	if (atomic_fetch_sub(&q->pending, 1) == 1)
-		l->pb->req_finish(q);
+		lane_req_done(q);
 }
 
 /* ---- dispatcher ---- */
@@ -837,11 +785,6 @@ static void lane_go_realtime(struct lane *l)
 			"the CPUs are not busy", strerror(-r));
 }
 
-static int64_t no_limit(int64_t ns)
-{
-	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
-}
-
 /* Streams released since the last plan leave the scheduler's table. */
 static void forget_streams(struct lane *l, const struct lane_plan *pl)
 {
@@ -1122,11 +1065,6 @@ static bool lane_borrow(struct lane *l)
 		idle = true;
 	dlock_drop(l);
 	return idle;
-}
-
-void lane_init_once(void)
-{
-	pthread_once(&ctx_once, ctx_key_init);
 }
 
 void lane_stop(struct lane *l)

@@ -27,7 +27,7 @@
  *
  * Every disk access of steps 1, 2 and 4 — the zeros, the data, the
  * punches, the syncs — is the daemon's own best-effort I/O through the
- * lanes (pb->submit_internal, pb->flush_internal): on a disk with streams
+ * lanes (pb_submit_internal, pb_flush_internal): on a disk with streams
  * it runs in the slack, charged like any best-effort request, so making
  * and freeing blocks never takes disk time the admission test did not
  * leave.  This thread waits for each step's I/O before the next, so no
@@ -158,7 +158,7 @@ static void op_failed(struct alloc_job *j, int err)
 }
 
 /* Books bytes [off, off + len) of j's export as op from buf with flags
- * (pb->submit_internal); the outcome goes to j. */
+ * (pb_submit_internal); the outcome goes to j. */
 static void io_range(struct alloc_job *j, struct pbx *x, uint64_t off, uint64_t len,
 		     enum cw_io_op op, void *buf, unsigned flags)
 {
@@ -166,7 +166,7 @@ static void io_range(struct alloc_job *j, struct pbx *x, uint64_t off, uint64_t 
 	int r;
 
 	atomic_fetch_add_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
-	r = pb->submit_internal(x, off, len, op, buf, flags, op_done, j);
+	r = pb_submit_internal(x, off, len, op, buf, flags, op_done, j);
 	if (r < 0) {
 		atomic_fetch_sub_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
 		op_failed(j, r);
@@ -198,7 +198,7 @@ static void flush_disks(struct alloc_job *j, const bool *touched)
 	int r;
 
 	atomic_fetch_add_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
-	r = pb->flush_internal(j->x, touched, op_done, j);
+	r = pb_flush_internal(j->x, touched, op_done, j);
 	if (r < 0) {
 		atomic_fetch_sub_explicit(&pb->alloc_inflight, 1, memory_order_relaxed);
 		op_failed(j, r);
@@ -218,7 +218,7 @@ struct batch {
 
 /* Marks in touched[] (by slot) every disk the batch's writes (and step
  * 1's zeros around them) went to: the disks their blocks are on now, for
- * a block being moved its destination (pool-backend.c mirrors every
+ * a block being moved its destination (submit.c's split mirrors every
  * write to a block in a copy slot), and the partition's cache disks (a
  * write-back block is written there only).  Done once the writes are
  * done, inside the partition's I/O gate, so it sees the block's copy

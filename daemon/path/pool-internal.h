@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pool-internal.h — what the data path's files share: the lanes and their
- * dispatchers (lane.c), submission and set-up (pool-backend.c), and
- * reservations (reserve.c).  Never used outside daemon/.
+ * pool-internal.h — what the data path's files share (the map of them is
+ * pool-backend.c's opening comment): struct pb, its disks, lanes, exports,
+ * requests and pieces, and each file's functions for the others, in a
+ * section named after the file.  Never used outside daemon/.
  */
 #ifndef CWD_POOL_INTERNAL_H
 #define CWD_POOL_INTERNAL_H
@@ -50,7 +51,7 @@
 #define POLL_NS_RBD (500 * CW_NS_PER_US)
 /* Writes to a disk file look at its size at most this often (lane.c). */
 #define SHRUNK_CHECK_NS CW_NS_PER_MS
-#define PREQ_SMALL_PIECES 4	/* requests this small are reused (lane_preq_get) */
+#define PREQ_SMALL_PIECES 4	/* requests this small are reused (preq_new) */
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
 #define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */
@@ -67,9 +68,16 @@ struct piece;
 struct preq;
 struct lane_miss;
 
-/* Flags of pb->submit_internal. */
+/* Flags of pb_submit_internal. */
 #define PB_SUB_ZERO 1u
 #define PB_SUB_FUA 2u
+
+/* A plan's "no limit" (CW_ADMIT_NO_LIMIT) as a time the scheduling core
+ * can add to without overflow. */
+static inline int64_t no_limit(int64_t ns)
+{
+	return ns == CW_ADMIT_NO_LIMIT ? INT64_MAX / 4 : ns;
+}
 
 /* A disk's plan from the admission state, handed to its first lane's
  * dispatcher when streams are admitted or released while it runs
@@ -309,30 +317,6 @@ struct pb {
 	/* The host's stalls (stall-probe.h), NULL without: the misses'
 	 * lines say where the host held every thread off a CPU. */
 	struct stall_probe *probe;
-	/* Completes a request whose pieces are all done (lane.c calls it). */
-	void (*req_finish)(struct preq *q);
-	/* The daemon's own I/O on x's bytes [off, off + len): best effort,
-	 * charged to x's client, never a stream's, through the lanes like
-	 * any request (so in the slack on disks with streams).  op READ or
-	 * WRITE from/into buf (a READ of holes gives zeros without I/O),
-	 * WRITE with PB_SUB_ZERO writes zeros, PUNCH gives the space back
-	 * where a disk can (with PB_SUB_ZERO, zeros are written where it
-	 * cannot; without, such disks are skipped); PB_SUB_FUA: the disks
-	 * are synced before done.  done(arg, 0 or -errno) is called once,
-	 * from any thread, perhaps before the call returns; a negative
-	 * return means it will not be. */
-	int (*submit_internal)(struct pbx *x, uint64_t off, uint64_t len, enum cw_io_op op,
-			       void *buf, unsigned flags, void (*done)(void *arg, int err),
-			       void *arg);
-	/* An fdatasync of each disk slot marked in touched[PB_DISKS_CAP],
-	 * best effort through the lanes, charged to x's client. */
-	int (*flush_internal)(struct pbx *x, const bool *touched,
-			      void (*done)(void *arg, int err), void *arg);
-	/* The daemon's own I/O on one disk by physical offset (the mover's
-	 * copies): op READ, WRITE or FSYNC, best effort, charged to x's
-	 * client; done as for submit_internal. */
-	int (*submit_disk)(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uint64_t off,
-			   uint64_t len, void *buf, void (*done)(void *arg, int err), void *arg);
 	struct cw_slots_domain *domain;
 	atomic_uint live_ctx;		/* threads holding a booking descriptor */
 	const struct cwd_config *cfg;
@@ -439,11 +423,23 @@ struct preq {
 	struct piece p[];		/* npieces, then nflush */
 };
 
+/* preq.c: a request's memory and its end */
+void pb_thread_ctx_init_once(void);	/* the per-thread booking descriptors */
+/* The calling thread's booking descriptor in pb's slot domain, made on
+ * first use; NULL out of memory. */
+struct cw_slots_ctx *pb_thread_ctx(struct pb *pb);
+/* A request with room for npieces pieces (a small one reused); its fields
+ * are the caller's to set.  NULL: ENOMEM. */
+struct preq *preq_new(struct pb *pb, size_t npieces);
+void preq_free(struct preq *q);
+/* Ends a request whose pieces are all done (the lanes', or its
+ * submitter's when it has none): leaves its I/O gate, completes it (its
+ * done, or its NBD request with its reply's deadline) and frees it. */
+void preq_finish(struct preq *q);
+
 /* lane.c */
-void lane_init_once(void);		/* the per-thread booking descriptors */
-int lane_push(struct pb *pb, struct piece *p);
-struct preq *lane_preq_get(struct pb *pb);	/* room for PREQ_SMALL_PIECES; NULL: ENOMEM */
-void lane_preq_put(struct pb *pb, struct preq *q);
+/* Books pieces [from, from + n) of q on their lanes (q->pending = n). */
+void lane_push_pieces(struct preq *q, unsigned from, unsigned n);
 void lane_plug(void);			/* this thread's wake-ups wait for lane_unplug() */
 void lane_unplug(void);
 void *lane_main(void *arg);
@@ -500,10 +496,67 @@ void lane_be_done(struct lane *l, struct piece *p);
 void lane_be_enter(struct lane *l, struct piece *p, int64_t now);
 void lane_be_leave(struct lane *l, struct piece *p, int64_t now);
 
-/* pool-backend.c */
+/* submit.c: requests split into pieces and booked in the lanes */
 /* Maps and books a READ (holes read as zeros, without I/O), WRITE or
  * (zero: from the shared zero buffer) WRITE_ZEROES written as zeros. */
 int pb_submit_rw(struct pbx *x, struct nbdsrv_io *nio, enum cw_io_op op, bool zero);
+/* A client's FLUSH: an fdatasync of every disk in x's list. */
+int pb_submit_flush(struct pbx *x, struct nbdsrv_io *nio);
+/* The daemon's own I/O on x's bytes [off, off + len): best effort,
+ * charged to x's client, never a stream's, through the lanes like any
+ * request (so in the slack on disks with streams).  op READ or WRITE
+ * from/into buf (a READ of holes gives zeros without I/O), WRITE with
+ * PB_SUB_ZERO writes zeros, PUNCH gives the space back where a disk can
+ * (with PB_SUB_ZERO, zeros are written where it cannot; without, such
+ * disks are skipped); PB_SUB_FUA: the disks are synced before done.
+ * done(arg, 0 or -errno) is called once, from any thread, perhaps before
+ * the call returns; a negative return means it will not be. */
+int pb_submit_internal(struct pbx *x, uint64_t off, uint64_t len, enum cw_io_op op, void *buf,
+		       unsigned flags, void (*done)(void *arg, int err), void *arg);
+/* An fdatasync of each disk slot marked in touched[PB_DISKS_CAP], best
+ * effort through the lanes, charged to x's client. */
+int pb_flush_internal(struct pbx *x, const bool *touched, void (*done)(void *arg, int err),
+		      void *arg);
+/* The daemon's own I/O on one disk by physical offset (the mover's
+ * copies): op READ, WRITE or FSYNC, best effort, charged to x's client;
+ * done as for pb_submit_internal. */
+int pb_submit_disk(struct pbx *x, uint32_t disk_id, enum cw_io_op op, uint64_t off, uint64_t len,
+		   void *buf, void (*done)(void *arg, int err), void *arg);
+
+/* pool-disk.c: the disks, their lanes and dispatchers */
+/* Opens disk d of the pool (info) into its slot: its model, its lanes and
+ * slot records; a disk that cannot be served is left with fd -1 (logged)
+ * and 0 returned.  -errno when the data path cannot be set up. */
+int pb_disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info);
+/* Makes an opened disk's slot visible to the I/O threads. */
+void pb_disk_publish(struct pb *pb, size_t di);
+/* Starts the dispatchers of disk d (an engine and a thread per lane, the
+ * scheduling core of a disk with streams). */
+int pb_disk_start(struct pb *pb, struct disk *d);
+void pb_disk_stop(struct disk *d);	/* each dispatcher drains what it was given first */
+void pb_disk_close(struct disk *d);	/* frees what a stopped disk holds, closes it */
+/* Makes m the disk's model (a copy) from now on; -ENOMEM. */
+int pb_disk_set_model(struct disk *d, const struct cw_model *m);
+/* A plan for disk d's first lane: the disk's plan and its streams (takes
+ * resv_lock); NULL: ENOMEM. */
+struct lane_plan *lane_plan_new(struct pb *pb, const struct disk *d,
+				const struct cw_disk_plan *plan);
+
+/* pool-export.c: the exports and their best-effort clients */
+/* Makes the export of part, listed in pb->exports, with its disks, its
+ * clients and their QoS: its size in ret_size (whole blocks of its
+ * alignment), whether a disk of it is an HDD in ret_rotational.  -ENODEV
+ * when a disk of it is missing (logged), -EINVAL when its disks need
+ * more than 64 KiB alignment. */
+int pb_export_new(struct pb *pb, struct cw_part *part, uint64_t *ret_size, bool *ret_rotational,
+		  struct pbx **ret_x);
+/* The admission state's best-effort QoS be set (set) or cleared reaches
+ * the client of its name in every export.  Control thread. */
+void pb_export_be_event(struct pb *pb, const struct cw_admit_be *be, bool set);
+/* The client a request of x on the connection of nio belongs to: the
+ * class it named if that has a QoS of its own, else the export (the
+ * answer is kept in the connection's word).  Lock-free. */
+struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio);
 
 /* pool-xdisks.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);
@@ -554,11 +607,6 @@ void pb_alloc_stop(struct pb *pb);	/* once no request is in flight */
  * write it booked can complete, and its export go, before the keeper
  * wakes the lane).  Control thread. */
 void pb_alloc_quiesce(struct pb *pb);
-
-/* The client a request of x on the connection of nio belongs to: the
- * class it named if that has a QoS of its own, else the export (the
- * answer is kept in the connection's word).  Lock-free. */
-struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio);
 
 /* The slot of an open disk by id; -ENODEV if it has none.  Lock-free. */
 static inline int pb_disk_index(struct pb *pb, uint32_t id)

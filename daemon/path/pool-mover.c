@@ -3,7 +3,7 @@
  * The mover: one thread that carries out the pool's journalled moves
  * (clockwise/mover.h) with real I/O.  The library decides what to do and
  * keeps the journal; this file does the copies, each as the daemon's own
- * best-effort I/O through the disks' lanes (pb->submit_disk), charged to a
+ * best-effort I/O through the disks' lanes (pb_submit_disk), charged to a
  * client of its own: on a disk with streams it runs in the slack ΔL like
  * any best-effort request, so no stream misses a deadline for it.
  *
@@ -78,7 +78,7 @@ static int batch_submit(struct pb *pb, struct batch_io *b, struct io_tag *tag, u
 	pthread_mutex_unlock(&b->lock);
 	tag->b = b;
 	tag->op = op;
-	r = pb->submit_disk(pb->mover_x, disk_id, op, off, len, buf, batch_io_done, tag);
+	r = pb_submit_disk(pb->mover_x, disk_id, op, off, len, buf, batch_io_done, tag);
 	if (r < 0) {
 		pthread_mutex_lock(&b->lock);
 		b->inflight--;

@@ -33,7 +33,7 @@ int pb_mover_io(struct pb *pb, uint32_t disk_id, enum cw_io_op op, uint64_t off,
 	struct wait1 w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 	int r;
 
-	r = pb->submit_disk(pb->mover_x, disk_id, op, off, len, buf, wait1_done, &w);
+	r = pb_submit_disk(pb->mover_x, disk_id, op, off, len, buf, wait1_done, &w);
 	if (r < 0)
 		return r;
 	lane_unplug();

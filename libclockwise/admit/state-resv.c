@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "admit/state-internal.h"
+#include "common/atomic.h"
 #include "common/cleanup.h"
 #include "common/util.h"
 
@@ -53,7 +54,7 @@ void ast_resv_free(struct cw_admit_resv *r)
 const struct cw_admit_resv_part *cw_admit_resv_part_on(const struct cw_admit_resv *rv,
 						       uint32_t disk_id)
 {
-	const struct cw_admit_resv_part *p = __atomic_load_n(&rv->parts, __ATOMIC_ACQUIRE);
+	const struct cw_admit_resv_part *p = cw_pr_load_acquire(&rv->parts);
 
 	for (; p && p->disk_id; p++)
 		if (p->disk_id == disk_id)

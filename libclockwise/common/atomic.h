@@ -11,6 +11,8 @@
  * words laid out for cmpxchg16b pairs and read in bulk), fields of
  * installed structs that a C++ or pre-C11 user also includes (struct
  * cw_admit_resv's parts and a part's task.service_ns, admit-state.h),
+ * a word one server hands another through a plain pointer (the NBD
+ * server's per-connection word for its back end, nbdsrv_io.conn_data),
  * and memory the kernel writes (the AIO completion ring).
  */
 #ifndef CW_COMMON_ATOMIC_H

@@ -27,8 +27,8 @@
  * cw_admit_state_plan() may be called from any thread.  A reservation
  * object handed out stays valid until the event that releases it has
  * returned, and unchanged but for its parts: a new model of their disk
- * changes a part's service time with one atomic store (read it with
- * __atomic_load_n where another thread may change the model), and a move
+ * changes a part's service time with one atomic store (read it with an
+ * atomic load where another thread may change the model), and a move
  * books the stream on other disks (cw_admit_state_move_book) by putting a
  * new parts array in place.  Another thread finds a disk's part with
  * cw_admit_resv_part_on(); a part it found stays readable until the
