@@ -2,8 +2,9 @@
 /*
  * The lanes of clockwised's data path: booking pieces in a lane's slot
  * record, and the dispatcher thread that takes them, applies the disk's
- * policy (Bosch & Mullender, sections 3.1-3.3, through cw_sched) and
- * drives the I/O engine.  See pool-backend.c for the whole path.
+ * policy (the library's dispatch step, clockwise/path.h: Bosch &
+ * Mullender, sections 3.1-3.3, through cw_sched) and drives the I/O
+ * engine.  See pool-backend.c for the whole path.
  *
  * Who dispatches: whoever holds the lane's dispatch lock.  That is its
  * dispatcher thread, except on a lane without streams whose dispatcher is
