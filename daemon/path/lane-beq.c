@@ -18,11 +18,11 @@
  * disks the clients happen to read.
  *
  * On a disk with streams the order sits inside cw_sched, within the ΔL
- * slack.  On a disk without, the lane's dispatcher keeps it itself and
- * moves pieces from it to the lane's submission list while fewer than
- * queue_depth are in flight: the order decides who goes first, the disk
- * still gets its full queue depth.  A lane ordered FIFO keeps none and
- * pieces go straight to the submission list, as before.
+ * slack.  On a disk without, the lane's dispatch step keeps it itself
+ * (clockwise/path.h) and moves pieces from it to the lane's FIFO while
+ * fewer than queue_depth are in flight: the order decides who goes
+ * first, the disk still gets its full queue depth.  A lane ordered FIFO
+ * keeps none and pieces go straight to the FIFO, as before.
  *
  * Everything here runs on the lane's dispatcher (or a reader holding its
  * dispatch lock): no atomics beyond reading the export's QoS pointer.
@@ -35,16 +35,13 @@ int lane_beq_new(struct lane *l)
 {
 	const struct disk *d = l->disk;
 
-	if (!d->be_order || d->be_order == cw_sched_beq_fifo())
-		return 0;
-	return d->be_order->init(d->be_order == cw_sched_beq_sfc() ? &d->sfc : NULL, &l->beq);
+	return cw_path_lane_init(&l->pl, l->pl.sched, l->pb->cfg->queue_depth, d->be_order,
+				 d->be_order == cw_sched_beq_sfc() ? &d->sfc : NULL);
 }
 
 void lane_beq_free(struct lane *l)
 {
-	if (l->beq)
-		l->disk->be_order->fini(l->beq);
-	l->beq = NULL;
+	cw_path_lane_fini(&l->pl);
 	free(l->clients);
 	l->clients = NULL;
 	l->n_clients = 0;
@@ -79,10 +76,10 @@ static void client_update(struct lane *l, const struct pbx_client *x, struct lan
 
 	if (lc->gen == gen)
 		return;
-	if (l->sched)
-		r = cw_sched_set_client(l->sched, x->client, q);
+	if (l->pl.sched)
+		r = cw_sched_set_client(l->pl.sched, x->client, q);
 	else
-		r = l->disk->be_order->set_client(l->beq, x->client, q);
+		r = l->pl.beq->set_client(l->pl.beq_state, x->client, q);
 	if (r == 0 || r == -EOPNOTSUPP)
 		lc->gen = gen;
 	else
@@ -93,8 +90,8 @@ static void client_update(struct lane *l, const struct pbx_client *x, struct lan
 /* Whether the lane's pieces go through an order that knows clients. */
 static bool lane_ordered(const struct lane *l)
 {
-	return l->sched ? l->disk->be_order && l->disk->be_order != cw_sched_beq_fifo() :
-			  !!l->beq;
+	return l->pl.sched ? l->disk->be_order && l->disk->be_order != cw_sched_beq_fifo() :
+			     !!l->pl.beq_state;
 }
 
 /* The totals count every disk's completions; the lane's record what it
@@ -117,13 +114,8 @@ void lane_be_fill(struct lane *l, struct piece *p)
 	const struct pbx_client *x = p->req->cl;
 	struct lane_client *lc;
 	int di = pb_disk_index(l->pb, l->disk->id);
-	int64_t cost;
 
 	sr->client = x->client;
-	sr->offset_bytes = p->io.off;
-	sr->length_bytes = p->io.len;
-	if (cw_model_mean_ns(disk_model(l->disk), p->io.len ? p->io.len : 4096, &cost) == 0)
-		sr->cost_ns = cost;
 	if (!lane_ordered(l) || di < 0 || !(lc = lane_client(l, x)))
 		return;
 	client_update(l, x, lc, di);
@@ -135,64 +127,11 @@ void lane_be_fill(struct lane *l, struct piece *p)
 		sr->retrack = lane_retrack;
 }
 
-int lane_beq_push(struct lane *l, struct piece *p, int64_t now)
-{
-	struct cw_sched_req *sr = &p->sr;
-
-	memset(sr, 0, sizeof(*sr));
-	sr->cls = CW_SCHED_BE;
-	sr->arrival_ns = p->req->arrival_ns;
-	sr->user = p;
-	lane_be_fill(l, p);
-	sr->service_ns = sr->cost_ns > 0 ? sr->cost_ns : CW_NS_PER_MS;
-	return l->disk->be_order->push(l->beq, sr, now);
-}
-
-void lane_beq_pull(struct lane *l, int64_t now, unsigned n, int64_t *ret_wait)
-{
-	const struct cw_sched_beq_ops *o = l->disk->be_order;
-	struct cw_sched_req *sr;
-
-	*ret_wait = -1;
-	if (!l->beq)
-		return;
-	for (; n > 0; n--) {
-		sr = o->peek(l->beq, now);
-		if (!sr)
-			break;
-		o->take(l->beq, sr);
-		sr->start_ns = now;
-		lane_fifo_append(l, sr->user);
-	}
-	if (!n || !o->count(l->beq) || !o->ready_ns)
-		return;
-	/* held back by a limit: ask again when one may go */
-	int64_t at = o->ready_ns(l->beq, now);
-
-	if (at != INT64_MAX)
-		*ret_wait = CW_MAX(at, now);
-}
-
-size_t lane_beq_count(const struct lane *l)
-{
-	return l->beq ? l->disk->be_order->count(l->beq) : 0;
-}
-
 void lane_beq_drain(struct lane *l)
 {
-	const struct cw_sched_beq_ops *o = l->disk->be_order;
-	/* Far enough ahead that no limit holds anything back. */
-	const int64_t later = INT64_MAX / 8;
-	struct cw_sched_req *sr;
-
-	if (!l->beq)
+	if (!l->pl.beq_state)
 		return;
-	while ((sr = o->peek(l->beq, later))) {
-		o->take(l->beq, sr);
-		lane_fifo_append(l, sr->user);
-	}
-	o->fini(l->beq);
-	l->beq = NULL;
+	cw_path_lane_drain(&l->pl);
 	/* cw_sched starts with no clients: give them their QoS again */
 	for (size_t i = 0; i < l->n_clients; i++)
 		l->clients[i].gen = 0;

@@ -2,8 +2,9 @@
 /*
  * The lanes of clockwised's data path: booking pieces in a lane's slot
  * record, and the dispatcher thread that takes them, applies the disk's
- * policy (Bosch & Mullender, sections 3.1-3.3, through cw_sched) and
- * drives the I/O engine.  See pool-backend.c for the whole path.
+ * policy (the library's dispatch step, clockwise/path.h: Bosch &
+ * Mullender, sections 3.1-3.3, through cw_sched) and drives the I/O
+ * engine.  See pool-backend.c for the whole path.
  *
  * Who dispatches: whoever holds the lane's dispatch lock.  That is its
  * dispatcher thread, except on a lane without streams whose dispatcher is
@@ -61,7 +62,7 @@ static void lane_wake(struct lane *l)
  * rather than in lane_park; dispatcher, or under the dispatch lock. */
 static bool lane_waits_in_engine(const struct lane *l)
 {
-	return !l->sched && cw_io_can_wait(l->eng);
+	return !l->pl.sched && cw_io_can_wait(l->eng);
 }
 
 /* Set in dispatcher threads. */
@@ -388,7 +389,8 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 		 * requests, and the disk idle of released ones (where most
 		 * best effort runs); the server's time is booked like a
 		 * stream's, not slack. */
-		if (l->sched && (p->sr.via == CW_SCHED_VIA_SLACK || p->sr.via == CW_SCHED_VIA_IDLE))
+		if (l->pl.sched &&
+		    (p->sr.via == CW_SCHED_VIA_SLACK || p->sr.via == CW_SCHED_VIA_IDLE))
 			cwd_stats_add(&l->st.slack_used_ns, (uint64_t)(now - p->start_ns));
 	}
 	if (atomic_fetch_sub(&q->pending, 1) == 1)
@@ -402,46 +404,48 @@ static void lane_fail(struct lane *l, struct piece *p, int err)
 	lane_piece_done(l, p, err, cw_now_ns());
 }
 
-/* Fills the scheduling fields of a piece that arrived on a stream lane. */
-static int sched_enqueue(struct lane *l, struct piece *p, int64_t now)
+static struct piece *piece_of(struct cw_path_item *it)
+{
+	return CW_CONTAINER_OF(it, struct piece, it);
+}
+
+/* Charges a piece the lane took in and queues it by the lane's policy
+ * (clockwise/path.h): on a stream lane, a stream's piece by its part's
+ * task, best effort by the disk's model; on a lane with a best-effort
+ * order, every piece as best effort. */
+static int lane_enqueue(struct lane *l, struct piece *p, int64_t now)
 {
 	struct disk *d = l->disk;
-	struct cw_sched_req *sr = &p->sr;
-	int64_t svc;
+	const struct cw_admit_resv_part *pt = NULL;
 	int r;
 
-	memset(sr, 0, sizeof(*sr));
-	sr->arrival_ns = p->req->arrival_ns;
-	sr->user = p;
-	p->taken_ns = now;
-	if (p->rt && !resv_part(p->resv, d->id)) {
-		/* Mapped here while a move had the stream booked on the disk,
-		 * which it is no longer (cw_admit_state_move_settle): best
-		 * effort now, like any request the stream has no part for. */
-		p->rt = false;
-		lane_be_enter(l, p, now);
+	cw_path_item_init(&p->it, p, p->req->arrival_ns);
+	if (l->pl.sched) {
+		p->taken_ns = now;
+		if (p->rt && !(pt = resv_part(p->resv, d->id))) {
+			/* Mapped here while a move had the stream booked on the
+			 * disk, which it is no longer
+			 * (cw_admit_state_move_settle): best effort now, like
+			 * any request the stream has no part for. */
+			p->rt = false;
+			lane_be_enter(l, p, now);
+		}
 	}
-	if (p->rt) {
-		const struct cw_admit_resv_part *pt = resv_part(p->resv, d->id);
+	if (pt) {
+		struct cw_sched_stream ss = {
+			.id = p->resv->a->stream,
+			.period_ns = pt->task.period_ns,
+			.deadline_ns = pt->task.deadline_ns,
+			/* a new model may change C while streams run (one store) */
+			.service_ns = cw_pr_load_relaxed(&pt->task.service_ns),
+		};
 
-		/* cw_sched gives the release; further pieces of the same
-		 * request on this disk belong to the same job */
-		sr->cls = CW_SCHED_RT;
-		sr->stream = p->resv->a->stream;
-		sr->same_job = !p->first_on_disk;
-		sr->offset_bytes = p->io.off;	/* where dynamic's burst leaves the arm */
-		sr->length_bytes = p->io.len;
-		sr->period_ns = pt->task.period_ns;
-		sr->rel_deadline_ns = pt->task.deadline_ns;
-		/* a new model may change C while streams run (one store) */
-		sr->service_ns = cw_pr_load_relaxed(&pt->task.service_ns);
+		cw_path_charge_rt(&p->it, &ss, !p->first_on_disk, p->io.off, p->io.len);
 	} else {
-		sr->cls = CW_SCHED_BE;
-		r = cw_model_service_ns(disk_model(d), 0, 0, p->io.len ? p->io.len : 4096, &svc);
-		sr->service_ns = r < 0 ? CW_NS_PER_MS : svc;
+		cw_path_charge_be(&p->it, disk_model(d), p->io.off, p->io.len);
 		lane_be_fill(l, p);
 	}
-	r = cw_sched_enqueue(l->sched, sr, now);
+	r = cw_path_lane_push(&l->pl, &p->it, now);
 	if (r == -E2BIG && !p->rt && atomic_fetch_add(&d->nerrors, 0) < ERRORS_LOGGED)
 		cwd_log(LOG_ERR, "disk %s: a best-effort request of %zu bytes does not fit in the "
 			"slack the admitted streams leave", d->name, p->io.len);
@@ -457,11 +461,13 @@ static void lane_intake(struct lane *l, int64_t now)
 		next = p->next;
 		if (!p->rt)
 			lane_be_enter(l, p, now);
-		if (!l->sched && !l->beq) {
-			lane_fifo_append(l, p);
+		/* neither a scheduling core nor an order: to the FIFO as
+		 * they come, uncharged */
+		if (cw_path_lane_plain(&l->pl)) {
+			(void)cw_path_lane_push(&l->pl, &p->it, now);
 			continue;
 		}
-		r = l->sched ? sched_enqueue(l, p, now) : lane_beq_push(l, p, now);
+		r = lane_enqueue(l, p, now);
 		if (r < 0)
 			lane_fail(l, p, r == -E2BIG ? -EIO : r);
 	}
@@ -543,95 +549,86 @@ static void lane_copy_priority(struct lane *l, bool be)
 		l->be_low = be;
 }
 
-static int submit_one(struct lane *l, struct piece *p, int64_t now)
+/* alone: nothing else was in flight when the lane's step took it. */
+static int submit_one(struct lane *l, struct piece *p, int64_t now, bool alone)
 {
 	struct cw_io_req *io = &p->io;
 	int r;
 
 	p->start_ns = now;
-	p->alone = l->inflight == 0;
+	p->alone = alone;
 	p->start_seq = ++l->starts;
 	r = lane_submit(l, &io, 1, now);
-	if (r == 1) {
-		l->inflight++;
+	if (r == 1)
 		return 0;
-	}
 	return r < 0 ? r : -EAGAIN;
 }
 
-/* Starts what the policy allows; sets *wait_until when it asked for a
- * later call (-1: no timer). */
+/* Starts what the lane's step allows (clockwise/path.h); sets
+ * *wait_until when it asked for a later call (-1: no timer). */
 static void lane_dispatch(struct lane *l, int64_t now, int64_t *wait_until)
 {
-	unsigned depth = l->pb->cfg->queue_depth;
+	struct cw_path_item *took[REAP_BATCH];
+	unsigned base = l->pl.inflight;
+	int64_t later;
+	int n;
 
-	*wait_until = -1;
-	if (l->sched) {
-		struct cw_sched_decision dec;
+	if (l->pl.sched) {
 		struct piece *p;
 		int64_t cpu;
 		int r;
 
-		if (l->busy)
+		if (cw_path_lane_next(&l->pl, now, took, 1, wait_until) != 1)
 			return;
-		r = cw_sched_next(l->sched, now, &dec);
-		if (r < 0 || dec.verdict == CW_SCHED_IDLE || dec.verdict == CW_SCHED_BUSY)
-			return;
-		if (dec.verdict == CW_SCHED_WAIT) {
-			*wait_until = dec.until_ns;
-			return;
-		}
-		p = dec.req->user;
+		p = piece_of(took[0]);
 		lane_copy_priority(l, !p->rt);
 		cpu = p->rt ? cw_clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
-		r = submit_one(l, p, now);
+		r = submit_one(l, p, now, base == 0);
 		if (p->rt)
 			cwd_stats_add(&l->st.rt_cpu_ns,
 				      (uint64_t)CW_MAX(cw_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu, 0));
 		if (r < 0) {
-			cw_sched_complete(l->sched, &p->sr, now, 0);
+			(void)cw_path_lane_done(&l->pl, &p->it, now, 0);
 			lane_fail(l, p, r);
 			return;
 		}
 		lane_miss_started(l, p);
-		l->busy = true;
 		return;
 	}
-	/* The order hands on what may start now, up to the queue depth. */
-	if (l->beq && !l->fifo && l->inflight < depth && !atomic_load(&l->plan))
-		lane_beq_pull(l, now, CW_MIN(depth - l->inflight, REAP_BATCH), wait_until);
+	*wait_until = -1;
 	/* A plan waits for what the FIFO started to drain. */
-	while (l->fifo && l->inflight < depth && !atomic_load(&l->plan)) {
+	if (atomic_load(&l->plan))
+		return;
+	/* The order hands on what may start now, up to the queue depth;
+	 * the FIFO's head goes to the engine in batches. */
+	n = cw_path_lane_next(&l->pl, now, took, REAP_BATCH, wait_until);
+	while (n > 0) {
 		struct cw_io_req *batch[REAP_BATCH];
-		struct piece *p = l->fifo;
-		unsigned n = 0, i;
-		int r;
+		int i, r;
 
-		while (p && n < REAP_BATCH && l->inflight + n < depth) {
+		for (i = 0; i < n; i++) {
+			struct piece *p = piece_of(took[i]);
+
 			p->start_ns = now;
-			p->alone = l->inflight + n == 0;
+			p->alone = base + (unsigned)i == 0;
 			p->start_seq = ++l->starts;
-			batch[n++] = &p->io;
-			p = p->next;
+			batch[i] = &p->io;
 		}
-		r = lane_submit(l, batch, n, now);
-		if (r <= 0) {
-			if (r < 0 && r != -EAGAIN && r != -EBUSY) {
-				struct piece *f = l->fifo;
-
-				l->fifo = f->next;
-				if (!l->fifo)
-					l->fifo_tail = NULL;
-				lane_fail(l, f, r);
-				continue;
-			}
+		r = lane_submit(l, batch, (unsigned)n, now);
+		if (r < 0 && r != -EAGAIN && r != -EBUSY) {
+			cw_path_lane_unstarted(&l->pl, took + 1, (unsigned)n - 1);
+			(void)cw_path_lane_done(&l->pl, took[0], now, 0);
+			lane_fail(l, piece_of(took[0]), r);
+		} else if (r <= 0) {
+			cw_path_lane_unstarted(&l->pl, took, (unsigned)n);
 			return;	/* the engine is full: reap first */
+		} else {
+			cw_path_lane_unstarted(&l->pl, took + r, (unsigned)(n - r));
 		}
-		for (i = 0; i < (unsigned)r; i++)
-			l->fifo = l->fifo->next;
-		if (!l->fifo)
-			l->fifo_tail = NULL;
-		l->inflight += (unsigned)r;
+		if (!cw_path_lane_queued(&l->pl) || atomic_load(&l->plan))
+			return;
+		base = l->pl.inflight;
+		n = cw_path_lane_next(&l->pl, now, took, REAP_BATCH, &later);
 	}
 }
 
@@ -684,10 +681,6 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 	struct piece *p = io->user;
 	int err = 0;
 
-	/* What the engine gives back this lane submitted, under the lock
-	 * its dispatching thread holds: the count has it. */
-	if (!NEVER(l->inflight == 0))
-		l->inflight--;
 	if (io->res < 0) {
 		err = (int)io->res;
 		(void)pb_disk_shrunk(l->disk, now);	/* the cause, perhaps */
@@ -699,20 +692,19 @@ static void lane_reaped(struct lane *l, struct cw_io_req *io, int64_t now)
 			io->buf = (uint8_t *)io->buf + io->res;
 			io->len -= (size_t)io->res;
 			io->off += (uint64_t)io->res;
-			if (lane_submit(l, &io, 1, now) == 1) {
-				l->inflight++;
-				return;
-			}
+			if (lane_submit(l, &io, 1, now) == 1)
+				return;	/* still in flight */
 			err = -EIO;
 		}
 	}
 	if (io->op == CW_IO_FSYNC)
 		err = flush_error(l, err);
-	if (l->sched) {
+	if (l->pl.sched)
 		lane_miss_done(l, p, now);
-		cw_sched_complete(l->sched, &p->sr, now, now - p->start_ns);
-		l->busy = false;
-	}
+	/* What the engine gives back this lane submitted, under the lock
+	 * its dispatching thread holds: the lane's step counts it out of
+	 * flight and, with cw_sched, completes it. */
+	(void)cw_path_lane_done(&l->pl, &p->it, now, now - p->start_ns);
 	if (!err && p->alone && p->start_seq == l->starts && io->op != CW_IO_FSYNC)
 		served_alone(l, p, now);
 	lane_piece_done(l, p, err, now);
@@ -790,15 +782,15 @@ static void forget_streams(struct lane *l, const struct lane_plan *pl)
 {
 	struct cw_sched_stream ss;
 
-	for (size_t i = cw_sched_stream_count(l->sched); i-- > 0;) {
+	for (size_t i = cw_sched_stream_count(l->pl.sched); i-- > 0;) {
 		bool kept = false;
 
-		if (cw_sched_stream_at(l->sched, i, &ss) < 0)
+		if (cw_sched_stream_at(l->pl.sched, i, &ss) < 0)
 			continue;
 		for (size_t j = 0; j < pl->n_streams && !kept; j++)
 			kept = pl->streams[j].id == ss.id;
 		if (!kept)
-			(void)cw_sched_stream_forget(l->sched, ss.id);
+			(void)cw_sched_stream_forget(l->pl.sched, ss.id);
 	}
 }
 
@@ -809,16 +801,17 @@ static void forget_streams(struct lane *l, const struct lane_plan *pl)
 static void lane_apply_plan(struct lane *l, int64_t now)
 {
 	struct lane_plan *pl;
-	struct piece *p, *next;
+	struct cw_path_item *it, *next;
 	int r;
 
-	if (!atomic_load(&l->plan) || (!l->sched && l->inflight))
+	if (!atomic_load(&l->plan) || (!l->pl.sched && l->pl.inflight))
 		return;
 	pl = atomic_exchange(&l->plan, NULL);
 	if (!pl)
 		return;
-	if (!l->sched) {
+	if (!l->pl.sched) {
 		struct cw_sched_opts o;
+		struct cw_sched *s;
 
 		cw_sched_opts_init(&o);
 		o.policy = l->disk->policy;
@@ -829,7 +822,7 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 		o.beq = l->disk->be_order;
 		o.beq_conf = o.beq == cw_sched_beq_sfc() ? &l->disk->sfc : NULL;
 		o.guard_ns = pl->plan.guard_ns;
-		r = cw_sched_new(&o, &l->sched);
+		r = cw_sched_new(&o, &s);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot start its scheduling core: %s",
 				l->disk->name, strerror(-r));
@@ -840,23 +833,23 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 		if (lane_miss_new(l) < 0)
 			cwd_log(LOG_ERR, "disk %s: no memory to explain misses", l->disk->name);
 		lane_beq_drain(l);
-		p = l->fifo;
-		l->fifo = l->fifo_tail = NULL;
-		for (; p; p = next) {
-			next = p->next;
-			r = sched_enqueue(l, p, now);
+		for (it = cw_path_lane_set_sched(&l->pl, s); it; it = next) {
+			struct piece *p = piece_of(it);
+
+			next = it->next;
+			r = lane_enqueue(l, p, now);
 			if (r < 0)
 				lane_fail(l, p, r == -E2BIG ? -EIO : r);
 		}
 	} else {
 		forget_streams(l, pl);
-		r = cw_sched_set_slack(l->sched, no_limit(pl->plan.be_budget_ns),
+		r = cw_sched_set_slack(l->pl.sched, no_limit(pl->plan.be_budget_ns),
 				       no_limit(pl->plan.idle_be_ns));
 		if (r == 0)
-			r = cw_sched_set_server(l->sched, pl->plan.server_slice_ns,
+			r = cw_sched_set_server(l->pl.sched, pl->plan.server_slice_ns,
 						pl->plan.server_period_ns);
 		if (r == 0)
-			r = cw_sched_set_guard(l->sched, pl->plan.guard_ns);
+			r = cw_sched_set_guard(l->pl.sched, pl->plan.guard_ns);
 		if (r < 0)
 			cwd_log(LOG_ERR, "disk %s: cannot change its slack: %s", l->disk->name,
 				strerror(-r));
@@ -865,7 +858,7 @@ static void lane_apply_plan(struct lane *l, int64_t now)
 	for (size_t j = 0; j < pl->n_streams; j++) {
 		const struct cw_sched_stream *ss = &pl->streams[j];
 
-		r = cw_sched_stream_admit(l->sched, ss->id, ss->period_ns, ss->service_ns,
+		r = cw_sched_stream_admit(l->pl.sched, ss->id, ss->period_ns, ss->service_ns,
 					  ss->deadline_ns);
 		if (r < 0)
 			cwd_log(LOG_ERR, "disk %s: cannot track stream %" PRIu64 ": %s",
@@ -880,7 +873,7 @@ static void lane_apply_plan(struct lane *l, int64_t now)
  * is not in its admission test. */
 static void lane_unplug_replies(struct lane *l)
 {
-	if (l->sched)
+	if (l->pl.sched)
 		nbdsrv_io_unplug();
 	else
 		nbdsrv_io_unplug_send();
@@ -911,15 +904,16 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 	}
 	lane_intake(l, *now);
 	lane_dispatch(l, *now, wait_until);
-	if (l->inflight) {
+	if (l->pl.inflight) {
 		/* Under cw_sched nothing else may start before the request in
 		 * service ends; a full lane waits for a completion; otherwise
 		 * look at the record again soon.  Readers that book meanwhile
 		 * find the lock taken and leave their requests to this loop. */
-		if (l->sched || l->inflight >= l->pb->cfg->queue_depth)
+		if (l->pl.sched || l->pl.inflight >= l->pl.queue_depth)
 			timeout = -1;
 		else
-			timeout = l->fifo ? 0 : l->disk->poll_ns ? l->disk->poll_ns : POLL_NS;
+			timeout = cw_path_lane_queued(&l->pl) ? 0 :
+				  l->disk->poll_ns ? l->disk->poll_ns : POLL_NS;
 		/* Waits for a completion without the lock (lane_main):
 		 * what completed so far, then nothing to do here. */
 		if (lane_waits_in_engine(l))
@@ -928,12 +922,12 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 			lane_unplug_replies(l);
 		n = cw_io_reap(l->eng, timeout ? 1 : 0, timeout, done, REAP_BATCH);
 		if (n == 0 && lane_waits_in_engine(l) &&
-		    (!l->fifo || l->inflight >= l->pb->cfg->queue_depth)) {
+		    (!cw_path_lane_queued(&l->pl) || l->pl.inflight >= l->pl.queue_depth)) {
 			lane_unplug_replies(l);
 			return STEP_PARK;
 		}
 		*now = cw_now_ns();
-		if (n > 0 && l->sched)
+		if (n > 0 && l->pl.sched)
 			lane_miss_reaped(l, *now);
 		if (l->disk->emulate && cw_io_emu_behind(l->eng))
 			pb_disk_emu_warn(l->disk);
@@ -943,19 +937,19 @@ static enum step lane_step(struct lane *l, int64_t *wait_until, int64_t *now)
 		return STEP_AGAIN;
 	}
 	lane_unplug_replies(l);
-	if (l->fifo)
+	if (cw_path_lane_queued(&l->pl))
 		return STEP_AGAIN;
 	if (atomic_load(&l->stop) && !lane_has_bookings(l)) {
 		struct cw_sched_stats ss;
 
-		if (!l->sched && lane_beq_count(l)) {
+		if (!l->pl.sched && cw_path_lane_held(&l->pl)) {
 			/* what a limit holds back still runs before the lane ends */
 			lane_beq_drain(l);
 			return STEP_AGAIN;
 		}
-		if (!l->sched)
+		if (!l->pl.sched)
 			return STEP_EXIT;
-		cw_sched_get_stats(l->sched, &ss);
+		cw_sched_get_stats(l->pl.sched, &ss);
 		if (!ss.rt_released && !ss.rt_waiting && !ss.be_queued)
 			return STEP_EXIT;
 	}
@@ -970,7 +964,7 @@ void *lane_main(void *arg)
 	bool busy, in_engine;
 
 	in_dispatcher = true;
-	if (l->sched) {
+	if (l->pl.sched) {
 		lane_go_realtime(l);
 		if (lane_miss_new(l) < 0)
 			cwd_log(LOG_ERR, "disk %s: no memory to explain misses", l->disk->name);
@@ -988,7 +982,7 @@ void *lane_main(void *arg)
 		locked = from ? cw_now_ns() : 0;
 		atomic_store(&l->handback, false);
 		st = lane_step(l, &wait_until, &now);
-		busy = l->inflight > 0;
+		busy = l->pl.inflight > 0;
 		in_engine = lane_waits_in_engine(l);
 		dlock_drop(l);
 		if (from)
@@ -1041,7 +1035,7 @@ static bool lane_borrow(struct lane *l)
 	 * is not even tried, so its dispatcher never waits for a reader. */
 	if (atomic_load(&l->disk->live_streams) || !dlock_try(l))
 		return false;
-	if (l->sched || atomic_load(&l->plan) || atomic_load(&l->stop)) {
+	if (l->pl.sched || atomic_load(&l->plan) || atomic_load(&l->stop)) {
 		dlock_drop(l);
 		return false;
 	}
@@ -1051,17 +1045,18 @@ static bool lane_borrow(struct lane *l)
 		now = cw_now_ns();
 		lane_intake(l, now);
 		lane_dispatch(l, now, &wait_until);
-		n = l->inflight ? cw_io_reap(l->eng, 0, 0, done, REAP_BATCH) : 0;
+		n = l->pl.inflight ? cw_io_reap(l->eng, 0, 0, done, REAP_BATCH) : 0;
 		now = cw_now_ns();
 		for (i = 0; i < n; i++)
 			lane_reaped(l, done[i], now);
-	} while (n > 0 && (l->fifo || lane_has_bookings(l)) && ++rounds < BORROW_ROUNDS);
+	} while (n > 0 && (cw_path_lane_queued(&l->pl) || lane_has_bookings(l)) &&
+		 ++rounds < BORROW_ROUNDS);
 	nbdsrv_io_plug_end();
 	in_dispatcher = false;
-	idle = !l->inflight && !l->fifo && !lane_beq_count(l);
+	idle = !l->pl.inflight && !cw_path_lane_queued(&l->pl) && !cw_path_lane_held(&l->pl);
 	if (!idle)
 		atomic_store(&l->handback, true);
-	if (l->inflight && cw_io_can_wait(l->eng))
+	if (l->pl.inflight && cw_io_can_wait(l->eng))
 		idle = true;
 	dlock_drop(l);
 	return idle;

@@ -381,7 +381,7 @@ static int disk_sched(struct pb *pb, struct disk *d)
 	o.beq = d->be_order;
 	o.beq_conf = o.beq == cw_sched_beq_sfc() ? &d->sfc : NULL;
 	o.guard_ns = pl.guard_ns;
-	r = cw_sched_new(&o, &d->lanes[0].sched);
+	r = cw_sched_new(&o, &d->lanes[0].pl.sched);
 	if (r < 0)
 		return r;
 	/* the lane declares the disk's streams to it before its first step */
@@ -409,7 +409,7 @@ int pb_disk_start(struct pb *pb, struct disk *d)
 	for (j = 0; j < d->nlanes; j++) {
 		struct lane *l = &d->lanes[j];
 
-		r = l->sched ? 0 : lane_beq_new(l);
+		r = lane_beq_new(l);
 		if (r < 0) {
 			cwd_log(LOG_ERR, "disk %s: cannot set up its best-effort order: %s", d->name,
 				strerror(-r));
@@ -467,7 +467,7 @@ void pb_disk_close(struct disk *d)
 
 	for (j = 0; j < d->nlanes && d->lanes; j++) {
 		cw_io_engine_free(d->lanes[j].eng);
-		cw_sched_free(d->lanes[j].sched);
+		cw_sched_free(d->lanes[j].pl.sched);
 		lane_beq_free(&d->lanes[j]);
 		lane_miss_free(&d->lanes[j]);
 		free(atomic_load(&d->lanes[j].plan));

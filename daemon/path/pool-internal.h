@@ -27,6 +27,7 @@
 #include <clockwise/model.h>
 #include <clockwise/mover.h>
 #include <clockwise/cache.h>
+#include <clockwise/path.h>
 #include <clockwise/sched.h>
 #include <clockwise/sched-beq.h>
 #include <clockwise/slots.h>
@@ -115,19 +116,17 @@ struct lane {
 	struct cwd_stats st;
 	/* Owned by the dispatcher thread alone. */
 	struct cw_io_engine *eng;
-	struct cw_sched *sched;		/* RT disks, lane 0 */
-	/* Lanes without streams: the disk's best-effort order (NULL: arrival
-	 * order, straight into fifo), from which the dispatcher moves what
-	 * may start into fifo, up to queue_depth in flight. */
-	void *beq;
+	/* The lane's dispatch step (clockwise/path.h): pl.sched on RT
+	 * disks' lane 0; on lanes without streams the disk's best-effort
+	 * order (none: arrival order, straight into the FIFO), from which
+	 * the step moves what may start into its FIFO, up to queue_depth in
+	 * flight; what is in flight, one in service under cw_sched. */
+	struct cw_path_lane pl;
 	struct lane_client *clients;	/* by export client id (lane-beq.c) */
 	size_t n_clients;
-	struct piece *fifo, *fifo_tail;	/* lanes without streams: to submit */
 	struct lane_miss *miss;		/* lanes with streams (lane-miss.c) */
 	_Atomic(struct lane_miss *) miss_pub;	/* the same, for the thread that logs */
-	unsigned inflight;
 	uint64_t starts;		/* requests handed to the engine, ever */
-	bool busy;			/* a request in service under cw_sched */
 	bool realtime;			/* the dispatcher runs SCHED_FIFO */
 	bool be_low;			/* ... below the connections, for best effort's
 					 * copies (lane_copy_priority) */
@@ -383,7 +382,12 @@ struct piece {
 	bool first_on_disk;		/* RT: this piece starts the stream's job on its disk */
 	bool be_busy;			/* BE: counted in its export's busy time (lane_be_enter) */
 	struct resv *resv;
-	struct cw_sched_req sr;
+	/* In its lane's step (it.next: its FIFO); sr is it.sr, the name
+	 * its charges and the policy's verdict are read by. */
+	union {
+		struct cw_path_item it;
+		struct cw_sched_req sr;
+	};
 	struct cw_io_req io;
 	int64_t booked_ns;		/* RT: in its lane's record (lane_push) */
 	/* RT: its wait for room in the lane's record (a full window:
@@ -475,19 +479,15 @@ void lane_miss_reply_late(struct lane *l, struct resv *rv, int64_t deadline_ns, 
 void lane_miss_drain(struct lane *l);	/* logs the misses; not the dispatcher */
 
 /* lane-beq.c: the best-effort order of a lane */
-int lane_beq_new(struct lane *l);	/* at start; a FIFO lane gets none */
+/* The lane's step at start (its queue depth; without streams the disk's
+ * best-effort order, none for FIFO): 0 or -errno. */
+int lane_beq_new(struct lane *l);
 void lane_beq_free(struct lane *l);
-/* A BE piece's fields for the order (client, cost, position), and its
- * client's QoS on this lane's disk if new.  Dispatcher only. */
+/* A charged BE piece's client for the order, and the client's QoS on
+ * this lane's disk if new.  Dispatcher only. */
 void lane_be_fill(struct lane *l, struct piece *p);
-/* Queues p in the lane's order: 0 or -errno. */
-int lane_beq_push(struct lane *l, struct piece *p, int64_t now);
-/* Moves what the order lets start now into the lane's fifo, at most n;
- * sets *ret_wait (-1: no timer) when it holds requests back. */
-void lane_beq_pull(struct lane *l, int64_t now, unsigned n, int64_t *ret_wait);
-size_t lane_beq_count(const struct lane *l);
-/* Everything queued, in its order, to the lane's fifo (the lane gets its
- * scheduling core), and the order freed. */
+/* Everything queued, in its order, to the lane's FIFO (the lane gets its
+ * scheduling core, or ends), and the order freed. */
 void lane_beq_drain(struct lane *l);
 /* The counters of a finished BE piece, for its export. */
 void lane_be_done(struct lane *l, struct piece *p);
@@ -617,17 +617,6 @@ static inline int pb_disk_index(struct pb *pb, uint32_t id)
 		return -ENODEV;
 	di = atomic_load_explicit(&pb->slot_of[id], memory_order_acquire);
 	return di >= 0 ? di : -ENODEV;
-}
-
-/* Appends p to the lane's list to submit, in order (dispatcher only). */
-static inline void lane_fifo_append(struct lane *l, struct piece *p)
-{
-	p->next = NULL;
-	if (l->fifo_tail)
-		l->fifo_tail->next = p;
-	else
-		l->fifo = p;
-	l->fifo_tail = p;
 }
 
 static inline const struct cw_model *disk_model(const struct disk *d)

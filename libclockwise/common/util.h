@@ -11,6 +11,9 @@
 #define CW_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CW_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define CW_DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+/* The struct of type whose member is at ptr (an embedded item's owner). */
+#define CW_CONTAINER_OF(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 /* Branch hints.  Invariant checks (ALWAYS/NEVER) are in invariant.h. */
 #define CW_LIKELY(x) __builtin_expect(!!(x), 1)

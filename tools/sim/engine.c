@@ -15,16 +15,20 @@
  * plan = paper the budget is ΔL itself and there is no automatic server.
  *
  * Run: a discrete-event loop over virtual int64 nanoseconds.  Each disk
- * has its own struct cw_sched (the library's dispatcher, unchanged, which
- * also gives each request its release, as in the daemon) and a struct
+ * has its own lane (struct cw_path_lane: the dispatch step clockwised's
+ * dispatchers run, with its struct cw_sched, the library's dispatcher,
+ * unchanged, which also gives each request its release) and a struct
  * cw_model_disk (the library's mechanics, which the emulating I/O engine
  * runs too).  Events are stream releases, BE arrivals,
  * completions and the scheduler's "ask again at" wake-ups; ties are broken
  * by insertion order, so a seed determines the whole run.
  *
  * Invariant: the simulator never decides what a disk does next; it only
- * asks cw_sched_next whenever the disk is free and something changed, and
- * reports back the service time the mechanics produced.
+ * asks its lane's step (cw_path_lane_next) whenever something changed,
+ * and reports back the service time the mechanics produced
+ * (cw_path_lane_done); a piece is charged as clockwised charges it
+ * (cw_path_charge_rt, cw_path_charge_be), but for best effort on cwsim's
+ * own disks, without a pool (be_piece, cache_step).
  */
 #include "config.h"
 
@@ -106,7 +110,7 @@ static struct ev ev_pop(struct evq *q)
 
 /* A request as one disk sees it. */
 struct sreq {
-	struct cw_sched_req r;
+	struct cw_path_item it;	/* in its disk's lane (it.sr: its charges) */
 	uint64_t off, bytes;
 	uint32_t parent;	/* BE: index of the trace record, or the client's slot */
 	bool client;		/* from a BE client, not the trace */
@@ -132,7 +136,7 @@ struct cstate {
 
 struct dstate {
 	struct cw_model_disk mech;
-	struct cw_sched *s;
+	struct cw_path_lane lane;	/* the dispatch step, its cw_sched inside */
 	struct sreq *cur;
 	int64_t cur_actual;
 	int64_t wake_at;	/* pending wake-up, INT64_MIN: none */
@@ -258,37 +262,33 @@ static void sreq_put(struct run *r, struct sreq *q)
 	r->free_list = q;
 }
 
-/* Asks the disk's scheduler what to do now, and does it. */
+/* Asks the disk's lane what to do now (one request at a time, as the
+ * policy says), and does it. */
 static int kick(struct run *r, unsigned disk, int64_t now)
 {
 	struct dstate *d = &r->d[disk];
-	struct cw_sched_decision dec;
-	int e;
+	struct cw_path_item *it;
+	int64_t until;
+	int e = cw_path_lane_next(&d->lane, now, &it, 1, &until);
 
-	if (d->cur)
-		return 0;
-	e = cw_sched_next(d->s, now, &dec);
 	if (e < 0)
 		return e;
-	switch (dec.verdict) {
-	case CW_SCHED_DISPATCH: {
-		struct sreq *q = (struct sreq *)dec.req;
+	if (e == 1) {
+		struct sreq *q = CW_CONTAINER_OF(it, struct sreq, it);
 
 		d->cur = q;
 		d->cur_actual = cw_model_disk_serve(&d->mech, now, q->off, q->bytes);
 		if (r->sc->worst_case)
-			d->cur_actual = q->r.service_ns;	/* the bound itself, every time */
+			d->cur_actual = q->it.sr.service_ns;	/* the bound itself, every time */
 		d->busy_ns += d->cur_actual;
 		return ev_push(&r->q, now + d->cur_actual, EV_DONE, disk);
 	}
-	case CW_SCHED_WAIT:
-		if (d->wake_at > now && d->wake_at <= dec.until_ns)
-			return 0;	/* an earlier wake-up is pending */
-		d->wake_at = dec.until_ns;
-		return ev_push(&r->q, dec.until_ns, EV_WAKE, disk);
-	default:
-		return 0;
-	}
+	if (until < 0)
+		return 0;	/* idle, or one in service */
+	if (d->wake_at > now && d->wake_at <= until)
+		return 0;	/* an earlier wake-up is pending */
+	d->wake_at = until;
+	return ev_push(&r->q, until, EV_WAKE, disk);
 }
 
 static int on_rt(struct run *r, uint32_t idx, int64_t now)
@@ -297,6 +297,13 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 	uint64_t n = r->next_n[idx]++;
 	uint64_t k = n % r->setup->clip;	/* the clip plays in a loop */
 	unsigned disk = st->disk[k];
+	/* the disk's scheduler tracks the stream's releases on that disk */
+	struct cw_sched_stream ss = {
+		.id = idx,
+		.period_ns = st->disk_period_ns[disk],
+		.deadline_ns = st->disk_deadline_ns[disk],
+		.service_ns = (int64_t)((double)st->disk_service_ns[disk] * r->d[disk].c_scale),
+	};
 	struct sreq *q;
 	int e;
 
@@ -305,18 +312,9 @@ static int on_rt(struct run *r, uint32_t idx, int64_t now)
 		return -ENOMEM;
 	q->off = st->off[k];
 	q->bytes = st->block_bytes;
-	/* the disk's scheduler tracks the stream's releases on that disk */
-	q->r = (struct cw_sched_req){
-		.cls = CW_SCHED_RT,
-		.stream = idx,
-		.arrival_ns = now,
-		.period_ns = st->disk_period_ns[disk],
-		.rel_deadline_ns = st->disk_deadline_ns[disk],
-		.service_ns = (int64_t)((double)st->disk_service_ns[disk] * r->d[disk].c_scale),
-		.offset_bytes = q->off,
-		.length_bytes = q->bytes,
-	};
-	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
+	cw_path_item_init(&q->it, q, now);
+	cw_path_charge_rt(&q->it, &ss, false, q->off, q->bytes);
+	e = cw_path_lane_push(&r->d[disk].lane, &q->it, now);
 	if (e < 0)
 		return e;
 	if (st->phase_ns + (int64_t)(n + 1) * st->period_ns < r->sc->duration_ns) {
@@ -370,11 +368,17 @@ static int cache_step(struct run *r, int64_t now)
 	e = cw_model_service_ns(&sc->model, sim_be_start(sc), 0, pb, &c);
 	if (e < 0)
 		return e;
-	q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
-				      .cost_ns = c, .offset_bytes = q->off, .length_bytes = pb };
-	if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
+	/* charged as cwsim's own disks charge best effort (be_piece), the
+	 * bound over the BE area, and to no client */
+	cw_path_item_init(&q->it, q, now);
+	q->it.sr.cls = CW_SCHED_BE;
+	q->it.sr.service_ns = c;
+	q->it.sr.cost_ns = c;
+	q->it.sr.offset_bytes = q->off;
+	q->it.sr.length_bytes = pb;
+	if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->it.sr)) < 0)
 		return e;
-	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
+	e = cw_path_lane_push(&r->d[disk].lane, &q->it, now);
 	if (e == -E2BIG) {	/* a block larger than any slack: no cache here */
 		sreq_put(r, q);
 		cw_cache_policy_free(r->cache);
@@ -431,13 +435,16 @@ static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint
 	q->mover = mio != NULL;
 	if (mio)
 		q->mio = *mio;
+	cw_path_item_init(&q->it, q, now);
 	if (r->be_blocks) {
 		/* the pool's block, charged as clockwised charges it:
 		 * the bound anywhere on the disk, the mean access */
-		e = cw_model_service_ns(&s->adm_model[disk], 0, 0, n, &c);
-		if (e == 0)
-			e = cw_model_mean_ns(&s->adm_model[disk], n, &cost);
+		cw_path_charge_be(&q->it, &s->adm_model[disk], off, n);
 	} else {
+		/* cwsim's own disks (no pool: the paper's set-up) charge
+		 * otherwise, on purpose: ΔL the bound over the BE area
+		 * alone (its blocks lie there, not anywhere on the disk),
+		 * and its client the mean access within that area */
 		e = cw_model_service_ns(&sc->model, sim_be_start(sc), 0, n, &c);
 		/* what it costs its client: the mean access (a seek
 		 * over a third of the BE area, half a turn), not the
@@ -445,15 +452,18 @@ static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint
 		if (e == 0)
 			e = cw_model_access_ns(&sc->model, off >= area / 3 ? off - area / 3 :
 					       off + area / 3, off, n, 500000, &cost);
+		if (e < 0)
+			return e;
+		q->it.sr.cls = CW_SCHED_BE;
+		q->it.sr.service_ns = c;
+		q->it.sr.cost_ns = CW_MIN(cost, c);
+		q->it.sr.offset_bytes = off;
+		q->it.sr.length_bytes = n;
 	}
-	if (e < 0)
+	q->it.sr.client = client;
+	if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->it.sr)) < 0)
 		return e;
-	q->r = (struct cw_sched_req){ .cls = CW_SCHED_BE, .arrival_ns = now, .service_ns = c,
-				      .cost_ns = CW_MIN(cost, c), .client = client,
-				      .offset_bytes = off, .length_bytes = n };
-	if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->r)) < 0)
-		return e;
-	e = cw_sched_enqueue(r->d[disk].s, &q->r, now);
+	e = cw_path_lane_push(&r->d[disk].lane, &q->it, now);
 	if (e == -E2BIG) {
 		sreq_put(r, q);
 		return 0;
@@ -655,11 +665,11 @@ static int client_done(struct run *r, unsigned disk, const struct sreq *q, int64
 	struct cstate *c = &r->cl[ci];
 	int e;
 
-	if (!q->disk && r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->r)) < 0)
+	if (!q->disk && r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->it.sr)) < 0)
 		return e;
 	if (now <= r->sc->duration_ns) {
-		c->cost += cw_sched_req_cost(&q->r);
-		c->cost_resv += q->r.phase == CW_SCHED_PHASE_RESV ? cw_sched_req_cost(&q->r) : 0;
+		c->cost += cw_sched_req_cost(&q->it.sr);
+		c->cost_resv += q->it.sr.phase == CW_SCHED_PHASE_RESV ? cw_sched_req_cost(&q->it.sr) : 0;
 		c->bytes += q->bytes;
 	}
 	if (--c->pending[slot])
@@ -706,7 +716,7 @@ static int raise_margin(struct run *r, unsigned disk, double factor)
 		d->no_slack = true;
 		r->slack_stopped++;
 		/* best effort only on the idle disk, within its allowance */
-		return cw_sched_set_slack(d->s, 0, d->idle_be_ns);
+		return cw_sched_set_slack(d->lane.sched, 0, d->idle_be_ns);
 	}
 	if (e < 0)
 		return e;
@@ -715,12 +725,12 @@ static int raise_margin(struct run *r, unsigned disk, double factor)
 	r->margin_raises++;
 	r->margin_max_ppm = CW_MAX(r->margin_max_ppm, ppm);
 	d->idle_be_ns = p.idle_be_ns;
-	e = cw_sched_set_slack(d->s, p.be_budget_ns, p.idle_be_ns);
+	e = cw_sched_set_slack(d->lane.sched, p.be_budget_ns, p.idle_be_ns);
 	if (e == 0)
-		e = cw_sched_set_guard(d->s, p.guard_ns);
+		e = cw_sched_set_guard(d->lane.sched, p.guard_ns);
 	for (size_t i = 0; i < r->n_streams && e == 0; i++)
 		if (s->streams[i].disk_period_ns[disk])
-			e = cw_sched_stream_admit(d->s, i, s->streams[i].disk_period_ns[disk],
+			e = cw_sched_stream_admit(d->lane.sched, i, s->streams[i].disk_period_ns[disk],
 						  (int64_t)((double)s->streams[i].disk_service_ns[disk] *
 							    scale), s->streams[i].disk_deadline_ns[disk]);
 	return e;
@@ -734,7 +744,7 @@ static int piece_done(struct run *r, unsigned disk, struct sreq *q, int64_t now)
 
 	if (q->client) {
 		e = client_done(r, disk, q, now);
-	} else if (q->r.cls == CW_SCHED_BE || q->disk) {
+	} else if (q->it.sr.cls == CW_SCHED_BE || q->disk) {
 		struct bestate *b = &r->be[q->parent];
 
 		if (--b->pending == 0 && !b->rejected) {
@@ -758,25 +768,25 @@ static int on_done(struct run *r, unsigned disk, int64_t now)
 	int e;
 
 	d->cur = NULL;
-	e = cw_sched_complete(d->s, &q->r, now, d->cur_actual);
+	e = cw_path_lane_done(&d->lane, &q->it, now, d->cur_actual);
 	if (e < 0)
 		return e;
-	if (q->r.service_ns > 0 && !d->no_slack &&
-	    cw_sched_overrun_watch_add(&d->watch, q->r.service_ns, d->cur_actual, &factor) == 1) {
+	if (q->it.sr.service_ns > 0 && !d->no_slack &&
+	    cw_sched_overrun_watch_add(&d->watch, q->it.sr.service_ns, d->cur_actual, &factor) == 1) {
 		e = raise_margin(r, disk, factor);
 		if (e < 0)
 			return e;
 	}
-	if (q->r.cls == CW_SCHED_BE)
-		r->be_overruns += d->cur_actual > q->r.service_ns;
+	if (q->it.sr.cls == CW_SCHED_BE)
+		r->be_overruns += d->cur_actual > q->it.sr.service_ns;
 	if (q->mover) {
-		if (r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->r)) < 0)
+		if (r->trk && (e = cw_sched_tracker_done(r->trk, disk, &q->it.sr)) < 0)
 			return e;
 		e = mover_piece_done(r, q, now);
 		sreq_put(r, q);
 		return e < 0 ? e : kick(r, disk, now);
 	}
-	if (q->r.cls == CW_SCHED_BE && !q->promote)
+	if (q->it.sr.cls == CW_SCHED_BE && !q->promote)
 		r->others_ns[disk] += (uint64_t)d->cur_actual;
 	if (q->promote) {
 		r->cslot[r->prom_block] = r->prom_slot;
@@ -837,8 +847,10 @@ static double pct_ms(const int64_t *v, size_t n, unsigned pct)
 
 static void run_free(struct run *r)
 {
-	for (unsigned d = 0; d < SIM_MAX_DISKS; d++)
-		cw_sched_free(r->d[d].s);
+	for (unsigned d = 0; d < SIM_MAX_DISKS; d++) {
+		cw_sched_free(r->d[d].lane.sched);
+		cw_path_lane_fini(&r->d[d].lane);
+	}
 	for (size_t i = 0; i < r->n_chunks; i++)
 		free(r->chunks[i]);
 	free(r->chunks);
@@ -899,7 +911,7 @@ static int clients_setup(struct run *r, unsigned disk, const struct cw_task *set
 		}
 		r->cl[i].resv_share += (double)q.resv_ppm / CW_SCHED_PPM;
 		r->cl[i].limit_share += (double)q.limit_ppm / CW_SCHED_PPM;
-		if (r->order != SIM_BEQ_FIFO && (e = cw_sched_set_client(r->d[disk].s, i + 1, &q)) < 0)
+		if (r->order != SIM_BEQ_FIFO && (e = cw_sched_set_client(r->d[disk].lane.sched, i + 1, &q)) < 0)
 			return e;
 	}
 	return 0;
@@ -914,6 +926,7 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 	res->delta_l_min_ns = res->be_budget_min_ns = CW_ADMIT_NO_LIMIT;
 	for (unsigned d = 0; d < sc->disks; d++) {
 		struct cw_sched_opts o;
+		struct cw_sched *sched;
 		const struct sim_setup *s = r->setup;
 		_cleanup_free_ struct cw_task *set = malloc((s->n_tasks[d] + 1) * sizeof(*set));
 		struct cw_sched_sfc_conf sfc;
@@ -950,9 +963,10 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		o.beq = r->order == SIM_BEQ_RBFQ ? cw_sched_beq_rbfq() :
 			r->order == SIM_BEQ_SFC ? cw_sched_beq_sfc() : cw_sched_beq_fifo();
 		o.beq_conf = r->order == SIM_BEQ_SFC ? &sfc : NULL;
-		e = cw_sched_new(&o, &r->d[d].s);
+		e = cw_sched_new(&o, &sched);
 		if (e < 0)
 			return e;
+		(void)cw_path_lane_init(&r->d[d].lane, sched, 1, NULL, NULL);	/* no order: 0 */
 		cw_sched_overrun_watch_init(&r->d[d].watch);
 		r->d[d].margin_ppm = s->adm_model[d].margin_ppm;
 		r->d[d].c_scale = 1.0;
@@ -960,7 +974,7 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 		/* every admitted stream is known before its first request */
 		for (size_t i = 0; i < r->n_streams && e == 0; i++)
 			if (s->streams[i].disk_period_ns[d])
-				e = cw_sched_stream_admit(r->d[d].s, i, s->streams[i].disk_period_ns[d],
+				e = cw_sched_stream_admit(r->d[d].lane.sched, i, s->streams[i].disk_period_ns[d],
 							  s->streams[i].disk_service_ns[d],
 							  s->streams[i].disk_deadline_ns[d]);
 		if (e == 0)
@@ -1015,7 +1029,7 @@ static void clients_result(struct run *r, struct sim_result *res)
 		for (unsigned d = 0; d < sc->disks; d++) {
 			struct cw_sched_client_stats st;
 
-			if (cw_sched_get_client_stats(r->d[d].s, i + 1, &st) == 0)
+			if (cw_sched_get_client_stats(r->d[d].lane.sched, i + 1, &st) == 0)
 				o->throttled_s += (double)st.throttled_ns / 1e9;
 		}
 		if (c->n_lat) {
@@ -1154,7 +1168,7 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 	for (unsigned d = 0; d < sc->disks; d++) {
 		struct cw_sched_stats st;
 
-		cw_sched_get_stats(r.d[d].s, &st);
+		cw_sched_get_stats(r.d[d].lane.sched, &st);
 		res.rt_done += st.rt_done;
 		res.rt_misses += st.rt_missed;
 		res.rt_overruns += st.rt_overrun;

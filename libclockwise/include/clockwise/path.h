@@ -13,6 +13,15 @@
  * comes in as the request's arrival time, the pieces go out through a
  * callback.  clockwised books them in its lanes, cwsim in its simulated
  * disks; both call cw_path_split(), so they split the same way.
+ *
+ * Then the lane's dispatch step (struct cw_path_lane, below): what one
+ * disk's lane does with the pieces it took in — their charges (RT from
+ * the stream's task, BE from the disk model), the queue they wait in
+ * (cw_sched on a disk with streams; else the best-effort order or the
+ * FIFO, up to the queue depth), what starts now and when to look again,
+ * and the accounting of a completion.  clockwised's dispatchers and
+ * cwsim's disks run the same step; the clock is an argument, the engine
+ * the caller's.
  */
 #ifndef CLOCKWISE_PATH_H
 #define CLOCKWISE_PATH_H
@@ -24,6 +33,8 @@
 #include <clockwise/cache.h>
 #include <clockwise/io.h>
 #include <clockwise/layout.h>
+#include <clockwise/model.h>
+#include <clockwise/sched.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,6 +119,117 @@ size_t cw_path_split_max(const struct cw_path_req *rq);
  * its disk's BE piece.  Returns 0, or the layout's or emit's -errno. */
 int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path_req *rq,
 		  int (*emit)(void *arg, const struct cw_path_piece *p), void *arg);
+
+/* ---- the lane's dispatch step (path/lane.c) ----
+ *
+ * A lane is one queue of a disk with one policy: a disk with streams has
+ * one lane with cw_sched (one request in service at a time, the policy
+ * decides when); a disk without has lanes that keep up to queue_depth
+ * requests in flight, taken from the best-effort order (clockwise/sched.h,
+ * struct cw_sched_beq_ops) or, without one, in arrival order (the FIFO).
+ * The step is pure and single-threaded: its caller (a dispatcher thread,
+ * a simulated disk) owns the lane, passes the time, starts the items on
+ * its engine and reports their completion.  Nothing is allocated per
+ * item: the caller's piece embeds a struct cw_path_item. */
+
+/* What the lane knows of a piece; the caller's piece embeds it (and gets
+ * back to itself by the item's offset in it, or through sr.user). */
+struct cw_path_item {
+	struct cw_sched_req sr;		/* first: its charges and the policy's verdict */
+	struct cw_path_item *next;	/* in the lane's FIFO */
+};
+
+struct cw_path_lane {
+	/* The disk's scheduling core when it has streams, or NULL; the
+	 * caller makes and frees it. */
+	struct cw_sched *sched;
+	/* Without: the best-effort order (NULL: arrival order) and its
+	 * state, which the lane owns. */
+	const struct cw_sched_beq_ops *beq;
+	void *beq_state;
+	/* Without: what may start, in order (the order moves into it what
+	 * it lets go). */
+	struct cw_path_item *fifo, *fifo_tail;
+	unsigned queue_depth;		/* without: in flight at most */
+	unsigned inflight;		/* taken by cw_path_lane_next, not yet done */
+	bool busy;			/* with: a request in service */
+};
+
+/* A lane: sched (or NULL), the queue depth without, and the BE order
+ * without (NULL or the FIFO's ops: arrival order; with sched the order
+ * sits in it and this one is not made).  0 or the order's -errno. */
+int cw_path_lane_init(struct cw_path_lane *l, struct cw_sched *sched, unsigned queue_depth,
+		      const struct cw_sched_beq_ops *beq, const void *beq_conf);
+/* Frees the order (not sched, not the items). */
+void cw_path_lane_fini(struct cw_path_lane *l);
+
+/* An item's scheduling fields cleared, the caller's pointer and its
+ * arrival set: before one of the charges below. */
+void cw_path_item_init(struct cw_path_item *it, void *user, int64_t arrival_ns);
+/* A real-time item of stream s (s->id, its T, C and D on this disk;
+ * release_ns unused): same_job, a further piece of the request that
+ * started the stream's latest job on the disk (cw_sched_req.same_job). */
+void cw_path_charge_rt(struct cw_path_item *it, const struct cw_sched_stream *s, bool same_job,
+		       uint64_t offset, uint64_t length);
+/* A best-effort item on a disk of model m: service_ns the bound ΔL
+ * charges (cw_model_service_ns, anywhere on the disk), cost_ns what it
+ * costs its client's share (cw_model_mean_ns).  Length 0 (a flush) is
+ * charged as 4 KiB; a bound the model cannot give is 1 ms, a cost it
+ * cannot give none (the order then counts service_ns). */
+void cw_path_charge_be(struct cw_path_item *it, const struct cw_model *m, uint64_t offset,
+		       uint64_t length);
+
+/* Queues a charged item (an uncharged one on a lane with neither sched
+ * nor order): in cw_sched, the order or the FIFO.  0, or cw_sched's or
+ * the order's -errno (cw_sched: -E2BIG for best effort larger than any
+ * slack could run); on an error nothing was queued. */
+int cw_path_lane_push(struct cw_path_lane *l, struct cw_path_item *it, int64_t now_ns);
+
+/* What starts now: at most max items into ret, taken from the lane and
+ * counted in flight; returns how many, or cw_sched's -errno.  With
+ * sched: at most one, none while one is in service (busy).  Without: the
+ * FIFO's head up to the queue depth; an empty FIFO is first filled from
+ * the order with what it lets start now (as many as could start).
+ * *ret_wait_ns: the time to call again though nothing arrived or
+ * completed (cw_sched's WAIT, an order's limit), or -1. */
+int cw_path_lane_next(struct cw_path_lane *l, int64_t now_ns, struct cw_path_item **ret,
+		      unsigned max, int64_t *ret_wait_ns);
+/* Items next() took from the FIFO that did not start (the engine was
+ * full) go back to its head, in order; a lane without sched only. */
+void cw_path_lane_unstarted(struct cw_path_lane *l, struct cw_path_item **items, unsigned n);
+/* An item next() took is done at now_ns after actual_ns of service (0: it
+ * never started): out of flight, and with sched completed there
+ * (cw_sched_complete, which charges an overrun to the slack) and the
+ * lane free.  0, or cw_sched_complete's -errno (-EINVAL: not the
+ * request in service; nothing changed). */
+int cw_path_lane_done(struct cw_path_lane *l, struct cw_path_item *it, int64_t now_ns,
+		      int64_t actual_ns);
+
+/* The lane gets its scheduling core (streams came to its disk), with
+ * nothing in flight: the order is freed, and everything queued comes
+ * back as a list (through next), what the order held first and in its
+ * order, for the caller to charge and push again. */
+struct cw_path_item *cw_path_lane_set_sched(struct cw_path_lane *l, struct cw_sched *sched);
+/* Everything the order holds to the FIFO's tail, in its order (limits
+ * no longer hold it back), and the order freed: the lane ends. */
+void cw_path_lane_drain(struct cw_path_lane *l);
+
+/* Whether the FIFO holds items; how many the order holds. */
+static inline bool cw_path_lane_queued(const struct cw_path_lane *l)
+{
+	return l->fifo != NULL;
+}
+
+static inline size_t cw_path_lane_held(const struct cw_path_lane *l)
+{
+	return l->beq_state ? l->beq->count(l->beq_state) : 0;
+}
+
+/* Whether items go to the FIFO uncharged (neither sched nor an order). */
+static inline bool cw_path_lane_plain(const struct cw_path_lane *l)
+{
+	return !l->sched && !l->beq_state;
+}
 
 #ifdef __cplusplus
 }

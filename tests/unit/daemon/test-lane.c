@@ -109,6 +109,9 @@ static void setup(const char *conf)
 		CU_ASSERT_EQUAL(disk1->io_kind, CW_IO_MEM);
 	/* Deeper than the lane's queue_depth: the lane keeps its own. */
 	CU_ASSERT_FATAL(cw_io_engine_new(disk1->io_kind, 64, &L->eng) == 0);
+	/* Its step at the configured queue depth, in arrival order (no
+	 * best-effort order: these lanes are FIFO lanes). */
+	CU_ASSERT_FATAL(cw_path_lane_init(&L->pl, NULL, D.cfg->queue_depth, NULL, NULL) == 0);
 	pthread_mutex_lock(&fin.lock);
 	fin.n = 0;
 	pthread_mutex_unlock(&fin.lock);
@@ -215,7 +218,7 @@ static unsigned fifo_len(void)
 {
 	unsigned n = 0;
 
-	for (struct piece *p = L->fifo; p; p = p->next)
+	for (struct cw_path_item *it = L->pl.fifo; it; it = it->next)
 		n++;
 	return n;
 }
@@ -225,7 +228,7 @@ static unsigned fifo_len(void)
 static unsigned reap_all(int64_t now)
 {
 	struct cw_io_req *done[REAP_BATCH];
-	int n = cw_io_reap(L->eng, L->inflight, -1, done, REAP_BATCH);
+	int n = cw_io_reap(L->eng, L->pl.inflight, -1, done, REAP_BATCH);
 
 	CU_ASSERT_FATAL(n >= 0);
 	for (int i = 0; i < n; i++)
@@ -303,10 +306,10 @@ static void test_fifo_order_and_depth(void)
 	while (done < N) {
 		lane_dispatch(L, now, &wait_until);
 		CU_ASSERT_EQUAL(wait_until, -1);
-		CU_ASSERT_EQUAL(L->inflight, cw_io_inflight(L->eng));
-		CU_ASSERT_EQUAL(fifo_len(), N - done - L->inflight);
-		max_inflight = CW_MAX(max_inflight, L->inflight);
-		CU_ASSERT_FATAL(L->inflight > 0);
+		CU_ASSERT_EQUAL(L->pl.inflight, cw_io_inflight(L->eng));
+		CU_ASSERT_EQUAL(fifo_len(), N - done - L->pl.inflight);
+		max_inflight = CW_MAX(max_inflight, L->pl.inflight);
+		CU_ASSERT_FATAL(L->pl.inflight > 0);
 		done += reap_all(now);
 	}
 	CU_ASSERT_EQUAL(max_inflight, DEPTH);
@@ -323,7 +326,7 @@ static void test_fifo_order_and_depth(void)
 	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.write_bytes), N * PIECE);
 	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.queued), 0);
 	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.queued_max), N);
-	CU_ASSERT_PTR_NULL(L->sched);
+	CU_ASSERT_PTR_NULL(L->pl.sched);
 	teardown();
 }
 
@@ -349,42 +352,42 @@ static void test_first_plan_takes_the_fifo(void)
 	book(q, N, false);
 	lane_intake(L, now);
 	lane_dispatch(L, now, &wait_until);
-	CU_ASSERT_EQUAL_FATAL(L->inflight, 2);
+	CU_ASSERT_EQUAL_FATAL(L->pl.inflight, 2);
 	CU_ASSERT_EQUAL(fifo_len(), 3);
 
 	lane_post_plan(L, plan_now());
 	lane_apply_plan(L, now);
-	CU_ASSERT_PTR_NULL(L->sched);		/* two are in flight */
+	CU_ASSERT_PTR_NULL(L->pl.sched);		/* two are in flight */
 	CU_ASSERT_PTR_NOT_NULL(atomic_load(&L->plan));
 	CU_ASSERT_EQUAL_FATAL(cw_io_reap(L->eng, 1, -1, done, 1), 1);
 	lane_reaped(L, done[0], now);
 	lane_dispatch(L, now, &wait_until);
-	CU_ASSERT_EQUAL(L->inflight, 1);	/* the plan waits: none started */
+	CU_ASSERT_EQUAL(L->pl.inflight, 1);	/* the plan waits: none started */
 	CU_ASSERT_EQUAL(fifo_len(), 3);
 	reap_all(now);
 	CU_ASSERT_EQUAL(finished(), 2);
 
 	lane_apply_plan(L, now);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(L->sched);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(L->pl.sched);
 	CU_ASSERT_PTR_NULL(atomic_load(&L->plan));
-	CU_ASSERT_PTR_NULL(L->fifo);
-	CU_ASSERT_PTR_NULL(L->fifo_tail);
-	cw_sched_get_stats(L->sched, &ss);
+	CU_ASSERT_PTR_NULL(L->pl.fifo);
+	CU_ASSERT_PTR_NULL(L->pl.fifo_tail);
+	cw_sched_get_stats(L->pl.sched, &ss);
 	CU_ASSERT_EQUAL(ss.be_queued, 3);
 	CU_ASSERT_FATAL(cw_admit_state_plan(D.adm, disk1->id, &plan) == 0);
 	CU_ASSERT_EQUAL(ss.delta_l_ns, plan.be_budget_ns);
 	for (unsigned i = 2; i < N; i++) {
 		lane_dispatch(L, now, &wait_until);
-		if (!L->busy && wait_until >= now) {	/* the policy had it wait */
+		if (!L->pl.busy && wait_until >= now) {	/* the policy had it wait */
 			now = wait_until;
 			lane_dispatch(L, now, &wait_until);
 		}
-		CU_ASSERT_EQUAL(L->inflight, 1);
-		CU_ASSERT_TRUE(L->busy);
+		CU_ASSERT_EQUAL(L->pl.inflight, 1);
+		CU_ASSERT_TRUE(L->pl.busy);
 		lane_dispatch(L, now, &wait_until);
-		CU_ASSERT_EQUAL(L->inflight, 1);	/* one in service at a time */
+		CU_ASSERT_EQUAL(L->pl.inflight, 1);	/* one in service at a time */
 		CU_ASSERT_EQUAL(reap_all(now), 1);
-		CU_ASSERT_FALSE(L->busy);
+		CU_ASSERT_FALSE(L->pl.busy);
 	}
 	CU_ASSERT_EQUAL_FATAL(finished(), N);
 	for (unsigned i = 0; i < N; i++)
@@ -417,7 +420,7 @@ static void test_rt_release_deadline_and_misses(void)
 	t0 = cw_now_ns();
 	lane_post_plan(L, plan_now());
 	lane_apply_plan(L, t0);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(L->sched);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(L->pl.sched);
 
 	q[0] = req_new(2, t0);
 	a0 = piece_rt(q[0], 0, 2 * BS, rv, true);
@@ -449,7 +452,7 @@ static void test_rt_release_deadline_and_misses(void)
 		int64_t end;
 
 		lane_dispatch(L, now, &wait_until);
-		if (!L->busy) {
+		if (!L->pl.busy) {
 			CU_ASSERT_FATAL(wait_until >= now);
 			now = wait_until;
 			continue;
@@ -515,7 +518,7 @@ static void late_wake_miss(bool kept)
 	lane_intake(L, now);
 	now = CW_MAX(now, p->sr.deadline_ns + 400 * CW_NS_PER_US);
 	lane_dispatch(L, now, &wait_until);
-	CU_ASSERT_TRUE_FATAL(L->busy);
+	CU_ASSERT_TRUE_FATAL(L->pl.busy);
 	CU_ASSERT_EQUAL_FATAL(cw_io_reap(L->eng, 1, -1, done, 1), 1);
 	lane_reaped(L, done[0], now + 100 * CW_NS_PER_US);
 	CU_ASSERT_EQUAL(finished(), 1);
@@ -553,7 +556,7 @@ static void test_be_counts_slack(void)
 	t0 = cw_now_ns();
 	lane_post_plan(L, plan_now());
 	lane_apply_plan(L, t0);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(L->sched);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(L->pl.sched);
 	for (unsigned i = 0; i < 2; i++) {
 		q[i] = req_new(1, t0);
 		piece_set(q[i], 0, CW_IO_READ, disk1->fd, (5 + i) * BS, PIECE);
@@ -565,7 +568,7 @@ static void test_be_counts_slack(void)
 		struct piece *p;
 
 		lane_dispatch(L, now, &wait_until);
-		if (!L->busy) {
+		if (!L->pl.busy) {
 			now = CW_MAX(now, wait_until);
 			continue;
 		}
@@ -606,23 +609,23 @@ static void test_plan_forgets_released_streams(void)
 	piece_rt(q[1], 0, 3 * BS, resv_of(a2), true);
 	book(q, 2, false);
 	run_until(2);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(L->sched);
-	CU_ASSERT_EQUAL(cw_sched_stream_count(L->sched), 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(L->pl.sched);
+	CU_ASSERT_EQUAL(cw_sched_stream_count(L->pl.sched), 2);
 
 	CU_ASSERT_FATAL(cw_admit_state_release(D.adm, a1->id, NULL) == 0);
 	lane_post_plan(L, plan_now());
 	lane_apply_plan(L, cw_now_ns());
-	CU_ASSERT_EQUAL(cw_sched_stream_count(L->sched), 1);
-	CU_ASSERT_EQUAL(cw_sched_stream_get(L->sched, s1, &ss), -ENOENT);
-	CU_ASSERT_EQUAL(cw_sched_stream_get(L->sched, s2, &ss), 0);
+	CU_ASSERT_EQUAL(cw_sched_stream_count(L->pl.sched), 1);
+	CU_ASSERT_EQUAL(cw_sched_stream_get(L->pl.sched, s1, &ss), -ENOENT);
+	CU_ASSERT_EQUAL(cw_sched_stream_get(L->pl.sched, s2, &ss), 0);
 	/* ...and the slack of the set that is left. */
 	CU_ASSERT_FATAL(cw_admit_state_plan(D.adm, disk1->id, &plan) == 0);
-	cw_sched_get_stats(L->sched, &st);
+	cw_sched_get_stats(L->pl.sched, &st);
 	CU_ASSERT_EQUAL(st.delta_l_ns, plan.be_budget_ns);
 
 	lane_post_plan(L, calloc(1, sizeof(struct lane_plan)));
 	lane_apply_plan(L, cw_now_ns());
-	CU_ASSERT_EQUAL(cw_sched_stream_count(L->sched), 0);
+	CU_ASSERT_EQUAL(cw_sched_stream_count(L->pl.sched), 0);
 	teardown();
 }
 
@@ -660,9 +663,9 @@ static void test_errors_reach_the_request(void)
 	piece_set(q[2], 0, CW_IO_READ, disk1->fd, DISK_BLOCKS * BS + BS, PIECE);
 	book(&q[2], 1, false);
 	run_until(3);
-	CU_ASSERT_PTR_NOT_NULL(L->sched);
+	CU_ASSERT_PTR_NOT_NULL(L->pl.sched);
 	CU_ASSERT_EQUAL(fin.err[2], -EIO);
-	CU_ASSERT_FALSE(L->busy);
+	CU_ASSERT_FALSE(L->pl.busy);
 	q[0] = req_new(1, cw_now_ns());
 	piece_set(q[0], 0, CW_IO_READ, disk1->fd, 2 * BS, PIECE);
 	book(q, 1, false);
@@ -686,7 +689,7 @@ static void test_reader_serves_its_burst(void)
 	}
 	book(q, 3, true);
 	CU_ASSERT_EQUAL(finished(), 3);
-	CU_ASSERT_EQUAL(L->inflight, 0);
+	CU_ASSERT_EQUAL(L->pl.inflight, 0);
 	CU_ASSERT_FALSE(atomic_load(&L->handback));
 	CU_ASSERT_FALSE(lane_has_bookings(L));
 
@@ -771,7 +774,7 @@ static void test_dispatcher_thread(void)
 	}
 	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.requests), WRITERS * PER_WRITER);
 	CU_ASSERT_EQUAL(cwd_stats_get(&L->st.errors), 0);
-	CU_ASSERT_PTR_NOT_NULL(L->sched);
+	CU_ASSERT_PTR_NOT_NULL(L->pl.sched);
 	CU_ASSERT_PTR_NULL(atomic_load(&L->plan));
 	teardown();
 }

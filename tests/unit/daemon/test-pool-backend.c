@@ -731,12 +731,12 @@ static void test_plan_before_start(void)
 	CU_ASSERT_TRUE(atomic_load(&disk_by_id(1)->live_streams));
 	serve();
 	hold(l);	/* its dispatcher owns cw_sched */
-	CU_ASSERT_PTR_NOT_NULL_FATAL(l->sched);
-	cw_sched_get_stats(l->sched, &ss);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l->pl.sched);
+	cw_sched_get_stats(l->pl.sched, &ss);
 	CU_ASSERT_FATAL(cw_admit_state_plan(D.adm, 1, &want) == 0);
 	CU_ASSERT_EQUAL(ss.delta_l_ns, want.be_budget_ns);
 	unhold(l);
-	CU_ASSERT_PTR_NULL(disk_by_id(3)->lanes[0].sched);	/* no streams there */
+	CU_ASSERT_PTR_NULL(disk_by_id(3)->lanes[0].pl.sched);	/* no streams there */
 	teardown();
 }
 
