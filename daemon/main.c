@@ -41,7 +41,7 @@
 #include "daemon/log.h"
 #include "daemon/nbd/nbd-server.h"
 #include "daemon/nbd/nbd-tls.h"
-#include "daemon/path/pool-backend.h"
+#include "daemon/path/path.h"
 
 #define MAX_RESERVATIONS 64
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * service.h — clockwised's control socket (daemon/control/control.h) wired into
- * its data path (pool-backend.h) and NBD server (nbd-server.h).
+ * its data path (path/path.h) and NBD server (nbd-server.h).
  */
 #ifndef CWD_SERVICE_H
 #define CWD_SERVICE_H
@@ -12,7 +12,7 @@
 
 #include "daemon/conf.h"
 #include "daemon/nbd/nbd-server.h"
-#include "daemon/path/pool-backend.h"
+#include "daemon/path/path.h"
 
 struct svc;
 

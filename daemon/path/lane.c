@@ -718,7 +718,7 @@ void lane_post_plan(struct lane *l, struct lane_plan *pl)
 		cw_io_kick(l->eng);
 }
 
-/* The real-time threads' footing (pool-backend.h). */
+/* The real-time threads' footing (path.h). */
 void pb_thread_cpus(struct pb *pb)
 {
 	cpu_set_t set;

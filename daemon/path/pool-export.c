@@ -96,7 +96,7 @@ static void client_be_set(struct pb *pb, struct pbx_client *x, const struct cw_a
 
 _Static_assert(CW_NBD_CLASS_MAX == CW_CLASS_MAX, "one length for a class's name");
 
-static void client_init(struct pb *pb, struct pbx *x, struct pbx_client *c, const char *cls)
+void pb_client_init(struct pb *pb, struct pbx *x, struct pbx_client *c, const char *cls)
 {
 	c->x = x;
 	snprintf(c->name, sizeof(c->name), "%s%s%s", x->name, cls ? "@" : "", cls ? cls : "");
@@ -118,7 +118,7 @@ static struct pbx_client *class_get(struct pb *pb, struct pbx *x, const char *cl
 	}
 	if (!make || !(n = calloc(1, sizeof(*n))))
 		return NULL;
-	client_init(pb, x, n, cls);
+	pb_client_init(pb, x, n, cls);
 	atomic_store_explicit(&c->next, n, memory_order_release);
 	return n;
 }
@@ -210,7 +210,7 @@ int pb_export_new(struct pb *pb, struct cw_part *part, uint64_t *ret_size, bool 
 	nd = atomic_load_explicit(&x->ndisks, memory_order_relaxed);
 	x->align = align;
 	snprintf(x->name, sizeof(x->name), "%s", info.name);
-	client_init(pb, x, &x->main, NULL);
+	pb_client_init(pb, x, &x->main, NULL);
 	/* its QoS, and its classes' */
 	for (size_t i = 0; pb->adm; i++) {
 		const struct cw_admit_be *be = cw_admit_state_be_at(pb->adm, i);

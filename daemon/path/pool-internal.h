@@ -36,7 +36,7 @@
 #include "common/util.h"
 #include "daemon/log.h"
 #include "daemon/park.h"
-#include "daemon/path/pool-backend.h"
+#include "daemon/path/path.h"
 #include "daemon/path/stall-probe.h"
 #include "daemon/path/stats.h"
 
@@ -557,6 +557,9 @@ void pb_export_be_event(struct pb *pb, const struct cw_admit_be *be, bool set);
  * class it named if that has a QoS of its own, else the export (the
  * answer is kept in the connection's word).  Lock-free. */
 struct pbx_client *pb_client_of(struct pbx *x, struct nbdsrv_io *nio);
+/* Makes c the client of x named x's name (cls NULL) or "NAME@CLS", with a
+ * new client id: an export's own, a class of it, or the mover's. */
+void pb_client_init(struct pb *pb, struct pbx *x, struct pbx_client *c, const char *cls);
 
 /* pool-xdisks.c: adds disk slot di to x's disk list (FLUSH syncs it). */
 void pb_export_take_disk(struct pb *pb, struct pbx *x, uint32_t di);

@@ -337,10 +337,7 @@ int pb_mover_start(struct pb *pb)
 		return -ENOMEM;
 	x->pb = pb;
 	snprintf(x->name, sizeof(x->name), "(mover)");
-	x->main.x = x;
-	snprintf(x->main.name, sizeof(x->main.name), "%s", x->name);
-	x->main.client = atomic_fetch_add(&pb->next_client, 1) + 1;
-	x->main.since_ns = cw_now_ns();
+	pb_client_init(pb, x, &x->main, NULL);
 	atomic_init(&x->can_punch, false);
 	pb->mover_x = x;
 	pthread_mutex_init(&pb->mover_lock, NULL);

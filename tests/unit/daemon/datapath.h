@@ -16,7 +16,7 @@
 #include <clockwise/admit-state.h>
 
 #include "daemon/conf.h"
-#include "daemon/path/pool-backend.h"
+#include "daemon/path/path.h"
 #include "layout/pooltest.h"
 
 #define MIB (UINT64_C(1) << 20)

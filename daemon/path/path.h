@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pool-backend.h — clockwised's data path: the NBD back end that serves a
- * pool's partitions.
+ * path.h — clockwised's data path as the rest of the daemon sees it:
+ * the NBD back end that serves a pool's partitions (pool-backend.c and
+ * the files around it, which share pool-internal.h).
  *
  * A request is mapped through its partition's block map (cw_part_map),
  * split into one piece per contiguous run on a disk, and each piece is
@@ -14,8 +15,8 @@
  * BE otherwise), lets the policy choose what runs, submits, reaps, and
  * completes the NBD request when its last piece is done.
  */
-#ifndef CWD_POOL_BACKEND_H
-#define CWD_POOL_BACKEND_H
+#ifndef CWD_PATH_H
+#define CWD_PATH_H
 
 #include <stdint.h>
 
