@@ -64,6 +64,7 @@ struct opts {
 	int64_t lead_ns;		/* --lead; 0: the reservation's, else a period */
 	int64_t ahead_ns;		/* --ahead; -1: AHEAD_DEFAULT_NS, at most a quarter period */
 	const char *due;		/* --due for --reserve; NULL: the daemon's default */
+	int64_t start_at_ns;		/* --start-at: wall-clock ns since the epoch; 0: at once */
 };
 
 #define DEPTH_DEFAULT 4
@@ -118,7 +119,7 @@ static void usage(FILE *f)
 		"Usage: cwstream play|record NBD-URI --rate RATE --block SIZE [--duration TIME]\n"
 		"                [--offset SIZE] [--resv ID | --reserve [--socket PATH]]\n"
 		"                [--depth N] [--lead TIME] [--due disk|stream]\n"
-		"                [--rt-priority N] [--json] [--quiet]\n"
+		"                [--start-at EPOCH] [--rt-priority N] [--json] [--quiet]\n"
 		"       cwstream --help | --version\n\n"
 		"Reads (play) or writes (record) NBD-URI at RATE in SIZE-byte blocks and\n"
 		"reports each block's lateness against its deadline, then blocks, misses,\n"
@@ -151,6 +152,10 @@ static void usage(FILE *f)
 		"                       or --reserve (see cwctl resv show), else one period\n"
 		"      --due disk|stream  with --reserve: when the daemon makes each block\n"
 		"                       due (cwctl resv create --due); default disk\n"
+		"      --start-at EPOCH  release the first block at this wall-clock time\n"
+		"                       (seconds since 1970, e.g. $(date -d '+2 sec' +%%s.%%N)),\n"
+		"                       connected and waiting until then, so that several\n"
+		"                       players start together; refused if already past\n"
 		"  -p, --rt-priority N  run at real-time priority N (SCHED_FIFO, 1-99) with\n"
 		"                       memory locked, as a media player would; refused\n"
 		"                       without the privilege (CAP_SYS_NICE)\n"
@@ -172,6 +177,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "rt-priority", required_argument, NULL, 'p' }, { "depth", required_argument, NULL, 'D' },
 		{ "lead", required_argument, NULL, 'L' }, { "due", required_argument, NULL, 'U' },
 		{ "ahead", required_argument, NULL, 'A' },
+		{ "start-at", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { 0 }
 	};
 	const char *env = getenv("CLOCKWISE_CONTROL");
@@ -269,6 +275,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->due = optarg;
+			break;
+		}
+		case 'T': {
+			double v;
+
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (!*optarg || *end || errno || !(v > 0) || v > 9e9) {
+				fprintf(stderr, "cwstream: --start-at \"%s\": expected seconds since "
+					"1970 (as date +%%s.%%N prints)\n", optarg);
+				return -1;
+			}
+			o->start_at_ns = (int64_t)(v * 1e9);
 			break;
 		}
 		case 'E': o->reserve = true; break;
@@ -759,6 +778,26 @@ int main(int argc, char **argv)
 		go_realtime(o.rt_priority);
 
 	t0 = cw_now_ns();
+	if (o.start_at_ns) {
+		struct timespec wall, at;
+		int64_t wait;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
+		wait = o.start_at_ns - ((int64_t)wall.tv_sec * CW_NS_PER_S + wall.tv_nsec);
+		if (wait < 0) {
+			fprintf(stderr, "cwstream: --start-at is %.3f s in the past: the stream "
+				"would start behind its schedule\n", (double)-wait / 1e9);
+			status = 1;
+			goto out;
+		}
+		/* on the monotonic clock the schedule keeps, whatever the
+		 * wall clock does from now on */
+		t0 += wait;
+		at = (struct timespec){ .tv_sec = t0 / CW_NS_PER_S, .tv_nsec = t0 % CW_NS_PER_S };
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR &&
+		       !interrupted)
+			;
+	}
 	for (uint64_t next = 0, first = 0; (next < nblocks && !interrupted) || first < next; ) {
 		uint64_t span = ((uint64_t)size - o.offset) / o.block;
 		int64_t now = cw_now_ns(), due = 0;

@@ -3,14 +3,17 @@
  * be-replay — replays a best-effort trace through NBD with its original
  * timing, for the live-vs-sim experiment (tests/bench/live-vs-sim).
  *
- *   be-replay TRACE.csv URI0 [URI1 ...]
+ *   be-replay [--start-at EPOCH] TRACE.csv URI0 [URI1 ...]
  *
  * TRACE is cwsim's CSV (time in seconds, partition, offset, size, R/W; a
  * first line naming the columns is skipped).  Partition p goes to URI p
  * (p modulo the number of URIs).  Each request is sent at start + its
  * time whether or not earlier ones came back (an open loop, as the trace
  * was recorded), and its latency is from that time to its reply: the
- * time cwsim reports for the same request.  Prints one JSON line:
+ * time cwsim reports for the same request.  start is when the handles are
+ * connected, or the wall-clock time EPOCH (seconds since 1970), the
+ * instant the players of the same run release their first blocks
+ * (cwstream --start-at), as cwsim starts streams and trace together.  Prints one JSON line:
  * requests, errors, mean, p50, p99 and max latency in milliseconds, the
  * latest send behind its time, and the mean of partition 0 alone.
  */
@@ -118,13 +121,28 @@ int main(int argc, char **argv)
 	struct pollfd pfd[MAX_URIS];
 	struct rec *v = NULL;
 	size_t n = 0, next = 0, n0 = 0;
-	unsigned nh = (unsigned)argc - 2;
-	int64_t start, behind = 0, *lat;
+	unsigned nh;
+	int64_t start, start_at = 0, behind = 0, *lat;
 	double sum = 0, sum0 = 0;
 	uint64_t errors = 0;
 
+	if (argc > 2 && !strcmp(argv[1], "--start-at")) {
+		char *end;
+		double at = strtod(argv[2], &end);
+
+		if (*end || !(at > 0)) {
+			fprintf(stderr, "be-replay: --start-at \"%s\": expected seconds since 1970\n",
+				argv[2]);
+			return 2;
+		}
+		start_at = (int64_t)(at * 1e9);
+		argc -= 2;
+		argv += 2;
+	}
+	nh = (unsigned)argc - 2;
 	if (argc < 3 || nh > MAX_URIS) {
-		fprintf(stderr, "usage: be-replay TRACE.csv URI0 [URI1 ...] (at most %d)\n", MAX_URIS);
+		fprintf(stderr, "usage: be-replay [--start-at EPOCH] TRACE.csv URI0 [URI1 ...] "
+			"(at most %d)\n", MAX_URIS);
 		return 2;
 	}
 	if (load(argv[1], &v, &n) < 0)
@@ -142,6 +160,16 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	start = now_ns();
+	if (start_at) {
+		struct timespec wall;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
+		start += start_at - ((int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec);
+		if (start < now_ns()) {
+			fprintf(stderr, "be-replay: --start-at is already past\n");
+			return 1;
+		}
+	}
 	while (n_done < n) {
 		int64_t now = now_ns(), wait_ms = 1000;
 

@@ -96,6 +96,32 @@ check "blocks after the first were asked for before their release" \
 check "a negative --ahead is bad usage" test "$rc" -eq 2
 check "and says what it expects" grep -q "0 or more" "$d/ahead.err"
 
+# 3b. --start-at: two players started apart begin at one instant, and
+#     one told a past instant does not start.
+at=$(date -d '+1.5 sec' +%s.%N)
+t0=$(date +%s%N)
+"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate 1MB/s --block 256K --duration 0.6s \
+	--start-at "$at" --json >"$d/at1.json" &
+p1=$!
+sleep 0.5
+"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate 1MB/s --block 256K --duration 0.6s \
+	--start-at "$at" --json >"$d/at2.json"; rc=$?
+wait $p1; rc1=$?
+t1=$(date +%s%N)
+check "both players ran" test "$rc1$rc" = 00
+check "they waited for the instant (took $(((t1 - t0) / 1000000)) ms)" \
+	test $(((t1 - t0) / 1000000)) -ge 1500
+check "each played its blocks" \
+	test "$(tail -qn1 "$d/at1.json" "$d/at2.json" | jq -s 'map(.summary.blocks) == [2, 2]')" = true
+"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate 1MB/s --block 256K --duration 0.6s \
+	--start-at "$(date -d '-2 sec' +%s.%N)" 2>"$d/past.err" >/dev/null; rc=$?
+check "a past --start-at is refused" test "$rc" -eq 1
+check "and says so" grep -q "in the past" "$d/past.err"
+"$CWSTREAM" play "nbd+unix:///?socket=$d/mem" --rate 1MB/s --block 256K --start-at soon \
+	2>"$d/at.err"; rc=$?
+check "a --start-at that is no time is bad usage" test "$rc" -eq 2
+check "and says what it expects" grep -q "seconds since 1970" "$d/at.err"
+
 # 4. --reserve: the stream books its reservation on the control socket
 #    for the export's partition and releases it when done.
 ctl_start "$d"

@@ -504,13 +504,13 @@ static int be_emit(void *arg, const struct cw_path_piece *p)
 	return 0;
 }
 
-/* Splits a BE request of partition part with clockwised's split
+/* Hands a BE request of partition part to clockwised's split
  * (cw_path_split on cwsim's layout, path.c) and queues its pieces:
  * *ret_pending counts the pieces queued, *ret_rejected says whether one
  * was refused as larger than any slack could ever run. */
-static int be_submit(struct run *r, uint32_t part, uint64_t off, uint64_t bytes, bool write,
-		     uint64_t client, uint32_t parent, bool from_client, int64_t now,
-		     uint32_t *ret_pending, bool *ret_rejected)
+static int be_request(struct run *r, uint32_t part, uint64_t off, uint64_t bytes, bool write,
+		      uint64_t client, uint32_t parent, bool from_client, int64_t now,
+		      uint32_t *ret_pending, bool *ret_rejected)
 {
 	struct sim_path lay = { .s = r->setup, .blocks = r->be_blocks, .part = part,
 				.cache = r->cache, .cslot = r->cslot, .hits = &r->c_hits,
@@ -585,6 +585,16 @@ static int mover_piece_done(struct run *r, const struct sreq *q, int64_t now)
 	return e < 0 ? e : mover_kick(r, now);
 }
 
+/* The client of the trace's partition part: its own, as clockwised has
+ * one per export (a partition's export), after the scenario's clients
+ * (1..n_clients) and the mover's (n_clients + 1).  Only an order between
+ * clients (rbfq, sfc) tells them apart: with rbfq the partitions take
+ * turns, as they do in the daemon; the FIFO keeps the trace's order. */
+static uint64_t trace_client(const struct run *r, uint32_t part)
+{
+	return r->sc->n_clients + 2 + part;
+}
+
 static int on_be(struct run *r, uint32_t idx, int64_t now)
 {
 	const struct sim_be_rec *rec = &r->trace->v[idx];
@@ -592,8 +602,8 @@ static int on_be(struct run *r, uint32_t idx, int64_t now)
 	int e;
 
 	b->arrival = now;
-	e = be_submit(r, rec->part, rec->off, rec->bytes, rec->write, 0, idx, false, now,
-		      &b->pending, &b->rejected);
+	e = be_request(r, rec->part, rec->off, rec->bytes, rec->write, trace_client(r, rec->part),
+		      idx, false, now, &b->pending, &b->rejected);
 	if (e < 0)
 		return e;
 	if (b->rejected)
@@ -650,7 +660,7 @@ static int on_client(struct run *r, uint32_t idx, int64_t now)
 	if (now >= sc->duration_ns || !blocks)
 		return 0;
 	c->arrival[slot] = now;
-	e = be_submit(r, ci % sc->be_partitions, client_block(spec, c, blocks) * spec->bytes,
+	e = be_request(r, ci % sc->be_partitions, client_block(spec, c, blocks) * spec->bytes,
 		      spec->bytes, false, ci + 1, idx, true, now, &c->pending[slot], &rejected);
 	if (e < 0)
 		return e;
