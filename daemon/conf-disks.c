@@ -56,6 +56,12 @@ static int disk_name(struct parse *p, const config_setting_t *s, void *obj)
 	return conf_get_name(p, s, CWD_NAME_MAX_BYTES, &((struct cwd_config_disk *)obj)->name);
 }
 
+/* domain = "shelf1": the copies of a block stay in distinct domains. */
+static int disk_domain(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return conf_get_name(p, s, CWD_NAME_MAX_BYTES, &((struct cwd_config_disk *)obj)->domain);
+}
+
 static int disk_model(struct parse *p, const config_setting_t *s, void *obj)
 {
 	return conf_get_name(p, s, MODEL_MAX_BYTES, &((struct cwd_config_disk *)obj)->model);
@@ -184,6 +190,7 @@ const struct key conf_disk_keys[] = {
 	{ "model", disk_model },
 	{ "emulate", disk_emulate },
 	{ "fault", disk_fault },
+	{ "domain", disk_domain },
 	{ NULL, NULL },
 };
 

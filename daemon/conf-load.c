@@ -265,6 +265,7 @@ void cwd_config_free(struct cwd_config *c)
 		free(c->disks[i].path);
 		free(c->disks[i].name);
 		free(c->disks[i].model);
+		free(c->disks[i].domain);
 		free(c->disks[i].emulate);
 		free(c->disks[i].fault);
 	}

@@ -74,6 +74,7 @@ struct cwd_config_disk {
 	unsigned lanes;		/* dispatchers; 1 on an HDD */
 	char *model;		/* model preset name, or NULL: the pool's calibrated model */
 	struct cw_model *emulate;	/* the disk its I/O keeps the time of, or NULL */
+	char *domain;		/* its failure domain, or NULL: as the pool has it */
 	/* For tests: faults its I/O suffers (clockwise/fault.h), or NULL */
 	struct cw_io_fault_opts *fault;
 	unsigned line;		/* where it is configured, for later messages */

@@ -224,6 +224,30 @@ static int admit_config_models(struct cw_pool *pool, struct cw_admit_state *adm,
 	return r;
 }
 
+/* Disks the configuration puts in a failure domain get it in the pool
+ * (where placement reads it); refused when copies of a block would then
+ * share one, which stops the start with the reason. */
+static int config_domains(struct cw_pool *pool, const struct cwd_config *cfg)
+{
+	_cleanup_free_ struct cw_disk_info *disks = NULL;
+	size_t n = 0;
+	int r = cw_disk_list(pool, &disks, &n);
+
+	for (size_t j = 0; r == 0 && j < n; j++)
+		for (size_t i = 0; i < cfg->n_disks; i++) {
+			const struct cwd_config_disk *cd = &cfg->disks[i];
+
+			if (!cd->domain || strcmp(disks[j].name, cd->name) != 0 ||
+			    strcmp(disks[j].domain, cd->domain) == 0)
+				continue;
+			r = cw_disk_set_domain(pool, disks[j].id, cd->domain);
+			if (r < 0)
+				cwd_log(LOG_ERR, "disk %s: domain %s: %s", cd->name, cd->domain,
+					cw_pool_last_error(pool)->msg);
+		}
+	return r;
+}
+
 static void log_nbd(void *userdata, int priority, const char *msg)
 {
 	(void)userdata;
@@ -623,6 +647,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	r = admit_config_models(pool, adm, cfg);
+	if (r == 0)
+		r = config_domains(pool, cfg);
 	if (r < 0)
 		goto out;
 	r = admit_config_qos(pool, adm, cfg);

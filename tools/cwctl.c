@@ -34,7 +34,7 @@ static const struct command commands[] = {
 	  "the share of its CPUs given to streams and what they need of it.\n", NULL,
 	  CW_CTL_CMD_STATUS, NULL,
 	  print_status },
-	{ "disk", "add", "PATH [--tier hdd|ssd|rbd] [--name NAME] [--emulate MODEL]",
+	{ "disk", "add", "PATH [--tier hdd|ssd|rbd] [--name NAME] [--emulate MODEL] [--domain D]",
 	  "Adds a block device or file to the pool and labels it.  The tier defaults\n"
 	  "to hdd; the name to disk<id>.  A running daemon serves it at once.\n"
 	  "PATH rbd:POOL/IMAGE[?conf=FILE&id=NAME] is an image on a Ceph cluster\n"
@@ -42,8 +42,15 @@ static const struct command commands[] = {
 	  "calibrated; cwctl stats shows the measured tail against C.\n"
 	  "--emulate MODEL (atlas2, hdd7200, ssd or a \"cwmodel1 ...\" string): its I/O\n"
 	  "completes when that disk would have completed it.  A preset may be followed\n"
-	  "by its mechanics: \"ssd channels=8 stripe=128K write=3 gc=1G/50ms bus=500MB/s\".\n",
+	  "by its mechanics: \"ssd channels=8 stripe=128K write=3 gc=1G/50ms bus=500MB/s\".\n"
+	  "--domain D puts it in failure domain D (see disk set).\n",
 	  c_disk_add },
+	{ "disk", "set", "NAME --domain DOMAIN",
+	  "Sets the disk's failure domain: disks that fail together (a shelf, a host)\n"
+	  "share one, and the copies of a block (part create --copies) are kept in\n"
+	  "distinct domains.  \"\" gives the disk its own, the default.  An image\n"
+	  "(tier rbd) never shares a domain with a local disk.  Refused when a\n"
+	  "block would then have two copies in one domain.\n", c_disk_set },
 	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,
 	  print_disks },
 	{ "disk", "remove", "NAME",
@@ -81,13 +88,17 @@ static const struct command commands[] = {
 	  "of it and the disk that limits it.  Rates are rounded down: each one shown\n"
 	  "is admitted by resv create as it stands.\n", c_disk_headroom },
 	{ "part", "create", "NAME --size SIZE [--policy rotation|random|single] [--tier hdd|ssd|none]\n"
-	  "       [--tier-fallback] [--zone outer|inner|any] [--disk DISK]",
+	  "       [--tier-fallback] [--zone outer|inner|any] [--disk DISK] [--copies 1|2|3]",
 	  "Creates a dynamic partition.  rotation stripes blocks over the disks,\n"
 	  "random scatters them, single keeps them on one disk (--disk, or the one\n"
 	  "with the most space).  --zone outer prefers the fast outer zone of HDDs.\n"
 	  "--tier ssd keeps to SSDs and is refused, with the free space found there,\n"
 	  "when they lack the room; --tier-fallback lets it (and its growth) use the\n"
-	  "other disks then.\n", c_part_create },
+	  "other disks then.  --copies 2 (or 3) keeps that many copies of each block,\n"
+	  "each on its own disk in its own failure domain (disk set --domain): writes\n"
+	  "go to every copy, reads to one in sync.  Refused when the disks lack the\n"
+	  "domains or the room; the copies are fixed for the partition's life.\n",
+	  c_part_create },
 	{ "part", "move", "NAME [--policy P] [--tier T] [--zone Z] [--disks A,B]\n"
 	  "       [--watch [--interval SECONDS]]",
 	  "Re-lays a partition online: its blocks not on a disk the options accept\n"

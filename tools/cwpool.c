@@ -189,8 +189,9 @@ static int cmd_list(int argc, char **argv)
 	if (r < 0)
 		return fail_pool(pool, "partitions", r);
 	for (i = 0; i < np; i++)
-		printf("part %s %" PRIu64 " bytes %s%s\n", parts[i].name, parts[i].size_bytes,
+		printf("part %s %" PRIu64 " bytes %s%s%s\n", parts[i].name, parts[i].size_bytes,
 		       cw_placement_name(parts[i].opts.placement),
+		       parts[i].copies > 1 ? (parts[i].copies == 2 ? " 2 copies" : " 3 copies") : "",
 		       parts[i].available ? "" : " (unavailable)");
 	free(parts);
 	cw_pool_close(pool);

@@ -21,6 +21,7 @@ static const cwc_handler_fn handlers[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_ADD] = cwc_cmd_disk_add,
 	[CW_CTL_CMD_DISK_LIST] = cwc_cmd_disk_list,
 	[CW_CTL_CMD_DISK_REMOVE] = cwc_cmd_disk_remove,
+	[CW_CTL_CMD_DISK_SET] = cwc_cmd_disk_set,
 	[CW_CTL_CMD_DISK_CALIBRATE] = cwc_cmd_disk_calibrate,
 	[CW_CTL_CMD_PART_CREATE] = cwc_cmd_part_create,
 	[CW_CTL_CMD_PART_LIST] = cwc_cmd_part_list,

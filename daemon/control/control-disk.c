@@ -29,6 +29,8 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 	cwc_add(o, "id", json_object_new_int64(d->id));
 	cwc_add(o, "name", cwc_jstr(d->name));
 	cwc_add(o, "tier", cwc_jstr(cw_tier_name(d->tier)));
+	/* The failure domain: named, or the disk's own (its name). */
+	cwc_add(o, "domain", cwc_jstr(d->domain[0] ? d->domain : d->name));
 	cwc_add(o, "state", cwc_jstr(cwc_disk_state_name(d->state)));
 	cwc_add(o, "path", cwc_jstr(d->path));
 	cwc_add(o, "capacity", cw_ctl_json_u64(d->capacity_bytes));
@@ -86,6 +88,7 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 	const char *path = cw_ctl_arg_str(c->req, "path"), *tier_s = cw_ctl_arg_str(c->req, "tier");
 	const char *name = cw_ctl_arg_str(c->req, "name");
 	const char *emulate = cw_ctl_arg_str(c->req, "emulate");
+	const char *domain = cw_ctl_arg_str(c->req, "domain");
 	struct cwc_server *srv = c->srv;
 	enum cw_tier tier = cw_io_path_is_rbd(path) ? CW_TIER_RBD : CW_TIER_HDD;
 	struct cw_disk_info d;
@@ -106,9 +109,17 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 				"not starting with . or -", name, CW_NAME_MAX);
 	if (emulate && cw_model_from_string_why(emulate, &em, why, sizeof(why)) < 0)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "emulate: %s", why);
+	if (domain && !cw_name_valid(domain))
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
+				"domain \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
+				"not starting with . or -", domain, CW_NAME_MAX);
 	r = cw_disk_add(srv->pool, path, tier, name, &id);
 	if (r < 0)
 		return cwc_fail_pool(c, r, path);
+	if (domain && (r = cw_disk_set_domain(srv->pool, id, domain)) < 0) {
+		(void)cw_disk_remove(srv->pool, id);
+		return cwc_fail_pool(c, r, path);
+	}
 	if (emulate && (r = cw_disk_emulate_set(srv->pool, id, &em)) < 0) {
 		(void)cw_disk_remove(srv->pool, id);
 		return cwc_fail_pool(c, r, path);
@@ -137,6 +148,28 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 		return cwc_fail(c, cw_ctl_code_from_errno(r), "%s; not added", why);
 	}
 	*ret = disk_json(srv, &d);
+	return 0;
+}
+
+/* disk.set: a disk's failure domain ("" or absent: its own). */
+int cwc_cmd_disk_set(struct ctx *c, json_object **ret)
+{
+	const char *domain = cw_ctl_arg_str(c->req, "domain");
+	struct cw_disk_info d;
+	int r;
+
+	if (cwc_find_disk(c, cw_ctl_arg_str(c->req, "name"), &d) < 0)
+		return -1;
+	if (domain && domain[0] && !cw_name_valid(domain))
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
+				"domain \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
+				"not starting with . or -", domain, CW_NAME_MAX);
+	r = cw_disk_set_domain(c->srv->pool, d.id, domain);
+	if (r == 0)
+		r = cw_disk_info(c->srv->pool, d.id, &d);
+	if (r < 0)
+		return cwc_fail_pool(c, r, d.name);
+	*ret = disk_json(c->srv, &d);
 	return 0;
 }
 

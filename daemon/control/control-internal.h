@@ -158,6 +158,7 @@ typedef int (*cwc_handler_fn)(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_list(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_add(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_remove(struct ctx *c, json_object **ret);
+int cwc_cmd_disk_set(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_calibrate(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_plan(struct ctx *c, json_object **ret);
 int cwc_cmd_disk_headroom(struct ctx *c, json_object **ret);	/* control-headroom.c */

@@ -65,6 +65,9 @@ static json_object *part_json(struct cwc_server *srv, const struct cw_part_info 
 	cwc_add(o, "zone", cwc_jstr(cw_zone_pref_name(p->opts.zone)));
 	if (p->opts.tier == CW_TIER_PREF_SSD)
 		cwc_add(o, "tier_fallback", json_object_new_boolean(p->opts.tier_fallback));
+	cwc_add(o, "copies", json_object_new_int64(p->copies));
+	if (p->copies > 1)
+		cwc_add(o, "stale_copies", cw_ctl_json_u64(p->stale_copies));
 	cwc_add(o, "available", json_object_new_boolean(p->available));
 	cwc_add(o, "state", cwc_jstr(state));
 	if (!p->available) {
@@ -105,7 +108,7 @@ int cwc_cmd_part_create(struct ctx *c, json_object **ret)
 	const char *name = cw_ctl_arg_str(c->req, "name"), *s;
 	struct cw_part_opts o = { .placement = CW_PLACE_ROTATION };
 	struct cw_part *part;
-	uint64_t size = 0;
+	uint64_t size = 0, copies = 0;
 	int r;
 
 	cw_ctl_arg_uint(c->req, "size", &size);
@@ -118,6 +121,12 @@ int cwc_cmd_part_create(struct ctx *c, json_object **ret)
 	if (cwc_placement_args(c, &o.placement, &o.tier, &o.zone) < 0)
 		return -1;
 	cw_ctl_arg_bool(c->req, "tier_fallback", &o.tier_fallback);
+	if (cw_ctl_arg_uint(c->req, "copies", &copies)) {
+		if (copies < 1 || copies > CW_COPIES_MAX)
+			return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "copies %" PRIu64 ": 1 to %d",
+					copies, CW_COPIES_MAX);
+		o.copies = (uint32_t)copies;
+	}
 	if ((s = cw_ctl_arg_str(c->req, "disk"))) {
 		struct cw_disk_info d;
 
@@ -146,6 +155,56 @@ static void disk_names(struct cwc_server *srv, char (*names)[CW_NAME_MAX + 1], b
 			snprintf(names[d[i].id], sizeof(names[0]), "%s", d[i].name);
 			present[d[i].id] = d[i].state == CW_DISK_PRESENT;
 		}
+}
+
+/* The runs of every copy of a partition with copies, from block from on
+ * (at most PART_RUNS_MAX per copy): blocks consecutive on one disk in one
+ * sync state, each {copy, first_block, blocks, disk_id, disk, offset,
+ * in_sync}; the blocks of copies 1.. counted in blocks_on (copy 0's are). */
+static json_object *copy_runs_json(struct cw_part *part, const struct cw_part_info *pi,
+				   uint64_t from, char (*names)[CW_NAME_MAX + 1],
+				   uint64_t *blocks_on)
+{
+	json_object *a = json_object_new_array();
+	uint64_t bs = cw_part_block_size(part);
+
+	for (uint32_t c = 0; c < pi->copies; c++) {
+		struct cw_copy run = { 0 };
+		uint64_t first = 0, n = 0, listed = 0;
+
+		for (uint64_t b = 0; b <= pi->nblocks; b++) {
+			struct cw_copy cs[CW_COPIES_MAX];
+			bool ok = b < pi->nblocks && cw_part_block_copies(part, b, cs) == 0;
+
+			if (ok && c > 0)
+				blocks_on[cs[c].disk_id]++;
+			if (ok && n && b != from && cs[c].disk_id == run.disk_id &&
+			    cs[c].in_sync == run.in_sync &&
+			    cs[c].phys_offset == run.phys_offset + n * bs) {
+				n++;
+				continue;
+			}
+			if (n && first >= from && listed < PART_RUNS_MAX) {
+				json_object *ro = json_object_new_object();
+
+				cwc_add(ro, "copy", json_object_new_int64(c));
+				cwc_add(ro, "first_block", cw_ctl_json_u64(first));
+				cwc_add(ro, "blocks", cw_ctl_json_u64(n));
+				cwc_add(ro, "disk_id", json_object_new_int64(run.disk_id));
+				cwc_add(ro, "disk", cwc_jstr(names[run.disk_id]));
+				cwc_add(ro, "offset", cw_ctl_json_u64(run.phys_offset));
+				cwc_add(ro, "in_sync", json_object_new_boolean(run.in_sync));
+				json_object_array_add(a, ro);
+				listed++;
+			}
+			if (!ok)
+				break;
+			run = cs[c];
+			first = b;
+			n = 1;
+		}
+	}
+	return a;
 }
 
 /* A partition, its blocks per disk and its runs (logical blocks that are
@@ -228,6 +287,8 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 			run_first = k;
 		}
 	}
+	if (pi.copies > 1)
+		cwc_add(*ret, "copy_runs", copy_runs_json(part, &pi, from, names, blocks_on));
 	for (uint32_t id = 1; id <= CW_DISKS_MAX; id++) {
 		json_object *d;
 

@@ -116,8 +116,22 @@ int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio)
 
 /* ---- the keeper's own I/O, through the lanes ---- */
 
+/* Marks in touched[] (by slot) the disks of the other copies of the
+ * bytes at off of a partition with copies. */
+static int mark_copies(struct pb *pb, const struct cw_part *part, uint64_t off, bool *touched)
+{
+	struct cw_copy cs[CW_COPIES_MAX];
+	uint32_t n = cw_part_copies(part);
+	int r = n > 1 ? cw_part_map_copies(part, off, cs) : 0, di;
+
+	for (uint32_t c = 1; r == 0 && c < n; c++)
+		if ((di = pb_disk_index(pb, cs[c].disk_id)) >= 0)
+			touched[di] = true;
+	return r;
+}
+
 /* Marks in touched[] (by slot) the disks that hold partition bytes
- * [off, off + len). */
+ * [off, off + len), every copy's. */
 static int mark_disks(struct pbx *x, uint64_t off, uint64_t len, bool *touched)
 {
 	uint64_t end = off + len;
@@ -132,6 +146,8 @@ static int mark_disks(struct pbx *x, uint64_t off, uint64_t len, bool *touched)
 		if (di < 0)
 			return di;
 		touched[di] = true;
+		if ((r = mark_copies(x->pb, x->part, off, touched)) < 0)
+			return r;
 		off += e.length;
 	}
 	return 0;
@@ -259,6 +275,7 @@ static int mark_written_disks(struct pb *pb, struct alloc_job *done, bool *touch
 			}
 			if ((di = pb_disk_index(pb, e.disk_id)) >= 0)
 				touched[di] = true;
+			(void)mark_copies(pb, part, off, touched);
 			nm = cw_part_write_mirrors(part, off, &e, skips, ms, CW_MOVER_DEPTH_MAX);
 			for (int k = 0; k < nm; k++)
 				if ((di = pb_disk_index(pb, ms[k].disk_id)) >= 0)

@@ -11,7 +11,7 @@
 #include "common/atomic.h"
 #include "daemon/path/pool-internal.h"
 
-/* Adds the disks of blocks [from, to) of x's partition to x->disks; each
+/* Adds the disks of blocks [from, to) of x's partition (of every copy) to x->disks; each
  * before the count that covers it, so FLUSH on another thread sees whole
  * entries.  A block on a disk not open: counted in x->missing, its disk
  * marked in missing[] (by id), when exports.activation_mode is
@@ -19,16 +19,25 @@
 static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uint64_t from,
 			     uint64_t to, size_t *ret_align, bool *ret_rotational, bool *missing)
 {
-	_cleanup_free_ uint32_t *ids = calloc(to > from ? to - from : 1, sizeof(*ids));
+	uint32_t nc = cw_part_copies(x->part);
+	_cleanup_free_ uint32_t *ids = calloc(to > from ? (to - from) * nc : 1, sizeof(*ids));
 	uint64_t b;
 	int r;
 
 	if (!ids)
 		return -ENOMEM;
 	r = to > from ? cw_part_block_disks(x->part, from, to - from, ids) : 0;
+	/* The other copies' disks after copy 0's: a FLUSH syncs them all. */
+	for (b = 0; nc > 1 && r == 0 && b < to - from; b++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+
+		r = cw_part_block_copies(x->part, from + b, cs);
+		for (uint32_t c = 1; r == 0 && c < nc; c++)
+			ids[c * (to - from) + b] = cs[c].disk_id;
+	}
 	if (r < 0)
 		return r;
-	for (b = 0; b < to - from; b++) {
+	for (b = 0; b < (to - from) * nc; b++) {
 		int di = pb_disk_index(pb, ids[b]);
 
 		if (di < 0 && pb->cfg->exports.partial && missing) {

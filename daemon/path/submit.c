@@ -3,8 +3,9 @@
  * Submission, on the thread that submits (a connection's reader, or the
  * daemon's own: the keeper of holes, the mover, the caches' worker): a
  * request becomes pieces, one per disk run, as cw_path_split decides
- * (holes, the block map, the cache's route, a moving block's mirror, the
- * class and the best-effort cut), and each piece is booked in its lane's
+ * (holes, the block map, the cache's route, a moving block's mirror, a
+ * mirrored partition's copies, the class and the best-effort cut), and
+ * each piece is booked in its lane's
  * slot record (lane.c).  No mutex: the map is lock-free and so is the
  * booking.  A FUA write carries its flush pieces, which the lanes push
  * once its writes are done; a request ends in preq.c.  See pool-backend.c
@@ -166,7 +167,7 @@ static int submit(struct pbx *x, const struct submission *s)
 	struct cw_path_req rq = { .offset = s->off, .length = s->len, .op = s->op,
 				  .zero = s->zero, .cached = cache != NULL,
 				  .block_size = pb->block_size, .zero_chunk = ZERO_CHUNK,
-				  .resv = rv ? rv->a : NULL };
+				  .resv = rv ? rv->a : NULL, .copies = cw_part_copies(x->part) };
 	size_t maxp = cw_path_split_max(&rq);
 	/* FUA flushes each disk touched, and there are no more of those
 	 * than pieces (disks may be added meanwhile: not pb->ndisks). */

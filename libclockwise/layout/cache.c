@@ -308,6 +308,11 @@ int cw_part_cache_set(struct cw_part *p, const struct cw_cache_conf *conf)
 				  "no SSD cache", p->name);
 		goto out;
 	}
+	if (conf->size_bytes && p->copies > 1) {
+		r = lay_set_error(pool, -EOPNOTSUPP, "partition '%s' keeps %u copies: an SSD cache "
+				  "in front of copies is not supported yet", p->name, p->copies);
+		goto out;
+	}
 	want = conf_slots(pool, conf);
 	had = p->cache_nslots;
 	r = meta_begin(pool->meta);

@@ -13,6 +13,7 @@
 #define CW_LAYOUT_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <sys/types.h>
 
@@ -64,7 +65,22 @@ struct disk {
 	uint64_t low;			/* no free block below this */
 	uint64_t high;			/* no free block at or above this */
 	uint64_t cursor;		/* CW_ZONE_ANY: next-fit start */
+	char domain[CW_NAME_MAX + 1];	/* failure domain; "": its own */
 };
+
+/* Whether copies on a and b could fail together: the same disk, or the
+ * same named domain on disks of one kind (an RBD image and a local disk
+ * never share a domain). */
+static inline bool lay_same_domain(const struct disk *a, const struct disk *b)
+{
+	if (a == b)
+		return true;
+	if (!a->domain[0] || !b->domain[0])
+		return false;
+	if ((a->tier == CW_TIER_RBD) != (b->tier == CW_TIER_RBD))
+		return false;
+	return strcmp(a->domain, b->domain) == 0;
+}
 
 /* One mapping word: disk id in the top 16 bits, physical block below; 0
  * means "no block". */
@@ -90,6 +106,28 @@ struct placement {
  * when no one disk does), with ret_avail the blocks that were available. */
 int lay_alloc(struct cw_pool *pool, const struct placement *pl, uint64_t n,
 	      uint64_t *ret_entries, uint64_t *ret_avail);
+/* Copy c (>= 1) of n blocks whose copies 0..c-1 are in prev[k][0..n),
+ * each on a candidate that shares a domain with none of them, by the
+ * placement (rotation: the next such disk after copy c-1's; random: one
+ * at random; single: one such disk for all).  Nothing is taken on
+ * failure: -ENOSPC (a block found no such disk with room; *ret_block
+ * says which). */
+int lay_alloc_copy(struct cw_pool *pool, const struct placement *pl, uint64_t n,
+		   uint64_t *const *prev, unsigned c, uint64_t *ret_entries, uint64_t *ret_block);
+/* How many distinct failure domains the candidates span. */
+static inline unsigned lay_domains(const struct placement *pl)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < pl->ndisks; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = lay_same_domain(pl->disks[i], pl->disks[k]);
+		n += !seen;
+	}
+	return n;
+}
 /* The blocks lay_alloc() could take by the placement: checked before
  * anything is allocated for a request, so an absurd size costs nothing. */
 uint64_t lay_available(const struct placement *pl);
@@ -107,14 +145,20 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err);
  * entries[0 .. b-a) (NULL: the range becomes unmapped). */
 int lay_runs_replace(struct meta *m, uint64_t part_id, uint64_t a, uint64_t b,
 		     const uint64_t *entries);
+/* The same for copy c of the partition (c 0: lay_runs_replace). */
+int lay_runs_replace_copy(struct meta *m, uint64_t part_id, uint32_t c, uint64_t a, uint64_t b,
+			  const uint64_t *entries);
 /* Calls fn for each run of the pool; stops at the first error. */
 struct run {
 	uint64_t part;
+	uint32_t copy;			/* 0: table run; 1, 2: copy_run */
 	uint64_t lstart, count, stride;
 	uint32_t disk;
 	uint64_t pstart;
 };
 int lay_runs_load(struct meta *m, int (*fn)(void *ctx, const struct run *r), void *ctx);
+/* The same over copy_run (the runs of copies 1 and 2). */
+int lay_copy_runs_load(struct meta *m, int (*fn)(void *ctx, const struct run *r), void *ctx);
 
 /* ---- pool.c / part.c: the lock-free block map ---- */
 
@@ -147,6 +191,15 @@ struct cw_part {
 	 * 0 lets cw_part_map skip looking at each block's disk. */
 	_Atomic uint64_t missing;
 	uint64_t gen;			/* bumped by shrink and move commit */
+	/* Copies of each block (opts.copies, at least 1).  With more than
+	 * one, xdir holds the others: per chunk, (copies - 1) runs of
+	 * CHUNK_ENTRIES mapping words (copy 1's, then copy 2's), then
+	 * copies runs of HOLE_WORDS words, the out-of-sync bits of copy
+	 * 0, 1, 2.  It grows with dir, published before it; a partition
+	 * with one copy has none and its hot path never looks. */
+	uint32_t copies;
+	_Atomic(struct blockdir *) xdir;
+	_Atomic uint64_t stale;		/* set out-of-sync bits */
 	bool tier_fallback;		/* a tier preference may fall back */
 	/* The I/O gate (mover.c): in-flight I/O per epoch parity, and the
 	 * blocks being copied: copy_nslots slots of the mover's batch, each
@@ -308,6 +361,43 @@ static inline _Atomic uint64_t *lay_hole_word(const struct cw_part *p, uint64_t 
 
 int lay_part_reserve(struct cw_part *p, uint64_t nblocks);
 void lay_part_store(struct cw_part *p, uint64_t b, uint64_t entry);
+
+/* Words of an xdir chunk of a partition with copies k. */
+#define XCHUNK_WORDS(k) ((size_t)((k) - 1) * CHUNK_ENTRIES + (size_t)(k) * HOLE_WORDS)
+
+/* The word of copy c (>= 1) of block b, and of b's out-of-sync bit of
+ * copy c (any), b below the reserved size. */
+static inline _Atomic uint64_t *lay_xword(const struct cw_part *p, unsigned c, uint64_t b)
+{
+	struct blockdir *d = atomic_load_explicit(&((struct cw_part *)p)->xdir,
+						  memory_order_acquire);
+
+	return &d->chunk[b >> CHUNK_SHIFT][(size_t)(c - 1) * CHUNK_ENTRIES + (b & (CHUNK_ENTRIES - 1))];
+}
+
+static inline _Atomic uint64_t *lay_stale_word(const struct cw_part *p, unsigned c, uint64_t b)
+{
+	struct blockdir *d = atomic_load_explicit(&((struct cw_part *)p)->xdir,
+						  memory_order_acquire);
+
+	return &d->chunk[b >> CHUNK_SHIFT][(size_t)(p->copies - 1) * CHUNK_ENTRIES +
+					   (size_t)c * HOLE_WORDS +
+					   ((b & (CHUNK_ENTRIES - 1)) >> 6)];
+}
+
+/* Mapping word of copy c of block b (c 0: lay_entry). */
+static inline uint64_t lay_copy_entry(const struct cw_part *p, unsigned c, uint64_t b)
+{
+	return c == 0 ? lay_entry(p, b)
+		      : atomic_load_explicit(lay_xword(p, c, b), memory_order_acquire);
+}
+
+void lay_copy_store(struct cw_part *p, unsigned c, uint64_t b, uint64_t entry);
+/* Loads every partition's out-of-sync bits at open (copy_stale). */
+int lay_stale_load(struct cw_pool *pool, struct cw_error *err);
+/* Forgets the out-of-sync bits of p past block nblocks in the database
+ * (a shrink), inside the caller's transaction. */
+int lay_stale_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks);
 void lay_part_free(struct cw_part *p);
 void lay_part_update_available(struct cw_part *p);
 void lay_move_free(struct cw_move *m);

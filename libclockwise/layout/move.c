@@ -24,6 +24,49 @@
 #include "common/util.h"
 #include "layout/layout-internal.h"
 
+/* Targets for the k blocks of p's copy 0 in [first, first + n) that leave
+ * their disks (old[i], ok[] the acceptable disks), each on a candidate of
+ * pl that shares no failure domain with the block's other copies, which
+ * stay: a move never puts two copies of a block together.  Nothing is
+ * taken on failure (-ENOSPC, the reason set). */
+static int copies_targets(struct cw_part *p, const struct placement *pl, uint64_t first,
+			  uint64_t n, const uint64_t *old, const bool *ok, uint64_t *targets)
+{
+	struct cw_pool *pool = p->pool;
+	struct disk *buf[CW_DISKS_MAX];
+	uint32_t after = 0;
+	uint64_t j = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct placement one = *pl;
+		uint64_t avail;
+
+		if (ok[ENTRY_DISK(old[i])])
+			continue;
+		one.disks = buf;
+		one.ndisks = 0;
+		one.after_disk = after;
+		for (size_t d = 0; d < pl->ndisks; d++) {
+			bool apart = true;
+
+			for (unsigned c = 1; c < p->copies && apart; c++)
+				apart = !lay_same_domain(pl->disks[d],
+							 pool->disks[ENTRY_DISK(lay_copy_entry(p, c,
+												first + i))]);
+			if (apart)
+				buf[one.ndisks++] = pl->disks[d];
+		}
+		if (lay_alloc(pool, &one, 1, &targets[j], &avail) < 0) {
+			lay_free_entries(pool, targets, j);
+			return lay_set_error(pool, -ENOSPC, "moving block %llu of partition '%s': no "
+					     "target disk with room outside the failure domains of its "
+					     "other copies", (unsigned long long)(first + i), p->name);
+		}
+		after = ENTRY_DISK(targets[j++]);
+	}
+	return 0;
+}
+
 void lay_move_unlink(struct cw_pool *pool, struct cw_move *m)
 {
 	for (struct cw_move **mp = &pool->moves; *mp; mp = &(*mp)->next)
@@ -93,8 +136,23 @@ int lay_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 	for (uint64_t i = 0; i < nblocks; i++) {
 		m->old[i] = m->new[i] = lay_entry(p, first_block + i);
 		k += !ok[ENTRY_DISK(m->old[i])];
+		for (unsigned c = 1; c < p->copies && r == 0; c++)
+			if (!ok[ENTRY_DISK(lay_copy_entry(p, c, first_block + i))])
+				r = lay_set_error(pool, -EOPNOTSUPP, "block %llu of partition '%s' has "
+						  "copy %u on disk %u, which the move leaves: moving "
+						  "a block's other copies is not supported yet",
+						  (unsigned long long)(first_block + i), p->name, c,
+						  ENTRY_DISK(lay_copy_entry(p, c, first_block + i)));
 	}
-	r = lay_alloc(pool, &pl, k, targets, &avail);
+	if (r < 0)
+		goto out;
+	if (p->copies > 1 && lay_available(&pl) >= k) {
+		r = copies_targets(p, &pl, first_block, nblocks, m->old, ok, targets);
+		if (r < 0)
+			goto out;
+	} else {
+		r = lay_alloc(pool, &pl, k, targets, &avail);
+	}
 	if (r == -ENOSPC) {
 		lay_set_error(pool, r, "moving %llu blocks of partition '%s' needs %llu bytes but only "
 			      "%llu bytes are free on the target disks", (unsigned long long)k,

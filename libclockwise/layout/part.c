@@ -26,12 +26,13 @@
 static const char sql_part_insert[] =
 	"INSERT INTO part (name, nblocks, placement, tier_pref, zone_pref, disk, tier_fallback)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+static const char sql_part_copies[] = "INSERT INTO part_copies (part, copies) VALUES (?1, ?2)";
 static const char sql_part_resize[] = "UPDATE part SET nblocks = ?2 WHERE id = ?1";
 static const char sql_part_rename[] = "UPDATE part SET name = ?2 WHERE id = ?1";
 static const char sql_part_delete[] = "DELETE FROM part WHERE id = ?1";
 static const char sql_part_all[] =
-	"SELECT id, name, nblocks, placement, tier_pref, zone_pref, disk, tier_fallback FROM part"
-	" ORDER BY id";
+	"SELECT id, name, nblocks, placement, tier_pref, zone_pref, disk, tier_fallback,"
+	" coalesce((SELECT copies FROM part_copies WHERE part = part.id), 1) FROM part ORDER BY id";
 
 /* Largest partition: 2^40 blocks, far beyond any pool, and small enough
  * that block numbers times the block size stay within 64 bits. */
@@ -87,10 +88,11 @@ static struct blockdir *dir_new(size_t nchunks)
 	return d;
 }
 
-int lay_part_reserve(struct cw_part *p, uint64_t nblocks)
+/* A directory of at least need chunks of words words each in place of
+ * *dirp's (kept for its readers). */
+static int dir_reserve(_Atomic(struct blockdir *) *dirp, size_t need, size_t words)
 {
-	struct blockdir *old = atomic_load_explicit(&p->dir, memory_order_relaxed), *d;
-	size_t need = CW_DIV_ROUND_UP(nblocks, CHUNK_ENTRIES);
+	struct blockdir *old = atomic_load_explicit(dirp, memory_order_relaxed), *d;
 
 	if (need <= old->nchunks)
 		return 0;
@@ -99,7 +101,7 @@ int lay_part_reserve(struct cw_part *p, uint64_t nblocks)
 		return -ENOMEM;
 	memcpy(d->chunk, old->chunk, old->nchunks * sizeof(d->chunk[0]));
 	for (size_t i = old->nchunks; i < d->nchunks; i++) {
-		d->chunk[i] = calloc(CHUNK_WORDS, sizeof(uint64_t));
+		d->chunk[i] = calloc(words, sizeof(uint64_t));
 		if (!d->chunk[i]) {
 			for (size_t k = old->nchunks; k < i; k++)
 				free(d->chunk[k]);
@@ -110,8 +112,20 @@ int lay_part_reserve(struct cw_part *p, uint64_t nblocks)
 	/* Readers may still hold the old directory: it stays until the
 	 * partition is freed, and its chunks are shared with the new one. */
 	d->older = old;
-	atomic_store_explicit(&p->dir, d, memory_order_release);
+	atomic_store_explicit(dirp, d, memory_order_release);
 	return 0;
+}
+
+int lay_part_reserve(struct cw_part *p, uint64_t nblocks)
+{
+	size_t need = CW_DIV_ROUND_UP(nblocks, CHUNK_ENTRIES);
+	int r = 0;
+
+	/* The copies' words first: a reader that finds block b in dir
+	 * finds it in xdir too. */
+	if (p->copies > 1)
+		r = dir_reserve(&p->xdir, need, XCHUNK_WORDS(p->copies));
+	return r < 0 ? r : dir_reserve(&p->dir, need, CHUNK_WORDS);
 }
 
 void lay_part_store(struct cw_part *p, uint64_t b, uint64_t entry)
@@ -122,14 +136,16 @@ void lay_part_store(struct cw_part *p, uint64_t b, uint64_t entry)
 			      memory_order_release);
 }
 
-void lay_part_free(struct cw_part *p)
+void lay_copy_store(struct cw_part *p, unsigned c, uint64_t b, uint64_t entry)
 {
-	struct blockdir *d;
+	if (c == 0)
+		lay_part_store(p, b, entry);
+	else
+		atomic_store_explicit(lay_xword(p, c, b), entry, memory_order_release);
+}
 
-	if (!p)
-		return;
-	lay_cache_free(p);
-	d = atomic_load_explicit(&p->dir, memory_order_relaxed);
+static void dir_free(struct blockdir *d)
+{
 	for (size_t i = 0; d && i < d->nchunks; i++)
 		free((void *)d->chunk[i]);
 	while (d) {
@@ -138,6 +154,15 @@ void lay_part_free(struct cw_part *p)
 		free(d);
 		d = older;
 	}
+}
+
+void lay_part_free(struct cw_part *p)
+{
+	if (!p)
+		return;
+	lay_cache_free(p);
+	dir_free(atomic_load_explicit(&p->dir, memory_order_relaxed));
+	dir_free(atomic_load_explicit(&p->xdir, memory_order_relaxed));
 	free(p);
 }
 
@@ -155,8 +180,15 @@ void lay_part_update_available(struct cw_part *p)
 {
 	uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed), missing = 0;
 
-	for (uint64_t b = 0; b < n; b++)
-		missing += !block_present(p, lay_entry(p, b));
+	/* Any copy on a missing disk makes the partition unavailable, as
+	 * one copy did: serving what survives is a later step. */
+	for (uint64_t b = 0; b < n; b++) {
+		bool gone = false;
+
+		for (unsigned c = 0; c < p->copies; c++)
+			gone |= !block_present(p, lay_copy_entry(p, c, b));
+		missing += gone;
+	}
 	atomic_store_explicit(&p->missing, missing, memory_order_relaxed);
 	atomic_store_explicit(&p->available, missing == 0, memory_order_release);
 }
@@ -168,8 +200,12 @@ static struct cw_part *part_new(struct cw_pool *pool, uint64_t id, const char *n
 
 	if (!p)
 		return NULL;
+	p->copies = opts->copies ? opts->copies : 1;
 	p->dir = dir_new(0);
-	if (!p->dir) {
+	p->xdir = p->copies > 1 ? dir_new(0) : NULL;
+	if (!p->dir || (p->copies > 1 && !p->xdir)) {
+		free(p->dir);
+		free(p->xdir);
 		free(p);
 		return NULL;
 	}
@@ -177,6 +213,7 @@ static struct cw_part *part_new(struct cw_pool *pool, uint64_t id, const char *n
 	p->id = id;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->opts = *opts;
+	p->opts.copies = p->copies;
 	p->bshift = pool->bshift;
 	atomic_init(&p->nblocks, 0);
 	atomic_init(&p->available, true);
@@ -203,6 +240,19 @@ static struct cw_part *part_by_name(struct cw_pool *pool, const char *name)
 }
 
 /* ---- the hot path ---- */
+
+/* Whether every copy c >= 1 of block b follows that copy of b - 1 on its
+ * disk. */
+static bool copies_follow(const struct cw_part *p, uint64_t b)
+{
+	for (unsigned c = 1; c < p->copies; c++) {
+		uint64_t prev = lay_copy_entry(p, c, b - 1), e = lay_copy_entry(p, c, b);
+
+		if (!e || e != prev + 1)
+			return false;
+	}
+	return true;
+}
 
 int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 		struct cw_extent *ret)
@@ -233,6 +283,9 @@ int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 
 		if (missing ? !next || block_present(p, next) : next != e + 1)
 			break;
+		/* With copies, an extent is contiguous on every one. */
+		if (p->copies > 1 && !missing && !copies_follow(p, b))
+			break;
 		e = next;
 		avail += bs;
 	}
@@ -240,6 +293,45 @@ int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 	ret->phys_offset = (ENTRY_PBLOCK(first) << p->bshift) + within;
 	ret->length = CW_MIN(avail, length);
 	return missing ? -ENODEV : 0;
+}
+
+uint32_t cw_part_copies(const struct cw_part *part)
+{
+	return part->copies;
+}
+
+static bool stale_bit(const struct cw_part *p, unsigned c, uint64_t b)
+{
+	return atomic_load_explicit(lay_stale_word(p, c, b), memory_order_acquire) &
+	       (UINT64_C(1) << (b & 63));
+}
+
+int cw_part_block_copies(const struct cw_part *part, uint64_t block, struct cw_copy *ret)
+{
+	uint64_t n = atomic_load_explicit(&((struct cw_part *)part)->nblocks, memory_order_acquire);
+
+	if (block >= n)
+		return -ERANGE;
+	for (unsigned c = 0; c < part->copies; c++) {
+		uint64_t e = lay_copy_entry(part, c, block);
+
+		if (!e)
+			return -ERANGE;	/* shrunk meanwhile */
+		ret[c] = (struct cw_copy){ .disk_id = ENTRY_DISK(e),
+					   .phys_offset = ENTRY_PBLOCK(e) << part->bshift,
+					   .in_sync = part->copies == 1 || !stale_bit(part, c, block) };
+	}
+	return 0;
+}
+
+int cw_part_map_copies(const struct cw_part *part, uint64_t offset, struct cw_copy *ret)
+{
+	uint64_t within = offset & ((UINT64_C(1) << part->bshift) - 1);
+	int r = cw_part_block_copies(part, offset >> part->bshift, ret);
+
+	for (unsigned c = 0; r == 0 && c < part->copies; c++)
+		ret[c].phys_offset += within;
+	return r;
 }
 
 int cw_part_block_disks(const struct cw_part *part, uint64_t first_block, uint64_t nblocks,
@@ -289,6 +381,9 @@ static int check_opts(struct cw_pool *pool, const struct cw_part_opts *o)
 				     (int)o->zone);
 	if (o->disk_id && o->placement != CW_PLACE_SINGLE)
 		return lay_set_error(pool, -EINVAL, "a disk can only be named for single placement");
+	if (o->copies > CW_COPIES_MAX)
+		return lay_set_error(pool, -EINVAL, "%u copies: a partition keeps 1 to %d",
+				     o->copies, CW_COPIES_MAX);
 	return 0;
 }
 
@@ -365,11 +460,150 @@ static int grow_placement(struct cw_pool *pool, struct cw_part *p, uint64_t n,
 	return r;
 }
 
+/* The disks copies 1.. of p's new blocks may go to: every present disk
+ * of its tier preference (a single placement's named disk is copy 0's
+ * alone). */
+static int copies_candidates(struct cw_pool *pool, struct cw_part *p, uint64_t n,
+			     struct placement *pl, struct disk **buf)
+{
+	return lay_candidates(pool, &p->opts, NULL, 0, tier_strict(&p->opts), n, pl, buf);
+}
+
+/* -EXDEV with the reason when p's candidates span fewer failure domains
+ * than p has copies; 0 with one copy or enough. */
+static int copies_domains(struct cw_pool *pool, struct cw_part *p, uint64_t n, const char *what)
+{
+	struct disk *buf[CW_DISKS_MAX];
+	struct placement pl;
+	unsigned domains;
+	int r;
+
+	if (p->copies == 1)
+		return 0;
+	r = copies_candidates(pool, p, n, &pl, buf);
+	if (r < 0)
+		return r;
+	domains = lay_domains(&pl);
+	if (domains >= p->copies)
+		return 0;
+	return lay_set_error(pool, -EXDEV, "%s partition '%s' with %u copies needs disks in %u "
+			     "failure domains, but its candidate disks span %u%s", what, p->name,
+			     p->copies, p->copies, domains,
+			     pl.ndisks < p->copies ? " (too few disks)"
+						   : " (set distinct disk domains)");
+}
+
+/* The free blocks on the disks of every copy of p (copy 0's candidates
+ * pl, avail of them as lay_available says, and the copies'). */
+static uint64_t copies_avail(struct cw_pool *pool, struct cw_part *p, uint64_t n,
+			     uint64_t avail)
+{
+	struct disk *buf[CW_DISKS_MAX];
+	struct placement pl;
+	uint64_t sum = 0;
+
+	if (p->copies == 1 || copies_candidates(pool, p, n, &pl, buf) < 0)
+		return avail;
+	for (size_t i = 0; i < pl.ndisks; i++)
+		sum += pl.disks[i]->free;
+	return sum;
+}
+
+/* Whether n blocks of every copy could fit at all (the copies' exact
+ * fit is lay_alloc_copy's to find): an absurd size costs nothing. */
+static bool copies_fit(struct cw_pool *pool, struct cw_part *p, uint64_t n)
+{
+	return p->copies == 1 || copies_avail(pool, p, n, 0) / p->copies >= n;
+}
+
+/* The entries of copies 1.. of n new blocks (from block have on) of p,
+ * whose copy 0 is e[0]: into e[1..copies), allocated here; nothing is
+ * taken on failure (the reason set).  A single placement that has
+ * blocks keeps each copy on its disk.  what: "creating"/"growing". */
+static int place_copies(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t n,
+			uint64_t **e, const char *what)
+{
+	struct disk *buf[CW_DISKS_MAX];
+	struct placement pl;
+	uint64_t bad = 0;
+	unsigned c;
+	int r;
+
+	r = copies_domains(pool, p, n, what);
+	if (r == 0)
+		r = copies_candidates(pool, p, n, &pl, buf);
+	for (c = 1; c < p->copies && r == 0; c++) {
+		struct placement one = pl;
+		struct disk *d = have && p->opts.placement == CW_PLACE_SINGLE ?
+				 pool->disks[ENTRY_DISK(lay_copy_entry(p, c, 0))] : NULL;
+
+		if (d) {	/* where copy c of block 0 is */
+			one.disks = &d;
+			one.ndisks = 1;
+		}
+		e[c] = malloc(CW_MAX(n, 1) * sizeof(uint64_t));
+		r = e[c] ? lay_alloc_copy(pool, &one, n, e, c, e[c], &bad)
+			 : lay_set_error(pool, -ENOMEM, "out of memory");
+	}
+	if (r == -ENOSPC) {
+		uint64_t fr = 0;
+
+		for (size_t i = 0; i < pl.ndisks; i++)
+			fr += pl.disks[i]->free;
+		lay_set_error(pool, -ENOSPC, "%s partition '%s': no disk outside the failure "
+			      "domains of block %llu's other copies has room for copy %u "
+			      "(%u copies need %llu bytes, %llu bytes are free)", what, p->name,
+			      (unsigned long long)(have + bad), c - 1, p->copies,
+			      (unsigned long long)((n * p->copies) << pool->bshift),
+			      (unsigned long long)(fr << pool->bshift));
+		pool->err.needed_bytes = (n * p->copies) << pool->bshift;
+		pool->err.available_bytes = fr << pool->bshift;
+	}
+	if (r < 0)
+		for (unsigned k = 1; k < p->copies; k++) {
+			if (e[k] && k + 1 < c)	/* copies placed before the one that failed */
+				lay_free_entries(pool, e[k], n);
+			free(e[k]);
+			e[k] = NULL;
+		}
+	return r;
+}
+
+/* Frees e[1..copies) (the arrays, not the blocks). */
+static void copies_free(uint64_t **e)
+{
+	for (unsigned c = 1; c < CW_COPIES_MAX; c++) {
+		free(e[c]);
+		e[c] = NULL;
+	}
+}
+
+/* Gives back the blocks of copies 1.. in e (n each). */
+static void copies_put(struct cw_pool *pool, const struct cw_part *p, uint64_t **e, uint64_t n)
+{
+	for (unsigned c = 1; c < p->copies; c++)
+		if (e[c])
+			lay_free_entries(pool, e[c], n);
+}
+
+/* Runs of copies 1.. for blocks [a, b) (e NULL: unmapped), in the
+ * caller's transaction. */
+static int copies_runs(struct cw_pool *pool, const struct cw_part *p, uint64_t a, uint64_t b,
+		       uint64_t **e)
+{
+	int r = 0;
+
+	for (unsigned c = 1; c < p->copies && r == 0; c++)
+		r = lay_runs_replace_copy(pool->meta, p->id, c, a, b, e ? e[c] : NULL);
+	return r;
+}
+
 int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 		   const struct cw_part_opts *opts, struct cw_part **ret_part)
 {
 	static const struct cw_part_opts defaults = { .placement = CW_PLACE_ROTATION };
 	_cleanup_free_ uint64_t *entries = NULL;
+	uint64_t *xe[CW_COPIES_MAX] = { NULL };
 	struct disk *buf[CW_DISKS_MAX];
 	struct placement pl;
 	struct cw_part *p = NULL;
@@ -398,16 +632,30 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 	/* A size beyond the free space is refused before its block map
 	 * is allocated: 2048T would cost gigabytes and seconds to fail. */
 	avail = lay_available(&pl);
-	if (avail >= n) {
+	if (p->copies > 1)
+		r = copies_domains(pool, p, n, "creating");
+	if (r == 0 && avail >= n && copies_fit(pool, p, n)) {
 		entries = malloc(CW_MAX(n, 1) * sizeof(*entries));
 		r = entries && lay_part_reserve(p, n) == 0 ? lay_alloc(pool, &pl, n, entries, &avail)
 							  : lay_set_error(pool, -ENOMEM, "out of memory");
 	}
-	if (avail < n || r == -ENOSPC) {
+	if (r == 0 && (avail < n || !copies_fit(pool, p, n))) {
+		char what[CW_NAME_MAX + 96];
+
+		what_alloc(opts, "creating", name, what, sizeof(what));
+		r = enospc(pool, what, n * p->copies, copies_avail(pool, p, n, avail), &pl,
+			   alloc_hint(opts));
+	} else if (r == -ENOSPC) {
 		char what[CW_NAME_MAX + 96];
 
 		what_alloc(opts, "creating", name, what, sizeof(what));
 		r = enospc(pool, what, n, avail, &pl, alloc_hint(opts));
+	}
+	if (r == 0 && p->copies > 1) {
+		xe[0] = entries;
+		r = place_copies(pool, p, 0, n, xe, "creating");
+		if (r < 0)
+			lay_free_entries(pool, entries, n);
 	}
 	if (r < 0)
 		goto out;
@@ -429,6 +677,10 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 		p->id = (uint64_t)sqlite3_last_insert_rowid(pool->meta->db);
 		r = lay_runs_replace(pool->meta, p->id, 0, n, entries);
 	}
+	if (r == 0 && p->copies > 1)
+		r = meta_exec(pool->meta, sql_part_copies, 2, (int64_t)p->id, (int64_t)p->copies);
+	if (r == 0)
+		r = copies_runs(pool, p, 0, n, xe);
 	/* Its blocks may hold another partition's old data: holes until
 	 * written. */
 	if (r == 0)
@@ -436,17 +688,20 @@ int cw_part_create(struct cw_pool *pool, const char *name, uint64_t size_bytes,
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		lay_free_entries(pool, entries, n);
+		copies_put(pool, p, xe, n);
 		lay_set_error(pool, r, "creating partition '%s': %s", name, strerror(-r));
 		goto out;
 	}
 	for (uint64_t b = 0; b < n; b++)
-		lay_part_store(p, b, entries[b]);
+		for (unsigned c = p->copies; c-- > 0;)
+			lay_copy_store(p, c, b, c ? xe[c][b] : entries[b]);
 	atomic_store_explicit(&p->nblocks, n, memory_order_release);
 	part_link(pool, p);
 	if (ret_part)
 		*ret_part = p;
 	p = NULL;
 out:
+	copies_free(xe);
 	lay_part_free(p);
 	pthread_mutex_unlock(&pool->lock);
 	return r;
@@ -470,45 +725,64 @@ int cw_part_lookup(struct cw_pool *pool, const char *name, struct cw_part **ret_
 static int grow(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64_t want)
 {
 	_cleanup_free_ uint64_t *entries = NULL;
+	uint64_t *xe[CW_COPIES_MAX] = { NULL };
 	struct disk *buf[CW_DISKS_MAX];
 	struct placement pl;
-	uint64_t avail;
+	uint64_t avail, n = want - have;
 	int r;
 
-	r = grow_placement(pool, p, want - have, &pl, buf);
+	r = grow_placement(pool, p, n, &pl, buf);
 	if (r < 0)
 		return r;
 	avail = lay_available(&pl);
+	r = copies_domains(pool, p, n, "growing");
+	if (r < 0)
+		return r;
 	r = -ENOSPC;
-	if (avail >= want - have) {
-		entries = malloc((want - have) * sizeof(*entries));
+	if (avail >= n && copies_fit(pool, p, n)) {
+		entries = malloc(n * sizeof(*entries));
 		if (!entries || lay_part_reserve(p, want) < 0)
 			return lay_set_error(pool, -ENOMEM, "out of memory");
-		r = lay_alloc(pool, &pl, want - have, entries, &avail);
+		r = lay_alloc(pool, &pl, n, entries, &avail);
 	}
 	if (r == -ENOSPC) {
 		char what[CW_NAME_MAX + 96];
 
 		what_alloc(&p->opts, "growing", p->name, what, sizeof(what));
-		return enospc(pool, what, want - have, avail, &pl, alloc_hint(&p->opts));
+		return enospc(pool, what, n * p->copies, copies_avail(pool, p, n, avail), &pl,
+			      alloc_hint(&p->opts));
 	}
 	if (r < 0)
 		return lay_set_error(pool, r, "growing partition '%s': %s", p->name, strerror(-r));
+	if (p->copies > 1) {
+		xe[0] = entries;
+		r = place_copies(pool, p, have, n, xe, "growing");
+		if (r < 0) {
+			lay_free_entries(pool, entries, n);
+			return r;
+		}
+	}
 	r = meta_begin(pool->meta);
 	if (r == 0)
 		r = meta_exec(pool->meta, sql_part_resize, 2, (int64_t)p->id, (int64_t)want);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, have, want, entries);
 	if (r == 0)
-		r = lay_holes_new(pool->meta, p, have, want - have);
+		r = copies_runs(pool, p, have, want, xe);
+	if (r == 0)
+		r = lay_holes_new(pool->meta, p, have, n);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
-		lay_free_entries(pool, entries, want - have);
+		lay_free_entries(pool, entries, n);
+		copies_put(pool, p, xe, n);
+		copies_free(xe);
 		return lay_set_error(pool, r, "growing partition '%s': %s", p->name, strerror(-r));
 	}
 	for (uint64_t b = have; b < want; b++)
-		lay_part_store(p, b, entries[b - have]);
+		for (unsigned c = p->copies; c-- > 0;)
+			lay_copy_store(p, c, b, c ? xe[c][b - have] : entries[b - have]);
 	atomic_store_explicit(&p->nblocks, want, memory_order_release);
+	copies_free(xe);
 	return 0;
 }
 
@@ -522,18 +796,27 @@ static int shrink(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, want, have, NULL);
 	if (r == 0)
+		r = copies_runs(pool, p, want, have, NULL);
+	if (r == 0)
 		r = lay_holes_truncate(pool->meta, p, want);
+	if (r == 0 && p->copies > 1)
+		r = lay_stale_truncate(pool->meta, p, want);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		return lay_set_error(pool, r, "shrinking partition '%s': %s", p->name, strerror(-r));
 	}
 	atomic_store_explicit(&p->nblocks, want, memory_order_release);
-	for (uint64_t b = want; b < have; b++) {
-		uint64_t e = lay_entry(p, b);
+	for (uint64_t b = want; b < have; b++)
+		for (unsigned c = 0; c < p->copies; c++) {
+			uint64_t e = lay_copy_entry(p, c, b);
 
-		lay_part_store(p, b, 0);
-		lay_disk_put(pool->disks[ENTRY_DISK(e)], ENTRY_PBLOCK(e));
-	}
+			lay_copy_store(p, c, b, 0);
+			lay_disk_put(pool->disks[ENTRY_DISK(e)], ENTRY_PBLOCK(e));
+			if (p->copies > 1 && stale_bit(p, c, b)) {
+				atomic_fetch_sub(&p->stale, 1);
+				atomic_fetch_and(lay_stale_word(p, c, b), ~(UINT64_C(1) << (b & 63)));
+			}
+		}
 	p->gen++;
 	return 0;
 }
@@ -639,11 +922,12 @@ int cw_part_delete(struct cw_part *p)
 		}
 	}
 	n = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
-	for (uint64_t b = 0; b < n; b++) {
-		uint64_t e = lay_entry(p, b);
+	for (uint64_t b = 0; b < n; b++)
+		for (unsigned c = 0; c < p->copies; c++) {
+			uint64_t e = lay_copy_entry(p, c, b);
 
-		lay_disk_put(pool->disks[ENTRY_DISK(e)], ENTRY_PBLOCK(e));
-	}
+			lay_disk_put(pool->disks[ENTRY_DISK(e)], ENTRY_PBLOCK(e));
+		}
 	for (pp = &pool->parts; *pp != p; pp = &(*pp)->next)
 		;
 	*pp = p->next;
@@ -665,6 +949,9 @@ static void fill_info(const struct cw_part *p, struct cw_part_info *ret)
 					      memory_order_relaxed);
 	ret->missing_blocks = atomic_load_explicit(&((struct cw_part *)p)->missing,
 						   memory_order_relaxed);
+	ret->copies = p->copies;
+	ret->stale_copies = atomic_load_explicit(&((struct cw_part *)p)->stale,
+						 memory_order_relaxed);
 }
 
 int cw_part_info(struct cw_part *p, struct cw_part_info *ret)
@@ -718,6 +1005,10 @@ static int load_run(void *ctx, const struct run *run)
 		return meta_err(c->err, -EUCLEAN, "the database is damaged: a run of partition %llu "
 				"refers to a missing partition or disk", (unsigned long long)run->part);
 	n = atomic_load_explicit(&c->cur->nblocks, memory_order_relaxed);
+	if (run->copy >= c->cur->copies)
+		return meta_err(c->err, -EUCLEAN, "the database is damaged: partition '%s' keeps %u "
+				"copies but has runs of copy %u", c->cur->name, c->cur->copies,
+				run->copy);
 	if (run->lstart >= n || (run->count - 1) > (n - 1 - run->lstart) / run->stride ||
 	    run->pstart + run->count > d->nblocks)
 		return meta_err(c->err, -EUCLEAN, "the database is damaged: a run of partition '%s' "
@@ -726,7 +1017,7 @@ static int load_run(void *ctx, const struct run *run)
 	for (uint64_t i = 0; i < run->count; i++) {
 		uint64_t l = run->lstart + i * run->stride, p = run->pstart + i;
 
-		if (lay_entry(c->cur, l))
+		if (lay_copy_entry(c->cur, run->copy, l))
 			return meta_err(c->err, -EUCLEAN, "the database is damaged: block %llu of "
 					"partition '%s' is mapped twice", (unsigned long long)l,
 					c->cur->name);
@@ -734,7 +1025,7 @@ static int load_run(void *ctx, const struct run *run)
 			return meta_err(c->err, -EUCLEAN, "the database is damaged: disk %u block "
 					"%llu is owned twice", run->disk, (unsigned long long)p);
 		lay_disk_mark(d, p);
-		lay_part_store(c->cur, l, ENTRY(run->disk, p));
+		lay_copy_store(c->cur, run->copy, l, ENTRY(run->disk, p));
 	}
 	return 0;
 }
@@ -756,6 +1047,7 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 			.zone = (enum cw_zone_pref)sqlite3_column_int64(s, 5),
 			.disk_id = (uint32_t)sqlite3_column_int64(s, 6),
 			.tier_fallback = sqlite3_column_int64(s, 7) != 0,
+			.copies = (uint32_t)sqlite3_column_int64(s, 8),
 		};
 		const char *name = (const char *)sqlite3_column_text(s, 1);
 		int64_t n = sqlite3_column_int64(s, 2);
@@ -763,7 +1055,7 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 
 		if (!cw_name_valid(name) || n < 0 || (uint64_t)n > PART_BLOCKS_MAX ||
 		    !cw_placement_name(o.placement) || !cw_tier_pref_name(o.tier) ||
-		    !cw_zone_pref_name(o.zone)) {
+		    !cw_zone_pref_name(o.zone) || o.copies < 1 || o.copies > CW_COPIES_MAX) {
 			sqlite3_reset(s);
 			return meta_err(err, -EUCLEAN, "the database is damaged: bad partition row %lld",
 					(long long)sqlite3_column_int64(s, 0));
@@ -782,6 +1074,8 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 		return meta_err(err, meta_errno(rc), "reading partitions: %s",
 				sqlite3_errmsg(pool->meta->db));
 	r = lay_runs_load(pool->meta, load_run, &ctx);
+	if (r == 0)
+		r = lay_copy_runs_load(pool->meta, load_run, &ctx);
 	if (r == -EUCLEAN && err && !err->msg[0])
 		meta_err(err, r, "the database is damaged: a block run is invalid");
 	if (r < 0 && (!err || !err->msg[0]))
@@ -789,6 +1083,8 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 	if (r < 0)
 		return r;
 	r = lay_holes_load(pool, err);
+	if (r == 0)
+		r = lay_stale_load(pool, err);
 	if (r < 0)
 		return r;
 	/* A block not covered by any run is damage too; lay_pool_check reports
@@ -797,11 +1093,9 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 		uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
 		bool ok = true;
 
-		for (uint64_t b = 0; b < n && ok; b++) {
-			uint64_t e = lay_entry(p, b);
-
-			ok = e != 0;
-		}
+		for (uint64_t b = 0; b < n && ok; b++)
+			for (unsigned c = 0; c < p->copies && ok; c++)
+				ok = lay_copy_entry(p, c, b) != 0;
 		if (ok)
 			lay_part_update_available(p);
 	}

@@ -27,7 +27,8 @@ static const char sql_disk_insert[] =
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 static const char sql_disk_delete[] = "DELETE FROM disk WHERE id = ?1";
 static const char sql_disk_all[] =
-	"SELECT id, uuid, name, path, tier, capacity, nblocks FROM disk ORDER BY id";
+	"SELECT id, uuid, name, path, tier, capacity, nblocks,"
+	" (SELECT domain FROM disk_domain WHERE disk = disk.id) FROM disk ORDER BY id";
 
 const struct cw_error *cw_pool_last_error(const struct cw_pool *pool)
 {
@@ -458,6 +459,7 @@ static void disk_fill_info(const struct cw_pool *pool, const struct disk *d, str
 		ret->zone_start_bytes[z] = d->zone_start[z] << pool->bshift;
 	for (int z = 0; z < CW_ZONES; z++)
 		ret->zone_free_blocks[z] = d->zone_free[z];
+	snprintf(ret->domain, sizeof(ret->domain), "%s", d->domain);
 }
 
 int cw_disk_info(struct cw_pool *pool, uint32_t disk_id, struct cw_disk_info *ret)
@@ -549,6 +551,8 @@ static int load_disk_rows(struct cw_pool *pool, struct cw_error *err)
 		d->capacity_bytes = (uint64_t)sqlite3_column_int64(s, 5);
 		d->nblocks = (uint64_t)nblocks;
 		d->state = CW_DISK_MISSING;
+		snprintf(d->domain, sizeof(d->domain), "%s",
+			 sqlite3_column_text(s, 7) ? (const char *)sqlite3_column_text(s, 7) : "");
 		if (lay_disk_init_space(d) < 0) {
 			sqlite3_reset(s);
 			return meta_err(err, -ENOMEM, "out of memory");
@@ -782,15 +786,24 @@ int lay_pool_check(struct cw_pool *pool, struct cw_error *err)
 	for (struct cw_part *p = pool->parts; p && r == 0; p = p->next) {
 		uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
 
-		for (uint64_t b = 0; b < n && r == 0; b++) {
-			uint64_t e = lay_entry(p, b);
+		for (uint64_t b = 0; b < n && r == 0; b++)
+			for (unsigned c = 0; c < p->copies && r == 0; c++) {
+				uint64_t e = lay_copy_entry(p, c, b);
 
-			if (!e)
-				r = meta_err(err, -EUCLEAN, "block %llu of partition '%s' is not mapped",
-					     (unsigned long long)b, p->name);
-			else
-				r = check_mark(pool, bm, e, p->name, b, err);
-		}
+				if (!e)
+					r = meta_err(err, -EUCLEAN, "block %llu of partition '%s' is not "
+						     "mapped%s", (unsigned long long)b, p->name,
+						     c ? " on all its copies" : "");
+				else
+					r = check_mark(pool, bm, e, p->name, b, err);
+				/* Copies of a block on one disk are no copies. */
+				for (unsigned k = 0; k < c && r == 0; k++)
+					if (ENTRY_DISK(lay_copy_entry(p, k, b)) == ENTRY_DISK(e))
+						r = meta_err(err, -EUCLEAN, "block %llu of partition "
+							     "'%s' has two copies on disk %u",
+							     (unsigned long long)b, p->name,
+							     ENTRY_DISK(e));
+			}
 	}
 	for (struct cw_move *m = pool->moves; m && r == 0; m = m->next)
 		for (size_t k = 0; k < m->nsteps && r == 0; k++)

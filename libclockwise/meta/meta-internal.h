@@ -19,7 +19,7 @@
 #include <clockwise/layout.h>
 
 /* Schema version this library writes. */
-#define META_SCHEMA_VERSION 11
+#define META_SCHEMA_VERSION 12
 
 struct meta {
 	sqlite3 *db;
@@ -28,7 +28,7 @@ struct meta {
 	struct {
 		const char *sql;
 		sqlite3_stmt *stmt;
-	} cache[64];
+	} cache[96];
 	unsigned ncache;
 };
 

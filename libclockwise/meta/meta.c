@@ -216,6 +216,57 @@ static const char *const migrations[] = {
 	 * cw_admit_state_cache_sync): every block of the range is charged
 	 * there; 0 for every part booked before. */
 	"ALTER TABLE resv_disk ADD COLUMN copy INTEGER NOT NULL DEFAULT 0 CHECK (copy IN (0, 1));",
+	/* 11 -> 12: mirrored partitions.  How many copies of each block a
+	 * partition keeps, fixed at create (no part_copies row: 1, as every
+	 * partition made before); copy 0 stays in run, copies 1 and 2 have
+	 * their runs in copy_run, the same form with the copy's number.
+	 * copy_stale is the in-sync state, one bitmap per chunk of 4096
+	 * blocks like hole's: a set bit is a copy of the block that is out of
+	 * sync (no row: all in sync).  A disk's failure domain (no disk_domain
+	 * row: its own); copies of a block are kept in distinct domains.  A
+	 * move_block row moves one copy of its block: the key takes the copy
+	 * (the table rebuilt, as 6 -> 7 did for disk).  New tables are made
+	 * IF NOT EXISTS, so that a database taken back to an older version by
+	 * dropping only that version's additions (as the migration tests do)
+	 * still comes forward. */
+	"CREATE TABLE IF NOT EXISTS part_copies ("
+	"  part INTEGER PRIMARY KEY REFERENCES part(id) ON DELETE CASCADE,"
+	"  copies INTEGER NOT NULL CHECK (copies BETWEEN 2 AND 3));"
+	"CREATE TABLE IF NOT EXISTS disk_domain ("
+	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE,"
+	"  domain TEXT NOT NULL CHECK (length(domain) BETWEEN 1 AND 63));"
+	"CREATE TABLE IF NOT EXISTS copy_run ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  copy INTEGER NOT NULL CHECK (copy BETWEEN 1 AND 2),"
+	"  lstart INTEGER NOT NULL,"
+	"  lend INTEGER NOT NULL,"
+	"  count INTEGER NOT NULL CHECK (count >= 1),"
+	"  stride INTEGER NOT NULL CHECK (stride >= 1),"
+	"  disk INTEGER NOT NULL REFERENCES disk(id),"
+	"  pstart INTEGER NOT NULL CHECK (pstart >= 1),"
+	"  PRIMARY KEY (part, copy, lstart)) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS copy_run_lend ON copy_run(part, copy, lend);"
+	"CREATE INDEX IF NOT EXISTS copy_run_disk ON copy_run(disk);"
+	"CREATE TABLE IF NOT EXISTS copy_stale ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  copy INTEGER NOT NULL CHECK (copy BETWEEN 0 AND 2),"
+	"  chunk INTEGER NOT NULL CHECK (chunk >= 0),"
+	"  bits BLOB NOT NULL CHECK (length(bits) = 512),"
+	"  PRIMARY KEY (part, copy, chunk)) WITHOUT ROWID;"
+	"CREATE TABLE move_block_new ("
+	"  move INTEGER NOT NULL REFERENCES move(id) ON DELETE CASCADE,"
+	"  block INTEGER NOT NULL CHECK (block >= 0),"
+	"  copy INTEGER NOT NULL DEFAULT 0 CHECK (copy BETWEEN 0 AND 2),"
+	"  src_disk INTEGER NOT NULL,"
+	"  src_pblock INTEGER NOT NULL CHECK (src_pblock >= 1),"
+	"  dst_disk INTEGER NOT NULL,"
+	"  dst_pblock INTEGER NOT NULL CHECK (dst_pblock >= 1),"
+	"  state INTEGER NOT NULL DEFAULT 0 CHECK (state BETWEEN 0 AND 3),"
+	"  PRIMARY KEY (move, block, copy)) WITHOUT ROWID;"
+	"INSERT INTO move_block_new SELECT move, block, 0, src_disk, src_pblock, dst_disk,"
+	"  dst_pblock, state FROM move_block;"
+	"DROP TABLE move_block;"
+	"ALTER TABLE move_block_new RENAME TO move_block;",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -8,13 +8,17 @@
  * span are real-time on the disks it books), the best-effort cut at the
  * disk's piece, the cache's route (a read of a cached block is the SSD
  * copy's; a write keeps the copy equal), a disk that cannot punch, and,
- * for a write, the destinations of blocks being moved and the cache copy.
+ * for a write, the destinations of blocks being moved, the cache copy and
+ * the partition's other copies (each with its own moving destination); a
+ * read of a mirrored partition is served by one in-sync copy.
  *
  * Invariants: the pieces of kind IO and HOLE cover [offset, offset +
  * length) exactly once, in order (but for a PUNCH skipped where a disk
  * cannot punch and zero is not set); a COPY follows the IO piece it
- * repeats, with its buffer bytes; a piece is longer than its disk's BE
- * piece only when real-time; a zero write is at most zero_chunk long.
+ * repeats, with its buffer bytes; a write reaches every copy of its
+ * partition, each copy's pieces covering the same bytes; a piece is
+ * longer than its disk's BE piece only when real-time; a zero write is at
+ * most zero_chunk long.
  */
 #include "config.h"
 
@@ -32,6 +36,14 @@ bool cw_path_in_resv(const struct cw_admit_resv *a, uint64_t offset, uint64_t le
 	       now >= a->span_start_ns && (a->span_end_ns == 0 || now < a->span_end_ns);
 }
 
+int cw_path_read_copy(const struct cw_copy *copies, unsigned n)
+{
+	for (unsigned c = 0; c < n; c++)
+		if (copies[c].in_sync)
+			return (int)c;
+	return -ENODATA;
+}
+
 size_t cw_path_split_max(const struct cw_path_req *rq)
 {
 	uint64_t chunk = rq->zero ? rq->zero_chunk : UINT32_MAX;
@@ -39,10 +51,12 @@ size_t cw_path_split_max(const struct cw_path_req *rq)
 	/* a piece per least bytes and per block; the mirrors of moving
 	 * blocks as many again and a block's; the cache copies as many */
 	size_t base = rq->length / least + rq->length / rq->block_size + 3;
+	size_t copies = rq->copies > 1 ? rq->copies : 1;
 
 	if (rq->op == CW_IO_READ)	/* holes end at blocks */
 		return base + rq->length / rq->block_size + 2;
-	return base + base + rq->block_size / least + 2 + (rq->cached ? base : 0);
+	/* each copy as many as copy 0, with its moving blocks' mirrors */
+	return copies * (base + base + rq->block_size / least + 2) + (rq->cached ? base : 0);
 }
 
 /* What the split keeps between pieces. */
@@ -128,6 +142,30 @@ static int mirrors(struct split *s, const struct cw_path_piece *p, uint64_t off,
 	return 0;
 }
 
+/* The write p (at partition offset off, length bytes) repeated on every
+ * other copy of the partition (cs, where each holds those bytes), each
+ * with the destination of its block if it is being moved. */
+static int copies_write(struct split *s, const struct cw_path_piece *p, uint64_t off,
+			const struct cw_copy *cs, uint64_t length)
+{
+	int r;
+
+	for (uint32_t c = 1; c < s->rq->copies; c++) {
+		struct cw_extent m = { .disk_id = cs[c].disk_id, .phys_offset = cs[c].phys_offset,
+				       .length = length };
+		/* The copy's own piece, as mirrors() sees it: where its
+		 * moving block's source is. */
+		struct cw_path_piece pc = *p;
+
+		pc.disk_id = m.disk_id;
+		pc.phys_offset = m.phys_offset;
+		pc.length = length;
+		if ((r = copy(s, p, 0, &m)) < 0 || (r = mirrors(s, &pc, off, &m)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path_req *rq,
 		  int (*emit)(void *arg, const struct cw_path_piece *p), void *arg)
 {
@@ -143,6 +181,7 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 	while (off < end) {
 		uint64_t want = CW_MIN(end - off, chunk);
 		struct cw_extent e, ce;
+		struct cw_copy cs[CW_COPIES_MAX];
 		struct cw_path_disk d;
 		enum cw_io_op op = rq->op;
 		enum cw_cache_route cr = CW_CACHE_ORIGIN;
@@ -168,6 +207,18 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 		r = ops->map(lay, off, want, &e);
 		if (r < 0)
 			return r;
+		if (rq->copies > 1) {
+			if ((r = ops->copies(lay, off, cs)) < 0)
+				return r;
+			if (op == CW_IO_READ) {
+				int c = cw_path_read_copy(cs, rq->copies);
+
+				if (c < 0)
+					return -EIO;	/* no copy holds the data */
+				e.disk_id = cs[c].disk_id;
+				e.phys_offset = cs[c].phys_offset;
+			}
+		}
 		if ((r = disk_of(&s, e.disk_id, &d)) < 0)
 			return r;
 		prt = rt_on(&s, rt, e.disk_id);
@@ -212,6 +263,8 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 				if ((r = copy(&s, &p, 0, &ce)) < 0)
 					return r;
 			}
+			if (rq->copies > 1 && (r = copies_write(&s, &p, off, cs, e.length)) < 0)
+				return r;
 		}
 		off += e.length;
 	}
@@ -245,6 +298,11 @@ static int part_mirrors(void *lay, uint64_t offset, const struct cw_extent *ext,
 				     ret_mirrors, max);
 }
 
+static int part_copies(void *lay, uint64_t offset, struct cw_copy *ret)
+{
+	return cw_part_map_copies(((struct cw_path_part *)lay)->part, offset, ret);
+}
+
 static int part_disk(void *lay, uint32_t disk_id, struct cw_path_disk *ret)
 {
 	struct cw_path_part *pp = lay;
@@ -258,4 +316,5 @@ const struct cw_path_ops cw_path_part_ops = {
 	.route = part_route,
 	.mirrors = part_mirrors,
 	.disk = part_disk,
+	.copies = part_copies,
 };

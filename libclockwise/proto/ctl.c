@@ -59,7 +59,7 @@ enum cw_ctl_code cw_ctl_code_from_errno(int neg_errno)
 	case EPERM: case EACCES: case EROFS: return CW_CTL_E_PERMISSION_DENIED;
 	case ENOENT: case ESRCH: return CW_CTL_E_NOT_FOUND;
 	case EEXIST: return CW_CTL_E_EXISTS;
-	case ENOSPC: case EFBIG: return CW_CTL_E_NO_SPACE;
+	case ENOSPC: case EFBIG: case EXDEV: return CW_CTL_E_NO_SPACE;
 	case EBUSY: case ESTALE: return CW_CTL_E_BUSY;
 	case EIO: case EUCLEAN: case ENOTBLK: return CW_CTL_E_IO_ERROR;
 	case ENODEV: case ENXIO: return CW_CTL_E_UNAVAILABLE;
@@ -80,8 +80,10 @@ static const struct cw_ctl_arg_spec no_args[] = { END };
 static const struct cw_ctl_arg_spec name_only[] = { SR("name"), END };
 static const struct cw_ctl_arg_spec id_only[] = { UR("id"), END };
 static const struct cw_ctl_arg_spec disk_add[] = {
-	SR("path"), S("tier"), S("name"), S("emulate"), END
+	SR("path"), S("tier"), S("name"), S("emulate"), S("domain"), END
 };
+/* domain "": the disk's own. */
+static const struct cw_ctl_arg_spec disk_set[] = { SR("name"), S("domain"), END };
 static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
 /* force: part.delete even when it holds data, export.remove even while
  * clients are connected (they are disconnected) */
@@ -94,7 +96,7 @@ static const struct cw_ctl_arg_spec disk_calibrate[] = {
 };
 static const struct cw_ctl_arg_spec part_create[] = {
 	SR("name"), UR("size"), S("policy"), S("tier"), S("zone"), S("disk"), B("tier_fallback"),
-	END
+	U("copies"), END
 };
 /* disks: names or ids, comma-separated. */
 static const struct cw_ctl_arg_spec part_move[] = {
@@ -138,6 +140,7 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_ADD] = { "disk.add", CW_CTL_ACCESS_CHANGE, disk_add },
 	[CW_CTL_CMD_DISK_LIST] = { "disk.list", CW_CTL_ACCESS_READ, no_args },
 	[CW_CTL_CMD_DISK_REMOVE] = { "disk.remove", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_DISK_SET] = { "disk.set", CW_CTL_ACCESS_CHANGE, disk_set },
 	[CW_CTL_CMD_DISK_CALIBRATE] = { "disk.calibrate", CW_CTL_ACCESS_CHANGE, disk_calibrate },
 	[CW_CTL_CMD_DISK_EVACUATE] = { "disk.evacuate", CW_CTL_ACCESS_CHANGE, name_only },
 	[CW_CTL_CMD_PART_MOVE] = { "part.move", CW_CTL_ACCESS_CHANGE, part_move },

@@ -79,6 +79,7 @@ void on_signal(int sig);
 
 void print_disks(json_object *a);
 int c_disk_add(int argc, char **argv);
+int c_disk_set(int argc, char **argv);
 int c_disk_calibrate(int argc, char **argv);
 int c_disk_plan(int argc, char **argv);
 

@@ -57,19 +57,53 @@ static void print_disk_added(json_object *d)
 	       get(d, "emulate") ? gs(get(d, "emulate"), "name") : "");
 }
 
+static void print_disk_set(json_object *d)
+{
+	printf("disk %s: failure domain %s\n", gs(d, "name"), gs(d, "domain"));
+}
+
+/* disk set NAME --domain DOMAIN ("" for the disk's own). */
+int c_disk_set(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { "domain", required_argument, NULL, 'D' },
+					    { 0 } };
+	json_object *a = args_new();
+	bool have = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hD:", lo)) != -1) {
+		if (o != 'D')
+			return json_object_put(a), EXIT_USAGE;
+		if (optarg[0])	/* absent: its own */
+			put_str(a, "domain", optarg);
+		have = true;
+	}
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one disk NAME");
+	if (!have)
+		return json_object_put(a), usage_error("--domain is required (\"\" for the disk's own)");
+	put_str(a, "name", argv[optind]);
+	return call(CW_CTL_CMD_DISK_SET, a, print_disk_set);
+}
+
 int c_disk_add(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		HELP_OPT, { "tier", required_argument, NULL, 't' },
 		{ "name", required_argument, NULL, 'n' },
-		{ "emulate", required_argument, NULL, 'e' }, { 0 }
+		{ "emulate", required_argument, NULL, 'e' },
+		{ "domain", required_argument, NULL, 'D' }, { 0 }
 	};
 	json_object *a = args_new();
 	char path[PATH_MAX];
 	int o;
 
-	while ((o = next_opt(argc, argv, "ht:n:e:", lo)) != -1) {
-		if (o == 't')
+	while ((o = next_opt(argc, argv, "ht:n:e:D:", lo)) != -1) {
+		if (o == 'D' && optarg[0])
+			put_str(a, "domain", optarg);
+		else if (o == 'D')
+			continue;
+		else if (o == 't')
 			put_str(a, "tier", optarg);
 		else if (o == 'n')
 			put_str(a, "name", optarg);

@@ -35,15 +35,16 @@ static const char *part_available(json_object *p, char *buf, size_t n)
 
 void print_parts(json_object *a)
 {
-	struct table t = { .ncols = 6 };
+	struct table t = { .ncols = 7 };
 
-	table_row(&t, "NAME", "SIZE", "POLICY", "TIER", "ZONE", "AVAILABLE");
+	table_row(&t, "NAME", "SIZE", "POLICY", "TIER", "ZONE", "COPIES", "AVAILABLE");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *p = json_object_array_get_idx(a, i);
-		char size[CW_UNITS_BUF], av[256];
+		char size[CW_UNITS_BUF], av[256], copies[32];
 
+		snprintf(copies, sizeof(copies), "%" PRId64, get(p, "copies") ? gi(p, "copies") : 1);
 		table_row(&t, gs(p, "name"), fsize(p, "size", size), gs(p, "policy"),
-			  gs(p, "tier"), gs(p, "zone"), part_available(p, av, sizeof(av)));
+			  gs(p, "tier"), gs(p, "zone"), copies, part_available(p, av, sizeof(av)));
 	}
 	table_print(&t, stdout);
 }
@@ -52,8 +53,11 @@ static void print_part_done(json_object *p)
 {
 	char size[CW_UNITS_BUF];
 
-	printf("partition %s: %s, policy %s, tier %s, zone %s\n", gs(p, "name"),
+	printf("partition %s: %s, policy %s, tier %s, zone %s", gs(p, "name"),
 	       fsize(p, "size", size), gs(p, "policy"), gs(p, "tier"), gs(p, "zone"));
+	if (get(p, "copies") && gi(p, "copies") > 1)
+		printf(", %" PRId64 " copies", gi(p, "copies"));
+	printf("\n");
 }
 
 int c_part_create(int argc, char **argv)
@@ -62,14 +66,15 @@ int c_part_create(int argc, char **argv)
 		HELP_OPT, { "size", required_argument, NULL, 's' },
 		{ "policy", required_argument, NULL, 'p' }, { "tier", required_argument, NULL, 't' },
 		{ "zone", required_argument, NULL, 'z' }, { "disk", required_argument, NULL, 'd' },
-		{ "tier-fallback", no_argument, NULL, 'F' }, { 0 }
+		{ "tier-fallback", no_argument, NULL, 'F' },
+		{ "copies", required_argument, NULL, 'c' }, { 0 }
 	};
 	json_object *a = args_new();
 	uint64_t size;
 	bool have_size = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hs:p:t:z:d:F", lo)) != -1) {
+	while ((o = next_opt(argc, argv, "hs:p:t:z:d:Fc:", lo)) != -1) {
 		switch (o) {
 		case 's':
 			if (!size_arg("--size", optarg, &size))
@@ -82,6 +87,12 @@ int c_part_create(int argc, char **argv)
 		case 'z': put_str(a, "zone", optarg); break;
 		case 'd': put_str(a, "disk", optarg); break;
 		case 'F': json_object_object_add(a, "tier_fallback", json_object_new_boolean(1)); break;
+		case 'c':
+			if (strlen(optarg) != 1 || optarg[0] < '1' || optarg[0] > '0' + CW_COPIES_MAX)
+				return json_object_put(a),
+				       usage_error("--copies: 1, 2 or 3");
+			put_u64(a, "copies", (uint64_t)(optarg[0] - '0'));
+			break;
 		default: return json_object_put(a), EXIT_USAGE;
 		}
 	}
@@ -94,6 +105,26 @@ int c_part_create(int argc, char **argv)
 }
 
 static bool show_all_runs;	/* part show --all */
+
+/* A partition with copies: where each copy is and whether it is in sync. */
+static void print_copy_runs(json_object *p, size_t shown)
+{
+	json_object *cr = get(p, "copy_runs");
+	struct table t = { .ncols = 6 };
+
+	if (!cr)
+		return;
+	printf("\n%s copies, %s out of sync\n", gs(p, "copies"),
+	       get(p, "stale_copies") ? gs(p, "stale_copies") : "0");
+	table_row(&t, "COPY", "FIRST-BLOCK", "BLOCKS", "DISK", "DISK-OFFSET", "IN-SYNC");
+	for (size_t i = 0; i < json_object_array_length(cr) && i < shown * 3; i++) {
+		json_object *r = json_object_array_get_idx(cr, i);
+
+		table_row(&t, gs(r, "copy"), gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk"),
+			  gs(r, "offset"), json_object_get_boolean(get(r, "in_sync")) ? "yes" : "no");
+	}
+	table_print(&t, stdout);
+}
 
 static void print_part_show(json_object *p)
 {
@@ -134,6 +165,7 @@ static void print_part_show(json_object *p)
 		table_row(&u, gs(r, "first_block"), gs(r, "blocks"), gs(r, "disk"), gs(r, "offset"));
 	}
 	table_print(&u, stdout);
+	print_copy_runs(p, shown);
 	if (runs && (size_t)gi(p, "runs_total") > json_object_array_length(runs))
 		printf("(%" PRId64 " runs in all; --all lists them)\n", gi(p, "runs_total"));
 	else if (runs && json_object_array_length(runs) > shown)

@@ -512,7 +512,8 @@ static int be_request(struct run *r, uint32_t part, uint64_t off, uint64_t bytes
 		      uint64_t client, uint32_t parent, bool from_client, int64_t now,
 		      uint32_t *ret_pending, bool *ret_rejected)
 {
-	struct sim_path lay = { .s = r->setup, .blocks = r->be_blocks, .part = part,
+	struct sim_path lay = { .s = r->setup, .blocks = r->be_blocks,
+				.xblocks = r->setup->be_xblocks, .part = part,
 				.cache = r->cache, .cslot = r->cslot, .hits = &r->c_hits,
 				.misses = &r->c_misses, .mv = r->mv };
 	struct be_out o = { .r = r, .client = client, .parent = parent,

@@ -9,7 +9,8 @@
  *
  * Invariant: disk ids are a disk's index plus one (ids start at 1, as the
  * pool's do), SIM_PATH_SSD is the cache's; a run the map answers is
- * contiguous on one disk, as cw_part_map's is.  cwsim has no holes (every
+ * contiguous on one disk, as cw_part_map's is, and with copies on every
+ * copy's disk (cwsim's runs are single blocks unless the copies follow).  cwsim has no holes (every
  * block reads from its disk) and its disks do not punch.
  */
 #include "config.h"
@@ -30,6 +31,21 @@ static struct sim_pblock path_block(const struct sim_path *p, uint64_t g)
 		return p->blocks[g];
 	return (struct sim_pblock){ .disk = (unsigned)(g % sc->disks),
 				    .off = sim_be_start(sc) + g / sc->disks * sc->be_pblock_bytes };
+}
+
+/* Whether every copy c >= 1 of block g follows that copy of g - 1. */
+static bool copies_follow(const struct sim_path *p, uint64_t g)
+{
+	unsigned k = p->s->sc->copies;
+
+	for (unsigned c = 1; p->xblocks && c < k; c++) {
+		const struct sim_pblock *a = &p->xblocks[(g - 1) * (k - 1) + c - 1];
+		const struct sim_pblock *b = &p->xblocks[g * (k - 1) + c - 1];
+
+		if (a->disk != b->disk || b->off != a->off + p->s->sc->be_pblock_bytes)
+			return false;
+	}
+	return true;
 }
 
 static int path_allocated(void *lay, uint64_t off, uint64_t len, uint64_t *ret_len)
@@ -56,7 +72,7 @@ static int path_map(void *lay, uint64_t off, uint64_t len, struct cw_extent *ret
 	while (ret->length < len && ++b < ppp) {
 		struct sim_pblock next = path_block(p, ++g);
 
-		if (next.disk != at.disk || next.off != at.off + pb)
+		if (next.disk != at.disk || next.off != at.off + pb || !copies_follow(p, g))
 			break;
 		ret->length = CW_MIN(len, ret->length + pb);
 		at = next;
@@ -97,6 +113,29 @@ static int path_mirrors(void *lay, uint64_t off, const struct cw_extent *ext, ui
 	return p->mv ? sim_move_mirrors(p->mv, p->part, off, ext->length, ret_skips, ret, max) : 0;
 }
 
+/* Every copy of the bytes at off: copy 0 where path_map says, the others
+ * where the pool put them (every copy in sync: cwsim fails no disk). */
+static int path_copies(void *lay, uint64_t off, struct cw_copy *ret)
+{
+	const struct sim_path *p = lay;
+	unsigned k = p->s->sc->copies;
+	uint64_t pb = p->s->sc->be_pblock_bytes, ppp = p->s->be_part_bytes / pb;
+	uint64_t g = p->part * ppp + off / pb;
+	struct sim_pblock at = path_block(p, g);
+
+	if (off / pb >= ppp || !p->xblocks)
+		return -ERANGE;
+	ret[0] = (struct cw_copy){ .disk_id = at.disk + 1, .phys_offset = at.off + off % pb,
+				   .in_sync = true };
+	for (unsigned c = 1; c < k; c++) {
+		const struct sim_pblock *x = &p->xblocks[g * (k - 1) + c - 1];
+
+		ret[c] = (struct cw_copy){ .disk_id = x->disk + 1,
+					   .phys_offset = x->off + off % pb, .in_sync = true };
+	}
+	return 0;
+}
+
 static int path_disk(void *lay, uint32_t id, struct cw_path_disk *ret)
 {
 	const struct sim_path *p = lay;
@@ -112,7 +151,7 @@ static int path_disk(void *lay, uint32_t id, struct cw_path_disk *ret)
 
 const struct cw_path_ops sim_path_ops = {
 	.allocated = path_allocated, .map = path_map, .route = path_route,
-	.mirrors = path_mirrors, .disk = path_disk,
+	.mirrors = path_mirrors, .disk = path_disk, .copies = path_copies,
 };
 
 int sim_path_split(struct sim_path *p, uint64_t off, uint64_t bytes, bool write,
@@ -122,6 +161,7 @@ int sim_path_split(struct sim_path *p, uint64_t off, uint64_t bytes, bool write,
 		.offset = off, .length = bytes, .op = write ? CW_IO_WRITE : CW_IO_READ,
 		.cached = p->cache != NULL,
 		.block_size = (uint32_t)CW_MIN(p->s->sc->be_pblock_bytes, UINT32_MAX),
+		.copies = p->xblocks ? p->s->sc->copies : 1,
 	};
 
 	return cw_path_split(&sim_path_ops, p, &rq, emit, arg);

@@ -94,7 +94,8 @@ static struct cw_part_opts part_opts(const struct sim_setup *s, enum cw_zone_pre
 		[SIM_RANDOM] = CW_PLACE_RANDOM,
 		[SIM_SINGLE] = CW_PLACE_SINGLE,
 	};
-	struct cw_part_opts o = { .placement = as[s->placement], .zone = zone };
+	struct cw_part_opts o = { .placement = as[s->placement], .zone = zone,
+				  .copies = s->sc->copies };
 
 	if (s->placement == SIM_SINGLE)
 		o.disk_id = s->disk_ids[stream % s->sc->disks];
@@ -147,6 +148,24 @@ static int map(const struct sim_setup *s, struct cw_part *part, uint64_t off,
 	return -ENODEV;
 }
 
+/* Copies 1.. of block b of part, as disk indexes and offsets. */
+static int map_copies(const struct sim_setup *s, struct cw_part *part, uint64_t b,
+		      struct sim_pblock *ret)
+{
+	struct cw_copy cs[CW_COPIES_MAX];
+	int e = cw_part_block_copies(part, b, cs);
+
+	for (unsigned c = 1; e == 0 && c < s->sc->copies; c++) {
+		e = -ENODEV;
+		for (unsigned d = 0; d < s->sc->disks; d++)
+			if (s->disk_ids[d] == cs[c].disk_id) {
+				ret[c - 1] = (struct sim_pblock){ .disk = d, .off = cs[c].phys_offset };
+				e = 0;
+			}
+	}
+	return e;
+}
+
 static int be_parts(struct sim_setup *s, struct cw_pool *pool)
 {
 	const struct sim_scenario *sc = s->sc;
@@ -156,6 +175,12 @@ static int be_parts(struct sim_setup *s, struct cw_pool *pool)
 	s->be_blocks = calloc(ppp * sc->be_partitions, sizeof(*s->be_blocks));
 	if (!s->be_blocks)
 		return -ENOMEM;
+	if (sc->copies > 1) {
+		s->be_xblocks = calloc(ppp * sc->be_partitions * (sc->copies - 1),
+				       sizeof(*s->be_xblocks));
+		if (!s->be_xblocks)
+			return -ENOMEM;
+	}
 	if (s->placement == SIM_SINGLE)
 		o.placement = CW_PLACE_ROTATION;	/* best effort over every disk */
 	for (unsigned p = 0; p < sc->be_partitions; p++) {
@@ -171,6 +196,8 @@ static int be_parts(struct sim_setup *s, struct cw_pool *pool)
 				name);
 		for (uint64_t k = 0; k < ppp && e == 0; k++)
 			e = map(s, part, k * sc->be_pblock_bytes, &b[k].disk, &b[k].off);
+		for (uint64_t k = 0; k < ppp && e == 0 && sc->copies > 1; k++)
+			e = map_copies(s, part, k, &s->be_xblocks[(p * ppp + k) * (sc->copies - 1)]);
 		if (e < 0)
 			return e;
 	}

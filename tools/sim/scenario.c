@@ -87,6 +87,7 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.be_bytes = 4 * SIM_KIB,
 		.be_write_pct = 45,
 		.be_partitions = 8,
+		.copies = 1,
 		.be_pblock_bytes = SIM_MIB,
 		.cache_ssd_us = 100,
 		.move_at_ns = -1,
@@ -474,6 +475,7 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 	UINT_KEY("clip_blocks", clip_blocks, 1, 1000000, "expected 1..1000000")
 	UINT_KEY("be_write_pct", be_write_pct, 0, 100, "expected 0..100")
 	UINT_KEY("be_partitions", be_partitions, 1, 1024, "expected 1..1024")
+	UINT_KEY("copies", copies, 1, CW_COPIES_MAX, "expected 1..3 (copies of each block)")
 	UINT_KEY("cache_pct", cache_pct, 0, 100, "expected 0..100 (percent of the BE blocks)")
 	UINT_KEY("cache_ssd_us", cache_ssd_us, 1, 1000000, "expected 1..1000000 (microseconds)")
 	UINT_KEY("loads", loads, 1, 1000, "expected 1..1000")
@@ -663,6 +665,23 @@ static int load_model_pool(const char *spec, struct cw_model *ret)
 	return e;
 }
 
+/* What runs on a pool (what: "move", "copies"): one placement, no
+ * periodic server, and the scenario's pool or a scratch one.  Prints why
+ * not. */
+static int on_pool(struct sim_scenario *sc, const char *what)
+{
+	if (__builtin_popcount(sc->placements) != 1) {
+		fprintf(stderr, "cwsim: %s: one placement, not several\n", what);
+		return -EINVAL;
+	}
+	if (sc->server_period_ns) {
+		fprintf(stderr, "cwsim: %s: runs on a pool, whose admission keeps its own "
+			"best-effort room; server_period_ms does not apply\n", what);
+		return -EINVAL;
+	}
+	return !sc->pool_path[0] && sim_pool_scratch(sc) < 0 ? -EINVAL : 0;
+}
+
 int sim_scenario_finish(struct sim_scenario *sc)
 {
 	int e;
@@ -705,18 +724,22 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		fprintf(stderr, "cwsim: be_peak must be at least be_rate\n");
 		return -EINVAL;
 	}
-	if (sc->move_at_ns >= 0) {
-		/* the mover runs on a pool: the scenario's, or a scratch one */
-		if (__builtin_popcount(sc->placements) != 1) {
-			fprintf(stderr, "cwsim: move: one placement, not several\n");
+	/* the mover runs on a pool, and copies are placed by the pool's
+	 * placement: the scenario's, or a scratch one */
+	if (sc->move_at_ns >= 0 && on_pool(sc, "move") < 0)
+		return -EINVAL;
+	if (sc->copies > 1) {
+		if (sc->copies > sc->disks) {
+			fprintf(stderr, "cwsim: copies: %u copies need %u disks, the scenario has "
+				"%u\n", sc->copies, sc->copies, sc->disks);
 			return -EINVAL;
 		}
-		if (sc->server_period_ns) {
-			fprintf(stderr, "cwsim: move: runs on a pool, whose admission keeps its own "
-				"best-effort room; server_period_ms does not apply\n");
+		if (sc->cache_pct) {
+			fprintf(stderr, "cwsim: copies: an SSD cache in front of copies is not "
+				"supported yet (cache_pct)\n");
 			return -EINVAL;
 		}
-		if (!sc->pool_path[0] && sim_pool_scratch(sc) < 0)
+		if (on_pool(sc, "copies") < 0)
 			return -EINVAL;
 	}
 	if (sc->pool_path[0]) {

@@ -143,6 +143,11 @@ struct sim_scenario {
 	 * (cw_part_create, as clockwised does) and its admission state
 	 * (cw_admit_state_reserve) in place of cwsim's own (empty: none). */
 	char pool_path[PATH_MAX];
+	/* Copies of each block of the partitions cwsim lays out (1..3),
+	 * placed by the pool's placement (cw_part_create): more than one
+	 * runs on a pool, the scenario's or a scratch one.  Writes go to
+	 * every copy, reads to the first in sync (cw_path_split). */
+	unsigned copies;
 	enum sim_plan plan;
 	unsigned loads;			/* sweep: load points per placement */
 	unsigned be_orders;		/* bit mask of enum sim_be_order */
@@ -263,6 +268,9 @@ struct sim_setup {
 	 * be_pblock_bytes of them per partition, partition after partition
 	 * (NULL: striped over the BE area), and the disks' pool ids. */
 	struct sim_pblock *be_blocks;
+	/* With copies: copies 1.. of those blocks, block after block
+	 * (sc->copies - 1 each); NULL with one copy. */
+	struct sim_pblock *be_xblocks;
 	uint32_t disk_ids[SIM_MAX_DISKS];
 };
 
@@ -457,6 +465,7 @@ int sim_move_result(struct sim_move *m, struct sim_result *res);
 struct sim_path {
 	const struct sim_setup *s;
 	const struct sim_pblock *blocks;
+	const struct sim_pblock *xblocks;	/* sim_setup.be_xblocks */
 	uint32_t part;
 	struct cw_cache_policy *cache;
 	const uint32_t *cslot;

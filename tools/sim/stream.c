@@ -44,6 +44,7 @@ void sim_setup_done(struct sim_setup *s)
 	free(s->adm_model);
 	free(s->mech_model);
 	free(s->be_blocks);
+	free(s->be_xblocks);
 	*s = (struct sim_setup){ 0 };
 }
 

@@ -37,6 +37,8 @@
  *   -ENODEV     the partition (or disk) is unavailable: a disk is missing
  *   -ERANGE     offset or block range beyond the end of a partition
  *   -ESTALE     a move plan no longer matches the partition (it changed)
+ *   -EXDEV      a partition's copies need more failure domains (disks) than
+ *               its candidate disks span
  */
 #ifndef CLOCKWISE_LAYOUT_H
 #define CLOCKWISE_LAYOUT_H
@@ -55,6 +57,7 @@ extern "C" {
 #define CW_EXPORTS_MAX		256	/* exports a daemon serves at once */
 #define CW_ZONES		3	/* outer, middle, inner */
 #define CW_UUID_STRING_LEN	36	/* 8-4-4-4-12, without the NUL */
+#define CW_COPIES_MAX		3	/* copies of each block a partition may keep */
 
 /* Why a call failed: a sentence for a human, and for -ENOSPC the numbers. */
 struct cw_error {
@@ -164,6 +167,10 @@ struct cw_disk_info {
 	 * with zone_start[CW_ZONES] the end of the data area. */
 	uint64_t zone_start_bytes[CW_ZONES + 1];
 	uint64_t zone_free_blocks[CW_ZONES];
+	/* The failure domain ("": the disk's own, shared with no other
+	 * disk).  Copies of a block are kept in distinct domains; an RBD
+	 * image and a local disk never share one, whatever their names. */
+	char domain[CW_NAME_MAX + 1];
 };
 
 /* Adds the block device or regular file at path to the pool as tier
@@ -174,6 +181,11 @@ struct cw_disk_info {
  * label and one block (-ENOSPC). */
 int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const char *name,
 		uint32_t *ret_id);
+
+/* Sets a disk's failure domain (a name as cw_name_valid says, or "" or
+ * NULL: its own).  -EBUSY, and nothing changes, when a partition would
+ * then have two copies of a block in one domain. */
+int cw_disk_set_domain(struct cw_pool *pool, uint32_t disk_id, const char *domain);
 
 /* Removes an empty disk from the pool and erases its label; -EBUSY while
  * any partition has a block on it or a stored reservation has a part on it
@@ -222,6 +234,12 @@ struct cw_part_opts {
 	enum cw_zone_pref zone;
 	uint32_t disk_id;	/* CW_PLACE_SINGLE: this disk; 0: the one with most space */
 	bool tier_fallback;	/* CW_TIER_PREF_SSD: other disks when SSDs are full */
+	/* Copies of each block, 1..CW_COPIES_MAX (0: 1), each on its own
+	 * disk in its own failure domain; fixed when the partition is made.
+	 * Copy 0 is placed by the policy above, copy c on the next disk
+	 * (rotation, single: disk by disk) or a random one (random) that
+	 * shares no domain with the block's copies before it. */
+	uint32_t copies;
 };
 
 struct cw_part_info {
@@ -232,6 +250,8 @@ struct cw_part_info {
 	struct cw_part_opts opts;
 	bool available;		/* false: a block is on a missing disk */
 	uint64_t missing_blocks;	/* how many blocks are on missing disks */
+	uint32_t copies;		/* opts.copies, 1 for a single copy */
+	uint64_t stale_copies;		/* copies of blocks that are out of sync */
 };
 
 /* Names: 1..CW_NAME_MAX bytes of [A-Za-z0-9._-], not starting with '.'
@@ -291,6 +311,29 @@ int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
  * ret_disk_ids[0..nblocks).  -ERANGE if the range passes the end. */
 int cw_part_block_disks(const struct cw_part *part, uint64_t first_block, uint64_t nblocks,
 			uint32_t *ret_disk_ids);
+
+/* ---- copies (lock-free) ---- */
+
+/* One copy of a block, or of an extent: where it is and whether it holds
+ * the block's data (false: out of sync, not to be read). */
+struct cw_copy {
+	uint32_t disk_id;
+	uint64_t phys_offset;	/* bytes on the disk (label included) */
+	bool in_sync;
+};
+
+/* The copies each block of the partition has (1 without mirrors). */
+uint32_t cw_part_copies(const struct cw_part *part);
+
+/* Every copy of the bytes at offset, for the extent cw_part_map() gave
+ * for offset (on a partition with copies, an extent it returns is
+ * contiguous on every copy, so each copy holds those bytes from its
+ * phys_offset on): ret[0..cw_part_copies()), copy 0 first, the one
+ * cw_part_map() names.  -ERANGE beyond the end. */
+int cw_part_map_copies(const struct cw_part *part, uint64_t offset, struct cw_copy *ret);
+
+/* The copies of block b (disk, the block's first byte, in sync), as above. */
+int cw_part_block_copies(const struct cw_part *part, uint64_t block, struct cw_copy *ret);
 
 uint64_t cw_part_size_bytes(const struct cw_part *part);
 uint64_t cw_part_nblocks(const struct cw_part *part);

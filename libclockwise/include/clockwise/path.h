@@ -5,7 +5,8 @@
  * partition's bytes becomes the pieces the disks serve.  One pass over the extent answers, run by run: holes (a
  * READ of one reads zeros without I/O), the block map, the SSD cache's
  * route, the destinations of blocks being moved (a write goes to both
- * copies), the class (real-time inside a reservation's range and span on
+ * copies; every copy of a mirrored partition), the class (real-time
+ * inside a reservation's range and span on
  * the disks it books, best effort otherwise) and the best-effort cut (a
  * BE piece is at most its disk's piece, so that it fits in less slack).
  *
@@ -60,6 +61,10 @@ struct cw_path_ops {
 		       uint64_t *ret_skips, struct cw_extent *ret_mirrors, unsigned max);
 	/* The disk disk_id, or -ENODEV. */
 	int (*disk)(void *lay, uint32_t disk_id, struct cw_path_disk *ret);
+	/* cw_part_map_copies(): every copy of the bytes at offset, for the
+	 * extent map gave there, copy 0 (map's) first; asked only when the
+	 * request has copies > 1. */
+	int (*copies)(void *lay, uint64_t offset, struct cw_copy *ret);
 };
 
 /* A real partition's answers (cw_part_allocated, cw_part_map,
@@ -83,6 +88,11 @@ struct cw_path_req {
 	uint32_t zero_chunk;		/* zeros are written in pieces of at most this */
 	const struct cw_admit_resv *resv;	/* the export's stream, or NULL */
 	int64_t arrival_ns;		/* on the clock of resv's span */
+	/* The partition's copies (cw_part_copies; 0: 1).  A write goes to
+	 * every copy: copy 0's piece is the IO piece, each other copy's a
+	 * COPY piece after it (and a moving block's destination on either
+	 * is a COPY too); a read to one in-sync copy (cw_path_read_copy). */
+	uint32_t copies;
 };
 
 enum cw_path_kind {
@@ -104,6 +114,13 @@ struct cw_path_piece {
 	 * real-time one, the stream's first there). */
 	bool first_on_disk;
 };
+
+/* The copy of n (n >= 1) that a read is served from: the first in sync
+ * (copy 0 while it is), or -ENODATA when none is.  RADIR's snake choice
+ * (the copy whose slot record has the earliest vacancy, then the lowest
+ * load: getMinDiskSlot, section IV-D) takes this place when the slot
+ * records can answer it. */
+int cw_path_read_copy(const struct cw_copy *copies, unsigned n);
 
 /* Whether a request of bytes [offset, offset + length) arriving at
  * arrival_ns is inside resv's range and span (its stream's class). */

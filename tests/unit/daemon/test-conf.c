@@ -510,7 +510,7 @@ static void test_bad_disks(void)
 		 "1: disks[0].path = \"dev/a\" is not an absolute path; expected a path starting with /");
 	load_bad("disks = (\n  { path = \"/dev/a\";\n    speed = 7200; name = \"a\"; } );\n",
 		 "3: unknown setting \"speed\" in disks[0]; expected path, name, tier, policy, be_order, slot_us, "
-		 "lanes, model, emulate or fault");
+		 "lanes, model, emulate, fault or domain");
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; fault = \"cut-write=x\"; } );\n",
 		 "1: disks[0].fault: bad fault setting at \"cut-write=x\"; expected fail=N, fail-write=N, "
 		 "fail-fsync=N, tear-write=N, fail-range=OFF+LEN, fail-count=N, cut-write=N, "

@@ -153,7 +153,7 @@ static inline void tp_check_totals(struct cw_pool *pool, uint64_t reserved)
 		CU_ASSERT(zf == disks[i].free_blocks);
 	}
 	for (size_t i = 0; i < np; i++)
-		used += parts[i].nblocks;
+		used += parts[i].nblocks * (parts[i].copies ? parts[i].copies : 1);
 	CU_ASSERT(nfree + used + reserved == data);
 	free(disks);
 	free(parts);

@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Description: mirrored partitions on a real pool (sqlite file, disk
+ * files) — 2 and 3 copies of every block on distinct disks, in distinct
+ * failure domains (named domains, an RBD image apart from local disks),
+ * refused with the reason when the disks lack domains or room; grow,
+ * shrink, delete, moves and a journalled move interrupted by a close keep
+ * the copies apart and every block owned once (the reopen checks it);
+ * extents contiguous on every copy; the copies and their in-sync state
+ * stored and read back, and a schema-11 pool upgraded.
+ */
+#include "config.h"
+
+#include <clockwise/cache.h>
+#include <clockwise/mover.h>
+
+#include "pooltest.h"
+#include "layout/layout-internal.h"
+
+static const uint64_t four[] = { 201, 201, 201, 201 };
+
+/* Every block of p has cw_part_copies(p) copies on distinct disks, in
+ * sync, and (domains given, by disk id) in distinct domains. */
+static void check_apart(struct cw_part *p, const char *const *domains)
+{
+	uint64_t n = cw_part_nblocks(p);
+	uint32_t k = cw_part_copies(p);
+
+	for (uint64_t b = 0; b < n; b++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+		struct cw_extent e;
+
+		CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
+		CU_ASSERT_FATAL(cw_part_map(p, b * cw_part_block_size(p), 0, &e) == 0);
+		CU_ASSERT(e.disk_id == cs[0].disk_id && e.phys_offset == cs[0].phys_offset);
+		for (uint32_t c = 0; c < k; c++) {
+			CU_ASSERT(cs[c].in_sync);
+			for (uint32_t d = 0; d < c; d++) {
+				CU_ASSERT_FATAL(cs[c].disk_id != cs[d].disk_id);
+				if (domains && domains[cs[c].disk_id][0])
+					CU_ASSERT(strcmp(domains[cs[c].disk_id],
+							 domains[cs[d].disk_id]) != 0);
+			}
+		}
+	}
+}
+
+static uint64_t disk_free(struct cw_pool *pool, uint32_t id)
+{
+	struct cw_disk_info di;
+
+	CU_ASSERT_FATAL(cw_disk_info(pool, id, &di) == 0);
+	return di.free_blocks;
+}
+
+static void test_two_and_three(void)
+{
+	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
+	struct cw_part_opts o3 = { .placement = CW_PLACE_RANDOM, .copies = 3 };
+	struct cw_part_opts os = { .placement = CW_PLACE_SINGLE, .copies = 2 };
+	struct cw_part *p, *q, *r, *one;
+	struct cw_part_info pi;
+	uint32_t on[5] = { 0 };
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 4, four, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "m2", 40 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT(cw_part_copies(p) == 2);
+	check_apart(p, NULL);
+	/* Rotation: both copies striped, the second one disk further on. */
+	for (uint64_t b = 0; b < 40; b++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+
+		CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
+		CU_ASSERT(cs[1].disk_id == cs[0].disk_id % 4 + 1);
+		on[cs[0].disk_id]++;
+		on[cs[1].disk_id]++;
+	}
+	for (uint32_t d = 1; d <= 4; d++)
+		CU_ASSERT(on[d] == 20);
+	CU_ASSERT(disk_free(t.pool, 1) == 200 - 20);
+	CU_ASSERT_FATAL(cw_part_info(p, &pi) == 0);
+	CU_ASSERT(pi.copies == 2 && pi.nblocks == 40 && pi.stale_copies == 0 &&
+		  pi.opts.copies == 2);
+
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "m3", 30 * TP_BS, &o3, &q) == 0);
+	check_apart(q, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "s2", 10 * TP_BS, &os, &r) == 0);
+	check_apart(r, NULL);
+	for (uint64_t b = 1; b < 10; b++) {	/* single: each copy on one disk */
+		struct cw_copy c0[CW_COPIES_MAX], cb[CW_COPIES_MAX];
+
+		CU_ASSERT_FATAL(cw_part_block_copies(r, 0, c0) == 0);
+		CU_ASSERT_FATAL(cw_part_block_copies(r, b, cb) == 0);
+		CU_ASSERT(c0[0].disk_id == cb[0].disk_id && c0[1].disk_id == cb[1].disk_id);
+	}
+	/* A single copy is as it always was. */
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "one", 8 * TP_BS, NULL, &one) == 0);
+	CU_ASSERT(cw_part_copies(one) == 1);
+	tp_check_totals(t.pool, 0);
+	CU_ASSERT(sql_int(t.db, "SELECT copies FROM part_copies WHERE part ="
+			  " (SELECT id FROM part WHERE name = 'm3')") == 3);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM part_copies WHERE part ="
+			  " (SELECT id FROM part WHERE name = 'one')") == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(DISTINCT copy) FROM copy_run WHERE part ="
+			  " (SELECT id FROM part WHERE name = 'm3')") == 2);
+
+	/* The same after a reopen (which checks every block is owned once
+	 * and no block has two copies on a disk). */
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "m2", &p) == 0);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "m3", &q) == 0);
+	CU_ASSERT(cw_part_copies(p) == 2 && cw_part_copies(q) == 3);
+	check_apart(p, NULL);
+	check_apart(q, NULL);
+	tp_check_totals(t.pool, 0);
+	/* Delete gives back every copy. */
+	CU_ASSERT_FATAL(cw_part_delete(q) == 0);
+	tp_check_totals(t.pool, 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_run WHERE copy = 2") == 0);
+	tp_fini(&t);
+}
+
+static void test_refusals(void)
+{
+	static const uint64_t two[] = { 101, 31 };
+	struct cw_part_opts o2 = { .copies = 2 }, o3 = { .copies = 3 }, o4 = { .copies = 4 };
+	struct cw_part *p;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 2, two, NULL);
+	CU_ASSERT(cw_part_create(t.pool, "x", TP_BS, &o3, &p) == -EXDEV);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "3 failure domains") != NULL);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "too few disks") != NULL);
+	CU_ASSERT(cw_part_create(t.pool, "x", TP_BS, &o4, &p) == -EINVAL);
+	/* 40 blocks would fit one copy, not two: the small disk holds 30. */
+	CU_ASSERT(cw_part_create(t.pool, "x", 40 * TP_BS, &o2, &p) == -ENOSPC);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "other copies") != NULL);
+	tp_check_totals(t.pool, 0);
+	CU_ASSERT(disk_free(t.pool, 1) == 100 && disk_free(t.pool, 2) == 30);
+	/* More than all the free space: refused before anything is taken. */
+	CU_ASSERT(cw_part_create(t.pool, "x", 100 * TP_BS, &o2, &p) == -ENOSPC);
+	CU_ASSERT(cw_pool_last_error(t.pool)->needed_bytes == 200 * TP_BS);
+	/* One domain for both disks: no room for a second copy. */
+	CU_ASSERT_FATAL(cw_disk_set_domain(t.pool, 1, "shelf") == 0);
+	CU_ASSERT_FATAL(cw_disk_set_domain(t.pool, 2, "shelf") == 0);
+	CU_ASSERT(cw_part_create(t.pool, "x", TP_BS, &o2, &p) == -EXDEV);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "distinct disk domains") != NULL);
+	CU_ASSERT_FATAL(cw_disk_set_domain(t.pool, 2, NULL) == 0);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "x", 30 * TP_BS, &o2, &p) == 0);
+	check_apart(p, NULL);
+	/* Growing past what the small disk holds: refused, nothing taken. */
+	CU_ASSERT(cw_part_resize(p, 31 * TP_BS) == -ENOSPC);
+	CU_ASSERT(cw_part_nblocks(p) == 30);
+	tp_check_totals(t.pool, 0);
+	/* A domain that would put two copies together is refused. */
+	CU_ASSERT(cw_disk_set_domain(t.pool, 2, "shelf") == -EBUSY);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "has copies on") != NULL);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM disk_domain WHERE domain = 'shelf'") == 1);
+	CU_ASSERT(cw_disk_set_domain(t.pool, 2, "bad/name") == -EINVAL);
+	/* An SSD cache in front of copies is not there yet. */
+	CU_ASSERT(cw_part_cache_set(p, &(struct cw_cache_conf){ .size_bytes = TP_BS }) ==
+		  -EOPNOTSUPP);
+	tp_fini(&t);
+}
+
+static void test_domains(void)
+{
+	static const uint64_t six[] = { 101, 101, 101, 101, 101, 101 };
+	/* by disk id: two shelves of two and two disks of their own */
+	static const char *const dom[] = { "", "a", "a", "b", "b", "", "" };
+	struct cw_part_opts o3 = { .placement = CW_PLACE_ROTATION, .copies = 3 };
+	struct cw_part_opts or = { .placement = CW_PLACE_RANDOM, .copies = 2 };
+	struct cw_disk_info di;
+	struct cw_part *p, *q;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 6, six, NULL);
+	for (uint32_t d = 1; d <= 6; d++)
+		CU_ASSERT_FATAL(cw_disk_set_domain(t.pool, d, dom[d]) == 0);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 50 * TP_BS, &o3, &p) == 0);
+	check_apart(p, dom);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "q", 50 * TP_BS, &or, &q) == 0);
+	check_apart(q, dom);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_disk_info(t.pool, 2, &di) == 0);
+	CU_ASSERT(strcmp(di.domain, "a") == 0);
+	CU_ASSERT_FATAL(cw_disk_info(t.pool, 6, &di) == 0);
+	CU_ASSERT(di.domain[0] == '\0');
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, dom);
+	tp_fini(&t);
+}
+
+/* An RBD image and a local disk never share a domain, whatever the names:
+ * the rule itself, on the private disk structures (an image needs a
+ * cluster to be added). */
+static void test_rbd_domain(void)
+{
+	struct disk a = { .id = 1, .tier = CW_TIER_HDD, .domain = "site" };
+	struct disk b = { .id = 2, .tier = CW_TIER_RBD, .domain = "site" };
+	struct disk c = { .id = 3, .tier = CW_TIER_SSD, .domain = "site" };
+	struct disk d = { .id = 4, .tier = CW_TIER_RBD, .domain = "site" };
+	struct disk e = { .id = 5, .tier = CW_TIER_HDD };
+	struct disk f = { .id = 6, .tier = CW_TIER_HDD };
+	struct disk *all[] = { &a, &b, &c, &d, &e, &f };
+	struct placement pl = { .disks = all, .ndisks = 6 };
+
+	CU_ASSERT(!lay_same_domain(&a, &b));
+	CU_ASSERT(lay_same_domain(&a, &c));	/* an SSD and an HDD may share one */
+	CU_ASSERT(lay_same_domain(&b, &d));	/* two images may */
+	CU_ASSERT(!lay_same_domain(&e, &f));	/* no name: each its own */
+	CU_ASSERT(lay_same_domain(&e, &e));
+	CU_ASSERT(lay_domains(&pl) == 4);	/* {a, c}, {b, d}, e, f */
+}
+
+static void test_grow_shrink(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
+	struct cw_part *p;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 10 * TP_BS, &o2, &p) == 0);
+	for (int i = 0; i < 5; i++) {
+		CU_ASSERT_FATAL(cw_part_resize(p, (uint64_t)(17 + 9 * i) * TP_BS) == 0);
+		check_apart(p, NULL);
+		tp_check_totals(t.pool, 0);
+		CU_ASSERT_FATAL(cw_part_resize(p, (uint64_t)(6 + 5 * i) * TP_BS) == 0);
+		check_apart(p, NULL);
+		tp_check_totals(t.pool, 0);
+	}
+	CU_ASSERT(cw_part_nblocks(p) == 26);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT(cw_part_nblocks(p) == 26);
+	check_apart(p, NULL);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+}
+
+/* An extent cw_part_map gives is contiguous on every copy. */
+static void test_map_contiguous(void)
+{
+	static const uint64_t two[] = { 101, 101 };
+	struct cw_part_opts os = { .placement = CW_PLACE_SINGLE, .copies = 2 };
+	struct cw_part_opts filler = { .placement = CW_PLACE_SINGLE, .disk_id = 2 };
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct cw_extent e;
+	struct cw_part *p, *f;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 2, two, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 4 * TP_BS, &os, &p) == 0);
+	/* Copy 0 of blocks 4.. follows on its disk, copy 1 does not: a
+	 * block of another partition lies between. */
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "f", TP_BS, &filler, &f) == 0);
+	CU_ASSERT_FATAL(cw_part_resize(p, 8 * TP_BS) == 0);
+	check_apart(p, NULL);
+	CU_ASSERT_FATAL(cw_part_map(p, TP_BS / 2, 0, &e) == 0);
+	CU_ASSERT(e.length == TP_BS / 2);
+	CU_ASSERT_FATAL(cw_part_map(p, 0, 8 * TP_BS, &e) == 0);
+	CU_ASSERT(e.length == 4 * TP_BS);
+	CU_ASSERT_FATAL(cw_part_map_copies(p, 4 * TP_BS + 100, cs) == 0);
+	CU_ASSERT_FATAL(cw_part_map(p, 4 * TP_BS + 100, 4 * TP_BS - 100, &e) == 0);
+	CU_ASSERT(e.length == 4 * TP_BS - 100);
+	CU_ASSERT(cs[0].phys_offset == e.phys_offset && cs[0].disk_id == e.disk_id);
+	CU_ASSERT(cs[1].phys_offset % TP_BS == 100);
+	CU_ASSERT(cw_part_map_copies(p, 8 * TP_BS, cs) == -ERANGE);
+	tp_fini(&t);
+}
+
+/* A move of a mirrored partition never puts a block beside its other copy. */
+static void test_move(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
+	uint32_t to[] = { 1, 2 };
+	struct cw_move_opts mo = { .placement = CW_PLACE_ROTATION, .disk_ids = to, .ndisks = 2 };
+	struct cw_move *m;
+	struct cw_part *p;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 12 * TP_BS, &o2, &p) == 0);
+	/* Onto disks 1 and 2: copy 0 on disk 3 must go to whichever of them
+	 * does not hold copy 1; a copy 1 on disk 3 would have to move too,
+	 * which is refused, saying so. */
+	CU_ASSERT(cw_move_plan(p, 0, 12, &mo, &m) == -EOPNOTSUPP);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "not supported yet") != NULL);
+	/* Block by block: each with copy 0 on disk 3 has copy 1 on disk 1
+	 * (rotation puts it on the next disk), so copy 0 must go to 2. */
+	for (uint64_t b = 0; b < 12; b++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+		struct cw_move_step st;
+
+		CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
+		if (cs[0].disk_id != 3)
+			continue;
+		CU_ASSERT_FATAL(cw_move_plan(p, b, 1, &mo, &m) == 0);
+		CU_ASSERT_FATAL(cw_move_nsteps(m) == 1);
+		CU_ASSERT_FATAL(cw_move_step(m, 0, &st) == 0);
+		CU_ASSERT(st.dst_disk_id != cs[1].disk_id && st.dst_disk_id != 3);
+		CU_ASSERT_FATAL(cw_move_commit(m) == 0);
+		check_apart(p, NULL);
+	}
+	tp_check_totals(t.pool, 0);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, NULL);
+	tp_fini(&t);
+}
+
+/* A journalled move (an evacuation of copy 0's disk where no block has
+ * copy 1 there) interrupted by a close, replayed at the reopen: copies
+ * stay apart and in sync, every block owned once. */
+static void test_journal_replay(void)
+{
+	static const uint64_t four3[] = { 101, 101, 101, 101 };
+	struct cw_part_opts o2 = { .placement = CW_PLACE_SINGLE, .disk_id = 1, .copies = 2 };
+	struct cw_mover_task task;
+	uint64_t *ids = NULL;
+	struct cw_copy cs[CW_COPIES_MAX];
+	size_t n = 0;
+	struct cw_part *p;
+	unsigned done = 0;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 4, four3, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 10 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 0, cs) == 0);
+	CU_ASSERT_FATAL(cs[0].disk_id == 1);
+	CU_ASSERT_FATAL(cw_disk_evacuate(t.pool, 1, &ids, &n) == 0 && n == 1);
+	free(ids);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move_block WHERE copy = 0") == 10);
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
+		CU_ASSERT_FATAL(task.action == CW_MOVER_COPY);
+		CU_ASSERT(task.dst_disk_id != cs[1].disk_id && task.dst_disk_id != 1);
+		CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
+		done++;
+	}
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, NULL);
+	tp_check_totals(t.pool, 10 - done);
+	for (;;) {
+		CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
+		if (task.action == CW_MOVER_IDLE)
+			break;
+		if (task.action != CW_MOVER_COPY)
+			continue;
+		CU_ASSERT(task.dst_disk_id != cs[1].disk_id);
+		CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
+	}
+	check_apart(p, NULL);
+	CU_ASSERT(disk_free(t.pool, 1) == 100);
+	tp_check_totals(t.pool, 0);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, NULL);
+	tp_fini(&t);
+}
+
+/* Out-of-sync bits stored in copy_stale come back at open, are shown,
+ * and a shrink forgets those past the end. */
+static void test_stale_state(void)
+{
+	static const uint64_t two[] = { 101, 101 };
+	struct cw_part_opts o2 = { .copies = 2 };
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct cw_part_info pi;
+	struct cw_part *p;
+	char sql[1400];
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 2, two, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 20 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_stale") == 0);
+	cw_pool_close(t.pool);
+	t.pool = NULL;
+	/* copy 1 of blocks 3 and 17 out of sync (bits 3 and 17: bytes 0 and 2) */
+	snprintf(sql, sizeof(sql), "INSERT INTO copy_stale VALUES ((SELECT id FROM part), 1, 0, "
+		 "X'080002%01018d')", 0);
+	sql_run(t.db, sql);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT_FATAL(cw_part_info(p, &pi) == 0);
+	CU_ASSERT(pi.stale_copies == 2);
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 3, cs) == 0);
+	CU_ASSERT(cs[0].in_sync && !cs[1].in_sync);
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 4, cs) == 0);
+	CU_ASSERT(cs[0].in_sync && cs[1].in_sync);
+	CU_ASSERT_FATAL(cw_part_resize(p, 10 * TP_BS) == 0);
+	CU_ASSERT_FATAL(cw_part_info(p, &pi) == 0);
+	CU_ASSERT(pi.stale_copies == 1);
+	CU_ASSERT_FATAL(cw_part_resize(p, 20 * TP_BS) == 0);
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 17, cs) == 0);
+	CU_ASSERT(cs[1].in_sync);	/* a new block is in sync */
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT_FATAL(cw_part_info(p, &pi) == 0);
+	CU_ASSERT(pi.stale_copies == 1);
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 17, cs) == 0);
+	CU_ASSERT(cs[1].in_sync);
+	tp_fini(&t);
+}
+
+/* A pool of schema 11 (before copies) opens upgraded: its partitions
+ * keep one copy, its disks their own domains, its journal its rows. */
+static void test_upgrade(void)
+{
+	static const uint64_t two[] = { 101, 101 };
+	struct cw_disk_info di;
+	struct cw_part *p;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 2, two, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "old", 10 * TP_BS, NULL, &p) == 0);
+	cw_pool_close(t.pool);
+	t.pool = NULL;
+	/* Back to what schema 11 had, with a journalled move row. */
+	sql_run(t.db, "PRAGMA foreign_keys = OFF;"
+		      " DROP TABLE copy_run; DROP TABLE copy_stale;"
+		      " DROP TABLE part_copies; DROP TABLE disk_domain;"
+		      " CREATE TABLE mb_old (move INTEGER NOT NULL REFERENCES move(id) ON DELETE"
+		      " CASCADE, block INTEGER NOT NULL CHECK (block >= 0), src_disk INTEGER NOT"
+		      " NULL, src_pblock INTEGER NOT NULL CHECK (src_pblock >= 1), dst_disk INTEGER"
+		      " NOT NULL, dst_pblock INTEGER NOT NULL CHECK (dst_pblock >= 1), state INTEGER"
+		      " NOT NULL DEFAULT 0 CHECK (state BETWEEN 0 AND 3), PRIMARY KEY (move, block))"
+		      " WITHOUT ROWID; DROP TABLE move_block; ALTER TABLE mb_old RENAME TO move_block;"
+		      " INSERT INTO move (kind, part, state, placement, tier_pref, zone_pref, blocks,"
+		      " created_ns) VALUES (0, 1, 3, 0, 0, 0, 1, 1);"
+		      " INSERT INTO move_block VALUES (1, 0, 1, 1, 2, 1, 2);"
+		      " PRAGMA user_version = 11");
+	tp_reopen(&t);
+	CU_ASSERT(sql_int(t.db, "PRAGMA user_version") == META_SCHEMA_VERSION);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM part_copies") == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move_block WHERE copy = 0 AND state = 2") ==
+		  1);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "old", &p) == 0);
+	CU_ASSERT(cw_part_copies(p) == 1 && cw_part_nblocks(p) == 10);
+	CU_ASSERT_FATAL(cw_disk_info(t.pool, 1, &di) == 0);
+	CU_ASSERT(di.domain[0] == '\0');
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "new", 10 * TP_BS,
+				       &(struct cw_part_opts){ .copies = 2 }, &p) == 0);
+	check_apart(p, NULL);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+}
+
+int main(void)
+{
+	CU_pSuite s = cwtest_suite("copies", NULL, NULL);
+
+	cwtest_add(s, "2 and 3 copies on distinct disks", test_two_and_three);
+	cwtest_add(s, "refused: domains, room, cache", test_refusals);
+	cwtest_add(s, "distinct failure domains", test_domains);
+	cwtest_add(s, "an RBD image apart from a local disk", test_rbd_domain);
+	cwtest_add(s, "grow and shrink keep copies apart", test_grow_shrink);
+	cwtest_add(s, "extents contiguous on every copy", test_map_contiguous);
+	cwtest_add(s, "moves keep copies apart", test_move);
+	cwtest_add(s, "journal replay keeps copies", test_journal_replay);
+	cwtest_add(s, "in-sync state stored", test_stale_state);
+	cwtest_add(s, "schema 11 upgraded", test_upgrade);
+	return cwtest_run();
+}
