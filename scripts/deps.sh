@@ -6,7 +6,10 @@
 # and the quick start need (nbdcopy and nbdinfo, qemu-img, fio, jq).
 # CW_DEB_TEST: what only some tests need: a Ceph cluster of their own
 # (ceph-mon, ceph-osd), nbdkit, QEMU's FUSE export, systemd, TLS tools,
-# Prometheus and gnuplot.  scripts/check installs both.
+# Prometheus and gnuplot; and the QEMU guest of tests/vm/ (QEMU, Debian's
+# kernel, busybox-static and cpio for its initramfs, and what runs in it:
+# the kernel's NBD client, xfsprogs, LVM and dmsetup).  scripts/check
+# installs both.
 CW_DEB_BUILD="build-essential autoconf automake libtool pkg-config
  liburing-dev libaio-dev libsqlite3-dev libconfig-dev libcunit1-dev
  libsystemd-dev libjson-c-dev libnbd-dev libgnutls28-dev libmicrohttpd-dev
@@ -14,7 +17,8 @@ CW_DEB_BUILD="build-essential autoconf automake libtool pkg-config
  libnbd-bin qemu-utils fio jq procps util-linux"
 CW_DEB_TEST="sqlite3 nbdkit e2fsprogs groff-base gnuplot-nox systemd
  qemu-system-common fuse3 python3 gnutls-bin curl prometheus
- ceph-mon ceph-osd ceph-common"
+ ceph-mon ceph-osd ceph-common
+ qemu-system-x86 linux-image-amd64 busybox-static cpio nbd-client xfsprogs lvm2 dmsetup"
 CW_DEB_PACKAGES="$CW_DEB_BUILD $CW_DEB_TEST"
 
 # cw_install_deps [build|all]: installs what is missing of one list (the
@@ -31,5 +35,7 @@ cw_install_deps() {
 	local sudo=
 	[ "$(id -u)" -eq 0 ] || sudo=sudo
 	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	# (INITRD=No: the guest's kernel needs no initramfs of the host's making)
+	$sudo env DEBIAN_FRONTEND=noninteractive INITRD=No \
+		apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }

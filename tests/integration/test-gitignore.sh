@@ -23,7 +23,7 @@ for p in $progs; do
 done
 # and what a check run leaves beside them
 for f in tests/integration/rt-hog.lock tests/integration/test-x.log \
-	tests/integration/test-x.trs tests/integration/test-x.daemon.log; do
+	tests/integration/test-x.trs tests/integration/test-x.daemon.log tests/vm/cache/vmlinux-x; do
 	check "$f is ignored" git -C "$top_srcdir" check-ignore -q --no-index "$f"
 done
 echo "$n programs"
