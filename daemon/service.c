@@ -12,6 +12,8 @@
  *   (clockwise/admit-state.h) owns them and tells the data path itself
  *   (pb_admit_event).  An export bound to a reservation sends in-range,
  *   in-span requests as RT.
+ * - ublk exports: the same back end behind a block device of its own
+ *   (daemon/ublk/) instead of the NBD server.
  * - stats: the data path's counters per disk and per reservation.
  *
  * Everything here runs on the control thread, but for svc_log_stats()
@@ -25,6 +27,14 @@
 #include "daemon/service.h"
 #include "daemon/thread-name.h"
 #include "daemon/path/pool-internal.h"
+#include "daemon/ublk/ublk.h"
+
+/* An export served as a ublk device. */
+struct svc_ublk {
+	char name[CW_NAME_MAX + 1];
+	struct ublk_dev *dev;
+	struct svc_ublk *next;
+};
 
 struct svc {
 	struct pb *pb;
@@ -34,7 +44,18 @@ struct svc {
 	pthread_t thread;
 	bool running;
 	pthread_mutex_t lock;		/* pb->ndisks against svc_log_stats */
+	struct svc_ublk *ublks;		/* control thread only */
 };
+
+static struct svc_ublk **ublk_find(struct svc *svc, const char *name)
+{
+	struct svc_ublk **pp;
+
+	for (pp = &svc->ublks; *pp; pp = &(*pp)->next)
+		if (strcmp((*pp)->name, name) == 0)
+			return pp;
+	return NULL;
+}
 
 static gid_t group_gid(const char *name, const char *key)
 {
@@ -106,12 +127,65 @@ static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw
 	return 0;
 }
 
+static int hook_export_add_ublk(void *userdata, struct cwc_export *e, struct cw_part *part,
+				char *err, size_t errlen)
+{
+	struct svc *svc = userdata;
+	struct ublk_config uc = { .queue_depth = e->ublk_depth, .max_request = e->ublk_max_request };
+	struct nbdsrv_export ne;
+	struct svc_ublk *u;
+	struct pbx *x;
+	int r;
+
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	r = pb_export(svc->pb, part, &ne);
+	if (r < 0) {
+		free(u);
+		return r;
+	}
+	x = ne.backend;
+	snprintf(x->name, sizeof(x->name), "%s", e->name);
+	snprintf(u->name, sizeof(u->name), "%s", e->name);
+	ne.name = x->name;
+	ne.read_only = ne.read_only || e->readonly;
+	r = pb_export_bind(svc->pb, x, e->resv_id);
+	if (r == 0 || !e->resv_id)
+		r = ublk_dev_new(&ne, &uc, &u->dev, err, errlen);
+	if (r < 0) {
+		drop_export(svc->pb, x);
+		free(u);
+		return r;
+	}
+	u->next = svc->ublks;
+	svc->ublks = u;
+	snprintf(e->device, sizeof(e->device), "/dev/ublkb%d", ublk_dev_id(u->dev));
+	cwd_log(LOG_INFO, "export %s (partition %s): %s, %" PRIu64 " bytes%s%s", e->name, e->part,
+		e->device, ne.size, ne.read_only ? ", read-only" : "",
+		x->resv ? ", with a reservation" : "");
+	return 0;
+}
+
 static int hook_export_remove(void *userdata, const struct cwc_export *e)
 {
 	struct svc *svc = userdata;
 	struct pbx *x = find_export(svc->pb, e->name);
+	struct svc_ublk **pu = ublk_find(svc, e->name);
 	int r;
 
+	if (pu) {
+		struct svc_ublk *u = *pu;
+
+		/* Returns once its requests are served and the device gone. */
+		ublk_dev_free(u->dev);
+		*pu = u->next;
+		free(u);
+		if (x)
+			drop_export(svc->pb, x);
+		cwd_log(LOG_INFO, "export %s removed (and its ublk device)", e->name);
+		return 0;
+	}
 	r = nbdsrv_remove_export(svc->nbd, e->name);
 	/* An export listed but never served (its partition was on a missing
 	 * disk at start) is simply forgotten. */
@@ -164,6 +238,10 @@ static int hook_export_clients(void *userdata, const struct cwc_export *e,
 {
 	struct svc *svc = userdata;
 
+	if (ublk_find(svc, e->name)) {
+		*ret_n = 0;	/* the kernel's device: no connections */
+		return 0;
+	}
 	return nbdsrv_export_clients(svc->nbd, e->name, ret, max, ret_n);
 }
 
@@ -186,6 +264,15 @@ static int hook_export_resize(void *userdata, const struct cwc_export *e, struct
 	(void)part;
 	if (!x)
 		return 0;	/* listed but not served (a missing disk) */
+	if (ublk_find(svc, e->name)) {
+		/* ublk's UPDATE_SIZE came in Linux 6.16; before it a
+		 * started device keeps the size SET_PARAMS gave it. */
+		snprintf(err, errlen, "export %s is a ublk device, whose size this kernel cannot "
+			 "change while it runs (live resize needs Linux 6.16's UBLK_CMD_UPDATE_SIZE); "
+			 "remove the export and add it again to see the new size", e->name);
+		cwd_log(LOG_ERR, "%s", err);
+		return -EOPNOTSUPP;
+	}
 	r = pb_export_grow(svc->pb, x, &size, err, errlen);
 	if (r == 0)
 		r = nbdsrv_set_export_size(svc->nbd, e->name, size);
@@ -416,6 +503,7 @@ int svc_new(struct cw_pool *pool, struct cw_admit_state *adm, struct pb *pb,
 	o.hooks = (struct cwc_hooks){
 		.userdata = svc,
 		.export_add = hook_export_add,
+		.export_add_ublk = hook_export_add_ublk,
 		.export_remove = hook_export_remove,
 		.stats = hook_stats,
 		.disk_add = hook_disk_add,
@@ -498,6 +586,18 @@ void svc_free(struct svc *svc)
 	if (svc->running) {
 		cwc_server_stop(svc->srv);
 		pthread_join(svc->thread, NULL);
+	}
+	/* The devices go before the data path they send to. */
+	while (svc->ublks) {
+		struct svc_ublk *u = svc->ublks;
+
+		svc->ublks = u->next;
+		ublk_dev_free(u->dev);
+		struct pbx *x = find_export(svc->pb, u->name);
+
+		if (x)
+			drop_export(svc->pb, x);
+		free(u);
 	}
 	cwc_server_free(svc->srv);
 	pthread_mutex_destroy(&svc->lock);

@@ -166,9 +166,13 @@ static const struct command commands[] = {
 	  "Lists the NBD exports and the clients connected to each (uid and pid on\n"
 	  "a unix socket, address on TCP); \"unavailable\": listed, but its partition\n"
 	  "has blocks on a missing disk.\n", NULL, CW_CTL_CMD_EXPORT_LIST, NULL, print_exports },
-	{ "export", "add", "PART [--name NAME] [--readonly] [--resv ID]",
+	{ "export", "add", "PART [--name NAME] [--readonly] [--resv ID] [--ublk [--queue-depth N]\n"
+	  "  [--max-request BYTES]]",
 	  "Exports a partition over NBD as NAME (default: the partition's name).\n"
-	  "With --resv, requests inside the reservation's range are real-time.\n", c_export_add },
+	  "With --resv, requests inside the reservation's range are real-time.\n"
+	  "With --ublk, the export is a local block device, /dev/ublkbN, instead\n"
+	  "(the kernel's ublk_drv; root only): N tags in flight (default 64) and\n"
+	  "requests up to BYTES (4096 to 1048576, default 524288).\n", c_export_add },
 	{ "export", "remove", "NAME [--force]",
 	  "Stops exporting NAME (and drops its QoS).  While clients are connected it\n"
 	  "is refused (naming them) unless --force, which disconnects them.\n",

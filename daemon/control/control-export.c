@@ -28,6 +28,8 @@ static json_object *export_json(const struct cwc_export *e)
 	cwc_add(o, "part", cwc_jstr(e->part));
 	cwc_add(o, "readonly", json_object_new_boolean(e->readonly));
 	cwc_add(o, "resv", e->resv_id ? cw_ctl_json_u64(e->resv_id) : NULL);
+	if (e->ublk)
+		cwc_add(o, "device", cwc_jstr(e->device));
 	return o;
 }
 
@@ -97,10 +99,12 @@ static const struct cw_export_rec *export_rec(const struct cwc_export *e, uint64
 /* Stores and serves partition pname as export ename (NULL: its own name);
  * -errno, with the reason in c. */
 static int export_add(struct ctx *c, const char *pname, const char *ename, bool readonly,
-		      bool with_resv, uint64_t resv_id, struct cwc_export **ret)
+		      bool with_resv, uint64_t resv_id, const struct cwc_export *ublk,
+		      struct cwc_export **ret)
 {
 	struct cwc_server *srv = c->srv;
 	struct cwc_export e = { .readonly = readonly, .resv_id = resv_id };
+	char why[512] = "";
 	struct cw_export_rec rec;
 	struct cw_part_info pi;
 	struct cw_part *part;
@@ -110,6 +114,14 @@ static int export_add(struct ctx *c, const char *pname, const char *ename, bool 
 	if (!srv->o.hooks.export_add)
 		return cwc_fail(c, CW_CTL_E_NOT_SUPPORTED, "this server has no data path to export "
 				"through"), -EOPNOTSUPP;
+	if (ublk && ublk->ublk) {
+		if (!srv->o.hooks.export_add_ublk)
+			return cwc_fail(c, CW_CTL_E_NOT_SUPPORTED, "this server has no ublk front "
+					"end"), -EOPNOTSUPP;
+		e.ublk = true;
+		e.ublk_depth = ublk->ublk_depth;
+		e.ublk_max_request = ublk->ublk_max_request;
+	}
 	if (cwc_find_part(c, pname, &part) < 0)
 		return -ENOENT;
 	r = cw_part_info(part, &pi);
@@ -152,11 +164,14 @@ static int export_add(struct ctx *c, const char *pname, const char *ename, bool 
 	r = cw_export_add(srv->pool, export_rec(&e, pi.id, &rec));
 	if (r < 0)
 		return cwc_fail_pool(c, r, "storing the export"), r;
-	r = srv->o.hooks.export_add(srv->o.hooks.userdata, &e, part);
+	r = e.ublk ? srv->o.hooks.export_add_ublk(srv->o.hooks.userdata, &e, part, why,
+						  sizeof(why)) :
+		     srv->o.hooks.export_add(srv->o.hooks.userdata, &e, part);
 	if (r < 0) {
 		int r2 = cw_export_remove(srv->pool, e.name);
 
-		cwc_fail(c, cw_ctl_code_from_errno(r), "exporting %s: %s%s", e.name, strerror(-r),
+		cwc_fail(c, cw_ctl_code_from_errno(r), "exporting %s: %s%s", e.name,
+			 why[0] ? why : strerror(-r),
 			 r2 < 0 ? " (and it stays stored: removing it from the pool failed)" : "");
 		return r;
 	}
@@ -167,14 +182,21 @@ static int export_add(struct ctx *c, const char *pname, const char *ename, bool 
 
 int cwc_cmd_export_add(struct ctx *c, json_object **ret)
 {
-	uint64_t resv_id = 0;
+	uint64_t resv_id = 0, depth = 0, max_request = 0;
 	bool readonly = false, with_resv;
-	struct cwc_export *e;
+	struct cwc_export *e, u = { 0 };
 
 	cw_ctl_arg_bool(c->req, "readonly", &readonly);
 	with_resv = cw_ctl_arg_uint(c->req, "resv", &resv_id);
+	cw_ctl_arg_bool(c->req, "ublk", &u.ublk);
+	cw_ctl_arg_uint(c->req, "queue_depth", &depth);
+	cw_ctl_arg_uint(c->req, "max_request", &max_request);
+	if (depth > UINT16_MAX || max_request > UINT32_MAX)
+		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "queue_depth or max_request out of range");
+	u.ublk_depth = (uint32_t)depth;
+	u.ublk_max_request = (uint32_t)max_request;
 	if (export_add(c, cw_ctl_arg_str(c->req, "part"), cw_ctl_arg_str(c->req, "name"),
-		       readonly, with_resv, resv_id, &e) < 0)
+		       readonly, with_resv, resv_id, &u, &e) < 0)
 		return -1;
 	*ret = export_json(e);
 	return 0;
@@ -190,7 +212,7 @@ int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *
 	for (size_t i = 0; i < srv->n_exports; i++)
 		if (strcmp(srv->exports[i].name, part_name) == 0)
 			return 0;
-	r = export_add(&c, part_name, NULL, false, false, 0, &e);
+	r = export_add(&c, part_name, NULL, false, false, 0, NULL, &e);
 	if (r < 0)
 		snprintf(err, errlen, "%s", c.msg);
 	return r;

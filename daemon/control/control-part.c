@@ -427,6 +427,16 @@ int cwc_cmd_part_resize(struct ctx *c, json_object **ret)
 	}
 	if (shrink_forced(c, part, name, size) < 0)
 		return -1;
+	/* A started ublk device keeps its size before Linux 6.16
+	 * (UBLK_CMD_UPDATE_SIZE): refused before anything changes. */
+	for (size_t i = 0; size > have * bs &&
+			   i < c->srv->n_exports; i++)
+		if (strcmp(c->srv->exports[i].part, name) == 0 && c->srv->exports[i].ublk)
+			return cwc_fail(c, CW_CTL_E_BUSY, "partition %s is exported as ublk device "
+				    "%s (export %s), whose size this kernel cannot change while it "
+				    "runs (live resize needs Linux 6.16): remove the export, grow, "
+				    "and add it again", name, c->srv->exports[i].device,
+				    c->srv->exports[i].name);
 	r = cw_part_resize(part, size);
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);

@@ -68,6 +68,12 @@ struct cwc_export {
 	char part[CW_NAME_MAX + 1];
 	bool readonly;
 	uint64_t resv_id;	/* 0: none */
+	/* A ublk device (daemon/ublk/) instead of an NBD export; its
+	 * queue depth and largest request (0: the defaults), and the
+	 * device's path once the data path made it. */
+	bool ublk;
+	uint32_t ublk_depth, ublk_max_request;
+	char device[32];
 };
 
 /* Live counters from the data path (the stats hook fills them). */
@@ -157,6 +163,11 @@ struct cwc_hooks {
 	/* Start serving partition part as export e (the name is chosen and
 	 * checked unique by the server).  0 or -errno. */
 	int (*export_add)(void *userdata, const struct cwc_export *e, struct cw_part *part);
+	/* Optional: the same for an export with e->ublk set, which gets a
+	 * block device of its own (its path in e->device).  -errno with the
+	 * reason in err. */
+	int (*export_add_ublk)(void *userdata, struct cwc_export *e, struct cw_part *part,
+			       char *err, size_t errlen);
 	int (*export_remove)(void *userdata, const struct cwc_export *e);
 	/* Fill *ret with malloc'ed arrays; 0 or -errno. */
 	int (*stats)(void *userdata, struct cwc_stats *ret);

@@ -86,6 +86,10 @@ struct nbdsrv_io {
 	 * it must stay valid until the export goes). */
 	const char *client_class;
 	void **conn_data;
+	/* Set by a front end other than the NBD server's (daemon/ublk/):
+	 * nbdsrv_io_complete() calls it and does nothing else.  NULL for
+	 * the NBD server's own requests. */
+	void (*complete)(struct nbdsrv_io *io, int err);
 };
 
 /*

@@ -38,6 +38,10 @@ static __thread struct wake_batch tls_plug;
 
 void nbdsrv_io_complete(struct nbdsrv_io *io, int err)
 {
+	if (io->complete) {	/* another front end's request */
+		io->complete(io, err);
+		return;
+	}
 	struct slot *s = (struct slot *)io;	/* io is the slot's first member */
 	struct conn *c = s->conn;
 

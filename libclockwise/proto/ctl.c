@@ -124,7 +124,8 @@ static const struct cw_ctl_arg_spec resv_create[] = {
 /* block: of the stream asked about (absent: the pool's block). */
 static const struct cw_ctl_arg_spec disk_headroom[] = { S("name"), U("block"), END };
 static const struct cw_ctl_arg_spec export_add[] = {
-	SR("part"), S("name"), B("readonly"), U("resv"), END
+	SR("part"), S("name"), B("readonly"), U("resv"), B("ublk"), U("queue_depth"),
+	U("max_request"), END
 };
 
 /* An export's best-effort QoS: the arguments given replace the ones it

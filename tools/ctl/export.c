@@ -44,16 +44,17 @@ static const char *clients_text(json_object *e, char *buf, size_t n)
 
 void print_exports(json_object *a)
 {
-	struct table t = { .ncols = 5 };
+	struct table t = { .ncols = 6 };
 
-	table_row(&t, "NAME", "PART", "READONLY", "RESV", "CLIENTS");
+	table_row(&t, "NAME", "PART", "READONLY", "RESV", "DEVICE", "CLIENTS");
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
 		char who[512];
 
 		table_row(&t, gs(e, "name"), gs(e, "part"),
 			  json_object_get_boolean(get(e, "readonly")) ? "yes" : "no",
-			  get(e, "resv") ? gs(e, "resv") : "-", clients_text(e, who, sizeof(who)));
+			  get(e, "resv") ? gs(e, "resv") : "-", get(e, "device") ? gs(e, "device") : "-",
+			  clients_text(e, who, sizeof(who)));
 	}
 	table_print(&t, stdout);
 }
@@ -65,8 +66,9 @@ int c_export_remove(int argc, char **argv)
 
 static void print_export_added(json_object *e)
 {
-	printf("exported %s as %s%s\n", gs(e, "part"), gs(e, "name"),
-	       json_object_get_boolean(get(e, "readonly")) ? " (read-only)" : "");
+	printf("exported %s as %s%s%s%s\n", gs(e, "part"), gs(e, "name"),
+	       json_object_get_boolean(get(e, "readonly")) ? " (read-only)" : "",
+	       get(e, "device") ? " on " : "", get(e, "device") ? gs(e, "device") : "");
 }
 
 int c_export_add(int argc, char **argv)
@@ -74,19 +76,26 @@ int c_export_add(int argc, char **argv)
 	static const struct option lo[] = {
 		HELP_OPT, { "name", required_argument, NULL, 'n' },
 		{ "readonly", no_argument, NULL, 'r' }, { "resv", required_argument, NULL, 'R' },
-		{ 0 }
+		{ "ublk", no_argument, NULL, 'u' }, { "queue-depth", required_argument, NULL, 'q' },
+		{ "max-request", required_argument, NULL, 'm' }, { 0 }
 	};
 	json_object *a = args_new();
 	uint64_t id;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hn:rR:", lo)) != -1) {
+	while ((o = next_opt(argc, argv, "hn:rR:uq:m:", lo)) != -1) {
 		if (o == 'n')
 			put_str(a, "name", optarg);
 		else if (o == 'r')
 			json_object_object_add(a, "readonly", json_object_new_boolean(1));
 		else if (o == 'R' && id_arg(optarg, &id))
 			put_u64(a, "resv", id);
+		else if (o == 'u')
+			json_object_object_add(a, "ublk", json_object_new_boolean(1));
+		else if (o == 'q' && id_arg(optarg, &id))
+			put_u64(a, "queue_depth", id);
+		else if (o == 'm' && id_arg(optarg, &id))
+			put_u64(a, "max_request", id);
 		else
 			return json_object_put(a), EXIT_USAGE;
 	}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ublk.h — clockwised's second front door: an export served as a local
+ * block device, /dev/ublkbN, through the kernel's userspace block driver
+ * (ublk_drv, Linux 5.19 on; Documentation/block/ublk.rst).
+ *
+ * The device is made on /dev/ublk-control with io_uring commands
+ * (ADD_DEV, SET_PARAMS, START_DEV; STOP_DEV and DEL_DEV when the export
+ * goes).  Each ublk queue has a thread and an io_uring of its own on the
+ * device's /dev/ublkcN, driven with FETCH_REQ and COMMIT_AND_FETCH_REQ;
+ * each tag has a buffer of the largest request, mapped once with the
+ * queue, never per request (the kernel copies a write's data into it
+ * before the request arrives and a read's out of it when it is
+ * committed).  A request is handed to the export's back end exactly as
+ * the NBD server hands its own (struct nbdsrv_backend_ops: the same
+ * split, lanes, classes, stats and misses), and comes back through
+ * nbdsrv_io_complete(), which calls the io's complete hook.
+ */
+#ifndef CW_DAEMON_UBLK_H
+#define CW_DAEMON_UBLK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/nbd/nbd-server.h"
+
+struct ublk_config {
+	unsigned queue_depth;		/* tags per queue; 0: 64 */
+	uint32_t max_request;		/* largest request in bytes; 0: 512 KiB */
+	/* The device node's owner, group and mode (from the export's
+	 * access rules); mode 0: leave the kernel's (root, 0600). */
+	uid_t owner;
+	gid_t group;
+	mode_t mode;
+};
+
+struct ublk_dev;
+
+/* Whether this kernel can serve ublk devices now: 0, or -errno with the
+ * reason in err (no ublk_drv, not root). */
+int ublk_available(char *err, size_t errlen);
+
+/* Makes /dev/ublkbN for exp (its ops and back end are used until
+ * ublk_dev_free) and starts serving it.  -errno with the reason in err. */
+int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
+		 struct ublk_dev **ret_dev, char *err, size_t errlen);
+
+/* N of /dev/ublkbN. */
+int ublk_dev_id(const struct ublk_dev *dev);
+
+/* Stops the device (requests in flight complete first), deletes it and
+ * frees; NULL-safe. */
+void ublk_dev_free(struct ublk_dev *dev);
+
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Description: clockwised's exports as ublk block devices, for real: in a
+# QEMU guest on bookworm-backports' 6.12 kernel (tests/vm/guest --kernel
+# bpo; Debian 12's own 6.1 has no ublk_drv), cwctl export add --ublk makes
+# /dev/ublkb0; ext4 on it takes fio's verified files and fsck finds it
+# clean; the device and NBD read the same bytes; growing the partition
+# under it is refused; removing the export removes the device.  The
+# checks run in the guest (tests/vm/ublk-kernel.sh) and are counted here.
+# Skipped (77) without QEMU, busybox-static or the backports kernel
+# (tests/vm/guest and tests/vm/kernel-bpo say which), and in a sanitizer
+# build (as test-vm-nbd.sh: the plain build runs it).
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+if [ -n "${CW_SANITIZED:-}" ]; then
+	echo "SKIP: the guest test runs in the plain build only (a sanitizer build's binaries" \
+		"under software emulation are too slow)"
+	rm -rf "$cw_tmp"; trap - EXIT; exit 77
+fi
+requires mkfs.ext4 e2fsck fio jq nbdcopy blkdiscard
+cw_rt_lock -x
+. "$top_srcdir/tests/vm/host.sh"
+vm_test ublk --kernel bpo "$top_srcdir/tests/vm/ublk-kernel.sh"

@@ -1,0 +1,36 @@
+# Sourced by the tests that run a script in the guest
+# (tests/integration/test-vm-*.sh), after tests/integration/lib.sh:
+#   vm_test WHAT [GUEST-OPTIONS...] SCRIPT
+# runs SCRIPT in tests/vm/guest with the options given, and counts the
+# guest's PASS/FAIL (its cw-counts line) as this test's own; exits 77
+# when the guest says it cannot run (QEMU, kernel, busybox missing) or
+# never booted on this host (WHAT: what was then not tried).
+vm_test() {
+	local what=$1 out=$cw_tmp/vm t0=$SECONDS rc counts p f
+	shift
+	mkdir -p "$out"
+	bash "$top_srcdir/tests/vm/guest" -v --timeout "${CW_VM_TIMEOUT:-300}" --out "$out" "$@" |
+		tee "$cw_tmp/guest.log"
+	rc=${PIPESTATUS[0]}
+	if [ "$rc" -eq 77 ]; then
+		rm -rf "$cw_tmp"; trap - EXIT; exit 77
+	fi
+	# A guest that never came up (its second init never said so) says
+	# nothing of what it was to test: a host whose QEMU cannot boot the
+	# kernel.
+	if [ "$rc" -ne 0 ] && [ ! -s "$out/.boot_s" ]; then
+		echo "SKIP: the guest did not boot on this host (QEMU exit path above); nothing" \
+			"of $what was tried"
+		rm -rf "$cw_tmp"; trap - EXIT; exit 77
+	fi
+	echo "the guest's run: $((SECONDS - t0)) s, boot $(cat "$out/.boot_s" 2>/dev/null || echo ?) s"
+	counts=$(grep -E '^cw-counts: passed=[0-9]+ failed=[0-9]+' "$cw_tmp/guest.log" | tail -n1)
+	check "the guest ran its checks to the end" test -n "$counts"
+	if [ -n "$counts" ]; then
+		p=${counts#*passed=}; p=${p%% *}
+		f=${counts##*failed=}
+		cw_passed=$((cw_passed + p))
+		cw_failed=$((cw_failed + f))
+	fi
+	check "the guest's script exited 0" test "$rc" -eq 0
+}

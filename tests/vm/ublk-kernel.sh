@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Run inside the guest by tests/integration/test-vm-ublk.sh (tests/vm/guest
+# --kernel bpo: bookworm-backports' 6.12, which has ublk_drv): clockwised's
+# exports as the kernel's own block devices, /dev/ublkbN.
+#   1. cwctl export add --ublk makes /dev/ublkb0 with the partition's
+#      size; export list names it;
+#   2. ext4 on it: mkfs, mount, fio writes files and verifies them,
+#      umount, fsck clean; O_DIRECT reads of what was written through the
+#      device match what NBD (libnbd, through the same daemon) reads of the
+#      same partition;
+#   3. growing the partition under it is refused with the reason;
+#   4. export remove takes the device away.
+# PASS/FAIL lines and the cw-counts line of tests/integration/lib.sh.
+. "$top_srcdir/tests/integration/lib.sh"
+. "$top_srcdir/tests/integration/ctl-lib.sh"
+. "$top_srcdir/tests/vm/lib.sh"
+d=$cw_tmp
+t_start=$SECONDS
+step() { echo "-- [$((SECONDS - t_start))s] $*"; }
+
+check "modprobe ublk_drv" modprobe ublk_drv
+check "/dev/ublk-control exists" test -c /dev/ublk-control
+
+"$top_builddir/tools/cwpool" create "$d/pool.db" >/dev/null &&
+	truncate -s 384M "$d/hdd0.img" "$d/hdd1.img" &&
+	"$top_builddir/tools/cwpool" add-disk "$d/pool.db" "$d/hdd0.img" hdd hdd0 >/dev/null &&
+	"$top_builddir/tools/cwpool" add-disk "$d/pool.db" "$d/hdd1.img" hdd hdd1 >/dev/null
+check "a pool of two HDDs" test $? -eq 0
+step "clockwised"
+check "clockwised starts" ctl_start "$d" --no-export-all
+check "part create fs (128M)" cwctl part create fs --size 128M
+check "export add fs --ublk" cwctl export add fs --ublk --queue-depth 32
+cwctl export list
+dev=$(cwctl --json export list | jq -r '.[] | select(.name == "fs") | .device')
+check "export list names the device ($dev)" test "$dev" = /dev/ublkb0
+check "$dev is a block device" test -b "$dev"
+check "$dev has the partition's size" test "$(blockdev --getsize64 "$dev")" -eq $((128 << 20))
+
+step "ext4"
+mnt=$d/mnt
+mkdir -p "$mnt"
+cleanup_add "umount $mnt 2>/dev/null"
+check "mkfs.ext4 on $dev" mkfs.ext4 -q -F "$dev"
+check "mount" mount "$dev" "$mnt"
+check "fio writes files on ext4 and verifies them" \
+	fio --name=verify --directory="$mnt" --nrfiles=4 --size=16M --rw=randwrite --bs=4k \
+		--ioengine=psync --eta=never --fsync_on_close=1 --verify=crc32c --do_verify=1 \
+		--verify_fatal=1 --verify_state_save=0 --output="$d/fio.log"
+check "fio with O_DIRECT and 32 in flight verifies" \
+	fio --name=direct --filename="$mnt/direct" --size=16M --rw=randwrite --bs=16k \
+		--ioengine=io_uring --iodepth=32 --direct=1 --eta=never --verify=crc32c \
+		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --output="$d/fio-direct.log"
+check "umount" umount "$mnt"
+check "fsck of ext4 is clean" bash -c "e2fsck -fn '$dev' >'$d/fsck.log' 2>&1 || { cat '$d/fsck.log'; false; }"
+same_as_nbd() {
+	cwctl export add fs --name fs-nbd --readonly >/dev/null || return 1
+	dd if="$dev" bs=1M count=8 iflag=direct status=none | sha256sum >"$d/a"
+	nbdcopy "nbd+unix:///fs-nbd?socket=$CTL_NBD" - | head -c 8388608 | sha256sum >"$d/b"
+	cwctl export remove fs-nbd >/dev/null && cmp "$d/a" "$d/b"
+}
+check "the device and NBD read the same bytes" same_as_nbd
+zeros_at() { test "$(dd if="$dev" bs=1M skip="$1" count=1 iflag=direct status=none | tr -d '\0' | wc -c)" -eq 0; }
+check "write-zeroes (blkdiscard -z) reads back as zeros" \
+	blkdiscard -f -z -o $((4 << 20)) -l $((1 << 20)) "$dev"
+check "  the MiB is zeros" zeros_at 4
+check "discard (blkdiscard) is served" blkdiscard -f -o $((6 << 20)) -l $((1 << 20)) "$dev"
+
+step "grow and remove"
+expect_fail "growing the partition under the device is refused" cwctl part resize fs --size 160M
+cwctl part resize fs --size 160M 2>&1 | sed 's/^/  /'
+check "export remove fs" cwctl export remove fs
+check "$dev is gone" wait_for "$dev to go" 10 test ! -e "$dev"
+check "clockwised stops cleanly" ctl_stop
+step "done"
