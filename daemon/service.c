@@ -29,9 +29,11 @@
 #include "daemon/path/pool-internal.h"
 #include "daemon/ublk/ublk.h"
 
-/* An export served as a ublk device. */
+/* An export served as a ublk device (dev NULL: not yet made). */
 struct svc_ublk {
 	char name[CW_NAME_MAX + 1];
+	struct nbdsrv_export ne;
+	struct ublk_config uc;
 	struct ublk_dev *dev;
 	struct svc_ublk *next;
 };
@@ -45,6 +47,7 @@ struct svc {
 	bool running;
 	pthread_mutex_t lock;		/* pb->ndisks against svc_log_stats */
 	struct svc_ublk *ublks;		/* control thread only */
+	bool path_started;		/* the dispatchers run (svc_start) */
 };
 
 static struct svc_ublk **ublk_find(struct svc *svc, const char *name)
@@ -127,12 +130,48 @@ static int hook_export_add(void *userdata, const struct cwc_export *e, struct cw
 	return 0;
 }
 
+/* Makes (or takes back) u's device and records its number; on failure
+ * the export is dropped from the data path (-errno, reason in err). */
+static int ublk_start(struct svc *svc, struct svc_ublk *u, char *err, size_t errlen)
+{
+	struct pbx *x = u->ne.backend;
+	int r = ublk_dev_new(&u->ne, &u->uc, &u->dev, err, errlen);
+
+	if (r < 0) {
+		cwd_log(LOG_ERR, "%s", err[0] ? err : strerror(-r));
+		return r;
+	}
+	/* The number, so that a daemon after a crash takes it back. */
+	if (ublk_dev_id(u->dev) != u->uc.recover_id) {
+		r = cw_export_set_ublk_dev(svc->pb->pool, u->name, ublk_dev_id(u->dev));
+		if (r < 0)
+			cwd_log(LOG_WARNING, "export %s: its device number is not stored (%s): after "
+				"a crash a new device replaces it", u->name, strerror(-r));
+	}
+	cwc_server_export_device(svc->srv, u->name, ublk_dev_id(u->dev));
+	cwd_log(LOG_INFO, "export %s: /dev/ublkb%d%s, %" PRIu64 " bytes%s%s", u->name,
+		ublk_dev_id(u->dev),
+		ublk_dev_recovered(u->dev) ? ", taken back with its queued requests" : "",
+		u->ne.size, u->ne.read_only ? ", read-only" : "",
+		x->resv ? ", with a reservation" : "");
+	return 0;
+}
+
+static void ublk_unlink(struct svc *svc, struct svc_ublk *u)
+{
+	struct svc_ublk **pp;
+
+	for (pp = &svc->ublks; *pp; pp = &(*pp)->next)
+		if (*pp == u) {
+			*pp = u->next;
+			break;
+		}
+}
+
 static int hook_export_add_ublk(void *userdata, struct cwc_export *e, struct cw_part *part,
 				char *err, size_t errlen)
 {
 	struct svc *svc = userdata;
-	struct ublk_config uc = { .queue_depth = e->ublk_depth, .max_request = e->ublk_max_request };
-	struct nbdsrv_export ne;
 	struct svc_ublk *u;
 	struct pbx *x;
 	int r;
@@ -140,30 +179,41 @@ static int hook_export_add_ublk(void *userdata, struct cwc_export *e, struct cw_
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
-	r = pb_export(svc->pb, part, &ne);
+	r = pb_export(svc->pb, part, &u->ne);
 	if (r < 0) {
 		free(u);
 		return r;
 	}
-	x = ne.backend;
+	x = u->ne.backend;
 	snprintf(x->name, sizeof(x->name), "%s", e->name);
 	snprintf(u->name, sizeof(u->name), "%s", e->name);
-	ne.name = x->name;
-	ne.read_only = ne.read_only || e->readonly;
+	u->ne.name = x->name;
+	u->ne.read_only = u->ne.read_only || e->readonly;
+	u->uc = (struct ublk_config){ .queue_depth = e->ublk_depth,
+				      .max_request = e->ublk_max_request,
+				      .recover_id = e->ublk_dev };
 	r = pb_export_bind(svc->pb, x, e->resv_id);
-	if (r == 0 || !e->resv_id)
-		r = ublk_dev_new(&ne, &uc, &u->dev, err, errlen);
-	if (r < 0) {
+	if (r < 0 && e->resv_id) {
 		drop_export(svc->pb, x);
 		free(u);
 		return r;
 	}
 	u->next = svc->ublks;
 	svc->ublks = u;
-	snprintf(e->device, sizeof(e->device), "/dev/ublkb%d", ublk_dev_id(u->dev));
-	cwd_log(LOG_INFO, "export %s (partition %s): %s, %" PRIu64 " bytes%s%s", e->name, e->part,
-		e->device, ne.size, ne.read_only ? ", read-only" : "",
-		x->resv ? ", with a reservation" : "");
+	/* Before the dispatchers run (the stored exports, at start), the
+	 * kernel's first reads of a new device (its partition table) would
+	 * wait for them: made in svc_start(). */
+	if (!svc->path_started)
+		return 0;
+	r = ublk_start(svc, u, err, errlen);
+	if (r < 0) {
+		ublk_unlink(svc, u);
+		drop_export(svc->pb, x);
+		free(u);
+		return r;
+	}
+	e->ublk_dev = ublk_dev_id(u->dev);
+	snprintf(e->device, sizeof(e->device), "/dev/ublkb%d", e->ublk_dev);
 	return 0;
 }
 
@@ -561,7 +611,23 @@ int svc_exports(struct svc *svc, bool all, size_t *ret_listed, size_t *ret_unser
 
 int svc_start(struct svc *svc)
 {
-	int r = -pthread_create(&svc->thread, NULL, svc_main, svc);
+	struct svc_ublk *u, *next;
+	int r;
+
+	/* The ublk exports stored in the pool, now that requests are served:
+	 * one that cannot be made is listed, not served (logged). */
+	svc->path_started = true;
+	for (u = svc->ublks; u; u = next) {
+		char err[512] = "";
+
+		next = u->next;
+		if (u->dev || ublk_start(svc, u, err, sizeof(err)) == 0)
+			continue;
+		ublk_unlink(svc, u);
+		drop_export(svc->pb, u->ne.backend);
+		free(u);
+	}
+	r = -pthread_create(&svc->thread, NULL, svc_main, svc);
 
 	if (r == 0) {
 		thread_name(svc->thread, "cw-control");
@@ -593,10 +659,7 @@ void svc_free(struct svc *svc)
 
 		svc->ublks = u->next;
 		ublk_dev_free(u->dev);
-		struct pbx *x = find_export(svc->pb, u->name);
-
-		if (x)
-			drop_export(svc->pb, x);
+		drop_export(svc->pb, u->ne.backend);
 		free(u);
 	}
 	cwc_server_free(svc->srv);

@@ -28,8 +28,8 @@ static json_object *export_json(const struct cwc_export *e)
 	cwc_add(o, "part", cwc_jstr(e->part));
 	cwc_add(o, "readonly", json_object_new_boolean(e->readonly));
 	cwc_add(o, "resv", e->resv_id ? cw_ctl_json_u64(e->resv_id) : NULL);
-	if (e->ublk)
-		cwc_add(o, "device", cwc_jstr(e->device));
+	if (e->ublk)	/* none while it is not served */
+		cwc_add(o, "device", e->device[0] ? cwc_jstr(e->device) : NULL);
 	return o;
 }
 
@@ -93,6 +93,10 @@ static const struct cw_export_rec *export_rec(const struct cwc_export *e, uint64
 	ret->part_id = part_id;
 	ret->readonly = e->readonly;
 	ret->resv_id = e->resv_id;
+	ret->ublk = e->ublk;
+	ret->ublk_depth = e->ublk_depth;
+	ret->ublk_max_request = e->ublk_max_request;
+	ret->ublk_dev = e->ublk ? e->ublk_dev : -1;
 	return ret;
 }
 
@@ -103,7 +107,7 @@ static int export_add(struct ctx *c, const char *pname, const char *ename, bool 
 		      struct cwc_export **ret)
 {
 	struct cwc_server *srv = c->srv;
-	struct cwc_export e = { .readonly = readonly, .resv_id = resv_id };
+	struct cwc_export e = { .readonly = readonly, .resv_id = resv_id, .ublk_dev = -1 };
 	char why[512] = "";
 	struct cw_export_rec rec;
 	struct cw_part_info pi;
@@ -323,12 +327,28 @@ static int load_exports(struct cwc_server *srv, size_t *ret_served)
 		snprintf(e->part, sizeof(e->part), "%s", name);
 		e->readonly = recs[i].readonly;
 		e->resv_id = recs[i].resv_id;
+		e->ublk = recs[i].ublk;
+		e->ublk_depth = recs[i].ublk_depth;
+		e->ublk_max_request = recs[i].ublk_max_request;
+		e->ublk_dev = recs[i].ublk_dev;
 		srv->n_exports++;
 		if (!srv->o.hooks.export_add)
 			continue;	/* listed; served once a data path runs */
 		r = cw_part_lookup(srv->pool, name, &part);
-		if (r == 0)
+		if (r == 0 && e->ublk) {
+			char why[512] = "";
+
+			/* Its device (taken back after a crash, or made
+			 * anew); without ublk in this kernel it is listed,
+			 * not served, as the hook logged. */
+			r = srv->o.hooks.export_add_ublk ?
+			    srv->o.hooks.export_add_ublk(srv->o.hooks.userdata, e, part, why,
+							 sizeof(why)) : -EOPNOTSUPP;
+			if (r < 0 && r != -ENOMEM)
+				r = 0;
+		} else if (r == 0) {
 			r = srv->o.hooks.export_add(srv->o.hooks.userdata, e, part);
+		}
 		/* A partition on a missing disk cannot be served: its export
 		 * stays listed (and stored) and the rest are served, as a
 		 * degraded pool should be; the data path has logged why. */
@@ -341,6 +361,16 @@ static int load_exports(struct cwc_server *srv, size_t *ret_served)
 		(*ret_served)++;
 	}
 	return 0;
+}
+
+void cwc_server_export_device(struct cwc_server *srv, const char *name, int32_t dev)
+{
+	for (size_t i = 0; i < srv->n_exports; i++)
+		if (strcmp(srv->exports[i].name, name) == 0) {
+			srv->exports[i].ublk_dev = dev;
+			snprintf(srv->exports[i].device, sizeof(srv->exports[i].device),
+				 "/dev/ublkb%" PRId32, dev);
+		}
 }
 
 const struct cwc_export *cwc_server_exports(const struct cwc_server *srv, size_t *ret_n)

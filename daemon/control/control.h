@@ -73,6 +73,7 @@ struct cwc_export {
 	 * device's path once the data path made it. */
 	bool ublk;
 	uint32_t ublk_depth, ublk_max_request;
+	int32_t ublk_dev;	/* the kernel's device number, stored; -1: none */
 	char device[32];
 };
 
@@ -300,6 +301,9 @@ int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *
 			   size_t errlen);
 
 /* The exports the server lists (stored in the pool), in order. */
+/* The data path made export name's ublk device, /dev/ublkbDEV (export
+ * list shows it).  Before cwc_server_run or on its thread. */
+void cwc_server_export_device(struct cwc_server *srv, const char *name, int32_t dev);
 const struct cwc_export *cwc_server_exports(const struct cwc_server *srv, size_t *ret_n);
 
 /* Handles one request line as if a client with this access had sent it,

@@ -40,7 +40,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <linux/ublk_cmd.h>
+
+/* Newer than Debian 12's linux-libc-dev (6.1): unprivileged devices came
+ * in 6.2 (the uapi's value). */
+#ifndef UBLK_F_UNPRIVILEGED_DEV
+#define UBLK_F_UNPRIVILEGED_DEV (1ULL << 5)
+#endif
 
 #include "daemon/thread-name.h"
 #include "daemon/ublk/ublk.h"
@@ -105,6 +113,7 @@ struct ublk_dev {
 	size_t bufs_len;
 	struct uq *q;
 	bool added, live;
+	bool recovered;
 };
 
 static int64_t now_ns(void)
@@ -484,6 +493,51 @@ static int node_access(struct ublk_dev *d, const struct ublk_config *cfg)
 	return 0;
 }
 
+/* Device id, if a server that is gone left it with user recovery:
+ * START_USER_RECOVERY, and d takes its sizes (0, d->recovered set).  A
+ * device of ours that cannot be recovered is deleted, one that is not
+ * there or is another live server's is left (0, a new one is made).
+ * The old server's file of /dev/ublkcN may still be closing as its
+ * process ends: -EBUSY is tried again for a while. */
+static int take_back(struct ublk_dev *d, int id)
+{
+	struct ublksrv_ctrl_dev_info info;
+	int64_t until = now_ns() + NODE_WAIT_NS;
+	bool gone;
+	int r;
+
+	d->id = id;
+	memset(&info, 0, sizeof(info));
+	r = dev_cmd(d, UBLK_CMD_GET_DEV_INFO, &info, sizeof(info), 0);
+	if (r < 0)
+		return 0;	/* not there (a reboot): a new one */
+	gone = info.ublksrv_pid <= 0 || (kill(info.ublksrv_pid, 0) < 0 && errno == ESRCH);
+	if (!gone)
+		return 0;	/* a live server's */
+	if (!(info.flags & UBLK_F_USER_RECOVERY) || info.queue_depth > UBLK_MAX_QUEUE_DEPTH ||
+	    info.max_io_buf_bytes > MAX_IO_BUF_BYTES || info.max_io_buf_bytes % 4096 ||
+	    info.nr_hw_queues != 1) {
+		if (info.state == UBLK_S_DEV_LIVE)
+			(void)dev_cmd(d, UBLK_CMD_STOP_DEV, NULL, 0, 0);
+		(void)dev_cmd(d, UBLK_CMD_DEL_DEV, NULL, 0, 0);
+		return 0;
+	}
+	for (;;) {
+		r = dev_cmd(d, UBLK_CMD_START_USER_RECOVERY, NULL, 0, 0);
+		if (r != -EBUSY || now_ns() > until)
+			break;
+		usleep(10000);
+	}
+	if (r < 0)
+		return r;
+	d->recovered = true;
+	d->added = true;
+	d->nq = info.nr_hw_queues;
+	d->depth = info.queue_depth;
+	d->max_request = info.max_io_buf_bytes;
+	return 0;
+}
+
 int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 		 struct ublk_dev **ret_dev, char *err, size_t errlen)
 {
@@ -518,6 +572,12 @@ int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 		free(d);
 		return r;
 	}
+	r = cfg->recover_id >= 0 ? take_back(d, cfg->recover_id) : 0;
+	if (r < 0) {
+		what = "recovering the device a previous server left";
+		goto fail;
+	}
+	/* (after a recovery: the sizes the device was made with) */
 	d->bufs_len = (size_t)d->nq * d->depth * d->max_request;
 	d->bufs = mmap(NULL, d->bufs_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
@@ -535,23 +595,26 @@ int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 	for (unsigned i = 0; i < d->nq; i++)
 		d->q[i].efd = -1;
 
-	memset(&info, 0, sizeof(info));
-	info.nr_hw_queues = (uint16_t)d->nq;
-	info.queue_depth = (uint16_t)d->depth;
-	info.max_io_buf_bytes = d->max_request;
-	info.dev_id = (uint32_t)-1;
-	info.flags = 0;
-	r = dev_cmd(d, UBLK_CMD_ADD_DEV, &info, sizeof(info), 0);
-	if (r < 0) {
-		what = "ADD_DEV";
-		goto fail;
-	}
-	d->id = (int)info.dev_id;
-	d->added = true;
-	r = set_params(d);
-	if (r < 0) {
-		what = "SET_PARAMS";
-		goto fail;
+	if (!d->recovered) {
+		memset(&info, 0, sizeof(info));
+		info.nr_hw_queues = (uint16_t)d->nq;
+		info.queue_depth = (uint16_t)d->depth;
+		info.max_io_buf_bytes = d->max_request;
+		info.dev_id = (uint32_t)-1;
+		info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
+		d->id = -1;
+		r = dev_cmd(d, UBLK_CMD_ADD_DEV, &info, sizeof(info), 0);
+		if (r < 0) {
+			what = "ADD_DEV";
+			goto fail;
+		}
+		d->id = (int)info.dev_id;
+		d->added = true;
+		r = set_params(d);
+		if (r < 0) {
+			what = "SET_PARAMS";
+			goto fail;
+		}
 	}
 	r = open_cdev(d);
 	if (r < 0) {
@@ -574,10 +637,12 @@ int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 		d->q[i].started = true;
 		thread_name(d->q[i].thread, "cw-ublk");
 	}
-	/* Waits for every tag's FETCH_REQ. */
-	r = dev_cmd(d, UBLK_CMD_START_DEV, NULL, 0, (uint64_t)getpid());
+	/* Waits for every tag's FETCH_REQ; after a recovery the kernel
+	 * then hands the queued requests again. */
+	r = dev_cmd(d, d->recovered ? UBLK_CMD_END_USER_RECOVERY : UBLK_CMD_START_DEV, NULL, 0,
+		    (uint64_t)getpid());
 	if (r < 0) {
-		what = "START_DEV";
+		what = d->recovered ? "END_USER_RECOVERY" : "START_DEV";
 		goto fail;
 	}
 	d->live = true;
@@ -597,6 +662,11 @@ fail:
 int ublk_dev_id(const struct ublk_dev *d)
 {
 	return d->id;
+}
+
+bool ublk_dev_recovered(const struct ublk_dev *d)
+{
+	return d->recovered;
 }
 
 void ublk_dev_free(struct ublk_dev *d)

@@ -19,6 +19,7 @@
 #ifndef CW_DAEMON_UBLK_H
 #define CW_DAEMON_UBLK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -32,6 +33,10 @@ struct ublk_config {
 	uid_t owner;
 	gid_t group;
 	mode_t mode;
+	/* The device this export had (-1: none): if a server that is gone
+	 * left it waiting for recovery, it is taken back (queued requests
+	 * resume); else a new one is made. */
+	int recover_id;
 };
 
 struct ublk_dev;
@@ -41,12 +46,18 @@ struct ublk_dev;
 int ublk_available(char *err, size_t errlen);
 
 /* Makes /dev/ublkbN for exp (its ops and back end are used until
- * ublk_dev_free) and starts serving it.  -errno with the reason in err. */
+ * ublk_dev_free) and starts serving it, or takes cfg->recover_id back.
+ * Devices are made with user recovery (UBLK_F_USER_RECOVERY and
+ * _REISSUE): when the daemon dies they stay, holding their requests,
+ * until a daemon takes them back, which the kernel then hands every
+ * request not yet acknowledged again.  -errno with the reason in err. */
 int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 		 struct ublk_dev **ret_dev, char *err, size_t errlen);
 
 /* N of /dev/ublkbN. */
 int ublk_dev_id(const struct ublk_dev *dev);
+/* Whether it was taken back from a server that had gone. */
+bool ublk_dev_recovered(const struct ublk_dev *dev);
 
 /* Stops the device (requests in flight complete first), deletes it and
  * frees; NULL-safe. */

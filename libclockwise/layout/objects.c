@@ -38,7 +38,12 @@ static const char sql_export_put[] =
 	"INSERT INTO export(name, part, readonly, resv) VALUES (?1, ?2, ?3, ?4)";
 static const char sql_export_del[] = "DELETE FROM export WHERE name = ?1";
 static const char sql_export_all[] =
-	"SELECT name, part, readonly, resv FROM export ORDER BY name";
+	"SELECT name, part, readonly, resv, u.export IS NOT NULL, u.queue_depth, u.max_request,"
+	" coalesce(u.dev, -1) FROM export LEFT JOIN export_ublk u ON u.export = name"
+	" ORDER BY name";
+static const char sql_export_ublk_put[] =
+	"INSERT INTO export_ublk(export, queue_depth, max_request, dev) VALUES (?1, ?2, ?3, ?4)";
+static const char sql_export_ublk_dev[] = "UPDATE export_ublk SET dev = ?2 WHERE export = ?1";
 static const char sql_part_users[] =
 	"SELECT 'export ' || name FROM export WHERE part = ?1"
 	" UNION ALL SELECT 'reservation ' || id FROM resv WHERE part = ?1"
@@ -466,6 +471,15 @@ int cw_export_add(struct cw_pool *pool, const struct cw_export_rec *e)
 			sqlite3_bind_null(st, 4);
 		r = meta_step(st);
 	}
+	if (r == 0 && e->ublk)
+		r = meta_stmt(pool->meta, sql_export_ublk_put, &st);
+	if (r == 0 && e->ublk) {
+		sqlite3_bind_text(st, 1, e->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, e->ublk_depth);
+		sqlite3_bind_int64(st, 3, e->ublk_max_request);
+		sqlite3_bind_int64(st, 4, e->ublk_dev < 0 ? -1 : e->ublk_dev);
+		r = meta_step(st);
+	}
 	r = meta_end(pool->meta, r);
 	if (r == -EEXIST) {
 		r = lay_set_error(pool, -EEXIST, "an export named '%s' exists", e->name);
@@ -508,6 +522,35 @@ out:
 	return r;
 }
 
+int cw_export_set_ublk_dev(struct cw_pool *pool, const char *name, int32_t dev)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	if (!name || dev < -1)
+		return -EINVAL;
+	pthread_mutex_lock(&pool->lock);
+	r = meta_begin(pool->meta);
+	if (r == 0)
+		r = meta_stmt(pool->meta, sql_export_ublk_dev, &st);
+	if (r == 0) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, dev);
+		r = meta_step(st);
+	}
+	if (r == 0 && sqlite3_changes(pool->meta->db) == 0) {
+		meta_rollback(pool->meta);
+		r = lay_set_error(pool, -ENOENT, "no ublk export named '%s'", name);
+		goto out;
+	}
+	r = meta_end(pool->meta, r);
+	if (r < 0)
+		lay_set_error(pool, r, "recording export '%s''s device: %s", name, strerror(-r));
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
 int cw_export_list(struct cw_pool *pool, struct cw_export_rec **ret, size_t *ret_n)
 {
 	struct cw_export_rec *list = NULL;
@@ -527,6 +570,10 @@ int cw_export_list(struct cw_pool *pool, struct cw_export_rec **ret, size_t *ret
 		list[n].part_id = (uint64_t)sqlite3_column_int64(st, 1);
 		list[n].readonly = sqlite3_column_int(st, 2) != 0;
 		list[n].resv_id = (uint64_t)sqlite3_column_int64(st, 3);
+		list[n].ublk = sqlite3_column_int(st, 4) != 0;
+		list[n].ublk_depth = (uint32_t)sqlite3_column_int64(st, 5);
+		list[n].ublk_max_request = (uint32_t)sqlite3_column_int64(st, 6);
+		list[n].ublk_dev = (int32_t)sqlite3_column_int64(st, 7);
 		n++;
 	}
 	if (r == 0 && rc != SQLITE_DONE)

@@ -267,6 +267,16 @@ static const char *const migrations[] = {
 	"  dst_pblock, state FROM move_block;"
 	"DROP TABLE move_block;"
 	"ALTER TABLE move_block_new RENAME TO move_block;",
+	/* 12 -> 13: exports served as ublk block devices (clockwised's
+	 * daemon/ublk/) instead of over NBD: their queue depth and largest
+	 * request (0: the daemon's defaults), and the device number the
+	 * kernel gave (-1: none yet), so that a daemon started after a crash
+	 * takes its device back (ublk's user recovery). */
+	"CREATE TABLE IF NOT EXISTS export_ublk ("
+	"  export TEXT PRIMARY KEY REFERENCES export(name) ON DELETE CASCADE,"
+	"  queue_depth INTEGER NOT NULL CHECK (queue_depth >= 0),"
+	"  max_request INTEGER NOT NULL CHECK (max_request >= 0),"
+	"  dev INTEGER NOT NULL DEFAULT -1 CHECK (dev >= -1));",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -3,8 +3,11 @@
 # QEMU guest on bookworm-backports' 6.12 kernel (tests/vm/guest --kernel
 # bpo; Debian 12's own 6.1 has no ublk_drv), cwctl export add --ublk makes
 # /dev/ublkb0; ext4 on it takes fio's verified files and fsck finds it
-# clean; the device and NBD read the same bytes; growing the partition
-# under it is refused; removing the export removes the device.  The
+# clean; the device and NBD read the same bytes; clockwised killed (-9)
+# under fio's verified writes to another device and started again takes
+# both devices back (ublk's user recovery) and fio verifies every block;
+# growing the partition under a device is refused; removing the export
+# removes the device.  The
 # checks run in the guest (tests/vm/ublk-kernel.sh) and are counted here.
 # Skipped (77) without QEMU, busybox-static or the backports kernel
 # (tests/vm/guest and tests/vm/kernel-bpo say which), and in a sanitizer

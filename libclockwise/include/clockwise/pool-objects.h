@@ -88,6 +88,12 @@ struct cw_export_rec {
 	uint64_t part_id;
 	bool readonly;
 	uint64_t resv_id;		/* 0: none */
+	/* Served as a ublk block device, not over NBD: its queue depth and
+	 * largest request in bytes (0: the server's defaults) and the
+	 * kernel's number of the device (-1: none yet). */
+	bool ublk;
+	uint32_t ublk_depth, ublk_max_request;
+	int32_t ublk_dev;
 };
 
 /* -EEXIST: the name is taken; -EINVAL: a bad name, or the reservation is
@@ -97,6 +103,9 @@ int cw_export_add(struct cw_pool *pool, const struct cw_export_rec *e);
 int cw_export_remove(struct cw_pool *pool, const char *name);
 /* Every export in name order, malloc'ed; the caller frees it. */
 int cw_export_list(struct cw_pool *pool, struct cw_export_rec **ret, size_t *ret_n);
+/* Records the device number of a ublk export (-1: none).  -ENOENT: no
+ * such ublk export. */
+int cw_export_set_ublk_dev(struct cw_pool *pool, const char *name, int32_t dev);
 
 /* An export's best-effort quality of service between exports (RBFQ,
  * clockwise/sched-beq.h): a reservation (the least it gets while it asks),
