@@ -98,6 +98,65 @@ static int key_max_request(struct parse *p, const config_setting_t *s, void *obj
 	return get_pow2(p, s, BLOCK_SIZE_MIN, CWD_REQUEST_MAX_BYTES, &p->c->exports.max_request_bytes);
 }
 
+/* ---- ublk devices ---- */
+
+#define UBLK_DEPTH_MAX 4096		/* ublk_drv's UBLK_MAX_QUEUE_DEPTH */
+#define UBLK_REQUEST_MIN 4096
+#define UBLK_REQUEST_MAX (1 << 20)	/* its UBLK_MAX_IO_BUF_BYTES */
+
+void conf_ublk_free(struct cwd_config *c)
+{
+	for (size_t i = 0; i < c->exports.n_ublk; i++)
+		free(c->exports.ublk[i]);
+	free(c->exports.ublk);
+	c->exports.ublk = NULL;
+	c->exports.n_ublk = 0;
+}
+
+static int key_ublk(struct parse *p, const config_setting_t *s, void *obj)
+{
+	struct cwd_config *c = p->c;
+	int n;
+
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
+		return conf_wrong_type(p, s, "an array [ \"PARTITION\", ... ]");
+	conf_ublk_free(c);
+	n = config_setting_length(s);
+	if (n == 0)
+		return 0;
+	if (n > CW_EXPORTS_MAX)
+		return conf_fail(p, s, "%s has %d entries; expected at most %d", WHERE(s), n,
+				 CW_EXPORTS_MAX);
+	c->exports.ublk = calloc(n ? (size_t)n : 1, sizeof(*c->exports.ublk));
+	if (!c->exports.ublk)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		int r = conf_get_name(p, config_setting_get_elem(s, (unsigned)i), CW_NAME_MAX,
+				      &c->exports.ublk[i]);
+
+		if (r < 0)
+			return r;
+		c->exports.n_ublk++;
+	}
+	return 0;
+}
+
+static int key_ublk_depth(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = conf_get_int(p, s, 1, UBLK_DEPTH_MAX, &v);
+
+	if (r == 0)
+		p->c->exports.ublk_queue_depth = (unsigned)v;
+	return r;
+}
+
+static int key_ublk_max_request(struct parse *p, const config_setting_t *s, void *obj)
+{
+	return get_pow2(p, s, UBLK_REQUEST_MIN, UBLK_REQUEST_MAX,
+			&p->c->exports.ublk_max_request_bytes);
+}
+
 /* ---- exports' best-effort QoS ---- */
 
 #define QOS_MAX 4096	/* admission's BES_MAX */
@@ -230,6 +289,9 @@ const struct key conf_export_keys[] = {
 	{ "all", key_export_all },
 	{ "activation_mode", key_activation_mode },
 	{ "qos", key_qos },
+	{ "ublk", key_ublk },
+	{ "ublk_queue_depth", key_ublk_depth },
+	{ "ublk_max_request_bytes", key_ublk_max_request },
 	{ NULL, NULL },
 };
 

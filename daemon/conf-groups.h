@@ -31,6 +31,7 @@ int conf_key_exports(struct parse *p, const config_setting_t *s, void *obj);
 int conf_key_access(struct parse *p, const config_setting_t *s, void *obj);
 int conf_key_limits(struct parse *p, const config_setting_t *s, void *obj);
 void conf_qos_free(struct cwd_config *c);
+void conf_ublk_free(struct cwd_config *c);
 void conf_access_clear(struct cwd_config_access *a);
 extern const struct key conf_export_keys[], conf_qos_keys[], conf_access_keys[],
 	conf_access_export_keys[], conf_limit_keys[];

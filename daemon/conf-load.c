@@ -278,6 +278,7 @@ void cwd_config_free(struct cwd_config *c)
 	free(c->unix_owner);
 	free(c->unix_group);
 	conf_qos_free(c);
+	conf_ublk_free(c);
 	for (i = 0; c->access && i < CW_EXPORTS_MAX + 1; i++)
 		conf_access_clear(&c->access[i]);
 	free(c->access);
@@ -335,6 +336,8 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->log_level = LOG_INFO;
 	c->exports.block_size = 4096;
 	c->exports.max_request_bytes = CWD_REQUEST_MAX_BYTES;
+	c->exports.ublk_queue_depth = 64;
+	c->exports.ublk_max_request_bytes = 512 << 10;
 	c->exports.multi_conn = true;
 	c->exports.all = false;
 	c->limits.connections = 64;

@@ -177,6 +177,14 @@ struct cwd_config {
 		bool partial;
 		struct cwd_config_qos *qos;
 		size_t n_qos;
+		/* Partitions exported at start as ublk block devices
+		 * (/dev/ublkbN) rather than over NBD, unless an export of
+		 * that name is stored; with their queue depth and largest
+		 * request (default 64 and 512 KiB). */
+		char **ublk;
+		size_t n_ublk;
+		unsigned ublk_queue_depth;
+		uint32_t ublk_max_request_bytes;
 	} exports;
 	/* What NBD clients may take of the daemon. */
 	struct {

@@ -584,6 +584,21 @@ int svc_exports(struct svc *svc, bool all, size_t *ret_listed, size_t *ret_unser
 	size_t n = 0, nx;
 	int r;
 
+	/* The ublk devices the configuration names first: exports.all then
+	 * leaves those partitions be (an export of the name exists). */
+	for (size_t i = 0; i < svc->cfg->exports.n_ublk; i++) {
+		char msg[512] = "";
+
+		r = cwc_server_export_part_ublk(svc->srv, svc->cfg->exports.ublk[i],
+						svc->cfg->exports.ublk_queue_depth,
+						svc->cfg->exports.ublk_max_request_bytes, msg,
+						sizeof(msg));
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			cwd_log(LOG_WARNING, "partition %s is not exported as a ublk device: %s",
+				svc->cfg->exports.ublk[i], msg[0] ? msg : "unknown error");
+	}
 	r = all ? cw_part_list(svc->pb->pool, &parts, &n) : 0;
 	if (r < 0)
 		return r;

@@ -206,8 +206,8 @@ int cwc_cmd_export_add(struct ctx *c, json_object **ret)
 	return 0;
 }
 
-int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *err,
-			   size_t errlen)
+static int export_part(struct cwc_server *srv, const char *part_name,
+		       const struct cwc_export *ublk, char *err, size_t errlen)
 {
 	struct ctx c = { .srv = srv };
 	struct cwc_export *e;
@@ -216,10 +216,24 @@ int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *
 	for (size_t i = 0; i < srv->n_exports; i++)
 		if (strcmp(srv->exports[i].name, part_name) == 0)
 			return 0;
-	r = export_add(&c, part_name, NULL, false, false, 0, NULL, &e);
+	r = export_add(&c, part_name, NULL, false, false, 0, ublk, &e);
 	if (r < 0)
 		snprintf(err, errlen, "%s", c.msg);
 	return r;
+}
+
+int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *err,
+			   size_t errlen)
+{
+	return export_part(srv, part_name, NULL, err, errlen);
+}
+
+int cwc_server_export_part_ublk(struct cwc_server *srv, const char *part_name, uint32_t depth,
+				uint32_t max_request, char *err, size_t errlen)
+{
+	struct cwc_export u = { .ublk = true, .ublk_depth = depth, .ublk_max_request = max_request };
+
+	return export_part(srv, part_name, &u, err, errlen);
 }
 
 /* Removing an export disconnects its clients: only with force while it

@@ -297,6 +297,10 @@ void cwc_server_stop(struct cwc_server *srv);
 /* Exports partition part_name under its own name as export.add would (and
  * stores it), for exports.all at start; an export of that name that
  * exists already is left as it is (0).  -errno with the reason in err. */
+/* Likewise, as a ublk device with queue depth and largest request (0:
+ * the defaults). */
+int cwc_server_export_part_ublk(struct cwc_server *srv, const char *part_name, uint32_t depth,
+				uint32_t max_request, char *err, size_t errlen);
 int cwc_server_export_part(struct cwc_server *srv, const char *part_name, char *err,
 			   size_t errlen);
 

@@ -413,6 +413,28 @@ static void test_size_units(void)
 		 "1: exports.block_size = \"128K\" is out of range; expected a size from 512 to 65536");
 }
 
+/* exports.ublk: the partitions served as ublk devices, their depth and
+ * largest request. */
+static void test_ublk_exports(void)
+{
+	struct cwd_config *c = load_ok("exports = { ublk = [ \"media\", \"vm\" ];\n"
+				       "  ublk_queue_depth = 32; ublk_max_request_bytes = \"1M\"; };\n");
+
+	CU_ASSERT_EQUAL_FATAL(c->exports.n_ublk, 2);
+	CU_ASSERT_STRING_EQUAL(c->exports.ublk[0], "media");
+	CU_ASSERT_STRING_EQUAL(c->exports.ublk[1], "vm");
+	CU_ASSERT_EQUAL(c->exports.ublk_queue_depth, 32);
+	CU_ASSERT_EQUAL(c->exports.ublk_max_request_bytes, 1u << 20);
+	cwd_config_free(c);
+	load_bad("exports = { ublk_queue_depth = 5000; };\n",
+		 "1: exports.ublk_queue_depth = 5000 is out of range; expected an integer from 1 to 4096");
+	load_bad("exports = { ublk_max_request_bytes = 2048; };\n",
+		 "1: exports.ublk_max_request_bytes = 2048 is out of range; expected an integer from "
+		 "4096 to 1048576");
+	load_bad("exports = { ublk = \"media\"; };\n",
+		 "1: exports.ublk is a string; expected an array [ \"PARTITION\", ... ]");
+}
+
 static void test_bad_exports(void)
 {
 	load_bad("exports = { block_size = 1000; };\n",
@@ -422,7 +444,8 @@ static void test_bad_exports(void)
 	load_bad("exports = { read_only = 1; };\n", "1: exports.read_only is an integer; expected true or false");
 	load_bad("exports = {\n  bogus = 1;\n};\n",
 		 "2: unknown setting \"bogus\" in exports; expected read_only, block_size, "
-		 "max_request_bytes, multi_conn, all, activation_mode or qos");
+		 "max_request_bytes, multi_conn, all, activation_mode, qos, ublk, ublk_queue_depth or "
+		 "ublk_max_request_bytes");
 	load_bad("exports = { activation_mode = \"degraded\"; };\n",
 		 "1: exports.activation_mode = \"degraded\" is not an activation mode; expected "
 		 "\"complete\" or \"partial\"");
@@ -1043,6 +1066,7 @@ int main(void)
 	cwtest_add(s, "bad top-level values", test_bad_top);
 	cwtest_add(s, "syntax errors", test_syntax);
 	cwtest_add(s, "bad exports", test_bad_exports);
+	cwtest_add(s, "ublk exports", test_ublk_exports);
 	cwtest_add(s, "size units", test_size_units);
 	cwtest_add(s, "bad disks", test_bad_disks);
 	cwtest_add(s, "bad listen", test_bad_listen);
