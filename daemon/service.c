@@ -192,6 +192,18 @@ static int hook_export_add_ublk(void *userdata, struct cwc_export *e, struct cw_
 	u->uc = (struct ublk_config){ .queue_depth = e->ublk_depth,
 				      .max_request = e->ublk_max_request,
 				      .recover_id = e->ublk_dev };
+	/* Who may open the device: the export's access rules, as far as
+	 * a node's owner, group and mode can say them. */
+	{
+		size_t n;
+		const struct nbdsrv_access *rules = nbdsrv_access_rules(svc->nbd, &n);
+		unsigned left = ublk_node_access(rules, n, e->name, &u->uc);
+
+		if (left)
+			cwd_log(LOG_WARNING, "export %s: %u user%s or group%s of its access rules "
+				"cannot open its ublk device (a node has one owner and one group)",
+				e->name, left, left == 1 ? "" : "s", left == 1 ? "" : "s");
+	}
 	r = pb_export_bind(svc->pb, x, e->resv_id);
 	if (r < 0 && e->resv_id) {
 		drop_export(svc->pb, x);

@@ -211,6 +211,12 @@ uint64_t nbdsrv_rt_cpu_ns(struct nbdsrv *srv)
 	return ns;
 }
 
+const struct nbdsrv_access *nbdsrv_access_rules(const struct nbdsrv *srv, size_t *ret_n)
+{
+	*ret_n = srv->cfg.n_access;
+	return srv->cfg.access;
+}
+
 unsigned nbdsrv_connections(struct nbdsrv *srv)
 {
 	unsigned n;

@@ -385,6 +385,10 @@ void nbdsrv_stop(struct nbdsrv *srv);
 /* Stops (if needed) and frees; NULL-safe. Unix socket files are removed. */
 void nbdsrv_free(struct nbdsrv *srv);
 
+/* The access rules the server was given (nbdsrv_config.access), for
+ * another front end to judge by. */
+const struct nbdsrv_access *nbdsrv_access_rules(const struct nbdsrv *srv, size_t *ret_n);
+
 /* Connections open now (for status and tests). */
 unsigned nbdsrv_connections(struct nbdsrv *srv);
 /* CPU time the reader and writer threads of real-time connections (those

@@ -30,6 +30,7 @@
 #include <inttypes.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,11 +195,19 @@ int ublk_available(char *err, size_t errlen)
 
 /* ---- a queue ---- */
 
+/* The queue whose thread this is: a request it completes itself (a
+ * back end that served it at once, or a lane it dispatched for) needs no
+ * wake-up, as the thread looks at its done stack before it sleeps. */
+static __thread struct uq *tls_queue;
+
+/* After a push to q->done: the first completer to find the thread asleep
+ * (it said so before its last look at the stack) wakes it, the others
+ * need not, as it drains the whole stack once awake. */
 static void wake(struct uq *q)
 {
 	uint64_t one = 1;
 
-	if (atomic_load_explicit(&q->sleeping, memory_order_seq_cst))
+	if (atomic_exchange_explicit(&q->sleeping, false, memory_order_seq_cst))
 		(void)!write(q->efd, &one, sizeof(one));
 }
 
@@ -214,7 +223,8 @@ static void tag_complete(struct nbdsrv_io *io, int err)
 		t->next = old;
 	while (!atomic_compare_exchange_weak_explicit(&q->done, &old, t, memory_order_seq_cst,
 						      memory_order_relaxed));
-	wake(q);
+	if (tls_queue != q)
+		wake(q);
 }
 
 static void io_cmd(struct uq *q, struct utag *t, unsigned op, int result)
@@ -320,7 +330,18 @@ static void *queue_main(void *arg)
 {
 	struct uq *q = arg;
 	const struct nbdsrv_backend_ops *ops = q->dev->exp.ops;
+	int prio = ops->rt_priority ? ops->rt_priority(q->dev->exp.backend) : 0;
 
+	tls_queue = q;
+	/* An export bound to a reservation: its queue books the stream's
+	 * requests, at the real-time priority an NBD connection's reader
+	 * of it would have (the back end set it, or noted that it could
+	 * not). */
+	if (prio > 0) {
+		struct sched_param sp = { .sched_priority = prio };
+
+		(void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	}
 	for (unsigned i = 0; i < q->dev->depth; i++)
 		io_cmd(q, &q->tags[i], UBLK_IO_FETCH_REQ, -1);
 	arm_wake(q);

@@ -41,6 +41,15 @@ struct ublk_config {
 
 struct ublk_dev;
 
+/* The device node's owner, group and mode into c from the access rules
+ * list[n] (nbd-server.h) for export name: the first user named is its
+ * owner, the first group its group, anyone ("*") the others; read-write
+ * gives rw, read-only r.  Without rules for it: mode 0 (the kernel's
+ * root 0600).  Returns how many users and groups the rules name that a
+ * node's one owner and one group cannot hold (they get no access). */
+unsigned ublk_node_access(const struct nbdsrv_access *list, size_t n, const char *name,
+			  struct ublk_config *c);
+
 /* Whether this kernel can serve ublk devices now: 0, or -errno with the
  * reason in err (no ublk_drv, not root). */
 int ublk_available(char *err, size_t errlen);
