@@ -6,6 +6,7 @@
 # clean; the device and NBD read the same bytes; clockwised killed (-9)
 # under fio's verified writes to another device and started again takes
 # both devices back (ublk's user recovery) and fio verifies every block;
+# a device node's owner, group and mode follow the export's access rules;
 # growing the partition under a device is refused; removing the export
 # removes the device.  The
 # checks run in the guest (tests/vm/ublk-kernel.sh) and are counted here.
@@ -21,4 +22,6 @@ fi
 requires mkfs.ext4 e2fsck fio jq nbdcopy blkdiscard
 cw_rt_lock -x
 . "$top_srcdir/tests/vm/host.sh"
+# (3 to 4 minutes in all when the host is quiet)
+: "${CW_VM_TIMEOUT:=600}"
 vm_test ublk --kernel bpo "$top_srcdir/tests/vm/ublk-kernel.sh"

@@ -11,7 +11,9 @@
 #   3. kill -9 under fio's verified writes on a second device: the device
 #      stays, a new clockwised takes both back (user recovery), fio ends
 #      with every block verified, ext4 still clean;
-#   4. growing the partition under it is refused with the reason, and
+#   4. a device's node takes its owner, group and mode from the export's
+#      access rules;
+#   5. growing the partition under it is refused with the reason, and
 #      export remove takes the device away.
 # PASS/FAIL lines and the cw-counts line of tests/integration/lib.sh.
 . "$top_srcdir/tests/integration/lib.sh"
@@ -30,7 +32,10 @@ check "/dev/ublk-control exists" test -c /dev/ublk-control
 	"$top_builddir/tools/cwpool" add-disk "$d/pool.db" "$d/hdd1.img" hdd hdd1 >/dev/null
 check "a pool of two HDDs" test $? -eq 0
 step "clockwised"
-check "clockwised starts" ctl_start "$d" --no-export-all
+# export acc's access rules: nobody and the group disk read and write,
+# anyone reads
+acc='access = { exports = ( { name = "acc"; read_write = [ "nobody", "@disk" ]; read_only = [ "*" ]; } ); };'
+check "clockwised starts" ctl_start "$d" --no-export-all --conf "$acc"
 check "part create fs (128M)" cwctl part create fs --size 128M
 check "export add fs --ublk" cwctl export add fs --ublk --queue-depth 32
 cwctl export list
@@ -102,7 +107,7 @@ check "kill -9 clockwised" kill -9 "$CTL_PID"
 wait "$CTL_PID" 2>/dev/null
 echo "  killed after fio wrote about $(( (w1 - w0) >> 20 )) MiB of 32; fio waits"
 check "$raw stays while no daemon runs" test -b "$raw"
-check "clockwised starts again" ctl_start "$d" --no-export-all
+check "clockwised starts again" ctl_start "$d" --no-export-all --conf "$acc"
 grep 'ublkb' "$CTL_LOG" | sed 's/^/  /'
 check "it took $raw back" grep -q "export raw: /dev/ublkb1, taken back" "$CTL_LOG"
 check "it took $dev back" grep -q "export fs: /dev/ublkb0, taken back" "$CTL_LOG"
@@ -113,6 +118,16 @@ check "export list still names both devices" test \
 	"$(cwctl --json export list | jq -r '[.[] | .device] | sort | join(" ")')" = "/dev/ublkb0 /dev/ublkb1"
 check "ext4 on $dev is still clean" bash -c "e2fsck -fn '$dev' >'$d/fsck2.log' 2>&1 || { cat '$d/fsck2.log'; false; }"
 check "export remove raw" cwctl export remove raw
+
+step "access"
+check "part create acc (16M)" cwctl part create acc --size 16M
+check "export add acc --ublk" cwctl export add acc --ublk
+accdev=$(cwctl --json export list | jq -r '.[] | select(.name == "acc") | .device')
+check "$accdev: owner nobody, group disk, mode 664 (its access rules)" \
+	test "$(stat -c '%u %g %a' "$accdev")" = "$(id -u nobody) $(getent group disk | cut -d: -f3) 664"
+check "$dev (the default rules, whose groups do not exist here): root's, 600" \
+	test "$(stat -c '%u %g %a' "$dev")" = "0 0 600"
+check "export remove acc" cwctl export remove acc
 
 step "grow and remove"
 expect_fail "growing the partition under the device is refused" cwctl part resize fs --size 160M
