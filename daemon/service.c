@@ -138,7 +138,8 @@ static int ublk_start(struct svc *svc, struct svc_ublk *u, char *err, size_t err
 	int r = ublk_dev_new(&u->ne, &u->uc, &u->dev, err, errlen);
 
 	if (r < 0) {
-		cwd_log(LOG_ERR, "%s", err[0] ? err : strerror(-r));
+		cwd_log(LOG_ERR, "export %s is not served as a ublk device: %s", u->name,
+			err[0] ? err : strerror(-r));
 		return r;
 	}
 	/* The number, so that a daemon after a crash takes it back. */

@@ -182,14 +182,15 @@ int ublk_available(char *err, size_t errlen)
 		close(fd);
 		return 0;
 	}
-	if (errno == ENOENT || errno == ENODEV || errno == ENXIO)
+	if (errno == ENOENT || errno == ENODEV || errno == ENXIO) {
 		snprintf(err, errlen, "no ublk in this kernel: %s is missing (the kernel's "
 			 "ublk_drv module, CONFIG_BLK_DEV_UBLK, Linux 5.19 on: modprobe ublk_drv; "
 			 "Debian 12's own 6.1 kernel lacks it, bookworm-backports' has it)",
 			 CONTROL_PATH);
-	else
-		snprintf(err, errlen, "cannot open %s: %s (only root may create ublk devices "
-			 "on this kernel)", CONTROL_PATH, strerror(errno));
+		return -EOPNOTSUPP;
+	}
+	snprintf(err, errlen, "cannot open %s: %s (only root may create ublk devices "
+		 "on this kernel)", CONTROL_PATH, strerror(errno));
 	return -errno;
 }
 

@@ -51,7 +51,7 @@ unsigned ublk_node_access(const struct nbdsrv_access *list, size_t n, const char
 			  struct ublk_config *c);
 
 /* Whether this kernel can serve ublk devices now: 0, or -errno with the
- * reason in err (no ublk_drv, not root). */
+ * reason in err (-EOPNOTSUPP: no ublk_drv; -EACCES, -EPERM: not root). */
 int ublk_available(char *err, size_t errlen);
 
 /* Makes /dev/ublkbN for exp (its ops and back end are used until

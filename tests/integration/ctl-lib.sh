@@ -38,13 +38,14 @@ CTL_STANDIN=0
 
 ctl_start() {
 	local dir=$1 rgroup=cw-test-no-group radmin=cw-test-no-group all=true policy=delta-l
-	local resv=() disks="" emulate="" model="" conf="" essd=""
+	local resv=() disks="" emulate="" model="" conf="" essd="" ublk=""
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--read-group) rgroup=$2; shift ;;
 		--admin-group) radmin=$2; shift ;;
 		--no-export-all) all=false ;;
+		--ublk) ublk=" ublk = [ $2 ];"; shift ;;	# exports.ublk: '"a", "b"' 
 		--policy) policy=$2; shift ;;
 		--reserve) resv+=(-r "$2"); shift ;;
 		--emulate) emulate="emulate = \"$2\";"; shift ;;
@@ -79,7 +80,7 @@ listen = { unix = [ "$CTL_NBD" ]; };
 control_socket = "$CTL_SOCK";
 control_read_group = "$rgroup";
 control_admin_group = "$radmin";
-exports = { all = $all; };
+exports = { all = $all;$ublk };
 policy = "$policy";
 log_level = "info";
 $conf$disks
