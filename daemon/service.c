@@ -301,8 +301,21 @@ static int hook_export_clients(void *userdata, const struct cwc_export *e,
 {
 	struct svc *svc = userdata;
 
-	if (ublk_find(svc, e->name)) {
-		*ret_n = 0;	/* the kernel's device: no connections */
+	struct svc_ublk **pu = ublk_find(svc, e->name);
+
+	if (pu) {
+		/* No connections; one user when the device is held open
+		 * exclusively (mounted), so that removing it is refused
+		 * without --force as an NBD export's with a client. */
+		*ret_n = 0;
+		if ((*pu)->dev && ublk_dev_busy((*pu)->dev)) {
+			if (max) {
+				ret[0] = (struct nbdsrv_client){ .since_ns = cw_now_ns() };
+				snprintf(ret[0].addr, sizeof(ret[0].addr), "/dev/ublkb%d (in use)",
+					 ublk_dev_id((*pu)->dev));
+			}
+			*ret_n = 1;
+		}
 		return 0;
 	}
 	return nbdsrv_export_clients(svc->nbd, e->name, ret, max, ret_n);

@@ -686,6 +686,19 @@ int ublk_dev_id(const struct ublk_dev *d)
 	return d->id;
 }
 
+bool ublk_dev_busy(const struct ublk_dev *d)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/ublkb%d", d->id);
+	fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == EBUSY;
+	close(fd);
+	return false;
+}
+
 bool ublk_dev_recovered(const struct ublk_dev *d)
 {
 	return d->recovered;

@@ -65,6 +65,10 @@ int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 
 /* N of /dev/ublkbN. */
 int ublk_dev_id(const struct ublk_dev *dev);
+/* Whether something holds /dev/ublkbN open exclusively (a mounted file
+ * system, a device-mapper table): removing it would pull the device from
+ * under its user. */
+bool ublk_dev_busy(const struct ublk_dev *dev);
 /* Whether it was taken back from a server that had gone. */
 bool ublk_dev_recovered(const struct ublk_dev *dev);
 
