@@ -333,6 +333,7 @@ static int resv_add(struct pb *pb, const struct cw_admit_resv *a)
 	if (!rv)
 		return -ENOMEM;
 	rv->a = a;
+	atomic_flag_clear(&rv->short_told);
 	pthread_mutex_lock(&pb->resv_lock);
 	for (slot = 0; slot < pb->nresvs && pb->resvs[slot]; slot++)
 		;

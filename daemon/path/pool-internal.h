@@ -209,6 +209,7 @@ struct resv {
 	const struct cw_admit_resv *a;
 	size_t idx;			/* in pb->resvs */
 	struct cwd_stats st;
+	atomic_flag short_told;		/* its short requests logged */
 };
 
 /* The part of rv on disk id, or NULL: its period and admitted C.  A

@@ -155,6 +155,29 @@ static int split_emit(void *arg, const struct cw_path_piece *sp)
 	return 0;
 }
 
+/*
+ * A stream's request smaller than its reservation's block.  Each request
+ * is one job of the stream all the same (cw_sched releases a job a period
+ * after the one before, the sporadic task admission booked), so a client
+ * that cuts its blocks in two is served at half the stream's rate, and
+ * falls behind with no deadline of the daemon's missed.  The kernel's NBD
+ * client does this by default: it sends at most the device's
+ * max_sectors_kb (128 KiB) per request.  Counted (stats:
+ * short_requests) and said once per reservation.
+ */
+static void resv_short(const struct pbx *x, struct resv *rv, uint64_t len)
+{
+	cwd_stats_add(&rv->st.rt_short, 1);
+	if (atomic_flag_test_and_set(&rv->short_told))
+		return;
+	cwd_log(LOG_WARNING, "export %s: a request of %" PRIu64 " bytes under reservation %" PRIu64
+		" of %" PRIu64 "-byte blocks: each request is one of the stream's blocks, released a "
+		"period after the one before, so requests smaller than the block give the stream less "
+		"than its rate (a kernel NBD client sends at most /sys/block/nbdN/queue/max_sectors_kb "
+		"per request: raise it to the block size, or reserve the block the client sends)",
+		x->name, len, rv->a->id, rv->a->block_bytes);
+}
+
 /* Splits (cw_path_split) and books a submission, inside the partition's
  * I/O gate. */
 static int submit(struct pbx *x, const struct submission *s)
@@ -187,6 +210,11 @@ static int submit(struct pbx *x, const struct submission *s)
 		preq_free(q);
 		return submit(x, s);	/* the cache changed meanwhile */
 	}
+	if (rv && s->nio && s->len < rv->a->block_bytes && !s->zero &&
+	    (s->op == CW_IO_READ || s->op == CW_IO_WRITE) &&
+	    s->off + s->len < rv->a->range_end_bytes &&
+	    cw_path_in_resv(rv->a, s->off, s->len, q->arrival_ns))
+		resv_short(x, rv, s->len);
 	o = &(struct split_out){ .pb = pb, .q = q, .s = s, .rv = rv, .maxp = (unsigned)maxp };
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	rq.arrival_ns = q->arrival_ns;

@@ -94,10 +94,15 @@ step "cwctl part move"
 cw_up || die "clockwised does not start"
 cwctl part create media --size ${move_mb}M --policy single --disk hdd0 >/dev/null || die "part create"
 ctl_fill media ${move_mb}M || die "cannot fill media"
-rid=$(cwctl --json resv create media --rate "$rate" --block $BLOCK | jq -e .id) ||
+# due a period after each request, as the player needs (it reads one
+# block at a time)
+rid=$(cwctl --json resv create media --rate "$rate" --block $BLOCK --due stream | jq -e .id) ||
 	die "the stream is refused"
 cwctl export add media --resv "$rid" >/dev/null || die "export add"
 nbd_up /dev/nbd0 media || die "nbd-client"
+# whole blocks to the daemon (the kernel's default cuts them at 128 KiB:
+# cwctl(8), stats short_requests)
+echo $((BLOCK / 1024)) >/sys/block/nbd0/queue/max_sectors_kb || die "max_sectors_kb"
 play_start /dev/nbd0
 sleep 2
 t0=$(now)
