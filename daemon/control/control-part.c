@@ -66,8 +66,23 @@ static json_object *part_json(struct cwc_server *srv, const struct cw_part_info 
 	if (p->opts.tier == CW_TIER_PREF_SSD)
 		cwc_add(o, "tier_fallback", json_object_new_boolean(p->opts.tier_fallback));
 	cwc_add(o, "copies", json_object_new_int64(p->copies));
-	if (p->copies > 1)
+	if (p->copies > 1) {
+		struct cw_part *part;
+
 		cwc_add(o, "stale_copies", cw_ctl_json_u64(p->stale_copies));
+		/* degraded: some copies out of sync (a failed write, a
+		 * missing disk, a crash's dirty regions), each copy's count,
+		 * and the blocks no copy holds in sync */
+		cwc_add(o, "degraded", json_object_new_boolean(p->stale_copies > 0));
+		if (cw_part_lookup(srv->pool, p->name, &part) == 0) {
+			json_object *a = json_object_new_array();
+
+			for (uint32_t c = 0; c < p->copies; c++)
+				json_object_array_add(a, cw_ctl_json_u64(cw_part_copy_stale_count(part, c)));
+			cwc_add(o, "stale_per_copy", a);
+			cwc_add(o, "lost_blocks", cw_ctl_json_u64(cw_part_lost_blocks(part)));
+		}
+	}
 	cwc_add(o, "available", json_object_new_boolean(p->available));
 	cwc_add(o, "state", cwc_jstr(state));
 	if (!p->available) {

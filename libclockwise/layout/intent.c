@@ -28,7 +28,9 @@
  * and waits for the lock, so its row is committed again after the delete:
  * no write is ever in flight on a region without a row.  I_RECENT keeps a
  * region busy with writes dirty across sweeps, so a steady writer costs no
- * transaction at all; a region idle for two sweeps is clean.
+ * transaction at all; a region idle for two sweeps is clean.  A pool
+ * closed cleanly forgets every region with nothing in flight (a daemon
+ * that stops has ended its writes), so only a crash leaves rows behind.
  *
  * A partition with one copy has no xdir and no record: its writers call
  * nothing (the daemon tests copies > 1 once per request).
@@ -125,7 +127,9 @@ uint64_t cw_part_intent_dirty(const struct cw_part *p)
 	return k;
 }
 
-int cw_pool_intent_sweep(struct cw_pool *pool, uint64_t *ret_cleared)
+/* Forgets the dirty regions with no write in flight: those not begun
+ * since the previous sweep, or (all) every one. */
+static int sweep(struct cw_pool *pool, bool all, uint64_t *ret_cleared)
 {
 	struct cleared {
 		struct cw_part *p;
@@ -144,7 +148,7 @@ int cw_pool_intent_sweep(struct cw_pool *pool, uint64_t *ret_cleared)
 
 			if (!(v & I_DIRTY))
 				continue;
-			if (v & I_RECENT) {
+			if ((v & I_RECENT) && !all) {
 				atomic_fetch_and(w, ~I_RECENT);
 				continue;
 			}
@@ -182,6 +186,16 @@ int cw_pool_intent_sweep(struct cw_pool *pool, uint64_t *ret_cleared)
 	if (ret_cleared)
 		*ret_cleared = n;
 	return r;
+}
+
+int cw_pool_intent_sweep(struct cw_pool *pool, uint64_t *ret_cleared)
+{
+	return sweep(pool, false, ret_cleared);
+}
+
+void lay_intent_close(struct cw_pool *pool)
+{
+	(void)sweep(pool, true, NULL);	/* what fails stays: resynced at open */
 }
 
 int lay_intent_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks)

@@ -422,6 +422,8 @@ int lay_stale_store_chunk(struct meta *m, const struct cw_part *p, unsigned c, u
  * dirty: every copy of their blocks but the first in sync is marked out
  * of sync, and the record is emptied (one transaction). */
 int lay_intent_recover(struct cw_pool *pool, struct cw_error *err);
+/* At close: forgets every dirty region with no write in flight. */
+void lay_intent_close(struct cw_pool *pool);
 /* Forgets p's write-intent rows past block nblocks, inside the caller's
  * transaction (a shrink). */
 int lay_intent_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks);

@@ -375,7 +375,8 @@ int cw_pool_disk_set_stale(struct cw_pool *pool, uint32_t disk_id, uint64_t *ret
  * dirty; otherwise it records them (one transaction, durable) before it
  * returns, under the pool lock.  cw_pool_intent_sweep forgets the regions
  * with no write in flight and none begun since the previous sweep, in one
- * transaction; call it every few seconds.  After a crash, cw_pool_open
+ * transaction; call it every few seconds.  cw_pool_close forgets every
+ * region with no write in flight.  After a crash, cw_pool_open
  * marks every copy of a dirty region's blocks but the first in sync out of
  * sync, so a resync covers only those regions.  Partitions with one copy
  * have no record (begin and end do nothing). */

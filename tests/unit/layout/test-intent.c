@@ -184,8 +184,17 @@ static void test_intent(void)
 	CU_ASSERT_FATAL(cw_part_intent_begin(p, 2 * R * TP_BS, TP_BS) == 0);
 	CU_ASSERT(sql_int(t.db, "SELECT region FROM copy_intent") == 2);
 	cw_part_intent_end(p, 2 * R * TP_BS, TP_BS);
-	/* A clean close leaves no stale copies for a dirty but idle region
-	 * only if it was swept: here it was not, so the reopen resyncs it. */
+	/* A clean close forgets a dirty region with nothing in flight: the
+	 * reopen finds every copy in sync. */
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_intent") == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 0 && cw_part_copy_stale_count(p, 0) == 0);
+	/* The same region left dirty by a crash (its row, nothing in
+	 * memory): the reopen resyncs exactly it. */
+	cw_pool_close(t.pool);
+	t.pool = NULL;
+	sql_run(t.db, "INSERT INTO copy_intent VALUES ((SELECT id FROM part WHERE name = 'p'), 2)");
 	tp_reopen(&t);
 	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
 	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_intent") == 0);
