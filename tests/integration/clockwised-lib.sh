@@ -9,6 +9,9 @@
 #                                  line (fails if it exits first); sets cwd_pid
 #   cwd_stop                       SIGTERM by PID; fails unless it exits 0
 #   cwd_kill9                      SIGKILL by PID
+#   cwd_wait_cut SPEC              wait (20 s) for the fault engine's power
+#                                  cut (SPEC, said if none came) to end the
+#                                  daemon; fails if none came (then kill -9)
 #   cwd_uri NAME                   the nbd+unix URI of export NAME
 #   cwd_log                        the current instance's log file
 cwd_bin=$top_builddir/daemon/clockwised
@@ -118,6 +121,18 @@ cwd_kill9() {
 	wait "$cwd_pid" 2>/dev/null
 	cwd_pid=
 	return 0
+}
+
+cwd_wait_cut() {
+	local rc=0
+	if ! wait_for "the power cut" 20 eval '! kill -0 "$cwd_pid" 2>/dev/null'; then
+		echo "no power cut with $1"
+		kill -9 "$cwd_pid"
+		rc=1
+	fi
+	wait "$cwd_pid" 2>/dev/null
+	cwd_pid=
+	return $rc
 }
 
 cwd_uri() { echo "nbd+unix:///$1?socket=$cwd_sock"; }

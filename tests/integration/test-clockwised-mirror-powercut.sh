@@ -32,7 +32,6 @@ vol() { ctl --json part list | jq -c ".[] | select(.name == \"vol\") | .$1"; }
 stale() { vol stale_per_copy; }
 intent_empty() { test "$(intent)" -eq 0; }
 uri=$(cwd_uri vol)
-died() { ! kill -0 "$cwd_pid" 2>/dev/null; }
 
 conf_with "|"
 cwd_start
@@ -52,14 +51,7 @@ for spec in "cut-write=40|" "|cut-write=70,cut=tear,seed=1" "cut-write=25,cut=te
 	conf_with "$spec"
 	cwd_start
 	"$client" "$uri" write "$log" $gen 16 64k 8 3000 >/dev/null 2>&1
-	if wait_for "the power cut" 20 died; then
-		cuts=$((cuts + 1))
-	else
-		echo "no power cut with $spec"
-		kill -9 "$cwd_pid"
-	fi
-	wait "$cwd_pid" 2>/dev/null
-	cwd_pid=
+	cwd_wait_cut "$spec" && cuts=$((cuts + 1))
 	gen=$((gen + 1000000))
 	conf_with "|"
 	cwd_start
