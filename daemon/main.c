@@ -333,8 +333,10 @@ static void detached_ready(int fd)
 
 /* Each sweep: the write-intent record swept (cw_pool_intent_sweep), and
  * the unit's STATUS saying which mirrored partitions are degraded (have
- * copies out of sync), sent when it changes (last: what was sent). */
-static void mirror_tick(struct cw_pool *pool, size_t nexports, char *last, size_t len)
+ * copies out of sync), sent when it changes (last: what was sent) with
+ * what else (READY=1) is to go in the same message. */
+static void mirror_tick(struct cw_pool *pool, size_t nexports, char *last, size_t len,
+			const char *also)
 {
 	struct cw_part_info *parts = NULL;
 	char buf[512];
@@ -356,9 +358,9 @@ static void mirror_tick(struct cw_pool *pool, size_t nexports, char *last, size_
 			k++;
 		}
 	free(parts);
-	if (strcmp(buf, last) == 0)
+	if (strcmp(buf, last) == 0 && !also[0])
 		return;
-	sd_notifyf(0, "STATUS=%s", buf);
+	sd_notifyf(0, "%sSTATUS=%s", also, buf);
 	snprintf(last, len, "%s", buf);
 }
 
@@ -769,8 +771,7 @@ int main(int argc, char **argv)
 	else
 		cwd_log(LOG_NOTICE, "ready: %zu export%s, %zu reservation%s", nexports,
 			nexports == 1 ? "" : "s", nresv, nresv == 1 ? "" : "s");
-	sd_notify(0, "READY=1");
-	mirror_tick(pool, nexports, status, sizeof(status));
+	mirror_tick(pool, nexports, status, sizeof(status), "READY=1\n");
 	if (ready_fd >= 0)
 		detached_ready(ready_fd);
 	if (sd_watchdog_enabled(0, &wd_usec) <= 0)
@@ -789,7 +790,7 @@ int main(int argc, char **argv)
 		if (sig < 0) {
 			if (wd_usec)
 				sd_notify(0, "WATCHDOG=1");
-			mirror_tick(pool, nexports, status, sizeof(status));
+			mirror_tick(pool, nexports, status, sizeof(status), "");
 			continue;
 		}
 		if (sig == SIGUSR1) {

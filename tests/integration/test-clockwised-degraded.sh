@@ -10,10 +10,11 @@
 # block is lost.  Then b is missing at start: the partitions are exported
 # all the same, written and read from a; with b back, reads still come
 # from a (b's stale copies hold older bytes and are never read).  cwctl
-# status and the log say degraded, once per disk.
+# status, the unit's STATUS and the log say degraded, the log once per
+# disk.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
-requires jq nbdcopy
+requires jq nbdcopy python3
 
 ctl() { "$top_builddir/tools/cwctl" --socket "$cw_tmp/control" "$@"; }
 client=$top_builddir/tests/integration/nbd-durable
@@ -23,6 +24,8 @@ conf_with() {
 	cwd_conf "disks = ( { name = \"a\"; path = \"$cw_tmp/a.disk\"; },
 	{ name = \"b\"; path = \"$cw_tmp/b.disk\"; fault = \"$1\"; } );"
 }
+notify=$cw_tmp/notify.sock
+check "notify socket" cwd_notify_listen "$notify" "$cw_tmp/notify.log"
 conf_with ""
 cwd_start
 check "a 2-copy partition" ctl part create mir --size 16M --copies 2
@@ -33,7 +36,8 @@ check "restart" cwd_stop
 
 # -- one write fails on b in the middle of the load
 conf_with "fail-write=40"
-cwd_start
+NOTIFY_SOCKET=$notify cwd_start
+check "the unit's STATUS: nothing degraded" grep -qx 'STATUS=Serving 2 exports' "$cw_tmp/notify.log"
 touch "$log"
 "$client" "$(cwd_uri mir)" write "$log" 1000 16 1M 8 120 >"$cw_tmp/write.out" 2>&1
 check "120 writes issued" test "$(grep -c '^i ' "$log")" -eq 120
@@ -51,6 +55,8 @@ check "the stale copies are b's" test "$(jq '[.copy_runs[] | select(.in_sync | n
 	unique' -c <<<"$show")" = '["b"]'
 check "in words" bash -c 'grep -q "degraded: copy [01] stale [12]" <<<"$0"' "$(ctl part show mir)"
 check "cwctl status too" bash -c 'grep -q "^mir .*degraded: copy" <<<"$0"' "$(ctl status)"
+check "the unit's STATUS names it" wait_for "STATUS degraded" 20 \
+	grep -qx 'STATUS=Serving 2 exports; degraded: mir' "$cw_tmp/notify.log"
 # Each block with both copies in sync: the same bytes on both files.
 bs=$(jq .block_size <<<"$show")
 jq -r --argjson bs "$bs" '.copy_runs[] | . as $r | range(0; .blocks) |
