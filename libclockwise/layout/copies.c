@@ -359,7 +359,7 @@ int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uin
 			   bool stale)
 {
 	struct cw_pool *pool = p->pool;
-	uint64_t nb;
+	uint64_t nb, gone;
 	int r = 0;
 
 	if (p->copies < 2 || copy >= p->copies)
@@ -370,6 +370,10 @@ int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uin
 		r = -ERANGE;
 		goto out;
 	}
+	/* Only these blocks change: the partition's availability follows
+	 * them without a look at the rest (a failing disk marks piece by
+	 * piece). */
+	gone = lay_part_gone(p, block, n);
 	if (n == 0 || flip(p, copy, block, n, stale) == 0)
 		goto out;	/* nothing changes: the database already says so */
 	r = meta_begin(pool->meta);
@@ -379,7 +383,7 @@ int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uin
 	r = meta_end(pool->meta, r);
 	if (r < 0 && !stale)
 		flip(p, copy, block, n, true);	/* still stale on disk: stays so */
-	lay_part_update_available(p);
+	lay_part_gone_changed(p, gone, lay_part_gone(p, block, n));
 out:
 	pthread_mutex_unlock(&pool->lock);
 	return r;

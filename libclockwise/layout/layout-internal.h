@@ -429,6 +429,10 @@ void lay_intent_close(struct cw_pool *pool);
 int lay_intent_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks);
 void lay_part_free(struct cw_part *p);
 void lay_part_update_available(struct cw_part *p);
+/* The same for a change to blocks [b, b + n) only: how many of them are
+ * gone (no copy present and in sync), before and after the change. */
+uint64_t lay_part_gone(const struct cw_part *p, uint64_t b, uint64_t n);
+void lay_part_gone_changed(struct cw_part *p, uint64_t before, uint64_t after);
 void lay_move_free(struct cw_move *m);
 void lay_move_drop(struct cw_pool *pool, struct cw_move *m);
 /* move.c: cw_move_plan() under the pool lock, and unlinking a plan. */

@@ -194,6 +194,23 @@ static bool block_gone(const struct cw_part *p, uint64_t b)
 	return true;
 }
 
+uint64_t lay_part_gone(const struct cw_part *p, uint64_t b, uint64_t n)
+{
+	uint64_t k = 0;
+
+	for (uint64_t i = b; i < b + n; i++)
+		k += block_gone(p, i);
+	return k;
+}
+
+void lay_part_gone_changed(struct cw_part *p, uint64_t before, uint64_t after)
+{
+	uint64_t m = atomic_load_explicit(&p->missing, memory_order_relaxed) + after - before;
+
+	atomic_store_explicit(&p->missing, m, memory_order_relaxed);
+	atomic_store_explicit(&p->available, m == 0, memory_order_release);
+}
+
 void lay_part_update_available(struct cw_part *p)
 {
 	uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed), missing = 0;
