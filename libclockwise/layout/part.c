@@ -831,6 +831,10 @@ static int shrink(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64
 		return lay_set_error(pool, r, "shrinking partition '%s': %s", p->name, strerror(-r));
 	}
 	atomic_store_explicit(&p->nblocks, want, memory_order_release);
+	/* The regions past the end lost their rows: a grow finds them clean. */
+	for (uint64_t g = CW_DIV_ROUND_UP(want, CW_INTENT_REGION_BLOCKS);
+	     p->copies > 1 && g < CW_DIV_ROUND_UP(have, CW_INTENT_REGION_BLOCKS); g++)
+		atomic_store(lay_intent_word(p, g), 0);
 	for (uint64_t b = want; b < have; b++)
 		for (unsigned c = 0; c < p->copies; c++) {
 			uint64_t e = lay_copy_entry(p, c, b);

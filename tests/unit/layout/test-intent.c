@@ -241,7 +241,8 @@ static void test_crash_recover(void)
 	tp_fini(&t);
 }
 
-/* A shrink forgets the record past the end. */
+/* A shrink forgets the record past the end, in the database and in
+ * memory (a grow records its regions anew). */
 static void test_intent_shrink(void)
 {
 	struct cw_part_opts o2 = { .copies = 2 };
@@ -254,6 +255,13 @@ static void test_intent_shrink(void)
 	cw_part_intent_end(p, 150 * TP_BS, TP_BS);
 	CU_ASSERT_FATAL(cw_part_resize(p, 100 * TP_BS) == 0);
 	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_intent") == 0);
+	/* Grown again: a write there records its region anew. */
+	CU_ASSERT_FATAL(cw_part_resize(p, 200 * TP_BS) == 0);
+	CU_ASSERT(cw_part_intent_dirty(p) == 0);
+	CU_ASSERT_FATAL(cw_part_intent_begin(p, 150 * TP_BS, TP_BS) == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT region FROM copy_intent") == 2);
+	cw_part_intent_end(p, 150 * TP_BS, TP_BS);
+	CU_ASSERT_FATAL(cw_part_resize(p, 100 * TP_BS) == 0);
 	tp_reopen(&t);
 	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
 	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 0);
