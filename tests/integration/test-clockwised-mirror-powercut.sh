@@ -8,7 +8,8 @@
 # is lost and no byte is foreign; the one region written is marked for
 # resync on copy 1 (64 blocks) and nothing else, copy 0 winning; the
 # record is empty.  Without a cut, the daemon sweeps the record once the
-# writes stop, and a clean restart marks nothing.
+# writes stop, and a clean restart marks nothing.  part show pages the
+# runs of a mirrored partition with a run per block and copy.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires jq sqlite3
@@ -26,8 +27,6 @@ conf_with() {
 	{ name = \"b\"; path = \"$cw_tmp/b.disk\"; fault = \"${1#*|}\"; } );"
 }
 intent() { sqlite3 "$cwd_db" 'SELECT count(*) FROM copy_intent'; }
-# part list: part show's reply for 512 runs of copies is too long (see
-# the report of the copy runs' paging)
 vol() { ctl --json part list | jq -c ".[] | select(.name == \"vol\") | .$1"; }
 stale() { vol stale_per_copy; }
 intent_empty() { test "$(intent)" -eq 0; }
@@ -37,6 +36,15 @@ conf_with "|"
 cwd_start
 check "a 2-copy partition" ctl part create vol --size 16M --copies 2
 check "exported" ctl export add vol
+# 256 blocks striped, each copy a run per block: part show pages them.
+show=$(ctl --json part show vol)
+check "part show answers with a page" test "$(jq '.next_block > 0' <<<"$show")" = true
+show=$(ctl --json part show vol --all)
+check "--all: every block of copy 0" test "$(jq '[.runs[].blocks] | add' <<<"$show")" -eq 256
+check "--all: every block of both copies" test "$(jq '[.copy_runs[].blocks] | add' <<<"$show")" -eq 512
+check "--all: each (copy, block) once" test "$(jq '[.copy_runs[] | "\(.copy) \(.first_block)"] |
+	unique | length' <<<"$show")" -eq 512
+check "in words" bash -c 'grep -q "^2 copies, 0 out of sync$" <<<"$0"' "$(ctl part show vol --all)"
 touch "$log"
 check "writes without a cut" "$client" "$uri" write "$log" 1000 16 64k 8 60
 check "the daemon sweeps the record once they stop" wait_for "the sweep" 30 intent_empty

@@ -231,6 +231,12 @@ int c_part_show(int argc, char **argv)
 		page = get(more.result, "runs");
 		for (size_t i = 0; page && i < json_object_array_length(page); i++)
 			json_object_array_add(runs, json_object_get(json_object_array_get_idx(page, i)));
+		/* a partition with copies: each page has their runs too */
+		page = get(more.result, "copy_runs");
+		for (size_t i = 0; page && get(rep.result, "copy_runs") &&
+				   i < json_object_array_length(page); i++)
+			json_object_array_add(get(rep.result, "copy_runs"),
+					      json_object_get(json_object_array_get_idx(page, i)));
 		json_object_object_del(rep.result, "next_block");
 		if ((next = get(more.result, "next_block")))
 			json_object_object_add(rep.result, "next_block", json_object_get(next));
