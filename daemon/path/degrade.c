@@ -18,6 +18,9 @@
  *     and is read again from the next copy in sync once the request's
  *     other pieces are done; each retry leaves one more copy out of sync,
  *     so it ends, with EIO when no copy is left.
+ *   - A disk whose mirrored pieces fail DISK_FAILED_ERRORS times within a
+ *     second is taken for gone (a pulled drive, a dead file system): every
+ *     copy on it is marked at once, so reads stop trying it block by block.
  *   - A disk the daemon could not open at start has its copies marked out
  *     of sync before any export is made (pb_mirror_missing): their
  *     partitions are served from the survivors instead of not at all.
@@ -41,6 +44,34 @@ static void say_degraded(struct disk *d, const char *part, const char *why)
 		cwd_log(LOG_WARNING, "disk %s (%s): %s; its copies of mirrored partitions are marked "
 			"out of sync and served from the other copies (partition %s degraded)",
 			d->name, d->path, why, part);
+}
+
+/* Failures within one second that take a disk for gone. */
+#define DISK_FAILED_ERRORS 8
+
+/* Counts a failure of d; the DISK_FAILED_ERRORS-th within a second marks
+ * every copy on it out of sync (once). */
+static void count_failure(struct pb *pb, struct disk *d, const char *part)
+{
+	int64_t sec = cw_now_ns() / 1000000000, was = atomic_load(&d->err_second);
+	uint64_t marked = 0;
+	int r;
+
+	if (atomic_load(&d->failed))
+		return;
+	if (was != sec && atomic_compare_exchange_strong(&d->err_second, &was, sec))
+		atomic_store(&d->err_count, 0);
+	if (atomic_fetch_add(&d->err_count, 1) + 1 != DISK_FAILED_ERRORS ||
+	    atomic_exchange(&d->failed, true))
+		return;
+	r = cw_pool_disk_set_stale(pb->pool, d->id, &marked);
+	if (r < 0)
+		cwd_log(LOG_ERR, "disk %s: marking its copies out of sync: %s", d->name, strerror(-r));
+	else
+		cwd_log(LOG_WARNING, "disk %s (%s): %d requests failed within a second: taken for "
+			"gone, every copy of mirrored partitions on it marked out of sync (%" PRIu64
+			" more; partition %s and any other with copies there degraded)", d->name,
+			d->path, DISK_FAILED_ERRORS, marked, part);
 }
 
 int pb_mirror_failed(struct lane *l, struct piece *p, int err)
@@ -78,6 +109,7 @@ int pb_mirror_failed(struct lane *l, struct piece *p, int err)
 		return err;
 	}
 	say_degraded(d, q->x->name, p->io.op == CW_IO_READ ? "a read failed" : "a write failed");
+	count_failure(pb, d, q->x->name);
 	if (p->io.op == CW_IO_READ) {
 		p->retry = true;
 		atomic_fetch_or(&q->mirror_state, PREQ_REREAD);

@@ -176,6 +176,12 @@ struct disk {
 	struct lane *lanes;
 	atomic_uint_fast64_t nerrors;
 	atomic_bool degraded;		/* its copies were marked out of sync (said once) */
+	/* Its failures of mirrored pieces in the current second (degrade.c):
+	 * DISK_FAILED_ERRORS of them and every copy on it is marked; then
+	 * failed. */
+	atomic_int_fast64_t err_second;
+	atomic_uint err_count;
+	atomic_bool failed;
 	uint32_t be_piece;		/* BE pieces are at most this long (cw_admit_be_piece) */
 	/* The disk has had streams: every request goes to lane 0, whose
 	 * dispatcher runs the scheduling core with the disk's plan. */

@@ -5,13 +5,15 @@
 # every write is acknowledged, every acknowledged write reads back, part
 # show says degraded with the stale blocks of copy on b, and every block
 # whose copies are both in sync holds the same bytes on both disk files.
-# Then b fails every read and write of a second partition: nbdcopy's
-# writes and reads still succeed, every block's copy on b is stale and no
-# block is lost.  Then b is missing at start: the partitions are exported
-# all the same, written and read from a; with b back, reads still come
-# from a (b's stale copies hold older bytes and are never read).  cwctl
-# status, the unit's STATUS and the log say degraded, the log once per
-# disk.
+# Then b fails every read and write: nbdcopy's writes and reads of a
+# second partition still succeed, every block's copy on b is stale and no
+# block is lost; after 8 failures b is taken for gone and every copy on
+# it (the first partition's too) is marked at once, so reads go to a.
+# Then b is missing at start: a third partition (all in sync before, its
+# blocks never written: the keeper of holes zeroes them) is exported all
+# the same, written and read from a; with b back, reads still come from a
+# (b's stale copies hold older bytes and are never read).  cwctl status,
+# the unit's STATUS and the log say degraded, the log once per disk.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires jq nbdcopy python3
@@ -85,36 +87,43 @@ show=$(ctl --json part show mir2)
 check "mir2 degraded: each of its 8 blocks has its copy on b stale" test \
 	"$(jq '.stale_per_copy | add' <<<"$show")" -eq 8
 check "none lost" test "$(jq .lost_blocks <<<"$show")" -eq 0
-# mir's copies on b are mostly in sync still: its reads fail there and
-# are read again from a.
+check "b taken for gone after 8 failures" grep -q \
+	'disk b .*8 requests failed within a second: taken for gone' "$(cwd_log)"
+check "so mir's copies on b are all stale too, unread and unwritten" test \
+	"$(ctl --json part show mir | jq '.stale_per_copy | add')" -eq 16
+# reads of mir go to a at once.
 out=$("$client" "$(cwd_uri mir)" verify "$log" 16 1M)
 check "mir's records still read back, from a ($out)" grep -q 'checked=[1-9][0-9]* lost=0 foreign=0' <<<"$out"
-check "the failed reads marked the copies they tried on b (copy 0 there)" test \
-	"$(ctl --json part show mir --all | jq '[.copy_runs[] | select(.copy == 0 and .disk == "b" and
-	.in_sync)] | length')" -eq 0
 check "stop" cwd_stop
 
-# -- b missing at start
-mv "$cw_tmp/b.disk" "$cw_tmp/b.away"
+# -- b missing at start (a third partition, made with b whole again,
+# has its copies there in sync)
 conf_with ""
 cwd_start
+check "a third 2-copy partition" ctl part create mir3 --size 8M --copies 2
+check "exported" ctl export add mir3
+check "stop" cwd_stop
+mv "$cw_tmp/b.disk" "$cw_tmp/b.away"
+NOTIFY_SOCKET=$notify cwd_start
 check "the log says b's copies are out of sync" grep -q \
-	'disk b is not open: [0-9]* copies of blocks of mirrored partitions on it are marked' "$(cwd_log)"
-head -c 16M /dev/urandom >"$cw_tmp/in"
-check "mir is exported and written without b" nbdcopy "$cw_tmp/in" "$(cwd_uri mir)"
-check "and read back" nbdcopy "$(cwd_uri mir)" "$cw_tmp/out"
+	'disk b is not open: 8 copies of blocks of mirrored partitions on it are marked' "$(cwd_log)"
+head -c 8M /dev/urandom >"$cw_tmp/in"
+check "mir3 is exported and written without b" nbdcopy "$cw_tmp/in" "$(cwd_uri mir3)"
+check "and read back" nbdcopy "$(cwd_uri mir3)" "$cw_tmp/out"
 check "as written" cmp "$cw_tmp/in" "$cw_tmp/out"
 check "every block's copy on b stale" test \
-	"$(ctl --json part show mir | jq '.stale_per_copy | add')" -eq 16
+	"$(ctl --json part show mir3 | jq '.stale_per_copy | add')" -eq 8
+check "the unit's STATUS names all three" wait_for "STATUS" 20 grep -qx \
+	'STATUS=Serving 3 exports; degraded: mir, mir2, mir3' "$cw_tmp/notify.log"
 check "stop" cwd_stop
 mv "$cw_tmp/b.away" "$cw_tmp/b.disk"
 cwd_start
-check "b back: mir still reads what was written while it was away" \
-	nbdcopy "$(cwd_uri mir)" "$cw_tmp/out3"
+check "b back: mir3 still reads what was written while it was away" \
+	nbdcopy "$(cwd_uri mir3)" "$cw_tmp/out3"
 check "as written" cmp "$cw_tmp/in" "$cw_tmp/out3"
-check "still degraded until a resync" test "$(ctl --json part show mir | jq .degraded)" = true
+check "still degraded until a resync" test "$(ctl --json part show mir3 | jq .degraded)" = true
 check "stop" cwd_stop
-for r in 1 2 3 4 5; do
+for r in 1 2 3 4 5 6; do
 	n=$(grep -c 'disk b (.*copies of mirrored partitions are marked out of sync' \
 		"$cw_tmp/clockwised.$r.log")
 	[ "$n" -le 1 ] || echo "run $r said it $n times"
