@@ -12,8 +12,10 @@
 # Then b is missing at start: a third partition (all in sync before, its
 # blocks never written: the keeper of holes zeroes them) is exported all
 # the same, written and read from a; with b back, reads still come from a
-# (b's stale copies hold older bytes and are never read).  cwctl status,
-# the unit's STATUS and the log say degraded, the log once per disk.
+# (b's stale copies hold older bytes and are never read).  Last, a fails
+# too: a write that no copy takes fails with EIO and its block is lost.
+# cwctl status, the unit's STATUS and the log say degraded, the log once
+# per disk.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/clockwised-lib.sh"
 requires jq nbdcopy python3
@@ -22,8 +24,9 @@ ctl() { "$top_builddir/tools/cwctl" --socket "$cw_tmp/control" "$@"; }
 client=$top_builddir/tests/integration/nbd-durable
 log=$cw_tmp/records.log
 check "pool" cwd_pool 48M a b
+# conf_with B_FAULTS [A_FAULTS]
 conf_with() {
-	cwd_conf "disks = ( { name = \"a\"; path = \"$cw_tmp/a.disk\"; },
+	cwd_conf "disks = ( { name = \"a\"; path = \"$cw_tmp/a.disk\"; fault = \"${2:-}\"; },
 	{ name = \"b\"; path = \"$cw_tmp/b.disk\"; fault = \"$1\"; } );"
 }
 notify=$cw_tmp/notify.sock
@@ -122,6 +125,18 @@ check "b back: mir3 still reads what was written while it was away" \
 	nbdcopy "$(cwd_uri mir3)" "$cw_tmp/out3"
 check "as written" cmp "$cw_tmp/in" "$cw_tmp/out3"
 check "still degraded until a resync" test "$(ctl --json part show mir3 | jq .degraded)" = true
+check "stop" cwd_stop
+# -- a fails too: a write no copy takes fails, and its block is lost
+conf_with "" "fail-range=0+48M"
+cwd_start
+"$client" "$(cwd_uri mir3)" ops w0+64k r1M+64k >"$cw_tmp/ops.out" 2>&1
+cat "$cw_tmp/ops.out"
+check "a write no copy has fails with EIO" grep -qx 'w0+64k error: Input/output error' \
+	"$cw_tmp/ops.out"
+show=$(ctl --json part show mir3)
+check "its block is lost" test "$(jq .lost_blocks <<<"$show")" -ge 1
+check "part show says so" bash -c 'grep -q "blocks have none and fail with EIO\|offline\|partial" <<<"$0"' \
+	"$(ctl part show mir3)"
 check "stop" cwd_stop
 for r in 1 2 3 4 5 6; do
 	n=$(grep -c 'disk b (.*copies of mirrored partitions are marked out of sync' \
