@@ -418,6 +418,7 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 			goto fail;
 		pb_disk_publish(pb, i);
 	}
+	pb_mirror_missing(pb);
 	for (i = 0; i < cfg->n_disks; i++) {
 		for (j = 0; j < n; j++)
 			if (strcmp(cfg->disks[i].name, infos[j].name) == 0)

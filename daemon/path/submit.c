@@ -71,6 +71,8 @@ static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *
 		q->parked_memory = nio->parked_memory;
 	}
 	atomic_init(&q->err, 0);
+	atomic_init(&q->mirror_state, 0);
+	q->intent_len = 0;
 	q->fua = false;
 	q->gate = NULL;
 	q->npieces = 0;
@@ -137,7 +139,8 @@ static int split_emit(void *arg, const struct cw_path_piece *sp)
 		return -EIO;
 	p = &o->q->p[o->n++];
 	*p = (struct piece){ .req = o->q, .lane = piece_lane(pb, (uint32_t)di, sp->phys_offset),
-			     .first_on_disk = sp->first_on_disk };
+			     .first_on_disk = sp->first_on_disk, .mirror = sp->mirror,
+			     .part_off = o->s->off + sp->buf_offset };
 	p->io = (struct cw_io_req){
 		.fd = pb->disks[di].fd, .op = sp->op, .len = sp->length, .off = sp->phys_offset,
 		.buf = sp->op == CW_IO_PUNCH ? NULL
@@ -202,11 +205,24 @@ static int submit(struct pbx *x, const struct submission *s)
 	q = preq_start(x, maxp + nflush, s->nio, s->done, s->done_arg);
 	if (!q)
 		return -ENOMEM;
+	/* A mirrored write: its regions recorded dirty, durably, before
+	 * any copy is written (the write-intent record; preq_finish ends
+	 * it).  The one test a single copy pays. */
+	if (rq.copies > 1 && s->op != CW_IO_READ) {
+		r = cw_part_intent_begin(x->part, s->off, s->len);
+		if (r < 0) {
+			preq_free(q);
+			return r;
+		}
+		q->intent_off = s->off;
+		q->intent_len = s->len;
+	}
 	q->gate = x->part;
 	q->gate_ticket = cw_part_io_begin(x->part);
 	/* Inside the gate: a cache is freed only after a drain. */
 	if (cache != cw_part_cache(x->part)) {
 		cw_part_io_end(x->part, q->gate_ticket);
+		cw_part_intent_end(x->part, q->intent_off, q->intent_len);
 		preq_free(q);
 		return submit(x, s);	/* the cache changed meanwhile */
 	}
@@ -221,6 +237,7 @@ static int submit(struct pbx *x, const struct submission *s)
 	r = cw_path_split(&cw_path_part_ops, &lay, &rq, split_emit, o);
 	if (r < 0) {
 		cw_part_io_end(x->part, q->gate_ticket);
+		cw_part_intent_end(x->part, q->intent_off, q->intent_len);
 		preq_free(q);
 		return r;
 	}
