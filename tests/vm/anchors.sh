@@ -238,7 +238,13 @@ done
 nbd_up /dev/nbd2 t1 && nbd_up /dev/nbd3 t4 || die "nbd-client"
 tenant /dev/nbd2 0 rbfq-1 & p1=$!
 tenant /dev/nbd3 0 rbfq-4 & p4=$!
+# what the daemon saw meanwhile: shares received and due, and whether
+# each tenant kept the disk backlogged (shares hold only when it does)
+sleep 2
+cwctl --json stats --watch $((share_secs - 4)) --count 1 >"$d/rbfq-watch.json" 2>&1
 wait $p1 $p4
+echo "the daemon over the tenants' run: $(jq -c '[.exports[]? | {export, received, due, backlogged}]' \
+	"$d/rbfq-watch.json" 2>/dev/null || cat "$d/rbfq-watch.json")"
 cw_down
 read -r rbfq_share rbfq_mb1 rbfq_mb4 < <(share4 rbfq)
 bfq_err=$(awk -v s="$bfq_share" 'BEGIN { e = s - 0.8; printf "%.3f", e < 0 ? -e : e }')
