@@ -327,6 +327,43 @@ static void detached_ready(int fd)
 	close(fd);
 }
 
+/* Seconds between sweeps of the write-intent record: a region of a
+ * mirrored partition stays dirty 1 to 2 sweeps after its last write. */
+#define INTENT_SWEEP_S 5
+
+/* Each sweep: the write-intent record swept (cw_pool_intent_sweep), and
+ * the unit's STATUS saying which mirrored partitions are degraded (have
+ * copies out of sync), sent when it changes (last: what was sent) with
+ * what else (READY=1) is to go in the same message. */
+static void mirror_tick(struct cw_pool *pool, size_t nexports, char *last, size_t len,
+			const char *also)
+{
+	struct cw_part_info *parts = NULL;
+	char buf[512];
+	size_t n = 0, k = 0, at;
+	int r = cw_pool_intent_sweep(pool, NULL);
+
+	if (r < 0)
+		cwd_log(LOG_WARNING, "sweeping the write-intent record of mirrored partitions: %s",
+			strerror(-r));
+	at = (size_t)snprintf(buf, sizeof(buf), "Serving %zu export%s", nexports,
+			      nexports == 1 ? "" : "s");
+	if (cw_part_list(pool, &parts, &n) == 0)
+		for (size_t i = 0; i < n; i++) {
+			if (!parts[i].stale_copies)
+				continue;
+			if (at < sizeof(buf))
+				at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s",
+						       k ? ", " : "; degraded: ", parts[i].name);
+			k++;
+		}
+	free(parts);
+	if (strcmp(buf, last) == 0 && !also[0])
+		return;
+	sd_notifyf(0, "%sSTATUS=%s", also, buf);
+	snprintf(last, len, "%s", buf);
+}
+
 static int add_exports(struct cw_pool *pool, struct pb *pb, struct nbdsrv *srv,
 		       size_t *ret_n)
 {
@@ -550,7 +587,7 @@ int main(int argc, char **argv)
 	struct pb *pb = NULL;
 	struct svc *svc = NULL;
 	const char *conf_path = NULL;
-	char *err = NULL, msg[1024];
+	char *err = NULL, msg[1024], status[512] = "";
 	bool foreground = false, init = false;
 	size_t nresv = 0, nexports = 0, nunserved = 0, i;
 	uint64_t wd_usec = 0;
@@ -734,16 +771,16 @@ int main(int argc, char **argv)
 	else
 		cwd_log(LOG_NOTICE, "ready: %zu export%s, %zu reservation%s", nexports,
 			nexports == 1 ? "" : "s", nresv, nresv == 1 ? "" : "s");
-	sd_notifyf(0, "READY=1\nSTATUS=Serving %zu export%s", nexports, nexports == 1 ? "" : "s");
+	mirror_tick(pool, nexports, status, sizeof(status), "READY=1\n");
 	if (ready_fd >= 0)
 		detached_ready(ready_fd);
 	if (sd_watchdog_enabled(0, &wd_usec) <= 0)
 		wd_usec = 0;
 
 	for (;;) {
-		struct timespec ts = { .tv_sec = 3600 };
+		struct timespec ts = { .tv_sec = INTENT_SWEEP_S };
 
-		if (wd_usec) {
+		if (wd_usec && wd_usec / 2 < INTENT_SWEEP_S * UINT64_C(1000000)) {
 			uint64_t half = wd_usec / 2;
 
 			ts.tv_sec = (time_t)(half / 1000000);
@@ -753,6 +790,7 @@ int main(int argc, char **argv)
 		if (sig < 0) {
 			if (wd_usec)
 				sd_notify(0, "WATCHDOG=1");
+			mirror_tick(pool, nexports, status, sizeof(status), "");
 			continue;
 		}
 		if (sig == SIGUSR1) {

@@ -496,6 +496,7 @@ static int hook_stats(void *userdata, struct cwc_stats *ret)
 			.resv_id = rv->a->persistent ? rv->a->id : 0,
 			.requests = cwd_stats_get(&rv->st.rt_done),
 			.misses = cwd_stats_get(&rv->st.rt_missed),
+			.short_requests = cwd_stats_get(&rv->st.rt_short),
 			.read_bytes = cwd_stats_get(&rv->st.read_bytes),
 			.written_bytes = cwd_stats_get(&rv->st.write_bytes),
 			.worst_late_ns = (int64_t)cwd_stats_get(&rv->st.rt_late_max_ns),

@@ -66,8 +66,23 @@ static json_object *part_json(struct cwc_server *srv, const struct cw_part_info 
 	if (p->opts.tier == CW_TIER_PREF_SSD)
 		cwc_add(o, "tier_fallback", json_object_new_boolean(p->opts.tier_fallback));
 	cwc_add(o, "copies", json_object_new_int64(p->copies));
-	if (p->copies > 1)
+	if (p->copies > 1) {
+		struct cw_part *part;
+
 		cwc_add(o, "stale_copies", cw_ctl_json_u64(p->stale_copies));
+		/* degraded: some copies out of sync (a failed write, a
+		 * missing disk, a crash's dirty regions), each copy's count,
+		 * and the blocks no copy holds in sync */
+		cwc_add(o, "degraded", json_object_new_boolean(p->stale_copies > 0));
+		if (cw_part_lookup(srv->pool, p->name, &part) == 0) {
+			json_object *a = json_object_new_array();
+
+			for (uint32_t c = 0; c < p->copies; c++)
+				json_object_array_add(a, cw_ctl_json_u64(cw_part_copy_stale_count(part, c)));
+			cwc_add(o, "stale_per_copy", a);
+			cwc_add(o, "lost_blocks", cw_ctl_json_u64(cw_part_lost_blocks(part)));
+		}
+	}
 	cwc_add(o, "available", json_object_new_boolean(p->available));
 	cwc_add(o, "state", cwc_jstr(state));
 	if (!p->available) {
@@ -157,12 +172,41 @@ static void disk_names(struct cwc_server *srv, char (*names)[CW_NAME_MAX + 1], b
 		}
 }
 
-/* The runs of every copy of a partition with copies, from block from on
- * (at most PART_RUNS_MAX per copy): blocks consecutive on one disk in one
- * sync state, each {copy, first_block, blocks, disk_id, disk, offset,
- * in_sync}; the blocks of copies 1.. counted in blocks_on (copy 0's are). */
+/* A partition with copies: the block its page of runs from block from
+ * ends before, so that the runs of copy 0 (runs) and every copy's runs
+ * (copy_runs) together are at most PART_RUNS_MAX and the reply stays one
+ * line (a striped one has a run per block and copy); nblocks when the
+ * rest fits. */
+static uint64_t copies_page_end(struct cw_part *part, const struct cw_part_info *pi,
+				uint64_t from)
+{
+	struct cw_copy prev[CW_COPIES_MAX] = { { 0 } };
+	uint64_t bs = cw_part_block_size(part), k = 0;
+
+	for (uint64_t b = from; b < pi->nblocks; b++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+
+		if (cw_part_block_copies(part, b, cs) < 0)
+			return b;
+		for (uint32_t c = 0; c < pi->copies; c++) {
+			bool cont = b != from && cs[c].disk_id == prev[c].disk_id &&
+				    cs[c].phys_offset == prev[c].phys_offset + bs;
+
+			k += !(cont && cs[c].in_sync == prev[c].in_sync) + (c == 0 && !cont);
+			prev[c] = cs[c];
+		}
+		if (k > PART_RUNS_MAX && b > from)
+			return b;
+	}
+	return pi->nblocks;
+}
+
+/* The runs of every copy of a partition with copies, of blocks [from, to)
+ * (copies_page_end): blocks consecutive on one disk in one sync state,
+ * each {copy, first_block, blocks, disk_id, disk, offset, in_sync}; the
+ * blocks of copies 1.. counted in blocks_on (copy 0's are). */
 static json_object *copy_runs_json(struct cw_part *part, const struct cw_part_info *pi,
-				   uint64_t from, char (*names)[CW_NAME_MAX + 1],
+				   uint64_t from, uint64_t to, char (*names)[CW_NAME_MAX + 1],
 				   uint64_t *blocks_on)
 {
 	json_object *a = json_object_new_array();
@@ -178,13 +222,13 @@ static json_object *copy_runs_json(struct cw_part *part, const struct cw_part_in
 
 			if (ok && c > 0)
 				blocks_on[cs[c].disk_id]++;
-			if (ok && n && b != from && cs[c].disk_id == run.disk_id &&
+			if (ok && n && b != from && b != to && cs[c].disk_id == run.disk_id &&
 			    cs[c].in_sync == run.in_sync &&
 			    cs[c].phys_offset == run.phys_offset + n * bs) {
 				n++;
 				continue;
 			}
-			if (n && first >= from && listed < PART_RUNS_MAX) {
+			if (n && first >= from && first < to && listed < PART_RUNS_MAX) {
 				json_object *ro = json_object_new_object();
 
 				cwc_add(ro, "copy", json_object_new_int64(c));
@@ -222,7 +266,7 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 	json_object *per_disk, *runs;
 	struct cw_part_info pi;
 	struct cw_part *part;
-	uint64_t pb, nruns = 0, listed = 0, from = 0, next = 0;
+	uint64_t pb, nruns = 0, listed = 0, from = 0, next = 0, to;
 	struct cw_extent run = { 0 };
 	uint64_t run_first = 0;
 	int r;
@@ -244,6 +288,7 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 	disk_names(c->srv, names, present);
 	*ret = part_json(c->srv, &pi);
 	cwc_add(*ret, "block_size", cw_ctl_json_u64(pb));
+	to = pi.copies > 1 ? copies_page_end(part, &pi, from) : UINT64_MAX;
 	per_disk = json_object_new_array();
 	runs = json_object_new_array();
 	if (pi.nblocks && cw_part_block_disks(part, 0, pi.nblocks, ids) == 0) {
@@ -261,7 +306,8 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 					break;
 				e.length = pb;
 			}
-			joins = k > 0 && k < pi.nblocks && k != from && e.disk_id == run.disk_id &&
+			joins = k > 0 && k < pi.nblocks && k != from && k != to &&
+				e.disk_id == run.disk_id &&
 				e.phys_offset == run.phys_offset + run.length;
 			if (joins) {
 				run.length += pb;
@@ -269,7 +315,7 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 			}
 			if (k > 0) {
 				nruns++;
-				if (run_first >= from && listed < PART_RUNS_MAX) {
+				if (run_first >= from && run_first < to && listed < PART_RUNS_MAX) {
 					json_object *ro = json_object_new_object();
 
 					cwc_add(ro, "first_block", cw_ctl_json_u64(run_first));
@@ -288,7 +334,7 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret)
 		}
 	}
 	if (pi.copies > 1)
-		cwc_add(*ret, "copy_runs", copy_runs_json(part, &pi, from, names, blocks_on));
+		cwc_add(*ret, "copy_runs", copy_runs_json(part, &pi, from, to, names, blocks_on));
 	for (uint32_t id = 1; id <= CW_DISKS_MAX; id++) {
 		json_object *d;
 

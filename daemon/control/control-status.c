@@ -235,6 +235,7 @@ int cwc_cmd_stats(struct ctx *c, json_object **ret)
 		cwc_add(o, "id", cw_ctl_json_u64(s->resv_id));
 		cwc_add(o, "requests", cw_ctl_json_u64(s->requests));
 		cwc_add(o, "misses", cw_ctl_json_u64(s->misses));
+		cwc_add(o, "short_requests", cw_ctl_json_u64(s->short_requests));
 		cwc_add(o, "read_bytes", cw_ctl_json_u64(s->read_bytes));
 		cwc_add(o, "written_bytes", cw_ctl_json_u64(s->written_bytes));
 		cwc_add(o, "worst_late_ns", json_object_new_int64(s->worst_late_ns));

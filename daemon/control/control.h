@@ -117,6 +117,7 @@ struct cwc_resv_stats {
 	uint64_t resv_id;	/* 0: a start-up stream (clockwised -r) */
 	char export_name[CW_NAME_MAX + 1];	/* a start-up stream's export */
 	uint64_t requests, misses;
+	uint64_t short_requests;	/* smaller than its block (submit.c) */
 	uint64_t read_bytes, written_bytes;
 	int64_t worst_late_ns;
 	uint64_t miss_class[CW_MISS_CLASSES];	/* misses by class */

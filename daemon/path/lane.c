@@ -336,6 +336,8 @@ static void log_io_error(struct lane *l, const struct piece *p, int err)
  * ends (preq.c). */
 static void lane_req_done(struct preq *q)
 {
+	if (atomic_load_explicit(&q->mirror_state, memory_order_relaxed) && pb_mirror_end(q))
+		return;
 	if (q->fua && !atomic_load(&q->err)) {
 		q->fua = false;
 		lane_push_pieces(q, q->npieces, q->nflush);
@@ -355,7 +357,10 @@ void lane_piece_done(struct lane *l, struct piece *p, int err, int64_t now)
 	if (err) {
 		cwd_stats_add(&l->st.errors, 1);
 		log_io_error(l, p, err);
-		atomic_compare_exchange_strong(&q->err, &zero, err);
+		if (p->mirror || p->io.op == CW_IO_FSYNC)
+			err = pb_mirror_failed(l, p, err);
+		if (err)
+			atomic_compare_exchange_strong(&q->err, &zero, err);
 	} else if (p->io.op == CW_IO_READ) {
 		cwd_stats_add(&l->st.read_bytes, p->io.len);
 	} else if (p->io.op == CW_IO_WRITE) {

@@ -116,16 +116,16 @@ int pb_alloc_queue(struct pbx *x, struct nbdsrv_io *nio)
 
 /* ---- the keeper's own I/O, through the lanes ---- */
 
-/* Marks in touched[] (by slot) the disks of the other copies of the
- * bytes at off of a partition with copies. */
+/* Marks in touched[] (by slot) the disks of the copies in sync of the
+ * bytes at off of a partition with copies (the ones its writes reach). */
 static int mark_copies(struct pb *pb, const struct cw_part *part, uint64_t off, bool *touched)
 {
 	struct cw_copy cs[CW_COPIES_MAX];
 	uint32_t n = cw_part_copies(part);
 	int r = n > 1 ? cw_part_map_copies(part, off, cs) : 0, di;
 
-	for (uint32_t c = 1; r == 0 && c < n; c++)
-		if ((di = pb_disk_index(pb, cs[c].disk_id)) >= 0)
+	for (uint32_t c = 0; r == 0 && n > 1 && c < n; c++)
+		if (cs[c].in_sync && (di = pb_disk_index(pb, cs[c].disk_id)) >= 0)
 			touched[di] = true;
 	return r;
 }
@@ -142,10 +142,13 @@ static int mark_disks(struct pbx *x, uint64_t off, uint64_t len, bool *touched)
 
 		if (r < 0)
 			return r;
+		/* With copies, copy 0's disk may be gone: mark_copies
+		 * marks those in sync. */
 		di = pb_disk_index(x->pb, e.disk_id);
-		if (di < 0)
+		if (di < 0 && cw_part_copies(x->part) == 1)
 			return di;
-		touched[di] = true;
+		if (di >= 0 && cw_part_copies(x->part) == 1)
+			touched[di] = true;
 		if ((r = mark_copies(x->pb, x->part, off, touched)) < 0)
 			return r;
 		off += e.length;
@@ -273,7 +276,7 @@ static int mark_written_disks(struct pb *pb, struct alloc_job *done, bool *touch
 				cw_part_io_end(part, t);
 				return r;
 			}
-			if ((di = pb_disk_index(pb, e.disk_id)) >= 0)
+			if (cw_part_copies(part) == 1 && (di = pb_disk_index(pb, e.disk_id)) >= 0)
 				touched[di] = true;
 			(void)mark_copies(pb, part, off, touched);
 			nm = cw_part_write_mirrors(part, off, &e, skips, ms, CW_MOVER_DEPTH_MAX);

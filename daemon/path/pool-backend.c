@@ -333,6 +333,7 @@ static int resv_add(struct pb *pb, const struct cw_admit_resv *a)
 	if (!rv)
 		return -ENOMEM;
 	rv->a = a;
+	atomic_flag_clear(&rv->short_told);
 	pthread_mutex_lock(&pb->resv_lock);
 	for (slot = 0; slot < pb->nresvs && pb->resvs[slot]; slot++)
 		;
@@ -417,6 +418,7 @@ int pb_new(struct cw_pool *pool, struct cw_admit_state *adm, const struct cwd_co
 			goto fail;
 		pb_disk_publish(pb, i);
 	}
+	pb_mirror_missing(pb);
 	for (i = 0; i < cfg->n_disks; i++) {
 		for (j = 0; j < n; j++)
 			if (strcmp(cfg->disks[i].name, infos[j].name) == 0)

@@ -27,18 +27,24 @@ static int export_take_disks(struct pb *pb, struct pbx *x, const char *part, uin
 	if (!ids)
 		return -ENOMEM;
 	r = to > from ? cw_part_block_disks(x->part, from, to - from, ids) : 0;
-	/* The other copies' disks after copy 0's: a FLUSH syncs them all. */
+	/* The other copies' disks after copy 0's: a FLUSH syncs them all.
+	 * A copy out of sync is not written (0: no disk needed), so a
+	 * mirrored partition is served while a disk with copies is away
+	 * (pb_mirror_missing marked them). */
 	for (b = 0; nc > 1 && r == 0 && b < to - from; b++) {
 		struct cw_copy cs[CW_COPIES_MAX];
 
 		r = cw_part_block_copies(x->part, from + b, cs);
-		for (uint32_t c = 1; r == 0 && c < nc; c++)
-			ids[c * (to - from) + b] = cs[c].disk_id;
+		for (uint32_t c = 0; r == 0 && c < nc; c++)
+			ids[c * (to - from) + b] = cs[c].in_sync ? cs[c].disk_id : 0;
 	}
 	if (r < 0)
 		return r;
 	for (b = 0; b < (to - from) * nc; b++) {
 		int di = pb_disk_index(pb, ids[b]);
+
+		if (nc > 1 && ids[b] == 0)
+			continue;
 
 		if (di < 0 && pb->cfg->exports.partial && missing) {
 			x->missing++;

@@ -175,6 +175,13 @@ struct disk {
 	unsigned nlanes;
 	struct lane *lanes;
 	atomic_uint_fast64_t nerrors;
+	atomic_bool degraded;		/* its copies were marked out of sync (said once) */
+	/* Its failures of mirrored pieces in the current second (degrade.c):
+	 * DISK_FAILED_ERRORS of them and every copy on it is marked; then
+	 * failed. */
+	atomic_int_fast64_t err_second;
+	atomic_uint err_count;
+	atomic_bool failed;
 	uint32_t be_piece;		/* BE pieces are at most this long (cw_admit_be_piece) */
 	/* The disk has had streams: every request goes to lane 0, whose
 	 * dispatcher runs the scheduling core with the disk's plan. */
@@ -209,6 +216,7 @@ struct resv {
 	const struct cw_admit_resv *a;
 	size_t idx;			/* in pb->resvs */
 	struct cwd_stats st;
+	atomic_flag short_told;		/* its short requests logged */
 };
 
 /* The part of rv on disk id, or NULL: its period and admitted C.  A
@@ -402,6 +410,13 @@ struct piece {
 	 * started before it completed. */
 	bool alone;
 	uint64_t start_seq;
+	/* On a partition with copies: the copy of the blocks at partition
+	 * offset part_off it reads or writes, + 1 (cw_path_piece.mirror; 0:
+	 * none), and, for a read, that it failed and is to be read again
+	 * from another copy (lane.c, mirror_failed). */
+	uint8_t mirror;
+	bool retry;
+	uint64_t part_off;
 };
 
 struct preq {
@@ -421,11 +436,35 @@ struct preq {
 	struct cw_part *gate;		/* in its I/O gate (clockwise/mover.h), or NULL */
 	unsigned gate_ticket;
 	bool fua;			/* a flush phase follows the writes */
+	/* A mirrored partition's request: a copy failed and was marked out
+	 * of sync (PREQ_DEGRADED: its end checks each block still has a
+	 * copy; PREQ_REREAD: failed reads go to another copy; degrade.c),
+	 * and the write-intent regions [intent_off, + intent_len) it holds
+	 * (0: none). */
+	atomic_uint mirror_state;
+	uint64_t intent_off, intent_len;
 	bool small;			/* room for PREQ_SMALL_PIECES: reused, not freed */
 	struct preq *next_spare;
 	unsigned npieces, nflush;
 	struct piece p[];		/* npieces, then nflush */
 };
+
+/* degrade.c: a mirrored partition's copies failing */
+#define PREQ_DEGRADED 1u
+#define PREQ_REREAD 2u
+/* Piece p of a request failed with err on lane l: a copy of a mirrored
+ * partition (a read, a write, or an fdatasync of its disk) is marked out
+ * of sync, durably, and 0 returned (the request goes on with the other
+ * copies); otherwise err.  The dispatcher's thread, before the piece
+ * counts as done. */
+int pb_mirror_failed(struct lane *l, struct piece *p, int err);
+/* Every piece of q is done and q has PREQ_ flags: its failed reads are
+ * booked again on another copy in sync (true: q goes on), or else each
+ * block q wrote is checked to have a copy in sync still (-EIO if not). */
+bool pb_mirror_end(struct preq *q);
+/* At start: the copies on the pool's disks that are not open are marked
+ * out of sync, so their partitions are served from the others. */
+void pb_mirror_missing(struct pb *pb);
 
 /* preq.c: a request's memory and its end */
 void pb_thread_ctx_init_once(void);	/* the per-thread booking descriptors */

@@ -162,6 +162,8 @@ void preq_finish(struct preq *q)
 {
 	int err = atomic_load(&q->err);
 
+	if (q->intent_len)
+		cw_part_intent_end(q->x->part, q->intent_off, q->intent_len);
 	if (q->gate)
 		cw_part_io_end(q->gate, q->gate_ticket);
 	if (q->done) {

@@ -27,6 +27,9 @@ struct cwd_stats {
 	atomic_uint_fast64_t flushes;
 	atomic_uint_fast64_t errors;		/* pieces that failed */
 	atomic_uint_fast64_t rt_done, rt_missed;
+	/* A reservation's requests smaller than its block (each is one of
+	 * the stream's jobs all the same: see submit.c) */
+	atomic_uint_fast64_t rt_short;
 	atomic_uint_fast64_t rt_late_max_ns;	/* the latest of them, done or sent */
 	atomic_uint_fast64_t be_done;
 	atomic_uint_fast64_t slack_used_ns;	/* BE service run in ΔL slack */

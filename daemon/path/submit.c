@@ -71,6 +71,8 @@ static struct preq *preq_start(struct pbx *x, size_t npieces, struct nbdsrv_io *
 		q->parked_memory = nio->parked_memory;
 	}
 	atomic_init(&q->err, 0);
+	atomic_init(&q->mirror_state, 0);
+	q->intent_len = 0;
 	q->fua = false;
 	q->gate = NULL;
 	q->npieces = 0;
@@ -137,7 +139,8 @@ static int split_emit(void *arg, const struct cw_path_piece *sp)
 		return -EIO;
 	p = &o->q->p[o->n++];
 	*p = (struct piece){ .req = o->q, .lane = piece_lane(pb, (uint32_t)di, sp->phys_offset),
-			     .first_on_disk = sp->first_on_disk };
+			     .first_on_disk = sp->first_on_disk, .mirror = sp->mirror,
+			     .part_off = o->s->off + sp->buf_offset };
 	p->io = (struct cw_io_req){
 		.fd = pb->disks[di].fd, .op = sp->op, .len = sp->length, .off = sp->phys_offset,
 		.buf = sp->op == CW_IO_PUNCH ? NULL
@@ -153,6 +156,29 @@ static int split_emit(void *arg, const struct cw_path_piece *sp)
 		o->touched[o->nt++] = (uint32_t)di;
 	}
 	return 0;
+}
+
+/*
+ * A stream's request smaller than its reservation's block.  Each request
+ * is one job of the stream all the same (cw_sched releases a job a period
+ * after the one before, the sporadic task admission booked), so a client
+ * that cuts its blocks in two is served at half the stream's rate, and
+ * falls behind with no deadline of the daemon's missed.  The kernel's NBD
+ * client does this by default: it sends at most the device's
+ * max_sectors_kb (128 KiB) per request.  Counted (stats:
+ * short_requests) and said once per reservation.
+ */
+static void resv_short(const struct pbx *x, struct resv *rv, uint64_t len)
+{
+	cwd_stats_add(&rv->st.rt_short, 1);
+	if (atomic_flag_test_and_set(&rv->short_told))
+		return;
+	cwd_log(LOG_WARNING, "export %s: a request of %" PRIu64 " bytes under reservation %" PRIu64
+		" of %" PRIu64 "-byte blocks: each request is one of the stream's blocks, released a "
+		"period after the one before, so requests smaller than the block give the stream less "
+		"than its rate (a kernel NBD client sends at most /sys/block/nbdN/queue/max_sectors_kb "
+		"per request: raise it to the block size, or reserve the block the client sends)",
+		x->name, len, rv->a->id, rv->a->block_bytes);
 }
 
 /* Splits (cw_path_split) and books a submission, inside the partition's
@@ -179,20 +205,39 @@ static int submit(struct pbx *x, const struct submission *s)
 	q = preq_start(x, maxp + nflush, s->nio, s->done, s->done_arg);
 	if (!q)
 		return -ENOMEM;
+	/* A mirrored write: its regions recorded dirty, durably, before
+	 * any copy is written (the write-intent record; preq_finish ends
+	 * it).  The one test a single copy pays. */
+	if (rq.copies > 1 && s->op != CW_IO_READ) {
+		r = cw_part_intent_begin(x->part, s->off, s->len);
+		if (r < 0) {
+			preq_free(q);
+			return r;
+		}
+		q->intent_off = s->off;
+		q->intent_len = s->len;
+	}
 	q->gate = x->part;
 	q->gate_ticket = cw_part_io_begin(x->part);
 	/* Inside the gate: a cache is freed only after a drain. */
 	if (cache != cw_part_cache(x->part)) {
 		cw_part_io_end(x->part, q->gate_ticket);
+		cw_part_intent_end(x->part, q->intent_off, q->intent_len);
 		preq_free(q);
 		return submit(x, s);	/* the cache changed meanwhile */
 	}
+	if (rv && s->nio && s->len < rv->a->block_bytes && !s->zero &&
+	    (s->op == CW_IO_READ || s->op == CW_IO_WRITE) &&
+	    s->off + s->len < rv->a->range_end_bytes &&
+	    cw_path_in_resv(rv->a, s->off, s->len, q->arrival_ns))
+		resv_short(x, rv, s->len);
 	o = &(struct split_out){ .pb = pb, .q = q, .s = s, .rv = rv, .maxp = (unsigned)maxp };
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	rq.arrival_ns = q->arrival_ns;
 	r = cw_path_split(&cw_path_part_ops, &lay, &rq, split_emit, o);
 	if (r < 0) {
 		cw_part_io_end(x->part, q->gate_ticket);
+		cw_part_intent_end(x->part, q->intent_off, q->intent_len);
 		preq_free(q);
 		return r;
 	}

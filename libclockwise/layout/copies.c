@@ -26,7 +26,13 @@
  * In-sync state: one bit per copy per block, set while a copy is out of
  * sync (not to be read).  Every copy is in sync when placed; the database
  * keeps the set bits in copy_stale like holes (a chunk without a row has
- * none).
+ * none).  The bits change under the pool lock, in memory first and then
+ * in the database (cw_part_copy_set_stale): a reader that sees a bit set
+ * goes to another copy at once, and the caller acknowledges what the mark
+ * concerns only once the transaction committed.  Memory is never behind
+ * the database in the stale direction, so a failed commit leaves a copy
+ * marked in memory that the database still says is in sync: safe, since
+ * it is not read, and the next mark of its chunk writes it too.
  */
 #include "config.h"
 
@@ -48,6 +54,10 @@ static const char sql_stale_get[] =
 	"SELECT copy, bits FROM copy_stale WHERE part = ?1 AND chunk = ?2";
 static const char sql_stale_put[] =
 	"UPDATE copy_stale SET bits = ?4 WHERE part = ?1 AND copy = ?2 AND chunk = ?3";
+static const char sql_stale_set[] =
+	"INSERT OR REPLACE INTO copy_stale (part, copy, chunk, bits) VALUES (?1, ?2, ?3, ?4)";
+static const char sql_stale_del[] =
+	"DELETE FROM copy_stale WHERE part = ?1 AND copy = ?2 AND chunk = ?3";
 static const char sql_domain_set[] =
 	"INSERT OR REPLACE INTO disk_domain (disk, domain) VALUES (?1, ?2)";
 static const char sql_domain_clear[] = "DELETE FROM disk_domain WHERE disk = ?1";
@@ -293,5 +303,151 @@ int lay_stale_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks
 			r = meta_step(s);
 		}
 	}
+	return r;
+}
+
+int lay_stale_store_chunk(struct meta *m, const struct cw_part *p, unsigned c, uint64_t chunk)
+{
+	uint8_t bits[STALE_BYTES];
+	bool any = false;
+	sqlite3_stmt *s;
+	int r;
+
+	for (unsigned i = 0; i < HOLE_WORDS; i++) {
+		uint64_t w = atomic_load(lay_stale_word(p, c, (chunk << CHUNK_SHIFT) + 64 * i));
+
+		any |= w != 0;
+		w = htole64(w);
+		memcpy(bits + 8 * i, &w, 8);
+	}
+	if (!any)
+		return meta_exec(m, sql_stale_del, 3, (int64_t)p->id, (int64_t)c, (int64_t)chunk);
+	r = meta_stmt(m, sql_stale_set, &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)p->id);
+	sqlite3_bind_int64(s, 2, c);
+	sqlite3_bind_int64(s, 3, (int64_t)chunk);
+	sqlite3_bind_blob(s, 4, bits, STALE_BYTES, SQLITE_STATIC);
+	return meta_step(s);
+}
+
+/* Sets (stale) or clears the bits of copy c of blocks [b, b + n) in
+ * memory; returns how many changed. */
+static uint64_t flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool stale)
+{
+	uint64_t changed = 0;
+
+	while (n) {
+		unsigned lo = (unsigned)(b & 63), k = (unsigned)CW_MIN(n, (uint64_t)(64 - lo));
+		uint64_t mask = (k == 64 ? ~UINT64_C(0) : ((UINT64_C(1) << k) - 1)) << lo, old;
+
+		old = stale ? atomic_fetch_or(lay_stale_word(p, c, b), mask)
+			    : atomic_fetch_and(lay_stale_word(p, c, b), ~mask);
+		changed += (uint64_t)__builtin_popcountll((stale ? ~old : old) & mask);
+		b += k;
+		n -= k;
+	}
+	if (stale)
+		atomic_fetch_add(&p->stale, changed);
+	else
+		atomic_fetch_sub(&p->stale, changed);
+	return changed;
+}
+
+int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uint64_t n,
+			   bool stale)
+{
+	struct cw_pool *pool = p->pool;
+	uint64_t nb, gone;
+	int r = 0;
+
+	if (p->copies < 2 || copy >= p->copies)
+		return -EINVAL;
+	pthread_mutex_lock(&pool->lock);
+	nb = atomic_load(&p->nblocks);
+	if (block > nb || n > nb - block) {
+		r = -ERANGE;
+		goto out;
+	}
+	/* Only these blocks change: the partition's availability follows
+	 * them without a look at the rest (a failing disk marks piece by
+	 * piece). */
+	gone = lay_part_gone(p, block, n);
+	if (n == 0 || flip(p, copy, block, n, stale) == 0)
+		goto out;	/* nothing changes: the database already says so */
+	r = meta_begin(pool->meta);
+	for (uint64_t ch = block >> CHUNK_SHIFT; r == 0 && ch <= (block + n - 1) >> CHUNK_SHIFT;
+	     ch++)
+		r = lay_stale_store_chunk(pool->meta, p, copy, ch);
+	r = meta_end(pool->meta, r);
+	if (r < 0 && !stale)
+		flip(p, copy, block, n, true);	/* still stale on disk: stays so */
+	lay_part_gone_changed(p, gone, lay_part_gone(p, block, n));
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+uint64_t cw_part_copy_stale_count(const struct cw_part *p, uint32_t copy)
+{
+	uint64_t nb = atomic_load(&((struct cw_part *)p)->nblocks), k = 0;
+
+	if (p->copies < 2 || copy >= p->copies)
+		return 0;
+	for (uint64_t b = 0; b < nb; b += 64)
+		k += (uint64_t)__builtin_popcountll(atomic_load(lay_stale_word(p, copy, b)));
+	return k;
+}
+
+uint64_t cw_part_lost_blocks(const struct cw_part *p)
+{
+	uint64_t nb = atomic_load(&((struct cw_part *)p)->nblocks), k = 0;
+
+	if (p->copies < 2)
+		return 0;
+	for (uint64_t b = 0; b < nb; b += 64) {
+		uint64_t all = ~UINT64_C(0);
+
+		for (unsigned c = 0; c < p->copies; c++)
+			all &= atomic_load(lay_stale_word(p, c, b));
+		if (nb - b < 64)
+			all &= (UINT64_C(1) << (nb - b)) - 1;
+		k += (uint64_t)__builtin_popcountll(all);
+	}
+	return k;
+}
+
+int cw_pool_disk_set_stale(struct cw_pool *pool, uint32_t disk_id, uint64_t *ret_marked)
+{
+	uint64_t marked = 0;
+	int r;
+
+	pthread_mutex_lock(&pool->lock);
+	r = meta_begin(pool->meta);
+	for (struct cw_part *p = pool->parts; p && r == 0; p = p->next) {
+		uint64_t nb = atomic_load(&p->nblocks), before = marked;
+
+		for (uint64_t ch = 0; p->copies > 1 && r == 0 && ch << CHUNK_SHIFT < nb; ch++) {
+			uint64_t end = CW_MIN(nb, (ch + 1) << CHUNK_SHIFT);
+
+			for (unsigned c = 0; c < p->copies && r == 0; c++) {
+				uint64_t m = 0;
+
+				for (uint64_t b = ch << CHUNK_SHIFT; b < end; b++)
+					if (ENTRY_DISK(lay_copy_entry(p, c, b)) == disk_id)
+						m += flip(p, c, b, 1, true);
+				if (m)
+					r = lay_stale_store_chunk(pool->meta, p, c, ch);
+				marked += m;
+			}
+		}
+		if (marked != before)
+			lay_part_update_available(p);
+	}
+	r = meta_end(pool->meta, r);
+	pthread_mutex_unlock(&pool->lock);
+	if (r == 0 && ret_marked)
+		*ret_marked = marked;
 	return r;
 }

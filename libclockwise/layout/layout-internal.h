@@ -362,8 +362,12 @@ static inline _Atomic uint64_t *lay_hole_word(const struct cw_part *p, uint64_t 
 int lay_part_reserve(struct cw_part *p, uint64_t nblocks);
 void lay_part_store(struct cw_part *p, uint64_t b, uint64_t entry);
 
-/* Words of an xdir chunk of a partition with copies k. */
-#define XCHUNK_WORDS(k) ((size_t)((k) - 1) * CHUNK_ENTRIES + (size_t)(k) * HOLE_WORDS)
+/* Words of an xdir chunk of a partition with copies k: the copies'
+ * mapping words, their out-of-sync bits, then one write-intent word per
+ * region of the chunk (intent.c). */
+#define INTENT_WORDS (CHUNK_ENTRIES / CW_INTENT_REGION_BLOCKS)
+#define XCHUNK_WORDS(k) ((size_t)((k) - 1) * CHUNK_ENTRIES + (size_t)(k) * HOLE_WORDS + \
+			 INTENT_WORDS)
 
 /* The word of copy c (>= 1) of block b, and of b's out-of-sync bit of
  * copy c (any), b below the reserved size. */
@@ -385,6 +389,18 @@ static inline _Atomic uint64_t *lay_stale_word(const struct cw_part *p, unsigned
 					   ((b & (CHUNK_ENTRIES - 1)) >> 6)];
 }
 
+/* The write-intent word of region r (intent.c), r below the reserved
+ * size's regions. */
+static inline _Atomic uint64_t *lay_intent_word(const struct cw_part *p, uint64_t r)
+{
+	struct blockdir *d = atomic_load_explicit(&((struct cw_part *)p)->xdir,
+						  memory_order_acquire);
+	uint64_t b = r * CW_INTENT_REGION_BLOCKS;
+
+	return &d->chunk[b >> CHUNK_SHIFT][XCHUNK_WORDS(p->copies) - INTENT_WORDS +
+					   ((b & (CHUNK_ENTRIES - 1)) / CW_INTENT_REGION_BLOCKS)];
+}
+
 /* Mapping word of copy c of block b (c 0: lay_entry). */
 static inline uint64_t lay_copy_entry(const struct cw_part *p, unsigned c, uint64_t b)
 {
@@ -398,8 +414,25 @@ int lay_stale_load(struct cw_pool *pool, struct cw_error *err);
 /* Forgets the out-of-sync bits of p past block nblocks in the database
  * (a shrink), inside the caller's transaction. */
 int lay_stale_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks);
+/* Writes the out-of-sync bits of copy c in chunk `chunk` of p as they are
+ * in memory (a row, or none when all are clear), inside the caller's
+ * transaction. */
+int lay_stale_store_chunk(struct meta *m, const struct cw_part *p, unsigned c, uint64_t chunk);
+/* intent.c: at open, after lay_stale_load, the regions a crash left
+ * dirty: every copy of their blocks but the first in sync is marked out
+ * of sync, and the record is emptied (one transaction). */
+int lay_intent_recover(struct cw_pool *pool, struct cw_error *err);
+/* At close: forgets every dirty region with no write in flight. */
+void lay_intent_close(struct cw_pool *pool);
+/* Forgets p's write-intent rows past block nblocks, inside the caller's
+ * transaction (a shrink). */
+int lay_intent_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks);
 void lay_part_free(struct cw_part *p);
 void lay_part_update_available(struct cw_part *p);
+/* The same for a change to blocks [b, b + n) only: how many of them are
+ * gone (no copy present and in sync), before and after the change. */
+uint64_t lay_part_gone(const struct cw_part *p, uint64_t b, uint64_t n);
+void lay_part_gone_changed(struct cw_part *p, uint64_t before, uint64_t after);
 void lay_move_free(struct cw_move *m);
 void lay_move_drop(struct cw_pool *pool, struct cw_move *m);
 /* move.c: cw_move_plan() under the pool lock, and unlinking a plan. */

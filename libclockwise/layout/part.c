@@ -169,6 +169,12 @@ void lay_part_free(struct cw_part *p)
 /* Whether the disk of mapping word e is present.  A disk's state is set
  * when the pool opens it and a disk holding a block of a partition is
  * never removed, so this needs no lock. */
+static bool stale_bit(const struct cw_part *p, unsigned c, uint64_t b)
+{
+	return atomic_load_explicit(lay_stale_word(p, c, b), memory_order_acquire) &
+	       (UINT64_C(1) << (b & 63));
+}
+
 static bool block_present(const struct cw_part *p, uint64_t e)
 {
 	const struct disk *d = p->pool->disks[ENTRY_DISK(e)];
@@ -176,19 +182,41 @@ static bool block_present(const struct cw_part *p, uint64_t e)
 	return d && d->state == CW_DISK_PRESENT;
 }
 
+/* Whether no copy of block b is both on a present disk and in sync (one
+ * copy: whether its disk is missing): a mirrored partition serves a block
+ * from its survivors. */
+static bool block_gone(const struct cw_part *p, uint64_t b)
+{
+	for (unsigned c = 0; c < p->copies; c++)
+		if (block_present(p, lay_copy_entry(p, c, b)) &&
+		    (p->copies == 1 || !stale_bit(p, c, b)))
+			return false;
+	return true;
+}
+
+uint64_t lay_part_gone(const struct cw_part *p, uint64_t b, uint64_t n)
+{
+	uint64_t k = 0;
+
+	for (uint64_t i = b; i < b + n; i++)
+		k += block_gone(p, i);
+	return k;
+}
+
+void lay_part_gone_changed(struct cw_part *p, uint64_t before, uint64_t after)
+{
+	uint64_t m = atomic_load_explicit(&p->missing, memory_order_relaxed) + after - before;
+
+	atomic_store_explicit(&p->missing, m, memory_order_relaxed);
+	atomic_store_explicit(&p->available, m == 0, memory_order_release);
+}
+
 void lay_part_update_available(struct cw_part *p)
 {
 	uint64_t n = atomic_load_explicit(&p->nblocks, memory_order_relaxed), missing = 0;
 
-	/* Any copy on a missing disk makes the partition unavailable, as
-	 * one copy did: serving what survives is a later step. */
-	for (uint64_t b = 0; b < n; b++) {
-		bool gone = false;
-
-		for (unsigned c = 0; c < p->copies; c++)
-			gone |= !block_present(p, lay_copy_entry(p, c, b));
-		missing += gone;
-	}
+	for (uint64_t b = 0; b < n; b++)
+		missing += block_gone(p, b);
 	atomic_store_explicit(&p->missing, missing, memory_order_relaxed);
 	atomic_store_explicit(&p->available, missing == 0, memory_order_release);
 }
@@ -274,14 +302,15 @@ int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 	if (!length)
 		length = avail;
 	missing = atomic_load_explicit(&p->missing, memory_order_relaxed) &&
-		  !block_present(p, first);
+		  (p->copies == 1 ? !block_present(p, first) : block_gone(p, b));
 	/* Physically adjacent blocks on the same disk are one extent; the
 	 * blocks on missing disks that follow each other, whatever disk,
 	 * are one run of bytes that cannot be served. */
 	while (avail < length && ++b < n) {
 		uint64_t next = lay_entry(p, b);
 
-		if (missing ? !next || block_present(p, next) : next != e + 1)
+		if (missing ? !next || (p->copies == 1 ? block_present(p, next) : !block_gone(p, b))
+			    : next != e + 1)
 			break;
 		/* With copies, an extent is contiguous on every one. */
 		if (p->copies > 1 && !missing && !copies_follow(p, b))
@@ -298,12 +327,6 @@ int cw_part_map(const struct cw_part *part, uint64_t offset, uint64_t length,
 uint32_t cw_part_copies(const struct cw_part *part)
 {
 	return part->copies;
-}
-
-static bool stale_bit(const struct cw_part *p, unsigned c, uint64_t b)
-{
-	return atomic_load_explicit(lay_stale_word(p, c, b), memory_order_acquire) &
-	       (UINT64_C(1) << (b & 63));
 }
 
 int cw_part_block_copies(const struct cw_part *part, uint64_t block, struct cw_copy *ret)
@@ -801,11 +824,17 @@ static int shrink(struct cw_pool *pool, struct cw_part *p, uint64_t have, uint64
 		r = lay_holes_truncate(pool->meta, p, want);
 	if (r == 0 && p->copies > 1)
 		r = lay_stale_truncate(pool->meta, p, want);
+	if (r == 0 && p->copies > 1)
+		r = lay_intent_truncate(pool->meta, p, want);
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		return lay_set_error(pool, r, "shrinking partition '%s': %s", p->name, strerror(-r));
 	}
 	atomic_store_explicit(&p->nblocks, want, memory_order_release);
+	/* The regions past the end lost their rows: a grow finds them clean. */
+	for (uint64_t g = CW_DIV_ROUND_UP(want, CW_INTENT_REGION_BLOCKS);
+	     p->copies > 1 && g < CW_DIV_ROUND_UP(have, CW_INTENT_REGION_BLOCKS); g++)
+		atomic_store(lay_intent_word(p, g), 0);
 	for (uint64_t b = want; b < have; b++)
 		for (unsigned c = 0; c < p->copies; c++) {
 			uint64_t e = lay_copy_entry(p, c, b);
@@ -1085,6 +1114,8 @@ int lay_parts_load(struct cw_pool *pool, struct cw_error *err)
 	r = lay_holes_load(pool, err);
 	if (r == 0)
 		r = lay_stale_load(pool, err);
+	if (r == 0)
+		r = lay_intent_recover(pool, err);
 	if (r < 0)
 		return r;
 	/* A block not covered by any run is damage too; lay_pool_check reports

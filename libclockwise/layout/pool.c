@@ -69,6 +69,7 @@ void cw_pool_close(struct cw_pool *pool)
 {
 	if (!pool)
 		return;
+	lay_intent_close(pool);
 	lay_journal_free(pool);
 	while (pool->moves) {
 		struct cw_move *m = pool->moves;

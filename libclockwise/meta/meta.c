@@ -267,7 +267,17 @@ static const char *const migrations[] = {
 	"  dst_pblock, state FROM move_block;"
 	"DROP TABLE move_block;"
 	"ALTER TABLE move_block_new RENAME TO move_block;",
-	/* 12 -> 13: exports served as ublk block devices (clockwised's
+	/* 12 -> 13: the write-intent record of mirrored partitions (md's
+	 * write-intent bitmap): a row is a region of CW_INTENT_REGION_BLOCKS
+	 * blocks that may have a write in flight on some copies and not on
+	 * others.  It is made before such a write is dispatched and dropped
+	 * lazily once the region is idle; at open a row left by a crash
+	 * makes every copy of its blocks but one out of sync (intent.c). */
+	"CREATE TABLE IF NOT EXISTS copy_intent ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  region INTEGER NOT NULL CHECK (region >= 0),"
+	"  PRIMARY KEY (part, region)) WITHOUT ROWID;",
+	/* 13 -> 14: exports served as ublk block devices (clockwised's
 	 * daemon/ublk/) instead of over NBD: their queue depth and largest
 	 * request (0: the daemon's defaults), and the device number the
 	 * kernel gave (-1: none yet), so that a daemon started after a crash

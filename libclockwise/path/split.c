@@ -10,13 +10,16 @@
  * copy's; a write keeps the copy equal), a disk that cannot punch, and,
  * for a write, the destinations of blocks being moved, the cache copy and
  * the partition's other copies (each with its own moving destination); a
- * read of a mirrored partition is served by one in-sync copy.
+ * read of a mirrored partition is served by one in-sync copy.  A write
+ * goes to every copy in sync (its IO piece to the first, COPY pieces to
+ * the others): a copy out of sync is not written, since nothing reads it
+ * before a resync rewrites it whole.
  *
  * Invariants: the pieces of kind IO and HOLE cover [offset, offset +
  * length) exactly once, in order (but for a PUNCH skipped where a disk
  * cannot punch and zero is not set); a COPY follows the IO piece it
  * repeats, with its buffer bytes; a write reaches every copy of its
- * partition, each copy's pieces covering the same bytes; a piece is
+ * partition in sync, each copy's pieces covering the same bytes; a piece is
  * longer than its disk's BE piece only when real-time; a zero write is at
  * most zero_chunk long.
  */
@@ -67,6 +70,7 @@ struct split {
 	int (*emit)(void *arg, const struct cw_path_piece *p);
 	void *arg;
 	bool seen[CW_DISKS_MAX + 1];	/* by disk id: the request has a piece there */
+	uint8_t mirror;			/* what copy() marks its pieces with */
 };
 
 static bool rt_on(const struct split *s, bool rt, uint32_t disk_id)
@@ -107,6 +111,7 @@ static int copy(struct split *s, const struct cw_path_piece *p, uint64_t skip,
 			.kind = CW_PATH_COPY, .op = op, .disk_id = m->disk_id,
 			.phys_offset = m->phys_offset + done, .buf_offset = p->buf_offset + skip + done,
 			.zero = zero, .rt = rt, .first_on_disk = rt && done == 0 && !s->seen[m->disk_id],
+			.mirror = s->mirror,
 		};
 
 		if (zero)
@@ -142,25 +147,31 @@ static int mirrors(struct split *s, const struct cw_path_piece *p, uint64_t off,
 	return 0;
 }
 
-/* The write p (at partition offset off, length bytes) repeated on every
- * other copy of the partition (cs, where each holds those bytes), each
- * with the destination of its block if it is being moved. */
+/* The write p (at partition offset off, length bytes, on copy p->mirror
+ * - 1) repeated on every other copy of the partition in sync (cs, where
+ * each holds those bytes), each with the destination of its block if it
+ * is being moved. */
 static int copies_write(struct split *s, const struct cw_path_piece *p, uint64_t off,
 			const struct cw_copy *cs, uint64_t length)
 {
 	int r;
 
-	for (uint32_t c = 1; c < s->rq->copies; c++) {
+	for (uint32_t c = 0; c < s->rq->copies; c++) {
 		struct cw_extent m = { .disk_id = cs[c].disk_id, .phys_offset = cs[c].phys_offset,
 				       .length = length };
 		/* The copy's own piece, as mirrors() sees it: where its
 		 * moving block's source is. */
 		struct cw_path_piece pc = *p;
 
+		if (c + 1 == p->mirror || !cs[c].in_sync)
+			continue;
 		pc.disk_id = m.disk_id;
 		pc.phys_offset = m.phys_offset;
 		pc.length = length;
-		if ((r = copy(s, p, 0, &m)) < 0 || (r = mirrors(s, &pc, off, &m)) < 0)
+		s->mirror = (uint8_t)(c + 1);
+		r = copy(s, p, 0, &m);
+		s->mirror = 0;
+		if (r < 0 || (r = mirrors(s, &pc, off, &m)) < 0)
 			return r;
 	}
 	return 0;
@@ -187,6 +198,7 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 		enum cw_cache_route cr = CW_CACHE_ORIGIN;
 		struct cw_path_piece p;
 		bool prt;
+		int mc = 0;	/* the copy the IO piece is on */
 
 		if (rq->cached)	/* one block at a time: each has its own route */
 			want = CW_MIN(want, bs - off % bs);
@@ -208,16 +220,15 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 		if (r < 0)
 			return r;
 		if (rq->copies > 1) {
+			/* A read from the copy that serves it, a write first to
+			 * the first copy in sync (copy 0 while it is). */
 			if ((r = ops->copies(lay, off, cs)) < 0)
 				return r;
-			if (op == CW_IO_READ) {
-				int c = cw_path_read_copy(cs, rq->copies);
-
-				if (c < 0)
-					return -EIO;	/* no copy holds the data */
-				e.disk_id = cs[c].disk_id;
-				e.phys_offset = cs[c].phys_offset;
-			}
+			mc = cw_path_read_copy(cs, rq->copies);
+			if (mc < 0)
+				return -EIO;	/* no copy holds the data */
+			e.disk_id = cs[mc].disk_id;
+			e.phys_offset = cs[mc].phys_offset;
 		}
 		if ((r = disk_of(&s, e.disk_id, &d)) < 0)
 			return r;
@@ -250,6 +261,7 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 			.phys_offset = e.phys_offset, .length = e.length,
 			.buf_offset = off - rq->offset, .zero = rq->zero && op != CW_IO_PUNCH,
 			.rt = prt, .first_on_disk = !s.seen[e.disk_id],
+			.mirror = rq->copies > 1 ? (uint8_t)(mc + 1) : 0,
 		};
 		s.seen[e.disk_id] = true;
 		if ((r = emit(arg, &p)) < 0)

@@ -9,6 +9,12 @@
 #                                  line (fails if it exits first); sets cwd_pid
 #   cwd_stop                       SIGTERM by PID; fails unless it exits 0
 #   cwd_kill9                      SIGKILL by PID
+#   cwd_wait_cut SPEC              wait (20 s) for the fault engine's power
+#                                  cut (SPEC, said if none came) to end the
+#                                  daemon; fails if none came (then kill -9)
+#   cwd_notify_listen SOCK LOG     a notify socket like systemd's at SOCK:
+#                                  every datagram into LOG (python3); waits
+#                                  for the socket
 #   cwd_uri NAME                   the nbd+unix URI of export NAME
 #   cwd_log                        the current instance's log file
 cwd_bin=$top_builddir/daemon/clockwised
@@ -118,6 +124,31 @@ cwd_kill9() {
 	wait "$cwd_pid" 2>/dev/null
 	cwd_pid=
 	return 0
+}
+
+cwd_wait_cut() {
+	local rc=0
+	if ! wait_for "the power cut" 20 eval '! kill -0 "$cwd_pid" 2>/dev/null'; then
+		echo "no power cut with $1"
+		kill -9 "$cwd_pid"
+		rc=1
+	fi
+	wait "$cwd_pid" 2>/dev/null
+	cwd_pid=
+	return $rc
+}
+
+cwd_notify_listen() {
+	python3 - "$1" "$2" <<'EOF_PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as f:
+    while True:
+        f.write(s.recv(4096).decode() + "\n")
+EOF_PY
+	cleanup_add "kill $! 2>/dev/null"
+	wait_for "the notify socket" 20 test -S "$1"
 }
 
 cwd_uri() { echo "nbd+unix:///$1?socket=$cwd_sock"; }

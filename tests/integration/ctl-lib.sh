@@ -107,7 +107,7 @@ EOC
 	"$CTL_DAEMON" -f -c "$dir/clockwised.conf" "${resv[@]}" 2>>"$CTL_LOG" {cw_rt_fd}>&- &
 	CTL_PID=$!
 	cleanup_add "kill $CTL_PID 2>/dev/null; wait $CTL_PID 2>/dev/null"
-	wait_for "clockwised to be ready" 30 ctl_ready || { cat "$CTL_LOG" >&2; return 1; }
+	wait_for "clockwised to be ready" "$(cw_budget 30)" ctl_ready || { cat "$CTL_LOG" >&2; return 1; }
 }
 
 ctl_ready() {

@@ -12,17 +12,7 @@ cwd_conf
 
 # A notify socket like systemd's: every datagram goes to a file.
 notify=$cw_tmp/notify.sock
-python3 - "$notify" "$cw_tmp/notify.log" <<'EOF_PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "a", buffering=1) as f:
-    while True:
-        f.write(s.recv(4096).decode() + "\n")
-EOF_PY
-listener=$!
-cleanup_add "kill $listener 2>/dev/null"
-check "notify socket" wait_for "the notify socket" 20 test -S "$notify"
+check "notify socket" cwd_notify_listen "$notify" "$cw_tmp/notify.log"
 
 NOTIFY_SOCKET=$notify WATCHDOG_USEC=200000 cwd_start
 check "READY=1" wait_for "READY=1" 20 grep -q '^READY=1' "$cw_tmp/notify.log"

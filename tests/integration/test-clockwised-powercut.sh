@@ -48,7 +48,6 @@ verify() {
 	lost=$((lost + $(echo "$out" | sed -n 's/.*lost=\([0-9]*\).*/\1/p')))
 	foreign=$((foreign + $(echo "$out" | sed -n 's/.*foreign=\([0-9]*\).*/\1/p')))
 }
-died() { ! kill -0 "$cwd_pid" 2>/dev/null; }
 # Each round's writes have generations of their own (the verify takes
 # the highest acknowledged one of a slot as the newest), whether or not
 # the round ended in a cut.
@@ -72,14 +71,7 @@ round() {
 	fi
 	rounds=$((rounds + 1))
 	"$client" "$uri" write "$log" "$(gen)" $SLOTS $SLOT 8 3000
-	if wait_for "the power cut" 20 died; then
-		cuts=$((cuts + 1))
-	else
-		echo "no power cut with $1"
-		kill -9 "$cwd_pid"
-	fi
-	wait "$cwd_pid" 2>/dev/null
-	cwd_pid=
+	cwd_wait_cut "$1" && cuts=$((cuts + 1))
 }
 # kill_round: no faults; kill -9 once 20 writes were issued, while the
 # client still writes.

@@ -7,6 +7,10 @@
 # The guest is one test's alone, and the build directory (where the
 # suite's real-time lock lives) is read-only there: cw_rt_lock takes no lock.
 cw_rt_lock() { [ -n "${cw_rt_fd:-}" ] || exec {cw_rt_fd}>/dev/null; }
+# The guest's CPU is emulated, several times slower than the host's (and
+# slower again on a busy host): waits for the daemon take four times
+# the host's (cw_budget).
+export CW_BUDGET_SCALE=4
 
 nbd_up() {
 	nbd-client -unix "$CTL_NBD" -N "$2" "$1" >"$cw_tmp/nbd-client.log" 2>&1 ||

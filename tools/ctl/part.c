@@ -15,13 +15,27 @@
 #include "ctl/ctl.h"
 #include "table.h"
 
-/* "yes"; or for a partition with blocks on missing disks its state and
- * the disks: "partial: b missing", "offline: b, c missing". */
+/* "yes"; for a mirrored partition with copies out of sync "degraded:
+ * copy 1 stale 20" (each copy with some); or for a partition with blocks
+ * on missing disks its state and the disks: "partial: b missing",
+ * "offline: b, c missing". */
 static const char *part_available(json_object *p, char *buf, size_t n)
 {
-	json_object *md = get(p, "missing_disks");
+	json_object *md = get(p, "missing_disks"), *spc = get(p, "stale_per_copy");
 	size_t at;
 
+	if (json_object_get_boolean(get(p, "available")) &&
+	    json_object_get_boolean(get(p, "degraded"))) {
+		at = (size_t)snprintf(buf, n, "degraded:");
+		for (size_t c = 0, k = 0; spc && c < json_object_array_length(spc) && at < n; c++) {
+			int64_t st = json_object_get_int64(json_object_array_get_idx(spc, c));
+
+			if (st)
+				at += (size_t)snprintf(buf + at, n - at, "%s copy %zu stale %" PRId64,
+						       k++ ? "," : "", c, st);
+		}
+		return buf;
+	}
 	if (json_object_get_boolean(get(p, "available")))
 		return "yes";
 	at = (size_t)snprintf(buf, n, "%s:", get(p, "state") ? gs(p, "state") : "no");
@@ -135,6 +149,15 @@ static void print_part_show(json_object *p)
 
 	print_part_done(p);
 	printf("%s blocks of %s", gs(p, "blocks"), fsize(p, "block_size", bs));
+	if (json_object_get_boolean(get(p, "available")) &&
+	    json_object_get_boolean(get(p, "degraded"))) {
+		char av[256];
+
+		printf(", %s (served from the copies in sync", part_available(p, av, sizeof(av)));
+		if (get(p, "lost_blocks") && gi(p, "lost_blocks"))
+			printf("; %s blocks have none and fail with EIO", gs(p, "lost_blocks"));
+		printf(")");
+	}
 	if (!json_object_get_boolean(get(p, "available"))) {
 		char av[256];
 
@@ -208,6 +231,12 @@ int c_part_show(int argc, char **argv)
 		page = get(more.result, "runs");
 		for (size_t i = 0; page && i < json_object_array_length(page); i++)
 			json_object_array_add(runs, json_object_get(json_object_array_get_idx(page, i)));
+		/* a partition with copies: each page has their runs too */
+		page = get(more.result, "copy_runs");
+		for (size_t i = 0; page && get(rep.result, "copy_runs") &&
+				   i < json_object_array_length(page); i++)
+			json_object_array_add(get(rep.result, "copy_runs"),
+					      json_object_get(json_object_array_get_idx(page, i)));
 		json_object_object_del(rep.result, "next_block");
 		if ((next = get(more.result, "next_block")))
 			json_object_object_add(rep.result, "next_block", json_object_get(next));

@@ -58,6 +58,8 @@ extern "C" {
 #define CW_ZONES		3	/* outer, middle, inner */
 #define CW_UUID_STRING_LEN	36	/* 8-4-4-4-12, without the NUL */
 #define CW_COPIES_MAX		3	/* copies of each block a partition may keep */
+/* Blocks of a mirrored partition's write-intent region (cw_part_intent_begin). */
+#define CW_INTENT_REGION_BLOCKS	64
 
 /* Why a call failed: a sentence for a human, and for -ENOSPC the numbers. */
 struct cw_error {
@@ -334,6 +336,55 @@ int cw_part_map_copies(const struct cw_part *part, uint64_t offset, struct cw_co
 
 /* The copies of block b (disk, the block's first byte, in sync), as above. */
 int cw_part_block_copies(const struct cw_part *part, uint64_t block, struct cw_copy *ret);
+
+/* ---- copies out of sync, and the write-intent record ----
+ *
+ * A copy of a block is out of sync ("stale") when it may not hold the
+ * block's data: a write to it failed, its disk is missing or failed, or a
+ * crash left a write to its region unfinished.  Reads never go to a stale
+ * copy; a resync copies an in-sync copy over it and clears the mark.  */
+
+/* Marks copy `copy` of blocks [block, block + n) out of sync (stale true)
+ * or back in sync (false), in memory and in the pool's database in one
+ * transaction: when it returns 0 the mark is durable, so a write whose
+ * failure on that copy it records may then be acknowledged.  On an error
+ * of the database (-errno) the marks made in memory stay (a stale copy is
+ * never read; clearing: the copy stays stale).  -ERANGE past the end,
+ * -EINVAL for a copy the partition does not have.  Takes the pool lock. */
+int cw_part_copy_set_stale(struct cw_part *part, uint32_t copy, uint64_t block, uint64_t n,
+			   bool stale);
+
+/* Copy `copy`'s stale blocks (0 for a partition with one copy), and the
+ * blocks no copy holds in sync (their data is lost until a copy returns).
+ * O(blocks / 64). */
+uint64_t cw_part_copy_stale_count(const struct cw_part *part, uint32_t copy);
+uint64_t cw_part_lost_blocks(const struct cw_part *part);
+
+/* Marks every copy that lies on disk disk_id of every mirrored partition
+ * out of sync (a disk missing or failed), one transaction; ret_marked
+ * (may be NULL) gets how many copies of blocks were newly marked.  A
+ * partition's only copies (one copy) are left alone: they are not
+ * mirrored, and a missing disk makes them unavailable as it always did. */
+int cw_pool_disk_set_stale(struct cw_pool *pool, uint32_t disk_id, uint64_t *ret_marked);
+
+/* The write-intent record (md's write-intent bitmap), per region of
+ * CW_INTENT_REGION_BLOCKS blocks of a mirrored partition.  A writer calls
+ * cw_part_intent_begin for the bytes [offset, offset + length) before it
+ * dispatches the write to the copies and cw_part_intent_end once every
+ * copy is done.  begin is lock-free when every region is already recorded
+ * dirty; otherwise it records them (one transaction, durable) before it
+ * returns, under the pool lock.  cw_pool_intent_sweep forgets the regions
+ * with no write in flight and none begun since the previous sweep, in one
+ * transaction; call it every few seconds.  cw_pool_close forgets every
+ * region with no write in flight.  After a crash, cw_pool_open
+ * marks every copy of a dirty region's blocks but the first in sync out of
+ * sync, so a resync covers only those regions.  Partitions with one copy
+ * have no record (begin and end do nothing). */
+int cw_part_intent_begin(struct cw_part *part, uint64_t offset, uint64_t length);
+void cw_part_intent_end(struct cw_part *part, uint64_t offset, uint64_t length);
+int cw_pool_intent_sweep(struct cw_pool *pool, uint64_t *ret_cleared);
+/* Regions of the partition recorded dirty now. */
+uint64_t cw_part_intent_dirty(const struct cw_part *part);
 
 uint64_t cw_part_size_bytes(const struct cw_part *part);
 uint64_t cw_part_nblocks(const struct cw_part *part);

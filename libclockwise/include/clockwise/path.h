@@ -113,6 +113,11 @@ struct cw_path_piece {
 	/* The request's first piece on the disk (for a COPY: only a
 	 * real-time one, the stream's first there). */
 	bool first_on_disk;
+	/* On a partition with copies, c + 1 for a piece that reads or
+	 * writes copy c of its blocks (bytes buf_offset on of the request),
+	 * so that a failure can mark that copy out of sync; 0 for the rest
+	 * (one copy, a moving block's destination, a cache copy). */
+	uint8_t mirror;
 };
 
 /* The copy of n (n >= 1) that a read is served from: the first in sync

@@ -5,8 +5,9 @@
  * move's mirrors answered by the test: holes, a map over two disks, a
  * request crossing blocks, the best-effort cut, real-time against best
  * effort by the reservation's range, span and disks, a cache hit and miss
- * and a write to both copies, a write to a block being moved, and a
- * punch where a disk cannot punch.
+ * and a write to both copies, a write to a block being moved, a punch
+ * where a disk cannot punch, and a mirrored partition's copies out of
+ * sync (written and read no more; the first in sync takes the IO piece).
  */
 #include "config.h"
 
@@ -321,6 +322,61 @@ static void test_bound(void)
 						    .op = CW_IO_READ }), -ERANGE);
 }
 
+/* A 2-copy partition: a write goes to each copy in sync, the first one
+ * taking the IO piece, each piece saying its copy; a read to the first
+ * in sync; none in sync: the block is gone (ENODEV, as a missing disk's). */
+static void test_mirror_stale(void)
+{
+	struct cw_path_part saved = lay;
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct cw_part *m;
+	struct cw_alloc_change c;
+	struct cw_path_req w = { .offset = 0, .length = BS, .op = CW_IO_WRITE, .copies = 2 };
+	struct cw_path_req r = { .offset = 0, .length = BS, .op = CW_IO_READ, .copies = 2 };
+
+	reset();
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "m", 2 * BS, &(struct cw_part_opts){ .copies = 2 },
+				       &m) == 0);
+	c = (struct cw_alloc_change){ .part = m, .first_block = 0, .nblocks = 2, .allocated = true };
+	CU_ASSERT_FATAL(cw_part_set_allocated(t.pool, &c, 1) == 0);
+	CU_ASSERT_FATAL(cw_part_block_copies(m, 0, cs) == 0);
+	lay = (struct cw_path_part){ .part = m, .disk = disk };
+
+	CU_ASSERT_FATAL(split(w) == 0);
+	CU_ASSERT_FATAL(n == 2);
+	CU_ASSERT(got[0].kind == CW_PATH_IO && got[0].disk_id == cs[0].disk_id && got[0].mirror == 1);
+	CU_ASSERT(got[1].kind == CW_PATH_COPY && got[1].disk_id == cs[1].disk_id &&
+		  got[1].mirror == 2 && got[1].phys_offset == cs[1].phys_offset);
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT(n == 1 && got[0].disk_id == cs[0].disk_id && got[0].mirror == 1);
+
+	/* copy 0 out of sync: copy 1 alone, for writes and reads */
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(m, 0, 0, 1, true) == 0);
+	CU_ASSERT_FATAL(split(w) == 0);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(got[0].kind == CW_PATH_IO && got[0].disk_id == cs[1].disk_id &&
+		  got[0].phys_offset == cs[1].phys_offset && got[0].mirror == 2);
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT(n == 1 && got[0].disk_id == cs[1].disk_id && got[0].mirror == 2);
+	/* block 1 is untouched */
+	w.offset = r.offset = BS;
+	CU_ASSERT_FATAL(split(w) == 0);
+	CU_ASSERT(n == 2);
+	w.offset = r.offset = 0;
+
+	/* no copy in sync: the block is gone, as on a missing disk */
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(m, 1, 0, 1, true) == 0);
+	CU_ASSERT(split(w) == -ENODEV);
+	CU_ASSERT(split(r) == -ENODEV);
+	/* a resync clears the marks: both copies again */
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(m, 0, 0, 1, false) == 0);
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(m, 1, 0, 1, false) == 0);
+	CU_ASSERT_FATAL(split(w) == 0);
+	CU_ASSERT(n == 2);
+	lay = saved;
+	CU_ASSERT_FATAL(cw_part_delete(m) == 0);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("path-split", NULL, NULL);
@@ -335,6 +391,7 @@ int main(void)
 	cwtest_add(s, "block under move", test_move);
 	cwtest_add(s, "punch", test_punch);
 	cwtest_add(s, "bound", test_bound);
+	cwtest_add(s, "mirrored copies out of sync", test_mirror_stale);
 	r = cwtest_run();
 	if (part)
 		tp_fini(&t);
