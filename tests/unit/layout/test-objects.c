@@ -82,7 +82,10 @@ static void test_round_trip(void)
 {
 	struct tp t;
 	struct cw_resv_rec want, *list = NULL;
-	struct cw_export_rec e1 = { .name = "movie", .readonly = true }, e2 = { .name = "scratch" };
+	/* (scratch a ublk device's: its settings and number come back too) */
+	struct cw_export_rec e1 = { .name = "movie", .readonly = true, .ublk_dev = -1 },
+			     e2 = { .name = "scratch", .ublk = true, .ublk_depth = 32,
+				    .ublk_max_request = 1 << 20, .ublk_dev = 3 };
 	struct cw_export_rec *ex = NULL;
 	uint64_t pid, id1, id2, id3, id4;
 	size_t n;
