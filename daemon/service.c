@@ -158,15 +158,13 @@ static int ublk_start(struct svc *svc, struct svc_ublk *u, char *err, size_t err
 	return 0;
 }
 
+/* Takes u out of the list (names are unique there). */
 static void ublk_unlink(struct svc *svc, struct svc_ublk *u)
 {
-	struct svc_ublk **pp;
+	struct svc_ublk **pp = ublk_find(svc, u->name);
 
-	for (pp = &svc->ublks; *pp; pp = &(*pp)->next)
-		if (*pp == u) {
-			*pp = u->next;
-			break;
-		}
+	if (pp)
+		*pp = u->next;
 }
 
 static int hook_export_add_ublk(void *userdata, struct cwc_export *e, struct cw_part *part,

@@ -27,6 +27,20 @@ static const struct nbdsrv_access *rule_for(const struct nbdsrv_access *list, si
 	return dflt;
 }
 
+/* Whether a principal takes the place of its kind (the owner's, the
+ * group's): when it is free; not when it holds it already (same), nor
+ * when another does, counted in left_out. */
+static bool take(bool *have, bool same, unsigned *left_out)
+{
+	if (!*have) {
+		*have = true;
+		return true;
+	}
+	if (!same)
+		(*left_out)++;
+	return false;
+}
+
 /* Gives each principal of v[n] its place (bits: 6 read and write, 4 read
  * only) unless a place of its kind is taken; counts those left out. */
 static void place(const struct nbdsrv_principal *v, size_t n, mode_t bits, struct ublk_config *c,
@@ -38,26 +52,16 @@ static void place(const struct nbdsrv_principal *v, size_t n, mode_t bits, struc
 			c->mode |= bits | (bits << 3);
 			break;
 		case NBDSRV_USER:
-			if (*have_user && c->owner == v[i].id)
-				break;
-			if (*have_user) {
-				(*left_out)++;
-				break;
+			if (take(have_user, c->owner == v[i].id, left_out)) {
+				c->owner = v[i].id;
+				c->mode = (c->mode & ~0700u) | (bits << 6);
 			}
-			*have_user = true;
-			c->owner = v[i].id;
-			c->mode = (c->mode & ~0700u) | (bits << 6);
 			break;
 		case NBDSRV_GROUP:
-			if (*have_group && c->group == v[i].id)
-				break;
-			if (*have_group) {
-				(*left_out)++;
-				break;
+			if (take(have_group, c->group == v[i].id, left_out)) {
+				c->group = v[i].id;
+				c->mode |= bits << 3;
 			}
-			*have_group = true;
-			c->group = v[i].id;
-			c->mode |= bits << 3;
 			break;
 		}
 	}

@@ -70,7 +70,6 @@ struct split {
 	int (*emit)(void *arg, const struct cw_path_piece *p);
 	void *arg;
 	bool seen[CW_DISKS_MAX + 1];	/* by disk id: the request has a piece there */
-	uint8_t mirror;			/* what copy() marks its pieces with */
 };
 
 static bool rt_on(const struct split *s, bool rt, uint32_t disk_id)
@@ -86,10 +85,11 @@ static int disk_of(const struct split *s, uint32_t disk_id, struct cw_path_disk 
 }
 
 /* The pieces that repeat the write p, its bytes from skip on, on extent
- * m (a moving block's destination, the block's cache copy).  A stream's
+ * m (a moving block's destination, the block's cache copy, another copy
+ * of the partition: mirror, that copy's number + 1, else 0).  A stream's
  * piece repeated on a disk where its reservation is booked too (a move
  * books it where the block goes) is the stream's there. */
-static int copy(struct split *s, const struct cw_path_piece *p, uint64_t skip,
+static int copy(struct split *s, const struct cw_path_piece *p, uint64_t skip, uint8_t mirror,
 		const struct cw_extent *m)
 {
 	struct cw_path_disk d;
@@ -111,7 +111,7 @@ static int copy(struct split *s, const struct cw_path_piece *p, uint64_t skip,
 			.kind = CW_PATH_COPY, .op = op, .disk_id = m->disk_id,
 			.phys_offset = m->phys_offset + done, .buf_offset = p->buf_offset + skip + done,
 			.zero = zero, .rt = rt, .first_on_disk = rt && done == 0 && !s->seen[m->disk_id],
-			.mirror = s->mirror,
+			.mirror = mirror,
 		};
 
 		if (zero)
@@ -142,7 +142,7 @@ static int mirrors(struct split *s, const struct cw_path_piece *p, uint64_t off,
 	if (nm < 0)
 		return nm;
 	for (int j = 0; j < nm; j++)
-		if ((r = copy(s, p, skips[j], &ms[j])) < 0)
+		if ((r = copy(s, p, skips[j], 0, &ms[j])) < 0)
 			return r;
 	return 0;
 }
@@ -168,10 +168,8 @@ static int copies_write(struct split *s, const struct cw_path_piece *p, uint64_t
 		pc.disk_id = m.disk_id;
 		pc.phys_offset = m.phys_offset;
 		pc.length = length;
-		s->mirror = (uint8_t)(c + 1);
-		r = copy(s, p, 0, &m);
-		s->mirror = 0;
-		if (r < 0 || (r = mirrors(s, &pc, off, &m)) < 0)
+		if ((r = copy(s, p, 0, (uint8_t)(c + 1), &m)) < 0 ||
+		    (r = mirrors(s, &pc, off, &m)) < 0)
 			return r;
 	}
 	return 0;
@@ -272,7 +270,7 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 				return r;
 			if (cr == CW_CACHE_BOTH) {
 				ce.length = e.length;
-				if ((r = copy(&s, &p, 0, &ce)) < 0)
+				if ((r = copy(&s, &p, 0, 0, &ce)) < 0)
 					return r;
 			}
 			if (rq->copies > 1 && (r = copies_write(&s, &p, off, cs, e.length)) < 0)
