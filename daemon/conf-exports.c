@@ -103,6 +103,7 @@ static int key_max_request(struct parse *p, const config_setting_t *s, void *obj
 #define UBLK_DEPTH_MAX 4096		/* ublk_drv's UBLK_MAX_QUEUE_DEPTH */
 #define UBLK_REQUEST_MIN 4096
 #define UBLK_REQUEST_MAX (1 << 20)	/* its UBLK_MAX_IO_BUF_BYTES */
+#define UBLK_QUEUES_MAX 64		/* ublk.h's UBLK_DEV_QUEUES_MAX */
 
 void conf_ublk_free(struct cwd_config *c)
 {
@@ -148,6 +149,16 @@ static int key_ublk_depth(struct parse *p, const config_setting_t *s, void *obj)
 
 	if (r == 0)
 		p->c->exports.ublk_queue_depth = (unsigned)v;
+	return r;
+}
+
+static int key_ublk_queues(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = conf_get_int(p, s, 0, UBLK_QUEUES_MAX, &v);
+
+	if (r == 0)
+		p->c->exports.ublk_queues = (unsigned)v;
 	return r;
 }
 
@@ -291,6 +302,7 @@ const struct key conf_export_keys[] = {
 	{ "qos", key_qos },
 	{ "ublk", key_ublk },
 	{ "ublk_queue_depth", key_ublk_depth },
+	{ "ublk_queues", key_ublk_queues },
 	{ "ublk_max_request_bytes", key_ublk_max_request },
 	{ NULL, NULL },
 };

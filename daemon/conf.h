@@ -185,6 +185,9 @@ struct cwd_config {
 		size_t n_ublk;
 		unsigned ublk_queue_depth;
 		uint32_t ublk_max_request_bytes;
+		/* Queues per ublk device, each with its thread and ring
+		 * (0: one per CPU online, at most 4). */
+		unsigned ublk_queues;
 	} exports;
 	/* What NBD clients may take of the daemon. */
 	struct {

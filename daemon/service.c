@@ -150,10 +150,10 @@ static int ublk_start(struct svc *svc, struct svc_ublk *u, char *err, size_t err
 				"a crash a new device replaces it", u->name, strerror(-r));
 	}
 	cwc_server_export_device(svc->srv, u->name, ublk_dev_id(u->dev));
-	cwd_log(LOG_INFO, "export %s: /dev/ublkb%d%s, %" PRIu64 " bytes%s%s", u->name,
+	cwd_log(LOG_INFO, "export %s: /dev/ublkb%d%s, %" PRIu64 " bytes, %u queue%s%s%s", u->name,
 		ublk_dev_id(u->dev),
 		ublk_dev_recovered(u->dev) ? ", taken back with its queued requests" : "",
-		u->ne.size, u->ne.read_only ? ", read-only" : "",
+		u->ne.size, ublk_dev_queues(u->dev), ublk_dev_queues(u->dev) == 1 ? "" : "s", u->ne.read_only ? ", read-only" : "",
 		x->resv ? ", with a reservation" : "");
 	return 0;
 }
@@ -189,6 +189,7 @@ static int hook_export_add_ublk(void *userdata, struct cwc_export *e, struct cw_
 	u->ne.name = x->name;
 	u->ne.read_only = u->ne.read_only || e->readonly;
 	u->uc = (struct ublk_config){ .queue_depth = e->ublk_depth,
+				      .queues = svc->cfg->exports.ublk_queues,
 				      .max_request = e->ublk_max_request,
 				      .recover_id = e->ublk_dev };
 	/* Who may open the device: the export's access rules, as far as

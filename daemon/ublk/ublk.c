@@ -327,6 +327,26 @@ static void commit_done(struct uq *q)
 	}
 }
 
+/* Runs the queue's thread on the CPUs whose requests the kernel sends
+ * to the queue (blk-mq's map, GET_QUEUE_AFFINITY): the request, its
+ * completion and the thread meet on one CPU's caches.  Best effort: a
+ * thread left unpinned serves as well, if further from its requests. */
+static void pin(struct uq *q)
+{
+	struct ublksrv_ctrl_cmd c = {
+		.dev_id = (uint32_t)q->dev->id,
+		.queue_id = (uint16_t)-1,
+		.len = sizeof(cpu_set_t),
+		.data = { q->id },
+	};
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	c.addr = (uint64_t)(uintptr_t)&set;
+	if (ctrl_cmd(q->dev->ctrl_fd, UBLK_CMD_GET_QUEUE_AFFINITY, &c) >= 0 && CPU_COUNT(&set) > 0)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
 static void *queue_main(void *arg)
 {
 	struct uq *q = arg;
@@ -334,6 +354,7 @@ static void *queue_main(void *arg)
 	int prio = ops->rt_priority ? ops->rt_priority(q->dev->exp.backend) : 0;
 
 	tls_queue = q;
+	pin(q);
 	/* An export bound to a reservation: its queue books the stream's
 	 * requests, at the real-time priority an NBD connection's reader
 	 * of it would have (the back end set it, or noted that it could
@@ -538,7 +559,7 @@ static int take_back(struct ublk_dev *d, int id)
 		return 0;	/* a live server's */
 	if (!(info.flags & UBLK_F_USER_RECOVERY) || info.queue_depth > UBLK_MAX_QUEUE_DEPTH ||
 	    info.max_io_buf_bytes > MAX_IO_BUF_BYTES || info.max_io_buf_bytes % 4096 ||
-	    info.nr_hw_queues != 1) {
+	    info.nr_hw_queues < 1 || info.nr_hw_queues > UBLK_DEV_QUEUES_MAX) {
 		if (info.state == UBLK_S_DEV_LIVE)
 			(void)dev_cmd(d, UBLK_CMD_STOP_DEV, NULL, 0, 0);
 		(void)dev_cmd(d, UBLK_CMD_DEL_DEV, NULL, 0, 0);
@@ -560,6 +581,15 @@ static int take_back(struct ublk_dev *d, int id)
 	return 0;
 }
 
+/* One queue per CPU online, as blk-mq maps them, at most
+ * UBLK_DEV_QUEUES_DEFAULT_MAX: each queue costs a thread. */
+static unsigned default_queues(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > UBLK_DEV_QUEUES_DEFAULT_MAX ? UBLK_DEV_QUEUES_DEFAULT_MAX : (unsigned)n;
+}
+
 int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 		 struct ublk_dev **ret_dev, char *err, size_t errlen)
 {
@@ -577,14 +607,16 @@ int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 	d->exp = *exp;
 	d->id = -1;
 	d->cdev_fd = -1;
-	d->nq = 1;
+	d->nq = cfg->queues ? cfg->queues : default_queues();
 	d->depth = cfg->queue_depth ? cfg->queue_depth : DEFAULT_DEPTH;
 	d->max_request = cfg->max_request ? cfg->max_request : DEFAULT_MAX_REQUEST;
 	if (d->depth > UBLK_MAX_QUEUE_DEPTH || d->max_request > MAX_IO_BUF_BYTES ||
-	    d->max_request % 4096 || d->max_request < exp->min_block) {
-		snprintf(err, errlen, "ublk: queue depth %u (1 to %u) or largest request %" PRIu32
-			 " bytes (4 KiB to 1 MiB, in 4 KiB steps) out of range", d->depth,
-			 UBLK_MAX_QUEUE_DEPTH, d->max_request);
+	    d->max_request % 4096 || d->max_request < exp->min_block ||
+	    d->nq > UBLK_DEV_QUEUES_MAX) {
+		snprintf(err, errlen, "ublk: queue depth %u (1 to %u), largest request %" PRIu32
+			 " bytes (4 KiB to 1 MiB, in 4 KiB steps) or queues %u (1 to %u) out of "
+			 "range", d->depth, UBLK_MAX_QUEUE_DEPTH, d->max_request, d->nq,
+			 UBLK_DEV_QUEUES_MAX);
 		free(d);
 		return -EINVAL;
 	}
@@ -697,6 +729,11 @@ bool ublk_dev_busy(const struct ublk_dev *d)
 		return errno == EBUSY;
 	close(fd);
 	return false;
+}
+
+unsigned ublk_dev_queues(const struct ublk_dev *d)
+{
+	return d->nq;
 }
 
 bool ublk_dev_recovered(const struct ublk_dev *d)

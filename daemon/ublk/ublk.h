@@ -25,8 +25,17 @@
 
 #include "daemon/nbd/nbd-server.h"
 
+/* The most queues a device may have (the kernel's UBLK_MAX_NR_QUEUES is
+ * larger), and the most the default takes. */
+#define UBLK_DEV_QUEUES_MAX 64
+#define UBLK_DEV_QUEUES_DEFAULT_MAX 4
+
 struct ublk_config {
 	unsigned queue_depth;		/* tags per queue; 0: 64 */
+	/* Hardware queues, each served by its own thread and io_uring,
+	 * pinned to the CPUs the kernel maps to it; 0: one per CPU online,
+	 * at most UBLK_DEV_QUEUES_DEFAULT_MAX. */
+	unsigned queues;
 	uint32_t max_request;		/* largest request in bytes; 0: 512 KiB */
 	/* The device node's owner, group and mode (from the export's
 	 * access rules); mode 0: leave the kernel's (root, 0600). */
@@ -69,6 +78,8 @@ int ublk_dev_id(const struct ublk_dev *dev);
  * system, a device-mapper table): removing it would pull the device from
  * under its user. */
 bool ublk_dev_busy(const struct ublk_dev *dev);
+/* Its hardware queues (after a recovery: the ones it was made with). */
+unsigned ublk_dev_queues(const struct ublk_dev *dev);
 /* Whether it was taken back from a server that had gone. */
 bool ublk_dev_recovered(const struct ublk_dev *dev);
 

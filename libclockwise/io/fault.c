@@ -423,11 +423,14 @@ int cw_io_fault_parse(const char *spec, struct cw_io_fault_opts *o, char *why, s
 				goto bad;
 			ok = true;
 		}
-		if (!ok && klen == 8 && !strncmp(s, "cut-file", klen)) {
+		if (!ok && ((klen == 8 && !strncmp(s, "cut-file", klen)) ||
+			    (klen == 9 && !strncmp(s, "fail-file", klen)))) {
+			char *path = klen == 8 ? o->cut_file : o->fail_file;
+
 			if (vlen == 0 || vlen >= sizeof(o->cut_file))
 				goto bad;
-			memcpy(o->cut_file, v, vlen);
-			o->cut_file[vlen] = '\0';
+			memcpy(path, v, vlen);
+			path[vlen] = '\0';
 			end = v + vlen;
 			ok = true;
 		}
@@ -452,8 +455,8 @@ bad:
 	if (why && why_len)
 		snprintf(why, why_len, "bad fault setting at \"%.*s\"; expected fail=N, "
 			 "fail-write=N, fail-fsync=N, tear-write=N, fail-range=OFF+LEN, "
-			 "fail-count=N, cut-write=N, cut-file=PATH, cut=drop|tear, seed=N or "
-			 "delay-us=N",
+			 "fail-count=N, cut-write=N, cut-file=PATH, cut=drop|tear, seed=N, "
+			 "delay-us=N or fail-file=PATH",
 			 (int)strcspn(s, ","), s);
 	return -EINVAL;
 }
@@ -499,6 +502,7 @@ static int decide(struct fault_engine *x, struct ffile *f, const struct cw_io_re
 	if (w && f->nwrite == o->cut_write)
 		power_cut(o);
 	if (f->nreq == o->fail_nth || (w && f->nwrite == o->fail_write) ||
+	    (o->fail_file[0] && access(o->fail_file, F_OK) == 0) ||
 	    (q->op == CW_IO_FSYNC && f->nfsync == o->fail_fsync) ||
 	    (touches(o, q) && (!o->fail_count || f->nrange++ < o->fail_count)))
 		return -EIO;

@@ -1,4 +1,5 @@
 # Sourced by the scripts tests/vm/guest runs (tests/vm/nbd-kernel.sh,
+# tests/vm/ublk-kernel.sh,
 # tests/vm/anchors.sh), after tests/integration/lib.sh and ctl-lib.sh:
 #   nbd_up DEV EXPORT   the kernel's NBD client (nbd-client -unix) on an
 #                       export of the daemon ctl_start started, its size
@@ -19,3 +20,53 @@ nbd_up() {
 	wait_for "$1 to have a size" 10 test "$(blockdev --getsize64 "$1" 2>/dev/null || echo 0)" -gt 0
 }
 nbd_down() { nbd-client -d "$1" >/dev/null 2>&1; }
+
+# A stream's figure from the daemon's stats: stream_stat RID FIELD.
+stream_stat() { cwctl --json stats | jq --argjson id "$1" ".reservations[] | select(.id == \$id) | .$2"; }
+
+#   stream_play DEV LOADDEV RID RATE BLOCK
+# The stream of reservation RID read from block device DEV at RATE
+# bytes/s in BLOCK-byte blocks (tests/vm/blkplay, O_DIRECT, one block at
+# a time, each due a period after it is asked: the reservation is
+# --due stream) for CW_VM_STREAM_SECS (8) seconds while fio reads
+# LOADDEV (another export) at random, 8 in flight: the player reads
+# every block, each request a whole block, and no block is late to the
+# player or the daemon (or each late one came with the host's stall the
+# daemon logged, ctl_misses_hosts).
+blkplay=$top_srcdir/tests/vm/blkplay
+stream_play() {
+	local dev=$1 load_dev=$2 rid=$3 rate=$4 block=$5 secs=${CW_VM_STREAM_SECS:-8}
+	local short log_at before load rc missed name=${1##*/}
+	short=$(stream_stat "$rid" short_requests)
+	log_at=$(wc -l <"$CTL_LOG")
+	before=$(stream_stat "$rid" misses)
+	fio --name=load --filename="$load_dev" --direct=1 --ioengine=libaio --iodepth=8 --rw=randread \
+		--bsrange=4k-128k --time_based --runtime=60 --eta=never --output="$cw_tmp/fio-load-$name.log" &
+	load=$!
+	cleanup_add "kill $load 2>/dev/null"
+	# the load under way before the stream starts
+	reads_done() { [ "$(awk '{ print $1 }' "/sys/block/${1##*/}/stat")" -gt "$2" ]; }
+	check "fio's load reaches the daemon" wait_for "fio's reads through $load_dev" 20 reads_done "$load_dev" 100
+	# the player at a real-time priority, as cwstream --rt-priority: on the
+	# guest's one CPU, fio and the daemon's best-effort threads would
+	# otherwise delay its wake-ups
+	chrt -f 10 "$blkplay" "$dev" --rate "$rate" --block "$block" --duration "$secs" \
+		>"$cw_tmp/play-$name.json"
+	rc=$?
+	kill "$load" 2>/dev/null; wait "$load" 2>/dev/null
+	missed=$(($(stream_stat "$rid" misses) - before))
+	echo "blkplay: $(cat "$cw_tmp/play-$name.json")"
+	echo "the daemon: $missed missed; fio's load: $(grep -m1 -E 'read: IOPS' "$cw_tmp/fio-load-$name.log")"
+	check "the player read every block" \
+		test "$(jq .blocks "$cw_tmp/play-$name.json")" -ge $((secs * rate / block - 1))
+	check "every request of the play was a whole block" \
+		test "$(stream_stat "$rid" short_requests)" -eq "$short"
+	if [ "$rc" -eq 0 ] && [ "$missed" -eq 0 ]; then
+		check "the player missed no block through $dev, the daemon no deadline" true
+	else
+		# a miss is the daemon's unless each came with the host's stall
+		check "the player's and the daemon's misses are the host's (player exit $rc)" \
+			ctl_misses_hosts "$(cat "$cw_tmp/play-$name.json")" "$missed" "$log_at"
+	fi
+	check "the daemon served the stream as real-time" test "$(stream_stat "$rid" requests)" -gt 0
+}

@@ -21,7 +21,7 @@
 . "$top_srcdir/tests/integration/ctl-lib.sh"
 . "$top_srcdir/tests/vm/lib.sh"
 d=$cw_tmp
-blkplay=$top_srcdir/tests/vm/blkplay
+
 t_start=$SECONDS
 step() { echo "-- [$((SECONDS - t_start))s] $*"; }
 
@@ -114,7 +114,7 @@ if [ "${CW_VM_STREAM:-1}" = 1 ]; then
 	check "export load" cwctl export add load
 	check "/dev/nbd1 on media" nbd_up /dev/nbd1 media
 	check "/dev/nbd2 on load" nbd_up /dev/nbd2 load
-	resv_stat() { cwctl --json stats | jq --argjson id "$rid" ".reservations[] | select(.id == \$id) | .$1"; }
+	resv_stat() { stream_stat "$rid" "$1"; }
 	# The kernel cuts a 256 KiB read in two at max_sectors_kb (128):
 	# each half is one of the stream's blocks to the daemon, released a
 	# period apart, so the stream gets half its rate.  The daemon counts
@@ -127,36 +127,8 @@ if [ "${CW_VM_STREAM:-1}" = 1 ]; then
 		grep -q "requests smaller than the block give the stream less than its rate" "$CTL_LOG"
 	echo $((BLOCK / 1024)) >$q/max_sectors_kb
 	check "max_sectors_kb raised to the block" test "$(cat $q/max_sectors_kb)" -eq $((BLOCK / 1024))
-	short=$(resv_stat short_requests)
-	log_at=$(wc -l <"$CTL_LOG")
-	before=$(resv_stat misses)
-	fio --name=load --filename=/dev/nbd2 --direct=1 --ioengine=libaio --iodepth=8 --rw=randread \
-		--bsrange=4k-128k --time_based --runtime=60 --eta=never --output="$d/fio-load.log" &
-	load=$!
-	cleanup_add "kill $load 2>/dev/null"
-	# the load under way before the stream starts
-	reads_done() { [ "$(awk '{ print $1 }' /sys/block/$1/stat)" -gt "$2" ]; }
-	check "fio's load reaches the daemon" wait_for "fio's reads through nbd2" 20 reads_done nbd2 100
 	step "play"
-	secs=${CW_VM_STREAM_SECS:-8}
-	# the player at a real-time priority, as cwstream --rt-priority: on the
-	# guest's one CPU, fio and the daemon's best-effort threads would
-	# otherwise delay its wake-ups
-	chrt -f 10 "$blkplay" /dev/nbd1 --rate "$rate" --block $BLOCK --duration "$secs" >"$d/play.json"; rc=$?
-	kill $load 2>/dev/null; wait $load 2>/dev/null
-	missed=$(($(resv_stat misses) - before))
-	echo "blkplay: $(cat "$d/play.json")"
-	echo "the daemon: $missed missed; fio's load: $(grep -m1 -E 'read: IOPS' "$d/fio-load.log")"
-	check "the player read every block" test "$(jq .blocks "$d/play.json")" -ge $((secs * rate / BLOCK - 1))
-	check "every request of the play was a whole block" test "$(resv_stat short_requests)" -eq "$short"
-	if [ "$rc" -eq 0 ] && [ "$missed" -eq 0 ]; then
-		check "the player missed no block through /dev/nbd1, the daemon no deadline" true
-	else
-		# a miss is the daemon's unless each came with the host's stall
-		check "the player's and the daemon's misses are the host's (player exit $rc)" \
-			ctl_misses_hosts "$(cat "$d/play.json")" "$missed" "$log_at"
-	fi
-	check "the daemon served the stream as real-time" test "$(resv_stat requests)" -gt 0
+	stream_play /dev/nbd1 /dev/nbd2 "$rid" "$rate" $BLOCK
 	check "disconnect /dev/nbd1" nbd_down /dev/nbd1
 	check "disconnect /dev/nbd2" nbd_down /dev/nbd2
 

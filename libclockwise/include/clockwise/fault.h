@@ -60,6 +60,9 @@ struct cw_io_fault_opts {
 	 * submitted (0: as soon as the inner engine has it): a slow
 	 * backing store, such as a busy host's disk under an emulator. */
 	uint64_t delay_us;
+	/* Every request fails (EIO) once the file fail_file exists ("":
+	 * never): a disk that dies when a test says so. */
+	char fail_file[256];
 };
 
 /* No faults (a cut may still come from another engine or cw_io_fault_cut). */
@@ -68,7 +71,7 @@ void cw_io_fault_opts_init(struct cw_io_fault_opts *opts);
 /* Parses a comma-separated list of settings into opts (which it
  * initializes first): fail=N, fail-write=N, fail-fsync=N, tear-write=N,
  * fail-range=OFF+LEN, fail-count=N, cut-write=N, cut-file=PATH,
- * cut=drop|tear, seed=N, delay-us=N; sizes take the suffixes k, M, G.  "" is valid
+ * cut=drop|tear, seed=N, delay-us=N, fail-file=PATH; sizes take the suffixes k, M, G.  "" is valid
  * (no faults).  -EINVAL with the reason in why. */
 int cw_io_fault_parse(const char *spec, struct cw_io_fault_opts *opts, char *why, size_t why_len);
 

@@ -418,14 +418,18 @@ static void test_size_units(void)
 static void test_ublk_exports(void)
 {
 	struct cwd_config *c = load_ok("exports = { ublk = [ \"media\", \"vm\" ];\n"
-				       "  ublk_queue_depth = 32; ublk_max_request_bytes = \"1M\"; };\n");
+				       "  ublk_queue_depth = 32; ublk_max_request_bytes = \"1M\";\n"
+				       "  ublk_queues = 2; };\n");
 
 	CU_ASSERT_EQUAL_FATAL(c->exports.n_ublk, 2);
 	CU_ASSERT_STRING_EQUAL(c->exports.ublk[0], "media");
 	CU_ASSERT_STRING_EQUAL(c->exports.ublk[1], "vm");
 	CU_ASSERT_EQUAL(c->exports.ublk_queue_depth, 32);
 	CU_ASSERT_EQUAL(c->exports.ublk_max_request_bytes, 1u << 20);
+	CU_ASSERT_EQUAL(c->exports.ublk_queues, 2);
 	cwd_config_free(c);
+	load_bad("exports = { ublk_queues = 65; };\n",
+		 "1: exports.ublk_queues = 65 is out of range; expected an integer from 0 to 64");
 	load_bad("exports = { ublk_queue_depth = 5000; };\n",
 		 "1: exports.ublk_queue_depth = 5000 is out of range; expected an integer from 1 to 4096");
 	load_bad("exports = { ublk_max_request_bytes = 2048; };\n",
@@ -444,8 +448,8 @@ static void test_bad_exports(void)
 	load_bad("exports = { read_only = 1; };\n", "1: exports.read_only is an integer; expected true or false");
 	load_bad("exports = {\n  bogus = 1;\n};\n",
 		 "2: unknown setting \"bogus\" in exports; expected read_only, block_size, "
-		 "max_request_bytes, multi_conn, all, activation_mode, qos, ublk, ublk_queue_depth or "
-		 "ublk_max_request_bytes");
+		 "max_request_bytes, multi_conn, all, activation_mode, qos, ublk, ublk_queue_depth, "
+		 "ublk_queues or ublk_max_request_bytes");
 	load_bad("exports = { activation_mode = \"degraded\"; };\n",
 		 "1: exports.activation_mode = \"degraded\" is not an activation mode; expected "
 		 "\"complete\" or \"partial\"");
@@ -537,7 +541,7 @@ static void test_bad_disks(void)
 	load_bad("disks = ( { path = \"/dev/a\"; name = \"a\"; fault = \"cut-write=x\"; } );\n",
 		 "1: disks[0].fault: bad fault setting at \"cut-write=x\"; expected fail=N, fail-write=N, "
 		 "fail-fsync=N, tear-write=N, fail-range=OFF+LEN, fail-count=N, cut-write=N, "
-		 "cut-file=PATH, cut=drop|tear, seed=N or delay-us=N");
+		 "cut-file=PATH, cut=drop|tear, seed=N, delay-us=N or fail-file=PATH");
 	load_bad("disks = { };\n", "1: disks is a group; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = [ 5 ];\n", "1: disks is an array; expected a list ( { path = ...; name = ...; }, ... )");
 	load_bad("disks = (\n 5 );\n", "2: disks[0] is an integer; expected a group { name = value; ... }");

@@ -99,7 +99,9 @@ static void test_parse(void)
 	CU_ASSERT_EQUAL(o.fail_write + o.cut_write + o.fail_len, 0);
 	CU_ASSERT_EQUAL(cw_io_fault_parse("fail-write=3,fail-range=1M+64k,fail-count=2,cut=tear,"
 					  "cut-file=/run/x,cut-write=7,seed=9,fail-fsync=2,"
-					  "tear-write=4,fail=5,delay-us=250", &o, why, sizeof(why)), 0);
+					  "tear-write=4,fail=5,delay-us=250,fail-file=/run/y", &o, why,
+					  sizeof(why)), 0);
+	CU_ASSERT(!strcmp(o.fail_file, "/run/y"));
 	CU_ASSERT(o.fail_write == 3 && o.fail_off == 1u << 20 && o.fail_len == 65536 &&
 		  o.fail_count == 2 && o.cut_tear && !strcmp(o.cut_file, "/run/x") &&
 		  o.cut_write == 7 && o.seed == 9 && o.fail_fsync == 2 && o.tear_write == 4 &&
@@ -110,6 +112,31 @@ static void test_parse(void)
 	CU_ASSERT_EQUAL(cw_io_fault_parse("fail-range=5", &o, why, sizeof(why)), -EINVAL);
 	CU_ASSERT_EQUAL(cw_io_fault_parse("bogus=1", &o, why, sizeof(why)), -EINVAL);
 	CU_ASSERT_EQUAL(cw_io_fault_parse("fail-write", &o, why, sizeof(why)), -EINVAL);
+}
+
+/* fail-file: nothing fails until the file exists, then every request. */
+static void test_fail_file(void)
+{
+	char path[256], flag[300];
+	int fd = new_file(path, sizeof(path));
+	struct cw_io_engine *e;
+	char spec[320];
+
+	snprintf(flag, sizeof(flag), "%s.dead", path);
+	snprintf(spec, sizeof(spec), "fail-file=%s", flag);
+	e = fault_engine(spec);
+	CU_ASSERT_EQUAL(io(e, fd, CW_IO_WRITE, 0, 1, 1), BLK);
+	CU_ASSERT_EQUAL(io(e, fd, CW_IO_READ, 0, 1, 0), BLK);
+	CU_ASSERT_EQUAL(io(e, fd, CW_IO_FSYNC, 0, 0, 0), 0);
+	CU_ASSERT_EQUAL(close(open(flag, O_CREAT | O_WRONLY, 0600)), 0);
+	CU_ASSERT_EQUAL(io(e, fd, CW_IO_WRITE, 1, 1, 2), -EIO);
+	CU_ASSERT_EQUAL(io(e, fd, CW_IO_READ, 0, 1, 0), -EIO);
+	CU_ASSERT_EQUAL(io(e, fd, CW_IO_FSYNC, 0, 0, 0), -EIO);
+	CU_ASSERT(holds(path, 0, 1, 1) && !holds(path, 1, 1, 2));
+	unlink(flag);
+	CU_ASSERT_EQUAL(io(e, fd, CW_IO_WRITE, 1, 1, 3), BLK);
+	cw_io_engine_free(e);
+	close(fd);
 }
 
 static void test_fail_nth_and_range(void)
@@ -345,6 +372,7 @@ static void add_tests(CU_pSuite su)
 	cwtest_add(su, "delay-us holds each request back", test_delay);
 	cwtest_add(su, "settings parse, bad ones say why", test_parse);
 	cwtest_add(su, "the nth write or fsync and a range fail", test_fail_nth_and_range);
+	cwtest_add(su, "fail-file: every request fails while the file exists", test_fail_file);
 	cwtest_add(su, "a torn write leaves its first half", test_torn_write);
 	cwtest_add(su, "a cut undoes what no fsync covers", test_cut_drops_unsynced);
 	cwtest_add(su, "an fsync covers completed writes only", test_fsync_covers_completed);
