@@ -150,10 +150,12 @@ static int ublk_start(struct svc *svc, struct svc_ublk *u, char *err, size_t err
 				"a crash a new device replaces it", u->name, strerror(-r));
 	}
 	cwc_server_export_device(svc->srv, u->name, ublk_dev_id(u->dev));
-	cwd_log(LOG_INFO, "export %s: /dev/ublkb%d%s, %" PRIu64 " bytes, %u queue%s%s%s", u->name,
+	cwd_log(LOG_INFO, "export %s: /dev/ublkb%d%s, %" PRIu64 " bytes, %u queue%s%s%s%s", u->name,
 		ublk_dev_id(u->dev),
 		ublk_dev_recovered(u->dev) ? ", taken back with its queued requests" : "",
-		u->ne.size, ublk_dev_queues(u->dev), ublk_dev_queues(u->dev) == 1 ? "" : "s", u->ne.read_only ? ", read-only" : "",
+		u->ne.size, ublk_dev_queues(u->dev), ublk_dev_queues(u->dev) == 1 ? "" : "s",
+		ublk_dev_unprivileged(u->dev) ? ", unprivileged (only the daemon's user opens it; "
+		"the export's access rules do not apply)" : "", u->ne.read_only ? ", read-only" : "",
 		x->resv ? ", with a reservation" : "");
 	return 0;
 }

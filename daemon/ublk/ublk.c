@@ -65,6 +65,13 @@
  * (the driver's ublk_max_cmd_buf_size()). */
 #define IODESC_STRIDE(page) \
 	((UBLK_MAX_QUEUE_DEPTH * sizeof(struct ublksrv_io_desc) + (page) - 1) / (page) * (page))
+/* An unprivileged device's commands start with this many bytes of its
+ * /dev/ublkcN path (NUL-padded). */
+#define CDEV_PATH_LEN 32
+/* 6.2 on: GET_DEV_INFO with the node's path, for unprivileged devices. */
+#ifndef UBLK_CMD_GET_DEV_INFO2
+#define UBLK_CMD_GET_DEV_INFO2 0x12
+#endif
 /* The eventfd's read in a queue's ring: not a tag. */
 #define WAKE_TAG UINT64_MAX
 /* /dev/ublkcN appears through devtmpfs (or udev) after ADD_DEV. */
@@ -115,6 +122,9 @@ struct ublk_dev {
 	struct uq *q;
 	bool added, live;
 	bool recovered;
+	/* Made by a daemon without root (UBLK_F_UNPRIVILEGED_DEV): only
+	 * the daemon's user may open it, whatever its node says. */
+	bool unpriv;
 };
 
 static int64_t now_ns(void)
@@ -161,6 +171,11 @@ static int ctrl_cmd(int fd, unsigned op, struct ublksrv_ctrl_cmd *cmd)
 	return r;
 }
 
+/* A command for device d.  An unprivileged device's commands carry the
+ * path of its /dev/ublkcN first in their buffer (the kernel checks the
+ * caller's access to that node: 6.12's ublksrv_ctrl_cmd.dev_path_len,
+ * the low 16 bits of 6.1's data[1]); the payload follows it, and what
+ * the kernel writes there is copied back. */
 static int dev_cmd(struct ublk_dev *d, unsigned op, void *buf, uint16_t len, uint64_t data0)
 {
 	struct ublksrv_ctrl_cmd c = {
@@ -170,8 +185,24 @@ static int dev_cmd(struct ublk_dev *d, unsigned op, void *buf, uint16_t len, uin
 		.addr = (uint64_t)(uintptr_t)buf,
 		.data = { data0 },
 	};
+	uint8_t with_path[CDEV_PATH_LEN + 512];
+	int r;
 
-	return ctrl_cmd(d->ctrl_fd, op, &c);
+	if (!d->unpriv || op == UBLK_CMD_ADD_DEV)
+		return ctrl_cmd(d->ctrl_fd, op, &c);
+	if (len > sizeof(with_path) - CDEV_PATH_LEN)
+		return -EINVAL;
+	memset(with_path, 0, CDEV_PATH_LEN);
+	snprintf((char *)with_path, CDEV_PATH_LEN, "/dev/ublkc%d", d->id);
+	if (len)
+		memcpy(with_path + CDEV_PATH_LEN, buf, len);
+	c.len = (uint16_t)(CDEV_PATH_LEN + len);
+	c.addr = (uint64_t)(uintptr_t)with_path;
+	c.data[1] = CDEV_PATH_LEN;
+	r = ctrl_cmd(d->ctrl_fd, op, &c);
+	if (r >= 0 && len)
+		memcpy(buf, with_path + CDEV_PATH_LEN, len);
+	return r;
 }
 
 int ublk_available(char *err, size_t errlen)
@@ -189,8 +220,9 @@ int ublk_available(char *err, size_t errlen)
 			 CONTROL_PATH);
 		return -EOPNOTSUPP;
 	}
-	snprintf(err, errlen, "cannot open %s: %s (only root may create ublk devices "
-		 "on this kernel)", CONTROL_PATH, strerror(errno));
+	snprintf(err, errlen, "cannot open %s: %s (only root may create ublk devices, or a "
+		 "user the node is opened to, on a kernel with unprivileged ublk devices: "
+		 "Linux 6.2 on)", CONTROL_PATH, strerror(errno));
 	return -errno;
 }
 
@@ -333,17 +365,11 @@ static void commit_done(struct uq *q)
  * thread left unpinned serves as well, if further from its requests. */
 static void pin(struct uq *q)
 {
-	struct ublksrv_ctrl_cmd c = {
-		.dev_id = (uint32_t)q->dev->id,
-		.queue_id = (uint16_t)-1,
-		.len = sizeof(cpu_set_t),
-		.data = { q->id },
-	};
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
-	c.addr = (uint64_t)(uintptr_t)&set;
-	if (ctrl_cmd(q->dev->ctrl_fd, UBLK_CMD_GET_QUEUE_AFFINITY, &c) >= 0 && CPU_COUNT(&set) > 0)
+	if (dev_cmd(q->dev, UBLK_CMD_GET_QUEUE_AFFINITY, &set, sizeof(set), q->id) >= 0 &&
+	    CPU_COUNT(&set) > 0)
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
@@ -511,7 +537,9 @@ static int open_cdev(struct ublk_dev *d)
 		d->cdev_fd = open(path, O_RDWR | O_CLOEXEC);
 		if (d->cdev_fd >= 0)
 			return 0;
-		if (errno != ENOENT || now_ns() > until)
+		/* (a device of a daemon without root: udev's rule gives
+		 * the node to its owner a moment after it appears) */
+		if ((errno != ENOENT && !(d->unpriv && errno == EACCES)) || now_ns() > until)
 			return -errno;
 		usleep(2000);
 	}
@@ -523,7 +551,7 @@ static int node_access(struct ublk_dev *d, const struct ublk_config *cfg)
 	char path[64];
 	int64_t until = now_ns() + NODE_WAIT_NS;
 
-	if (!cfg->mode)
+	if (!cfg->mode || d->unpriv)
 		return 0;
 	snprintf(path, sizeof(path), "/dev/ublkb%d", d->id);
 	while (access(path, F_OK) < 0) {
@@ -551,7 +579,10 @@ static int take_back(struct ublk_dev *d, int id)
 
 	d->id = id;
 	memset(&info, 0, sizeof(info));
-	r = dev_cmd(d, UBLK_CMD_GET_DEV_INFO, &info, sizeof(info), 0);
+	/* without root, only an unprivileged device of this user answers
+	 * (one it cannot reach is not there for it) */
+	r = dev_cmd(d, d->unpriv ? UBLK_CMD_GET_DEV_INFO2 : UBLK_CMD_GET_DEV_INFO, &info,
+		    sizeof(info), 0);
 	if (r < 0)
 		return 0;	/* not there (a reboot): a new one */
 	gone = info.ublksrv_pid <= 0 || (kill(info.ublksrv_pid, 0) < 0 && errno == ESRCH);
@@ -607,6 +638,7 @@ int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 	d->exp = *exp;
 	d->id = -1;
 	d->cdev_fd = -1;
+	d->unpriv = geteuid() != 0;
 	d->nq = cfg->queues ? cfg->queues : default_queues();
 	d->depth = cfg->queue_depth ? cfg->queue_depth : DEFAULT_DEPTH;
 	d->max_request = cfg->max_request ? cfg->max_request : DEFAULT_MAX_REQUEST;
@@ -655,25 +687,32 @@ int ublk_dev_new(const struct nbdsrv_export *exp, const struct ublk_config *cfg,
 		info.queue_depth = (uint16_t)d->depth;
 		info.max_io_buf_bytes = d->max_request;
 		info.dev_id = (uint32_t)-1;
-		info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
+		info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE |
+			     (d->unpriv ? UBLK_F_UNPRIVILEGED_DEV : 0);
 		d->id = -1;
 		r = dev_cmd(d, UBLK_CMD_ADD_DEV, &info, sizeof(info), 0);
 		if (r < 0) {
-			what = "ADD_DEV";
+			what = d->unpriv && (r == -EPERM || r == -EINVAL || r == -EACCES) ?
+			       "ADD_DEV without root (this kernel makes unprivileged ublk devices "
+			       "from Linux 6.2 on, up to ublk_drv's ublks_max)" : "ADD_DEV";
 			goto fail;
 		}
 		d->id = (int)info.dev_id;
 		d->added = true;
+	}
+	/* (before SET_PARAMS: without root, every command needs the node
+	 * that udev gives the daemon's user a moment after ADD_DEV) */
+	r = open_cdev(d);
+	if (r < 0) {
+		what = "opening /dev/ublkcN";
+		goto fail;
+	}
+	if (!d->recovered) {
 		r = set_params(d);
 		if (r < 0) {
 			what = "SET_PARAMS";
 			goto fail;
 		}
-	}
-	r = open_cdev(d);
-	if (r < 0) {
-		what = "opening /dev/ublkcN";
-		goto fail;
 	}
 	for (unsigned i = 0; i < d->nq; i++) {
 		r = queue_setup(d, &d->q[i], i);
@@ -734,6 +773,11 @@ bool ublk_dev_busy(const struct ublk_dev *d)
 unsigned ublk_dev_queues(const struct ublk_dev *d)
 {
 	return d->nq;
+}
+
+bool ublk_dev_unprivileged(const struct ublk_dev *d)
+{
+	return d->unpriv;
 }
 
 bool ublk_dev_recovered(const struct ublk_dev *d)

@@ -80,6 +80,10 @@ int ublk_dev_id(const struct ublk_dev *dev);
 bool ublk_dev_busy(const struct ublk_dev *dev);
 /* Its hardware queues (after a recovery: the ones it was made with). */
 unsigned ublk_dev_queues(const struct ublk_dev *dev);
+/* Whether it was made without root (UBLK_F_UNPRIVILEGED_DEV, Linux 6.2
+ * on): only the daemon's user may open it, and its node's owner and mode
+ * are udev's, not the access rules'. */
+bool ublk_dev_unprivileged(const struct ublk_dev *dev);
 /* Whether it was taken back from a server that had gone. */
 bool ublk_dev_recovered(const struct ublk_dev *dev);
 

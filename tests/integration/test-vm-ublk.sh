@@ -8,9 +8,11 @@
 # both devices back (ublk's user recovery) and fio verifies every block;
 # a device node's owner, group and mode follow the export's access rules;
 # growing the partition under a device is refused; removing the export
-# removes the device; with two vCPUs, a queue per CPU, both serving; a
-# stream through a device bound to its reservation, at its rate beside
-# fio's load, misses nothing.  The
+# removes the device; clockwised without root makes an unprivileged
+# device only its user opens; a stream through a device bound to its
+# reservation, at its rate beside fio's load, misses nothing.  A second,
+# shorter guest of two vCPUs (tests/vm/ublk-queues.sh): a queue per CPU,
+# a thread for each, both serving, and kill -9 takes both back.  The
 # checks run in the guest (tests/vm/ublk-kernel.sh) and are counted here.
 # Skipped (77) without QEMU, busybox-static or the backports kernel
 # (tests/vm/guest and tests/vm/kernel-bpo say which), and in a sanitizer
@@ -26,4 +28,7 @@ cw_rt_lock -x
 . "$top_srcdir/tests/vm/host.sh"
 # (3 to 4 minutes in all when the host is quiet)
 : "${CW_VM_TIMEOUT:=600}"
-vm_test ublk --kernel bpo --smp 2 "$top_srcdir/tests/vm/ublk-kernel.sh"
+vm_test ublk --kernel bpo "$top_srcdir/tests/vm/ublk-kernel.sh"
+# (its own guest: with two vCPUs, each a host thread, the first guest's
+# stream would wait for the host's CPUs more often)
+vm_test ublk-queues --kernel bpo --smp 2 "$top_srcdir/tests/vm/ublk-queues.sh"

@@ -6,7 +6,7 @@
 # when the guest says it cannot run (QEMU, kernel, busybox missing) or
 # never booted on this host (WHAT: what was then not tried).
 vm_test() {
-	local what=$1 out=$cw_tmp/vm t0=$SECONDS rc counts p f
+	local what=$1 out=$cw_tmp/vm-$1 t0=$SECONDS rc counts p f
 	shift
 	mkdir -p "$out"
 	# The guest stands for a machine of its own: its one CPU gets a
