@@ -332,9 +332,7 @@ int lay_stale_store_chunk(struct meta *m, const struct cw_part *p, unsigned c, u
 	return meta_step(s);
 }
 
-/* Sets (stale) or clears the bits of copy c of blocks [b, b + n) in
- * memory; returns how many changed. */
-static uint64_t flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool stale)
+uint64_t lay_stale_flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool stale)
 {
 	uint64_t changed = 0;
 
@@ -374,7 +372,7 @@ int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uin
 	 * them without a look at the rest (a failing disk marks piece by
 	 * piece). */
 	gone = lay_part_gone(p, block, n);
-	if (n == 0 || flip(p, copy, block, n, stale) == 0)
+	if (n == 0 || lay_stale_flip(p, copy, block, n, stale) == 0)
 		goto out;	/* nothing changes: the database already says so */
 	r = meta_begin(pool->meta);
 	for (uint64_t ch = block >> CHUNK_SHIFT; r == 0 && ch <= (block + n - 1) >> CHUNK_SHIFT;
@@ -382,7 +380,7 @@ int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uin
 		r = lay_stale_store_chunk(pool->meta, p, copy, ch);
 	r = meta_end(pool->meta, r);
 	if (r < 0 && !stale)
-		flip(p, copy, block, n, true);	/* still stale on disk: stays so */
+		lay_stale_flip(p, copy, block, n, true);	/* still stale on disk: stays so */
 	lay_part_gone_changed(p, gone, lay_part_gone(p, block, n));
 out:
 	pthread_mutex_unlock(&pool->lock);
@@ -436,7 +434,7 @@ int cw_pool_disk_set_stale(struct cw_pool *pool, uint32_t disk_id, uint64_t *ret
 
 				for (uint64_t b = ch << CHUNK_SHIFT; b < end; b++)
 					if (ENTRY_DISK(lay_copy_entry(p, c, b)) == disk_id)
-						m += flip(p, c, b, 1, true);
+						m += lay_stale_flip(p, c, b, 1, true);
 				if (m)
 					r = lay_stale_store_chunk(pool->meta, p, c, ch);
 				marked += m;

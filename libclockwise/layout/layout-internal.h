@@ -248,6 +248,11 @@ struct cw_move {
  * move (steps[next..nsteps), each destination reserved). */
 struct jstep {
 	uint64_t block, src, dst;	/* logical block, mapping words */
+	uint64_t from;			/* the batch's: where the copy is read (src, or
+					 * another copy's word when copy `copy` is out
+					 * of sync: a rebuild) */
+	uint32_t copy;			/* the copy of the block that moves; src == dst:
+					 * rewritten in place */
 };
 
 struct jmove {
@@ -435,6 +440,14 @@ uint64_t lay_part_gone(const struct cw_part *p, uint64_t b, uint64_t n);
 void lay_part_gone_changed(struct cw_part *p, uint64_t before, uint64_t after);
 void lay_move_free(struct cw_move *m);
 void lay_move_drop(struct cw_pool *pool, struct cw_move *m);
+/* Gives back the targets of m's steps (but of those rewritten in place)
+ * and forgets the steps. */
+void lay_move_drop_steps(struct cw_pool *pool, struct cw_move *m);
+/* The mapping word of a step's destination. */
+static inline uint64_t lay_step_dst(const struct cw_pool *pool, const struct cw_move_step *st)
+{
+	return ENTRY(st->dst_disk_id, st->dst_offset >> pool->bshift);
+}
 /* move.c: cw_move_plan() under the pool lock, and unlinking a plan. */
 int lay_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 		  const struct cw_move_opts *opts, struct cw_move **ret_move);
@@ -458,6 +471,15 @@ int lay_journal_steps(struct cw_pool *pool, struct jmove *jm, const struct jstep
 int lay_journal_set_state(struct cw_pool *pool, struct jmove *jm, enum cw_move_state st,
 			  const char *error);
 void lay_jmove_free(struct jmove *jm);
+/* Journals plans[0..n) (each of partition plans[i]->part) in one
+ * transaction and hands their reservations over to the journal; on
+ * failure every plan is dropped with its reservations.  Under the lock. */
+int lay_journal_plans(struct cw_pool *pool, struct cw_move **plans, size_t n,
+		      enum cw_move_kind kind, uint32_t disk, const struct cw_move_opts *o,
+		      bool set_opts, const char *paused, uint64_t *ret_ids);
+/* copies.c: sets (stale) or clears the out-of-sync bits of copy c of
+ * blocks [b, b + n) in memory only; returns how many changed. */
+uint64_t lay_stale_flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool stale);
 void lay_jmove_unlink(struct cw_pool *pool, struct jmove *jm);
 /* Whether jm's blocks steps[next..next + mover.n) are the mover's batch. */
 static inline bool lay_mover_in_flight(const struct cw_pool *pool, const struct jmove *jm)

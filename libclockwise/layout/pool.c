@@ -808,7 +808,7 @@ int lay_pool_check(struct cw_pool *pool, struct cw_error *err)
 	}
 	for (struct cw_move *m = pool->moves; m && r == 0; m = m->next)
 		for (size_t k = 0; k < m->nsteps && r == 0; k++)
-			r = check_mark(pool, bm, m->new[m->steps[k].block - m->first], "a move target",
+			r = check_mark(pool, bm, lay_step_dst(pool, &m->steps[k]), "a move target",
 				       m->steps[k].block, err);
 	if (r == 0) {
 		struct check_ctx c = { pool, bm, err };

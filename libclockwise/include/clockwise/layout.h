@@ -443,6 +443,7 @@ struct cw_move_step {
 	uint64_t src_offset;		/* physical bytes */
 	uint32_t dst_disk_id;
 	uint64_t dst_offset;
+	uint32_t copy;			/* which copy of the block (0 .. copies - 1) */
 };
 
 /* Plans moving blocks [first_block, first_block + nblocks) of part to the

@@ -7,7 +7,10 @@
  * shrink, delete, moves and a journalled move interrupted by a close keep
  * the copies apart and every block owned once (the reopen checks it);
  * extents contiguous on every copy; the copies and their in-sync state
- * stored and read back, and a schema-11 pool upgraded.
+ * stored and read back, and a schema-11 pool upgraded; a move takes any
+ * copy (copy 1 off a disk too), a rebuild rewrites copies out of sync in
+ * place from one in sync and resumes after a reopen, a disk is replaced
+ * (copies moved or rebuilt onto the new one, refused when data is lost).
  */
 #include "config.h"
 
@@ -284,11 +287,6 @@ static void test_move(void)
 
 	tp_pool(&t, TP_BS, 3, three, NULL);
 	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 12 * TP_BS, &o2, &p) == 0);
-	/* Onto disks 1 and 2: copy 0 on disk 3 must go to whichever of them
-	 * does not hold copy 1; a copy 1 on disk 3 would have to move too,
-	 * which is refused, saying so. */
-	CU_ASSERT(cw_move_plan(p, 0, 12, &mo, &m) == -EOPNOTSUPP);
-	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "not supported yet") != NULL);
 	/* Block by block: each with copy 0 on disk 3 has copy 1 on disk 1
 	 * (rotation puts it on the next disk), so copy 0 must go to 2. */
 	for (uint64_t b = 0; b < 12; b++) {
@@ -305,6 +303,200 @@ static void test_move(void)
 		CU_ASSERT_FATAL(cw_move_commit(m) == 0);
 		check_apart(p, NULL);
 	}
+	tp_check_totals(t.pool, 0);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, NULL);
+	/* Off disk 3 entirely: copy 1 leaves it as well as copy 0, each to
+	 * the one of disks 1 and 2 the block's other copy is not on. */
+	CU_ASSERT_FATAL(cw_move_plan(p, 0, 12, &mo, &m) == 0);
+	CU_ASSERT(cw_move_nsteps(m) == 4);
+	for (size_t k = 0; k < cw_move_nsteps(m); k++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+		struct cw_move_step st;
+
+		CU_ASSERT_FATAL(cw_move_step(m, k, &st) == 0);
+		CU_ASSERT_FATAL(cw_part_block_copies(p, st.block, cs) == 0);
+		CU_ASSERT(st.src_disk_id == 3 && st.copy == 1 && cs[1].disk_id == 3);
+		CU_ASSERT(st.dst_disk_id == (cs[0].disk_id == 1 ? 2u : 1u));
+	}
+	CU_ASSERT_FATAL(cw_move_commit(m) == 0);
+	check_apart(p, NULL);
+	CU_ASSERT(disk_free(t.pool, 3) == 100);
+	tp_check_totals(t.pool, 0);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, NULL);
+	tp_fini(&t);
+}
+
+/* The block's bytes at copy c, in buf. */
+static void read_copy(struct cw_pool *pool, struct cw_part *p, uint64_t b, unsigned c,
+		      uint8_t *buf)
+{
+	struct cw_copy cs[CW_COPIES_MAX];
+
+	CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
+	CU_ASSERT_FATAL(pread(cw_disk_fd(pool, cs[c].disk_id), buf, TP_BS,
+			      (off_t)cs[c].phys_offset) == TP_BS);
+}
+
+/* Writes byte v over every copy of block b of p. */
+static void write_all(struct cw_pool *pool, struct cw_part *p, uint64_t b, uint8_t v)
+{
+	static uint8_t buf[TP_BS];
+	struct cw_copy cs[CW_COPIES_MAX];
+
+	memset(buf, v, sizeof(buf));
+	CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
+	for (uint32_t c = 0; c < cw_part_copies(p); c++)
+		CU_ASSERT_FATAL(pwrite(cw_disk_fd(pool, cs[c].disk_id), buf, TP_BS,
+				       (off_t)cs[c].phys_offset) == TP_BS);
+}
+
+/* Runs the mover to idle, copying as the daemon does; a kill after
+ * `stop` copies (0: none) leaves the rest to a reopen.  Returns the
+ * copies done. */
+static unsigned drive_copies(struct cw_pool *pool, unsigned stop)
+{
+	static uint8_t buf[TP_BS];
+	struct cw_mover_task task;
+	unsigned n = 0;
+
+	for (;;) {
+		CU_ASSERT_FATAL(cw_mover_next(pool, &task) == 0);
+		if (task.action == CW_MOVER_IDLE || (stop && n == stop))
+			break;
+		if (task.action != CW_MOVER_COPY)
+			continue;
+		CU_ASSERT_FATAL(pread(cw_disk_fd(pool, task.src_disk_id), buf, TP_BS,
+				      (off_t)task.src_offset) == TP_BS);
+		CU_ASSERT_FATAL(pwrite(cw_disk_fd(pool, task.dst_disk_id), buf, TP_BS,
+				       (off_t)task.dst_offset) == TP_BS);
+		CU_ASSERT_FATAL(cw_mover_copied(pool, 0, 0) == 0);
+		n++;
+	}
+	return n;
+}
+
+/* Copies out of sync rewritten in place from a copy in sync by a
+ * journalled rebuild, resumed after a reopen: marked in sync in memory
+ * and in the database, their bytes those of copy 0. */
+static void test_rebuild(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
+	static uint8_t a[TP_BS], b[TP_BS];
+	struct cw_move_info mi;
+	struct cw_part *p, *one;
+	uint64_t id = 0, other;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 12 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "one", 2 * TP_BS, NULL, &one) == 0);
+	CU_ASSERT(cw_part_rebuild(one, &id) == -EINVAL);
+	CU_ASSERT(cw_part_rebuild(p, &id) == 0 && id == 0);	/* all in sync */
+	for (uint64_t k = 0; k < 12; k++)
+		write_all(t.pool, p, k, (uint8_t)(k + 1));
+	/* Copy 1 of blocks 2..9 out of sync and overwritten (a write that
+	 * did not reach it), copy 0 of block 11 too. */
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 1, 2, 8, true) == 0);
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 0, 11, 1, true) == 0);
+	memset(a, 0xee, sizeof(a));
+	for (uint64_t k = 2; k < 10; k++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+
+		CU_ASSERT_FATAL(cw_part_block_copies(p, k, cs) == 0);
+		CU_ASSERT_FATAL(pwrite(cw_disk_fd(t.pool, cs[1].disk_id), a, TP_BS,
+				       (off_t)cs[1].phys_offset) == TP_BS);
+	}
+	CU_ASSERT_FATAL(cw_part_rebuild(p, &id) == 0 && id > 0);
+	CU_ASSERT(cw_part_rebuild(p, &other) == -EBUSY);
+	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
+	CU_ASSERT(mi.kind == CW_MOVE_REBUILD && mi.blocks == 9);
+	CU_ASSERT(strcmp(cw_move_kind_name(mi.kind), "rebuild") == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move_block WHERE src_disk = dst_disk AND "
+			  "src_pblock = dst_pblock") == 9);
+	tp_check_totals(t.pool, 0);	/* in place: nothing reserved */
+	CU_ASSERT(drive_copies(t.pool, 4) == 4);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) + cw_part_copy_stale_count(p, 0) == 5);
+	tp_reopen(&t);	/* the rest after a crash-like reopen */
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) + cw_part_copy_stale_count(p, 0) == 5);
+	tp_check_totals(t.pool, 0);
+	CU_ASSERT(drive_copies(t.pool, 0) == 5);
+	CU_ASSERT(cw_part_copy_stale_count(p, 0) == 0 && cw_part_copy_stale_count(p, 1) == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_stale") == 0);
+	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
+	CU_ASSERT(mi.state == CW_MOVE_DONE && mi.done == 9 && mi.failed == 0);
+	check_apart(p, NULL);
+	for (uint64_t k = 0; k < 12; k++) {
+		memset(b, (int)(k + 1), sizeof(b));
+		read_copy(t.pool, p, k, 0, a);
+		CU_ASSERT(memcmp(a, b, TP_BS) == 0);
+		read_copy(t.pool, p, k, 1, a);
+		CU_ASSERT(memcmp(a, b, TP_BS) == 0);
+	}
+	tp_check_totals(t.pool, 0);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, NULL);
+	tp_fini(&t);
+}
+
+/* A disk replaced: its copies in sync moved, those out of sync rebuilt
+ * from the other copy, onto the new disk; refused while a block's only
+ * copy in sync is there and missing. */
+static void test_replace(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
+	static uint8_t a[TP_BS], b[TP_BS];
+	struct cw_part *p;
+	uint64_t *ids = NULL, on1 = 0;
+	char path[160];
+	uint32_t id;
+	size_t n = 0;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 12 * TP_BS, &o2, &p) == 0);
+	tp_path(&t, "d4.img", path, sizeof(path));
+	tp_file(path, 101 * TP_BS);
+	CU_ASSERT_FATAL(cw_disk_add(t.pool, path, CW_TIER_HDD, NULL, &id) == 0 && id == 4);
+	for (uint64_t k = 0; k < 12; k++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+
+		write_all(t.pool, p, k, (uint8_t)(k + 7));
+		CU_ASSERT_FATAL(cw_part_block_copies(p, k, cs) == 0);
+		on1 += cs[0].disk_id == 1 || cs[1].disk_id == 1;
+		/* Copy on disk 1 out of sync for blocks whose copy 1 is there. */
+		if (cs[1].disk_id == 1)
+			CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 1, k, 1, true) == 0);
+	}
+	CU_ASSERT(cw_disk_replace(t.pool, 1, 1, NULL, &ids, &n) == -EINVAL);
+	CU_ASSERT(cw_disk_replace(t.pool, 1, 9, NULL, &ids, &n) == -ENOENT);
+	/* A block with both copies out of sync is lost: refused, named. */
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 0, 0, 12, true) == 0);
+	CU_ASSERT(cw_disk_replace(t.pool, 1, 4, NULL, &ids, &n) == -ENODATA);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "partition 'p'") != NULL);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "lost") != NULL);
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 0, 0, 12, false) == 0);
+	tp_check_totals(t.pool, 0);
+	CU_ASSERT_FATAL(cw_disk_replace(t.pool, 1, 4, NULL, &ids, &n) == 0 && n == 1);
+	free(ids);
+	CU_ASSERT(drive_copies(t.pool, 0) == on1);
+	CU_ASSERT(disk_free(t.pool, 1) == 100);
+	check_apart(p, NULL);
+	for (uint64_t k = 0; k < 12; k++) {
+		memset(b, (int)(k + 7), sizeof(b));
+		for (unsigned c = 0; c < 2; c++) {
+			read_copy(t.pool, p, k, c, a);
+			CU_ASSERT(memcmp(a, b, TP_BS) == 0);
+		}
+	}
+	CU_ASSERT(cw_disk_remove(t.pool, 1) == 0);
 	tp_check_totals(t.pool, 0);
 	tp_reopen(&t);
 	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
@@ -462,6 +654,8 @@ int main(void)
 	cwtest_add(s, "extents contiguous on every copy", test_map_contiguous);
 	cwtest_add(s, "moves keep copies apart", test_move);
 	cwtest_add(s, "journal replay keeps copies", test_journal_replay);
+	cwtest_add(s, "rebuild in place, resumed", test_rebuild);
+	cwtest_add(s, "replace a disk", test_replace);
 	cwtest_add(s, "in-sync state stored", test_stale_state);
 	cwtest_add(s, "schema 11 upgraded", test_upgrade);
 	return cwtest_run();
