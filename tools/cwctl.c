@@ -61,6 +61,14 @@ static const struct command commands[] = {
 	  "so that it can be removed.  Refused up front, with the numbers, when the\n"
 	  "other disks lack the free space.  --watch follows the moves to their end.\n",
 	  c_disk_evacuate },
+	{ "disk", "replace", "OLD NEW [--watch [--interval SECONDS]]",
+	  "Replaces disk OLD by NEW, a disk of the pool (disk add it first): every\n"
+	  "block on OLD goes to NEW as best effort in the slack, journalled like a\n"
+	  "move; a copy of a mirrored partition that is out of sync on OLD, or on an\n"
+	  "OLD that is missing, is rebuilt onto NEW from a copy in sync.  Refused,\n"
+	  "naming the partition and blocks, when OLD is missing and holds their only\n"
+	  "copy in sync.  --watch follows the moves and then removes OLD.\n",
+	  c_disk_replace },
 	{ "disk", "calibrate", "NAME [--quick] [--percentile P]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
@@ -106,6 +114,12 @@ static const struct command commands[] = {
 	  "effort (in the slack of disks with streams) while it is served.  Refused\n"
 	  "up front when the targets lack the room.  The move survives restarts;\n"
 	  "--watch follows it to its end (a progress bar on a terminal).\n", c_part_move },
+	{ "part", "rebuild", "NAME [--watch [--interval SECONDS]]",
+	  "Rewrites the copies of a mirrored partition that are out of sync (on disks\n"
+	  "present) from a copy in sync, as best effort in the slack, journalled like\n"
+	  "a move (move pause, resume, cancel; it resumes after a restart).  Each copy\n"
+	  "is marked in sync once its rewrite is durable.  clockwised starts one by\n"
+	  "itself for the regions a crash left dirty.\n", c_part_rebuild },
 	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
 	{ "part", "show", "NAME [--all]",
 	  "Shows a partition, its blocks per disk and its runs (blocks consecutive on\n"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Moves (the server's are in daemon/control/control-move.c): disk evacuate, part
- * move and the move commands; --watch follows moves to their end.
+ * Moves (the server's are in daemon/control/control-move.c): disk evacuate,
+ * disk replace, part move, part rebuild and the move commands; --watch
+ * follows moves to their end.
  */
 #include "config.h"
 
@@ -67,6 +68,24 @@ static void print_evacuating(json_object *r)
 	printf("evacuating disk %s: %zu move(s)\n", gs(r, "disk"),
 	       m ? json_object_array_length(m) : (size_t)0);
 	print_moves(m);
+}
+
+static void print_replacing(json_object *r)
+{
+	json_object *m = get(r, "moves");
+
+	printf("replacing disk %s by %s: %zu move(s)\n", gs(r, "disk"), gs(r, "new"),
+	       m ? json_object_array_length(m) : (size_t)0);
+	print_moves(m);
+}
+
+static void print_rebuild(json_object *r)
+{
+	if (get(r, "id"))
+		print_move(r);
+	else
+		printf("partition %s: every copy is in sync, or none can be read: nothing to "
+		       "rebuild\n", gs(r, "part"));
 }
 
 /* Whether id is among ids[0..n) (n 0: every move). */
@@ -209,6 +228,47 @@ int c_disk_evacuate(int argc, char **argv)
 	put_str(a, "name", argv[optind]);
 	return start_moves(CW_CTL_CMD_DISK_EVACUATE, a, watch_every(watch, every),
 			   print_evacuating);
+}
+
+int c_disk_replace(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
+	json_object *a = args_new(), *rm;
+	int64_t every = 0;
+	bool watch = false;
+	int o, r;
+
+	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
+		if (watch_opt(o, optarg, &watch, &every))
+			return json_object_put(a), EXIT_USAGE;
+	if (argc - optind != 2)
+		return json_object_put(a), usage_error("expected the disks OLD and NEW");
+	put_str(a, "name", argv[optind]);
+	put_str(a, "new", argv[optind + 1]);
+	r = start_moves(CW_CTL_CMD_DISK_REPLACE, a, watch_every(watch, every), print_replacing);
+	if (r || !watch)
+		return r;
+	/* Every copy left it: the old disk leaves the pool. */
+	rm = args_new();
+	put_str(rm, "name", argv[optind]);
+	return call(CW_CTL_CMD_DISK_REMOVE, rm, print_removed);
+}
+
+int c_part_rebuild(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
+	json_object *a = args_new();
+	int64_t every = 0;
+	bool watch = false;
+	int o;
+
+	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
+		if (watch_opt(o, optarg, &watch, &every))
+			return json_object_put(a), EXIT_USAGE;
+	if (argc - optind != 1)
+		return json_object_put(a), usage_error("expected one partition NAME");
+	put_str(a, "name", argv[optind]);
+	return start_moves(CW_CTL_CMD_PART_REBUILD, a, watch_every(watch, every), print_rebuild);
 }
 
 int c_part_move(int argc, char **argv)
