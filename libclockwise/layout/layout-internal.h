@@ -334,6 +334,14 @@ struct cw_pool {
 	struct cw_move *moves;
 	struct jmove *jmoves;
 	struct mover mover;
+	/* Between the write-intent recovery and the end of the open: the
+	 * copies it marked out of sync, for rebuild.c to resync. */
+	struct lay_resync {
+		struct cw_part *part;
+		uint64_t region;
+		uint64_t marked[CW_COPIES_MAX];	/* per copy, the region's bits */
+	} *resync;
+	size_t nresync, resync_cap;
 	struct cache_worker cachew;
 	struct cw_cache_policy_opts cache_opts;
 	uint64_t rng;
@@ -427,6 +435,11 @@ int lay_stale_store_chunk(struct meta *m, const struct cw_part *p, unsigned c, u
  * dirty: every copy of their blocks but the first in sync is marked out
  * of sync, and the record is emptied (one transaction). */
 int lay_intent_recover(struct cw_pool *pool, struct cw_error *err);
+/* rebuild.c: at the end of the open, a rebuild move journalled for each
+ * partition with copies the intent recovery marked (pool->resync), but
+ * one with an unfinished move already; they stay out of sync if it
+ * cannot be (cw_part_rebuild takes them later).  Frees pool->resync. */
+void lay_rebuild_recovered(struct cw_pool *pool);
 /* At close: forgets every dirty region with no write in flight. */
 void lay_intent_close(struct cw_pool *pool);
 /* Forgets p's write-intent rows past block nblocks, inside the caller's

@@ -71,6 +71,7 @@ void cw_pool_close(struct cw_pool *pool)
 		return;
 	lay_intent_close(pool);
 	lay_journal_free(pool);
+	free(pool->resync);
 	while (pool->moves) {
 		struct cw_move *m = pool->moves;
 
@@ -700,6 +701,7 @@ int cw_pool_open(const char *db_path, struct cw_error *ret_err, struct cw_pool *
 		r = lay_pool_check(pool, ret_err);
 	if (r < 0)
 		goto fail;
+	lay_rebuild_recovered(pool);
 
 	meta_err(ret_err, 0, "opened");
 	for (int i = 1; i <= CW_DISKS_MAX; i++) {

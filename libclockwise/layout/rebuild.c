@@ -7,7 +7,10 @@
  *
  *   - A rebuild rewrites, in place, each copy out of sync on a present
  *     disk from a copy in sync (a step whose src and dst are the copy's
- *     own place; the mover reads another copy, jstep.from).
+ *     own place; the mover reads another copy, jstep.from).  At every
+ *     open, the copies the write-intent recovery just marked (the dirty
+ *     regions a crash left) get one by themselves, so a crash resyncs
+ *     only dirty regions and with no command.
  *   - A replacement takes every copy on one disk to another: a move where
  *     the copy on the old disk is in sync and the disk present, a rebuild
  *     onto the new disk otherwise.
@@ -86,51 +89,104 @@ static void plan_step(struct cw_move *m, uint64_t b, unsigned c, uint64_t src, u
 		m->new[b] = dst;
 }
 
-int cw_part_rebuild(struct cw_part *p, uint64_t *ret_id)
+/* Journals the rebuild of p's copies that want(ctx, c, b) says, where
+ * they can be (on a present disk, the block readable elsewhere), in
+ * place; *ret_id 0 when there are none.  Under the lock. */
+static int rebuild(struct cw_part *p, bool (*want)(void *ctx, unsigned c, uint64_t b), void *ctx,
+		   uint64_t *ret_id)
 {
 	struct cw_pool *pool = p->pool;
 	struct cw_move_opts o = { .placement = p->opts.placement, .tier = p->opts.tier,
 				  .zone = p->opts.zone };
-	struct cw_move *m = NULL;
-	uint64_t nb, n = 0;
-	int r = 0;
+	uint64_t nb = atomic_load_explicit(&p->nblocks, memory_order_relaxed), n = 0;
+	struct cw_move *m;
+	int r;
 
 	*ret_id = 0;
-	pthread_mutex_lock(&pool->lock);
-	if (p->copies < 2) {
-		r = lay_set_error(pool, -EINVAL, "partition '%s' has one copy: nothing to rebuild",
-				  p->name);
-		goto out;
-	}
-	if (lay_journal_busy(pool, p)) {
-		r = lay_set_error(pool, -EBUSY, "partition '%s' is being moved already: pause, "
-				  "finish or cancel that move first", p->name);
-		goto out;
-	}
-	nb = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
 	for (uint64_t b = 0; b < nb; b++)
 		for (unsigned c = 0; c < p->copies; c++)
-			n += is_stale(p, c, b);
+			n += is_stale(p, c, b) && want(ctx, c, b);
 	if (!n)
-		goto out;
+		return 0;
 	m = plan_new(p, n);
-	if (!m) {
-		r = lay_set_error(pool, -ENOMEM, "out of memory");
-		goto out;
-	}
+	if (!m)
+		return lay_set_error(pool, -ENOMEM, "out of memory");
 	for (uint64_t b = 0; b < nb; b++)
 		for (unsigned c = 0; c < p->copies; c++) {
 			uint64_t e = lay_copy_entry(p, c, b);
 
-			if (is_stale(p, c, b) && present(pool, ENTRY_DISK(e)) &&
+			if (is_stale(p, c, b) && want(ctx, c, b) && present(pool, ENTRY_DISK(e)) &&
 			    readable_elsewhere(p, c, b))
 				plan_step(m, b, c, e, e);
 		}
-	if (!m->nsteps)
-		goto out;
+	if (!m->nsteps) {
+		lay_move_free(m);
+		return 0;
+	}
 	r = lay_journal_plans(pool, &m, 1, CW_MOVE_REBUILD, 0, &o, false, NULL, ret_id);
-out:
 	lay_move_free(m);
+	return r;
+}
+
+static bool want_all(void *ctx, unsigned c, uint64_t b)
+{
+	(void)ctx;
+	(void)c;
+	(void)b;
+	return true;
+}
+
+/* The copies the intent recovery marked, of one partition: entries
+ * [0, n) of the pool's list, in region order. */
+struct recovered {
+	const struct lay_resync *v;
+	size_t n;
+};
+
+static bool want_recovered(void *ctx, unsigned c, uint64_t b)
+{
+	const struct recovered *rc = ctx;
+	uint64_t g = b / CW_INTENT_REGION_BLOCKS;
+
+	for (size_t i = 0; i < rc->n; i++)
+		if (rc->v[i].region == g)
+			return rc->v[i].marked[c] >> (b % CW_INTENT_REGION_BLOCKS) & 1;
+	return false;
+}
+
+void lay_rebuild_recovered(struct cw_pool *pool)
+{
+	pthread_mutex_lock(&pool->lock);
+	for (size_t i = 0, j; i < pool->nresync; i = j) {
+		struct recovered rc = { &pool->resync[i], 0 };
+		uint64_t id;
+
+		for (j = i; j < pool->nresync && pool->resync[j].part == pool->resync[i].part; j++)
+			rc.n++;
+		if (!lay_journal_busy(pool, rc.v->part))
+			(void)rebuild(rc.v->part, want_recovered, &rc, &id);
+	}
+	free(pool->resync);
+	pool->resync = NULL;
+	pool->nresync = pool->resync_cap = 0;
+	pthread_mutex_unlock(&pool->lock);
+}
+
+int cw_part_rebuild(struct cw_part *p, uint64_t *ret_id)
+{
+	struct cw_pool *pool = p->pool;
+	int r;
+
+	*ret_id = 0;
+	pthread_mutex_lock(&pool->lock);
+	if (p->copies < 2)
+		r = lay_set_error(pool, -EINVAL, "partition '%s' has one copy: nothing to rebuild",
+				  p->name);
+	else if (lay_journal_busy(pool, p))
+		r = lay_set_error(pool, -EBUSY, "partition '%s' is being moved already: pause, "
+				  "finish or cancel that move first", p->name);
+	else
+		r = rebuild(p, want_all, NULL, ret_id);
 	pthread_mutex_unlock(&pool->lock);
 	return r;
 }

@@ -212,7 +212,11 @@ static int start_moves(enum cw_ctl_cmd cmd, json_object *a, int64_t every, print
 	return watch_moves(ids, n, every);
 }
 
-int c_disk_evacuate(int argc, char **argv)
+/* A command that starts moves on the names it is given (keys[0..nk),
+ * one operand each) with --watch and --interval; *ret_watch says whether
+ * it watched them. */
+static int named_moves(int argc, char **argv, enum cw_ctl_cmd cmd, const char *const *keys,
+		       int nk, const char *expected, print_fn print, bool *ret_watch)
 {
 	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
 	json_object *a = args_new();
@@ -223,52 +227,45 @@ int c_disk_evacuate(int argc, char **argv)
 	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
 		if (watch_opt(o, optarg, &watch, &every))
 			return json_object_put(a), EXIT_USAGE;
-	if (argc - optind != 1)
-		return json_object_put(a), usage_error("expected one disk NAME");
-	put_str(a, "name", argv[optind]);
-	return start_moves(CW_CTL_CMD_DISK_EVACUATE, a, watch_every(watch, every),
-			   print_evacuating);
+	if (argc - optind != nk)
+		return json_object_put(a), usage_error("expected %s", expected);
+	for (int i = 0; i < nk; i++)
+		put_str(a, keys[i], argv[optind + i]);
+	if (ret_watch)
+		*ret_watch = watch;
+	return start_moves(cmd, a, watch_every(watch, every), print);
+}
+
+int c_disk_evacuate(int argc, char **argv)
+{
+	static const char *const keys[] = { "name" };
+
+	return named_moves(argc, argv, CW_CTL_CMD_DISK_EVACUATE, keys, 1, "one disk NAME",
+			   print_evacuating, NULL);
 }
 
 int c_disk_replace(int argc, char **argv)
 {
-	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
-	json_object *a = args_new(), *rm;
-	int64_t every = 0;
+	static const char *const keys[] = { "name", "new" };
+	json_object *rm;
 	bool watch = false;
-	int o, r;
+	int r = named_moves(argc, argv, CW_CTL_CMD_DISK_REPLACE, keys, 2, "the disks OLD and NEW",
+			    print_replacing, &watch);
 
-	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
-		if (watch_opt(o, optarg, &watch, &every))
-			return json_object_put(a), EXIT_USAGE;
-	if (argc - optind != 2)
-		return json_object_put(a), usage_error("expected the disks OLD and NEW");
-	put_str(a, "name", argv[optind]);
-	put_str(a, "new", argv[optind + 1]);
-	r = start_moves(CW_CTL_CMD_DISK_REPLACE, a, watch_every(watch, every), print_replacing);
 	if (r || !watch)
 		return r;
 	/* Every copy left it: the old disk leaves the pool. */
 	rm = args_new();
-	put_str(rm, "name", argv[optind]);
+	put_str(rm, "name", argv[argc - 2]);
 	return call(CW_CTL_CMD_DISK_REMOVE, rm, print_removed);
 }
 
 int c_part_rebuild(int argc, char **argv)
 {
-	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
-	json_object *a = args_new();
-	int64_t every = 0;
-	bool watch = false;
-	int o;
+	static const char *const keys[] = { "name" };
 
-	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
-		if (watch_opt(o, optarg, &watch, &every))
-			return json_object_put(a), EXIT_USAGE;
-	if (argc - optind != 1)
-		return json_object_put(a), usage_error("expected one partition NAME");
-	put_str(a, "name", argv[optind]);
-	return start_moves(CW_CTL_CMD_PART_REBUILD, a, watch_every(watch, every), print_rebuild);
+	return named_moves(argc, argv, CW_CTL_CMD_PART_REBUILD, keys, 1, "one partition NAME",
+			   print_rebuild, NULL);
 }
 
 int c_part_move(int argc, char **argv)

@@ -15,6 +15,8 @@
 
 #include <pthread.h>
 
+#include <clockwise/mover.h>
+
 #include "pooltest.h"
 #include "layout/layout-internal.h"
 
@@ -237,10 +239,34 @@ static void test_crash_recover(void)
 	CU_ASSERT(cw_part_lost_blocks(p) == 0);
 	CU_ASSERT(cw_part_copy_stale_count(q, 0) == 0 && cw_part_copy_stale_count(q, 1) == 100 &&
 		  cw_part_copy_stale_count(q, 2) == 100);
-	/* Kept in copy_stale: the same after another open. */
+	/* A rebuild journalled for exactly the copies the recovery marked
+	 * (not block 70's copy 0, stale before the crash). */
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4 AND state = 0") == 2);
+	CU_ASSERT(sql_int(t.db, "SELECT blocks FROM move WHERE part = (SELECT id FROM part WHERE "
+			  "name = 'p')") == R - 1 + 8);
+	CU_ASSERT(sql_int(t.db, "SELECT blocks FROM move WHERE part = (SELECT id FROM part WHERE "
+			  "name = 'q')") == 200);
+	/* Kept in copy_stale: the same after another open, which journals
+	 * nothing more. */
 	tp_reopen(&t);
 	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "q", &q) == 0);
 	CU_ASSERT(cw_part_copy_stale_count(p, 1) == R - 1 + 8 && in_sync(p, 70, 1));
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move") == 2);
+	/* The mover runs them (the copies themselves: test-copies). */
+	for (;;) {
+		struct cw_mover_task task;
+
+		CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
+		if (task.action == CW_MOVER_IDLE)
+			break;
+		if (task.action == CW_MOVER_COPY) {
+			CU_ASSERT(task.rebuild && task.src_disk_id != task.dst_disk_id);
+			CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
+		}
+	}
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 0 && cw_part_copy_stale_count(p, 0) == 1);
+	CU_ASSERT(cw_part_copy_stale_count(q, 1) == 0 && cw_part_copy_stale_count(q, 2) == 0);
 	tp_fini(&t);
 }
 
