@@ -356,18 +356,25 @@ uint64_t lay_stale_flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, b
 int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uint64_t n,
 			   bool stale)
 {
+	int r;
+
+	if (p->copies < 2 || copy >= p->copies)
+		return -EINVAL;
+	pthread_mutex_lock(&p->pool->lock);
+	r = lay_copy_set_stale(p, copy, block, n, stale);
+	pthread_mutex_unlock(&p->pool->lock);
+	return r;
+}
+
+int lay_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uint64_t n, bool stale)
+{
 	struct cw_pool *pool = p->pool;
 	uint64_t nb, gone;
 	int r = 0;
 
-	if (p->copies < 2 || copy >= p->copies)
-		return -EINVAL;
-	pthread_mutex_lock(&pool->lock);
 	nb = atomic_load(&p->nblocks);
-	if (block > nb || n > nb - block) {
-		r = -ERANGE;
-		goto out;
-	}
+	if (block > nb || n > nb - block)
+		return -ERANGE;
 	/* Only these blocks change: the partition's availability follows
 	 * them without a look at the rest (a failing disk marks piece by
 	 * piece). */
@@ -383,7 +390,6 @@ int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uin
 		lay_stale_flip(p, copy, block, n, true);	/* still stale on disk: stays so */
 	lay_part_gone_changed(p, gone, lay_part_gone(p, block, n));
 out:
-	pthread_mutex_unlock(&pool->lock);
 	return r;
 }
 

@@ -244,7 +244,7 @@ static void remember(struct cw_pool *pool, struct cw_part *p, uint64_t g, const 
 		pool->resync = nv;
 		pool->resync_cap = cap;
 	}
-	pool->resync[pool->nresync].part = p;
+	pool->resync[pool->nresync].part_id = p->id;
 	pool->resync[pool->nresync].region = g;
 	memcpy(pool->resync[pool->nresync].marked, marked,
 	       sizeof(pool->resync[pool->nresync].marked));

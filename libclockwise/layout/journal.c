@@ -710,6 +710,7 @@ int cw_move_cancel(struct cw_pool *pool, uint64_t id)
 	jm->nsteps = keep;
 	if (!lay_mover_in_flight(pool, jm)) {
 		lay_jmove_unlink(pool, jm);
+		lay_rebuild_pending(pool, jm->part);
 		lay_jmove_free(jm);
 	}
 out:

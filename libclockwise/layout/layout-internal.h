@@ -334,10 +334,12 @@ struct cw_pool {
 	struct cw_move *moves;
 	struct jmove *jmoves;
 	struct mover mover;
-	/* Between the write-intent recovery and the end of the open: the
-	 * copies it marked out of sync, for rebuild.c to resync. */
+	/* The copies the write-intent recovery marked out of sync, for
+	 * rebuild.c to resync: from the recovery to the end of the open, and
+	 * after it those of partitions that had a move unfinished then,
+	 * until it ends. */
 	struct lay_resync {
-		struct cw_part *part;
+		uint64_t part_id;
 		uint64_t region;
 		uint64_t marked[CW_COPIES_MAX];	/* per copy, the region's bits */
 	} *resync;
@@ -436,10 +438,13 @@ int lay_stale_store_chunk(struct meta *m, const struct cw_part *p, unsigned c, u
  * of sync, and the record is emptied (one transaction). */
 int lay_intent_recover(struct cw_pool *pool, struct cw_error *err);
 /* rebuild.c: at the end of the open, a rebuild move journalled for each
- * partition with copies the intent recovery marked (pool->resync), but
- * one with an unfinished move already; they stay out of sync if it
- * cannot be (cw_part_rebuild takes them later).  Frees pool->resync. */
+ * partition with copies the intent recovery marked (pool->resync); one
+ * with an unfinished move keeps them for lay_rebuild_pending, which the
+ * mover calls as that move ends.  They stay out of sync if a rebuild
+ * cannot be journalled (cw_part_rebuild takes them later), or if the
+ * daemon stops before. */
 void lay_rebuild_recovered(struct cw_pool *pool);
+void lay_rebuild_pending(struct cw_pool *pool, struct cw_part *p);
 /* At close: forgets every dirty region with no write in flight. */
 void lay_intent_close(struct cw_pool *pool);
 /* Forgets p's write-intent rows past block nblocks, inside the caller's
@@ -493,6 +498,8 @@ int lay_journal_plans(struct cw_pool *pool, struct cw_move **plans, size_t n,
 /* copies.c: sets (stale) or clears the out-of-sync bits of copy c of
  * blocks [b, b + n) in memory only; returns how many changed. */
 uint64_t lay_stale_flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool stale);
+/* cw_part_copy_set_stale() under the pool lock. */
+int lay_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uint64_t n, bool stale);
 void lay_jmove_unlink(struct cw_pool *pool, struct jmove *jm);
 /* Whether jm's blocks steps[next..next + mover.n) are the mover's batch. */
 static inline bool lay_mover_in_flight(const struct cw_pool *pool, const struct jmove *jm)

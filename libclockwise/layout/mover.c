@@ -222,6 +222,8 @@ static bool finish_if_done(struct cw_pool *pool, struct jmove *jm)
 	if (pool->mover.jm == jm)
 		pool->mover.jm = NULL;
 	lay_jmove_unlink(pool, jm);
+	/* A crash's dirty regions waited for it (rebuild.c). */
+	lay_rebuild_pending(pool, jm->part);
 	lay_jmove_free(jm);
 	return true;
 }
@@ -254,6 +256,16 @@ static uint64_t step_from(const struct cw_pool *pool, const struct cw_part *p,
 			return e;
 	}
 	return 0;
+}
+
+/* A mirrored block's copy at word `from` did not read: it is marked out
+ * of sync (durably, so the switch can never trust it), true if done. */
+static bool read_copy_failed(struct cw_part *p, uint64_t b, uint64_t from)
+{
+	for (unsigned c = 0; c < p->copies && p->copies > 1; c++)
+		if (lay_copy_entry(p, c, b) == from)
+			return lay_copy_set_stale(p, c, b, 1, true) == 0;
+	return false;
 }
 
 /* Whether the copy at word `from` of block b is still one in sync. */
@@ -496,6 +508,12 @@ static void block_outcome(struct cw_pool *pool, struct mover_block *b, unsigned 
 	if (jm->info.state == CW_MOVE_CANCELLED) {
 		b->state = MB_DROP;
 	} else if (jm->info.state != CW_MOVE_RUNNING || o->write_err) {
+		b->state = MB_LEFT;
+	} else if (o->read_err && still_mapped(mv->part, &b->st) &&
+		   read_copy_failed(mv->part, b->st.block, b->st.from)) {
+		/* The copy read is out of sync now: the next batch reads
+		 * another, or finds the block lost. */
+		atomic_store(&mv->part->copy[slot].dirty, false);
 		b->state = MB_LEFT;
 	} else if (o->read_err || !still_mapped(mv->part, &b->st)) {
 		b->state = MB_DROP;

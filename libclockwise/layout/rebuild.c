@@ -154,22 +154,51 @@ static bool want_recovered(void *ctx, unsigned c, uint64_t b)
 	return false;
 }
 
+/* Journals a rebuild of the recovered copies of every partition (all)
+ * or of partition id only, and drops them from the list; keeps those of
+ * a partition with a move unfinished (and, unless all, the others').
+ * Under the lock. */
+static void resync(struct cw_pool *pool, uint64_t id, bool all)
+{
+	size_t k = 0;
+
+	for (size_t i = 0, j; i < pool->nresync; i = j) {
+		struct lay_resync *v = &pool->resync[i];
+		struct cw_part *p = lay_part_by_id(pool, v->part_id);
+		struct recovered rc = { v, 0 };
+		uint64_t mid;
+
+		for (j = i; j < pool->nresync && pool->resync[j].part_id == v->part_id; j++)
+			rc.n++;
+		if (p && (all || v->part_id == id) && lay_journal_busy(pool, p)) {
+			memmove(&pool->resync[k], v, rc.n * sizeof(*v));	/* later */
+			k += rc.n;
+		} else if (p && (all || v->part_id == id)) {
+			(void)rebuild(p, want_recovered, &rc, &mid);
+		} else if (p) {
+			memmove(&pool->resync[k], v, rc.n * sizeof(*v));	/* not asked */
+			k += rc.n;
+		}
+	}
+	pool->nresync = k;
+	if (!k) {
+		free(pool->resync);
+		pool->resync = NULL;
+		pool->resync_cap = 0;
+	}
+}
+
 void lay_rebuild_recovered(struct cw_pool *pool)
 {
 	pthread_mutex_lock(&pool->lock);
-	for (size_t i = 0, j; i < pool->nresync; i = j) {
-		struct recovered rc = { &pool->resync[i], 0 };
-		uint64_t id;
-
-		for (j = i; j < pool->nresync && pool->resync[j].part == pool->resync[i].part; j++)
-			rc.n++;
-		if (!lay_journal_busy(pool, rc.v->part))
-			(void)rebuild(rc.v->part, want_recovered, &rc, &id);
-	}
-	free(pool->resync);
-	pool->resync = NULL;
-	pool->nresync = pool->resync_cap = 0;
+	resync(pool, 0, true);
 	pthread_mutex_unlock(&pool->lock);
+}
+
+void lay_rebuild_pending(struct cw_pool *pool, struct cw_part *p)
+{
+	if (pool->nresync)
+		resync(pool, p->id, false);
 }
 
 int cw_part_rebuild(struct cw_part *p, uint64_t *ret_id)

@@ -445,6 +445,52 @@ static void test_rebuild(void)
 	tp_fini(&t);
 }
 
+/* A rebuild whose source copy does not read marks it out of sync and
+ * reads the next copy in sync; with none left the block is lost. */
+static void test_rebuild_read_error(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o3 = { .placement = CW_PLACE_ROTATION, .copies = 3 };
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct cw_mover_task task;
+	struct cw_move_info mi;
+	struct cw_part *p;
+	uint64_t id;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 2 * TP_BS, &o3, &p) == 0);
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 0, cs) == 0);
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 2, 0, 1, true) == 0);
+	CU_ASSERT_FATAL(cw_part_rebuild(p, &id) == 0 && id > 0);
+	CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0 && task.action == CW_MOVER_COPY);
+	CU_ASSERT(task.rebuild && task.copy == 2 && task.src_disk_id == cs[0].disk_id &&
+		  task.dst_disk_id == cs[2].disk_id && task.dst_offset == cs[2].phys_offset);
+	CU_ASSERT_FATAL(cw_mover_copied(t.pool, -EIO, 0) == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 0) == 1);	/* copy 0 did not read */
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_stale WHERE copy = 0") == 1);
+	do {
+		CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
+	} while (task.action == CW_MOVER_WAIT);
+	CU_ASSERT_FATAL(task.action == CW_MOVER_COPY);
+	CU_ASSERT(task.src_disk_id == cs[1].disk_id && task.copy == 2);
+	CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
+	CU_ASSERT(drive_copies(t.pool, 0) == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 2) == 0 && cw_part_copy_stale_count(p, 0) == 1);
+	/* Copy 0's turn; its only source fails too: lost, counted failed. */
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 2, 0, 1, true) == 0);
+	CU_ASSERT_FATAL(cw_part_rebuild(p, &id) == 0 && id > 0);
+	CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0 && task.action == CW_MOVER_COPY);
+	CU_ASSERT(task.src_disk_id == cs[1].disk_id);
+	CU_ASSERT_FATAL(cw_mover_copied(t.pool, -EIO, 0) == 0);
+	CU_ASSERT(cw_part_lost_blocks(p) == 1);
+	CU_ASSERT(drive_copies(t.pool, 0) == 0);
+	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
+	CU_ASSERT(mi.state == CW_MOVE_DONE && mi.failed == 2 && mi.done == 0);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+}
+
 /* A disk replaced: its copies in sync moved, those out of sync rebuilt
  * from the other copy, onto the new disk; refused while a block's only
  * copy in sync is there and missing. */
@@ -656,6 +702,7 @@ int main(void)
 	cwtest_add(s, "journal replay keeps copies", test_journal_replay);
 	cwtest_add(s, "rebuild in place, resumed", test_rebuild);
 	cwtest_add(s, "replace a disk", test_replace);
+	cwtest_add(s, "a rebuild's source that does not read", test_rebuild_read_error);
 	cwtest_add(s, "in-sync state stored", test_stale_state);
 	cwtest_add(s, "schema 11 upgraded", test_upgrade);
 	return cwtest_run();
