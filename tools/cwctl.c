@@ -120,6 +120,14 @@ static const struct command commands[] = {
 	  "a move (move pause, resume, cancel; it resumes after a restart).  Each copy\n"
 	  "is marked in sync once its rewrite is durable.  clockwised starts one by\n"
 	  "itself for the regions a crash left dirty.\n", c_part_rebuild },
+	{ "part", "scrub", "NAME [--repair] [--watch [--interval SECONDS]]",
+	  "Reads every copy in sync of every block of a mirrored partition, as best\n"
+	  "effort in the slack, and compares it with the block's first copy in sync\n"
+	  "(copy 0 when all say they are in sync): the blocks that differ are counted\n"
+	  "and listed (move list).  --repair rewrites a copy that differs from that\n"
+	  "one.  Journalled like a move (pause, resume, cancel, resumed after a\n"
+	  "restart); --watch follows it and exits 1 when copies differed.\n",
+	  c_part_scrub },
 	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
 	{ "part", "show", "NAME [--all]",
 	  "Shows a partition, its blocks per disk and its runs (blocks consecutive on\n"

@@ -43,6 +43,7 @@ static const cwc_handler_fn handlers[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_EVACUATE] = cwc_cmd_disk_evacuate,
 	[CW_CTL_CMD_DISK_REPLACE] = cwc_cmd_disk_replace,
 	[CW_CTL_CMD_PART_REBUILD] = cwc_cmd_part_rebuild,
+	[CW_CTL_CMD_PART_SCRUB] = cwc_cmd_part_scrub,
 	[CW_CTL_CMD_PART_MOVE] = cwc_cmd_part_move,
 	[CW_CTL_CMD_PART_CACHE] = cwc_cmd_part_cache,
 	[CW_CTL_CMD_MOVE_LIST] = cwc_cmd_move_list,

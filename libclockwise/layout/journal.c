@@ -55,7 +55,7 @@ static const char sql_part_opts[] =
 	"UPDATE part SET placement = ?2, tier_pref = ?3, zone_pref = ?4 WHERE id = ?1";
 
 static const char *const kind_names[] = { "part", "evacuate", "promote", "demote", "rebuild",
-					   "replace" };
+					   "replace", "scrub", "repair" };
 static const char *const state_names[] = { "running", "paused", "done", "cancelled" };
 
 const char *cw_move_kind_name(enum cw_move_kind k)
@@ -303,8 +303,7 @@ int cw_move_start_paused(struct cw_part *p, uint64_t first_block, uint64_t nbloc
 	int r;
 
 	pthread_mutex_lock(&pool->lock);
-	if (kind == CW_MOVE_EVACUATE || kind == CW_MOVE_REBUILD || kind == CW_MOVE_REPLACE ||
-	    !cw_move_kind_name(kind)) {
+	if (kind != CW_MOVE_PART && kind != CW_MOVE_PROMOTE && kind != CW_MOVE_DEMOTE) {
 		r = lay_set_error(pool, -EINVAL, "invalid kind of move");
 		goto out;
 	}

@@ -284,6 +284,7 @@ struct mover_block {
 	bool cleared;			/* its slot was cleared before the drain */
 	int row;			/* MB_DROP: ROW_FAILED or ROW_SKIPPED, or -1 (cancelled) */
 	unsigned retries;
+	bool wrote;			/* a rebuild's or repair's dst rewritten from st.from */
 };
 
 struct mover {

@@ -189,6 +189,11 @@ static bool disk_present(const struct cw_pool *pool, uint32_t id)
 	       pool->disks[id]->state == CW_DISK_PRESENT;
 }
 
+static bool scrubbing(const struct jmove *jm)
+{
+	return jm->info.kind == CW_MOVE_SCRUB || jm->info.kind == CW_MOVE_REPAIR;
+}
+
 static void fill_task(const struct cw_pool *pool, const struct mover_block *b,
 		      struct cw_mover_task *t)
 {
@@ -206,7 +211,9 @@ static void fill_task(const struct cw_pool *pool, const struct mover_block *b,
 		.length = pool->block_size,
 		.again = b->retries > 0,
 		.copy = b->st.copy,
-		.rebuild = b->st.from != b->st.src,
+		.rebuild = b->st.from != b->st.src && !scrubbing(mv->jm),
+		.verify = scrubbing(mv->jm),
+		.repair = mv->jm->info.kind == CW_MOVE_REPAIR,
 	};
 }
 
@@ -243,11 +250,17 @@ static bool copy_stale(const struct cw_part *p, unsigned c, uint64_t b)
 
 /* Where step st's block is read: its own copy while that is in sync on a
  * present disk (a move), else the first other copy in sync on a present
- * disk (a rebuild); 0 when none is. */
-static uint64_t step_from(const struct cw_pool *pool, const struct cw_part *p,
+ * disk (a rebuild, and always for a scrub: the reference); 0 when none
+ * is. */
+static uint64_t step_from(const struct cw_pool *pool, const struct jmove *jm,
 			  const struct jstep *st)
 {
-	if (!copy_stale(p, st->copy, st->block) && disk_present(pool, ENTRY_DISK(st->src)))
+	const struct cw_part *p = jm->part;
+
+	if (scrubbing(jm) && copy_stale(p, st->copy, st->block))
+		return 0;	/* went out of sync: nothing to compare */
+	if (!scrubbing(jm) && !copy_stale(p, st->copy, st->block) &&
+	    disk_present(pool, ENTRY_DISK(st->src)))
 		return st->src;
 	for (unsigned c = 0; c < p->copies && p->copies > 1; c++) {
 		uint64_t e = lay_copy_entry(p, c, st->block);
@@ -323,13 +336,14 @@ static bool batch_begin(struct cw_pool *pool, unsigned max)
 				nx = jm;	/* look at it again: maybe finished */
 			continue;
 		}
-		if (p->copies > 1 && !step_from(pool, p, st) && disk_present(pool, ENTRY_DISK(st->dst))) {
-			/* No copy of the block left to read: it is lost. */
-			if (skip_changed(pool, jm, ROW_FAILED))
+		if (p->copies > 1 && !step_from(pool, jm, st) && disk_present(pool, ENTRY_DISK(st->dst))) {
+			/* No copy of the block left to read: it is lost (a
+			 * scrub's copy out of sync now: nothing to compare). */
+			if (skip_changed(pool, jm, scrubbing(jm) ? ROW_SKIPPED : ROW_FAILED))
 				nx = jm;
 			continue;
 		}
-		if (!disk_present(pool, ENTRY_DISK(st->dst)) || !step_from(pool, p, st)) {
+		if (!disk_present(pool, ENTRY_DISK(st->dst)) || !step_from(pool, jm, st)) {
 			pause_with(pool, jm, "disk %u is missing", disk_present(pool, ENTRY_DISK(st->dst))
 				   ? ENTRY_DISK(st->src) : ENTRY_DISK(st->dst));
 			continue;
@@ -338,7 +352,7 @@ static bool batch_begin(struct cw_pool *pool, unsigned max)
 			uint64_t from;
 
 			st = &jm->steps[jm->next + n];
-			from = step_from(pool, p, st);
+			from = step_from(pool, jm, st);
 			if (n && (!disk_present(pool, ENTRY_DISK(st->dst)) || !from ||
 				  !still_mapped(p, st)))
 				break;	/* for the next batch to deal with */
@@ -501,6 +515,9 @@ static void block_outcome(struct cw_pool *pool, struct mover_block *b, unsigned 
 
 	if (!o->read_err || o->write_err)
 		jm->info.bytes_copied += pool->block_size;
+	/* What a switch may mark in sync: a copy rewritten from one in sync. */
+	b->wrote = b->st.from != b->st.src && (!scrubbing(jm) || (o->differs && !o->write_err &&
+								   jm->info.kind == CW_MOVE_REPAIR));
 	if (jm->info.state == CW_MOVE_RUNNING && o->write_err)
 		pause_with(pool, jm, "writing block %llu to disk %u: %s",
 			   (unsigned long long)b->st.block, ENTRY_DISK(b->st.dst),
@@ -532,7 +549,8 @@ static void block_outcome(struct cw_pool *pool, struct mover_block *b, unsigned 
 		}
 	} else {
 		b->state = MB_MOVED;
-		b->row = ROW_MOVED;
+		/* A scrub's block that differed is listed, repaired or not. */
+		b->row = scrubbing(jm) && o->differs ? ROW_FAILED : ROW_MOVED;
 	}
 }
 
@@ -555,6 +573,8 @@ int cw_mover_copied_batch(struct cw_pool *pool, const struct cw_mover_outcome *o
 
 		block_outcome(pool, b, mv->out[k], &out[k]);
 		if (b->row >= 0 && (b->state == MB_MOVED || b->state == MB_DROP)) {
+			if (b->state == MB_MOVED && !b->wrote)
+				b->st.from = b->st.src;	/* no sync bit to store */
 			idx[nj] = mv->out[k];
 			steps[nj] = &b->st;
 			rows[nj++] = b->row;
@@ -566,7 +586,7 @@ int cw_mover_copied_batch(struct cw_pool *pool, const struct cw_mover_outcome *o
 	for (unsigned k = 0; k < nj; k++) {
 		struct mover_block *b = &mv->b[idx[k]];
 
-		if (b->state == MB_MOVED && b->st.from != b->st.src) {
+		if (b->state == MB_MOVED && b->wrote) {
 			lay_copy_store(mv->part, b->st.copy, b->st.block, b->st.dst);
 			lay_stale_flip(mv->part, b->st.copy, b->st.block, 1, false);
 		}
@@ -579,7 +599,7 @@ int cw_mover_copied_batch(struct cw_pool *pool, const struct cw_mover_outcome *o
 		for (unsigned k = 0; k < nj; k++) {
 			struct mover_block *b = &mv->b[idx[k]];
 
-			if (b->state == MB_MOVED && b->st.from != b->st.src) {
+			if (b->state == MB_MOVED && b->wrote) {
 				lay_stale_flip(mv->part, b->st.copy, b->st.block, 1, true);
 				lay_copy_store(mv->part, b->st.copy, b->st.block, b->st.src);
 			}

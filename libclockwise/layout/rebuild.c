@@ -14,6 +14,9 @@
  *   - A replacement takes every copy on one disk to another: a move where
  *     the copy on the old disk is in sync and the disk present, a rebuild
  *     onto the new disk otherwise.
+ *   - A scrub compares each copy in sync with the block's first copy in
+ *     sync, the reference, in place (the mover reads both), and with
+ *     repair rewrites one that differs as a rebuild would.
  * What keeps an acknowledged write from being overwritten by older data
  * is the mover's (its file comment, "Copies"); here only the plans, made
  * under the pool lock and journalled in one transaction, or refused with
@@ -352,6 +355,55 @@ int cw_disk_replace(struct cw_pool *pool, uint32_t old_id, uint32_t new_id, cons
 		*ret_n = n;
 	}
 out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+int cw_part_scrub(struct cw_part *p, bool repair, uint64_t *ret_id)
+{
+	struct cw_pool *pool = p->pool;
+	struct cw_move_opts o = { .placement = p->opts.placement, .tier = p->opts.tier,
+				  .zone = p->opts.zone };
+	struct cw_move *m = NULL;
+	uint64_t nb;
+	int r = 0;
+
+	*ret_id = 0;
+	pthread_mutex_lock(&pool->lock);
+	if (p->copies < 2) {
+		r = lay_set_error(pool, -EINVAL, "partition '%s' has one copy: nothing to compare",
+				  p->name);
+		goto out;
+	}
+	if (lay_journal_busy(pool, p)) {
+		r = lay_set_error(pool, -EBUSY, "partition '%s' is being moved already: pause, "
+				  "finish or cancel that move first", p->name);
+		goto out;
+	}
+	nb = atomic_load_explicit(&p->nblocks, memory_order_relaxed);
+	m = plan_new(p, nb * (p->copies - 1));
+	if (!m) {
+		r = lay_set_error(pool, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint64_t b = 0; b < nb; b++) {
+		bool ref = false;
+
+		for (unsigned c = 0; c < p->copies; c++) {
+			uint64_t e = lay_copy_entry(p, c, b);
+
+			if (is_stale(p, c, b) || !present(pool, ENTRY_DISK(e)))
+				continue;
+			if (ref)
+				plan_step(m, b, c, e, e);
+			ref = true;	/* the first in sync: compared with, not compared */
+		}
+	}
+	if (m->nsteps)
+		r = lay_journal_plans(pool, &m, 1, repair ? CW_MOVE_REPAIR : CW_MOVE_SCRUB, 0, &o,
+				      false, NULL, ret_id);
+out:
+	lay_move_free(m);
 	pthread_mutex_unlock(&pool->lock);
 	return r;
 }

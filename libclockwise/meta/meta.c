@@ -287,13 +287,14 @@ static const char *const migrations[] = {
 	"  queue_depth INTEGER NOT NULL CHECK (queue_depth >= 0),"
 	"  max_request INTEGER NOT NULL CHECK (max_request >= 0),"
 	"  dev INTEGER NOT NULL DEFAULT -1 CHECK (dev >= -1));",
-	/* 14 -> 15: moves of two more kinds, a rebuild (4: copies out of
-	 * sync rewritten in place) and a replacement (5: every copy on one
-	 * disk taken to another); the CHECK changes by rebuilding the table,
-	 * as 6 -> 7 did. */
+	/* 14 -> 15: moves of four more kinds, a rebuild (4: copies out of
+	 * sync rewritten in place), a replacement (5: every copy on one disk
+	 * taken to another) and a scrub (6: copies compared; 7: and
+	 * repaired); the CHECK changes by rebuilding the table, as 6 -> 7
+	 * did. */
 	"CREATE TABLE move_new ("
 	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  kind INTEGER NOT NULL CHECK (kind BETWEEN 0 AND 5),"
+	"  kind INTEGER NOT NULL CHECK (kind BETWEEN 0 AND 7),"
 	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
 	"  disk INTEGER NOT NULL DEFAULT 0,"
 	"  state INTEGER NOT NULL CHECK (state BETWEEN 0 AND 3),"

@@ -80,6 +80,7 @@ static const struct cw_ctl_arg_spec no_args[] = { END };
 static const struct cw_ctl_arg_spec name_only[] = { SR("name"), END };
 static const struct cw_ctl_arg_spec id_only[] = { UR("id"), END };
 static const struct cw_ctl_arg_spec disk_replace[] = { SR("name"), SR("new"), END };
+static const struct cw_ctl_arg_spec part_scrub[] = { SR("name"), B("repair"), END };
 static const struct cw_ctl_arg_spec disk_add[] = {
 	SR("path"), S("tier"), S("name"), S("emulate"), S("domain"), END
 };
@@ -147,6 +148,7 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_EVACUATE] = { "disk.evacuate", CW_CTL_ACCESS_CHANGE, name_only },
 	[CW_CTL_CMD_DISK_REPLACE] = { "disk.replace", CW_CTL_ACCESS_CHANGE, disk_replace },
 	[CW_CTL_CMD_PART_REBUILD] = { "part.rebuild", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_PART_SCRUB] = { "part.scrub", CW_CTL_ACCESS_CHANGE, part_scrub },
 	[CW_CTL_CMD_PART_MOVE] = { "part.move", CW_CTL_ACCESS_CHANGE, part_move },
 	[CW_CTL_CMD_MOVE_LIST] = { "move.list", CW_CTL_ACCESS_READ, id_opt },
 	[CW_CTL_CMD_MOVE_PAUSE] = { "move.pause", CW_CTL_ACCESS_CHANGE, id_only },

@@ -126,6 +126,7 @@ int c_disk_evacuate(int argc, char **argv);
 int c_part_move(int argc, char **argv);
 int c_disk_replace(int argc, char **argv);
 int c_part_rebuild(int argc, char **argv);
+int c_part_scrub(int argc, char **argv);
 int c_move_list(int argc, char **argv);
 
 /* ---- status.c ---- */

@@ -39,7 +39,9 @@ static void move_line(json_object *m, char *buf, size_t len)
 			     gs(m, "state"), pct, total - left, total, mb);
 	if (n < len && eta)
 		n += (size_t)snprintf(buf + n, len - n, ", ETA %.0fs", json_object_get_double(eta));
-	if (n < len && gi(m, "failed"))
+	if (n < len && get(m, "differ"))
+		n += (size_t)snprintf(buf + n, len - n, ", %s differ", gs(m, "differ"));
+	else if (n < len && gi(m, "failed"))
 		n += (size_t)snprintf(buf + n, len - n, ", %s unreadable", gs(m, "failed"));
 	if (n < len && err && *json_object_get_string(err))
 		snprintf(buf + n, len - n, ": %s", json_object_get_string(err));
@@ -213,19 +215,25 @@ static int start_moves(enum cw_ctl_cmd cmd, json_object *a, int64_t every, print
 }
 
 /* A command that starts moves on the names it is given (keys[0..nk),
- * one operand each) with --watch and --interval; *ret_watch says whether
- * it watched them. */
+ * one operand each) with --watch and --interval (and --repair for part
+ * scrub); *ret_watch says whether it watched them. */
 static int named_moves(int argc, char **argv, enum cw_ctl_cmd cmd, const char *const *keys,
 		       int nk, const char *expected, print_fn print, bool *ret_watch)
 {
 	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
+	static const struct option lo_repair[] = {
+		HELP_OPT, WATCH_OPTS, { "repair", no_argument, NULL, 'r' }, { 0 }
+	};
+	bool scrub = cmd == CW_CTL_CMD_PART_SCRUB;
 	json_object *a = args_new();
 	int64_t every = 0;
 	bool watch = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
-		if (watch_opt(o, optarg, &watch, &every))
+	while ((o = next_opt(argc, argv, scrub ? "hwi:r" : "hwi:", scrub ? lo_repair : lo)) != -1)
+		if (o == 'r')
+			json_object_object_add(a, "repair", json_object_new_boolean(1));
+		else if (watch_opt(o, optarg, &watch, &every))
 			return json_object_put(a), EXIT_USAGE;
 	if (argc - optind != nk)
 		return json_object_put(a), usage_error("expected %s", expected);
@@ -266,6 +274,22 @@ int c_part_rebuild(int argc, char **argv)
 
 	return named_moves(argc, argv, CW_CTL_CMD_PART_REBUILD, keys, 1, "one partition NAME",
 			   print_rebuild, NULL);
+}
+
+static void print_scrub(json_object *r)
+{
+	if (get(r, "id"))
+		print_move(r);
+	else
+		printf("partition %s: no copy in sync to compare\n", gs(r, "part"));
+}
+
+int c_part_scrub(int argc, char **argv)
+{
+	static const char *const keys[] = { "name" };
+
+	return named_moves(argc, argv, CW_CTL_CMD_PART_SCRUB, keys, 1, "one partition NAME",
+			   print_scrub, NULL);
 }
 
 int c_part_move(int argc, char **argv)

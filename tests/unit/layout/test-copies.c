@@ -359,11 +359,13 @@ static void write_all(struct cw_pool *pool, struct cw_part *p, uint64_t b, uint8
  * copies done. */
 static unsigned drive_copies(struct cw_pool *pool, unsigned stop)
 {
-	static uint8_t buf[TP_BS];
+	static uint8_t buf[TP_BS], dst[TP_BS];
 	struct cw_mover_task task;
 	unsigned n = 0;
 
 	for (;;) {
+		struct cw_mover_outcome o = { 0, 0, false };
+
 		CU_ASSERT_FATAL(cw_mover_next(pool, &task) == 0);
 		if (task.action == CW_MOVER_IDLE || (stop && n == stop))
 			break;
@@ -371,9 +373,15 @@ static unsigned drive_copies(struct cw_pool *pool, unsigned stop)
 			continue;
 		CU_ASSERT_FATAL(pread(cw_disk_fd(pool, task.src_disk_id), buf, TP_BS,
 				      (off_t)task.src_offset) == TP_BS);
-		CU_ASSERT_FATAL(pwrite(cw_disk_fd(pool, task.dst_disk_id), buf, TP_BS,
-				       (off_t)task.dst_offset) == TP_BS);
-		CU_ASSERT_FATAL(cw_mover_copied(pool, 0, 0) == 0);
+		if (task.verify) {	/* a scrub: compare, and repair */
+			CU_ASSERT_FATAL(pread(cw_disk_fd(pool, task.dst_disk_id), dst, TP_BS,
+					      (off_t)task.dst_offset) == TP_BS);
+			o.differs = memcmp(buf, dst, TP_BS) != 0;
+		}
+		if (!task.verify || (o.differs && task.repair))
+			CU_ASSERT_FATAL(pwrite(cw_disk_fd(pool, task.dst_disk_id), buf, TP_BS,
+					       (off_t)task.dst_offset) == TP_BS);
+		CU_ASSERT_FATAL(cw_mover_copied_batch(pool, &o, 1) == 0);
 		n++;
 	}
 	return n;
@@ -487,6 +495,64 @@ static void test_rebuild_read_error(void)
 	CU_ASSERT(drive_copies(t.pool, 0) == 0);
 	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
 	CU_ASSERT(mi.state == CW_MOVE_DONE && mi.failed == 2 && mi.done == 0);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+}
+
+/* A scrub finds the block whose copies differ and a repair rewrites it
+ * from copy 0; a copy out of sync is not compared. */
+static void test_scrub(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o3 = { .placement = CW_PLACE_ROTATION, .copies = 3 };
+	static uint8_t a[TP_BS], b[TP_BS];
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct cw_move_info mi;
+	struct cw_part *p, *one;
+	uint64_t id, other, *bad = NULL;
+	size_t nbad = 0;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 6 * TP_BS, &o3, &p) == 0);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "one", TP_BS, NULL, &one) == 0);
+	CU_ASSERT(cw_part_scrub(one, false, &id) == -EINVAL);
+	for (uint64_t k = 0; k < 6; k++)
+		write_all(t.pool, p, k, (uint8_t)(k + 40));
+	/* One byte of copy 2 of block 3 changed behind the pool's back;
+	 * copy 1 of block 5 out of sync, and different. */
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 3, cs) == 0);
+	CU_ASSERT_FATAL(pwrite(cw_disk_fd(t.pool, cs[2].disk_id), "X", 1,
+			       (off_t)cs[2].phys_offset + 100) == 1);
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 1, 5, 1, true) == 0);
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 5, cs) == 0);
+	CU_ASSERT_FATAL(pwrite(cw_disk_fd(t.pool, cs[1].disk_id), "Y", 1,
+			       (off_t)cs[1].phys_offset) == 1);
+	CU_ASSERT_FATAL(cw_part_scrub(p, false, &id) == 0 && id > 0);
+	CU_ASSERT(cw_part_scrub(p, false, &other) == -EBUSY);
+	CU_ASSERT(drive_copies(t.pool, 0) == 11);	/* 2 copies of 6 blocks but one */
+	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
+	CU_ASSERT(mi.kind == CW_MOVE_SCRUB && mi.state == CW_MOVE_DONE && mi.blocks == 11 &&
+		  mi.done == 10 && mi.failed == 1);
+	CU_ASSERT_FATAL(cw_move_failed_blocks(t.pool, id, &bad, &nbad) == 0);
+	CU_ASSERT(nbad == 1 && bad[0] == 3);
+	free(bad);
+	read_copy(t.pool, p, 3, 2, a);
+	CU_ASSERT(a[100] == 'X');	/* found, not touched */
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 1 && cw_part_copy_stale_count(p, 2) == 0);
+	/* --repair: rewritten from copy 0, and a scrub after finds nothing. */
+	CU_ASSERT_FATAL(cw_part_scrub(p, true, &id) == 0 && id > 0);
+	CU_ASSERT(drive_copies(t.pool, 0) == 11);
+	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
+	CU_ASSERT(mi.kind == CW_MOVE_REPAIR && mi.failed == 1);
+	memset(b, 43, sizeof(b));
+	read_copy(t.pool, p, 3, 2, a);
+	CU_ASSERT(memcmp(a, b, TP_BS) == 0);
+	CU_ASSERT_FATAL(cw_part_scrub(p, false, &id) == 0 && id > 0);
+	CU_ASSERT(drive_copies(t.pool, 0) == 11);
+	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
+	CU_ASSERT(mi.failed == 0 && mi.done == 11);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 1);	/* the rebuild's, not the scrub's */
 	tp_check_totals(t.pool, 0);
 	tp_fini(&t);
 }
@@ -703,6 +769,7 @@ int main(void)
 	cwtest_add(s, "rebuild in place, resumed", test_rebuild);
 	cwtest_add(s, "replace a disk", test_replace);
 	cwtest_add(s, "a rebuild's source that does not read", test_rebuild_read_error);
+	cwtest_add(s, "scrub and repair", test_scrub);
 	cwtest_add(s, "in-sync state stored", test_stale_state);
 	cwtest_add(s, "schema 11 upgraded", test_upgrade);
 	return cwtest_run();
