@@ -45,12 +45,16 @@ static const struct command commands[] = {
 	  "by its mechanics: \"ssd channels=8 stripe=128K write=3 gc=1G/50ms bus=500MB/s\".\n"
 	  "--domain D puts it in failure domain D (see disk set).\n",
 	  c_disk_add },
-	{ "disk", "set", "NAME --domain DOMAIN",
+	{ "disk", "set", "NAME [--domain DOMAIN] [--spare | --no-spare]",
 	  "Sets the disk's failure domain: disks that fail together (a shelf, a host)\n"
 	  "share one, and the copies of a block (part create --copies) are kept in\n"
 	  "distinct domains.  \"\" gives the disk its own, the default.  An image\n"
 	  "(tier rbd) never shares a domain with a local disk.  Refused when a\n"
-	  "block would then have two copies in one domain.\n", c_disk_set },
+	  "block would then have two copies in one domain.\n"
+	  "--spare makes an empty disk a spare: no partition is placed on it, and\n"
+	  "when a disk is taken for gone (or is missing at start) a spare with room\n"
+	  "replaces it at once, its copies rebuilt there (see disk replace).\n"
+	  "--no-spare makes it a data disk again.\n", c_disk_set },
 	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,
 	  print_disks },
 	{ "disk", "remove", "NAME",

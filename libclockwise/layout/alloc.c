@@ -278,7 +278,7 @@ int lay_candidates(struct cw_pool *pool, const struct cw_part_opts *o, const uin
 
 			for (size_t k = 0; only && k < nonly; k++)
 				listed |= only[k] == i;
-			if (!d || d->state != CW_DISK_PRESENT || !listed)
+			if (!d || d->state != CW_DISK_PRESENT || !listed || (d->spare && !only))
 				continue;
 			if (pass == 0 && o->tier != CW_TIER_PREF_NONE && d->tier != want)
 				continue;

@@ -346,7 +346,8 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 		goto out;
 	}
 	for (uint32_t i = 1; i <= CW_DISKS_MAX; i++)
-		if (i != disk_id && pool->disks[i] && pool->disks[i]->state == CW_DISK_PRESENT) {
+		if (i != disk_id && pool->disks[i] && pool->disks[i]->state == CW_DISK_PRESENT &&
+		    !pool->disks[i]->spare) {
 			others[nothers++] = i;
 			avail += pool->disks[i]->free;
 		}

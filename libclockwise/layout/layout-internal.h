@@ -66,6 +66,7 @@ struct disk {
 	uint64_t high;			/* no free block at or above this */
 	uint64_t cursor;		/* CW_ZONE_ANY: next-fit start */
 	char domain[CW_NAME_MAX + 1];	/* failure domain; "": its own */
+	bool spare;			/* given no block but by a replacement */
 };
 
 /* Whether copies on a and b could fail together: the same disk, or the

@@ -28,7 +28,8 @@ static const char sql_disk_insert[] =
 static const char sql_disk_delete[] = "DELETE FROM disk WHERE id = ?1";
 static const char sql_disk_all[] =
 	"SELECT id, uuid, name, path, tier, capacity, nblocks,"
-	" (SELECT domain FROM disk_domain WHERE disk = disk.id) FROM disk ORDER BY id";
+	" (SELECT domain FROM disk_domain WHERE disk = disk.id),"
+	" (SELECT count(*) FROM disk_spare WHERE disk = disk.id) FROM disk ORDER BY id";
 
 const struct cw_error *cw_pool_last_error(const struct cw_pool *pool)
 {
@@ -462,6 +463,7 @@ static void disk_fill_info(const struct cw_pool *pool, const struct disk *d, str
 	for (int z = 0; z < CW_ZONES; z++)
 		ret->zone_free_blocks[z] = d->zone_free[z];
 	snprintf(ret->domain, sizeof(ret->domain), "%s", d->domain);
+	ret->spare = d->spare;
 }
 
 int cw_disk_info(struct cw_pool *pool, uint32_t disk_id, struct cw_disk_info *ret)
@@ -555,6 +557,7 @@ static int load_disk_rows(struct cw_pool *pool, struct cw_error *err)
 		d->state = CW_DISK_MISSING;
 		snprintf(d->domain, sizeof(d->domain), "%s",
 			 sqlite3_column_text(s, 7) ? (const char *)sqlite3_column_text(s, 7) : "");
+		d->spare = sqlite3_column_int64(s, 8) > 0;
 		if (lay_disk_init_space(d) < 0) {
 			sqlite3_reset(s);
 			return meta_err(err, -ENOMEM, "out of memory");

@@ -17,6 +17,8 @@
  *   - A scrub compares each copy in sync with the block's first copy in
  *     sync, the reference, in place (the mover reads both), and with
  *     repair rewrites one that differs as a rebuild would.
+ *   - A spare is a present disk placement passes over; a replacement
+ *     onto it makes it a data disk.
  * What keeps an acknowledged write from being overwritten by older data
  * is the mover's (its file comment, "Copies"); here only the plans, made
  * under the pool lock and journalled in one transaction, or refused with
@@ -32,6 +34,9 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "layout/layout-internal.h"
+
+static const char sql_spare_set[] = "INSERT OR IGNORE INTO disk_spare (disk) VALUES (?1)";
+static const char sql_spare_clear[] = "DELETE FROM disk_spare WHERE disk = ?1";
 
 static bool is_stale(const struct cw_part *p, unsigned c, uint64_t b)
 {
@@ -350,6 +355,10 @@ int cw_disk_replace(struct cw_pool *pool, uint32_t old_id, uint32_t new_id, cons
 		goto out;
 	}
 	r = lay_journal_plans(pool, plans, n, CW_MOVE_REPLACE, old_id, &o, false, paused, ids);
+	/* A spare that takes a disk's copies is one of the data disks now
+	 * (were this lost, it would only stay out of new placements). */
+	if (r == 0 && nd->spare && meta_exec(pool->meta, sql_spare_clear, 1, (int64_t)new_id) == 0)
+		nd->spare = false;
 	if (r == 0) {
 		*ret_ids = n ? CW_TAKE_PTR(ids) : NULL;
 		*ret_n = n;
@@ -406,4 +415,49 @@ out:
 	lay_move_free(m);
 	pthread_mutex_unlock(&pool->lock);
 	return r;
+}
+
+int cw_disk_set_spare(struct cw_pool *pool, uint32_t disk_id, bool spare)
+{
+	struct disk *d;
+	int r = 0;
+
+	pthread_mutex_lock(&pool->lock);
+	d = disk_id >= 1 && disk_id <= CW_DISKS_MAX ? pool->disks[disk_id] : NULL;
+	if (!d) {
+		r = lay_set_error(pool, -ENOENT, "no disk %u in the pool", disk_id);
+		goto out;
+	}
+	if (spare && d->free != d->nblocks - 1) {
+		r = lay_set_error(pool, -EBUSY, "disk %s holds blocks (%llu in use): a spare holds "
+				  "nothing; evacuate it first", d->name,
+				  (unsigned long long)(d->nblocks - 1 - d->free));
+		goto out;
+	}
+	if (d->spare == spare)
+		goto out;
+	r = meta_exec(pool->meta, spare ? sql_spare_set : sql_spare_clear, 1, (int64_t)disk_id);
+	if (r < 0)
+		lay_set_error(pool, r, "marking disk %s: %s", d->name, strerror(-r));
+	else
+		d->spare = spare;
+out:
+	pthread_mutex_unlock(&pool->lock);
+	return r;
+}
+
+uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need)
+{
+	uint32_t best = 0;
+
+	pthread_mutex_lock(&pool->lock);
+	for (uint32_t i = 1; i <= CW_DISKS_MAX; i++) {
+		struct disk *d = pool->disks[i];
+
+		if (d && d->spare && d->state == CW_DISK_PRESENT && d->free >= need &&
+		    (!best || d->free > pool->disks[best]->free))
+			best = i;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return best;
 }

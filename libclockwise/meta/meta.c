@@ -313,7 +313,11 @@ static const char *const migrations[] = {
 	"  blocks, done, failed, skipped, bytes, created_ns, finished_ns, error FROM move;"
 	"DROP TABLE move;"
 	"ALTER TABLE move_new RENAME TO move;"
-	"CREATE INDEX move_part ON move(part);",
+	"CREATE INDEX move_part ON move(part);"
+	/* And the pool's spare disks: present, holding nothing, given no
+	 * block until a disk that fails is replaced by one. */
+	"CREATE TABLE IF NOT EXISTS disk_spare ("
+	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE);",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

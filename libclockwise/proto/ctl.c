@@ -85,7 +85,7 @@ static const struct cw_ctl_arg_spec disk_add[] = {
 	SR("path"), S("tier"), S("name"), S("emulate"), S("domain"), END
 };
 /* domain "": the disk's own. */
-static const struct cw_ctl_arg_spec disk_set[] = { SR("name"), S("domain"), END };
+static const struct cw_ctl_arg_spec disk_set[] = { SR("name"), S("domain"), B("spare"), END };
 static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
 /* force: part.delete even when it holds data, export.remove even while
  * clients are connected (they are disconnected) */

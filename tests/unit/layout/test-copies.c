@@ -616,6 +616,45 @@ static void test_replace(void)
 	tp_fini(&t);
 }
 
+/* A spare is given no block until a replacement takes it, and is kept
+ * across a reopen. */
+static void test_spare(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
+	struct cw_disk_info di;
+	uint64_t *ids = NULL;
+	struct cw_part *p;
+	size_t n = 0;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT(cw_pool_spare(t.pool, 1) == 0);
+	CU_ASSERT_FATAL(cw_disk_set_spare(t.pool, 3, true) == 0);
+	CU_ASSERT(cw_disk_set_spare(t.pool, 9, true) == -ENOENT);
+	CU_ASSERT(cw_pool_spare(t.pool, 100) == 3 && cw_pool_spare(t.pool, 101) == 0);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 20 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT(disk_free(t.pool, 3) == 100);	/* placed on 1 and 2 only */
+	check_apart(p, NULL);
+	CU_ASSERT(cw_disk_set_spare(t.pool, 1, true) == -EBUSY);
+	CU_ASSERT(strstr(cw_pool_last_error(t.pool)->msg, "holds blocks") != NULL);
+	/* An evacuation does not take it either: no room elsewhere. */
+	CU_ASSERT(cw_disk_evacuate(t.pool, 2, &ids, &n) == -ENOSPC);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT(cw_disk_info(t.pool, 3, &di) == 0 && di.spare);
+	CU_ASSERT_FATAL(cw_disk_replace(t.pool, 2, 3, NULL, &ids, &n) == 0 && n == 1);
+	free(ids);
+	CU_ASSERT(cw_disk_info(t.pool, 3, &di) == 0 && !di.spare);
+	CU_ASSERT(drive_copies(t.pool, 0) == 20);
+	CU_ASSERT(disk_free(t.pool, 2) == 100 && disk_free(t.pool, 3) == 80);
+	check_apart(p, NULL);
+	tp_reopen(&t);
+	CU_ASSERT(cw_disk_info(t.pool, 3, &di) == 0 && !di.spare);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+}
+
 /* A journalled move (an evacuation of copy 0's disk where no block has
  * copy 1 there) interrupted by a close, replayed at the reopen: copies
  * stay apart and in sync, every block owned once. */
@@ -770,6 +809,7 @@ int main(void)
 	cwtest_add(s, "replace a disk", test_replace);
 	cwtest_add(s, "a rebuild's source that does not read", test_rebuild_read_error);
 	cwtest_add(s, "scrub and repair", test_scrub);
+	cwtest_add(s, "a spare", test_spare);
 	cwtest_add(s, "in-sync state stored", test_stale_state);
 	cwtest_add(s, "schema 11 upgraded", test_upgrade);
 	return cwtest_run();
