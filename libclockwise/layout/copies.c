@@ -147,11 +147,9 @@ int cw_disk_set_domain(struct cw_pool *pool, uint32_t disk_id, const char *domai
 	if (!domain)
 		domain = "";
 	pthread_mutex_lock(&pool->lock);
-	d = disk_id >= 1 && disk_id <= CW_DISKS_MAX ? pool->disks[disk_id] : NULL;
-	if (!d) {
-		r = lay_set_error(pool, -ENOENT, "no disk %u in the pool", disk_id);
+	r = lay_disk_find(pool, disk_id, &d);
+	if (r < 0)
 		goto out;
-	}
 	if (domain[0] && !cw_name_valid(domain)) {
 		r = lay_set_error(pool, -EINVAL, "invalid domain '%s': use 1..%d of A-Z a-z 0-9 . _ -, "
 				  "not starting with . or -", domain, CW_NAME_MAX);

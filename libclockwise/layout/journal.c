@@ -340,11 +340,9 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 	int r = 0;
 
 	pthread_mutex_lock(&pool->lock);
-	d = disk_id >= 1 && disk_id <= CW_DISKS_MAX ? pool->disks[disk_id] : NULL;
-	if (!d) {
-		r = lay_set_error(pool, -ENOENT, "no disk %u in the pool", disk_id);
+	r = lay_disk_find(pool, disk_id, &d);
+	if (r < 0)
 		goto out;
-	}
 	for (uint32_t i = 1; i <= CW_DISKS_MAX; i++)
 		if (i != disk_id && pool->disks[i] && pool->disks[i]->state == CW_DISK_PRESENT &&
 		    !pool->disks[i]->spare) {

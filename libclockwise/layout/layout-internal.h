@@ -69,6 +69,9 @@ struct disk {
 	bool spare;			/* given no block but by a replacement */
 };
 
+/* Disk id of the pool in *ret, or -ENOENT with the reason set. */
+int lay_disk_find(struct cw_pool *pool, uint32_t id, struct disk **ret);
+
 /* Whether copies on a and b could fail together: the same disk, or the
  * same named domain on disks of one kind (an RBD image and a local disk
  * never share a domain). */

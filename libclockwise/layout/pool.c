@@ -31,6 +31,12 @@ static const char sql_disk_all[] =
 	" (SELECT domain FROM disk_domain WHERE disk = disk.id),"
 	" (SELECT count(*) FROM disk_spare WHERE disk = disk.id) FROM disk ORDER BY id";
 
+int lay_disk_find(struct cw_pool *pool, uint32_t id, struct disk **ret)
+{
+	*ret = id >= 1 && id <= CW_DISKS_MAX ? pool->disks[id] : NULL;
+	return *ret ? 0 : lay_set_error(pool, -ENOENT, "no disk %u in the pool", id);
+}
+
 const struct cw_error *cw_pool_last_error(const struct cw_pool *pool)
 {
 	return &pool->err;

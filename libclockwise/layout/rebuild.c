@@ -423,11 +423,9 @@ int cw_disk_set_spare(struct cw_pool *pool, uint32_t disk_id, bool spare)
 	int r = 0;
 
 	pthread_mutex_lock(&pool->lock);
-	d = disk_id >= 1 && disk_id <= CW_DISKS_MAX ? pool->disks[disk_id] : NULL;
-	if (!d) {
-		r = lay_set_error(pool, -ENOENT, "no disk %u in the pool", disk_id);
+	r = lay_disk_find(pool, disk_id, &d);
+	if (r < 0)
 		goto out;
-	}
 	if (spare && d->free != d->nblocks - 1) {
 		r = lay_set_error(pool, -EBUSY, "disk %s holds blocks (%llu in use): a spare holds "
 				  "nothing; evacuate it first", d->name,
