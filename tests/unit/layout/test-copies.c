@@ -453,6 +453,93 @@ static void test_rebuild(void)
 	tp_fini(&t);
 }
 
+/* A client's write of byte v over block b, as the daemon's split makes
+ * it: every copy in sync, each with the mirrors of its place (a block
+ * being rebuilt or moved), inside the I/O gate. */
+static void client_write(struct cw_pool *pool, struct cw_part *p, uint64_t b, uint8_t v)
+{
+	static uint8_t buf[TP_BS];
+	struct cw_copy cs[CW_COPIES_MAX];
+	unsigned g = cw_part_io_begin(p);
+
+	memset(buf, v, sizeof(buf));
+	CU_ASSERT_FATAL(cw_part_map_copies(p, b * TP_BS, cs) == 0);
+	for (uint32_t c = 0; c < cw_part_copies(p); c++) {
+		struct cw_extent e = { cs[c].disk_id, cs[c].phys_offset, TP_BS }, m[4];
+		uint64_t skip[4];
+		int nm;
+
+		if (!cs[c].in_sync)
+			continue;	/* not written: a rebuild rewrites it */
+		CU_ASSERT_FATAL(pwrite(cw_disk_fd(pool, e.disk_id), buf, TP_BS,
+				       (off_t)e.phys_offset) == TP_BS);
+		nm = cw_part_write_mirrors(p, b * TP_BS, &e, skip, m, 4);
+		for (int i = 0; i < nm; i++)
+			CU_ASSERT_FATAL(pwrite(cw_disk_fd(pool, m[i].disk_id), buf + skip[i],
+					       m[i].length, (off_t)m[i].phys_offset) ==
+					(ssize_t)m[i].length);
+	}
+	cw_part_io_end(p, g);
+}
+
+/* The race a rebuild must win: a write acknowledged while the copy is
+ * being rewritten from data read before it.  The write reaches the copy
+ * being rebuilt too (mirrored to it), the rewrite that read the old data
+ * is done again, and only then is the copy in sync — holding the write. */
+static void test_rebuild_overlap(void)
+{
+	static const uint64_t two[] = { 101, 101 };
+	struct cw_part_opts o2 = { .copies = 2 };
+	static uint8_t old[TP_BS], a[TP_BS], b[TP_BS];
+	struct cw_mover_task task;
+	struct cw_part *p;
+	uint64_t id;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 2, two, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 4 * TP_BS, &o2, &p) == 0);
+	write_all(t.pool, p, 2, 1);
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 1, 2, 1, true) == 0);
+	CU_ASSERT_FATAL(cw_part_rebuild(p, &id) == 0 && id > 0);
+	do {
+		CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
+	} while (task.action == CW_MOVER_WAIT);
+	CU_ASSERT_FATAL(task.action == CW_MOVER_COPY && task.block == 2 && task.rebuild);
+	/* The mover reads copy 0 (old data), then the client writes 7. */
+	CU_ASSERT_FATAL(pread(cw_disk_fd(t.pool, task.src_disk_id), old, TP_BS,
+			      (off_t)task.src_offset) == TP_BS);
+	client_write(t.pool, p, 2, 7);
+	memset(b, 7, sizeof(b));
+	read_copy(t.pool, p, 2, 1, a);
+	CU_ASSERT(memcmp(a, b, TP_BS) == 0);	/* mirrored to the copy being rebuilt */
+	/* The old data lands after it, and the mover is told it is done. */
+	CU_ASSERT_FATAL(pwrite(cw_disk_fd(t.pool, task.dst_disk_id), old, TP_BS,
+			       (off_t)task.dst_offset) == TP_BS);
+	CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 1);	/* not trusted: done again */
+	do {
+		CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
+	} while (task.action == CW_MOVER_WAIT);
+	CU_ASSERT_FATAL(task.action == CW_MOVER_COPY && task.block == 2 && task.again);
+	CU_ASSERT_FATAL(pread(cw_disk_fd(t.pool, task.src_disk_id), old, TP_BS,
+			      (off_t)task.src_offset) == TP_BS);
+	CU_ASSERT_FATAL(pwrite(cw_disk_fd(t.pool, task.dst_disk_id), old, TP_BS,
+			       (off_t)task.dst_offset) == TP_BS);
+	CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
+	CU_ASSERT(drive_copies(t.pool, 0) == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 0);
+	read_copy(t.pool, p, 2, 1, a);
+	CU_ASSERT(memcmp(a, b, TP_BS) == 0);	/* the write, not the older data */
+	read_copy(t.pool, p, 2, 0, a);
+	CU_ASSERT(memcmp(a, b, TP_BS) == 0);
+	/* In sync now: a write reaches the copy directly. */
+	client_write(t.pool, p, 2, 9);
+	memset(b, 9, sizeof(b));
+	read_copy(t.pool, p, 2, 1, a);
+	CU_ASSERT(memcmp(a, b, TP_BS) == 0);
+	tp_fini(&t);
+}
+
 /* A rebuild whose source copy does not read marks it out of sync and
  * reads the next copy in sync; with none left the block is lost. */
 static void test_rebuild_read_error(void)
@@ -809,6 +896,7 @@ int main(void)
 	cwtest_add(s, "replace a disk", test_replace);
 	cwtest_add(s, "a rebuild's source that does not read", test_rebuild_read_error);
 	cwtest_add(s, "scrub and repair", test_scrub);
+	cwtest_add(s, "a write during a rebuild wins", test_rebuild_overlap);
 	cwtest_add(s, "a spare", test_spare);
 	cwtest_add(s, "in-sync state stored", test_stale_state);
 	cwtest_add(s, "schema 11 upgraded", test_upgrade);
