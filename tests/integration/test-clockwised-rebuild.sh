@@ -7,7 +7,7 @@
 # (emulating a 7200 rpm disk, so the rebuild takes seconds) is added and
 # `cwctl disk replace b c` rebuilds b's copies onto c from a; the daemon
 # is killed -9 half-way, and at the restart the replacement resumes where
-# it was and completes.  Then b leaves the pool, every acknowledged write
+# it was and completes while the verified writer writes again.  Then b leaves the pool, every acknowledged write
 # reads back, nothing is out of sync or degraded, the copies lie on a and
 # c, and both copies hold the same bytes on the disk files (the regions
 # the kill left dirty in the write-intent record are resynced once the
@@ -70,7 +70,13 @@ check "killed half-way ($killed_at of 512 done)" test "$killed_at" -ge 64 -a "$k
 cwd_start
 check "the replacement resumed, running" test "$(done_at state)" = '"running"'
 check "from where it was" test "$(done_at done)" -ge "$killed_at"
+# Writes while it rebuilds: each reaches a, and the copy on c being
+# rebuilt or already rebuilt.
+"$client" "$uri" write "$log" 5000 512 64k 8 150 >"$cw_tmp/write2.out" 2>&1 &
+writer=$!
 check "and completes" wait_for "the replacement" 120 eval '[ "$(done_at state)" = "\"done\"" ]'
+check "the writes during the rebuild end" wait "$writer"
+check "150 more writes issued" test "$(grep -c '^i ' "$log")" -eq 450
 check "with no block failed" test "$(done_at failed)" -eq 0
 mv=$(ctl --json move list | jq ".[] | select(.id == $id)")
 echo "rebuild: $(jq -r '"\(.bytes_copied) bytes in \(.elapsed_s) s: \(.mb_s) MB/s"' <<<"$mv")"
