@@ -48,6 +48,19 @@ static void check_apart(struct cw_part *p, const char *const *domains)
 	}
 }
 
+/* Every block's copies on distinct disks, in sync or not. */
+static void check_apart_any(struct cw_part *p)
+{
+	for (uint64_t b = 0; b < cw_part_nblocks(p); b++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+
+		CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
+		for (uint32_t c = 0; c < cw_part_copies(p); c++)
+			for (uint32_t d = 0; d < c; d++)
+				CU_ASSERT(cs[c].disk_id != cs[d].disk_id);
+	}
+}
+
 static uint64_t disk_free(struct cw_pool *pool, uint32_t id)
 {
 	struct cw_disk_info di;
@@ -354,9 +367,9 @@ static void write_all(struct cw_pool *pool, struct cw_part *p, uint64_t b, uint8
 				       (off_t)cs[c].phys_offset) == TP_BS);
 }
 
-/* Runs the mover to idle, copying as the daemon does; a kill after
- * `stop` copies (0: none) leaves the rest to a reopen.  Returns the
- * copies done. */
+/* Runs the mover to idle, copying as the daemon does, or stops after
+ * `stop` copies (0: no limit; a reopen then is a kill between blocks).
+ * Returns the copies done. */
 static unsigned drive_copies(struct cw_pool *pool, unsigned stop)
 {
 	static uint8_t buf[TP_BS], dst[TP_BS];
@@ -366,8 +379,10 @@ static unsigned drive_copies(struct cw_pool *pool, unsigned stop)
 	for (;;) {
 		struct cw_mover_outcome o = { 0, 0, false };
 
+		if (stop && n == stop)
+			break;	/* nothing left outstanding */
 		CU_ASSERT_FATAL(cw_mover_next(pool, &task) == 0);
-		if (task.action == CW_MOVER_IDLE || (stop && n == stop))
+		if (task.action == CW_MOVER_IDLE)
 			break;
 		if (task.action != CW_MOVER_COPY)
 			continue;
@@ -703,6 +718,50 @@ static void test_replace(void)
 	tp_fini(&t);
 }
 
+/* A rebuild and a replacement paused, resumed and cancelled: a cancel
+ * keeps what was done and gives back the rest's destinations (none for
+ * a rebuild in place), the copies not done stay out of sync. */
+static void test_rebuild_cancel(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o2 = { .placement = CW_PLACE_SINGLE, .disk_id = 1, .copies = 2 };
+	struct cw_move_info mi;
+	uint64_t id, *ids = NULL;
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct cw_part *p;
+	size_t n = 0;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 10 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT_FATAL(cw_part_block_copies(p, 0, cs) == 0);
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(p, 1, 0, 10, true) == 0);
+	CU_ASSERT_FATAL(cw_part_rebuild(p, &id) == 0 && id > 0);
+	CU_ASSERT_FATAL(cw_move_pause(t.pool, id, NULL) == 0);
+	CU_ASSERT(drive_copies(t.pool, 0) == 0);
+	CU_ASSERT_FATAL(cw_move_resume(t.pool, id) == 0);
+	CU_ASSERT(drive_copies(t.pool, 3) == 3);
+	CU_ASSERT_FATAL(cw_move_cancel(t.pool, id) == 0);
+	CU_ASSERT(drive_copies(t.pool, 0) == 0);
+	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
+	CU_ASSERT(mi.state == CW_MOVE_CANCELLED && mi.done >= 2 && mi.done <= 3);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 10 - mi.done);
+	tp_check_totals(t.pool, 0);
+	/* The copies 1 replaced onto disk 3, cancelled half-way. */
+	CU_ASSERT_FATAL(cw_disk_replace(t.pool, cs[1].disk_id, 3, NULL, &ids, &n) == 0 && n == 1);
+	CU_ASSERT(drive_copies(t.pool, 4) == 4);
+	CU_ASSERT_FATAL(cw_move_cancel(t.pool, ids[0]) == 0);
+	CU_ASSERT(drive_copies(t.pool, 0) == 0);
+	CU_ASSERT_FATAL(cw_move_get(t.pool, ids[0], &mi) == 0);
+	free(ids);
+	CU_ASSERT(disk_free(t.pool, 3) == 100 - mi.done);
+	check_apart_any(p);
+	tp_check_totals(t.pool, 0);
+	tp_reopen(&t);
+	tp_check_totals(t.pool, 0);
+	tp_fini(&t);
+}
+
 /* A spare is given no block until a replacement takes it, and is kept
  * across a reopen. */
 static void test_spare(void)
@@ -898,6 +957,7 @@ int main(void)
 	cwtest_add(s, "scrub and repair", test_scrub);
 	cwtest_add(s, "a write during a rebuild wins", test_rebuild_overlap);
 	cwtest_add(s, "a spare", test_spare);
+	cwtest_add(s, "a rebuild and a replacement paused and cancelled", test_rebuild_cancel);
 	cwtest_add(s, "in-sync state stored", test_stale_state);
 	cwtest_add(s, "schema 11 upgraded", test_upgrade);
 	return cwtest_run();
