@@ -359,7 +359,8 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 		}
 		nparts++;
 		for (uint64_t b = 0; b < nb; b++)
-			on += ENTRY_DISK(lay_entry(p, b)) == disk_id;
+			for (unsigned c = 0; c < p->copies; c++)	/* every copy leaves */
+				on += ENTRY_DISK(lay_copy_entry(p, c, b)) == disk_id;
 		need += on;
 		if (on && lay_journal_busy(pool, p)) {
 			r = lay_set_error(pool, -EBUSY, "partition '%s' is being moved already: "
@@ -390,7 +391,8 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 		bool on = false;
 
 		for (uint64_t b = 0; b < nb && !on; b++)
-			on = ENTRY_DISK(lay_entry(p, b)) == disk_id;
+			for (unsigned c = 0; c < p->copies && !on; c++)
+				on = ENTRY_DISK(lay_copy_entry(p, c, b)) == disk_id;
 		if (!on)
 			continue;
 		r = lay_move_plan(p, 0, nb, &o, &plans[n]);

@@ -287,62 +287,6 @@ static void test_map_contiguous(void)
 	tp_fini(&t);
 }
 
-/* A move of a mirrored partition never puts a block beside its other copy. */
-static void test_move(void)
-{
-	static const uint64_t three[] = { 101, 101, 101 };
-	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
-	uint32_t to[] = { 1, 2 };
-	struct cw_move_opts mo = { .placement = CW_PLACE_ROTATION, .disk_ids = to, .ndisks = 2 };
-	struct cw_move *m;
-	struct cw_part *p;
-	struct tp t;
-
-	tp_pool(&t, TP_BS, 3, three, NULL);
-	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 12 * TP_BS, &o2, &p) == 0);
-	/* Block by block: each with copy 0 on disk 3 has copy 1 on disk 1
-	 * (rotation puts it on the next disk), so copy 0 must go to 2. */
-	for (uint64_t b = 0; b < 12; b++) {
-		struct cw_copy cs[CW_COPIES_MAX];
-		struct cw_move_step st;
-
-		CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
-		if (cs[0].disk_id != 3)
-			continue;
-		CU_ASSERT_FATAL(cw_move_plan(p, b, 1, &mo, &m) == 0);
-		CU_ASSERT_FATAL(cw_move_nsteps(m) == 1);
-		CU_ASSERT_FATAL(cw_move_step(m, 0, &st) == 0);
-		CU_ASSERT(st.dst_disk_id != cs[1].disk_id && st.dst_disk_id != 3);
-		CU_ASSERT_FATAL(cw_move_commit(m) == 0);
-		check_apart(p, NULL);
-	}
-	tp_check_totals(t.pool, 0);
-	tp_reopen(&t);
-	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
-	check_apart(p, NULL);
-	/* Off disk 3 entirely: copy 1 leaves it as well as copy 0, each to
-	 * the one of disks 1 and 2 the block's other copy is not on. */
-	CU_ASSERT_FATAL(cw_move_plan(p, 0, 12, &mo, &m) == 0);
-	CU_ASSERT(cw_move_nsteps(m) == 4);
-	for (size_t k = 0; k < cw_move_nsteps(m); k++) {
-		struct cw_copy cs[CW_COPIES_MAX];
-		struct cw_move_step st;
-
-		CU_ASSERT_FATAL(cw_move_step(m, k, &st) == 0);
-		CU_ASSERT_FATAL(cw_part_block_copies(p, st.block, cs) == 0);
-		CU_ASSERT(st.src_disk_id == 3 && st.copy == 1 && cs[1].disk_id == 3);
-		CU_ASSERT(st.dst_disk_id == (cs[0].disk_id == 1 ? 2u : 1u));
-	}
-	CU_ASSERT_FATAL(cw_move_commit(m) == 0);
-	check_apart(p, NULL);
-	CU_ASSERT(disk_free(t.pool, 3) == 100);
-	tp_check_totals(t.pool, 0);
-	tp_reopen(&t);
-	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
-	check_apart(p, NULL);
-	tp_fini(&t);
-}
-
 /* The block's bytes at copy c, in buf. */
 static void read_copy(struct cw_pool *pool, struct cw_part *p, uint64_t b, unsigned c,
 		      uint8_t *buf)
@@ -400,6 +344,89 @@ static unsigned drive_copies(struct cw_pool *pool, unsigned stop)
 		n++;
 	}
 	return n;
+}
+
+/* A move of a mirrored partition never puts a block beside its other copy. */
+static void test_move(void)
+{
+	static const uint64_t three[] = { 101, 101, 101 };
+	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
+	uint32_t to[] = { 1, 2 };
+	struct cw_move_opts mo = { .placement = CW_PLACE_ROTATION, .disk_ids = to, .ndisks = 2 };
+	struct cw_move *m;
+	struct cw_part *p;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 12 * TP_BS, &o2, &p) == 0);
+	/* Block by block: each with copy 0 on disk 3 has copy 1 on disk 1
+	 * (rotation puts it on the next disk), so copy 0 must go to 2. */
+	for (uint64_t b = 0; b < 12; b++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+		struct cw_move_step st;
+
+		CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
+		if (cs[0].disk_id != 3)
+			continue;
+		CU_ASSERT_FATAL(cw_move_plan(p, b, 1, &mo, &m) == 0);
+		CU_ASSERT_FATAL(cw_move_nsteps(m) == 1);
+		CU_ASSERT_FATAL(cw_move_step(m, 0, &st) == 0);
+		CU_ASSERT(st.dst_disk_id != cs[1].disk_id && st.dst_disk_id != 3);
+		CU_ASSERT_FATAL(cw_move_commit(m) == 0);
+		check_apart(p, NULL);
+	}
+	tp_check_totals(t.pool, 0);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, NULL);
+	/* Off disk 3 entirely: copy 1 leaves it as well as copy 0, each to
+	 * the one of disks 1 and 2 the block's other copy is not on. */
+	CU_ASSERT_FATAL(cw_move_plan(p, 0, 12, &mo, &m) == 0);
+	CU_ASSERT(cw_move_nsteps(m) == 4);
+	for (size_t k = 0; k < cw_move_nsteps(m); k++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+		struct cw_move_step st;
+
+		CU_ASSERT_FATAL(cw_move_step(m, k, &st) == 0);
+		CU_ASSERT_FATAL(cw_part_block_copies(p, st.block, cs) == 0);
+		CU_ASSERT(st.src_disk_id == 3 && st.copy == 1 && cs[1].disk_id == 3);
+		CU_ASSERT(st.dst_disk_id == (cs[0].disk_id == 1 ? 2u : 1u));
+	}
+	CU_ASSERT_FATAL(cw_move_commit(m) == 0);
+	check_apart(p, NULL);
+	CU_ASSERT(disk_free(t.pool, 3) == 100);
+	/* An evacuation of a disk that holds only copies 1: journalled and
+	 * carried out, each to the disk that does not hold its copy 0. */
+	{
+		struct cw_part_opts os = { .placement = CW_PLACE_SINGLE, .disk_id = 1, .copies = 2 };
+		struct cw_copy cs[CW_COPIES_MAX];
+		uint64_t *ids = NULL;
+		struct cw_part *q;
+		size_t n = 0;
+
+		CU_ASSERT_FATAL(cw_part_create(t.pool, "q", 6 * TP_BS, &os, &q) == 0);
+		CU_ASSERT_FATAL(cw_part_block_copies(q, 0, cs) == 0);
+		CU_ASSERT_FATAL(cs[0].disk_id == 1 && cs[1].disk_id != 1);
+		CU_ASSERT_FATAL(cw_disk_evacuate(t.pool, cs[1].disk_id, &ids, &n) == 0 && n >= 1);
+		free(ids);
+		CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move_block WHERE copy = 1") >= 6);
+		CU_ASSERT(drive_copies(t.pool, 0) >= 6);
+		for (uint64_t b = 0; b < 6; b++) {
+			struct cw_copy now[CW_COPIES_MAX];
+
+			CU_ASSERT_FATAL(cw_part_block_copies(q, b, now) == 0);
+			CU_ASSERT(now[0].disk_id == 1 && now[1].disk_id != 1 &&
+				  now[1].disk_id != cs[1].disk_id);
+		}
+		CU_ASSERT(disk_free(t.pool, cs[1].disk_id) == 100);
+		check_apart(q, NULL);
+		check_apart(p, NULL);
+	}
+	tp_check_totals(t.pool, 0);
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	check_apart(p, NULL);
+	tp_fini(&t);
 }
 
 /* Copies out of sync rewritten in place from a copy in sync by a
