@@ -45,12 +45,16 @@ static const struct command commands[] = {
 	  "by its mechanics: \"ssd channels=8 stripe=128K write=3 gc=1G/50ms bus=500MB/s\".\n"
 	  "--domain D puts it in failure domain D (see disk set).\n",
 	  c_disk_add },
-	{ "disk", "set", "NAME --domain DOMAIN",
+	{ "disk", "set", "NAME [--domain DOMAIN] [--spare | --no-spare]",
 	  "Sets the disk's failure domain: disks that fail together (a shelf, a host)\n"
 	  "share one, and the copies of a block (part create --copies) are kept in\n"
 	  "distinct domains.  \"\" gives the disk its own, the default.  An image\n"
 	  "(tier rbd) never shares a domain with a local disk.  Refused when a\n"
-	  "block would then have two copies in one domain.\n", c_disk_set },
+	  "block would then have two copies in one domain.\n"
+	  "--spare makes an empty disk a spare: no partition is placed on it, and\n"
+	  "when a disk is taken for gone (or is missing at start) a spare with room\n"
+	  "replaces it at once, its copies rebuilt there (see disk replace).\n"
+	  "--no-spare makes it a data disk again.\n", c_disk_set },
 	{ "disk", "list", "", "Lists the disks of the pool.\n", NULL, CW_CTL_CMD_DISK_LIST, NULL,
 	  print_disks },
 	{ "disk", "remove", "NAME",
@@ -61,6 +65,14 @@ static const struct command commands[] = {
 	  "so that it can be removed.  Refused up front, with the numbers, when the\n"
 	  "other disks lack the free space.  --watch follows the moves to their end.\n",
 	  c_disk_evacuate },
+	{ "disk", "replace", "OLD NEW [--watch [--interval SECONDS]]",
+	  "Replaces disk OLD by NEW, a disk of the pool (disk add it first): every\n"
+	  "block on OLD goes to NEW as best effort in the slack, journalled like a\n"
+	  "move; a copy of a mirrored partition that is out of sync on OLD, or on an\n"
+	  "OLD that is missing, is rebuilt onto NEW from a copy in sync.  Refused,\n"
+	  "naming the partition and blocks, when OLD is missing and holds their only\n"
+	  "copy in sync.  --watch follows the moves and then removes OLD.\n",
+	  c_disk_replace },
 	{ "disk", "calibrate", "NAME [--quick] [--percentile P]",
 	  "Measures the disk's service times (seek curve, zone rates, block sizes)\n"
 	  "with O_DIRECT reads and stores the model admission uses.  A progress bar\n"
@@ -106,6 +118,20 @@ static const struct command commands[] = {
 	  "effort (in the slack of disks with streams) while it is served.  Refused\n"
 	  "up front when the targets lack the room.  The move survives restarts;\n"
 	  "--watch follows it to its end (a progress bar on a terminal).\n", c_part_move },
+	{ "part", "rebuild", "NAME [--watch [--interval SECONDS]]",
+	  "Rewrites the copies of a mirrored partition that are out of sync (on disks\n"
+	  "present) from a copy in sync, as best effort in the slack, journalled like\n"
+	  "a move (move pause, resume, cancel; it resumes after a restart).  Each copy\n"
+	  "is marked in sync once its rewrite is durable.  clockwised starts one by\n"
+	  "itself for the regions a crash left dirty.\n", c_part_rebuild },
+	{ "part", "scrub", "NAME [--repair] [--watch [--interval SECONDS]]",
+	  "Reads every copy in sync of every block of a mirrored partition, as best\n"
+	  "effort in the slack, and compares it with the block's first copy in sync\n"
+	  "(copy 0 when all say they are in sync): the blocks that differ are counted\n"
+	  "and listed (move list).  --repair rewrites a copy that differs from that\n"
+	  "one.  Journalled like a move (pause, resume, cancel, resumed after a\n"
+	  "restart); --watch follows it and exits 1 when copies differed.\n",
+	  c_part_scrub },
 	{ "part", "list", "", "Lists the partitions.\n", NULL, CW_CTL_CMD_PART_LIST, NULL, print_parts },
 	{ "part", "show", "NAME [--all]",
 	  "Shows a partition, its blocks per disk and its runs (blocks consecutive on\n"

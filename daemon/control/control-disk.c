@@ -32,6 +32,7 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 	/* The failure domain: named, or the disk's own (its name). */
 	cwc_add(o, "domain", cwc_jstr(d->domain[0] ? d->domain : d->name));
 	cwc_add(o, "state", cwc_jstr(cwc_disk_state_name(d->state)));
+	cwc_add(o, "spare", json_object_new_boolean(d->spare));
 	cwc_add(o, "path", cwc_jstr(d->path));
 	cwc_add(o, "capacity", cw_ctl_json_u64(d->capacity_bytes));
 	cwc_add(o, "size", cw_ctl_json_u64(d->data_blocks * bs));
@@ -151,12 +152,14 @@ int cwc_cmd_disk_add(struct ctx *c, json_object **ret)
 	return 0;
 }
 
-/* disk.set: a disk's failure domain ("" or absent: its own). */
+/* disk.set: a disk's failure domain ("" or absent: its own; left as it
+ * is when only spare is given), and whether it is a spare. */
 int cwc_cmd_disk_set(struct ctx *c, json_object **ret)
 {
 	const char *domain = cw_ctl_arg_str(c->req, "domain");
 	struct cw_disk_info d;
-	int r;
+	bool spare, has_spare;
+	int r = 0;
 
 	if (cwc_find_disk(c, cw_ctl_arg_str(c->req, "name"), &d) < 0)
 		return -1;
@@ -164,7 +167,11 @@ int cwc_cmd_disk_set(struct ctx *c, json_object **ret)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST,
 				"domain \"%s\": 1-%d characters of A-Z a-z 0-9 . _ -, "
 				"not starting with . or -", domain, CW_NAME_MAX);
-	r = cw_disk_set_domain(c->srv->pool, d.id, domain);
+	has_spare = cw_ctl_arg_bool(c->req, "spare", &spare);
+	if (domain || !has_spare)
+		r = cw_disk_set_domain(c->srv->pool, d.id, domain);
+	if (r == 0 && has_spare)
+		r = cw_disk_set_spare(c->srv->pool, d.id, spare);
 	if (r == 0)
 		r = cw_disk_info(c->srv->pool, d.id, &d);
 	if (r < 0)

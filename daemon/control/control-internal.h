@@ -173,6 +173,9 @@ int cwc_cmd_part_show(struct ctx *c, json_object **ret);
 int cwc_cmd_part_resize(struct ctx *c, json_object **ret);
 /* control-move.c */
 int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret);
+int cwc_cmd_disk_replace(struct ctx *c, json_object **ret);
+int cwc_cmd_part_rebuild(struct ctx *c, json_object **ret);
+int cwc_cmd_part_scrub(struct ctx *c, json_object **ret);
 int cwc_cmd_part_move(struct ctx *c, json_object **ret);
 /* control-cache.c */
 int cwc_cmd_part_cache(struct ctx *c, json_object **ret);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Move commands of the control server: disk.evacuate, part.move, and
+ * Move commands of the control server: disk.evacuate, disk.replace,
+ * part.move, part.rebuild, part.scrub, and
  * move.list / pause / resume / cancel over the pool's journalled moves
  * (clockwise/mover.h).  The daemon's mover carries them out; a change
  * here wakes it through the moves_changed hook.
@@ -44,6 +45,7 @@ static json_object *move_json(struct ctx *c, const struct cw_move_info *m)
 	uint64_t bs = cw_pool_block_size(c->srv->pool), left, *blocks = NULL;
 	int64_t end = m->finished_ns ? m->finished_ns : realtime_ns();
 	double secs = (double)(end - m->created_ns) / 1e9, rate;
+	bool scrub = m->kind == CW_MOVE_SCRUB || m->kind == CW_MOVE_REPAIR;
 	size_t nb = 0;
 
 	left = m->blocks - CW_MIN(m->blocks, m->done + m->failed + m->skipped);
@@ -52,9 +54,9 @@ static json_object *move_json(struct ctx *c, const struct cw_move_info *m)
 	cwc_add(o, "kind", cwc_jstr(cw_move_kind_name(m->kind)));
 	cwc_add(o, "state", cwc_jstr(cw_move_state_name(m->state)));
 	cwc_add(o, "part", cwc_jstr(m->part));
-	if (m->kind == CW_MOVE_EVACUATE)
+	if (m->kind == CW_MOVE_EVACUATE || m->kind == CW_MOVE_REPLACE)
 		cwc_add(o, "disk_id", json_object_new_int64(m->disk_id));
-	else {
+	else if (m->kind != CW_MOVE_REBUILD && !scrub) {
 		cwc_add(o, "policy", cwc_jstr(cw_placement_name(m->opts.placement)));
 		cwc_add(o, "tier", cwc_jstr(cw_tier_pref_name(m->opts.tier)));
 		cwc_add(o, "zone", cwc_jstr(cw_zone_pref_name(m->opts.zone)));
@@ -67,6 +69,7 @@ static json_object *move_json(struct ctx *c, const struct cw_move_info *m)
 	cwc_add(o, "bytes_copied", cw_ctl_json_u64(m->bytes_copied));
 	cwc_add(o, "block_size", cw_ctl_json_u64(bs));
 	cwc_add(o, "mb_s", json_object_new_double(rate / 1e6));
+	cwc_add(o, "elapsed_s", json_object_new_double(secs));
 	if (m->state == CW_MOVE_RUNNING && rate > 0)
 		cwc_add(o, "eta_s", json_object_new_double((double)(left * bs) / rate));
 	cwc_add(o, "created_ns", json_object_new_int64(m->created_ns));
@@ -74,11 +77,14 @@ static json_object *move_json(struct ctx *c, const struct cw_move_info *m)
 		cwc_add(o, "finished_ns", json_object_new_int64(m->finished_ns));
 	if (m->error[0])
 		cwc_add(o, "error", cwc_jstr(m->error));
+	/* A scrub's failed blocks are those whose copies differ. */
+	if (scrub)
+		cwc_add(o, "differ", cw_ctl_json_u64(m->failed));
 	if (m->failed && cw_move_failed_blocks(c->srv->pool, m->id, &blocks, &nb) == 0) {
 		bad = json_object_new_array();
 		for (size_t i = 0; i < nb && i < FAILED_LISTED; i++)
 			json_object_array_add(bad, cw_ctl_json_u64(blocks[i]));
-		cwc_add(o, "failed_blocks", bad);
+		cwc_add(o, scrub ? "differing_blocks" : "failed_blocks", bad);
 		free(blocks);
 	}
 	return o;
@@ -287,27 +293,18 @@ void cwc_moves_retry_postponed(struct cwc_server *srv)
 		srv->o.hooks.moves_changed(srv->o.hooks.userdata);
 }
 
-int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
+/* The reply of a command that journalled moves ids[0..n) for disk d. */
+static int reply_disk_moves(struct ctx *c, const struct cw_disk_info *d, const uint64_t *ids,
+			    size_t n, json_object **ret)
 {
-	const char *name = cw_ctl_arg_str(c->req, "name");
-	_cleanup_free_ uint64_t *ids = NULL;
-	struct cw_disk_info d;
 	json_object *moves;
-	size_t n = 0;
-	int r;
 
-	if (cwc_find_disk(c, name, &d) < 0)
-		return -1;
-	r = cw_disk_evacuate_paused(c->srv->pool, d.id, "checked against the reservations", &ids,
-				    &n);
-	if (r < 0)
-		return cwc_fail_pool(c, r, name);
 	if (rule2_moves(c, ids, n) < 0)
 		return -1;
 	moves_changed(c);
 	*ret = json_object_new_object();
-	cwc_add(*ret, "disk", cwc_jstr(d.name));
-	cwc_add(*ret, "disk_id", json_object_new_int64(d.id));
+	cwc_add(*ret, "disk", cwc_jstr(d->name));
+	cwc_add(*ret, "disk_id", json_object_new_int64(d->id));
 	moves = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
 		struct cw_move_info m;
@@ -317,6 +314,84 @@ int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
 	}
 	cwc_add(*ret, "moves", moves);
 	return 0;
+}
+
+int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name");
+	_cleanup_free_ uint64_t *ids = NULL;
+	struct cw_disk_info d;
+	size_t n = 0;
+	int r;
+
+	if (cwc_find_disk(c, name, &d) < 0)
+		return -1;
+	r = cw_disk_evacuate_paused(c->srv->pool, d.id, "checked against the reservations", &ids,
+				    &n);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	return reply_disk_moves(c, &d, ids, n, ret);
+}
+
+/* disk.replace: every copy on disk name moved or rebuilt onto disk new
+ * (cw_disk_replace); once they are done the disk holds nothing and
+ * disk.remove takes it out (cwctl disk replace --watch does). */
+int cwc_cmd_disk_replace(struct ctx *c, json_object **ret)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name");
+	_cleanup_free_ uint64_t *ids = NULL;
+	struct cw_disk_info d, nd;
+	size_t n = 0;
+	int r;
+
+	if (cwc_find_disk(c, name, &d) < 0 || cwc_find_disk(c, cw_ctl_arg_str(c->req, "new"), &nd) < 0)
+		return -1;
+	r = cw_disk_replace(c->srv->pool, d.id, nd.id, "checked against the reservations", &ids, &n);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	r = reply_disk_moves(c, &d, ids, n, ret);
+	if (r == 0)
+		cwc_add(*ret, "new", cwc_jstr(nd.name));
+	return r;
+}
+
+static int scrub_or_rebuild(struct ctx *c, json_object **ret, bool scrub)
+{
+	const char *name = cw_ctl_arg_str(c->req, "name");
+	struct cw_part *part;
+	bool repair = false;
+	uint64_t id = 0;
+	int r;
+
+	if (cwc_find_part(c, name, &part) < 0)
+		return -1;
+	cw_ctl_arg_bool(c->req, "repair", &repair);
+	r = scrub ? cw_part_scrub(part, repair, &id)
+		  : cw_part_rebuild(part, &id);
+	if (r < 0)
+		return cwc_fail_pool(c, r, name);
+	if (!id) {
+		*ret = json_object_new_object();
+		cwc_add(*ret, "part", cwc_jstr(name));
+		cwc_add(*ret, "moves", json_object_new_array());
+		return 0;
+	}
+	moves_changed(c);
+	return reply_move(c, id, ret);
+}
+
+/* part.rebuild: the partition's copies out of sync rewritten in place
+ * from copies in sync (cw_part_rebuild). */
+int cwc_cmd_part_rebuild(struct ctx *c, json_object **ret)
+{
+	return scrub_or_rebuild(c, ret, false);
+}
+
+/* part.scrub: every copy in sync compared with the block's reference,
+ * and with repair rewritten from it when it differs (cw_part_scrub). */
+int cwc_cmd_part_scrub(struct ctx *c, json_object **ret)
+{
+	return scrub_or_rebuild(c, ret, true);
 }
 
 /* "A,B": disk names or ids, into ids[] (at most CW_DISKS_MAX). */

@@ -24,6 +24,10 @@
  *   - A disk the daemon could not open at start has its copies marked out
  *     of sync before any export is made (pb_mirror_missing): their
  *     partitions are served from the survivors instead of not at all.
+ *   - A disk taken for gone, or missing at start, is replaced by a spare
+ *     of the pool with room for its blocks, if there is one
+ *     (spare_takeover, cw_disk_replace): the mover rebuilds its copies
+ *     there from the survivors at once, with no command.
  *
  * Nothing here runs for a partition with one copy: lane.c calls in only
  * for a failed piece, and for a request whose mirror_state is set.  The
@@ -44,6 +48,33 @@ static void say_degraded(struct disk *d, const char *part, const char *why)
 		cwd_log(LOG_WARNING, "disk %s (%s): %s; its copies of mirrored partitions are marked "
 			"out of sync and served from the other copies (partition %s degraded)",
 			d->name, d->path, why, part);
+}
+
+/* Disk id (named name), gone, is replaced by a spare with room for what
+ * it holds, if the pool has one. */
+static void spare_takeover(struct pb *pb, uint32_t id, const char *name)
+{
+	uint64_t *ids = NULL;
+	struct cw_disk_info di, si;
+	uint32_t spare;
+	size_t n = 0;
+	int r;
+
+	if (cw_disk_info(pb->pool, id, &di) < 0 || di.free_blocks == di.data_blocks)
+		return;
+	spare = cw_pool_spare(pb->pool, di.data_blocks - di.free_blocks);
+	if (!spare || cw_disk_info(pb->pool, spare, &si) < 0)
+		return;
+	r = cw_disk_replace(pb->pool, id, spare, NULL, &ids, &n);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "disk %s is gone and spare %s does not replace it: %s", name,
+			si.name, cw_pool_last_error(pb->pool)->msg);
+		return;
+	}
+	free(ids);
+	cwd_log(LOG_WARNING, "disk %s is gone: spare %s replaces it, its copies are rebuilt there "
+		"(%zu moves; cwctl move list)", name, si.name, n);
+	pb_mover_kick(pb);
 }
 
 /* Failures within one second that take a disk for gone. */
@@ -72,6 +103,8 @@ static void count_failure(struct pb *pb, struct disk *d, const char *part)
 			"gone, every copy of mirrored partitions on it marked out of sync (%" PRIu64
 			" more; partition %s and any other with copies there degraded)", d->name,
 			d->path, DISK_FAILED_ERRORS, marked, part);
+	if (r == 0)
+		spare_takeover(pb, d->id, d->name);
 }
 
 int pb_mirror_failed(struct lane *l, struct piece *p, int err)
@@ -222,6 +255,8 @@ void pb_mirror_missing(struct pb *pb)
 			cwd_log(LOG_WARNING, "disk %s is not open: %" PRIu64 " copies of blocks of "
 				"mirrored partitions on it are marked out of sync; those partitions "
 				"are served from the other copies (degraded)", infos[i].name, marked);
+		if (r == 0 && !infos[i].spare)
+			spare_takeover(pb, infos[i].id, infos[i].name);
 	}
 	free(infos);
 }

@@ -16,6 +16,10 @@
  * disk list of every export of the partition, so a client's FLUSH syncs
  * the writes that are mirrored there.
  *
+ * A scrub's block (t.verify) reads its destination too, into a second
+ * buffer, once the source is read; the two are compared, and only a
+ * repair of one that differs writes (and syncs) the destination.
+ *
  * On a disk without streams the mover takes at most mover_share percent
  * of the disk's time while other best-effort clients use it (its cost as
  * the best-effort order counts it, the model's mean service time of each
@@ -158,9 +162,26 @@ static void pace_after(struct pb *pb, struct pace *pc, const struct cw_mover_tas
 
 /* ---- one batch ---- */
 
-/* Copies the batch's blocks, pipelined, and tells the library. */
-static void copy_batch(struct pb *pb, const struct cw_mover_task *t, unsigned n, void **bufs)
+/* Submits the write of task t's block (buf, read from its source) to its
+ * destination; 1 if submitted. */
+static unsigned write_dst(struct pb *pb, struct batch_io *b, struct io_tag *tag,
+			  const struct cw_mover_task *t, void *buf, struct cw_mover_outcome *out,
+			  bool *wrote)
 {
+	int r = batch_submit(pb, b, tag, t->dst_disk_id, CW_IO_WRITE, t->dst_offset, t->length,
+			     buf);
+
+	if (r < 0)
+		out->write_err = r;
+	*wrote = r == 0;
+	return r == 0;
+}
+
+/* Copies the batch's blocks, pipelined, and tells the library. */
+static void copy_batch(struct pb *pb, const struct cw_mover_task *t, unsigned n, void **bufs,
+		       void **vbufs)
+{
+	bool got_src[CW_MOVER_DEPTH_MAX] = { false }, wrote[CW_MOVER_DEPTH_MAX] = { false };
 	struct batch_io b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 	struct io_tag tags[CW_MOVER_DEPTH_MAX], sync_tags[CW_MOVER_DEPTH_MAX];
 	struct cw_mover_outcome out[CW_MOVER_DEPTH_MAX] = { { 0, 0 } };
@@ -196,18 +217,27 @@ static void copy_batch(struct pb *pb, const struct cw_mover_task *t, unsigned n,
 			if (ev[e].op == CW_IO_FSYNC) {
 				for (unsigned j = 0; ev[e].err && j < n; j++)
 					if (t[j].dst_disk_id == sync_disk[i] && !out[j].read_err &&
-					    !out[j].write_err)
+					    !out[j].write_err && wrote[j])
 						out[j].write_err = ev[e].err;
 			} else if (ev[e].op == CW_IO_WRITE) {
 				out[i].write_err = ev[e].err;
+			} else if (t[i].verify && got_src[i]) {
+				/* The destination read: unreadable counts as differing. */
+				out[i].differs = ev[e].err || memcmp(bufs[i], vbufs[i], t[i].length);
+				if (out[i].differs && t[i].repair)
+					nw += write_dst(pb, &b, &tags[i], &t[i], bufs[i], &out[i],
+							&wrote[i]);
 			} else if (ev[e].err) {
 				out[i].read_err = ev[e].err;
-			} else {
-				r = batch_submit(pb, &b, &tags[i], t[i].dst_disk_id, CW_IO_WRITE,
-						 t[i].dst_offset, t[i].length, bufs[i]);
+			} else if (t[i].verify) {
+				got_src[i] = true;
+				r = batch_submit(pb, &b, &tags[i], t[i].dst_disk_id, CW_IO_READ,
+						 t[i].dst_offset, t[i].length, vbufs[i]);
 				if (r < 0)
-					out[i].write_err = r;
+					out[i].differs = true;
 				nw += r == 0;
+			} else {
+				nw += write_dst(pb, &b, &tags[i], &t[i], bufs[i], &out[i], &wrote[i]);
 			}
 		}
 		if (nw)
@@ -224,7 +254,7 @@ static void copy_batch(struct pb *pb, const struct cw_mover_task *t, unsigned n,
 		for (unsigned i = 0; i < n; i++) {
 			unsigned k;
 
-			if (out[i].read_err || out[i].write_err)
+			if (out[i].read_err || out[i].write_err || !wrote[i])
 				continue;
 			for (k = 0; k < nsync && sync_disk[k] != t[i].dst_disk_id; k++)
 				;
@@ -235,7 +265,7 @@ static void copy_batch(struct pb *pb, const struct cw_mover_task *t, unsigned n,
 			sync_tags[k].idx = k;
 			r = batch_submit(pb, &b, &sync_tags[k], sync_disk[k], CW_IO_FSYNC, 0, 0, NULL);
 			for (unsigned i = 0; r < 0 && i < n; i++)
-				if (t[i].dst_disk_id == sync_disk[k] && !out[i].read_err)
+				if (t[i].dst_disk_id == sync_disk[k] && !out[i].read_err && wrote[i])
 					out[i].write_err = r;
 		}
 		if (!nsync)
@@ -251,6 +281,11 @@ static void copy_batch(struct pb *pb, const struct cw_mover_task *t, unsigned n,
 			cwd_log(LOG_ERR, "move %" PRIu64 ": writing block %" PRIu64 " to disk %u "
 				"failed (%s): the move pauses", t[i].move_id, t[i].block,
 				t[i].dst_disk_id, strerror(-out[i].write_err));
+		else if (out[i].differs)
+			cwd_log(LOG_WARNING, "scrub %" PRIu64 ": copy %u of block %" PRIu64 " (disk %u) "
+				"differs from the copy on disk %u%s", t[i].move_id, t[i].copy,
+				t[i].block, t[i].dst_disk_id, t[i].src_disk_id,
+				t[i].repair ? ": rewritten from it" : "");
 	}
 	if (cw_mover_copied_batch(pb->pool, out, n) < 0)
 		cwd_log(LOG_ERR, "move %" PRIu64 ": the mover lost its batch", t[0].move_id);
@@ -281,7 +316,7 @@ static void *mover_main(void *arg)
 {
 	struct pb *pb = arg;
 	unsigned depth = pb->cfg->mover_depth ? pb->cfg->mover_depth : 1;
-	void *bufs[CW_MOVER_DEPTH_MAX] = { NULL };
+	void *bufs[CW_MOVER_DEPTH_MAX] = { NULL }, *vbufs[CW_MOVER_DEPTH_MAX] = { NULL };
 	struct cw_mover_task t[CW_MOVER_DEPTH_MAX];
 	_cleanup_free_ struct pace *pc = calloc(1, sizeof(*pc));
 	bool logged_idle = true;
@@ -289,6 +324,10 @@ static void *mover_main(void *arg)
 	for (unsigned i = 0; i < depth && pc; i++)
 		if (posix_memalign(&bufs[i], 4096, pb->block_size) != 0)
 			bufs[i] = NULL;
+		else if (posix_memalign(&vbufs[i], 4096, pb->block_size) != 0) {
+			free(bufs[i]);
+			bufs[i] = vbufs[i] = NULL;
+		}
 	if (!pc || !bufs[depth - 1]) {
 		cwd_log(LOG_ERR, "the mover has no memory for %u blocks: moves do not run", depth);
 		goto out;
@@ -317,14 +356,16 @@ static void *mover_main(void *arg)
 		case CW_MOVER_COPY:
 			logged_idle = false;
 			pace_wait(pb, pc, t, n);
-			copy_batch(pb, t, n, bufs);
+			copy_batch(pb, t, n, bufs, vbufs);
 			pace_after(pb, pc, t, n);
 			break;
 		}
 	}
 out:
-	for (unsigned i = 0; i < depth; i++)
+	for (unsigned i = 0; i < depth; i++) {
 		free(bufs[i]);
+		free(vbufs[i]);
+	}
 	return NULL;
 }
 

@@ -232,9 +232,19 @@ void lay_move_free(struct cw_move *m)
 /* Frees a plan that is no longer linked, with its reserved targets. */
 void lay_move_drop(struct cw_pool *pool, struct cw_move *m)
 {
-	for (size_t k = 0; k < m->nsteps; k++)
-		lay_free_entries(pool, &m->new[m->steps[k].block - m->first], 1);
+	lay_move_drop_steps(pool, m);
 	lay_move_free(m);
+}
+
+void lay_move_drop_steps(struct cw_pool *pool, struct cw_move *m)
+{
+	for (size_t k = 0; k < m->nsteps; k++) {
+		uint64_t e = lay_step_dst(pool, &m->steps[k]);
+
+		if (e != ENTRY(m->steps[k].src_disk_id, m->steps[k].src_offset >> pool->bshift))
+			lay_free_entries(pool, &e, 1);
+	}
+	m->nsteps = 0;
 }
 
 /* The disks a placement may use (layout-internal.h): partitions, moves
@@ -268,7 +278,7 @@ int lay_candidates(struct cw_pool *pool, const struct cw_part_opts *o, const uin
 
 			for (size_t k = 0; only && k < nonly; k++)
 				listed |= only[k] == i;
-			if (!d || d->state != CW_DISK_PRESENT || !listed)
+			if (!d || d->state != CW_DISK_PRESENT || !listed || (d->spare && !only))
 				continue;
 			if (pass == 0 && o->tier != CW_TIER_PREF_NONE && d->tier != want)
 				continue;

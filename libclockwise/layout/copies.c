@@ -147,11 +147,9 @@ int cw_disk_set_domain(struct cw_pool *pool, uint32_t disk_id, const char *domai
 	if (!domain)
 		domain = "";
 	pthread_mutex_lock(&pool->lock);
-	d = disk_id >= 1 && disk_id <= CW_DISKS_MAX ? pool->disks[disk_id] : NULL;
-	if (!d) {
-		r = lay_set_error(pool, -ENOENT, "no disk %u in the pool", disk_id);
+	r = lay_disk_find(pool, disk_id, &d);
+	if (r < 0)
 		goto out;
-	}
 	if (domain[0] && !cw_name_valid(domain)) {
 		r = lay_set_error(pool, -EINVAL, "invalid domain '%s': use 1..%d of A-Z a-z 0-9 . _ -, "
 				  "not starting with . or -", domain, CW_NAME_MAX);
@@ -332,9 +330,7 @@ int lay_stale_store_chunk(struct meta *m, const struct cw_part *p, unsigned c, u
 	return meta_step(s);
 }
 
-/* Sets (stale) or clears the bits of copy c of blocks [b, b + n) in
- * memory; returns how many changed. */
-static uint64_t flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool stale)
+uint64_t lay_stale_flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool stale)
 {
 	uint64_t changed = 0;
 
@@ -358,23 +354,30 @@ static uint64_t flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool
 int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uint64_t n,
 			   bool stale)
 {
+	int r;
+
+	if (p->copies < 2 || copy >= p->copies)
+		return -EINVAL;
+	pthread_mutex_lock(&p->pool->lock);
+	r = lay_copy_set_stale(p, copy, block, n, stale);
+	pthread_mutex_unlock(&p->pool->lock);
+	return r;
+}
+
+int lay_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uint64_t n, bool stale)
+{
 	struct cw_pool *pool = p->pool;
 	uint64_t nb, gone;
 	int r = 0;
 
-	if (p->copies < 2 || copy >= p->copies)
-		return -EINVAL;
-	pthread_mutex_lock(&pool->lock);
 	nb = atomic_load(&p->nblocks);
-	if (block > nb || n > nb - block) {
-		r = -ERANGE;
-		goto out;
-	}
+	if (block > nb || n > nb - block)
+		return -ERANGE;
 	/* Only these blocks change: the partition's availability follows
 	 * them without a look at the rest (a failing disk marks piece by
 	 * piece). */
 	gone = lay_part_gone(p, block, n);
-	if (n == 0 || flip(p, copy, block, n, stale) == 0)
+	if (n == 0 || lay_stale_flip(p, copy, block, n, stale) == 0)
 		goto out;	/* nothing changes: the database already says so */
 	r = meta_begin(pool->meta);
 	for (uint64_t ch = block >> CHUNK_SHIFT; r == 0 && ch <= (block + n - 1) >> CHUNK_SHIFT;
@@ -382,10 +385,9 @@ int cw_part_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uin
 		r = lay_stale_store_chunk(pool->meta, p, copy, ch);
 	r = meta_end(pool->meta, r);
 	if (r < 0 && !stale)
-		flip(p, copy, block, n, true);	/* still stale on disk: stays so */
+		lay_stale_flip(p, copy, block, n, true);	/* still stale on disk: stays so */
 	lay_part_gone_changed(p, gone, lay_part_gone(p, block, n));
 out:
-	pthread_mutex_unlock(&pool->lock);
 	return r;
 }
 
@@ -436,7 +438,7 @@ int cw_pool_disk_set_stale(struct cw_pool *pool, uint32_t disk_id, uint64_t *ret
 
 				for (uint64_t b = ch << CHUNK_SHIFT; b < end; b++)
 					if (ENTRY_DISK(lay_copy_entry(p, c, b)) == disk_id)
-						m += flip(p, c, b, 1, true);
+						m += lay_stale_flip(p, c, b, 1, true);
 				if (m)
 					r = lay_stale_store_chunk(pool->meta, p, c, ch);
 				marked += m;

@@ -206,7 +206,7 @@ int lay_intent_truncate(struct meta *m, const struct cw_part *p, uint64_t nblock
 
 /* Region g of p after a crash: every copy of its blocks but the first in
  * sync out of sync, in memory; returns whether any bit changed. */
-static bool recover_region(struct cw_part *p, uint64_t g)
+static bool recover_region(struct cw_part *p, uint64_t g, uint64_t *marked)
 {
 	uint64_t nb = atomic_load(&p->nblocks), b0 = g * CW_INTENT_REGION_BLOCKS;
 	uint64_t n = CW_MIN((uint64_t)CW_INTENT_REGION_BLOCKS, nb - b0), kept = 0, set = 0;
@@ -220,6 +220,7 @@ static bool recover_region(struct cw_part *p, uint64_t g)
 		uint64_t lose = insync & kept;
 
 		kept |= insync;
+		marked[c] = lose;
 		if (lose) {
 			atomic_fetch_or(w, lose);
 			atomic_fetch_add(&p->stale, (uint64_t)__builtin_popcountll(lose));
@@ -227,6 +228,27 @@ static bool recover_region(struct cw_part *p, uint64_t g)
 		}
 	}
 	return set != 0;
+}
+
+/* Remembers the copies of region g of p just marked, for the resync at
+ * the end of the open (lay_rebuild_recovered).  Best effort: without
+ * memory they stay marked, to be rebuilt by command. */
+static void remember(struct cw_pool *pool, struct cw_part *p, uint64_t g, const uint64_t *marked)
+{
+	if (pool->nresync == pool->resync_cap) {
+		size_t cap = pool->resync_cap ? 2 * pool->resync_cap : 64;
+		struct lay_resync *nv = realloc(pool->resync, cap * sizeof(*nv));
+
+		if (!nv)
+			return;
+		pool->resync = nv;
+		pool->resync_cap = cap;
+	}
+	pool->resync[pool->nresync].part_id = p->id;
+	pool->resync[pool->nresync].region = g;
+	memcpy(pool->resync[pool->nresync].marked, marked,
+	       sizeof(pool->resync[pool->nresync].marked));
+	pool->nresync++;
 }
 
 int lay_intent_recover(struct cw_pool *pool, struct cw_error *err)
@@ -246,7 +268,7 @@ int lay_intent_recover(struct cw_pool *pool, struct cw_error *err)
 		return meta_err(err, r, "resyncing dirty regions: %s", strerror(-r));
 	}
 	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		uint64_t id = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t id = (uint64_t)sqlite3_column_int64(s, 0), marked[CW_COPIES_MAX] = { 0 };
 		int64_t g = sqlite3_column_int64(s, 1);
 
 		any = true;
@@ -256,9 +278,11 @@ int lay_intent_recover(struct cw_pool *pool, struct cw_error *err)
 		if (!p || p->copies < 2 || g < 0 ||
 		    (uint64_t)g * CW_INTENT_REGION_BLOCKS >= atomic_load(&p->nblocks))
 			continue;	/* gone, or shrunk past it: nothing to resync */
-		if (recover_region(p, (uint64_t)g))
-			for (unsigned c = 0; c < p->copies && r == 0; c++)
-				r = lay_stale_store_chunk(pool->meta, p, c,
+		if (!recover_region(p, (uint64_t)g, marked))
+			continue;
+		remember(pool, p, (uint64_t)g, marked);
+		for (unsigned c = 0; c < p->copies && r == 0; c++)
+			r = lay_stale_store_chunk(pool->meta, p, c,
 							  ((uint64_t)g * CW_INTENT_REGION_BLOCKS) >>
 							  CHUNK_SHIFT);
 	}

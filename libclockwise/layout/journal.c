@@ -30,10 +30,10 @@ static const char sql_move_insert[] =
 	"INSERT INTO move (kind, part, disk, state, placement, tier_pref, zone_pref, blocks,"
 	" created_ns, done, skipped) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, 0)";
 static const char sql_block_insert[] =
-	"INSERT INTO move_block (move, block, src_disk, src_pblock, dst_disk, dst_pblock, state)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)";
+	"INSERT INTO move_block (move, block, copy, src_disk, src_pblock, dst_disk, dst_pblock,"
+	" state) VALUES (?1, ?2, ?7, ?3, ?4, ?5, ?6, 0)";
 static const char sql_block_state[] =
-	"UPDATE move_block SET state = ?3 WHERE move = ?1 AND block = ?2";
+	"UPDATE move_block SET state = ?3 WHERE move = ?1 AND block = ?2 AND copy = ?4";
 static const char sql_move_counts[] =
 	"UPDATE move SET done = ?2, failed = ?3, skipped = ?4, bytes = ?5 WHERE id = ?1";
 static const char sql_move_state[] =
@@ -47,14 +47,15 @@ static const char sql_move_all[] =
 	" m.blocks, m.done, m.failed, m.skipped, m.bytes, m.created_ns, m.finished_ns, m.error,"
 	" coalesce(p.name, '') FROM move m LEFT JOIN part p ON p.id = m.part ORDER BY m.id";
 static const char sql_block_planned[] =
-	"SELECT block, src_disk, src_pblock, dst_disk, dst_pblock FROM move_block"
-	" WHERE move = ?1 AND state = 0 ORDER BY block";
+	"SELECT block, src_disk, src_pblock, dst_disk, dst_pblock, copy FROM move_block"
+	" WHERE move = ?1 AND state = 0 ORDER BY block, copy";
 static const char sql_block_failed[] =
-	"SELECT block FROM move_block WHERE move = ?1 AND state = 2 ORDER BY block";
+	"SELECT DISTINCT block FROM move_block WHERE move = ?1 AND state = 2 ORDER BY block";
 static const char sql_part_opts[] =
 	"UPDATE part SET placement = ?2, tier_pref = ?3, zone_pref = ?4 WHERE id = ?1";
 
-static const char *const kind_names[] = { "part", "evacuate", "promote", "demote" };
+static const char *const kind_names[] = { "part", "evacuate", "promote", "demote", "rebuild",
+					   "replace", "scrub", "repair" };
 static const char *const state_names[] = { "running", "paused", "done", "cancelled" };
 
 const char *cw_move_kind_name(enum cw_move_kind k)
@@ -132,11 +133,12 @@ int lay_journal_reserved(struct cw_pool *pool, int (*fn)(void *ctx, uint64_t ent
 	for (struct jmove *jm = pool->jmoves; jm && r == 0; jm = jm->next_move)
 		for (size_t k = jm->next + (lay_mover_in_flight(pool, jm) ? mv->n : 0);
 		     k < jm->nsteps && r == 0; k++)
-			r = fn(ctx, jm->steps[k].dst, jm->steps[k].block);
+			if (jm->steps[k].dst != jm->steps[k].src)	/* in place: the copy's */
+				r = fn(ctx, jm->steps[k].dst, jm->steps[k].block);
 	/* The batch: a switched block's source until it is given back, any
 	 * other's destination until then. */
 	for (unsigned i = 0; mv->phase != MV_NONE && i < mv->n && r == 0; i++)
-		if (mv->b[i].state != MB_END)
+		if (mv->b[i].state != MB_END && mv->b[i].st.src != mv->b[i].st.dst)
 			r = fn(ctx, mv->b[i].state == MB_MOVED ? mv->b[i].st.src : mv->b[i].st.dst,
 			       mv->b[i].st.block);
 	return r;
@@ -184,6 +186,7 @@ static int journal_insert(struct cw_pool *pool, struct cw_move *m, enum cw_move_
 		sqlite3_bind_int64(s, 4, (int64_t)(st->src_offset >> pool->bshift));
 		sqlite3_bind_int64(s, 5, st->dst_disk_id);
 		sqlite3_bind_int64(s, 6, (int64_t)(st->dst_offset >> pool->bshift));
+		sqlite3_bind_int64(s, 7, st->copy);
 		r = meta_step(s);
 	}
 	*ret_id = id;
@@ -211,6 +214,7 @@ static struct jmove *jmove_from_plan(struct cw_pool *pool, const struct cw_move 
 			.block = st->block,
 			.src = ENTRY(st->src_disk_id, st->src_offset >> pool->bshift),
 			.dst = ENTRY(st->dst_disk_id, st->dst_offset >> pool->bshift),
+			.copy = st->copy,
 		};
 	}
 	jm->nsteps = m->nsteps;
@@ -233,9 +237,9 @@ static struct jmove *jmove_from_plan(struct cw_pool *pool, const struct cw_move 
 /* Journals plans[0..n) (each of partition plans[i]->part) in one
  * transaction and hands their reservations over to the journal; on
  * failure every plan is dropped with its reservations.  Under the lock. */
-static int journal_plans(struct cw_pool *pool, struct cw_move **plans, size_t n,
-			 enum cw_move_kind kind, uint32_t disk, const struct cw_move_opts *o,
-			 bool set_opts, const char *paused, uint64_t *ret_ids)
+int lay_journal_plans(struct cw_pool *pool, struct cw_move **plans, size_t n,
+		      enum cw_move_kind kind, uint32_t disk, const struct cw_move_opts *o,
+		      bool set_opts, const char *paused, uint64_t *ret_ids)
 {
 	_cleanup_free_ struct jmove **jms = calloc(n ? n : 1, sizeof(*jms));
 	int64_t now = realtime_ns();
@@ -299,7 +303,7 @@ int cw_move_start_paused(struct cw_part *p, uint64_t first_block, uint64_t nbloc
 	int r;
 
 	pthread_mutex_lock(&pool->lock);
-	if (kind == CW_MOVE_EVACUATE || !cw_move_kind_name(kind)) {
+	if (kind != CW_MOVE_PART && kind != CW_MOVE_PROMOTE && kind != CW_MOVE_DEMOTE) {
 		r = lay_set_error(pool, -EINVAL, "invalid kind of move");
 		goto out;
 	}
@@ -310,7 +314,7 @@ int cw_move_start_paused(struct cw_part *p, uint64_t first_block, uint64_t nbloc
 	}
 	r = lay_move_plan(p, first_block, nblocks, opts, &m);
 	if (r == 0)
-		r = journal_plans(pool, &m, 1, kind, 0, opts, kind == CW_MOVE_PART, paused, &id);
+		r = lay_journal_plans(pool, &m, 1, kind, 0, opts, kind == CW_MOVE_PART, paused, &id);
 	if (r == 0)
 		*ret_id = id;
 out:
@@ -336,13 +340,12 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 	int r = 0;
 
 	pthread_mutex_lock(&pool->lock);
-	d = disk_id >= 1 && disk_id <= CW_DISKS_MAX ? pool->disks[disk_id] : NULL;
-	if (!d) {
-		r = lay_set_error(pool, -ENOENT, "no disk %u in the pool", disk_id);
+	r = lay_disk_find(pool, disk_id, &d);
+	if (r < 0)
 		goto out;
-	}
 	for (uint32_t i = 1; i <= CW_DISKS_MAX; i++)
-		if (i != disk_id && pool->disks[i] && pool->disks[i]->state == CW_DISK_PRESENT) {
+		if (i != disk_id && pool->disks[i] && pool->disks[i]->state == CW_DISK_PRESENT &&
+		    !pool->disks[i]->spare) {
 			others[nothers++] = i;
 			avail += pool->disks[i]->free;
 		}
@@ -356,7 +359,8 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 		}
 		nparts++;
 		for (uint64_t b = 0; b < nb; b++)
-			on += ENTRY_DISK(lay_entry(p, b)) == disk_id;
+			for (unsigned c = 0; c < p->copies; c++)	/* every copy leaves */
+				on += ENTRY_DISK(lay_copy_entry(p, c, b)) == disk_id;
 		need += on;
 		if (on && lay_journal_busy(pool, p)) {
 			r = lay_set_error(pool, -EBUSY, "partition '%s' is being moved already: "
@@ -387,7 +391,8 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 		bool on = false;
 
 		for (uint64_t b = 0; b < nb && !on; b++)
-			on = ENTRY_DISK(lay_entry(p, b)) == disk_id;
+			for (unsigned c = 0; c < p->copies && !on; c++)
+				on = ENTRY_DISK(lay_copy_entry(p, c, b)) == disk_id;
 		if (!on)
 			continue;
 		r = lay_move_plan(p, 0, nb, &o, &plans[n]);
@@ -400,7 +405,7 @@ int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *
 		}
 		n++;
 	}
-	r = journal_plans(pool, plans, n, CW_MOVE_EVACUATE, disk_id, &o, false, paused, ids);
+	r = lay_journal_plans(pool, plans, n, CW_MOVE_EVACUATE, disk_id, &o, false, paused, ids);
 	if (r == 0) {
 		*ret_ids = n ? CW_TAKE_PTR(ids) : NULL;
 		*ret_n = n;
@@ -565,6 +570,8 @@ static int destinations(struct cw_pool *pool, uint64_t id, const struct cw_part 
 	for (size_t k = jm->next; k < jm->nsteps; k++) {
 		uint64_t b = jm->steps[k].block;
 
+		if (jm->steps[k].copy)
+			continue;	/* the disks said are copy 0's */
 		if (b >= first_block && b - first_block < nblocks) {
 			uint32_t to = ENTRY_DISK(jm->steps[k].dst);
 
@@ -698,10 +705,12 @@ int cw_move_cancel(struct cw_pool *pool, uint64_t id)
 	 * forgets the move when the batch ends. */
 	keep = jm->next + (lay_mover_in_flight(pool, jm) ? pool->mover.n : 0);
 	for (size_t k = keep; k < jm->nsteps; k++)
-		lay_free_entries(pool, &jm->steps[k].dst, 1);
+		if (jm->steps[k].dst != jm->steps[k].src)
+			lay_free_entries(pool, &jm->steps[k].dst, 1);
 	jm->nsteps = keep;
 	if (!lay_mover_in_flight(pool, jm)) {
 		lay_jmove_unlink(pool, jm);
+		lay_rebuild_pending(pool, jm->part);
 		lay_jmove_free(jm);
 	}
 out:
@@ -741,12 +750,16 @@ int lay_journal_steps(struct cw_pool *pool, struct jmove *jm, const struct jstep
 		c.done += rows[i] == ROW_MOVED;
 		c.failed += rows[i] == ROW_FAILED;
 		c.skipped += rows[i] == ROW_SKIPPED;
-		if (rows[i] == ROW_MOVED)
-			r = lay_runs_replace(pool->meta, jm->part->id, st[i]->block,
-					     st[i]->block + 1, &st[i]->dst);
+		if (rows[i] == ROW_MOVED && st[i]->dst != st[i]->src)
+			r = lay_runs_replace_copy(pool->meta, jm->part->id, st[i]->copy,
+						  st[i]->block, st[i]->block + 1, &st[i]->dst);
+		/* A rebuilt copy's sync bit, cleared in memory by the caller. */
+		if (r == 0 && rows[i] == ROW_MOVED && st[i]->from != st[i]->src)
+			r = lay_stale_store_chunk(pool->meta, jm->part, st[i]->copy,
+						  st[i]->block >> CHUNK_SHIFT);
 		if (r == 0)
-			r = meta_exec(pool->meta, sql_block_state, 3, (int64_t)c.id,
-				      (int64_t)st[i]->block, (int64_t)rows[i]);
+			r = meta_exec(pool->meta, sql_block_state, 4, (int64_t)c.id,
+				      (int64_t)st[i]->block, (int64_t)rows[i], (int64_t)st[i]->copy);
 	}
 	if (r == 0)
 		r = meta_exec(pool->meta, sql_move_counts, 5, (int64_t)c.id, (int64_t)c.done,
@@ -782,7 +795,7 @@ static int load_steps(struct cw_pool *pool, struct jmove *jm, struct cw_error *e
 			return meta_err(err, -EUCLEAN, "the database is damaged: move %llu plans a "
 					"block outside the pool", (unsigned long long)jm->info.id);
 		}
-		if (lay_disk_test(d, dp)) {
+		if ((dd != sd || dp != sp) && lay_disk_test(d, dp)) {
 			sqlite3_reset(s);
 			return meta_err(err, -EUCLEAN, "the database is damaged: disk %u block %llu "
 					"is owned twice (by move %llu)", dd, (unsigned long long)dp,
@@ -798,11 +811,20 @@ static int load_steps(struct cw_pool *pool, struct jmove *jm, struct cw_error *e
 			}
 			jm->steps = nv;
 		}
-		lay_disk_mark(d, dp);
+		if (sqlite3_column_int64(s, 5) < 0 ||
+		    sqlite3_column_int64(s, 5) >= jm->part->copies) {
+			sqlite3_reset(s);
+			return meta_err(err, -EUCLEAN, "the database is damaged: move %llu plans a "
+					"copy its partition does not have",
+					(unsigned long long)jm->info.id);
+		}
+		if (dd != sd || dp != sp)	/* else rewritten in place: the copy's */
+			lay_disk_mark(d, dp);
 		jm->steps[jm->nsteps++] = (struct jstep){
 			.block = (uint64_t)sqlite3_column_int64(s, 0),
 			.src = ENTRY(sd, sp),
 			.dst = ENTRY(dd, dp),
+			.copy = (uint32_t)sqlite3_column_int64(s, 5),
 		};
 	}
 	sqlite3_reset(s);

@@ -66,7 +66,11 @@ struct disk {
 	uint64_t high;			/* no free block at or above this */
 	uint64_t cursor;		/* CW_ZONE_ANY: next-fit start */
 	char domain[CW_NAME_MAX + 1];	/* failure domain; "": its own */
+	bool spare;			/* given no block but by a replacement */
 };
+
+/* Disk id of the pool in *ret, or -ENOENT with the reason set. */
+int lay_disk_find(struct cw_pool *pool, uint32_t id, struct disk **ret);
 
 /* Whether copies on a and b could fail together: the same disk, or the
  * same named domain on disks of one kind (an RBD image and a local disk
@@ -248,6 +252,11 @@ struct cw_move {
  * move (steps[next..nsteps), each destination reserved). */
 struct jstep {
 	uint64_t block, src, dst;	/* logical block, mapping words */
+	uint64_t from;			/* the batch's: where the copy is read (src, or
+					 * another copy's word when copy `copy` is out
+					 * of sync: a rebuild) */
+	uint32_t copy;			/* the copy of the block that moves; src == dst:
+					 * rewritten in place */
 };
 
 struct jmove {
@@ -279,6 +288,7 @@ struct mover_block {
 	bool cleared;			/* its slot was cleared before the drain */
 	int row;			/* MB_DROP: ROW_FAILED or ROW_SKIPPED, or -1 (cancelled) */
 	unsigned retries;
+	bool wrote;			/* a rebuild's or repair's dst rewritten from st.from */
 };
 
 struct mover {
@@ -329,6 +339,16 @@ struct cw_pool {
 	struct cw_move *moves;
 	struct jmove *jmoves;
 	struct mover mover;
+	/* The copies the write-intent recovery marked out of sync, for
+	 * rebuild.c to resync: from the recovery to the end of the open, and
+	 * after it those of partitions that had a move unfinished then,
+	 * until it ends. */
+	struct lay_resync {
+		uint64_t part_id;
+		uint64_t region;
+		uint64_t marked[CW_COPIES_MAX];	/* per copy, the region's bits */
+	} *resync;
+	size_t nresync, resync_cap;
 	struct cache_worker cachew;
 	struct cw_cache_policy_opts cache_opts;
 	uint64_t rng;
@@ -422,6 +442,14 @@ int lay_stale_store_chunk(struct meta *m, const struct cw_part *p, unsigned c, u
  * dirty: every copy of their blocks but the first in sync is marked out
  * of sync, and the record is emptied (one transaction). */
 int lay_intent_recover(struct cw_pool *pool, struct cw_error *err);
+/* rebuild.c: at the end of the open, a rebuild move journalled for each
+ * partition with copies the intent recovery marked (pool->resync); one
+ * with an unfinished move keeps them for lay_rebuild_pending, which the
+ * mover calls as that move ends.  They stay out of sync if a rebuild
+ * cannot be journalled (cw_part_rebuild takes them later), or if the
+ * daemon stops before. */
+void lay_rebuild_recovered(struct cw_pool *pool);
+void lay_rebuild_pending(struct cw_pool *pool, struct cw_part *p);
 /* At close: forgets every dirty region with no write in flight. */
 void lay_intent_close(struct cw_pool *pool);
 /* Forgets p's write-intent rows past block nblocks, inside the caller's
@@ -435,6 +463,14 @@ uint64_t lay_part_gone(const struct cw_part *p, uint64_t b, uint64_t n);
 void lay_part_gone_changed(struct cw_part *p, uint64_t before, uint64_t after);
 void lay_move_free(struct cw_move *m);
 void lay_move_drop(struct cw_pool *pool, struct cw_move *m);
+/* Gives back the targets of m's steps (but of those rewritten in place)
+ * and forgets the steps. */
+void lay_move_drop_steps(struct cw_pool *pool, struct cw_move *m);
+/* The mapping word of a step's destination. */
+static inline uint64_t lay_step_dst(const struct cw_pool *pool, const struct cw_move_step *st)
+{
+	return ENTRY(st->dst_disk_id, st->dst_offset >> pool->bshift);
+}
 /* move.c: cw_move_plan() under the pool lock, and unlinking a plan. */
 int lay_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 		  const struct cw_move_opts *opts, struct cw_move **ret_move);
@@ -458,6 +494,17 @@ int lay_journal_steps(struct cw_pool *pool, struct jmove *jm, const struct jstep
 int lay_journal_set_state(struct cw_pool *pool, struct jmove *jm, enum cw_move_state st,
 			  const char *error);
 void lay_jmove_free(struct jmove *jm);
+/* Journals plans[0..n) (each of partition plans[i]->part) in one
+ * transaction and hands their reservations over to the journal; on
+ * failure every plan is dropped with its reservations.  Under the lock. */
+int lay_journal_plans(struct cw_pool *pool, struct cw_move **plans, size_t n,
+		      enum cw_move_kind kind, uint32_t disk, const struct cw_move_opts *o,
+		      bool set_opts, const char *paused, uint64_t *ret_ids);
+/* copies.c: sets (stale) or clears the out-of-sync bits of copy c of
+ * blocks [b, b + n) in memory only; returns how many changed. */
+uint64_t lay_stale_flip(struct cw_part *p, unsigned c, uint64_t b, uint64_t n, bool stale);
+/* cw_part_copy_set_stale() under the pool lock. */
+int lay_copy_set_stale(struct cw_part *p, uint32_t copy, uint64_t block, uint64_t n, bool stale);
 void lay_jmove_unlink(struct cw_pool *pool, struct jmove *jm);
 /* Whether jm's blocks steps[next..next + mover.n) are the mover's batch. */
 static inline bool lay_mover_in_flight(const struct cw_pool *pool, const struct jmove *jm)

@@ -24,45 +24,63 @@
 #include "common/util.h"
 #include "layout/layout-internal.h"
 
-/* Targets for the k blocks of p's copy 0 in [first, first + n) that leave
- * their disks (old[i], ok[] the acceptable disks), each on a candidate of
- * pl that shares no failure domain with the block's other copies, which
- * stay: a move never puts two copies of a block together.  Nothing is
- * taken on failure (-ENOSPC, the reason set). */
-static int copies_targets(struct cw_part *p, const struct placement *pl, uint64_t first,
-			  uint64_t n, const uint64_t *old, const bool *ok, uint64_t *targets)
+/* Plans the copies of p's blocks [first, first + n) that lie on disks
+ * ok[] does not accept, copy by copy: each gets a target on a candidate
+ * of pl that shares no failure domain with the block's other copies
+ * (where they will be), so a move never puts two copies of a block
+ * together.  Steps in block order, then copy order; m->new[i] is copy 0's
+ * target.  Nothing is taken on failure (-ENOSPC, the reason set). */
+static int copies_steps(struct cw_part *p, const struct placement *pl, uint64_t first,
+			uint64_t n, const bool *ok, struct cw_move *m)
 {
 	struct cw_pool *pool = p->pool;
 	struct disk *buf[CW_DISKS_MAX];
 	uint32_t after = 0;
-	uint64_t j = 0;
 
 	for (uint64_t i = 0; i < n; i++) {
-		struct placement one = *pl;
-		uint64_t avail;
+		uint64_t cur[CW_COPIES_MAX];
 
-		if (ok[ENTRY_DISK(old[i])])
-			continue;
-		one.disks = buf;
-		one.ndisks = 0;
-		one.after_disk = after;
-		for (size_t d = 0; d < pl->ndisks; d++) {
-			bool apart = true;
+		for (unsigned c = 0; c < p->copies; c++)
+			cur[c] = lay_copy_entry(p, c, first + i);
+		for (unsigned c = 0; c < p->copies; c++) {
+			struct placement one = *pl;
+			struct cw_move_step *st;
+			uint64_t t, avail;
 
-			for (unsigned c = 1; c < p->copies && apart; c++)
-				apart = !lay_same_domain(pl->disks[d],
-							 pool->disks[ENTRY_DISK(lay_copy_entry(p, c,
-												first + i))]);
-			if (apart)
-				buf[one.ndisks++] = pl->disks[d];
+			if (ok[ENTRY_DISK(cur[c])])
+				continue;
+			one.disks = buf;
+			one.ndisks = 0;
+			one.after_disk = after;
+			for (size_t d = 0; d < pl->ndisks; d++) {
+				bool apart = true;
+
+				for (unsigned k = 0; k < p->copies && apart; k++)
+					apart = k == c || !lay_same_domain(pl->disks[d],
+									    pool->disks[ENTRY_DISK(cur[k])]);
+				if (apart)
+					buf[one.ndisks++] = pl->disks[d];
+			}
+			if (lay_alloc(pool, &one, 1, &t, &avail) < 0) {
+				lay_move_drop_steps(pool, m);
+				return lay_set_error(pool, -ENOSPC, "moving copy %u of block %llu of "
+						     "partition '%s': no target disk with room outside "
+						     "the failure domains of its other copies", c,
+						     (unsigned long long)(first + i), p->name);
+			}
+			st = &m->steps[m->nsteps++];
+			*st = (struct cw_move_step){
+				.block = first + i, .copy = c,
+				.src_disk_id = ENTRY_DISK(cur[c]),
+				.src_offset = ENTRY_PBLOCK(cur[c]) << pool->bshift,
+				.dst_disk_id = ENTRY_DISK(t),
+				.dst_offset = ENTRY_PBLOCK(t) << pool->bshift,
+			};
+			cur[c] = t;
+			if (c == 0)
+				m->new[i] = t;
+			after = ENTRY_DISK(t);
 		}
-		if (lay_alloc(pool, &one, 1, &targets[j], &avail) < 0) {
-			lay_free_entries(pool, targets, j);
-			return lay_set_error(pool, -ENOSPC, "moving block %llu of partition '%s': no "
-					     "target disk with room outside the failure domains of its "
-					     "other copies", (unsigned long long)(first + i), p->name);
-		}
-		after = ENTRY_DISK(targets[j++]);
 	}
 	return 0;
 }
@@ -126,8 +144,8 @@ int lay_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 	if (m) {
 		m->old = malloc(nblocks * sizeof(uint64_t));
 		m->new = malloc(nblocks * sizeof(uint64_t));
-		m->steps = malloc(nblocks * sizeof(*m->steps));
-		targets = malloc(nblocks * sizeof(uint64_t));
+		m->steps = malloc(nblocks * p->copies * sizeof(*m->steps));
+		targets = malloc(nblocks * p->copies * sizeof(uint64_t));
 	}
 	if (!m || !m->old || !m->new || !m->steps || !targets) {
 		r = lay_set_error(pool, -ENOMEM, "out of memory");
@@ -135,19 +153,11 @@ int lay_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 	}
 	for (uint64_t i = 0; i < nblocks; i++) {
 		m->old[i] = m->new[i] = lay_entry(p, first_block + i);
-		k += !ok[ENTRY_DISK(m->old[i])];
-		for (unsigned c = 1; c < p->copies && r == 0; c++)
-			if (!ok[ENTRY_DISK(lay_copy_entry(p, c, first_block + i))])
-				r = lay_set_error(pool, -EOPNOTSUPP, "block %llu of partition '%s' has "
-						  "copy %u on disk %u, which the move leaves: moving "
-						  "a block's other copies is not supported yet",
-						  (unsigned long long)(first_block + i), p->name, c,
-						  ENTRY_DISK(lay_copy_entry(p, c, first_block + i)));
+		for (unsigned c = 0; c < p->copies; c++)
+			k += !ok[ENTRY_DISK(lay_copy_entry(p, c, first_block + i))];
 	}
-	if (r < 0)
-		goto out;
 	if (p->copies > 1 && lay_available(&pl) >= k) {
-		r = copies_targets(p, &pl, first_block, nblocks, m->old, ok, targets);
+		r = copies_steps(p, &pl, first_block, nblocks, ok, m);
 		if (r < 0)
 			goto out;
 	} else {
@@ -166,18 +176,20 @@ int lay_move_plan(struct cw_part *p, uint64_t first_block, uint64_t nblocks,
 		lay_set_error(pool, r, "planning a move: %s", strerror(-r));
 		goto out;
 	}
-	for (uint64_t i = 0; i < nblocks; i++) {
+	for (uint64_t i = 0; i < nblocks && p->copies == 1; i++) {
 		struct cw_move_step *st;
 
 		if (ok[ENTRY_DISK(m->old[i])])
 			continue;
 		m->new[i] = targets[m->nsteps];
 		st = &m->steps[m->nsteps++];
-		st->block = first_block + i;
-		st->src_disk_id = ENTRY_DISK(m->old[i]);
-		st->src_offset = ENTRY_PBLOCK(m->old[i]) << pool->bshift;
-		st->dst_disk_id = ENTRY_DISK(m->new[i]);
-		st->dst_offset = ENTRY_PBLOCK(m->new[i]) << pool->bshift;
+		*st = (struct cw_move_step){
+			.block = first_block + i,
+			.src_disk_id = ENTRY_DISK(m->old[i]),
+			.src_offset = ENTRY_PBLOCK(m->old[i]) << pool->bshift,
+			.dst_disk_id = ENTRY_DISK(m->new[i]),
+			.dst_offset = ENTRY_PBLOCK(m->new[i]) << pool->bshift,
+		};
 	}
 	m->pool = pool;
 	m->part = p;
@@ -237,19 +249,27 @@ int cw_move_commit(struct cw_move *m)
 	r = meta_begin(pool->meta);
 	if (r == 0)
 		r = lay_runs_replace(pool->meta, p->id, m->first, m->first + m->n, m->new);
+	for (size_t k = 0; k < m->nsteps && r == 0; k++)
+		if (m->steps[k].copy) {
+			uint64_t e = lay_step_dst(pool, &m->steps[k]);
+
+			r = lay_runs_replace_copy(pool->meta, p->id, m->steps[k].copy,
+						  m->steps[k].block, m->steps[k].block + 1, &e);
+		}
 	r = meta_end(pool->meta, r);
 	if (r < 0) {
 		lay_set_error(pool, r, "committing the move of partition '%s': %s", p->name,
 			      strerror(-r));
 		goto out;
 	}
-	for (size_t k = 0; k < m->nsteps; k++) {
-		uint64_t i = m->steps[k].block - m->first;
-
-		lay_part_store(p, m->steps[k].block, m->new[i]);
-	}
 	for (size_t k = 0; k < m->nsteps; k++)
-		lay_free_entries(pool, &m->old[m->steps[k].block - m->first], 1);
+		lay_copy_store(p, m->steps[k].copy, m->steps[k].block,
+			       lay_step_dst(pool, &m->steps[k]));
+	for (size_t k = 0; k < m->nsteps; k++) {
+		uint64_t e = ENTRY(m->steps[k].src_disk_id, m->steps[k].src_offset >> pool->bshift);
+
+		lay_free_entries(pool, &e, 1);
+	}
 	p->gen++;
 done:
 	lay_move_unlink(pool, m);

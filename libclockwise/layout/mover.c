@@ -31,6 +31,22 @@
  * Only the mover bumps a partition's epoch, and it waits for each drain
  * before the next bump, so two parities suffice.
  *
+ * Copies.  A step moves one copy of its block (jstep.copy): writes reach
+ * every copy in sync, each piece with the mirrors of its own location
+ * (path/split.c), so a moving copy in sync is mirrored like copy 0.  A
+ * copy out of sync is not written by clients at all; it is rebuilt: the
+ * block is read from another copy in sync (jstep.from, chosen when the
+ * batch begins) and the slot's source is that copy's place, so every
+ * write to the block — which reaches that copy, being in sync — mirrors
+ * itself to the copy being rebuilt and makes the slot dirty.  The
+ * argument above then says: a rebuild no write overlapped equals the copy
+ * it was read from at its sync, and the mirrored writes keep it equal up
+ * to the switch, which marks it in sync (the bit cleared with the
+ * journal's row in one transaction, the new place stored first) — so an
+ * acknowledged write is never overwritten by older data.  A rebuild in
+ * place (src == dst) frees nothing.  The source copy going out of sync
+ * meanwhile leaves the block to the next batch, which reads another.
+ *
  * The state machine is pure bookkeeping with no I/O and no clock: the
  * daemon and cwsim drive the same code.
  */
@@ -173,6 +189,11 @@ static bool disk_present(const struct cw_pool *pool, uint32_t id)
 	       pool->disks[id]->state == CW_DISK_PRESENT;
 }
 
+static bool scrubbing(const struct jmove *jm)
+{
+	return jm->info.kind == CW_MOVE_SCRUB || jm->info.kind == CW_MOVE_REPAIR;
+}
+
 static void fill_task(const struct cw_pool *pool, const struct mover_block *b,
 		      struct cw_mover_task *t)
 {
@@ -183,12 +204,16 @@ static void fill_task(const struct cw_pool *pool, const struct mover_block *b,
 		.move_id = mv->jm->info.id,
 		.part = mv->part,
 		.block = b->st.block,
-		.src_disk_id = ENTRY_DISK(b->st.src),
-		.src_offset = ENTRY_PBLOCK(b->st.src) << pool->bshift,
+		.src_disk_id = ENTRY_DISK(b->st.from),
+		.src_offset = ENTRY_PBLOCK(b->st.from) << pool->bshift,
 		.dst_disk_id = ENTRY_DISK(b->st.dst),
 		.dst_offset = ENTRY_PBLOCK(b->st.dst) << pool->bshift,
 		.length = pool->block_size,
 		.again = b->retries > 0,
+		.copy = b->st.copy,
+		.rebuild = b->st.from != b->st.src && !scrubbing(mv->jm),
+		.verify = scrubbing(mv->jm),
+		.repair = mv->jm->info.kind == CW_MOVE_REPAIR,
 	};
 }
 
@@ -204,6 +229,8 @@ static bool finish_if_done(struct cw_pool *pool, struct jmove *jm)
 	if (pool->mover.jm == jm)
 		pool->mover.jm = NULL;
 	lay_jmove_unlink(pool, jm);
+	/* A crash's dirty regions waited for it (rebuild.c). */
+	lay_rebuild_pending(pool, jm->part);
 	lay_jmove_free(jm);
 	return true;
 }
@@ -213,7 +240,54 @@ static bool finish_if_done(struct cw_pool *pool, struct jmove *jm)
 static bool still_mapped(struct cw_part *p, const struct jstep *st)
 {
 	return st->block < atomic_load_explicit(&p->nblocks, memory_order_relaxed) &&
-	       lay_entry(p, st->block) == st->src;
+	       lay_copy_entry(p, st->copy, st->block) == st->src;
+}
+
+static bool copy_stale(const struct cw_part *p, unsigned c, uint64_t b)
+{
+	return p->copies > 1 && (atomic_load(lay_stale_word(p, c, b)) >> (b & 63) & 1);
+}
+
+/* Where step st's block is read: its own copy while that is in sync on a
+ * present disk (a move), else the first other copy in sync on a present
+ * disk (a rebuild, and always for a scrub: the reference); 0 when none
+ * is. */
+static uint64_t step_from(const struct cw_pool *pool, const struct jmove *jm,
+			  const struct jstep *st)
+{
+	const struct cw_part *p = jm->part;
+
+	if (scrubbing(jm) && copy_stale(p, st->copy, st->block))
+		return 0;	/* went out of sync: nothing to compare */
+	if (!scrubbing(jm) && !copy_stale(p, st->copy, st->block) &&
+	    disk_present(pool, ENTRY_DISK(st->src)))
+		return st->src;
+	for (unsigned c = 0; c < p->copies && p->copies > 1; c++) {
+		uint64_t e = lay_copy_entry(p, c, st->block);
+
+		if (c != st->copy && !copy_stale(p, c, st->block) && disk_present(pool, ENTRY_DISK(e)))
+			return e;
+	}
+	return 0;
+}
+
+/* A mirrored block's copy at word `from` did not read: it is marked out
+ * of sync (durably, so the switch can never trust it), true if done. */
+static bool read_copy_failed(struct cw_part *p, uint64_t b, uint64_t from)
+{
+	for (unsigned c = 0; c < p->copies && p->copies > 1; c++)
+		if (lay_copy_entry(p, c, b) == from)
+			return lay_copy_set_stale(p, c, b, 1, true) == 0;
+	return false;
+}
+
+/* Whether the copy at word `from` of block b is still one in sync. */
+static bool from_in_sync(const struct cw_part *p, uint64_t b, uint64_t from)
+{
+	for (unsigned c = 0; c < p->copies; c++)
+		if (lay_copy_entry(p, c, b) == from)
+			return !copy_stale(p, c, b);
+	return false;
 }
 
 static void slot_clear(struct cw_part *p, unsigned i)
@@ -221,18 +295,21 @@ static void slot_clear(struct cw_part *p, unsigned i)
 	atomic_store(&p->copy[i].block, 0);
 }
 
-/* Skips the move's next step if its block changed since it was planned;
- * false if it could not be journalled (the move paused). */
-static bool skip_changed(struct cw_pool *pool, struct jmove *jm)
+/* Skips the move's next step, its block changed since it was planned
+ * (ROW_SKIPPED) or no copy of it can be read (ROW_FAILED); false if it
+ * could not be journalled (the move paused). */
+static bool skip_changed(struct cw_pool *pool, struct jmove *jm, int row)
 {
 	struct jstep st = jm->steps[jm->next];
 
-	if (lay_journal_step(pool, jm, &st, ROW_SKIPPED) < 0) {
+	st.from = st.src;
+	if (lay_journal_step(pool, jm, &st, row) < 0) {
 		pause_with(pool, jm, "journalling a skipped block failed");
 		return false;
 	}
 	jm->next++;
-	lay_free_entries(pool, &st.dst, 1);
+	if (st.dst != st.src)
+		lay_free_entries(pool, &st.dst, 1);
 	return true;
 }
 
@@ -253,24 +330,36 @@ static bool batch_begin(struct cw_pool *pool, unsigned max)
 		    jm->next >= jm->nsteps)
 			continue;
 		st = &jm->steps[jm->next];
-		if (!disk_present(pool, ENTRY_DISK(st->dst)) || !disk_present(pool, ENTRY_DISK(st->src))) {
+		if (!still_mapped(p, st)) {
+			/* Shrunk away (or changed) since it was planned. */
+			if (skip_changed(pool, jm, ROW_SKIPPED))
+				nx = jm;	/* look at it again: maybe finished */
+			continue;
+		}
+		if (p->copies > 1 && !step_from(pool, jm, st) && disk_present(pool, ENTRY_DISK(st->dst))) {
+			/* No copy of the block left to read: it is lost (a
+			 * scrub's copy out of sync now: nothing to compare). */
+			if (skip_changed(pool, jm, scrubbing(jm) ? ROW_SKIPPED : ROW_FAILED))
+				nx = jm;
+			continue;
+		}
+		if (!disk_present(pool, ENTRY_DISK(st->dst)) || !step_from(pool, jm, st)) {
 			pause_with(pool, jm, "disk %u is missing", disk_present(pool, ENTRY_DISK(st->dst))
 				   ? ENTRY_DISK(st->src) : ENTRY_DISK(st->dst));
 			continue;
 		}
-		if (!still_mapped(p, st)) {
-			/* Shrunk away (or changed) since it was planned. */
-			if (skip_changed(pool, jm))
-				nx = jm;	/* look at it again: maybe finished */
-			continue;
-		}
 		for (; n < max && jm->next + n < jm->nsteps; n++) {
+			uint64_t from;
+
 			st = &jm->steps[jm->next + n];
-			if (n && (!disk_present(pool, ENTRY_DISK(st->dst)) ||
-				  !disk_present(pool, ENTRY_DISK(st->src)) || !still_mapped(p, st)))
+			from = step_from(pool, jm, st);
+			if (n && (!disk_present(pool, ENTRY_DISK(st->dst)) || !from ||
+				  !still_mapped(p, st)))
 				break;	/* for the next batch to deal with */
 			mv->b[n] = (struct mover_block){ .st = *st, .state = MB_COPY, .row = -1 };
-			atomic_store(&p->copy[n].src, st->src);
+			mv->b[n].st.from = from;
+			/* Writes to the place read mirror themselves to dst. */
+			atomic_store(&p->copy[n].src, from);
 			atomic_store(&p->copy[n].dst, st->dst);
 			atomic_store(&p->copy[n].dirty, false);
 			atomic_store(&p->copy[n].block, st->block + 1);
@@ -325,11 +414,13 @@ static bool batch_settle(struct cw_pool *pool)
 
 		if (b->state == MB_MOVED) {
 			/* No I/O uses the source any more, nor mirrors. */
-			lay_free_entries(pool, &b->st.src, 1);
+			if (b->st.src != b->st.dst)
+				lay_free_entries(pool, &b->st.src, 1);
 			slot_clear(mv->part, i);
 			b->state = MB_END;
 		} else if (b->state == MB_DROP && b->cleared) {
-			lay_free_entries(pool, &b->st.dst, 1);
+			if (b->st.src != b->st.dst)
+				lay_free_entries(pool, &b->st.dst, 1);
 			b->state = MB_END;
 		}
 		if (b->state == MB_COPY && st != CW_MOVE_RUNNING) {
@@ -424,6 +515,9 @@ static void block_outcome(struct cw_pool *pool, struct mover_block *b, unsigned 
 
 	if (!o->read_err || o->write_err)
 		jm->info.bytes_copied += pool->block_size;
+	/* What a switch may mark in sync: a copy rewritten from one in sync. */
+	b->wrote = b->st.from != b->st.src && (!scrubbing(jm) || (o->differs && !o->write_err &&
+								   jm->info.kind == CW_MOVE_REPAIR));
 	if (jm->info.state == CW_MOVE_RUNNING && o->write_err)
 		pause_with(pool, jm, "writing block %llu to disk %u: %s",
 			   (unsigned long long)b->st.block, ENTRY_DISK(b->st.dst),
@@ -432,9 +526,18 @@ static void block_outcome(struct cw_pool *pool, struct mover_block *b, unsigned 
 		b->state = MB_DROP;
 	} else if (jm->info.state != CW_MOVE_RUNNING || o->write_err) {
 		b->state = MB_LEFT;
+	} else if (o->read_err && still_mapped(mv->part, &b->st) &&
+		   read_copy_failed(mv->part, b->st.block, b->st.from)) {
+		/* The copy read is out of sync now: the next batch reads
+		 * another, or finds the block lost. */
+		atomic_store(&mv->part->copy[slot].dirty, false);
+		b->state = MB_LEFT;
 	} else if (o->read_err || !still_mapped(mv->part, &b->st)) {
 		b->state = MB_DROP;
 		b->row = o->read_err ? ROW_FAILED : ROW_SKIPPED;
+	} else if (b->st.from != b->st.src && !from_in_sync(mv->part, b->st.block, b->st.from)) {
+		atomic_store(&mv->part->copy[slot].dirty, false);
+		b->state = MB_LEFT;	/* read again from a copy in sync */
 	} else if (atomic_exchange(&mv->part->copy[slot].dirty, false)) {
 		/* A write overlapped the copy: once it is done, copy again. */
 		if (++b->retries > MOVER_RETRIES) {
@@ -446,7 +549,8 @@ static void block_outcome(struct cw_pool *pool, struct mover_block *b, unsigned 
 		}
 	} else {
 		b->state = MB_MOVED;
-		b->row = ROW_MOVED;
+		/* A scrub's block that differed is listed, repaired or not. */
+		b->row = scrubbing(jm) && o->differs ? ROW_FAILED : ROW_MOVED;
 	}
 }
 
@@ -469,26 +573,45 @@ int cw_mover_copied_batch(struct cw_pool *pool, const struct cw_mover_outcome *o
 
 		block_outcome(pool, b, mv->out[k], &out[k]);
 		if (b->row >= 0 && (b->state == MB_MOVED || b->state == MB_DROP)) {
+			if (b->state == MB_MOVED && !b->wrote)
+				b->st.from = b->st.src;	/* no sync bit to store */
 			idx[nj] = mv->out[k];
 			steps[nj] = &b->st;
 			rows[nj++] = b->row;
 		}
 	}
 	mv->nout = 0;
+	/* A rebuilt copy is readable at its new place before its bit says
+	 * it is in sync (the bit is what the transaction stores). */
+	for (unsigned k = 0; k < nj; k++) {
+		struct mover_block *b = &mv->b[idx[k]];
+
+		if (b->state == MB_MOVED && b->wrote) {
+			lay_copy_store(mv->part, b->st.copy, b->st.block, b->st.dst);
+			lay_stale_flip(mv->part, b->st.copy, b->st.block, 1, false);
+		}
+	}
 	/* The switches (and the failed and skipped blocks) in one
 	 * transaction: each destination was made durable before. */
 	if (nj && lay_journal_steps(pool, mv->jm, steps, rows, nj) < 0) {
 		pause_with(pool, mv->jm, "journalling the switch of block %llu failed",
 			   (unsigned long long)steps[0]->block);
-		for (unsigned k = 0; k < nj; k++)
-			mv->b[idx[k]].state = MB_LEFT;
+		for (unsigned k = 0; k < nj; k++) {
+			struct mover_block *b = &mv->b[idx[k]];
+
+			if (b->state == MB_MOVED && b->wrote) {
+				lay_stale_flip(mv->part, b->st.copy, b->st.block, 1, true);
+				lay_copy_store(mv->part, b->st.copy, b->st.block, b->st.src);
+			}
+			b->state = MB_LEFT;
+		}
 		nj = 0;
 	}
 	for (unsigned k = 0; k < nj; k++) {
 		struct mover_block *b = &mv->b[idx[k]];
 
 		if (b->state == MB_MOVED) {
-			lay_part_store(mv->part, b->st.block, b->st.dst);
+			lay_copy_store(mv->part, b->st.copy, b->st.block, b->st.dst);
 			moved = true;
 		}
 	}

@@ -28,7 +28,14 @@ static const char sql_disk_insert[] =
 static const char sql_disk_delete[] = "DELETE FROM disk WHERE id = ?1";
 static const char sql_disk_all[] =
 	"SELECT id, uuid, name, path, tier, capacity, nblocks,"
-	" (SELECT domain FROM disk_domain WHERE disk = disk.id) FROM disk ORDER BY id";
+	" (SELECT domain FROM disk_domain WHERE disk = disk.id),"
+	" (SELECT count(*) FROM disk_spare WHERE disk = disk.id) FROM disk ORDER BY id";
+
+int lay_disk_find(struct cw_pool *pool, uint32_t id, struct disk **ret)
+{
+	*ret = id >= 1 && id <= CW_DISKS_MAX ? pool->disks[id] : NULL;
+	return *ret ? 0 : lay_set_error(pool, -ENOENT, "no disk %u in the pool", id);
+}
 
 const struct cw_error *cw_pool_last_error(const struct cw_pool *pool)
 {
@@ -71,6 +78,7 @@ void cw_pool_close(struct cw_pool *pool)
 		return;
 	lay_intent_close(pool);
 	lay_journal_free(pool);
+	free(pool->resync);
 	while (pool->moves) {
 		struct cw_move *m = pool->moves;
 
@@ -461,6 +469,7 @@ static void disk_fill_info(const struct cw_pool *pool, const struct disk *d, str
 	for (int z = 0; z < CW_ZONES; z++)
 		ret->zone_free_blocks[z] = d->zone_free[z];
 	snprintf(ret->domain, sizeof(ret->domain), "%s", d->domain);
+	ret->spare = d->spare;
 }
 
 int cw_disk_info(struct cw_pool *pool, uint32_t disk_id, struct cw_disk_info *ret)
@@ -554,6 +563,7 @@ static int load_disk_rows(struct cw_pool *pool, struct cw_error *err)
 		d->state = CW_DISK_MISSING;
 		snprintf(d->domain, sizeof(d->domain), "%s",
 			 sqlite3_column_text(s, 7) ? (const char *)sqlite3_column_text(s, 7) : "");
+		d->spare = sqlite3_column_int64(s, 8) > 0;
 		if (lay_disk_init_space(d) < 0) {
 			sqlite3_reset(s);
 			return meta_err(err, -ENOMEM, "out of memory");
@@ -700,6 +710,7 @@ int cw_pool_open(const char *db_path, struct cw_error *ret_err, struct cw_pool *
 		r = lay_pool_check(pool, ret_err);
 	if (r < 0)
 		goto fail;
+	lay_rebuild_recovered(pool);
 
 	meta_err(ret_err, 0, "opened");
 	for (int i = 1; i <= CW_DISKS_MAX; i++) {
@@ -808,7 +819,7 @@ int lay_pool_check(struct cw_pool *pool, struct cw_error *err)
 	}
 	for (struct cw_move *m = pool->moves; m && r == 0; m = m->next)
 		for (size_t k = 0; k < m->nsteps && r == 0; k++)
-			r = check_mark(pool, bm, m->new[m->steps[k].block - m->first], "a move target",
+			r = check_mark(pool, bm, lay_step_dst(pool, &m->steps[k]), "a move target",
 				       m->steps[k].block, err);
 	if (r == 0) {
 		struct check_ctx c = { pool, bm, err };

@@ -287,6 +287,37 @@ static const char *const migrations[] = {
 	"  queue_depth INTEGER NOT NULL CHECK (queue_depth >= 0),"
 	"  max_request INTEGER NOT NULL CHECK (max_request >= 0),"
 	"  dev INTEGER NOT NULL DEFAULT -1 CHECK (dev >= -1));",
+	/* 14 -> 15: moves of four more kinds, a rebuild (4: copies out of
+	 * sync rewritten in place), a replacement (5: every copy on one disk
+	 * taken to another) and a scrub (6: copies compared; 7: and
+	 * repaired); the CHECK changes by rebuilding the table, as 6 -> 7
+	 * did. */
+	"CREATE TABLE move_new ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  kind INTEGER NOT NULL CHECK (kind BETWEEN 0 AND 7),"
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  disk INTEGER NOT NULL DEFAULT 0,"
+	"  state INTEGER NOT NULL CHECK (state BETWEEN 0 AND 3),"
+	"  placement INTEGER NOT NULL,"
+	"  tier_pref INTEGER NOT NULL,"
+	"  zone_pref INTEGER NOT NULL,"
+	"  blocks INTEGER NOT NULL CHECK (blocks >= 0),"
+	"  done INTEGER NOT NULL DEFAULT 0,"
+	"  failed INTEGER NOT NULL DEFAULT 0,"
+	"  skipped INTEGER NOT NULL DEFAULT 0,"
+	"  bytes INTEGER NOT NULL DEFAULT 0,"
+	"  created_ns INTEGER NOT NULL,"
+	"  finished_ns INTEGER NOT NULL DEFAULT 0,"
+	"  error TEXT NOT NULL DEFAULT '');"
+	"INSERT INTO move_new SELECT id, kind, part, disk, state, placement, tier_pref, zone_pref,"
+	"  blocks, done, failed, skipped, bytes, created_ns, finished_ns, error FROM move;"
+	"DROP TABLE move;"
+	"ALTER TABLE move_new RENAME TO move;"
+	"CREATE INDEX move_part ON move(part);"
+	/* And the pool's spare disks: present, holding nothing, given no
+	 * block until a disk that fails is replaced by one. */
+	"CREATE TABLE IF NOT EXISTS disk_spare ("
+	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE);",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

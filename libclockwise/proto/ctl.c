@@ -79,11 +79,13 @@ enum cw_ctl_code cw_ctl_code_from_errno(int neg_errno)
 static const struct cw_ctl_arg_spec no_args[] = { END };
 static const struct cw_ctl_arg_spec name_only[] = { SR("name"), END };
 static const struct cw_ctl_arg_spec id_only[] = { UR("id"), END };
+static const struct cw_ctl_arg_spec disk_replace[] = { SR("name"), SR("new"), END };
+static const struct cw_ctl_arg_spec part_scrub[] = { SR("name"), B("repair"), END };
 static const struct cw_ctl_arg_spec disk_add[] = {
 	SR("path"), S("tier"), S("name"), S("emulate"), S("domain"), END
 };
 /* domain "": the disk's own. */
-static const struct cw_ctl_arg_spec disk_set[] = { SR("name"), S("domain"), END };
+static const struct cw_ctl_arg_spec disk_set[] = { SR("name"), S("domain"), B("spare"), END };
 static const struct cw_ctl_arg_spec name_opt[] = { S("name"), END };
 /* force: part.delete even when it holds data, export.remove even while
  * clients are connected (they are disconnected) */
@@ -144,6 +146,9 @@ static const struct cw_ctl_cmd_spec cmds[CW_CTL_CMD_COUNT] = {
 	[CW_CTL_CMD_DISK_SET] = { "disk.set", CW_CTL_ACCESS_CHANGE, disk_set },
 	[CW_CTL_CMD_DISK_CALIBRATE] = { "disk.calibrate", CW_CTL_ACCESS_CHANGE, disk_calibrate },
 	[CW_CTL_CMD_DISK_EVACUATE] = { "disk.evacuate", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_DISK_REPLACE] = { "disk.replace", CW_CTL_ACCESS_CHANGE, disk_replace },
+	[CW_CTL_CMD_PART_REBUILD] = { "part.rebuild", CW_CTL_ACCESS_CHANGE, name_only },
+	[CW_CTL_CMD_PART_SCRUB] = { "part.scrub", CW_CTL_ACCESS_CHANGE, part_scrub },
 	[CW_CTL_CMD_PART_MOVE] = { "part.move", CW_CTL_ACCESS_CHANGE, part_move },
 	[CW_CTL_CMD_MOVE_LIST] = { "move.list", CW_CTL_ACCESS_READ, id_opt },
 	[CW_CTL_CMD_MOVE_PAUSE] = { "move.pause", CW_CTL_ACCESS_CHANGE, id_only },

@@ -152,3 +152,16 @@ EOF_PY
 }
 
 cwd_uri() { echo "nbd+unix:///$1?socket=$cwd_sock"; }
+
+# cwd_copy_image SHOW COPY: copy COPY of the partition whose
+# `cwctl --json part show NAME --all` is SHOW, as its disks' files
+# (cw_tmp/DISK.disk) hold it, block after block.
+cwd_copy_image() {
+	local bs blocks disk offset
+	bs=$(jq .block_size <<<"$1")
+	jq -r --argjson c "$2" '[.copy_runs[] | select(.copy == $c)] | sort_by(.first_block) |
+		.[] | "\(.blocks) \(.disk) \(.offset)"' <<<"$1" |
+	while read -r blocks disk offset; do
+		dd if="$cw_tmp/$disk.disk" bs="$bs" skip=$((offset / bs)) count="$blocks" status=none
+	done
+}

@@ -5,9 +5,11 @@
 # FLUSH among them) to the first MiB of a 16 MiB mirrored partition until
 # the fault engine cuts the power (every write no completed flush covers
 # undone or torn, on both disks).  After each restart: no flushed write
-# is lost and no byte is foreign; the one region written is marked for
-# resync on copy 1 (64 blocks) and nothing else, copy 0 winning; the
-# record is empty.  Without a cut, the daemon sweeps the record once the
+# is lost and no byte is foreign; the one region written is resynced on
+# copy 1 (a rebuild of its 64 blocks and nothing else, copy 0 winning,
+# started by the daemon itself); then no copy is out of sync, the
+# partition is not degraded and both copies hold the same bytes on the
+# disk files; the record is empty.  Without a cut, the daemon sweeps the record once the
 # writes stop, and a clean restart marks nothing.  part show pages the
 # runs of a mirrored partition with a run per block and copy.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
@@ -54,7 +56,7 @@ cwd_start
 check "a clean restart marks nothing" test "$(stale)" = '[0,0]'
 check "stop" cwd_stop
 
-cuts=0 gen=2000
+cuts=0 gen=2000 moves=0
 for spec in "cut-write=40|" "|cut-write=70,cut=tear,seed=1" "cut-write=25,cut=tear,seed=2|"; do
 	conf_with "$spec"
 	cwd_start
@@ -68,9 +70,20 @@ for spec in "cut-write=40|" "|cut-write=70,cut=tear,seed=1" "cut-write=25,cut=te
 	check "after $spec: no flushed write lost, nothing foreign" grep -q \
 		'checked=[1-9][0-9]* lost=0 foreign=0' <<<"$out"
 	check "after $spec: the record is empty" test "$(intent)" -eq 0
-	check "after $spec: the written region is marked on copy 1, nothing else ($(stale))" \
-		test "$(stale)" = '[0,64]'
-	check "after $spec: degraded" test "$(vol degraded)" = true
+	moves=$((moves + 1))
+	check "after $spec: one rebuild more, of the written region, nothing else" test \
+		"$(sqlite3 "$cwd_db" 'SELECT count(*) || " " || max(id) FROM move')" = "$moves $moves" -a \
+		"$(sqlite3 "$cwd_db" 'SELECT kind || ":" || blocks FROM move ORDER BY id DESC LIMIT 1')" = 4:64
+	check "after $spec: the rebuild ends" wait_for "the rebuild" 60 eval \
+		'[ "$(ctl --json move list | jq -r ".[-1].state")" = done ]'
+	check "after $spec: nothing out of sync ($(stale))" test "$(stale)" = '[0,0]'
+	check "after $spec: not degraded" test "$(vol degraded)" = false
+	show=$(ctl --json part show vol --all)
+	check "after $spec: both copies hold the same bytes on the disk files" \
+		cmp <(cwd_copy_image "$show" 0) <(cwd_copy_image "$show" 1)
+	check "after $spec: 16 MiB of each" test "$(cwd_copy_image "$show" 1 | wc -c)" -eq 16777216
+	check "after $spec: read back the same after the resync" grep -q \
+		'checked=[1-9][0-9]* lost=0 foreign=0' <<<"$("$client" "$uri" verify "$log" 16 64k)"
 	check "stop" cwd_stop
 done
 check "3 power cuts" test "$cuts" -eq 3

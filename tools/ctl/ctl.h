@@ -124,6 +124,9 @@ void print_move(json_object *m);
 void print_moves(json_object *a);
 int c_disk_evacuate(int argc, char **argv);
 int c_part_move(int argc, char **argv);
+int c_disk_replace(int argc, char **argv);
+int c_part_rebuild(int argc, char **argv);
+int c_part_scrub(int argc, char **argv);
 int c_move_list(int argc, char **argv);
 
 /* ---- status.c ---- */

@@ -59,29 +59,41 @@ static void print_disk_added(json_object *d)
 
 static void print_disk_set(json_object *d)
 {
-	printf("disk %s: failure domain %s\n", gs(d, "name"), gs(d, "domain"));
+	printf("disk %s: failure domain %s%s\n", gs(d, "name"), gs(d, "domain"),
+	       json_object_get_boolean(get(d, "spare")) ? ", spare" : "");
 }
 
-/* disk set NAME --domain DOMAIN ("" for the disk's own). */
+/* disk set NAME [--domain DOMAIN ("" for the disk's own)] [--spare]. */
 int c_disk_set(int argc, char **argv)
 {
 	static const struct option lo[] = { HELP_OPT, { "domain", required_argument, NULL, 'D' },
-					    { 0 } };
+					    { "spare", no_argument, NULL, 's' },
+					    { "no-spare", no_argument, NULL, 'S' }, { 0 } };
 	json_object *a = args_new();
-	bool have = false;
+	bool have = false, domain = false;
 	int o;
 
 	while ((o = next_opt(argc, argv, "hD:", lo)) != -1) {
-		if (o != 'D')
+		if (o == 's' || o == 'S') {
+			json_object_object_add(a, "spare", json_object_new_boolean(o == 's'));
+		} else if (o == 'D') {
+			if (optarg[0])	/* absent: its own */
+				put_str(a, "domain", optarg);
+			domain = true;
+		} else {
 			return json_object_put(a), EXIT_USAGE;
-		if (optarg[0])	/* absent: its own */
-			put_str(a, "domain", optarg);
+		}
 		have = true;
 	}
 	if (argc - optind != 1)
 		return json_object_put(a), usage_error("expected one disk NAME");
 	if (!have)
-		return json_object_put(a), usage_error("--domain is required (\"\" for the disk's own)");
+		return json_object_put(a), usage_error("--domain or --spare is required (--domain "
+						       "\"\" for the disk's own)");
+	/* --domain "" with --spare: the server takes its own only when told. */
+	if (domain && !get(a, "domain") && get(a, "spare"))
+		return json_object_put(a), usage_error("--domain \"\" goes alone: give the disk its "
+						       "own domain, then set --spare");
 	put_str(a, "name", argv[optind]);
 	return call(CW_CTL_CMD_DISK_SET, a, print_disk_set);
 }

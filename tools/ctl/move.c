@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Moves (the server's are in daemon/control/control-move.c): disk evacuate, part
- * move and the move commands; --watch follows moves to their end.
+ * Moves (the server's are in daemon/control/control-move.c): disk evacuate,
+ * disk replace, part move, part rebuild and the move commands; --watch
+ * follows moves to their end.
  */
 #include "config.h"
 
@@ -38,7 +39,9 @@ static void move_line(json_object *m, char *buf, size_t len)
 			     gs(m, "state"), pct, total - left, total, mb);
 	if (n < len && eta)
 		n += (size_t)snprintf(buf + n, len - n, ", ETA %.0fs", json_object_get_double(eta));
-	if (n < len && gi(m, "failed"))
+	if (n < len && get(m, "differ"))
+		n += (size_t)snprintf(buf + n, len - n, ", %s differ", gs(m, "differ"));
+	else if (n < len && gi(m, "failed"))
 		n += (size_t)snprintf(buf + n, len - n, ", %s unreadable", gs(m, "failed"));
 	if (n < len && err && *json_object_get_string(err))
 		snprintf(buf + n, len - n, ": %s", json_object_get_string(err));
@@ -67,6 +70,24 @@ static void print_evacuating(json_object *r)
 	printf("evacuating disk %s: %zu move(s)\n", gs(r, "disk"),
 	       m ? json_object_array_length(m) : (size_t)0);
 	print_moves(m);
+}
+
+static void print_replacing(json_object *r)
+{
+	json_object *m = get(r, "moves");
+
+	printf("replacing disk %s by %s: %zu move(s)\n", gs(r, "disk"), gs(r, "new"),
+	       m ? json_object_array_length(m) : (size_t)0);
+	print_moves(m);
+}
+
+static void print_rebuild(json_object *r)
+{
+	if (get(r, "id"))
+		print_move(r);
+	else
+		printf("partition %s: every copy is in sync, or none can be read: nothing to "
+		       "rebuild\n", gs(r, "part"));
 }
 
 /* Whether id is among ids[0..n) (n 0: every move). */
@@ -193,22 +214,82 @@ static int start_moves(enum cw_ctl_cmd cmd, json_object *a, int64_t every, print
 	return watch_moves(ids, n, every);
 }
 
-int c_disk_evacuate(int argc, char **argv)
+/* A command that starts moves on the names it is given (keys[0..nk),
+ * one operand each) with --watch and --interval (and --repair for part
+ * scrub); *ret_watch says whether it watched them. */
+static int named_moves(int argc, char **argv, enum cw_ctl_cmd cmd, const char *const *keys,
+		       int nk, const char *expected, print_fn print, bool *ret_watch)
 {
 	static const struct option lo[] = { HELP_OPT, WATCH_OPTS, { 0 } };
+	static const struct option lo_repair[] = {
+		HELP_OPT, WATCH_OPTS, { "repair", no_argument, NULL, 'r' }, { 0 }
+	};
+	bool scrub = cmd == CW_CTL_CMD_PART_SCRUB;
 	json_object *a = args_new();
 	int64_t every = 0;
 	bool watch = false;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hwi:", lo)) != -1)
-		if (watch_opt(o, optarg, &watch, &every))
+	while ((o = next_opt(argc, argv, scrub ? "hwi:r" : "hwi:", scrub ? lo_repair : lo)) != -1)
+		if (o == 'r')
+			json_object_object_add(a, "repair", json_object_new_boolean(1));
+		else if (watch_opt(o, optarg, &watch, &every))
 			return json_object_put(a), EXIT_USAGE;
-	if (argc - optind != 1)
-		return json_object_put(a), usage_error("expected one disk NAME");
-	put_str(a, "name", argv[optind]);
-	return start_moves(CW_CTL_CMD_DISK_EVACUATE, a, watch_every(watch, every),
-			   print_evacuating);
+	if (argc - optind != nk)
+		return json_object_put(a), usage_error("expected %s", expected);
+	for (int i = 0; i < nk; i++)
+		put_str(a, keys[i], argv[optind + i]);
+	if (ret_watch)
+		*ret_watch = watch;
+	return start_moves(cmd, a, watch_every(watch, every), print);
+}
+
+int c_disk_evacuate(int argc, char **argv)
+{
+	static const char *const keys[] = { "name" };
+
+	return named_moves(argc, argv, CW_CTL_CMD_DISK_EVACUATE, keys, 1, "one disk NAME",
+			   print_evacuating, NULL);
+}
+
+int c_disk_replace(int argc, char **argv)
+{
+	static const char *const keys[] = { "name", "new" };
+	json_object *rm;
+	bool watch = false;
+	int r = named_moves(argc, argv, CW_CTL_CMD_DISK_REPLACE, keys, 2, "the disks OLD and NEW",
+			    print_replacing, &watch);
+
+	if (r || !watch)
+		return r;
+	/* Every copy left it: the old disk leaves the pool. */
+	rm = args_new();
+	put_str(rm, "name", argv[argc - 2]);
+	return call(CW_CTL_CMD_DISK_REMOVE, rm, print_removed);
+}
+
+int c_part_rebuild(int argc, char **argv)
+{
+	static const char *const keys[] = { "name" };
+
+	return named_moves(argc, argv, CW_CTL_CMD_PART_REBUILD, keys, 1, "one partition NAME",
+			   print_rebuild, NULL);
+}
+
+static void print_scrub(json_object *r)
+{
+	if (get(r, "id"))
+		print_move(r);
+	else
+		printf("partition %s: no copy in sync to compare\n", gs(r, "part"));
+}
+
+int c_part_scrub(int argc, char **argv)
+{
+	static const char *const keys[] = { "name" };
+
+	return named_moves(argc, argv, CW_CTL_CMD_PART_SCRUB, keys, 1, "one partition NAME",
+			   print_scrub, NULL);
 }
 
 int c_part_move(int argc, char **argv)

@@ -173,6 +173,7 @@ struct cw_disk_info {
 	 * disk).  Copies of a block are kept in distinct domains; an RBD
 	 * image and a local disk never share one, whatever their names. */
 	char domain[CW_NAME_MAX + 1];
+	bool spare;			/* a spare (cw_disk_set_spare) */
 };
 
 /* Adds the block device or regular file at path to the pool as tier
@@ -188,6 +189,16 @@ int cw_disk_add(struct cw_pool *pool, const char *path, enum cw_tier tier, const
  * NULL: its own).  -EBUSY, and nothing changes, when a partition would
  * then have two copies of a block in one domain. */
 int cw_disk_set_domain(struct cw_pool *pool, uint32_t disk_id, const char *domain);
+
+/* Makes a disk a spare (or a data disk again): a spare is given no block
+ * by placement, moves or evacuations, only by a replacement
+ * (cw_disk_replace, which makes it a data disk).  -EBUSY when it holds
+ * blocks. */
+int cw_disk_set_spare(struct cw_pool *pool, uint32_t disk_id, bool spare);
+
+/* A present spare disk with at least need free blocks, the one with the
+ * most room, or 0. */
+uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need);
 
 /* Removes an empty disk from the pool and erases its label; -EBUSY while
  * any partition has a block on it or a stored reservation has a part on it
@@ -443,6 +454,7 @@ struct cw_move_step {
 	uint64_t src_offset;		/* physical bytes */
 	uint32_t dst_disk_id;
 	uint64_t dst_offset;
+	uint32_t copy;			/* which copy of the block (0 .. copies - 1) */
 };
 
 /* Plans moving blocks [first_block, first_block + nblocks) of part to the

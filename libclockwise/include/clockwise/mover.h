@@ -44,6 +44,10 @@ enum cw_move_kind {
 	CW_MOVE_EVACUATE = 1,	/* every block of a partition off one disk */
 	CW_MOVE_PROMOTE = 2,	/* to the SSD tier (the cache) */
 	CW_MOVE_DEMOTE = 3,	/* back off the SSD tier */
+	CW_MOVE_REBUILD = 4,	/* out-of-sync copies rewritten in place from one in sync */
+	CW_MOVE_REPLACE = 5,	/* every copy on one disk rebuilt or moved onto another */
+	CW_MOVE_SCRUB = 6,	/* every copy read and compared with one in sync */
+	CW_MOVE_REPAIR = 7,	/* the same, and a copy that differs rewritten from it */
 };
 
 enum cw_move_state {
@@ -102,6 +106,45 @@ int cw_move_start_paused(struct cw_part *part, uint64_t first_block, uint64_t nb
 int cw_disk_evacuate_paused(struct cw_pool *pool, uint32_t disk_id, const char *paused,
 			    uint64_t **ret_ids, size_t *ret_n);
 
+/* Journals a rebuild of a mirrored partition (kind CW_MOVE_REBUILD): every
+ * copy of a block that is out of sync and lies on a present disk is
+ * rewritten in place from a copy in sync by the mover, as best-effort I/O,
+ * journalled and resumable like any move; each copy is marked in sync in
+ * the transaction that records its rewrite, once the rewrite is durable.
+ * A write to the block meanwhile reaches the copy being rewritten too, and
+ * a rewrite a write overlapped is done again, so no acknowledged write is
+ * ever overwritten by older data.  0 with *ret_id 0 when nothing there can
+ * be rebuilt; -EINVAL for a partition with one copy; -EBUSY if it has an
+ * unfinished move. */
+int cw_part_rebuild(struct cw_part *part, uint64_t *ret_id);
+
+/* Journals the replacement of disk old_id by new_id (kind CW_MOVE_REPLACE,
+ * disk old_id; one move per partition, in one transaction): every copy on
+ * old moves to new, read from old while it is present and that copy in
+ * sync, else rebuilt from another copy in sync.  No two copies of a block
+ * end on one disk or failure domain.  Refused with the reason, nothing
+ * journalled: -ENODATA when some blocks have no copy in sync but on a
+ * missing old (the error names the partition and the first such block),
+ * -ENOSPC when new lacks room, -EXDEV when new shares a failure domain
+ * with another copy of a block, -EBUSY as cw_disk_evacuate.  paused: NULL,
+ * or journalled paused with that reason, as cw_disk_evacuate_paused.  Once every
+ * replacement move of old is done, old holds nothing and the caller may
+ * remove it (cw_disk_remove). */
+int cw_disk_replace(struct cw_pool *pool, uint32_t old_id, uint32_t new_id, const char *paused,
+		    uint64_t **ret_ids, size_t *ret_n);
+
+/* Journals a scrub of a mirrored partition (kind CW_MOVE_SCRUB, or
+ * CW_MOVE_REPAIR with repair): the mover reads each copy in sync of each
+ * block beside the block's first copy in sync (copy 0 while it is: the
+ * reference when all say they are in sync) and compares them; with
+ * repair, a copy that differs is rewritten from the reference, under the
+ * rules of a rebuild.  A comparison a write overlapped is done again.
+ * Each block compared counts done, each that differed (or did not read)
+ * failed, listed by cw_move_failed_blocks.  Copies out of sync are not
+ * compared (cw_part_rebuild rewrites them).  -EINVAL for one copy,
+ * -EBUSY if the partition has an unfinished move. */
+int cw_part_scrub(struct cw_part *part, bool repair, uint64_t *ret_id);
+
 /* Where blocks [first_block, first_block + nblocks) of part will be once
  * the unfinished move id is done: the disk of each, in ret_disk_ids (the
  * disk it is on now where the move leaves it).  -ENOENT: no unfinished
@@ -153,6 +196,11 @@ struct cw_mover_task {
 	uint64_t dst_offset;
 	uint32_t length;		/* the block size */
 	bool again;			/* a copy done again (a write overlapped) */
+	uint32_t copy;			/* the copy of the block that moves or is rebuilt */
+	bool rebuild;			/* src is another copy, in sync: dst is rewritten */
+	bool verify;			/* a scrub: read dst too and compare; write dst only
+					 * if it differs and repair is set */
+	bool repair;
 };
 
 /* The next thing to do for the pool's moves (the oldest running move
@@ -175,8 +223,10 @@ int cw_mover_next_batch(struct cw_pool *pool, struct cw_mover_task *ret, unsigne
 
 /* The outcome of one block of a COPY batch, as for cw_mover_copied(). */
 struct cw_mover_outcome {
-	int read_err;
+	int read_err;			/* of src, or (verify) of dst */
 	int write_err;
+	bool differs;			/* verify: dst differed from src (and was rewritten
+					 * when repair) */
 };
 
 /* The outcomes of the outstanding COPY batch, out[i] for ret[i] of

@@ -15,6 +15,8 @@
 
 #include <pthread.h>
 
+#include <clockwise/mover.h>
+
 #include "pooltest.h"
 #include "layout/layout-internal.h"
 
@@ -237,10 +239,88 @@ static void test_crash_recover(void)
 	CU_ASSERT(cw_part_lost_blocks(p) == 0);
 	CU_ASSERT(cw_part_copy_stale_count(q, 0) == 0 && cw_part_copy_stale_count(q, 1) == 100 &&
 		  cw_part_copy_stale_count(q, 2) == 100);
-	/* Kept in copy_stale: the same after another open. */
+	/* A rebuild journalled for exactly the copies the recovery marked
+	 * (not block 70's copy 0, stale before the crash). */
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4 AND state = 0") == 2);
+	CU_ASSERT(sql_int(t.db, "SELECT blocks FROM move WHERE part = (SELECT id FROM part WHERE "
+			  "name = 'p')") == R - 1 + 8);
+	CU_ASSERT(sql_int(t.db, "SELECT blocks FROM move WHERE part = (SELECT id FROM part WHERE "
+			  "name = 'q')") == 200);
+	/* Kept in copy_stale: the same after another open, which journals
+	 * nothing more. */
 	tp_reopen(&t);
 	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "q", &q) == 0);
 	CU_ASSERT(cw_part_copy_stale_count(p, 1) == R - 1 + 8 && in_sync(p, 70, 1));
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move") == 2);
+	/* The mover runs them (the copies themselves: test-copies). */
+	for (;;) {
+		struct cw_mover_task task;
+
+		CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0);
+		if (task.action == CW_MOVER_IDLE)
+			break;
+		if (task.action == CW_MOVER_COPY) {
+			CU_ASSERT(task.rebuild && task.src_disk_id != task.dst_disk_id);
+			CU_ASSERT_FATAL(cw_mover_copied(t.pool, 0, 0) == 0);
+		}
+	}
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 0 && cw_part_copy_stale_count(p, 0) == 1);
+	CU_ASSERT(cw_part_copy_stale_count(q, 1) == 0 && cw_part_copy_stale_count(q, 2) == 0);
+	tp_fini(&t);
+}
+
+/* Runs the mover to idle without copying (the bits are what is checked);
+ * returns the copies it asked for. */
+static unsigned drive(struct cw_pool *pool)
+{
+	struct cw_mover_task task;
+	unsigned n = 0;
+
+	for (;;) {
+		CU_ASSERT_FATAL(cw_mover_next(pool, &task) == 0);
+		if (task.action == CW_MOVER_IDLE)
+			return n;
+		if (task.action == CW_MOVER_COPY) {
+			CU_ASSERT_FATAL(cw_mover_copied(pool, 0, 0) == 0);
+			n++;
+		}
+	}
+}
+
+/* A crash while a partition is being moved: its dirty regions' rebuild
+ * waits for the move and follows it. */
+static void test_crash_busy(void)
+{
+	static const uint64_t four[] = { 401, 401, 401, 401 };
+	struct cw_part_opts o2 = { .copies = 2 };
+	uint64_t *ids = NULL, others = 0;
+	struct cw_part *p;
+	size_t n = 0;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 4, four, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 90 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT_FATAL(cw_disk_evacuate(t.pool, 1, &ids, &n) == 0 && n == 1);
+	free(ids);
+	CU_ASSERT_FATAL(cw_part_intent_begin(p, 0, 2 * TP_BS) == 0);
+	tp_reopen(&t);	/* the process died */
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == R);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4") == 0);
+	/* The evacuation rebuilds the copies 1 it takes off disk 1 (read
+	 * from copy 0); the rebuild that follows it, the others. */
+	for (uint64_t b = 0; b < R; b++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+
+		CU_ASSERT_FATAL(cw_part_block_copies(p, b, cs) == 0);
+		others += cs[1].disk_id != 1;
+	}
+	CU_ASSERT(others > 0 && others < R);
+	CU_ASSERT(drive(t.pool) >= R);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4 AND state = 2") == 1);
+	CU_ASSERT(sql_int(t.db, "SELECT blocks FROM move WHERE kind = 4") == (int64_t)others);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 0 && cw_part_copy_stale_count(p, 0) == 0);
 	tp_fini(&t);
 }
 
@@ -368,6 +448,7 @@ int main(void)
 	cwtest_add(s, "a disk's copies marked at once", test_disk_stale);
 	cwtest_add(s, "write intent recorded and swept", test_intent);
 	cwtest_add(s, "a crash: dirty regions resynced", test_crash_recover);
+	cwtest_add(s, "a crash during a move: the resync follows it", test_crash_busy);
 	cwtest_add(s, "a shrink forgets the record past the end", test_intent_shrink);
 	cwtest_add(s, "writers against a sweeper", test_intent_race);
 	return cwtest_run();
