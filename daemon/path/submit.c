@@ -108,6 +108,31 @@ static int split_disk(void *arg, uint32_t disk_id, struct cw_path_disk *ret)
 	return 0;
 }
 
+/* A disk's load as a mirrored read's copy choice sees it
+ * (cw_path_snake_copy): the vacancy of the lane the piece would be booked
+ * in (its booked slots the dispatcher has not taken), then what is booked
+ * on the disk's lanes and not complete. */
+static int split_load(void *arg, uint32_t disk_id, uint64_t phys_off, struct cw_path_load *ret)
+{
+	struct pb *pb = arg;
+	int di = pb_disk_index(pb, disk_id);
+	struct disk *d;
+	struct lane *l;
+	int64_t ahead;
+	uint64_t load = 0;
+
+	if (di < 0)
+		return di;
+	d = &pb->disks[di];
+	l = piece_lane(pb, (uint32_t)di, phys_off);
+	ahead = atomic_load_explicit(&l->booked_end, memory_order_relaxed) - cw_slots_now(l->rec);
+	for (unsigned i = 0; i < d->nlanes; i++)
+		load += cwd_stats_get(&d->lanes[i].st.queued);
+	*ret = (struct cw_path_load){ .vacancy_ns = ahead > 0 ? ahead * l->slot_ns : 0,
+				      .load = load };
+	return 0;
+}
+
 /* The request being split: its pieces so far and the disks they touch. */
 struct split_out {
 	struct pb *pb;
@@ -189,7 +214,7 @@ static int submit(struct pbx *x, const struct submission *s)
 	struct cw_cache *cache = cw_part_cache(x->part);
 	struct resv *rv = s->be_only ? NULL : x->resv;
 	struct cw_path_part lay = { .part = x->part, .cache = cache, .disk = split_disk,
-				    .disk_arg = pb };
+				    .disk_arg = pb, .load = split_load };
 	struct cw_path_req rq = { .offset = s->off, .length = s->len, .op = s->op,
 				  .zero = s->zero, .cached = cache != NULL,
 				  .block_size = pb->block_size, .zero_chunk = ZERO_CHUNK,
