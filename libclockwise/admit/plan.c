@@ -536,9 +536,19 @@ int cw_admit_plan_survive(const struct cw_admit_qos *q, const struct cw_admit_la
 	size_t nc;
 	int e;
 
+	_cleanup_free_ struct cw_admit_disk *normal = NULL;
+
 	if (!ret)
 		return -EINVAL;
-	e = cw_admit_plan(q, l, disks, n_disks, ret);
+	/* The normal case has no rebuild to make room for. */
+	normal = malloc((n_disks ? n_disks : 1) * sizeof(*normal));
+	if (!normal)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_disks; i++) {
+		normal[i] = disks[i];
+		normal[i].rebuild_reserve = (struct cw_task){ 0 };
+	}
+	e = cw_admit_plan(q, l, normal, n_disks, ret);
 	if (e < 0 || !ret->admitted || l->n_copies <= 1)
 		return e;
 	holds = calloc(n_disks ? n_disks : 1, sizeof(*holds));

@@ -451,7 +451,8 @@ int cw_admit_plan(const struct cw_admit_qos *qos, const struct cw_admit_layout *
 void cw_admit_plan_done(struct cw_admit_plan *plan);	/* NULL-safe, idempotent */
 
 /* A plan that survives the loss of any one disk (layout->n_copies > 1):
- * cw_admit_plan in the normal case and in each case of one failed disk
+ * cw_admit_plan in the normal case (each disk's rebuild_reserve left out)
+ * and in each case of one failed disk
  * (layout->failed set to each disk holding a copy of the range, which
  * then serves nothing: the surviving copies carry all the stream's reads,
  * with each disk's rebuild_reserve beside them), refused with the first
