@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Description: snake reads and admission that survives a disk on a
-# 2-copy partition over two emulated hdd7200 disks.  fio's nbd engine
+# 2-copy partition over two emulated hdd7200 disks, copy 0 of every block
+# on one of them.  fio's nbd engine
 # reads 4 KiB at random, 16 at a time: the daemon's per-disk stats show
 # both disks serving a large share of the bytes (each read went to the
 # copy whose disk finishes it first), and fio's bytes are the disks'.
@@ -15,7 +16,9 @@ requires jq nbdcopy fio
 fio --enghelp 2>/dev/null | grep -qw nbd || { echo "SKIP: fio lacks the nbd engine"; exit 77; }
 
 ctl_start "$cw_tmp" --emulate hdd7200
-cwctl part create mir --size 48M --tier hdd --copies 2 >/dev/null
+# Copy 0 of every block on one disk (policy single), copy 1 on the other:
+# reads sent to the first copy in sync would all go to one disk.
+cwctl part create mir --size 48M --tier hdd --copies 2 --policy single >/dev/null
 cwctl part create one --size 8M --tier hdd >/dev/null
 cwctl export add mir >/dev/null
 # Written, so that a read is no hole (a hole reads as zeros, no disk).
