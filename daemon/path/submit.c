@@ -142,7 +142,36 @@ struct split_out {
 	unsigned n, maxp, nt;
 	bool seen[CW_DISKS_MAX + 1];
 	uint32_t touched[CW_DISKS_MAX];
+	bool mirrored;		/* the partition has copies */
+	struct piece *lead;	/* a mirrored write's IO piece, leading its thick booking */
+	unsigned lead_n;	/* pieces in it */
 };
+
+/* A mirrored write's piece p on another copy (sp) joins the thick booking
+ * its IO piece leads when it repeats all of it on a lane of its own with
+ * slots as long (a copy cut otherwise, a moving block's destination, a
+ * cache copy, a stream's piece: booked alone). */
+static void thick_join(struct split_out *o, struct piece *p, const struct cw_path_piece *sp)
+{
+	struct piece *l = o->lead, *q;
+
+	if (sp->kind == CW_PATH_IO) {
+		o->lead = sp->mirror && sp->op != CW_IO_READ && !sp->rt ? p : NULL;
+		o->lead_n = 1;
+		return;
+	}
+	if (!l || !sp->mirror || sp->rt || sp->op != l->io.op || p->part_off != l->part_off ||
+	    p->io.len != l->io.len || p->lane->slot_ns != l->lane->slot_ns ||
+	    o->lead_n >= CW_SLOTS_MAX_DISKS)
+		return;
+	for (q = l; q; q = q->thick_next)
+		if (q->lane == p->lane)
+			return;
+	p->thick_lead = l;
+	p->thick_next = l->thick_next;
+	l->thick_next = p;
+	o->lead_n++;
+}
 
 /* A piece of the split, booked as the lane's: a hole reads as zeros
  * here, without I/O. */
@@ -180,6 +209,8 @@ static int split_emit(void *arg, const struct cw_path_piece *sp)
 		o->seen[sp->disk_id] = true;
 		o->touched[o->nt++] = (uint32_t)di;
 	}
+	if (o->mirrored)	/* the one test a single copy pays */
+		thick_join(o, p, sp);
 	return 0;
 }
 
@@ -256,7 +287,8 @@ static int submit(struct pbx *x, const struct submission *s)
 	    s->off + s->len < rv->a->range_end_bytes &&
 	    cw_path_in_resv(rv->a, s->off, s->len, q->arrival_ns))
 		resv_short(x, rv, s->len);
-	o = &(struct split_out){ .pb = pb, .q = q, .s = s, .rv = rv, .maxp = (unsigned)maxp };
+	o = &(struct split_out){ .pb = pb, .q = q, .s = s, .rv = rv, .maxp = (unsigned)maxp,
+				 .mirrored = rq.copies > 1 };
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	rq.arrival_ns = q->arrival_ns;
 	r = cw_path_split(&cw_path_part_ops, &lay, &rq, split_emit, o);
