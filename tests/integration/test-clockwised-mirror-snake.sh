@@ -8,8 +8,9 @@
 # The headroom says a stream that survives a disk is smaller than one
 # that need not; a rate between the two is refused with --survive 1
 # (the default here) naming the failed disk, admitted with --survive 0;
-# --survive 1 on a partition of one copy is refused, saying why; and a
-# surviving stream is kept across a restart (resv show).
+# --survive 1 on a partition of one copy is refused, saying why; a
+# surviving stream is kept across a restart (resv show); a larger
+# rebuild_share leaves a smaller surviving stream.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl-lib.sh"
 requires jq nbdcopy fio
@@ -62,5 +63,13 @@ check "a surviving stream is admitted, and says so" bash -c \
 	'grep -q "survive the loss of any one disk" <<<"$0"' "$(cwctl resv show "$id")"
 check "booked on both disks" test "$(cwctl --json resv show "$id" | jq '.per_disk | length')" -eq 2
 ctl_stop
-ctl_start "$cw_tmp" --emulate hdd7200
+# A larger rebuild reserve (clockwised.conf rebuild_share) leaves less to
+# streams that survive a disk, nothing less to those that need not.
+ctl_start "$cw_tmp" --emulate hdd7200 --conf "rebuild_share = 40;"
 check "still surviving after a restart" test "$(cwctl --json resv show "$id" | jq .survive)" -eq 1
+cwctl resv release "$id" >/dev/null
+hr=$(cwctl --json disk headroom --block 1M)
+check "rebuild_share = 40: a smaller surviving stream" test "$(jq '.partitions[] |
+	select(.part == "mir") | .max_rate_survive' <<<"$hr")" -lt "$surv"
+check "... the same one without" test "$(jq '.partitions[] | select(.part == "mir") | .max_rate' \
+	<<<"$hr")" -eq "$plain"
