@@ -44,8 +44,9 @@ plain=$(jq '.partitions[] | select(.part == "mir") | .max_rate' <<<"$hr")
 surv=$(jq '.partitions[] | select(.part == "mir") | .max_rate_survive' <<<"$hr")
 echo "# largest 1M stream on mir: $plain B/s, surviving a disk: $surv B/s"
 check "a stream that survives a disk is smaller" test "$surv" -gt 0 -a "$surv" -lt "$plain"
-check "the headroom table shows both" bash -c 'grep -q "^mir .*SURVIVE-RATE\|^mir " <<<"$0" &&
-	grep -q "SURVIVE-RATE" <<<"$0"' "$(cwctl disk headroom --block 1M)"
+check "the headroom table shows both" bash -c 'grep -q "MAX-RATE .*SURVIVE-RATE" <<<"$0" &&
+	grep -Eq "^mir .* [0-9.]+MB/s +hdd[01] +[0-9.]+MB/s +hdd[01]$" <<<"$0"' \
+	"$(cwctl disk headroom --block 1M)"
 mid=$(((surv + plain) / 2))
 out=$(cwctl resv create mir --rate "$mid" --block 1M 2>&1)
 check "between the two: refused by default, naming the failed disk" bash -c \

@@ -17,7 +17,7 @@
  * typed back; "-" when there is none to say. */
 static void print_headroom(json_object *h)
 {
-	struct table t = { .ncols = 8 }, u = { .ncols = 7 };
+	struct table t = { .ncols = 8 }, u = { .ncols = 5 };
 	json_object *d = get(h, "disks"), *p = get(h, "partitions");
 	char bs[CW_UNITS_BUF];
 
@@ -40,6 +40,10 @@ static void print_headroom(json_object *h)
 	if (!p || !json_object_array_length(p))
 		return;
 	printf("\n");
+	/* the survivable stream's columns when a partition is mirrored */
+	for (size_t i = 0; i < json_object_array_length(p); i++)
+		if (json_object_get_int(get(json_object_array_get_idx(p, i), "copies")) > 1)
+			u.ncols = 7;
 	table_row(&u, "PART", "SIZE", "DISKS", "MAX-RATE", "LIMITED-BY", "SURVIVE-RATE",
 		  "LIMITED-BY");
 	for (size_t i = 0; i < json_object_array_length(p); i++) {
