@@ -142,7 +142,6 @@ struct split_out {
 	unsigned n, maxp, nt;
 	bool seen[CW_DISKS_MAX + 1];
 	uint32_t touched[CW_DISKS_MAX];
-	bool mirrored;		/* the partition has copies */
 	struct piece *lead;	/* a mirrored write's IO piece, leading its thick booking */
 	unsigned lead_n;	/* pieces in it */
 };
@@ -209,9 +208,19 @@ static int split_emit(void *arg, const struct cw_path_piece *sp)
 		o->seen[sp->disk_id] = true;
 		o->touched[o->nt++] = (uint32_t)di;
 	}
-	if (o->mirrored)	/* the one test a single copy pays */
-		thick_join(o, p, sp);
 	return 0;
+}
+
+/* split_emit for a mirrored partition: a write's copies join their IO
+ * piece's thick booking. */
+static int split_emit_copies(void *arg, const struct cw_path_piece *sp)
+{
+	struct split_out *o = arg;
+	int r = split_emit(arg, sp);
+
+	if (r == 0 && sp->kind != CW_PATH_HOLE)
+		thick_join(o, &o->q->p[o->n - 1], sp);
+	return r;
 }
 
 /*
@@ -287,11 +296,11 @@ static int submit(struct pbx *x, const struct submission *s)
 	    s->off + s->len < rv->a->range_end_bytes &&
 	    cw_path_in_resv(rv->a, s->off, s->len, q->arrival_ns))
 		resv_short(x, rv, s->len);
-	o = &(struct split_out){ .pb = pb, .q = q, .s = s, .rv = rv, .maxp = (unsigned)maxp,
-				 .mirrored = rq.copies > 1 };
+	o = &(struct split_out){ .pb = pb, .q = q, .s = s, .rv = rv, .maxp = (unsigned)maxp };
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	rq.arrival_ns = q->arrival_ns;
-	r = cw_path_split(&cw_path_part_ops, &lay, &rq, split_emit, o);
+	r = cw_path_split(&cw_path_part_ops, &lay, &rq,
+			  rq.copies > 1 ? split_emit_copies : split_emit, o);
 	if (r < 0) {
 		cw_part_io_end(x->part, q->gate_ticket);
 		cw_part_intent_end(x->part, q->intent_off, q->intent_len);

@@ -266,7 +266,7 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 		enum cw_io_op op = rq->op;
 		enum cw_cache_route cr = CW_CACHE_ORIGIN;
 		struct cw_path_piece p;
-		bool prt, rt_read = false;
+		bool prt, rt_here = rt;	/* the stream's, where its disk is booked */
 		int mc = 0;	/* the copy the IO piece is on */
 
 		if (rq->cached)	/* one block at a time: each has its own route */
@@ -293,8 +293,13 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 			 * the first copy in sync (copy 0 while it is). */
 			if ((r = ops->copies(lay, off, cs)) < 0)
 				return r;
-			mc = op == CW_IO_READ ? read_copy(&s, off, cs, rt, &rt_read) :
+			/* A stream's write on a mirrored partition is best
+			 * effort: its reservation books each copy's disk for
+			 * the reads snake sends it, not for every write. */
+			mc = op == CW_IO_READ ? read_copy(&s, off, cs, rt, &rt_here) :
 			     cw_path_read_copy(cs, rq->copies);
+			if (op != CW_IO_READ)
+				rt_here = false;
 			if (mc < 0)
 				return mc == -ENODATA ? -EIO : mc;	/* no copy holds the data */
 			e.disk_id = cs[mc].disk_id;
@@ -302,10 +307,7 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 		}
 		if ((r = disk_of(&s, e.disk_id, &d)) < 0)
 			return r;
-		/* A stream's write on a mirrored partition is best effort: its
-		 * reservation books each copy's disk for the reads snake sends
-		 * it, not for every write (a thick stream's are not booked). */
-		prt = rt_on(&s, rt && (rq->copies <= 1 || rt_read), e.disk_id);
+		prt = rt_on(&s, rt_here, e.disk_id);
 		if (!prt && e.length > d.be_piece)
 			e.length = d.be_piece;	/* fits in less slack */
 		if (rq->cached)
