@@ -10,10 +10,17 @@
  * copy's; a write keeps the copy equal), a disk that cannot punch, and,
  * for a write, the destinations of blocks being moved, the cache copy and
  * the partition's other copies (each with its own moving destination); a
- * read of a mirrored partition is served by one in-sync copy.  A write
- * goes to every copy in sync (its IO piece to the first, COPY pieces to
- * the others): a copy out of sync is not written, since nothing reads it
- * before a resync rewrites it whole.
+ * read of a mirrored partition is served by one in-sync copy, RADIR's
+ * snake request (section III-B): a stream's by the rule its admission
+ * charged each disk by (cw_admit_snake_pick over the copies in sync, so a
+ * disk never sees more of a stream than it was booked for; in a failure
+ * case only a stream admitted to survive it keeps its class), a
+ * best-effort one's on the copy whose disk would finish it first (the
+ * record's first vacancy, then the load: getMinDiskSlot, section IV-D).
+ * A write goes to every copy in sync (its IO piece to the first, COPY
+ * pieces to the others), as best effort on a mirrored partition: a copy
+ * out of sync is not written, since nothing reads it before a resync
+ * rewrites it whole.
  *
  * Invariants: the pieces of kind IO and HOLE cover [offset, offset +
  * length) exactly once, in order (but for a PUNCH skipped where a disk

@@ -106,9 +106,11 @@ struct cw_path_req {
 	const struct cw_admit_resv *resv;	/* the export's stream, or NULL */
 	int64_t arrival_ns;		/* on the clock of resv's span */
 	/* The partition's copies (cw_part_copies; 0: 1).  A write goes to
-	 * every copy: copy 0's piece is the IO piece, each other copy's a
-	 * COPY piece after it (and a moving block's destination on either
-	 * is a COPY too); a read to one in-sync copy (cw_path_read_copy). */
+	 * every copy in sync: the first one's piece is the IO piece, each
+	 * other copy's a COPY piece after it (and a moving block's
+	 * destination on either is a COPY too), all best effort; a read to
+	 * one in-sync copy, a stream's by cw_path_stream_copy, a best-effort
+	 * one's by cw_path_snake_copy (RADIR's snake request). */
 	uint32_t copies;
 };
 
