@@ -127,6 +127,24 @@ static bool lane_has_bookings(struct lane *l)
 	return atomic_load(&l->booked_end) > cw_slots_now(l->rec) || atomic_load(&l->overflow);
 }
 
+/* The same, of what the dispatcher may take now: not past a thick
+ * booking's hold (lane_push_thick), whose end wakes it.  What it parks
+ * on, so that it never spins, at real-time priority, while a booker it
+ * may keep from its CPU holds it back. */
+static int64_t held_below(struct lane *l, int64_t until)
+{
+	if (atomic_load(&l->hold_n))
+		for (unsigned h = 0; h < LANE_HOLDS; h++)
+			until = CW_MIN(until, (int64_t)atomic_load(&l->hold_at[h]));
+	return until;
+}
+
+static bool lane_has_takeable(struct lane *l)
+{
+	return held_below(l, atomic_load(&l->booked_end)) > cw_slots_now(l->rec) ||
+	       atomic_load(&l->overflow);
+}
+
 /* Books piece p on its lane; 0 or a negative errno. */
 static int lane_push(struct pb *pb, struct piece *p)
 {
@@ -264,10 +282,7 @@ static int64_t lane_until(struct lane *l)
 	int64_t until = atomic_load(&l->booked_end);
 
 	atomic_store(&l->adv, until);
-	if (atomic_load(&l->hold_n))
-		for (unsigned h = 0; h < LANE_HOLDS; h++)
-			until = CW_MIN(until, (int64_t)atomic_load(&l->hold_at[h]));
-	return until;
+	return held_below(l, until);
 }
 
 /* Books the thick request lead leads on each of its pieces' lanes: 0, or
@@ -325,8 +340,10 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 		r = safe ? cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)lead) : -ETIMEDOUT;
 		if (r == 0)
 			break;
-		for (i = 0; i < k; i++)
+		for (i = 0; i < k; i++) {
 			hold_give(ps[i]->lane, held[i]);
+			lane_wake(ps[i]->lane);	/* it may have parked at the hold */
+		}
 		cw_slots_release(ctx, &b);
 		/* held below the run, no record can have refused the commit */
 		if (NEVER(safe) || r != -ETIMEDOUT)
@@ -339,7 +356,12 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 		while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
 			;
 		hold_give(l, held[i]);
-		lane_wake_later(l, false, ps[i]->io.len);
+		/* a cursor that reached the hold may have parked there, with
+		 * others' bookings behind it: at once; else with the burst */
+		if (cw_slots_now(l->rec) >= b.first_slot)
+			lane_wake(l);
+		else
+			lane_wake_later(l, false, ps[i]->io.len);
 	}
 	return 0;
 }
@@ -426,7 +448,7 @@ static struct piece *lane_take(struct lane *l)
 
 static void lane_park(struct lane *l, int64_t timeout_ns)
 {
-	park_unless(&l->park, lane_has_bookings(l) || atomic_load(&l->stop) ||
+	park_unless(&l->park, lane_has_takeable(l) || atomic_load(&l->stop) ||
 			      atomic_load(&l->plan) || atomic_load(&l->handback),
 		    timeout_ns);
 }
@@ -440,7 +462,7 @@ static void lane_park(struct lane *l, int64_t timeout_ns)
 static void lane_engine_wait(struct lane *l, int64_t timeout_ns, bool busy)
 {
 	atomic_store(&l->eng_waiting, true);
-	if (!lane_has_bookings(l) &&
+	if (!lane_has_takeable(l) &&
 	    (busy || (!atomic_load(&l->stop) && !atomic_load(&l->plan))))
 		(void)cw_io_wait(l->eng, timeout_ns);
 	atomic_store(&l->eng_waiting, false);
