@@ -38,6 +38,7 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 	cwc_add(o, "due", cwc_jstr(cw_admit_due_name(r->due)));
 	cwc_add(o, "lead_ns", json_object_new_int64(r->lead_ns));
 	cwc_add(o, "survive", json_object_new_int(r->survive));
+	cwc_add(o, "record", json_object_new_boolean(r->record));
 	/* Times relative to now: the clock is the server's monotonic one. */
 	cwc_add(o, "starts_in_ns", r->span_start_ns ?
 		json_object_new_int64(r->span_start_ns - now) : NULL);
@@ -146,6 +147,7 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	due = cw_ctl_arg_str(c->req, "due");
 	if (due && cw_admit_due_parse(due, &rq.due) < 0)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "due \"%s\": expected disk or stream", due);
+	cw_ctl_arg_bool(c->req, "record", &rq.record);
 	/* absent: 1 on a mirrored partition, 0 on one copy */
 	if (cw_ctl_arg_uint(c->req, "survive", &survive)) {
 		if (survive > 1)

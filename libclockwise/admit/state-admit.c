@@ -168,6 +168,8 @@ int ast_prepare(struct cw_admit_state *st, const struct cw_admit_request *req,
 		return -EINVAL;
 	}
 	p->survive = p->pi.copies > 1 && req->survive != CW_ADMIT_SURVIVE_OFF;
+	p->record = p->pi.copies > 1 && req->record;
+	p->rl.l.thick = p->record;
 	r = prepare_disks(st, p);
 	if (r < 0)
 		return r;
@@ -514,6 +516,7 @@ int ast_book(struct cw_admit_state *st, const struct cw_admit_request *req,
 	rv->due = req->due;
 	rv->move_id = p->rl.l.alt_disk ? p->move_id : 0;
 	rv->survive = p->survive;
+	rv->record = p->record;
 	rv->n_parts = plan->n_parts;
 	for (size_t i = 0; i < plan->n_parts; i++)
 		rv->parts[i] = (struct cw_admit_resv_part){

@@ -185,6 +185,7 @@ struct prepared {
 	uint64_t move_id;
 	struct cw_admit_qos q;		/* bandwidth set by each plan */
 	bool survive;			/* planned by cw_admit_plan_survive */
+	bool record;			/* every request on every copy (admit.h, thick) */
 	/* The host's model and what the streams admitted need of it; NULL
 	 * when the host is not asked (no model; a stream booked again). */
 	const struct cw_host_model *host;

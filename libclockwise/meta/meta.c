@@ -287,13 +287,16 @@ static const char *const migrations[] = {
 	"  queue_depth INTEGER NOT NULL CHECK (queue_depth >= 0),"
 	"  max_request INTEGER NOT NULL CHECK (max_request >= 0),"
 	"  dev INTEGER NOT NULL DEFAULT -1 CHECK (dev >= -1));",
-	/* 14 -> 15: reservations on mirrored partitions admitted to survive
-	 * the loss of any one disk (cwctl resv create --survive 1): their
-	 * parts are the worst of every failure case.  No row: survive 0 (as
-	 * every reservation made before). */
-	"CREATE TABLE IF NOT EXISTS resv_survive ("
+	/* 14 -> 15: how a reservation on a mirrored partition uses its
+	 * copies: survive, admitted to survive the loss of any one disk
+	 * (cwctl resv create --survive 1: its parts are the worst of every
+	 * failure case); record, a recording stream whose every request is
+	 * charged on every copy's disk (--record).  No row: 0, 0 (as every
+	 * reservation made before). */
+	"CREATE TABLE IF NOT EXISTS resv_copies ("
 	"  resv INTEGER PRIMARY KEY REFERENCES resv(id) ON DELETE CASCADE,"
-	"  survive INTEGER NOT NULL CHECK (survive IN (0, 1)));",
+	"  survive INTEGER NOT NULL CHECK (survive IN (0, 1)),"
+	"  record INTEGER NOT NULL DEFAULT 0 CHECK (record IN (0, 1)));",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -18,7 +18,8 @@
  * best-effort one's on the copy whose disk would finish it first (the
  * record's first vacancy, then the load: getMinDiskSlot, section IV-D).
  * A write goes to every copy in sync (its IO piece to the first, COPY
- * pieces to the others), as best effort on a mirrored partition: a copy
+ * pieces to the others), as best effort on a mirrored partition unless
+ * its stream records (its reservation charged every copy): a copy
  * out of sync is not written, since nothing reads it before a resync
  * rewrites it whole.
  *
@@ -301,12 +302,13 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 			if ((r = ops->copies(lay, off, cs)) < 0)
 				return r;
 			/* A stream's write on a mirrored partition is best
-			 * effort: its reservation books each copy's disk for
-			 * the reads snake sends it, not for every write. */
+			 * effort (its reservation books each copy's disk for
+			 * the reads snake sends it), but a recording stream's,
+			 * booked on every copy for every request. */
 			mc = op == CW_IO_READ ? read_copy(&s, off, cs, rt, &rt_here) :
 			     cw_path_read_copy(cs, rq->copies);
 			if (op != CW_IO_READ)
-				rt_here = false;
+				rt_here = rt && rq->resv->record;
 			if (mc < 0)
 				return mc == -ENODATA ? -EIO : mc;	/* no copy holds the data */
 			e.disk_id = cs[mc].disk_id;

@@ -7,7 +7,8 @@
 # copy whose disk finishes it first), and fio's bytes are the disks'.
 # The headroom says a stream that survives a disk is smaller than one
 # that need not; a rate between the two is refused with --survive 1
-# (the default here) naming the failed disk, admitted with --survive 0;
+# (the default here) naming the failed disk, admitted with --survive 0,
+# refused as a recording stream (--record: every request on both disks);
 # --survive 1 on a partition of one copy is refused, saying why; a
 # surviving stream played by cwstream reads from both disks in turn, as
 # real-time, and the daemon misses no deadline; it is kept across a restart (resv show); a larger
@@ -56,6 +57,11 @@ check "between the two: refused by default, naming the failed disk" bash -c \
 echo "# $out"
 check "... and admitted with --survive 0" bash -c 'grep -q "^would admit" <<<"$0"' \
 	"$(cwctl resv create mir --rate "$mid" --block 1M --survive 0 --dry-run 2>&1)"
+check "a recording stream at that rate: refused, every request on both disks" bash -c \
+	'grep -q "^cwctl resv create: refused on disk hdd[01]" <<<"$0"' \
+	"$(cwctl resv create mir --rate "$mid" --block 1M --survive 0 --record 2>&1)"
+check "... admitted at half of it" bash -c 'grep -q "^would admit" <<<"$0"' \
+	"$(cwctl resv create mir --rate "$((mid / 2))" --block 1M --record --dry-run 2>&1)"
 check "--survive 1 on one copy: refused, saying why" bash -c \
 	'grep -q "keeps one copy of each block" <<<"$0"' \
 	"$(cwctl resv create one --rate 1MB/s --block 1M --survive 1 2>&1)"

@@ -240,7 +240,7 @@ int sim_cmd_plan(int argc, char **argv)
 static void admit_usage(FILE *f)
 {
 	fprintf(f, "usage: cwsim admit --pool FILE PART --block SIZE [--rate RATE]\n"
-		"                   [--range START:END] [--survive 0|1]\n"
+		"                   [--range START:END] [--survive 0|1] [--record]\n"
 		"  a stream over PART tested as `cwctl resv create --dry-run` tests it;\n"
 		"  JSON: the largest rate that fits (and, on a mirrored partition, the largest\n"
 		"  that survives the loss of any one disk) and, with --rate, the verdict\n");
@@ -251,7 +251,8 @@ int sim_cmd_admit_pool(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "pool", required_argument, NULL, 'P' }, { "block", required_argument, NULL, 'b' },
 		{ "rate", required_argument, NULL, 'r' }, { "range", required_argument, NULL, 'R' },
-		{ "survive", required_argument, NULL, 'S' }, { "help", no_argument, NULL, 'h' },
+		{ "survive", required_argument, NULL, 'S' }, { "record", no_argument, NULL, 'W' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_(sim_pool_closep) struct cw_pool *pool = NULL;
@@ -288,6 +289,9 @@ int sim_cmd_admit_pool(int argc, char **argv)
 				goto usage;
 			rq.survive = optarg[0] == '1' ? CW_ADMIT_SURVIVE_ON : CW_ADMIT_SURVIVE_OFF;
 			break;
+		case 'W':
+			rq.record = true;
+			break;
 		case 'h':
 			admit_usage(stdout);
 			return EXIT_SUCCESS;
@@ -305,7 +309,7 @@ int sim_cmd_admit_pool(int argc, char **argv)
 	 * partition, the one that survives a disk */
 	rp = cw_admit_state_headroom(st, &(struct cw_admit_request){ .part = rq.part,
 			.block_bytes = rq.block_bytes, .range_start_bytes = rq.range_start_bytes,
-			.range_end_bytes = rq.range_end_bytes,
+			.range_end_bytes = rq.range_end_bytes, .record = rq.record,
 			.survive = CW_ADMIT_SURVIVE_OFF }, &plain, &ref);
 	if (rp == 0 && rq.survive != CW_ADMIT_SURVIVE_OFF) {
 		struct cw_admit_request s = rq;

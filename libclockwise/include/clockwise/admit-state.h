@@ -150,6 +150,11 @@ struct cw_admit_resv {
 	 * the survivors are still its own; without, the reads a failure
 	 * moves to another copy are best effort. */
 	bool survive;
+	/* A recording stream on a mirrored partition: each request charged
+	 * on every copy's disk (RADIR's thick request), so its writes are
+	 * its own on every copy; without, a stream's writes there are best
+	 * effort and its reads alternate between the copies. */
+	bool record;
 };
 
 /* The part of rv on disk_id, or NULL: safe against a move's re-booking
@@ -289,6 +294,9 @@ struct cw_admit_request {
 	 * is ON on a mirrored partition and OFF on one copy; ON on a
 	 * partition of one copy is refused (-EINVAL). */
 	enum cw_admit_survive survive;
+	/* A recording stream (cw_admit_resv.record); on one copy it changes
+	 * nothing. */
+	bool record;
 };
 
 /* Admits a reservation: 0 with *ret_resv (NULL on a dry run), or -EBUSY

@@ -1439,7 +1439,8 @@ static void test_host_state(void)
  * at rates every one-disk failure case carries (less than the normal
  * case's), refused between the two naming the failed disk, admitted
  * there with survive off; refused on a partition of one copy; stored
- * with its survive bit and loaded back with it. */
+ * with its survive bit and loaded back with it.  A recording stream is
+ * booked on both disks for every request, and stored as one. */
 static void test_survive(void)
 {
 	struct cw_admit_refusal ref;
@@ -1495,6 +1496,25 @@ static void test_survive(void)
 	/* what is left survives too, not more */
 	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &plain, NULL) == 0);
 	CU_ASSERT(plain < surv);
+	CU_ASSERT_FATAL(cw_admit_state_release(st, id, NULL) == 0);
+
+	/* a recording stream: every request on both disks, so no more than
+	 * one disk carries alone; surviving costs it nothing more here */
+	rq.survive = CW_ADMIT_SURVIVE_OFF;
+	rq.record = true;
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &plain, NULL) == 0);
+	CU_ASSERT(plain <= surv + surv / 100 && plain > 0);
+	rq.rate_bps = plain / 2;
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL) == 0);
+	CU_ASSERT(rv->record && !rv->survive && rv->n_parts == 2);
+	CU_ASSERT(rv->parts[0].requests == 64 && rv->parts[1].requests == 64);
+	CU_ASSERT(rv->parts[0].stride == 1 && rv->parts[1].stride == 1);
+	id = rv->id;
+	cw_admit_state_free(st);
+	st = state(NULL);
+	rv = cw_admit_state_resv_find(st, id);
+	CU_ASSERT_FATAL(rv != NULL);
+	CU_ASSERT(rv->record && !rv->survive);
 	cw_admit_state_free(st);
 	tp_fini(&T);
 }

@@ -426,7 +426,7 @@ static void test_snake_rules(void)
  * alternating between the copies' disks by request, as admission charged
  * it; with a copy out of sync the stream's read moves to the other, its
  * own only if it was admitted to survive; a stream's writes are best
- * effort on every copy. */
+ * effort on every copy, a recording stream's its own on every copy. */
 static void test_mirror_snake(void)
 {
 	struct cw_path_part saved = lay;
@@ -483,6 +483,11 @@ static void test_mirror_snake(void)
 	CU_ASSERT_FATAL(split(r) == 0);
 	CU_ASSERT_FATAL(n == 2);
 	CU_ASSERT(!got[0].rt && !got[1].rt && got[0].disk_id != got[1].disk_id);
+	/* a recording stream's: the stream's on every copy */
+	rv.record = true;
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT_FATAL(n == 2);
+	CU_ASSERT(got[0].rt && got[1].rt && got[0].disk_id != got[1].disk_id);
 	lay = saved;
 	CU_ASSERT_FATAL(cw_part_delete(m) == 0);
 }
