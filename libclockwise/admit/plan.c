@@ -15,6 +15,17 @@
  * a cache that may hold a copy of it), and a part is
  * admitted only if every set of tasks that can be active together during
  * its window passes cw_admit_test.
+ *
+ * Mirrored partitions (RADIR, Aggarwal et al., section III-B): a read is
+ * a snake request, each user request charged on the one copy
+ * cw_admit_snake_pick() gives, the very function the data path's split
+ * routes it by (so a disk is asked exactly what it was charged, never
+ * more); a recording stream's request is a thick one, charged on every
+ * copy.  cw_admit_plan_survive adds each case of one failed disk (its
+ * copies serve nothing, the rule runs over the copies left) with the
+ * rebuild's reserve on the survivors, and books on each disk a task no
+ * lighter than its part in any case: the shortest period and deadline,
+ * the longest service, the widest window, tested as such.
  */
 #include "config.h"
 
