@@ -293,7 +293,11 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 	struct cw_slots_ctx *ctx = pb_thread_ctx(pb);
 	struct cw_slots_req rq = { .dir = CW_SLOTS_WRITE, .shape = CW_SLOTS_THICK };
 	struct cw_slots_booking b;
-	struct piece *ps[CW_SLOTS_MAX_DISKS], *p;
+	/* once committed, the pieces are the dispatchers' (and the request
+	 * may end): what comes after reads only these */
+	struct lane *ls[CW_SLOTS_MAX_DISKS];
+	size_t lens[CW_SLOTS_MAX_DISKS];
+	struct piece *p;
 	unsigned held[CW_SLOTS_MAX_DISKS], k = 0, i;
 	int64_t svc_max = 0, start;
 	int r;
@@ -305,7 +309,8 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 
 		cw_model_service_ns(disk_model(p->lane->disk), 0, 0, p->io.len, &svc);
 		svc_max = CW_MAX(svc_max, svc);
-		ps[k] = p;
+		ls[k] = p->lane;
+		lens[k] = p->io.len;
 		rq.disks[k++] = p->lane->rec;
 	}
 	rq.ndisks = k;
@@ -318,8 +323,8 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 		/* from where every cursor is, or is going */
 		start = 0;
 		for (i = 0; i < k; i++)
-			start = CW_MAX(start, CW_MAX(cw_slots_now(ps[i]->lane->rec),
-						     (int64_t)atomic_load(&ps[i]->lane->adv)));
+			start = CW_MAX(start, CW_MAX(cw_slots_now(ls[i]->rec),
+						     (int64_t)atomic_load(&ls[i]->adv)));
 		rq.start_slot = start;
 		rq.deadline_slot = start + SLOTS_WINDOW - rq.size_slots;
 		r = cw_slots_reserve(ctx, &rq, &b);
@@ -327,22 +332,22 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 			if (in_dispatcher)
 				return -EAGAIN;
 			for (i = 0; i < k; i++)
-				lane_wake(ps[i]->lane);
+				lane_wake(ls[i]);
 			sched_yield();
 			continue;
 		}
 		if (r < 0)
 			return r;
 		for (i = 0; i < k; i++)
-			held[i] = hold_take(ps[i]->lane, b.first_slot);
+			held[i] = hold_take(ls[i], b.first_slot);
 		for (i = 0; i < k; i++)
-			safe &= atomic_load(&ps[i]->lane->adv) <= b.first_slot;
+			safe &= atomic_load(&ls[i]->adv) <= b.first_slot;
 		r = safe ? cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)lead) : -ETIMEDOUT;
 		if (r == 0)
 			break;
 		for (i = 0; i < k; i++) {
-			hold_give(ps[i]->lane, held[i]);
-			lane_wake(ps[i]->lane);	/* it may have parked at the hold */
+			hold_give(ls[i], held[i]);
+			lane_wake(ls[i]);	/* it may have parked at the hold */
 		}
 		cw_slots_release(ctx, &b);
 		/* held below the run, no record can have refused the commit */
@@ -350,7 +355,7 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 			return r < 0 ? r : -EIO;
 	}
 	for (i = 0; i < k; i++) {
-		struct lane *l = ps[i]->lane;
+		struct lane *l = ls[i];
 		int64_t end = b.first_slot + b.n_slots, cur = atomic_load(&l->booked_end);
 
 		while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
@@ -361,7 +366,7 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 		if (cw_slots_now(l->rec) >= b.first_slot)
 			lane_wake(l);
 		else
-			lane_wake_later(l, false, ps[i]->io.len);
+			lane_wake_later(l, false, lens[i]);
 	}
 	return 0;
 }
@@ -376,6 +381,15 @@ static struct piece *thick_piece(struct piece *lead, const struct lane *l)
 	return ALWAYS(p) ? p : lead;
 }
 
+/* The first of pieces [from + i, from + n) of q booked by itself or as a
+ * thick request's lead (n: none). */
+static unsigned next_own(const struct preq *q, unsigned from, unsigned n, unsigned i)
+{
+	while (i < n && q->p[from + i].thick_lead)
+		i++;
+	return i;
+}
+
 /* Books pieces [from, from + n) of q, each on its lane (a thick request's
  * with its lead); one that cannot be booked is done at once with the
  * error.  Submission's, and a FUA write's flush phase (lane_req_done). */
@@ -387,23 +401,28 @@ void lane_push_pieces(struct preq *q, unsigned from, unsigned n)
 	atomic_store(&q->pending, n);
 	for (i = 0; i < n; i++)
 		cwd_stats_queue_change(&q->p[from + i].lane->st, 1);
-	for (i = 0; i < n; i++) {
-		struct piece *p = &q->p[from + i], *t;
+	/* A piece pushed may be done, and with it the request, before the
+	 * next is looked at: the next one to push (not one booked with its
+	 * thick request's lead) is found while the one at hand is not. */
+	for (i = next_own(q, from, n, 0); i < n;) {
+		struct piece *p = &q->p[from + i], *t, *nx;
+		unsigned j = next_own(q, from, n, i + 1);
 		int r;
 
-		if (p->thick_lead)
-			continue;	/* booked with its lead */
 		if (p->thick_next) {
 			r = lane_push_thick(pb, p);
-			if (r == 0)
+			if (r == 0) {
+				i = j;
 				continue;
-			/* booked piece by piece after all */
-			for (t = p->thick_next; t; t = t->thick_next) {
-				int rt = lane_push(pb, t);
-
-				t->thick_lead = NULL;
-				if (rt < 0)
-					lane_piece_done(t->lane, t, rt, cw_now_ns());
+			}
+			/* booked piece by piece after all (p, not pushed yet,
+			 * keeps the request) */
+			for (t = p->thick_next; t; t = nx) {
+				nx = t->thick_next;
+				t->thick_lead = t->thick_next = NULL;
+				r = lane_push(pb, t);
+				if (r < 0)
+					lane_piece_done(t->lane, t, r, cw_now_ns());
 			}
 			p->thick_next = NULL;
 		}
@@ -412,6 +431,7 @@ void lane_push_pieces(struct preq *q, unsigned from, unsigned n)
 			p->rt = false;
 			lane_piece_done(p->lane, p, r, cw_now_ns());
 		}
+		i = j;
 	}
 }
 
