@@ -124,6 +124,16 @@ static int key_mover_share(struct parse *p, const config_setting_t *s, void *obj
 	return r;
 }
 
+static int key_rebuild_share(struct parse *p, const config_setting_t *s, void *obj)
+{
+	long long v;
+	int r = conf_get_int(p, s, 0, 90, &v);
+
+	if (r == 0)
+		p->c->rebuild_share = (unsigned)v;
+	return r;
+}
+
 static int key_rt_priority(struct parse *p, const config_setting_t *s, void *obj)
 {
 	long long v;
@@ -227,6 +237,7 @@ const struct key conf_top_keys[] = {
 	{ "queue_depth", key_queue_depth },
 	{ "mover_depth", key_mover_depth },
 	{ "mover_share", key_mover_share },
+	{ "rebuild_share", key_rebuild_share },
 	{ "rt_priority", key_rt_priority },
 	{ "lock_memory", key_lock_memory },
 	{ "rt_cpus", key_rt_cpus },
@@ -327,6 +338,7 @@ static int config_defaults(const char *file, struct cwd_config **ret_config)
 	c->queue_depth = DEFAULT_QUEUE_DEPTH;
 	c->mover_depth = DEFAULT_MOVER_DEPTH;
 	c->mover_share = 100;
+	c->rebuild_share = CW_ADMIT_REBUILD_SHARE_PPM / 10000;
 	c->rt_priority = DEFAULT_RT_PRIORITY;
 	c->lock_memory = true;
 	c->host.share_ppm = CW_HOST_SHARE_DEFAULT_PPM;

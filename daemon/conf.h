@@ -131,6 +131,9 @@ struct cwd_config {
 	unsigned queue_depth;	/* requests in flight per dispatcher */
 	unsigned mover_depth;	/* blocks the mover copies at once */
 	unsigned mover_share;	/* percent of a disk without streams it takes among others */
+	/* percent of a surviving disk admission keeps for a rebuild
+	 * (cw_admit_state_opts.rebuild_share_ppm) */
+	unsigned rebuild_share;
 	unsigned rt_priority;	/* SCHED_FIFO priority of dispatchers with streams; 0: none */
 	bool lock_memory;	/* mlockall at start (default true) */
 	uint64_t rt_cpus;	/* CPUs (bit i: CPU i) of the real-time threads; 0: any */

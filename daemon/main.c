@@ -677,7 +677,13 @@ int main(int argc, char **argv)
 	if (cw_pool_missing_disks(pool))
 		cwd_log(LOG_WARNING, "pool %s is degraded: %u disk%s missing", cfg->pool,
 			cw_pool_missing_disks(pool), cw_pool_missing_disks(pool) == 1 ? "" : "s");
-	r = cw_admit_state_new(pool, NULL, &adm);
+	{
+		struct cw_admit_state_opts ao;
+
+		cw_admit_state_opts_init(&ao);
+		ao.rebuild_share_ppm = cfg->rebuild_share * 10000;
+		r = cw_admit_state_new(pool, &ao, &adm);
+	}
 	if (r < 0) {
 		cwd_log(LOG_ERR, "cannot load the pool's reservations and models: %s",
 			strerror(-r));

@@ -159,7 +159,8 @@ static const struct command commands[] = {
 	  "Deletes a partition; refused while it is exported or reserved, and while\n"
 	  "it holds data unless --force (the refusal says how much).\n", c_part_delete },
 	{ "resv", "create", "PART --rate RATE --block SIZE [--range START:END|START+LENGTH]\n"
-	  "       [--start TIME] [--duration TIME] [--due disk|stream] [--dry-run]",
+	  "       [--start TIME] [--duration TIME] [--due disk|stream] [--survive 0|1]\n"
+	  "       [--record] [--dry-run]",
 	  "Reserves a stream of SIZE-byte blocks at RATE over bytes START..END of\n"
 	  "PART (default: all of it; START: to its end), from TIME from now (default: now) for TIME\n"
 	  "(default: until released).  Every disk holding the range must admit its\n"
@@ -170,6 +171,12 @@ static const struct command commands[] = {
 	  "ahead (the reservation's lead).  --due stream makes every block due one\n"
 	  "period after it is asked for, for clients that cannot read ahead; the\n"
 	  "disks then admit fewer such streams.\n"
+	  "On a mirrored partition the stream's reads alternate between the copies'\n"
+	  "disks, and --survive 1 (the default there) admits it only if it keeps its\n"
+	  "deadlines with any one disk failed too (the survivors carrying all its\n"
+	  "reads and the rebuild's reserve); --survive 0 opts out.  --record: a\n"
+	  "recording stream, each request booked on every copy's disk (its writes\n"
+	  "real-time on every copy; without, a stream's writes there are best effort).\n"
 	  "--dry-run tests the reservation and books nothing.\n"
 	  "Rates are decimal: 8Mbit, 817KB/s, 1.5MB/s, 4MiB/s, or bytes per second.\n"
 	  "Times: 90 (seconds), 1.5s, 250ms, 10m, 2h.\n", c_resv_create },

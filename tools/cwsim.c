@@ -99,22 +99,6 @@ static int read_tasks(FILE *f, const char *name, struct cw_task **ret_tasks, siz
 	return 0;
 }
 
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void json_ns(const char *key, bool ok, int64_t v)
 {
 	if (!ok || v == CW_ADMIT_NO_LIMIT)
@@ -132,8 +116,13 @@ static int cmd_admit(int argc, char **argv)
 	size_t n = 0;
 	int e;
 
+	for (int i = 1; i < argc; i++)	/* a stream over a pool's partition */
+		if (!strncmp(argv[i], "--pool", 6))
+			return sim_cmd_admit_pool(argc, argv);
 	if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1])) {
-		fprintf(stderr, "usage: cwsim admit [FILE]\n");
+		fprintf(stderr, "usage: cwsim admit [FILE]\n"
+			"       cwsim admit --pool FILE PART --block SIZE [--rate RATE] "
+			"[--range START:END] [--survive 0|1]\n");
 		return EXIT_USAGE;
 	}
 	if (argc == 2 && strcmp(argv[1], "-") != 0) {
@@ -162,7 +151,7 @@ static int cmd_admit(int argc, char **argv)
 	json_ns("delta_l_m_ns", r.schedulable, r.delta_l_m_ns);
 	json_ns("delta_l_q_ns", r.schedulable, r.delta_l_q_ns);
 	printf(", \"reason\": ");
-	json_string(r.reason);
+	sim_json_string(stdout, r.reason);
 	printf("}\n");
 	return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
@@ -174,7 +163,8 @@ static const struct command {
 	int (*run)(int argc, char **argv);
 	const char *help;
 } commands[] = {
-	{ "admit", cmd_admit, "admit [FILE]   Jeffay's test and the slack ΔL of a task set" },
+	{ "admit", cmd_admit, "admit [FILE]   Jeffay's test and the slack ΔL of a task set;\n"
+	  "  admit --pool DB PART --block SIZE [--rate R] [--survive 0|1]: a stream tested as cwctl would" },
 	{ "run", sim_cmd_run, "run SCENARIO   simulate one load per placement and policy" },
 	{ "sweep", sim_cmd_sweep, "sweep SCENARIO the paper's Figures 2 and 3: CSV and plots" },
 	{ "model", sim_cmd_model, "model PRESET   a disk model preset as a cwmodel1 line" },

@@ -4,7 +4,8 @@
  * carries (streams, utilization, ΔL, the best-effort budget) and the
  * largest rate a new stream on it alone would be admitted at; for each
  * partition, the largest rate of a stream over all of it and the disk
- * that limits it.  The rates are the admission state's
+ * that limits it (on a mirrored partition also the largest that survives
+ * the loss of any one disk).  The rates are the admission state's
  * (cw_admit_state_headroom), found with the very test a reservation
  * passes, so a rate shown here is admitted by `resv create` at once.
  */
@@ -20,19 +21,30 @@
 #include "common/util.h"
 #include "control-internal.h"
 
-/* The rate, or null with why when none can be said. */
-static void add_rate(json_object *o, int r, uint64_t rate, const struct cw_admit_refusal *ref)
+/* The rate, or null with why when none can be said; the keys end in sfx
+ * ("" for the normal case, "_survive" for a stream that survives a disk). */
+static void add_rate_as(json_object *o, const char *sfx, int r, uint64_t rate,
+			const struct cw_admit_refusal *ref)
 {
-	cwc_add(o, "max_rate", r == 0 ? cw_ctl_json_u64(rate) : NULL);
+	char k[64];
+
+#define KEY(name) (snprintf(k, sizeof(k), "%s%s", name, sfx), k)
+	cwc_add(o, KEY("max_rate"), r == 0 ? cw_ctl_json_u64(rate) : NULL);
 	if (r == 0 && ref->disk[0])
-		cwc_add(o, "limited_by", cwc_jstr(ref->disk));
+		cwc_add(o, KEY("limited_by"), cwc_jstr(ref->disk));
 	/* the disks would take more; the CPUs given to streams would not */
 	if (r == 0 && ref->part.result.why == CW_ADMIT_HOST)
-		cwc_add(o, "limited_by_host", json_object_new_boolean(1));
+		cwc_add(o, KEY("limited_by_host"), json_object_new_boolean(1));
 	if (r == 0 && ref->reason[0])
-		cwc_add(o, "limit", cwc_jstr(ref->reason));
+		cwc_add(o, KEY("limit"), cwc_jstr(ref->reason));
 	if (r < 0)
-		cwc_add(o, "error", cwc_jstr(ref->reason[0] ? ref->reason : strerror(-r)));
+		cwc_add(o, KEY("error"), cwc_jstr(ref->reason[0] ? ref->reason : strerror(-r)));
+#undef KEY
+}
+
+static void add_rate(json_object *o, int r, uint64_t rate, const struct cw_admit_refusal *ref)
+{
+	add_rate_as(o, "", r, rate, ref);
 }
 
 static json_object *disk_headroom(struct cwc_server *srv, const struct cw_disk_info *d,
@@ -69,9 +81,17 @@ static bool part_on(struct cw_part *part, uint32_t id, json_object *names,
 
 	if (!ids || cw_part_block_disks(part, 0, nb, ids) < 0)
 		return id == 0;
-	for (uint64_t k = 0; k < nb; k++)
+	for (uint64_t k = 0; k < nb; k++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+
 		if (ids[k] <= CW_DISKS_MAX)
 			seen[ids[k]] = true;
+		/* a mirrored partition's other copies too */
+		for (uint32_t c = 1; c < cw_part_copies(part) && cw_part_block_copies(part, k, cs) == 0;
+		     c++)
+			if (cs[c].disk_id <= CW_DISKS_MAX)
+				seen[cs[c].disk_id] = true;
+	}
 	for (size_t i = 0; i < n_disks; i++)
 		if (seen[disks[i].id])
 			json_object_array_add(names, cwc_jstr(disks[i].name));
@@ -88,7 +108,8 @@ static int parts_headroom(struct ctx *c, uint32_t only, uint64_t block,
 	if (r < 0)
 		return cwc_fail_pool(c, r, "listing partitions");
 	for (size_t i = 0; i < n; i++) {
-		struct cw_admit_request rq = { .part = p[i].name, .block_bytes = block };
+		struct cw_admit_request rq = { .part = p[i].name, .block_bytes = block,
+					       .survive = CW_ADMIT_SURVIVE_OFF };
 		json_object *o, *names = json_object_new_array();
 		struct cw_admit_refusal ref;
 		struct cw_part *part;
@@ -105,6 +126,15 @@ static int parts_headroom(struct ctx *c, uint32_t only, uint64_t block,
 		cwc_add(o, "disks", names);
 		r = cw_admit_state_headroom(c->srv->adm, &rq, &rate, &ref);
 		add_rate(o, r, rate, &ref);
+		/* a mirrored partition: the largest stream that survives the
+		 * loss of any one disk, too (resv create --survive 1) */
+		cwc_add(o, "copies", json_object_new_int64(p[i].copies));
+		if (p[i].copies > 1) {
+			rq.survive = CW_ADMIT_SURVIVE_ON;
+			rate = 0;
+			r = cw_admit_state_headroom(c->srv->adm, &rq, &rate, &ref);
+			add_rate_as(o, "_survive", r, rate, &ref);
+		}
 		json_object_array_add(out, o);
 	}
 	return 0;

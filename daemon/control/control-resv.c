@@ -37,6 +37,8 @@ static json_object *resv_json(struct cwc_server *srv, const struct cw_admit_resv
 	cwc_add(o, "period_ns", json_object_new_int64(r->period_ns));
 	cwc_add(o, "due", cwc_jstr(cw_admit_due_name(r->due)));
 	cwc_add(o, "lead_ns", json_object_new_int64(r->lead_ns));
+	cwc_add(o, "survive", json_object_new_int(r->survive));
+	cwc_add(o, "record", json_object_new_boolean(r->record));
 	/* Times relative to now: the clock is the server's monotonic one. */
 	cwc_add(o, "starts_in_ns", r->span_start_ns ?
 		json_object_new_int64(r->span_start_ns - now) : NULL);
@@ -124,7 +126,7 @@ static int resv_dry_run(struct ctx *c, const struct cw_admit_request *rq, json_o
 int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 {
 	struct cwc_server *srv = c->srv;
-	uint64_t start = 0, duration = 0;
+	uint64_t start = 0, duration = 0, survive = 0;
 	struct cw_admit_request rq = { .part = cw_ctl_arg_str(c->req, "part"), .persistent = true };
 	const struct cw_admit_resv *rv;
 	struct cw_admit_refusal ref;
@@ -145,6 +147,14 @@ int cwc_cmd_resv_create(struct ctx *c, json_object **ret)
 	due = cw_ctl_arg_str(c->req, "due");
 	if (due && cw_admit_due_parse(due, &rq.due) < 0)
 		return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "due \"%s\": expected disk or stream", due);
+	cw_ctl_arg_bool(c->req, "record", &rq.record);
+	/* absent: 1 on a mirrored partition, 0 on one copy */
+	if (cw_ctl_arg_uint(c->req, "survive", &survive)) {
+		if (survive > 1)
+			return cwc_fail(c, CW_CTL_E_BAD_REQUEST, "survive %" PRIu64 ": expected 0 or "
+					"1 (the disks a stream survives the loss of)", survive);
+		rq.survive = survive ? CW_ADMIT_SURVIVE_ON : CW_ADMIT_SURVIVE_OFF;
+	}
 	/* The admission state keeps the rules on the way, for every caller:
 	 * its range stays out of the SSD cache until its stream is booked
 	 * there, and a running move that takes blocks of the range to other

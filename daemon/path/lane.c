@@ -127,6 +127,24 @@ static bool lane_has_bookings(struct lane *l)
 	return atomic_load(&l->booked_end) > cw_slots_now(l->rec) || atomic_load(&l->overflow);
 }
 
+/* The same, of what the dispatcher may take now: not past a thick
+ * booking's hold (lane_push_thick), whose end wakes it.  What it parks
+ * on, so that it never spins, at real-time priority, while a booker it
+ * may keep from its CPU holds it back. */
+static int64_t held_below(struct lane *l, int64_t until)
+{
+	if (atomic_load(&l->hold_n))
+		for (unsigned h = 0; h < LANE_HOLDS; h++)
+			until = CW_MIN(until, (int64_t)atomic_load(&l->hold_at[h]));
+	return until;
+}
+
+static bool lane_has_takeable(struct lane *l)
+{
+	return held_below(l, atomic_load(&l->booked_end)) > cw_slots_now(l->rec) ||
+	       atomic_load(&l->overflow);
+}
+
 /* Books piece p on its lane; 0 or a negative errno. */
 static int lane_push(struct pb *pb, struct piece *p)
 {
@@ -218,9 +236,163 @@ static int lane_push(struct pb *pb, struct piece *p)
 	return 0;
 }
 
-/* Books pieces [from, from + n) of q, each on its lane; one that cannot be
- * booked is done at once with the error.  Submission's, and a FUA write's
- * flush phase (lane_req_done). */
+/* ---- thick bookings: a mirrored write's pieces in the same slots ----
+ *
+ * RADIR's thick request (section III-B): a write of a mirrored partition
+ * books the same run of slots on every copy's record (cw_slots_reserve,
+ * CW_SLOTS_THICK), so each copy's disk gives it the same time, and it is
+ * handed out on every record or on none.  The record's commit is per
+ * record: a dispatcher that passed the run's first slot on one record
+ * after the commit succeeded on another would leave the piece there
+ * handed out and the booking refused.  So the booker first holds every
+ * lane's cursor below the run (hold_at): a dispatcher advances to the
+ * lesser of its bookings' end and the holds (lane_until), having said
+ * where it goes (adv) before it reads them, and the booker, having set
+ * its hold, reads adv: at most the run's first slot, the cursor stops
+ * there until the hold goes (seq_cst on both sides: one of them sees the
+ * other's store); past it, the booker lets go and books again.  With
+ * every lane held, the commit cannot meet a passed slot on any record. */
+
+/* Takes a free hold entry of l at slot; its index. */
+static unsigned hold_take(struct lane *l, int64_t slot)
+{
+	for (;;) {
+		for (unsigned h = 0; h < LANE_HOLDS; h++) {
+			int_fast64_t free_ = INT64_MAX;
+
+			if (atomic_compare_exchange_strong(&l->hold_at[h], &free_, slot)) {
+				atomic_fetch_add(&l->hold_n, 1);
+				return h;
+			}
+		}
+		sched_yield();	/* LANE_HOLDS thick bookings under way on l */
+	}
+}
+
+static void hold_give(struct lane *l, unsigned h)
+{
+	atomic_fetch_sub(&l->hold_n, 1);
+	atomic_store(&l->hold_at[h], INT64_MAX);
+}
+
+/* How far l's dispatcher may move its cursor now: its bookings' end,
+ * below every hold; adv says so first. */
+static int64_t lane_until(struct lane *l)
+{
+	int64_t until = atomic_load(&l->booked_end);
+
+	atomic_store(&l->adv, until);
+	return held_below(l, until);
+}
+
+/* Books the thick request lead leads on each of its pieces' lanes: 0, or
+ * -EAGAIN when it must be booked piece by piece (a dispatcher's flush
+ * finding a full window), or the record's -errno. */
+static int lane_push_thick(struct pb *pb, struct piece *lead)
+{
+	struct cw_slots_ctx *ctx = pb_thread_ctx(pb);
+	struct cw_slots_req rq = { .dir = CW_SLOTS_WRITE, .shape = CW_SLOTS_THICK };
+	struct cw_slots_booking b;
+	/* once committed, the pieces are the dispatchers' (and the request
+	 * may end): what comes after reads only these */
+	struct lane *ls[CW_SLOTS_MAX_DISKS];
+	size_t lens[CW_SLOTS_MAX_DISKS];
+	struct piece *p;
+	unsigned held[CW_SLOTS_MAX_DISKS], k = 0, i;
+	int64_t svc_max = 0, start;
+	int r;
+
+	if (!ctx)
+		return -EUSERS;
+	for (p = lead; p && k < CW_SLOTS_MAX_DISKS; p = p->thick_next) {
+		int64_t svc = 0;
+
+		cw_model_service_ns(disk_model(p->lane->disk), 0, 0, p->io.len, &svc);
+		svc_max = CW_MAX(svc_max, svc);
+		ls[k] = p->lane;
+		lens[k] = p->io.len;
+		rq.disks[k++] = p->lane->rec;
+	}
+	rq.ndisks = k;
+	rq.size_slots = (uint32_t)CW_MIN(CW_MAX(CW_DIV_ROUND_UP(svc_max, lead->lane->slot_ns), 1),
+					 BOOKING_SLOTS_MAX);
+	rq.block = lead->io.off / pb->block_size;
+	for (;;) {
+		bool safe = true;
+
+		/* from where every cursor is, or is going */
+		start = 0;
+		for (i = 0; i < k; i++)
+			start = CW_MAX(start, CW_MAX(cw_slots_now(ls[i]->rec),
+						     (int64_t)atomic_load(&ls[i]->adv)));
+		rq.start_slot = start;
+		rq.deadline_slot = start + SLOTS_WINDOW - rq.size_slots;
+		r = cw_slots_reserve(ctx, &rq, &b);
+		if (r == CW_SLOTS_FAIL) {
+			if (in_dispatcher)
+				return -EAGAIN;
+			for (i = 0; i < k; i++)
+				lane_wake(ls[i]);
+			sched_yield();
+			continue;
+		}
+		if (r < 0)
+			return r;
+		for (i = 0; i < k; i++)
+			held[i] = hold_take(ls[i], b.first_slot);
+		for (i = 0; i < k; i++)
+			safe &= atomic_load(&ls[i]->adv) <= b.first_slot;
+		r = safe ? cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)lead) : -ETIMEDOUT;
+		if (r == 0)
+			break;
+		for (i = 0; i < k; i++) {
+			hold_give(ls[i], held[i]);
+			lane_wake(ls[i]);	/* it may have parked at the hold */
+		}
+		cw_slots_release(ctx, &b);
+		/* held below the run, no record can have refused the commit */
+		if (NEVER(safe) || r != -ETIMEDOUT)
+			return r < 0 ? r : -EIO;
+	}
+	for (i = 0; i < k; i++) {
+		struct lane *l = ls[i];
+		int64_t end = b.first_slot + b.n_slots, cur = atomic_load(&l->booked_end);
+
+		while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
+			;
+		hold_give(l, held[i]);
+		/* a cursor that reached the hold may have parked there, with
+		 * others' bookings behind it: at once; else with the burst */
+		if (cw_slots_now(l->rec) >= b.first_slot)
+			lane_wake(l);
+		else
+			lane_wake_later(l, false, lens[i]);
+	}
+	return 0;
+}
+
+/* The piece of the thick request lead (the cookie) that lane l serves. */
+static struct piece *thick_piece(struct piece *lead, const struct lane *l)
+{
+	struct piece *p;
+
+	for (p = lead; p && p->lane != l; p = p->thick_next)
+		;
+	return ALWAYS(p) ? p : lead;
+}
+
+/* The first of pieces [from + i, from + n) of q booked by itself or as a
+ * thick request's lead (n: none). */
+static unsigned next_own(const struct preq *q, unsigned from, unsigned n, unsigned i)
+{
+	while (i < n && q->p[from + i].thick_lead)
+		i++;
+	return i;
+}
+
+/* Books pieces [from, from + n) of q, each on its lane (a thick request's
+ * with its lead); one that cannot be booked is done at once with the
+ * error.  Submission's, and a FUA write's flush phase (lane_req_done). */
 void lane_push_pieces(struct preq *q, unsigned from, unsigned n)
 {
 	struct pb *pb = q->x->pb;
@@ -229,14 +401,37 @@ void lane_push_pieces(struct preq *q, unsigned from, unsigned n)
 	atomic_store(&q->pending, n);
 	for (i = 0; i < n; i++)
 		cwd_stats_queue_change(&q->p[from + i].lane->st, 1);
-	for (i = 0; i < n; i++) {
-		struct piece *p = &q->p[from + i];
-		int r = lane_push(pb, p);
+	/* A piece pushed may be done, and with it the request, before the
+	 * next is looked at: the next one to push (not one booked with its
+	 * thick request's lead) is found while the one at hand is not. */
+	for (i = next_own(q, from, n, 0); i < n;) {
+		struct piece *p = &q->p[from + i], *t, *nx;
+		unsigned j = next_own(q, from, n, i + 1);
+		int r;
 
+		if (p->thick_next) {
+			r = lane_push_thick(pb, p);
+			if (r == 0) {
+				i = j;
+				continue;
+			}
+			/* booked piece by piece after all (p, not pushed yet,
+			 * keeps the request) */
+			for (t = p->thick_next; t; t = nx) {
+				nx = t->thick_next;
+				t->thick_lead = t->thick_next = NULL;
+				r = lane_push(pb, t);
+				if (r < 0)
+					lane_piece_done(t->lane, t, r, cw_now_ns());
+			}
+			p->thick_next = NULL;
+		}
+		r = lane_push(pb, p);
 		if (r < 0) {
 			p->rt = false;
 			lane_piece_done(p->lane, p, r, cw_now_ns());
 		}
+		i = j;
 	}
 }
 
@@ -255,11 +450,16 @@ static struct piece *lane_take(struct lane *l)
 		o = n;
 	}
 
-	while ((until = atomic_load(&l->booked_end)) > cw_slots_now(l->rec)) {
+	while ((until = lane_until(l)) > cw_slots_now(l->rec)) {
+		struct piece *p;
+
 		if (cw_slots_next(l->rec, until, &e) != 1)
 			continue;
-		*tail = (struct piece *)(uintptr_t)e.cookie;
+		p = (struct piece *)(uintptr_t)e.cookie;
+		/* a thick request: this lane's piece of it */
+		*tail = p->thick_next ? thick_piece(p, l) : p;
 		(*tail)->next = NULL;
+		(*tail)->slot = e.slot;
 		tail = &(*tail)->next;
 	}
 	*tail = rev;
@@ -268,7 +468,7 @@ static struct piece *lane_take(struct lane *l)
 
 static void lane_park(struct lane *l, int64_t timeout_ns)
 {
-	park_unless(&l->park, lane_has_bookings(l) || atomic_load(&l->stop) ||
+	park_unless(&l->park, lane_has_takeable(l) || atomic_load(&l->stop) ||
 			      atomic_load(&l->plan) || atomic_load(&l->handback),
 		    timeout_ns);
 }
@@ -282,7 +482,7 @@ static void lane_park(struct lane *l, int64_t timeout_ns)
 static void lane_engine_wait(struct lane *l, int64_t timeout_ns, bool busy)
 {
 	atomic_store(&l->eng_waiting, true);
-	if (!lane_has_bookings(l) &&
+	if (!lane_has_takeable(l) &&
 	    (busy || (!atomic_load(&l->stop) && !atomic_load(&l->plan))))
 		(void)cw_io_wait(l->eng, timeout_ns);
 	atomic_store(&l->eng_waiting, false);

@@ -256,6 +256,8 @@ int pb_disk_open(struct pb *pb, struct disk *d, const struct cw_disk_info *info)
 			return r;
 		}
 		l->slot_ns = cw_slots_slot_ns(l->rec);
+		for (unsigned h = 0; h < LANE_HOLDS; h++)
+			atomic_init(&l->hold_at[h], INT64_MAX);
 	}
 	if (info->state == CW_DISK_SHRUNK) {
 		cwd_log(LOG_ERR, "disk %s (%s) shrank: it is %" PRIu64 " bytes, its blocks need "

@@ -57,6 +57,7 @@
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
 #define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */
 #define SLOTS_THREADS 1024	/* connection and dispatcher threads booking at once */
+#define LANE_HOLDS 16		/* thick bookings holding a lane's cursor at once (lane.c) */
 #define PB_RESV_MAX 1024	/* reservations at once (static and from the control socket) */
 /* Disk slots: room for every disk the pool can hold, made at start, so a
  * disk added while the daemon runs takes a free slot and the array never
@@ -101,6 +102,13 @@ struct lane {
 	struct cw_slots *rec;		/* bookings of this lane */
 	int64_t slot_ns;
 	atomic_int_fast64_t booked_end;	/* highest booked slot + 1, a hint */
+	/* A thick booking's first slot, which the dispatcher's cursor must
+	 * not pass until it is committed on every copy's record (lane.c,
+	 * lane_push_thick): INT64_MAX for a free entry; hold_n counts the
+	 * taken ones, adv is the slot the dispatcher advances to. */
+	atomic_int_fast64_t hold_at[LANE_HOLDS];
+	atomic_uint hold_n;
+	atomic_int_fast64_t adv;
 	_Atomic(struct piece *) overflow;	/* pushed by dispatchers on a full window */
 	struct park park;		/* the dispatcher's, in lane_park */
 	/* The dispatcher waits in its engine (cw_io_wait) without the
@@ -417,6 +425,13 @@ struct piece {
 	uint8_t mirror;
 	bool retry;
 	uint64_t part_off;
+	/* A mirrored write booked as one thick request (RADIR section
+	 * III-B: the same slots on every copy's record): its first piece
+	 * (the IO piece) leads, thick_next chains the others, each of which
+	 * names the lead; the lead is the booking's cookie on every record. */
+	struct piece *thick_next;
+	struct piece *thick_lead;
+	int64_t slot;			/* where its lane's record handed it out */
 };
 
 struct preq {

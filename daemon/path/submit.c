@@ -108,6 +108,31 @@ static int split_disk(void *arg, uint32_t disk_id, struct cw_path_disk *ret)
 	return 0;
 }
 
+/* A disk's load as a mirrored read's copy choice sees it
+ * (cw_path_snake_copy): the vacancy of the lane the piece would be booked
+ * in (its booked slots the dispatcher has not taken), then what is booked
+ * on the disk's lanes and not complete. */
+static int split_load(void *arg, uint32_t disk_id, uint64_t phys_off, struct cw_path_load *ret)
+{
+	struct pb *pb = arg;
+	int di = pb_disk_index(pb, disk_id);
+	struct disk *d;
+	struct lane *l;
+	int64_t ahead;
+	uint64_t load = 0;
+
+	if (di < 0)
+		return di;
+	d = &pb->disks[di];
+	l = piece_lane(pb, (uint32_t)di, phys_off);
+	ahead = atomic_load_explicit(&l->booked_end, memory_order_relaxed) - cw_slots_now(l->rec);
+	for (unsigned i = 0; i < d->nlanes; i++)
+		load += cwd_stats_get(&d->lanes[i].st.queued);
+	*ret = (struct cw_path_load){ .vacancy_ns = ahead > 0 ? ahead * l->slot_ns : 0,
+				      .load = load };
+	return 0;
+}
+
 /* The request being split: its pieces so far and the disks they touch. */
 struct split_out {
 	struct pb *pb;
@@ -117,7 +142,35 @@ struct split_out {
 	unsigned n, maxp, nt;
 	bool seen[CW_DISKS_MAX + 1];
 	uint32_t touched[CW_DISKS_MAX];
+	struct piece *lead;	/* a mirrored write's IO piece, leading its thick booking */
+	unsigned lead_n;	/* pieces in it */
 };
+
+/* A mirrored write's piece p on another copy (sp) joins the thick booking
+ * its IO piece leads when it repeats all of it on a lane of its own with
+ * slots as long (a copy cut otherwise, a moving block's destination, a
+ * cache copy, a stream's piece: booked alone). */
+static void thick_join(struct split_out *o, struct piece *p, const struct cw_path_piece *sp)
+{
+	struct piece *l = o->lead, *q;
+
+	if (sp->kind == CW_PATH_IO) {
+		o->lead = sp->mirror && sp->op != CW_IO_READ && !sp->rt ? p : NULL;
+		o->lead_n = 1;
+		return;
+	}
+	if (!l || !sp->mirror || sp->rt || sp->op != l->io.op || p->part_off != l->part_off ||
+	    p->io.len != l->io.len || p->lane->slot_ns != l->lane->slot_ns ||
+	    o->lead_n >= CW_SLOTS_MAX_DISKS)
+		return;
+	for (q = l; q; q = q->thick_next)
+		if (q->lane == p->lane)
+			return;
+	p->thick_lead = l;
+	p->thick_next = l->thick_next;
+	l->thick_next = p;
+	o->lead_n++;
+}
 
 /* A piece of the split, booked as the lane's: a hole reads as zeros
  * here, without I/O. */
@@ -158,6 +211,18 @@ static int split_emit(void *arg, const struct cw_path_piece *sp)
 	return 0;
 }
 
+/* split_emit for a mirrored partition: a write's copies join their IO
+ * piece's thick booking. */
+static int split_emit_copies(void *arg, const struct cw_path_piece *sp)
+{
+	struct split_out *o = arg;
+	int r = split_emit(arg, sp);
+
+	if (r == 0 && sp->kind != CW_PATH_HOLE)
+		thick_join(o, &o->q->p[o->n - 1], sp);
+	return r;
+}
+
 /*
  * A stream's request smaller than its reservation's block.  Each request
  * is one job of the stream all the same (cw_sched releases a job a period
@@ -189,7 +254,7 @@ static int submit(struct pbx *x, const struct submission *s)
 	struct cw_cache *cache = cw_part_cache(x->part);
 	struct resv *rv = s->be_only ? NULL : x->resv;
 	struct cw_path_part lay = { .part = x->part, .cache = cache, .disk = split_disk,
-				    .disk_arg = pb };
+				    .disk_arg = pb, .load = split_load };
 	struct cw_path_req rq = { .offset = s->off, .length = s->len, .op = s->op,
 				  .zero = s->zero, .cached = cache != NULL,
 				  .block_size = pb->block_size, .zero_chunk = ZERO_CHUNK,
@@ -234,7 +299,8 @@ static int submit(struct pbx *x, const struct submission *s)
 	o = &(struct split_out){ .pb = pb, .q = q, .s = s, .rv = rv, .maxp = (unsigned)maxp };
 	lane_plug();	/* the NBD reader calls pb_unplug before it blocks */
 	rq.arrival_ns = q->arrival_ns;
-	r = cw_path_split(&cw_path_part_ops, &lay, &rq, split_emit, o);
+	r = cw_path_split(&cw_path_part_ops, &lay, &rq,
+			  rq.copies > 1 ? split_emit_copies : split_emit, o);
 	if (r < 0) {
 		cw_part_io_end(x->part, q->gate_ticket);
 		cw_part_intent_end(x->part, q->intent_off, q->intent_len);

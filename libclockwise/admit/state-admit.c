@@ -63,7 +63,18 @@ void ast_prepared_done(struct prepared *p)
 	ast_range_layout_done(&p->rl);
 }
 
-/* The tasks, owners and reserve of every disk of p->rl that has a model. */
+/* Whether a stream that must survive a disk is booked on disk id. */
+static bool holds_survivor(const struct cw_admit_state *st, uint32_t id)
+{
+	for (size_t i = 0; i < st->n_resvs; i++)
+		if (st->resvs[i]->survive && cw_admit_resv_part_on(st->resvs[i], id))
+			return true;
+	return false;
+}
+
+/* The tasks, owners and reserves of every disk of p->rl that has a model:
+ * the rebuild's reserve where a stream that must survive is planned or
+ * booked (a disk it relies on in some failure case). */
 static int prepare_disks(const struct cw_admit_state *st, struct prepared *p)
 {
 	size_t n = p->rl.n_disks ? p->rl.n_disks : 1;
@@ -86,6 +97,10 @@ static int prepare_disks(const struct cw_admit_state *st, struct prepared *p)
 		p->ad[i].tasks = p->tasks[i];
 		/* Streams never take the room of best-effort I/O (admit.h). */
 		p->ad[i].be_reserve = d->plan.be_reserve;
+		if ((p->survive || holds_survivor(st, d->id)) && d->plan.be_piece_bytes &&
+		    cw_admit_rebuild_reserve(&d->model, d->plan.be_piece_bytes,
+					     st->o.rebuild_share_ppm, &p->ad[i].rebuild_reserve) < 0)
+			p->ad[i].rebuild_reserve = (struct cw_task){ 0 };
 	}
 	return 0;
 }
@@ -146,6 +161,15 @@ int ast_prepare(struct cw_admit_state *st, const struct cw_admit_request *req,
 			ast_refuse(ref, "mapping the range: %s", strerror(-r));
 		return r;
 	}
+	if (req->survive == CW_ADMIT_SURVIVE_ON && p->pi.copies <= 1) {
+		ast_refuse(ref, "partition %s keeps one copy of each block: no stream on it can "
+			   "survive the loss of a disk (--survive 0, or a partition made with "
+			   "--copies 2)", p->pi.name);
+		return -EINVAL;
+	}
+	p->survive = p->pi.copies > 1 && req->survive != CW_ADMIT_SURVIVE_OFF;
+	p->record = p->pi.copies > 1 && req->record;
+	p->rl.l.thick = p->record;
 	r = prepare_disks(st, p);
 	if (r < 0)
 		return r;
@@ -232,7 +256,8 @@ int ast_plan_at(const struct prepared *p, uint64_t rate, struct cw_admit_plan *p
 
 	q.bandwidth_bps = rate;
 	cw_admit_plan_done(plan);
-	r = cw_admit_plan(&q, &p->rl.l, p->ad, p->rl.n_disks, plan);
+	r = (p->survive ? cw_admit_plan_survive : cw_admit_plan)(&q, &p->rl.l, p->ad,
+								 p->rl.n_disks, plan);
 	if (r == 0 && p->host)
 		r = cw_admit_plan_host(plan, &q, p->host, p->host_others_ps);
 	return r;
@@ -261,7 +286,7 @@ void ast_refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *p
 	const struct cw_admit_resv *owner = NULL;
 	const struct cw_task *task;
 	uint64_t block = p->q.block_bytes;
-	char prefix[CW_NAME_MAX + 32];
+	char prefix[3 * CW_NAME_MAX + 96];
 
 	if (!ref)
 		return;
@@ -289,8 +314,21 @@ void ast_refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *p
 		block = owner->block_bytes;
 		rate = owner->rate_bps;
 	}
+	if (f == CW_ADMIT_FAIL_REBUILD) {
+		task = &p->ad[pt->disk].rebuild_reserve;
+		block = rate = 0;
+	}
 	ast_refusal_who(ref, f, owner, task);
-	snprintf(prefix, sizeof(prefix), "refused on disk %s: ", d->name);
+	/* A failure case names the disk taken for lost. */
+	if (plan->failed < p->rl.n_disks)
+		snprintf(prefix, sizeof(prefix), "with disk %s failed, refused on disk %s: ",
+			 p->rl.disks[plan->failed].name, d->name);
+	else if (plan->failed == CW_ADMIT_ANY_FAILURE && plan->worst_case < p->rl.n_disks)
+		snprintf(prefix, sizeof(prefix), "to survive any one disk (at worst disk %s "
+			 "failed), refused on disk %s: ", p->rl.disks[plan->worst_case].name,
+			 d->name);
+	else
+		snprintf(prefix, sizeof(prefix), "refused on disk %s: ", d->name);
 	ast_refusal_words(ref, prefix, block, rate, "with the new stream");
 }
 
@@ -477,6 +515,8 @@ int ast_book(struct cw_admit_state *st, const struct cw_admit_request *req,
 	rv->period_ns = plan->stream_period_ns;
 	rv->due = req->due;
 	rv->move_id = p->rl.l.alt_disk ? p->move_id : 0;
+	rv->survive = p->survive;
+	rv->record = p->record;
 	rv->n_parts = plan->n_parts;
 	for (size_t i = 0; i < plan->n_parts; i++)
 		rv->parts[i] = (struct cw_admit_resv_part){

@@ -130,6 +130,8 @@ struct range_layout {
 	uint32_t *disk_idx;
 	uint64_t *disk_off;
 	uint32_t *alt_idx;		/* where a move puts them (ast_range_layout_move) */
+	uint32_t *mirror_idx;		/* a mirrored partition's other copies (admit.h) */
+	uint64_t *mirror_off;
 	uint32_t copy_idx[CW_DISKS_MAX];	/* a cache's disks (ast_range_layout_copies) */
 	bool copy_id[CW_DISKS_MAX + 1];		/* the same, by disk id */
 	struct cw_admit_layout l;
@@ -182,6 +184,8 @@ struct prepared {
 	 * (rl.l.alt_disk), 0: none. */
 	uint64_t move_id;
 	struct cw_admit_qos q;		/* bandwidth set by each plan */
+	bool survive;			/* planned by cw_admit_plan_survive */
+	bool record;			/* every request on every copy (admit.h, thick) */
 	/* The host's model and what the streams admitted need of it; NULL
 	 * when the host is not asked (no model; a stream booked again). */
 	const struct cw_host_model *host;

@@ -172,6 +172,8 @@ int ast_prepare_resv(struct cw_admit_state *st, const struct cw_admit_resv *rv,
 		.part = rv->part, .rate_bps = rv->rate_bps, .block_bytes = rv->block_bytes,
 		.range_start_bytes = rv->range_start_bytes, .range_end_bytes = rv->range_end_bytes,
 		.dry_run = true, .due = rv->due,
+		.survive = rv->survive ? CW_ADMIT_SURVIVE_ON : CW_ADMIT_SURVIVE_OFF,
+		.record = rv->record,
 	};
 	struct cw_part *part;
 	int r = ast_prepare(st, &req, p, ref);

@@ -45,6 +45,7 @@ void cw_admit_state_opts_init(struct cw_admit_state_opts *o)
 	cw_admit_plan_opts_init(&o->plan);
 	o->clock_ns = cw_now_ns;
 	o->wall_ns = wall_now;
+	o->rebuild_share_ppm = CW_ADMIT_REBUILD_SHARE_PPM;
 }
 
 int cw_admit_state_new(struct cw_pool *pool, const struct cw_admit_state_opts *opts,

@@ -26,6 +26,47 @@ void ast_range_layout_done(struct range_layout *rl)
 	free(rl->disk_idx);
 	free(rl->disk_off);
 	free(rl->alt_idx);
+	free(rl->mirror_idx);
+	free(rl->mirror_off);
+}
+
+/* A mirrored partition's copies 1.. of blocks [first, first + n) into
+ * rl (admit.h, mirror_disk): each admission plans with every copy, in
+ * sync or not (a copy out of sync is a failure case's). */
+static int range_mirrors(struct cw_admit_state *st, struct cw_part *part, uint64_t first,
+			 uint64_t n, const uint32_t *idx_of, struct range_layout *rl,
+			 struct cw_admit_refusal *ref)
+{
+	uint32_t nc = cw_part_copies(part);
+
+	_Static_assert(CW_ADMIT_COPIES_MAX == CW_COPIES_MAX, "copies");
+	if (nc <= 1)
+		return 0;
+	rl->mirror_idx = calloc((nc - 1) * n, sizeof(*rl->mirror_idx));
+	rl->mirror_off = calloc((nc - 1) * n, sizeof(*rl->mirror_off));
+	if (!rl->mirror_idx || !rl->mirror_off)
+		return -ENOMEM;
+	for (uint64_t k = 0; k < n; k++) {
+		struct cw_copy cs[CW_COPIES_MAX];
+		int r = cw_part_block_copies(part, first + k, cs);
+
+		if (r < 0)
+			return r;
+		for (uint32_t c = 1; c < nc; c++) {
+			if (cs[c].disk_id > CW_DISKS_MAX || !st->disks[cs[c].disk_id]) {
+				ast_refuse(ref, "copy %" PRIu32 " of partition block %" PRIu64 " is on "
+					   "disk %" PRIu32 ", which has no model", c, first + k,
+					   cs[c].disk_id);
+				return -ENODEV;
+			}
+			rl->mirror_idx[(c - 1) * n + k] = idx_of[cs[c].disk_id];
+			rl->mirror_off[(c - 1) * n + k] = cs[c].phys_offset;
+		}
+	}
+	rl->l.n_copies = nc;
+	rl->l.mirror_disk = rl->mirror_idx;
+	rl->l.mirror_off = rl->mirror_off;
+	return 0;
 }
 
 int ast_range_layout(struct cw_admit_state *st, struct cw_part *part, uint64_t start,
@@ -75,8 +116,9 @@ int ast_range_layout(struct cw_admit_state *st, struct cw_part *part, uint64_t s
 		.disk_off = rl->disk_off,
 		.first_bytes = start - first * pb,
 		.range_bytes = end - start,
+		.failed = CW_ADMIT_NO_FAILURE,
 	};
-	return 0;
+	return range_mirrors(st, part, first, n, idx_of, rl, ref);
 }
 
 /* The same range while the unfinished move move_id runs on part: each

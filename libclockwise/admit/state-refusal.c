@@ -36,6 +36,7 @@ const char *cw_admit_who_name(enum cw_admit_who w)
 	case CW_ADMIT_WHO_STARTUP: return "start-up";
 	case CW_ADMIT_WHO_RESERVE: return "best-effort-reserve";
 	case CW_ADMIT_WHO_ALL: return "all";
+	case CW_ADMIT_WHO_REBUILD: return "rebuild-reserve";
 	}
 	return "?";
 }
@@ -47,6 +48,8 @@ void ast_refusal_who(struct cw_admit_refusal *ref, size_t fail,
 {
 	if (fail == CW_ADMIT_FAIL_RESERVE)
 		ref->who = CW_ADMIT_WHO_RESERVE;
+	else if (fail == CW_ADMIT_FAIL_REBUILD)
+		ref->who = CW_ADMIT_WHO_REBUILD;
 	else if (fail == CW_ADMIT_FAIL_ALL)
 		ref->who = CW_ADMIT_WHO_ALL;
 	else if (!owner)
@@ -74,6 +77,9 @@ void ast_who_text(const struct cw_admit_refusal *ref, char *buf, size_t len)
 		break;
 	case CW_ADMIT_WHO_RESERVE:
 		snprintf(buf, len, "the best-effort reserve");
+		break;
+	case CW_ADMIT_WHO_REBUILD:
+		snprintf(buf, len, "the rebuild's reserve");
 		break;
 	default:
 		snprintf(buf, len, "the new stream");

@@ -99,6 +99,7 @@ int ast_resv_store(struct cw_admit_state *st, struct cw_admit_resv *rv)
 		.start_ns = shift_ns(rv->span_start_ns, by), .end_ns = shift_ns(rv->span_end_ns, by),
 		.period_ns = rv->period_ns, .due = (unsigned)rv->due,
 		.n_disks = rv->n_parts, .disks = d, .move_id = rv->move_id,
+		.survive = rv->survive, .record = rv->record,
 	};
 
 	if (!d)
@@ -159,6 +160,7 @@ int ast_resvs_load(struct cw_admit_state *st)
 			.span_end_ns = shift_ns(rec->end_ns, -by), .period_ns = rec->period_ns,
 			.due = (enum cw_admit_due)rec->due,
 			.n_parts = rec->n_disks, .parts = rv->parts, .move_id = rec->move_id,
+			.survive = rec->survive, .record = rec->record,
 		};
 		for (size_t j = 0; j < np; j++)
 			if (parts[j].id == rec->part_id)

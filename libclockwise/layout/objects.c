@@ -28,8 +28,11 @@ static const char sql_resv_disk_put[] =
 static const char sql_resv_del[] = "DELETE FROM resv WHERE id = ?1";
 static const char sql_resv_all[] =
 	"SELECT id, part, rate, block, range_start, range_end, start_ns, end_ns, period_ns, due,"
-	" move"
+	" move, (SELECT survive FROM resv_copies WHERE resv = resv.id),"
+	" (SELECT record FROM resv_copies WHERE resv = resv.id)"
 	" FROM resv ORDER BY id";
+static const char sql_resv_copies_put[] =
+	"INSERT INTO resv_copies(resv, survive, record) VALUES (?1, ?2, ?3)";
 static const char sql_resv_disk_all[] =
 	"SELECT resv, disk, period_ns, service_ns, from_ns, to_ns, requests, stride, copy"
 	" FROM resv_disk ORDER BY resv, disk";
@@ -187,6 +190,10 @@ static int resv_insert(struct meta *m, const struct cw_resv_rec *r, uint64_t *re
 	if (rc < 0)
 		return rc;
 	id = sqlite3_last_insert_rowid(m->db);
+	if ((r->survive || r->record) &&
+	    (rc = meta_exec(m, sql_resv_copies_put, 3, id, (int64_t)r->survive,
+			    (int64_t)r->record)) < 0)
+		return rc;
 	rc = parts_insert(m, id, r->disks, r->n_disks);
 	if (rc < 0)
 		return rc;
@@ -384,6 +391,8 @@ static int resv_load(struct meta *m, struct cw_resv_rec **ret, size_t *ret_n)
 			.period_ns = sqlite3_column_int64(st, 8),
 			.due = (unsigned)sqlite3_column_int64(st, 9),
 			.move_id = (uint64_t)sqlite3_column_int64(st, 10),
+			.survive = sqlite3_column_int64(st, 11) != 0,
+			.record = sqlite3_column_int64(st, 12) != 0,
 		};
 	}
 	if (r == 0 && rc != SQLITE_DONE)

@@ -318,6 +318,16 @@ static const char *const migrations[] = {
 	 * block until a disk that fails is replaced by one. */
 	"CREATE TABLE IF NOT EXISTS disk_spare ("
 	"  disk INTEGER PRIMARY KEY REFERENCES disk(id) ON DELETE CASCADE);",
+	/* 15 -> 16: how a reservation on a mirrored partition uses its
+	 * copies: survive, admitted to survive the loss of any one disk
+	 * (cwctl resv create --survive 1: its parts are the worst of every
+	 * failure case); record, a recording stream whose every request is
+	 * charged on every copy's disk (--record).  No row: 0, 0 (as every
+	 * reservation made before). */
+	"CREATE TABLE IF NOT EXISTS resv_copies ("
+	"  resv INTEGER PRIMARY KEY REFERENCES resv(id) ON DELETE CASCADE,"
+	"  survive INTEGER NOT NULL CHECK (survive IN (0, 1)),"
+	"  record INTEGER NOT NULL DEFAULT 0 CHECK (record IN (0, 1)));",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

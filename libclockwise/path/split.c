@@ -10,10 +10,18 @@
  * copy's; a write keeps the copy equal), a disk that cannot punch, and,
  * for a write, the destinations of blocks being moved, the cache copy and
  * the partition's other copies (each with its own moving destination); a
- * read of a mirrored partition is served by one in-sync copy.  A write
- * goes to every copy in sync (its IO piece to the first, COPY pieces to
- * the others): a copy out of sync is not written, since nothing reads it
- * before a resync rewrites it whole.
+ * read of a mirrored partition is served by one in-sync copy, RADIR's
+ * snake request (section III-B): a stream's by the rule its admission
+ * charged each disk by (cw_admit_snake_pick over the copies in sync, so a
+ * disk never sees more of a stream than it was booked for; in a failure
+ * case only a stream admitted to survive it keeps its class), a
+ * best-effort one's on the copy whose disk would finish it first (the
+ * record's first vacancy, then the load: getMinDiskSlot, section IV-D).
+ * A write goes to every copy in sync (its IO piece to the first, COPY
+ * pieces to the others), as best effort on a mirrored partition unless
+ * its stream records (its reservation charged every copy): a copy
+ * out of sync is not written, since nothing reads it before a resync
+ * rewrites it whole.
  *
  * Invariants: the pieces of kind IO and HOLE cover [offset, offset +
  * length) exactly once, in order (but for a PUNCH skipped where a disk
@@ -45,6 +53,42 @@ int cw_path_read_copy(const struct cw_copy *copies, unsigned n)
 		if (copies[c].in_sync)
 			return (int)c;
 	return -ENODATA;
+}
+
+int cw_path_snake_copy(const struct cw_copy *copies, unsigned n,
+		       const struct cw_path_load *loads)
+{
+	int best = -ENODATA;
+
+	for (unsigned c = 0; c < n; c++) {
+		const struct cw_path_load *a = &loads[c], *b;
+
+		if (!copies[c].in_sync)
+			continue;
+		b = best >= 0 ? &loads[best] : NULL;
+		/* getMinDiskSlot: fewer slots to wait, then the lower load */
+		if (!b || a->vacancy_ns < b->vacancy_ns ||
+		    (a->vacancy_ns == b->vacancy_ns && a->load < b->load))
+			best = (int)c;
+	}
+	return best;
+}
+
+int cw_path_stream_copy(const struct cw_copy *copies, unsigned n, uint64_t request,
+			bool *ret_normal)
+{
+	uint32_t ids[CW_COPIES_MAX];
+	unsigned at[CW_COPIES_MAX], m = 0;
+
+	for (unsigned c = 0; c < n && c < CW_COPIES_MAX; c++)
+		if (copies[c].in_sync) {
+			ids[m] = copies[c].disk_id;
+			at[m++] = c;
+		}
+	*ret_normal = m == n;
+	if (m == 0)
+		return -ENODATA;
+	return (int)at[cw_admit_snake_pick(request, ids, m)];
 }
 
 size_t cw_path_split_max(const struct cw_path_req *rq)
@@ -82,6 +126,41 @@ static int disk_of(const struct split *s, uint32_t disk_id, struct cw_path_disk 
 	if (disk_id > CW_DISKS_MAX)
 		return -ENODEV;
 	return s->ops->disk(s->lay, disk_id, ret);
+}
+
+/* The copy a read of the bytes at off (cs: every copy) is served from: a
+ * stream's (rt: inside its range and span) by the rule admission charged
+ * (cw_path_stream_copy), and *ret_rt whether it stays the stream's (in a
+ * failure case only if it was admitted to survive); a best-effort one's
+ * where it completes first (cw_path_snake_copy, the disks' loads asked). */
+static int read_copy(struct split *s, uint64_t off, const struct cw_copy *cs, bool rt,
+		     bool *ret_rt)
+{
+	const struct cw_path_req *rq = s->rq;
+	struct cw_path_load loads[CW_COPIES_MAX] = { { 0 } };
+	uint32_t n = CW_MIN(rq->copies, CW_COPIES_MAX);
+	bool normal;
+	int c;
+
+	*ret_rt = false;
+	if (rt) {
+		const struct cw_admit_resv *a = rq->resv;
+
+		c = cw_path_stream_copy(cs, n, (off - a->range_start_bytes) / a->block_bytes,
+					&normal);
+		*ret_rt = c >= 0 && (normal || a->survive);
+		return c;
+	}
+	if (!s->ops->load)
+		return cw_path_read_copy(cs, n);
+	for (uint32_t i = 0; i < n; i++) {
+		int r = cs[i].in_sync ? s->ops->load(s->lay, cs[i].disk_id, cs[i].phys_offset,
+						     &loads[i]) : 0;
+
+		if (r < 0)
+			return r;
+	}
+	return cw_path_snake_copy(cs, n, loads);
 }
 
 /* The pieces that repeat the write p, its bytes from skip on, on extent
@@ -195,7 +274,7 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 		enum cw_io_op op = rq->op;
 		enum cw_cache_route cr = CW_CACHE_ORIGIN;
 		struct cw_path_piece p;
-		bool prt;
+		bool prt, rt_here = rt;	/* the stream's, where its disk is booked */
 		int mc = 0;	/* the copy the IO piece is on */
 
 		if (rq->cached)	/* one block at a time: each has its own route */
@@ -222,15 +301,22 @@ int cw_path_split(const struct cw_path_ops *ops, void *lay, const struct cw_path
 			 * the first copy in sync (copy 0 while it is). */
 			if ((r = ops->copies(lay, off, cs)) < 0)
 				return r;
-			mc = cw_path_read_copy(cs, rq->copies);
+			/* A stream's write on a mirrored partition is best
+			 * effort (its reservation books each copy's disk for
+			 * the reads snake sends it), but a recording stream's,
+			 * booked on every copy for every request. */
+			mc = op == CW_IO_READ ? read_copy(&s, off, cs, rt, &rt_here) :
+			     cw_path_read_copy(cs, rq->copies);
+			if (op != CW_IO_READ)
+				rt_here = rt && rq->resv->record;
 			if (mc < 0)
-				return -EIO;	/* no copy holds the data */
+				return mc == -ENODATA ? -EIO : mc;	/* no copy holds the data */
 			e.disk_id = cs[mc].disk_id;
 			e.phys_offset = cs[mc].phys_offset;
 		}
 		if ((r = disk_of(&s, e.disk_id, &d)) < 0)
 			return r;
-		prt = rt_on(&s, rt, e.disk_id);
+		prt = rt_on(&s, rt_here, e.disk_id);
 		if (!prt && e.length > d.be_piece)
 			e.length = d.be_piece;	/* fits in less slack */
 		if (rq->cached)
@@ -313,6 +399,18 @@ static int part_copies(void *lay, uint64_t offset, struct cw_copy *ret)
 	return cw_part_map_copies(((struct cw_path_part *)lay)->part, offset, ret);
 }
 
+static int part_load(void *lay, uint32_t disk_id, uint64_t phys_offset,
+		     struct cw_path_load *ret)
+{
+	struct cw_path_part *pp = lay;
+
+	if (!pp->load) {
+		*ret = (struct cw_path_load){ 0 };
+		return 0;
+	}
+	return pp->load(pp->disk_arg, disk_id, phys_offset, ret);
+}
+
 static int part_disk(void *lay, uint32_t disk_id, struct cw_path_disk *ret)
 {
 	struct cw_path_part *pp = lay;
@@ -327,4 +425,5 @@ const struct cw_path_ops cw_path_part_ops = {
 	.mirrors = part_mirrors,
 	.disk = part_disk,
 	.copies = part_copies,
+	.load = part_load,
 };

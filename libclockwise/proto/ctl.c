@@ -118,10 +118,13 @@ static const struct cw_ctl_arg_spec part_resize[] = {
 /* range: bytes [range_start, range_end) of the partition (range_end 0 or
  * absent: its end); start: nanoseconds from now; duration 0: open. */
 /* dry_run: plan and test, book nothing.  due: "disk" (default) or
- * "stream", when a request is due after its release (enum cw_admit_due). */
+ * "stream", when a request is due after its release (enum cw_admit_due).
+ * survive: 0 or 1, the disks whose loss the stream must survive (absent:
+ * 1 on a mirrored partition, 0 on one copy); record: a recording stream,
+ * each request charged on every copy's disk. */
 static const struct cw_ctl_arg_spec resv_create[] = {
 	SR("part"), UR("rate"), UR("block"), U("range_start"), U("range_end"),
-	U("start"), U("duration"), B("dry_run"), S("due"), END
+	U("start"), U("duration"), B("dry_run"), S("due"), U("survive"), B("record"), END
 };
 /* block: of the stream asked about (absent: the pool's block). */
 static const struct cw_ctl_arg_spec disk_headroom[] = { S("name"), U("block"), END };

@@ -40,10 +40,16 @@ static void print_headroom(json_object *h)
 	if (!p || !json_object_array_length(p))
 		return;
 	printf("\n");
-	table_row(&u, "PART", "SIZE", "DISKS", "MAX-RATE", "LIMITED-BY");
+	/* the survivable stream's columns when a partition is mirrored */
+	for (size_t i = 0; i < json_object_array_length(p); i++)
+		if (json_object_get_int(get(json_object_array_get_idx(p, i), "copies")) > 1)
+			u.ncols = 7;
+	table_row(&u, "PART", "SIZE", "DISKS", "MAX-RATE", "LIMITED-BY", "SURVIVE-RATE",
+		  "LIMITED-BY");
 	for (size_t i = 0; i < json_object_array_length(p); i++) {
 		json_object *o = json_object_array_get_idx(p, i), *n = get(o, "disks");
-		char size[CW_UNITS_BUF], r[CW_UNITS_BUF], disks[TABLE_CELL] = "";
+		char size[CW_UNITS_BUF], r[CW_UNITS_BUF], sr[CW_UNITS_BUF], disks[TABLE_CELL] = "";
+		bool mirrored = get(o, "max_rate_survive") || get(o, "error_survive");
 
 		for (size_t k = 0; n && k < json_object_array_length(n); k++) {
 			size_t len = strlen(disks);
@@ -54,7 +60,12 @@ static void print_headroom(json_object *h)
 		table_row(&u, gs(o, "part"), fsize(o, "size", size), disks[0] ? disks : "-",
 			  frate_floor(o, "max_rate", r), get(o, "limited_by") ?
 			  gs(o, "limited_by") : get(o, "limited_by_host") ? "the host's CPUs" :
-			  get(o, "error") ? gs(o, "error") : "-");
+			  get(o, "error") ? gs(o, "error") : "-",
+			  /* a mirrored partition's stream that survives a disk */
+			  mirrored ? frate_floor(o, "max_rate_survive", sr) : "-",
+			  !mirrored ? "-" : get(o, "limited_by_survive") ? gs(o, "limited_by_survive") :
+			  get(o, "limited_by_host_survive") ? "the host's CPUs" :
+			  get(o, "error_survive") ? gs(o, "error_survive") : "-");
 	}
 	table_print(&u, stdout);
 }

@@ -51,6 +51,11 @@ void print_resv(json_object *r)
 	 * before it is needed. */
 	printf("each block is due %s after it is asked for (due %s): a client asks that far "
 	       "ahead of need\n", fdur(r, "lead_ns", lead), gs(r, "due"));
+	if (json_object_get_boolean(get(r, "record")))
+		printf("a recording stream: each of its requests booked on every copy's disk\n");
+	if (json_object_get_int(get(r, "survive")))
+		printf("admitted to survive the loss of any one disk: each disk booked for the "
+		       "worst case of its copies\n");
 	if (get(r, "move"))
 		printf("booked on both sides of move %s while it runs\n", gs(r, "move"));
 	if (get(r, "cache_refused"))
@@ -96,6 +101,8 @@ int c_resv_create(int argc, char **argv)
 		{ "start", required_argument, NULL, 's' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "dry-run", no_argument, NULL, 'n' }, { "due", required_argument, NULL, 'D' },
+		{ "survive", required_argument, NULL, 'S' },
+		{ "record", no_argument, NULL, 'W' },
 		{ 0 }
 	};
 	json_object *a = args_new();
@@ -105,8 +112,19 @@ int c_resv_create(int argc, char **argv)
 	enum cw_admit_due due;
 	int o;
 
-	while ((o = next_opt(argc, argv, "hr:b:R:s:d:nD:", lo)) != -1) {
+	while ((o = next_opt(argc, argv, "hr:b:R:s:d:nD:S:W", lo)) != -1) {
 		switch (o) {
+		case 'W':
+			json_object_object_add(a, "record", json_object_new_boolean(1));
+			break;
+		case 'S':
+			if (strcmp(optarg, "0") && strcmp(optarg, "1")) {
+				json_object_put(a);
+				return usage_error("--survive \"%s\": expected 0 or 1 (the disks a "
+						   "stream survives the loss of)", optarg);
+			}
+			put_u64(a, "survive", optarg[0] == '1');
+			break;
 		case 'D':
 			if (cw_admit_due_parse(optarg, &due) < 0) {
 				json_object_put(a);

@@ -515,5 +515,9 @@ struct sim_plan_args {
 int sim_plan_parse_args(int argc, char **argv, struct sim_plan_args *ret, char *why,
 			size_t why_len);
 int sim_cmd_plan(int argc, char **argv);
+/* `cwsim admit --pool`: a stream over a pool's partition (plan.c). */
+int sim_cmd_admit_pool(int argc, char **argv);
+/* s as a JSON string, quoted and escaped. */
+void sim_json_string(FILE *f, const char *s);
 
 #endif

@@ -145,6 +145,16 @@ struct cw_admit_resv {
 	 * none. */
 	char cache_refused[CW_ADMIT_REASON_MAX + 384];
 	bool cache_refused_new;		/* the last cache sync set or changed it */
+	/* Admitted to survive the loss of any one disk of its mirrored
+	 * partition (cw_admit_plan_survive): with a disk failed its reads on
+	 * the survivors are still its own; without, the reads a failure
+	 * moves to another copy are best effort. */
+	bool survive;
+	/* A recording stream on a mirrored partition: each request charged
+	 * on every copy's disk (RADIR's thick request), so its writes are
+	 * its own on every copy; without, a stream's writes there are best
+	 * effort and its reads alternate between the copies. */
+	bool record;
 };
 
 /* The part of rv on disk_id, or NULL: safe against a move's re-booking
@@ -159,6 +169,7 @@ enum cw_admit_who {
 	CW_ADMIT_WHO_STARTUP,		/* a start-up (-r) stream: export */
 	CW_ADMIT_WHO_RESERVE,		/* the disk's best-effort reserve */
 	CW_ADMIT_WHO_ALL,		/* the disk's streams together (U > 1) */
+	CW_ADMIT_WHO_REBUILD,		/* the rebuild's reserve, in a failure case */
 };
 
 const char *cw_admit_who_name(enum cw_admit_who w);	/* "new", "resv", ... */
@@ -227,6 +238,12 @@ struct cw_admit_state_opts {
 	int64_t (*wall_ns)(void);	/* stored times; default CLOCK_REALTIME */
 	cw_admit_listener_fn listener;	/* may be NULL */
 	void *listener_data;
+	/* The rebuild's reserve on a disk that survives a failure, in
+	 * millionths of the disk (cw_admit_rebuild_reserve): tested with the
+	 * streams that must survive (cw_admit_plan_survive) and with every
+	 * stream on a disk that holds one.  Default
+	 * CW_ADMIT_REBUILD_SHARE_PPM; 0: none. */
+	uint32_t rebuild_share_ppm;
 };
 
 void cw_admit_state_opts_init(struct cw_admit_state_opts *opts);
@@ -245,6 +262,12 @@ void cw_admit_state_free(struct cw_admit_state *st);	/* NULL-safe */
 /* Sets the listener after creation (the data path exists only later). */
 void cw_admit_state_set_listener(struct cw_admit_state *st, cw_admit_listener_fn fn,
 				 void *userdata);
+
+enum cw_admit_survive {
+	CW_ADMIT_SURVIVE_AUTO = 0,
+	CW_ADMIT_SURVIVE_OFF,
+	CW_ADMIT_SURVIVE_ON,
+};
 
 /* A reservation request: the paper's QoS over a partition. */
 struct cw_admit_request {
@@ -267,6 +290,13 @@ struct cw_admit_request {
 	 * that takes blocks of the range elsewhere (none: the stream is
 	 * booked where its range lies). */
 	uint64_t move_id;
+	/* Survive the loss of any one disk (cw_admit_plan_survive): AUTO
+	 * is ON on a mirrored partition and OFF on one copy; ON on a
+	 * partition of one copy is refused (-EINVAL). */
+	enum cw_admit_survive survive;
+	/* A recording stream (cw_admit_resv.record); on one copy it changes
+	 * nothing. */
+	bool record;
 };
 
 /* Admits a reservation: 0 with *ret_resv (NULL on a dry run), or -EBUSY

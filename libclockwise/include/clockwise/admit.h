@@ -175,7 +175,39 @@ struct cw_admit_layout {
 	 * case): any block may be cached, in any slot. */
 	const uint32_t *copy_disk;
 	size_t n_copy;
+	/* A mirrored partition (clockwise/layout.h, cw_part_copies): n_copies
+	 * > 1, and copy c >= 1 of partition block k on disk
+	 * mirror_disk[(c - 1) * n_pblocks + k] at byte
+	 * mirror_off[(c - 1) * n_pblocks + k] (mirror_off NULL: anywhere).
+	 * A read is a snake request (RADIR section III-B): user request r
+	 * (counted from the range's start) is served by one copy, the one
+	 * cw_admit_snake_pick() gives among the copies on disks other than
+	 * failed, so each disk is charged the requests the data path sends
+	 * it; with thick (a recording stream) each request is a thick one,
+	 * charged on every copy's disk. */
+	uint32_t n_copies;		/* 0 or 1: one copy */
+	const uint32_t *mirror_disk;
+	const uint64_t *mirror_off;
+	bool thick;
+	/* A failure case: the disk (an index) taken for lost, whose copies
+	 * serve nothing; CW_ADMIT_NO_FAILURE in the normal case (and any
+	 * value with one copy: the field is then ignored). */
+	uint32_t failed;
 };
+
+#define CW_ADMIT_NO_FAILURE UINT32_MAX
+#define CW_ADMIT_COPIES_MAX 3	/* as CW_COPIES_MAX (clockwise/layout.h) */
+
+/* RADIR's snake request as a rule (section III-B, getMinDiskSlot's place
+ * for a stream): user request r of a stream, on a block whose copies that
+ * can serve it are on disks ids[0..n) (distinct; copies out of sync and a
+ * failed disk's left out), is read from the copy on the (r mod n)-th
+ * lowest of those disks.  Admission (cw_admit_plan) charges each disk
+ * the requests this sends it and the data path (cw_path_split) sends
+ * them there, so a disk never sees more of a stream than it was charged
+ * for; with copies placed in rotation a stream's requests alternate
+ * between the disks.  Returns the index into ids, or -1 when n is 0. */
+int cw_admit_snake_pick(uint64_t request, const uint32_t *ids, unsigned n);
 
 /* One disk: its model, the tasks it has admitted (with windows) and its
  * best-effort reserve.  A reserve with be_reserve.service_ns > 0 is a
@@ -188,6 +220,11 @@ struct cw_admit_disk {
 	const struct cw_task *tasks;
 	size_t n_tasks;
 	struct cw_task be_reserve;	/* all zero: none */
+	/* In a failure case (cw_admit_layout.failed), the rebuild's reserve
+	 * on a surviving disk: a best-effort piece every period (a share of
+	 * the disk, CW_ADMIT_REBUILD_SHARE_PPM by default), tested with the
+	 * tasks like be_reserve.  All zero: none. */
+	struct cw_task rebuild_reserve;
 };
 
 /* The part of a reservation one disk serves.  A user request that touches
@@ -214,6 +251,7 @@ struct cw_admit_part {
 #define CW_ADMIT_FAIL_SELF SIZE_MAX		/* this part */
 #define CW_ADMIT_FAIL_RESERVE (SIZE_MAX - 1)	/* the disk's best-effort reserve */
 #define CW_ADMIT_FAIL_ALL (SIZE_MAX - 2)	/* no one task: the set (U > 1) */
+#define CW_ADMIT_FAIL_REBUILD (SIZE_MAX - 3)	/* the rebuild's reserve (failure case) */
 
 /* ---- the host: CPU time on the real-time path -------------------------
  *
@@ -365,7 +403,16 @@ struct cw_admit_plan {
 	/* cw_admit_plan_host's verdict (zero: the host was not asked); a
 	 * refusal there leaves every part admitted and admitted false. */
 	struct cw_host_result host;
+	/* cw_admit_plan_survive: the failure case of the refusal (a disk
+	 * index), CW_ADMIT_NO_FAILURE for the normal case (and from
+	 * cw_admit_plan); CW_ADMIT_ANY_FAILURE when every case fits alone
+	 * but the task booked for all of them (the worst of each) does not,
+	 * worst_case then the case that gave its shortest period. */
+	uint32_t failed;
+	uint32_t worst_case;
 };
+
+#define CW_ADMIT_ANY_FAILURE (UINT32_MAX - 1)
 
 /* The best-effort reserve clockwised keeps on every disk: one request of
  * piece_bytes (the model's worst case anywhere on the disk) every
@@ -376,6 +423,15 @@ struct cw_admit_plan {
 #define CW_ADMIT_BE_SHARE 10
 int cw_admit_be_reserve(const struct cw_model *model, uint64_t piece_bytes,
 			struct cw_task *ret_task);
+
+/* The rebuild's reserve on a disk that survives a failure (struct
+ * cw_admit_disk, rebuild_reserve): one best-effort piece of piece_bytes
+ * (the model's worst case anywhere) every period that makes it share_ppm
+ * millionths of the disk.  share_ppm 0: none (all zero).  -EINVAL for a
+ * bad model or size, -ERANGE when it does not fit. */
+#define CW_ADMIT_REBUILD_SHARE_PPM 100000	/* a tenth of each survivor */
+int cw_admit_rebuild_reserve(const struct cw_model *model, uint64_t piece_bytes,
+			     uint32_t share_ppm, struct cw_task *ret_task);
 
 /* The largest best-effort piece clockwised sends a disk: on an HDD at most
  * CW_ADMIT_BE_PIECE_HDD bytes (a smaller piece fits in less slack, and
@@ -393,6 +449,21 @@ int cw_admit_plan(const struct cw_admit_qos *qos, const struct cw_admit_layout *
 		  const struct cw_admit_disk *disks, size_t n_disks,
 		  struct cw_admit_plan *ret_plan);
 void cw_admit_plan_done(struct cw_admit_plan *plan);	/* NULL-safe, idempotent */
+
+/* A plan that survives the loss of any one disk (layout->n_copies > 1):
+ * cw_admit_plan in the normal case (each disk's rebuild_reserve left out)
+ * and in each case of one failed disk
+ * (layout->failed set to each disk holding a copy of the range, which
+ * then serves nothing: the surviving copies carry all the stream's reads,
+ * with each disk's rebuild_reserve beside them), refused with the first
+ * case that does not fit (ret_plan->failed).  Each part is the worst of
+ * the cases on its disk (the shortest period and deadline, the longest
+ * service, the widest window), tested again as such: a disk booked with
+ * it keeps every case's deadlines whichever disk fails.  Returns as
+ * cw_admit_plan. */
+int cw_admit_plan_survive(const struct cw_admit_qos *qos, const struct cw_admit_layout *layout,
+			  const struct cw_admit_disk *disks, size_t n_disks,
+			  struct cw_admit_plan *ret_plan);
 
 /* The host's test of an admitted plan (qos as planned) beside streams
  * needing others_ps: a refusal sets plan->admitted false and plan->host.

@@ -41,6 +41,16 @@
 extern "C" {
 #endif
 
+/* How soon a disk would serve one more request: RADIR's two keys for a
+ * snake request (getMinDiskSlot, section IV-D): the first vacancy of the
+ * slot record the request would be booked in, in ns from now (work
+ * booked there and not yet taken), then the load factor, the requests
+ * booked on the disk and not yet complete. */
+struct cw_path_load {
+	int64_t vacancy_ns;
+	uint64_t load;
+};
+
 /* What a disk tells the split. */
 struct cw_path_disk {
 	uint64_t be_piece;	/* a BE piece on it is at most this long (cw_admit_be_piece) */
@@ -65,6 +75,11 @@ struct cw_path_ops {
 	 * extent map gave there, copy 0 (map's) first; asked only when the
 	 * request has copies > 1. */
 	int (*copies)(void *lay, uint64_t offset, struct cw_copy *ret);
+	/* How busy the disk disk_id is for a read at phys_offset there
+	 * (struct cw_path_load), asked only for a best-effort read of a
+	 * mirrored partition; NULL: never asked (the first copy in sync
+	 * serves). */
+	int (*load)(void *lay, uint32_t disk_id, uint64_t phys_offset, struct cw_path_load *ret);
 };
 
 /* A real partition's answers (cw_part_allocated, cw_part_map,
@@ -74,6 +89,8 @@ struct cw_path_part {
 	struct cw_cache *cache;	/* read once inside the I/O gate; NULL: none */
 	int (*disk)(void *arg, uint32_t disk_id, struct cw_path_disk *ret);
 	void *disk_arg;
+	/* cw_path_ops.load, with disk_arg; NULL: none. */
+	int (*load)(void *arg, uint32_t disk_id, uint64_t phys_offset, struct cw_path_load *ret);
 };
 extern const struct cw_path_ops cw_path_part_ops;
 
@@ -89,9 +106,11 @@ struct cw_path_req {
 	const struct cw_admit_resv *resv;	/* the export's stream, or NULL */
 	int64_t arrival_ns;		/* on the clock of resv's span */
 	/* The partition's copies (cw_part_copies; 0: 1).  A write goes to
-	 * every copy: copy 0's piece is the IO piece, each other copy's a
-	 * COPY piece after it (and a moving block's destination on either
-	 * is a COPY too); a read to one in-sync copy (cw_path_read_copy). */
+	 * every copy in sync: the first one's piece is the IO piece, each
+	 * other copy's a COPY piece after it (and a moving block's
+	 * destination on either is a COPY too), all best effort; a read to
+	 * one in-sync copy, a stream's by cw_path_stream_copy, a best-effort
+	 * one's by cw_path_snake_copy (RADIR's snake request). */
 	uint32_t copies;
 };
 
@@ -120,12 +139,27 @@ struct cw_path_piece {
 	uint8_t mirror;
 };
 
-/* The copy of n (n >= 1) that a read is served from: the first in sync
- * (copy 0 while it is), or -ENODATA when none is.  RADIR's snake choice
- * (the copy whose slot record has the earliest vacancy, then the lowest
- * load: getMinDiskSlot, section IV-D) takes this place when the slot
- * records can answer it. */
+/* The first copy of n (n >= 1) in sync (copy 0 while it is), or
+ * -ENODATA when none is: where a write's IO piece goes, and a read when
+ * nothing tells the disks' loads apart. */
 int cw_path_read_copy(const struct cw_copy *copies, unsigned n);
+
+/* A best-effort read's copy, RADIR's getMinDiskSlot (section IV-D): of
+ * the copies in sync, the one whose loads[c] has the earliest vacancy,
+ * then the lowest load, then the lowest copy number (a sequential reader
+ * stays on one arm until its queue grows).  -ENODATA when none is in
+ * sync. */
+int cw_path_snake_copy(const struct cw_copy *copies, unsigned n,
+		       const struct cw_path_load *loads);
+
+/* A stream's read (request number request of its blocks, from its
+ * range's start): the copy cw_admit_snake_pick() gives among those in
+ * sync, as admission charged it (clockwise/admit.h).  *ret_normal: every
+ * copy is in sync (the normal case; else a failure case's pick, which is
+ * the stream's only if it was admitted to survive).  -ENODATA when none
+ * is in sync. */
+int cw_path_stream_copy(const struct cw_copy *copies, unsigned n, uint64_t request,
+			bool *ret_normal);
 
 /* Whether a request of bytes [offset, offset + length) arriving at
  * arrival_ns is inside resv's range and span (its stream's class). */

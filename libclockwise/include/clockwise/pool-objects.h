@@ -63,6 +63,10 @@ struct cw_resv_rec {
 	/* The unfinished move whose both sides the parts cover (rule 2 of
 	 * moving data, clockwise/admit-state.h); 0: none. */
 	uint64_t move_id;
+	/* Admitted to survive the loss of any one disk; a recording stream,
+	 * charged on every copy (schema 15). */
+	bool survive;
+	bool record;
 };
 
 /* Stores an admitted reservation on partition r->part_id with its parts

@@ -701,6 +701,171 @@ static void test_plan_moving(void)
 	}
 }
 
+/* A mirrored layout: copy 0 of every block on disk 0, copy 1 on disk 1
+ * (or on disk 2 for every third block). */
+static void copies_layout(uint32_t *dk, uint32_t *mir, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		dk[k] = 0;
+		mir[k] = k % 3 == 2 ? 2 : 1;
+	}
+}
+
+/* What a disk is asked by the data path's rule, brute force: request r
+ * of the stream on the copy cw_admit_snake_pick gives (by disk index). */
+static void snake_brute(const struct cw_admit_layout *l, uint64_t b, uint64_t *ret_req,
+			uint64_t *ret_stride)
+{
+	uint64_t nreq = l->range_bytes / b, last[3] = { 0 };
+	bool seen[3] = { false };
+
+	for (int d = 0; d < 3; d++) {
+		ret_req[d] = 0;
+		ret_stride[d] = UINT64_MAX;
+	}
+	for (uint64_t r = 0; r < nreq; r++) {
+		uint64_t k = r * b / l->pblock_bytes;
+		uint32_t ids[2] = { l->disk[k], l->mirror_disk[k] }, d;
+		unsigned n = 0;
+
+		/* off the failed disk */
+		if (ids[0] != l->failed)
+			ids[n++] = ids[0];
+		if (ids[1] != l->failed)
+			ids[n++] = ids[1];
+		d = ids[cw_admit_snake_pick(r, ids, n)];
+		if (seen[d])
+			ret_stride[d] = CW_MIN(ret_stride[d], r - last[d]);
+		seen[d] = true;
+		last[d] = r;
+		ret_req[d]++;
+	}
+}
+
+/* Snake reads: each disk charged exactly the requests the rule sends it
+ * (long runs inside a block counted at once included), so a mirrored
+ * stream loads each disk about half what one copy does; a thick stream
+ * charges every copy; a failure case puts the lost disk's reads on the
+ * survivors; cw_admit_plan_survive refuses naming the failure case that
+ * does not fit, and books the worst case on each disk. */
+static void test_plan_copies(void)
+{
+	uint32_t dk[24], mir[24];
+	struct cw_admit_qos q = { .bandwidth_bps = 4 * MiB, .block_bytes = MiB };
+	struct cw_admit_layout l = { .pblock_bytes = MiB, .n_pblocks = 24, .disk = dk,
+				     .range_bytes = 24 * MiB, .n_copies = 2, .mirror_disk = mir,
+				     .failed = CW_ADMIT_NO_FAILURE };
+	struct cw_admit_plan p, one;
+	int64_t t0 = (int64_t)(MiB * CW_NS_PER_S / q.bandwidth_bps);
+	uint64_t req[3], stride[3];
+	uint64_t lo, hi;
+
+	disks_init();
+	copies_layout(dk, mir, 24);
+	for (int bi = 0; bi < 3; bi++) {
+		q.block_bytes = bi == 0 ? MiB : bi == 1 ? MiB / 8 : 3 * MiB / 2;
+		for (uint32_t f = 0; f < 4; f++) {
+			l.failed = f == 3 ? CW_ADMIT_NO_FAILURE : f;
+			CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+			if (q.block_bytes <= MiB) {
+				snake_brute(&l, q.block_bytes, req, stride);
+				for (size_t i = 0; i < p.n_parts; i++) {
+					uint32_t d = p.parts[i].disk;
+
+					CU_ASSERT_EQUAL(p.parts[i].requests, req[d]);
+					if (stride[d] != UINT64_MAX)
+						CU_ASSERT_EQUAL(p.parts[i].stride, stride[d]);
+				}
+				for (int d = 0; d < 3; d++) {
+					bool in = false;
+
+					for (size_t i = 0; i < p.n_parts; i++)
+						in |= p.parts[i].disk == (uint32_t)d;
+					CU_ASSERT_EQUAL(in, req[d] > 0);
+				}
+			}
+			for (size_t i = 0; i < p.n_parts; i++)
+				CU_ASSERT(p.parts[i].disk != l.failed);	/* the lost disk serves nothing */
+			cw_admit_plan_done(&p);
+		}
+	}
+	/* 1M blocks: disk 0 serves every other request (T = 2 t0) where one
+	 * copy would serve them all */
+	q.block_bytes = MiB;
+	l.failed = CW_ADMIT_NO_FAILURE;
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT_EQUAL_FATAL(p.n_parts, 3);
+	CU_ASSERT_EQUAL(p.parts[0].task.period_ns, 2 * t0);
+	CU_ASSERT_EQUAL(p.parts[0].requests, 12);
+	cw_admit_plan_done(&p);
+	l.n_copies = 1;
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &one) == 0);
+	CU_ASSERT_EQUAL_FATAL(one.n_parts, 1);
+	CU_ASSERT_EQUAL(one.parts[0].task.period_ns, t0);
+	cw_admit_plan_done(&one);
+	/* thick: every copy charged, disk 0 all of them */
+	l.n_copies = 2;
+	l.thick = true;
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT_EQUAL(p.parts[0].requests, 24);
+	CU_ASSERT_EQUAL(p.parts[1].requests + p.parts[2].requests, 24);
+	cw_admit_plan_done(&p);
+	l.thick = false;
+
+	/* Surviving: the largest rate with every case is below the normal
+	 * one; between them refused with a failure case named. */
+	for (lo = MiB, hi = 1000 * MiB; hi - lo > 1024;) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		q.bandwidth_bps = mid;
+		CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+		*(p.admitted ? &lo : &hi) = mid;
+		cw_admit_plan_done(&p);
+	}
+	q.bandwidth_bps = lo;
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT(p.admitted && p.failed == CW_ADMIT_NO_FAILURE);
+	cw_admit_plan_done(&p);
+	CU_ASSERT_FATAL(cw_admit_plan_survive(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT_FALSE(p.admitted);
+	CU_ASSERT(p.failed < 3 || p.failed == CW_ADMIT_ANY_FAILURE);
+	/* disk 0 holds every block: its loss puts all reads on 1 and 2 */
+	CU_ASSERT_EQUAL(p.failed, 0);
+	cw_admit_plan_done(&p);
+	/* half the rate survives everything, each disk booked with the worst
+	 * case: disk 0 with disk 1 lost (its 16 blocks and half of disk
+	 * 2's 8) */
+	q.bandwidth_bps = lo / 2;
+	CU_ASSERT_FATAL(cw_admit_plan_survive(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT(p.admitted);
+	CU_ASSERT_EQUAL_FATAL(p.n_parts, 3);
+	CU_ASSERT_EQUAL(p.parts[0].disk, 0);
+	CU_ASSERT_EQUAL(p.parts[0].stride, 1);
+	CU_ASSERT_EQUAL(p.parts[0].requests, 20);
+	CU_ASSERT_EQUAL(p.parts[1].requests, 16);	/* all of its blocks, disk 0 lost */
+	cw_admit_plan_done(&p);
+	/* the rebuild's reserve counts in the failure cases */
+	for (int d = 0; d < 3; d++)
+		CU_ASSERT_FATAL(cw_admit_rebuild_reserve(&atlas[d], 256 << 10, 500000,
+							 &disks[d].rebuild_reserve) == 0);
+	CU_ASSERT(disks[0].rebuild_reserve.period_ns == 2 * disks[0].rebuild_reserve.service_ns ||
+		  disks[0].rebuild_reserve.period_ns == 2 * disks[0].rebuild_reserve.service_ns + 1);
+	CU_ASSERT_FATAL(cw_admit_plan_survive(&q, &l, disks, 3, &p) == 0);
+	CU_ASSERT_FALSE(p.admitted);
+	CU_ASSERT(p.failed < 3);
+	CU_ASSERT(strstr(p.reason, "rebuild") != NULL);
+	cw_admit_plan_done(&p);
+	/* ... but not in the normal case */
+	CU_ASSERT_FATAL(cw_admit_plan(&q, &l, disks, 3, &p) == 0);
+	cw_admit_plan_done(&p);
+	disks_init();
+	CU_ASSERT_FATAL(cw_admit_rebuild_reserve(&atlas[0], 256 << 10, 0, &disks[0].rebuild_reserve) == 0);
+	CU_ASSERT_EQUAL(disks[0].rebuild_reserve.service_ns, 0);
+	/* a copy's disk without a model is bad input */
+	mir[3] = 3;
+	CU_ASSERT_EQUAL(cw_admit_plan(&q, &l, disks, 3, &p), -EINVAL);
+}
+
 static void test_plan_zones_windows_refusal(void)
 {
 	uint32_t dk[] = { 0, 1, 2, 0, 1, 2 };
@@ -871,6 +1036,7 @@ int main(void)
 	cwtest_add(s, "plan: rotation", test_plan_rotation);
 	cwtest_add(s, "plan: strides and pieces", test_plan_strides_and_pieces);
 	cwtest_add(s, "plan: blocks a move copies", test_plan_moving);
+	cwtest_add(s, "plan: copies, snake and survive", test_plan_copies);
 	cwtest_add(s, "plan: zones, windows, refusal", test_plan_zones_windows_refusal);
 	cwtest_add(s, "plan: bad input", test_plan_bad_input);
 	cwtest_add(s, "plan: best-effort reserve", test_plan_be_reserve);

@@ -1435,6 +1435,90 @@ static void test_host_state(void)
 	tp_fini(&T);
 }
 
+/* A stream on a 2-copy partition that must survive a disk: admitted only
+ * at rates every one-disk failure case carries (less than the normal
+ * case's), refused between the two naming the failed disk, admitted
+ * there with survive off; refused on a partition of one copy; stored
+ * with its survive bit and loaded back with it.  A recording stream is
+ * booked on both disks for every request, and stored as one. */
+static void test_survive(void)
+{
+	struct cw_admit_refusal ref;
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(0);
+	struct cw_part *m;
+	uint64_t plain, surv, id;
+
+	setup();
+	CU_ASSERT_FATAL(cw_part_create(T.pool, "mir", 64 * MIB, &(struct cw_part_opts){ .copies = 2 },
+				       &m) == 0);
+	st = state(NULL);
+	rq.part = "mir";
+	rq.survive = CW_ADMIT_SURVIVE_OFF;
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &plain, NULL) == 0);
+	rq.survive = CW_ADMIT_SURVIVE_AUTO;	/* on, on a mirrored partition */
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &surv, NULL) == 0);
+	printf("\n  largest stream on 2 copies: %" PRIu64 " B/s, surviving a disk %" PRIu64
+	       " B/s\n", plain, surv);
+	CU_ASSERT(surv > 0 && surv < plain);
+
+	rq.rate_bps = surv + (plain - surv) / 2;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -EBUSY);
+	printf("  %s\n", ref.reason);
+	CU_ASSERT(strstr(ref.reason, "with disk ") == ref.reason);
+	CU_ASSERT(strstr(ref.reason, " failed, refused on disk ") != NULL);
+	CU_ASSERT(ref.has_max_rate && ref.max_rate_bps == surv);
+	rq.survive = CW_ADMIT_SURVIVE_OFF;
+	rq.dry_run = true;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), 0);
+	rq.dry_run = false;
+
+	rq.part = "media";
+	rq.survive = CW_ADMIT_SURVIVE_ON;
+	CU_ASSERT_EQUAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL), -EINVAL);
+	CU_ASSERT(strstr(ref.reason, "keeps one copy of each block") != NULL);
+	rq.survive = CW_ADMIT_SURVIVE_AUTO;	/* off, on one copy */
+	rq.rate_bps = MIB;
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL) == 0);
+	CU_ASSERT_FALSE(rv->survive);
+
+	rq.part = "mir";
+	rq.rate_bps = surv / 2;
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL) == 0);
+	CU_ASSERT(rv->survive && rv->n_parts == 2);
+	id = rv->id;
+	cw_admit_state_free(st);
+	st = state(NULL);
+	rv = cw_admit_state_resv_find(st, id);
+	CU_ASSERT_FATAL(rv != NULL);
+	CU_ASSERT(rv->survive);
+	/* what is left survives too, not more */
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &plain, NULL) == 0);
+	CU_ASSERT(plain < surv);
+	CU_ASSERT_FATAL(cw_admit_state_release(st, id, NULL) == 0);
+
+	/* a recording stream: every request on both disks, so no more than
+	 * one disk carries alone; surviving costs it nothing more here */
+	rq.survive = CW_ADMIT_SURVIVE_OFF;
+	rq.record = true;
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &plain, NULL) == 0);
+	CU_ASSERT(plain <= surv + surv / 100 && plain > 0);
+	rq.rate_bps = plain / 2;
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL) == 0);
+	CU_ASSERT(rv->record && !rv->survive && rv->n_parts == 2);
+	CU_ASSERT(rv->parts[0].requests == 64 && rv->parts[1].requests == 64);
+	CU_ASSERT(rv->parts[0].stride == 1 && rv->parts[1].stride == 1);
+	id = rv->id;
+	cw_admit_state_free(st);
+	st = state(NULL);
+	rv = cw_admit_state_resv_find(st, id);
+	CU_ASSERT_FATAL(rv != NULL);
+	CU_ASSERT(rv->record && !rv->survive);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
@@ -1461,5 +1545,6 @@ int main(void)
 	cwtest_add(s, "the host's bound, exact at the edge", test_host_bound);
 	cwtest_add(s, "the host's watch proposes what was spent", test_host_watch);
 	cwtest_add(s, "the host refuses what the disks admit", test_host_state);
+	cwtest_add(s, "mirrored streams that survive a disk", test_survive);
 	return cwtest_run();
 }

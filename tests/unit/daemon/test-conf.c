@@ -96,6 +96,7 @@ static void test_defaults(void)
 		CU_ASSERT_EQUAL(x->queue_depth, 32);
 		CU_ASSERT_EQUAL(x->mover_depth, 16);
 		CU_ASSERT_EQUAL(x->mover_share, 100);
+		CU_ASSERT_EQUAL(x->rebuild_share, 10);
 		CU_ASSERT_EQUAL(x->busy_poll_us, 50);
 		CU_ASSERT_EQUAL(x->stall_probe_us, 1000);
 		CU_ASSERT_TRUE(x->lock_memory);
@@ -144,7 +145,7 @@ static void test_full(void)
 	struct cwd_config *c = load_ok(
 		"pool = \"/srv/pool.db\";\n"
 		"io_engine = \"libaio\";\n"
-		"queue_depth = 4096L; mover_depth = 64; mover_share = 25;\n"
+		"queue_depth = 4096L; mover_depth = 64; mover_share = 25; rebuild_share = 0;\n"
 		"busy_poll_us = 0; lock_memory = false; rt_cpus = [ 0, 2, 63 ]; stall_probe_us = 0;\n"
 		"disks = (\n"
 		"  { path = \"/dev/loop0\"; name = \"hdd0\"; slot_us = 2500; model = \"atlas2\"; },\n"
@@ -170,6 +171,7 @@ static void test_full(void)
 	CU_ASSERT_EQUAL(c->queue_depth, 4096);
 	CU_ASSERT_EQUAL(c->mover_depth, 64);
 	CU_ASSERT_EQUAL(c->mover_share, 25);
+	CU_ASSERT_EQUAL(c->rebuild_share, 0);
 	CU_ASSERT_EQUAL(c->busy_poll_us, 0);
 	CU_ASSERT_EQUAL(c->stall_probe_us, 0);
 	CU_ASSERT_FALSE(c->lock_memory);
@@ -314,7 +316,7 @@ static void test_bad_top(void)
 {
 	load_bad("queue_depht = 32;\n",
 		 "1: unknown setting \"queue_depht\"; expected pool, policy, be_order, io_engine, queue_depth, "
-		 "mover_depth, mover_share, rt_priority, lock_memory, rt_cpus, busy_poll_us, stall_probe_us, listen, tls, control_socket, control_read_group, control_admin_group, control_idle_timeout_s, log_level, exports, "
+		 "mover_depth, mover_share, rebuild_share, rt_priority, lock_memory, rt_cpus, busy_poll_us, stall_probe_us, listen, tls, control_socket, control_read_group, control_admin_group, control_idle_timeout_s, log_level, exports, "
 		 "access, limits, host, metrics or disks");
 	load_bad("# a comment\n\nqueue_depth = \"32\";\n",
 		 "3: queue_depth is a string; expected an integer from 1 to 4096");
@@ -326,6 +328,8 @@ static void test_bad_top(void)
 	load_bad("queue_depth = -3;\n", "1: queue_depth = -3 is out of range; expected an integer from 1 to 4096");
 	load_bad("\nmover_depth = 65;\n",
 		 "2: mover_depth = 65 is out of range; expected an integer from 1 to 64");
+	load_bad("rebuild_share = 91;\n",
+		 "1: rebuild_share = 91 is out of range; expected an integer from 0 to 90");
 	load_bad("mover_share = 0;\n",
 		 "1: mover_share = 0 is out of range; expected an integer from 1 to 100");
 	load_bad("mover_share = 0.5;\n",

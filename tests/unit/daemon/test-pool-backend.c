@@ -17,7 +17,8 @@
  * under cw_sched; a disk the data path has not opened ignores the events;
  * a new model reaches the disk; exports bind by reservation id or by the
  * name a start-up reservation was given for; a write to a block being
- * moved is repeated on its destination.  cwsim's split (tools/sim/path.c,
+ * moved is repeated on its destination; a mirrored write is one thick
+ * booking, its copies' pieces in the same slots.  cwsim's split (tools/sim/path.c,
  * the one its engine runs) of a table of requests on the same pool gives
  * the pieces the daemon booked for them.
  */
@@ -989,6 +990,59 @@ static void test_mirror_while_moving(void)
 	teardown();
 }
 
+/* A write to a 2-copy partition is one thick request: both copies'
+ * pieces booked in the same slots of their disks' records (each handed
+ * out at the same slot number), the bytes on both disks; a read is one
+ * piece, on either copy. */
+static void test_thick_write(void)
+{
+	struct cw_part_opts o = { .copies = 2, .tier = CW_TIER_PREF_HDD };
+	uint8_t *w = pattern(BS, 64 * KIB, 5), *back = malloc(64 * KIB);
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct nbdsrv_export e;
+	struct nbd_handle *h;
+	struct cw_part *part;
+	struct rec *r;
+
+	setup();
+	serve();
+	CU_ASSERT_FATAL(cw_part_create(D.tp.pool, "mir", 2 * BS, &o, &part) == 0);
+	CU_ASSERT_FATAL(cw_part_set_allocated(D.tp.pool, &(struct cw_alloc_change){
+		.part = part, .first_block = 0, .nblocks = 2, .allocated = true }, 1) == 0);
+	CU_ASSERT_FATAL(pb_export(D.pb, part, &e) == 0);
+	CU_ASSERT_FATAL(nbdsrv_add_export(srv, &e) == 0);
+	CU_ASSERT_FATAL(cw_part_block_copies(part, 0, cs) == 0);
+	h = client("mir");
+	for (int i = 0; i < 8; i++) {
+		CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, 8192 + i * 64 * KIB, 0), 0);
+		r = taken();
+		CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
+		CU_ASSERT(r->p[0].mirror == 1 && r->p[1].mirror == 2);
+		CU_ASSERT(r->p[0].lane->disk->id == cs[0].disk_id &&
+			  r->p[1].lane->disk->id == cs[1].disk_id);
+		/* the lead (the IO piece) and the copy's piece in one booking */
+		CU_ASSERT(r->p[0].thick_next != NULL && r->p[0].thick_lead == NULL);
+		CU_ASSERT(r->p[1].thick_lead != NULL && r->p[1].thick_next == NULL);
+		CU_ASSERT_EQUAL(r->p[0].slot, r->p[1].slot);
+		free(r);
+	}
+	for (int c = 0; c < 2; c++) {
+		CU_ASSERT_EQUAL(pread(disk_by_id(cs[c].disk_id)->fd, back, 64 * KIB,
+				      (off_t)(cs[c].phys_offset + 8192 + 7 * 64 * KIB)),
+				(ssize_t)(64 * KIB));
+		CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, back, 64 * KIB, 8192, 0), 0);
+	r = taken();
+	CU_ASSERT(r->npieces == 1 && r->p[0].thick_next == NULL);
+	free(r);
+	CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
+	bye(h);
+	free(w);
+	free(back);
+	teardown();
+}
+
 /* The extents of base:allocation, as flags per pool block of media. */
 static int block_flags(void *data, const char *ctx, uint64_t off, uint32_t *e, size_t n,
 		       int *error)
@@ -1236,6 +1290,7 @@ int main(void)
 	cwtest_add(s, "exports bind by id or by start-up name", test_export_bind);
 	cwtest_add(s, "the keeper of holes works through the lanes", test_keeper_io);
 	cwtest_add(s, "a write to a moving block is mirrored", test_mirror_while_moving);
+	cwtest_add(s, "a mirrored write is one thick booking", test_thick_write);
 	cwtest_add(s, "cwsim splits requests into the daemon's pieces", test_sim_splits_the_same);
 	cwtest_add(s, "a partition served partially: EIO on a missing disk's blocks", test_partial);
 	cwtest_add(s, "the keeper's zeros on a moving block are synced there",

@@ -34,7 +34,7 @@ static void test_create_pragmas(void)
 	CU_ASSERT(q(m, "SELECT journal_mode = 'wal' FROM pragma_journal_mode") == 1);
 	CU_ASSERT(q(m, "PRAGMA foreign_keys") == 1);
 	CU_ASSERT(q(m, "PRAGMA synchronous") == 2);	/* FULL */
-	CU_ASSERT(q(m, "SELECT count(*) FROM sqlite_master WHERE type = 'table'") == 23);	/* with sqlite_sequence */
+	CU_ASSERT(q(m, "SELECT count(*) FROM sqlite_master WHERE type = 'table'") == 24);	/* with sqlite_sequence */
 	CU_ASSERT(meta_size_bytes(t.db) > 0);
 	/* One process at a time. */
 	CU_ASSERT(meta_open(t.db, &err, &m2) == -EBUSY);

@@ -6,8 +6,10 @@
  * request crossing blocks, the best-effort cut, real-time against best
  * effort by the reservation's range, span and disks, a cache hit and miss
  * and a write to both copies, a write to a block being moved, a punch
- * where a disk cannot punch, and a mirrored partition's copies out of
- * sync (written and read no more; the first in sync takes the IO piece).
+ * where a disk cannot punch, a mirrored partition's copies out of
+ * sync (written and read no more; the first in sync takes the IO piece),
+ * and its snake reads (best effort where the disk's load is least, a
+ * stream's by the rule admission charges).
  */
 #include "config.h"
 
@@ -377,6 +379,119 @@ static void test_mirror_stale(void)
 	CU_ASSERT_FATAL(cw_part_delete(m) == 0);
 }
 
+/* Each disk's load as the test sets it (by disk id). */
+static struct cw_path_load loads[3];
+
+static int load(void *arg, uint32_t id, uint64_t phys, struct cw_path_load *ret)
+{
+	(void)arg;
+	(void)phys;
+	CU_ASSERT_FATAL(id >= 1 && id <= 2);
+	*ret = loads[id];
+	return 0;
+}
+
+/* The rule a stream's reads and admission share, and RADIR's choice for
+ * best effort, alone. */
+static void test_snake_rules(void)
+{
+	uint32_t ids[3] = { 5, 2, 9 };
+	struct cw_copy cs[2] = { { .disk_id = 1, .in_sync = true }, { .disk_id = 2, .in_sync = true } };
+	struct cw_path_load l[2] = { { 0, 3 }, { 0, 1 } };
+	bool normal;
+
+	/* request r: the (r mod n)-th lowest disk id */
+	CU_ASSERT_EQUAL(cw_admit_snake_pick(0, ids, 3), 1);
+	CU_ASSERT_EQUAL(cw_admit_snake_pick(1, ids, 3), 0);
+	CU_ASSERT_EQUAL(cw_admit_snake_pick(2, ids, 3), 2);
+	CU_ASSERT_EQUAL(cw_admit_snake_pick(3, ids, 3), 1);
+	CU_ASSERT_EQUAL(cw_admit_snake_pick(7, ids, 0), -1);
+	/* the lower load; the earlier vacancy before it; a tie: copy 0 */
+	CU_ASSERT_EQUAL(cw_path_snake_copy(cs, 2, l), 1);
+	l[1].vacancy_ns = 1000;
+	CU_ASSERT_EQUAL(cw_path_snake_copy(cs, 2, l), 0);
+	l[0] = l[1];
+	CU_ASSERT_EQUAL(cw_path_snake_copy(cs, 2, l), 0);
+	cs[0].in_sync = false;
+	CU_ASSERT_EQUAL(cw_path_snake_copy(cs, 2, l), 1);
+	CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 0, &normal), 1);
+	CU_ASSERT_FALSE(normal);
+	cs[1].in_sync = false;
+	CU_ASSERT_EQUAL(cw_path_snake_copy(cs, 2, l), -ENODATA);
+	CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 0, &normal), -ENODATA);
+}
+
+/* A 2-copy partition's reads: best effort on the copy whose disk has the
+ * least queued (the load asked through cw_path_part), a stream's
+ * alternating between the copies' disks by request, as admission charged
+ * it; with a copy out of sync the stream's read moves to the other, its
+ * own only if it was admitted to survive; a stream's writes are best
+ * effort on every copy, a recording stream's its own on every copy. */
+static void test_mirror_snake(void)
+{
+	struct cw_path_part saved = lay;
+	struct cw_admit_resv_part parts[3] = { { .disk_id = 1 }, { .disk_id = 2 }, { 0 } };
+	struct cw_admit_resv rv = { .range_start_bytes = 0, .range_end_bytes = 4 * BS,
+				    .block_bytes = BS, .n_parts = 2, .parts = parts };
+	struct cw_path_req r = { .offset = 0, .length = BS, .op = CW_IO_READ, .copies = 2 };
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct cw_alloc_change c;
+	struct cw_part *m;
+
+	reset();
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "s", 4 * BS, &(struct cw_part_opts){ .copies = 2 },
+				       &m) == 0);
+	c = (struct cw_alloc_change){ .part = m, .first_block = 0, .nblocks = 4, .allocated = true };
+	CU_ASSERT_FATAL(cw_part_set_allocated(t.pool, &c, 1) == 0);
+	lay = (struct cw_path_part){ .part = m, .disk = disk, .load = load };
+	CU_ASSERT_FATAL(cw_part_block_copies(m, 0, cs) == 0);
+
+	/* best effort: equal loads, copy 0; then the less loaded disk */
+	memset(loads, 0, sizeof(loads));
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT(n == 1 && got[0].disk_id == cs[0].disk_id && got[0].mirror == 1 && !got[0].rt);
+	loads[cs[0].disk_id].load = 4;
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT(n == 1 && got[0].disk_id == cs[1].disk_id && got[0].mirror == 2 &&
+		  got[0].phys_offset == cs[1].phys_offset);
+	/* ... unless its record's first vacancy is later */
+	loads[cs[1].disk_id].vacancy_ns = 1000000;
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT(n == 1 && got[0].disk_id == cs[0].disk_id);
+
+	/* a stream: request k on the copy of the (k mod 2)-th lowest disk,
+	 * whatever the loads say */
+	r.resv = &rv;
+	for (uint64_t k = 0; k < 4; k++) {
+		r.offset = k * BS;
+		CU_ASSERT_FATAL(split(r) == 0);
+		CU_ASSERT(n == 1 && got[0].rt && got[0].disk_id == (k % 2 ? 2u : 1u));
+	}
+	/* block 2's copy on disk 1 out of sync: disk 2 serves, as best
+	 * effort; the stream's own if it was admitted to survive */
+	CU_ASSERT_FATAL(cw_part_block_copies(m, 2, cs) == 0);
+	CU_ASSERT_FATAL(cw_part_copy_set_stale(m, cs[0].disk_id == 1 ? 0 : 1, 2, 1, true) == 0);
+	r.offset = 2 * BS;
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT(n == 1 && got[0].disk_id == 2 && !got[0].rt);
+	rv.survive = true;
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT(n == 1 && got[0].disk_id == 2 && got[0].rt);
+	/* a stream's write: every copy in sync, none of it the stream's */
+	r.op = CW_IO_WRITE;
+	r.offset = 0;
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT_FATAL(n == 2);
+	CU_ASSERT(!got[0].rt && !got[1].rt && got[0].disk_id != got[1].disk_id);
+	/* a recording stream's: the stream's on every copy */
+	rv.record = true;
+	CU_ASSERT_FATAL(split(r) == 0);
+	CU_ASSERT_FATAL(n == 2);
+	CU_ASSERT(got[0].rt && got[1].rt && got[0].disk_id != got[1].disk_id);
+	lay = saved;
+	CU_ASSERT_FATAL(cw_part_delete(m) == 0);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("path-split", NULL, NULL);
@@ -392,6 +507,8 @@ int main(void)
 	cwtest_add(s, "punch", test_punch);
 	cwtest_add(s, "bound", test_bound);
 	cwtest_add(s, "mirrored copies out of sync", test_mirror_stale);
+	cwtest_add(s, "snake rules", test_snake_rules);
+	cwtest_add(s, "mirrored reads: snake", test_mirror_snake);
 	r = cwtest_run();
 	if (part)
 		tp_fini(&t);
