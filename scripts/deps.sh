@@ -8,7 +8,7 @@
 # (ceph-mon, ceph-osd), nbdkit, QEMU's FUSE export, systemd, TLS tools,
 # Prometheus and gnuplot; and the QEMU guest of tests/vm/ (QEMU, Debian's
 # kernel, busybox-static and cpio for its initramfs, and what runs in it:
-# the kernel's NBD client, xfsprogs, LVM and dmsetup; apt, dpkg, kmod and
+# the kernel's NBD client, xfsprogs, LVM, dmsetup and mdadm; apt, dpkg, kmod and
 # debian-archive-keyring for tests/vm/kernel-bpo, which fetches the
 # backports kernel with ublk_drv into the build tree).  scripts/check
 # installs both.
@@ -20,7 +20,7 @@ CW_DEB_BUILD="build-essential autoconf automake libtool pkg-config
 CW_DEB_TEST="sqlite3 nbdkit e2fsprogs groff-base gnuplot-nox systemd
  qemu-system-common fuse3 python3 gnutls-bin curl prometheus
  ceph-mon ceph-osd ceph-common
- qemu-system-x86 linux-image-amd64 busybox-static cpio nbd-client xfsprogs lvm2 dmsetup
+ qemu-system-x86 linux-image-amd64 busybox-static cpio nbd-client xfsprogs lvm2 dmsetup mdadm
  apt dpkg kmod debian-archive-keyring xz-utils"
 CW_DEB_PACKAGES="$CW_DEB_BUILD $CW_DEB_TEST"
 

@@ -12,7 +12,10 @@
 #      random reads, Zipf(1.1), after a warm-up: hit ratio, mean latency;
 #   3. BFQ weights (cgroup v2 io.bfq.weight) vs RBFQ shares (cwctl export
 #      qos --weight): two tenants weighted 1:4 read one disk at once: the
-#      heavy one's share of the bytes against 0.8.
+#      heavy one's share of the bytes against 0.8;
+#   4. md RAID1 recovery vs cwctl part rebuild: a stream read through the
+#      mirror while its half on vdb is rewritten from vda: late blocks,
+#      the rewrite's time.
 # Each prints a table and a ratio line; the last line is the key=value
 # line of tests/bench/anchors.  CW_VM_ANCHORS_RATE (bytes/s, default
 # 1500000: 2 MB/s in 256 KiB blocks does not fit beside the best-effort
@@ -29,7 +32,7 @@ move_mb=${CW_VM_ANCHORS_MOVE_MB:-64}
 warm=${CW_VM_ANCHORS_WARM:-45}
 secs=${CW_VM_ANCHORS_SECS:-30}
 share_secs=${CW_VM_ANCHORS_SHARE_SECS:-20}
-cache_mb=32 data_mb=256 tenant_mb=128
+cache_mb=32 data_mb=256 tenant_mb=128 raid_mb=${CW_VM_ANCHORS_RAID_MB:-64}
 BLOCK=262144
 A=/dev/vda B=/dev/vdb S=/dev/vdc
 t_start=$SECONDS
@@ -71,11 +74,12 @@ cw_down() {
 	ctl_stop
 	rm -f "$d/pool.db"
 }
-# play_start DEV: the stream on DEV until play_stop; its summary in $d/play.json
-# (at a real-time priority, as a media player and the other tests' are)
+# play_start DEV [MB]: the stream on DEV (its first MB MiB, default
+# move_mb) until play_stop; its summary in $d/play.json (at a real-time
+# priority, as a media player and the other tests' are)
 play_start() {
 	chrt -f 10 "$blkplay" "$1" --rate "$rate" --block $BLOCK --duration 3600 \
-		--size $((move_mb << 20)) >"$d/play.json" 2>"$d/play.err" &
+		--size $((${2:-$move_mb} << 20)) >"$d/play.json" 2>"$d/play.err" &
 	play=$!
 }
 # play_stop VAR: stops it and sets VAR to its summary (not in a $(...)
@@ -261,6 +265,88 @@ printf '%-6s %8s %8s %11s %11s\n' order MiB_w1 MiB_w4 share_w4 share_error
 printf '%-6s %8s %8s %11s %11s\n' bfq "$bfq_mb1" "$bfq_mb4" "$bfq_share" "$bfq_err"
 printf '%-6s %8s %8s %11s %11s\n' rbfq "$rbfq_mb1" "$rbfq_mb4" "$rbfq_share" "$rbfq_err"
 echo "shares: bfq_share_error=$bfq_err rbfq_share_error=$rbfq_err"
+
+# ---- 4. md RAID1 recovery vs a mirror's rebuild, a stream playing ----
+# Both rewrite a whole mirror half, vdb, from vda while the stream reads
+# the mirror: md recovers a RAID1 made degraded (vda and "missing") when
+# vdb is added (no bitmap: a new member is recovered whole, at md's
+# speed_limit_min/max); clockwised rebuilds the copies on hdd1 (vdb) of a
+# 2-copy partition, which went stale while hdd1 failed every request
+# (the fault engine's fail-file) as the partition was written, with
+# `cwctl part rebuild` once hdd1 is back.
+step "md RAID1 recovery"
+modprobe raid1 || die "no raid1 module"
+wipefs -qa $A $B
+mdadm --create /dev/md0 --run --quiet --level=1 --raid-devices=2 --metadata=1.2 --bitmap=none \
+	--size=$((raid_mb * 1024)) $A missing || die "mdadm --create"
+dd if=/dev/zero of=/dev/md0 bs=1M count=$raid_mb oflag=direct status=none || die "cannot fill md0"
+play_start /dev/md0 $raid_mb
+sleep 2
+t0=$(now)
+mdadm --quiet /dev/md0 --add $B || die "mdadm --add"
+sleep 0.5
+mdadm --wait /dev/md0 >/dev/null 2>&1
+md_s=$(secs_since "$t0")
+grep -q recovery /proc/mdstat && die "md0 still recovering"
+sleep 2
+play_stop md_play
+md_limits="$(cat /proc/sys/dev/raid/speed_limit_min)-$(cat /proc/sys/dev/raid/speed_limit_max) KB/s"
+mdadm --stop /dev/md0 >/dev/null 2>&1
+mdadm --zero-superblock $A $B 2>/dev/null
+
+step "cwctl part rebuild"
+faulty="disks = ( { path = \"$A\"; name = \"hdd0\"; },
+	{ path = \"$B\"; name = \"hdd1\"; fault = \"fail-file=$d/hdd1.dead\"; },
+	{ path = \"$S\"; name = \"ssd0\"; } );"
+cw_up --conf "$faulty" || die "clockwised does not start"
+cwctl part create mir --size ${raid_mb}M --copies 2 --tier hdd >/dev/null || die "part create --copies 2"
+touch "$d/hdd1.dead"
+ctl_fill mir ${raid_mb}M || die "cannot write mir while hdd1 fails"
+stale=$(cwctl --json part show mir --all | jq '.stale_per_copy | add')
+[ "$stale" -ge $((raid_mb * 16)) ] 2>/dev/null || die "only $stale blocks of mir went stale on hdd1"
+rm -f "$d/hdd1.dead"
+ctl_stop || die "clockwised does not stop"
+ctl_start "$d" --no-export-all --conf "$faulty" || die "clockwised does not start again"
+# (a rebuild the daemon may start by itself waits for the stream)
+for id in $(cwctl --json move list | jq -r '.[] | select(.state != "done") | .id'); do
+	cwctl move pause "$id" >/dev/null
+done
+rid=$(cwctl --json resv create mir --rate "$rate" --block $BLOCK --due stream | jq -e .id) ||
+	die "the stream is refused on the degraded mirror"
+cwctl export add mir --resv "$rid" >/dev/null || die "export add"
+nbd_up /dev/nbd0 mir || die "nbd-client"
+echo $((BLOCK / 1024)) >/sys/block/nbd0/queue/max_sectors_kb || die "max_sectors_kb"
+play_start /dev/nbd0 $raid_mb
+sleep 2
+t0=$(now)
+ids=$(cwctl --json move list | jq -r '.[] | select(.state != "done") | .id')
+if [ -n "$ids" ]; then
+	for id in $ids; do cwctl move resume "$id" >/dev/null; done
+else
+	cwctl --json part rebuild mir >"$d/rebuild.json" || die "part rebuild"
+fi
+cwctl move list --watch --interval 0.2 >/dev/null
+cw_rb_s=$(secs_since "$t0")
+sleep 2
+play_stop cw_rb_play
+cw_rb_missed=$(cwctl --json stats | jq '[.disks[].rt_misses] | add')
+left=$(cwctl --json part show mir --all | jq '.stale_per_copy | add')
+[ "$left" -eq 0 ] || die "$left blocks of mir still stale after the rebuild"
+cw_down
+
+md_late=$(jq .misses <<<"$md_play") cw_rb_late=$(jq .misses <<<"$cw_rb_play")
+echo
+echo "stream of $rate B/s in 256 KiB blocks while a $raid_mb MiB mirror half (vdb) is rewritten from vda:"
+printf '%-22s %8s %6s %12s %12s %9s\n' rewrite blocks late worst_late_ms mean_ms rewrite_s
+printf '%-22s %8s %6s %12s %12s %9s\n' "md RAID1 recovery" "$(jq .blocks <<<"$md_play")" "$md_late" \
+	"$(jq .worst_late_ms <<<"$md_play")" "$(jq .mean_ms <<<"$md_play")" "$md_s"
+printf '%-22s %8s %6s %12s %12s %9s\n' "cwctl part rebuild" "$(jq .blocks <<<"$cw_rb_play")" \
+	"$cw_rb_late" "$(jq .worst_late_ms <<<"$cw_rb_play")" "$(jq .mean_ms <<<"$cw_rb_play")" "$cw_rb_s"
+echo "rebuild: late blocks md/cw $md_late/$cw_rb_late, time cw/md" \
+	"$(awk -v a="$cw_rb_s" -v b="$md_s" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')" \
+	"(md's speed limits $md_limits; the daemon's own misses: $cw_rb_missed)"
+
 step "done"
 echo "pvmove_late_blocks=$lvm_late cw_move_late_blocks=$cw_late dmcache_hit=$dm_hit" \
-	"cw_cache_hit=$cw_hit dmcache_mean_ms=$dm_mean cw_cache_mean_ms=$cw_mean"
+	"cw_cache_hit=$cw_hit dmcache_mean_ms=$dm_mean cw_cache_mean_ms=$cw_mean" \
+	"md_recovery_late_blocks=$md_late cw_rebuild_late_blocks=$cw_rb_late"
