@@ -6,7 +6,11 @@
 # when the guest says it cannot run (QEMU, kernel, busybox missing) or
 # never booted on this host (WHAT: what was then not tried).
 vm_test() {
-	local what=$1 out=$cw_tmp/vm-$1 t0=$SECONDS rc counts p f
+	local what=$1 out t0=$SECONDS rc counts p f
+	# a directory per guest of the test (WHAT may have spaces, which
+	# the guest's kernel command line cannot take)
+	vm_runs=$((${vm_runs:-0} + 1))
+	out=$cw_tmp/vm$vm_runs
 	shift
 	mkdir -p "$out"
 	# The guest stands for a machine of its own: its one CPU gets a
@@ -22,8 +26,10 @@ vm_test() {
 	fi
 	# A guest that never came up (its second init never said so) says
 	# nothing of what it was to test: a host whose QEMU cannot boot the
-	# kernel.
-	if [ "$rc" -ne 0 ] && [ ! -s "$out/.boot_s" ]; then
+	# kernel.  But a guest refused its arguments (exit 2) before QEMU
+	# ran: the test's own mistake, a failure.
+	check "tests/vm/guest took its arguments (exit $rc)" test "$rc" -ne 2
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ ! -s "$out/.boot_s" ]; then
 		echo "SKIP: the guest did not boot on this host (QEMU exit path above); nothing" \
 			"of $what was tried"
 		rm -rf "$cw_tmp"; trap - EXIT; exit 77
