@@ -138,11 +138,13 @@ ctl_fill() {
 	cwctl export remove "fill-$1" >/dev/null
 }
 
-# ctl_admits PART RATE BLOCK: whether a reservation of RATE bytes/s in
-# BLOCK blocks on PART is admitted now (it is released again at once).
+# ctl_admits PART RATE BLOCK [RESV-OPTIONS...]: whether a reservation of
+# RATE bytes/s in BLOCK blocks on PART (with resv create's options, e.g.
+# --survive 1) is admitted now (it is released again at once).
 ctl_admits() {
 	local id
-	id=$(cwctl --json resv create "$1" --rate "$2" --block "$3" 2>/dev/null | jq -e .id) || return 1
+	id=$(cwctl --json resv create "$1" --rate "$2" --block "$3" "${@:4}" 2>/dev/null |
+		jq -e .id) || return 1
 	cwctl resv release "$id" >/dev/null
 }
 
