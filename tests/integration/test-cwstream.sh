@@ -74,16 +74,17 @@ check "--depth 0 is bad usage" test "$rc" -eq 2
 check "and says what it expects" grep -q "expected 1 to 64" "$d/depth.err"
 
 # 3c. --ahead: a block is asked for up to the allowance before its
-#     release, still due a lead after the release.  Reads take 140ms, a
-#     period (and lead) of 131ms: asked at the release every block is
-#     9ms late; asked ahead by the default (a quarter period, 33ms) only
-#     the first is, which cannot be asked before the stream starts.
-start_nbdkit "$d/late" --filter=delay memory 64M rdelay=140ms
-"$CWSTREAM" play "nbd+unix:///?socket=$d/late" --rate 2MB/s --block 256K --duration 1s \
+#     release, still due a lead after the release.  Reads take 205ms, a
+#     period (and lead) of 200ms: asked at the release every block is
+#     5ms late; asked ahead by the default (a quarter period, here 50ms,
+#     its cap) only the first is, which cannot be asked before the stream
+#     starts: the others have 45ms to spare, for a busy host's wake-ups.
+start_nbdkit "$d/late" --filter=delay memory 64M rdelay=205ms
+"$CWSTREAM" play "nbd+unix:///?socket=$d/late" --rate 1310720 --block 256K --duration 1.6s \
 	--ahead 0 --json > "$d/at-release.json"
 check "asked at its release, every block is late" \
 	test "$(tail -n1 "$d/at-release.json" | jq '.summary.misses == .summary.blocks and .summary.ahead_ns == 0')" = true
-"$CWSTREAM" play "nbd+unix:///?socket=$d/late" --rate 2MB/s --block 256K --duration 1s \
+"$CWSTREAM" play "nbd+unix:///?socket=$d/late" --rate 1310720 --block 256K --duration 1.6s \
 	--json > "$d/ahead.json"
 check "asked ahead, only the first block is late" \
 	test "$(tail -n1 "$d/ahead.json" | jq '.summary.misses == 1 and .summary.blocks > 5')" = true
