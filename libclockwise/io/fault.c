@@ -175,13 +175,63 @@ static void write_free(struct ffile *f, struct fwrite *w)
 	free(w);
 }
 
+/* Holds the base of pages [first, first + n), none of them held yet,
+ * each with one reference: read in one pread, so that a write of many
+ * pages costs the disk one read, not one a page (on a disk that counts
+ * requests, a throttled or a real one, each is one).  -ENOMEM holds
+ * none. */
+static int hold_bases(struct ffile *f, uint64_t first, uint64_t n)
+{
+	struct fpage **ps = calloc(n, sizeof(*ps));
+	uint8_t *buf = NULL;
+	ssize_t got;
+	uint64_t k;
+
+	if (!ps || posix_memalign((void **)&buf, PAGE, n * PAGE) != 0) {
+		free(ps);
+		return -ENOMEM;
+	}
+	for (k = 0; k < n; k++) {
+		ps[k] = calloc(1, sizeof(**ps));
+		if (!ps[k] || posix_memalign((void **)&ps[k]->base, PAGE, PAGE) != 0)
+			break;
+	}
+	if (k < n) {
+		for (uint64_t j = 0; j <= k && j < n; j++) {
+			if (ps[j])
+				free(ps[j]->base);
+			free(ps[j]);
+		}
+		free(ps);
+		free(buf);
+		return -ENOMEM;
+	}
+	got = pread(f->fd, buf, n * PAGE, (off_t)(first * PAGE));
+	for (k = 0; k < n; k++) {
+		struct fpage *p = ps[k];
+		/* bytes of this page the file has (short at its end, 0 after
+		 * an error) */
+		uint64_t have = got > (ssize_t)(k * PAGE) ? CW_MIN((uint64_t)got - k * PAGE, PAGE) : 0;
+
+		memcpy(p->base, buf + k * PAGE, have);
+		memset(p->base + have, 0, PAGE - have);
+		p->idx = first + k;
+		p->len = (uint32_t)have;
+		p->refs = 1;
+		*page_slot(f, first + k) = p;
+	}
+	free(ps);
+	free(buf);
+	return 0;
+}
+
 /* Logs a write of len bytes of buf at off, reading the base of each page
- * it is the first to touch.  NULL when out of memory (the write then goes
- * unshadowed, as if synced). */
+ * it is the first to touch (each run of such pages in one read).  NULL
+ * when out of memory (the write then goes unshadowed, as if synced). */
 static struct fwrite *log_write(struct ffile *f, const void *buf, uint64_t off, uint64_t len)
 {
 	struct fwrite *w = calloc(1, sizeof(*w));
-	uint64_t i;
+	uint64_t i, last = len ? (off + len - 1) / PAGE : 0;
 
 	if (!w || posix_memalign((void **)&w->data, PAGE, len ? len : 1) != 0) {
 		free(w);
@@ -190,30 +240,23 @@ static struct fwrite *log_write(struct ffile *f, const void *buf, uint64_t off, 
 	memcpy(w->data, buf, len);
 	w->off = off;
 	w->len = len;
-	for (i = off / PAGE; len && i <= (off + len - 1) / PAGE; i++) {
-		struct fpage **s = page_slot(f, i), *p = *s;
+	for (i = off / PAGE; len && i <= last;) {
+		struct fpage *p = *page_slot(f, i);
+		uint64_t run = 1;
 
-		if (!p) {
-			ssize_t n;
-
-			p = calloc(1, sizeof(*p));
-			if (p && posix_memalign((void **)&p->base, PAGE, PAGE) != 0) {
-				free(p);
-				p = NULL;
-			}
-			if (!p) {
-				w->len = i * PAGE > off ? i * PAGE - off : 0;
-				write_free(f, w);
-				return NULL;
-			}
-			n = pread(f->fd, p->base, PAGE, (off_t)(i * PAGE));
-			if (n < PAGE)
-				memset(p->base + (n > 0 ? n : 0), 0, PAGE - (size_t)(n > 0 ? n : 0));
-			p->idx = i;
-			p->len = n > 0 ? (uint32_t)n : 0;
-			*s = p;
+		if (p) {
+			p->refs++;
+			i++;
+			continue;
 		}
-		p->refs++;
+		while (i + run <= last && !*page_slot(f, i + run))
+			run++;
+		if (hold_bases(f, i, run) < 0) {
+			w->len = i * PAGE > off ? i * PAGE - off : 0;
+			write_free(f, w);
+			return NULL;
+		}
+		i += run;
 	}
 	list_add_tail(&f->inflight, w);
 	return w;
