@@ -576,6 +576,9 @@ struct sim_plan_args {
 	const char *scenario;
 	char **sets;			/* --set KEY=VALUE, n_sets of them (malloc'ed) */
 	size_t n_sets;
+	/* --survive 0|1: the scenario's streams admitted (not) to survive
+	 * the loss of a disk, as the key survive = says; -1: not given */
+	int survive;
 };
 
 /* `cwsim plan`'s arguments (argv[0] is "plan"): 0 with *ret (free
