@@ -14,7 +14,10 @@
  * Invariant: the set-up's tasks are the reservations' parts as the state
  * admitted them, in admission order, and each request lies where the
  * partition's map puts it; the pool's stored objects are only added to
- * (partitions s<i> and be<p> that are missing), never changed.
+ * (partitions s<i> and be<p> that are missing), never changed, but for
+ * the scenario's spare (spare =), made one while it holds nothing.
+ * With copies each stream's clip entries have every copy's place
+ * (sim_stream.xdisk), for the engine's choice of copy.
  */
 #include "config.h"
 
@@ -222,8 +225,10 @@ static int be_parts(struct sim_setup *s, struct cw_pool *pool)
 		if (!s->be_xblocks)
 			return -ENOMEM;
 	}
-	if (s->placement == SIM_SINGLE)
+	if (s->placement == SIM_SINGLE) {
 		o.placement = CW_PLACE_ROTATION;	/* best effort over every disk */
+		o.disk_id = 0;
+	}
 	for (unsigned p = 0; p < sc->be_partitions; p++) {
 		struct sim_pblock *b = &s->be_blocks[p * ppp];
 		struct cw_part *part;
