@@ -50,28 +50,25 @@ static void say_degraded(struct disk *d, const char *part, const char *why)
 			d->name, d->path, why, part);
 }
 
-/* Disk id (named name), gone, is replaced by a spare with room for what
- * it holds, if the pool has one. */
+/* Disk id (named name), gone, its copies marked out of sync, is
+ * replaced by a spare with room for what it holds, if the pool has one
+ * (cw_disk_takeover: the decision cwsim's failure scenario makes too). */
 static void spare_takeover(struct pb *pb, uint32_t id, const char *name)
 {
 	uint64_t *ids = NULL;
-	struct cw_disk_info di, si;
+	struct cw_disk_info si;
 	uint32_t spare;
 	size_t n = 0;
-	int r;
+	int r = cw_disk_takeover(pb->pool, id, &spare, &ids, &n);
 
-	if (cw_disk_info(pb->pool, id, &di) < 0 || di.free_blocks == di.data_blocks)
-		return;
-	spare = cw_pool_spare(pb->pool, di.data_blocks - di.free_blocks);
-	if (!spare || cw_disk_info(pb->pool, spare, &si) < 0)
-		return;
-	r = cw_disk_replace(pb->pool, id, spare, NULL, &ids, &n);
+	free(ids);
 	if (r < 0) {
-		cwd_log(LOG_ERR, "disk %s is gone and spare %s does not replace it: %s", name,
-			si.name, cw_pool_last_error(pb->pool)->msg);
+		cwd_log(LOG_ERR, "disk %s is gone and no spare replaces it: %s", name,
+			cw_pool_last_error(pb->pool)->msg);
 		return;
 	}
-	free(ids);
+	if (!spare || cw_disk_info(pb->pool, spare, &si) < 0)
+		return;
 	cwd_log(LOG_WARNING, "disk %s is gone: spare %s replaces it, its copies are rebuilt there "
 		"(%zu moves; cwctl move list)", name, si.name, n);
 	pb_mover_kick(pb);

@@ -5,7 +5,9 @@
  * asks or admission allows) per placement and policy; sweep redoes the
  * paper's Figure 2 (ΔL against the admitted RT load, per placement and
  * block size) and Figure 3 (BE latency against RT load, per policy, for
- * rotation and random) and writes CSV and plots.
+ * rotation and random) and writes CSV and plots.  run -o DIR of a
+ * scenario with a failure (fail =) writes the run's timeline and its
+ * figure there (fail.csv, fail.png, fail.svg).
  */
 #include "config.h"
 
@@ -26,6 +28,7 @@ struct cli {
 	const char *preset;
 	const char *scenario;
 	const char *out_dir;
+	bool out_set;			/* -o given */
 	struct sim_scenario sc;
 };
 
@@ -34,7 +37,7 @@ static void usage(const char *cmd)
 	fprintf(stderr,
 		"usage: cwsim %s [--json] [--quick] [--preset NAME] [--set KEY=VALUE]...%s [SCENARIO]\n"
 		"  a SCENARIO file or --preset (paper, quick) is needed; see cwsim(1)\n",
-		cmd, !strcmp(cmd, "sweep") ? " [-o DIR]" : !strcmp(cmd, "setup") ? " [-o TRACE.csv]" : "");
+		cmd, !strcmp(cmd, "sweep") || !strcmp(cmd, "run") ? " [-o DIR]" : !strcmp(cmd, "setup") ? " [-o TRACE.csv]" : "");
 }
 
 /* Parses the command line into cli->sc: defaults, then the preset or the
@@ -75,6 +78,7 @@ static int parse_cli(const char *cmd, int argc, char **argv, struct cli *c)
 			break;
 		case 'o':
 			c->out_dir = optarg;
+			c->out_set = true;
 			break;
 		case 'h':
 			usage(cmd);
@@ -160,15 +164,93 @@ static void print_speed(const struct session *s)
 		s->events, wall, wall > 0 ? (double)s->events / wall : 0.0);
 }
 
+static int plot(const char *dir, const char *name, const char *plt, const char *size);
+
+/* The failure's figure from DIR/fail.csv (timeline_write's columns):
+ * each disk's busy share and the rebuild's part of it, the latest stream
+ * request against its deadline, the rebuild's progress; the failure and
+ * the rebuild's end marked. */
+static int fail_figure(const struct cli *c, const struct sim_result *r)
+{
+	const struct sim_scenario *sc = &c->sc;
+	_cleanup_free_ char *plt = NULL;
+	size_t len = 0;
+	FILE *p = open_memstream(&plt, &len);
+	char marks[256];
+	bool surv = false, others = false;
+	int n;
+
+	for (size_t i = 0; i < r->n_stream_results; i++) {
+		surv |= r->stream_res[i].survive;
+		others |= !r->stream_res[i].survive;
+	}
+	if (!surv && !others)
+		surv = true;	/* an empty panel, but a panel */
+
+	if (!p)
+		return -ENOMEM;
+	n = snprintf(marks, sizeof(marks), "set arrow 1 from %.3f, graph 0 to %.3f, graph 1 nohead "
+		     "dt 2 lc rgb 'red'\n", r->fail_at_s, r->fail_at_s);
+	if (r->rebuild_end_s >= 0)
+		snprintf(marks + n, sizeof(marks) - (size_t)n, "set arrow 2 from %.3f, graph 0 to "
+			 "%.3f, graph 1 nohead dt 2 lc rgb 'dark-green'\n", r->rebuild_end_s,
+			 r->rebuild_end_s);
+	fprintf(p, "set datafile separator ','\nset key outside right\nset grid\n"
+		"set lmargin 12\nset rmargin 30\n"
+		"set xrange [0:%.3f]\n"
+		"set multiplot layout 3,1 title 'cwsim: disk %d of %u x %s fails at %.0f s, "
+		"spare %d rebuilt in slack (%zu streams, %s)'\n%s",
+		(double)sc->duration_ns / 1e9, sc->fail_disk, sc->disks, sc->model.name,
+		r->fail_at_s, r->fail_spare, r->streams,
+		r->survive_misses + r->other_misses ? "misses" : "0 misses", marks);
+	fprintf(p, "set title 'disk time: busy (solid), of it the rebuild (dashed)'\n"
+		"set ylabel 'share'\nset yrange [0:1.05]\nplot ");
+	for (unsigned d = 0; d < sc->disks; d++)
+		fprintf(p, "%s'fail.csv' every ::1 using 1:%u with lines lw 2 lc %u title "
+			"'disk %u%s', 'fail.csv' every ::1 using 1:%u with lines dt 2 lc %u notitle",
+			d ? ", \\\n  " : "", 2 + 2 * d, d + 1, d,
+			(int)d == sc->fail_disk ? " (fails)" : (int)d == sc->spare ? " (spare)" : "",
+			3 + 2 * d, d + 1);
+	fprintf(p, "\nset title 'latest stream request against its deadline (below 0: in time)'\n"
+		"set ylabel 'ms after deadline'\nset autoscale y\nset yrange [*:*]\n"
+		"plot 0 with lines lc rgb 'black' title 'deadline', ");
+	if (surv)
+		fprintf(p, "'fail.csv' every ::1 using 1:%u with linespoints pt 7 ps 0.4 title "
+			"'admitted to survive'%s", 2 + 2 * sc->disks, others ? ", " : "");
+	if (others)
+		fprintf(p, "'fail.csv' every ::1 using 1:%u with linespoints pt 6 ps 0.4 title "
+			"'not admitted to survive'", 3 + 2 * sc->disks);
+	fprintf(p, "\n");
+	fprintf(p, "set title 'rebuild: MiB written to the spare'\nset xlabel 'time (s)'\n"
+		"set ylabel 'MiB'\nplot 'fail.csv' every ::1 using 1:%u with lines lw 2 "
+		"title 'rebuilt'\nunset multiplot\n", 4 + 2 * sc->disks);
+	if (fclose(p) != 0)
+		return -ENOMEM;
+	return plot(c->out_dir, "fail", plt, "1000,1000");
+}
+
 int sim_cmd_run(int argc, char **argv)
 {
 	struct session s;
-	const struct cli *c = &s.c;
+	struct cli *c = &s.c;
 	int e = prepare("run", argc, argv, &s);
 
 	if (e >= 0)
 		return e;
 	e = 0;
+	if (c->out_set && c->sc.fail_disk >= 0) {
+		if (__builtin_popcount(c->sc.policies) != 1 ||
+		    __builtin_popcount(c->sc.be_orders) != 1) {
+			fprintf(stderr, "cwsim: run -o: one policy and one BE order, not several\n");
+			return SIM_EXIT_USAGE;
+		}
+		if (mkdir(c->out_dir, 0777) < 0 && errno != EEXIST) {
+			fprintf(stderr, "cwsim: %s: %m\n", c->out_dir);
+			return EXIT_FAILURE;
+		}
+		snprintf(c->sc.timeline_path, sizeof(c->sc.timeline_path), "%s/fail.csv",
+			 c->out_dir);
+	}
 	for (unsigned pl = 0; pl < SIM_N_PLACEMENTS && e == 0; pl++) {
 		struct sim_setup setup;
 
@@ -190,6 +272,8 @@ int sim_cmd_run(int argc, char **argv)
 				e = simulate(&s, &setup, setup.n_streams, p, o, &r);
 				if (e == 0 && !c->json)
 					sim_report_text(stdout, &c->sc, &r);
+				if (e == 0 && c->sc.timeline_path[0])
+					e = fail_figure(c, &r);
 			}
 		sim_setup_done(&setup);
 	}

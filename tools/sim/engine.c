@@ -23,6 +23,19 @@
  * completions and the scheduler's "ask again at" wake-ups; ties are broken
  * by insertion order, so a seed determines the whole run.
  *
+ * Mirrors and a failure (copies =, fail =): a stream's read goes to the
+ * copy cw_path_stream_copy() gives (the rule admission charged each disk
+ * by), a best-effort one's through the split to the copy whose disk
+ * would serve it first (the disks' loads: work queued and not taken,
+ * requests not complete).  At the failure the disk serves nothing more:
+ * what it had queued or in service fails at once, a stream's piece is
+ * read again from the copy chosen now (its deadline unchanged), a
+ * best-effort piece fails (be_failed; clockwised reads it again from
+ * another copy); a stream's read keeps its class on a survivor only if
+ * it was admitted to survive, else it is best effort, as in the split.
+ * Each stream's requests are timed against their deadline (release +
+ * b/B) as its player would time them: a miss is one done later.
+ *
  * Invariant: the simulator never decides what a disk does next; it only
  * asks its lane's step (cw_path_lane_next) whenever something changed,
  * and reports back the service time the mechanics produced
@@ -47,7 +60,7 @@
 
 /* ---- the event loop ---------------------------------------------------- */
 
-enum { EV_RT, EV_BE, EV_DONE, EV_WAKE, EV_CLIENT, EV_HIT, EV_MOVE, EV_MOVER };
+enum { EV_RT, EV_BE, EV_DONE, EV_WAKE, EV_CLIENT, EV_HIT, EV_MOVE, EV_MOVER, EV_FAIL };
 
 struct ev {
 	int64_t t;
@@ -108,6 +121,14 @@ static struct ev ev_pop(struct evq *q)
 	return top;
 }
 
+/* A stream's request (a block), in one or more pieces. */
+struct sjob {
+	uint32_t stream;
+	uint32_t pending;	/* pieces not done */
+	uint64_t k;		/* the clip entry */
+	int64_t due_ns;		/* release + the stream period */
+};
+
 /* A request as one disk sees it. */
 struct sreq {
 	struct cw_path_item it;	/* in its disk's lane (it.sr: its charges) */
@@ -118,6 +139,8 @@ struct sreq {
 	unsigned disk;		/* a cache hit: the disk it did not need */
 	bool mover;		/* a piece of the mover's I/O mio */
 	struct sim_move_io mio;
+	struct sjob *job;	/* a piece of a stream's request, or NULL */
+	uint64_t boff;		/* job: its bytes start this far into the block */
 	struct sreq *next_free;	/* also: the next cache hit in flight */
 };
 
@@ -148,6 +171,20 @@ struct dstate {
 	double c_scale;
 	int64_t idle_be_ns;	/* the plan's idle allowance now */
 	bool no_slack;
+	bool failed;		/* fail =: gone, serves nothing */
+	/* queued and not taken: pieces and their charged time (loads) */
+	uint64_t queued_n;
+	int64_t queued_ns;
+};
+
+/* The timeline (cwsim run -o with fail =), one bucket per timeline_ns:
+ * per disk its busy time and the mover's part of it, and the latest
+ * stream request done in it against its deadline (ms, INT64_MIN: none),
+ * of survivors and of the others, and the rebuild's blocks done. */
+struct tl_bucket {
+	int64_t busy_ns[SIM_MAX_DISKS], mover_ns[SIM_MAX_DISKS];
+	int64_t late_surv_ns, late_other_ns;
+	uint64_t rebuild_bytes;
 };
 
 struct bestate {
@@ -200,6 +237,16 @@ struct run {
 	/* BE latencies by arrival: before the move, while it runs, after */
 	int64_t *plat[3];
 	size_t n_plat[3], cap_plat[3];
+	/* The failure (fail =): done, the spare that took over, its
+	 * pieces that failed; per stream its requests, misses, the latest */
+	bool failed;
+	int fail_spare;
+	uint64_t be_failed;
+	uint64_t *s_req, *s_miss, *s_be;
+	int64_t *s_worst;
+	struct cw_path_load loads[SIM_MAX_DISKS];
+	struct tl_bucket *tl;
+	size_t n_tl;
 };
 
 /* Appends x to the growing array *v. */
@@ -224,7 +271,7 @@ static int be_latency(struct run *r, int64_t arrival, int64_t now)
 	int64_t end = r->mv ? sim_move_end_ns(r->mv) : -1;
 	unsigned ph = 0;
 
-	if (r->mv && arrival >= r->sc->move_at_ns)
+	if (r->mv && r->sc->move_at_ns >= 0 && arrival >= r->sc->move_at_ns)
 		ph = end >= 0 && arrival >= end ? 2 : 1;
 	return lat_push(&r->plat[ph], &r->n_plat[ph], &r->cap_plat[ph], now - arrival);
 }
@@ -262,8 +309,58 @@ static void sreq_put(struct run *r, struct sreq *q)
 	r->free_list = q;
 }
 
+/* Queues q on its disk's lane, counted in the disk's load. */
+static int lane_push(struct run *r, unsigned disk, struct sreq *q, int64_t now)
+{
+	struct dstate *d = &r->d[disk];
+	int e = cw_path_lane_push(&d->lane, &q->it, now);
+
+	if (e == 0) {
+		d->queued_n++;
+		d->queued_ns += q->it.sr.service_ns;
+	}
+	return e;
+}
+
+/* The disks' loads now, as a mirrored read's copy choice asks them. */
+static void loads_now(struct run *r)
+{
+	for (unsigned i = 0; i < r->sc->disks; i++) {
+		const struct dstate *d = &r->d[i];
+
+		r->loads[i] = (struct cw_path_load){ .vacancy_ns = d->queued_ns,
+						     .load = d->queued_n + (d->cur != NULL) };
+	}
+}
+
+static struct tl_bucket *tl_at(struct run *r, int64_t t)
+{
+	size_t b = r->tl ? (size_t)(t / r->sc->timeline_ns) : 0;
+
+	return r->tl && b < r->n_tl ? &r->tl[b] : NULL;
+}
+
+/* Disk disk is busy from t for ns (the mover's I/O: mover): into the
+ * timeline's buckets it spans. */
+static void tl_busy(struct run *r, unsigned disk, int64_t t, int64_t ns, bool mover)
+{
+	while (r->tl && ns > 0) {
+		struct tl_bucket *b = tl_at(r, t);
+		int64_t part = r->sc->timeline_ns - t % r->sc->timeline_ns;
+
+		if (!b)
+			return;
+		part = CW_MIN(part, ns);
+		b->busy_ns[disk] += part;
+		b->mover_ns[disk] += mover ? part : 0;
+		t += part;
+		ns -= part;
+	}
+}
+
 /* Asks the disk's lane what to do now (one request at a time, as the
- * policy says), and does it. */
+ * policy says), and does it.  A failed disk fails what it takes, at
+ * once. */
 static int kick(struct run *r, unsigned disk, int64_t now)
 {
 	struct dstate *d = &r->d[disk];
@@ -276,11 +373,18 @@ static int kick(struct run *r, unsigned disk, int64_t now)
 	if (e == 1) {
 		struct sreq *q = CW_CONTAINER_OF(it, struct sreq, it);
 
+		d->queued_n--;
+		d->queued_ns -= q->it.sr.service_ns;
 		d->cur = q;
+		if (d->failed) {
+			d->cur_actual = 0;
+			return ev_push(&r->q, now, EV_DONE, disk);
+		}
 		d->cur_actual = cw_model_disk_serve(&d->mech, now, q->off, q->bytes);
 		if (r->sc->worst_case)
 			d->cur_actual = q->it.sr.service_ns;	/* the bound itself, every time */
 		d->busy_ns += d->cur_actual;
+		tl_busy(r, disk, now, d->cur_actual, q->mover);
 		return ev_push(&r->q, now + d->cur_actual, EV_DONE, disk);
 	}
 	if (until < 0)
@@ -291,38 +395,140 @@ static int kick(struct run *r, unsigned disk, int64_t now)
 	return ev_push(&r->q, until, EV_WAKE, disk);
 }
 
-static int on_rt(struct run *r, uint32_t idx, int64_t now)
-{
-	const struct sim_stream *st = &r->setup->streams[idx];
-	uint64_t n = r->next_n[idx]++;
-	uint64_t k = n % r->setup->clip;	/* the clip plays in a loop */
-	unsigned disk = st->disk[k];
-	/* the disk's scheduler tracks the stream's releases on that disk */
-	struct cw_sched_stream ss = {
-		.id = idx,
-		.period_ns = st->disk_period_ns[disk],
-		.deadline_ns = st->disk_deadline_ns[disk],
-		.service_ns = (int64_t)((double)st->disk_service_ns[disk] * r->d[disk].c_scale),
-	};
-	struct sreq *q;
-	int e;
+static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint64_t client,
+		    uint32_t parent, bool from_client, const struct sim_move_io *mio,
+		    struct sjob *job, uint64_t boff, int64_t now);
 
-	q = sreq_get(r);
-	if (!q)
-		return -ENOMEM;
-	q->off = st->off[k];
-	q->bytes = st->block_bytes;
-	cw_path_item_init(&q->it, q, now);
-	cw_path_charge_rt(&q->it, &ss, false, q->off, q->bytes);
-	e = cw_path_lane_push(&r->d[disk].lane, &q->it, now);
-	if (e < 0)
-		return e;
-	if (st->phase_ns + (int64_t)(n + 1) * st->period_ns < r->sc->duration_ns) {
-		e = ev_push(&r->q, st->phase_ns + (int64_t)(n + 1) * st->period_ns, EV_RT, idx);
+/* Queues bytes at boff of the block of job (its clip entry k) where
+ * they are read from now: the copy cw_path_stream_copy() gives among
+ * those in sync (the rule admission charged), as the stream's on a disk
+ * it is booked on while every copy is in sync or it was admitted to
+ * survive, else as best effort in the plan's pieces, as the split does. */
+static int stream_read(struct run *r, struct sjob *job, uint64_t boff, uint64_t bytes,
+		       int64_t now)
+{
+	const struct sim_setup *s = r->setup;
+	const struct sim_stream *st = &s->streams[job->stream];
+	unsigned k = s->sc->copies, disk;
+	struct cw_copy cs[CW_COPIES_MAX];
+	bool normal = true, rt;
+	struct sreq *q;
+	uint64_t off;
+	int c = 0, e;
+
+	if (st->xdisk && r->failed) {
+		e = sim_move_copies(r->mv, 0, (int)job->stream, job->k * st->block_bytes + boff, cs);
+		if (e < 0)
+			return e;
+	} else if (st->xdisk) {
+		cs[0] = (struct cw_copy){ .disk_id = st->disk[job->k] + 1,
+					  .phys_offset = st->off[job->k] + boff, .in_sync = true };
+		for (unsigned x = 1; x < k; x++)
+			cs[x] = (struct cw_copy){ .disk_id = st->xdisk[(x - 1) * s->clip + job->k] + 1,
+						  .phys_offset = st->xoff[(x - 1) * s->clip + job->k] +
+								 boff, .in_sync = true };
+	} else {
+		k = 1;
+		cs[0] = (struct cw_copy){ .disk_id = st->disk[job->k] + 1,
+					  .phys_offset = st->off[job->k] + boff, .in_sync = true };
+	}
+	if (k > 1)
+		c = cw_path_stream_copy(cs, k, job->k, &normal);
+	if (c < 0) {
+		job->pending--;	/* no copy left: never read (a miss) */
+		job->due_ns = CW_MIN(job->due_ns, now - 1);
+		return 0;
+	}
+	disk = cs[c].disk_id - 1;
+	off = cs[c].phys_offset;
+	rt = (normal || st->survive) && st->disk_period_ns[disk];
+	if (!rt) {
+		/* best effort, in the plan's pieces, its own client's */
+		uint64_t piece = s->be_piece_bytes ? s->be_piece_bytes : bytes;
+
+		job->pending--;
+		r->s_be[job->stream]++;
+		for (uint64_t at = 0; at < bytes; at += piece) {
+			e = be_piece(r, disk, off + at, CW_MIN(piece, bytes - at),
+				     r->sc->n_clients + 2 + r->sc->be_partitions + job->stream, 0, false,
+				     NULL, job, boff + at, now);
+			if (e < 0)
+				return e;
+			job->pending += (uint32_t)e;
+		}
+		return 0;
+	}
+	{
+		/* the disk's scheduler tracks the stream's releases on that disk */
+		struct cw_sched_stream ss = {
+			.id = job->stream,
+			.period_ns = st->disk_period_ns[disk],
+			.deadline_ns = st->disk_deadline_ns[disk],
+			.service_ns = (int64_t)((double)st->disk_service_ns[disk] * r->d[disk].c_scale),
+		};
+
+		q = sreq_get(r);
+		if (!q)
+			return -ENOMEM;
+		q->off = off;
+		q->bytes = bytes;
+		q->job = job;
+		q->boff = boff;
+		cw_path_item_init(&q->it, q, now);
+		cw_path_charge_rt(&q->it, &ss, false, q->off, q->bytes);
+		e = lane_push(r, disk, q, now);
 		if (e < 0)
 			return e;
 	}
 	return kick(r, disk, now);
+}
+
+/* A piece of a stream's request is done at now (or its block can no
+ * longer be read): after the last, the request is timed against its
+ * deadline. */
+static void stream_piece_done(struct run *r, struct sjob *job, int64_t now)
+{
+	const struct sim_stream *st = &r->setup->streams[job->stream];
+	int64_t late = now - job->due_ns;
+	struct tl_bucket *b = tl_at(r, now);
+
+	if (job->pending) {
+		if (--job->pending)
+			return;
+	}
+	r->s_req[job->stream]++;
+	r->s_miss[job->stream] += late > 0;
+	r->s_worst[job->stream] = CW_MAX(r->s_worst[job->stream], late);
+	if (b && st->survive)
+		b->late_surv_ns = CW_MAX(b->late_surv_ns, late);
+	else if (b)
+		b->late_other_ns = CW_MAX(b->late_other_ns, late);
+	free(job);
+}
+
+static int on_rt(struct run *r, uint32_t idx, int64_t now)
+{
+	const struct sim_stream *st = &r->setup->streams[idx];
+	uint64_t n = r->next_n[idx]++;
+	struct sjob *job = malloc(sizeof(*job));
+	int e;
+
+	if (!job)
+		return -ENOMEM;
+	/* the clip plays in a loop */
+	*job = (struct sjob){ .stream = idx, .pending = 1, .k = n % r->setup->clip,
+			      .due_ns = now + st->period_ns };
+	if (st->phase_ns + (int64_t)(n + 1) * st->period_ns < r->sc->duration_ns) {
+		e = ev_push(&r->q, st->phase_ns + (int64_t)(n + 1) * st->period_ns, EV_RT, idx);
+		if (e < 0) {
+			free(job);
+			return e;
+		}
+	}
+	e = stream_read(r, job, 0, st->block_bytes, now);
+	if (e == 0 && job->pending == 0)
+		stream_piece_done(r, job, now);	/* nothing queued: lost, or refused */
+	return e;
 }
 
 /* The cache's next step when none is in flight: a promotion is a
@@ -378,7 +584,7 @@ static int cache_step(struct run *r, int64_t now)
 	q->it.sr.length_bytes = pb;
 	if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->it.sr)) < 0)
 		return e;
-	e = cw_path_lane_push(&r->d[disk].lane, &q->it, now);
+	e = lane_push(r, disk, q, now);
 	if (e == -E2BIG) {	/* a block larger than any slack: no cache here */
 		sreq_put(r, q);
 		cw_cache_policy_free(r->cache);
@@ -417,7 +623,8 @@ static int cache_piece(struct run *r, uint64_t bytes, uint32_t parent, bool from
  * NULL): 1, or 0 when it was refused as larger than any slack could ever
  * run. */
 static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint64_t client,
-		    uint32_t parent, bool from_client, const struct sim_move_io *mio, int64_t now)
+		    uint32_t parent, bool from_client, const struct sim_move_io *mio,
+		    struct sjob *job, uint64_t boff, int64_t now)
 {
 	const struct sim_scenario *sc = r->sc;
 	const struct sim_setup *s = r->setup;
@@ -435,6 +642,8 @@ static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint
 	q->mover = mio != NULL;
 	if (mio)
 		q->mio = *mio;
+	q->job = job;
+	q->boff = boff;
 	cw_path_item_init(&q->it, q, now);
 	if (r->be_blocks) {
 		/* the pool's block, charged as clockwised charges it:
@@ -463,7 +672,7 @@ static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint
 	q->it.sr.client = client;
 	if (r->trk && (e = cw_sched_tracker_tag(r->trk, disk, &q->it.sr)) < 0)
 		return e;
-	e = cw_path_lane_push(&r->d[disk].lane, &q->it, now);
+	e = lane_push(r, disk, q, now);
 	if (e == -E2BIG) {
 		sreq_put(r, q);
 		return 0;
@@ -495,7 +704,7 @@ static int be_emit(void *arg, const struct cw_path_piece *p)
 		e = cache_piece(o->r, p->length, o->parent, o->from_client, o->now);
 	else
 		e = be_piece(o->r, p->disk_id - 1, p->phys_offset, p->length, o->client, o->parent,
-			     o->from_client, NULL, o->now);
+			     o->from_client, NULL, NULL, 0, o->now);
 	if (e < 0)
 		return e;
 	/* larger than any slack delta-l could ever give it */
@@ -515,11 +724,14 @@ static int be_request(struct run *r, uint32_t part, uint64_t off, uint64_t bytes
 	struct sim_path lay = { .s = r->setup, .blocks = r->be_blocks,
 				.xblocks = r->setup->be_xblocks, .part = part,
 				.cache = r->cache, .cslot = r->cslot, .hits = &r->c_hits,
-				.misses = &r->c_misses, .mv = r->mv };
+				.misses = &r->c_misses, .mv = r->mv, .failed = r->failed,
+				.loads = r->loads };
 	struct be_out o = { .r = r, .client = client, .parent = parent,
 			    .from_client = from_client, .now = now };
-	int e = sim_path_split(&lay, off, bytes, write, be_emit, &o);
+	int e;
 
+	loads_now(r);
+	e = sim_path_split(&lay, off, bytes, write, be_emit, &o);
 	*ret_pending = o.pending;
 	*ret_rejected |= o.rejected;
 	return e < 0 ? e : cache_step(r, now);
@@ -535,7 +747,7 @@ static int mover_queue(struct run *r, const struct sim_move_io *io, int64_t now)
 
 	for (uint64_t at = 0; at < io->bytes; at += piece) {
 		e = be_piece(r, io->disk, io->off + at, CW_MIN(piece, io->bytes - at),
-			     r->sc->n_clients + 1, 0, false, io, now);
+			     r->sc->n_clients + 1, 0, false, io, NULL, 0, now);
 		if (e < 0)
 			return e;
 		n += (unsigned)e;
@@ -578,6 +790,10 @@ static int mover_piece_done(struct run *r, const struct sreq *q, int64_t now)
 	unsigned nn = 0;
 	int e;
 
+	struct tl_bucket *b = q->mio.write ? tl_at(r, now) : NULL;
+
+	if (b)
+		b->rebuild_bytes += q->bytes;
 	if (--r->m_pending[q->mio.task])
 		return 0;
 	e = sim_move_io_done(r->mv, &q->mio, 0, now, r->others_ns, &next, &nn);
@@ -771,6 +987,45 @@ static int piece_done(struct run *r, unsigned disk, struct sreq *q, int64_t now)
 	return e;
 }
 
+/* A piece the failed disk took fails: a stream's is read again from the
+ * copy chosen now, a best-effort one fails with its request. */
+static int fail_piece(struct run *r, unsigned disk, struct sreq *q, int64_t now)
+{
+	int e = 0;
+
+	if (r->trk && q->it.sr.cls == CW_SCHED_BE &&
+	    (e = cw_sched_tracker_done(r->trk, disk, &q->it.sr)) < 0)
+		return e;
+	if (q->job) {
+		struct sjob *job = q->job;
+
+		e = stream_read(r, job, q->boff, q->bytes, now);
+		if (e == 0 && job->pending == 0)
+			stream_piece_done(r, job, now);
+		sreq_put(r, q);
+	} else if (q->mover) {
+		e = mover_piece_done(r, q, now);
+		sreq_put(r, q);
+	} else {
+		r->be_failed++;
+		e = piece_done(r, disk, q, now);
+	}
+	return e < 0 ? e : kick(r, disk, now);
+}
+
+/* Disk disk fails at now (fail =). */
+static int on_fail(struct run *r, unsigned disk, int64_t now)
+{
+	int e = sim_move_fail(r->mv, disk, now, &r->fail_spare);
+
+	if (e < 0)
+		return e;
+	r->d[disk].failed = true;
+	r->failed = true;
+	e = mover_kick(r, now);
+	return e < 0 ? e : kick(r, disk, now);
+}
+
 static int on_done(struct run *r, unsigned disk, int64_t now)
 {
 	struct dstate *d = &r->d[disk];
@@ -782,6 +1037,8 @@ static int on_done(struct run *r, unsigned disk, int64_t now)
 	e = cw_path_lane_done(&d->lane, &q->it, now, d->cur_actual);
 	if (e < 0)
 		return e;
+	if (d->failed)
+		return fail_piece(r, disk, q, now);
 	if (q->it.sr.service_ns > 0 && !d->no_slack &&
 	    cw_sched_overrun_watch_add(&d->watch, q->it.sr.service_ns, d->cur_actual, &factor) == 1) {
 		e = raise_margin(r, disk, factor);
@@ -799,6 +1056,14 @@ static int on_done(struct run *r, unsigned disk, int64_t now)
 	}
 	if (q->it.sr.cls == CW_SCHED_BE && !q->promote)
 		r->others_ns[disk] += (uint64_t)d->cur_actual;
+	if (q->job) {
+		if (r->trk && q->it.sr.cls == CW_SCHED_BE &&
+		    (e = cw_sched_tracker_done(r->trk, disk, &q->it.sr)) < 0)
+			return e;
+		stream_piece_done(r, q->job, now);
+		sreq_put(r, q);
+		return kick(r, disk, now);
+	}
 	if (q->promote) {
 		r->cslot[r->prom_block] = r->prom_slot;
 		cw_cache_policy_cached(r->cache, r->prom_slot, r->prom_block);
@@ -880,6 +1145,11 @@ static void run_free(struct run *r)
 	sim_move_free(r->mv);
 	for (unsigned i = 0; i < 3; i++)
 		free(r->plat[i]);
+	free(r->s_req);
+	free(r->s_miss);
+	free(r->s_be);
+	free(r->s_worst);
+	free(r->tl);
 }
 
 /* The clients' QoS on one disk, admitted against the best-effort capacity
@@ -1006,6 +1276,75 @@ static int run_setup(struct run *r, struct sim_result *res, enum cw_sched_policy
 	return 0;
 }
 
+/* The failure's counts, and each stream's (sim_result). */
+static void fail_result(struct run *r, struct sim_result *res)
+{
+	res->fail_at_s = (double)r->sc->fail_at_ns / 1e9;
+	res->fail_spare = r->fail_spare;
+	res->be_failed = r->be_failed;
+	res->stale_at_end = r->mv ? sim_move_stale(r->mv) : 0;
+	res->n_stream_results = CW_MIN(r->n_streams, (size_t)SIM_REPORT_STREAMS);
+	for (size_t i = 0; i < r->n_streams; i++) {
+		bool surv = r->setup->streams[i].survive;
+
+		if (surv)
+			res->survive_misses += r->s_miss[i];
+		else
+			res->other_misses += r->s_miss[i];
+		if (i >= SIM_REPORT_STREAMS)
+			continue;
+		res->stream_res[i].requests = r->s_req[i];
+		res->stream_res[i].misses = r->s_miss[i];
+		res->stream_res[i].be = r->s_be[i];
+		res->stream_res[i].survive = surv;
+		res->stream_res[i].worst_ms = r->s_worst[i] == INT64_MIN ? 0 :
+					      (double)r->s_worst[i] / 1e6;
+	}
+}
+
+/* The timeline as CSV (sim_scenario.timeline_path): per bucket its start
+ * (s), per disk its busy share and the rebuild's part of it, the latest
+ * stream requests against their deadline (ms, survivors' and others';
+ * empty: none done), and the rebuild's MiB written so far. */
+static int timeline_write(struct run *r, int64_t end)
+{
+	const struct sim_scenario *sc = r->sc;
+	FILE *f = fopen(sc->timeline_path, "we");
+	double mib = 0;
+
+	if (!f) {
+		fprintf(stderr, "cwsim: %s: %m\n", sc->timeline_path);
+		return -errno;
+	}
+	fprintf(f, "t_s");
+	for (unsigned d = 0; d < sc->disks; d++)
+		fprintf(f, ",busy%u,rebuild%u", d, d);
+	fprintf(f, ",late_survive_ms,late_other_ms,rebuild_mib\n");
+	for (size_t i = 0; i < r->n_tl && (int64_t)i * sc->timeline_ns < end; i++) {
+		const struct tl_bucket *b = &r->tl[i];
+		double w = (double)sc->timeline_ns;
+
+		fprintf(f, "%.3f", (double)((int64_t)i * sc->timeline_ns) / 1e9);
+		for (unsigned d = 0; d < sc->disks; d++)
+			fprintf(f, ",%.4f,%.4f", (double)b->busy_ns[d] / w, (double)b->mover_ns[d] / w);
+		mib += (double)b->rebuild_bytes / SIM_MIB;
+		if (b->late_surv_ns != INT64_MIN)
+			fprintf(f, ",%.3f", (double)b->late_surv_ns / 1e6);
+		else
+			fprintf(f, ",");
+		if (b->late_other_ns != INT64_MIN)
+			fprintf(f, ",%.3f", (double)b->late_other_ns / 1e6);
+		else
+			fprintf(f, ",");
+		fprintf(f, ",%.2f\n", mib);
+	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "cwsim: %s: %m\n", sc->timeline_path);
+		return -EIO;
+	}
+	return 0;
+}
+
 int sim_run(const struct sim_setup *setup, size_t n_streams, const struct sim_trace *trace,
 	    enum cw_sched_policy policy, struct sim_result *ret)
 {
@@ -1090,7 +1429,21 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 	r.be = calloc(trace->n + 1, sizeof(*r.be));
 	r.lat = calloc(trace->n + 1, sizeof(*r.lat));
 	r.cl = calloc(sc->n_clients + 1, sizeof(*r.cl));
-	if (!r.next_n || !r.be || !r.lat || !r.cl) {
+	r.s_req = calloc(r.n_streams + 1, sizeof(*r.s_req));
+	r.s_miss = calloc(r.n_streams + 1, sizeof(*r.s_miss));
+	r.s_be = calloc(r.n_streams + 1, sizeof(*r.s_be));
+	r.s_worst = calloc(r.n_streams + 1, sizeof(*r.s_worst));
+	r.fail_spare = -1;
+	if (sc->timeline_path[0] && sc->timeline_ns > 0) {
+		r.n_tl = (size_t)(sc->duration_ns / sc->timeline_ns) + 1;
+		r.tl = calloc(r.n_tl, sizeof(*r.tl));
+		for (size_t i = 0; r.tl && i < r.n_tl; i++)
+			r.tl[i].late_surv_ns = r.tl[i].late_other_ns = INT64_MIN;
+	}
+	for (size_t i = 0; r.s_worst && i < r.n_streams; i++)
+		r.s_worst[i] = INT64_MIN;
+	if (!r.next_n || !r.be || !r.lat || !r.cl || !r.s_req || !r.s_miss || !r.s_be || !r.s_worst ||
+	    (sc->timeline_path[0] && !r.tl)) {
 		e = -ENOMEM;
 		goto out;
 	}
@@ -1114,11 +1467,13 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 			r.cslot[b] = UINT32_MAX;
 	}
 	r.be_blocks = setup->be_blocks;
-	if (e == 0 && sc->move_at_ns >= 0) {
+	if (e == 0 && (sc->move_at_ns >= 0 || sc->fail_disk >= 0)) {
 		e = sim_move_open(setup, r.n_streams, &r.mv);
 		if (e == 0) {
 			r.be_blocks = sim_move_blocks(r.mv);
-			e = ev_push(&r.q, sc->move_at_ns, EV_MOVE, 0);
+			e = sc->fail_disk >= 0 ? ev_push(&r.q, sc->fail_at_ns, EV_FAIL,
+							 (uint32_t)sc->fail_disk) :
+			    ev_push(&r.q, sc->move_at_ns, EV_MOVE, 0);
 		}
 	}
 	if (e < 0)
@@ -1156,6 +1511,9 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 			e = sim_move_begin(r.mv, now);
 			if (e == 0)
 				e = mover_kick(&r, now);
+			break;
+		case EV_FAIL:
+			e = on_fail(&r, ev.idx, now);
 			break;
 		case EV_MOVER:
 			if (r.m_wake == now) {
@@ -1235,7 +1593,15 @@ int sim_run_be(const struct sim_setup *setup, size_t n_streams, const struct sim
 		res.be_phase_mean_ms[ph] = mean_ms(r.plat[ph], r.n_plat[ph]);
 		res.be_phase_p99_ms[ph] = pct_ms(r.plat[ph], r.n_plat[ph], 99);
 	}
+	res.fail_spare = -1;
+	res.rebuild_start_s = res.rebuild_end_s = res.degraded_end_s = -1;
 	e = sim_move_result(r.mv, &res);
+	if (e < 0)
+		goto out;
+	if (sc->fail_disk >= 0)
+		fail_result(&r, &res);
+	if (r.tl)
+		e = timeline_write(&r, now);
 	if (e < 0)
 		goto out;
 	for (uint64_t g = 0; r.be_blocks && g < sc->be_partitions * (setup->be_part_bytes /

@@ -12,6 +12,14 @@
  * mover's own client, charged as clockwised's lanes charge one (the
  * model's bound in the slack, its mean in the best-effort order).
  *
+ * A failure (fail =) runs the same way: at its time the failed disk's
+ * copies are marked out of sync and a spare takes it over
+ * (cw_pool_disk_set_stale, cw_disk_takeover, as clockwised's
+ * degrade.c), which journals a rebuild onto the spare that this mover
+ * carries out; from then on where a block's copies are and whether each
+ * is in sync is the run pool's answer (sim_move_copies), for the streams'
+ * partitions as for best effort's.
+ *
  * The run works on its own copy of the pool (sim_pool_run_copy), so the
  * scenario's pool stays as it was and every run starts from the same map.
  * Invariant: blocks[] is where each best-effort block is in that copy's
@@ -38,6 +46,9 @@ struct sim_move {
 	const struct sim_setup *s;
 	struct cw_pool *pool;
 	struct cw_part **parts;		/* be<p> of the copy */
+	struct cw_part **sparts;	/* s<i> of the copy (a failure only) */
+	size_t n_sparts;
+	bool fail;			/* the move is a failure's rebuild */
 	uint64_t ppp;			/* blocks per best-effort partition */
 	struct sim_pblock *blocks;	/* where each is now */
 	bool streams[SIM_MAX_DISKS];	/* the disk has streams */
@@ -65,6 +76,7 @@ void sim_move_free(struct sim_move *m)
 		return;
 	cw_pool_close(m->pool);
 	free(m->parts);
+	free(m->sparts);
 	free(m->blocks);
 	free(m);
 }
@@ -95,6 +107,17 @@ int sim_move_open(const struct sim_setup *s, size_t n_streams, struct sim_move *
 
 		snprintf(name, sizeof(name), "be%u", p);
 		e = cw_part_lookup(m->pool, name, &m->parts[p]);
+	}
+	if (e == 0 && sc->fail_disk >= 0) {
+		m->n_sparts = CW_MIN(n_streams, s->n_streams);
+		m->sparts = calloc(CW_MAX(m->n_sparts, 1), sizeof(*m->sparts));
+		e = m->sparts ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n_sparts && e == 0; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "s%zu", i);
+		e = cw_part_lookup(m->pool, name, &m->sparts[i]);
 	}
 	if (e < 0) {
 		sim_move_free(m);
@@ -243,14 +266,16 @@ static int batch_over(struct sim_move *m, int64_t now, const uint64_t *others_ns
 
 		for (p = 0; p < s->sc->be_partitions && m->parts[p] != t->part; p++)
 			;
-		if (p == s->sc->be_partitions)
+		if (p == s->sc->be_partitions && !m->fail)
 			return -ENOENT;
-		e = cw_part_map(t->part, t->block * s->sc->be_pblock_bytes, 1, &x);
-		d = e < 0 ? e : disk_index(s, x.disk_id);
-		if (d < 0)
-			return d;
-		m->blocks[p * m->ppp + t->block] = (struct sim_pblock){ .disk = (uint32_t)d,
-									.off = x.phys_offset };
+		if (p < s->sc->be_partitions) {
+			e = cw_part_map(t->part, t->block * s->sc->be_pblock_bytes, 1, &x);
+			d = e < 0 ? e : disk_index(s, x.disk_id);
+			if (d < 0)
+				return d;
+			m->blocks[p * m->ppp + t->block] =
+				(struct sim_pblock){ .disk = (uint32_t)d, .off = x.phys_offset };
+		}
 		for (int k = 0; k < 2; k++) {
 			uint32_t id = k ? t->dst_disk_id : t->src_disk_id;
 
@@ -320,6 +345,80 @@ int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t b
 	return n;
 }
 
+int sim_move_fail(struct sim_move *m, unsigned disk, int64_t now, int *ret_spare)
+{
+	_cleanup_free_ uint64_t *ids = NULL;
+	uint32_t spare = 0;
+	size_t n = 0;
+	int e = cw_pool_disk_set_stale(m->pool, m->s->disk_ids[disk], NULL);
+
+	if (e == 0)
+		e = cw_disk_takeover(m->pool, m->s->disk_ids[disk], &spare, &ids, &n);
+	if (e < 0) {
+		fprintf(stderr, "cwsim: disk %u failed: %s\n", disk,
+			cw_pool_last_error(m->pool)->msg[0] ? cw_pool_last_error(m->pool)->msg :
+			strerror(-e));
+		return e;
+	}
+	*ret_spare = spare ? disk_index(m->s, spare) : -1;
+	m->fail = true;
+	m->begun = n > 0;
+	m->start_ns = now;
+	return 0;
+}
+
+/* The partition of best effort's part, or of stream stream (>= 0). */
+static struct cw_part *part_of(const struct sim_move *m, uint32_t part, int stream)
+{
+	if (stream >= 0)
+		return (size_t)stream < m->n_sparts ? m->sparts[stream] : NULL;
+	return part < m->s->sc->be_partitions ? m->parts[part] : NULL;
+}
+
+int sim_move_copies(struct sim_move *m, uint32_t part, int stream, uint64_t off,
+		    struct cw_copy *ret)
+{
+	struct cw_part *p = part_of(m, part, stream);
+	int e = p ? cw_part_map_copies(p, off, ret) : -ENOENT;
+
+	for (unsigned c = 0; e == 0 && c < cw_part_copies(p); c++) {
+		int d = disk_index(m->s, ret[c].disk_id);
+
+		if (d < 0)
+			return d;
+		ret[c].disk_id = (uint32_t)d + 1;
+	}
+	return e;
+}
+
+int sim_move_map(struct sim_move *m, uint32_t part, uint64_t off, uint64_t len,
+		 struct cw_extent *ret)
+{
+	struct cw_part *p = part_of(m, part, -1);
+	int e = p ? cw_part_map(p, off, len, ret) : -ENOENT;
+	int d = e < 0 ? e : disk_index(m->s, ret->disk_id);
+
+	if (d < 0)
+		return d;
+	ret->disk_id = (uint32_t)d + 1;
+	ret->length = CW_MIN(ret->length, len);
+	return 0;
+}
+
+uint64_t sim_move_stale(struct sim_move *m)
+{
+	uint64_t n = 0;
+
+	for (unsigned k = 0; k < m->s->sc->be_partitions + m->n_sparts; k++) {
+		struct cw_part *p = k < m->s->sc->be_partitions ? m->parts[k] :
+				    m->sparts[k - m->s->sc->be_partitions];
+
+		for (uint32_t c = 0; c < cw_part_copies(p); c++)
+			n += cw_part_copy_stale_count(p, c);
+	}
+	return n;
+}
+
 int sim_move_result(struct sim_move *m, struct sim_result *res)
 {
 	_cleanup_free_ struct cw_move_info *v = NULL;
@@ -336,6 +435,14 @@ int sim_move_result(struct sim_move *m, struct sim_result *res)
 		res->move_done += v[i].done;
 		res->move_failed += v[i].failed;
 		res->move_copies += v[i].bytes_copied / m->s->sc->be_pblock_bytes;
+	}
+	if (m->fail) {
+		res->rebuild_blocks = res->move_blocks;
+		res->rebuild_done = res->move_done;
+		res->rebuild_start_s = (double)m->start_ns / 1e9;
+		res->rebuild_end_s = res->degraded_end_s = m->done ? (double)m->end_ns / 1e9 : -1;
+		res->move_blocks = res->move_done = res->move_failed = res->move_copies = 0;
+		return 0;
 	}
 	res->move_start_s = (double)m->s->sc->move_at_ns / 1e9;
 	res->move_end_s = m->done ? (double)m->end_ns / 1e9 : -1;

@@ -11,7 +11,11 @@
  * pool's do), SIM_PATH_SSD is the cache's; a run the map answers is
  * contiguous on one disk, as cw_part_map's is, and with copies on every
  * copy's disk (cwsim's runs are single blocks unless the copies follow).  cwsim has no holes (every
- * block reads from its disk) and its disks do not punch.
+ * block reads from its disk) and its disks do not punch.  After a disk
+ * failed (fail =) the map and the copies are the run pool's (the
+ * failure's copies out of sync, the rebuild's switches), asked of it
+ * through move.c.  A mirrored read's loads (cw_path_ops.load) are the
+ * engine's disks': work queued and not taken, requests not complete.
  */
 #include "config.h"
 
@@ -65,6 +69,8 @@ static int path_map(void *lay, uint64_t off, uint64_t len, struct cw_extent *ret
 
 	if (b >= ppp)
 		return -ERANGE;
+	if (p->failed)
+		return sim_move_map(p->mv, p->part, off, CW_MIN(len, pb - off % pb), ret);
 	at = path_block(p, g);
 	*ret = (struct cw_extent){ .disk_id = at.disk + 1, .phys_offset = at.off + off % pb,
 				   .length = CW_MIN(len, pb - off % pb) };
@@ -110,11 +116,12 @@ static int path_mirrors(void *lay, uint64_t off, const struct cw_extent *ext, ui
 {
 	const struct sim_path *p = lay;
 
-	return p->mv ? sim_move_mirrors(p->mv, p->part, off, ext->length, ret_skips, ret, max) : 0;
+	return p->mv && !p->failed ? sim_move_mirrors(p->mv, p->part, off, ext->length, ret_skips, ret, max) : 0;
 }
 
 /* Every copy of the bytes at off: copy 0 where path_map says, the others
- * where the pool put them (every copy in sync: cwsim fails no disk). */
+ * where the pool put them (every copy in sync until a disk fails; then
+ * the run pool's answer). */
 static int path_copies(void *lay, uint64_t off, struct cw_copy *ret)
 {
 	const struct sim_path *p = lay;
@@ -125,6 +132,8 @@ static int path_copies(void *lay, uint64_t off, struct cw_copy *ret)
 
 	if (off / pb >= ppp || !p->xblocks)
 		return -ERANGE;
+	if (p->failed)
+		return sim_move_copies(p->mv, p->part, -1, off, ret);
 	ret[0] = (struct cw_copy){ .disk_id = at.disk + 1, .phys_offset = at.off + off % pb,
 				   .in_sync = true };
 	for (unsigned c = 1; c < k; c++) {
@@ -149,9 +158,21 @@ static int path_disk(void *lay, uint32_t id, struct cw_path_disk *ret)
 	return 0;
 }
 
+static int path_load(void *lay, uint32_t id, uint64_t phys_offset, struct cw_path_load *ret)
+{
+	const struct sim_path *p = lay;
+
+	(void)phys_offset;
+	if (id < 1 || id > p->s->sc->disks)
+		return -ENODEV;
+	*ret = p->loads ? p->loads[id - 1] : (struct cw_path_load){ 0 };
+	return 0;
+}
+
 const struct cw_path_ops sim_path_ops = {
 	.allocated = path_allocated, .map = path_map, .route = path_route,
 	.mirrors = path_mirrors, .disk = path_disk, .copies = path_copies,
+	.load = path_load,
 };
 
 int sim_path_split(struct sim_path *p, uint64_t off, uint64_t bytes, bool write,

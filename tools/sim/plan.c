@@ -6,7 +6,9 @@
  * with its stored reservations, or of a scenario after admitting its
  * streams as `cwsim run` does.  Both go through cw_admit_disk_plan, the
  * function clockwised's admission state uses, so `cwsim plan --pool` of a
- * pool prints what `cwctl disk plan` asks a daemon serving it.
+ * pool prints what `cwctl disk plan` asks a daemon serving it.  A
+ * scenario's streams may be admitted to survive the loss of a disk
+ * (--survive 1, as cwsim admit's and cwctl resv create's).
  *
  * `cwsim admit --pool`: a stream over a partition of a pool tested as
  * `cwctl resv create --dry-run` tests it (cw_admit_state_reserve and
@@ -31,7 +33,8 @@
 static void plan_usage(FILE *f)
 {
 	fprintf(f, "usage: cwsim plan [--json] --pool FILE\n"
-		"       cwsim plan [--json] (--preset NAME | SCENARIO) [--set KEY=VALUE]...\n"
+		"       cwsim plan [--json] [--survive 0|1] (--preset NAME | SCENARIO)\n"
+		"                  [--set KEY=VALUE]...\n"
 		"  each disk's plan: a table, or with --json the array clockwised's\n"
 		"  disk.plan answers; see cwsim(1)\n");
 }
@@ -44,10 +47,11 @@ int sim_plan_parse_args(int argc, char **argv, struct sim_plan_args *ret, char *
 		{ "pool", required_argument, NULL, 'P' },
 		{ "preset", required_argument, NULL, 'p' },
 		{ "set", required_argument, NULL, 's' },
+		{ "survive", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sim_plan_args a = { 0 };
+	struct sim_plan_args a = { .survive = -1 };
 	int o;
 
 	a.sets = calloc((size_t)argc + 1, sizeof(*a.sets));
@@ -68,6 +72,13 @@ int sim_plan_parse_args(int argc, char **argv, struct sim_plan_args *ret, char *
 			break;
 		case 's':
 			a.sets[a.n_sets++] = optarg;
+			break;
+		case 'S':
+			if (strcmp(optarg, "0") && strcmp(optarg, "1")) {
+				snprintf(why, why_len, "--survive takes 0 or 1, not %s", optarg);
+				goto bad;
+			}
+			a.survive = optarg[0] - '0';
 			break;
 		case 'h':
 			a.help = true;
@@ -92,6 +103,11 @@ int sim_plan_parse_args(int argc, char **argv, struct sim_plan_args *ret, char *
 	}
 	if (a.pool && (a.preset || a.scenario || a.n_sets)) {
 		snprintf(why, why_len, "--pool takes no scenario, preset or --set");
+		goto bad;
+	}
+	if (a.pool && a.survive >= 0) {
+		snprintf(why, why_len, "--pool takes no --survive: its reservations keep the one "
+			 "they were admitted with");
 		goto bad;
 	}
 	if (!a.pool && !!a.preset == !!a.scenario) {
@@ -192,6 +208,8 @@ static int plan_scenario(const struct sim_plan_args *a)
 
 	if (sim_scenario_from_args(a->preset, a->scenario, false, a->sets, a->n_sets, &sc) < 0)
 		return SIM_EXIT_USAGE;
+	if (a->survive >= 0)
+		sc.survive = a->survive ? CW_ADMIT_SURVIVE_ON : CW_ADMIT_SURVIVE_OFF;
 	while (!(sc.placements & 1u << pl))
 		pl++;
 	e = sim_setup_build(&sc, pl, sc.video, sc.streams, NULL, NULL, &setup);
@@ -207,8 +225,10 @@ static int plan_scenario(const struct sim_plan_args *a)
 		return EXIT_FAILURE;
 	}
 	if (!a->json)
-		printf("%s placement, plan %s: %zu streams admitted (%.2f MiB/s); next: %s\n\n",
+		printf("%s placement, plan %s: %zu streams admitted%s (%.2f MiB/s); next: %s\n\n",
 		       sim_placement_name(pl), sim_plan_name(sc.plan), setup.n_streams,
+		       sc.copies > 1 && sc.survive != CW_ADMIT_SURVIVE_OFF ?
+		       " to survive the loss of a disk" : "",
 		       sim_setup_load_mb_s(&setup, setup.n_streams), setup.refusal);
 	sim_setup_done(&setup);
 	return print_rows(a->json, rows, sc.disks);

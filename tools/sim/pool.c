@@ -14,7 +14,10 @@
  * Invariant: the set-up's tasks are the reservations' parts as the state
  * admitted them, in admission order, and each request lies where the
  * partition's map puts it; the pool's stored objects are only added to
- * (partitions s<i> and be<p> that are missing), never changed.
+ * (partitions s<i> and be<p> that are missing), never changed, but for
+ * the scenario's spare (spare =), made one while it holds nothing.
+ * With copies each stream's clip entries have every copy's place
+ * (sim_stream.xdisk), for the engine's choice of copy.
  */
 #include "config.h"
 
@@ -166,6 +169,47 @@ static int map_copies(const struct sim_setup *s, struct cw_part *part, uint64_t 
 	return e;
 }
 
+/* The scenario's spare made one in the pool, before anything is placed
+ * (a pool cwsim set up before holds nothing there either). */
+static int spare_set(const struct sim_setup *s, struct cw_pool *pool)
+{
+	uint32_t id = s->disk_ids[s->sc->spare];
+	struct cw_disk_info di;
+	int e = cw_disk_info(pool, id, &di);
+
+	if (e == 0 && !di.spare)
+		e = cw_disk_set_spare(pool, id, true);
+	if (e < 0)
+		fprintf(stderr, "cwsim: spare = %d: %s\n", s->sc->spare,
+			cw_pool_last_error(pool)->msg[0] ? cw_pool_last_error(pool)->msg :
+			strerror(-e));
+	return e;
+}
+
+/* Where copies 1.. of the stream's clip entries lie (sim_stream.xdisk). */
+static int stream_copies(const struct sim_setup *s, struct cw_part *part, struct sim_stream *sm)
+{
+	unsigned k = s->sc->copies;
+	struct sim_pblock x[CW_COPIES_MAX];
+	uint64_t pb = s->sc->be_pblock_bytes;
+	int e = 0;
+
+	sm->xdisk = calloc(s->clip * (k - 1), sizeof(*sm->xdisk));
+	sm->xoff = calloc(s->clip * (k - 1), sizeof(*sm->xoff));
+	if (!sm->xdisk || !sm->xoff)
+		return -ENOMEM;
+	for (uint64_t b = 0; b < s->clip && e == 0; b++) {
+		uint64_t at = b * sm->block_bytes;
+
+		e = map_copies(s, part, at / pb, x);
+		for (unsigned c = 1; c < k && e == 0; c++) {
+			sm->xdisk[(c - 1) * s->clip + b] = x[c - 1].disk;
+			sm->xoff[(c - 1) * s->clip + b] = x[c - 1].off + at % pb;
+		}
+	}
+	return e;
+}
+
 static int be_parts(struct sim_setup *s, struct cw_pool *pool)
 {
 	const struct sim_scenario *sc = s->sc;
@@ -181,8 +225,10 @@ static int be_parts(struct sim_setup *s, struct cw_pool *pool)
 		if (!s->be_xblocks)
 			return -ENOMEM;
 	}
-	if (s->placement == SIM_SINGLE)
+	if (s->placement == SIM_SINGLE) {
 		o.placement = CW_PLACE_ROTATION;	/* best effort over every disk */
+		o.disk_id = 0;
+	}
 	for (unsigned p = 0; p < sc->be_partitions; p++) {
 		struct sim_pblock *b = &s->be_blocks[p * ppp];
 		struct cw_part *part;
@@ -264,7 +310,10 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 		return e;
 	s->be_reserve = plan.be_reserve;
 	s->be_piece_bytes = plan.be_piece_bytes;
-	e = be_parts(s, pool);
+	if (sc->spare >= 0)
+		e = spare_set(s, pool);
+	if (e == 0)
+		e = be_parts(s, pool);
 	if (e < 0)
 		return e;
 	sim_rng_seed(&kinds, sc->seed, 1);
@@ -297,7 +346,8 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 			break;
 		}
 		rq = (struct cw_admit_request){ .part = name, .rate_bps = sm.bandwidth_bps,
-						.block_bytes = sm.block_bytes, .export_name = name };
+						.block_bytes = sm.block_bytes, .export_name = name,
+						.survive = sc->survive };
 		if (e == 0)
 			e = cw_admit_state_reserve(st, &rq, &rv, &ref, NULL);
 		if (e == -EBUSY) {
@@ -319,6 +369,7 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 			return e;
 		}
 		sm.period_ns = rv->period_ns;
+		sm.survive = rv->survive;
 		sm.phase_ns = sc->aligned ? 0 : (int64_t)(phase_draw % (uint64_t)sm.period_ns);
 		for (size_t k = 0; k < rv->n_parts && e == 0; k++) {
 			uint32_t d;
@@ -336,6 +387,8 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 		}
 		for (uint64_t k = 0; k < s->clip && e == 0; k++)
 			e = map(s, part, k * sm.block_bytes, &sm.disk[k], &sm.off[k]);
+		if (e == 0 && sc->copies > 1)
+			e = stream_copies(s, part, &sm);
 		if (e == 0)
 			e = sim_setup_push(s, &sm, curve, userdata);
 		else

@@ -28,6 +28,72 @@ static void ms_or_null(FILE *f, int64_t ns)
 /* Best effort's latency by arrival, against the move (sim_result). */
 static const char *const phase[3] = { "before", "during", "after" };
 
+/* The failure (fail =): the disk, the spare, the rebuild, the degraded
+ * interval, and each stream timed against its deadlines. */
+static void fail_text(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
+{
+	fprintf(f, "  disk %d failed at %.1f s: ", sc->fail_disk, r->fail_at_s);
+	if (r->fail_spare < 0)
+		fprintf(f, "no spare took it over; degraded to the end\n");
+	else if (r->rebuild_end_s >= 0)
+		fprintf(f, "spare %d rebuilt %" PRIu64 " of %" PRIu64 " blocks from %.1f s to "
+			"%.1f s (%.1f s, %.2f MiB/s); degraded %.1f s\n", r->fail_spare,
+			r->rebuild_done, r->rebuild_blocks, r->rebuild_start_s, r->rebuild_end_s,
+			r->rebuild_end_s - r->rebuild_start_s,
+			r->rebuild_end_s > r->rebuild_start_s ?
+			(double)r->rebuild_done * (double)sc->be_pblock_bytes / SIM_MIB /
+			(r->rebuild_end_s - r->rebuild_start_s) : 0,
+			r->degraded_end_s - r->fail_at_s);
+	else
+		fprintf(f, "spare %d rebuilt %" PRIu64 " of %" PRIu64 " blocks from %.1f s, "
+			"unfinished at the end of the run\n", r->fail_spare, r->rebuild_done,
+			r->rebuild_blocks, r->rebuild_start_s);
+	fprintf(f, "  copies out of sync at the end: %" PRIu64 "; best-effort pieces failed on "
+		"the disk: %" PRIu64 "\n", r->stale_at_end, r->be_failed);
+	fprintf(f, "  streams against their deadlines: %" PRIu64 " late of those admitted to "
+		"survive, %" PRIu64 " of the others\n", r->survive_misses, r->other_misses);
+	for (size_t i = 0; i < r->n_stream_results; i++)
+		fprintf(f, "    s%zu%s: %" PRIu64 " requests, %" PRIu64 " late, latest %+.1f ms, %"
+			PRIu64 " as best effort\n", i, r->stream_res[i].survive ? " (survive)" : "",
+			r->stream_res[i].requests, r->stream_res[i].misses, r->stream_res[i].worst_ms,
+			r->stream_res[i].be);
+}
+
+static void num_or_null(FILE *f, double x)
+{
+	if (x >= 0)
+		fprintf(f, "%.3f", x);
+	else
+		fprintf(f, "null");
+}
+
+static void fail_json(FILE *f, const struct sim_result *r)
+{
+	fprintf(f, ", \"fail\": {\"at_s\": %.3f, \"spare\": ", r->fail_at_s);
+	if (r->fail_spare >= 0)
+		fprintf(f, "%d", r->fail_spare);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"rebuild_blocks\": %" PRIu64 ", \"rebuild_done\": %" PRIu64
+		", \"rebuild_start_s\": ", r->rebuild_blocks, r->rebuild_done);
+	num_or_null(f, r->rebuild_start_s);
+	fprintf(f, ", \"rebuild_end_s\": ");
+	num_or_null(f, r->rebuild_end_s);
+	fprintf(f, ", \"rebuild_s\": ");
+	num_or_null(f, r->rebuild_end_s >= 0 ? r->rebuild_end_s - r->rebuild_start_s : -1);
+	fprintf(f, ", \"degraded_s\": ");
+	num_or_null(f, r->degraded_end_s >= 0 ? r->degraded_end_s - r->fail_at_s : -1);
+	fprintf(f, ", \"stale_at_end\": %" PRIu64 ", \"be_failed\": %" PRIu64
+		", \"survive_misses\": %" PRIu64 ", \"other_misses\": %" PRIu64 ", \"streams\": [",
+		r->stale_at_end, r->be_failed, r->survive_misses, r->other_misses);
+	for (size_t i = 0; i < r->n_stream_results; i++)
+		fprintf(f, "%s{\"requests\": %" PRIu64 ", \"misses\": %" PRIu64
+			", \"worst_ms\": %.3f, \"be\": %" PRIu64 ", \"survive\": %s}", i ? ", " : "",
+			r->stream_res[i].requests, r->stream_res[i].misses, r->stream_res[i].worst_ms,
+			r->stream_res[i].be, r->stream_res[i].survive ? "true" : "false");
+	fprintf(f, "]}");
+}
+
 void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
 {
 	fprintf(f, "%s %s: %zu streams, RT load %.2f MiB/s\n", sim_placement_name(r->placement),
@@ -89,6 +155,8 @@ void sim_report_text(FILE *f, const struct sim_scenario *sc, const struct sim_re
 				r->be_phase_p99_ms[ph]);
 		fprintf(f, "\n");
 	}
+	if (sc->fail_disk >= 0)
+		fail_text(f, sc, r);
 	fprintf(f, "  BE dispatched in slack %" PRIu64 ", on idle disks %" PRIu64
 		", by the server %" PRIu64 "\n", r->be_slack, r->be_idle, r->be_server);
 	if (r->rt_overruns || r->be_overruns)
@@ -174,6 +242,8 @@ void sim_report_json(FILE *f, const struct sim_scenario *sc, const struct sim_re
 		}
 		fprintf(f, "}");
 	}
+	if (sc->fail_disk >= 0)
+		fail_json(f, r);
 	fprintf(f, ", \"be_order\": \"%s\", \"be_capacity\": %.6f, \"clients\": [",
 		sim_be_order_name(r->be_order), r->be_capacity);
 	for (size_t i = 0; i < r->n_clients; i++) {

@@ -93,6 +93,9 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.move_at_ns = -1,
 		.move_part = -1,
 		.move_off = -1,
+		.fail_disk = -1,
+		.spare = -1,
+		.timeline_ns = CW_NS_PER_S / 2,
 		.mover_depth = 16,	/* clockwised.conf(5)'s default */
 		.mover_share = 100,
 		.loads = 40,
@@ -498,6 +501,45 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 			return bad(where, key, "expected none, cello, csv:PATH or blkparse:PATH");
 		return 0;
 	}
+	if (!strcmp(key, "fail")) {
+		_cleanup_free_ char *copy = strdup(v);
+		int64_t at;
+
+		if (!copy)
+			return -ENOMEM;
+		if (!strcmp(v, "none")) {
+			sc->fail_disk = -1;
+			return 0;
+		}
+		if (parse_at(copy, &at) < 0 || parse_u64(copy, 0, SIM_MAX_DISKS - 1, &u) < 0)
+			return bad(where, key, "expected DISK at SECONDS (DISK: 0 for the first), "
+				   "or none");
+		sc->fail_disk = (int)u;
+		sc->fail_at_ns = at;
+		return 0;
+	}
+	if (!strcmp(key, "spare")) {
+		if (!strcmp(v, "none")) {
+			sc->spare = -1;
+			return 0;
+		}
+		if (parse_u64(v, 0, SIM_MAX_DISKS - 1, &u) < 0)
+			return bad(where, key, "expected a disk of the scenario (0 for the first), "
+				   "or none");
+		sc->spare = (int)u;
+		return 0;
+	}
+	if (!strcmp(key, "survive")) {
+		if (!strcmp(v, "auto"))
+			sc->survive = CW_ADMIT_SURVIVE_AUTO;
+		else if (!strcmp(v, "1"))
+			sc->survive = CW_ADMIT_SURVIVE_ON;
+		else if (!strcmp(v, "0"))
+			sc->survive = CW_ADMIT_SURVIVE_OFF;
+		else
+			return bad(where, key, "expected 0, 1 or auto (the streams' --survive)");
+		return 0;
+	}
 	if (!strcmp(key, "move") || !strcmp(key, "evacuate")) {
 		if (!strcmp(v, "none")) {
 			sc->move_at_ns = -1;
@@ -518,6 +560,12 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		if (parse_u64(v, 1, 1024 * 1024, &u) < 0)
 			return bad(where, key, "expected KiB, 1..1048576");
 		sc->be_bytes = u * SIM_KIB;
+		return 0;
+	}
+	if (!strcmp(key, "be_part_mb")) {
+		if (parse_u64(v, 0, UINT64_C(1) << 30, &u) < 0)
+			return bad(where, key, "expected MiB (0: the BE area shared out)");
+		sc->be_part_max_bytes = u * SIM_MIB;
 		return 0;
 	}
 	if (!strcmp(key, "be_pblock_kb")) {
@@ -742,6 +790,8 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		if (on_pool(sc, "copies") < 0)
 			return -EINVAL;
 	}
+	if (sc->spare >= 0 && sc->copies < 2 && sc->move_at_ns < 0 && on_pool(sc, "spare") < 0)
+		return -EINVAL;
 	if (sc->pool_path[0]) {
 		/* the pool's disks and blocks, laid out by one placement */
 		if (__builtin_popcount(sc->placements) != 1) {
@@ -756,6 +806,42 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		}
 		if (sim_pool_probe(sc->pool_path, &sc->disks, &sc->be_pblock_bytes) < 0)
 			return -EINVAL;
+	}
+	if (sc->spare >= (int)sc->disks || sc->fail_disk >= (int)sc->disks) {
+		fprintf(stderr, "cwsim: %s: the scenario has disks 0 to %u\n",
+			sc->spare >= (int)sc->disks ? "spare" : "fail", sc->disks - 1);
+		return -EINVAL;
+	}
+	if (sc->spare >= 0 && sc->copies > sc->disks - 1) {
+		fprintf(stderr, "cwsim: copies: %u copies need %u disks besides the spare, the "
+			"scenario has %u\n", sc->copies, sc->copies, sc->disks - 1);
+		return -EINVAL;
+	}
+	if (sc->spare >= 0 && !(sc->placements & ~(1u << SIM_SINGLE))) {
+		fprintf(stderr, "cwsim: spare: placement single puts a stream on each disk in "
+			"turn; use rotation or random\n");
+		return -EINVAL;
+	}
+	if (sc->fail_disk >= 0) {
+		if (sc->copies < 2) {
+			fprintf(stderr, "cwsim: fail: a failed disk loses what it holds unless the "
+				"partitions keep copies (copies = 2 or 3)\n");
+			return -EINVAL;
+		}
+		if (sc->fail_disk == sc->spare) {
+			fprintf(stderr, "cwsim: fail: disk %d is the spare, which holds nothing\n",
+				sc->spare);
+			return -EINVAL;
+		}
+		if (sc->move_at_ns >= 0) {
+			fprintf(stderr, "cwsim: fail: a failure and a move (move =, evacuate =) in "
+				"one run are not simulated\n");
+			return -EINVAL;
+		}
+		if (sc->fail_at_ns >= sc->duration_ns) {
+			fprintf(stderr, "cwsim: fail: after the run ends (duration_s)\n");
+			return -EINVAL;
+		}
 	}
 	if (sc->move_at_ns >= 0) {
 		if (sc->move_off >= (int)sc->disks || (sc->disks < 64 && sc->move_disks >> sc->disks)) {

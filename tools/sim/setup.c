@@ -132,9 +132,11 @@ int sim_be_part_bytes(const struct sim_scenario *sc, uint64_t *ret)
 {
 	uint64_t be_slots = (sc->model.capacity_bytes - sim_be_start(sc)) / sc->be_pblock_bytes;
 
-	/* every copy of every block in the BE area */
-	*ret = be_slots * sc->disks / sc->be_partitions / CW_MAX(sc->copies, 1u) *
+	/* every copy of every block in the BE area (a spare holds none) */
+	*ret = be_slots * (sc->disks - (sc->spare >= 0)) / sc->be_partitions / CW_MAX(sc->copies, 1u) *
 	       sc->be_pblock_bytes;
+	if (sc->be_part_max_bytes && *ret > sc->be_part_max_bytes)
+		*ret = sc->be_part_max_bytes / sc->be_pblock_bytes * sc->be_pblock_bytes;
 	if (*ret == 0) {
 		fprintf(stderr, "cwsim: the BE area cannot hold %u partitions\n", sc->be_partitions);
 		return -EINVAL;

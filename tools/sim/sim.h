@@ -36,6 +36,7 @@
 #define SIM_MAX_CLIENTS 16
 #define SIM_MAX_DEPTH 256
 #define SIM_EXIT_USAGE 2
+#define SIM_REPORT_STREAMS 64
 
 /* ---- scenario.c -------------------------------------------------------- */
 
@@ -113,6 +114,7 @@ struct sim_scenario {
 	uint64_t be_bytes;		/* cello: request size */
 	unsigned be_write_pct;
 	unsigned be_partitions;
+	uint64_t be_part_max_bytes;	/* at most this each (0: the BE area shared out) */
 	uint64_t be_pblock_bytes;
 	/* An SSD cache of the BE partitions' blocks (clockwise/cache.h's
 	 * policy): its size as a share of them (0: none), and how long a
@@ -148,6 +150,23 @@ struct sim_scenario {
 	 * runs on a pool, the scenario's or a scratch one.  Writes go to
 	 * every copy, reads to the first in sync (cw_path_split). */
 	unsigned copies;
+	/* A disk failure (fail = DISK at TIME): disk fail_disk (-1: none)
+	 * is gone from fail_at_ns on: its copies are marked out of sync
+	 * (cw_pool_disk_set_stale), reads go to the survivors, what was
+	 * queued on it fails, and a spare with room takes it over
+	 * (cw_disk_takeover: a rebuild the mover runs in slack, as
+	 * clockwised does).  spare (-1: none): a scenario disk made a spare
+	 * of the pool (cw_disk_set_spare) before anything is placed.
+	 * survive: the streams' reservations' --survive (auto: on, with
+	 * copies). */
+	int fail_disk;
+	int64_t fail_at_ns;
+	int spare;
+	enum cw_admit_survive survive;
+	/* cwsim run -o DIR with fail =: the run's timeline, one row per
+	 * timeline_ns (empty: none) */
+	char timeline_path[PATH_MAX];
+	int64_t timeline_ns;
 	enum sim_plan plan;
 	unsigned loads;			/* sweep: load points per placement */
 	unsigned be_orders;		/* bit mask of enum sim_be_order */
@@ -235,6 +254,11 @@ struct sim_stream {
 	int64_t phase_ns;		/* first release */
 	uint32_t *disk;			/* clip_blocks entries */
 	uint64_t *off;
+	/* With copies: copies 1.. of each, clip entries per copy (copy c
+	 * of entry k at [(c - 1) * clip + k]); NULL with one copy. */
+	uint32_t *xdisk;
+	uint64_t *xoff;
+	bool survive;			/* admitted to survive a disk */
 	int64_t disk_period_ns[SIM_MAX_DISKS];
 	int64_t disk_service_ns[SIM_MAX_DISKS];
 	int64_t disk_deadline_ns[SIM_MAX_DISKS];	/* D: a stream period */
@@ -368,6 +392,27 @@ struct sim_result {
 	uint64_t be_phase_n[3];
 	double be_phase_mean_ms[3], be_phase_p99_ms[3];
 	uint64_t be_blocks_on[SIM_MAX_DISKS];	/* BE blocks on each disk at the end */
+	/* The failure (fail =): when the disk failed, the spare that took
+	 * it over (-1: none), when its rebuild began and ended (-1:
+	 * unfinished), its blocks and those done, the end of the degraded
+	 * interval (the rebuild's end, else -1), the copies left out of sync
+	 * at the end over every partition, best-effort pieces that failed
+	 * on the disk, and per stream (the first SIM_REPORT_STREAMS) its
+	 * requests late against their stream deadline (release + b/B), the
+	 * latest (ms, negative: the least slack), those sent as best effort
+	 * (a copy on a disk it is not booked on, or not admitted to
+	 * survive), and survivors' and others' misses summed. */
+	double fail_at_s, rebuild_start_s, rebuild_end_s, degraded_end_s;
+	int fail_spare;
+	uint64_t rebuild_blocks, rebuild_done, stale_at_end, be_failed;
+	size_t n_stream_results;
+	struct {
+		uint64_t requests, misses;
+		uint64_t be;		/* requests (or reads again) sent as best effort */
+		double worst_ms;
+		bool survive;
+	} stream_res[SIM_REPORT_STREAMS];
+	uint64_t survive_misses, other_misses;
 	/* every BE request's, the trace's and the clients', move or not */
 	double be_all_mean_ms, be_all_p99_ms;
 	double util[SIM_MAX_DISKS];
@@ -455,6 +500,22 @@ int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t b
 		     uint64_t *ret_skips, struct cw_extent *ret, unsigned max);
 /* The move's counts into res (nothing if it never began). */
 int sim_move_result(struct sim_move *m, struct sim_result *res);
+/* Disk disk fails at now (fail =): its copies marked out of sync, and a
+ * spare with room takes it over as clockwised's does
+ * (cw_pool_disk_set_stale, cw_disk_takeover); the rebuild then runs as
+ * a move.  *ret_spare: the spare's index, or -1. */
+int sim_move_fail(struct sim_move *m, unsigned disk, int64_t now, int *ret_spare);
+/* Where the bytes at off of best-effort partition part (stream >= 0:
+ * of stream stream's partition) lie now in the run's pool, every copy
+ * with its sync state, disk ids cwsim's index plus one, as
+ * cw_part_map_copies; and the extent cw_part_map gives, its disk id
+ * alike. */
+int sim_move_copies(struct sim_move *m, uint32_t part, int stream, uint64_t off,
+		    struct cw_copy *ret);
+int sim_move_map(struct sim_move *m, uint32_t part, uint64_t off, uint64_t len,
+		 struct cw_extent *ret);
+/* Copies out of sync over every partition of the run's pool. */
+uint64_t sim_move_stale(struct sim_move *m);
 
 /* ---- path.c ------------------------------------------------------------ */
 
@@ -471,6 +532,13 @@ struct sim_path {
 	const uint32_t *cslot;
 	uint64_t *hits, *misses;
 	struct sim_move *mv;
+	/* After a failure (fail =): the map and the copies' sync state are
+	 * the run's pool's (sim_move_map, sim_move_copies). */
+	bool failed;
+	/* Each disk's load as a mirrored best-effort read's copy choice sees
+	 * it (cw_path_snake_copy), by disk index; NULL: the first copy in
+	 * sync. */
+	const struct cw_path_load *loads;
 };
 #define SIM_PATH_SSD (SIM_MAX_DISKS + 1)	/* the cache's disk id */
 extern const struct cw_path_ops sim_path_ops;
@@ -508,6 +576,9 @@ struct sim_plan_args {
 	const char *scenario;
 	char **sets;			/* --set KEY=VALUE, n_sets of them (malloc'ed) */
 	size_t n_sets;
+	/* --survive 0|1: the scenario's streams admitted (not) to survive
+	 * the loss of a disk, as the key survive = says; -1: not given */
+	int survive;
 };
 
 /* `cwsim plan`'s arguments (argv[0] is "plan"): 0 with *ret (free

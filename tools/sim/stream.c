@@ -30,8 +30,12 @@ void sim_stream_free(struct sim_stream *st)
 {
 	free(st->disk);
 	free(st->off);
+	free(st->xdisk);
+	free(st->xoff);
 	st->disk = NULL;
 	st->off = NULL;
+	st->xdisk = NULL;
+	st->xoff = NULL;
 }
 
 void sim_setup_done(struct sim_setup *s)

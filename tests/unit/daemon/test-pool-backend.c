@@ -1180,8 +1180,8 @@ static void test_keeper_zeros_moving(void)
 
 /* ---- cwsim splits as clockwised does ---- */
 
-/* cwsim's own striping and its move, which a layout copied from the
- * pool's map, without a move, never asks for. */
+/* cwsim's own striping, its move and its failure, which a layout copied
+ * from the pool's map, without a move or a failure, never asks for. */
 uint64_t sim_be_start(const struct sim_scenario *sc)
 {
 	(void)sc;
@@ -1194,6 +1194,23 @@ int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t b
 {
 	(void)m, (void)part, (void)off, (void)bytes, (void)ret_skips, (void)ret, (void)max;
 	CU_FAIL("cwsim's move");
+	return -ENOSYS;
+}
+
+/* ... nor its failure's map (fail =). */
+int sim_move_map(struct sim_move *m, uint32_t part, uint64_t off, uint64_t len,
+		 struct cw_extent *ret)
+{
+	(void)m, (void)part, (void)off, (void)len, (void)ret;
+	CU_FAIL("cwsim's failure");
+	return -ENOSYS;
+}
+
+int sim_move_copies(struct sim_move *m, uint32_t part, int stream, uint64_t off,
+		    struct cw_copy *ret)
+{
+	(void)m, (void)part, (void)stream, (void)off, (void)ret;
+	CU_FAIL("cwsim's failure");
 	return -ENOSYS;
 }
 

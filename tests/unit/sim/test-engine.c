@@ -4,7 +4,10 @@
  * stream is due to make in the run (counted from the phases and periods
  * admission gave), serves every BE record of the trace exactly once, gives
  * each policy the same requests, and ends with no deadline missed under
- * delta-l even when every request takes its admitted worst case.
+ * delta-l even when every request takes its admitted worst case; a
+ * stream's reads of a mirrored partition alternate between its copies'
+ * disks (cw_path_stream_copy), and after one of them fails they all go
+ * to the other, in time.
  */
 #include "config.h"
 
@@ -113,6 +116,51 @@ static void test_worst_case_no_miss(void)
 	sim_setup_done(&s);
 }
 
+/* One stream on a 2-copy partition placed single (copy 0 of every block
+ * on disk 0, copy 1 on disk 1): its reads alternate between the disks,
+ * as admission charged them; disk 0 failing half-way, the survivor
+ * serves the rest, and no request is late. */
+static void test_copies_alternate(void)
+{
+	struct sim_scenario sc;
+	struct sim_setup s;
+	struct sim_trace t = { 0 };
+	struct sim_result r;
+	uint64_t want;
+
+	sim_scenario_defaults(&sc);
+	sc.disks = 2;
+	sc.copies = 2;
+	sc.placements = 1u << SIM_SINGLE;
+	sc.streams = 1;
+	sc.be = SIM_BE_NONE;
+	sc.plan = SIM_PLAN_DAEMON;
+	sc.duration_ns = 40 * CW_NS_PER_S;
+	CU_ASSERT_FATAL(sim_scenario_finish(&sc) == 0);
+	CU_ASSERT_FATAL(sim_setup_build(&sc, SIM_SINGLE, SIM_VIDEO_817, 1, NULL, NULL, &s) == 0);
+	CU_ASSERT_FATAL(s.n_streams == 1 && s.streams[0].xdisk != NULL);
+	CU_ASSERT_FATAL(s.streams[0].disk[0] != s.streams[0].xdisk[0]);
+	want = due(&s.streams[0], sc.duration_ns);
+	CU_ASSERT_FATAL(sim_run(&s, 1, &t, CW_SCHED_DELTA_L, &r) == 0);
+	CU_ASSERT_EQUAL(r.rt_done, want);
+	CU_ASSERT_EQUAL(r.rt_misses, 0);
+	/* each disk served half the reads (the model's time varies) */
+	CU_ASSERT(r.util[0] > 0 && r.util[1] > 0);
+	CU_ASSERT(r.util[0] < 2 * r.util[1] && r.util[1] < 2 * r.util[0]);
+
+	sc.fail_disk = 0;
+	sc.fail_at_ns = 20 * CW_NS_PER_S;
+	CU_ASSERT_FATAL(sim_run(&s, 1, &t, CW_SCHED_DELTA_L, &r) == 0);
+	CU_ASSERT_EQUAL(r.stream_res[0].requests, want);
+	CU_ASSERT_EQUAL(r.survive_misses + r.other_misses, 0);
+	CU_ASSERT(r.stream_res[0].survive);
+	CU_ASSERT(r.fail_spare == -1 && r.rebuild_end_s < 0);
+	CU_ASSERT(r.stale_at_end > 0);
+	/* disk 0 served about half the first half, disk 1 the rest */
+	CU_ASSERT(r.util[1] > 2 * r.util[0]);
+	sim_setup_done(&s);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("sim-engine", NULL, NULL);
@@ -120,5 +168,6 @@ int main(void)
 	cwtest_add(s, "every RT release is made", test_every_release);
 	cwtest_add(s, "every BE record is served once", test_every_be_record);
 	cwtest_add(s, "delta-l: no miss at worst case", test_worst_case_no_miss);
+	cwtest_add(s, "a stream's reads alternate between its copies", test_copies_alternate);
 	return cwtest_run();
 }

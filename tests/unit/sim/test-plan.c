@@ -78,6 +78,21 @@ static void test_args(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "--bogus"));
 	CU_ASSERT_EQUAL(parse(&a, why, "--pool", NULL), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "needs a value"));
+
+	/* --survive: 0 or 1, for a scenario's streams (not -1: not given) */
+	CU_ASSERT_FATAL(parse(&a, why, "--preset", "quick", NULL) == 0);
+	CU_ASSERT(a.survive == -1);
+	free(a.sets);
+	CU_ASSERT_FATAL(parse(&a, why, "--survive", "1", "x.scn", NULL) == 0);
+	CU_ASSERT(a.survive == 1);
+	free(a.sets);
+	CU_ASSERT_FATAL(parse(&a, why, "x.scn", "--survive", "0", NULL) == 0);
+	CU_ASSERT(a.survive == 0);
+	free(a.sets);
+	CU_ASSERT_EQUAL(parse(&a, why, "--survive", "2", "x.scn", NULL), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "0 or 1"));
+	CU_ASSERT_EQUAL(parse(&a, why, "--pool", "p.db", "--survive", "1", NULL), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "--survive"));
 }
 
 static void test_plan_key(void)
