@@ -21,6 +21,8 @@
  *   - A disk whose mirrored pieces fail DISK_FAILED_ERRORS times within a
  *     second is taken for gone (a pulled drive, a dead file system): every
  *     copy on it is marked at once, so reads stop trying it block by block.
+ *     So is one whose fdatasync for a client's flush or a mirrored write
+ *     failed: it may have dropped writes, and its later flushes fail too.
  *   - A disk the daemon could not open at start has its copies marked out
  *     of sync before any export is made (pb_mirror_missing): their
  *     partitions are served from the survivors instead of not at all.
@@ -77,31 +79,42 @@ static void spare_takeover(struct pb *pb, uint32_t id, const char *name)
 /* Failures within one second that take a disk for gone. */
 #define DISK_FAILED_ERRORS 8
 
-/* Counts a failure of d; the DISK_FAILED_ERRORS-th within a second marks
- * every copy on it out of sync (once). */
+/* Takes d for gone, once: every copy of mirrored partitions on it is
+ * marked out of sync and a spare takes its place if the pool has one.
+ * why: what failed; part: the partition whose request saw it. */
+static void take_for_gone(struct pb *pb, struct disk *d, const char *part, const char *why)
+{
+	uint64_t marked = 0;
+	int r;
+
+	if (atomic_exchange(&d->failed, true))
+		return;
+	r = cw_pool_disk_set_stale(pb->pool, d->id, &marked);
+	if (r < 0) {
+		cwd_log(LOG_ERR, "disk %s: marking its copies out of sync: %s", d->name, strerror(-r));
+		return;
+	}
+	cwd_log(LOG_WARNING, "disk %s (%s): %s: taken for gone, every copy of mirrored partitions "
+		"on it marked out of sync (%" PRIu64 " more; partition %s and any other with copies "
+		"there degraded)", d->name, d->path, why, marked, part);
+	spare_takeover(pb, d->id, d->name);
+}
+
+/* Counts a failure of d; the DISK_FAILED_ERRORS-th within a second takes
+ * it for gone. */
 static void count_failure(struct pb *pb, struct disk *d, const char *part)
 {
 	int64_t sec = cw_now_ns() / 1000000000, was = atomic_load(&d->err_second);
-	uint64_t marked = 0;
-	int r;
+	char why[64];
 
 	if (atomic_load(&d->failed))
 		return;
 	if (was != sec && atomic_compare_exchange_strong(&d->err_second, &was, sec))
 		atomic_store(&d->err_count, 0);
-	if (atomic_fetch_add(&d->err_count, 1) + 1 != DISK_FAILED_ERRORS ||
-	    atomic_exchange(&d->failed, true))
+	if (atomic_fetch_add(&d->err_count, 1) + 1 != DISK_FAILED_ERRORS)
 		return;
-	r = cw_pool_disk_set_stale(pb->pool, d->id, &marked);
-	if (r < 0)
-		cwd_log(LOG_ERR, "disk %s: marking its copies out of sync: %s", d->name, strerror(-r));
-	else
-		cwd_log(LOG_WARNING, "disk %s (%s): %d requests failed within a second: taken for "
-			"gone, every copy of mirrored partitions on it marked out of sync (%" PRIu64
-			" more; partition %s and any other with copies there degraded)", d->name,
-			d->path, DISK_FAILED_ERRORS, marked, part);
-	if (r == 0)
-		spare_takeover(pb, d->id, d->name);
+	snprintf(why, sizeof(why), "%d requests failed within a second", DISK_FAILED_ERRORS);
+	take_for_gone(pb, d, part, why);
 }
 
 int pb_mirror_failed(struct lane *l, struct piece *p, int err)
@@ -127,6 +140,11 @@ int pb_mirror_failed(struct lane *l, struct piece *p, int err)
 			return err;
 		}
 		say_degraded(d, q->x->name, "an fdatasync failed");
+		/* It may have dropped writes it took, and every later flush of
+		 * it fails (lane.c): as good as gone, so a spare takes its
+		 * place now rather than after failures that may never come
+		 * (its copies out of sync, nothing but flushes reaches it). */
+		take_for_gone(pb, d, q->x->name, "an fdatasync failed");
 		atomic_fetch_or(&q->mirror_state, PREQ_DEGRADED);
 		return 0;
 	}
