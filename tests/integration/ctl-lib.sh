@@ -23,6 +23,8 @@
 #                            hole, which is read without a disk access
 #   ctl_admits PART RATE BLOCK  whether such a reservation is admitted now
 #                            (released again at once)
+#   ctl_largest PART BLOCK PCT [OPTS...]  the largest rate admitted now,
+#                            within PCT percent
 #   ctl_write_disks DIR      write hdd0 and hdd1 out (past their labels):
 #                            an emulated or calibrated disk is then
 #                            measured, not its holes
@@ -144,8 +146,29 @@ ctl_fill() {
 ctl_admits() {
 	local id
 	id=$(cwctl --json resv create "$1" --rate "$2" --block "$3" "${@:4}" 2>/dev/null |
-		jq -e .id) || return 1
+		jq -e .id) && [ -n "$id" ] || return 1
 	cwctl resv release "$id" >/dev/null
+}
+
+# ctl_largest PART BLOCK PCT [RESV-OPTIONS...]: the largest rate (B/s,
+# within PCT percent) of a reservation of BLOCK blocks on PART that
+# admission takes now (with resv create's options), found by asking it
+# (ctl_admits: doubling from 100000 B/s, then halving the gap); 0 when
+# not even 100000 B/s is admitted.
+ctl_largest() {
+	local part=$1 block=$2 pct=$3 lo=100000 hi mid
+	shift 3
+	ctl_admits "$part" "$lo" "$block" "$@" || { echo 0; return; }
+	hi=$((lo * 2))
+	while ctl_admits "$part" "$hi" "$block" "$@"; do
+		lo=$hi; hi=$((hi * 2))
+		[ "$hi" -lt 100000000000 ] || { echo "$lo"; return; }
+	done
+	while [ $((hi - lo)) -gt $((lo * pct / 100)) ]; do
+		mid=$(((lo + hi) / 2))
+		if ctl_admits "$part" "$mid" "$block" "$@"; then lo=$mid; else hi=$mid; fi
+	done
+	echo "$lo"
 }
 
 ctl_write_disks() {

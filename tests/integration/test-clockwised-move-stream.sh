@@ -29,9 +29,8 @@ check "record media" ctl_fill media "${MB}M"
 
 # A quarter of the largest stream admitted on one disk (at most 4 MB/s),
 # so that it fits on both disks at once.
-lo=100000
+lo=$(ctl_largest media $BLOCK 100)	# within a factor of two
 hi=$((lo * 2))
-while ctl_admits media $hi $BLOCK && [ $hi -lt 100000000000 ]; do lo=$hi; hi=$((hi * 2)); done
 rate=$((lo / 4))
 [ $rate -le 4000000 ] || rate=4000000
 rid=$(cwctl --json resv create media --rate "$rate" --block $BLOCK | jq -e .id)

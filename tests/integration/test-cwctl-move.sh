@@ -55,18 +55,8 @@ check "delete the fillers" cwctl part delete filler
 check "delete filler2" cwctl part delete filler2
 
 # ---- rule 2: a reserved range moves only where admission holds ----
-# The largest stream of 1M blocks over PART admission takes now.
-max_rate() {
-	local lo=100000 hi=100000 mid
-	while ctl_admits "$1" "$hi" 1M; do lo=$hi; hi=$((hi * 2)); done
-	while [ $((hi - lo)) -gt $((lo / 50)) ]; do
-		mid=$(((lo + hi) / 2))
-		if ctl_admits "$1" "$mid" 1M; then lo=$mid; else hi=$mid; fi
-	done
-	echo "$lo"
-}
 on_hdd0_only() { test "$(cwctl --json part show media | jq '[.per_disk[] | select(.disk != "hdd0")] | length')" = 0; }
-m=$(max_rate media)
+m=$(ctl_largest media 1M 2)
 rid=$(cwctl --json resv create media --rate $((m / 10)) --block 1M --range 0:10M | jq .id)
 check "a small reservation on media" test -n "$rid"
 out=$(cwctl --json disk evacuate hdd0)
