@@ -74,18 +74,33 @@ int cw_path_snake_copy(const struct cw_copy *copies, unsigned n,
 	return best;
 }
 
+static bool booked_on(const uint32_t *booked, unsigned n_booked, uint32_t disk_id)
+{
+	if (!booked)
+		return true;
+	for (unsigned i = 0; i < n_booked; i++)
+		if (booked[i] == disk_id)
+			return true;
+	return false;
+}
+
 int cw_path_stream_copy(const struct cw_copy *copies, unsigned n, uint64_t request,
-			bool *ret_normal)
+			const uint32_t *booked, unsigned n_booked, bool *ret_normal)
 {
 	uint32_t ids[CW_COPIES_MAX];
 	unsigned at[CW_COPIES_MAX], m = 0;
 
-	for (unsigned c = 0; c < n && c < CW_COPIES_MAX; c++)
-		if (copies[c].in_sync) {
-			ids[m] = copies[c].disk_id;
-			at[m++] = c;
-		}
+	/* the copies in sync where the stream is booked; else any in sync */
+	for (int any = 0; any < 2 && m == 0; any++)
+		for (unsigned c = 0; c < n && c < CW_COPIES_MAX; c++)
+			if (copies[c].in_sync &&
+			    (any || booked_on(booked, n_booked, copies[c].disk_id))) {
+				ids[m] = copies[c].disk_id;
+				at[m++] = c;
+			}
 	*ret_normal = m == n;
+	for (unsigned i = 0; i < m && *ret_normal; i++)
+		*ret_normal = booked_on(booked, n_booked, ids[i]);
 	if (m == 0)
 		return -ENODATA;
 	return (int)at[cw_admit_snake_pick(request, ids, m)];
@@ -146,8 +161,15 @@ static int read_copy(struct split *s, uint64_t off, const struct cw_copy *cs, bo
 	if (rt) {
 		const struct cw_admit_resv *a = rq->resv;
 
+		uint32_t booked[CW_COPIES_MAX];
+		unsigned nb = 0;
+
+		/* the copies' disks the stream is booked on */
+		for (uint32_t i = 0; i < n; i++)
+			if (cw_admit_resv_part_on(a, cs[i].disk_id))
+				booked[nb++] = cs[i].disk_id;
 		c = cw_path_stream_copy(cs, n, (off - a->range_start_bytes) / a->block_bytes,
-					&normal);
+					booked, nb, &normal);
 		*ret_rt = c >= 0 && (normal || a->survive);
 		return c;
 	}

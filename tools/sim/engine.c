@@ -401,7 +401,8 @@ static int be_piece(struct run *r, unsigned disk, uint64_t off, uint64_t n, uint
 
 /* Queues bytes at boff of the block of job (its clip entry k) where
  * they are read from now: the copy cw_path_stream_copy() gives among
- * those in sync (the rule admission charged), as the stream's on a disk
+ * those in sync on the disks it is booked on (the rule admission
+ * charged; a spare being rebuilt is not one of them), as the stream's on a disk
  * it is booked on while every copy is in sync or it was admitted to
  * survive, else as best effort in the plan's pieces, as the split does. */
 static int stream_read(struct run *r, struct sjob *job, uint64_t boff, uint64_t bytes,
@@ -432,8 +433,17 @@ static int stream_read(struct run *r, struct sjob *job, uint64_t boff, uint64_t 
 		cs[0] = (struct cw_copy){ .disk_id = st->disk[job->k] + 1,
 					  .phys_offset = st->off[job->k] + boff, .in_sync = true };
 	}
-	if (k > 1)
-		c = cw_path_stream_copy(cs, k, job->k, &normal);
+	if (k > 1) {
+		uint32_t booked[CW_COPIES_MAX];
+		unsigned nb = 0;
+
+		/* the copies' disks the stream is booked on */
+		for (unsigned x = 0; x < k; x++)
+			if (cs[x].disk_id >= 1 && cs[x].disk_id <= SIM_MAX_DISKS &&
+			    st->disk_period_ns[cs[x].disk_id - 1])
+				booked[nb++] = cs[x].disk_id;
+		c = cw_path_stream_copy(cs, k, job->k, booked, nb, &normal);
+	}
 	if (c < 0) {
 		job->pending--;	/* no copy left: never read (a miss) */
 		job->due_ns = CW_MIN(job->due_ns, now - 1);

@@ -154,12 +154,16 @@ int cw_path_snake_copy(const struct cw_copy *copies, unsigned n,
 
 /* A stream's read (request number request of its blocks, from its
  * range's start): the copy cw_admit_snake_pick() gives among those in
- * sync, as admission charged it (clockwise/admit.h).  *ret_normal: every
- * copy is in sync (the normal case; else a failure case's pick, which is
- * the stream's only if it was admitted to survive).  -ENODATA when none
- * is in sync. */
+ * sync on a disk the stream is booked on (booked: its n_booked disk ids;
+ * NULL: every disk), as admission charged it (clockwise/admit.h).  A
+ * copy in sync on a disk it is not booked on (a spare being rebuilt,
+ * until the replacement is done and the stream booked there) is read
+ * only when no booked one is in sync.  *ret_normal: every copy is in sync
+ * and booked (the normal case; else a failure case's pick, which is the
+ * stream's only if it was admitted to survive).  -ENODATA when none is
+ * in sync. */
 int cw_path_stream_copy(const struct cw_copy *copies, unsigned n, uint64_t request,
-			bool *ret_normal);
+			const uint32_t *booked, unsigned n_booked, bool *ret_normal);
 
 /* Whether a request of bytes [offset, offset + length) arriving at
  * arrival_ns is inside resv's range and span (its stream's class). */

@@ -400,6 +400,22 @@ static void test_snake_rules(void)
 	struct cw_path_load l[2] = { { 0, 3 }, { 0, 1 } };
 	bool normal;
 
+	/* a stream's reads alternate between the copies it is booked on;
+	 * one in sync where it is not booked (a spare being rebuilt) is
+	 * left alone while a booked one is in sync, and is then no normal
+	 * case; with none booked in sync, any in sync */
+	{
+		uint32_t both[2] = { 1, 2 }, one[1] = { 1 }, none[1] = { 7 };
+
+		CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 0, both, 2, &normal), 0);
+		CU_ASSERT_TRUE(normal);
+		CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 1, both, 2, &normal), 1);
+		CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 1, one, 1, &normal), 0);
+		CU_ASSERT_FALSE(normal);
+		CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 0, one, 1, &normal), 0);
+		CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 1, none, 1, &normal), 1);
+		CU_ASSERT_FALSE(normal);
+	}
 	/* request r: the (r mod n)-th lowest disk id */
 	CU_ASSERT_EQUAL(cw_admit_snake_pick(0, ids, 3), 1);
 	CU_ASSERT_EQUAL(cw_admit_snake_pick(1, ids, 3), 0);
@@ -414,11 +430,11 @@ static void test_snake_rules(void)
 	CU_ASSERT_EQUAL(cw_path_snake_copy(cs, 2, l), 0);
 	cs[0].in_sync = false;
 	CU_ASSERT_EQUAL(cw_path_snake_copy(cs, 2, l), 1);
-	CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 0, &normal), 1);
+	CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 0, NULL, 0, &normal), 1);
 	CU_ASSERT_FALSE(normal);
 	cs[1].in_sync = false;
 	CU_ASSERT_EQUAL(cw_path_snake_copy(cs, 2, l), -ENODATA);
-	CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 0, &normal), -ENODATA);
+	CU_ASSERT_EQUAL(cw_path_stream_copy(cs, 2, 0, NULL, 0, &normal), -ENODATA);
 }
 
 /* A 2-copy partition's reads: best effort on the copy whose disk has the
