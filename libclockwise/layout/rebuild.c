@@ -37,6 +37,7 @@
 
 static const char sql_spare_set[] = "INSERT OR IGNORE INTO disk_spare (disk) VALUES (?1)";
 static const char sql_spare_clear[] = "DELETE FROM disk_spare WHERE disk = ?1";
+static const char sql_resync_paid[] = "DELETE FROM copy_resync WHERE part = ?1";
 
 static bool is_stale(const struct cw_part *p, unsigned c, uint64_t b)
 {
@@ -162,9 +163,26 @@ static bool want_recovered(void *ctx, unsigned c, uint64_t b)
 	return false;
 }
 
+/* Journals the rebuild of p's recovered copies rc, then drops what
+ * copy_resync owed for p (a crash between the two finds both: the
+ * rebuild journalled, and a resync owed that the next open journals
+ * once it ends, finding in sync what it rebuilt). */
+static int resync_part(struct cw_part *p, struct recovered *rc)
+{
+	struct meta *m = p->pool->meta;
+	uint64_t mid;
+	int r = rebuild(p, want_recovered, rc, &mid);
+
+	if (r == 0 && (r = meta_begin(m)) == 0)
+		r = meta_end(m, meta_exec(m, sql_resync_paid, 1, (int64_t)p->id));
+	return r;
+}
+
 /* Journals a rebuild of the recovered copies of every partition (all)
- * or of partition id only, and drops them from the list; keeps those of
- * a partition with a move unfinished (and, unless all, the others').
+ * or of partition id only, and drops them from the list (and from
+ * copy_resync); keeps those of a partition with a move unfinished (and,
+ * unless all, the others'), and those whose rebuild could not be
+ * journalled, till the partition's next move ends or the next open.
  * Under the lock. */
 static void resync(struct cw_pool *pool, uint64_t id, bool all)
 {
@@ -174,17 +192,13 @@ static void resync(struct cw_pool *pool, uint64_t id, bool all)
 		struct lay_resync *v = &pool->resync[i];
 		struct cw_part *p = lay_part_by_id(pool, v->part_id);
 		struct recovered rc = { v, 0 };
-		uint64_t mid;
 
 		for (j = i; j < pool->nresync && pool->resync[j].part_id == v->part_id; j++)
 			rc.n++;
-		if (p && (all || v->part_id == id) && lay_journal_busy(pool, p)) {
-			memmove(&pool->resync[k], v, rc.n * sizeof(*v));	/* later */
-			k += rc.n;
-		} else if (p && (all || v->part_id == id)) {
-			(void)rebuild(p, want_recovered, &rc, &mid);
-		} else if (p) {
-			memmove(&pool->resync[k], v, rc.n * sizeof(*v));	/* not asked */
+		/* a partition gone: its rows went with it */
+		if (p && (!(all || v->part_id == id) || lay_journal_busy(pool, p) ||
+			  resync_part(p, &rc) < 0)) {
+			memmove(&pool->resync[k], v, rc.n * sizeof(*v));
 			k += rc.n;
 		}
 	}
