@@ -373,6 +373,10 @@ int cw_disk_replace(struct cw_pool *pool, uint32_t old_id, uint32_t new_id, cons
 	 * (were this lost, it would only stay out of new placements). */
 	if (r == 0 && nd->spare && meta_exec(pool->meta, sql_spare_clear, 1, (int64_t)new_id) == 0)
 		nd->spare = false;
+	if (r == 0) {	/* replaced after all */
+		free(od->unreplaced);
+		od->unreplaced = NULL;
+	}
 	if (r == 0) {
 		*ret_ids = n ? CW_TAKE_PTR(ids) : NULL;
 		*ret_n = n;
@@ -458,18 +462,52 @@ out:
 	return r;
 }
 
-uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need)
+size_t cw_pool_spares(struct cw_pool *pool, uint64_t need, uint32_t *ret_ids, size_t max)
 {
-	uint32_t best = 0;
+	size_t n = 0;
 
 	pthread_mutex_lock(&pool->lock);
 	for (uint32_t i = 1; i <= CW_DISKS_MAX; i++) {
 		struct disk *d = pool->disks[i];
+		size_t k;
 
-		if (d && d->spare && d->state == CW_DISK_PRESENT && d->free >= need &&
-		    (!best || d->free > pool->disks[best]->free))
-			best = i;
+		if (!d || !d->spare || d->state != CW_DISK_PRESENT || d->free < need)
+			continue;
+		/* by room, most first; among equals by id */
+		for (k = n; k > 0 && pool->disks[ret_ids[k - 1]]->free < d->free; k--)
+			if (k < max)
+				ret_ids[k] = ret_ids[k - 1];
+		if (k < max)
+			ret_ids[k] = i;
+		n += n < max;
 	}
 	pthread_mutex_unlock(&pool->lock);
-	return best;
+	return n;
+}
+
+uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need)
+{
+	uint32_t id;
+
+	return cw_pool_spares(pool, need, &id, 1) ? id : 0;
+}
+
+int cw_disk_set_unreplaced(struct cw_pool *pool, uint32_t disk_id, const char *why)
+{
+	struct disk *d;
+	char *dup = NULL;
+	int r;
+
+	if (why && why[0] && !(dup = strndup(why, CW_DISK_UNREPLACED_MAX - 1)))
+		return -ENOMEM;
+	pthread_mutex_lock(&pool->lock);
+	r = lay_disk_find(pool, disk_id, &d);
+	if (r == 0) {
+		free(d->unreplaced);
+		d->unreplaced = dup;
+		dup = NULL;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	free(dup);
+	return r;
 }
