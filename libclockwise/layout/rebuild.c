@@ -163,7 +163,10 @@ static bool want_recovered(void *ctx, unsigned c, uint64_t b)
 	return false;
 }
 
-/* Journals the rebuild of p's recovered copies rc, then drops what
+/* A resync rewrites copies in place: no copy changes disk, so the
+ * streams stay booked as they are and need no admission (a replacement,
+ * a copy on another disk, does: cw_admit_state_disk_replace).
+ * Journals the rebuild of p's recovered copies rc, then drops what
  * copy_resync owed for p (a crash between the two finds both: the
  * rebuild journalled, and a resync owed that the next open journals
  * once it ends, finding in sync what it rebuilt). */
