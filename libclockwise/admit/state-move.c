@@ -512,6 +512,7 @@ int cw_admit_state_disk_replace(struct cw_admit_state *st, uint32_t old_id, uint
 				struct cw_admit_changes *changes)
 {
 	_cleanup_free_ uint64_t *ids = NULL;
+	_cleanup_free_ struct cw_disk_info *oi = malloc(sizeof(*oi));
 	struct cw_disk_info ni;
 	size_t n = 0;
 	int r;
@@ -522,7 +523,11 @@ int cw_admit_state_disk_replace(struct cw_admit_state *st, uint32_t old_id, uint
 		return -EINVAL;
 	*ret_ids = NULL;
 	*ret_n = 0;
-	r = cw_disk_info(st->pool, new_id, &ni);
+	if (!oi)
+		return -ENOMEM;
+	r = cw_disk_info(st->pool, old_id, oi);
+	if (r == 0)
+		r = cw_disk_info(st->pool, new_id, &ni);
 	if (r == 0)
 		r = cw_disk_replace(st->pool, old_id, new_id, "checked against the reservations",
 				    &ids, &n);
@@ -540,8 +545,12 @@ int cw_admit_state_disk_replace(struct cw_admit_state *st, uint32_t old_id, uint
 		else
 			(void)cw_move_cancel(st->pool, ids[i]);
 	}
+	/* not replaced after all: a spare again, and why the old disk was
+	 * not replaced before, if it was said */
 	if (r < 0 && ni.spare)
 		(void)cw_disk_set_spare(st->pool, new_id, true);
+	if (r < 0 && oi->unreplaced[0])
+		(void)cw_disk_set_unreplaced(st->pool, old_id, oi->unreplaced);
 	if (r == 0) {
 		*ret_ids = CW_TAKE_PTR(ids);
 		*ret_n = n;

@@ -88,4 +88,6 @@ echo "$out"
 check "disk replace s2 s1 refused with the reason" grep -q \
 	"with disk s1 in place of disk s2, reservation $id would be refused on disk s1" <<<"$out"
 check "s1 still a spare after it" test "$(ctl --json disk list | jq -c '[.[] | select(.spare) | .name]')" = '["s1"]'
+check "and status still says why" grep -q "DEGRADED: disk s2 failed and no spare replaces it" \
+	<<<"$(ctl status)"
 check "stop" cwd_stop
