@@ -249,8 +249,14 @@ int ast_rebook_lighter(struct cw_admit_state *st, struct cw_admit_resv *rv, uint
 	if (r == 0) {
 		p.q.span_start_ns = rv->span_start_ns;
 		p.q.span_end_ns = rv->span_end_ns;
+		/* planned beside the others, not beside itself: a plan the
+		 * test refuses has the parts of the disks up to the refusal
+		 * only (a stream past half its disks' room lost the rest) */
+		prepared_drop_owner(&p, rv);
 		r = ast_plan_at(&p, rv->rate_bps, &plan);
 	}
+	if (r == 0 && !plan.admitted)
+		r = -EBUSY;	/* asks more than it did after all: kept as it is */
 	if (r < 0)
 		return r;
 	return ast_rebook(st, rv, move_id, ast_plan_parts(&p, &plan), plan.n_parts, NULL, changes);

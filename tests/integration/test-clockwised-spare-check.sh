@@ -29,9 +29,9 @@ check "exported" ctl export add mir
 uri=$(cwd_uri mir)
 head -c 16M /dev/urandom >"$cw_tmp/in"
 check "filled" nbdcopy "$cw_tmp/in" "$uri"
-max=$(ctl --json resv create mir --rate 1000 --block 1M --dry-run | jq -e .max_rate)
+max=$(ctl --json resv create mir --rate 1000 --block 64K --dry-run | jq -e .max_rate)
 rate=$((max * 8 / 10))
-id=$(ctl --json resv create mir --rate "$rate" --block 1M | jq -e .id)
+id=$(ctl --json resv create mir --rate "$rate" --block 64K | jq -e .id)
 check "a stream surviving a disk at $rate B/s (of $max)" test -n "$id"
 check "stop" cwd_stop
 
@@ -43,17 +43,21 @@ check "s2 replaces b" wait_for "the takeover" 30 grep -q 'disk b is gone: spare 
 line=$(grep 'disk b is gone: spare s2 replaces it' "$(cwd_log)")
 echo "$line"
 check "not s1, which would break reservation $id on s1" grep -q \
-	"not by spare s1: with disk s1 in place of disk b, reservation $id would be refused on disk s1" \
+	"not by spare s1: with disk s1 in place of disk b, reservation $id would be .*refused on disk s1" \
 	<<<"$line"
 moves() { ctl --json move list; }
-check "one replacement, onto s2" test "$(moves | jq -c '[.[] | [.kind, .disk_id]]')" = '[["replace",2]]'
-check "rebuilt" wait_for "the rebuild onto s2" 60 eval '[ "$(moves | jq -r ".[0].state")" = done ]'
+# s1's replacement was journalled, refused and cancelled before s2's
+check "one replacement cancelled, one onto s2" test "$(moves | jq -c '[.[] | [.kind, .disk_id,
+	.state]] | .[0][2] |= (. == "cancelled") | .[1][2] |= (. != "cancelled")')" = \
+	'[["replace",2,true],["replace",2,true]]'
+check "rebuilt" wait_for "the rebuild onto s2" 60 eval '[ "$(moves | jq -r ".[1].state")" = done ]'
 show=$(ctl --json part show mir --all)
 check "nothing out of sync" test "$(jq .stale_copies <<<"$show")" -eq 0
 check "the copies on a and s2" test "$(jq -c '[.copy_runs[].disk] | unique' <<<"$show")" = '["a","s2"]'
 check "both copies hold the same bytes" cmp <(cwd_copy_image "$show" 0) <(cwd_copy_image "$show" 1)
 check "and the data written" cmp <(cwd_copy_image "$show" 1) "$cw_tmp/in"
 resv_disks() { ctl --json resv show "$id" | jq -c '[.per_disk[].disk] | sort'; }
+ctl --json resv show "$id"
 check "the stream booked on a and s2 once the replacement is done" wait_for "the booking" 10 \
 	eval '[ "$(resv_disks)" = "[\"a\",\"s2\"]" ]'
 check "s1 still a spare" test "$(ctl --json disk list | jq -c '[.[] | select(.spare) | .name]')" = '["s1"]'
@@ -67,9 +71,10 @@ check "no spare replaces s2" wait_for "the takeover's refusal" 30 grep -q \
 	'disk s2 is gone and no spare replaces it' "$(cwd_log)"
 grep 'disk s2 is gone and no spare replaces it' "$(cwd_log)"
 check "the log names the reservation and the disk" grep -q \
-	"spare s1: with disk s1 in place of disk s2, reservation $id would be refused on disk s1" \
+	"spare s1: with disk s1 in place of disk s2, reservation $id would be .*refused on disk s1" \
 	"$(cwd_log)"
-check "no move journalled" test "$(moves | jq '[.[] | select(.state != "done")] | length')" -eq 0
+check "no move runs" test "$(moves | jq '[.[] | select(.state == "running" or
+	.state == "paused")] | length')" -eq 0
 check "s1 still a spare, empty" test "$(ctl --json disk list | jq -c '.[] | select(.name == "s1") |
 	[.spare, .free_blocks == .blocks]')" = '[true,true]'
 check "disk list says why s2 is not replaced" test "$(ctl --json disk list |
@@ -86,7 +91,7 @@ check "served degraded from a" cmp <(nbdcopy "$uri" - ) "$cw_tmp/in"
 out=$(ctl disk replace s2 s1 2>&1)
 echo "$out"
 check "disk replace s2 s1 refused with the reason" grep -q \
-	"with disk s1 in place of disk s2, reservation $id would be refused on disk s1" <<<"$out"
+	"with disk s1 in place of disk s2, reservation $id would be .*refused on disk s1" <<<"$out"
 check "s1 still a spare after it" test "$(ctl --json disk list | jq -c '[.[] | select(.spare) | .name]')" = '["s1"]'
 check "and status still says why" grep -q "DEGRADED: disk s2 failed and no spare replaces it" \
 	<<<"$(ctl status)"
