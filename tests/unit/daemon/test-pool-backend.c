@@ -1011,6 +1011,34 @@ static struct pbx *serve_mirror(const char *name, struct cw_copy *ret_copies)
 	return e.backend;
 }
 
+/* A write of 64 KiB to the 2-copy partition whose first block's copies
+ * are cs, as the data path finished it (r): one thick booking, the lead
+ * (the IO piece) on copy 0's disk, the copy's piece on copy 1's, in the
+ * same slot of their records. */
+static void check_thick(const struct rec *r, const struct cw_copy *cs)
+{
+	CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
+	CU_ASSERT(r->p[0].mirror == 1 && r->p[1].mirror == 2);
+	CU_ASSERT(r->p[0].lane->disk->id == cs[0].disk_id &&
+		  r->p[1].lane->disk->id == cs[1].disk_id);
+	CU_ASSERT(r->p[0].thick_next != NULL && r->p[0].thick_lead == NULL);
+	CU_ASSERT(r->p[1].thick_lead != NULL && r->p[1].thick_next == NULL);
+	CU_ASSERT_EQUAL(r->p[0].slot, r->p[1].slot);
+}
+
+/* Both copies (cs) hold w's 64 KiB at offset off of the block. */
+static void check_copies_hold(const struct cw_copy *cs, uint64_t off, const uint8_t *w)
+{
+	uint8_t *back = malloc(64 * KIB);
+
+	for (int c = 0; c < 2; c++) {
+		CU_ASSERT_EQUAL(pread(disk_by_id(cs[c].disk_id)->fd, back, 64 * KIB,
+				      (off_t)(cs[c].phys_offset + off)), (ssize_t)(64 * KIB));
+		CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
+	}
+	free(back);
+}
+
 /* A write to a 2-copy partition is one thick request: both copies'
  * pieces booked in the same slots of their disks' records (each handed
  * out at the same slot number), the bytes on both disks; a read is one
@@ -1027,22 +1055,10 @@ static void test_thick_write(void)
 	for (int i = 0; i < 8; i++) {
 		CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, 8192 + i * 64 * KIB, 0), 0);
 		r = taken();
-		CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
-		CU_ASSERT(r->p[0].mirror == 1 && r->p[1].mirror == 2);
-		CU_ASSERT(r->p[0].lane->disk->id == cs[0].disk_id &&
-			  r->p[1].lane->disk->id == cs[1].disk_id);
-		/* the lead (the IO piece) and the copy's piece in one booking */
-		CU_ASSERT(r->p[0].thick_next != NULL && r->p[0].thick_lead == NULL);
-		CU_ASSERT(r->p[1].thick_lead != NULL && r->p[1].thick_next == NULL);
-		CU_ASSERT_EQUAL(r->p[0].slot, r->p[1].slot);
+		check_thick(r, cs);
 		free(r);
 	}
-	for (int c = 0; c < 2; c++) {
-		CU_ASSERT_EQUAL(pread(disk_by_id(cs[c].disk_id)->fd, back, 64 * KIB,
-				      (off_t)(cs[c].phys_offset + 8192 + 7 * 64 * KIB)),
-				(ssize_t)(64 * KIB));
-		CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
-	}
+	check_copies_hold(cs, 8192 + 7 * 64 * KIB, w);
 	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, back, 64 * KIB, 8192, 0), 0);
 	r = taken();
 	CU_ASSERT(r->npieces == 1 && r->p[0].thick_next == NULL);
@@ -1061,7 +1077,7 @@ static void test_thick_write(void)
  * the reservation's range stays one best-effort thick booking. */
 static void test_thick_record(void)
 {
-	uint8_t *w = pattern(BS, 64 * KIB, 9), *back = malloc(64 * KIB);
+	uint8_t *w = pattern(BS, 64 * KIB, 9);
 	struct cw_admit_request rq = {
 		.part = "rec", .rate_bps = 512 * KIB, .block_bytes = 64 * KIB,
 		.range_start_bytes = 0, .range_end_bytes = BS, .persistent = true,
@@ -1083,23 +1099,12 @@ static void test_thick_record(void)
 	for (int i = 0; i < 8; i++) {
 		CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, i * 64 * KIB, 0), 0);
 		r = taken();
-		CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
-		CU_ASSERT(r->p[0].mirror == 1 && r->p[1].mirror == 2);
-		CU_ASSERT(r->p[0].lane->disk->id == cs[0].disk_id &&
-			  r->p[1].lane->disk->id == cs[1].disk_id);
+		check_thick(r, cs);
 		CU_ASSERT(r->p[0].rt && r->p[1].rt);
 		check_rt_tasks(r, a);
-		CU_ASSERT(r->p[0].thick_next != NULL && r->p[0].thick_lead == NULL);
-		CU_ASSERT(r->p[1].thick_lead != NULL && r->p[1].thick_next == NULL);
-		CU_ASSERT_EQUAL(r->p[0].slot, r->p[1].slot);
 		free(r);
 	}
-	for (int c = 0; c < 2; c++) {
-		CU_ASSERT_EQUAL(pread(disk_by_id(cs[c].disk_id)->fd, back, 64 * KIB,
-				      (off_t)(cs[c].phys_offset + 7 * 64 * KIB)),
-				(ssize_t)(64 * KIB));
-		CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
-	}
+	check_copies_hold(cs, 7 * 64 * KIB, w);
 	/* outside the range: best effort, one thick booking all the same */
 	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, BS, 0), 0);
 	r = taken();
@@ -1111,7 +1116,6 @@ static void test_thick_record(void)
 	bye(h);
 	CU_ASSERT_FATAL(cw_admit_state_release(D.adm, a->id, NULL) == 0);
 	free(w);
-	free(back);
 	teardown();
 }
 
