@@ -526,6 +526,7 @@ static void hook_tick(void *userdata)
 
 	pb_misses_tick(svc->pb);
 	pb_host_tick(svc->pb, nbdsrv_rt_cpu_ns(svc->nbd));
+	pb_takeover_tick(svc->pb);
 }
 
 static void hook_moves_changed(void *userdata)

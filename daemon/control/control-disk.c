@@ -33,6 +33,9 @@ static json_object *disk_json(struct cwc_server *srv, const struct cw_disk_info 
 	cwc_add(o, "domain", cwc_jstr(d->domain[0] ? d->domain : d->name));
 	cwc_add(o, "state", cwc_jstr(cwc_disk_state_name(d->state)));
 	cwc_add(o, "spare", json_object_new_boolean(d->spare));
+	/* failed, and no spare carries its streams: why (degrade.c) */
+	if (d->unreplaced[0])
+		cwc_add(o, "unreplaced", cwc_jstr(d->unreplaced));
 	cwc_add(o, "path", cwc_jstr(d->path));
 	cwc_add(o, "capacity", cw_ctl_json_u64(d->capacity_bytes));
 	cwc_add(o, "size", cw_ctl_json_u64(d->data_blocks * bs));

@@ -293,14 +293,13 @@ void cwc_moves_retry_postponed(struct cwc_server *srv)
 		srv->o.hooks.moves_changed(srv->o.hooks.userdata);
 }
 
-/* The reply of a command that journalled moves ids[0..n) for disk d. */
-static int reply_disk_moves(struct ctx *c, const struct cw_disk_info *d, const uint64_t *ids,
+/* The reply of a command that journalled moves ids[0..n) for disk d,
+ * which may run: the disk and the moves. */
+static void disk_moves_json(struct ctx *c, const struct cw_disk_info *d, const uint64_t *ids,
 			    size_t n, json_object **ret)
 {
 	json_object *moves;
 
-	if (rule2_moves(c, ids, n) < 0)
-		return -1;
 	moves_changed(c);
 	*ret = json_object_new_object();
 	cwc_add(*ret, "disk", cwc_jstr(d->name));
@@ -313,6 +312,15 @@ static int reply_disk_moves(struct ctx *c, const struct cw_disk_info *d, const u
 			json_object_array_add(moves, move_json(c, &m));
 	}
 	cwc_add(*ret, "moves", moves);
+}
+
+/* The same once rule 2 let them run (or postponed them). */
+static int reply_disk_moves(struct ctx *c, const struct cw_disk_info *d, const uint64_t *ids,
+			    size_t n, json_object **ret)
+{
+	if (rule2_moves(c, ids, n) < 0)
+		return -1;
+	disk_moves_json(c, d, ids, n, ret);
 	return 0;
 }
 
@@ -334,25 +342,32 @@ int cwc_cmd_disk_evacuate(struct ctx *c, json_object **ret)
 }
 
 /* disk.replace: every copy on disk name moved or rebuilt onto disk new
- * (cw_disk_replace); once they are done the disk holds nothing and
- * disk.remove takes it out (cwctl disk replace --watch does). */
+ * (cw_disk_replace), the streams with a copy there checked and booked
+ * with new in its place, as a spare's takeover does
+ * (cw_admit_state_disk_replace: refused with the reservation and the
+ * disk, nothing journalled); once the moves are done the disk holds
+ * nothing and disk.remove takes it out (cwctl disk replace --watch
+ * does). */
 int cwc_cmd_disk_replace(struct ctx *c, json_object **ret)
 {
 	const char *name = cw_ctl_arg_str(c->req, "name");
 	_cleanup_free_ uint64_t *ids = NULL;
+	struct cw_admit_refusal ref;
 	struct cw_disk_info d, nd;
 	size_t n = 0;
 	int r;
 
 	if (cwc_find_disk(c, name, &d) < 0 || cwc_find_disk(c, cw_ctl_arg_str(c->req, "new"), &nd) < 0)
 		return -1;
-	r = cw_disk_replace(c->srv->pool, d.id, nd.id, "checked against the reservations", &ids, &n);
+	r = cw_admit_state_disk_replace(c->srv->adm, d.id, nd.id, &ids, &n, &ref, NULL);
+	if (r < 0 && ref.reason[0])
+		return cwc_fail(c, r == -EBUSY ? CW_CTL_E_BUSY : cw_ctl_code_from_errno(r),
+				"disk %s does not replace disk %s: %s", nd.name, d.name, ref.reason);
 	if (r < 0)
 		return cwc_fail_pool(c, r, name);
-	r = reply_disk_moves(c, &d, ids, n, ret);
-	if (r == 0)
-		cwc_add(*ret, "new", cwc_jstr(nd.name));
-	return r;
+	disk_moves_json(c, &d, ids, n, ret);
+	cwc_add(*ret, "new", cwc_jstr(nd.name));
+	return 0;
 }
 
 static int scrub_or_rebuild(struct ctx *c, json_object **ret, bool scrub)

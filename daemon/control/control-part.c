@@ -47,6 +47,43 @@ static json_object *missing_disks_json(struct cwc_server *srv, const struct cw_p
 	return a;
 }
 
+/* Why the partition stays degraded: each failed disk holding a copy of
+ * it that no spare replaced ("disk D: why"), or NULL. */
+static json_object *unreplaced_json(struct cwc_server *srv, struct cw_part *part)
+{
+	_cleanup_free_ struct cw_disk_info *d = NULL;
+	uint64_t nb = cw_part_nblocks(part);
+	uint32_t nc = cw_part_copies(part);
+	json_object *a = NULL;
+	size_t n = 0;
+
+	if (cw_disk_list(srv->pool, &d, &n) < 0)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		bool holds = false;
+		char line[CW_NAME_MAX + CW_DISK_UNREPLACED_MAX + 32];
+
+		if (!d[i].unreplaced[0])
+			continue;
+		for (uint64_t b = 0; b < nb && !holds; b++) {
+			struct cw_copy cs[CW_COPIES_MAX];
+
+			if (cw_part_block_copies(part, b, cs) < 0)
+				break;
+			for (uint32_t c = 0; c < nc; c++)
+				holds |= cs[c].disk_id == d[i].id;
+		}
+		if (!holds)
+			continue;
+		if (!a)
+			a = json_object_new_array();
+		snprintf(line, sizeof(line), "disk %s is not replaced: %s", d[i].name,
+			 d[i].unreplaced);
+		json_object_array_add(a, cwc_jstr(line));
+	}
+	return a;
+}
+
 /* A partition; "state" says whether it can be served: "complete", or
  * with blocks on missing disks "partial" (activation_mode partial: the
  * rest is served) or "offline", naming those disks. */
@@ -81,6 +118,8 @@ static json_object *part_json(struct cwc_server *srv, const struct cw_part_info 
 				json_object_array_add(a, cw_ctl_json_u64(cw_part_copy_stale_count(part, c)));
 			cwc_add(o, "stale_per_copy", a);
 			cwc_add(o, "lost_blocks", cw_ctl_json_u64(cw_part_lost_blocks(part)));
+			if (p->stale_copies && (a = unreplaced_json(srv, part)))
+				cwc_add(o, "degraded_because", a);
 		}
 	}
 	cwc_add(o, "available", json_object_new_boolean(p->available));

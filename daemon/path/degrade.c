@@ -27,9 +27,14 @@
  *     of sync before any export is made (pb_mirror_missing): their
  *     partitions are served from the survivors instead of not at all.
  *   - A disk taken for gone, or missing at start, is replaced by a spare
- *     of the pool with room for its blocks, if there is one
- *     (spare_takeover, cw_disk_replace): the mover rebuilds its copies
- *     there from the survivors at once, with no command.
+ *     of the pool with room for its blocks that carries the streams
+ *     booked on it, as `cwctl disk replace` checks them
+ *     (cw_admit_state_takeover, on the control thread: pb_takeover_tick):
+ *     the mover rebuilds its copies there from the survivors at once,
+ *     with no command.  When no spare carries them, the disk stays
+ *     degraded with the reason logged and shown by cwctl
+ *     (cw_disk_set_unreplaced): a spare too slow for the streams would
+ *     break the guarantee it was kept for.
  *
  * Nothing here runs for a partition with one copy: lane.c calls in only
  * for a failed piece, and for a request whose mirror_state is set.  The
@@ -52,28 +57,58 @@ static void say_degraded(struct disk *d, const char *part, const char *why)
 			d->name, d->path, why, part);
 }
 
-/* Disk id (named name), gone, its copies marked out of sync, is
- * replaced by a spare with room for what it holds, if the pool has one
- * (cw_disk_takeover: the decision cwsim's failure scenario makes too). */
-static void spare_takeover(struct pb *pb, uint32_t id, const char *name)
+/* Disk id, gone, is to be replaced by a spare: on the control thread,
+ * which owns the admission state (pb_takeover_tick). */
+static void spare_takeover(struct pb *pb, uint32_t id)
 {
-	uint64_t *ids = NULL;
-	struct cw_disk_info si;
-	uint32_t spare;
-	size_t n = 0;
-	int r = cw_disk_takeover(pb->pool, id, &spare, &ids, &n);
+	atomic_fetch_or(&pb->takeover[id / 64], UINT64_C(1) << (id % 64));
+}
 
-	free(ids);
+/* Disk id, gone: a spare replaces it if one carries the streams booked
+ * on it, or the reason is logged and kept for cwctl. */
+static void takeover(struct pb *pb, uint32_t id)
+{
+	struct cw_admit_takeover t;
+	struct cw_disk_info di, si;
+	int r;
+
+	if (cw_disk_info(pb->pool, id, &di) < 0)
+		return;
+	r = cw_admit_state_takeover(pb->adm, id, &t, NULL);
 	if (r < 0) {
-		cwd_log(LOG_ERR, "disk %s is gone and no spare replaces it: %s", name,
-			cw_pool_last_error(pb->pool)->msg);
+		cwd_log(LOG_ERR, "disk %s is gone and no spare was tried: %s", di.name, strerror(-r));
 		return;
 	}
-	if (!spare || cw_disk_info(pb->pool, spare, &si) < 0)
+	if (t.spare && cw_disk_info(pb->pool, t.spare, &si) == 0) {
+		cwd_log(LOG_WARNING, "disk %s is gone: spare %s replaces it, its copies are rebuilt "
+			"there (%zu moves; cwctl move list)%s%s", di.name, si.name, t.n_moves,
+			t.refused ? "; not by " : "", t.why);
+		free(t.move_ids);
+		pb_mover_kick(pb);
 		return;
-	cwd_log(LOG_WARNING, "disk %s is gone: spare %s replaces it, its copies are rebuilt there "
-		"(%zu moves; cwctl move list)", name, si.name, n);
-	pb_mover_kick(pb);
+	}
+	free(t.move_ids);
+	if (!t.why[0])
+		return;	/* it held nothing */
+	(void)cw_disk_set_unreplaced(pb->pool, id, t.why);
+	cwd_log(LOG_ERR, "disk %s is gone and no spare replaces it (%s): its copies stay out of "
+		"sync and its partitions degraded; streams that survive a disk keep their "
+		"deadlines on the copies left, but a second failure loses blocks.  Add a disk that "
+		"carries them and run cwctl disk replace %s NEW", di.name, t.why, di.name);
+}
+
+void pb_takeover_tick(struct pb *pb)
+{
+	for (uint32_t w = 0; w < CW_ARRAY_SIZE(pb->takeover); w++) {
+		uint64_t bits = atomic_exchange(&pb->takeover[w], 0);
+
+		while (bits) {
+			uint32_t b = (uint32_t)__builtin_ctzll(bits);
+
+			bits &= bits - 1;
+			takeover(pb, w * 64 + b);
+		}
+	}
 }
 
 /* Failures within one second that take a disk for gone. */
@@ -97,7 +132,7 @@ static void take_for_gone(struct pb *pb, struct disk *d, const char *part, const
 	cwd_log(LOG_WARNING, "disk %s (%s): %s: taken for gone, every copy of mirrored partitions "
 		"on it marked out of sync (%" PRIu64 " more; partition %s and any other with copies "
 		"there degraded)", d->name, d->path, why, marked, part);
-	spare_takeover(pb, d->id, d->name);
+	spare_takeover(pb, d->id);
 }
 
 /* Counts a failure of d; the DISK_FAILED_ERRORS-th within a second takes
@@ -271,7 +306,7 @@ void pb_mirror_missing(struct pb *pb)
 				"mirrored partitions on it are marked out of sync; those partitions "
 				"are served from the other copies (degraded)", infos[i].name, marked);
 		if (r == 0 && !infos[i].spare)
-			spare_takeover(pb, infos[i].id, infos[i].name);
+			spare_takeover(pb, infos[i].id);
 	}
 	free(infos);
 }

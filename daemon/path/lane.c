@@ -145,6 +145,55 @@ static bool lane_has_takeable(struct lane *l)
 	       atomic_load(&l->overflow);
 }
 
+/* What a stream's piece notes at its booking, before the commit hands
+ * it to the dispatcher, and what lane_miss_woke needs after (read while
+ * the piece is still the booker's). */
+struct rt_note {
+	int64_t booked, rd_booked;
+	int rd_fd;
+};
+
+/* Notes the booking of the stream's piece p, which waited for a full
+ * window since full_since (0: it did not). */
+static void rt_booking(struct piece *p, int64_t full_since, struct rt_note *ret)
+{
+	struct preq *q = p->req;
+	const struct nbdsrv_io *nio = q->nio;
+
+	p->booked_ns = cw_now_ns();
+	p->push_wait_ns = full_since ? p->booked_ns - full_since : 0;
+	/* the reader's CPU wait since arrival, read once a request (its
+	 * first piece, on the reader's thread) */
+	if (q->reader_cpu_ns < 0)
+		q->reader_cpu_ns = nio && nio->reader_rd_fd >= 0 ?
+			CW_MAX(rundelay_read(nio->reader_rd_fd) - nio->arrived_rd_ns, 0) : 0;
+	/* the run delay at the request's first booking */
+	*ret = (struct rt_note){ .booked = p->booked_ns, .rd_fd = -1 };
+	if (nio && nio->reader_rd_fd >= 0) {
+		ret->rd_fd = nio->reader_rd_fd;
+		ret->rd_booked = nio->arrived_rd_ns + q->reader_cpu_ns;
+	}
+}
+
+/* A booking committed up to slot end on l: its end published, and l's
+ * dispatcher woken at once (a stream's piece, rt its note, or at_once),
+ * else with the burst. */
+static void lane_booked(struct lane *l, int64_t end, const struct rt_note *rt, bool at_once,
+			size_t len)
+{
+	int64_t cur = atomic_load(&l->booked_end);
+
+	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
+		;
+	/* A reader that lost its CPU between the booking and the wake-up
+	 * leaves the dispatcher asleep with no wake-up set: a miss then
+	 * says so (the CPU's, not the schedule's).  Before the wake-up, which
+	 * may hand this CPU to the dispatcher. */
+	if (rt)
+		lane_miss_woke(l, rt->booked, rt->rd_fd, rt->rd_booked);
+	lane_wake_later(l, rt || at_once, len);
+}
+
 /* Books piece p on its lane; 0 or a negative errno. */
 static int lane_push(struct pb *pb, struct piece *p)
 {
@@ -154,8 +203,9 @@ static int lane_push(struct pb *pb, struct piece *p)
 	struct cw_slots_ctx *ctx = pb_thread_ctx(pb);
 	struct cw_slots_req rq = { 0 };
 	struct cw_slots_booking b;
-	int64_t svc = 0, end, cur, full_since = 0, booked = 0, rd_booked = 0;
-	int r, rd_fd = -1;
+	struct rt_note note = { .rd_fd = -1 };
+	int64_t svc = 0, full_since = 0;
+	int r;
 
 	if (!ctx)
 		return -EUSERS;
@@ -196,25 +246,8 @@ static int lane_push(struct pb *pb, struct piece *p)
 		}
 		if (r < 0)
 			return r;
-		if (rt) {
-			struct preq *q = p->req;
-			const struct nbdsrv_io *nio = q->nio;
-
-			p->booked_ns = cw_now_ns();
-			p->push_wait_ns = full_since ? p->booked_ns - full_since : 0;
-			/* the reader's CPU wait since arrival, read once a
-			 * request (its first piece, on the reader's thread) */
-			if (q->reader_cpu_ns < 0)
-				q->reader_cpu_ns = nio && nio->reader_rd_fd >= 0 ?
-					CW_MAX(rundelay_read(nio->reader_rd_fd) - nio->arrived_rd_ns, 0) : 0;
-			/* what lane_miss_woke needs, read while p is ours: the
-			 * run delay at the request's first booking */
-			booked = p->booked_ns;
-			if (nio && nio->reader_rd_fd >= 0) {
-				rd_fd = nio->reader_rd_fd;
-				rd_booked = nio->arrived_rd_ns + q->reader_cpu_ns;
-			}
-		}
+		if (rt)
+			rt_booking(p, full_since, &note);
 		r = cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)p);
 		if (r == 0)
 			break;
@@ -222,17 +255,7 @@ static int lane_push(struct pb *pb, struct piece *p)
 		if (r != -ETIMEDOUT)
 			return r;
 	}
-	end = b.first_slot + b.n_slots;
-	cur = atomic_load(&l->booked_end);
-	while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
-		;
-	/* A reader that lost its CPU between the booking and the wake-up
-	 * leaves the dispatcher asleep with no wake-up set: a miss then
-	 * says so (the CPU's, not the schedule's).  Before the wake-up, which
-	 * may hand this CPU to the dispatcher. */
-	if (rt)
-		lane_miss_woke(l, booked, rd_fd, rd_booked);
-	lane_wake_later(l, rt, len);
+	lane_booked(l, b.first_slot + b.n_slots, rt ? &note : NULL, false, len);
 	return 0;
 }
 
@@ -241,7 +264,13 @@ static int lane_push(struct pb *pb, struct piece *p)
  * RADIR's thick request (section III-B): a write of a mirrored partition
  * books the same run of slots on every copy's record (cw_slots_reserve,
  * CW_SLOTS_THICK), so each copy's disk gives it the same time, and it is
- * handed out on every record or on none.  The record's commit is per
+ * handed out on every record or on none.  A best-effort write's pieces
+ * and a recording stream's real-time ones (each copy's disk charged for
+ * every request: resv create --record) alike: the stream's are booked
+ * at its priority and noted as lane_push notes one piece (rt_booking),
+ * so no copy's record holds a stream's write another copy's lacks, and
+ * the request, acknowledged when every piece is done, has every live
+ * copy.  The record's commit is per
  * record: a dispatcher that passed the run's first slot on one record
  * after the commit succeeded on another would leave the piece there
  * handed out and the booking refused.  So the booker first holds every
@@ -297,9 +326,11 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 	 * may end): what comes after reads only these */
 	struct lane *ls[CW_SLOTS_MAX_DISKS];
 	size_t lens[CW_SLOTS_MAX_DISKS];
-	struct piece *p;
+	struct rt_note notes[CW_SLOTS_MAX_DISKS];
+	struct piece *p, *ps[CW_SLOTS_MAX_DISKS];
 	unsigned held[CW_SLOTS_MAX_DISKS], k = 0, i;
-	int64_t svc_max = 0, start;
+	bool rt = lead->rt;	/* every piece's (thick_join) */
+	int64_t svc_max = 0, start, full_since = 0;
 	int r;
 
 	if (!ctx)
@@ -309,10 +340,12 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 
 		cw_model_service_ns(disk_model(p->lane->disk), 0, 0, p->io.len, &svc);
 		svc_max = CW_MAX(svc_max, svc);
+		ps[k] = p;
 		ls[k] = p->lane;
 		lens[k] = p->io.len;
 		rq.disks[k++] = p->lane->rec;
 	}
+	rq.priority = rt;
 	rq.ndisks = k;
 	rq.size_slots = (uint32_t)CW_MIN(CW_MAX(CW_DIV_ROUND_UP(svc_max, lead->lane->slot_ns), 1),
 					 BOOKING_SLOTS_MAX);
@@ -331,6 +364,8 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 		if (r == CW_SLOTS_FAIL) {
 			if (in_dispatcher)
 				return -EAGAIN;
+			if (rt && !full_since)
+				full_since = cw_now_ns();
 			for (i = 0; i < k; i++)
 				lane_wake(ls[i]);
 			sched_yield();
@@ -342,6 +377,8 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 			held[i] = hold_take(ls[i], b.first_slot);
 		for (i = 0; i < k; i++)
 			safe &= atomic_load(&ls[i]->adv) <= b.first_slot;
+		for (i = 0; rt && safe && i < k; i++)
+			rt_booking(ps[i], full_since, &notes[i]);
 		r = safe ? cw_slots_commit(ctx, &b, (uint64_t)(uintptr_t)lead) : -ETIMEDOUT;
 		if (r == 0)
 			break;
@@ -356,17 +393,12 @@ static int lane_push_thick(struct pb *pb, struct piece *lead)
 	}
 	for (i = 0; i < k; i++) {
 		struct lane *l = ls[i];
-		int64_t end = b.first_slot + b.n_slots, cur = atomic_load(&l->booked_end);
 
-		while (cur < end && !atomic_compare_exchange_weak(&l->booked_end, &cur, end))
-			;
 		hold_give(l, held[i]);
 		/* a cursor that reached the hold may have parked there, with
-		 * others' bookings behind it: at once; else with the burst */
-		if (cw_slots_now(l->rec) >= b.first_slot)
-			lane_wake(l);
-		else
-			lane_wake_later(l, false, lens[i]);
+		 * others' bookings behind it: woken at once */
+		lane_booked(l, b.first_slot + b.n_slots, rt ? &notes[i] : NULL,
+			    cw_slots_now(l->rec) >= b.first_slot, lens[i]);
 	}
 	return 0;
 }
@@ -421,8 +453,10 @@ void lane_push_pieces(struct preq *q, unsigned from, unsigned n)
 				nx = t->thick_next;
 				t->thick_lead = t->thick_next = NULL;
 				r = lane_push(pb, t);
-				if (r < 0)
+				if (r < 0) {
+					t->rt = false;
 					lane_piece_done(t->lane, t, r, cw_now_ns());
+				}
 			}
 			p->thick_next = NULL;
 		}

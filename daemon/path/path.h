@@ -89,6 +89,11 @@ void pb_log_stats(struct pb *pb);
  * the dispatchers explained, and raises the margin of a disk whose
  * requests keep overrunning their model (re-admitting its streams). */
 void pb_misses_tick(struct pb *pb);
+/* On the same thread: each disk taken for gone (or missing at start)
+ * since the last call is replaced by a spare that carries the streams
+ * booked on it (cw_admit_state_takeover), or left degraded with the
+ * reason logged and kept (cw_disk_set_unreplaced) (degrade.c). */
+void pb_takeover_tick(struct pb *pb);
 /* The host's watch, on the same thread once a second: conn_cpu_ns is
  * what the real-time connections' threads used so far
  * (nbdsrv_rt_cpu_ns); raises the host model when the streams' path keeps

@@ -329,6 +329,9 @@ struct alloc_job {
 struct pb {
 	struct cw_pool *pool;
 	struct cw_admit_state *adm;
+	/* Disks (by id) taken for gone, or missing at start, whose takeover
+	 * by a spare waits for the control thread (degrade.c). */
+	_Atomic uint64_t takeover[(CW_DISKS_MAX + 64) / 64];
 	/* The host's stalls (stall-probe.h), NULL without: the misses'
 	 * lines say where the host held every thread off a CPU. */
 	struct stall_probe *probe;

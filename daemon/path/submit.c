@@ -148,18 +148,19 @@ struct split_out {
 
 /* A mirrored write's piece p on another copy (sp) joins the thick booking
  * its IO piece leads when it repeats all of it on a lane of its own with
- * slots as long (a copy cut otherwise, a moving block's destination, a
- * cache copy, a stream's piece: booked alone). */
+ * slots as long, in the same class: best effort, or a recording stream's
+ * (booked on every copy's disk).  A copy cut otherwise, a moving block's
+ * destination, a cache copy, a piece of another class are booked alone. */
 static void thick_join(struct split_out *o, struct piece *p, const struct cw_path_piece *sp)
 {
 	struct piece *l = o->lead, *q;
 
 	if (sp->kind == CW_PATH_IO) {
-		o->lead = sp->mirror && sp->op != CW_IO_READ && !sp->rt ? p : NULL;
+		o->lead = sp->mirror && sp->op != CW_IO_READ ? p : NULL;
 		o->lead_n = 1;
 		return;
 	}
-	if (!l || !sp->mirror || sp->rt || sp->op != l->io.op || p->part_off != l->part_off ||
+	if (!l || !sp->mirror || sp->rt != l->rt || sp->op != l->io.op || p->part_off != l->part_off ||
 	    p->io.len != l->io.len || p->lane->slot_ns != l->lane->slot_ns ||
 	    o->lead_n >= CW_SLOTS_MAX_DISKS)
 		return;

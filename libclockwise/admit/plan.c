@@ -26,6 +26,24 @@
  * rebuild's reserve on the survivors, and books on each disk a task no
  * lighter than its part in any case: the shortest period and deadline,
  * the longest service, the widest window, tested as such.
+ *
+ * Why the booking is the failure case's even while no disk has failed
+ * (and not the normal case's, with the failure case kept for admission
+ * only): the normal case's longer period 2T (two copies) gives its jobs
+ * later deadlines and the disk a larger slack dL_N, which the dispatcher
+ * lets best effort spend before a released job.  A job J of the stream
+ * released at 0 may then wait, legally, until 2T - C.  If the other disk
+ * fails at T, the request it would have served arrives here too, due at
+ * 2T, so [T, 2T) must hold 2C of the stream, the other tasks' demand
+ * dbf_o(T) and a best-effort piece b in progress, while the failure case
+ * admission tested (Jeffay's condition (2) at L = T: T >= C + dbf_o(T) +
+ * b, the rebuild's reserve among the others) guarantees one C only: a
+ * miss whenever C > T - C - dbf_o(T) - b, e.g. a stream alone with C =
+ * 0.6 T.  It is sound only if the slack spent never exceeds the failure
+ * case's, dL <= dL_F, which is what booking the failure case does; the
+ * time that booking holds and the normal case leaves unused (the half
+ * of its jobs that go to the other copy) is already best effort's as the
+ * disk's idle time between released jobs.
  */
 #include "config.h"
 

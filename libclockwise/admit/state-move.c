@@ -6,7 +6,8 @@
  * as the range lies now, untested, since that asks at most what the
  * move's booking did (clockwise/admit.h, alt_disk); and before a move
  * starts, whether the stream would pass with its blocks where the move
- * puts them (cw_admit_state_move_check).  The new parts array goes to the
+ * puts them (cw_admit_state_move_check); and with one disk in another's
+ * place (cw_admit_state_replace).  The new parts array goes to the
  * pool first, then replaces the old one under the lock; the old one stays
  * readable until the reservation goes (struct resv_obj).  The SSD cache's
  * bookings (state-cache.c) are made the same way.
@@ -15,6 +16,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,8 +249,14 @@ int ast_rebook_lighter(struct cw_admit_state *st, struct cw_admit_resv *rv, uint
 	if (r == 0) {
 		p.q.span_start_ns = rv->span_start_ns;
 		p.q.span_end_ns = rv->span_end_ns;
+		/* planned beside the others, not beside itself: a plan the
+		 * test refuses has the parts of the disks up to the refusal
+		 * only (a stream past half its disks' room lost the rest) */
+		prepared_drop_owner(&p, rv);
 		r = ast_plan_at(&p, rv->rate_bps, &plan);
 	}
+	if (r == 0 && !plan.admitted)
+		r = -EBUSY;	/* asks more than it did after all: kept as it is */
 	if (r < 0)
 		return r;
 	return ast_rebook(st, rv, move_id, ast_plan_parts(&p, &plan), plan.n_parts, NULL, changes);
@@ -342,4 +350,269 @@ int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64
 	}
 	p.rl.l.disk_off = NULL;
 	return ast_plan_moved(st, &p, rv, "with its blocks where the move puts them", &plan, ref);
+}
+
+/* p's layout with every copy on disk index from put on disk index to
+ * (at offset at there); whether any was. */
+static bool layout_replace(struct prepared *p, uint32_t from, uint32_t to, uint64_t at)
+{
+	struct cw_admit_layout *l = &p->rl.l;
+	bool any = false;
+
+	for (uint64_t k = 0; k < l->n_pblocks; k++) {
+		if (p->rl.disk_idx[k] == from) {
+			p->rl.disk_idx[k] = to;
+			if (p->rl.disk_off)
+				p->rl.disk_off[k] = at;
+			any = true;
+		}
+		if (p->rl.alt_idx && p->rl.alt_idx[k] == from)
+			p->rl.alt_idx[k] = to;
+		for (uint32_t c = 1; c < l->n_copies; c++) {
+			uint64_t i = (c - 1) * l->n_pblocks + k;
+
+			if (p->rl.mirror_idx[i] == from) {
+				p->rl.mirror_idx[i] = to;
+				p->rl.mirror_off[i] = at;
+				any = true;
+			}
+		}
+	}
+	return any;
+}
+
+/* The parts of plan with rv's part on disk id kept: n of them in *ret_n. */
+static struct cw_admit_resv_part *parts_keeping(const struct prepared *p,
+						const struct cw_admit_plan *plan,
+						const struct cw_admit_resv *rv, uint32_t id,
+						size_t *ret_n)
+{
+	struct cw_admit_resv_part *parts = ast_plan_parts(p, plan), *m;
+	const struct cw_admit_resv_part *old = cw_admit_resv_part_on(rv, id);
+	size_t n = plan->n_parts;
+
+	*ret_n = n;
+	if (!parts || !old)
+		return parts;
+	m = ast_parts_new(n + 1);
+	if (m) {
+		memcpy(m, parts, n * sizeof(*m));
+		m[n] = *old;
+		*ret_n = n + 1;
+	}
+	free(parts);
+	return m;
+}
+
+/* Books rv with disk new_id in old_id's place (cw_admit_state_replace),
+ * for move_id: 1 if its range has no copy on old_id, 0, or -EBUSY with
+ * ref. */
+static int replace_one(struct cw_admit_state *st, struct cw_admit_resv *rv, uint32_t old_id,
+		       uint32_t new_id, uint64_t move_id, struct cw_admit_refusal *ref,
+		       struct cw_admit_changes *changes)
+{
+	_cleanup_(ast_prepared_done) struct prepared p = { 0 };
+	_cleanup_(cw_admit_plan_done) struct cw_admit_plan plan = { 0 };
+	const struct dstate *nd = st->disks[new_id];
+	uint32_t from = UINT32_MAX, to = UINT32_MAX;
+	struct cw_admit_resv_part *parts;
+	char with[2 * CW_NAME_MAX + 64];
+	size_t n;
+	int r = prepare_resv_as(st, rv, 0, &p, ref);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < p.rl.n_disks; i++) {
+		if (p.rl.disks[i].id == old_id)
+			from = (uint32_t)i;
+		if (p.rl.disks[i].id == new_id)
+			to = (uint32_t)i;
+	}
+	if (from == UINT32_MAX || to == UINT32_MAX)
+		return 1;
+	/* the innermost block of the new disk: its slowest place */
+	if (!layout_replace(&p, from, to, nd->model.capacity_bytes > p.rl.l.pblock_bytes ?
+				   nd->model.capacity_bytes - p.rl.l.pblock_bytes : 0))
+		return 1;
+	snprintf(with, sizeof(with), "with disk %s in place of disk %s", nd->name,
+		 st->disks[old_id] ? st->disks[old_id]->name : "?");
+	r = ast_plan_moved(st, &p, rv, with, &plan, ref);
+	if (r < 0)
+		return r;
+	parts = parts_keeping(&p, &plan, rv, old_id, &n);
+	return ast_rebook(st, rv, move_id ? move_id : rv->move_id, parts, n, ref, changes);
+}
+
+/* The move of move_ids[0..n) that is of rv's partition (0: none). */
+static uint64_t move_of(struct cw_admit_state *st, const struct cw_admit_resv *rv,
+			const uint64_t *move_ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct cw_move_info mi;
+
+		if (cw_move_get(st->pool, move_ids[i], &mi) == 0 && mi.part_id == rv->part_id)
+			return move_ids[i];
+	}
+	return 0;
+}
+
+int cw_admit_state_replace(struct cw_admit_state *st, uint32_t old_id, uint32_t new_id,
+			   const uint64_t *move_ids, size_t n_moves, struct cw_admit_refusal *ref,
+			   struct cw_admit_changes *changes)
+{
+	struct undo {
+		struct cw_admit_resv *rv;
+		uint64_t move_id;
+		struct cw_admit_resv_part *parts;
+		size_t n;
+	} *u;
+	size_t nu = 0;
+	int r = 0;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (!st || old_id == new_id || old_id < 1 || old_id > CW_DISKS_MAX || new_id < 1 ||
+	    new_id > CW_DISKS_MAX || (n_moves && !move_ids))
+		return -EINVAL;
+	if (!st->disks[new_id]) {
+		ast_refuse(ref, "disk %" PRIu32 " has no model", new_id);
+		return -ENODEV;
+	}
+	u = calloc(st->n_resvs ? st->n_resvs : 1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->n_resvs && r >= 0; i++) {
+		struct cw_admit_resv *rv = st->resvs[i];
+		struct undo *x = &u[nu];
+
+		*x = (struct undo){ .rv = rv, .move_id = rv->move_id, .n = rv->n_parts,
+				    .parts = ast_parts_new(rv->n_parts) };
+		if (!x->parts) {
+			r = -ENOMEM;
+			break;
+		}
+		memcpy(x->parts, rv->parts, rv->n_parts * sizeof(*rv->parts));
+		r = replace_one(st, rv, old_id, new_id, move_of(st, rv, move_ids, n_moves), ref,
+				changes);
+		if (r == 0)
+			nu++;
+		else
+			free(x->parts);
+	}
+	/* all or none: the streams booked so far get their parts and move
+	 * back (what they asked before: untested) */
+	while (nu--) {
+		struct undo *x = &u[nu];
+
+		if (r < 0)
+			(void)ast_rebook(st, x->rv, x->move_id, x->parts, x->n, NULL, changes);
+		else
+			free(x->parts);
+	}
+	free(u);
+	return r < 0 ? r : 0;
+}
+
+int cw_admit_state_disk_replace(struct cw_admit_state *st, uint32_t old_id, uint32_t new_id,
+				uint64_t **ret_ids, size_t *ret_n, struct cw_admit_refusal *ref,
+				struct cw_admit_changes *changes)
+{
+	_cleanup_free_ uint64_t *ids = NULL;
+	_cleanup_free_ struct cw_disk_info *oi = malloc(sizeof(*oi));
+	struct cw_disk_info ni;
+	size_t n = 0;
+	int r;
+
+	if (ref)
+		memset(ref, 0, sizeof(*ref));
+	if (!st || !ret_ids || !ret_n)
+		return -EINVAL;
+	*ret_ids = NULL;
+	*ret_n = 0;
+	if (!oi)
+		return -ENOMEM;
+	r = cw_disk_info(st->pool, old_id, oi);
+	if (r == 0)
+		r = cw_disk_info(st->pool, new_id, &ni);
+	if (r == 0)
+		r = cw_disk_replace(st->pool, old_id, new_id, "checked against the reservations",
+				    &ids, &n);
+	if (r < 0)
+		return r;
+	r = cw_admit_state_replace(st, old_id, new_id, ids, n, ref, changes);
+	for (size_t i = 0; i < n; i++) {
+		struct cw_move_info mi;
+
+		/* one with nothing to copy is journalled done */
+		if (cw_move_get(st->pool, ids[i], &mi) < 0 || mi.state == CW_MOVE_DONE)
+			continue;
+		if (r == 0)
+			r = cw_move_resume(st->pool, ids[i]);
+		else
+			(void)cw_move_cancel(st->pool, ids[i]);
+	}
+	/* not replaced after all: a spare again, and why the old disk was
+	 * not replaced before, if it was said */
+	if (r < 0 && ni.spare)
+		(void)cw_disk_set_spare(st->pool, new_id, true);
+	if (r < 0 && oi->unreplaced[0])
+		(void)cw_disk_set_unreplaced(st->pool, old_id, oi->unreplaced);
+	if (r == 0) {
+		*ret_ids = CW_TAKE_PTR(ids);
+		*ret_n = n;
+	}
+	return r;
+}
+
+/* Appends "; " (unless first) and what fmt says to buf, cut at its end. */
+static void why_add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void why_add(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t at = strlen(buf);
+	va_list ap;
+
+	if (at && at + 2 < len)
+		at += (size_t)snprintf(buf + at, len - at, "; ");
+	va_start(ap, fmt);
+	if (at < len)
+		vsnprintf(buf + at, len - at, fmt, ap);
+	va_end(ap);
+}
+
+int cw_admit_state_takeover(struct cw_admit_state *st, uint32_t failed_id,
+			    struct cw_admit_takeover *ret, struct cw_admit_changes *changes)
+{
+	uint32_t spares[CW_DISKS_MAX];
+	struct cw_disk_info di;
+	size_t n;
+	int r;
+
+	if (!st || !ret)
+		return -EINVAL;
+	*ret = (struct cw_admit_takeover){ 0 };
+	r = cw_disk_info(st->pool, failed_id, &di);
+	if (r < 0 || di.free_blocks == di.data_blocks)
+		return r;
+	n = cw_pool_spares(st->pool, di.data_blocks - di.free_blocks, spares, CW_DISKS_MAX);
+	if (!n)
+		why_add(ret->why, sizeof(ret->why), "no spare with room for its %" PRIu64 " blocks",
+			di.data_blocks - di.free_blocks);
+	for (size_t i = 0; i < n; i++) {
+		struct cw_admit_refusal ref;
+		struct cw_disk_info si;
+
+		if (cw_disk_info(st->pool, spares[i], &si) < 0)
+			continue;
+		r = cw_admit_state_disk_replace(st, failed_id, spares[i], &ret->move_ids,
+						&ret->n_moves, &ref, changes);
+		if (r == 0) {
+			ret->spare = spares[i];
+			return 0;
+		}
+		if (r == -EBUSY && ref.reason[0])
+			ret->refused++;
+		why_add(ret->why, sizeof(ret->why), "spare %s: %s", si.name,
+			ref.reason[0] ? ref.reason : cw_pool_last_error(st->pool)->msg);
+	}
+	return 0;
 }

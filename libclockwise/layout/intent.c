@@ -12,7 +12,10 @@
  * differ, and lay_intent_recover (at open) makes each such block
  * consistent: the first copy in sync (copy 0 unless it was stale already)
  * wins, every other copy of the block is marked out of sync, and a resync
- * later copies the winner over them.  A write that was acknowledged was
+ * later copies the winner over them (journalled at the end of the open,
+ * or, while a move of the partition is unfinished, owed in copy_resync,
+ * written in the transaction that drops the rows, so that a second crash
+ * before the move ends still resyncs them).  A write that was acknowledged was
  * on every live copy already (and, once flushed, durable there), so
  * whichever copy wins holds it; a write that was not acknowledged may be
  * old or new, but the same on every read from then on.
@@ -56,6 +59,14 @@ static const char sql_intent_del[] = "DELETE FROM copy_intent WHERE part = ?1 AN
 static const char sql_intent_all[] = "SELECT part, region FROM copy_intent ORDER BY part, region";
 static const char sql_intent_none[] = "DELETE FROM copy_intent";
 static const char sql_intent_trunc[] = "DELETE FROM copy_intent WHERE part = ?1 AND region >= ?2";
+static const char sql_resync_all[] =
+	"SELECT part, region, m0, m1, m2 FROM copy_resync ORDER BY part, region";
+static const char sql_resync_none[] = "DELETE FROM copy_resync";
+static const char sql_resync_add[] =
+	"INSERT INTO copy_resync (part, region, m0, m1, m2) VALUES (?1, ?2, ?3, ?4, ?5)";
+static const char sql_resync_trunc[] = "DELETE FROM copy_resync WHERE part = ?1 AND region >= ?2";
+
+_Static_assert(CW_COPIES_MAX == 3, "copy_resync has a word per copy, m0..m2");
 
 /* The regions [*ret_first, *ret_last] of bytes [offset, offset + length)
  * (length > 0), or -ERANGE past the end. */
@@ -200,8 +211,10 @@ void lay_intent_close(struct cw_pool *pool)
 
 int lay_intent_truncate(struct meta *m, const struct cw_part *p, uint64_t nblocks)
 {
-	return meta_exec(m, sql_intent_trunc, 2, (int64_t)p->id,
-			 (int64_t)CW_DIV_ROUND_UP(nblocks, CW_INTENT_REGION_BLOCKS));
+	int64_t g = (int64_t)CW_DIV_ROUND_UP(nblocks, CW_INTENT_REGION_BLOCKS);
+	int r = meta_exec(m, sql_intent_trunc, 2, (int64_t)p->id, g);
+
+	return r < 0 ? r : meta_exec(m, sql_resync_trunc, 2, (int64_t)p->id, g);
 }
 
 /* Region g of p after a crash: every copy of its blocks but the first in
@@ -230,25 +243,86 @@ static bool recover_region(struct cw_part *p, uint64_t g, uint64_t *marked)
 	return set != 0;
 }
 
-/* Remembers the copies of region g of p just marked, for the resync at
- * the end of the open (lay_rebuild_recovered).  Best effort: without
- * memory they stay marked, to be rebuilt by command. */
-static void remember(struct cw_pool *pool, struct cw_part *p, uint64_t g, const uint64_t *marked)
+/* Remembers the copies of region g of partition id marked out of sync
+ * (with those of g remembered already), for the resync at the end of the
+ * open (lay_rebuild_recovered), which journals their rebuild or keeps
+ * them until the partition's move ends; copy_resync keeps the list
+ * meanwhile (lay_intent_recover writes it).  -ENOMEM: the caller's
+ * transaction fails, and the record stays for the next open. */
+static int remember(struct cw_pool *pool, uint64_t id, uint64_t g, const uint64_t *marked)
 {
+	struct lay_resync *v;
+
+	for (size_t i = 0; i < pool->nresync; i++) {
+		v = &pool->resync[i];
+		if (v->part_id == id && v->region == g) {
+			for (unsigned c = 0; c < CW_COPIES_MAX; c++)
+				v->marked[c] |= marked[c];
+			return 0;
+		}
+	}
 	if (pool->nresync == pool->resync_cap) {
 		size_t cap = pool->resync_cap ? 2 * pool->resync_cap : 64;
 		struct lay_resync *nv = realloc(pool->resync, cap * sizeof(*nv));
 
 		if (!nv)
-			return;
+			return -ENOMEM;
 		pool->resync = nv;
 		pool->resync_cap = cap;
 	}
-	pool->resync[pool->nresync].part_id = p->id;
-	pool->resync[pool->nresync].region = g;
-	memcpy(pool->resync[pool->nresync].marked, marked,
-	       sizeof(pool->resync[pool->nresync].marked));
-	pool->nresync++;
+	v = &pool->resync[pool->nresync++];
+	v->part_id = id;
+	v->region = g;
+	memcpy(v->marked, marked, sizeof(v->marked));
+	return 0;
+}
+
+static int resync_cmp(const void *a, const void *b)
+{
+	const struct lay_resync *x = a, *y = b;
+
+	if (x->part_id != y->part_id)
+		return x->part_id < y->part_id ? -1 : 1;
+	return x->region < y->region ? -1 : x->region > y->region;
+}
+
+/* The resync a crash before this open owed and had not journalled
+ * (copy_resync), into the pool's list. */
+static int resync_load(struct cw_pool *pool)
+{
+	sqlite3_stmt *s;
+	int r, rc;
+
+	r = meta_stmt(pool->meta, sql_resync_all, &s);
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		uint64_t marked[CW_COPIES_MAX];
+		int64_t g = sqlite3_column_int64(s, 1);
+
+		for (unsigned c = 0; c < CW_COPIES_MAX; c++)
+			marked[c] = (uint64_t)sqlite3_column_int64(s, 2 + (int)c);
+		if (g >= 0 && (r = remember(pool, (uint64_t)sqlite3_column_int64(s, 0),
+					     (uint64_t)g, marked)) < 0)
+			break;
+	}
+	sqlite3_reset(s);
+	return r < 0 ? r : rc == SQLITE_DONE ? 0 : meta_errno(rc);
+}
+
+/* The pool's list as copy_resync, in the caller's transaction. */
+static int resync_store(struct cw_pool *pool)
+{
+	int r = meta_exec(pool->meta, sql_resync_none, 0);
+
+	for (size_t i = 0; i < pool->nresync && r == 0; i++) {
+		const struct lay_resync *v = &pool->resync[i];
+
+		r = meta_exec(pool->meta, sql_resync_add, 5, (int64_t)v->part_id,
+			      (int64_t)v->region, (int64_t)v->marked[0], (int64_t)v->marked[1],
+			      (int64_t)v->marked[2]);
+	}
+	return r;
 }
 
 int lay_intent_recover(struct cw_pool *pool, struct cw_error *err)
@@ -258,6 +332,10 @@ int lay_intent_recover(struct cw_pool *pool, struct cw_error *err)
 	bool any = false;
 	int r, rc = SQLITE_DONE;
 
+	r = resync_load(pool);
+	if (r < 0)
+		return meta_err(err, r, "reading the resync owed since the last crash: %s",
+				strerror(-r));
 	r = meta_stmt(pool->meta, sql_intent_all, &s);
 	if (r < 0)
 		return meta_err(err, -EUCLEAN, "the database has no copy_intent table: %s",
@@ -280,7 +358,7 @@ int lay_intent_recover(struct cw_pool *pool, struct cw_error *err)
 			continue;	/* gone, or shrunk past it: nothing to resync */
 		if (!recover_region(p, (uint64_t)g, marked))
 			continue;
-		remember(pool, p, (uint64_t)g, marked);
+		r = remember(pool, p->id, (uint64_t)g, marked);
 		for (unsigned c = 0; c < p->copies && r == 0; c++)
 			r = lay_stale_store_chunk(pool->meta, p, c,
 							  ((uint64_t)g * CW_INTENT_REGION_BLOCKS) >>
@@ -289,6 +367,12 @@ int lay_intent_recover(struct cw_pool *pool, struct cw_error *err)
 	sqlite3_reset(s);
 	if (r == 0 && rc != SQLITE_DONE)
 		r = meta_errno(rc);
+	/* The duty passes from copy_intent to copy_resync in one
+	 * transaction: no crash between finds it in neither. */
+	if (r == 0 && any) {
+		qsort(pool->resync, pool->nresync, sizeof(*pool->resync), resync_cmp);
+		r = resync_store(pool);
+	}
 	if (r == 0 && any)
 		r = meta_exec(pool->meta, sql_intent_none, 0);
 	r = meta_end(pool->meta, r);

@@ -67,6 +67,7 @@ struct disk {
 	uint64_t cursor;		/* CW_ZONE_ANY: next-fit start */
 	char domain[CW_NAME_MAX + 1];	/* failure domain; "": its own */
 	bool spare;			/* given no block but by a replacement */
+	char *unreplaced;		/* cw_disk_set_unreplaced's (NULL: none) */
 };
 
 /* Disk id of the pool in *ret, or -ENOENT with the reason set. */

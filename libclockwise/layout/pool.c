@@ -69,6 +69,7 @@ static void disk_free(struct disk *d)
 	cw_io_closep(&d->fd);
 	free(d->bitmap);
 	free(d->path);
+	free(d->unreplaced);
 	free(d);
 }
 
@@ -470,6 +471,7 @@ static void disk_fill_info(const struct cw_pool *pool, const struct disk *d, str
 		ret->zone_free_blocks[z] = d->zone_free[z];
 	snprintf(ret->domain, sizeof(ret->domain), "%s", d->domain);
 	ret->spare = d->spare;
+	snprintf(ret->unreplaced, sizeof(ret->unreplaced), "%s", d->unreplaced ? d->unreplaced : "");
 }
 
 int cw_disk_info(struct cw_pool *pool, uint32_t disk_id, struct cw_disk_info *ret)

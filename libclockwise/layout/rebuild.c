@@ -41,6 +41,7 @@
 
 static const char sql_spare_set[] = "INSERT OR IGNORE INTO disk_spare (disk) VALUES (?1)";
 static const char sql_spare_clear[] = "DELETE FROM disk_spare WHERE disk = ?1";
+static const char sql_resync_paid[] = "DELETE FROM copy_resync WHERE part = ?1";
 
 static bool is_stale(const struct cw_part *p, unsigned c, uint64_t b)
 {
@@ -166,9 +167,29 @@ static bool want_recovered(void *ctx, unsigned c, uint64_t b)
 	return false;
 }
 
+/* A resync rewrites copies in place: no copy changes disk, so the
+ * streams stay booked as they are and need no admission (a replacement,
+ * a copy on another disk, does: cw_admit_state_disk_replace).
+ * Journals the rebuild of p's recovered copies rc, then drops what
+ * copy_resync owed for p (a crash between the two finds both: the
+ * rebuild journalled, and a resync owed that the next open journals
+ * once it ends, finding in sync what it rebuilt). */
+static int resync_part(struct cw_part *p, struct recovered *rc)
+{
+	struct meta *m = p->pool->meta;
+	uint64_t mid;
+	int r = rebuild(p, want_recovered, rc, &mid);
+
+	if (r == 0 && (r = meta_begin(m)) == 0)
+		r = meta_end(m, meta_exec(m, sql_resync_paid, 1, (int64_t)p->id));
+	return r;
+}
+
 /* Journals a rebuild of the recovered copies of every partition (all)
- * or of partition id only, and drops them from the list; keeps those of
- * a partition with a move unfinished (and, unless all, the others').
+ * or of partition id only, and drops them from the list (and from
+ * copy_resync); keeps those of a partition with a move unfinished (and,
+ * unless all, the others'), and those whose rebuild could not be
+ * journalled, till the partition's next move ends or the next open.
  * Under the lock. */
 static void resync(struct cw_pool *pool, uint64_t id, bool all)
 {
@@ -178,17 +199,13 @@ static void resync(struct cw_pool *pool, uint64_t id, bool all)
 		struct lay_resync *v = &pool->resync[i];
 		struct cw_part *p = lay_part_by_id(pool, v->part_id);
 		struct recovered rc = { v, 0 };
-		uint64_t mid;
 
 		for (j = i; j < pool->nresync && pool->resync[j].part_id == v->part_id; j++)
 			rc.n++;
-		if (p && (all || v->part_id == id) && lay_journal_busy(pool, p)) {
-			memmove(&pool->resync[k], v, rc.n * sizeof(*v));	/* later */
-			k += rc.n;
-		} else if (p && (all || v->part_id == id)) {
-			(void)rebuild(p, want_recovered, &rc, &mid);
-		} else if (p) {
-			memmove(&pool->resync[k], v, rc.n * sizeof(*v));	/* not asked */
+		/* a partition gone: its rows went with it */
+		if (p && (!(all || v->part_id == id) || lay_journal_busy(pool, p) ||
+			  resync_part(p, &rc) < 0)) {
+			memmove(&pool->resync[k], v, rc.n * sizeof(*v));
 			k += rc.n;
 		}
 	}
@@ -363,6 +380,10 @@ int cw_disk_replace(struct cw_pool *pool, uint32_t old_id, uint32_t new_id, cons
 	 * (were this lost, it would only stay out of new placements). */
 	if (r == 0 && nd->spare && meta_exec(pool->meta, sql_spare_clear, 1, (int64_t)new_id) == 0)
 		nd->spare = false;
+	if (r == 0) {	/* replaced after all */
+		free(od->unreplaced);
+		od->unreplaced = NULL;
+	}
 	if (r == 0) {
 		*ret_ids = n ? CW_TAKE_PTR(ids) : NULL;
 		*ret_n = n;
@@ -448,20 +469,54 @@ out:
 	return r;
 }
 
-uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need)
+size_t cw_pool_spares(struct cw_pool *pool, uint64_t need, uint32_t *ret_ids, size_t max)
 {
-	uint32_t best = 0;
+	size_t n = 0;
 
 	pthread_mutex_lock(&pool->lock);
 	for (uint32_t i = 1; i <= CW_DISKS_MAX; i++) {
 		struct disk *d = pool->disks[i];
+		size_t k;
 
-		if (d && d->spare && d->state == CW_DISK_PRESENT && d->free >= need &&
-		    (!best || d->free > pool->disks[best]->free))
-			best = i;
+		if (!d || !d->spare || d->state != CW_DISK_PRESENT || d->free < need)
+			continue;
+		/* by room, most first; among equals by id */
+		for (k = n; k > 0 && pool->disks[ret_ids[k - 1]]->free < d->free; k--)
+			if (k < max)
+				ret_ids[k] = ret_ids[k - 1];
+		if (k < max)
+			ret_ids[k] = i;
+		n += n < max;
 	}
 	pthread_mutex_unlock(&pool->lock);
-	return best;
+	return n;
+}
+
+uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need)
+{
+	uint32_t id;
+
+	return cw_pool_spares(pool, need, &id, 1) ? id : 0;
+}
+
+int cw_disk_set_unreplaced(struct cw_pool *pool, uint32_t disk_id, const char *why)
+{
+	struct disk *d;
+	char *dup = NULL;
+	int r;
+
+	if (why && why[0] && !(dup = strndup(why, CW_DISK_UNREPLACED_MAX - 1)))
+		return -ENOMEM;
+	pthread_mutex_lock(&pool->lock);
+	r = lay_disk_find(pool, disk_id, &d);
+	if (r == 0) {
+		free(d->unreplaced);
+		d->unreplaced = dup;
+		dup = NULL;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	free(dup);
+	return r;
 }
 
 int cw_disk_takeover(struct cw_pool *pool, uint32_t disk_id, uint32_t *ret_spare,

@@ -19,7 +19,7 @@
 #include <clockwise/layout.h>
 
 /* Schema version this library writes. */
-#define META_SCHEMA_VERSION 16
+#define META_SCHEMA_VERSION 17
 
 struct meta {
 	sqlite3 *db;

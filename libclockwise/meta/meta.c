@@ -328,6 +328,21 @@ static const char *const migrations[] = {
 	"  resv INTEGER PRIMARY KEY REFERENCES resv(id) ON DELETE CASCADE,"
 	"  survive INTEGER NOT NULL CHECK (survive IN (0, 1)),"
 	"  record INTEGER NOT NULL DEFAULT 0 CHECK (record IN (0, 1)));",
+	/* 16 -> 17: the resync a crash's write-intent recovery owes and has
+	 * not journalled yet (it waits for an unfinished move of the
+	 * partition): a row per region, with the bits of the copies the
+	 * recovery marked out of sync there, one word per copy (m0..m2,
+	 * the block's bit b % 64 of region b / 64).  Written in the
+	 * recovery's transaction, which drops the copy_intent rows, so a
+	 * second crash before the move ends still resyncs them; dropped
+	 * once the rebuild is journalled (layout/rebuild.c). */
+	"CREATE TABLE IF NOT EXISTS copy_resync ("
+	"  part INTEGER NOT NULL REFERENCES part(id) ON DELETE CASCADE,"
+	"  region INTEGER NOT NULL CHECK (region >= 0),"
+	"  m0 INTEGER NOT NULL DEFAULT 0,"
+	"  m1 INTEGER NOT NULL DEFAULT 0,"
+	"  m2 INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (part, region)) WITHOUT ROWID;",
 };
 
 _Static_assert(CW_ARRAY_SIZE(migrations) == META_SCHEMA_VERSION,

@@ -157,6 +157,10 @@ static void print_part_show(json_object *p)
 		if (get(p, "lost_blocks") && gi(p, "lost_blocks"))
 			printf("; %s blocks have none and fail with EIO", gs(p, "lost_blocks"));
 		printf(")");
+		for (size_t i = 0; get(p, "degraded_because") &&
+				   i < json_object_array_length(get(p, "degraded_because")); i++)
+			printf("\n%s", json_object_get_string(
+				json_object_array_get_idx(get(p, "degraded_because"), i)));
 	}
 	if (!json_object_get_boolean(get(p, "available"))) {
 		char av[256];

@@ -146,6 +146,13 @@ void print_status(json_object *s)
 	       fsize(p, "size", size), fsize(p, "free", fr));
 	if (gi(p, "missing_disks"))
 		printf(", DEGRADED: %s disk(s) missing", gs(p, "missing_disks"));
+	for (size_t i = 0; get(s, "disks") && i < json_object_array_length(get(s, "disks")); i++) {
+		json_object *d = json_object_array_get_idx(get(s, "disks"), i);
+
+		if (get(d, "unreplaced"))
+			printf("\nDEGRADED: disk %s failed and no spare replaces it: %s", gs(d, "name"),
+			       gs(d, "unreplaced"));
+	}
 	if (get(s, "guarantee_lacks"))
 		printf("\ndeadline guarantee: conditional: %s", gs(s, "guarantee_lacks"));
 	else if (get(s, "guarantee"))

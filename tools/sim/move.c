@@ -14,8 +14,10 @@
  *
  * A failure (fail =) runs the same way: at its time the failed disk's
  * copies are marked out of sync and a spare takes it over
- * (cw_pool_disk_set_stale, cw_disk_takeover, as clockwised's
- * degrade.c), which journals a rebuild onto the spare that this mover
+ * (cw_pool_disk_set_stale, cw_disk_takeover: the spare with room;
+ * clockwised's degrade.c asks cw_admit_state_takeover, which also checks
+ * the spare against the streams booked on the failed disk, a check cwsim
+ * does not make yet), which journals a rebuild onto the spare that this mover
  * carries out; from then on where a block's copies are and whether each
  * is in sync is the run pool's answer (sim_move_copies), for the streams'
  * partitions as for best effort's.

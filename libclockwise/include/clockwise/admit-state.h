@@ -353,6 +353,62 @@ int cw_admit_state_move_check(struct cw_admit_state *st, uint64_t stream, uint64
 int cw_admit_state_move_book(struct cw_admit_state *st, uint64_t stream, uint64_t move_id,
 			     struct cw_admit_refusal *ref, struct cw_admit_changes *ret_changes);
 
+/* A replacement of disk old_id by new_id (cw_disk_replace: a spare
+ * taking a failed disk's place, or cwctl disk replace) checked against
+ * the admitted streams and booked, the replacement's moves (one per
+ * partition) journalled and not yet run: each stream whose range has a
+ * copy of some block on old_id is planned with new_id in old_id's place,
+ * every copy (where on new_id is not known yet: its slowest zone), at its
+ * rate, block, span and survive, and tested on each disk against the
+ * streams there but itself, the streams moved onto new_id before it
+ * included.  Its parts become that plan's, with its part on old_id kept
+ * (a copy there in sync serves reads until the mover takes it), booked
+ * for its partition's move among move_ids[0..n_moves), so that once the
+ * move is over it settles where its blocks are
+ * (cw_admit_state_moves_settle); the pool first, then memory, then the
+ * PLAN events.  All or none: on a refusal every stream booked so far gets
+ * its parts and move back.  0 (also when no stream has a copy on
+ * old_id); -EBUSY with ref ("with disk NEW in place of disk OLD,
+ * reservation N would be refused on disk D: ..."; disk names D);
+ * -ENODEV: new_id has no model; -EINVAL; -errno. */
+int cw_admit_state_replace(struct cw_admit_state *st, uint32_t old_id, uint32_t new_id,
+			   const uint64_t *move_ids, size_t n_moves, struct cw_admit_refusal *ref,
+			   struct cw_admit_changes *ret_changes);
+
+/* cwctl disk replace and a spare's takeover: disk old_id replaced by
+ * new_id (cw_disk_replace, its moves journalled paused), checked against
+ * and booked for the streams (cw_admit_state_replace); the moves then
+ * run (*ret_ids, *ret_n: malloc'ed), or on a refusal are cancelled, the
+ * new disk made a spare again if it was one, and -EBUSY with ref.  The
+ * pool's refusal (cw_pool_last_error) as its -errno, nothing journalled. */
+int cw_admit_state_disk_replace(struct cw_admit_state *st, uint32_t old_id, uint32_t new_id,
+				uint64_t **ret_ids, size_t *ret_n, struct cw_admit_refusal *ref,
+				struct cw_admit_changes *ret_changes);
+
+/* A spare's takeover of a failed disk's copies: what was tried and done. */
+struct cw_admit_takeover {
+	uint32_t spare;			/* the spare that took them (0: none) */
+	uint64_t *move_ids;		/* its replacement's moves (malloc'ed) */
+	size_t n_moves;
+	unsigned refused;		/* spares with room that could not carry the streams */
+	/* Each spare's refusal, in the order tried ("spare S: with disk S in
+	 * place of disk D, reservation N would be refused on disk X: ...;
+	 * spare T: ..."), or with none tried "no spare with room ..."; ""
+	 * when the disk holds nothing. */
+	char why[CW_DISK_UNREPLACED_MAX];
+};
+
+/* The takeover of failed disk failed_id by a spare (clockwised's, when a
+ * disk is taken for gone or is missing at start): the present spares
+ * with room for its blocks, the most room first (cw_pool_spares), each
+ * tried as cw_admit_state_disk_replace does until one carries every
+ * stream booked on the failed disk in its place.  None: ret->spare 0 and
+ * ret->why; the disk's copies stay out of sync where they are, the
+ * partitions degraded, and the streams as they were booked (those that
+ * survive a disk keep their deadlines on the copies left).  0; -errno. */
+int cw_admit_state_takeover(struct cw_admit_state *st, uint32_t failed_id,
+			    struct cw_admit_takeover *ret, struct cw_admit_changes *ret_changes);
+
 /* The move the stream was booked for is over, or does not run after all
  * (refused, postponed): its parts become those of its range where the
  * blocks are now, stored with no move.  Never refused: on every disk

@@ -58,6 +58,7 @@ extern "C" {
 #define CW_ZONES		3	/* outer, middle, inner */
 #define CW_UUID_STRING_LEN	36	/* 8-4-4-4-12, without the NUL */
 #define CW_COPIES_MAX		3	/* copies of each block a partition may keep */
+#define CW_DISK_UNREPLACED_MAX	768	/* cw_disk_info's unreplaced, with its NUL */
 /* Blocks of a mirrored partition's write-intent region (cw_part_intent_begin). */
 #define CW_INTENT_REGION_BLOCKS	64
 
@@ -174,6 +175,9 @@ struct cw_disk_info {
 	 * image and a local disk never share one, whatever their names. */
 	char domain[CW_NAME_MAX + 1];
 	bool spare;			/* a spare (cw_disk_set_spare) */
+	/* Why the disk, failed, was not replaced by a spare
+	 * (cw_disk_set_unreplaced); "" if it was, or was not asked. */
+	char unreplaced[CW_DISK_UNREPLACED_MAX];
 };
 
 /* Adds the block device or regular file at path to the pool as tier
@@ -199,6 +203,18 @@ int cw_disk_set_spare(struct cw_pool *pool, uint32_t disk_id, bool spare);
 /* A present spare disk with at least need free blocks, the one with the
  * most room, or 0. */
 uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need);
+
+/* Every present spare disk with at least need free blocks, the most room
+ * first (as cw_pool_spare picks), into ret_ids (room for max); how many. */
+size_t cw_pool_spares(struct cw_pool *pool, uint64_t need, uint32_t *ret_ids, size_t max);
+
+/* Says why disk_id, failed, keeps its copies where they are (no spare
+ * would carry the streams booked on it: clockwised's takeover), or (why
+ * NULL or "") that nothing keeps it; in memory, cut at
+ * CW_DISK_UNREPLACED_MAX - 1 bytes, until the disk is replaced
+ * (cw_disk_replace clears it) or the pool closes.  -ENOENT: no such
+ * disk. */
+int cw_disk_set_unreplaced(struct cw_pool *pool, uint32_t disk_id, const char *why);
 
 /* Removes an empty disk from the pool and erases its label; -EBUSY while
  * any partition has a block on it or a stored reservation has a part on it

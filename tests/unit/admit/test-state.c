@@ -1519,6 +1519,114 @@ static void test_survive(void)
 	tp_fini(&T);
 }
 
+/* Disk id's model with its transfer rates divided by div (1: as given). */
+static void model_slowed(struct cw_admit_state *st, uint32_t id, const struct cw_model *base,
+			 uint64_t div)
+{
+	struct cw_model m = *base;
+	bool taken;
+
+	for (unsigned z = 0; z < m.n_zones; z++)
+		m.zone[z].rate_bps /= div;
+	CU_ASSERT_FATAL(cw_admit_state_set_model(st, id, &m, CW_ADMIT_MODEL_CALIBRATED, &taken,
+						 NULL, NULL) == 0);
+	CU_ASSERT(taken);
+}
+
+static bool on_disk(const struct cw_admit_resv *rv, uint32_t id)
+{
+	return cw_admit_resv_part_on(rv, id) != NULL;
+}
+
+/* A disk of a 2-copy partition replaced by a spare, checked against the
+ * stream that survives a disk on it: admission with the spare in the
+ * failed disk's place.  Spares too slow for the stream refuse it, naming
+ * the reservation and the disk, and change nothing (they stay spares);
+ * the takeover tries each spare and says why none carried it; a spare
+ * that carries it takes the disk's copies, the stream booked there with
+ * its part on the old disk kept until the replacement is done, then on
+ * the copies where they are.  disk replace refuses the same way. */
+static void test_replace_spare(void)
+{
+	const uint64_t n[4] = { 1024, 1024, 1024, 1024 };
+	struct cw_admit_takeover t;
+	struct cw_admit_refusal ref;
+	struct cw_admit_state *st;
+	const struct cw_admit_resv *rv;
+	struct cw_admit_request rq = req(0);
+	struct cw_disk_info di;
+	struct cw_model base;
+	enum cw_admit_model_source src;
+	struct cw_part *m;
+	uint64_t surv, *ids = NULL;
+	size_t nm = 0;
+	char want[64];
+
+	tp_pool(&T, 0, 4, n, NULL);
+	CU_ASSERT_FATAL(cw_disk_set_spare(T.pool, 3, true) == 0);
+	CU_ASSERT_FATAL(cw_disk_set_spare(T.pool, 4, true) == 0);
+	CU_ASSERT_FATAL(cw_part_create(T.pool, "mir", 64 * MIB, &(struct cw_part_opts){ .copies = 2 },
+				       &m) == 0);
+	st = state(NULL);
+	rq.part = "mir";
+	CU_ASSERT_FATAL(cw_admit_state_headroom(st, &rq, &surv, NULL) == 0);
+	/* past half the room: planned beside itself it would not fit */
+	rq.rate_bps = surv / 10 * 8;
+	CU_ASSERT_FATAL(cw_admit_state_reserve(st, &rq, &rv, &ref, NULL) == 0);
+	CU_ASSERT_FATAL(rv->survive && on_disk(rv, 1) && on_disk(rv, 2) && rv->n_parts == 2);
+	CU_ASSERT_FATAL(cw_admit_state_get_model(st, 3, &base, &src) == 0);
+	model_slowed(st, 3, &base, 50);
+	model_slowed(st, 4, &base, 50);
+
+	/* both spares too slow */
+	CU_ASSERT_EQUAL(cw_admit_state_replace(st, 2, 3, NULL, 0, &ref, NULL), -EBUSY);
+	printf("\n  %s\n", ref.reason);
+	snprintf(want, sizeof(want), "reservation %" PRIu64 " would be", rv->id);
+	CU_ASSERT(strstr(ref.reason, "with disk disk3 in place of disk disk2") == ref.reason);
+	CU_ASSERT(strstr(ref.reason, want) != NULL);
+	CU_ASSERT(strcmp(ref.disk, "disk3") == 0);
+	CU_ASSERT(rv->n_parts == 2 && !on_disk(rv, 3));
+	CU_ASSERT_FATAL(cw_admit_state_takeover(st, 2, &t, NULL) == 0);
+	printf("  %s\n", t.why);
+	CU_ASSERT(t.spare == 0 && t.refused == 2 && t.n_moves == 0);
+	CU_ASSERT(strstr(t.why, "spare disk3: with disk disk3 in place of disk disk2") == t.why);
+	CU_ASSERT(strstr(t.why, "; spare disk4: with disk disk4 in place of disk disk2") != NULL);
+	CU_ASSERT(rv->n_parts == 2 && on_disk(rv, 1) && on_disk(rv, 2) && rv->move_id == 0);
+	for (uint32_t id = 3; id <= 4; id++) {
+		CU_ASSERT_FATAL(cw_disk_info(T.pool, id, &di) == 0);
+		CU_ASSERT(di.spare && di.free_blocks == di.data_blocks);
+	}
+	CU_ASSERT_EQUAL(cw_admit_state_disk_replace(st, 2, 4, &ids, &nm, &ref, NULL), -EBUSY);
+	CU_ASSERT(ids == NULL && nm == 0 && strcmp(ref.disk, "disk4") == 0);
+	CU_ASSERT_FATAL(cw_disk_info(T.pool, 4, &di) == 0);
+	CU_ASSERT(di.spare && di.free_blocks == di.data_blocks);
+
+	/* disk4 as fast as the others: it takes disk2's place, whose copies
+	 * are out of sync (taken for gone) */
+	model_slowed(st, 4, &base, 1);
+	CU_ASSERT_FATAL(cw_pool_disk_set_stale(T.pool, 2, NULL) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_takeover(st, 2, &t, NULL) == 0);
+	CU_ASSERT(t.spare == 4 && t.refused == 1 && t.n_moves == 1);
+	CU_ASSERT(strstr(t.why, "spare disk3: ") == t.why);
+	CU_ASSERT_FATAL(t.n_moves == 1);
+	CU_ASSERT(on_disk(rv, 1) && on_disk(rv, 2) && on_disk(rv, 4) && !on_disk(rv, 3));
+	CU_ASSERT(rv->move_id == t.move_ids[0]);
+	CU_ASSERT_FATAL(cw_disk_info(T.pool, 3, &di) == 0);
+	CU_ASSERT(di.spare);
+	CU_ASSERT_FATAL(cw_disk_info(T.pool, 4, &di) == 0);
+	CU_ASSERT(!di.spare);
+	free(t.move_ids);
+	CU_ASSERT(run_moves() > 0);
+	CU_ASSERT(cw_admit_state_moves_settle(st, NULL) == 1);
+	printf("  settled: %zu parts:", rv->n_parts);
+	for (size_t i = 0; i < rv->n_parts; i++)
+		printf(" disk %u (%" PRIu64 " requests)", rv->parts[i].disk_id, rv->parts[i].requests);
+	printf("\n");
+	CU_ASSERT(rv->n_parts == 2 && on_disk(rv, 1) && on_disk(rv, 4) && rv->move_id == 0);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
@@ -1546,5 +1654,7 @@ int main(void)
 	cwtest_add(s, "the host's watch proposes what was spent", test_host_watch);
 	cwtest_add(s, "the host refuses what the disks admit", test_host_state);
 	cwtest_add(s, "mirrored streams that survive a disk", test_survive);
+	cwtest_add(s, "a spare checked against the streams before it replaces a disk",
+		   test_replace_spare);
 	return cwtest_run();
 }

@@ -18,7 +18,8 @@
  * a new model reaches the disk; exports bind by reservation id or by the
  * name a start-up reservation was given for; a write to a block being
  * moved is repeated on its destination; a mirrored write is one thick
- * booking, its copies' pieces in the same slots.  cwsim's split (tools/sim/path.c,
+ * booking, its copies' pieces in the same slots, a recording stream's as
+ * well as best effort's.  cwsim's split (tools/sim/path.c,
  * the one its engine runs) of a table of requests on the same pool gives
  * the pieces the daemon booked for them.
  */
@@ -990,48 +991,74 @@ static void test_mirror_while_moving(void)
 	teardown();
 }
 
+/* A 2-copy partition of two blocks, all written, served as name (the
+ * data path set up and serving): its export's data path, and where the
+ * copies of its first block are. */
+static struct pbx *serve_mirror(const char *name, struct cw_copy *ret_copies)
+{
+	struct cw_part_opts o = { .copies = 2, .tier = CW_TIER_PREF_HDD };
+	struct nbdsrv_export e;
+	struct cw_part *part;
+
+	setup();
+	serve();
+	CU_ASSERT_FATAL(cw_part_create(D.tp.pool, name, 2 * BS, &o, &part) == 0);
+	CU_ASSERT_FATAL(cw_part_set_allocated(D.tp.pool, &(struct cw_alloc_change){
+		.part = part, .first_block = 0, .nblocks = 2, .allocated = true }, 1) == 0);
+	CU_ASSERT_FATAL(pb_export(D.pb, part, &e) == 0);
+	CU_ASSERT_FATAL(nbdsrv_add_export(srv, &e) == 0);
+	CU_ASSERT_FATAL(cw_part_block_copies(part, 0, ret_copies) == 0);
+	return e.backend;
+}
+
+/* A write of 64 KiB to the 2-copy partition whose first block's copies
+ * are cs, as the data path finished it (r): one thick booking, the lead
+ * (the IO piece) on copy 0's disk, the copy's piece on copy 1's, in the
+ * same slot of their records. */
+static void check_thick(const struct rec *r, const struct cw_copy *cs)
+{
+	CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
+	CU_ASSERT(r->p[0].mirror == 1 && r->p[1].mirror == 2);
+	CU_ASSERT(r->p[0].lane->disk->id == cs[0].disk_id &&
+		  r->p[1].lane->disk->id == cs[1].disk_id);
+	CU_ASSERT(r->p[0].thick_next != NULL && r->p[0].thick_lead == NULL);
+	CU_ASSERT(r->p[1].thick_lead != NULL && r->p[1].thick_next == NULL);
+	CU_ASSERT_EQUAL(r->p[0].slot, r->p[1].slot);
+}
+
+/* Both copies (cs) hold w's 64 KiB at offset off of the block. */
+static void check_copies_hold(const struct cw_copy *cs, uint64_t off, const uint8_t *w)
+{
+	uint8_t *back = malloc(64 * KIB);
+
+	for (int c = 0; c < 2; c++) {
+		CU_ASSERT_EQUAL(pread(disk_by_id(cs[c].disk_id)->fd, back, 64 * KIB,
+				      (off_t)(cs[c].phys_offset + off)), (ssize_t)(64 * KIB));
+		CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
+	}
+	free(back);
+}
+
 /* A write to a 2-copy partition is one thick request: both copies'
  * pieces booked in the same slots of their disks' records (each handed
  * out at the same slot number), the bytes on both disks; a read is one
  * piece, on either copy. */
 static void test_thick_write(void)
 {
-	struct cw_part_opts o = { .copies = 2, .tier = CW_TIER_PREF_HDD };
 	uint8_t *w = pattern(BS, 64 * KIB, 5), *back = malloc(64 * KIB);
 	struct cw_copy cs[CW_COPIES_MAX];
-	struct nbdsrv_export e;
 	struct nbd_handle *h;
-	struct cw_part *part;
 	struct rec *r;
 
-	setup();
-	serve();
-	CU_ASSERT_FATAL(cw_part_create(D.tp.pool, "mir", 2 * BS, &o, &part) == 0);
-	CU_ASSERT_FATAL(cw_part_set_allocated(D.tp.pool, &(struct cw_alloc_change){
-		.part = part, .first_block = 0, .nblocks = 2, .allocated = true }, 1) == 0);
-	CU_ASSERT_FATAL(pb_export(D.pb, part, &e) == 0);
-	CU_ASSERT_FATAL(nbdsrv_add_export(srv, &e) == 0);
-	CU_ASSERT_FATAL(cw_part_block_copies(part, 0, cs) == 0);
+	serve_mirror("mir", cs);
 	h = client("mir");
 	for (int i = 0; i < 8; i++) {
 		CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, 8192 + i * 64 * KIB, 0), 0);
 		r = taken();
-		CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
-		CU_ASSERT(r->p[0].mirror == 1 && r->p[1].mirror == 2);
-		CU_ASSERT(r->p[0].lane->disk->id == cs[0].disk_id &&
-			  r->p[1].lane->disk->id == cs[1].disk_id);
-		/* the lead (the IO piece) and the copy's piece in one booking */
-		CU_ASSERT(r->p[0].thick_next != NULL && r->p[0].thick_lead == NULL);
-		CU_ASSERT(r->p[1].thick_lead != NULL && r->p[1].thick_next == NULL);
-		CU_ASSERT_EQUAL(r->p[0].slot, r->p[1].slot);
+		check_thick(r, cs);
 		free(r);
 	}
-	for (int c = 0; c < 2; c++) {
-		CU_ASSERT_EQUAL(pread(disk_by_id(cs[c].disk_id)->fd, back, 64 * KIB,
-				      (off_t)(cs[c].phys_offset + 8192 + 7 * 64 * KIB)),
-				(ssize_t)(64 * KIB));
-		CU_ASSERT(memcmp(back, w, 64 * KIB) == 0);
-	}
+	check_copies_hold(cs, 8192 + 7 * 64 * KIB, w);
 	CU_ASSERT_EQUAL_FATAL(nbd_pread(h, back, 64 * KIB, 8192, 0), 0);
 	r = taken();
 	CU_ASSERT(r->npieces == 1 && r->p[0].thick_next == NULL);
@@ -1040,6 +1067,55 @@ static void test_thick_write(void)
 	bye(h);
 	free(w);
 	free(back);
+	teardown();
+}
+
+/* A recording stream's write on a 2-copy partition (resv create
+ * --record: every copy's disk charged) is one thick request too: both
+ * copies' pieces the stream's, with their disks' T and C, booked in the
+ * same slots of both records; the bytes on both disks.  A write outside
+ * the reservation's range stays one best-effort thick booking. */
+static void test_thick_record(void)
+{
+	uint8_t *w = pattern(BS, 64 * KIB, 9);
+	struct cw_admit_request rq = {
+		.part = "rec", .rate_bps = 512 * KIB, .block_bytes = 64 * KIB,
+		.range_start_bytes = 0, .range_end_bytes = BS, .persistent = true,
+		.record = true,
+	};
+	struct cw_admit_refusal ref = { 0 };
+	const struct cw_admit_resv *a = NULL;
+	struct cw_copy cs[CW_COPIES_MAX];
+	struct nbd_handle *h;
+	struct pbx *x;
+	struct rec *r;
+
+	x = serve_mirror("rec", cs);
+	if (cw_admit_state_reserve(D.adm, &rq, &a, &ref, NULL) < 0)
+		fprintf(stderr, "refused: %s\n", ref.reason);
+	CU_ASSERT_FATAL(a && a->record);
+	CU_ASSERT_EQUAL_FATAL(pb_export_bind(D.pb, x, a->id), 0);
+	h = client("rec");
+	for (int i = 0; i < 8; i++) {
+		CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, i * 64 * KIB, 0), 0);
+		r = taken();
+		check_thick(r, cs);
+		CU_ASSERT(r->p[0].rt && r->p[1].rt);
+		check_rt_tasks(r, a);
+		free(r);
+	}
+	check_copies_hold(cs, 7 * 64 * KIB, w);
+	/* outside the range: best effort, one thick booking all the same */
+	CU_ASSERT_EQUAL_FATAL(nbd_pwrite(h, w, 64 * KIB, BS, 0), 0);
+	r = taken();
+	CU_ASSERT_EQUAL_FATAL(r->npieces, 2);
+	CU_ASSERT(!r->p[0].rt && !r->p[1].rt);
+	CU_ASSERT(r->p[0].thick_next != NULL && r->p[1].thick_lead != NULL);
+	CU_ASSERT_EQUAL(r->p[0].slot, r->p[1].slot);
+	free(r);
+	bye(h);
+	CU_ASSERT_FATAL(cw_admit_state_release(D.adm, a->id, NULL) == 0);
+	free(w);
 	teardown();
 }
 
@@ -1308,6 +1384,7 @@ int main(void)
 	cwtest_add(s, "the keeper of holes works through the lanes", test_keeper_io);
 	cwtest_add(s, "a write to a moving block is mirrored", test_mirror_while_moving);
 	cwtest_add(s, "a mirrored write is one thick booking", test_thick_write);
+	cwtest_add(s, "a recording stream's write is one thick booking", test_thick_record);
 	cwtest_add(s, "cwsim splits requests into the daemon's pieces", test_sim_splits_the_same);
 	cwtest_add(s, "a partition served partially: EIO on a missing disk's blocks", test_partial);
 	cwtest_add(s, "the keeper's zeros on a moving block are synced there",

@@ -324,6 +324,80 @@ static void test_crash_busy(void)
 	tp_fini(&t);
 }
 
+/* Two crashes while a partition is being moved: the resync the first
+ * one's recovery owed, waiting for the move, is kept in the pool
+ * (copy_resync), so after the second it still follows the move; once
+ * journalled it is owed no more. */
+static void test_crash_busy_twice(void)
+{
+	static const uint64_t four[] = { 401, 401, 401, 401 };
+	struct cw_part_opts o2 = { .copies = 2 };
+	uint64_t *ids = NULL;
+	struct cw_part *p;
+	size_t n = 0;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 4, four, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 200 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT_FATAL(cw_disk_evacuate(t.pool, 1, &ids, &n) == 0 && n == 1);
+	free(ids);
+	/* regions 0 and 2 dirty */
+	CU_ASSERT_FATAL(cw_part_intent_begin(p, 0, 2 * TP_BS) == 0);
+	CU_ASSERT_FATAL(cw_part_intent_begin(p, 2 * R * TP_BS, TP_BS) == 0);
+	tp_reopen(&t);	/* the process died */
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_intent") == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_resync") == 2);
+	CU_ASSERT(sql_int(t.db, "SELECT sum(region) FROM copy_resync") == 2);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_resync WHERE m0 = 0 AND m1 = -1 AND "
+			  "m2 = 0") == 2);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4") == 0);
+	tp_reopen(&t);	/* and again, the move still unfinished */
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 2 * R);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_resync") == 2);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4") == 0);
+	CU_ASSERT(drive(t.pool) >= 2 * R);
+	/* the rebuild followed the evacuation, and is owed no more */
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4 AND state = 2") == 1);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_resync") == 0);
+	CU_ASSERT(cw_part_copy_stale_count(p, 1) == 0 && cw_part_copy_stale_count(p, 0) == 0);
+	tp_reopen(&t);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4") == 1);
+	tp_fini(&t);
+}
+
+/* Without a move, the resync is journalled at the open that recovers:
+ * nothing is owed after it.  What is owed while a rebuild runs stays
+ * owed till it ends; a shrink forgets what is owed past the end. */
+static void test_resync_owed(void)
+{
+	struct cw_part_opts o2 = { .copies = 2 };
+	struct cw_part *p;
+	struct tp t;
+
+	tp_pool(&t, TP_BS, 3, three, NULL);
+	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 200 * TP_BS, &o2, &p) == 0);
+	CU_ASSERT_FATAL(cw_part_intent_begin(p, 0, TP_BS) == 0);
+	tp_reopen(&t);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_resync") == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move WHERE kind = 4 AND blocks = 64") == 1);
+	cw_pool_close(t.pool);
+	t.pool = NULL;
+	sql_run(t.db, "INSERT INTO copy_resync (part, region, m1) VALUES (1, 1, 1), (1, 3, 3)");
+	tp_reopen(&t);
+	CU_ASSERT_FATAL(cw_part_lookup(t.pool, "p", &p) == 0);
+	/* a rebuild unfinished: owed still, with the bits of block 64 */
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_resync") == 2);
+	CU_ASSERT_FATAL(cw_part_resize(p, 100 * TP_BS) == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT group_concat(region) FROM copy_resync") == 1);
+	/* the rebuild ends: what is owed is journalled (nothing out of sync
+	 * there: no rebuild) and owed no more */
+	CU_ASSERT(drive(t.pool) == 64);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM copy_resync") == 0);
+	CU_ASSERT(sql_int(t.db, "SELECT count(*) FROM move") == 1);
+	tp_fini(&t);
+}
+
 /* A shrink forgets the record past the end, in the database and in
  * memory (a grow records its regions anew). */
 static void test_intent_shrink(void)
@@ -449,6 +523,9 @@ int main(void)
 	cwtest_add(s, "write intent recorded and swept", test_intent);
 	cwtest_add(s, "a crash: dirty regions resynced", test_crash_recover);
 	cwtest_add(s, "a crash during a move: the resync follows it", test_crash_busy);
+	cwtest_add(s, "two crashes during a move: the resync still follows it",
+		   test_crash_busy_twice);
+	cwtest_add(s, "a resync owed is kept until journalled", test_resync_owed);
 	cwtest_add(s, "a shrink forgets the record past the end", test_intent_shrink);
 	cwtest_add(s, "writers against a sweeper", test_intent_race);
 	return cwtest_run();

@@ -34,7 +34,7 @@ static void test_create_pragmas(void)
 	CU_ASSERT(q(m, "SELECT journal_mode = 'wal' FROM pragma_journal_mode") == 1);
 	CU_ASSERT(q(m, "PRAGMA foreign_keys") == 1);
 	CU_ASSERT(q(m, "PRAGMA synchronous") == 2);	/* FULL */
-	CU_ASSERT(q(m, "SELECT count(*) FROM sqlite_master WHERE type = 'table'") == 24);	/* with sqlite_sequence */
+	CU_ASSERT(q(m, "SELECT count(*) FROM sqlite_master WHERE type = 'table'") == 25);	/* with sqlite_sequence */
 	CU_ASSERT(meta_size_bytes(t.db) > 0);
 	/* One process at a time. */
 	CU_ASSERT(meta_open(t.db, &err, &m2) == -EBUSY);
@@ -67,6 +67,42 @@ static void test_migration_atomic(void)
 	CU_ASSERT(migrate(m, 0, &err) == 0);
 	CU_ASSERT(q(m, "PRAGMA user_version") == META_SCHEMA_VERSION);
 	CU_ASSERT(q(m, "SELECT count(*) FROM sqlite_master WHERE name IN ('pool', 'disk', 'part', 'run')") == 4);
+	meta_close(m);
+	tp_fini(&t);
+}
+
+/* 16 -> 17: a pool of schema 16 opens with copy_resync, empty, keyed by
+ * (part, region) and gone with its partition. */
+static void test_migration_17(void)
+{
+	struct tp t;
+	struct meta *m;
+	struct cw_error err;
+
+	tp_init(&t);
+	CU_ASSERT_FATAL(meta_create(t.db, &err, &m) == 0);
+	CU_ASSERT_FATAL(sqlite3_exec(m->db, "DROP TABLE copy_resync; PRAGMA user_version = 16",
+				     NULL, NULL, NULL) == SQLITE_OK);
+	meta_close(m);
+	CU_ASSERT_FATAL(meta_open(t.db, &err, &m) == 0);
+	CU_ASSERT(q(m, "PRAGMA user_version") == 17);
+	CU_ASSERT(q(m, "SELECT count(*) FROM sqlite_master WHERE type = 'table'") == 25);
+	CU_ASSERT(q(m, "SELECT count(*) FROM copy_resync") == 0);
+	CU_ASSERT_FATAL(sqlite3_exec(m->db,
+		"INSERT INTO part (name, nblocks, placement, tier_pref, zone_pref)"
+		"  VALUES ('p', 1, 0, 0, 0);"
+		"INSERT INTO copy_resync (part, region, m1) VALUES (1, 3, -1)",
+		NULL, NULL, NULL) == SQLITE_OK);
+	CU_ASSERT(q(m, "SELECT m1 FROM copy_resync WHERE part = 1 AND region = 3") == -1);
+	CU_ASSERT(q(m, "SELECT m0 + m2 FROM copy_resync") == 0);
+	CU_ASSERT(sqlite3_exec(m->db, "INSERT INTO copy_resync (part, region) VALUES (1, 3)",
+			       NULL, NULL, NULL) != SQLITE_OK);
+	CU_ASSERT(sqlite3_exec(m->db, "INSERT INTO copy_resync (part, region) VALUES (1, -1)",
+			       NULL, NULL, NULL) != SQLITE_OK);
+	CU_ASSERT(sqlite3_exec(m->db, "INSERT INTO copy_resync (part, region) VALUES (9, 0)",
+			       NULL, NULL, NULL) != SQLITE_OK);
+	CU_ASSERT_FATAL(sqlite3_exec(m->db, "DELETE FROM part", NULL, NULL, NULL) == SQLITE_OK);
+	CU_ASSERT(q(m, "SELECT count(*) FROM copy_resync") == 0);
 	meta_close(m);
 	tp_fini(&t);
 }
@@ -124,6 +160,7 @@ int main(void)
 
 	cwtest_add(s, "create, pragmas, lock", test_create_pragmas);
 	cwtest_add(s, "migrations are atomic", test_migration_atomic);
+	cwtest_add(s, "16 -> 17: copy_resync", test_migration_17);
 	cwtest_add(s, "transactions, keys, statement cache", test_transactions_and_keys);
 	cwtest_add(s, "sqlite codes as errno", test_errno_map);
 	return cwtest_run();
