@@ -7,8 +7,13 @@
 # them, no slower than the rebuild's reserve guarantees), and at the end
 # no copy is out of sync.  The same scenario with survive = 0 admits more
 # streams, which keep their deadlines without a failure and miss some
-# after it; without a spare the partition stays degraded.  -o DIR draws
-# the timeline; bad failures are refused with a clear error.
+# after it; without a spare the partition stays degraded.  The spare is
+# chosen as clockwised chooses it (cw_admit_state_takeover): one too slow
+# for the streams booked on the failed disk (an atlas2, or a disk like the
+# others but for more streams than its slowest zone carries) is refused,
+# the partition stays degraded to the end and the report says why; with
+# a second spare that carries them, that one takes the disk over.  -o DIR
+# draws the timeline; bad failures are refused with a clear error.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 requires jq
 
@@ -54,9 +59,9 @@ check "rebuild time within the model's bounds" \
 
 # Not admitted to survive: more streams fit, and the failure costs them.
 check "streams that do not survive" \
-	bash -c "'$cwsim' run --json '$scn' --set survive=0 >'$t/plain.json'"
-check "... the same scenario without the failure" \
-	bash -c "'$cwsim' run --json '$scn' --set survive=0 --set fail=none >'$t/nofail.json'"
+	bash -c "'$cwsim' run --json '$scn' --set survive=0 --set streams=0 >'$t/plain.json'"
+check "... the same scenario without the failure" bash -c \
+	"'$cwsim' run --json '$scn' --set survive=0 --set streams=0 --set fail=none >'$t/nofail.json'"
 echo "# streams: $(jq .streams "$t/surv.json") surviving, $(jq .streams "$t/plain.json") not;" \
 	"misses after the failure: $(jq .fail.other_misses "$t/plain.json")"
 check "more streams are admitted when they need not survive" \
@@ -70,7 +75,63 @@ check "and miss some after the failure" \
 check "no spare" bash -c "'$cwsim' run --json '$scn' --set spare=none >'$t/nospare.json'"
 check "... nothing rebuilt, copies out of sync at the end, no stream late" \
 	jq -e '.fail.spare == null and .fail.rebuild_end_s == null and .fail.degraded_s == null and
-	       .fail.stale_at_end > 0 and .fail.survive_misses == 0' "$t/nospare.json"
+	       .fail.stale_at_end > 0 and .fail.survive_misses == 0 and
+	       (.fail.why | test("^no spare with room for its [0-9]+ blocks$"))' "$t/nospare.json"
+
+# The spare checked against the streams, as clockwised checks it: the
+# streams admitted until refused fill the disks' outer zones, and with
+# their blocks in the spare's slowest zone a failure case does not fit.
+check "streams admitted until refused" \
+	bash -c "'$cwsim' run --json '$scn' --set streams=0 >'$t/full.json'"
+jq -c '[.streams, .fail.spare, .fail.why]' "$t/full.json"
+check "... more than the scenario's" test "$(jq .streams "$t/full.json")" -gt "$(jq .streams "$t/surv.json")"
+check "... the spare cannot carry them: no replacement, the reason, degraded to the end" \
+	jq -e '.fail.spare == null and .fail.spares_refused == 1 and .fail.rebuild_blocks == 0 and
+	       .fail.degraded_s == null and .fail.stale_at_end > 0 and .fail.survive_misses == 0 and
+	       (.fail.why | test("^spare [^:]*: with disk [^ ]* in place of disk [^ ]*, .* refused on disk "))' \
+	"$t/full.json"
+
+# A spare slower than the data disks (an atlas2, as large as they are):
+# alone it is refused; beside a second, fit spare, that one takes over.
+cap=$("$cwsim" model hdd7200 | sed -n 's/.* cap=\([0-9]*\) .*/\1/p')
+mkpool() { # DB MODEL...: disks d0... of hdd7200's size, each emulating its MODEL
+	local db=$1 i=0 m
+	shift
+	mkdir -p "$(dirname "$db")" && "$top_builddir/tools/cwpool" create "$db" >/dev/null || return 1
+	for m in "$@"; do
+		truncate -s "$((cap / 4096 * 4096))" "$(dirname "$db")/d$i.img" &&
+		"$top_builddir/tools/cwpool" add-disk "$db" "$(dirname "$db")/d$i.img" hdd "d$i" "$m" \
+			>/dev/null || return 1
+		i=$((i + 1))
+	done
+}
+check "a pool whose spare is an atlas2" mkpool "$t/slow/p.db" hdd7200 hdd7200 atlas2
+check "... the failure" bash -c "'$cwsim' run --json '$scn' --set 'pool=$t/slow/p.db' \
+	>'$t/slow.json'"
+jq -c '[.streams, .fail.spare, .fail.why]' "$t/slow.json"
+check "... no spare replaces the disk, the atlas2 refused, named, with the disk it breaks" \
+	jq -e '.fail.spare == null and .fail.spares_refused == 1 and .fail.rebuild_blocks == 0 and
+	       .fail.rebuild_end_s == null and .fail.degraded_s == null and .fail.stale_at_end > 0 and
+	       (.fail.why | test("^spare d2: with disk d2 in place of disk d0, .* refused on disk d2: "))' \
+	"$t/slow.json"
+check "... its streams still in time on the survivor" \
+	jq -e '.streams > 2 and .fail.survive_misses == 0 and .rt_misses == 0' "$t/slow.json"
+check "... the text report says so" bash -c "'$cwsim' run '$scn' --set 'pool=$t/slow/p.db' |
+	grep -q '^  disk 0 failed at 10.0 s: no spare replaces it (spare d2: with disk d2 in place of disk d0, .*); degraded to the end\$'"
+check "a pool with the atlas2 and an hdd7200 as spares" \
+	mkpool "$t/two/p.db" hdd7200 hdd7200 atlas2 hdd7200
+check "... the failure" bash -c "'$cwsim' run --json '$scn' --set 'pool=$t/two/p.db' \
+	--set spare=2,3 >'$t/two.json'"
+jq -c '[.streams, .fail.spare, .fail.rebuild_s, .fail.why]' "$t/two.json"
+check "... the atlas2 tried first (as much room, the lower id) and refused, d3 takes over" \
+	jq -e '.fail.spare == 3 and .fail.spares_refused == 1 and
+	       (.fail.why | test("^spare d2: with disk d2 in place of disk d0, .* refused on disk d2: ")) and
+	       .fail.rebuild_blocks > 0 and .fail.rebuild_done == .fail.rebuild_blocks and
+	       .fail.rebuild_end_s < 120 and .fail.stale_at_end == 0 and .fail.survive_misses == 0' \
+	"$t/two.json"
+check "... the text report names the spare passed over" bash -c "'$cwsim' run '$scn' \
+	--set 'pool=$t/two/p.db' --set spare=2,3 | grep -q \
+	'^  not by the spares that would not carry the streams: spare d2: with disk d2 in place of disk d0, '"
 
 check "the text report says it" bash -c "'$cwsim' run '$scn' >'$t/surv.txt' &&
 	grep -q '^  disk 0 failed at 10.0 s: spare 2 rebuilt ' '$t/surv.txt' &&
@@ -86,9 +147,11 @@ expect_fail "fail without copies refused" bash -c \
 	"'$cwsim' run '$scn' --set copies=1 2>'$t/e1'"
 check "... saying why" grep -q 'copies = 2 or 3' "$t/e1"
 expect_fail "failing the spare refused" bash -c "'$cwsim' run '$scn' --set 'fail=2 at 5' 2>'$t/e2'"
-check "... saying why" grep -q 'is the spare' "$t/e2"
+check "... saying why" grep -q 'is a spare' "$t/e2"
 expect_fail "a disk the scenario lacks refused" bash -c \
 	"'$cwsim' run '$scn' --set 'fail=7 at 5' 2>'$t/e3'"
 check "... saying why" grep -q 'disks 0 to 2' "$t/e3"
+expect_fail "spare = garbage refused" bash -c "'$cwsim' run '$scn' --set 'spare=2,x' 2>'$t/e5'"
+check "... saying why" grep -q 'expected DISK\[,DISK...\]' "$t/e5"
 expect_fail "fail = garbage refused" bash -c "'$cwsim' run '$scn' --set 'fail=soon' 2>'$t/e4'"
 check "... saying why" grep -q 'expected DISK at SECONDS' "$t/e4"

@@ -176,7 +176,7 @@ static int fail_figure(const struct cli *c, const struct sim_result *r)
 	_cleanup_free_ char *plt = NULL;
 	size_t len = 0;
 	FILE *p = open_memstream(&plt, &len);
-	char marks[256];
+	char marks[256], spare[64];
 	bool surv = false, others = false;
 	int n;
 
@@ -187,6 +187,10 @@ static int fail_figure(const struct cli *c, const struct sim_result *r)
 	if (!surv && !others)
 		surv = true;	/* an empty panel, but a panel */
 
+	if (r->fail_spare >= 0)
+		snprintf(spare, sizeof(spare), "spare %d rebuilt in slack", r->fail_spare);
+	else
+		snprintf(spare, sizeof(spare), "no spare replaced it");
 	if (!p)
 		return -ENOMEM;
 	n = snprintf(marks, sizeof(marks), "set arrow 1 from %.3f, graph 0 to %.3f, graph 1 nohead "
@@ -199,9 +203,9 @@ static int fail_figure(const struct cli *c, const struct sim_result *r)
 		"set lmargin 12\nset rmargin 30\n"
 		"set xrange [0:%.3f]\n"
 		"set multiplot layout 3,1 title 'cwsim: disk %d of %u x %s fails at %.0f s, "
-		"spare %d rebuilt in slack (%zu streams, %s)'\n%s",
+		"%s (%zu streams, %s)'\n%s",
 		(double)sc->duration_ns / 1e9, sc->fail_disk, sc->disks, sc->model.name,
-		r->fail_at_s, r->fail_spare, r->streams,
+		r->fail_at_s, spare, r->streams,
 		r->survive_misses + r->other_misses ? "misses" : "0 misses", marks);
 	fprintf(p, "set title 'disk time: busy (solid), of it the rebuild (dashed)'\n"
 		"set ylabel 'share'\nset yrange [0:1.05]\nplot ");
@@ -209,7 +213,7 @@ static int fail_figure(const struct cli *c, const struct sim_result *r)
 		fprintf(p, "%s'fail.csv' every ::1 using 1:%u with lines lw 2 lc %u title "
 			"'disk %u%s', 'fail.csv' every ::1 using 1:%u with lines dt 2 lc %u notitle",
 			d ? ", \\\n  " : "", 2 + 2 * d, d + 1, d,
-			(int)d == sc->fail_disk ? " (fails)" : (int)d == sc->spare ? " (spare)" : "",
+			(int)d == sc->fail_disk ? " (fails)" : (sc->spares >> d & 1) ? " (spare)" : "",
 			3 + 2 * d, d + 1);
 	fprintf(p, "\nset title 'latest stream request against its deadline (below 0: in time)'\n"
 		"set ylabel 'ms after deadline'\nset autoscale y\nset yrange [*:*]\n"

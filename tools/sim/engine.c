@@ -1291,6 +1291,8 @@ static void fail_result(struct run *r, struct sim_result *res)
 {
 	res->fail_at_s = (double)r->sc->fail_at_ns / 1e9;
 	res->fail_spare = r->fail_spare;
+	snprintf(res->fail_why, sizeof(res->fail_why), "%s",
+		 sim_move_takeover_why(r->mv, &res->fail_refused));
 	res->be_failed = r->be_failed;
 	res->stale_at_end = r->mv ? sim_move_stale(r->mv) : 0;
 	res->n_stream_results = CW_MIN(r->n_streams, (size_t)SIM_REPORT_STREAMS);

@@ -13,14 +13,22 @@
  * model's bound in the slack, its mean in the best-effort order).
  *
  * A failure (fail =) runs the same way: at its time the failed disk's
- * copies are marked out of sync and a spare takes it over
- * (cw_pool_disk_set_stale, cw_disk_takeover: the spare with room;
- * clockwised's degrade.c asks cw_admit_state_takeover, which also checks
- * the spare against the streams booked on the failed disk, a check cwsim
- * does not make yet), which journals a rebuild onto the spare that this mover
- * carries out; from then on where a block's copies are and whether each
- * is in sync is the run pool's answer (sim_move_copies), for the streams'
- * partitions as for best effort's.
+ * copies are marked out of sync (cw_pool_disk_set_stale) and the spare
+ * that takes it over is chosen as clockwised's degrade.c chooses it,
+ * by cw_admit_state_takeover over the run pool's admission state, where
+ * the playing streams are booked as the set-up admitted them
+ * (sim_pool_run_state): the spares with room, most room first, each
+ * checked against the streams booked on the failed disk, the first that
+ * carries them taken.  Its replacement journals a rebuild onto the spare
+ * that this mover carries out.  When none carries them, nothing is
+ * rebuilt: the reason is kept (cw_disk_set_unreplaced) and reported, and
+ * the partitions stay degraded to the end, as in clockwised.  From the
+ * failure on, where a block's copies are and whether each is in sync is
+ * the run pool's answer (sim_move_copies), for the streams' partitions
+ * as for best effort's.  What the engine does not take from the
+ * takeover: the streams' new bookings on the spare (the set-up's tasks
+ * stay each disk's; a stream's read of a copy rebuilt there is best
+ * effort, as the man page says).
  *
  * The run works on its own copy of the pool (sim_pool_run_copy), so the
  * scenario's pool stays as it was and every run starts from the same map.
@@ -37,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <clockwise/admit-state.h>
 #include <clockwise/layout.h>
 #include <clockwise/mover.h>
 
@@ -47,6 +56,8 @@
 struct sim_move {
 	const struct sim_setup *s;
 	struct cw_pool *pool;
+	struct cw_admit_state *st;	/* the copy's, the streams booked (a failure only) */
+	struct cw_admit_takeover to;	/* what the failure's takeover said */
 	struct cw_part **parts;		/* be<p> of the copy */
 	struct cw_part **sparts;	/* s<i> of the copy (a failure only) */
 	size_t n_sparts;
@@ -76,6 +87,8 @@ void sim_move_free(struct sim_move *m)
 {
 	if (!m)
 		return;
+	cw_admit_state_free(m->st);
+	free(m->to.move_ids);
 	cw_pool_close(m->pool);
 	free(m->parts);
 	free(m->sparts);
@@ -113,7 +126,7 @@ int sim_move_open(const struct sim_setup *s, size_t n_streams, struct sim_move *
 	if (e == 0 && sc->fail_disk >= 0) {
 		m->n_sparts = CW_MIN(n_streams, s->n_streams);
 		m->sparts = calloc(CW_MAX(m->n_sparts, 1), sizeof(*m->sparts));
-		e = m->sparts ? 0 : -ENOMEM;
+		e = m->sparts ? sim_pool_run_state(s, m->pool, m->n_sparts, &m->st) : -ENOMEM;
 	}
 	for (size_t i = 0; i < m->n_sparts && e == 0; i++) {
 		char name[32];
@@ -349,24 +362,31 @@ int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t b
 
 int sim_move_fail(struct sim_move *m, unsigned disk, int64_t now, int *ret_spare)
 {
-	_cleanup_free_ uint64_t *ids = NULL;
-	uint32_t spare = 0;
-	size_t n = 0;
-	int e = cw_pool_disk_set_stale(m->pool, m->s->disk_ids[disk], NULL);
+	uint32_t id = m->s->disk_ids[disk];
+	int e = m->st ? cw_pool_disk_set_stale(m->pool, id, NULL) : -EINVAL;
 
 	if (e == 0)
-		e = cw_disk_takeover(m->pool, m->s->disk_ids[disk], &spare, &ids, &n);
+		e = cw_admit_state_takeover(m->st, id, &m->to, NULL);
 	if (e < 0) {
 		fprintf(stderr, "cwsim: disk %u failed: %s\n", disk,
 			cw_pool_last_error(m->pool)->msg[0] ? cw_pool_last_error(m->pool)->msg :
 			strerror(-e));
 		return e;
 	}
-	*ret_spare = spare ? disk_index(m->s, spare) : -1;
+	/* none carries the streams: the disk keeps its copies, out of sync */
+	if (!m->to.spare && m->to.why[0])
+		(void)cw_disk_set_unreplaced(m->pool, id, m->to.why);
+	*ret_spare = m->to.spare ? disk_index(m->s, m->to.spare) : -1;
 	m->fail = true;
-	m->begun = n > 0;
+	m->begun = m->to.n_moves > 0;
 	m->start_ns = now;
 	return 0;
+}
+
+const char *sim_move_takeover_why(const struct sim_move *m, unsigned *ret_refused)
+{
+	*ret_refused = m ? m->to.refused : 0;
+	return m ? m->to.why : "";
 }
 
 /* The partition of best effort's part, or of stream stream (>= 0). */
@@ -433,6 +453,9 @@ int sim_move_result(struct sim_move *m, struct sim_result *res)
 	if (e < 0)
 		return e;
 	for (size_t i = 0; i < n; i++) {
+		/* a spare's replacement refused by the streams was cancelled */
+		if (v[i].state == CW_MOVE_CANCELLED)
+			continue;
 		res->move_blocks += v[i].blocks;
 		res->move_done += v[i].done;
 		res->move_failed += v[i].failed;

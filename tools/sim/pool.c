@@ -15,7 +15,10 @@
  * admitted them, in admission order, and each request lies where the
  * partition's map puts it; the pool's stored objects are only added to
  * (partitions s<i> and be<p> that are missing), never changed, but for
- * the scenario's spare (spare =), made one while it holds nothing.
+ * the scenario's spares (spare =), made ones while they hold nothing.
+ * A failure's run books the same streams again, in the same order, on
+ * its own copy of the pool (sim_pool_run_state), so that the takeover
+ * is checked against them as clockwised checks it.
  * With copies each stream's clip entries have every copy's place
  * (sim_stream.xdisk), for the engine's choice of copy.
  */
@@ -169,21 +172,27 @@ static int map_copies(const struct sim_setup *s, struct cw_part *part, uint64_t 
 	return e;
 }
 
-/* The scenario's spare made one in the pool, before anything is placed
+/* The scenario's spares made ones in the pool, before anything is placed
  * (a pool cwsim set up before holds nothing there either). */
-static int spare_set(const struct sim_setup *s, struct cw_pool *pool)
+static int spares_set(const struct sim_setup *s, struct cw_pool *pool)
 {
-	uint32_t id = s->disk_ids[s->sc->spare];
-	struct cw_disk_info di;
-	int e = cw_disk_info(pool, id, &di);
+	for (unsigned d = 0; d < s->sc->disks; d++) {
+		struct cw_disk_info di;
+		int e;
 
-	if (e == 0 && !di.spare)
-		e = cw_disk_set_spare(pool, id, true);
-	if (e < 0)
-		fprintf(stderr, "cwsim: spare = %d: %s\n", s->sc->spare,
-			cw_pool_last_error(pool)->msg[0] ? cw_pool_last_error(pool)->msg :
-			strerror(-e));
-	return e;
+		if (!(s->sc->spares >> d & 1))
+			continue;
+		e = cw_disk_info(pool, s->disk_ids[d], &di);
+		if (e == 0 && !di.spare)
+			e = cw_disk_set_spare(pool, s->disk_ids[d], true);
+		if (e < 0) {
+			fprintf(stderr, "cwsim: spare = %u: %s\n", d,
+				cw_pool_last_error(pool)->msg[0] ? cw_pool_last_error(pool)->msg :
+				strerror(-e));
+			return e;
+		}
+	}
+	return 0;
 }
 
 /* Where copies 1.. of the stream's clip entries lie (sim_stream.xdisk). */
@@ -273,28 +282,52 @@ static int disks_load(struct sim_setup *s, struct cw_pool *pool, struct cw_admit
 	return e;
 }
 
+/* The admission state of pool (at path) with the scenario's plan and
+ * host, as clockwised builds its own. */
+static int state_new(const struct sim_setup *s, struct cw_pool *pool, const char *path,
+		     struct cw_admit_state **ret)
+{
+	struct cw_admit_state_opts ao;
+	int e;
+
+	cw_admit_state_opts_init(&ao);
+	ao.plan = s->plan_opts;
+	e = cw_admit_state_new(pool, &ao, ret);
+	if (e < 0) {
+		fprintf(stderr, "cwsim: pool %s: cannot load its admission state: %s\n", path,
+			strerror(-e));
+		return e;
+	}
+	e = cw_admit_state_set_host(*ret, &s->sc->host);
+	if (e < 0) {
+		cw_admit_state_free(*ret);
+		*ret = NULL;
+	}
+	return e;
+}
+
+/* Stream sm's reservation on its partition name (s<i>), not stored: what
+ * clockwised's -r makes of a start-up stream. */
+static struct cw_admit_request stream_request(const struct sim_setup *s, const char *name,
+					      const struct sim_stream *sm)
+{
+	return (struct cw_admit_request){ .part = name, .rate_bps = sm->bandwidth_bps,
+					  .block_bytes = sm->block_bytes, .export_name = name,
+					  .survive = s->sc->survive };
+}
+
 int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams,
 		   sim_curve_fn curve, void *userdata)
 {
 	const struct sim_scenario *sc = s->sc;
 	_cleanup_(sim_pool_closep) struct cw_pool *pool = NULL;
 	_cleanup_(sim_state_freep) struct cw_admit_state *st = NULL;
-	struct cw_admit_state_opts ao;
 	struct cw_disk_plan plan;
 	struct sim_rng kinds;
 	int e = pool_open(sc->pool_path, &pool);
 
-	if (e < 0)
-		return e;
-	cw_admit_state_opts_init(&ao);
-	ao.plan = s->plan_opts;
-	e = cw_admit_state_new(pool, &ao, &st);
-	if (e < 0) {
-		fprintf(stderr, "cwsim: pool %s: cannot load its admission state: %s\n",
-			sc->pool_path, strerror(-e));
-		return e;
-	}
-	e = cw_admit_state_set_host(st, &sc->host);
+	if (e == 0)
+		e = state_new(s, pool, sc->pool_path, &st);
 	if (e < 0)
 		return e;
 	if (cw_admit_state_resv_at(st, 0)) {
@@ -310,8 +343,8 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 		return e;
 	s->be_reserve = plan.be_reserve;
 	s->be_piece_bytes = plan.be_piece_bytes;
-	if (sc->spare >= 0)
-		e = spare_set(s, pool);
+	if (sc->spares)
+		e = spares_set(s, pool);
 	if (e == 0)
 		e = be_parts(s, pool);
 	if (e < 0)
@@ -345,9 +378,7 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 			sim_stream_free(&sm);
 			break;
 		}
-		rq = (struct cw_admit_request){ .part = name, .rate_bps = sm.bandwidth_bps,
-						.block_bytes = sm.block_bytes, .export_name = name,
-						.survive = sc->survive };
+		rq = stream_request(s, name, &sm);
 		if (e == 0)
 			e = cw_admit_state_reserve(st, &rq, &rv, &ref, NULL);
 		if (e == -EBUSY) {
@@ -397,6 +428,30 @@ int sim_pool_setup(struct sim_setup *s, enum sim_video video, size_t max_streams
 			return e;
 	}
 	return 0;
+}
+
+int sim_pool_run_state(const struct sim_setup *s, struct cw_pool *pool, size_t n_streams,
+		       struct cw_admit_state **ret)
+{
+	_cleanup_(sim_state_freep) struct cw_admit_state *st = NULL;
+	int e = state_new(s, pool, "(the run's copy)", &st);
+
+	for (size_t i = 0; e == 0 && i < n_streams && i < s->n_streams; i++) {
+		struct cw_admit_refusal ref = { 0 };
+		const struct cw_admit_resv *rv;
+		struct cw_admit_request rq;
+		char name[32];
+
+		snprintf(name, sizeof(name), "s%zu", i);
+		rq = stream_request(s, name, &s->streams[i]);
+		e = cw_admit_state_reserve(st, &rq, &rv, &ref, NULL);
+		if (e < 0)
+			fprintf(stderr, "cwsim: stream %zu, admitted on the pool, is not on the run's "
+				"copy of it: %s\n", i, ref.reason[0] ? ref.reason : strerror(-e));
+	}
+	if (e == 0)
+		*ret = CW_TAKE_PTR(st);
+	return e;
 }
 
 /* ---- the scratch pool of a move ---- */

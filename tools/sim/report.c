@@ -33,8 +33,10 @@ static const char *const phase[3] = { "before", "during", "after" };
 static void fail_text(FILE *f, const struct sim_scenario *sc, const struct sim_result *r)
 {
 	fprintf(f, "  disk %d failed at %.1f s: ", sc->fail_disk, r->fail_at_s);
-	if (r->fail_spare < 0)
-		fprintf(f, "no spare took it over; degraded to the end\n");
+	if (r->fail_spare < 0 && !r->fail_why[0])
+		fprintf(f, "it held nothing, no spare took it over\n");
+	else if (r->fail_spare < 0)
+		fprintf(f, "no spare replaces it (%s); degraded to the end\n", r->fail_why);
 	else if (r->rebuild_end_s >= 0)
 		fprintf(f, "spare %d rebuilt %" PRIu64 " of %" PRIu64 " blocks from %.1f s to "
 			"%.1f s (%.1f s, %.2f MiB/s); degraded %.1f s\n", r->fail_spare,
@@ -48,6 +50,9 @@ static void fail_text(FILE *f, const struct sim_scenario *sc, const struct sim_r
 		fprintf(f, "spare %d rebuilt %" PRIu64 " of %" PRIu64 " blocks from %.1f s, "
 			"unfinished at the end of the run\n", r->fail_spare, r->rebuild_done,
 			r->rebuild_blocks, r->rebuild_start_s);
+	if (r->fail_spare >= 0 && r->fail_refused)
+		fprintf(f, "  not by the spares that would not carry the streams: %s\n",
+			r->fail_why);
 	fprintf(f, "  copies out of sync at the end: %" PRIu64 "; best-effort pieces failed on "
 		"the disk: %" PRIu64 "\n", r->stale_at_end, r->be_failed);
 	fprintf(f, "  streams against their deadlines: %" PRIu64 " late of those admitted to "
@@ -72,6 +77,11 @@ static void fail_json(FILE *f, const struct sim_result *r)
 	fprintf(f, ", \"fail\": {\"at_s\": %.3f, \"spare\": ", r->fail_at_s);
 	if (r->fail_spare >= 0)
 		fprintf(f, "%d", r->fail_spare);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"spares_refused\": %u, \"why\": ", r->fail_refused);
+	if (r->fail_why[0])
+		sim_json_string(f, r->fail_why);
 	else
 		fprintf(f, "null");
 	fprintf(f, ", \"rebuild_blocks\": %" PRIu64 ", \"rebuild_done\": %" PRIu64

@@ -94,7 +94,6 @@ void sim_scenario_defaults(struct sim_scenario *sc)
 		.move_part = -1,
 		.move_off = -1,
 		.fail_disk = -1,
-		.spare = -1,
 		.timeline_ns = CW_NS_PER_S / 2,
 		.mover_depth = 16,	/* clockwised.conf(5)'s default */
 		.mover_share = 100,
@@ -241,13 +240,33 @@ static int parse_at(char *v, int64_t *ret_ns)
 	return parse_time(at, CW_UNITS_S, CW_UNITS_S * 86400 * 7, ret_ns);
 }
 
+/* DISK[,DISK...] (scenario disks, 0 for the first) as a mask of them,
+ * at least one; list is cut up. */
+static int parse_disks(char *list, uint64_t *ret)
+{
+	char *save = NULL;
+	uint64_t u, mask = 0;
+
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		t += strspn(t, " \t");
+		t[strcspn(t, " \t")] = '\0';
+		if (parse_u64(t, 0, SIM_MAX_DISKS - 1, &u) < 0)
+			return -EINVAL;
+		mask |= UINT64_C(1) << u;
+	}
+	if (!mask)
+		return -EINVAL;
+	*ret = mask;
+	return 0;
+}
+
 /* move = PART to DISK[,DISK...] at TIME, PART be<N> or be (every one);
  * evacuate = DISK at TIME. */
 static int parse_move(struct sim_scenario *sc, const char *key, const char *v,
 		      const char *where)
 {
 	_cleanup_free_ char *copy = strdup(v);
-	char *to, *save = NULL;
+	char *to;
 	uint64_t u, mask = 0;
 	int64_t at;
 	int part = -1;
@@ -273,15 +292,9 @@ static int parse_move(struct sim_scenario *sc, const char *key, const char *v,
 				   "or be<N> (0 for the first)");
 		part = (int)u;
 	}
-	for (char *t = strtok_r(to, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		t += strspn(t, " \t");
-		t[strcspn(t, " \t")] = '\0';
-		if (parse_u64(t, 0, SIM_MAX_DISKS - 1, &u) < 0)
-			return bad(where, key, "DISK: expected a disk of the scenario (0 for the first)");
-		mask |= UINT64_C(1) << u;
-	}
-	if (!mask)
-		return bad(where, key, "expected PART to DISK[,DISK...] at SECONDS");
+	if (parse_disks(to, &mask) < 0)
+		return bad(where, key, "expected PART to DISK[,DISK...] at SECONDS (DISK: a disk of "
+			   "the scenario, 0 for the first)");
 	sc->move_part = part;
 	sc->move_disks = mask;
 	sc->move_off = -1;
@@ -519,14 +532,17 @@ int sim_scenario_set(struct sim_scenario *sc, const char *key, const char *v, co
 		return 0;
 	}
 	if (!strcmp(key, "spare")) {
+		_cleanup_free_ char *copy = strdup(v);
+
+		if (!copy)
+			return -ENOMEM;
 		if (!strcmp(v, "none")) {
-			sc->spare = -1;
+			sc->spares = 0;
 			return 0;
 		}
-		if (parse_u64(v, 0, SIM_MAX_DISKS - 1, &u) < 0)
-			return bad(where, key, "expected a disk of the scenario (0 for the first), "
-				   "or none");
-		sc->spare = (int)u;
+		if (parse_disks(copy, &sc->spares) < 0)
+			return bad(where, key, "expected DISK[,DISK...] (disks of the scenario, 0 for "
+				   "the first), or none");
 		return 0;
 	}
 	if (!strcmp(key, "survive")) {
@@ -790,7 +806,7 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		if (on_pool(sc, "copies") < 0)
 			return -EINVAL;
 	}
-	if (sc->spare >= 0 && sc->copies < 2 && sc->move_at_ns < 0 && on_pool(sc, "spare") < 0)
+	if (sc->spares && sc->copies < 2 && sc->move_at_ns < 0 && on_pool(sc, "spare") < 0)
 		return -EINVAL;
 	if (sc->pool_path[0]) {
 		/* the pool's disks and blocks, laid out by one placement */
@@ -807,17 +823,17 @@ int sim_scenario_finish(struct sim_scenario *sc)
 		if (sim_pool_probe(sc->pool_path, &sc->disks, &sc->be_pblock_bytes) < 0)
 			return -EINVAL;
 	}
-	if (sc->spare >= (int)sc->disks || sc->fail_disk >= (int)sc->disks) {
+	if ((sc->disks < 64 && sc->spares >> sc->disks) || sc->fail_disk >= (int)sc->disks) {
 		fprintf(stderr, "cwsim: %s: the scenario has disks 0 to %u\n",
-			sc->spare >= (int)sc->disks ? "spare" : "fail", sc->disks - 1);
+			sc->fail_disk >= (int)sc->disks ? "fail" : "spare", sc->disks - 1);
 		return -EINVAL;
 	}
-	if (sc->spare >= 0 && sc->copies > sc->disks - 1) {
-		fprintf(stderr, "cwsim: copies: %u copies need %u disks besides the spare, the "
-			"scenario has %u\n", sc->copies, sc->copies, sc->disks - 1);
+	if (sc->spares && sc->copies > sc->disks - sim_scenario_spares(sc)) {
+		fprintf(stderr, "cwsim: copies: %u copies need %u disks besides the spares, the "
+			"scenario has %u\n", sc->copies, sc->copies, sc->disks - sim_scenario_spares(sc));
 		return -EINVAL;
 	}
-	if (sc->spare >= 0 && !(sc->placements & ~(1u << SIM_SINGLE))) {
+	if (sc->spares && !(sc->placements & ~(1u << SIM_SINGLE))) {
 		fprintf(stderr, "cwsim: spare: placement single puts a stream on each disk in "
 			"turn; use rotation or random\n");
 		return -EINVAL;
@@ -828,9 +844,9 @@ int sim_scenario_finish(struct sim_scenario *sc)
 				"partitions keep copies (copies = 2 or 3)\n");
 			return -EINVAL;
 		}
-		if (sc->fail_disk == sc->spare) {
-			fprintf(stderr, "cwsim: fail: disk %d is the spare, which holds nothing\n",
-				sc->spare);
+		if (sc->spares >> sc->fail_disk & 1) {
+			fprintf(stderr, "cwsim: fail: disk %d is a spare, which holds nothing\n",
+				sc->fail_disk);
 			return -EINVAL;
 		}
 		if (sc->move_at_ns >= 0) {

@@ -133,7 +133,7 @@ int sim_be_part_bytes(const struct sim_scenario *sc, uint64_t *ret)
 	uint64_t be_slots = (sc->model.capacity_bytes - sim_be_start(sc)) / sc->be_pblock_bytes;
 
 	/* every copy of every block in the BE area (a spare holds none) */
-	*ret = be_slots * (sc->disks - (sc->spare >= 0)) / sc->be_partitions / CW_MAX(sc->copies, 1u) *
+	*ret = be_slots * (sc->disks - sim_scenario_spares(sc)) / sc->be_partitions / CW_MAX(sc->copies, 1u) *
 	       sc->be_pblock_bytes;
 	if (sc->be_part_max_bytes && *ret > sc->be_part_max_bytes)
 		*ret = sc->be_part_max_bytes / sc->be_pblock_bytes * sc->be_pblock_bytes;

@@ -153,15 +153,16 @@ struct sim_scenario {
 	/* A disk failure (fail = DISK at TIME): disk fail_disk (-1: none)
 	 * is gone from fail_at_ns on: its copies are marked out of sync
 	 * (cw_pool_disk_set_stale), reads go to the survivors, what was
-	 * queued on it fails, and a spare with room takes it over
-	 * (cw_disk_takeover: a rebuild the mover runs in slack, as
-	 * clockwised does).  spare (-1: none): a scenario disk made a spare
-	 * of the pool (cw_disk_set_spare) before anything is placed.
-	 * survive: the streams' reservations' --survive (auto: on, with
-	 * copies). */
+	 * queued on it fails, and a spare takes it over if one carries the
+	 * streams booked on it, as clockwised's takeover decides
+	 * (cw_admit_state_takeover: a rebuild the mover runs in slack), or
+	 * none does and the disk stays degraded, the reason kept.  spares (a
+	 * mask of scenario disks, 0: none): disks made spares of the pool
+	 * (cw_disk_set_spare) before anything is placed.  survive: the
+	 * streams' reservations' --survive (auto: on, with copies). */
 	int fail_disk;
 	int64_t fail_at_ns;
-	int spare;
+	uint64_t spares;
 	enum cw_admit_survive survive;
 	/* cwsim run -o DIR with fail =: the run's timeline, one row per
 	 * timeline_ns (empty: none) */
@@ -201,6 +202,11 @@ const char *sim_plan_name(enum sim_plan p);
  * or cw_admit_plan_opts_paper.  An explicit server (server_period_ms)
  * takes the place of the BE reserve and the automatic server. */
 void sim_scenario_plan_opts(const struct sim_scenario *sc, struct cw_admit_plan_opts *ret);
+/* How many disks are spares (spare =). */
+static inline unsigned sim_scenario_spares(const struct sim_scenario *sc)
+{
+	return (unsigned)__builtin_popcountll(sc->spares);
+}
 
 /* ---- trace.c ----------------------------------------------------------- */
 
@@ -404,6 +410,11 @@ struct sim_result {
 	 * survive), and survivors' and others' misses summed. */
 	double fail_at_s, rebuild_start_s, rebuild_end_s, degraded_end_s;
 	int fail_spare;
+	/* the takeover's word (cw_admit_takeover): spares that could not
+	 * carry the streams, and each one's reason, or that none had room
+	 * ("": the disk held nothing) */
+	unsigned fail_refused;
+	char fail_why[CW_DISK_UNREPLACED_MAX];
 	uint64_t rebuild_blocks, rebuild_done, stale_at_end, be_failed;
 	size_t n_stream_results;
 	struct {
@@ -459,6 +470,14 @@ int sim_pool_scratch(struct sim_scenario *sc);
  * why not and returns -errno. */
 int sim_pool_run_copy(const struct sim_scenario *sc, struct cw_pool **ret);
 
+/* The admission state of a run's copy of the pool (sim_pool_run_copy)
+ * with the first n_streams streams of s booked as sim_pool_setup booked
+ * them (cw_admit_state_reserve, in the same order), for a failure's
+ * takeover (cw_admit_state_takeover).  Prints why not and returns
+ * -errno. */
+int sim_pool_run_state(const struct sim_setup *s, struct cw_pool *pool, size_t n_streams,
+		       struct cw_admit_state **ret);
+
 /* ---- move.c ------------------------------------------------------------ */
 
 /* An I/O of the mover (or a write mirrored to a block's destination while
@@ -472,7 +491,8 @@ struct sim_move_io {
 
 struct sim_move;
 /* The move of the scenario on a copy of the set-up's pool, the first
- * n_streams streams playing; -EINVAL without a pool set-up. */
+ * n_streams streams playing (with a failure, booked in the copy's
+ * admission state: sim_pool_run_state); -EINVAL without a pool set-up. */
 int sim_move_open(const struct sim_setup *s, size_t n_streams, struct sim_move **ret);
 void sim_move_free(struct sim_move *m);	/* NULL-safe */
 /* Where each best-effort block is now (as sim_setup.be_blocks). */
@@ -501,10 +521,17 @@ int sim_move_mirrors(struct sim_move *m, uint32_t part, uint64_t off, uint64_t b
 /* The move's counts into res (nothing if it never began). */
 int sim_move_result(struct sim_move *m, struct sim_result *res);
 /* Disk disk fails at now (fail =): its copies marked out of sync, and a
- * spare with room takes it over as clockwised's does
- * (cw_pool_disk_set_stale, cw_disk_takeover); the rebuild then runs as
- * a move.  *ret_spare: the spare's index, or -1. */
+ * spare takes it over if one carries the streams booked on it, as
+ * clockwised's takeover decides (cw_pool_disk_set_stale,
+ * cw_admit_state_takeover); the rebuild then runs as a move.
+ * *ret_spare: the spare's index, or -1 (no spare replaces it: the
+ * reason kept in the pool, cw_disk_set_unreplaced, and in
+ * sim_move_takeover_why). */
 int sim_move_fail(struct sim_move *m, unsigned disk, int64_t now, int *ret_spare);
+/* What the takeover said: each spare tried that did not carry the
+ * streams and why, or that none had room ("": the disk held nothing, or
+ * no failure yet); *ret_refused: how many spares refused. */
+const char *sim_move_takeover_why(const struct sim_move *m, unsigned *ret_refused);
 /* Where the bytes at off of best-effort partition part (stream >= 0:
  * of stream stream's partition) lie now in the run's pool, every copy
  * with its sync state, disk ids cwsim's index plus one, as
