@@ -18,11 +18,11 @@
  *     sync, the reference, in place (the mover reads both), and with
  *     repair rewrites one that differs as a rebuild would.
  *   - A spare is a present disk placement passes over; a replacement
- *     onto it makes it a data disk.  A disk taken for failed is taken
- *     over by one (cw_disk_takeover, once its copies are marked out of
- *     sync): replaced onto the spare with the most room, if one has room
- *     for what the disk held; clockwised on a failure and cwsim's failure
- *     scenario (fail =) make the same decision.
+ *     onto it makes it a data disk.  Which spare takes a failed disk's
+ *     place is admission's choice (cw_admit_state_takeover: the spares
+ *     with room, cw_pool_spares, each checked against the streams), made
+ *     the same way by clockwised on a failure and by cwsim's failure
+ *     scenario (fail =).
  * What keeps an acknowledged write from being overwritten by older data
  * is the mover's (its file comment, "Copies"); here only the plans, made
  * under the pool lock and journalled in one transaction, or refused with
@@ -492,13 +492,6 @@ size_t cw_pool_spares(struct cw_pool *pool, uint64_t need, uint32_t *ret_ids, si
 	return n;
 }
 
-uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need)
-{
-	uint32_t id;
-
-	return cw_pool_spares(pool, need, &id, 1) ? id : 0;
-}
-
 int cw_disk_set_unreplaced(struct cw_pool *pool, uint32_t disk_id, const char *why)
 {
 	struct disk *d;
@@ -516,27 +509,5 @@ int cw_disk_set_unreplaced(struct cw_pool *pool, uint32_t disk_id, const char *w
 	}
 	pthread_mutex_unlock(&pool->lock);
 	free(dup);
-	return r;
-}
-
-int cw_disk_takeover(struct cw_pool *pool, uint32_t disk_id, uint32_t *ret_spare,
-		     uint64_t **ret_ids, size_t *ret_n)
-{
-	struct cw_disk_info di;
-	uint32_t spare;
-	int r;
-
-	*ret_spare = 0;
-	*ret_ids = NULL;
-	*ret_n = 0;
-	r = cw_disk_info(pool, disk_id, &di);
-	if (r < 0 || di.free_blocks == di.data_blocks)
-		return r;	/* it held nothing: nothing to rebuild */
-	spare = cw_pool_spare(pool, di.data_blocks - di.free_blocks);
-	if (!spare)
-		return 0;
-	r = cw_disk_replace(pool, disk_id, spare, NULL, ret_ids, ret_n);
-	if (r == 0)
-		*ret_spare = spare;
 	return r;
 }

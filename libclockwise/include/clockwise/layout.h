@@ -200,12 +200,9 @@ int cw_disk_set_domain(struct cw_pool *pool, uint32_t disk_id, const char *domai
  * blocks. */
 int cw_disk_set_spare(struct cw_pool *pool, uint32_t disk_id, bool spare);
 
-/* A present spare disk with at least need free blocks, the one with the
- * most room, or 0. */
-uint32_t cw_pool_spare(struct cw_pool *pool, uint64_t need);
-
 /* Every present spare disk with at least need free blocks, the most room
- * first (as cw_pool_spare picks), into ret_ids (room for max); how many. */
+ * first (among equals the lowest id), into ret_ids (room for max); how
+ * many. */
 size_t cw_pool_spares(struct cw_pool *pool, uint64_t need, uint32_t *ret_ids, size_t max);
 
 /* Says why disk_id, failed, keeps its copies where they are (no spare

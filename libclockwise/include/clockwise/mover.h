@@ -133,18 +133,6 @@ int cw_part_rebuild(struct cw_part *part, uint64_t *ret_id);
 int cw_disk_replace(struct cw_pool *pool, uint32_t old_id, uint32_t new_id, const char *paused,
 		    uint64_t **ret_ids, size_t *ret_n);
 
-/* Disk disk_id failed (gone, or taken for gone) and its copies were
- * marked out of sync (cw_pool_disk_set_stale): if it held blocks and a
- * present spare has room for all of them (cw_pool_spare: the one with the
- * most), the spare replaces it (cw_disk_replace: the mover rebuilds its
- * copies there from the survivors), *ret_spare is the spare's id and the
- * moves are in *ret_ids / *ret_n (free *ret_ids).  0 with *ret_spare 0
- * when no spare takes it (none, none with room, or the disk held
- * nothing); else cw_disk_replace's -errno, its reason in
- * cw_pool_last_error(). */
-int cw_disk_takeover(struct cw_pool *pool, uint32_t disk_id, uint32_t *ret_spare,
-		     uint64_t **ret_ids, size_t *ret_n);
-
 /* Journals a scrub of a mirrored partition (kind CW_MOVE_SCRUB, or
  * CW_MOVE_REPAIR with repair): the mover reads each copy in sync of each
  * block beside the block's first copy in sync (copy 0 while it is: the

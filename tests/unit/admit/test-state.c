@@ -1627,6 +1627,58 @@ static void test_replace_spare(void)
 	tp_fini(&T);
 }
 
+/* A failed disk taken over with no stream booked on it, after its copies
+ * were marked out of sync: the spare with room for what it held, the
+ * most room first (cw_pool_spares), whose rebuild leaves every copy in
+ * sync off the failed disk; a spare too small is passed over unsaid, a
+ * disk that held nothing needs none, and with no spare left with room
+ * nothing is journalled and the reason says so. */
+static void test_takeover_room(void)
+{
+	const uint64_t n[4] = { 1024, 1024, 1024, 16 };
+	struct cw_admit_takeover t;
+	struct cw_admit_state *st;
+	struct cw_disk_info di;
+	struct cw_part *m;
+	uint32_t ids[4];
+
+	tp_pool(&T, 0, 4, n, NULL);
+	CU_ASSERT_FATAL(cw_disk_set_spare(T.pool, 3, true) == 0);
+	CU_ASSERT_FATAL(cw_disk_set_spare(T.pool, 4, true) == 0);
+	CU_ASSERT(cw_pool_spares(T.pool, 1, ids, 4) == 2 && ids[0] == 3 && ids[1] == 4);
+	CU_ASSERT(cw_pool_spares(T.pool, 100, ids, 4) == 1 && ids[0] == 3);
+	CU_ASSERT(cw_pool_spares(T.pool, 1024, ids, 4) == 0);
+	CU_ASSERT_FATAL(cw_part_create(T.pool, "mir", 64 * MIB, &(struct cw_part_opts){ .copies = 2 },
+				       &m) == 0);
+	st = state(NULL);
+	/* a spare holds nothing: nothing to take over */
+	CU_ASSERT_FATAL(cw_admit_state_takeover(st, 4, &t, NULL) == 0);
+	CU_ASSERT(t.spare == 0 && t.n_moves == 0 && t.refused == 0 && !t.why[0]);
+	CU_ASSERT_FATAL(cw_pool_disk_set_stale(T.pool, 1, NULL) == 0);
+	CU_ASSERT(cw_part_copy_stale_count(m, 0) + cw_part_copy_stale_count(m, 1) == 64);
+	/* disk 1 holds 64 blocks: spare 4 (15) is too small, 3 takes them */
+	CU_ASSERT_FATAL(cw_admit_state_takeover(st, 1, &t, NULL) == 0);
+	printf("\n  spare %u, %zu moves, \"%s\"\n", t.spare, t.n_moves, t.why);
+	CU_ASSERT(t.spare == 3 && t.n_moves == 1 && t.refused == 0 && !t.why[0]);
+	free(t.move_ids);
+	CU_ASSERT(run_moves() == 64);
+	CU_ASSERT(cw_part_copy_stale_count(m, 0) + cw_part_copy_stale_count(m, 1) == 0);
+	CU_ASSERT_FATAL(cw_disk_info(T.pool, 1, &di) == 0);
+	CU_ASSERT(di.free_blocks == di.data_blocks);
+	CU_ASSERT_FATAL(cw_disk_info(T.pool, 3, &di) == 0);
+	CU_ASSERT(!di.spare && di.data_blocks - di.free_blocks == 64);
+	/* no spare left with room: the survivor carries it alone */
+	CU_ASSERT_FATAL(cw_pool_disk_set_stale(T.pool, 2, NULL) == 0);
+	CU_ASSERT_FATAL(cw_admit_state_takeover(st, 2, &t, NULL) == 0);
+	printf("  spare %u, %zu moves, \"%s\"\n", t.spare, t.n_moves, t.why);
+	CU_ASSERT(t.spare == 0 && t.n_moves == 0 && t.refused == 0);
+	CU_ASSERT(strcmp(t.why, "no spare with room for its 64 blocks") == 0);
+	CU_ASSERT(run_moves() == 0);
+	CU_ASSERT(cw_part_lost_blocks(m) == 0);
+	cw_admit_state_free(st);
+	tp_fini(&T);
+}
+
 int main(void)
 {
 	CU_pSuite s = cwtest_suite("admit-state", NULL, NULL);
@@ -1656,5 +1708,6 @@ int main(void)
 	cwtest_add(s, "mirrored streams that survive a disk", test_survive);
 	cwtest_add(s, "a spare checked against the streams before it replaces a disk",
 		   test_replace_spare);
+	cwtest_add(s, "a failed disk taken over by the spare with room", test_takeover_room);
 	return cwtest_run();
 }

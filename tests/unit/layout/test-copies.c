@@ -799,13 +799,15 @@ static void test_spare(void)
 	uint64_t *ids = NULL;
 	struct cw_part *p;
 	size_t n = 0;
+	uint32_t id = 0;
 	struct tp t;
 
 	tp_pool(&t, TP_BS, 3, three, NULL);
-	CU_ASSERT(cw_pool_spare(t.pool, 1) == 0);
+	CU_ASSERT(cw_pool_spares(t.pool, 1, &id, 1) == 0);
 	CU_ASSERT_FATAL(cw_disk_set_spare(t.pool, 3, true) == 0);
 	CU_ASSERT(cw_disk_set_spare(t.pool, 9, true) == -ENOENT);
-	CU_ASSERT(cw_pool_spare(t.pool, 100) == 3 && cw_pool_spare(t.pool, 101) == 0);
+	CU_ASSERT(cw_pool_spares(t.pool, 100, &id, 1) == 1 && id == 3);
+	CU_ASSERT(cw_pool_spares(t.pool, 101, &id, 1) == 0);
 	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 20 * TP_BS, &o2, &p) == 0);
 	CU_ASSERT(disk_free(t.pool, 3) == 100);	/* placed on 1 and 2 only */
 	check_apart(p, NULL);
@@ -824,44 +826,6 @@ static void test_spare(void)
 	check_apart(p, NULL);
 	tp_reopen(&t);
 	CU_ASSERT(cw_disk_info(t.pool, 3, &di) == 0 && !di.spare);
-	tp_check_totals(t.pool, 0);
-	tp_fini(&t);
-}
-
-/* A failed disk taken over (cw_disk_takeover, after its copies were
- * marked out of sync): by the spare with room for what it held, whose
- * rebuild leaves every copy in sync off the failed disk; no spare, a
- * spare too small, or a disk that held nothing: nothing journalled. */
-static void test_takeover(void)
-{
-	static const uint64_t sizes[] = { 101, 101, 101, 10 };
-	struct cw_part_opts o2 = { .placement = CW_PLACE_ROTATION, .copies = 2 };
-	uint64_t *ids = NULL;
-	struct cw_part *p;
-	uint32_t spare = 9;
-	size_t n = 0;
-	struct tp t;
-
-	tp_pool(&t, TP_BS, 4, sizes, NULL);
-	CU_ASSERT_FATAL(cw_disk_set_spare(t.pool, 3, true) == 0);
-	CU_ASSERT_FATAL(cw_disk_set_spare(t.pool, 4, true) == 0);
-	CU_ASSERT_FATAL(cw_part_create(t.pool, "p", 20 * TP_BS, &o2, &p) == 0);
-	/* A spare that held nothing: nothing to take over. */
-	CU_ASSERT(cw_disk_takeover(t.pool, 4, &spare, &ids, &n) == 0 && spare == 0 && n == 0);
-	CU_ASSERT_FATAL(cw_pool_disk_set_stale(t.pool, 1, NULL) == 0);
-	CU_ASSERT(cw_part_copy_stale_count(p, 0) + cw_part_copy_stale_count(p, 1) == 20);
-	/* Disk 1 holds 20 blocks: spare 4 (10) is too small, 3 takes it. */
-	CU_ASSERT_FATAL(cw_disk_takeover(t.pool, 1, &spare, &ids, &n) == 0);
-	CU_ASSERT(spare == 3 && n == 1 && ids != NULL);
-	free(ids);
-	CU_ASSERT(drive_copies(t.pool, 0) == 20);
-	CU_ASSERT(cw_part_copy_stale_count(p, 0) + cw_part_copy_stale_count(p, 1) == 0);
-	CU_ASSERT(disk_free(t.pool, 1) == 100 && disk_free(t.pool, 3) == 80);
-	check_apart(p, NULL);
-	/* No spare left with room: the survivors carry it alone. */
-	CU_ASSERT_FATAL(cw_pool_disk_set_stale(t.pool, 2, NULL) == 0);
-	CU_ASSERT(cw_disk_takeover(t.pool, 2, &spare, &ids, &n) == 0 && spare == 0 && n == 0);
-	CU_ASSERT(cw_part_lost_blocks(p) == 0);
 	tp_check_totals(t.pool, 0);
 	tp_fini(&t);
 }
@@ -1022,7 +986,6 @@ int main(void)
 	cwtest_add(s, "scrub and repair", test_scrub);
 	cwtest_add(s, "a write during a rebuild wins", test_rebuild_overlap);
 	cwtest_add(s, "a spare", test_spare);
-	cwtest_add(s, "a failed disk taken over by a spare", test_takeover);
 	cwtest_add(s, "a rebuild and a replacement paused and cancelled", test_rebuild_cancel);
 	cwtest_add(s, "in-sync state stored", test_stale_state);
 	cwtest_add(s, "schema 11 upgraded", test_upgrade);
