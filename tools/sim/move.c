@@ -27,8 +27,8 @@
  * the run pool's answer (sim_move_copies), for the streams' partitions
  * as for best effort's.  What the engine does not take from the
  * takeover: the streams' new bookings on the spare (the set-up's tasks
- * stay each disk's; a stream's read of a copy rebuilt there is best
- * effort, as the man page says).
+ * stay each disk's, so a stream goes on reading a block rebuilt there
+ * from the survivor, cwsim(1) "fail").
  *
  * The run works on its own copy of the pool (sim_pool_run_copy), so the
  * scenario's pool stays as it was and every run starts from the same map.
