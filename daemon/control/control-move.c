@@ -265,7 +265,7 @@ static int rule2_moves(struct ctx *c, const uint64_t *ids, size_t n)
 	if (r >= 0)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		(void)cw_move_cancel(c->srv->pool, ids[i]);
+		(void)cw_move_cancel(c->srv->pool, ids[i], NULL);
 	cwc_moves_settle(c->srv);	/* the streams the others had booked */
 	if (r == -EBUSY)
 		return cwc_fail(c, CW_CTL_E_BUSY, "the move is refused: %s", why);
@@ -533,9 +533,14 @@ int cwc_cmd_move_resume(struct ctx *c, json_object **ret)
 	return move_change(c, ret, cw_move_resume);
 }
 
+static int cancel_by_command(struct cw_pool *pool, uint64_t id)
+{
+	return cw_move_cancel(pool, id, NULL);
+}
+
 int cwc_cmd_move_cancel(struct ctx *c, json_object **ret)
 {
-	int r = move_change(c, ret, cw_move_cancel);
+	int r = move_change(c, ret, cancel_by_command);
 
 	cwc_moves_settle(c->srv);	/* its streams leave its destinations */
 	return r;

@@ -319,17 +319,38 @@ void ast_refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *p
 		block = rate = 0;
 	}
 	ast_refusal_who(ref, f, owner, task);
-	/* A failure case names the disk taken for lost. */
-	if (plan->failed < p->rl.n_disks)
-		snprintf(prefix, sizeof(prefix), "with disk %s failed, refused on disk %s: ",
-			 p->rl.disks[plan->failed].name, d->name);
-	else if (plan->failed == CW_ADMIT_ANY_FAILURE && plan->worst_case < p->rl.n_disks)
-		snprintf(prefix, sizeof(prefix), "to survive any one disk (at worst disk %s "
-			 "failed), refused on disk %s: ", p->rl.disks[plan->worst_case].name,
-			 d->name);
-	else
-		snprintf(prefix, sizeof(prefix), "refused on disk %s: ", d->name);
+	ast_refusal_prefix(p, plan, false, prefix, sizeof(prefix));
 	ast_refusal_words(ref, prefix, block, rate, "with the new stream");
+}
+
+/* The words before a refusal's reason: the disk that refused and, in a
+ * failure case, the disk taken for lost, "with disk F failed, refused on
+ * disk D: " (or, after "reservation N would be", "refused on disk D with
+ * disk F failed: "). */
+void ast_refusal_prefix(const struct prepared *p, const struct cw_admit_plan *plan,
+			bool after_verb, char *buf, size_t len)
+{
+	const char *d = p->rl.disks[plan->parts[plan->failed_part].disk].name;
+
+	if (plan->failed < p->rl.n_disks) {
+		const char *f = p->rl.disks[plan->failed].name;
+
+		if (after_verb)
+			snprintf(buf, len, "refused on disk %s with disk %s failed: ", d, f);
+		else
+			snprintf(buf, len, "with disk %s failed, refused on disk %s: ", f, d);
+	} else if (plan->failed == CW_ADMIT_ANY_FAILURE && plan->worst_case < p->rl.n_disks) {
+		const char *f = p->rl.disks[plan->worst_case].name;
+
+		if (after_verb)
+			snprintf(buf, len, "refused on disk %s to survive any one disk (at worst "
+				 "disk %s failed): ", d, f);
+		else
+			snprintf(buf, len, "to survive any one disk (at worst disk %s failed), "
+				 "refused on disk %s: ", f, d);
+	} else {
+		snprintf(buf, len, "refused on disk %s: ", d);
+	}
 }
 
 /* The largest rate at which p is admitted (0: none) by bisection, and the

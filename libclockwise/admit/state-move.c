@@ -51,16 +51,26 @@ static void refusal_moved(const struct prepared *p, const struct cw_admit_plan *
 			  const struct cw_admit_resv *rv, const char *with,
 			  struct cw_admit_refusal *ref)
 {
-	char prefix[CW_NAME_MAX + 64], was[sizeof(ref->reason)];
+	char prefix[3 * CW_NAME_MAX + 96], after[sizeof(prefix)], was[sizeof(ref->reason)];
+	size_t n;
 
 	if (!ref)
 		return;
 	ast_refusal_of_plan(p, plan, rv->rate_bps, ref);
-	if (ref->who == CW_ADMIT_WHO_NEW) {
-		ast_refusal_who(ref, ref->part.fail_disk_task, rv, &ref->part.task);
-		snprintf(prefix, sizeof(prefix), "refused on disk %s: ", ref->disk);
-		ast_refusal_words(ref, prefix, rv->block_bytes, rv->rate_bps,
-				  "where its blocks would be");
+	if (!plan->host.refused) {
+		/* A failure case follows the verb: "would be refused on disk D
+		 * with disk F failed: why". */
+		ast_refusal_prefix(p, plan, false, prefix, sizeof(prefix));
+		ast_refusal_prefix(p, plan, true, after, sizeof(after));
+		n = strlen(prefix);
+		if (ref->who == CW_ADMIT_WHO_NEW) {
+			ast_refusal_who(ref, ref->part.fail_disk_task, rv, &ref->part.task);
+			ast_refusal_words(ref, after, rv->block_bytes, rv->rate_bps,
+					  "where its blocks would be");
+		} else if (strncmp(ref->reason, prefix, n) == 0) {
+			snprintf(was, sizeof(was), "%s%s", after, ref->reason + n);
+			memcpy(ref->reason, was, sizeof(was));
+		}
 	}
 	memcpy(was, ref->reason, sizeof(was));
 	if (rv->persistent)
@@ -520,6 +530,7 @@ int cw_admit_state_disk_replace(struct cw_admit_state *st, uint32_t old_id, uint
 	_cleanup_free_ uint64_t *ids = NULL;
 	_cleanup_free_ struct cw_disk_info *oi = malloc(sizeof(*oi));
 	struct cw_disk_info ni;
+	char refused[CW_ADMIT_REASON_MAX + 400] = "";
 	size_t n = 0;
 	int r;
 
@@ -540,6 +551,10 @@ int cw_admit_state_disk_replace(struct cw_admit_state *st, uint32_t old_id, uint
 	if (r < 0)
 		return r;
 	r = cw_admit_state_replace(st, old_id, new_id, ids, n, ref, changes);
+	/* a replacement refused stays in the journal, cancelled, saying why */
+	if (r < 0)
+		snprintf(refused, sizeof(refused), "refused: %s",
+			 ref && ref->reason[0] ? ref->reason : strerror(-r));
 	for (size_t i = 0; i < n; i++) {
 		struct cw_move_info mi;
 
@@ -549,7 +564,7 @@ int cw_admit_state_disk_replace(struct cw_admit_state *st, uint32_t old_id, uint
 		if (r == 0)
 			r = cw_move_resume(st->pool, ids[i]);
 		else
-			(void)cw_move_cancel(st->pool, ids[i]);
+			(void)cw_move_cancel(st->pool, ids[i], refused);
 	}
 	/* not replaced after all: a spare again, and why the old disk was
 	 * not replaced before, if it was said */

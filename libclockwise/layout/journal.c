@@ -685,7 +685,7 @@ int cw_move_resume(struct cw_pool *pool, uint64_t id)
 	return r;
 }
 
-int cw_move_cancel(struct cw_pool *pool, uint64_t id)
+int cw_move_cancel(struct cw_pool *pool, uint64_t id, const char *reason)
 {
 	struct jmove *jm;
 	size_t keep;
@@ -694,7 +694,7 @@ int cw_move_cancel(struct cw_pool *pool, uint64_t id)
 	pthread_mutex_lock(&pool->lock);
 	r = find_unfinished(pool, id, &jm);
 	if (r == 0)
-		r = lay_journal_set_state(pool, jm, CW_MOVE_CANCELLED, NULL);
+		r = lay_journal_set_state(pool, jm, CW_MOVE_CANCELLED, reason ? reason : "");
 	if (r < 0) {
 		if (r != -ENOENT && r != -EALREADY)
 			lay_set_error(pool, r, "cancelling move %llu: %s", (unsigned long long)id,

@@ -46,10 +46,15 @@ check "not s1, which would break reservation $id on s1" grep -q \
 	"not by spare s1: with disk s1 in place of disk b, reservation $id would be .*refused on disk s1" \
 	<<<"$line"
 moves() { ctl --json move list; }
-# s1's replacement was journalled, refused and cancelled before s2's
+# s1's replacement was journalled, refused and cancelled before s2's,
+# and says why
 check "one replacement cancelled, one onto s2" test "$(moves | jq -c '[.[] | [.kind, .disk_id,
 	.state]] | .[0][2] |= (. == "cancelled") | .[1][2] |= (. != "cancelled")')" = \
 	'[["replace",2,true],["replace",2,true]]'
+check "the cancelled one says why" test "$(moves | jq -r '.[0].error' |
+	grep -c "^refused: with disk s1 in place of disk b, reservation $id would be refused on disk s1")" -eq 1
+check "move list shows it" grep -q "cancelled, .*: refused: with disk s1 in place of disk b" \
+	<<<"$(ctl move list)"
 check "rebuilt" wait_for "the rebuild onto s2" 60 eval '[ "$(moves | jq -r ".[1].state")" = done ]'
 show=$(ctl --json part show mir --all)
 check "nothing out of sync" test "$(jq .stale_copies <<<"$show")" -eq 0
@@ -91,7 +96,7 @@ check "served degraded from a" cmp <(nbdcopy "$uri" - ) "$cw_tmp/in"
 out=$(ctl disk replace s2 s1 2>&1)
 echo "$out"
 check "disk replace s2 s1 refused with the reason" grep -q \
-	"with disk s1 in place of disk s2, reservation $id would be .*refused on disk s1" <<<"$out"
+	"with disk s1 in place of disk s2, reservation $id would be refused on disk s1" <<<"$out"
 check "s1 still a spare after it" test "$(ctl --json disk list | jq -c '[.[] | select(.spare) | .name]')" = '["s1"]'
 check "and status still says why" grep -q "DEGRADED: disk s2 failed and no spare replaces it" \
 	<<<"$(ctl status)"

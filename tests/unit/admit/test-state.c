@@ -988,7 +988,7 @@ static void test_move_book_refused(void)
 			CU_ASSERT_FATAL(cw_mover_copied(T.pool, 0, 0) == 0);
 		}
 	}
-	CU_ASSERT_FATAL(cw_move_cancel(T.pool, mid) == 0);
+	CU_ASSERT_FATAL(cw_move_cancel(T.pool, mid, NULL) == 0);
 	tp_reopen(&T);
 	CU_ASSERT_FATAL(cw_part_lookup(T.pool, "media", &part) == 0);
 	st = state(NULL);
@@ -1598,6 +1598,22 @@ static void test_replace_spare(void)
 	}
 	CU_ASSERT_EQUAL(cw_admit_state_disk_replace(st, 2, 4, &ids, &nm, &ref, NULL), -EBUSY);
 	CU_ASSERT(ids == NULL && nm == 0 && strcmp(ref.disk, "disk4") == 0);
+	/* the refused replacement stays journalled, cancelled, saying why,
+	 * the failure case after the verb */
+	{
+		_cleanup_free_ struct cw_move_info *mv = NULL;
+		size_t n_mv = 0;
+		char cancelled[160];
+
+		snprintf(cancelled, sizeof(cancelled), "refused: with disk disk4 in place of disk "
+			 "disk2, reservation %" PRIu64 " would be refused on disk disk4", rv->id);
+		CU_ASSERT_FATAL(cw_move_list(T.pool, &mv, &n_mv) == 0 && n_mv > 0);
+		printf("  %s\n", mv[n_mv - 1].error);
+		CU_ASSERT(mv[n_mv - 1].state == CW_MOVE_CANCELLED &&
+			  mv[n_mv - 1].kind == CW_MOVE_REPLACE);
+		CU_ASSERT(strstr(mv[n_mv - 1].error, cancelled) == mv[n_mv - 1].error);
+		CU_ASSERT(strstr(ref.reason, "would be with") == NULL);
+	}
 	CU_ASSERT_FATAL(cw_disk_info(T.pool, 4, &di) == 0);
 	CU_ASSERT(di.spare && di.free_blocks == di.data_blocks);
 

@@ -768,7 +768,7 @@ static void test_rebuild_cancel(void)
 	CU_ASSERT(drive_copies(t.pool, 0) == 0);
 	CU_ASSERT_FATAL(cw_move_resume(t.pool, id) == 0);
 	CU_ASSERT(drive_copies(t.pool, 3) == 3);
-	CU_ASSERT_FATAL(cw_move_cancel(t.pool, id) == 0);
+	CU_ASSERT_FATAL(cw_move_cancel(t.pool, id, NULL) == 0);
 	CU_ASSERT(drive_copies(t.pool, 0) == 0);
 	CU_ASSERT_FATAL(cw_move_get(t.pool, id, &mi) == 0);
 	CU_ASSERT(mi.state == CW_MOVE_CANCELLED && mi.done >= 2 && mi.done <= 3);
@@ -777,7 +777,7 @@ static void test_rebuild_cancel(void)
 	/* The copies 1 replaced onto disk 3, cancelled half-way. */
 	CU_ASSERT_FATAL(cw_disk_replace(t.pool, cs[1].disk_id, 3, NULL, &ids, &n) == 0 && n == 1);
 	CU_ASSERT(drive_copies(t.pool, 4) == 4);
-	CU_ASSERT_FATAL(cw_move_cancel(t.pool, ids[0]) == 0);
+	CU_ASSERT_FATAL(cw_move_cancel(t.pool, ids[0], NULL) == 0);
 	CU_ASSERT(drive_copies(t.pool, 0) == 0);
 	CU_ASSERT_FATAL(cw_move_get(t.pool, ids[0], &mi) == 0);
 	free(ids);

@@ -387,15 +387,15 @@ static void test_pause_cancel(void)
 	CU_ASSERT(drive(t.pool, 2) == 2);
 	/* Cancel with a block in flight: it is given back once drained. */
 	CU_ASSERT_FATAL(cw_mover_next(t.pool, &task) == 0 && task.action == CW_MOVER_COPY);
-	CU_ASSERT(cw_move_cancel(t.pool, id) == 0);
+	CU_ASSERT(cw_move_cancel(t.pool, id, NULL) == 0);
 	tp_check_totals(t.pool, 1);
 	copy(t.pool, &task);
 	CU_ASSERT(cw_mover_copied(t.pool, 0, 0) == 0);
 	CU_ASSERT(cw_mover_next(t.pool, &task) == 0 && task.action == CW_MOVER_IDLE);
 	tp_check_totals(t.pool, 0);
 	info(t.pool, id, &mi);
-	CU_ASSERT(mi.state == CW_MOVE_CANCELLED && mi.done == 5);
-	CU_ASSERT(cw_move_cancel(t.pool, id) == -EALREADY);
+	CU_ASSERT(mi.state == CW_MOVE_CANCELLED && mi.done == 5 && mi.error[0] == '\0');
+	CU_ASSERT(cw_move_cancel(t.pool, id, NULL) == -EALREADY);
 	CU_ASSERT(cw_move_pause(t.pool, 99, NULL) == -ENOENT);
 	CU_ASSERT_FATAL(cw_part_block_disks(p, 0, 10, disks) == 0);
 	for (int b = 0; b < 10; b++)
@@ -868,7 +868,7 @@ static void test_batch_stops(void)
 	/* Cancelled with a batch out: nothing switches, all given back. */
 	p = one_to_two(&t, 10, 4, &id);
 	CU_ASSERT_FATAL(cw_mover_next_batch(t.pool, task, 4, &n) == 0 && n == 4);
-	CU_ASSERT(cw_move_cancel(t.pool, id) == 0);
+	CU_ASSERT(cw_move_cancel(t.pool, id, NULL) == 0);
 	tp_check_totals(t.pool, 4);
 	for (unsigned i = 0; i < n; i++)
 		copy(t.pool, &task[i]);
