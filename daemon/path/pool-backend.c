@@ -325,6 +325,17 @@ int pb_export(struct pb *pb, struct cw_part *part, struct nbdsrv_export *ret_exp
 
 /* ---- setup ---- */
 
+/* The stall probes run while a reservation exists: only a deadline's
+ * miss needs them (the caller holds resv_lock). */
+static void probes_arm_locked(struct pb *pb)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < pb->nresvs && !any; i++)
+		any = pb->resvs[i] != NULL;
+	stall_probe_arm(pb->probe, any);
+}
+
 static int resv_add(struct pb *pb, const struct cw_admit_resv *a)
 {
 	struct resv *rv = calloc(1, sizeof(*rv));
@@ -351,6 +362,7 @@ static int resv_add(struct pb *pb, const struct cw_admit_resv *a)
 	}
 	rv->idx = slot;
 	pb->resvs[slot] = rv;
+	probes_arm_locked(pb);
 	pthread_mutex_unlock(&pb->resv_lock);
 	return 0;
 }
@@ -449,9 +461,14 @@ static void stall_probe_begin(struct pb *pb)
 	r = stall_probe_start((int64_t)cfg->stall_probe_us * 1000,
 			      (int)CW_MIN(cfg->rt_priority + 2, 99u), cfg->rt_cpus, &pb->probe, err,
 			      sizeof(err));
-	if (r < 0)
+	if (r < 0) {
 		cwd_log(LOG_NOTICE, "no stall probes (%s): a miss whose thread waited for a CPU "
 			"cannot say whether the host held every thread off it", err);
+		return;
+	}
+	pthread_mutex_lock(&pb->resv_lock);
+	probes_arm_locked(pb);
+	pthread_mutex_unlock(&pb->resv_lock);
 }
 
 int pb_start(struct pb *pb)
@@ -493,6 +510,7 @@ static void resv_drop(struct pb *pb, const struct cw_admit_resv *a)
 			free(pb->resvs[i]);
 			pb->resvs[i] = NULL;
 		}
+	probes_arm_locked(pb);
 	pthread_mutex_unlock(&pb->resv_lock);
 }
 

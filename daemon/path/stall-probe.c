@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include <clockwise/types.h>
+#include "common/futex.h"
 #include "common/util.h"
 #include "daemon/path/stall-probe.h"
 #include "daemon/thread-name.h"
@@ -43,6 +44,8 @@ struct stall_probe {
 	int64_t period_ns;
 	int prio;
 	atomic_bool stop;
+	atomic_bool armed;
+	atomic_int seq;			/* moved on by arm and stop: the futex word */
 	unsigned n;
 	struct probe_cpu cpus[CPUS_MAX];
 };
@@ -50,12 +53,21 @@ struct stall_probe {
 static void *probe_main(void *arg)
 {
 	struct probe_cpu *pc = arg;
-	int64_t period = pc->p->period_ns, next = cw_now_ns() + period;
+	struct stall_probe *p = pc->p;
+	int64_t period = p->period_ns, next = cw_now_ns() + period;
 
-	while (!atomic_load_explicit(&pc->p->stop, memory_order_relaxed)) {
+	while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
 		struct timespec ts = { .tv_sec = next / CW_NS_PER_S, .tv_nsec = next % CW_NS_PER_S };
 		int64_t now, late;
+		int seq = atomic_load_explicit(&p->seq, memory_order_acquire);
 
+		/* disarmed: asleep until armed or stopped, then a period on */
+		if (!atomic_load_explicit(&p->armed, memory_order_acquire)) {
+			if (!atomic_load_explicit(&p->stop, memory_order_relaxed))
+				cw_futex_wait(&p->seq, seq);
+			next = cw_now_ns() + period;
+			continue;
+		}
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		now = cw_now_ns();
 		late = now - next;
@@ -133,9 +145,19 @@ void stall_probe_stop(struct stall_probe *p)
 	if (!p)
 		return;
 	atomic_store(&p->stop, true);
+	atomic_fetch_add(&p->seq, 1);
+	cw_futex_wake_all(&p->seq);
 	for (unsigned i = 0; i < p->n; i++)
 		pthread_join(p->cpus[i].thread, NULL);
 	free(p);
+}
+
+void stall_probe_arm(struct stall_probe *p, bool on)
+{
+	if (!p || atomic_exchange(&p->armed, on) == on)
+		return;
+	atomic_fetch_add(&p->seq, 1);
+	cw_futex_wake_all(&p->seq);
 }
 
 int stall_probe_priority(const struct stall_probe *p)

@@ -10,7 +10,9 @@
  * not run the virtual CPU.  Whatever the cause, admission cannot book it,
  * and a miss whose thread waited for a CPU meanwhile is said to be the
  * host's (lane-miss.c).  Nothing here is on the data path: the probes
- * write their own rings, the control thread reads them.
+ * write their own rings, the control thread reads them.  A probe costs a
+ * wake-up per period (about 100 us of CPU each on a virtual machine), so
+ * the probes sleep while disarmed: only a deadline needs them.
  */
 #ifndef CLOCKWISED_STALL_PROBE_H
 #define CLOCKWISED_STALL_PROBE_H
@@ -26,11 +28,15 @@ struct stall_probe;
 
 /* Starts a probe on each CPU of cpus (bit i: CPU i; 0: the process's
  * affinity, at most 64 CPUs), at SCHED_FIFO priority prio, waking every
- * period_ns.  0 with *ret NULL when period_ns is 0 (off); -errno when a
+ * period_ns once armed.  0 with *ret NULL when period_ns is 0 (off); -errno when a
  * thread cannot start or take the priority (the reason in err). */
 int stall_probe_start(int64_t period_ns, int prio, uint64_t cpus, struct stall_probe **ret,
 		      char *err, size_t errlen);
 void stall_probe_stop(struct stall_probe *p);
+
+/* Arms the probes (they wake every period from now on) or disarms them
+ * (they sleep until armed again).  p may be NULL. */
+void stall_probe_arm(struct stall_probe *p, bool on);
 
 /* The probe's priority, 0 for NULL. */
 int stall_probe_priority(const struct stall_probe *p);
