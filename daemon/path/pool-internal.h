@@ -52,7 +52,11 @@
 #define POLL_NS_RBD (500 * CW_NS_PER_US)
 /* Writes to a disk file look at its size at most this often (lane.c). */
 #define SHRUNK_CHECK_NS CW_NS_PER_MS
-#define PREQ_SMALL_PIECES 4	/* requests this small are reused (preq_new) */
+/* Requests this small are reused (preq_new), not malloc'ed.  The room is
+ * cw_path_split_max()'s bound, not the pieces a request ends up with: a
+ * 4 KiB read's bound is 5, a 128 KiB read's 7 (a write's, with the
+ * mirrors a moving block may need, 24 and more: those are malloc'ed). */
+#define PREQ_SMALL_PIECES 8
 #define ERRORS_LOGGED 8	/* per disk; then one line per 1000 */
 #define SLOTS_WINDOW 4096	/* slots a booking may look ahead (the domain's max_window) */
 #define BOOKING_SLOTS_MAX 64	/* one piece books at most this many slots */

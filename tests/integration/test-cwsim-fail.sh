@@ -112,7 +112,7 @@ jq -c '[.streams, .fail.spare, .fail.why]' "$t/slow.json"
 check "... no spare replaces the disk, the atlas2 refused, named, with the disk it breaks" \
 	jq -e '.fail.spare == null and .fail.spares_refused == 1 and .fail.rebuild_blocks == 0 and
 	       .fail.rebuild_end_s == null and .fail.degraded_s == null and .fail.stale_at_end > 0 and
-	       (.fail.why | test("^spare d2: with disk d2 in place of disk d0, .* refused on disk d2: "))' \
+	       (.fail.why | test("^spare d2: with disk d2 in place of disk d0, .* would be refused on disk d2 with disk d1 failed: "))' \
 	"$t/slow.json"
 check "... its streams still in time on the survivor" \
 	jq -e '.streams > 2 and .fail.survive_misses == 0 and .rt_misses == 0' "$t/slow.json"
@@ -125,7 +125,7 @@ check "... the failure" bash -c "'$cwsim' run --json '$scn' --set 'pool=$t/two/p
 jq -c '[.streams, .fail.spare, .fail.rebuild_s, .fail.why]' "$t/two.json"
 check "... the atlas2 tried first (as much room, the lower id) and refused, d3 takes over" \
 	jq -e '.fail.spare == 3 and .fail.spares_refused == 1 and
-	       (.fail.why | test("^spare d2: with disk d2 in place of disk d0, .* refused on disk d2: ")) and
+	       (.fail.why | test("^spare d2: with disk d2 in place of disk d0, .* would be refused on disk d2 with disk d1 failed: ")) and
 	       .fail.rebuild_blocks > 0 and .fail.rebuild_done == .fail.rebuild_blocks and
 	       .fail.rebuild_end_s < 120 and .fail.stale_at_end == 0 and .fail.survive_misses == 0' \
 	"$t/two.json"
