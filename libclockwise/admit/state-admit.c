@@ -276,9 +276,10 @@ static void refusal_host(const struct prepared *p, const struct cw_admit_plan *p
 	ast_refuse(ref, "refused for the host: %s", words);
 }
 
-/* Fills ref from plan's refused part, for the stream p asked at rate. */
+/* Fills ref from plan's refused part, for the stream p asked at rate;
+ * after_verb: the words follow "reservation N would be" (ast_refusal_prefix). */
 void ast_refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *plan,
-			 uint64_t rate, struct cw_admit_refusal *ref)
+			 uint64_t rate, bool after_verb, struct cw_admit_refusal *ref)
 {
 	const struct cw_admit_part *pt;
 	const struct cw_disk_info *d;
@@ -319,7 +320,7 @@ void ast_refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *p
 		block = rate = 0;
 	}
 	ast_refusal_who(ref, f, owner, task);
-	ast_refusal_prefix(p, plan, false, prefix, sizeof(prefix));
+	ast_refusal_prefix(p, plan, after_verb, prefix, sizeof(prefix));
 	ast_refusal_words(ref, prefix, block, rate, "with the new stream");
 }
 
@@ -419,7 +420,7 @@ static int headroom(const struct prepared *p, int r, uint64_t *ret, struct cw_ad
 	if (r == 0)
 		r = largest_rate(p, ret, &refused);
 	if (r == 0 && refused.n_parts && !refused.admitted)
-		ast_refusal_of_plan(p, &refused, *ret + 1, ref);
+		ast_refusal_of_plan(p, &refused, *ret + 1, false, ref);
 	return r;
 }
 
@@ -495,7 +496,7 @@ int ast_admit(struct cw_admit_state *st, const struct cw_admit_request *req, str
 	}
 	r = ast_plan_tested(st, p, req->rate_bps, &a->plan, ref);
 	if (r == -EBUSY && !a->plan.admitted) {
-		ast_refusal_of_plan(p, &a->plan, req->rate_bps, ref);
+		ast_refusal_of_plan(p, &a->plan, req->rate_bps, false, ref);
 		r = refusal_max_rate(p, ref);
 		if (r == 0 && p->rl.l.alt_disk)
 			refusal_prefix(ref, "with its blocks on both sides of move %" PRIu64

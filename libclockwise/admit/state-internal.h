@@ -199,7 +199,7 @@ int ast_plan_at(const struct prepared *p, uint64_t rate, struct cw_admit_plan *p
 int ast_plan_tested(const struct cw_admit_state *st, const struct prepared *p, uint64_t rate,
 		    struct cw_admit_plan *plan, struct cw_admit_refusal *ref);
 void ast_refusal_of_plan(const struct prepared *p, const struct cw_admit_plan *plan,
-			 uint64_t rate, struct cw_admit_refusal *ref);
+			 uint64_t rate, bool after_verb, struct cw_admit_refusal *ref);
 void ast_refusal_prefix(const struct prepared *p, const struct cw_admit_plan *plan,
 			bool after_verb, char *buf, size_t len);
 

@@ -51,26 +51,18 @@ static void refusal_moved(const struct prepared *p, const struct cw_admit_plan *
 			  const struct cw_admit_resv *rv, const char *with,
 			  struct cw_admit_refusal *ref)
 {
-	char prefix[3 * CW_NAME_MAX + 96], after[sizeof(prefix)], was[sizeof(ref->reason)];
-	size_t n;
+	char prefix[3 * CW_NAME_MAX + 96], was[sizeof(ref->reason)];
 
 	if (!ref)
 		return;
-	ast_refusal_of_plan(p, plan, rv->rate_bps, ref);
-	if (!plan->host.refused) {
-		/* A failure case follows the verb: "would be refused on disk D
-		 * with disk F failed: why". */
-		ast_refusal_prefix(p, plan, false, prefix, sizeof(prefix));
-		ast_refusal_prefix(p, plan, true, after, sizeof(after));
-		n = strlen(prefix);
-		if (ref->who == CW_ADMIT_WHO_NEW) {
-			ast_refusal_who(ref, ref->part.fail_disk_task, rv, &ref->part.task);
-			ast_refusal_words(ref, after, rv->block_bytes, rv->rate_bps,
-					  "where its blocks would be");
-		} else if (strncmp(ref->reason, prefix, n) == 0) {
-			snprintf(was, sizeof(was), "%s%s", after, ref->reason + n);
-			memcpy(ref->reason, was, sizeof(was));
-		}
+	/* a failure case follows the verb: "would be refused on disk D with
+	 * disk F failed: why" */
+	ast_refusal_of_plan(p, plan, rv->rate_bps, true, ref);
+	if (ref->who == CW_ADMIT_WHO_NEW && !plan->host.refused) {
+		ast_refusal_who(ref, ref->part.fail_disk_task, rv, &ref->part.task);
+		ast_refusal_prefix(p, plan, true, prefix, sizeof(prefix));
+		ast_refusal_words(ref, prefix, rv->block_bytes, rv->rate_bps,
+				  "where its blocks would be");
 	}
 	memcpy(was, ref->reason, sizeof(was));
 	if (rv->persistent)

@@ -168,8 +168,9 @@ int cw_move_failed_blocks(struct cw_pool *pool, uint64_t id, uint64_t **ret_bloc
 
 /* Pause, resume, or cancel an unfinished move (reason NULL: by command;
  * else kept as its error, which move lists show).  Cancel keeps the
- * blocks already moved and gives back the destinations of the others.  -ENOENT: no such move; -EALREADY: it is finished (or
- * already in the asked state). */
+ * blocks already moved and gives back the destinations of the others.
+ * -ENOENT: no such move; -EALREADY: it is finished (or already in the
+ * asked state). */
 int cw_move_pause(struct cw_pool *pool, uint64_t id, const char *reason);
 int cw_move_resume(struct cw_pool *pool, uint64_t id);
 int cw_move_cancel(struct cw_pool *pool, uint64_t id, const char *reason);
